@@ -1,0 +1,47 @@
+# tireless: `make test` and `make run` set everything up on a machine with Python 3.11+ and
+# PostgreSQL's server binaries (initdb, pg_ctl). Missing binaries? On Debian or Ubuntu:
+#     apt-get install postgresql        (or set TIRELESS_PG_BIN to the directory holding them)
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PYTEST_ARGS ?=
+
+.PHONY: install lint typecheck test soak bench run stop pg-binaries clean
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $@
+
+install: $(VENV)/.installed
+
+pg-binaries: install
+	@$(PY) -c 'from tireless.embedded import find_server_binaries as f; print("PostgreSQL server binaries:", f())' \
+	  || { echo "make: install PostgreSQL's server binaries: apt-get install postgresql"; exit 1; }
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck: install
+	$(VENV)/bin/mypy
+
+test: lint typecheck pg-binaries
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+soak: install pg-binaries
+	TIRELESS_SOAK=long $(PY) -m pytest -m soak $(PYTEST_ARGS)
+
+bench: install pg-binaries
+	$(PY) bench/run.py $(if $(QUICK),--quick)
+
+run: install pg-binaries
+	$(PY) -m tireless.demo
+
+stop: install
+	$(PY) -m tireless.demo --stop
+
+clean:
+	rm -rf $(VENV) .tireless .mypy_cache .ruff_cache build dist *.egg-info

@@ -1,0 +1,72 @@
+"""Migrations apply to an empty database, a second run changes nothing, and ids are in order."""
+
+from __future__ import annotations
+
+import re
+from importlib.resources import files
+
+import psycopg
+
+from tests.conftest import Database
+from tireless import migrate
+from tireless.embedded import EmbeddedPostgres
+
+
+def schema_snapshot(conninfo: str) -> list[tuple[str, ...]]:
+    with psycopg.connect(conninfo) as conn:
+        rows = conn.execute(
+            """SELECT c.relname, c.relkind::text, coalesce(obj_description(c.oid), '')
+                 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                WHERE n.nspname = 'tireless'
+               UNION ALL
+               SELECT p.proname, pg_get_function_identity_arguments(p.oid), md5(p.prosrc)
+                 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+                WHERE n.nspname = 'tireless'
+                ORDER BY 1, 2"""
+        ).fetchall()
+    return [tuple(str(v) for v in row) for row in rows]
+
+
+def test_migrations_apply_to_an_empty_database_and_a_second_run_changes_nothing(
+    server: EmbeddedPostgres,
+) -> None:
+    with psycopg.connect(server.conninfo(), autocommit=True) as admin:
+        admin.execute("DROP DATABASE IF EXISTS migrate_twice")
+        admin.execute("CREATE DATABASE migrate_twice")
+    conninfo = server.conninfo("migrate_twice")
+    try:
+        applied = migrate(conninfo)
+        assert applied, "an empty database gets every migration"
+        before = schema_snapshot(conninfo)
+        assert migrate(conninfo) == []
+        assert schema_snapshot(conninfo) == before
+    finally:
+        with psycopg.connect(server.conninfo(), autocommit=True) as admin:
+            admin.execute("DROP DATABASE migrate_twice WITH (FORCE)")
+
+
+def test_migration_versions_are_unique_and_ascending_from_one() -> None:
+    names = sorted(
+        p.name
+        for p in (files("tireless") / "migrations").iterdir()
+        if p.name.endswith(".sql") and not p.name.endswith(".rollback.sql")
+    )
+    versions = [int(re.match(r"(\d{4})_[a-z0-9_]+\.sql$", name).group(1)) for name in names]  # type: ignore[union-attr]
+    assert versions == list(range(1, len(versions) + 1))
+
+
+def test_each_migration_depends_on_the_one_before() -> None:
+    directory = files("tireless") / "migrations"
+    names = sorted(p.name for p in directory.iterdir() if p.name.endswith(".sql"))
+    previous = ""
+    for name in names:
+        header = (directory / name).read_text().splitlines()[:3]
+        assert header[0].startswith("-- "), f"{name}: first line describes the migration"
+        assert f"-- depends: {previous}".rstrip() in [line.rstrip() for line in header], name
+        previous = name.removesuffix(".sql")
+
+
+def test_the_test_database_is_a_migrated_copy_of_the_template(db: Database) -> None:
+    applied = db.scalar("SELECT count(*) FROM _yoyo_migration")
+    names = [p.name for p in (files("tireless") / "migrations").iterdir()]
+    assert applied == len([n for n in names if n.endswith(".sql") and ".rollback." not in n])

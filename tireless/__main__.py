@@ -1,0 +1,3 @@
+from tireless.cli import main
+
+raise SystemExit(main())

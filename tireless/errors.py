@@ -1,0 +1,117 @@
+"""Every SQLSTATE the store raises, and the one exception class each maps to.
+
+The codes are listed once in the SQL (db/migrations/0003_policy.sql) and mirrored in
+`SQLSTATE_TO_ERROR` below; the adapter translates by `sqlstate`, never by message text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import psycopg
+
+
+class TirelessError(Exception):
+    """Base of every refusal of the store. `sqlstate` is the code the database raised."""
+
+    sqlstate: str = ""
+
+    def __init__(self, message: str, *, constraint: str | None = None) -> None:
+        super().__init__(message)
+        self.constraint = constraint
+
+
+class UnknownJob(TirelessError):
+    """TL001: no job has that id."""
+
+    sqlstate = "TL001"
+
+
+class IllegalTransition(TirelessError):
+    """TL002: the state machine has no such move (e.g. pending -> delivered, anything -> claimed)."""
+
+    sqlstate = "TL002"
+
+
+class JobIsTerminal(TirelessError):
+    """TL003: the job is delivered, failed or cancelled and never changes again."""
+
+    sqlstate = "TL003"
+
+
+class NotHolder(TirelessError):
+    """TL004: the worker (or token) does not hold the job's current claim."""
+
+    sqlstate = "TL004"
+
+
+class InvalidArgument(TirelessError):
+    """TL005: an argument is null, empty, out of range or names nothing known."""
+
+    sqlstate = "TL005"
+
+
+class MalformedIssue(TirelessError):
+    """TL006: an element of an enqueue batch is malformed; nothing was enqueued."""
+
+    sqlstate = "TL006"
+
+
+class HistoryIsAppendOnly(TirelessError):
+    """TL007: job_event rows are never updated, deleted or truncated."""
+
+    sqlstate = "TL007"
+
+
+class InvariantViolated(TirelessError):
+    """23514: a row broke a named check constraint; `constraint` names it."""
+
+    sqlstate = "23514"
+
+
+class DuplicateLiveJob(TirelessError):
+    """23505: a second live job for one issue (the index one_live_job_per_issue)."""
+
+    sqlstate = "23505"
+
+
+class PermissionDenied(TirelessError):
+    """42501: the database role may not do this."""
+
+    sqlstate = "42501"
+
+
+ERROR_CLASSES: tuple[type[TirelessError], ...] = (
+    UnknownJob,
+    IllegalTransition,
+    JobIsTerminal,
+    NotHolder,
+    InvalidArgument,
+    MalformedIssue,
+    HistoryIsAppendOnly,
+    InvariantViolated,
+    DuplicateLiveJob,
+    PermissionDenied,
+)
+SQLSTATE_TO_ERROR: dict[str, type[TirelessError]] = {cls.sqlstate: cls for cls in ERROR_CLASSES}
+
+
+def translate(error: psycopg.Error) -> TirelessError | None:
+    """The TirelessError for a database error, or None when its SQLSTATE is not ours."""
+    cls = SQLSTATE_TO_ERROR.get(error.sqlstate or "")
+    if cls is None:
+        return None
+    return cls(error.diag.message_primary or str(error), constraint=error.diag.constraint_name)
+
+
+@contextmanager
+def translated_errors() -> Iterator[None]:
+    """Re-raise a database refusal as its TirelessError (the original stays as __cause__)."""
+    try:
+        yield
+    except psycopg.Error as error:
+        mapped = translate(error)
+        if mapped is None:
+            raise
+        raise mapped from error
