@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
 from typing import Any
 
+import psycopg
+
+from tests.conftest import Database
 from tireless import DiscoveredIssue, JobStore
 
 FORGE, OWNER, REPO = "gitea", "acme", "widgets"
@@ -27,3 +35,94 @@ def enqueue_jobs(store: JobStore, count: int, *labels: str, first: int = 1) -> i
     """Track the test repository and enqueue `count` issues asking for work; returns how many were created."""
     tracked(store)
     return store.enqueue([issue(n, *labels) for n in range(first, first + count)])
+
+
+def insert_job(conn: psycopg.Connection[Any], number: int, state: str = "pending") -> int:
+    """Insert a well-formed job row for an issue of the test repository straight into
+    tireless.job, past the API (the caller is the superuser); a claimed one holds a claim of
+    runner-1 and one attempt. Returns its id."""
+    claimed = state == "claimed"
+    row = conn.execute(
+        """INSERT INTO tireless.job (forge, owner, repo, number, kind, lane, state,
+                                     claimed_by, claim_expires_at, claim_token, attempts)
+           VALUES (%(forge)s, %(owner)s, %(repo)s, %(number)s, 'implement', 'cc', %(state)s,
+                   CASE WHEN %(claimed)s THEN 'runner-1' END,
+                   CASE WHEN %(claimed)s THEN now() + interval '10 minutes' END,
+                   CASE WHEN %(claimed)s THEN gen_random_uuid() END,
+                   CASE WHEN %(claimed)s THEN 1 ELSE 0 END)
+           RETURNING id""",
+        {
+            "forge": FORGE,
+            "owner": OWNER,
+            "repo": REPO,
+            "number": number,
+            "state": state,
+            "claimed": claimed,
+        },
+    ).fetchone()
+    assert row is not None
+    job_id: int = row[0]
+    return job_id
+
+
+def end_lease(db: Database, job_id: int) -> None:
+    """Move the job's lease into the past (as the superuser), so the sweeper takes it."""
+    with db.connect() as conn:
+        conn.execute(
+            "UPDATE tireless.job SET claim_expires_at = now() - interval '1 second'"
+            " WHERE id = %(id)s",
+            {"id": job_id},
+        )
+
+
+def make_available(db: Database, job_id: int) -> None:
+    """End the job's backoff now (as the superuser) instead of waiting it out."""
+    with db.connect() as conn:
+        conn.execute(
+            "UPDATE tireless.job SET available_at = now() WHERE id = %(id)s", {"id": job_id}
+        )
+
+
+def history(db: Database, job_id: int) -> list[tuple[Any, ...]]:
+    """The job's events in order: (from_state, to_state, worker, attempt, note)."""
+    with db.connect() as conn:
+        return conn.execute(
+            "SELECT from_state::text, to_state::text, worker, attempt, note"
+            " FROM tireless.job_event WHERE job_id = %(id)s ORDER BY id",
+            {"id": job_id},
+        ).fetchall()
+
+
+def blocked_behind(db: Database, waiter_pid: int, holder_pid: int) -> bool:
+    """Wait (bounded) until the waiter's backend is blocked by a lock the holder's holds."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if holder_pid in db.scalar("SELECT pg_blocking_pids(%(pid)s)", {"pid": waiter_pid}):
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def tireless_cli(
+    database_url: str | None, *args: str, stdin: str | None = None, **env: str
+) -> subprocess.CompletedProcess[str]:
+    """`python -m tireless ARGS...` against the database (None: no DATABASE_URL at all)."""
+    environment = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"} | env
+    if database_url is not None:
+        environment["DATABASE_URL"] = database_url
+    return subprocess.run(
+        [sys.executable, "-m", "tireless", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=120,
+    )
+
+
+def eventually(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+    """Wait until `condition()` holds (checking every 50 ms); fail naming `what` after `timeout`."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)

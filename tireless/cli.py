@@ -1,36 +1,552 @@
-"""The `tireless` command (also `python -m tireless`)."""
+"""The `tireless` command (also `python -m tireless`): see and steer the store from a shell.
+
+Exit codes: 0 done; 1 the store refused (the SQLSTATE and message go to stderr); 2 usage;
+3 nothing to do (claim found no job, renew found the claim lost); 4 cannot reach the database.
+"""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import os
+import re
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime, timedelta
+from pathlib import Path
+from types import FrameType
+from typing import Any
+from uuid import UUID
 
+import psycopg
+from psycopg.rows import RowFactory, dict_row, kwargs_row
+from psycopg.types.json import Jsonb
+
+from tireless import queries
+from tireless.errors import PermissionDenied, TirelessError, UnknownJob, translated_errors
 from tireless.migrate import migrate
+from tireless.models import Job, JobState
+from tireless.store import LEASE, JobStore, Query
+
+OK, REFUSED, USAGE, NOTHING_TO_DO, UNREACHABLE = 0, 1, 2, 3, 4
 
 
-def database_url(given: str | None) -> str:
-    url = given or os.environ.get("DATABASE_URL")
+class Unreachable(Exception):
+    """The database cannot be reached (exit 4)."""
+
+
+class UsageError(Exception):
+    """The arguments or the input are wrong (exit 2)."""
+
+
+# Arguments
+def duration(text: str) -> timedelta:
+    """`90`, `90s`, `500ms`, `10m`, `2h`: a lease or an interval."""
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)(ms|s|m|h)?", text.strip())
+    if match is None:
+        raise argparse.ArgumentTypeError(f"not a duration: {text!r} (try 30s, 10m, 1h)")
+    unit = {"ms": "milliseconds", "s": "seconds", "m": "minutes", "h": "hours"}
+    return timedelta(**{unit[match.group(2) or "s"]: float(match.group(1))})
+
+
+def seconds(text: str) -> float:
+    return duration(text).total_seconds()
+
+
+def database_url(args: argparse.Namespace) -> str:
+    url: str | None = args.database or os.environ.get("DATABASE_URL")
     if not url:
-        raise SystemExit("tireless: no database: pass --database URL or set DATABASE_URL")
+        raise UsageError("no database: pass --database URL or set DATABASE_URL")
     return url
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="tireless", description=__doc__)
-    parser.add_argument(
-        "--database", help="libpq URL or connection string (default: $DATABASE_URL)"
+@contextmanager
+def connect(args: argparse.Namespace) -> Iterator[psycopg.Connection[Any]]:
+    """One autocommit connection for a command; each store call is its own transaction."""
+    try:
+        conn = psycopg.connect(database_url(args), autocommit=True, connect_timeout=10)
+    except psycopg.OperationalError as error:
+        raise Unreachable(str(error).strip()) from error
+    except psycopg.ProgrammingError as error:  # a malformed URL or connection string
+        raise UsageError(f"bad --database or DATABASE_URL: {error}") from error
+    with conn:
+        yield conn
+
+
+# Output
+def as_json(value: Any) -> str:
+    def plain(item: Any) -> Any:
+        if isinstance(item, datetime):
+            return item.isoformat()
+        if isinstance(item, timedelta):
+            return item.total_seconds()
+        if isinstance(item, UUID):
+            return str(item)
+        if dataclasses.is_dataclass(item) and not isinstance(item, type):
+            return dataclasses.asdict(item)
+        raise TypeError(f"not JSON: {item!r}")
+
+    return json.dumps(value, default=plain, indent=2)
+
+
+def emit(args: argparse.Namespace, data: Any, text: str) -> None:
+    print(as_json(data) if args.json else text)
+
+
+def table(
+    rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, Callable[[Any], str]]]
+) -> str:
+    """A plain text table: each column is (header, the cell's text from a row)."""
+    cells = [[header for header, _ in columns]] + [
+        [cell(row) for _, cell in columns] for row in rows
+    ]
+    widths = [max(len(line[i]) for line in cells) for i in range(len(columns))]
+    return "\n".join(
+        "  ".join(text.ljust(width) for text, width in zip(line, widths, strict=True)).rstrip()
+        for line in cells
     )
-    commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("migrate", help="apply the migrations not yet applied")
-    args = parser.parse_args(argv)
-    if args.command == "migrate":
-        applied = migrate(database_url(args.database))
-        print(
-            f"applied {len(applied)} migration(s)" + (": " + ", ".join(applied) if applied else "")
+
+
+def age(value: float | timedelta | None) -> str:
+    if value is None:
+        return "-"
+    total = int(value.total_seconds() if isinstance(value, timedelta) else value)
+    if total < 120:
+        return f"{total}s"
+    if total < 7200:
+        return f"{total // 60}m"
+    return f"{total // 3600}h{total % 3600 // 60:02d}m"
+
+
+def clock(value: datetime | None) -> str:
+    return "-" if value is None else value.astimezone().strftime("%Y-%m-%d %H:%M:%S")
+
+
+def describe(job: Job) -> str:
+    """One line about a job."""
+    text = (
+        f"job {job.id} {job.owner}/{job.repo}#{job.number} {job.kind} lane {job.lane}: {job.state}"
+    )
+    text += f", attempt {job.attempts}"
+    if job.claimed_by is not None:
+        text += f", held by {job.claimed_by} until {clock(job.claim_expires_at)} (token {job.claim_token})"
+    return text + (f"\n  note: {job.note}" if job.note else "")
+
+
+def fetch(
+    conn: psycopg.Connection[Any], query: Query, params: dict[str, Any], row: RowFactory[Any]
+) -> list[Any]:
+    """Rows of an operator read, its refusals (say 42501 for a runner reading jobs) translated."""
+    with translated_errors(), conn.cursor(row_factory=row) as cur:
+        cur.execute(query, params)
+        return cur.fetchall()
+
+
+def status_rows(conn: psycopg.Connection[Any]) -> list[dict[str, Any]]:
+    """tireless.lane_status with each lane's terminal counts from tireless.queue_stats."""
+    return fetch(conn, queries.STATUS, {}, dict_row)
+
+
+def render_status(rows: Sequence[dict[str, Any]]) -> str:
+    def count(key: str) -> Callable[[dict[str, Any]], str]:
+        return lambda row: str(row[key])
+
+    def flags(row: dict[str, Any]) -> str:
+        marks = ["paused"] if row["paused"] else []
+        if row["breaker"] != "closed":
+            marks.append(
+                f"breaker {row['breaker']}"
+                + (f" until {clock(row['tripped_until'])}" if row["breaker"] == "open" else "")
+            )
+        if row["capacity"] is not None:
+            marks.append(f"capacity {row['capacity']}")
+        return ", ".join(marks) or "-"
+
+    columns: list[tuple[str, Callable[[dict[str, Any]], str]]] = [("LANE", count("lane"))]
+    columns += [
+        (key.upper().replace("_", "-"), count(key))
+        for key in ("pending", "ready", "claimed", "past_lease", "delivered", "failed", "cancelled")
+    ]
+    columns += [
+        ("OLDEST-PENDING", lambda row: age(row["oldest_pending_seconds"])),
+        ("LANE-STATE", flags),
+    ]
+    live = sum(row["pending"] + row["claimed"] for row in rows)
+    summary = f"{live} live job(s)" if live else "settled: no pending or claimed job"
+    return table(rows, columns) + "\n" + summary if rows else "no lanes and no jobs yet"
+
+
+def job_table(jobs: Sequence[Job]) -> str:
+    rows = [dataclasses.asdict(job) for job in jobs]
+    return table(
+        rows,
+        [
+            ("ID", lambda r: str(r["id"])),
+            ("ISSUE", lambda r: f"{r['forge']}/{r['owner']}/{r['repo']}#{r['number']}"),
+            ("KIND", lambda r: str(r["kind"])),
+            ("LANE", lambda r: r["lane"]),
+            ("STATE", lambda r: str(r["state"])),
+            ("ATTEMPTS", lambda r: str(r["attempts"])),
+            ("HOLDER", lambda r: r["claimed_by"] or "-"),
+            ("NOTE", lambda r: (r["note"] or "-").splitlines()[-1][:60] if r["note"] else "-"),
+        ],
+    )
+
+
+# Commands, one function each
+def cmd_migrate(args: argparse.Namespace) -> int:
+    with connect(args):
+        pass  # reachable? (exit 4 if not), before yoyo opens its own connection
+    applied = migrate(database_url(args))
+    emit(
+        args,
+        {"applied": applied},
+        f"applied {len(applied)} migration(s)" + (": " + ", ".join(applied) if applied else ""),
+    )
+    return OK
+
+
+def cmd_track(args: argparse.Namespace) -> int:
+    with connect(args) as conn:
+        new = JobStore(conn).track_repo(args.forge, args.owner, args.repo)
+    name = f"{args.forge}/{args.owner}/{args.repo}"
+    emit(
+        args,
+        {"forge": args.forge, "owner": args.owner, "repo": args.repo, "changed": new},
+        f"tracking {name}" if new else f"{name} was already tracked",
+    )
+    return OK
+
+
+def cmd_untrack(args: argparse.Namespace) -> int:
+    with connect(args) as conn:
+        gone = JobStore(conn).untrack_repo(args.forge, args.owner, args.repo)
+    name = f"{args.forge}/{args.owner}/{args.repo}"
+    emit(
+        args,
+        {"forge": args.forge, "owner": args.owner, "repo": args.repo, "changed": gone},
+        f"no longer tracking {name}" if gone else f"{name} was not tracked",
+    )
+    return OK
+
+
+def cmd_repos(args: argparse.Namespace) -> int:
+    with connect(args) as conn:
+        repos = JobStore(conn).tracked_repos()
+    text = "\n".join(f"{r.forge}/{r.owner}/{r.repo}" for r in repos) or "no tracked repositories"
+    emit(args, repos, text)
+    return OK
+
+
+def cmd_enqueue(args: argparse.Namespace) -> int:
+    source = sys.stdin.read() if args.file == "-" else Path(args.file).read_text()
+    try:
+        issues = json.loads(source)
+    except json.JSONDecodeError as error:
+        raise UsageError(f"{args.file}: not JSON: {error}") from error
+    if not isinstance(issues, list) or not all(isinstance(i, dict) for i in issues):
+        raise UsageError(f"{args.file}: expected a JSON array of issue objects")
+    with connect(args) as conn:
+        created, jobs = enqueue_and_list(conn, issues)
+    text = f"created {created} job(s) from {len(issues)} issue(s)"
+    listed = [describe(job) for job in jobs or []]
+    emit(args, {"created": created, "jobs": jobs}, "\n".join([text, *listed]))
+    return OK
+
+
+def enqueue_and_list(
+    conn: psycopg.Connection[Any], issues: list[dict[str, Any]]
+) -> tuple[int, list[Job] | None]:
+    """Enqueue, and read back in the same transaction the jobs that created; None for the jobs
+    when the role may not read them (a poller: only tireless_admin reads tireless.job)."""
+    with conn.transaction():
+        created = JobStore(conn).enqueue(issues)
+        try:
+            with conn.transaction():
+                jobs = fetch(
+                    conn, queries.CREATED_JOBS, {"issues": Jsonb(issues)}, kwargs_row(Job.from_row)
+                )
+        except PermissionDenied:
+            return created, None
+    return created, jobs
+
+
+def cmd_claim(args: argparse.Namespace) -> int:
+    with connect(args) as conn:
+        job = JobStore(conn).claim_next(args.worker, args.lane, args.lease)
+    if job is None:
+        emit(args, None, f"nothing to claim in lane(s) {', '.join(args.lane)}")
+        return NOTHING_TO_DO
+    emit(args, job, describe(job))
+    return OK
+
+
+def cmd_renew(args: argparse.Namespace) -> int:
+    with connect(args) as conn:
+        renewed = JobStore(conn).renew_claim(args.job, args.worker, args.lease, args.token)
+    text = (
+        f"renewed job {args.job} for {args.lease}"
+        if renewed
+        else f"{args.worker} no longer holds job {args.job}: the claim was lost"
+    )
+    emit(args, {"job": args.job, "renewed": renewed}, text)
+    return OK if renewed else NOTHING_TO_DO
+
+
+def cmd_transition(args: argparse.Namespace) -> int:
+    with connect(args) as conn:
+        job = JobStore(conn).transition(args.job, args.state, args.worker, args.note, args.token)
+    emit(args, job, describe(job))
+    return OK
+
+
+class Stop(BaseException):
+    """SIGTERM or SIGINT asked a long-running command to stop."""
+
+
+def stop_on_signals() -> None:
+    def stop(signum: int, frame: FrameType | None) -> None:
+        raise Stop(signal.Signals(signum).name)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    if args.every is None:
+        with connect(args) as conn:
+            moved = JobStore(conn).expire_stale_claims()
+        emit(args, {"expired": moved}, f"returned {moved} expired claim(s)")
+        return OK
+    stop_on_signals()
+    try:
+        with connect(args) as conn:
+            store = JobStore(conn)
+            while True:
+                moved = store.expire_stale_claims()
+                if moved:
+                    emit(
+                        args,
+                        {"expired": moved, "at": datetime.now().astimezone()},
+                        f"{clock(datetime.now())} returned {moved} expired claim(s)",
+                    )
+                    sys.stdout.flush()
+                threading.Event().wait(args.every)
+    except Stop:
+        return OK
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    with connect(args) as conn:
+        rows = status_rows(conn)
+    emit(args, rows, render_status(rows))
+    return OK
+
+
+def cmd_jobs(args: argparse.Namespace) -> int:
+    owner, _, repo = (args.repo or "").partition("/")
+    if args.repo and not repo:
+        raise UsageError(f"--repo takes OWNER/REPO, got {args.repo!r}")
+    params = {
+        "state": args.state,
+        "lane": args.lane,
+        "owner": owner or None,
+        "repo": repo or None,
+        "after": args.after,
+        "limit": args.limit,
+    }
+    with connect(args) as conn:
+        jobs = fetch(conn, queries.JOBS, params, kwargs_row(Job.from_row))
+    emit(args, jobs, job_table(jobs) if jobs else "no jobs")
+    return OK
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    with connect(args) as conn:
+        found = fetch(conn, queries.JOB, {"job_id": args.job}, kwargs_row(Job.from_row))
+        if not found:
+            raise UnknownJob(f"no job with id {args.job}")
+        history = fetch(conn, queries.JOB_EVENTS, {"job_id": args.job}, dict_row)
+    job: Job = found[0]
+    fields = "\n".join(f"{name:>17}: {value}" for name, value in dataclasses.asdict(job).items())
+    events = table(
+        history,
+        [
+            ("AT", lambda e: clock(e["at"])),
+            ("FROM", lambda e: e["from_state"] or "-"),
+            ("TO", lambda e: e["to_state"]),
+            ("WORKER", lambda e: e["worker"] or "-"),
+            ("ATTEMPT", lambda e: str(e["attempt"])),
+            ("NOTE", lambda e: (e["note"] or "-").splitlines()[-1][:60] if e["note"] else "-"),
+        ],
+    )
+    emit(args, {"job": job, "history": history}, f"{fields}\n\nhistory:\n{events}")
+    return OK
+
+
+def cmd_work(args: argparse.Namespace) -> int:
+    from tireless.worker import work  # the runner loads only for `work`
+
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        raise UsageError("work needs a COMMAND after --")
+    return work(
+        database_url(args),
+        args.worker,
+        args.lane,
+        command,
+        lease=args.lease,
+        once=args.once,
+        poll=args.poll,
+        grace=args.grace,
+    )
+
+
+# Parsing
+def parser() -> argparse.ArgumentParser:
+    def common(defaults: bool) -> argparse.ArgumentParser:
+        # Given before or after the command; a subcommand's default must not hide the top's value.
+        flags = argparse.ArgumentParser(add_help=False)
+        none = None if defaults else argparse.SUPPRESS
+        flags.add_argument(
+            "--database",
+            metavar="URL",
+            default=none,
+            help="libpq URL or connection string (default: $DATABASE_URL)",
         )
-    return 0
+        flags.add_argument(
+            "--json",
+            action="store_true",
+            default=False if defaults else argparse.SUPPRESS,
+            help="print JSON instead of text",
+        )
+        return flags
+
+    top = argparse.ArgumentParser(
+        prog="tireless",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        parents=[common(defaults=True)],
+    )
+    commands = top.add_subparsers(dest="command_name", required=True, metavar="COMMAND")
+
+    def command(
+        name: str, run: Callable[[argparse.Namespace], int], help: str
+    ) -> argparse.ArgumentParser:
+        sub = commands.add_parser(
+            name, help=help, description=help, parents=[common(defaults=False)]
+        )
+        sub.set_defaults(run=run)
+        return sub
+
+    command("migrate", cmd_migrate, "apply the migrations not yet applied")
+    for name, run, help in (
+        ("track", cmd_track, "start tracking a repository"),
+        ("untrack", cmd_untrack, "stop tracking a repository"),
+    ):
+        sub = command(name, run, help)
+        sub.add_argument("forge", help="the forge's short name, e.g. gitea")
+        sub.add_argument("owner")
+        sub.add_argument("repo")
+    command("repos", cmd_repos, "list the tracked repositories")
+    sub = command("enqueue", cmd_enqueue, "enqueue a JSON array of issues; print the jobs created")
+    sub.add_argument("file", nargs="?", default="-", help="a JSON file (default: stdin)")
+
+    sub = command("claim", cmd_claim, "claim the oldest claimable job in the lanes (exit 3: none)")
+    sub.add_argument("--worker", required=True)
+    sub.add_argument(
+        "--lane", action="append", required=True, help="a lane to serve (repeat for several)"
+    )
+    sub.add_argument("--lease", type=duration, default=LEASE, help="e.g. 30s, 10m (default 10m)")
+    sub = command(
+        "renew", cmd_renew, "extend the lease of a claim you hold (exit 3: the claim was lost)"
+    )
+    sub.add_argument("job", type=int)
+    sub.add_argument("--worker", required=True)
+    sub.add_argument("--token", type=UUID, help="the claim's token (fencing)")
+    sub.add_argument("--lease", type=duration, default=LEASE)
+    sub = command(
+        "transition", cmd_transition, "move a job: deliver, fail, release to pending, cancel"
+    )
+    sub.add_argument("job", type=int)
+    sub.add_argument("state", choices=[str(s) for s in JobState])
+    sub.add_argument("--worker", help="the holder (needed to leave claimed)")
+    sub.add_argument("--token", type=UUID, help="the claim's token (fencing)")
+    sub.add_argument("--note")
+    sub = command("sweep", cmd_sweep, "return expired claims to pending (or fail them by budget)")
+    sub.add_argument(
+        "--every",
+        type=seconds,
+        metavar="SECONDS",
+        help="keep sweeping at this interval until SIGINT/SIGTERM",
+    )
+
+    command(
+        "status",
+        cmd_status,
+        "lanes by state: queue, claims past their lease, paused or tripped lanes",
+    )
+    sub = command("jobs", cmd_jobs, "list jobs, oldest first")
+    sub.add_argument("--state", choices=[str(s) for s in JobState])
+    sub.add_argument("--lane")
+    sub.add_argument("--repo", metavar="OWNER/REPO")
+    sub.add_argument(
+        "--after", type=int, default=0, metavar="ID", help="only jobs with a larger id"
+    )
+    sub.add_argument("--limit", type=int, default=100)
+    sub = command("show", cmd_show, "a job and its history")
+    sub.add_argument("job", type=int)
+
+    sub = command("work", cmd_work, "claim jobs and run COMMAND on each under a renewed lease")
+    sub.add_argument("--worker", required=True, help="this worker's name (unique per process)")
+    sub.add_argument(
+        "--lane", action="append", required=True, help="a lane to serve (repeat for several)"
+    )
+    sub.add_argument(
+        "--lease",
+        type=duration,
+        default=LEASE,
+        help="lease length, renewed at a third (default 10m)",
+    )
+    sub.add_argument(
+        "--once", action="store_true", help="run at most one job, then exit (3: none to claim)"
+    )
+    sub.add_argument(
+        "--poll",
+        type=seconds,
+        default=30.0,
+        metavar="SECONDS",
+        help="longest wait between claims when idle (default 30)",
+    )
+    sub.add_argument(
+        "--grace",
+        type=seconds,
+        default=10.0,
+        metavar="SECONDS",
+        help="from SIGTERM to SIGKILL when stopping COMMAND (default 10)",
+    )
+    sub.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARGS...]")
+    return top
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        code: int = args.run(args)
+        return code
+    except UsageError as error:
+        print(f"tireless: {error}", file=sys.stderr)
+        return USAGE
+    except (Unreachable, psycopg.OperationalError) as error:
+        print(f"tireless: cannot reach the database: {error}", file=sys.stderr)
+        return UNREACHABLE
+    except TirelessError as error:
+        print(f"tireless: {error.sqlstate}: {error}", file=sys.stderr)
+        return REFUSED
 
 
 if __name__ == "__main__":

@@ -96,10 +96,16 @@ ERROR_CLASSES: tuple[type[TirelessError], ...] = (
 )
 SQLSTATE_TO_ERROR: dict[str, type[TirelessError]] = {cls.sqlstate: cls for cls in ERROR_CLASSES}
 
+# Input refused before our functions run, mapped to the rule it breaks. jsonb cannot hold \u0000
+# (22P05 in an enqueue batch); text cannot hold NUL, which psycopg refuses before sending (no SQLSTATE).
+INPUT_REFUSALS: dict[str, type[TirelessError]] = {"22P05": MalformedIssue, "": InvalidArgument}
+
 
 def translate(error: psycopg.Error) -> TirelessError | None:
     """The TirelessError for a database error, or None when its SQLSTATE is not ours."""
     cls = SQLSTATE_TO_ERROR.get(error.sqlstate or "")
+    if cls is None and isinstance(error, psycopg.DataError):
+        cls = INPUT_REFUSALS.get(error.sqlstate or "")
     if cls is None:
         return None
     return cls(error.diag.message_primary or str(error), constraint=error.diag.constraint_name)

@@ -13,12 +13,13 @@ JOB_COLUMNS = sql.SQL(", ").join(sql.Identifier(f.name) for f in fields(Job))
 LANE_COLUMNS = sql.SQL(", ").join(sql.Identifier(f.name) for f in fields(Lane))
 
 
-def _returning_jobs(call: str) -> sql.Composed:
-    return sql.SQL("SELECT {} FROM " + call).format(JOB_COLUMNS)
+# Rendered to bytes once: psycopg would compose a sql.Composed again at every execute (bench/results.md).
+def _returning_jobs(call: str) -> bytes:
+    return sql.SQL("SELECT {} FROM " + call).format(JOB_COLUMNS).as_bytes(None)
 
 
-def _returning_lane(call: str) -> sql.Composed:
-    return sql.SQL("SELECT {} FROM " + call).format(LANE_COLUMNS)
+def _returning_lane(call: str) -> bytes:
+    return sql.SQL("SELECT {} FROM " + call).format(LANE_COLUMNS).as_bytes(None)
 
 
 TRACK_REPO = "SELECT tireless.track_repo(forge => %(forge)s, owner => %(owner)s, repo => %(repo)s)"
@@ -54,3 +55,48 @@ RESET_LANE_BREAKER = _returning_lane("tireless.reset_lane_breaker(lane => %(lane
 LISTEN = "LISTEN tireless_work"
 UNLISTEN = "UNLISTEN tireless_work"
 WORK_CHANNEL = "tireless_work"
+
+# Operator reads (the `tireless` command and `make run`): the views, and the job table as admin.
+SET_POLICY = (
+    "SELECT label_prefix, backoff_base, backoff_cap, breaker_threshold, breaker_cooldown"
+    " FROM tireless.set_policy(label_prefix => %(label_prefix)s, backoff_base => %(backoff_base)s,"
+    " backoff_cap => %(backoff_cap)s, breaker_threshold => %(breaker_threshold)s,"
+    " breaker_cooldown => %(breaker_cooldown)s)"
+)
+STATUS = """
+SELECT coalesce(s.lane, q.lane) AS lane,
+       coalesce(s.pending, 0) AS pending, coalesce(s.ready, 0) AS ready,
+       coalesce(s.claimed, 0) AS claimed, coalesce(s.past_lease, 0) AS past_lease,
+       coalesce(q.delivered, 0) AS delivered, coalesce(q.failed, 0) AS failed,
+       coalesce(q.cancelled, 0) AS cancelled,
+       extract(epoch FROM s.oldest_pending_age)::float8 AS oldest_pending_seconds,
+       coalesce(s.breaker, 'closed') AS breaker, coalesce(s.paused, false) AS paused,
+       s.capacity, s.tripped_until
+  FROM tireless.lane_status s
+  FULL JOIN (SELECT st.lane,
+                    sum(st.jobs) FILTER (WHERE st.state = 'delivered')::bigint AS delivered,
+                    sum(st.jobs) FILTER (WHERE st.state = 'failed')::bigint AS failed,
+                    sum(st.jobs) FILTER (WHERE st.state = 'cancelled')::bigint AS cancelled
+               FROM tireless.queue_stats st GROUP BY st.lane) q ON q.lane = s.lane
+ ORDER BY 1"""
+JOBS = sql.SQL(
+    "SELECT {} FROM tireless.job j"
+    " WHERE (%(state)s::text IS NULL OR j.state::text = %(state)s)"
+    " AND (%(lane)s::text IS NULL OR j.lane = %(lane)s)"
+    " AND (%(owner)s::text IS NULL OR (j.owner, j.repo) = (%(owner)s, %(repo)s))"
+    " AND j.id > %(after)s"
+    " ORDER BY j.id LIMIT %(limit)s"
+).format(JOB_COLUMNS)
+JOB = sql.SQL("SELECT {} FROM tireless.job j WHERE j.id = %(job_id)s").format(JOB_COLUMNS)
+JOB_EVENTS = (
+    "SELECT e.id, e.at, e.from_state::text AS from_state, e.to_state::text AS to_state,"
+    " e.worker, e.attempt, e.note FROM tireless.job_event e WHERE e.job_id = %(job_id)s ORDER BY e.id"
+)
+# The jobs an enqueue in this same transaction created for the issues of its batch.
+CREATED_JOBS = sql.SQL(
+    "SELECT {} FROM tireless.job j"
+    " WHERE j.created_at = now() AND (j.forge, j.owner, j.repo, j.number) IN"
+    " (SELECT i.forge, i.owner, i.repo, i.number FROM jsonb_to_recordset(%(issues)s)"
+    " AS i(forge text, owner text, repo text, number integer))"
+    " ORDER BY j.id"
+).format(JOB_COLUMNS)

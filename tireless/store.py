@@ -4,23 +4,33 @@ its own transaction; rows become typed objects. It holds no rule of its own."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import timedelta
 from typing import Any, LiteralString
 from uuid import UUID
 
 from psycopg import Connection, sql
+from psycopg.pq import TransactionStatus
 from psycopg.rows import Row, RowFactory, class_row, kwargs_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
 from tireless import queries
 from tireless.errors import translated_errors
+from tireless.lease import Lease, OnLost
 from tireless.models import DiscoveredIssue, Job, JobKind, JobState, Lane, RepoRef
 
 LEASE = timedelta(minutes=10)
 
-Query = LiteralString | sql.Composed
+Query = LiteralString | sql.Composed | bytes
+
+
+def atomic(conn: Connection[Any]) -> AbstractContextManager[Any]:
+    """One statement on an idle autocommit connection is already its own transaction: no BEGIN and
+    COMMIT round trips. Otherwise a transaction block (a savepoint inside the caller's)."""
+    if conn.autocommit and conn.info.transaction_status == TransactionStatus.IDLE:
+        return nullcontext()
+    return conn.transaction()
 
 
 def issues_json(issues: Iterable[DiscoveredIssue | Mapping[str, Any]]) -> Jsonb:
@@ -35,7 +45,9 @@ class JobStore:
     def __init__(self, database: str | ConnectionPool | Connection[Any]) -> None:
         self._owned_pool: ConnectionPool | None = None
         if isinstance(database, str):
-            self._owned_pool = ConnectionPool(database, min_size=1, max_size=4, open=True)
+            self._owned_pool = ConnectionPool(
+                database, min_size=1, max_size=4, kwargs={"autocommit": True}, open=True
+            )
             database = self._owned_pool
         self._database: ConnectionPool | Connection[Any] = database
 
@@ -62,14 +74,14 @@ class JobStore:
         with (
             translated_errors(),
             self._connection() as conn,
-            conn.transaction(),
+            atomic(conn),
             conn.cursor(row_factory=row) as cur,
         ):
             cur.execute(query, params)
             return cur.fetchall()
 
     def _value(self, query: Query, params: Mapping[str, Any]) -> Any:
-        with translated_errors(), self._connection() as conn, conn.transaction():
+        with translated_errors(), self._connection() as conn, atomic(conn):
             row = conn.execute(query, params).fetchone()
             return None if row is None else row[0]
 
@@ -151,21 +163,58 @@ class JobStore:
     def reset_lane_breaker(self, lane: str) -> Lane:
         return self._lane(queries.RESET_LANE_BREAKER, {"lane": lane})
 
+    # Holding a job
+    def lease(
+        self,
+        worker: str,
+        lanes: Sequence[str],
+        lease: timedelta = LEASE,
+        on_lost: OnLost | None = None,
+    ) -> Lease:
+        """`with store.lease(worker, lanes) as job:` claims a job (None: nothing claimable), renews
+        it in a thread at a third of the lease, delivers it when the block ends normally and
+        releases it to pending, the exception as note, when the block raises (tireless.lease).
+        Needs a store over a pool or connection string: the renewals run on their own connection."""
+        return Lease(self, worker, lanes, lease, on_lost)
+
     # Wake-up
-    def wait_for_work(self, lanes: Sequence[str], timeout: float) -> str | None:
-        """Sleep until a NOTIFY on tireless_work names one of `lanes` (returns it) or `timeout`
-        seconds pass (returns None). Work that arrives just before the LISTEN is seen at the next
-        claim: call it after a claim found nothing, with a timeout as the fallback poll."""
-        wanted = set(lanes)
+    @contextmanager
+    def listen(self, lanes: Sequence[str]) -> Iterator[WorkWaiter]:
+        """LISTEN on tireless_work for the block's length, on a connection of its own (of the
+        pool, or the store's one connection, switched to autocommit meanwhile). Every
+        notification sent after the block starts is kept until a `wait` takes it, so a runner
+        that claims inside the block and waits when the claim found nothing misses no work."""
         with self._connection() as conn:
             was_autocommit = conn.autocommit
             conn.autocommit = True
             try:
                 conn.execute(queries.LISTEN)
-                for notify in conn.notifies(timeout=timeout):
-                    if notify.payload in wanted:
-                        return notify.payload
-                return None
+                yield WorkWaiter(conn, lanes)
             finally:
                 conn.execute(queries.UNLISTEN)
+                for _ in conn.notifies(timeout=0):
+                    pass  # drop what arrived before the UNLISTEN: the next listener starts clean
                 conn.autocommit = was_autocommit
+
+    def wait_for_work(self, lanes: Sequence[str], timeout: float) -> str | None:
+        """Sleep until a NOTIFY on tireless_work names one of `lanes` (returns it) or `timeout`
+        seconds pass (returns None). It listens only from the call on: a runner that must not
+        miss work announced between its last claim and this call uses `listen` instead."""
+        with self.listen(lanes) as waiter:
+            return waiter.wait(timeout)
+
+
+class WorkWaiter:
+    """The waiting half of `JobStore.listen`: one LISTEN on tireless_work, filtered by lane."""
+
+    def __init__(self, conn: Connection[Any], lanes: Sequence[str]) -> None:
+        self._conn = conn
+        self._lanes = frozenset(lanes)
+
+    def wait(self, timeout: float) -> str | None:
+        """The lane of the first notification for one of the lanes, taking those kept since the
+        last wait first; None when none comes within `timeout` seconds."""
+        for notify in self._conn.notifies(timeout=timeout):
+            if notify.payload in self._lanes:
+                return notify.payload
+        return None

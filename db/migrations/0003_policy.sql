@@ -135,10 +135,11 @@ CREATE FUNCTION tireless.job_kind_for(labels text[]) RETURNS text
 AS $$
     SELECT k::text
       FROM tireless.policy p
-     CROSS JOIN unnest(enum_range(NULL::tireless.job_kind)) AS k
+     CROSS JOIN unnest(enum_range(NULL::tireless.job_kind)) AS kinds(k)
      WHERE p.label_prefix = ANY (coalesce(job_kind_for.labels, '{}'))
        AND p.label_prefix || '/' || k::text = ANY (job_kind_for.labels)
-     ORDER BY k
+     -- kinds.k, the enum: a bare k would name the text output column and sort alphabetically.
+     ORDER BY kinds.k
      LIMIT 1;
 $$;
 COMMENT ON FUNCTION tireless.job_kind_for(text[]) IS
@@ -175,8 +176,12 @@ CREATE FUNCTION tireless.retry_delay(attempts integer) RETURNS interval
     LANGUAGE sql STABLE
     SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT least(p.backoff_cap, p.backoff_base * power(2, least(greatest(retry_delay.attempts - 1, 0), 30)))
-      FROM tireless.policy p;
+    -- Compared in numeric seconds first: base * 2^n as an interval would overflow long before the cap.
+    SELECT CASE WHEN extract(epoch FROM p.backoff_base) * 2::numeric ^ e.exponent >= extract(epoch FROM p.backoff_cap)
+                THEN p.backoff_cap
+                ELSE p.backoff_base * 2::float8 ^ e.exponent END
+      FROM tireless.policy p
+     CROSS JOIN LATERAL (SELECT least(greatest(retry_delay.attempts - 1, 0), 80)) AS e(exponent);
 $$;
 COMMENT ON FUNCTION tireless.retry_delay(integer) IS
     'Backoff before a job that has had this many attempts may be claimed again: base * 2^(attempts-1), capped.';
@@ -248,6 +253,13 @@ BEGIN
         RAISE EXCEPTION 'backoff must not be negative, got base % and cap %', set_policy.backoff_base, set_policy.backoff_cap
             USING ERRCODE = 'TL005';
     END IF;
+    IF coalesce(set_policy.backoff_cap, (SELECT p.backoff_cap FROM tireless.policy p))
+       < coalesce(set_policy.backoff_base, (SELECT p.backoff_base FROM tireless.policy p)) THEN
+        RAISE EXCEPTION 'backoff_cap % is below backoff_base %',
+            coalesce(set_policy.backoff_cap, (SELECT p.backoff_cap FROM tireless.policy p)),
+            coalesce(set_policy.backoff_base, (SELECT p.backoff_base FROM tireless.policy p))
+            USING ERRCODE = 'TL005';
+    END IF;
     UPDATE tireless.policy p
        SET label_prefix = coalesce(set_policy.label_prefix, p.label_prefix),
            backoff_base = coalesce(set_policy.backoff_base, p.backoff_base),
@@ -255,10 +267,6 @@ BEGIN
            breaker_threshold = coalesce(set_policy.breaker_threshold, p.breaker_threshold),
            breaker_cooldown = coalesce(set_policy.breaker_cooldown, p.breaker_cooldown)
      RETURNING p.* INTO result;
-    IF result.backoff_cap < result.backoff_base THEN
-        RAISE EXCEPTION 'backoff_cap % is below backoff_base %', result.backoff_cap, result.backoff_base
-            USING ERRCODE = 'TL005';
-    END IF;
     RETURN result;
 END;
 $$;

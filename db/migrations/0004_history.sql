@@ -18,6 +18,7 @@ COMMENT ON TABLE tireless.job_event IS
     'worker is the holder the change concerns; attempt is the job''s attempt count after the change.';
 COMMENT ON INDEX tireless.job_events_in_order IS 'A job''s history, in order.';
 COMMENT ON CONSTRAINT event_changes_state ON tireless.job_event IS 'Every event is a change of state.';
+COMMENT ON CONSTRAINT job_event_job_id_fkey ON tireless.job_event IS 'Every event belongs to a job that exists.';
 
 CREATE FUNCTION tireless.record_job_event() RETURNS trigger
     LANGUAGE plpgsql
@@ -25,8 +26,10 @@ CREATE FUNCTION tireless.record_job_event() RETURNS trigger
 AS $$
 BEGIN
     -- OLD is null for an INSERT: the creation event has no from_state.
-    INSERT INTO tireless.job_event (job_id, from_state, to_state, worker, attempt, note)
-    VALUES (NEW.id, OLD.state, NEW.state, coalesce(NEW.claimed_by, OLD.claimed_by), NEW.attempts, NEW.note);
+    -- clock_timestamp(), not now(): written under the row lock, so one job's events are in time order
+    -- even when a transaction that started earlier changes the job later.
+    INSERT INTO tireless.job_event (job_id, at, from_state, to_state, worker, attempt, note)
+    VALUES (NEW.id, clock_timestamp(), OLD.state, NEW.state, coalesce(NEW.claimed_by, OLD.claimed_by), NEW.attempts, NEW.note);
     RETURN NULL;
 END;
 $$;

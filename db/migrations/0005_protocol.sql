@@ -82,7 +82,7 @@ AS $$
             format('"labels" holds %s labels, at most 100 are allowed', jsonb_array_length(issue -> 'labels'))
         WHEN EXISTS (SELECT FROM jsonb_array_elements(issue -> 'labels') AS l(label)
                       WHERE jsonb_typeof(l.label) <> 'string' OR length(l.label #>> '{}') NOT BETWEEN 1 AND 200) THEN
-            format('every label must be a string of 1 to 200 characters, got %s',
+            format('"labels" must hold strings of 1 to 200 characters, got %s',
                    (SELECT left(l.label::text, 220) FROM jsonb_array_elements(issue -> 'labels') AS l(label)
                      WHERE jsonb_typeof(l.label) <> 'string' OR length(l.label #>> '{}') NOT BETWEEN 1 AND 200 LIMIT 1))
         WHEN jsonb_typeof(issue -> 'title') NOT IN ('string', 'null') OR length(issue ->> 'title') > 1000 THEN
@@ -385,12 +385,22 @@ AS $$
 DECLARE
     moved integer := 0;
     expired record;
+    failed_lanes text[] := '{}';
+    failed_lane text;
+    sweep_lanes text[];
 BEGIN
-    -- SKIP LOCKED: two sweepers never wait on each other, and never move one job twice.
+    -- One sweeper per lane at a time (a non-blocking advisory lock): a lane another sweeper holds
+    -- is left for the next sweep, so two sweepers never wait on each other, not even on the lane
+    -- row the circuit breaker counts in.
+    SELECT coalesce(array_agg(s.lane), '{}') INTO sweep_lanes
+      FROM (SELECT DISTINCT j.lane FROM tireless.job j
+             WHERE j.state = 'claimed' AND j.claim_expires_at < now()) AS s
+     WHERE pg_try_advisory_xact_lock(hashtext('tireless.expire_stale_claims'), hashtext(s.lane));
+    -- SKIP LOCKED: a job whose row another transaction holds is left as well; no job moves twice.
     FOR expired IN
         WITH stale AS (
             SELECT j.id FROM tireless.job j
-             WHERE j.state = 'claimed' AND j.claim_expires_at < now()
+             WHERE j.state = 'claimed' AND j.claim_expires_at < now() AND j.lane = ANY (sweep_lanes)
              ORDER BY j.claim_expires_at
                FOR UPDATE SKIP LOCKED
         )
@@ -411,17 +421,25 @@ BEGIN
         RETURNING j.lane, j.state, j.available_at
     LOOP
         moved := moved + 1;
-        PERFORM tireless.record_lane_outcome(expired.lane, false);
-        IF expired.state = 'pending' AND expired.available_at <= now() THEN
+        failed_lanes := failed_lanes || expired.lane;
+        -- As in transition: the job is claimable at once, or its claim freed a slot in a capped lane.
+        IF (expired.state = 'pending' AND expired.available_at <= now())
+           OR EXISTS (SELECT FROM tireless.lane l WHERE l.name = expired.lane AND l.capacity IS NOT NULL) THEN
             PERFORM tireless.announce_work(expired.lane);
         END IF;
+    END LOOP;
+    -- Lane rows are written in name order, the order claim_next locks capped lanes in, so a sweep
+    -- and a claim that both touch several lanes never deadlock on them.
+    FOR failed_lane IN SELECT l FROM unnest(failed_lanes) AS l ORDER BY l LOOP
+        PERFORM tireless.record_lane_outcome(failed_lane, false);
     END LOOP;
     RETURN moved;
 END;
 $$;
 COMMENT ON FUNCTION tireless.expire_stale_claims() IS
     'Returns every claimed job whose lease has passed to pending (after its backoff), or fails it when its last '
-    'attempt is spent; clears the claim, keeps the attempt count, and returns how many jobs it moved.';
+    'attempt is spent; clears the claim, keeps the attempt count, and returns how many jobs it moved. Never '
+    'waits on another sweeper: a job whose row is locked, or a lane another sweeper holds, is left for the next sweep.';
 
 CREATE FUNCTION tireless.refresh_lane(forge text, owner text, repo text, number integer, labels text[]) RETURNS text
     LANGUAGE plpgsql VOLATILE SECURITY DEFINER
@@ -431,8 +449,10 @@ DECLARE
     new_lane text;
 BEGIN
     PERFORM tireless.check_repo(refresh_lane.forge, refresh_lane.owner, refresh_lane.repo);
-    IF refresh_lane.labels IS NULL OR array_position(refresh_lane.labels, NULL) IS NOT NULL THEN
-        RAISE EXCEPTION 'labels must be an array of labels without nulls, got %', coalesce(left(refresh_lane.labels::text, 100), 'null')
+    -- The same limits enqueue applies to an issue's labels.
+    IF refresh_lane.labels IS NULL OR cardinality(refresh_lane.labels) > 100
+       OR EXISTS (SELECT FROM unnest(refresh_lane.labels) AS l WHERE l IS NULL OR length(l) NOT BETWEEN 1 AND 200) THEN
+        RAISE EXCEPTION 'labels must be at most 100 labels of 1 to 200 characters, got %', coalesce(left(refresh_lane.labels::text, 100), 'null')
             USING ERRCODE = 'TL005';
     END IF;
     UPDATE tireless.job j

@@ -1,0 +1,189 @@
+"""The three ways a worker claims and finishes a job, and the worker processes that time them."""
+
+from __future__ import annotations
+
+import multiprocessing
+import statistics
+import time
+from dataclasses import dataclass
+from datetime import timedelta
+from multiprocessing.synchronize import Barrier
+from typing import Any, Protocol
+
+import psycopg
+
+from tireless import JobStore
+
+LEASE = timedelta(minutes=10)
+
+# The floor: the least a correct SKIP LOCKED queue does. It lives in the benchmark only.
+FLOOR_SCHEMA = """
+CREATE SCHEMA floor;
+CREATE TABLE floor.job (
+    id               bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    lane             text    NOT NULL,
+    state            text    NOT NULL DEFAULT 'pending',
+    claimed_by       text,
+    claim_expires_at timestamptz,
+    attempts         integer NOT NULL DEFAULT 0
+);
+CREATE INDEX floor_pending ON floor.job (lane, id) WHERE state = 'pending';
+"""
+FLOOR_CLAIM = """
+UPDATE floor.job f
+   SET state = 'claimed', claimed_by = %(worker)s, claim_expires_at = now() + %(lease)s,
+       attempts = f.attempts + 1
+  FROM (SELECT id FROM floor.job
+         WHERE state = 'pending' AND lane = %(lane)s
+         ORDER BY id LIMIT 1
+           FOR UPDATE SKIP LOCKED) next
+ WHERE f.id = next.id
+RETURNING f.id"""
+FLOOR_FINISH = """
+UPDATE floor.job SET state = 'done', claimed_by = NULL, claim_expires_at = NULL WHERE id = %(id)s"""
+
+SQL_CLAIM = "SELECT id FROM tireless.claim_next(worker => %(worker)s, lanes => %(lanes)s, lease => %(lease)s)"
+SQL_FINISH = (
+    "SELECT id FROM tireless.transition(job_id => %(id)s, to_state => 'delivered',"
+    " worker => %(worker)s)"
+)
+
+PATHS = ("floor", "sql", "adapter")
+
+
+class Cycle(Protocol):
+    def claim(self) -> int | None: ...
+
+    def finish(self, job_id: int) -> None: ...
+
+
+class StatementCycle:
+    """The floor and tireless through SQL: one statement to claim, one to finish, autocommit."""
+
+    def __init__(self, conn: psycopg.Connection[Any], worker: str, lane: str, path: str) -> None:
+        self._conn = conn
+        self._claim, self._finish = (
+            (FLOOR_CLAIM, FLOOR_FINISH) if path == "floor" else (SQL_CLAIM, SQL_FINISH)
+        )
+        self._params: dict[str, Any] = {
+            "worker": worker,
+            "lane": lane,
+            "lanes": [lane],
+            "lease": LEASE,
+        }
+
+    def claim(self) -> int | None:
+        row = self._conn.execute(self._claim, self._params).fetchone()
+        return None if row is None else int(row[0])
+
+    def finish(self, job_id: int) -> None:
+        self._conn.execute(self._finish, self._params | {"id": job_id})
+
+
+class AdapterCycle:
+    """tireless through the Python adapter: JobStore over the worker's own connection."""
+
+    def __init__(self, conn: psycopg.Connection[Any], worker: str, lane: str) -> None:
+        self._store = JobStore(conn)
+        self._worker = worker
+        self._lanes = [lane]
+
+    def claim(self) -> int | None:
+        job = self._store.claim_next(self._worker, self._lanes, LEASE)
+        return None if job is None else job.id
+
+    def finish(self, job_id: int) -> None:
+        self._store.transition(job_id, "delivered", self._worker)
+
+
+def cycle_for(path: str, conn: psycopg.Connection[Any], worker: str, lane: str) -> Cycle:
+    if path == "adapter":
+        return AdapterCycle(conn, worker, lane)
+    return StatementCycle(conn, worker, lane, path)
+
+
+@dataclass(frozen=True)
+class Run:
+    """What one measurement does: which path, on which lane, how many workers, for how long."""
+
+    path: str
+    conninfo: str
+    lane: str
+    workers: int
+    warmup: float
+    duration: float
+
+
+@dataclass(frozen=True)
+class Measurement:
+    cycles_per_s: float
+    p50_ms: float
+    p99_ms: float
+
+
+def percentile(sorted_values: list[float], fraction: float) -> float:
+    return sorted_values[min(len(sorted_values) - 1, int(fraction * len(sorted_values)))]
+
+
+def summarise(latencies: list[float], cycles: int, seconds: float) -> Measurement:
+    ordered = sorted(latencies)
+    return Measurement(
+        cycles / seconds, 1000 * percentile(ordered, 0.5), 1000 * percentile(ordered, 0.99)
+    )
+
+
+def median_of(measurements: list[Measurement]) -> Measurement:
+    return Measurement(
+        statistics.median(m.cycles_per_s for m in measurements),
+        statistics.median(m.p50_ms for m in measurements),
+        statistics.median(m.p99_ms for m in measurements),
+    )
+
+
+def worker(run: Run, name: str, barrier: Barrier, results: multiprocessing.Queue[Any]) -> None:
+    """One worker process: its own connection; claim and finish until the time is up. Counts the
+    cycles that start after the warm-up and end before the deadline; an empty claim is an error."""
+    with psycopg.connect(run.conninfo, autocommit=True) as conn:
+        cycle = cycle_for(run.path, conn, name, run.lane)
+        barrier.wait()
+        start = time.perf_counter() + run.warmup
+        end = start + run.duration
+        latencies: list[float] = []
+        empty = 0
+        while True:
+            began = time.perf_counter()
+            job = cycle.claim()
+            claimed = time.perf_counter()
+            if job is None:
+                empty += 1
+            else:
+                cycle.finish(job)
+            done = time.perf_counter()
+            if done >= end:
+                break
+            if began >= start and job is not None:
+                latencies.append(claimed - began)
+        results.put((latencies, empty))
+
+
+def measure(run: Run) -> Measurement:
+    """Start the workers together (fork), wait for them, and merge what they measured."""
+    context = multiprocessing.get_context("fork")
+    barrier = context.Barrier(run.workers)
+    results: multiprocessing.Queue[Any] = context.Queue()
+    processes = [
+        context.Process(target=worker, args=(run, f"{run.path}-{i}", barrier, results))
+        for i in range(run.workers)
+    ]
+    for process in processes:
+        process.start()
+    outcomes = [results.get(timeout=run.warmup + run.duration + 60) for _ in processes]
+    for process in processes:
+        process.join()
+    latencies = [latency for lats, _ in outcomes for latency in lats]
+    empty = sum(e for _, e in outcomes)
+    if empty:
+        raise RuntimeError(
+            f"{run.path} with {run.workers} workers: the queue ran dry ({empty} empty claims)"
+        )
+    return summarise(latencies, len(latencies), run.duration)

@@ -1,0 +1,231 @@
+"""The sync and the async adapter behave the same: every test here runs against JobStore and
+against AsyncJobStore, the latter through a small blocking facade whose calls run on an event loop
+in a thread (so a lease's renewal task keeps running while the test's block does)."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import threading
+from collections.abc import Coroutine, Iterator
+from datetime import timedelta
+from types import TracebackType
+from typing import Any, cast
+
+import pytest
+
+from tests.conftest import Database
+from tests.issues import (
+    FORGE,
+    OWNER,
+    REPO,
+    WORK,
+    end_lease,
+    enqueue_jobs,
+    eventually,
+    issue,
+    tracked,
+)
+from tireless import JobKind, JobState, JobStore
+from tireless.astore import AsyncJobStore
+from tireless.errors import MalformedIssue, NotHolder, UnknownJob
+from tireless.lease import LeaseLost, Release
+
+
+class Blocking:
+    """Any object with async methods, driven from sync code: each call runs on `loop`."""
+
+    def __init__(self, target: Any, loop: asyncio.AbstractEventLoop) -> None:
+        self._target = target
+        self._loop = loop
+
+    def run(self, coroutine: Coroutine[Any, Any, Any]) -> Any:
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(timeout=60)
+
+    def wrap(self, value: Any) -> Any:
+        if hasattr(value, "__aenter__"):
+            return BlockingContext(value, self)
+        if any(inspect.iscoroutinefunction(getattr(value, name, None)) for name in dir(value)):
+            return Blocking(value, self._loop)
+        return value
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self._target, name)
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            result = method(*args, **kwargs)
+            return self.wrap(self.run(result) if inspect.iscoroutine(result) else result)
+
+        return call
+
+
+class BlockingContext:
+    """An async context manager used with `with`; its attributes read through."""
+
+    def __init__(self, manager: Any, blocking: Blocking) -> None:
+        self._manager = manager
+        self._blocking = blocking
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._manager, name)  # say a lease's `finished`
+
+    def __enter__(self) -> Any:
+        return self._blocking.wrap(self._blocking.run(self._manager.__aenter__()))
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool:
+        return bool(self._blocking.run(self._manager.__aexit__(kind, error, tb)))
+
+
+@pytest.fixture(params=["sync", "async"])
+def any_store(request: pytest.FixtureRequest, db: Database) -> Iterator[JobStore]:
+    if request.param == "sync":
+        with JobStore(db.conninfo) as store:
+            yield store
+        return
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    facade = Blocking(AsyncJobStore(db.conninfo), loop)
+    facade.open()
+    try:
+        yield cast(JobStore, facade)
+    finally:
+        facade.close()
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join()
+        loop.close()
+
+
+def test_async_store_has_every_public_method_of_the_sync_store() -> None:
+    def public(cls: type) -> set[str]:
+        return {name for name in vars(cls) if not name.startswith("_")}
+
+    assert public(JobStore) - {"close"} <= public(AsyncJobStore)
+
+
+def test_a_claimed_job_is_renewed_and_delivered_by_its_holder(any_store: JobStore) -> None:
+    assert enqueue_jobs(any_store, 2) == 2
+    job = any_store.claim_next("w1", ["cc"], timedelta(seconds=30))
+    assert job is not None
+    assert (job.state, job.claimed_by, job.attempts, job.kind) == (
+        JobState.CLAIMED,
+        "w1",
+        1,
+        JobKind.IMPLEMENT,
+    )
+    assert any_store.renew_claim(job.id, "w1", timedelta(minutes=5), job.claim_token) is True
+    assert any_store.renew_claim(job.id, "w2") is False
+    done = any_store.transition(job.id, JobState.DELIVERED, "w1", "merged", job.claim_token)
+    assert (done.state, done.note, done.claimed_by) == (JobState.DELIVERED, "merged", None)
+    assert any_store.claim_next("w1", ["oc"]) is None
+
+
+def test_refusals_raise_the_mapped_exceptions(any_store: JobStore) -> None:
+    enqueue_jobs(any_store, 1)
+    job = any_store.claim_next("w1", ["cc"])
+    assert job is not None
+    with pytest.raises(NotHolder):
+        any_store.transition(job.id, "delivered", "w2")
+    with pytest.raises(UnknownJob):
+        any_store.renew_claim(999_999, "w1")
+    with pytest.raises(MalformedIssue):
+        any_store.enqueue([{"forge": FORGE}])
+
+
+def test_tracking_routing_and_lanes(any_store: JobStore, db: Database) -> None:
+    assert any_store.track_repo(FORGE, OWNER, REPO) is True
+    assert any_store.track_repo(FORGE, OWNER, REPO) is False
+    assert [(r.forge, r.owner, r.repo) for r in any_store.tracked_repos()] == [(FORGE, OWNER, REPO)]
+    assert any_store.job_kind_for(["tireless", "tireless/plan"]) is JobKind.PLAN
+    assert any_store.lane_for("plan", ["tireless/agent:oc"]) == "oc"
+    any_store.enqueue([issue(1)])
+    assert any_store.refresh_lane(FORGE, OWNER, REPO, 1, [*WORK, "tireless/agent:oc"]) == "oc"
+    assert any_store.pause_lane("oc").paused is True
+    assert any_store.claim_next("w1", ["oc"]) is None
+    assert any_store.resume_lane("oc").paused is False
+    assert any_store.set_lane_capacity("oc", 1).capacity == 1
+    assert any_store.reset_lane_breaker("oc").consecutive_failures == 0
+    job = any_store.claim_next("w1", ["oc"])
+    assert job is not None
+    end_lease(db, job.id)
+    assert any_store.expire_stale_claims() == 1
+    assert any_store.untrack_repo(FORGE, OWNER, REPO) is True
+
+
+def test_a_lease_delivers_when_its_block_ends_normally(any_store: JobStore) -> None:
+    enqueue_jobs(any_store, 1)
+    held = any_store.lease("w1", ["cc"])
+    with held as job:
+        assert job is not None
+        assert job.state is JobState.CLAIMED
+        claimed = job.id
+    assert held.finished is not None
+    assert (held.finished.id, held.finished.state) == (claimed, JobState.DELIVERED)
+
+
+def test_a_lease_releases_the_job_with_the_exception_as_note(
+    any_store: JobStore, db: Database
+) -> None:
+    enqueue_jobs(any_store, 2)
+    with pytest.raises(ValueError, match="boom"), any_store.lease("w1", ["cc"]) as job:
+        raise ValueError("boom")
+    with any_store.lease("w1", ["cc"]) as second:
+        raise Release("tests failed")  # swallowed: a request, not an error
+    assert job is not None
+    assert second is not None
+    notes = "SELECT state::text, note FROM tireless.job WHERE id = %(id)s"
+    with db.connect() as conn:
+        assert conn.execute(notes, {"id": job.id}).fetchone() == ("pending", "ValueError: boom")
+        assert conn.execute(notes, {"id": second.id}).fetchone() == ("pending", "tests failed")
+
+
+def test_a_lease_with_nothing_to_claim_yields_none(any_store: JobStore) -> None:
+    held = any_store.lease("w1", ["cc"])
+    with held as job:
+        assert job is None
+    assert held.finished is None
+
+
+def test_a_lease_is_renewed_while_its_block_runs(any_store: JobStore, db: Database) -> None:
+    enqueue_jobs(any_store, 1)
+    with any_store.lease("w1", ["cc"], timedelta(milliseconds=600)) as job:
+        assert job is not None
+        end_lease(db, job.id)  # only a renewal moves it back into the future
+        expires = "SELECT claim_expires_at > now() FROM tireless.job WHERE id = %(id)s"
+        eventually(lambda: db.scalar(expires, {"id": job.id}) is True, "a renewal")
+    assert db.scalar("SELECT state::text FROM tireless.job") == "delivered"
+
+
+def test_a_lost_lease_calls_on_lost_and_leaves_the_job_to_its_holder(
+    any_store: JobStore, db: Database
+) -> None:
+    enqueue_jobs(any_store, 1)
+    lost = threading.Event()
+    held = any_store.lease(
+        "w1", ["cc"], timedelta(milliseconds=600), on_lost=lambda job: lost.set()
+    )
+    job = held.__enter__()
+    assert job is not None
+    db.scalar("UPDATE tireless.job SET claimed_by = 'thief' RETURNING id")
+    eventually(lost.is_set, "the lost lease to be noticed")
+    with pytest.raises(LeaseLost):
+        held.__exit__(None, None, None)
+    assert (
+        db.scalar("SELECT (state::text, claimed_by)::text FROM tireless.job") == "(claimed,thief)"
+    )
+
+
+def test_wait_for_work_returns_the_lane_announced_or_none_after_its_timeout(
+    any_store: JobStore, db: Database
+) -> None:
+    assert any_store.wait_for_work(["cc"], timeout=0.05) is None
+    tracked(any_store)
+    with any_store.listen(["cc"]) as waiter:
+        any_store.enqueue([issue(1, *WORK, "tireless/agent:oc"), issue(2)])
+        assert waiter.wait(timeout=30) == "cc"
+        assert waiter.wait(timeout=0.05) is None

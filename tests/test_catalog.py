@@ -1,0 +1,154 @@
+"""One vocabulary (invariant 8) and a catalog that explains and protects itself: the enums of
+the schema are Python's enums, every function and rule carries a comment, every function a role
+may call runs as its owner with a pinned search_path, and every SQLSTATE the SQL raises has its
+Python class."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from importlib.resources import files
+from typing import Any
+
+import psycopg
+import pytest
+
+from tests.conftest import Database
+from tests.issues import insert_job
+from tireless.errors import ERROR_CLASSES, SQLSTATE_TO_ERROR, TirelessError
+from tireless.models import TERMINAL_STATES, JobKind, JobState
+
+PINNED_SEARCH_PATH = "search_path=pg_catalog, pg_temp"
+IN_TIRELESS = "p.pronamespace = 'tireless'::regnamespace"
+
+
+@pytest.fixture
+def conn(db: Database) -> Iterator[psycopg.Connection[Any]]:
+    with db.connect() as connection:
+        yield connection
+
+
+def column(conn: psycopg.Connection[Any], query: str) -> list[Any]:
+    return [row[0] for row in conn.execute(query)]
+
+
+def enum_labels(conn: psycopg.Connection[Any], type_name: str) -> list[str]:
+    rows = conn.execute(
+        "SELECT enumlabel FROM pg_enum WHERE enumtypid = %s::regtype ORDER BY enumsortorder",
+        [type_name],
+    )
+    return [label for (label,) in rows]
+
+
+def test_job_state_is_one_vocabulary_in_sql_and_python(conn: psycopg.Connection[Any]) -> None:
+    assert set(enum_labels(conn, "tireless.job_state")) == {state.value for state in JobState}
+
+
+def test_job_kind_is_one_vocabulary_and_its_order_is_routing_precedence(
+    conn: psycopg.Connection[Any],
+) -> None:
+    assert enum_labels(conn, "tireless.job_kind") == [kind.value for kind in JobKind]
+
+
+def test_terminal_states_are_one_set_in_python_and_in_is_terminal(
+    conn: psycopg.Connection[Any],
+) -> None:
+    terminal = column(
+        conn,
+        "SELECT s FROM unnest(enum_range(NULL::tireless.job_state)) AS s WHERE tireless.is_terminal(s)",
+    )
+    assert set(terminal) == TERMINAL_STATES
+    assert {state for state in JobState if state.is_terminal} == TERMINAL_STATES
+
+
+def test_terminal_states_are_exactly_those_that_make_room_for_a_new_job(
+    conn: psycopg.Connection[Any],
+) -> None:
+    """The complement of one_live_job_per_issue's predicate, found by trying: for each state, a
+    second pending job for an issue whose job is in that state is accepted or refused."""
+    refused_by: dict[JobState, str | None] = {}
+    for number, state in enumerate(JobState, start=1):
+        insert_job(conn, number, state.value)
+        try:
+            insert_job(conn, number, "pending")
+        except psycopg.errors.UniqueViolation as refused:
+            refused_by[state] = refused.diag.constraint_name
+        else:
+            refused_by[state] = None
+    assert {state for state, index in refused_by.items() if index is None} == TERMINAL_STATES
+    assert {index for index in refused_by.values() if index} == {"one_live_job_per_issue"}
+
+
+def test_every_function_has_a_comment(conn: psycopg.Connection[Any]) -> None:
+    functions = conn.execute(
+        f"SELECT p.oid::regprocedure::text, obj_description(p.oid, 'pg_proc') FROM pg_proc p WHERE {IN_TIRELESS}"
+    ).fetchall()
+    assert len(functions) > 20
+    assert [name for name, comment in functions if not comment] == []
+
+
+def test_every_rule_on_a_tireless_table_has_a_comment(conn: psycopg.Connection[Any]) -> None:
+    """Every check, foreign key, unique and exclusion constraint; a primary key is an identity,
+    not a rule."""
+    silent = column(
+        conn,
+        """SELECT c.conrelid::regclass::text || '.' || c.conname FROM pg_constraint c
+            WHERE c.connamespace = 'tireless'::regnamespace AND c.contype <> 'p'
+              AND obj_description(c.oid, 'pg_constraint') IS NULL""",
+    )
+    assert silent == []
+
+
+def test_every_function_a_role_may_call_runs_as_its_owner(conn: psycopg.Connection[Any]) -> None:
+    """SECURITY DEFINER, so the roles reach the private tables only through the API; the only
+    exceptions are IMMUTABLE helpers (is_terminal, is_lane_name), which read no table at all."""
+    granted = conn.execute(
+        f"""SELECT DISTINCT p.oid::regprocedure::text, p.prosecdef, p.provolatile
+              FROM pg_proc p, aclexplode(p.proacl) a
+             WHERE {IN_TIRELESS} AND a.privilege_type = 'EXECUTE'
+               AND pg_get_userbyid(a.grantee) LIKE 'tireless\\_%'"""
+    ).fetchall()
+    assert "tireless.claim_next(text,text[],interval)" in {name for name, _, _ in granted}
+    exposed = [name for name, definer, volatility in granted if not definer and volatility != "i"]
+    assert exposed == []
+
+
+def test_every_security_definer_function_pins_its_search_path(
+    conn: psycopg.Connection[Any],
+) -> None:
+    definers = conn.execute(
+        f"SELECT p.oid::regprocedure::text, p.proconfig FROM pg_proc p WHERE {IN_TIRELESS} AND p.prosecdef"
+    ).fetchall()
+    assert definers
+    assert [name for name, config in definers if PINNED_SEARCH_PATH not in (config or [])] == []
+
+
+def test_no_tireless_function_is_executable_by_public(conn: psycopg.Connection[Any]) -> None:
+    public = column(
+        conn,
+        f"""SELECT p.oid::regprocedure::text
+              FROM pg_proc p, aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a
+             WHERE {IN_TIRELESS} AND a.grantee = 0 AND a.privilege_type = 'EXECUTE'""",
+    )
+    assert public == []
+
+
+def sqlstates_raised_by_the_migrations() -> set[str]:
+    directory = files("tireless") / "migrations"
+    text = "\n".join(p.read_text() for p in directory.iterdir() if p.name.endswith(".sql"))
+    return set(re.findall(r"ERRCODE\s*=\s*'([0-9A-Z]{5})'", text))
+
+
+def test_every_sqlstate_the_sql_raises_has_its_python_class() -> None:
+    raised = sqlstates_raised_by_the_migrations()
+    assert "TL001" in raised
+    assert raised - SQLSTATE_TO_ERROR.keys() == set()
+    ours = {code for code in SQLSTATE_TO_ERROR if code.startswith("TL")}
+    assert ours == {code for code in raised if code.startswith("TL")}, "a TL class nothing raises"
+
+
+def test_each_error_class_has_its_own_code() -> None:
+    codes = [cls.sqlstate for cls in ERROR_CLASSES]
+    assert len(set(codes)) == len(codes) == len(SQLSTATE_TO_ERROR)
+    assert all(re.fullmatch(r"[0-9A-Z]{5}", code) for code in codes)
+    assert set(TirelessError.__subclasses__()) == set(ERROR_CLASSES)

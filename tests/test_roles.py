@@ -1,0 +1,272 @@
+"""The three group roles: each login member may call what its role may call and nothing more,
+tables are never writable directly, and a hostile search_path changes nothing."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from datetime import timedelta
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg.conninfo import make_conninfo
+
+from tests.conftest import Database
+from tests.issues import FORGE, OWNER, REPO, enqueue_jobs, issue, tracked
+from tireless import JobStore
+from tireless.errors import PermissionDenied
+
+GROUPS = ("tireless_runner", "tireless_poller", "tireless_admin")
+# Each table the roles must not write, with a column an UPDATE would set.
+LOCKED_TABLES = {
+    "job": "state",
+    "job_event": "note",
+    "tracked_repo": "repo",
+    "lane": "paused",
+    "policy": "label_prefix",
+}
+
+Login = Callable[[str], str]
+
+
+@pytest.fixture
+def login(db: Database) -> Iterator[Login]:
+    """login(group) -> conninfo of a new LOGIN role that is a member of group. Roles belong to
+    the cluster, so each gets a unique name and is dropped (with what it owns) at teardown."""
+    created: list[str] = []
+
+    def make(group: str) -> str:
+        name = f"{group.removeprefix('tireless_')}_{uuid.uuid4().hex[:8]}"
+        with db.connect() as conn:
+            conn.execute(f'CREATE ROLE "{name}" LOGIN')
+            conn.execute(f'GRANT {group} TO "{name}"')
+        created.append(name)
+        return make_conninfo(db.conninfo, user=name)
+
+    yield make
+    with db.connect() as conn:
+        for name in created:
+            conn.execute(
+                "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity WHERE usename = %s",
+                [name],
+            )
+            conn.execute(f'DROP OWNED BY "{name}"')
+            conn.execute(f'DROP ROLE "{name}"')
+
+
+def refused(conn: psycopg.Connection[Any], query: str) -> str | None:
+    """The SQLSTATE a statement fails with, or None when it succeeds."""
+    try:
+        conn.execute(query)
+    except psycopg.Error as error:
+        return error.sqlstate
+    return None
+
+
+def pending_job(store: JobStore, db: Database) -> int:
+    """Track the repository and enqueue one issue; the new pending job's id."""
+    enqueue_jobs(store, 1)
+    job_id: int = db.scalar("SELECT max(id) FROM tireless.job")
+    return job_id
+
+
+def test_a_runner_claims_renews_finishes_its_claim_and_sweeps(
+    store: JobStore, login: Login
+) -> None:
+    enqueue_jobs(store, 2)
+    with JobStore(login("tireless_runner")) as runner:
+        job = runner.claim_next("host1", ["cc"])
+        assert job is not None
+        assert job.claimed_by == "host1"
+        assert runner.renew_claim(job.id, "host1", timedelta(minutes=5), token=job.claim_token)
+        assert (
+            runner.transition(job.id, "delivered", "host1", token=job.claim_token).state
+            == "delivered"
+        )
+        assert runner.expire_stale_claims() == 0
+
+
+def test_a_poller_reads_tracking_enqueues_and_reroutes(store: JobStore, login: Login) -> None:
+    tracked(store)
+    with JobStore(login("tireless_poller")) as poller:
+        assert [(r.forge, r.owner, r.repo) for r in poller.tracked_repos()] == [
+            (FORGE, OWNER, REPO)
+        ]
+        assert poller.enqueue([issue(7)]) == 1
+        assert (
+            poller.refresh_lane(
+                FORGE, OWNER, REPO, 7, ["tireless", "tireless/implement", "tireless/agent:oc"]
+            )
+            == "oc"
+        )
+
+
+def test_an_admin_may_do_everything(store: JobStore, login: Login) -> None:
+    with (
+        JobStore(login("tireless_admin")) as admin,
+        psycopg.connect(login("tireless_admin"), autocommit=True) as conn,
+    ):
+        assert admin.track_repo(FORGE, OWNER, REPO)
+        assert admin.enqueue([issue(1), issue(2)]) == 2
+        job = admin.claim_next("admin-host", ["cc"])
+        assert job is not None
+        assert (
+            admin.transition(job.id, "delivered", "admin-host", token=job.claim_token).state
+            == "delivered"
+        )
+        second = conn.execute("SELECT id FROM tireless.job WHERE state = 'pending'").fetchone()
+        assert second is not None
+        assert admin.transition(second[0], "cancelled", note="not needed").state == "cancelled"
+        assert admin.pause_lane("cc").paused
+        assert not admin.resume_lane("cc").paused
+        assert admin.set_lane_capacity("cc", 2).capacity == 2
+        assert admin.reset_lane_breaker("cc").consecutive_failures == 0
+        conn.execute(
+            "SELECT tireless.set_policy(backoff_base => '1 second', backoff_cap => '1 minute')"
+        )
+        conn.execute("SELECT tireless.set_kind_policy(kind => 'plan', max_attempts => 5)")
+        for relation in (
+            *LOCKED_TABLES,
+            "kind_policy",
+            "lane_status",
+            "queue_stats",
+            "active_claims",
+        ):
+            conn.execute(f"SELECT count(*) FROM tireless.{relation}")
+        assert admin.untrack_repo(FORGE, OWNER, REPO)
+
+
+@pytest.mark.parametrize("group", GROUPS)
+def test_no_role_writes_a_table_directly(
+    store: JobStore, db: Database, login: Login, group: str
+) -> None:
+    pending_job(store, db)
+    store.pause_lane("cc")
+    counts = ", ".join(f"(SELECT count(*) FROM tireless.{t})" for t in LOCKED_TABLES)
+    before = db.scalar(f"SELECT row({counts})::text")
+    with psycopg.connect(login(group), autocommit=True) as conn:
+        for table, column in LOCKED_TABLES.items():
+            assert refused(conn, f"DELETE FROM tireless.{table}") == "42501", table
+            assert refused(conn, f"UPDATE tireless.{table} SET {column} = {column}") == "42501", (
+                table
+            )
+            assert refused(conn, f"INSERT INTO tireless.{table} DEFAULT VALUES") == "42501", table
+    assert db.scalar(f"SELECT row({counts})::text") == before == "(1,1,1,1,1)"
+
+
+@pytest.mark.parametrize("group", ["tireless_runner", "tireless_poller"])
+def test_tables_are_private_to_runners_and_pollers(login: Login, group: str) -> None:
+    with psycopg.connect(login(group), autocommit=True) as conn:
+        for table in LOCKED_TABLES:
+            assert refused(conn, f"SELECT FROM tireless.{table}") == "42501"
+
+
+@pytest.mark.parametrize(
+    ("group", "call"),
+    [
+        ("tireless_runner", "SELECT tireless.enqueue(issues => '[]')"),
+        (
+            "tireless_runner",
+            "SELECT tireless.track_repo(forge => 'gitea', owner => 'acme', repo => 'x')",
+        ),
+        ("tireless_runner", "SELECT tireless.pause_lane(lane => 'cc')"),
+        ("tireless_runner", "SELECT tireless.set_policy(backoff_base => '0')"),
+        ("tireless_poller", "SELECT * FROM tireless.claim_next(worker => 'p', lanes => '{cc}')"),
+        ("tireless_poller", "SELECT tireless.expire_stale_claims()"),
+        (
+            "tireless_poller",
+            "SELECT tireless.untrack_repo(forge => 'gitea', owner => 'acme', repo => 'widgets')",
+        ),
+        ("tireless_poller", "SELECT tireless.set_lane_capacity(lane => 'cc', capacity => 1)"),
+    ],
+)
+def test_a_function_of_another_role_is_refused(
+    store: JobStore, login: Login, group: str, call: str
+) -> None:
+    tracked(store)
+    with psycopg.connect(login(group), autocommit=True) as conn:
+        assert refused(conn, call) == "42501"
+    assert store.tracked_repos()[0].repo == REPO
+
+
+def test_a_runner_cannot_cancel_a_pending_job(store: JobStore, login: Login, db: Database) -> None:
+    job_id = pending_job(store, db)
+    with (
+        JobStore(login("tireless_runner")) as runner,
+        pytest.raises(PermissionDenied, match="tireless_admin"),
+    ):
+        runner.transition(job_id, "cancelled", "host1")
+    assert (
+        db.scalar("SELECT state::text FROM tireless.job WHERE id = %(id)s", {"id": job_id})
+        == "pending"
+    )
+
+
+def test_the_adapter_maps_42501_to_permission_denied(store: JobStore, login: Login) -> None:
+    tracked(store)
+    with JobStore(login("tireless_runner")) as runner, pytest.raises(PermissionDenied) as refusal:
+        runner.enqueue([issue(1)])
+    assert refusal.value.sqlstate == "42501"
+    assert store.claim_next("w", ["cc"]) is None
+
+
+HOSTILE_OBJECTS = """
+CREATE TABLE hostile.job (id bigint, state text);
+INSERT INTO hostile.job VALUES (1, 'pending');
+CREATE FUNCTION hostile.now() RETURNS timestamptz LANGUAGE sql RETURN '2000-01-01'::timestamptz;
+CREATE FUNCTION hostile.gen_random_uuid() RETURNS uuid LANGUAGE sql
+    RETURN '00000000-0000-0000-0000-000000000000'::uuid;
+CREATE FUNCTION hostile.is_terminal(state tireless.job_state) RETURNS boolean LANGUAGE sql RETURN true;
+CREATE FUNCTION hostile.always(a text, b text) RETURNS boolean LANGUAGE sql RETURN true;
+CREATE OPERATOR hostile.= (LEFTARG = text, RIGHTARG = text, FUNCTION = hostile.always);
+CREATE TEMP TABLE job (id bigint);
+"""
+
+
+def test_a_hostile_search_path_changes_nothing(store: JobStore, login: Login, db: Database) -> None:
+    enqueue_jobs(store, 2)
+    conninfo = login("tireless_runner")
+    user = psycopg.conninfo.conninfo_to_dict(conninfo)["user"]
+    with db.connect() as owner:
+        owner.execute(f'CREATE SCHEMA hostile AUTHORIZATION "{user}"')
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        conn.execute(HOSTILE_OBJECTS)
+        conn.execute("SET search_path = hostile, pg_catalog, public")
+        # The hostile objects really do shadow the built-ins for the caller's own queries ...
+        assert conn.execute("SELECT now() < '2001-01-01', 'a'::text = 'b'::text").fetchone() == (
+            True,
+            True,
+        )
+        # ... and the store's functions do not see them.
+        first = conn.execute(
+            "SELECT id, claimed_by, attempts, claim_token, claim_expires_at > clock_timestamp()"
+            " FROM tireless.claim_next(worker => 'host1', lanes => '{cc}')"
+        ).fetchone()
+        second = conn.execute(
+            "SELECT id, claimed_by, attempts, claim_token, claim_expires_at > clock_timestamp()"
+            " FROM tireless.claim_next(worker => 'host2', lanes => '{cc}')"
+        ).fetchone()
+        assert first is not None
+        assert second is not None
+        assert [first[0], second[0]] == [1, 2], "the oldest job first, each once"
+        assert (first[1:3], second[1:3]) == (("host1", 1), ("host2", 1))
+        assert first[3] != second[3]
+        assert uuid.UUID(int=0) not in (first[3], second[3])
+        assert first[4], "the lease ends after the real now()"
+        assert second[4]
+        assert conn.execute(
+            "SELECT tireless.renew_claim(job_id => 1, worker => 'host2')"
+        ).fetchone() == (False,)
+        assert conn.execute("SELECT tireless.expire_stale_claims()").fetchone() == (0,)
+        delivered = conn.execute(
+            "SELECT state::text FROM tireless.transition(job_id => 1, to_state => 'delivered',"
+            " worker => 'host1', token => %s)",
+            [first[3]],
+        ).fetchone()
+        assert delivered == ("delivered",)
+        assert conn.execute("SELECT count(*) FROM hostile.job").fetchone() == (1,)
+    assert db.scalar("SELECT array_agg(state::text ORDER BY id) FROM tireless.job") == [
+        "delivered",
+        "claimed",
+    ]

@@ -1,0 +1,237 @@
+"""Holding a job under a lease: claim it, renew it in the background at a third of its length,
+deliver it when the work ends normally, release it for retry when the work raises.
+
+`JobStore.lease(...)` returns a `Lease`, `AsyncJobStore.lease(...)` an `AsyncLease`; both are
+context managers over the store's own claim_next, renew_claim and transition, always passing the
+claim's token, and they share every decision below.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import timedelta
+from types import TracebackType
+from typing import Protocol
+from uuid import UUID
+
+from tireless.errors import JobIsTerminal, NotHolder
+from tireless.models import Job, JobState
+
+log = logging.getLogger(__name__)
+
+NOTE_LIMIT = 4000
+"""A release note keeps the last this many characters of the reason."""
+
+OnLost = Callable[[Job], None]
+
+
+class Release(Exception):
+    """Raise it inside a lease to release the job for retry with `str(exception)` as the note.
+    The lease swallows it; any other exception also releases the job, then propagates."""
+
+
+class LeaseLost(Exception):
+    """The claim was lost while the work ran (a renewal returned false, or the finish was
+    refused because another holder or the sweeper has the job): the job was not finished."""
+
+    def __init__(self, job: Job) -> None:
+        super().__init__(f"lease on job {job.id} was lost; the job was not finished")
+        self.job = job
+
+
+def renewal_interval(lease: timedelta) -> float:
+    """Seconds between renewals: a third of the lease, so two renewals may fail before it ends."""
+    return lease.total_seconds() / 3
+
+
+def outcome(error: BaseException | None) -> tuple[JobState, str | None]:
+    """Where a leased job goes when the work ends: delivered, or back to pending with a note."""
+    if error is None:
+        return JobState.DELIVERED, None
+    reason = str(error)
+    if not isinstance(error, Release):
+        reason = f"{type(error).__name__}: {reason}" if reason else type(error).__name__
+    return JobState.PENDING, reason[-NOTE_LIMIT:]
+
+
+class _SyncStore(Protocol):
+    def claim_next(self, worker: str, lanes: Sequence[str], lease: timedelta) -> Job | None: ...
+    def renew_claim(
+        self, job_id: int, worker: str, lease: timedelta, token: UUID | None
+    ) -> bool: ...
+    def transition(
+        self,
+        job_id: int,
+        to: JobState | str,
+        worker: str | None,
+        note: str | None,
+        token: UUID | None,
+    ) -> Job: ...
+
+
+class _AsyncStore(Protocol):
+    def claim_next(
+        self, worker: str, lanes: Sequence[str], lease: timedelta
+    ) -> Awaitable[Job | None]: ...
+    def renew_claim(
+        self, job_id: int, worker: str, lease: timedelta, token: UUID | None
+    ) -> Awaitable[bool]: ...
+    def transition(
+        self,
+        job_id: int,
+        to: JobState | str,
+        worker: str | None,
+        note: str | None,
+        token: UUID | None,
+    ) -> Awaitable[Job]: ...
+
+
+class _LeaseBase:
+    def __init__(
+        self, worker: str, lanes: Sequence[str], lease: timedelta, on_lost: OnLost | None
+    ) -> None:
+        self.worker = worker
+        self.lanes = list(lanes)
+        self.length = lease
+        self.on_lost = on_lost
+        self.job: Job | None = None
+        """The job as claimed; None when nothing was claimable."""
+        self.finished: Job | None = None
+        """The job as the lease left it (delivered, pending or failed); None if it was not finished."""
+        self.lost = False
+
+    def _renewed(self, job: Job, ok: bool) -> bool:
+        """Record a renewal's answer; False means stop renewing."""
+        if ok:
+            log.debug("renewed the lease on job %s", job.id)
+            return True
+        self.lost = True
+        log.warning("lost the lease on job %s", job.id)
+        if self.on_lost is not None:
+            self.on_lost(job)
+        return False
+
+
+class Lease(_LeaseBase):
+    """`with store.lease(worker, lanes) as job:` — job is the claimed Job or None. A thread renews
+    the lease; `on_lost(job)` is called from that thread when a renewal returns false."""
+
+    def __init__(
+        self,
+        store: _SyncStore,
+        worker: str,
+        lanes: Sequence[str],
+        lease: timedelta,
+        on_lost: OnLost | None = None,
+    ) -> None:
+        super().__init__(worker, lanes, lease, on_lost)
+        self._store = store
+        self._stop = threading.Event()
+        self._renewer: threading.Thread | None = None
+
+    def __enter__(self) -> Job | None:
+        self.job = self._store.claim_next(self.worker, self.lanes, self.length)
+        if self.job is not None:
+            self._renewer = threading.Thread(
+                target=self._renew, args=(self.job,), name=f"renew-job-{self.job.id}", daemon=True
+            )
+            self._renewer.start()
+        return self.job
+
+    def _renew(self, job: Job) -> None:
+        while not self._stop.wait(renewal_interval(self.length)):
+            try:
+                ok = self._store.renew_claim(job.id, self.worker, self.length, job.claim_token)
+            except Exception:
+                log.exception("renewing the lease on job %s failed; trying again", job.id)
+                continue
+            if not self._renewed(job, ok):
+                return
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool:
+        job = self.job
+        if job is None:
+            return False
+        self._stop.set()
+        if self._renewer is not None:
+            self._renewer.join()
+        if self.lost:
+            raise LeaseLost(job) from error
+        state, note = outcome(error)
+        try:
+            self.finished = self._store.transition(
+                job.id, state, self.worker, note, job.claim_token
+            )
+        except (NotHolder, JobIsTerminal) as refused:
+            self.lost = True
+            raise LeaseLost(job) from refused
+        return isinstance(error, Release)
+
+
+class AsyncLease(_LeaseBase):
+    """`async with store.lease(worker, lanes) as job:` — the same as Lease, renewing in a task."""
+
+    def __init__(
+        self,
+        store: _AsyncStore,
+        worker: str,
+        lanes: Sequence[str],
+        lease: timedelta,
+        on_lost: OnLost | None = None,
+    ) -> None:
+        super().__init__(worker, lanes, lease, on_lost)
+        self._store = store
+        self._renewer: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> Job | None:
+        self.job = await self._store.claim_next(self.worker, self.lanes, self.length)
+        if self.job is not None:
+            self._renewer = asyncio.create_task(self._renew(self.job))
+        return self.job
+
+    async def _renew(self, job: Job) -> None:
+        while True:
+            await asyncio.sleep(renewal_interval(self.length))
+            try:
+                ok = await self._store.renew_claim(
+                    job.id, self.worker, self.length, job.claim_token
+                )
+            except Exception:
+                log.exception("renewing the lease on job %s failed; trying again", job.id)
+                continue
+            if not self._renewed(job, ok):
+                return
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool:
+        job = self.job
+        if job is None:
+            return False
+        if self._renewer is not None:
+            self._renewer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._renewer
+        if self.lost:
+            raise LeaseLost(job) from error
+        state, note = outcome(error)
+        try:
+            self.finished = await self._store.transition(
+                job.id, state, self.worker, note, job.claim_token
+            )
+        except (NotHolder, JobIsTerminal) as refused:
+            self.lost = True
+            raise LeaseLost(job) from refused
+        return isinstance(error, Release)
