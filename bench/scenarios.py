@@ -206,24 +206,32 @@ def explain_as_notices(conn: psycopg.Connection[Any]) -> list[dict[str, Any]]:
 
 
 def scans_of_job(plan: dict[str, Any]) -> Iterator[str]:
-    """The node types of every plan node that reads tireless.job."""
+    """Every plan node that reads tireless.job: its type, and its index when it has one."""
     node = plan.get("Plan", plan)
-    if node.get("Relation Name") == "job" and node.get("Schema", "tireless") == "tireless":
-        yield str(node["Node Type"])
+    if node.get("Relation Name") == "job" and node["Node Type"] != "ModifyTable":
+        index = node.get("Index Name")
+        yield str(node["Node Type"]) + (f" ({index})" if index else "")
     for child in node.get("Plans", []):
         yield from scans_of_job(child)
+
+
+def job_reads_during(conninfo: str, call: str, params: list[Any] | None = None) -> list[str]:
+    """How the statements inside one call (a function of tireless) read tireless.job."""
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        plans = explain_as_notices(conn)
+        conn.execute(call.encode(), params)
+    return sorted({scan for plan in plans for scan in scans_of_job(plan)})
 
 
 @dataclass(frozen=True)
 class Sweep:
     per_call_ms: float
     idle_call_ms: float
-    job_scans: list[str]
+    job_reads: list[str]
 
 
 def sweep(conninfo: str, expired: int, reps: int) -> Sweep:
     busy, idle = [], []
-    job_scans: set[str] = set()
     with psycopg.connect(conninfo, autocommit=True) as conn:
         for _ in range(reps):
             conn.execute(STAGE_EXPIRED, [expired])
@@ -236,11 +244,8 @@ def sweep(conninfo: str, expired: int, reps: int) -> Sweep:
             conn.execute("SELECT tireless.expire_stale_claims()")
             idle.append(time.perf_counter() - began)
         conn.execute(STAGE_EXPIRED, [expired])
-        plans = explain_as_notices(conn)
-        conn.execute("SELECT tireless.expire_stale_claims()")
-        for plan in plans:
-            job_scans.update(scans_of_job(plan))
-    return Sweep(1000 * statistics.median(busy), 1000 * statistics.median(idle), sorted(job_scans))
+    reads = job_reads_during(conninfo, "SELECT tireless.expire_stale_claims()")
+    return Sweep(1000 * statistics.median(busy), 1000 * statistics.median(idle), reads)
 
 
 def function_profile(conninfo: str, cycles: int) -> list[tuple[str, int, float, float]]:

@@ -11,7 +11,17 @@ import sys
 from typing import Any
 
 from tests.conftest import Database
-from tests.issues import FORGE, OWNER, REPO, WORK, end_lease, enqueue_jobs, eventually, issue
+from tests.issues import (
+    FORGE,
+    OWNER,
+    REPO,
+    WORK,
+    end_lease,
+    enqueue_jobs,
+    eventually,
+    issue,
+    tracked,
+)
 from tests.issues import tireless_cli as cli
 from tireless import JobStore
 
@@ -231,3 +241,24 @@ def test_no_database_is_a_usage_error_and_an_unreachable_one_exits_4(db: Databas
     gone = cli(None, "--database", f"host={db.server.socket_dir} port=1 dbname=nowhere", "status")
     assert gone.returncode == 4
     assert gone.stderr.startswith("tireless: cannot reach the database")
+
+
+def test_a_poller_enqueues_without_the_listing_and_may_not_read_jobs(
+    db: Database, store: JobStore
+) -> None:
+    tracked(store)
+    dbname = db.scalar("SELECT current_database()")
+    role = f"poller_{dbname}"
+    with db.connect() as admin:
+        admin.execute(f'CREATE ROLE "{role}" LOGIN IN ROLE tireless_poller')
+    try:
+        as_poller = f"host={db.server.socket_dir} port={db.server.port} user={role} dbname={dbname}"
+        enqueued = cli(as_poller, "enqueue", "--json", stdin=issues_json(1, 2))
+        assert enqueued.returncode == 0, enqueued.stderr
+        assert json.loads(enqueued.stdout) == {"created": 2, "jobs": None}
+        refused = cli(as_poller, "jobs")
+        assert refused.returncode == 1
+        assert refused.stderr.startswith("tireless: 42501: permission denied for table job")
+    finally:
+        with db.connect() as admin:
+            admin.execute(f'DROP ROLE "{role}"')

@@ -160,7 +160,7 @@ def test_sigterm_to_the_worker_stops_the_command_and_leaves_the_job_pending(
     assert gone(int(pid_file.read_text()))
     job_id = db.scalar("SELECT id FROM tireless.job")
     assert state_of(db, job_id) == "pending"
-    assert db.scalar("SELECT note FROM tireless.job").startswith("worker stopped by SIGTERM")
+    assert db.scalar("SELECT note FROM tireless.job") == "worker stopped by SIGTERM"
     assert "stopped (SIGTERM)" in err
 
 

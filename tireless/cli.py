@@ -111,10 +111,10 @@ def table(
     )
 
 
-def age(value: float | timedelta | None) -> str:
-    if value is None:
+def age(seconds: float | None) -> str:
+    if seconds is None:
         return "-"
-    total = int(value.total_seconds() if isinstance(value, timedelta) else value)
+    total = int(seconds)
     if total < 120:
         return f"{total}s"
     if total < 7200:
@@ -124,6 +124,11 @@ def age(value: float | timedelta | None) -> str:
 
 def clock(value: datetime | None) -> str:
     return "-" if value is None else value.astimezone().strftime("%Y-%m-%d %H:%M:%S")
+
+
+def last_line(note: str | None) -> str:
+    """A note in a table cell: its last line, cut to 60 characters."""
+    return note.splitlines()[-1][:60] if note and note.strip() else "-"
 
 
 def describe(job: Job) -> str:
@@ -192,7 +197,7 @@ def job_table(jobs: Sequence[Job]) -> str:
             ("STATE", lambda r: str(r["state"])),
             ("ATTEMPTS", lambda r: str(r["attempts"])),
             ("HOLDER", lambda r: r["claimed_by"] or "-"),
-            ("NOTE", lambda r: (r["note"] or "-").splitlines()[-1][:60] if r["note"] else "-"),
+            ("NOTE", lambda r: last_line(r["note"])),
         ],
     )
 
@@ -381,7 +386,7 @@ def cmd_show(args: argparse.Namespace) -> int:
             ("TO", lambda e: e["to_state"]),
             ("WORKER", lambda e: e["worker"] or "-"),
             ("ATTEMPT", lambda e: str(e["attempt"])),
-            ("NOTE", lambda e: (e["note"] or "-").splitlines()[-1][:60] if e["note"] else "-"),
+            ("NOTE", lambda e: last_line(e["note"])),
         ],
     )
     emit(args, {"job": job, "history": history}, f"{fields}\n\nhistory:\n{events}")

@@ -123,8 +123,14 @@ def processes(url: str) -> Iterator[list[subprocess.Popen[bytes]]]:
         say("stopped the workers and the sweeper")
 
 
-def watch(conn: psycopg.Connection[Any], jobs: Sequence[Job], deadline: float) -> list[Job]:
-    """Show the status until every job is settled or the deadline passes; the jobs as they are."""
+def watch(
+    conn: psycopg.Connection[Any],
+    jobs: Sequence[Job],
+    deadline: float,
+    started: Sequence[subprocess.Popen[bytes]],
+) -> list[Job]:
+    """Show the status until every job is settled, the deadline passes or a process the demo
+    started ends; the jobs as they are then."""
     interactive = sys.stdout.isatty()
     wanted = {job.id for job in jobs}
     params: dict[str, Any] = {"state": None, "lane": None, "owner": OWNER, "repo": REPO}
@@ -142,6 +148,9 @@ def watch(conn: psycopg.Connection[Any], jobs: Sequence[Job], deadline: float) -
             say(("\033[H\033[J" if interactive else "\n") + time.strftime("%H:%M:%S\n") + table)
             shown_at = time.monotonic()
         if settled or time.monotonic() > deadline:
+            return now
+        if any(process.poll() is not None for process in started):
+            say(f"a worker or the sweeper ended early: see {LOGS}/")
             return now
         time.sleep(1)
 
@@ -167,8 +176,8 @@ def run() -> int:
         conn.execute(queries.SET_POLICY, policy)
         count, jobs = enqueue_examples(conn, small)
         say(f"tracking {FORGE}/{OWNER}/{REPO}; enqueued {count} issues: {len(jobs)} ask for work")
-        with processes(url):
-            final = watch(conn, jobs, deadline)
+        with processes(url) as started:
+            final = watch(conn, jobs, deadline, started)
     say("\n" + job_table(final))
     outcomes = {
         state: sum(job.state == state for job in final)
@@ -179,7 +188,7 @@ def run() -> int:
         say(f"\nthe database is still running: {psql}\n`make stop` stops it")
     unsettled = outcomes["pending"] + outcomes["claimed"]
     if unsettled:
-        say(f"time ran out with {unsettled} job(s) not settled")
+        say(f"{unsettled} job(s) not settled")
         return 1
     return 0
 

@@ -110,7 +110,7 @@ class _LeaseBase:
             log.debug("renewed the lease on job %s", job.id)
             return True
         self.lost = True
-        log.warning("lost the lease on job %s", job.id)
+        log.debug("lost the lease on job %s", job.id)
         if self.on_lost is not None:
             self.on_lost(job)
         return False

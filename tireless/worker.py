@@ -129,7 +129,7 @@ class Worker:
                 )  # fmt: skip
                 code, output = self._run_command(job)
                 if self.stop_signal is not None:
-                    raise Release(f"worker stopped by {self.stop_signal}\n{output}".rstrip())
+                    raise Release(f"{output}\nworker stopped by {self.stop_signal}".strip())
                 if code != 0:
                     log.info("%s: command exited with %s on job %s", self.name, code, job.id)
                     raise Release(output.rstrip() or f"command exited with {code}")
