@@ -2,7 +2,7 @@
 in one run on a private PostgreSQL with fsync and synchronous_commit on; writes bench/results.md.
 
     python bench/run.py            the full run (about 10 minutes on 2 cores)
-    python bench/run.py --quick    smaller sizes, shorter durations (under a minute)
+    python bench/run.py --quick    smaller sizes, shorter durations, printed only (under a minute)
 """
 
 from __future__ import annotations
@@ -90,9 +90,10 @@ def main() -> None:
     elapsed = time.perf_counter() - began
     report.append(f"\nThe whole run took {elapsed:.0f} s.")
     text = "\n".join(report) + "\n"
-    RESULTS.write_text(text)
     print(text)
-    log(f"wrote {RESULTS}")
+    if sizes is FULL:  # a quick run only prints: bench/results.md keeps the last full run
+        RESULTS.write_text(text)
+        log(f"wrote {RESULTS}")
 
 
 def benchmark(server: EmbeddedPostgres, sizes: Sizes) -> list[str]:

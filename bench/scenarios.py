@@ -259,10 +259,14 @@ def function_profile(conninfo: str, cycles: int) -> list[tuple[str, int, float, 
             row = conn.execute(SQL_CLAIM, params).fetchone()
             assert row is not None
             conn.execute(SQL_FINISH, params | {"id": row[0]})
-        conn.execute("SELECT pg_stat_force_next_flush()")
-        conn.execute("SELECT 1")
-        rows = conn.execute(
-            "SELECT funcname, calls, total_time / calls, self_time / calls FROM pg_stat_user_functions"
-            " WHERE schemaname = 'tireless' ORDER BY total_time DESC"
-        ).fetchall()
-    return [(str(n), int(c), float(t), float(s)) for n, c, t, s in rows]
+    # The backend flushes its counters as it exits, just after the connection closes.
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        for _ in range(100):
+            rows = conn.execute(
+                "SELECT funcname, calls, total_time / calls, self_time / calls"
+                " FROM pg_stat_user_functions WHERE schemaname = 'tireless' ORDER BY total_time DESC"
+            ).fetchall()
+            if any(name == "claim_next" and calls >= cycles for name, calls, _, _ in rows):
+                return [(str(n), int(c), float(t), float(s)) for n, c, t, s in rows]
+            time.sleep(0.05)
+    raise RuntimeError("the function statistics of the profile never arrived")

@@ -39,11 +39,15 @@ class Statement:
         return self.wrap.format(text)
 
 
+CLAIM_LANE_ORDER = """SELECT l.name FROM unnest(open_lanes) AS l(name)
+         ORDER BY (SELECT j.id FROM tireless.job j
+                    WHERE j.state = 'pending' AND j.lane = ANY (ARRAY[l.name]) AND j.available_at <= now()
+                    ORDER BY j.lane, j.id LIMIT 1) NULLS LAST"""
 CLAIM_CANDIDATE = """SELECT j.id FROM tireless.job j
-         WHERE j.state = 'pending' AND j.lane = ANY (open_lanes) AND j.available_at <= now()
-         ORDER BY j.id
-         LIMIT 1
-           FOR UPDATE SKIP LOCKED"""
+             WHERE j.state = 'pending' AND j.lane = ANY (ARRAY[next_lane]) AND j.available_at <= now()
+             ORDER BY j.lane, j.id
+             LIMIT 1
+               FOR UPDATE SKIP LOCKED"""
 CAPACITY_COUNT = (
     "SELECT count(*) FROM tireless.job j WHERE j.state = 'claimed' AND j.lane = capped.name"
 )
@@ -61,12 +65,13 @@ CLAIM_NEXT = "tireless.claim_next(text,text[],interval)"
 EXPIRE = "tireless.expire_stale_claims()"
 ENQUEUE = "tireless.enqueue(jsonb)"
 STATEMENTS = {
-    "claim candidate, one lane": Statement(
-        CLAIM_NEXT, CLAIM_CANDIDATE, ("open_lanes",), ("text[]",), (["cc"],)
+    "claim lane order, one lane": Statement(
+        CLAIM_NEXT, CLAIM_LANE_ORDER, ("open_lanes",), ("text[]",), (["cc"],)
     ),
-    "claim candidate, several lanes": Statement(
-        CLAIM_NEXT, CLAIM_CANDIDATE, ("open_lanes",), ("text[]",), (["cc", "oc", "zz"],)
+    "claim lane order, several lanes": Statement(
+        CLAIM_NEXT, CLAIM_LANE_ORDER, ("open_lanes",), ("text[]",), (["cc", "oc", "zz"],)
     ),
+    "claim candidate": Statement(CLAIM_NEXT, CLAIM_CANDIDATE, ("next_lane",), ("text",), ("oc",)),
     "capacity count": Statement(CLAIM_NEXT, CAPACITY_COUNT, ("capped.name",), ("text",), ("cc",)),
     "lanes with expired claims": Statement(EXPIRE, EXPIRED_LANES, (), (), ()),
     "stale claims": Statement(EXPIRE, STALE_SCAN, ("sweep_lanes",), ("text[]",), (["cc", "oc"],)),
@@ -166,18 +171,18 @@ def test_statement_reads_the_job_table_through_an_index(
         assert node_type == "Bitmap Heap Scan" or index, (name, reads)
 
 
-@pytest.mark.parametrize("lanes", [["cc"], ["cc", "oc", "zz"]])
-def test_claim_walks_the_pending_index_in_order_without_sorting(
-    conninfo: str, lanes: list[str]
-) -> None:
-    """The oldest pending job comes from an ordered scan of the pending index, stopped at the
-    first match: no sort of every pending job, no walk through the finished ones."""
-    statement = STATEMENTS["claim candidate, one lane"]
-    top = plan(
-        conninfo, Statement(**{**statement.__dict__, "values": (lanes,)}), "force_generic_plan"
-    )
+@pytest.mark.parametrize(
+    "name", ["claim lane order, one lane", "claim lane order, several lanes", "claim candidate"]
+)
+def test_claim_reads_each_lane_in_order_from_the_pending_index(conninfo: str, name: str) -> None:
+    """The oldest ready job of a lane comes from an ordered scan of that lane's part of the pending
+    index, stopped at the first match: no sort of pending jobs, no walk through finished jobs or
+    through the backlog of other lanes."""
+    top = plan(conninfo, STATEMENTS[name], "force_generic_plan")
     assert list(job_reads(top)) == [("Index Scan", "pending_jobs_in_claim_order")]
-    assert "Sort" not in re.findall(r"'Node Type': '(\w+)'", str(top))
+    assert "'Index Cond': '(lane = " in str(top), "the lane is an index condition, not a filter"
+    sorts = [n for n in re.findall(r"'Node Type': '(\w+)'", str(top)) if n == "Sort"]
+    assert len(sorts) == (1 if "lane order" in name else 0), "only the lanes are sorted"
 
 
 @pytest.mark.parametrize("function", sorted({s.function for s in STATEMENTS.values()}))

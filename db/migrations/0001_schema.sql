@@ -106,11 +106,9 @@ CREATE UNIQUE INDEX one_live_job_per_issue ON tireless.job (forge, owner, repo, 
 COMMENT ON INDEX tireless.one_live_job_per_issue IS
     'At most one pending or claimed job per issue; a new job is possible once the old one is terminal.';
 
--- claim_next reads pending jobs oldest first and keeps those of its lanes. Keyed on id alone: with
--- lane = ANY (lanes) a (lane, id) index cannot return id order, and the planner walked the primary key
--- through every finished job instead (bench/results.md, depth).
-CREATE INDEX pending_jobs_in_claim_order ON tireless.job (id) WHERE state = 'pending';
-COMMENT ON INDEX tireless.pending_jobs_in_claim_order IS 'claim_next: pending jobs, oldest first.';
+-- claim_next reads pending jobs of a lane, oldest first.
+CREATE INDEX pending_jobs_in_claim_order ON tireless.job (lane, id) WHERE state = 'pending';
+COMMENT ON INDEX tireless.pending_jobs_in_claim_order IS 'claim_next: pending jobs of a lane, oldest first.';
 
 -- expire_stale_claims reads claimed jobs whose lease has passed; capacity counts claims per lane.
 CREATE INDEX claimed_jobs_by_expiry ON tireless.job (claim_expires_at, lane) WHERE state = 'claimed';

@@ -188,6 +188,7 @@ AS $$
 DECLARE
     open_lanes text[];
     capped record;
+    next_lane text;
 BEGIN
     PERFORM tireless.check_worker(claim_next.worker);
     PERFORM tireless.check_lease(claim_next.lease);
@@ -223,26 +224,41 @@ BEGIN
         RETURN;
     END IF;
 
-    -- Invariant 4: one row transition; the row lock (SKIP LOCKED) and the write share the statement.
-    RETURN QUERY
-    WITH candidate AS (
-        SELECT j.id FROM tireless.job j
-         WHERE j.state = 'pending' AND j.lane = ANY (open_lanes) AND j.available_at <= now()
-         ORDER BY j.id
-         LIMIT 1
-           FOR UPDATE SKIP LOCKED
-    )
-    UPDATE tireless.job j
-       SET state = 'claimed',
-           claimed_by = claim_next.worker,
-           claim_expires_at = now() + claim_next.lease,
-           claim_token = gen_random_uuid(),
-           attempts = j.attempts + 1,
-           note = NULL,
-           updated_at = now()
-      FROM candidate
-     WHERE j.id = candidate.id
-    RETURNING j.*;
+    -- One lane at a time, the lane whose oldest ready job is oldest first: each lane is an ordered
+    -- scan of its own part of pending_jobs_in_claim_order, so neither finished jobs nor a backlog in
+    -- another lane cost anything (bench/results.md). Written lane = ANY (ARRAY[lane]) ... ORDER BY
+    -- j.lane, j.id on purpose: with lane = x and ORDER BY j.id the planner walks the primary key
+    -- through every older job, finished or not, expecting a match at any moment.
+    FOR next_lane IN
+        SELECT l.name FROM unnest(open_lanes) AS l(name)
+         ORDER BY (SELECT j.id FROM tireless.job j
+                    WHERE j.state = 'pending' AND j.lane = ANY (ARRAY[l.name]) AND j.available_at <= now()
+                    ORDER BY j.lane, j.id LIMIT 1) NULLS LAST
+    LOOP
+        -- Invariant 4: one row transition; the row lock (SKIP LOCKED) and the write share the statement.
+        RETURN QUERY
+        WITH candidate AS (
+            SELECT j.id FROM tireless.job j
+             WHERE j.state = 'pending' AND j.lane = ANY (ARRAY[next_lane]) AND j.available_at <= now()
+             ORDER BY j.lane, j.id
+             LIMIT 1
+               FOR UPDATE SKIP LOCKED
+        )
+        UPDATE tireless.job j
+           SET state = 'claimed',
+               claimed_by = claim_next.worker,
+               claim_expires_at = now() + claim_next.lease,
+               claim_token = gen_random_uuid(),
+               attempts = j.attempts + 1,
+               note = NULL,
+               updated_at = now()
+          FROM candidate
+         WHERE j.id = candidate.id
+        RETURNING j.*;
+        IF FOUND THEN
+            RETURN;
+        END IF;
+    END LOOP;
 END;
 $$;
 COMMENT ON FUNCTION tireless.claim_next(text, text[], interval) IS
