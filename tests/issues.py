@@ -6,15 +6,17 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import psycopg
 
 from tests.conftest import Database
-from tireless import DiscoveredIssue, JobStore
+from tireless import DiscoveredIssue, Job, JobStore
 
 FORGE, OWNER, REPO = "gitea", "acme", "widgets"
+TEST_REPO = (FORGE, OWNER, REPO)
+"""The test repository's key, for the calls that take forge, owner and repo."""
 WORK = ("tireless", "tireless/implement")
 
 
@@ -65,6 +67,19 @@ def insert_job(conn: psycopg.Connection[Any], number: int, state: str = "pending
     return job_id
 
 
+def claimed(store: JobStore, worker: str = "w1", lanes: Sequence[str] = ("cc",)) -> Job:
+    """The job `worker` claims in `lanes`; there must be one."""
+    job = store.claim_next(worker, lanes)
+    assert job is not None
+    return job
+
+
+def rows(db: Database, query: str, params: dict[str, Any] | None = None) -> list[tuple[Any, ...]]:
+    """Every row of a query, run as the superuser."""
+    with db.connect() as conn:
+        return conn.execute(query, params).fetchall()
+
+
 def end_lease(db: Database, job_id: int) -> None:
     """Move the job's lease into the past (as the superuser), so the sweeper takes it."""
     with db.connect() as conn:
@@ -85,12 +100,12 @@ def make_available(db: Database, job_id: int) -> None:
 
 def history(db: Database, job_id: int) -> list[tuple[Any, ...]]:
     """The job's events in order: (from_state, to_state, worker, attempt, note)."""
-    with db.connect() as conn:
-        return conn.execute(
-            "SELECT from_state::text, to_state::text, worker, attempt, note"
-            " FROM tireless.job_event WHERE job_id = %(id)s ORDER BY id",
-            {"id": job_id},
-        ).fetchall()
+    return rows(
+        db,
+        "SELECT from_state::text, to_state::text, worker, attempt, note"
+        " FROM tireless.job_event WHERE job_id = %(id)s ORDER BY id",
+        {"id": job_id},
+    )
 
 
 def blocked_behind(db: Database, waiter_pid: int, holder_pid: int) -> bool:

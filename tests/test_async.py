@@ -9,24 +9,13 @@ import inspect
 import threading
 from collections.abc import Coroutine, Iterator
 from datetime import timedelta
-from types import TracebackType
 from typing import Any, cast
 
 import pytest
 
 from tests.conftest import Database
-from tests.issues import (
-    FORGE,
-    OWNER,
-    REPO,
-    WORK,
-    end_lease,
-    enqueue_jobs,
-    eventually,
-    issue,
-    tracked,
-)
-from tireless import JobKind, JobState, JobStore
+from tests.issues import FORGE, TEST_REPO, WORK, end_lease, enqueue_jobs, eventually, issue, tracked
+from tireless import JobKind, JobState, JobStore, RepoRef
 from tireless.astore import AsyncJobStore
 from tireless.errors import MalformedIssue, NotHolder, UnknownJob
 from tireless.lease import LeaseLost, Release
@@ -72,12 +61,7 @@ class BlockingContext:
     def __enter__(self) -> Any:
         return self._blocking.wrap(self._blocking.run(self._manager.__aenter__()))
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool:
+    def __exit__(self, kind: object, error: BaseException | None, tb: object) -> bool:
         return bool(self._blocking.run(self._manager.__aexit__(kind, error, tb)))
 
 
@@ -138,13 +122,13 @@ def test_refusals_raise_the_mapped_exceptions(any_store: JobStore) -> None:
 
 
 def test_tracking_routing_and_lanes(any_store: JobStore, db: Database) -> None:
-    assert any_store.track_repo(FORGE, OWNER, REPO) is True
-    assert any_store.track_repo(FORGE, OWNER, REPO) is False
-    assert [(r.forge, r.owner, r.repo) for r in any_store.tracked_repos()] == [(FORGE, OWNER, REPO)]
+    assert any_store.track_repo(*TEST_REPO) is True
+    assert any_store.track_repo(*TEST_REPO) is False
+    assert any_store.tracked_repos() == [RepoRef(*TEST_REPO)]
     assert any_store.job_kind_for(["tireless", "tireless/plan"]) is JobKind.PLAN
     assert any_store.lane_for("plan", ["tireless/agent:oc"]) == "oc"
     any_store.enqueue([issue(1)])
-    assert any_store.refresh_lane(FORGE, OWNER, REPO, 1, [*WORK, "tireless/agent:oc"]) == "oc"
+    assert any_store.refresh_lane(*TEST_REPO, 1, [*WORK, "tireless/agent:oc"]) == "oc"
     assert any_store.pause_lane("oc").paused is True
     assert any_store.claim_next("w1", ["oc"]) is None
     assert any_store.resume_lane("oc").paused is False
@@ -154,7 +138,7 @@ def test_tracking_routing_and_lanes(any_store: JobStore, db: Database) -> None:
     assert job is not None
     end_lease(db, job.id)
     assert any_store.expire_stale_claims() == 1
-    assert any_store.untrack_repo(FORGE, OWNER, REPO) is True
+    assert any_store.untrack_repo(*TEST_REPO) is True
 
 
 def test_a_lease_delivers_when_its_block_ends_normally(any_store: JobStore) -> None:

@@ -10,8 +10,8 @@ import psycopg
 import pytest
 
 from tests.conftest import Database
-from tests.issues import end_lease, enqueue_jobs
-from tireless import Job, JobStore
+from tests.issues import claimed, end_lease, enqueue_jobs, rows
+from tireless import JobStore
 
 THRESHOLD = 3
 AGENT_OC = ("tireless", "tireless/implement", "tireless/agent:oc")
@@ -29,27 +29,20 @@ def lanes(db: Database, store: JobStore) -> JobStore:
     return store
 
 
-def claim(store: JobStore, lanes: tuple[str, ...] = ("cc",)) -> Job:
-    job = store.claim_next("w1", lanes)
-    assert job is not None
-    return job
-
-
 def fail_attempts(store: JobStore, count: int, how: str = "pending") -> None:
     """Claim a job of lane cc and end it as failed (`how`: pending releases it, failed fails it)."""
     for _ in range(count):
-        store.transition(claim(store).id, how, "w1", note="agent crashed")
+        store.transition(claimed(store).id, how, "w1", note="agent crashed")
 
 
 def breaker(db: Database, lane: str = "cc") -> tuple[Any, ...]:
-    with db.connect() as conn:
-        row = conn.execute(
-            "SELECT breaker, consecutive_failures, tripped_until > now()"
-            " FROM tireless.lane_status WHERE lane = %(lane)s",
-            {"lane": lane},
-        ).fetchone()
-    assert row is not None
-    return tuple(row)
+    (row,) = rows(
+        db,
+        "SELECT breaker, consecutive_failures, tripped_until > now()"
+        " FROM tireless.lane_status WHERE lane = %(lane)s",
+        {"lane": lane},
+    )
+    return row
 
 
 def cool_down_passes(db: Database, lane: str = "cc") -> None:
@@ -73,21 +66,21 @@ def test_the_breaker_trips_after_n_consecutive_failures_and_the_lane_is_skipped(
 
 def test_a_tripped_lane_leaves_other_lanes_unaffected(db: Database, lanes: JobStore) -> None:
     fail_attempts(lanes, THRESHOLD)
-    other = claim(lanes, ("cc", "oc"))
+    other = claimed(lanes, "w1", ("cc", "oc"))
     assert other.lane == "oc"
     assert breaker(db, "oc") == ("closed", 0, None)
 
 
 def test_a_success_between_failures_starts_the_count_again(db: Database, lanes: JobStore) -> None:
     fail_attempts(lanes, THRESHOLD - 1)
-    lanes.transition(claim(lanes).id, "delivered", "w1")
+    lanes.transition(claimed(lanes).id, "delivered", "w1")
     fail_attempts(lanes, THRESHOLD - 1)
     assert breaker(db) == ("closed", THRESHOLD - 1, None)
     assert lanes.claim_next("w1", ["cc"]) is not None
 
 
 def test_expired_leases_count_as_failures(db: Database, lanes: JobStore) -> None:
-    for job in [claim(lanes) for _ in range(THRESHOLD)]:
+    for job in [claimed(lanes) for _ in range(THRESHOLD)]:
         end_lease(db, job.id)
     assert lanes.expire_stale_claims() == THRESHOLD
     assert breaker(db) == ("open", THRESHOLD, True)
@@ -100,7 +93,7 @@ def test_after_the_cool_down_the_lane_is_half_open_and_the_first_success_closes_
     fail_attempts(lanes, THRESHOLD)
     cool_down_passes(db)
     assert breaker(db) == ("half-open", THRESHOLD, False)
-    trial = claim(lanes)
+    trial = claimed(lanes)
     lanes.transition(trial.id, "delivered", "w1")
     assert breaker(db) == ("closed", 0, None)
 

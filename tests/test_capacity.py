@@ -13,7 +13,7 @@ import psycopg
 import pytest
 
 from tests.conftest import Database
-from tests.issues import enqueue_jobs
+from tests.issues import blocked_behind, enqueue_jobs, rows
 from tireless import Job, JobState, JobStore
 from tireless.errors import InvalidArgument
 
@@ -55,12 +55,12 @@ def most_concurrent_claims(db: Database, lane: str) -> int:
     """Replays the lane's claim and finish events in the order they were written (event ids
     are taken under the locks that decide a claim, so a slot freed is written before the claim
     that reuses it) and returns the most claims held at once."""
-    with db.connect() as conn:
-        events = conn.execute(
-            "SELECT e.to_state = 'claimed' FROM tireless.job_event e JOIN tireless.job j ON j.id = e.job_id"
-            " WHERE j.lane = %(lane)s AND 'claimed' IN (e.from_state, e.to_state) ORDER BY e.id",
-            {"lane": lane},
-        ).fetchall()
+    events = rows(
+        db,
+        "SELECT e.to_state = 'claimed' FROM tireless.job_event e JOIN tireless.job j ON j.id = e.job_id"
+        " WHERE j.lane = %(lane)s AND 'claimed' IN (e.from_state, e.to_state) ORDER BY e.id",
+        {"lane": lane},
+    )
     held = most = 0
     for (claimed,) in events:
         held += 1 if claimed else -1
@@ -96,16 +96,6 @@ def test_many_claimer_processes_never_exceed_the_lane_capacity_and_claim_every_j
     )
     assert delivered == JOBS
     assert workers > 1
-
-
-def blocked_behind(db: Database, waiter_pid: int, holder_pid: int) -> bool:
-    """Wait (bounded) until the waiter's backend is blocked by a lock the holder's holds."""
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        if holder_pid in db.scalar("SELECT pg_blocking_pids(%(pid)s)", {"pid": waiter_pid}):
-            return True
-        time.sleep(0.01)
-    return False
 
 
 def claim_in_thread(conn: psycopg.Connection[Any], worker: str) -> Callable[[], Job | None]:

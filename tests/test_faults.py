@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import signal
 import threading
-from collections import Counter
 
 import psycopg
 import pytest
@@ -18,12 +17,13 @@ from tests.issues import end_lease, enqueue_jobs, issue
 from tests.workers import (
     NO_BACKOFF,
     SPAWN,
-    Tally,
+    all_exit_0,
     hold_a_claim,
     new_queue,
     runner,
     start,
     sweeper,
+    tallies,
     wait_until,
 )
 from tireless import JobStore
@@ -140,16 +140,11 @@ def test_two_sweepers_and_four_runners_on_short_leases_keep_every_invariant(
     stop = SPAWN.Event()
     sweepers = [start(sweeper, db.conninfo, stop, out) for _ in range(2)]
     runners = [start(runner, db.conninfo, f"r{i}", ["cc"], 150, i, 0.5, out) for i in range(4)]
-    tally: Tally = Counter()
-    for _ in runners:
-        tally += out.get(timeout=120)
+    tally = tallies(out, runners, timeout=120)
     wait_until(db.conninfo, "NOT EXISTS (SELECT FROM tireless.job WHERE state = 'claimed')")
     stop.set()
-    for _ in sweepers:
-        tally += out.get(timeout=60)
-    for process in [*runners, *sweepers]:
-        process.join(30)
-        assert process.exitcode == 0
+    tally += tallies(out, sweepers, timeout=60)
+    all_exit_0([*runners, *sweepers])
     events = created + tally["claims"] + tally["transitions"] + tally["swept"]
     seen = assert_invariants(db.conninfo, jobs=created, events=events)
     assert seen.claims == tally["claims"]

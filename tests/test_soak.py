@@ -5,7 +5,6 @@ TIRELESS_SOAK=long (make soak) runs the long size; the default is small enough f
 from __future__ import annotations
 
 import os
-from collections import Counter
 
 import pytest
 
@@ -15,12 +14,13 @@ from tests.issues import enqueue_jobs
 from tests.workers import (
     NO_BACKOFF,
     SPAWN,
-    Tally,
+    all_exit_0,
     new_queue,
     poller,
     runner,
     start,
     sweeper,
+    tallies,
     wait_until,
 )
 from tireless import JobStore
@@ -48,20 +48,15 @@ def test_soak_keeps_every_invariant_and_no_two_holders_overlap(
         start(runner, db.conninfo, f"soak-{i}", ["cc"], operations, i, LEASE_SECONDS, out)
         for i in range(runners_count)
     ]
-    tally: Tally = Counter()
     try:
-        for _ in runners:
-            tally += out.get(timeout=1800)
+        tally = tallies(out, runners, timeout=1800)
         stop_polling.set()
         wait_until(db.conninfo, "NOT EXISTS (SELECT FROM tireless.job WHERE state = 'claimed')")
     finally:
         stop_polling.set()
         stop_sweeping.set()
-    for _ in helpers:
-        tally += out.get(timeout=60)
-    for process in [*runners, *helpers]:
-        process.join(30)
-        assert process.exitcode == 0
+    tally += tallies(out, helpers, timeout=60)
+    all_exit_0([*runners, *helpers])
     created += tally["created"]
     with db.connect() as conn:
         violations = find_violations(conn)

@@ -165,14 +165,16 @@ def test_a_holder_past_its_lease_may_renew_and_finish_until_the_sweeper_moves_it
     assert store.transition(job.id, DELIVERED, HOLDER, token=job.claim_token).state is DELIVERED
 
 
-def lose_claim(db: Database, store: JobStore, job: Job, next_holder: str) -> Job:
-    """The job's lease ends, the sweeper returns it, and `next_holder` claims it."""
+def lose_claim(db: Database, store: JobStore, next_holder: str) -> tuple[Job, Job]:
+    """A job HOLDER claims; its lease ends, the sweeper returns it, and `next_holder` claims it.
+    Returns the lost claim and the new one."""
+    job = job_in(store, CLAIMED)
     end_lease(db, job.id)
     assert store.expire_stale_claims() == 1
     make_available(db, job.id)
     again = claim(store, next_holder)
     assert again.id == job.id
-    return again
+    return job, again
 
 
 def assert_lost(
@@ -187,11 +189,9 @@ def assert_lost(
 def test_a_worker_whose_lease_expired_and_job_was_claimed_again_can_neither_renew_nor_finish(
     db: Database, store: JobStore
 ) -> None:
-    enqueue_jobs(store, 1)
-    lost = claim(store, "w1")
-    now_held = lose_claim(db, store, lost, "w2")
-    assert_lost(db, store, lost.id, "w1", None)
-    assert_lost(db, store, lost.id, "w1", lost.claim_token)
+    lost, now_held = lose_claim(db, store, "w2")
+    assert_lost(db, store, lost.id, HOLDER, None)
+    assert_lost(db, store, lost.id, HOLDER, lost.claim_token)
     assert lease_end(db, lost.id) == now_held.claim_expires_at, "w2's claim is untouched"
     assert store.transition(lost.id, DELIVERED, "w2", token=now_held.claim_token).state is DELIVERED
 
@@ -199,10 +199,8 @@ def test_a_worker_whose_lease_expired_and_job_was_claimed_again_can_neither_rene
 def test_an_old_token_is_fenced_after_the_same_worker_claims_the_job_again(
     db: Database, store: JobStore
 ) -> None:
-    enqueue_jobs(store, 1)
-    old = claim(store, "w1")
-    new = lose_claim(db, store, old, "w1")
+    old, new = lose_claim(db, store, HOLDER)
     assert new.claim_token != old.claim_token
-    assert_lost(db, store, old.id, "w1", old.claim_token)
-    assert store.renew_claim(old.id, "w1", token=new.claim_token) is True
-    assert store.transition(old.id, DELIVERED, "w1", token=new.claim_token).state is DELIVERED
+    assert_lost(db, store, old.id, HOLDER, old.claim_token)
+    assert store.renew_claim(old.id, HOLDER, token=new.claim_token) is True
+    assert store.transition(old.id, DELIVERED, HOLDER, token=new.claim_token).state is DELIVERED

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 
 from tests.conftest import Database
-from tests.issues import end_lease, enqueue_jobs, issue
+from tests.issues import claimed, end_lease, enqueue_jobs, issue
 from tireless import JobStore
 
 AGENT_OC = ("tireless", "tireless/implement", "tireless/agent:oc")
@@ -98,13 +98,11 @@ def test_a_release_with_no_backoff_wakes_the_lane_and_one_in_backoff_does_not(
 ) -> None:
     enqueue_jobs(store, 2)
     with store.listen(["cc"]) as runner:
-        first = store.claim_next("w1", ["cc"])
-        assert first is not None
+        first = claimed(store)
         store.transition(first.id, "pending", "w1")
         assert runner.wait(NOTHING) is None
         db.scalar("SELECT tireless.set_policy(backoff_base => '0', backoff_cap => '0')")
-        second = store.claim_next("w1", ["cc"])
-        assert second is not None
+        second = claimed(store)
         store.transition(second.id, "pending", "w1")
         assert runner.wait(SOON) == "cc"
 
@@ -112,8 +110,7 @@ def test_a_release_with_no_backoff_wakes_the_lane_and_one_in_backoff_does_not(
 def test_an_expiry_wakes_the_lane(db: Database, store: JobStore) -> None:
     db.scalar("SELECT tireless.set_policy(backoff_base => '0', backoff_cap => '0')")
     enqueue_jobs(store, 1)
-    job = store.claim_next("w1", ["cc"])
-    assert job is not None
+    job = claimed(store)
     end_lease(db, job.id)
     with store.listen(["cc"]) as runner:
         assert store.expire_stale_claims() == 1
@@ -123,8 +120,7 @@ def test_an_expiry_wakes_the_lane(db: Database, store: JobStore) -> None:
 def test_a_delivery_in_a_full_lane_wakes_it(store: JobStore) -> None:
     enqueue_jobs(store, 2)
     store.set_lane_capacity("cc", 1)
-    job = store.claim_next("w1", ["cc"])
-    assert job is not None
+    job = claimed(store)
     with store.listen(["cc"]) as runner:
         store.transition(job.id, "delivered", "w1")
         assert runner.wait(SOON) == "cc"
@@ -135,14 +131,12 @@ def test_an_expiry_in_a_full_lane_wakes_it_even_while_the_job_backs_off(
 ) -> None:
     enqueue_jobs(store, 2)
     store.set_lane_capacity("cc", 1)
-    job = store.claim_next("w1", ["cc"])
-    assert job is not None
+    job = claimed(store)
     end_lease(db, job.id)
     with store.listen(["cc"]) as runner:
         assert store.expire_stale_claims() == 1
         assert runner.wait(SOON) == "cc"
-        other = store.claim_next("w2", ["cc"])
-        assert other is not None
+        other = claimed(store, "w2")
         assert other.id != job.id
 
 
@@ -158,8 +152,7 @@ def test_resuming_a_lane_wakes_it_and_pausing_does_not(store: JobStore) -> None:
 def test_resetting_a_breaker_wakes_the_lane(db: Database, store: JobStore) -> None:
     db.scalar("SELECT tireless.set_policy(breaker_threshold => 1)")
     enqueue_jobs(store, 2)
-    job = store.claim_next("w1", ["cc"])
-    assert job is not None
+    job = claimed(store)
     store.transition(job.id, "failed", "w1")
     with store.listen(["cc"]) as runner:
         assert store.claim_next("w1", ["cc"]) is None  # tripped

@@ -67,6 +67,28 @@ def gone(pid: int) -> bool:
     return False
 
 
+def start_sleeping_agent(
+    db: Database, started: list[subprocess.Popen[str]], tmp_path: Path, *options: str
+) -> tuple[subprocess.Popen[str], Path]:
+    """A worker (`work OPTIONS -- COMMAND`) whose COMMAND writes its pid to a file, then sleeps a
+    minute; returned with that file once the command runs."""
+    command = agent(
+        tmp_path, 'echo $$ > "$OUT/pid.tmp"\nmv "$OUT/pid.tmp" "$OUT/pid"\nexec sleep 60'
+    )
+    worker = start_worker(db, started, *work_args(*options, "--"), *command)
+    pid_file = tmp_path / "pid"
+    eventually(pid_file.exists, "the command to start")
+    return worker, pid_file
+
+
+def exits_0_with_its_command(worker: subprocess.Popen[str], pid_file: Path) -> str:
+    """Wait for the worker; assert it exited 0 and its command is gone too. Returns its stderr."""
+    _, err = worker.communicate(timeout=30)
+    assert worker.returncode == 0, err
+    assert gone(int(pid_file.read_text()))
+    return err
+
+
 def test_a_command_that_exits_0_delivers_the_job_it_got_in_env_and_stdin(
     store: JobStore, db: Database, tmp_path: Path
 ) -> None:
@@ -148,16 +170,9 @@ def test_sigterm_to_the_worker_stops_the_command_and_leaves_the_job_pending(
     worker_process: list[subprocess.Popen[str]],
 ) -> None:
     enqueue_jobs(store, 1)
-    command = agent(
-        tmp_path, 'echo $$ > "$OUT/pid.tmp"\nmv "$OUT/pid.tmp" "$OUT/pid"\nexec sleep 60'
-    )
-    worker = start_worker(db, worker_process, *work_args("--poll", "1", "--"), *command)
-    pid_file = tmp_path / "pid"
-    eventually(pid_file.exists, "the command to start")
+    worker, pid_file = start_sleeping_agent(db, worker_process, tmp_path, "--poll", "1")
     worker.send_signal(signal.SIGTERM)
-    _, err = worker.communicate(timeout=30)
-    assert worker.returncode == 0, err
-    assert gone(int(pid_file.read_text()))
+    err = exits_0_with_its_command(worker, pid_file)
     job_id = db.scalar("SELECT id FROM tireless.job")
     assert state_of(db, job_id) == "pending"
     assert db.scalar("SELECT note FROM tireless.job") == "worker stopped by SIGTERM"
@@ -171,22 +186,15 @@ def test_a_lost_lease_stops_the_command_and_leaves_the_job_to_its_new_holder(
     worker_process: list[subprocess.Popen[str]],
 ) -> None:
     enqueue_jobs(store, 1)
-    command = agent(
-        tmp_path, 'echo $$ > "$OUT/pid.tmp"\nmv "$OUT/pid.tmp" "$OUT/pid"\nexec sleep 60'
+    worker, pid_file = start_sleeping_agent(
+        db, worker_process, tmp_path, "--once", "--lease", "1500ms"
     )
-    worker = start_worker(
-        db, worker_process, *work_args("--once", "--lease", "1500ms", "--"), *command
-    )
-    pid_file = tmp_path / "pid"
-    eventually(pid_file.exists, "the command to start")
     # Take the claim away, as an expiry, a sweep and another runner's claim would.
     token = db.scalar(
         "UPDATE tireless.job SET claimed_by = 'thief', claim_token = gen_random_uuid()"
         " RETURNING claim_token"
     )
-    _, err = worker.communicate(timeout=30)
-    assert worker.returncode == 0, err
-    assert gone(int(pid_file.read_text()))
+    err = exits_0_with_its_command(worker, pid_file)
     assert "lease on job" in err
     assert "lease lost on job" in err
     job_id = db.scalar("SELECT id FROM tireless.job")

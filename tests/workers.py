@@ -5,11 +5,13 @@ say how many events the history must hold. Started with the "spawn" method: noth
 from __future__ import annotations
 
 import multiprocessing
+import queue
 import random
 import threading
+import time
 import uuid
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from multiprocessing.context import SpawnProcess
 from multiprocessing.queues import Queue
@@ -54,6 +56,30 @@ def start(target: Callable[..., None], *args: Any) -> SpawnProcess:
 
 def new_queue() -> Queue[Tally]:
     return SPAWN.Queue()
+
+
+def tallies(out: Queue[Tally], processes: Sequence[SpawnProcess], timeout: float) -> Tally:
+    """The sum of the tallies the processes report, one each. A process that dies without
+    reporting fails the test at once instead of leaving it waiting out the timeout."""
+    tally: Tally = Counter()
+    deadline = time.monotonic() + timeout
+    reported = 0
+    while reported < len(processes):
+        try:
+            tally += out.get(timeout=1)
+            reported += 1
+        except queue.Empty:
+            crashed = [p.exitcode for p in processes if p.exitcode not in (None, 0)]
+            assert not crashed, f"a worker process died with exit code {crashed[0]}"
+            assert time.monotonic() < deadline, "the worker processes did not report in time"
+    return tally
+
+
+def all_exit_0(processes: Sequence[SpawnProcess]) -> None:
+    """Wait (bounded) for the processes; each must have exited 0."""
+    for process in processes:
+        process.join(30)
+        assert process.exitcode == 0
 
 
 def wait_until(conninfo: str, condition: str, deadline: float = 60.0) -> None:

@@ -1,26 +1,32 @@
 """AsyncJobStore: JobStore's methods over psycopg's AsyncConnection / AsyncConnectionPool.
 
-It shares everything but the awaiting with the sync store: the SQL (tireless.queries), the row
-mapping (Job.from_row, class_row), the error translation (tireless.errors) and the lease logic
-(tireless.lease)."""
+It shares everything but the awaiting with the sync store: each method's call, its SQL, row shape
+and answer, and the connection policy (tireless.calls), the error translation (tireless.errors)
+and the lease logic (tireless.lease)."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 from uuid import UUID
 
 from psycopg import AsyncConnection
-from psycopg.rows import AsyncRowFactory, Row, class_row, kwargs_row
 from psycopg_pool import AsyncConnectionPool
 
-from tireless import queries
+from tireless import calls, queries
+from tireless.calls import LEASE, POOL_OPTIONS, Call, needs_transaction
 from tireless.errors import translated_errors
 from tireless.lease import AsyncLease, OnLost
 from tireless.models import DiscoveredIssue, Job, JobKind, JobState, Lane, RepoRef
-from tireless.store import LEASE, Query, issues_json
+
+Answer = TypeVar("Answer")
+
+
+def atomic(conn: AsyncConnection[Any]) -> AbstractAsyncContextManager[Any]:
+    """A transaction block only where one statement needs it (tireless.calls.needs_transaction)."""
+    return conn.transaction() if needs_transaction(conn) else nullcontext()
 
 
 class AsyncJobStore:
@@ -31,7 +37,7 @@ class AsyncJobStore:
     def __init__(self, database: str | AsyncConnectionPool | AsyncConnection[Any]) -> None:
         self._owned_pool: AsyncConnectionPool | None = None
         if isinstance(database, str):
-            self._owned_pool = AsyncConnectionPool(database, min_size=1, max_size=4, open=False)
+            self._owned_pool = AsyncConnectionPool(database, open=False, **POOL_OPTIONS)
             database = self._owned_pool
         self._database: AsyncConnectionPool | AsyncConnection[Any] = database
 
@@ -60,58 +66,39 @@ class AsyncJobStore:
         else:
             yield self._database
 
-    async def _rows(
-        self, query: Query, params: Mapping[str, Any], row: AsyncRowFactory[Row]
-    ) -> list[Row]:
+    async def _run(self, call: Call[Any, Answer]) -> Answer:
         with translated_errors():
             async with (
                 self._connection() as conn,
-                conn.transaction(),
-                conn.cursor(row_factory=row) as cur,
+                atomic(conn),
+                conn.cursor(row_factory=call.row) as cur,
             ):
-                await cur.execute(query, params)
-                return await cur.fetchall()
-
-    async def _value(self, query: Query, params: Mapping[str, Any]) -> Any:
-        with translated_errors():
-            async with self._connection() as conn, conn.transaction():
-                row = await (await conn.execute(query, params)).fetchone()
-                return None if row is None else row[0]
-
-    async def _job(self, query: Query, params: Mapping[str, Any]) -> Job | None:
-        jobs = await self._rows(query, params, kwargs_row(Job.from_row))
-        return jobs[0] if jobs else None
-
-    async def _lane(self, query: Query, params: Mapping[str, Any]) -> Lane:
-        return (await self._rows(query, params, class_row(Lane)))[0]
+                await cur.execute(call.query, call.params)
+                return call.answer(await cur.fetchall())
 
     # Tracking
     async def track_repo(self, forge: str, owner: str, repo: str) -> bool:
-        params = {"forge": forge, "owner": owner, "repo": repo}
-        return bool(await self._value(queries.TRACK_REPO, params))
+        return await self._run(calls.track_repo(forge, owner, repo))
 
     async def untrack_repo(self, forge: str, owner: str, repo: str) -> bool:
-        params = {"forge": forge, "owner": owner, "repo": repo}
-        return bool(await self._value(queries.UNTRACK_REPO, params))
+        return await self._run(calls.untrack_repo(forge, owner, repo))
 
     async def tracked_repos(self) -> list[RepoRef]:
-        return await self._rows(queries.TRACKED_REPOS, {}, class_row(RepoRef))
+        return await self._run(calls.tracked_repos())
 
     # The queue
     async def enqueue(self, issues: Iterable[DiscoveredIssue | Mapping[str, Any]]) -> int:
-        return int(await self._value(queries.ENQUEUE, {"issues": issues_json(issues)}))
+        return await self._run(calls.enqueue(issues))
 
     async def claim_next(
         self, worker: str, lanes: Sequence[str], lease: timedelta = LEASE
     ) -> Job | None:
-        params = {"worker": worker, "lanes": list(lanes), "lease": lease}
-        return await self._job(queries.CLAIM_NEXT, params)
+        return await self._run(calls.claim_next(worker, lanes, lease))
 
     async def renew_claim(
         self, job_id: int, worker: str, lease: timedelta = LEASE, token: UUID | None = None
     ) -> bool:
-        params = {"job_id": job_id, "worker": worker, "lease": lease, "token": token}
-        return bool(await self._value(queries.RENEW_CLAIM, params))
+        return await self._run(calls.renew_claim(job_id, worker, lease, token))
 
     async def transition(
         self,
@@ -121,45 +108,35 @@ class AsyncJobStore:
         note: str | None = None,
         token: UUID | None = None,
     ) -> Job:
-        params = {"job_id": job_id, "to_state": str(to), "worker": worker, "note": note}
-        job = await self._job(queries.TRANSITION, params | {"token": token})
-        assert job is not None, "tireless.transition returns a row or raises"
-        return job
+        return await self._run(calls.transition(job_id, to, worker, note, token))
 
     async def expire_stale_claims(self) -> int:
-        return int(await self._value(queries.EXPIRE_STALE_CLAIMS, {}))
+        return await self._run(calls.expire_stale_claims())
 
     async def refresh_lane(
         self, forge: str, owner: str, repo: str, number: int, labels: Sequence[str]
     ) -> str | None:
-        params = {"forge": forge, "owner": owner, "repo": repo, "number": number}
-        lane: str | None = await self._value(
-            queries.REFRESH_LANE, params | {"labels": list(labels)}
-        )
-        return lane
+        return await self._run(calls.refresh_lane(forge, owner, repo, number, labels))
 
     # Routing, answered by the database's one implementation
     async def job_kind_for(self, labels: Sequence[str]) -> JobKind | None:
-        kind: str | None = await self._value(queries.JOB_KIND_FOR, {"labels": list(labels)})
-        return None if kind is None else JobKind(kind)
+        return await self._run(calls.job_kind_for(labels))
 
     async def lane_for(self, kind: JobKind | str, labels: Sequence[str]) -> str:
-        params = {"kind": str(kind), "labels": list(labels)}
-        lane: str = await self._value(queries.LANE_FOR, params)
-        return lane
+        return await self._run(calls.lane_for(kind, labels))
 
     # Lanes
     async def set_lane_capacity(self, lane: str, capacity: int | None) -> Lane:
-        return await self._lane(queries.SET_LANE_CAPACITY, {"lane": lane, "capacity": capacity})
+        return await self._run(calls.set_lane_capacity(lane, capacity))
 
     async def pause_lane(self, lane: str) -> Lane:
-        return await self._lane(queries.PAUSE_LANE, {"lane": lane})
+        return await self._run(calls.pause_lane(lane))
 
     async def resume_lane(self, lane: str) -> Lane:
-        return await self._lane(queries.RESUME_LANE, {"lane": lane})
+        return await self._run(calls.resume_lane(lane))
 
     async def reset_lane_breaker(self, lane: str) -> Lane:
-        return await self._lane(queries.RESET_LANE_BREAKER, {"lane": lane})
+        return await self._run(calls.reset_lane_breaker(lane))
 
     # Holding a job
     def lease(

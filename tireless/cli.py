@@ -27,10 +27,11 @@ from psycopg.rows import RowFactory, dict_row, kwargs_row
 from psycopg.types.json import Jsonb
 
 from tireless import queries
+from tireless.calls import LEASE, Query
 from tireless.errors import PermissionDenied, TirelessError, UnknownJob, translated_errors
 from tireless.migrate import migrate
 from tireless.models import Job, JobState
-from tireless.store import LEASE, JobStore, Query
+from tireless.store import JobStore
 
 OK, REFUSED, USAGE, NOTHING_TO_DO, UNREACHABLE = 0, 1, 2, 3, 4
 
@@ -216,25 +217,21 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 
 
 def cmd_track(args: argparse.Namespace) -> int:
+    """`track` and `untrack`: the store call and the two outcomes differ, the rest is one."""
+    tracking = args.command_name == "track"
     with connect(args) as conn:
-        new = JobStore(conn).track_repo(args.forge, args.owner, args.repo)
+        store = JobStore(conn)
+        change = store.track_repo if tracking else store.untrack_repo
+        changed = change(args.forge, args.owner, args.repo)
     name = f"{args.forge}/{args.owner}/{args.repo}"
+    if tracking:
+        text = f"tracking {name}" if changed else f"{name} was already tracked"
+    else:
+        text = f"no longer tracking {name}" if changed else f"{name} was not tracked"
     emit(
         args,
-        {"forge": args.forge, "owner": args.owner, "repo": args.repo, "changed": new},
-        f"tracking {name}" if new else f"{name} was already tracked",
-    )
-    return OK
-
-
-def cmd_untrack(args: argparse.Namespace) -> int:
-    with connect(args) as conn:
-        gone = JobStore(conn).untrack_repo(args.forge, args.owner, args.repo)
-    name = f"{args.forge}/{args.owner}/{args.repo}"
-    emit(
-        args,
-        {"forge": args.forge, "owner": args.owner, "repo": args.repo, "changed": gone},
-        f"no longer tracking {name}" if gone else f"{name} was not tracked",
+        {"forge": args.forge, "owner": args.owner, "repo": args.repo, "changed": changed},
+        text,
     )
     return OK
 
@@ -449,11 +446,11 @@ def parser() -> argparse.ArgumentParser:
         return sub
 
     command("migrate", cmd_migrate, "apply the migrations not yet applied")
-    for name, run, help in (
-        ("track", cmd_track, "start tracking a repository"),
-        ("untrack", cmd_untrack, "stop tracking a repository"),
+    for name, help in (
+        ("track", "start tracking a repository"),
+        ("untrack", "stop tracking a repository"),
     ):
-        sub = command(name, run, help)
+        sub = command(name, cmd_track, help)
         sub.add_argument("forge", help="the forge's short name, e.g. gitea")
         sub.add_argument("owner")
         sub.add_argument("repo")

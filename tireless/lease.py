@@ -12,9 +12,8 @@ import asyncio
 import contextlib
 import logging
 import threading
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from datetime import timedelta
-from types import TracebackType
 from typing import Protocol
 from uuid import UUID
 
@@ -104,9 +103,19 @@ class _LeaseBase:
         """The job as the lease left it (delivered, pending or failed); None if it was not finished."""
         self.lost = False
 
-    def _renewed(self, job: Job, ok: bool) -> bool:
-        """Record a renewal's answer; False means stop renewing."""
-        if ok:
+    def _renewal(self, job: Job) -> tuple[int, str, timedelta, UUID | None]:
+        """renew_claim's arguments: the job, its holder, the lease's length, the claim's token."""
+        return job.id, self.worker, self.length, job.claim_token
+
+    def _renewed(self, job: Job, answer: bool | Exception | None) -> bool:
+        """Record a renewal's answer (None: none yet; an exception: it failed, try again at the
+        next interval); False means stop renewing."""
+        if answer is None:
+            return True
+        if isinstance(answer, Exception):
+            log.error("renewing the lease on job %s failed; trying again", job.id, exc_info=answer)
+            return True
+        if answer:
             log.debug("renewed the lease on job %s", job.id)
             return True
         self.lost = True
@@ -114,6 +123,24 @@ class _LeaseBase:
         if self.on_lost is not None:
             self.on_lost(job)
         return False
+
+    def _finish(
+        self, job: Job, error: BaseException | None
+    ) -> tuple[int, JobState, str, str | None, UUID | None]:
+        """transition's arguments once the renewals have stopped; LeaseLost if a renewal lost it."""
+        if self.lost:
+            raise LeaseLost(job) from error
+        state, note = outcome(error)
+        return job.id, state, self.worker, note, job.claim_token
+
+    @contextlib.contextmanager
+    def _finishing(self, job: Job) -> Iterator[None]:
+        """A finish refused because another holder or the sweeper has the job: LeaseLost."""
+        try:
+            yield
+        except (NotHolder, JobIsTerminal) as refused:
+            self.lost = True
+            raise LeaseLost(job) from refused
 
 
 class Lease(_LeaseBase):
@@ -143,37 +170,22 @@ class Lease(_LeaseBase):
         return self.job
 
     def _renew(self, job: Job) -> None:
-        while not self._stop.wait(renewal_interval(self.length)):
+        answer: bool | Exception | None = None
+        while self._renewed(job, answer) and not self._stop.wait(renewal_interval(self.length)):
             try:
-                ok = self._store.renew_claim(job.id, self.worker, self.length, job.claim_token)
-            except Exception:
-                log.exception("renewing the lease on job %s failed; trying again", job.id)
-                continue
-            if not self._renewed(job, ok):
-                return
+                answer = self._store.renew_claim(*self._renewal(job))
+            except Exception as failed:
+                answer = failed
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool:
+    def __exit__(self, kind: object, error: BaseException | None, tb: object) -> bool:
         job = self.job
         if job is None:
             return False
         self._stop.set()
         if self._renewer is not None:
             self._renewer.join()
-        if self.lost:
-            raise LeaseLost(job) from error
-        state, note = outcome(error)
-        try:
-            self.finished = self._store.transition(
-                job.id, state, self.worker, note, job.claim_token
-            )
-        except (NotHolder, JobIsTerminal) as refused:
-            self.lost = True
-            raise LeaseLost(job) from refused
+        with self._finishing(job):
+            self.finished = self._store.transition(*self._finish(job, error))
         return isinstance(error, Release)
 
 
@@ -199,24 +211,15 @@ class AsyncLease(_LeaseBase):
         return self.job
 
     async def _renew(self, job: Job) -> None:
-        while True:
+        answer: bool | Exception | None = None
+        while self._renewed(job, answer):
             await asyncio.sleep(renewal_interval(self.length))
             try:
-                ok = await self._store.renew_claim(
-                    job.id, self.worker, self.length, job.claim_token
-                )
-            except Exception:
-                log.exception("renewing the lease on job %s failed; trying again", job.id)
-                continue
-            if not self._renewed(job, ok):
-                return
+                answer = await self._store.renew_claim(*self._renewal(job))
+            except Exception as failed:
+                answer = failed
 
-    async def __aexit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool:
+    async def __aexit__(self, kind: object, error: BaseException | None, tb: object) -> bool:
         job = self.job
         if job is None:
             return False
@@ -224,14 +227,6 @@ class AsyncLease(_LeaseBase):
             self._renewer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._renewer
-        if self.lost:
-            raise LeaseLost(job) from error
-        state, note = outcome(error)
-        try:
-            self.finished = await self._store.transition(
-                job.id, state, self.worker, note, job.claim_token
-            )
-        except (NotHolder, JobIsTerminal) as refused:
-            self.lost = True
-            raise LeaseLost(job) from refused
+        with self._finishing(job):
+            self.finished = await self._store.transition(*self._finish(job, error))
         return isinstance(error, Release)

@@ -6,36 +6,24 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import timedelta
-from typing import Any, LiteralString
+from typing import Any, TypeVar
 from uuid import UUID
 
-from psycopg import Connection, sql
-from psycopg.pq import TransactionStatus
-from psycopg.rows import Row, RowFactory, class_row, kwargs_row
-from psycopg.types.json import Jsonb
+from psycopg import Connection
 from psycopg_pool import ConnectionPool
 
-from tireless import queries
+from tireless import calls, queries
+from tireless.calls import LEASE, POOL_OPTIONS, Call, needs_transaction
 from tireless.errors import translated_errors
 from tireless.lease import Lease, OnLost
 from tireless.models import DiscoveredIssue, Job, JobKind, JobState, Lane, RepoRef
 
-LEASE = timedelta(minutes=10)
-
-Query = LiteralString | sql.Composed | bytes
+Answer = TypeVar("Answer")
 
 
 def atomic(conn: Connection[Any]) -> AbstractContextManager[Any]:
-    """One statement on an idle autocommit connection is already its own transaction: no BEGIN and
-    COMMIT round trips. Otherwise a transaction block (a savepoint inside the caller's)."""
-    if conn.autocommit and conn.info.transaction_status == TransactionStatus.IDLE:
-        return nullcontext()
-    return conn.transaction()
-
-
-def issues_json(issues: Iterable[DiscoveredIssue | Mapping[str, Any]]) -> Jsonb:
-    """The JSON array `tireless.enqueue` takes; mappings pass through for the database to judge."""
-    return Jsonb([i.as_json() if isinstance(i, DiscoveredIssue) else dict(i) for i in issues])
+    """A transaction block only where one statement needs it (tireless.calls.needs_transaction)."""
+    return conn.transaction() if needs_transaction(conn) else nullcontext()
 
 
 class JobStore:
@@ -45,9 +33,7 @@ class JobStore:
     def __init__(self, database: str | ConnectionPool | Connection[Any]) -> None:
         self._owned_pool: ConnectionPool | None = None
         if isinstance(database, str):
-            self._owned_pool = ConnectionPool(
-                database, min_size=1, max_size=4, kwargs={"autocommit": True}, open=True
-            )
+            self._owned_pool = ConnectionPool(database, open=True, **POOL_OPTIONS)
             database = self._owned_pool
         self._database: ConnectionPool | Connection[Any] = database
 
@@ -70,53 +56,37 @@ class JobStore:
         else:
             yield self._database
 
-    def _rows(self, query: Query, params: Mapping[str, Any], row: RowFactory[Row]) -> list[Row]:
+    def _run(self, call: Call[Any, Answer]) -> Answer:
         with (
             translated_errors(),
             self._connection() as conn,
             atomic(conn),
-            conn.cursor(row_factory=row) as cur,
+            conn.cursor(row_factory=call.row) as cur,
         ):
-            cur.execute(query, params)
-            return cur.fetchall()
-
-    def _value(self, query: Query, params: Mapping[str, Any]) -> Any:
-        with translated_errors(), self._connection() as conn, atomic(conn):
-            row = conn.execute(query, params).fetchone()
-            return None if row is None else row[0]
-
-    def _job(self, query: Query, params: Mapping[str, Any]) -> Job | None:
-        jobs = self._rows(query, params, kwargs_row(Job.from_row))
-        return jobs[0] if jobs else None
-
-    def _lane(self, query: Query, params: Mapping[str, Any]) -> Lane:
-        return self._rows(query, params, class_row(Lane))[0]
+            cur.execute(call.query, call.params)
+            return call.answer(cur.fetchall())
 
     # Tracking
     def track_repo(self, forge: str, owner: str, repo: str) -> bool:
-        return bool(self._value(queries.TRACK_REPO, {"forge": forge, "owner": owner, "repo": repo}))
+        return self._run(calls.track_repo(forge, owner, repo))
 
     def untrack_repo(self, forge: str, owner: str, repo: str) -> bool:
-        return bool(
-            self._value(queries.UNTRACK_REPO, {"forge": forge, "owner": owner, "repo": repo})
-        )
+        return self._run(calls.untrack_repo(forge, owner, repo))
 
     def tracked_repos(self) -> list[RepoRef]:
-        return self._rows(queries.TRACKED_REPOS, {}, class_row(RepoRef))
+        return self._run(calls.tracked_repos())
 
     # The queue
     def enqueue(self, issues: Iterable[DiscoveredIssue | Mapping[str, Any]]) -> int:
-        return int(self._value(queries.ENQUEUE, {"issues": issues_json(issues)}))
+        return self._run(calls.enqueue(issues))
 
     def claim_next(self, worker: str, lanes: Sequence[str], lease: timedelta = LEASE) -> Job | None:
-        params = {"worker": worker, "lanes": list(lanes), "lease": lease}
-        return self._job(queries.CLAIM_NEXT, params)
+        return self._run(calls.claim_next(worker, lanes, lease))
 
     def renew_claim(
         self, job_id: int, worker: str, lease: timedelta = LEASE, token: UUID | None = None
     ) -> bool:
-        params = {"job_id": job_id, "worker": worker, "lease": lease, "token": token}
-        return bool(self._value(queries.RENEW_CLAIM, params))
+        return self._run(calls.renew_claim(job_id, worker, lease, token))
 
     def transition(
         self,
@@ -126,42 +96,35 @@ class JobStore:
         note: str | None = None,
         token: UUID | None = None,
     ) -> Job:
-        params = {"job_id": job_id, "to_state": str(to), "worker": worker, "note": note}
-        job = self._job(queries.TRANSITION, params | {"token": token})
-        assert job is not None, "tireless.transition returns a row or raises"
-        return job
+        return self._run(calls.transition(job_id, to, worker, note, token))
 
     def expire_stale_claims(self) -> int:
-        return int(self._value(queries.EXPIRE_STALE_CLAIMS, {}))
+        return self._run(calls.expire_stale_claims())
 
     def refresh_lane(
         self, forge: str, owner: str, repo: str, number: int, labels: Sequence[str]
     ) -> str | None:
-        params = {"forge": forge, "owner": owner, "repo": repo, "number": number}
-        lane: str | None = self._value(queries.REFRESH_LANE, params | {"labels": list(labels)})
-        return lane
+        return self._run(calls.refresh_lane(forge, owner, repo, number, labels))
 
     # Routing, answered by the database's one implementation
     def job_kind_for(self, labels: Sequence[str]) -> JobKind | None:
-        kind: str | None = self._value(queries.JOB_KIND_FOR, {"labels": list(labels)})
-        return None if kind is None else JobKind(kind)
+        return self._run(calls.job_kind_for(labels))
 
     def lane_for(self, kind: JobKind | str, labels: Sequence[str]) -> str:
-        lane: str = self._value(queries.LANE_FOR, {"kind": str(kind), "labels": list(labels)})
-        return lane
+        return self._run(calls.lane_for(kind, labels))
 
     # Lanes
     def set_lane_capacity(self, lane: str, capacity: int | None) -> Lane:
-        return self._lane(queries.SET_LANE_CAPACITY, {"lane": lane, "capacity": capacity})
+        return self._run(calls.set_lane_capacity(lane, capacity))
 
     def pause_lane(self, lane: str) -> Lane:
-        return self._lane(queries.PAUSE_LANE, {"lane": lane})
+        return self._run(calls.pause_lane(lane))
 
     def resume_lane(self, lane: str) -> Lane:
-        return self._lane(queries.RESUME_LANE, {"lane": lane})
+        return self._run(calls.resume_lane(lane))
 
     def reset_lane_breaker(self, lane: str) -> Lane:
-        return self._lane(queries.RESET_LANE_BREAKER, {"lane": lane})
+        return self._run(calls.reset_lane_breaker(lane))
 
     # Holding a job
     def lease(

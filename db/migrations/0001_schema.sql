@@ -120,7 +120,6 @@ COMMENT ON INDEX tireless.jobs_by_parent IS 'The children of a job; also keeps t
 -- Invariant 2: a terminal job never changes again.
 CREATE FUNCTION tireless.refuse_change_to_terminal_job() RETURNS trigger
     LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     RAISE EXCEPTION 'job % is % and never changes again', OLD.id, OLD.state
@@ -139,7 +138,6 @@ COMMENT ON TRIGGER terminal_job_is_final ON tireless.job IS 'Invariant 2: a term
 -- Never lose a job: a pending or claimed job is never deleted.
 CREATE FUNCTION tireless.refuse_delete_of_live_job() RETURNS trigger
     LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     RAISE EXCEPTION 'job % is % and cannot be deleted', OLD.id, OLD.state

@@ -5,6 +5,11 @@
 --   TL001 unknown job          TL002 illegal transition     TL003 job is terminal
 --   TL004 not the holder       TL005 invalid argument       TL006 malformed issue
 --   TL007 history is append-only
+--
+-- Security: every function a tireless_* role may call is SECURITY DEFINER with search_path pinned
+-- to pg_catalog, pg_temp, and names everything of ours schema-qualified. The private helpers (granted
+-- to no role) run inside those functions and inherit the pinned path; a SET clause of their own
+-- would cost a configuration switch on every call of the hot path.
 
 CREATE TABLE tireless.policy (
     singleton         boolean  PRIMARY KEY DEFAULT true,
@@ -62,7 +67,6 @@ COMMENT ON CONSTRAINT failures_not_negative ON tireless.lane IS 'A count of fail
 -- Argument checks shared by the API functions; each raises TL005 naming the bad value.
 CREATE FUNCTION tireless.check_worker(worker text) RETURNS void
     LANGUAGE plpgsql IMMUTABLE
-    SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     IF worker IS NULL OR btrim(worker) = '' OR length(worker) > 200 THEN
@@ -76,7 +80,6 @@ COMMENT ON FUNCTION tireless.check_worker(text) IS
 
 CREATE FUNCTION tireless.check_lease(lease interval) RETURNS void
     LANGUAGE plpgsql IMMUTABLE
-    SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     IF lease IS NULL OR lease <= interval '0' OR lease > interval '1 day' THEN
@@ -89,7 +92,6 @@ COMMENT ON FUNCTION tireless.check_lease(interval) IS 'Raises TL005 unless 0 < l
 
 CREATE FUNCTION tireless.check_lane(lane text) RETURNS void
     LANGUAGE plpgsql IMMUTABLE
-    SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     IF lane IS NULL OR NOT tireless.is_lane_name(lane) THEN
@@ -102,7 +104,6 @@ COMMENT ON FUNCTION tireless.check_lane(text) IS 'Raises TL005 unless lane is a 
 
 CREATE FUNCTION tireless.parse_state(name text) RETURNS tireless.job_state
     LANGUAGE plpgsql STABLE
-    SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     IF name IS NULL OR NOT name = ANY (enum_range(NULL::tireless.job_state)::text[]) THEN
@@ -116,7 +117,6 @@ COMMENT ON FUNCTION tireless.parse_state(text) IS 'The job state named by a text
 
 CREATE FUNCTION tireless.parse_kind(name text) RETURNS tireless.job_kind
     LANGUAGE plpgsql STABLE
-    SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     IF name IS NULL OR NOT name = ANY (enum_range(NULL::tireless.job_kind)::text[]) THEN
@@ -174,7 +174,6 @@ COMMENT ON FUNCTION tireless.lane_for(text, text[]) IS
 
 CREATE FUNCTION tireless.retry_delay(attempts integer) RETURNS interval
     LANGUAGE sql STABLE
-    SET search_path = pg_catalog, pg_temp
 AS $$
     -- Compared in numeric seconds first: base * 2^n as an interval would overflow long before the cap.
     SELECT CASE WHEN extract(epoch FROM p.backoff_base) * 2::numeric ^ e.exponent >= extract(epoch FROM p.backoff_cap)
@@ -189,7 +188,6 @@ COMMENT ON FUNCTION tireless.retry_delay(integer) IS
 -- Wake-up: runners LISTEN on channel tireless_work; the payload is the lane.
 CREATE FUNCTION tireless.announce_work(lane text) RETURNS void
     LANGUAGE sql VOLATILE
-    SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT pg_notify('tireless_work', announce_work.lane);
 $$;
@@ -199,7 +197,6 @@ COMMENT ON FUNCTION tireless.announce_work(text) IS
 -- The circuit breaker counts consecutive failed or expired attempts per lane.
 CREATE FUNCTION tireless.record_lane_outcome(lane text, succeeded boolean) RETURNS void
     LANGUAGE plpgsql VOLATILE
-    SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     IF succeeded THEN
@@ -301,7 +298,6 @@ COMMENT ON FUNCTION tireless.set_kind_policy(text, text, integer) IS
 
 CREATE FUNCTION tireless.ensure_lane(lane text) RETURNS void
     LANGUAGE plpgsql VOLATILE
-    SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     PERFORM tireless.check_lane(ensure_lane.lane);

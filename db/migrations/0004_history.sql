@@ -22,7 +22,6 @@ COMMENT ON CONSTRAINT job_event_job_id_fkey ON tireless.job_event IS 'Every even
 
 CREATE FUNCTION tireless.record_job_event() RETURNS trigger
     LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     -- OLD is null for an INSERT: the creation event has no from_state.
@@ -49,7 +48,6 @@ COMMENT ON TRIGGER job_state_changed_event ON tireless.job IS 'History: every ch
 
 CREATE FUNCTION tireless.refuse_history_rewrite() RETURNS trigger
     LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     RAISE EXCEPTION 'tireless.job_event is append-only: % refused', TG_OP

@@ -3,7 +3,6 @@
 
 CREATE FUNCTION tireless.check_repo(forge text, owner text, repo text) RETURNS void
     LANGUAGE plpgsql IMMUTABLE
-    SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     IF forge IS NULL OR length(forge) NOT BETWEEN 1 AND 100 THEN
@@ -59,7 +58,6 @@ COMMENT ON FUNCTION tireless.tracked_repos() IS 'The repositories the poller sho
 
 CREATE FUNCTION tireless.issue_problem(issue jsonb) RETURNS text
     LANGUAGE sql IMMUTABLE
-    SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT CASE
         WHEN jsonb_typeof(issue) IS DISTINCT FROM 'object' THEN
@@ -149,7 +147,8 @@ BEGIN
                (e.issue ->> 'parent_id')::bigint AS parent_id
           FROM jsonb_array_elements(enqueue.issues) WITH ORDINALITY AS e(issue, position)
          ORDER BY forge, owner, repo, number, e.position DESC
-    ), work AS (
+    ), work AS MATERIALIZED (
+        -- MATERIALIZED: job_kind_for runs once per issue, not once per reference.
         SELECT i.*, tireless.job_kind_for(i.labels) AS kind
           FROM incoming i
          WHERE i.state = 'open'
@@ -186,7 +185,9 @@ CREATE FUNCTION tireless.claim_next(worker text, lanes text[], lease interval DE
     SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
+    malformed boolean;
     open_lanes text[];
+    any_capped boolean;
     capped record;
     next_lane text;
 BEGIN
@@ -196,29 +197,36 @@ BEGIN
         RAISE EXCEPTION 'lanes must be an array of at most 100 lane names, got %', coalesce(left(claim_next.lanes::text, 100), 'null')
             USING ERRCODE = 'TL005';
     END IF;
-    PERFORM tireless.check_lane(l) FROM unnest(claim_next.lanes) AS l;
-
-    -- A lane with no settings row, or one that is unlimited, open and not tripped, needs no lock.
-    SELECT coalesce(array_agg(DISTINCT r.name), '{}') INTO open_lanes
+    -- One look at the lanes: is a name malformed, which lanes are open without a lock (no settings
+    -- row, or unlimited, not paused and not tripped), and does any have a capacity.
+    SELECT bool_or(r.name IS NULL OR NOT tireless.is_lane_name(r.name)),
+           coalesce(array_agg(DISTINCT r.name) FILTER (
+               WHERE l.name IS NULL
+                  OR (l.capacity IS NULL AND NOT l.paused AND (l.tripped_until IS NULL OR l.tripped_until <= now()))), '{}'),
+           bool_or(l.capacity IS NOT NULL)
+      INTO malformed, open_lanes, any_capped
       FROM unnest(claim_next.lanes) AS r(name)
-      LEFT JOIN tireless.lane l ON l.name = r.name
-     WHERE l.name IS NULL
-        OR (l.capacity IS NULL AND NOT l.paused AND (l.tripped_until IS NULL OR l.tripped_until <= now()));
+      LEFT JOIN tireless.lane l ON l.name = r.name;
+    IF malformed THEN
+        PERFORM tireless.check_lane(r.name) FROM unnest(claim_next.lanes) AS r(name);
+    END IF;
 
     -- A lane with a capacity is counted under its row lock, so concurrent claimers take its free
     -- slots one at a time and never hold more claims than the capacity.
-    FOR capped IN
-        SELECT l.name, l.capacity FROM tireless.lane l
-         WHERE l.name = ANY (claim_next.lanes)
-           AND l.capacity IS NOT NULL AND NOT l.paused
-           AND (l.tripped_until IS NULL OR l.tripped_until <= now())
-         ORDER BY l.name
-           FOR UPDATE
-    LOOP
-        IF (SELECT count(*) FROM tireless.job j WHERE j.state = 'claimed' AND j.lane = capped.name) < capped.capacity THEN
-            open_lanes := open_lanes || capped.name;
-        END IF;
-    END LOOP;
+    IF any_capped THEN
+        FOR capped IN
+            SELECT l.name, l.capacity FROM tireless.lane l
+             WHERE l.name = ANY (claim_next.lanes)
+               AND l.capacity IS NOT NULL AND NOT l.paused
+               AND (l.tripped_until IS NULL OR l.tripped_until <= now())
+             ORDER BY l.name
+               FOR UPDATE
+        LOOP
+            IF (SELECT count(*) FROM tireless.job j WHERE j.state = 'claimed' AND j.lane = capped.name) < capped.capacity THEN
+                open_lanes := open_lanes || capped.name;
+            END IF;
+        END LOOP;
+    END IF;
 
     IF cardinality(open_lanes) = 0 THEN
         RETURN;
@@ -229,12 +237,14 @@ BEGIN
     -- another lane cost anything (bench/results.md). Written lane = ANY (ARRAY[lane]) ... ORDER BY
     -- j.lane, j.id on purpose: with lane = x and ORDER BY j.id the planner walks the primary key
     -- through every older job, finished or not, expecting a match at any moment.
-    FOR next_lane IN
-        SELECT l.name FROM unnest(open_lanes) AS l(name)
-         ORDER BY (SELECT j.id FROM tireless.job j
-                    WHERE j.state = 'pending' AND j.lane = ANY (ARRAY[l.name]) AND j.available_at <= now()
-                    ORDER BY j.lane, j.id LIMIT 1) NULLS LAST
-    LOOP
+    IF cardinality(open_lanes) > 1 THEN
+        open_lanes := ARRAY(
+            SELECT l.name FROM unnest(open_lanes) AS l(name)
+             ORDER BY (SELECT j.id FROM tireless.job j
+                        WHERE j.state = 'pending' AND j.lane = ANY (ARRAY[l.name]) AND j.available_at <= now()
+                        ORDER BY j.lane, j.id LIMIT 1) NULLS LAST);
+    END IF;
+    FOREACH next_lane IN ARRAY open_lanes LOOP
         -- Invariant 4: one row transition; the row lock (SKIP LOCKED) and the write share the statement.
         RETURN QUERY
         WITH candidate AS (
@@ -295,7 +305,6 @@ COMMENT ON FUNCTION tireless.renew_claim(bigint, text, interval, uuid) IS
 
 CREATE FUNCTION tireless.may_cancel_pending() RETURNS boolean
     LANGUAGE sql STABLE
-    SET search_path = pg_catalog, pg_temp
 AS $$
     -- session_user: inside a SECURITY DEFINER function current_user is the owner, not the caller.
     SELECT pg_has_role(session_user, 'tireless_admin', 'MEMBER')
@@ -318,6 +327,8 @@ DECLARE
     final_state tireless.job_state;
     final_note text := transition.note;
     result tireless.job;
+    lane_capped boolean;
+    breaker_dirty boolean;
 BEGIN
     IF length(transition.note) > 10000 THEN
         RAISE EXCEPTION 'note must be at most 10000 characters, got %', length(transition.note) USING ERRCODE = 'TL005';
@@ -376,14 +387,19 @@ BEGIN
      WHERE j.id = job.id
     RETURNING j.* INTO result;
 
-    IF job.state = 'claimed' AND final_state = 'delivered' THEN
-        PERFORM tireless.record_lane_outcome(job.lane, true);
-    ELSIF job.state = 'claimed' AND final_state IN ('pending', 'failed') THEN
-        PERFORM tireless.record_lane_outcome(job.lane, false);
+    IF job.state = 'claimed' THEN
+        -- Most lanes have no settings row: then there is no breaker to close and no slot to announce.
+        SELECT l.capacity IS NOT NULL, l.consecutive_failures <> 0 OR l.tripped_until IS NOT NULL
+          INTO lane_capped, breaker_dirty
+          FROM tireless.lane l WHERE l.name = job.lane;
+        IF final_state IN ('pending', 'failed') THEN
+            PERFORM tireless.record_lane_outcome(job.lane, false);
+        ELSIF final_state = 'delivered' AND breaker_dirty THEN
+            PERFORM tireless.record_lane_outcome(job.lane, true);
+        END IF;
     END IF;
     -- Wake runners when the job is claimable again at once, or when it freed a slot in a lane with a capacity.
-    IF (final_state = 'pending' AND result.available_at <= now())
-       OR (job.state = 'claimed' AND EXISTS (SELECT FROM tireless.lane l WHERE l.name = job.lane AND l.capacity IS NOT NULL)) THEN
+    IF (final_state = 'pending' AND result.available_at <= now()) OR lane_capped THEN
         PERFORM tireless.announce_work(job.lane);
     END IF;
     RETURN result;
