@@ -5,6 +5,7 @@
 #   numbers 5 and 31 always fail (the store fails them once their 3 attempts are spent);
 #   numbers ending in 3 fail their first attempt, then succeed;
 #   numbers 6, 14, 22, 30 hang past the 2 s lease on their first attempt (the worker renews it);
+#     make run kills the worker that runs 6's, so its lease runs out and the sweeper returns it;
 #   the rest work for a moment and succeed.
 n=$TIRELESS_NUMBER
 attempt=$TIRELESS_ATTEMPT

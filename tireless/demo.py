@@ -1,10 +1,12 @@
-"""`make run`: tireless at work in about a minute; `make stop` (`--stop`) stops its database.
+"""`make run`: tireless at work in about half a minute; `make stop` (`--stop`) stops its database.
 
 With no DATABASE_URL it starts (or attaches to) the embedded PostgreSQL in .tireless/pgdata and
 recreates the database tireless_demo in it; with DATABASE_URL it runs there. It migrates, sets a
 short backoff, tracks gitea/example/widgets, enqueues examples/issues.json, and runs two
 `tireless work` processes on examples/agent.sh and a `tireless sweep --every 1`, showing
 `tireless status` until every job it created is settled; then it prints each job's outcome.
+Midway it crashes a runner: once a worker holds issue 6's job and runs its agent, it SIGKILLs
+both and starts worker-c in its place; the sweeper returns the job when its lease runs out.
 
 TIRELESS_DEMO_SIZE=small enqueues only the first 10 issues; TIRELESS_DEMO_TIMEOUT (seconds,
 default 240) bounds the wait. Exit 0 when every job settled, 1 when the time ran out, 130 on Ctrl-C.
@@ -13,21 +15,21 @@ default 240) bounds the wait. Exit 0 when every job settled, 1 when the time ran
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
-from types import FrameType
+from types import FrameType, TracebackType
 from typing import Any
 
 import psycopg
-from psycopg.rows import kwargs_row
+from psycopg.rows import dict_row, kwargs_row
 
 from tireless import queries
 from tireless.cli import enqueue_and_list, fetch, job_table, render_status, status_rows
@@ -43,7 +45,12 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 DEMO_DATABASE = "tireless_demo"
 FORGE, OWNER, REPO = "gitea", "example", "widgets"
 WORKERS = ("worker-a", "worker-b")
+SWEEPER = "sweeper"
 SMALL = 10
+# examples/agent.sh works 5 s on issue 6's first attempt: time enough to kill its worker mid-job.
+CRASH_ISSUE = 6
+REPLACEMENT = "worker-c"
+HOLDER = "SELECT claimed_by FROM tireless.active_claims WHERE id = %(job_id)s"
 
 
 def say(text: str) -> None:
@@ -73,48 +80,62 @@ def enqueue_examples(conn: psycopg.Connection[Any], small: bool) -> tuple[int, l
     return len(issues), jobs
 
 
-@contextmanager
-def processes(url: str) -> Iterator[list[subprocess.Popen[bytes]]]:
-    """Two workers and a sweeper, logging to .tireless/logs; stopped (SIGTERM) on exit."""
-    LOGS.mkdir(parents=True, exist_ok=True)
-    env = os.environ | {"DATABASE_URL": url}
+def command(name: str) -> list[str]:
+    """The sweeper's command, or a worker's: `tireless work` on examples/agent.sh."""
     tireless = [sys.executable, "-m", "tireless"]
+    if name == SWEEPER:
+        return [*tireless, "sweep", "--every", "1"]
+    lanes = ["--lane", "cc", "--lane", "oc"]
+    timing = ["--lease", "2s", "--poll", "1", "--grace", "2"]
     agent = ["sh", str(EXAMPLES / "agent.sh")]
-    commands = {
-        name: [
-            *tireless,
-            "work",
-            "--worker",
-            name,
-            "--lane",
-            "cc",
-            "--lane",
-            "oc",
-            "--lease",
-            "2s",
-            "--poll",
-            "1",
-            "--grace",
-            "2",
-            "--",
-            *agent,
-        ]
-        for name in WORKERS
-    } | {"sweeper": [*tireless, "sweep", "--every", "1"]}
-    started: list[subprocess.Popen[bytes]] = []
-    try:
-        for name, command in commands.items():
-            with (LOGS / f"{name}.log").open("wb") as log:
-                started.append(
-                    subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
-                )
-        say(f"started {', '.join(commands)} (logs in {LOGS}/)")
-        yield started
-    finally:
-        for process in started:
+    return [*tireless, "work", "--worker", name, *lanes, *timing, "--", *agent]
+
+
+class Crew:
+    """The workers and the sweeper, each logging to .tireless/logs/NAME.log; leaving the `with`
+    block stops (SIGTERM) those still running."""
+
+    def __init__(self, url: str) -> None:
+        self.env = os.environ | {"DATABASE_URL": url}
+        self.running: dict[str, subprocess.Popen[bytes]] = {}
+
+    def start(self, name: str) -> None:
+        LOGS.mkdir(parents=True, exist_ok=True)
+        with (LOGS / f"{name}.log").open("wb") as log:
+            self.running[name] = subprocess.Popen(
+                command(name), env=self.env, stdout=log, stderr=subprocess.STDOUT
+            )
+
+    def agent_of(self, name: str) -> int | None:
+        """The pid of the agent the worker runs now, if any (Linux: /proc lists its children).
+        `tireless work` starts each agent in a process group of its own, with that pid as id."""
+        pid = self.running[name].pid
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        return int(children[0]) if children else None
+
+    def kill(self, name: str, agent: int) -> None:
+        """SIGKILL the worker and its agent's process group, as a crash would: nothing finishes
+        or releases the job the worker held."""
+        worker = self.running.pop(name)
+        worker.kill()
+        worker.wait()
+        with contextlib.suppress(ProcessLookupError):  # the agent ended meanwhile
+            os.killpg(agent, signal.SIGKILL)
+
+    def ended(self) -> bool:
+        return any(process.poll() is not None for process in self.running.values())
+
+    def __enter__(self) -> Crew:
+        for name in (*WORKERS, SWEEPER):
+            self.start(name)
+        say(f"started {', '.join(self.running)} (logs in {LOGS}/)")
+        return self
+
+    def __exit__(self, kind: object, error: BaseException | None, tb: TracebackType | None) -> None:
+        for process in self.running.values():
             if process.poll() is None:
                 process.send_signal(signal.SIGTERM)
-        for process in started:
+        for process in self.running.values():
             try:
                 process.wait(timeout=30)
             except subprocess.TimeoutExpired:
@@ -123,14 +144,55 @@ def processes(url: str) -> Iterator[list[subprocess.Popen[bytes]]]:
         say("stopped the workers and the sweeper")
 
 
+class Crash:
+    """The runner crash the demo stages: the worker holding `job` dies mid-job."""
+
+    def __init__(self, job: Job) -> None:
+        self.job = job
+        self.victim: str | None = None
+
+    def strike(self, conn: psycopg.Connection[Any], crew: Crew) -> str | None:
+        """Once a worker holds the job and runs its agent (tireless.active_claims and the
+        worker's children say so): kill both, start a replacement, and say so."""
+        if self.victim is not None:
+            return None
+        held = conn.execute(HOLDER, {"job_id": self.job.id}).fetchone()
+        if held is None or held[0] not in crew.running:
+            return None
+        agent = crew.agent_of(held[0])
+        if agent is None:  # claimed a moment ago: the agent is not running yet
+            return None
+        crew.kill(held[0], agent)
+        crew.start(REPLACEMENT)
+        self.victim = held[0]
+        return (
+            f"killed {self.victim} and its agent with SIGKILL while it held job {self.job.id}"
+            f" ({FORGE}/{OWNER}/{REPO}#{self.job.number}); started {REPLACEMENT} in its place"
+        )
+
+    def story(self, conn: psycopg.Connection[Any]) -> str:
+        """What became of the job, from its history (tireless.job_event)."""
+        events = fetch(conn, queries.JOB_EVENTS, {"job_id": self.job.id}, dict_row)
+        expired = [e for e in events if (e["note"] or "").startswith(f"lease of {self.victim} ")]
+        last = events[-1]
+        told = f"job {self.job.id}: its runner {self.victim} was killed"
+        if expired and last["to_state"] == "delivered":
+            return (
+                f"{told}; the sweeper returned it when the lease ran out,"
+                f" and attempt {last['attempt']} ({last['worker']}) delivered it"
+            )
+        return f"{told}; it is {last['to_state']} after {last['attempt']} attempt(s)"
+
+
 def watch(
     conn: psycopg.Connection[Any],
     jobs: Sequence[Job],
     deadline: float,
-    started: Sequence[subprocess.Popen[bytes]],
+    crew: Crew,
+    crash: Crash,
 ) -> list[Job]:
     """Show the status until every job is settled, the deadline passes or a process the demo
-    started ends; the jobs as they are then."""
+    started ends unbidden, striking the crash on the way; the jobs as they are then."""
     interactive = sys.stdout.isatty()
     wanted = {job.id for job in jobs}
     params: dict[str, Any] = {"state": None, "lane": None, "owner": OWNER, "repo": REPO}
@@ -138,18 +200,26 @@ def watch(
         {"after": min(wanted) - 1, "limit": len(wanted)} if wanted else {"after": 0, "limit": 0}
     )
     shown_at = 0.0
+    told: list[str] = []  # shown under the status on a terminal, which redraws it every second
     while True:
+        if notice := crash.strike(conn, crew):
+            told.append(time.strftime("%H:%M:%S ") + notice)
+            if not interactive:
+                say("\n" + told[-1])
         now = [
             j for j in fetch(conn, queries.JOBS, params, kwargs_row(Job.from_row)) if j.id in wanted
         ]
         settled = all(job.state.is_terminal for job in now)
         if settled or interactive or time.monotonic() - shown_at >= 5:
             table = render_status(status_rows(conn))
-            say(("\033[H\033[J" if interactive else "\n") + time.strftime("%H:%M:%S\n") + table)
+            if interactive:
+                say("\033[H\033[J" + time.strftime("%H:%M:%S\n") + "\n".join([table, *told]))
+            else:
+                say("\n" + time.strftime("%H:%M:%S\n") + table)
             shown_at = time.monotonic()
         if settled or time.monotonic() > deadline:
             return now
-        if any(process.poll() is not None for process in started):
+        if crew.ended():
             say(f"a worker or the sweeper ended early: see {LOGS}/")
             return now
         time.sleep(1)
@@ -176,9 +246,12 @@ def run() -> int:
         conn.execute(queries.SET_POLICY, policy)
         count, jobs = enqueue_examples(conn, small)
         say(f"tracking {FORGE}/{OWNER}/{REPO}; enqueued {count} issues: {len(jobs)} ask for work")
-        with processes(url) as started:
-            final = watch(conn, jobs, deadline, started)
-    say("\n" + job_table(final))
+        crash = Crash(next(job for job in jobs if job.number == CRASH_ISSUE))
+        with Crew(url) as crew:
+            final = watch(conn, jobs, deadline, crew, crash)
+        say("\n" + job_table(final))
+        if crash.victim is not None:
+            say(crash.story(conn))
     outcomes = {
         state: sum(job.state == state for job in final)
         for state in ("delivered", "failed", "pending", "claimed")
