@@ -34,7 +34,8 @@ class Blocking:
     def wrap(self, value: Any) -> Any:
         if hasattr(value, "__aenter__"):
             return BlockingContext(value, self)
-        if any(inspect.iscoroutinefunction(getattr(value, name, None)) for name in dir(value)):
+        public = (name for name in dir(value) if not name.startswith("_"))
+        if any(inspect.iscoroutinefunction(getattr(value, name, None)) for name in public):
             return Blocking(value, self._loop)
         return value
 
