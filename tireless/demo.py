@@ -1,6 +1,8 @@
 """`make run`: tireless at work in about half a minute; `make stop` (`--stop`) stops its database.
 
-With no DATABASE_URL it starts (or attaches to) the embedded PostgreSQL in .tireless/pgdata and
+With no DATABASE_URL it starts (or attaches to) the embedded PostgreSQL in PGDATA (a directory
+of the system's temporary folder named after the project, so that its unix socket path stays
+short and, when we are root, the postgres user can reach it wherever the project lives) and
 recreates the database tireless_demo in it; with DATABASE_URL it runs there. It migrates, sets a
 short backoff, tracks gitea/example/widgets, enqueues examples/issues.json, and runs two
 `tireless work` processes on examples/agent.sh and a `tireless sweep --every 1`, showing
@@ -16,11 +18,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import json
 import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from datetime import timedelta
@@ -39,7 +43,8 @@ from tireless.models import Job
 from tireless.store import JobStore
 
 HOME = Path(".tireless")
-PGDATA = HOME / "pgdata"
+PROJECT_DIGEST = hashlib.sha1(str(Path.cwd().resolve()).encode()).hexdigest()[:10]
+PGDATA = Path(tempfile.gettempdir()) / f"tireless-demo-{PROJECT_DIGEST}"
 LOGS = HOME / "logs"
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 DEMO_DATABASE = "tireless_demo"
