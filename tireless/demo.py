@@ -1,4 +1,4 @@
-"""`make run`: tireless at work in about half a minute; `make stop` (`--stop`) stops its database.
+"""`make run`: tireless at work in about twenty seconds; `make stop` (`--stop`) stops its database.
 
 With no DATABASE_URL it starts (or attaches to) the embedded PostgreSQL in PGDATA (a directory
 of the system's temporary folder named after the project, so that its unix socket path stays
