@@ -64,6 +64,14 @@ COMMENT ON CONSTRAINT lane_name_is_a_name ON tireless.lane IS 'A lane is a short
 COMMENT ON CONSTRAINT capacity_not_negative ON tireless.lane IS 'Capacity is null (unlimited) or not negative.';
 COMMENT ON CONSTRAINT failures_not_negative ON tireless.lane IS 'A count of failures is not negative.';
 
+CREATE FUNCTION tireless.lane_hands_out_work(paused boolean, tripped_until timestamptz) RETURNS boolean
+    LANGUAGE sql STABLE
+AS $$
+    SELECT NOT paused AND (tripped_until IS NULL OR tripped_until <= now());
+$$;
+COMMENT ON FUNCTION tireless.lane_hands_out_work(boolean, timestamptz) IS
+    'True when a lane with these settings hands out work now: not paused, and its circuit breaker not tripped.';
+
 -- Argument checks shared by the API functions; each raises TL005 naming the bad value.
 CREATE FUNCTION tireless.check_worker(worker text) RETURNS void
     LANGUAGE plpgsql IMMUTABLE

@@ -56,6 +56,21 @@ AS $$
 $$;
 COMMENT ON FUNCTION tireless.tracked_repos() IS 'The repositories the poller should read, in order.';
 
+CREATE FUNCTION tireless.labels_problem(labels text[]) RETURNS text
+    LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT CASE
+        WHEN labels IS NULL THEN 'must be an array of labels, got null'
+        WHEN cardinality(labels) > 100 THEN format('holds %s labels, at most 100 are allowed', cardinality(labels))
+        ELSE (SELECT format('must hold labels of 1 to 200 characters, got %s', coalesce(quote_literal(left(l.label, 220)), 'null'))
+                FROM unnest(labels) AS l(label)
+               WHERE l.label IS NULL OR length(l.label) NOT BETWEEN 1 AND 200
+               LIMIT 1)
+    END;
+$$;
+COMMENT ON FUNCTION tireless.labels_problem(text[]) IS
+    'Why a set of issue labels breaks the limits (at most 100 labels of 1 to 200 characters), or null when it keeps them.';
+
 CREATE FUNCTION tireless.issue_problem(issue jsonb) RETURNS text
     LANGUAGE sql IMMUTABLE
 AS $$
@@ -76,13 +91,12 @@ AS $$
             format('"state" must be "open" or "closed", got %s', left(coalesce(issue -> 'state', 'null')::text, 100))
         WHEN jsonb_typeof(issue -> 'labels') IS DISTINCT FROM 'array' THEN
             format('"labels" must be an array of strings, got %s', left(coalesce(issue -> 'labels', 'null')::text, 100))
-        WHEN jsonb_array_length(issue -> 'labels') > 100 THEN
-            format('"labels" holds %s labels, at most 100 are allowed', jsonb_array_length(issue -> 'labels'))
-        WHEN EXISTS (SELECT FROM jsonb_array_elements(issue -> 'labels') AS l(label)
-                      WHERE jsonb_typeof(l.label) <> 'string' OR length(l.label #>> '{}') NOT BETWEEN 1 AND 200) THEN
-            format('"labels" must hold strings of 1 to 200 characters, got %s',
-                   (SELECT left(l.label::text, 220) FROM jsonb_array_elements(issue -> 'labels') AS l(label)
-                     WHERE jsonb_typeof(l.label) <> 'string' OR length(l.label #>> '{}') NOT BETWEEN 1 AND 200 LIMIT 1))
+        WHEN EXISTS (SELECT FROM jsonb_array_elements(issue -> 'labels') AS l(label) WHERE jsonb_typeof(l.label) <> 'string') THEN
+            format('"labels" must hold strings, got %s',
+                   (SELECT left(l.label::text, 100) FROM jsonb_array_elements(issue -> 'labels') AS l(label)
+                     WHERE jsonb_typeof(l.label) <> 'string' LIMIT 1))
+        WHEN tireless.labels_problem(ARRAY(SELECT jsonb_array_elements_text(issue -> 'labels'))) IS NOT NULL THEN
+            '"labels" ' || tireless.labels_problem(ARRAY(SELECT jsonb_array_elements_text(issue -> 'labels')))
         WHEN jsonb_typeof(issue -> 'title') NOT IN ('string', 'null') OR length(issue ->> 'title') > 1000 THEN
             format('"title" must be a string of at most 1000 characters, got %s', left((issue -> 'title')::text, 100))
         WHEN jsonb_typeof(issue -> 'parent_id') NOT IN ('number', 'null')
@@ -202,7 +216,7 @@ BEGIN
     SELECT bool_or(r.name IS NULL OR NOT tireless.is_lane_name(r.name)),
            coalesce(array_agg(DISTINCT r.name) FILTER (
                WHERE l.name IS NULL
-                  OR (l.capacity IS NULL AND NOT l.paused AND (l.tripped_until IS NULL OR l.tripped_until <= now()))), '{}'),
+                  OR (l.capacity IS NULL AND tireless.lane_hands_out_work(l.paused, l.tripped_until))), '{}'),
            bool_or(l.capacity IS NOT NULL)
       INTO malformed, open_lanes, any_capped
       FROM unnest(claim_next.lanes) AS r(name)
@@ -217,8 +231,7 @@ BEGIN
         FOR capped IN
             SELECT l.name, l.capacity FROM tireless.lane l
              WHERE l.name = ANY (claim_next.lanes)
-               AND l.capacity IS NOT NULL AND NOT l.paused
-               AND (l.tripped_until IS NULL OR l.tripped_until <= now())
+               AND l.capacity IS NOT NULL AND tireless.lane_hands_out_work(l.paused, l.tripped_until)
              ORDER BY l.name
                FOR UPDATE
         LOOP
@@ -479,13 +492,13 @@ CREATE FUNCTION tireless.refresh_lane(forge text, owner text, repo text, number 
 AS $$
 DECLARE
     new_lane text;
+    problem text;
 BEGIN
     PERFORM tireless.check_repo(refresh_lane.forge, refresh_lane.owner, refresh_lane.repo);
     -- The same limits enqueue applies to an issue's labels.
-    IF refresh_lane.labels IS NULL OR cardinality(refresh_lane.labels) > 100
-       OR EXISTS (SELECT FROM unnest(refresh_lane.labels) AS l WHERE l IS NULL OR length(l) NOT BETWEEN 1 AND 200) THEN
-        RAISE EXCEPTION 'labels must be at most 100 labels of 1 to 200 characters, got %', coalesce(left(refresh_lane.labels::text, 100), 'null')
-            USING ERRCODE = 'TL005';
+    problem := tireless.labels_problem(refresh_lane.labels);
+    IF problem IS NOT NULL THEN
+        RAISE EXCEPTION 'labels %', problem USING ERRCODE = 'TL005';
     END IF;
     UPDATE tireless.job j
        SET lane = tireless.lane_for(j.kind::text, refresh_lane.labels),
