@@ -80,7 +80,8 @@ def _kind(rows: list[tuple[Any, ...]]) -> JobKind | None:
     return None if kind is None else JobKind(kind)
 
 
-_JOB = kwargs_row(Job.from_row)
+JOB_ROW = kwargs_row(Job.from_row)
+"""Rows of tireless.job's columns (queries.JOB_COLUMNS) as Jobs."""
 _LANE = class_row(Lane)
 
 
@@ -108,7 +109,7 @@ def enqueue(issues: Iterable[DiscoveredIssue | Mapping[str, Any]]) -> Call[Any, 
 
 def claim_next(worker: str, lanes: Sequence[str], lease: timedelta) -> Call[Job, Job | None]:
     params = {"worker": worker, "lanes": list(lanes), "lease": lease}
-    return Call(queries.CLAIM_NEXT, params, _JOB, _first)
+    return Call(queries.CLAIM_NEXT, params, JOB_ROW, _first)
 
 
 def renew_claim(job_id: int, worker: str, lease: timedelta, token: UUID | None) -> Call[Any, bool]:
@@ -119,8 +120,8 @@ def renew_claim(job_id: int, worker: str, lease: timedelta, token: UUID | None) 
 def transition(
     job_id: int, to: JobState | str, worker: str | None, note: str | None, token: UUID | None
 ) -> Call[Job, Job]:
-    params = {"job_id": job_id, "to_state": str(to), "worker": worker, "note": note}
-    return Call(queries.TRANSITION, params | {"token": token}, _JOB, _only)
+    params = {"job_id": job_id, "to_state": str(to), "worker": worker, "note": note, "token": token}
+    return Call(queries.TRANSITION, params, JOB_ROW, _only)
 
 
 def expire_stale_claims() -> Call[Any, int]:

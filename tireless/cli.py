@@ -23,11 +23,10 @@ from typing import Any
 from uuid import UUID
 
 import psycopg
-from psycopg.rows import RowFactory, dict_row, kwargs_row
-from psycopg.types.json import Jsonb
+from psycopg.rows import RowFactory, dict_row
 
 from tireless import queries
-from tireless.calls import LEASE, Query
+from tireless.calls import JOB_ROW, LEASE, Query, issues_json
 from tireless.errors import PermissionDenied, TirelessError, UnknownJob, translated_errors
 from tireless.migrate import migrate
 from tireless.models import Job, JobState
@@ -269,9 +268,7 @@ def enqueue_and_list(
         created = JobStore(conn).enqueue(issues)
         try:
             with conn.transaction():
-                jobs = fetch(
-                    conn, queries.CREATED_JOBS, {"issues": Jsonb(issues)}, kwargs_row(Job.from_row)
-                )
+                jobs = fetch(conn, queries.CREATED_JOBS, {"issues": issues_json(issues)}, JOB_ROW)
         except PermissionDenied:
             return created, None
     return created, jobs
@@ -362,14 +359,14 @@ def cmd_jobs(args: argparse.Namespace) -> int:
         "limit": args.limit,
     }
     with connect(args) as conn:
-        jobs = fetch(conn, queries.JOBS, params, kwargs_row(Job.from_row))
+        jobs = fetch(conn, queries.JOBS, params, JOB_ROW)
     emit(args, jobs, job_table(jobs) if jobs else "no jobs")
     return OK
 
 
 def cmd_show(args: argparse.Namespace) -> int:
     with connect(args) as conn:
-        found = fetch(conn, queries.JOB, {"job_id": args.job}, kwargs_row(Job.from_row))
+        found = fetch(conn, queries.JOB, {"job_id": args.job}, JOB_ROW)
         if not found:
             raise UnknownJob(f"no job with id {args.job}")
         history = fetch(conn, queries.JOB_EVENTS, {"job_id": args.job}, dict_row)

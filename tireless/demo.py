@@ -33,9 +33,11 @@ from types import FrameType, TracebackType
 from typing import Any
 
 import psycopg
-from psycopg.rows import dict_row, kwargs_row
+from psycopg import sql
+from psycopg.rows import dict_row
 
 from tireless import queries
+from tireless.calls import JOB_ROW
 from tireless.cli import enqueue_and_list, fetch, job_table, render_status, status_rows
 from tireless.embedded import EmbeddedPostgres
 from tireless.migrate import migrate
@@ -69,8 +71,9 @@ def database() -> tuple[str, str | None]:
     server = EmbeddedPostgres(PGDATA.resolve())
     server.start()
     with psycopg.connect(server.conninfo(), autocommit=True) as admin:
-        admin.execute(f"DROP DATABASE IF EXISTS {DEMO_DATABASE} WITH (FORCE)")
-        admin.execute(f"CREATE DATABASE {DEMO_DATABASE}")
+        name = sql.Identifier(DEMO_DATABASE)
+        admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(name))
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(name))
     url = server.url(DEMO_DATABASE)
     say(f"embedded PostgreSQL in {PGDATA} on port {server.port}, database {DEMO_DATABASE}")
     return url, f'psql "{url}"'
@@ -211,9 +214,7 @@ def watch(
             told.append(time.strftime("%H:%M:%S ") + notice)
             if not interactive:
                 say("\n" + told[-1])
-        now = [
-            j for j in fetch(conn, queries.JOBS, params, kwargs_row(Job.from_row)) if j.id in wanted
-        ]
+        now = [j for j in fetch(conn, queries.JOBS, params, JOB_ROW) if j.id in wanted]
         settled = all(job.state.is_terminal for job in now)
         if settled or interactive or time.monotonic() - shown_at >= 5:
             table = render_status(status_rows(conn))
@@ -242,10 +243,11 @@ def run() -> int:
     with psycopg.connect(url, autocommit=True) as conn:
         # Retries after 1 s, then 2 s; a tripped lane (5 failures in a row) closes after 2 s.
         second = timedelta(seconds=1)
-        policy: dict[str, Any] = {"label_prefix": None, "breaker_threshold": None}
-        policy |= {
+        policy = {
+            "label_prefix": None,
             "backoff_base": second,
             "backoff_cap": 2 * second,
+            "breaker_threshold": None,
             "breaker_cooldown": 2 * second,
         }
         conn.execute(queries.SET_POLICY, policy)

@@ -100,10 +100,6 @@ class Job:
         columns["labels"] = tuple(columns["labels"])
         return cls(**columns)
 
-    @property
-    def repo_ref(self) -> RepoRef:
-        return RepoRef(self.forge, self.owner, self.repo)
-
 
 @dataclass(frozen=True, slots=True)
 class Lane:

@@ -4,6 +4,7 @@ built from values. The sync and async stores share these constants."""
 from __future__ import annotations
 
 from dataclasses import fields
+from typing import LiteralString
 
 from psycopg import sql
 
@@ -14,12 +15,8 @@ LANE_COLUMNS = sql.SQL(", ").join(sql.Identifier(f.name) for f in fields(Lane))
 
 
 # Rendered to bytes once: psycopg would compose a sql.Composed again at every execute (bench/results.md).
-def _returning_jobs(call: str) -> bytes:
-    return sql.SQL("SELECT {} FROM " + call).format(JOB_COLUMNS).as_bytes(None)
-
-
-def _returning_lane(call: str) -> bytes:
-    return sql.SQL("SELECT {} FROM " + call).format(LANE_COLUMNS).as_bytes(None)
+def _returning(columns: sql.Composable, call: LiteralString) -> bytes:
+    return sql.SQL("SELECT {} FROM " + call).format(columns).as_bytes(None)
 
 
 TRACK_REPO = "SELECT tireless.track_repo(forge => %(forge)s, owner => %(owner)s, repo => %(repo)s)"
@@ -28,16 +25,17 @@ UNTRACK_REPO = (
 )
 TRACKED_REPOS = "SELECT forge, owner, repo FROM tireless.tracked_repos()"
 ENQUEUE = "SELECT tireless.enqueue(issues => %(issues)s)"
-CLAIM_NEXT = _returning_jobs(
-    "tireless.claim_next(worker => %(worker)s, lanes => %(lanes)s, lease => %(lease)s)"
+CLAIM_NEXT = _returning(
+    JOB_COLUMNS, "tireless.claim_next(worker => %(worker)s, lanes => %(lanes)s, lease => %(lease)s)"
 )
 RENEW_CLAIM = (
     "SELECT tireless.renew_claim(job_id => %(job_id)s, worker => %(worker)s,"
     " lease => %(lease)s, token => %(token)s)"
 )
-TRANSITION = _returning_jobs(
+TRANSITION = _returning(
+    JOB_COLUMNS,
     "tireless.transition(job_id => %(job_id)s, to_state => %(to_state)s,"
-    " worker => %(worker)s, note => %(note)s, token => %(token)s)"
+    " worker => %(worker)s, note => %(note)s, token => %(token)s)",
 )
 EXPIRE_STALE_CLAIMS = "SELECT tireless.expire_stale_claims()"
 REFRESH_LANE = (
@@ -46,23 +44,22 @@ REFRESH_LANE = (
 )
 JOB_KIND_FOR = "SELECT tireless.job_kind_for(labels => %(labels)s)"
 LANE_FOR = "SELECT tireless.lane_for(kind => %(kind)s, labels => %(labels)s)"
-SET_LANE_CAPACITY = _returning_lane(
-    "tireless.set_lane_capacity(lane => %(lane)s, capacity => %(capacity)s)"
+SET_LANE_CAPACITY = _returning(
+    LANE_COLUMNS, "tireless.set_lane_capacity(lane => %(lane)s, capacity => %(capacity)s)"
 )
-PAUSE_LANE = _returning_lane("tireless.pause_lane(lane => %(lane)s)")
-RESUME_LANE = _returning_lane("tireless.resume_lane(lane => %(lane)s)")
-RESET_LANE_BREAKER = _returning_lane("tireless.reset_lane_breaker(lane => %(lane)s)")
-LISTEN = "LISTEN tireless_work"
-UNLISTEN = "UNLISTEN tireless_work"
-WORK_CHANNEL = "tireless_work"
-
-# Operator reads (the `tireless` command and `make run`): the views, and the job table as admin.
+PAUSE_LANE = _returning(LANE_COLUMNS, "tireless.pause_lane(lane => %(lane)s)")
+RESUME_LANE = _returning(LANE_COLUMNS, "tireless.resume_lane(lane => %(lane)s)")
+RESET_LANE_BREAKER = _returning(LANE_COLUMNS, "tireless.reset_lane_breaker(lane => %(lane)s)")
 SET_POLICY = (
     "SELECT label_prefix, backoff_base, backoff_cap, breaker_threshold, breaker_cooldown"
     " FROM tireless.set_policy(label_prefix => %(label_prefix)s, backoff_base => %(backoff_base)s,"
     " backoff_cap => %(backoff_cap)s, breaker_threshold => %(breaker_threshold)s,"
     " breaker_cooldown => %(breaker_cooldown)s)"
 )
+LISTEN = "LISTEN tireless_work"
+UNLISTEN = "UNLISTEN tireless_work"
+
+# Operator reads (the `tireless` command and `make run`): the views, and the job table as admin.
 STATUS = """
 SELECT coalesce(s.lane, q.lane) AS lane,
        coalesce(s.pending, 0) AS pending, coalesce(s.ready, 0) AS ready,

@@ -26,6 +26,7 @@ from typing import IO
 import psycopg
 from psycopg_pool import ConnectionPool
 
+from tireless.calls import POOL_OPTIONS
 from tireless.lease import NOTE_LIMIT, LeaseLost, Release
 from tireless.models import Job, JobState
 from tireless.store import JobStore, WorkWaiter
@@ -90,14 +91,13 @@ class Worker:
         """Work until a signal (exit 0) or, with once, after one job (exit 3 if there was none)."""
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
-        lanes = ", ".join(self.lanes)
         try:
             if once:
                 return 0 if self.run_one() else 3
             with self.store.listen(self.lanes) as waiter:
                 while self.stop_signal is None:
                     if not self.run_one():
-                        self._wait(waiter, lanes)
+                        self._wait(waiter)
         except Interrupted:
             pass
         finally:
@@ -106,8 +106,8 @@ class Worker:
         log.info("%s: stopped (%s)", self.name, self.stop_signal)
         return 0
 
-    def _wait(self, waiter: WorkWaiter, lanes: str) -> None:
-        log.info("%s: waiting for work in %s", self.name, lanes)
+    def _wait(self, waiter: WorkWaiter) -> None:
+        log.info("%s: waiting for work in %s", self.name, ", ".join(self.lanes))
         try:
             self._waiting = True  # from here until the wait ends a signal interrupts it
             if self.stop_signal is None:
@@ -240,7 +240,7 @@ def work(
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
     psycopg.connect(url, connect_timeout=10).close()  # unreachable: fail now, not in the pool
     # One connection listens, one renews, one claims and finishes.
-    pool = ConnectionPool(url, min_size=1, max_size=3, open=False)
+    pool = ConnectionPool(url, open=False, **(POOL_OPTIONS | {"max_size": 3}))
     pool.open(wait=True, timeout=30)
     try:
         worker = Worker(JobStore(pool), name, lanes, command, lease=lease, poll=poll, grace=grace)
