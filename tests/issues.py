@@ -80,6 +80,12 @@ def rows(db: Database, query: str, params: dict[str, Any] | None = None) -> list
         return conn.execute(query, params).fetchall()
 
 
+def job_count(db: Database) -> int:
+    """How many jobs the database holds, in every state."""
+    count: int = db.scalar("SELECT count(*) FROM tireless.job")
+    return count
+
+
 def end_lease(db: Database, job_id: int) -> None:
     """Move the job's lease into the past (as the superuser), so the sweeper takes it."""
     with db.connect() as conn:

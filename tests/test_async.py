@@ -197,7 +197,7 @@ def test_a_lost_lease_calls_on_lost_and_leaves_the_job_to_its_holder(
     job = held.__enter__()
     assert job is not None
     db.scalar("UPDATE tireless.job SET claimed_by = 'thief' RETURNING id")
-    eventually(lost.is_set, "the lost lease to be noticed")
+    assert lost.wait(30), "the lost lease was not noticed"
     with pytest.raises(LeaseLost):
         held.__exit__(None, None, None)
     assert (

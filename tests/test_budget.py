@@ -9,20 +9,14 @@ import psycopg
 import pytest
 
 from tests.conftest import Database
-from tests.issues import end_lease, enqueue_jobs, history, make_available
+from tests.issues import claimed, end_lease, enqueue_jobs, history, make_available
 from tireless import Job, JobState, JobStore
-
-
-def claim(store: JobStore, worker: str = "w1") -> Job:
-    job = store.claim_next(worker, ["cc"])
-    assert job is not None
-    return job
 
 
 def run_out_of_attempts_by_release(db: Database, store: JobStore) -> Job:
     """Claim and release the one job until its budget of 3 attempts is spent; the last release."""
     for attempt in range(1, 4):
-        job = claim(store)
+        job = claimed(store)
         assert job.attempts == attempt
         released = store.transition(job.id, "pending", "w1", note=f"try {attempt} broke")
         if released.state is JobState.PENDING:
@@ -55,7 +49,7 @@ def test_expiry_after_the_last_attempt_fails_the_job_and_history_says_why(
 ) -> None:
     enqueue_jobs(store, 1)
     for attempt in range(1, 4):
-        job = claim(store, f"w{attempt}")
+        job = claimed(store, f"w{attempt}")
         end_lease(db, job.id)
         assert store.expire_stale_claims() == 1
         if attempt < 3:
@@ -81,8 +75,8 @@ def test_an_attempt_left_returns_the_job_to_pending_on_release_and_on_expiry(
     db: Database, store: JobStore
 ) -> None:
     enqueue_jobs(store, 2)
-    released = store.transition(claim(store).id, "pending", "w1")
-    expiring = claim(store)
+    released = store.transition(claimed(store).id, "pending", "w1")
+    expiring = claimed(store)
     end_lease(db, expiring.id)
     assert store.expire_stale_claims() == 1
     states = db.scalar("SELECT array_agg(state::text ORDER BY id) FROM tireless.job")
@@ -94,7 +88,7 @@ def test_max_attempts_is_set_per_kind(db: Database, store: JobStore) -> None:
     db.scalar("SELECT tireless.set_kind_policy(kind => 'implement', max_attempts => 1)")
     enqueue_jobs(store, 1)
     enqueue_jobs(store, 1, "tireless", "tireless/plan", first=2)
-    implement, plan = claim(store), claim(store)
+    implement, plan = claimed(store), claimed(store)
     assert (implement.kind, plan.kind) == ("implement", "plan")
     failed = store.transition(implement.id, "pending", "w1")
     retried = store.transition(plan.id, "pending", "w1")
@@ -107,7 +101,7 @@ def test_a_released_job_is_not_claimable_before_its_backoff_ends_and_is_after(
     db: Database, store: JobStore
 ) -> None:
     enqueue_jobs(store, 1)
-    released = store.transition(claim(store).id, "pending", "w1")
+    released = store.transition(claimed(store).id, "pending", "w1")
     in_backoff = db.scalar(
         "SELECT available_at - updated_at FROM tireless.job WHERE id = %(id)s", {"id": released.id}
     )
@@ -127,7 +121,7 @@ def test_a_released_job_is_not_claimable_before_its_backoff_ends_and_is_after(
 
 def test_an_expired_job_waits_out_its_backoff_too(db: Database, store: JobStore) -> None:
     enqueue_jobs(store, 1)
-    job = claim(store)
+    job = claimed(store)
     end_lease(db, job.id)
     assert store.expire_stale_claims() == 1
     assert store.claim_next("w2", ["cc"]) is None
@@ -139,18 +133,18 @@ def test_a_job_in_backoff_does_not_hold_back_the_jobs_behind_it(
     db: Database, store: JobStore
 ) -> None:
     enqueue_jobs(store, 2)
-    first = claim(store)
+    first = claimed(store)
     store.transition(first.id, "pending", "w1")
-    second = claim(store)
+    second = claimed(store)
     assert second.id != first.id
 
 
 def test_zero_backoff_makes_a_released_job_claimable_at_once(db: Database, store: JobStore) -> None:
     db.scalar("SELECT tireless.set_policy(backoff_base => '0', backoff_cap => '0')")
     enqueue_jobs(store, 1)
-    job = claim(store)
+    job = claimed(store)
     store.transition(job.id, "pending", "w1")
-    assert claim(store, "w2").id == job.id
+    assert claimed(store, "w2").id == job.id
 
 
 def retry_delays(db: Database, attempts: range) -> list[timedelta]:

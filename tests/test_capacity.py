@@ -3,9 +3,7 @@ claimers; capacity 0 and pause hold a lane's work back; unknown lanes simply hol
 
 from __future__ import annotations
 
-import multiprocessing
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -14,22 +12,28 @@ import pytest
 
 from tests.conftest import Database
 from tests.issues import blocked_behind, enqueue_jobs, rows
+from tests.workers import SPAWN, all_exit_0, reports, start, wait_until
 from tireless import Job, JobState, JobStore
 from tireless.errors import InvalidArgument
 
 CLAIMERS = 6
 JOBS = 40
 CAPACITY = 2
+# What a holder waits for before it delivers, so claims certainly overlap: a full lane, or no
+# pending job left to fill it.
+LANE_FULL = f"""(SELECT count(*) FROM tireless.job WHERE lane = 'cc' AND state = 'claimed') >= {CAPACITY}
+             OR NOT EXISTS (SELECT FROM tireless.job WHERE lane = 'cc' AND state = 'pending')"""
 
 
-def claimer(conninfo: str, worker: str, start: Any, results: Any) -> None:
-    """One runner process: claim, hold while it counts the lane's claims, deliver; until the
-    lane has no live job. Sends back the most claims it ever saw in the lane at once."""
+def claimer(conninfo: str, worker: str, barrier: Any, results: Any) -> None:
+    """One runner process: claim, hold while it counts the lane's claims and until the lane is
+    full, deliver; until the lane has no live job. Sends back the most claims it ever saw in the
+    lane at once."""
     most_seen = 0
     with psycopg.connect(conninfo, autocommit=True) as conn:
         conn.execute("SET lock_timeout = '10s'")
         store = JobStore(conn)
-        start.wait(timeout=60)
+        barrier.wait(timeout=60)
         with store.listen(["cc"]) as waiter:
             while True:
                 job = store.claim_next(worker, ["cc"])
@@ -46,7 +50,7 @@ def claimer(conninfo: str, worker: str, start: Any, results: Any) -> None:
                 ).fetchone()
                 assert seen is not None
                 most_seen = max(most_seen, seen[0])
-                time.sleep(0.005)  # hold the claim a little, so claims overlap
+                wait_until(conninfo, LANE_FULL)
                 store.transition(job.id, "delivered", worker)
     results.put(most_seen)
 
@@ -73,19 +77,12 @@ def test_many_claimer_processes_never_exceed_the_lane_capacity_and_claim_every_j
 ) -> None:
     assert enqueue_jobs(store, JOBS) == JOBS
     store.set_lane_capacity("cc", CAPACITY)
-    context = multiprocessing.get_context("spawn")
-    start = context.Barrier(CLAIMERS)
-    results = context.Queue()
+    barrier, results = SPAWN.Barrier(CLAIMERS), SPAWN.Queue()
     processes = [
-        context.Process(target=claimer, args=(db.conninfo, f"runner-{n}", start, results))
-        for n in range(CLAIMERS)
+        start(claimer, db.conninfo, f"runner-{n}", barrier, results) for n in range(CLAIMERS)
     ]
-    for process in processes:
-        process.start()
-    most_seen = [results.get(timeout=120) for _ in processes]
-    for process in processes:
-        process.join(timeout=30)
-        assert process.exitcode == 0
+    most_seen = reports(results, processes, timeout=120)
+    all_exit_0(processes)
     assert max(most_seen) <= CAPACITY
     assert most_concurrent_claims(db, "cc") == CAPACITY
     delivered = db.scalar(

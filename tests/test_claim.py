@@ -3,7 +3,6 @@ and exactly one winner per job across concurrent connections and processes."""
 
 from __future__ import annotations
 
-import multiprocessing
 from datetime import timedelta
 from multiprocessing.synchronize import Barrier
 from typing import Any
@@ -11,33 +10,28 @@ from typing import Any
 import psycopg
 
 from tests.conftest import Database
-from tests.issues import enqueue_jobs, history, issue, make_available, tracked
-from tireless import Job, JobState, JobStore
-
-
-def claim(store: JobStore, worker: str, lanes: tuple[str, ...] = ("cc",)) -> Job:
-    job = store.claim_next(worker, lanes)
-    assert job is not None, f"{worker} found nothing to claim in {lanes}"
-    return job
+from tests.issues import claimed, enqueue_jobs, history, issue, make_available, tracked
+from tests.workers import SPAWN, all_exit_0, reports, start
+from tireless import JobState, JobStore
 
 
 def test_a_runner_is_only_handed_jobs_from_its_lanes(store: JobStore) -> None:
     tracked(store).enqueue(
         [issue(1), issue(2, "tireless", "tireless/implement", "tireless/agent:oc")]
     )
-    cc_job = claim(store, "cc-runner")
+    cc_job = claimed(store, "cc-runner")
     assert (cc_job.number, cc_job.lane) == (1, "cc")
     assert store.claim_next("cc-runner", ["cc"]) is None, "the job routed to oc is not for cc"
     assert store.claim_next("elsewhere", ["zz", "gpu.large"]) is None, (
         "an unknown lane holds no work"
     )
-    oc_job = claim(store, "any-runner", ("cc", "oc"))
+    oc_job = claimed(store, "any-runner", ("cc", "oc"))
     assert (oc_job.number, oc_job.lane) == (2, "oc")
 
 
 def test_claim_returns_nothing_when_every_job_in_the_lanes_is_held(store: JobStore) -> None:
     enqueue_jobs(store, 2)
-    held = {claim(store, "w1").id, claim(store, "w2").id}
+    held = {claimed(store, "w1").id, claimed(store, "w2").id}
     assert len(held) == 2
     assert store.claim_next("w3", ["cc"]) is None
 
@@ -46,14 +40,14 @@ def test_claim_takes_the_oldest_job_first(store: JobStore) -> None:
     tracked(store)
     for number in (3, 1, 2):  # one poll each: job ids follow the order of the polls
         store.enqueue([issue(number)])
-    assert [claim(store, "w1").number for _ in range(3)] == [3, 1, 2]
+    assert [claimed(store, "w1").number for _ in range(3)] == [3, 1, 2]
 
 
 def test_a_claim_records_worker_lease_token_and_attempt(db: Database, store: JobStore) -> None:
     enqueue_jobs(store, 1)
     with db.connect() as conn, conn.transaction():
         # In one transaction now() stands still, so the lease end is exact.
-        job = claim(JobStore(conn), "w1", ("cc",))
+        job = claimed(JobStore(conn), "w1", ("cc",))
         now = conn.execute("SELECT now()").fetchone()
         assert now is not None
     assert job.state is JobState.CLAIMED
@@ -68,10 +62,10 @@ def test_each_claim_has_a_fresh_token_and_counts_one_more_attempt(
     db: Database, store: JobStore
 ) -> None:
     enqueue_jobs(store, 1)
-    first = claim(store, "w1")
+    first = claimed(store, "w1")
     store.transition(first.id, "pending", "w1", token=first.claim_token)
     make_available(db, first.id)
-    second = claim(store, "w1")
+    second = claimed(store, "w1")
     assert second.id == first.id
     assert (first.attempts, second.attempts) == (1, 2)
     assert second.claim_token not in (None, first.claim_token)
@@ -95,32 +89,27 @@ def test_two_claimers_one_job_one_winner(db: Database, store: JobStore) -> None:
 PROCESSES, JOBS = 4, 2000
 
 
-def claim_until_empty(conninfo: str, worker: str, start: Barrier, results: Any) -> None:
+def claim_until_empty(conninfo: str, worker: str, barrier: Barrier, results: Any) -> None:
     """One runner process: its own connection, claims until claim_next finds nothing."""
     with psycopg.connect(conninfo, autocommit=True) as conn:
         conn.execute("SET lock_timeout = '10s'")
         store = JobStore(conn)
-        claimed: list[int] = []
-        start.wait(timeout=60)
+        ids: list[int] = []
+        barrier.wait(timeout=60)
         while (job := store.claim_next(worker, ["cc"])) is not None:
-            claimed.append(job.id)
-    results.put((worker, claimed))
+            ids.append(job.id)
+    results.put((worker, ids))
 
 
 def test_runner_processes_claim_every_job_exactly_once(db: Database, store: JobStore) -> None:
     assert enqueue_jobs(store, JOBS) == JOBS
-    spawn = multiprocessing.get_context("spawn")
-    start, results = spawn.Barrier(PROCESSES), spawn.Queue()
+    barrier, results = SPAWN.Barrier(PROCESSES), SPAWN.Queue()
     runners = [
-        spawn.Process(target=claim_until_empty, args=(db.conninfo, f"runner-{n}", start, results))
+        start(claim_until_empty, db.conninfo, f"runner-{n}", barrier, results)
         for n in range(PROCESSES)
     ]
-    for runner in runners:
-        runner.start()
-    got = dict(results.get(timeout=60) for _ in runners)
-    for runner in runners:
-        runner.join(timeout=60)
-        assert runner.exitcode == 0
+    got = dict(reports(results, runners, timeout=60))
+    all_exit_0(runners)
     every_claim = [job_id for ids in got.values() for job_id in ids]
     all_ids = set(db.scalar("SELECT array_agg(id) FROM tireless.job"))
     assert len(every_claim) == len(set(every_claim)) == JOBS, "no job was claimed twice"

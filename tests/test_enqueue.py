@@ -13,7 +13,7 @@ from psycopg.rows import kwargs_row
 from psycopg.types.json import Jsonb
 
 from tests.conftest import Database
-from tests.issues import FORGE, OWNER, REPO, WORK, blocked_behind, issue, tracked
+from tests.issues import FORGE, OWNER, REPO, WORK, blocked_behind, issue, job_count, tracked
 from tireless import DiscoveredIssue, Job, JobKind, JobState, JobStore
 from tireless.errors import MalformedIssue
 
@@ -23,11 +23,6 @@ ENQUEUE = "SELECT tireless.enqueue(issues => %(issues)s)"
 def jobs(db: Database) -> list[Job]:
     with db.connect() as conn, conn.cursor(row_factory=kwargs_row(Job.from_row)) as cur:
         return cur.execute("SELECT * FROM tireless.job ORDER BY id").fetchall()
-
-
-def job_count(db: Database) -> int:
-    count: int = db.scalar("SELECT count(*) FROM tireless.job")
-    return count
 
 
 def enqueue_sql(conn: psycopg.Connection[Any], issues: Any) -> int:

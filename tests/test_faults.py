@@ -61,7 +61,7 @@ def test_a_runner_killed_holding_a_claim_returns_through_expiry_with_the_attempt
     db.scalar(NO_BACKOFF)
     out = new_queue()
     process = start(hold_a_claim, db.conninfo, "killed", out)
-    job_id = out.get(timeout=60)["job"]
+    job_id = tallies(out, [process], timeout=60)["job"]
     assert job_id == 1
     os.kill(process.pid or 0, signal.SIGKILL)
     process.join(30)

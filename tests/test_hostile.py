@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from psycopg.types.json import Jsonb
 
 from tests.conftest import Database
-from tests.issues import FORGE, OWNER, REPO, WORK, tracked
+from tests.issues import FORGE, OWNER, REPO, WORK, job_count, tracked
 from tireless import JobStore
 from tireless.errors import InvalidArgument, MalformedIssue, TirelessError, translated_errors
 
@@ -53,11 +53,6 @@ batches = st.one_of(json_values, st.lists(near_issues | json_values, max_size=6)
 
 
 OUR_CODES = ("TL001", "TL002", "TL003", "TL004", "TL005", "TL006")
-
-
-def job_count(db: Database) -> int:
-    count: int = db.scalar("SELECT count(*) FROM tireless.job")
-    return count
 
 
 def test_enqueue_takes_any_json_whole_or_not_at_all(db: Database, store: JobStore) -> None:

@@ -52,12 +52,14 @@ def test_migration_versions_are_unique_and_ascending_from_one() -> None:
         if p.name.endswith(".sql") and not p.name.endswith(".rollback.sql")
     )
     versions = [int(re.match(r"(\d{4})_[a-z0-9_]+\.sql$", name).group(1)) for name in names]  # type: ignore[union-attr]
+    assert versions, "there are migrations"
     assert versions == list(range(1, len(versions) + 1))
 
 
 def test_each_migration_depends_on_the_one_before() -> None:
     directory = files("tireless") / "migrations"
     names = sorted(p.name for p in directory.iterdir() if p.name.endswith(".sql"))
+    assert names, "there are migrations"
     previous = ""
     for name in names:
         header = (directory / name).read_text().splitlines()[:3]

@@ -11,7 +11,7 @@ from uuid import UUID
 import pytest
 
 from tests.conftest import Database
-from tests.issues import end_lease, enqueue_jobs, history, make_available
+from tests.issues import claimed, end_lease, enqueue_jobs, history, make_available
 from tireless import Job, JobState, JobStore
 from tireless.errors import IllegalTransition, JobIsTerminal, NotHolder, TirelessError
 
@@ -35,16 +35,10 @@ MACHINE: dict[tuple[JobState, JobState], type[TirelessError] | None] = {
 }
 
 
-def claim(store: JobStore, worker: str = HOLDER) -> Job:
-    job = store.claim_next(worker, ["cc"])
-    assert job is not None
-    return job
-
-
 def job_in(store: JobStore, state: JobState) -> Job:
     """One job in `state`; once claimed, by HOLDER."""
     enqueue_jobs(store, 1)
-    job = claim(store)
+    job = claimed(store, HOLDER)
     if state is PENDING:
         return store.transition(job.id, PENDING, HOLDER)
     if state is CLAIMED:
@@ -93,10 +87,10 @@ def test_only_the_holder_leaves_claimed(
     db: Database, store: JobStore, to_state: JobState, intruder: str
 ) -> None:
     enqueue_jobs(store, 1)
-    old = claim(store)
+    old = claimed(store, HOLDER)
     store.transition(old.id, PENDING, HOLDER)
     make_available(db, old.id)
-    claim(store)  # HOLDER holds it again, under a new token
+    claimed(store, HOLDER)  # HOLDER holds it again, under a new token
     worker, token = {
         "another worker": ("w2", None),
         "no worker": (None, None),
@@ -172,7 +166,7 @@ def lose_claim(db: Database, store: JobStore, next_holder: str) -> tuple[Job, Jo
     end_lease(db, job.id)
     assert store.expire_stale_claims() == 1
     make_available(db, job.id)
-    again = claim(store, next_holder)
+    again = claimed(store, next_holder)
     assert again.id == job.id
     return job, again
 

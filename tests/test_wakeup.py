@@ -4,11 +4,10 @@ as payload, and a runner sleeps in wait_for_work (or a listen block) until its l
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 
 from tests.conftest import Database
-from tests.issues import claimed, end_lease, enqueue_jobs, issue
+from tests.issues import claimed, end_lease, enqueue_jobs, eventually, issue
 from tireless import JobStore
 
 AGENT_OC = ("tireless", "tireless/implement", "tireless/agent:oc")
@@ -32,15 +31,11 @@ def wait_in_thread(store: JobStore, lanes: list[str], timeout: float) -> Callabl
 
 def until_listening(db: Database) -> None:
     """Return once another session's LISTEN tireless_work has completed (bounded wait)."""
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        if db.scalar(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
-            " AND state = 'idle' AND query = 'LISTEN tireless_work'"
-        ):
-            return
-        time.sleep(0.01)
-    raise AssertionError("the listener never completed its LISTEN")
+    listening = (
+        "SELECT count(*) > 0 FROM pg_stat_activity WHERE datname = current_database()"
+        " AND state = 'idle' AND query = 'LISTEN tireless_work'"
+    )
+    eventually(lambda: db.scalar(listening) is True, "the listener to complete its LISTEN")
 
 
 def test_an_enqueue_wakes_a_listener_of_its_lane_in_another_connection(

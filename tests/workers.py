@@ -16,7 +16,7 @@ from datetime import timedelta
 from multiprocessing.context import SpawnProcess
 from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Event
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 
@@ -25,6 +25,7 @@ from tireless import Job, JobStore
 from tireless.errors import IllegalTransition, JobIsTerminal, NotHolder
 
 SPAWN = multiprocessing.get_context("spawn")
+T = TypeVar("T")
 
 # What a runner does with the claim it holds, and how often.
 ACTIONS = {
@@ -58,21 +59,24 @@ def new_queue() -> Queue[Tally]:
     return SPAWN.Queue()
 
 
-def tallies(out: Queue[Tally], processes: Sequence[SpawnProcess], timeout: float) -> Tally:
-    """The sum of the tallies the processes report, one each. A process that dies without
-    reporting fails the test at once instead of leaving it waiting out the timeout."""
-    tally: Tally = Counter()
+def reports(out: Queue[T], processes: Sequence[SpawnProcess], timeout: float) -> list[T]:
+    """What the processes report, one report each. A process that dies without reporting fails
+    the test at once instead of leaving it waiting out the timeout."""
+    got: list[T] = []
     deadline = time.monotonic() + timeout
-    reported = 0
-    while reported < len(processes):
+    while len(got) < len(processes):
         try:
-            tally += out.get(timeout=1)
-            reported += 1
+            got.append(out.get(timeout=1))
         except queue.Empty:
             crashed = [p.exitcode for p in processes if p.exitcode not in (None, 0)]
             assert not crashed, f"a worker process died with exit code {crashed[0]}"
             assert time.monotonic() < deadline, "the worker processes did not report in time"
-    return tally
+    return got
+
+
+def tallies(out: Queue[Tally], processes: Sequence[SpawnProcess], timeout: float) -> Tally:
+    """The sum of the tallies the processes report, one each (see `reports`)."""
+    return sum(reports(out, processes, timeout), Counter())
 
 
 def all_exit_0(processes: Sequence[SpawnProcess]) -> None:
