@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -52,6 +54,22 @@ def start_worker(
     )
     started.append(process)
     return process
+
+
+def read_log_until(worker: subprocess.Popen[str], text: str, timeout: float = 30) -> str:
+    """What the worker has logged up to and including a line with `text` (raw reads of its
+    stderr, so nothing waits in a buffer); fails after `timeout` seconds or at the log's end."""
+    assert worker.stderr is not None
+    fd, seen = worker.stderr.fileno(), b""
+    deadline = time.monotonic() + timeout
+    while text.encode() not in seen:
+        remaining = deadline - time.monotonic()
+        assert remaining > 0, f"the worker never logged {text!r}: {seen.decode()}"
+        if select.select([fd], [], [], remaining)[0]:
+            chunk = os.read(fd, 65536)
+            assert chunk, f"the worker's log ended without {text!r}: {seen.decode()}"
+            seen += chunk
+    return seen.decode()
 
 
 def state_of(db: Database, job_id: int) -> str:
@@ -211,9 +229,11 @@ def test_an_idle_worker_waits_for_work_and_runs_it_when_it_arrives(
     tmp_path: Path,
     worker_process: list[subprocess.Popen[str]],
 ) -> None:
+    # A poll of 300 s: only the wake-up can bring the work within the 30 s the test waits.
     worker = start_worker(
-        db, worker_process, *work_args("--poll", "1", "--"), *agent(tmp_path, "true")
+        db, worker_process, *work_args("--poll", "300", "--"), *agent(tmp_path, "true")
     )
+    logged = read_log_until(worker, "waiting for work in cc")  # idle, its claim found nothing
     enqueue_jobs(store, 2)
     eventually(
         lambda: db.scalar("SELECT count(*) FROM tireless.job WHERE state = 'delivered'") == 2,
@@ -221,6 +241,7 @@ def test_an_idle_worker_waits_for_work_and_runs_it_when_it_arrives(
     )
     worker.send_signal(signal.SIGINT)
     _, err = worker.communicate(timeout=30)
+    err = logged + err
     assert worker.returncode == 0, err
     assert "waiting for work in cc" in err
     assert "stopped (SIGINT)" in err
