@@ -1,0 +1,1 @@
+"""Tools for the tests and `make run`, not for production: the stand-in forge."""

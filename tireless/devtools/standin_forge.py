@@ -1,0 +1,557 @@
+"""A stand-in forge for the tests and `make run`: a real HTTP server on 127.0.0.1 that speaks the
+parts of the Gitea/Forgejo API v1 or of the GitHub REST API the poller uses, with their quirks,
+and faults a test can switch on. Its responses follow Gitea's swagger (templates/swagger/
+v1_json.tmpl in go-gitea/gitea) and GitHub's REST description; tests/test_standin_forge.py checks
+them against the JSON schemas in tests/forge_schemas/.
+
+    with StandinForge("gitea", token="s3cret") as forge:
+        number = forge.create_issue("acme", "widgets", "Add a flag", ["tireless", "tireless/plan"])
+        forge.close_issue("acme", "widgets", number)
+        forge.fault("500", times=2)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Literal
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+Flavour = Literal["gitea", "github"]
+
+FAULTS = (
+    "500",  # HTTP 500, as a forge behind trouble answers
+    "429-seconds",  # 429 with Retry-After in seconds (RFC 9110 delay-seconds)
+    "429-date",  # 429 with Retry-After as an HTTP date
+    "401",  # credentials refused
+    "403",  # forbidden, with no rate-limit header: a token lacking a scope
+    "html",  # 200 with an HTML page, as a proxy or a login redirect serves
+    "invalid-json",  # 200, application/json, a body cut short
+    "not-a-list",  # 200 with a JSON object where an array is due
+    "no-number",  # an item without `number`
+    "bad-number",  # an item whose `number` is -1
+    "labels-not-objects",  # labels as bare strings
+    "nul",  # a title holding NUL (JSON "\u0000")
+    "surrogate",  # a title holding an unpaired surrogate (JSON "\ud800")
+    "lying-total",  # X-Total-Count one more than the items there are (Gitea)
+    "slow",  # the answer comes `seconds` late
+    "foreign-link",  # Link rel="next" to another host
+)
+
+
+@dataclass
+class StoredIssue:
+    number: int
+    title: str
+    labels: list[str]
+    state: str = "open"
+    pull_request: bool = False
+    created_at: datetime = field(default_factory=lambda: _now())
+    updated_at: datetime = field(default_factory=lambda: _now())
+    closed_at: datetime | None = None
+
+
+@dataclass
+class Fault:
+    name: str
+    times: int | None  # None: until cleared
+    repo: tuple[str, str] | None
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Request:
+    method: str
+    path: str
+    query: dict[str, str]
+    authorized: bool
+
+
+def _now() -> datetime:
+    # Both forges store and show whole seconds.
+    return datetime.now(UTC).replace(microsecond=0)
+
+
+def _time(when: datetime | None) -> str | None:
+    return None if when is None else when.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class StandinForge:
+    """A Gitea (also Forgejo) or a GitHub on 127.0.0.1, with its issues in memory."""
+
+    def __init__(
+        self,
+        flavour: Flavour,
+        *,
+        token: str | None = None,
+        max_page_size: int | None = None,
+        rate_limit: int = 5000,
+    ) -> None:
+        self.flavour: Flavour = flavour
+        self.token = token
+        # Gitea: `[api] MAX_RESPONSE_ITEMS` (default 50) clamps `limit`; GitHub: `per_page` max 100.
+        self.max_page_size = max_page_size or (50 if flavour == "gitea" else 100)
+        self.rate_limit = rate_limit
+        self.rate_remaining = rate_limit
+        self.rate_reset = int(time.time()) + 3600
+        self.requests: list[Request] = []
+        self._repos: dict[tuple[str, str], dict[int, StoredIssue]] = {}
+        self._faults: list[Fault] = []
+        self._lock = threading.Condition()
+        self._gate: threading.Event | None = None
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    # Life
+    @property
+    def url(self) -> str:
+        """The base URL to register: Gitea's web root (the API is under /api/v1), GitHub's API root."""
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def start(self) -> StandinForge:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.open_gate()
+        self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self) -> StandinForge:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    # The issues
+    def create_issue(
+        self,
+        owner: str,
+        repo: str,
+        title: str,
+        labels: list[str] | tuple[str, ...] = (),
+        *,
+        pull_request: bool = False,
+    ) -> int:
+        """A new issue (or pull request: both forges number them in one sequence); its number."""
+        with self._lock:
+            issues = self._repos.setdefault((owner, repo), {})
+            number = max(issues, default=0) + 1
+            issues[number] = StoredIssue(number, title, list(labels), pull_request=pull_request)
+            return number
+
+    def create_repo(self, owner: str, repo: str) -> None:
+        with self._lock:
+            self._repos.setdefault((owner, repo), {})
+
+    def _change(self, owner: str, repo: str, number: int, **changes: Any) -> None:
+        with self._lock:
+            issues = self._repos[(owner, repo)]
+            stored = issues[number]
+            # Every change moves updated_at on, at least one whole second past the last one.
+            stamp = max(_now(), stored.updated_at + timedelta(seconds=1))
+            issues[number] = replace(stored, updated_at=stamp, **changes)
+
+    def close_issue(self, owner: str, repo: str, number: int) -> None:
+        self._change(owner, repo, number, state="closed", closed_at=_now())
+
+    def reopen_issue(self, owner: str, repo: str, number: int) -> None:
+        self._change(owner, repo, number, state="open", closed_at=None)
+
+    def set_labels(self, owner: str, repo: str, number: int, labels: list[str]) -> None:
+        self._change(owner, repo, number, labels=list(labels))
+
+    def labels_of(self, owner: str, repo: str, number: int) -> list[str]:
+        with self._lock:
+            return list(self._repos[(owner, repo)][number].labels)
+
+    def delete_issue(self, owner: str, repo: str, number: int) -> None:
+        """Gone: Gitea answers 404 for it, GitHub 410 Gone."""
+        with self._lock:
+            del self._repos[(owner, repo)][number]
+
+    # Faults and observation
+    def fault(
+        self,
+        name: str,
+        *,
+        times: int | None = 1,
+        repo: tuple[str, str] | None = None,
+        seconds: float = 2.0,
+    ) -> None:
+        """Answer the next `times` requests (None: every one until `clear_faults`), or those for
+        one repository, with a fault of FAULTS; `seconds` for `slow` and the Retry-After ones."""
+        if name not in FAULTS:
+            raise ValueError(f"unknown fault {name!r}: one of {', '.join(FAULTS)}")
+        with self._lock:
+            self._faults.append(Fault(name, times, repo, seconds))
+
+    def clear_faults(self) -> None:
+        with self._lock:
+            self._faults.clear()
+
+    def hold(self) -> None:
+        """Make every request wait until `open_gate` (for tests that need a poller mid-read)."""
+        with self._lock:
+            self._gate = threading.Event()
+
+    def open_gate(self) -> None:
+        with self._lock:
+            gate, self._gate = self._gate, None
+        if gate is not None:
+            gate.set()
+
+    def wait_for_requests(self, count: int, timeout: float = 10.0) -> bool:
+        """Whether `count` requests have arrived (waiting up to `timeout` seconds)."""
+        with self._lock:
+            return self._lock.wait_for(lambda: len(self.requests) >= count, timeout)
+
+    def listing_requests(self, owner: str, repo: str) -> list[Request]:
+        path = self._issues_path(owner, repo)
+        with self._lock:
+            return [r for r in self.requests if r.path == path]
+
+    def _issues_path(self, owner: str, repo: str) -> str:
+        prefix = "/api/v1" if self.flavour == "gitea" else ""
+        return f"{prefix}/repos/{owner}/{repo}/issues"
+
+    # Serving (called by the handler's threads)
+    def _take_fault(self, owner: str, repo: str) -> Fault | None:
+        with self._lock:
+            for fault in self._faults:
+                if fault.repo is None or fault.repo == (owner, repo):
+                    if fault.times is not None:
+                        fault.times -= 1
+                        if fault.times <= 0:
+                            self._faults.remove(fault)
+                    return fault
+        return None
+
+    def _record(self, request: Request) -> threading.Event | None:
+        with self._lock:
+            self.requests.append(request)
+            self._lock.notify_all()
+            return self._gate
+
+    def _authorized(self, header: str | None) -> bool:
+        if self.token is None:
+            return True
+        # Gitea: `Authorization: token T` (also `Bearer`); GitHub: `Bearer T` (also `token`).
+        return header in (f"token {self.token}", f"Bearer {self.token}")
+
+    def answer(self, path: str, query: dict[str, str], authorization: str | None) -> Answer:
+        authorized = self._authorized(authorization)
+        gate = self._record(Request("GET", path, query, authorized))
+        if gate is not None:
+            gate.wait(30)
+        route = self._route(path)
+        if route is None:
+            return self._error(404, "Not Found")
+        owner, repo, number = route
+        fault = self._take_fault(owner, repo)
+        if fault is not None and fault.name in ("500", "429-seconds", "429-date", "401", "403"):
+            return self._status_fault(fault)
+        if not authorized:
+            message = "token is required" if self.flavour == "gitea" else "Bad credentials"
+            return self._error(401, message)
+        if self.flavour == "github" and self.rate_remaining <= 0:
+            # GitHub's primary rate limit: 403 (or 429) with x-ratelimit-remaining: 0.
+            return self._error(403, "API rate limit exceeded")
+        with self._lock:
+            if (owner, repo) not in self._repos:
+                return self._error(404, "Not Found")
+            issues = dict(self._repos[(owner, repo)])
+        if number is not None:
+            stored = issues.get(number)
+            if stored is None:
+                return self._error(404, "Not Found")
+            answer = Answer(200, {}, self._issue_json(owner, repo, stored))
+        else:
+            answer = self._listing(owner, repo, issues, query)
+        if fault is not None:
+            answer = self._content_fault(fault, answer)
+        return self._count_rate(answer, query)
+
+    def _route(self, path: str) -> tuple[str, str, int | None] | None:
+        parts = path.strip("/").split("/")
+        if self.flavour == "gitea":
+            if parts[:2] != ["api", "v1"]:
+                return None
+            parts = parts[2:]
+        if len(parts) not in (4, 5) or parts[0] != "repos" or parts[3] != "issues":
+            return None
+        if len(parts) == 5:
+            return (parts[1], parts[2], int(parts[4])) if parts[4].isdigit() else None
+        return parts[1], parts[2], None
+
+    def _listing(
+        self, owner: str, repo: str, issues: dict[int, StoredIssue], query: dict[str, str]
+    ) -> Answer:
+        state = query.get("state", "open")  # both forges list open issues unless told
+        chosen = [i for i in issues.values() if state == "all" or i.state == state]
+        if self.flavour == "gitea" and query.get("type") == "issues":
+            chosen = [i for i in chosen if not i.pull_request]
+        if "since" in query:
+            since = datetime.fromisoformat(query["since"])
+            # Gitea compares whole unix seconds, inclusively (updated_unix >= since); GitHub
+            # lists issues updated at or after `since`.
+            chosen = [i for i in chosen if i.updated_at >= since.replace(microsecond=0)]
+        if self.flavour == "github" and query.get("sort") == "updated":
+            chosen.sort(
+                key=lambda i: (i.updated_at, i.number), reverse=query.get("direction") != "asc"
+            )
+        else:
+            chosen.sort(key=lambda i: i.number, reverse=True)  # newest first, both forges' default
+        size_key = "limit" if self.flavour == "gitea" else "per_page"
+        asked = int(query.get(size_key, "0") or 0)
+        default = 30  # Gitea's DEFAULT_PAGING_NUM, GitHub's default per_page
+        size = min(asked if asked > 0 else default, self.max_page_size)  # the clamp
+        page = max(int(query.get("page", "1") or 1), 1)
+        last = max((len(chosen) + size - 1) // size, 1)
+        items = [self._issue_json(owner, repo, i) for i in chosen[(page - 1) * size : page * size]]
+        headers = {"Link": self._link(owner, repo, query, page, last)} if last > 1 else {}
+        if self.flavour == "gitea":
+            headers["X-Total-Count"] = str(len(chosen))  # Gitea counts every matching item
+        return Answer(200, headers, items)
+
+    def _link(self, owner: str, repo: str, query: dict[str, str], page: int, last: int) -> str:
+        def to(number: int, host: str | None = None) -> str:
+            return f"{host or self.url}{self._issues_path(owner, repo)}?" + urlencode(
+                query | {"page": str(number)}
+            )
+
+        rels = []
+        if page < last:
+            rels += [f'<{to(page + 1)}>; rel="next"', f'<{to(last)}>; rel="last"']
+        if page > 1:
+            rels += [f'<{to(1)}>; rel="first"', f'<{to(page - 1)}>; rel="prev"']
+        return ", ".join(rels)
+
+    def _issue_json(self, owner: str, repo: str, issue: StoredIssue) -> dict[str, Any]:
+        web = f"{self.url}/{owner}/{repo}/{'pulls' if issue.pull_request else 'issues'}/{issue.number}"
+        api = f"{self.url}{self._issues_path(owner, repo)}/{issue.number}"
+        user = {"id": 1, "login": "alice"}
+        common: dict[str, Any] = {
+            "id": 1000 + issue.number,
+            "url": api,
+            "html_url": web,
+            "number": issue.number,
+            "user": user,
+            "title": issue.title,
+            "body": "",
+            "state": issue.state,
+            "comments": 0,
+            "created_at": _time(issue.created_at),
+            "updated_at": _time(issue.updated_at),
+            "closed_at": _time(issue.closed_at),
+            "assignee": None,
+            "milestone": None,
+        }
+        if self.flavour == "gitea":
+            labels = [
+                {"id": n, "name": name, "color": "00aabb", "description": "", "url": ""}
+                for n, name in enumerate(issue.labels, 1)
+            ]
+            pr = {"merged": False, "merged_at": None} if issue.pull_request else None
+            return common | {
+                "labels": labels,
+                "assignees": None,
+                "is_locked": False,
+                "ref": "",
+                "original_author": "",
+                "original_author_id": 0,
+                "due_date": None,
+                "pull_request": pr,
+                "repository": {
+                    "id": 1,
+                    "name": repo,
+                    "owner": owner,
+                    "full_name": f"{owner}/{repo}",
+                },
+            }
+        labels = [
+            {
+                "id": n,
+                "node_id": f"L{n}",
+                "url": "",
+                "name": name,
+                "color": "00aabb",
+                "default": False,
+                "description": None,
+            }
+            for n, name in enumerate(issue.labels, 1)
+        ]
+        shaped = common | {
+            "node_id": f"I_{issue.number}",
+            "repository_url": f"{self.url}/repos/{owner}/{repo}",
+            "labels_url": f"{api}/labels{{/name}}",
+            "comments_url": f"{api}/comments",
+            "events_url": f"{api}/events",
+            "labels": labels,
+            "assignees": [],
+            "locked": False,
+            "active_lock_reason": None,
+            "author_association": "OWNER",
+            "state_reason": "completed" if issue.state == "closed" else None,
+        }
+        if issue.pull_request:  # GitHub lists pull requests among issues, marked by this key
+            shaped["pull_request"] = {
+                "url": api,
+                "html_url": web,
+                "diff_url": web + ".diff",
+                "patch_url": web + ".patch",
+                "merged_at": None,
+            }
+        return shaped
+
+    def _error(self, status: int, message: str) -> Answer:
+        if self.flavour == "gitea":
+            return Answer(status, {}, {"message": message, "url": f"{self.url}/api/swagger"})
+        docs = "https://docs.github.com/rest"
+        headers = self._rate_headers() if status == 403 else {}
+        return Answer(status, headers, {"message": message, "documentation_url": docs})
+
+    def _status_fault(self, fault: Fault) -> Answer:
+        if fault.name == "500":
+            return self._error(500, "Internal Server Error")
+        if fault.name == "429-seconds":
+            answer = self._error(429, "Too Many Requests")
+            return replace(answer, headers={"Retry-After": str(int(fault.seconds))})
+        if fault.name == "429-date":
+            when = datetime.now(UTC) + timedelta(seconds=fault.seconds)
+            answer = self._error(429, "Too Many Requests")
+            return replace(answer, headers={"Retry-After": format_datetime(when, usegmt=True)})
+        if fault.name == "401":
+            return self._error(401, "Bad credentials")
+        # A 403 carrying no rate-limit sign: the token lacks a scope.
+        return Answer(403, {}, {"message": "Resource not accessible by integration"})
+
+    def _content_fault(self, fault: Fault, answer: Answer) -> Answer:
+        body = answer.body
+        if fault.name == "html":
+            return Answer(
+                200,
+                {},
+                None,
+                raw=b"<!DOCTYPE html><html><body>Sign in</body></html>",
+                content_type="text/html; charset=utf-8",
+            )
+        if fault.name == "invalid-json":
+            return Answer(200, answer.headers, None, raw=b'[{"number": 1, "title": "cut')
+        if fault.name == "not-a-list":
+            return Answer(200, answer.headers, {"data": body})
+        if fault.name == "slow":
+            time.sleep(fault.seconds)
+            return answer
+        if fault.name == "lying-total":
+            count = int(answer.headers.get("X-Total-Count", "0")) + 1
+            return replace(answer, headers=answer.headers | {"X-Total-Count": str(count)})
+        if fault.name == "foreign-link":
+            link = (
+                f'<http://forge.elsewhere.invalid{self._issues_path("x", "y")}?page=2>; rel="next"'
+            )
+            return replace(answer, headers=answer.headers | {"Link": link})
+        if not isinstance(body, list) or not body:
+            body = [self._issue_json("x", "y", StoredIssue(1, "an issue", []))]
+        first = dict(body[0])
+        if fault.name == "no-number":
+            del first["number"]
+        elif fault.name == "bad-number":
+            first["number"] = -1
+        elif fault.name == "labels-not-objects":
+            first["labels"] = ["tireless"]
+        elif fault.name == "nul":
+            first["title"] = "a\u0000b"
+        elif fault.name == "surrogate":
+            first["title"] = "a\ud800b"
+        return replace(answer, body=[first, *body[1:]])
+
+    def _count_rate(self, answer: Answer, query: dict[str, str]) -> Answer:
+        if self.flavour != "github":
+            return answer
+        with self._lock:
+            self.rate_remaining = max(self.rate_remaining - 1, 0)
+        return replace(answer, headers=self._rate_headers() | answer.headers)
+
+    def _rate_headers(self) -> dict[str, str]:
+        # GitHub sends these on every response; x-ratelimit-reset is in epoch seconds.
+        return {
+            "x-ratelimit-limit": str(self.rate_limit),
+            "x-ratelimit-remaining": str(self.rate_remaining),
+            "x-ratelimit-reset": str(self.rate_reset),
+            "x-ratelimit-used": str(self.rate_limit - self.rate_remaining),
+            "x-ratelimit-resource": "core",
+        }
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int
+    headers: dict[str, str]
+    body: Any
+    raw: bytes | None = None
+    content_type: str = "application/json;charset=utf-8"
+
+    def encoded(self) -> bytes:
+        if self.raw is not None:
+            return self.raw
+        # ensure_ascii: NUL and lone surrogates travel as \u escapes, as a forge's JSON writes them.
+        return json.dumps(self.body, ensure_ascii=True).encode()
+
+
+def _handler(forge: StandinForge) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            parts = urlsplit(self.path)
+            query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+            answer = forge.answer(parts.path, query, self.headers.get("Authorization"))
+            body = answer.encoded()
+            etag = None
+            if forge.flavour == "github" and answer.status == 200:
+                etag = 'W/"' + hashlib.sha256(body).hexdigest()[:32] + '"'
+                if self.headers.get("If-None-Match") == etag:
+                    # A conditional request that matches: 304, no body, and (GitHub) no rate
+                    # limit spent.
+                    with forge._lock:
+                        forge.rate_remaining += 1
+                    self._send(304, answer.headers | {"ETag": etag}, b"", None)
+                    return
+            headers = answer.headers | ({"ETag": etag} if etag else {})
+            self._send(answer.status, headers, body, answer.content_type)
+
+        def _send(
+            self, status: int, headers: dict[str, str], body: bytes, content_type: str | None
+        ) -> None:
+            try:
+                self.send_response(status)
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                if content_type is not None:
+                    self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up (a timeout test)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass  # quiet: the tests read forge.requests
+
+    return Handler
+
+
+def issues_of(forge: StandinForge, owner: str, repo: str) -> Iterator[StoredIssue]:
+    """The stored issues of a repository (for tests and the demo to inspect)."""
+    with forge._lock:
+        yield from list(forge._repos.get((owner, repo), {}).values())

@@ -1,0 +1,97 @@
+"""The one interface every forge client offers, the typed issue it returns, and how a read fails.
+
+A client reads; it never touches the store. Everything it returns has been validated
+(tireless.forge.validate), so the poller hands the store only well-formed issues. Label and
+comment writes (the mirror) join this interface later.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class ForgeIssue:
+    """One issue as the forge showed it."""
+
+    number: int
+    state: str  # "open" or "closed"
+    labels: tuple[str, ...]
+    title: str
+    url: str | None
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """What one listing (all its pages) showed. `not_modified`: the forge answered 304 to our
+    ETag, so nothing changed since the last read and `issues` is empty. `limited_until`: the
+    forge said this token has no requests left until then (GitHub's x-ratelimit-*)."""
+
+    issues: tuple[ForgeIssue, ...]
+    pages: int
+    etag: str | None = None
+    not_modified: bool = False
+    limited_until: datetime | None = None
+
+
+class ForgeClient(Protocol):
+    """A forge's issues, read over its HTTP API."""
+
+    def list_issues(
+        self,
+        owner: str,
+        repo: str,
+        *,
+        since: datetime | None,
+        state: str = "all",
+        etag: str | None = None,
+    ) -> Listing:
+        """Every issue (not pull request) in `state` ("all" or "open") updated at or after
+        `since` (None: every one), across all pages; with `etag`, a 304 gives `not_modified`."""
+        ...
+
+    def get_issue(self, owner: str, repo: str, number: int) -> ForgeIssue | None:
+        """One issue; None when the forge says it is gone (404 or 410)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class ReadFailed(Exception):
+    """A read that failed: the repository's poll changes nothing and is retried with backoff.
+    The message never holds a token (clients put tokens in headers only, and never quote them)."""
+
+    retry_after: timedelta | None = None
+
+
+class BadResponse(ReadFailed):
+    """The forge answered something we cannot trust: not JSON, not the shape its API describes,
+    pages that disagree with its own count, a Link to another host, a body past the size limit."""
+
+
+class Unavailable(ReadFailed):
+    """5xx, a timeout, a connection refused or reset: retried with exponential backoff."""
+
+
+class ForgeStopped(ReadFailed):
+    """The whole forge must not be asked again until `until`: a rate limit, or our credentials
+    were refused (401/403)."""
+
+    def __init__(self, message: str, until: datetime) -> None:
+        super().__init__(message)
+        self.until = until
+
+
+class RateLimited(ForgeStopped):
+    """429, or a 403 that GitHub marks as a primary or secondary rate limit."""
+
+    def __init__(self, message: str, until: datetime, retry_after: timedelta) -> None:
+        super().__init__(message, until)
+        self.retry_after = retry_after
+
+
+class AuthRefused(ForgeStopped):
+    """401 or 403: the token is missing, wrong or lacks the scope."""

@@ -1,0 +1,87 @@
+"""GitHub (REST): `GET {api}/repos/{owner}/{repo}/issues?state=...&since=...&per_page=100` with
+`Authorization: Bearer T`, pages by `Link: rel="next"`. The first page carries an ETag; asking
+again with `If-None-Match` answers 304 when nothing changed, and a 304 costs no rate limit.
+Pull requests are listed among issues (they carry `pull_request`) and are skipped.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from urllib.parse import quote
+
+from tireless.forge.client import BadResponse, ForgeIssue, Listing
+from tireless.forge.http import MAX_BYTES, TIMEOUT, Http, Response, rate_limit_reset
+from tireless.forge.validate import decode_json, is_pull_request, issue, issue_list
+
+PER_PAGE = 100
+MAX_PAGES = 2000
+
+
+class GitHubClient:
+    def __init__(
+        self,
+        base_url: str,
+        token: str | None,
+        *,
+        timeout: float = TIMEOUT,
+        max_bytes: int = MAX_BYTES,
+    ) -> None:
+        headers = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28"}
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        self._http = Http(base_url, headers, timeout=timeout, max_bytes=max_bytes)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def _issues_url(self, owner: str, repo: str) -> str:
+        return self._http.url(f"repos/{quote(owner, safe='')}/{quote(repo, safe='')}/issues")
+
+    def list_issues(
+        self,
+        owner: str,
+        repo: str,
+        *,
+        since: datetime | None,
+        state: str = "all",
+        etag: str | None = None,
+    ) -> Listing:
+        # Newest change first: any change to the listed set changes page 1, so page 1's ETag
+        # answers for the whole listing.
+        params = {"state": state, "per_page": str(PER_PAGE), "sort": "updated", "direction": "desc"}
+        if since is not None:
+            params["since"] = since.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        url: str | None = self._issues_url(owner, repo)
+        response = self._http.get(url, params, {"If-None-Match": etag} if etag else None)
+        if response.status == 304:
+            return Listing((), 1, etag, not_modified=True, limited_until=_limit(response))
+        first_etag = response.headers.get("etag")
+        issues: list[ForgeIssue] = []
+        pages = 0
+        while True:
+            data = issue_list(_json(response), response.where)
+            pages += 1
+            issues += [issue(item, response.where) for item in data if not is_pull_request(item)]
+            url = self._http.next_page(response)
+            if url is None:
+                break
+            if pages >= MAX_PAGES:
+                raise BadResponse(f"{response.where}: more than {MAX_PAGES} pages")
+            response = self._http.get(url)
+        return Listing(tuple(issues), pages, first_etag, limited_until=_limit(response))
+
+    def get_issue(self, owner: str, repo: str, number: int) -> ForgeIssue | None:
+        response = self._http.get(f"{self._issues_url(owner, repo)}/{number}")
+        if response.status in (404, 410):
+            return None
+        return issue(_json(response), response.where)
+
+
+def _limit(response: Response) -> datetime | None:
+    return rate_limit_reset(response.headers)
+
+
+def _json(response: Response) -> object:
+    if response.status != 200:
+        raise BadResponse(f"{response.where}: HTTP {response.status}")
+    return decode_json(response.body, response.headers.get("content-type", ""), response.where)

@@ -1,0 +1,272 @@
+"""The poll loop: one round claims the repositories that are due (`claim_repos_to_poll`), reads
+each from its forge, and hands what it read to the store in one transaction per repository
+(`record_poll`), or records why it could not (`record_poll_failure`, `record_forge_trouble`).
+The rules (the work rule, backoff, leases) are the database's; this module only reads forges.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from tireless.errors import NotHolder, TirelessError
+from tireless.forge import client_for, token_for
+from tireless.forge.client import ForgeClient, ForgeIssue, ForgeStopped, ReadFailed
+from tireless.models import RepoToPoll
+from tireless.store import JobStore
+
+OVERLAP = timedelta(minutes=1)
+"""An incremental read asks for issues updated since the cursor minus this much: a change the
+forge stamped with an older time than one we saw (clocks, transactions committing late) is
+still read. Reading an issue again changes nothing in the store."""
+POLL_LEASE = timedelta(minutes=5)
+
+
+def default_poller_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+@dataclass(frozen=True, slots=True)
+class Read:
+    """What one repository's read produced, ready for `record_poll`."""
+
+    issues: tuple[ForgeIssue, ...]
+    deleted: tuple[int, ...]
+    cursor: datetime | None
+    etag: str | None
+    pages: int
+    not_modified: bool
+    limited_until: datetime | None
+
+
+@dataclass(slots=True)
+class Report:
+    """One repository's part of a round, for the log line and `--json`."""
+
+    forge: str
+    owner: str
+    repo: str
+    issues_read: int = 0
+    pages: int = 0
+    created: int = 0
+    cancelled: int = 0
+    rerouted: int = 0
+    deleted: int = 0
+    not_modified: bool = False
+    error: str | None = None
+    retry_at: datetime | None = None
+
+    @property
+    def name(self) -> str:
+        return f"{self.forge}/{self.owner}/{self.repo}"
+
+    @property
+    def did_something(self) -> bool:
+        return bool(self.error or self.created or self.cancelled or self.rerouted)
+
+    def line(self) -> str:
+        """`gitea/acme/widgets: 3 new jobs, 1 cancelled, 120 issues read in 2 pages`."""
+        if self.error is not None:
+            retry = f" (next try {self.retry_at:%H:%M:%S}Z)" if self.retry_at else ""
+            return f"{self.name}: poll failed: {self.error}{retry}"
+        parts = [f"{self.created} new job{'s' if self.created != 1 else ''}"]
+        if self.cancelled:
+            parts.append(f"{self.cancelled} cancelled")
+        if self.rerouted:
+            parts.append(f"{self.rerouted} re-routed")
+        read = f"{self.issues_read} issue{'s' if self.issues_read != 1 else ''} read"
+        parts.append(f"{read} in {self.pages} page{'s' if self.pages != 1 else ''}")
+        return f"{self.name}: " + ", ".join(parts)
+
+
+def read_repository(client: ForgeClient, target: RepoToPoll) -> Read:
+    """Read a repository: the issues changed since its cursor (with an overlap) and, on a full
+    listing, every open issue, then each live job's issue that neither showed, one by one (gone:
+    `deleted`). The cursor moves only with the `updated_at` values of the incremental read (or of
+    the first full listing), never with our clock. Raises ReadFailed."""
+    owner, repo = target.owner, target.repo
+    cursor = target.cursor
+    found: dict[int, ForgeIssue] = {}
+    pages = 0
+    etag = target.etag
+    not_modified = False
+    limited_until = None
+
+    def keep(issues: Iterable[ForgeIssue]) -> None:
+        for issue in issues:
+            seen = found.get(issue.number)
+            if seen is None or issue.updated_at > seen.updated_at:
+                found[issue.number] = issue
+
+    if cursor is not None or not target.full_listing:
+        since = None if cursor is None else cursor - OVERLAP
+        listing = client.list_issues(owner, repo, since=since, state="all", etag=etag)
+        pages += listing.pages
+        not_modified, etag, limited_until = (
+            listing.not_modified,
+            listing.etag,
+            listing.limited_until,
+        )
+        keep(listing.issues)
+        cursor = _newest(cursor, listing.issues)
+    if target.full_listing:
+        everything_open = client.list_issues(owner, repo, since=None, state="open")
+        pages += everything_open.pages
+        limited_until = everything_open.limited_until or limited_until
+        keep(everything_open.issues)
+        if target.cursor is None:
+            cursor = _newest(cursor, everything_open.issues)
+        not_modified = False
+    deleted: list[int] = []
+    if target.full_listing:
+        for number in sorted(set(target.live_numbers) - found.keys()):
+            issue = client.get_issue(owner, repo, number)
+            if issue is None:
+                deleted.append(number)
+            else:
+                found[number] = issue
+    issues = tuple(found[number] for number in sorted(found))
+    return Read(issues, tuple(deleted), cursor, etag, pages, not_modified, limited_until)
+
+
+def _newest(cursor: datetime | None, issues: Iterable[ForgeIssue]) -> datetime | None:
+    """The newest `updated_at` among the cursor and the issues read."""
+    times = [i.updated_at for i in issues] + ([cursor] if cursor is not None else [])
+    return max(times, default=None)
+
+
+def issue_rows(target: RepoToPoll, issues: Sequence[ForgeIssue]) -> list[dict[str, Any]]:
+    """The issues in the format `record_poll` (like `enqueue`) takes."""
+    return [
+        {
+            "forge": target.forge,
+            "owner": target.owner,
+            "repo": target.repo,
+            "number": issue.number,
+            "state": issue.state,
+            "labels": list(issue.labels),
+            "title": issue.title,
+            "url": issue.url,
+            "updated_at": issue.updated_at.isoformat(),
+        }
+        for issue in issues
+    ]
+
+
+ClientFactory = Callable[[RepoToPoll], ForgeClient]
+
+
+def client_factory(timeout: float) -> ClientFactory:
+    """Clients built from the forge registry's rows, tokens from TIRELESS_TOKEN_<NAME>."""
+
+    def build(target: RepoToPoll) -> ForgeClient:
+        return client_for(target.kind, target.base_url, token_for(target.forge), timeout=timeout)
+
+    return build
+
+
+def poll_round(
+    store: JobStore,
+    poller: str,
+    *,
+    clients: ClientFactory,
+    next_poll_in: timedelta = timedelta(0),
+    lease: timedelta = POLL_LEASE,
+    max_repos: int = 100,
+    log: Callable[[Report], None] = lambda report: None,
+) -> list[Report]:
+    """One round: every due repository this poller could lease, read and recorded; a report
+    each. A forge that stops (rate limit, refused credentials) is not asked again this round."""
+    targets = store.claim_repos_to_poll(poller, lease, max_repos)
+    opened: dict[str, ForgeClient] = {}
+    stopped: dict[str, ForgeStopped] = {}
+    reports = []
+    try:
+        for target in targets:
+            report = Report(target.forge, target.owner, target.repo)
+            if target.forge in stopped:
+                _fail(store, poller, target, report, stopped[target.forge])
+            else:
+                if target.forge not in opened:
+                    opened[target.forge] = clients(target)
+                _poll_one(
+                    store, poller, opened[target.forge], target, report, next_poll_in, stopped
+                )
+            if report.did_something:
+                log(report)
+            reports.append(report)
+    finally:
+        for client in opened.values():
+            client.close()
+    return reports
+
+
+def _poll_one(
+    store: JobStore,
+    poller: str,
+    client: ForgeClient,
+    target: RepoToPoll,
+    report: Report,
+    next_poll_in: timedelta,
+    stopped: dict[str, ForgeStopped],
+) -> None:
+    try:
+        read = read_repository(client, target)
+    except ForgeStopped as stop:
+        stopped[target.forge] = stop
+        store.record_forge_trouble(target.forge, str(stop), stop.until)
+        _fail(store, poller, target, report, stop)
+        return
+    except ReadFailed as failure:
+        _fail(store, poller, target, report, failure)
+        return
+    report.issues_read, report.pages = len(read.issues), read.pages
+    report.not_modified, report.deleted = read.not_modified, len(read.deleted)
+    try:
+        outcome = store.record_poll(
+            target.forge,
+            target.owner,
+            target.repo,
+            poller,
+            issue_rows(target, read.issues),
+            read.cursor,
+            read.etag,
+            target.full_listing,
+            list(read.deleted),
+            next_poll_in,
+        )
+    except NotHolder as lost:  # the lease ran out while we read: the next holder reads again
+        report.error = f"lost the poll lease: {lost}"
+        return
+    except TirelessError as refused:
+        _fail(store, poller, target, report, ReadFailed(f"the store refused the read: {refused}"))
+        return
+    report.created, report.cancelled, report.rerouted = (
+        outcome.created,
+        outcome.cancelled,
+        outcome.rerouted,
+    )
+    if read.limited_until is not None:
+        store.record_forge_trouble(
+            target.forge, "no requests left until the rate limit resets", read.limited_until
+        )
+        stopped[target.forge] = ForgeStopped(
+            f"{target.forge}: rate limit spent until {read.limited_until:%H:%M:%S}Z",
+            read.limited_until,
+        )
+
+
+def _fail(
+    store: JobStore, poller: str, target: RepoToPoll, report: Report, failure: ReadFailed
+) -> None:
+    report.error = str(failure)
+    retry_after = failure.retry_after
+    if isinstance(failure, ForgeStopped):
+        retry_after = max(failure.until - datetime.now(UTC), timedelta(0))
+    report.retry_at = store.record_poll_failure(
+        target.forge, target.owner, target.repo, poller, report.error, retry_after
+    )
