@@ -28,8 +28,10 @@ from psycopg.rows import RowFactory, dict_row
 from tireless import queries
 from tireless.calls import JOB_ROW, LEASE, Query, issues_json
 from tireless.errors import PermissionDenied, TirelessError, UnknownJob, translated_errors
+from tireless.forge import token_variable
+from tireless.forge.poll import Report, client_factory, default_poller_name, poll_round
 from tireless.migrate import migrate
-from tireless.models import Job, JobState
+from tireless.models import Job, JobState, RepoStatus
 from tireless.store import JobStore
 
 OK, REFUSED, USAGE, NOTHING_TO_DO, UNREACHABLE = 0, 1, 2, 3, 4
@@ -237,10 +239,36 @@ def cmd_track(args: argparse.Namespace) -> int:
 
 def cmd_repos(args: argparse.Namespace) -> int:
     with connect(args) as conn:
-        repos = JobStore(conn).tracked_repos()
-    text = "\n".join(f"{r.forge}/{r.owner}/{r.repo}" for r in repos) or "no tracked repositories"
-    emit(args, repos, text)
+        repos = JobStore(conn).repo_status()
+    emit(args, repos, render_repos(repos) if repos else "no tracked repositories")
     return OK
+
+
+def render_repos(repos: Sequence[RepoStatus]) -> str:
+    """Each tracked repository's last poll, last error and next poll (tireless.repo_status)."""
+
+    def error(repo: RepoStatus) -> str:
+        if repo.forge_error is not None:
+            return last_line(f"forge stopped: {repo.forge_error}")
+        return last_line(repo.last_error)
+
+    rows = [dataclasses.asdict(repo) | {"status": repo} for repo in repos]
+    return table(
+        rows,
+        [
+            ("REPO", lambda r: f"{r['forge']}/{r['owner']}/{r['repo']}"),
+            ("KIND", lambda r: r["forge_kind"] or "unregistered"),
+            ("LAST-POLL", lambda r: clock(r["last_poll_at"])),
+            ("LAST-SUCCESS", lambda r: clock(r["last_success_at"])),
+            (
+                "NEXT-POLL",
+                lambda r: clock(max(filter(None, [r["next_poll_at"], r["backoff_until"]]))),
+            ),
+            ("FAILURES", lambda r: str(r["consecutive_failures"])),
+            ("LIVE", lambda r: str(r["pending"] + r["claimed"])),
+            ("LAST-ERROR", lambda r: error(r["status"])),
+        ],
+    )
 
 
 def cmd_enqueue(args: argparse.Namespace) -> int:
@@ -342,7 +370,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 def cmd_status(args: argparse.Namespace) -> int:
     with connect(args) as conn:
         rows = status_rows(conn)
-    emit(args, rows, render_status(rows))
+        try:
+            troubled = [r for r in JobStore(conn).repo_status() if r.last_error or r.forge_error]
+        except PermissionDenied:
+            troubled = []
+    text = render_status(rows)
+    if troubled:
+        text += "\n\nrepositories with errors:\n" + render_repos(troubled)
+    emit(args, rows, text)
     return OK
 
 
@@ -384,6 +419,83 @@ def cmd_show(args: argparse.Namespace) -> int:
         ],
     )
     emit(args, {"job": job, "history": history}, f"{fields}\n\nhistory:\n{events}")
+    return OK
+
+
+def cmd_forge(args: argparse.Namespace) -> int:
+    """`forge add|list|remove`: the forge registry (tokens stay in TIRELESS_TOKEN_<NAME>)."""
+    with connect(args) as conn:
+        store = JobStore(conn)
+        if args.forge_action == "list":
+            forges = store.forges()
+            text = table(
+                [dataclasses.asdict(f) for f in forges],
+                [
+                    ("NAME", lambda r: r["name"]),
+                    ("KIND", lambda r: str(r["kind"])),
+                    ("URL", lambda r: r["base_url"]),
+                    ("TOKEN-VARIABLE", lambda r: token_variable(r["name"])),
+                ],
+            )
+            emit(args, forges, text if forges else "no forges registered")
+            return OK
+        if args.forge_action == "add":
+            changed = store.add_forge(args.name, args.kind, args.url)
+            text = (
+                f"forge {args.name}: {args.kind} at {args.url}; its token is read from"
+                f" {token_variable(args.name)}"
+                if changed
+                else f"forge {args.name} was already {args.kind} at {args.url}"
+            )
+        else:
+            changed = store.remove_forge(args.name)
+            text = f"removed forge {args.name}" if changed else f"no forge named {args.name}"
+    emit(args, {"name": args.name, "changed": changed}, text)
+    return OK
+
+
+def cmd_poll(args: argparse.Namespace) -> int:
+    """One round (`--once`) or a round every `--every` seconds: read the due repositories."""
+
+    def log(report: Report) -> None:
+        if args.json:
+            print(json.dumps(as_plain(report)), flush=True)
+        else:
+            print(f"{clock(datetime.now())} {report.line()}", flush=True)
+
+    if args.every is not None:
+        stop_on_signals()
+    clients = client_factory(args.timeout)
+    next_poll_in = timedelta(seconds=args.every or 0)
+    try:
+        with connect(args) as conn:
+            store = JobStore(conn)
+            while True:
+                reports = poll_round(
+                    store, args.poller, clients=clients, next_poll_in=next_poll_in, log=log
+                )
+                if args.every is None:
+                    failed = sum(r.error is not None for r in reports)
+                    if not args.json:
+                        print(f"polled {len(reports)} repositories, {failed} failed")
+                    return REFUSED if failed else OK
+                threading.Event().wait(args.every)
+    except Stop:
+        return OK
+
+
+def as_plain(report: Report) -> dict[str, Any]:
+    plain: dict[str, Any] = json.loads(as_json(report))
+    return {"repository": report.name, **plain}
+
+
+def cmd_rerun(args: argparse.Namespace) -> int:
+    with connect(args) as conn:
+        job_id = JobStore(conn).rerun(args.forge, args.owner, args.repo, args.number)
+        found = fetch(conn, queries.JOB, {"job_id": job_id}, JOB_ROW)
+    issue = f"{args.forge}/{args.owner}/{args.repo}#{args.number}"
+    text = describe(found[0]) if found else f"job {job_id} pending for {issue}"
+    emit(args, {"job": job_id}, f"rerun {issue}: {text}")
     return OK
 
 
@@ -451,7 +563,48 @@ def parser() -> argparse.ArgumentParser:
         sub.add_argument("forge", help="the forge's short name, e.g. gitea")
         sub.add_argument("owner")
         sub.add_argument("repo")
-    command("repos", cmd_repos, "list the tracked repositories")
+    command("repos", cmd_repos, "the tracked repositories: last poll, last error, next poll")
+    forge = command("forge", cmd_forge, "the forge registry: add, list, remove")
+    actions = forge.add_subparsers(dest="forge_action", required=True, metavar="ACTION")
+    sub = actions.add_parser(
+        "add", help="register a forge (or change its kind or URL)", parents=[common(False)]
+    )
+    sub.add_argument("name", help="the forge's short name, as in issue keys (e.g. gitea)")
+    sub.add_argument("--kind", required=True, choices=["gitea", "forgejo", "github"])
+    sub.add_argument(
+        "--url",
+        required=True,
+        help="Gitea/Forgejo: the web root; GitHub: the API root (https://api.github.com)",
+    )
+    actions.add_parser("list", help="the registered forges", parents=[common(False)])
+    sub = actions.add_parser("remove", help="unregister a forge", parents=[common(False)])
+    sub.add_argument("name")
+    sub = command("poll", cmd_poll, "read the due repositories from their forges")
+    when = sub.add_mutually_exclusive_group()
+    when.add_argument(
+        "--once", action="store_true", help="one round, then exit (1: a repository failed)"
+    )
+    when.add_argument(
+        "--every",
+        type=seconds,
+        metavar="SECONDS",
+        help="a round every SECONDS until SIGINT/SIGTERM",
+    )
+    sub.add_argument(
+        "--poller", default=default_poller_name(), help="this poller's name (default host:pid)"
+    )
+    sub.add_argument(
+        "--timeout",
+        type=seconds,
+        default=30.0,
+        metavar="SECONDS",
+        help="give a request up after this long (default 30)",
+    )
+    sub = command("rerun", cmd_rerun, "a new job for an issue with no live job (admin)")
+    sub.add_argument("forge")
+    sub.add_argument("owner")
+    sub.add_argument("repo")
+    sub.add_argument("number", type=int)
     sub = command("enqueue", cmd_enqueue, "enqueue a JSON array of issues; print the jobs created")
     sub.add_argument("file", nargs="?", default="-", help="a JSON file (default: stdin)")
 
