@@ -51,8 +51,8 @@ class GitHubClient:
         params = {"state": state, "per_page": str(PER_PAGE), "sort": "updated", "direction": "desc"}
         if since is not None:
             params["since"] = since.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        url: str | None = self._issues_url(owner, repo)
-        response = self._http.get(url, params, {"If-None-Match": etag} if etag else None)
+        conditional = {"If-None-Match": etag} if etag else None
+        response = self._http.get(self._issues_url(owner, repo), params, conditional)
         if response.status == 304:
             return Listing((), 1, etag, not_modified=True, limited_until=_limit(response))
         first_etag = response.headers.get("etag")

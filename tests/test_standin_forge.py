@@ -1,0 +1,108 @@
+"""The stand-in forge stays honest: what it serves is checked against JSON schemas written from
+Gitea's swagger (templates/swagger/v1_json.tmpl) and GitHub's REST description (schema `issue`),
+and its headers behave as the two APIs document (X-Total-Count, Link, ETag, rate-limit headers)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from jsonschema import Draft202012Validator
+from referencing import Registry, Resource
+
+from tireless.devtools.standin_forge import StandinForge
+from tireless.forge.http import links
+
+SCHEMAS = Path(__file__).parent / "forge_schemas"
+TOKEN = "schema-token"
+
+
+def validator(name: str, pointer: str = "") -> Draft202012Validator:
+    schemas = {p.name: json.loads(p.read_text()) for p in SCHEMAS.glob("*.json")}
+    registry: Registry[Any] = Registry().with_resources(
+        (name, Resource.from_contents(schema)) for name, schema in schemas.items()
+    )
+    schema = {"$ref": f"{name}{pointer}"}
+    return Draft202012Validator(schema, registry=registry)
+
+
+def issues_path(forge: StandinForge) -> str:
+    return ("/api/v1" if forge.flavour == "gitea" else "") + "/repos/acme/widgets/issues"
+
+
+@pytest.fixture(params=["gitea", "github"])
+def forge(request: pytest.FixtureRequest) -> Iterator[StandinForge]:
+    with StandinForge(request.param, token=TOKEN, max_page_size=3) as standin:
+        for n in range(4):
+            standin.create_issue("acme", "widgets", f"issue {n}", ["tireless", f"label {n}"])
+        standin.create_issue("acme", "widgets", "a pull request", [], pull_request=True)
+        standin.close_issue("acme", "widgets", 2)
+        yield standin
+
+
+@pytest.fixture
+def http(forge: StandinForge) -> Iterator[httpx.Client]:
+    scheme = "token" if forge.flavour == "gitea" else "Bearer"
+    with httpx.Client(base_url=forge.url, headers={"Authorization": f"{scheme} {TOKEN}"}) as client:
+        yield client
+
+
+def test_listed_and_single_issues_match_the_published_schema(
+    forge: StandinForge, http: httpx.Client
+) -> None:
+    check = validator(f"{forge.flavour}_issue.json")
+    listed = http.get(issues_path(forge), params={"state": "all", "page": "1", "limit": "50"})
+    assert listed.status_code == 200
+    assert listed.headers["content-type"].startswith("application/json")
+    for item in listed.json():
+        check.validate(item)
+    for number in range(1, 6):
+        check.validate(http.get(f"{issues_path(forge)}/{number}").json())
+
+
+def test_error_bodies_match_the_published_schema(forge: StandinForge, http: httpx.Client) -> None:
+    check = validator("errors.json", f"#/$defs/{forge.flavour}")
+    missing = http.get(f"{issues_path(forge)}/99")
+    assert missing.status_code == 404
+    check.validate(missing.json())
+    refused = httpx.get(forge.url + issues_path(forge), headers={"Authorization": "token nope"})
+    assert refused.status_code == 401
+    check.validate(refused.json())
+
+
+def test_gitea_clamps_limit_and_announces_the_total_and_the_next_page() -> None:
+    with StandinForge("gitea", max_page_size=3) as forge:
+        for n in range(7):
+            forge.create_issue("acme", "widgets", f"issue {n}", [])
+        forge.create_issue("acme", "widgets", "a pull request", [], pull_request=True)
+        url = forge.url + "/api/v1/repos/acme/widgets/issues"
+        first = httpx.get(url, params={"type": "issues", "state": "all", "limit": "50"})
+        assert len(first.json()) == 3  # clamped to MAX_RESPONSE_ITEMS
+        assert first.headers["x-total-count"] == "7"  # type=issues leaves the pull request out
+        rels = links(first.headers)
+        assert rels["next"].startswith(forge.url)
+        assert "page=2" in rels["next"]
+        assert "page=3" in rels["last"]
+        last = httpx.get(rels["last"])
+        assert len(last.json()) == 1
+        assert "next" not in links(last.headers)
+
+
+def test_github_lists_pull_requests_among_issues_with_rate_limit_headers_and_an_etag() -> None:
+    with StandinForge("github") as forge:
+        forge.create_issue("acme", "widgets", "an issue", [])
+        forge.create_issue("acme", "widgets", "a pull request", [], pull_request=True)
+        url = forge.url + "/repos/acme/widgets/issues"
+        first = httpx.get(url, params={"state": "all"})
+        assert ["pull_request" in item for item in first.json()] == [True, False]
+        for header in ("x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset"):
+            assert first.headers[header].isdigit()
+        again = httpx.get(
+            url, params={"state": "all"}, headers={"If-None-Match": first.headers["etag"]}
+        )
+        assert again.status_code == 304
+        assert again.content == b""
