@@ -1,16 +1,25 @@
-"""`make run`: tireless at work in about twenty seconds; `make stop` (`--stop`) stops its database.
+"""`make run`: tireless at work on a forge in about a minute; `make stop` (`--stop`) stops its
+database.
 
 With no DATABASE_URL it starts (or attaches to) the embedded PostgreSQL in PGDATA (a directory
 of the system's temporary folder named after the project, so that its unix socket path stays
 short and, when we are root, the postgres user can reach it wherever the project lives) and
 recreates the database tireless_demo in it; with DATABASE_URL it runs there. It migrates, sets a
-short backoff, tracks gitea/example/widgets, enqueues examples/issues.json, and runs two
-`tireless work` processes on examples/agent.sh and a `tireless sweep --every 1`, showing
-`tireless status` until every job it created is settled; then it prints each job's outcome.
-Midway it crashes a runner: once a worker holds issue 6's job and runs its agent, it SIGKILLs
-both and starts worker-c in its place; the sweeper returns the job when its lease runs out.
+short backoff, starts the stand-in forge (a Gitea on 127.0.0.1, tireless.devtools.standin_forge),
+registers it (`add_forge`), tracks gitea/example/widgets, opens there the issues of
+examples/issues.json and two of its own, and runs `tireless poll --every 1` (the forge's token in
+its environment only), two `tireless work` processes on examples/agent.sh and a
+`tireless sweep --every 1`, showing `tireless status` until every job is settled and every scene
+played; then it prints each job's outcome and what each scene showed. The scenes, midway:
+- it crashes a runner: once a worker holds issue 6's job and runs its agent, it SIGKILLs both and
+  starts worker-c in its place; the sweeper returns the job when its lease runs out;
+- it closes an issue whose job is pending (lane gm, which no runner here serves): cancelled;
+- it closes an issue whose agent is running (a long job): the worker learns it from `heartbeat`,
+  stops the agent and ends the job cancelled;
+- once issue 1 is delivered it lets three polls pass (no new job: a finished job is not re-run),
+  then takes its mode label off and puts it back: the new request gets a new job.
 
-TIRELESS_DEMO_SIZE=small enqueues only the first 10 issues; TIRELESS_DEMO_TIMEOUT (seconds,
+TIRELESS_DEMO_SIZE=small opens only the first 10 example issues; TIRELESS_DEMO_TIMEOUT (seconds,
 default 240) bounds the wait. Exit 0 when every job settled, 1 when the time ran out, 130 on Ctrl-C.
 """
 
@@ -21,13 +30,14 @@ import contextlib
 import hashlib
 import json
 import os
+import secrets
 import signal
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any
@@ -38,8 +48,10 @@ from psycopg.rows import dict_row
 
 from tireless import queries
 from tireless.calls import JOB_ROW
-from tireless.cli import enqueue_and_list, fetch, job_table, render_status, status_rows
+from tireless.cli import fetch, job_table, render_status, status_rows
+from tireless.devtools.standin_forge import StandinForge
 from tireless.embedded import EmbeddedPostgres
+from tireless.forge import token_variable
 from tireless.migrate import migrate
 from tireless.models import Job
 from tireless.store import JobStore
@@ -53,15 +65,42 @@ DEMO_DATABASE = "tireless_demo"
 FORGE, OWNER, REPO = "gitea", "example", "widgets"
 WORKERS = ("worker-a", "worker-b")
 SWEEPER = "sweeper"
+POLLER = "poller"
 SMALL = 10
 # examples/agent.sh works 5 s on issue 6's first attempt: time enough to kill its worker mid-job.
 CRASH_ISSUE = 6
 REPLACEMENT = "worker-c"
+# The issue delivered, then polled again (nothing happens), then relabelled (a new job).
+RELABELLED_ISSUE = 1
+POLLS_AFTER_DELIVERY = 3
+# The demo's own issues, opened after the examples: one for a lane no runner here serves (its job
+# waits until the issue is closed), one whose agent works 20 s (its issue is closed meanwhile).
+UNSERVED = (
+    "Try the gm agent on the parser",
+    ["tireless", "tireless/implement", "tireless/agent:gm"],
+)
+LONG_JOB = ("Move the CI to new runners (a long job)", ["tireless", "tireless/implement"])
 HOLDER = "SELECT claimed_by FROM tireless.active_claims WHERE id = %(job_id)s"
+JOBS_OF_ISSUE = (
+    "SELECT id, state::text, note FROM tireless.job"
+    " WHERE (forge, owner, repo, number) = (%(forge)s, %(owner)s, %(repo)s, %(number)s) ORDER BY id"
+)
+SEEN_LABELS = (
+    "SELECT labels FROM tireless.issue"
+    " WHERE (forge, owner, repo, number) = (%(forge)s, %(owner)s, %(repo)s, %(number)s)"
+)
+LAST_POLL = (
+    "SELECT last_success_at FROM tireless.repo_status"
+    " WHERE (forge, owner, repo) = (%(forge)s, %(owner)s, %(repo)s)"
+)
 
 
 def say(text: str) -> None:
     print(text, flush=True)
+
+
+def now() -> str:
+    return time.strftime("%H:%M:%S ")
 
 
 def database() -> tuple[str, str | None]:
@@ -79,18 +118,25 @@ def database() -> tuple[str, str | None]:
     return url, f'psql "{url}"'
 
 
-def enqueue_examples(conn: psycopg.Connection[Any], small: bool) -> tuple[int, list[Job]]:
-    """Track the example repository and enqueue its issues; the jobs this created."""
-    issues = json.loads((EXAMPLES / "issues.json").read_text())[: SMALL if small else None]
-    JobStore(conn).track_repo(FORGE, OWNER, REPO)
-    _, jobs = enqueue_and_list(conn, issues)
-    assert jobs is not None, "the demo reads the jobs it created"
-    return len(issues), jobs
+def open_issues(forge: StandinForge, small: bool) -> tuple[int, int, int]:
+    """Open the example issues on the stand-in forge (same numbers, labels and states as
+    examples/issues.json), then the demo's two; the example count and the two numbers."""
+    examples = json.loads((EXAMPLES / "issues.json").read_text())[: SMALL if small else None]
+    for example in examples:
+        number = forge.create_issue(OWNER, REPO, example["title"], example["labels"])
+        assert number == example["number"], "examples/issues.json numbers its issues 1, 2, ..."
+        if example["state"] == "closed":
+            forge.close_issue(OWNER, REPO, number)
+    unserved = forge.create_issue(OWNER, REPO, *UNSERVED)
+    long_job = forge.create_issue(OWNER, REPO, *LONG_JOB)
+    return len(examples), unserved, long_job
 
 
 def command(name: str) -> list[str]:
-    """The sweeper's command, or a worker's: `tireless work` on examples/agent.sh."""
+    """The poller's command, the sweeper's, or a worker's: `tireless work` on examples/agent.sh."""
     tireless = [sys.executable, "-m", "tireless"]
+    if name == POLLER:
+        return [*tireless, "poll", "--every", "1", "--poller", POLLER]
     if name == SWEEPER:
         return [*tireless, "sweep", "--every", "1"]
     lanes = ["--lane", "cc", "--lane", "oc"]
@@ -100,18 +146,21 @@ def command(name: str) -> list[str]:
 
 
 class Crew:
-    """The workers and the sweeper, each logging to .tireless/logs/NAME.log; leaving the `with`
-    block stops (SIGTERM) those still running."""
+    """The poller, the workers and the sweeper, each logging to .tireless/logs/NAME.log; leaving
+    the `with` block stops (SIGTERM) those still running. Only the poller gets the forge's token."""
 
-    def __init__(self, url: str) -> None:
-        self.env = os.environ | {"DATABASE_URL": url}
+    def __init__(self, url: str, token: str) -> None:
+        plain = {k: v for k, v in os.environ.items() if not k.startswith("TIRELESS_TOKEN_")}
+        self.env = plain | {"DATABASE_URL": url}
+        self.token = {token_variable(FORGE): token}
         self.running: dict[str, subprocess.Popen[bytes]] = {}
 
     def start(self, name: str) -> None:
         LOGS.mkdir(parents=True, exist_ok=True)
+        env = self.env | (self.token if name == POLLER else {})
         with (LOGS / f"{name}.log").open("wb") as log:
             self.running[name] = subprocess.Popen(
-                command(name), env=self.env, stdout=log, stderr=subprocess.STDOUT
+                command(name), env=env, stdout=log, stderr=subprocess.STDOUT
             )
 
     def agent_of(self, name: str) -> int | None:
@@ -134,7 +183,7 @@ class Crew:
         return any(process.poll() is not None for process in self.running.values())
 
     def __enter__(self) -> Crew:
-        for name in (*WORKERS, SWEEPER):
+        for name in (POLLER, *WORKERS, SWEEPER):
             self.start(name)
         say(f"started {', '.join(self.running)} (logs in {LOGS}/)")
         return self
@@ -149,22 +198,48 @@ class Crew:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
-        say("stopped the workers and the sweeper")
+        say("stopped the poller, the workers and the sweeper")
 
 
-class Crash:
-    """The runner crash the demo stages: the worker holding `job` dies mid-job."""
+def jobs_of(conn: psycopg.Connection[Any], number: int) -> list[dict[str, Any]]:
+    """The jobs of one issue of the demo repository, oldest first."""
+    key = {"forge": FORGE, "owner": OWNER, "repo": REPO, "number": number}
+    return fetch(conn, JOBS_OF_ISSUE, key, dict_row)
 
-    def __init__(self, job: Job) -> None:
-        self.job = job
+
+class Scene:
+    """One thing the demo does midway: `act` (called every tick) does it when its moment has come
+    and says what it did; `done` once its outcome is settled; `story` tells that outcome."""
+
+    number: int
+
+    def act(self, conn: psycopg.Connection[Any], crew: Crew, forge: StandinForge) -> str | None:
+        raise NotImplementedError
+
+    def done(self, conn: psycopg.Connection[Any]) -> bool:
+        jobs = jobs_of(conn, self.number)
+        return bool(jobs) and jobs[-1]["state"] in ("delivered", "failed", "cancelled")
+
+    def story(self, conn: psycopg.Connection[Any]) -> str:
+        raise NotImplementedError
+
+
+class Crash(Scene):
+    """The runner crash: the worker holding issue 6's job dies mid-job."""
+
+    def __init__(self) -> None:
+        self.number = CRASH_ISSUE
         self.victim: str | None = None
+        self.job_id: int | None = None
 
-    def strike(self, conn: psycopg.Connection[Any], crew: Crew) -> str | None:
+    def act(self, conn: psycopg.Connection[Any], crew: Crew, forge: StandinForge) -> str | None:
         """Once a worker holds the job and runs its agent (tireless.active_claims and the
         worker's children say so): kill both, start a replacement, and say so."""
-        if self.victim is not None:
+        jobs = jobs_of(conn, self.number)
+        if self.victim is not None or not jobs:
             return None
-        held = conn.execute(HOLDER, {"job_id": self.job.id}).fetchone()
+        self.job_id = jobs[0]["id"]
+        held = conn.execute(HOLDER, {"job_id": self.job_id}).fetchone()
         if held is None or held[0] not in crew.running:
             return None
         agent = crew.agent_of(held[0])
@@ -174,16 +249,16 @@ class Crash:
         crew.start(REPLACEMENT)
         self.victim = held[0]
         return (
-            f"killed {self.victim} and its agent with SIGKILL while it held job {self.job.id}"
-            f" ({FORGE}/{OWNER}/{REPO}#{self.job.number}); started {REPLACEMENT} in its place"
+            f"killed {self.victim} and its agent with SIGKILL while it held job {self.job_id}"
+            f" ({FORGE}/{OWNER}/{REPO}#{self.number}); started {REPLACEMENT} in its place"
         )
 
     def story(self, conn: psycopg.Connection[Any]) -> str:
         """What became of the job, from its history (tireless.job_event)."""
-        events = fetch(conn, queries.JOB_EVENTS, {"job_id": self.job.id}, dict_row)
+        events = fetch(conn, queries.JOB_EVENTS, {"job_id": self.job_id}, dict_row)
         expired = [e for e in events if (e["note"] or "").startswith(f"lease of {self.victim} ")]
         last = events[-1]
-        told = f"job {self.job.id}: its runner {self.victim} was killed"
+        told = f"job {self.job_id}: its runner {self.victim} was killed"
         if expired and last["to_state"] == "delivered":
             return (
                 f"{told}; the sweeper returned it when the lease ran out,"
@@ -192,30 +267,130 @@ class Crash:
         return f"{told}; it is {last['to_state']} after {last['attempt']} attempt(s)"
 
 
+class CloseWhilePending(Scene):
+    """Close the issue whose job waits in lane gm (no runner here serves it)."""
+
+    def __init__(self, number: int) -> None:
+        self.number = number
+        self.closed = False
+
+    def act(self, conn: psycopg.Connection[Any], crew: Crew, forge: StandinForge) -> str | None:
+        jobs = jobs_of(conn, self.number)
+        if self.closed or not jobs or jobs[0]["state"] != "pending":
+            return None
+        forge.close_issue(OWNER, REPO, self.number)
+        self.closed = True
+        return f"closed #{self.number} on the forge while its job {jobs[0]['id']} was pending"
+
+    def story(self, conn: psycopg.Connection[Any]) -> str:
+        (job,) = jobs_of(conn, self.number)
+        return (
+            f"#{self.number}, closed while pending: job {job['id']} {job['state']} ({job['note']})"
+        )
+
+
+class CloseWhileRunning(Scene):
+    """Close the issue whose agent works 20 s, once the agent runs."""
+
+    def __init__(self, number: int) -> None:
+        self.number = number
+        self.closed = False
+
+    def act(self, conn: psycopg.Connection[Any], crew: Crew, forge: StandinForge) -> str | None:
+        jobs = jobs_of(conn, self.number)
+        if self.closed or not jobs:
+            return None
+        held = conn.execute(HOLDER, {"job_id": jobs[0]["id"]}).fetchone()
+        if held is None or held[0] not in crew.running or crew.agent_of(held[0]) is None:
+            return None
+        forge.close_issue(OWNER, REPO, self.number)
+        self.closed = True
+        return f"closed #{self.number} on the forge while {held[0]} ran its agent (job {jobs[0]['id']})"
+
+    def story(self, conn: psycopg.Connection[Any]) -> str:
+        (job,) = jobs_of(conn, self.number)
+        return f"#{self.number}, closed while its agent ran: job {job['id']} {job['state']} ({job['note']})"
+
+
+class Relabel(Scene):
+    """Issue 1: delivered, polled again (no new job), its mode label taken off and put back."""
+
+    def __init__(self, forge: StandinForge) -> None:
+        self.number = RELABELLED_ISSUE
+        self.labels = forge.labels_of(OWNER, REPO, self.number)
+        self.polls_seen: list[datetime] = []
+        self.step = "wait for delivery"
+
+    def act(self, conn: psycopg.Connection[Any], crew: Crew, forge: StandinForge) -> str | None:
+        key = {"forge": FORGE, "owner": OWNER, "repo": REPO, "number": self.number}
+        jobs = jobs_of(conn, self.number)
+        if self.step == "wait for delivery":
+            if jobs and jobs[0]["state"] == "delivered":
+                self.step = "count polls"
+            return None
+        if self.step == "count polls":
+            (last,) = conn.execute(LAST_POLL, key).fetchone() or (None,)
+            if last is not None and last not in self.polls_seen:
+                self.polls_seen.append(last)
+            if len(self.polls_seen) <= POLLS_AFTER_DELIVERY:  # the first may predate the delivery
+                return None
+            mode = [label for label in self.labels if label != "tireless"]
+            forge.set_labels(OWNER, REPO, self.number, ["tireless"])
+            self.step = "wait for withdrawal"
+            return (
+                f"#{self.number}: {POLLS_AFTER_DELIVERY} polls since its job {jobs[0]['id']} was"
+                f" delivered, and still {len(jobs)} job; took its label {', '.join(mode)} off"
+            )
+        if self.step == "wait for withdrawal":
+            seen = conn.execute(SEEN_LABELS, key).fetchone()
+            if seen is None or list(seen[0]) != ["tireless"]:
+                return None  # the store has not yet been shown the label gone
+            forge.set_labels(OWNER, REPO, self.number, self.labels)
+            self.step = "wait for the new job"
+            return f"#{self.number}: a poll saw the label gone; put it back"
+        return None
+
+    def done(self, conn: psycopg.Connection[Any]) -> bool:
+        return (
+            self.step == "wait for the new job"
+            and len(jobs_of(conn, self.number)) == 2
+            and super().done(conn)
+        )
+
+    def story(self, conn: psycopg.Connection[Any]) -> str:
+        first, second = jobs_of(conn, self.number)
+        return (
+            f"#{self.number}: job {first['id']} {first['state']}; no poll re-ran it; taking its mode"
+            f" label off and back made job {second['id']}, {second['state']}"
+        )
+
+
 def watch(
     conn: psycopg.Connection[Any],
-    jobs: Sequence[Job],
     deadline: float,
     crew: Crew,
-    crash: Crash,
+    forge: StandinForge,
+    scenes: Sequence[Scene],
 ) -> list[Job]:
-    """Show the status until every job is settled, the deadline passes or a process the demo
-    started ends unbidden, striking the crash on the way; the jobs as they are then."""
+    """Show the status until every job is settled and every scene played, the deadline passes
+    or a process the demo started ends unbidden; the jobs as they are then."""
     interactive = sys.stdout.isatty()
-    wanted = {job.id for job in jobs}
     params: dict[str, Any] = {"state": None, "lane": None, "owner": OWNER, "repo": REPO}
-    params |= (
-        {"after": min(wanted) - 1, "limit": len(wanted)} if wanted else {"after": 0, "limit": 0}
-    )
+    params |= {"after": 0, "limit": 1000}
     shown_at = 0.0
     told: list[str] = []  # shown under the status on a terminal, which redraws it every second
     while True:
-        if notice := crash.strike(conn, crew):
-            told.append(time.strftime("%H:%M:%S ") + notice)
-            if not interactive:
-                say("\n" + told[-1])
-        now = [j for j in fetch(conn, queries.JOBS, params, JOB_ROW) if j.id in wanted]
-        settled = all(job.state.is_terminal for job in now)
+        for scene in scenes:
+            if notice := scene.act(conn, crew, forge):
+                told.append(now() + notice)
+                if not interactive:
+                    say("\n" + told[-1])
+        jobs = fetch(conn, queries.JOBS, params, JOB_ROW)
+        settled = (
+            bool(jobs)
+            and all(job.state.is_terminal for job in jobs)
+            and all(scene.done(conn) for scene in scenes)
+        )
         if settled or interactive or time.monotonic() - shown_at >= 5:
             table = render_status(status_rows(conn))
             if interactive:
@@ -224,11 +399,11 @@ def watch(
                 say("\n" + time.strftime("%H:%M:%S\n") + table)
             shown_at = time.monotonic()
         if settled or time.monotonic() > deadline:
-            return now
+            return jobs
         if crew.ended():
-            say(f"a worker or the sweeper ended early: see {LOGS}/")
-            return now
-        time.sleep(1)
+            say(f"the poller, a worker or the sweeper ended early: see {LOGS}/")
+            return jobs
+        time.sleep(0.5)
 
 
 def interrupt(signum: int, frame: FrameType | None) -> None:
@@ -240,7 +415,11 @@ def run() -> int:
     deadline = time.monotonic() + float(os.environ.get("TIRELESS_DEMO_TIMEOUT", "240"))
     url, psql = database()
     migrate(url)
-    with psycopg.connect(url, autocommit=True) as conn:
+    token = secrets.token_hex(16)  # the stand-in forge's; only the poller's environment holds it
+    with (
+        psycopg.connect(url, autocommit=True) as conn,
+        StandinForge("gitea", token=token) as forge,
+    ):
         # Retries after 1 s, then 2 s; a tripped lane (5 failures in a row) closes after 2 s.
         second = timedelta(seconds=1)
         policy = {
@@ -251,23 +430,38 @@ def run() -> int:
             "breaker_cooldown": 2 * second,
         }
         conn.execute(queries.SET_POLICY, policy)
-        count, jobs = enqueue_examples(conn, small)
-        say(f"tracking {FORGE}/{OWNER}/{REPO}; enqueued {count} issues: {len(jobs)} ask for work")
-        crash = Crash(next(job for job in jobs if job.number == CRASH_ISSUE))
-        with Crew(url) as crew:
-            final = watch(conn, jobs, deadline, crew, crash)
+        store = JobStore(conn)
+        store.add_forge(FORGE, "gitea", forge.url)
+        store.track_repo(FORGE, OWNER, REPO)
+        count, unserved, long_job = open_issues(forge, small)
+        say(
+            f"stand-in Gitea at {forge.url}: registered as {FORGE}, tracking {OWNER}/{REPO},"
+            f" {count + 2} issues opened there; `tireless poll --every 1` turns them into jobs"
+        )
+        scenes: list[Scene] = [
+            Crash(),
+            CloseWhilePending(unserved),
+            CloseWhileRunning(long_job),
+            Relabel(forge),
+        ]
+        with Crew(url, token) as crew:
+            final = watch(conn, deadline, crew, forge, scenes)
         say("\n" + job_table(final))
-        if crash.victim is not None:
-            say(crash.story(conn))
+        played = [scene.done(conn) for scene in scenes]
+        for scene, done in zip(scenes, played, strict=True):
+            if done:
+                say(scene.story(conn))
+            else:
+                say(f"#{scene.number}: its scene did not finish ({type(scene).__name__})")
     outcomes = {
         state: sum(job.state == state for job in final)
-        for state in ("delivered", "failed", "pending", "claimed")
+        for state in ("delivered", "failed", "cancelled", "pending", "claimed")
     }
     say(", ".join(f"{n} {state}" for state, n in outcomes.items() if n))
     if psql is not None:
         say(f"\nthe database is still running: {psql}\n`make stop` stops it")
     unsettled = outcomes["pending"] + outcomes["claimed"]
-    if unsettled:
+    if unsettled or not all(played):
         say(f"{unsettled} job(s) not settled")
         return 1
     return 0
