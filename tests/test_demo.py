@@ -1,6 +1,9 @@
-"""`make run`'s demo in its small form against the test database: every job it creates settles,
-each ends as examples/agent.sh says it should, and the job whose runner the demo kills mid-job
-comes back through the sweeper and is delivered by a second attempt."""
+"""`make run`'s demo in its small form against the test database, its issues on the stand-in
+forge and read by `tireless poll --every 1`: every job it creates settles, each ends as
+examples/agent.sh says it should, the job whose runner the demo kills mid-job comes back through
+the sweeper and is delivered by a second attempt, the issue closed while pending and the one
+closed while its agent ran end cancelled, and the delivered issue is run again only once its mode
+label was taken off and put back."""
 
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ from pathlib import Path
 
 from tests.conftest import Database
 from tests.issues import history
-from tireless.demo import CRASH_ISSUE, REPLACEMENT, WORKERS
+from tireless.demo import CRASH_ISSUE, POLLS_AFTER_DELIVERY, REPLACEMENT, WORKERS
 
 
 def test_the_small_demo_settles_every_job_and_recovers_the_crashed_one(
@@ -32,18 +35,37 @@ def test_the_small_demo_settles_every_job_and_recovers_the_crashed_one(
     )
     assert result.returncode == 0, result.stdout + result.stderr
     with db.connect() as conn:
-        jobs = conn.execute("SELECT number, id, state::text, attempts FROM tireless.job").fetchall()
-    outcomes = {number: state for number, _, state, _ in jobs}
-    attempts = {number: tries for number, _, _, tries in jobs}
+        rows = conn.execute(
+            "SELECT number, id, state::text, attempts, note FROM tireless.job ORDER BY id"
+        ).fetchall()
+    jobs: dict[int, list[tuple[int, str, int, str | None]]] = {}
+    for number, job_id, state, tries, note in rows:
+        jobs.setdefault(number, []).append((job_id, state, tries, note))
+    outcomes = {number: [state for _, state, _, _ in found] for number, found in jobs.items()}
+    attempts = {number: found[0][2] for number, found in jobs.items()}
     # Issue 9 asks for no work; 5 always fails, so its 3 attempts are spent; 3 fails once; 6's
-    # runner is killed, so its first attempt ends when the lease does.
-    assert outcomes == {n: "delivered" for n in (1, 2, 3, 4, 6, 7, 8, 10)} | {5: "failed"}
+    # runner is killed, so its first attempt ends when the lease does. Issue 1 is delivered, then
+    # relabelled: a second job. 11 waits in lane gm until it is closed; 12's agent runs until its
+    # issue is closed.
+    assert outcomes == {n: ["delivered"] for n in (2, 3, 4, 6, 7, 8, 10)} | {
+        1: ["delivered", "delivered"],
+        5: ["failed"],
+        11: ["cancelled"],
+        12: ["cancelled"],
+    }
     assert attempts[5] == 3
     assert attempts[3] >= 2
     assert attempts[CRASH_ISSUE] == 2
-    assert "8 delivered, 1 failed" in result.stdout
+    assert jobs[11][0][3] == "issue closed"
+    assert jobs[12][0][3] == "issue withdrew its request"
+    assert attempts[12] == 1  # a cancel is not a failure: not retried
+    assert "9 delivered, 1 failed, 2 cancelled" in result.stdout
+    assert "closed #11 on the forge while its job" in result.stdout
+    assert "closed #12 on the forge while worker-" in result.stdout
+    assert f"#1: {POLLS_AFTER_DELIVERY} polls since its job" in result.stdout
+    assert "#1: a poll saw the label gone; put it back" in result.stdout
 
-    crashed = next(job_id for number, job_id, _, _ in jobs if number == CRASH_ISSUE)
+    crashed = jobs[CRASH_ISSUE][0][0]
     created, claimed, expired, reclaimed, delivered = history(db, crashed)
     victim = claimed[2]
     assert victim in WORKERS

@@ -1,0 +1,160 @@
+"""`tireless forge`, `tireless poll`, `tireless rerun`, and the poll state in `tireless repos`
+and `tireless status`, as subprocesses against the test database and the stand-in forge; and
+the forge's token never showing anywhere it could leak."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import Database
+from tests.issues import rows
+from tests.issues import tireless_cli as cli
+from tireless.devtools.standin_forge import StandinForge
+
+TOKEN = "tok-cli-93be0f51d2"
+TOKEN_ENV = {"TIRELESS_TOKEN_GITEA": TOKEN}
+PLAN = ["tireless", "tireless/plan"]
+
+
+def ok_json(db: Database, *args: str, **env: str) -> Any:
+    result = cli(db.url, *args, "--json", **env)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+@pytest.fixture
+def forge(db: Database) -> Iterator[StandinForge]:
+    with StandinForge("gitea", token=TOKEN) as standin:
+        standin.create_repo("acme", "widgets")
+        standin.create_repo("acme", "gadgets")
+        ok_json(db, "forge", "add", "gitea", "--kind", "gitea", "--url", standin.url)
+        ok_json(db, "track", "gitea", "acme", "widgets")
+        ok_json(db, "track", "gitea", "acme", "gadgets")
+        yield standin
+
+
+def test_forge_add_list_remove(db: Database) -> None:
+    url = "https://git.example.com"
+    added = ok_json(db, "forge", "add", "code.acme", "--kind", "forgejo", "--url", url)
+    assert added == {"name": "code.acme", "changed": True}
+    again = ok_json(db, "forge", "add", "code.acme", "--kind", "forgejo", "--url", url)
+    assert again["changed"] is False
+    assert ok_json(db, "forge", "list") == [
+        {"name": "code.acme", "kind": "forgejo", "base_url": url}
+    ]
+    text = cli(db.url, "forge", "list").stdout
+    assert "TIRELESS_TOKEN_CODE_ACME" in text
+    assert ok_json(db, "forge", "remove", "code.acme")["changed"] is True
+    assert ok_json(db, "forge", "remove", "code.acme")["changed"] is False
+    refused = cli(db.url, "forge", "add", "x", "--kind", "gitea", "--url", "ftp://nowhere")
+    assert refused.returncode == 1
+    assert refused.stderr.startswith("tireless: ")
+
+
+def test_poll_once_exits_0_when_every_read_was_clean_and_logs_what_it_did(
+    db: Database, forge: StandinForge
+) -> None:
+    for n in range(3):
+        forge.create_issue("acme", "widgets", f"issue {n}", PLAN)
+    result = cli(db.url, "poll", "--once", **TOKEN_ENV)
+    assert result.returncode == 0, result.stderr
+    assert "gitea/acme/widgets: 3 new jobs, 3 issues read in 1 page" in result.stdout
+    assert "gitea/acme/gadgets" not in result.stdout  # nothing happened there: no line
+    assert "polled 2 repositories, 0 failed" in result.stdout
+    repos = {r["repo"]: r for r in ok_json(db, "repos")}
+    assert repos["widgets"]["last_error"] is None
+    assert repos["widgets"]["last_success_at"] is not None
+    assert repos["widgets"]["pending"] == 3
+
+
+def test_poll_once_exits_1_when_a_repository_failed_and_repos_and_status_show_it(
+    db: Database, forge: StandinForge
+) -> None:
+    forge.create_issue("acme", "gadgets", "fine", PLAN)
+    forge.fault("html", times=None, repo=("acme", "widgets"))
+    result = cli(db.url, "poll", "--once", "--json", **TOKEN_ENV)
+    assert result.returncode == 1
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    by_repo = {line["repo"]: line for line in lines}
+    assert "expected JSON, got text/html" in by_repo["widgets"]["error"]
+    assert by_repo["gadgets"]["created"] == 1
+    repos = {r["repo"]: r for r in ok_json(db, "repos")}
+    assert "expected JSON, got text/html" in repos["widgets"]["last_error"]
+    assert repos["gadgets"]["last_error"] is None
+    text = cli(db.url, "repos").stdout
+    assert "gitea/acme/widgets" in text
+    assert "expected JSON" in text
+    status = cli(db.url, "status").stdout
+    assert "repositories with errors:" in status
+    assert "gitea/acme/widgets" in status
+    assert "gitea/acme/gadgets" not in status
+
+
+def test_rerun_makes_a_new_job_for_an_issue_without_a_live_one(
+    db: Database, forge: StandinForge
+) -> None:
+    number = forge.create_issue("acme", "widgets", "once more", PLAN)
+    assert cli(db.url, "poll", "--once", **TOKEN_ENV).returncode == 0
+    (first,) = rows(db, "SELECT id FROM tireless.job")
+    ok_json(db, "transition", str(first[0]), "cancelled", "--note", "by hand")
+    rerun = ok_json(db, "rerun", "gitea", "acme", "widgets", str(number))
+    assert rerun["job"] != first[0]
+    assert rows(
+        db, "SELECT state::text FROM tireless.job WHERE id = %(id)s", {"id": rerun["job"]}
+    ) == [("pending",)]
+    refused = cli(db.url, "rerun", "gitea", "acme", "widgets", str(number))
+    assert refused.returncode == 1
+    assert "23505" in refused.stderr
+    # A poll that shows the issue as before does not undo the rerun, nor add to it.
+    assert cli(db.url, "poll", "--once", **TOKEN_ENV).returncode == 0
+    assert len(rows(db, "SELECT id FROM tireless.job WHERE state = 'pending'")) == 1
+
+
+def test_the_token_never_shows_in_output_errors_the_database_or_an_agents_environment(
+    db: Database, forge: StandinForge, tmp_path: Path
+) -> None:
+    forge.create_issue("acme", "widgets", "work", PLAN)
+    forge.fault("401", times=None, repo=("acme", "gadgets"))
+    seen = []
+    for args in (("poll", "--once"), ("poll", "--once", "--json")):
+        result = cli(db.url, *args, **TOKEN_ENV)
+        seen += [result.stdout, result.stderr]
+    forge.clear_faults()
+    with db.connect() as conn:  # the gadgets failure stopped the forge: let it be asked again
+        conn.execute("UPDATE tireless.forge SET limited_until = NULL")
+        conn.execute("UPDATE tireless.repo_poll SET backoff_until = NULL, next_poll_at = now()")
+    seen.append(cli(db.url, "poll", "--once", "--timeout", "0.001", **TOKEN_ENV).stdout)
+    for args in (("repos", "--json"), ("repos",), ("status",), ("forge", "list", "--json")):
+        result = cli(db.url, *args, **TOKEN_ENV)
+        seen += [result.stdout, result.stderr]
+    dump = rows(
+        db,
+        "SELECT string_agg(t::text, ' ') FROM ("
+        " SELECT to_jsonb(j)::text AS t FROM tireless.job j UNION ALL"
+        " SELECT to_jsonb(e)::text FROM tireless.job_event e UNION ALL"
+        " SELECT to_jsonb(i)::text FROM tireless.issue i UNION ALL"
+        " SELECT to_jsonb(p)::text FROM tireless.repo_poll p UNION ALL"
+        " SELECT to_jsonb(f)::text FROM tireless.forge f) AS everything",
+    )[0][0]
+    assert "refused our credentials" in dump  # the failure is recorded, without the token
+    seen.append(dump)
+    environment = tmp_path / "agent-environment"
+    agent = [
+        sys.executable,
+        "-c",
+        f"import os; open({str(environment)!r}, 'w').write(repr(dict(os.environ)))",
+    ]
+    worked = cli(
+        db.url, "work", "--worker", "w1", "--lane", "cc", "--once", "--", *agent, **TOKEN_ENV
+    )
+    assert worked.returncode == 0, worked.stderr
+    seen += [worked.stdout, worked.stderr, environment.read_text()]
+    assert "TIRELESS_NUMBER" in seen[-1]  # the agent ran and wrote its environment
+    for text in seen:
+        assert TOKEN not in text
