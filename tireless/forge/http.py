@@ -137,6 +137,8 @@ class Http:
                 failure: Unavailable = Unavailable(f"{where}: timed out ({type(error).__name__})")
             except httpx.TransportError as error:
                 failure = Unavailable(f"{where}: {type(error).__name__}: {error}")
+            except httpx.HTTPError as error:  # an undecodable body, say a broken gzip stream
+                raise BadResponse(f"{where}: {type(error).__name__}: {error}") from error
             else:
                 if response.status < 500:
                     return self._judge(response)

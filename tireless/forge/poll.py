@@ -224,6 +224,9 @@ def _poll_one(
     except ReadFailed as failure:
         _fail(store, poller, target, report, failure)
         return
+    except Exception as error:  # a bug or a surprise: this repository fails, the others go on
+        _fail(store, poller, target, report, ReadFailed(f"{type(error).__name__}: {error}"))
+        return
     report.issues_read, report.pages = len(read.issues), read.pages
     report.not_modified, report.deleted = read.not_modified, len(read.deleted)
     try:
@@ -267,6 +270,9 @@ def _fail(
     retry_after = failure.retry_after
     if isinstance(failure, ForgeStopped):
         retry_after = max(failure.until - datetime.now(UTC), timedelta(0))
-    report.retry_at = store.record_poll_failure(
-        target.forge, target.owner, target.repo, poller, report.error, retry_after
-    )
+    try:
+        report.retry_at = store.record_poll_failure(
+            target.forge, target.owner, target.repo, poller, report.error, retry_after
+        )
+    except NotHolder:  # the lease ran out while we read: its next holder reads again
+        report.error += " (the poll lease had run out)"
