@@ -122,16 +122,17 @@ def test_the_token_never_shows_in_output_errors_the_database_or_an_agents_enviro
     forge.create_issue("acme", "widgets", "work", PLAN)
     forge.fault("401", times=None, repo=("acme", "gadgets"))
     seen = []
-    for args in (("poll", "--once"), ("poll", "--once", "--json")):
-        result = cli(db.url, *args, **TOKEN_ENV)
+    for json_flag in ((), ("--json",)):
+        result = cli(db.url, "poll", "--once", *json_flag, **TOKEN_ENV)
         seen += [result.stdout, result.stderr]
     forge.clear_faults()
     with db.connect() as conn:  # the gadgets failure stopped the forge: let it be asked again
         conn.execute("UPDATE tireless.forge SET limited_until = NULL")
         conn.execute("UPDATE tireless.repo_poll SET backoff_until = NULL, next_poll_at = now()")
     seen.append(cli(db.url, "poll", "--once", "--timeout", "0.001", **TOKEN_ENV).stdout)
-    for args in (("repos", "--json"), ("repos",), ("status",), ("forge", "list", "--json")):
-        result = cli(db.url, *args, **TOKEN_ENV)
+    shows: list[tuple[str, ...]] = [("repos", "--json"), ("repos",), ("status",), ("forge", "list")]
+    for show in shows:
+        result = cli(db.url, *show, **TOKEN_ENV)
         seen += [result.stdout, result.stderr]
     dump = rows(
         db,
