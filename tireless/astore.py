@@ -30,6 +30,7 @@ from tireless.models import (
     Lane,
     PollOutcome,
     RepoRef,
+    MirrorWrite,
     RepoStatus,
     RepoToPoll,
 )
@@ -191,6 +192,32 @@ class AsyncJobStore:
         self, name: str, error: str | None, until: datetime | None
     ) -> None:
         return await self._run(calls.record_forge_trouble(name, error, until))
+
+    async def mirror_writes(
+        self, forge: str, owner: str, repo: str, poller: str, max_writes: int = 100
+    ) -> list[MirrorWrite]:
+        return await self._run(calls.mirror_writes(forge, owner, repo, poller, max_writes))
+
+    async def record_mirror_write(
+        self,
+        forge: str,
+        owner: str,
+        repo: str,
+        poller: str,
+        write: MirrorWrite,
+        issue: DiscoveredIssue | Mapping[str, Any] | None = None,
+    ) -> bool:
+        call = calls.record_mirror_write(forge, owner, repo, poller, write, issue)
+        return await self._run(call)
+
+    async def record_mirror_failure(
+        self, forge: str, owner: str, repo: str, poller: str, write: MirrorWrite, error: str
+    ) -> datetime:
+        call = calls.record_mirror_failure(forge, owner, repo, poller, write, error)
+        return await self._run(call)
+
+    async def set_mirror_comments(self, enabled: bool) -> bool:
+        return await self._run(calls.set_mirror_comments(enabled))
 
     async def poll_soon(self, forge: str, owner: str, repo: str) -> bool:
         return await self._run(calls.poll_soon(forge, owner, repo))

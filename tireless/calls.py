@@ -25,6 +25,7 @@ from tireless.models import (
     JobKind,
     JobState,
     Lane,
+    MirrorWrite,
     PollOutcome,
     RepoRef,
     RepoStatus,
@@ -229,6 +230,48 @@ def record_poll_failure(
 def record_forge_trouble(name: str, error: str | None, until: datetime | None) -> Call[Any, None]:
     params = {"name": name, "error": error, "until": until}
     return Call(queries.RECORD_FORGE_TROUBLE, params, tuple_row, _nothing)
+
+
+def mirror_writes(
+    forge: str, owner: str, repo: str, poller: str, max_writes: int
+) -> Call[MirrorWrite, list[MirrorWrite]]:
+    params = _repo(forge, owner, repo) | {"poller": poller, "max_writes": max_writes}
+    return Call(queries.MIRROR_WRITES, params, kwargs_row(MirrorWrite.from_row), _rows)
+
+
+def record_mirror_write(
+    forge: str,
+    owner: str,
+    repo: str,
+    poller: str,
+    write: MirrorWrite,
+    issue: DiscoveredIssue | Mapping[str, Any] | None,
+) -> Call[Any, bool]:
+    params = _repo(forge, owner, repo) | {
+        "poller": poller,
+        "number": write.number,
+        "job_id": write.job_id,
+        "state": str(write.state),
+        "issue": None if issue is None else Jsonb(issues_json([issue]).obj[0]),
+    }
+    return Call(queries.RECORD_MIRROR_WRITE, params, tuple_row, _flag)
+
+
+def record_mirror_failure(
+    forge: str, owner: str, repo: str, poller: str, write: MirrorWrite, error: str
+) -> Call[Any, datetime]:
+    params = _repo(forge, owner, repo) | {
+        "poller": poller,
+        "number": write.number,
+        "job_id": write.job_id,
+        "state": str(write.state),
+        "error": error,
+    }
+    return Call(queries.RECORD_MIRROR_FAILURE, params, tuple_row, _value)
+
+
+def set_mirror_comments(enabled: bool) -> Call[Any, bool]:
+    return Call(queries.SET_MIRROR_COMMENTS, {"enabled": enabled}, tuple_row, _flag)
 
 
 def poll_soon(forge: str, owner: str, repo: str) -> Call[Any, bool]:

@@ -183,6 +183,26 @@ class PollOutcome:
 
 
 @dataclass(frozen=True, slots=True)
+class MirrorWrite:
+    """What one issue should look like on the forge (`tireless.mirror_writes`): the state label
+    it shows, the labels to take off, and for a finished job the comment and its marker."""
+
+    number: int
+    job_id: int
+    state: JobState
+    state_label: str
+    drop_labels: tuple[str, ...]
+    comment: str | None
+    comment_marker: str
+
+    @classmethod
+    def from_row(cls, **columns: Any) -> MirrorWrite:
+        columns["state"] = JobState(columns["state"])
+        columns["drop_labels"] = tuple(columns["drop_labels"])
+        return cls(**columns)
+
+
+@dataclass(frozen=True, slots=True)
 class RepoStatus:
     """A row of the view `tireless.repo_status`: one tracked repository's poll state."""
 
@@ -204,3 +224,7 @@ class RepoStatus:
     forge_error: str | None
     pending: int
     claimed: int
+    mirror_backlog: int
+    """Issues whose forge copy does not show their job's state yet (the mirror's queue)."""
+    mirror_error: str | None
+    mirror_error_at: datetime | None

@@ -90,6 +90,22 @@ RECORD_POLL_FAILURE = (
 RECORD_FORGE_TROUBLE = (
     "SELECT tireless.record_forge_trouble(name => %(name)s, error => %(error)s, until => %(until)s)"
 )
+MIRROR_WRITES = (
+    "SELECT number, job_id, state, state_label, drop_labels, comment, comment_marker"
+    " FROM tireless.mirror_writes(forge => %(forge)s, owner => %(owner)s, repo => %(repo)s,"
+    " poller => %(poller)s, max_writes => %(max_writes)s)"
+)
+RECORD_MIRROR_WRITE = (
+    "SELECT tireless.record_mirror_write(forge => %(forge)s, owner => %(owner)s, repo => %(repo)s,"
+    " poller => %(poller)s, number => %(number)s, job_id => %(job_id)s, state => %(state)s,"
+    " issue => %(issue)s)"
+)
+RECORD_MIRROR_FAILURE = (
+    "SELECT tireless.record_mirror_failure(forge => %(forge)s, owner => %(owner)s,"
+    " repo => %(repo)s, poller => %(poller)s, number => %(number)s, job_id => %(job_id)s,"
+    " state => %(state)s, error => %(error)s)"
+)
+SET_MIRROR_COMMENTS = "SELECT tireless.set_mirror_comments(enabled => %(enabled)s)"
 POLL_SOON = "SELECT tireless.poll_soon(forge => %(forge)s, owner => %(owner)s, repo => %(repo)s)"
 REPO_STATUS = (
     sql.SQL("SELECT {} FROM tireless.repo_status ORDER BY forge, owner, repo")

@@ -27,6 +27,7 @@ from tireless.models import (
     Lane,
     PollOutcome,
     RepoRef,
+    MirrorWrite,
     RepoStatus,
     RepoToPoll,
 )
@@ -177,6 +178,32 @@ class JobStore:
 
     def record_forge_trouble(self, name: str, error: str | None, until: datetime | None) -> None:
         return self._run(calls.record_forge_trouble(name, error, until))
+
+    def mirror_writes(
+        self, forge: str, owner: str, repo: str, poller: str, max_writes: int = 100
+    ) -> list[MirrorWrite]:
+        return self._run(calls.mirror_writes(forge, owner, repo, poller, max_writes))
+
+    def record_mirror_write(
+        self,
+        forge: str,
+        owner: str,
+        repo: str,
+        poller: str,
+        write: MirrorWrite,
+        issue: DiscoveredIssue | Mapping[str, Any] | None = None,
+    ) -> bool:
+        call = calls.record_mirror_write(forge, owner, repo, poller, write, issue)
+        return self._run(call)
+
+    def record_mirror_failure(
+        self, forge: str, owner: str, repo: str, poller: str, write: MirrorWrite, error: str
+    ) -> datetime:
+        call = calls.record_mirror_failure(forge, owner, repo, poller, write, error)
+        return self._run(call)
+
+    def set_mirror_comments(self, enabled: bool) -> bool:
+        return self._run(calls.set_mirror_comments(enabled))
 
     def poll_soon(self, forge: str, owner: str, repo: str) -> bool:
         return self._run(calls.poll_soon(forge, owner, repo))

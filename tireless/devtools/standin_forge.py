@@ -8,6 +8,12 @@ them against the JSON schemas in tests/forge_schemas/.
         number = forge.create_issue("acme", "widgets", "Add a flag", ["tireless", "tireless/plan"])
         forge.close_issue("acme", "widgets", number)
         forge.fault("500", times=2)
+
+It also takes the mirror's writes: repository labels (GET/POST `/repos/{o}/{r}/labels`; GitHub
+also GET `/labels/{name}`), an issue's labels (POST to add, DELETE one), and comments (GET/POST
+`/issues/{n}/comments`). Gitea's issue-labels endpoints take label ids (`labels: [int64]` up to
+1.20; newer ones also take names: `gitea_label_refs="both"`), GitHub's take names; a Gitea label
+created `exclusive: true` knocks the other labels of its scope off the issue it is added to.
 """
 
 from __future__ import annotations
@@ -59,11 +65,29 @@ class StoredIssue:
 
 
 @dataclass
+class RepoLabel:
+    id: int
+    name: str
+    color: str
+    description: str = ""
+    exclusive: bool = False
+
+
+@dataclass
+class Comment:
+    id: int
+    body: str
+    created_at: datetime = field(default_factory=lambda: _now())
+
+
+@dataclass
 class Fault:
     name: str
     times: int | None  # None: until cleared
     repo: tuple[str, str] | None
     seconds: float
+    writes_only: bool = False
+    number: int | None = None
 
 
 @dataclass(frozen=True)
@@ -72,6 +96,7 @@ class Request:
     path: str
     query: dict[str, str]
     authorized: bool
+    body: Any = None
 
 
 def _now() -> datetime:
@@ -93,8 +118,10 @@ class StandinForge:
         token: str | None = None,
         max_page_size: int | None = None,
         rate_limit: int = 5000,
+        gitea_label_refs: Literal["ids", "both"] = "ids",
     ) -> None:
         self.flavour: Flavour = flavour
+        self.gitea_label_refs = gitea_label_refs
         self.token = token
         # Gitea: `[api] MAX_RESPONSE_ITEMS` (default 50) clamps `limit`; GitHub: `per_page` max 100.
         self.max_page_size = max_page_size or (50 if flavour == "gitea" else 100)
@@ -103,6 +130,9 @@ class StandinForge:
         self.rate_reset = int(time.time()) + 3600
         self.requests: list[Request] = []
         self._repos: dict[tuple[str, str], dict[int, StoredIssue]] = {}
+        self._labels: dict[tuple[str, str], dict[str, RepoLabel]] = {}
+        self._comments: dict[tuple[str, str, int], list[Comment]] = {}
+        self._next_id = 1
         self._faults: list[Fault] = []
         self._lock = threading.Condition()
         self._gate: threading.Event | None = None
@@ -147,6 +177,8 @@ class StandinForge:
             issues = self._repos.setdefault((owner, repo), {})
             number = max(issues, default=0) + 1
             issues[number] = StoredIssue(number, title, list(labels), pull_request=pull_request)
+            for name in labels:  # a human labelling an issue made the label first
+                self._repo_label(owner, repo, name)
             return number
 
     def create_repo(self, owner: str, repo: str) -> None:
@@ -168,7 +200,37 @@ class StandinForge:
         self._change(owner, repo, number, state="open", closed_at=None)
 
     def set_labels(self, owner: str, repo: str, number: int, labels: list[str]) -> None:
+        with self._lock:
+            for name in labels:
+                self._repo_label(owner, repo, name)
         self._change(owner, repo, number, labels=list(labels))
+
+    def _repo_label(
+        self, owner: str, repo: str, name: str, color: str = "00aabb", **extra: Any
+    ) -> RepoLabel:
+        """The repository's label of that name, made when missing (called under the lock)."""
+        labels = self._labels.setdefault((owner, repo), {})
+        if name not in labels:
+            labels[name] = RepoLabel(self._next_id, name, color, **extra)
+            self._next_id += 1
+        return labels[name]
+
+    def repo_labels(self, owner: str, repo: str) -> dict[str, RepoLabel]:
+        with self._lock:
+            return dict(self._labels.get((owner, repo), {}))
+
+    def delete_repo_label(self, owner: str, repo: str, name: str) -> None:
+        with self._lock:
+            self._labels.get((owner, repo), {}).pop(name, None)
+
+    def comments_of(self, owner: str, repo: str, number: int) -> list[str]:
+        with self._lock:
+            return [c.body for c in self._comments.get((owner, repo, number), [])]
+
+    def writes(self) -> list[Request]:
+        """The write requests received (every method but GET)."""
+        with self._lock:
+            return [r for r in self.requests if r.method != "GET"]
 
     def labels_of(self, owner: str, repo: str, number: int) -> list[str]:
         with self._lock:
@@ -187,13 +249,16 @@ class StandinForge:
         times: int | None = 1,
         repo: tuple[str, str] | None = None,
         seconds: float = 2.0,
+        writes_only: bool = False,
+        number: int | None = None,
     ) -> None:
         """Answer the next `times` requests (None: every one until `clear_faults`), or those for
-        one repository, with a fault of FAULTS; `seconds` for `slow` and the Retry-After ones."""
+        one repository, with a fault of FAULTS; `seconds` for `slow` and the Retry-After ones.
+        `writes_only`: only write requests; `number`: only requests about that issue."""
         if name not in FAULTS:
             raise ValueError(f"unknown fault {name!r}: one of {', '.join(FAULTS)}")
         with self._lock:
-            self._faults.append(Fault(name, times, repo, seconds))
+            self._faults.append(Fault(name, times, repo, seconds, writes_only, number))
 
     def clear_faults(self) -> None:
         with self._lock:
@@ -225,10 +290,16 @@ class StandinForge:
         return f"{prefix}/repos/{owner}/{repo}/issues"
 
     # Serving (called by the handler's threads)
-    def _take_fault(self, owner: str, repo: str) -> Fault | None:
+    def _take_fault(
+        self, owner: str, repo: str, number: int | None = None, write: bool = False
+    ) -> Fault | None:
         with self._lock:
             for fault in self._faults:
-                if fault.repo is None or fault.repo == (owner, repo):
+                if (
+                    (fault.repo is None or fault.repo == (owner, repo))
+                    and (write or not fault.writes_only)
+                    and (fault.number is None or fault.number == number)
+                ):
                     if fault.times is not None:
                         fault.times -= 1
                         if fault.times <= 0:
@@ -248,16 +319,28 @@ class StandinForge:
         # Gitea: `Authorization: token T` (also `Bearer`); GitHub: `Bearer T` (also `token`).
         return header in (f"token {self.token}", f"Bearer {self.token}")
 
-    def answer(self, path: str, query: dict[str, str], authorization: str | None) -> Answer:
+    def answer(
+        self,
+        path: str,
+        query: dict[str, str],
+        authorization: str | None,
+        method: str = "GET",
+        body: Any = None,
+    ) -> Answer:
         authorized = self._authorized(authorization)
-        gate = self._record(Request("GET", path, query, authorized))
+        gate = self._record(Request(method, path, query, authorized, body))
         if gate is not None:
             gate.wait(30)
+        mirror_route = self._mirror_route(path)
+        if mirror_route is not None:
+            return self._mirror_answer(method, mirror_route, query, body, authorized)
+        if method != "GET":
+            return self._error(405, "Method Not Allowed")
         route = self._route(path)
         if route is None:
             return self._error(404, "Not Found")
         owner, repo, number = route
-        fault = self._take_fault(owner, repo)
+        fault = self._take_fault(owner, repo, number)
         if fault is not None and fault.name in ("500", "429-seconds", "429-date", "401", "403"):
             return self._status_fault(fault)
         if not authorized:
@@ -292,6 +375,236 @@ class StandinForge:
         if len(parts) == 5:
             return (parts[1], parts[2], int(parts[4])) if parts[4].isdigit() else None
         return parts[1], parts[2], None
+
+    # The mirror's endpoints
+    def _mirror_route(self, path: str) -> tuple[str, str, int | None, str, str | None] | None:
+        """(owner, repo, issue number or None, "labels" or "comments", the label reference)."""
+        parts = path.strip("/").split("/")
+        if self.flavour == "gitea":
+            if parts[:2] != ["api", "v1"]:
+                return None
+            parts = parts[2:]
+        if len(parts) < 4 or parts[0] != "repos":
+            return None
+        owner, repo, rest = parts[1], parts[2], parts[3:]
+        if rest[0] == "labels" and len(rest) <= 2:
+            return owner, repo, None, "labels", rest[1] if len(rest) == 2 else None
+        if rest[0] == "issues" and len(rest) >= 3 and rest[1].isdigit():
+            if rest[2] == "labels" and len(rest) <= 4:
+                return owner, repo, int(rest[1]), "labels", rest[3] if len(rest) == 4 else None
+            if rest[2] == "comments" and len(rest) == 3:
+                return owner, repo, int(rest[1]), "comments", None
+        return None
+
+    def _mirror_answer(
+        self,
+        method: str,
+        route: tuple[str, str, int | None, str, str | None],
+        query: dict[str, str],
+        body: Any,
+        authorized: bool,
+    ) -> Answer:
+        owner, repo, number, what, ref = route
+        fault = self._take_fault(owner, repo, number, write=method != "GET")
+        if fault is not None and fault.name in ("500", "429-seconds", "429-date", "401", "403"):
+            return self._status_fault(fault)
+        if not authorized:
+            message = "token is required" if self.flavour == "gitea" else "Bad credentials"
+            return self._error(401, message)
+        with self._lock:
+            if (owner, repo) not in self._repos:
+                return self._error(404, "Not Found")
+            if number is not None and number not in self._repos[(owner, repo)]:
+                return self._error(404, "Not Found")
+            if number is None:
+                answer = self._repo_labels_answer(method, owner, repo, ref, body)
+            elif what == "labels":
+                answer = self._issue_labels_answer(method, owner, repo, number, ref, body)
+            else:
+                answer = self._comments_answer(method, owner, repo, number, query, body)
+        return self._count_rate(answer, query)
+
+    def _label_json(self, owner: str, repo: str, label: RepoLabel) -> dict[str, Any]:
+        api = (
+            f"{self.url}{'/api/v1' if self.flavour == 'gitea' else ''}/repos/{owner}/{repo}/labels"
+        )
+        if self.flavour == "gitea":
+            return {
+                "id": label.id,
+                "name": label.name,
+                "exclusive": label.exclusive,
+                "is_archived": False,
+                "color": label.color,
+                "description": label.description,
+                "url": f"{api}/{label.id}",
+            }
+        return {
+            "id": label.id,
+            "node_id": f"LA_{label.id}",
+            "url": f"{api}/{label.name}",
+            "name": label.name,
+            "color": label.color,
+            "default": False,
+            "description": label.description or None,
+        }
+
+    def _repo_labels_answer(
+        self, method: str, owner: str, repo: str, ref: str | None, body: Any
+    ) -> Answer:
+        labels = self._labels.setdefault((owner, repo), {})
+        if method == "GET" and ref is None:
+            # Short enough for one page in these tests; both forges page it like issues.
+            items = [self._label_json(owner, repo, label) for label in labels.values()]
+            headers = {"X-Total-Count": str(len(items))} if self.flavour == "gitea" else {}
+            return Answer(200, headers, items)
+        if method == "GET" and self.flavour == "github" and ref is not None:
+            label = labels.get(ref)
+            if label is None:
+                return self._error(404, "Not Found")
+            return Answer(200, {}, self._label_json(owner, repo, label))
+        if method != "POST" or ref is not None:
+            return self._error(405, "Method Not Allowed")
+        name = body.get("name") if isinstance(body, dict) else None
+        color = str(body.get("color", "")) if isinstance(body, dict) else ""
+        if not isinstance(name, str) or not name or not _is_color(color, self.flavour):
+            return self._error(422, "Validation Failed")
+        if name in labels:
+            if self.flavour == "github":
+                return self._error(422, "Validation Failed: already_exists")
+            return self._error(409, "label already exists")  # stand-in: Gitea allows duplicates
+        label = self._repo_label(
+            owner,
+            repo,
+            name,
+            color.lstrip("#"),
+            description=str(body.get("description") or ""),
+            exclusive=bool(body.get("exclusive", False)) and self.flavour == "gitea",
+        )
+        return Answer(201, {}, self._label_json(owner, repo, label))
+
+    def _issue_labels_answer(
+        self, method: str, owner: str, repo: str, number: int, ref: str | None, body: Any
+    ) -> Answer:
+        stored = self._repos[(owner, repo)][number]
+        labels = self._labels.setdefault((owner, repo), {})
+        by_id = {label.id: label for label in labels.values()}
+        if method == "DELETE" and ref is not None:
+            if self.flavour == "gitea":
+                # DELETE /issues/{index}/labels/{id}: an id.
+                label = by_id.get(int(ref)) if ref.isdigit() else None
+                if label is None:
+                    return self._error(422, "label not found")
+            else:
+                label = labels.get(ref)
+                if label is None or ref not in stored.labels:
+                    return self._error(404, "Label does not exist")
+            self._set_issue_labels(
+                owner, repo, number, [n for n in stored.labels if n != label.name]
+            )
+            if self.flavour == "gitea":
+                return Answer(204, {}, None, raw=b"")
+            return self._issue_labels_list(owner, repo, number)
+        if method not in ("POST", "PUT") or ref is not None:
+            return self._error(405, "Method Not Allowed")
+        refs = body.get("labels") if isinstance(body, dict) else None
+        if not isinstance(refs, list):
+            return self._error(422, "Validation Failed")
+        names: list[str] = []
+        for item in refs:
+            if self.flavour == "gitea" and isinstance(item, int) and item in by_id:
+                names.append(by_id[item].name)
+            elif (
+                self.flavour == "gitea" and isinstance(item, str) and self.gitea_label_refs == "ids"
+            ):
+                # Gitea up to 1.20: IssueLabelsOption.labels is []int64.
+                return self._error(422, "json: cannot unmarshal string into Go value of type int64")
+            elif isinstance(item, str) and item in labels:
+                names.append(item)
+            elif self.flavour == "github" and isinstance(item, str):
+                names.append(self._repo_label(owner, repo, item, "ededed").name)  # GitHub makes it
+            else:
+                return self._error(422, "label not found")
+        current = [] if method == "PUT" else list(stored.labels)
+        for name in names:
+            label = labels[name]
+            if label.exclusive:  # Gitea's scoped labels: one per scope on an issue
+                scope = name.rpartition("/")[0]
+                current = [n for n in current if n.rpartition("/")[0] != scope]
+            if name not in current:
+                current.append(name)
+        if current != stored.labels:
+            self._set_issue_labels(owner, repo, number, current)
+        return self._issue_labels_list(owner, repo, number)
+
+    def _set_issue_labels(self, owner: str, repo: str, number: int, labels: list[str]) -> None:
+        issues = self._repos[(owner, repo)]
+        stored = issues[number]
+        stamp = max(_now(), stored.updated_at + timedelta(seconds=1))
+        issues[number] = replace(stored, labels=labels, updated_at=stamp)
+
+    def _issue_labels_list(self, owner: str, repo: str, number: int) -> Answer:
+        labels = self._labels[(owner, repo)]
+        names = self._repos[(owner, repo)][number].labels
+        return Answer(200, {}, [self._label_json(owner, repo, labels[n]) for n in names])
+
+    def _comments_answer(
+        self, method: str, owner: str, repo: str, number: int, query: dict[str, str], body: Any
+    ) -> Answer:
+        comments = self._comments.setdefault((owner, repo, number), [])
+        if method == "GET":
+            size = min(
+                int(query.get("per_page" if self.flavour == "github" else "limit", "30") or 30), 100
+            )
+            page = max(int(query.get("page", "1") or 1), 1)
+            last = max((len(comments) + size - 1) // size, 1)
+            chosen = comments[(page - 1) * size : page * size]
+            items = [self._comment_json(owner, repo, number, c) for c in chosen]
+            path = f"{'/api/v1' if self.flavour == 'gitea' else ''}/repos/{owner}/{repo}/issues/{number}/comments"
+            headers = {}
+            if page < last:
+                nxt = f"{self.url}{path}?" + urlencode(query | {"page": str(page + 1)})
+                headers["Link"] = f'<{nxt}>; rel="next"'
+            return Answer(200, headers, items)
+        if method != "POST":
+            return self._error(405, "Method Not Allowed")
+        text = body.get("body") if isinstance(body, dict) else None
+        if not isinstance(text, str) or not text:
+            return self._error(422, "Validation Failed")
+        comment = Comment(self._next_id, text)
+        self._next_id += 1
+        comments.append(comment)
+        stored = self._repos[(owner, repo)][number]
+        self._repos[(owner, repo)][number] = replace(
+            stored, updated_at=max(_now(), stored.updated_at + timedelta(seconds=1))
+        )
+        return Answer(201, {}, self._comment_json(owner, repo, number, comment))
+
+    def _comment_json(self, owner: str, repo: str, number: int, comment: Comment) -> dict[str, Any]:
+        web = f"{self.url}/{owner}/{repo}/issues/{number}#issuecomment-{comment.id}"
+        user = {"id": 2, "login": "tireless-bot"}
+        common = {
+            "id": comment.id,
+            "html_url": web,
+            "body": comment.body,
+            "user": user,
+            "created_at": _time(comment.created_at),
+            "updated_at": _time(comment.created_at),
+        }
+        if self.flavour == "gitea":
+            return common | {
+                "issue_url": f"{self.url}/{owner}/{repo}/issues/{number}",
+                "pull_request_url": "",
+                "original_author": "",
+                "original_author_id": 0,
+                "assets": [],
+            }
+        api = f"{self.url}/repos/{owner}/{repo}/issues"
+        return common | {
+            "node_id": f"IC_{comment.id}",
+            "url": f"{api}/comments/{comment.id}",
+            "issue_url": f"{api}/{number}",
+            "author_association": "NONE",
+        }
 
     def _listing(
         self, owner: str, repo: str, issues: dict[int, StoredIssue], query: dict[str, str]
@@ -340,6 +653,7 @@ class StandinForge:
         web = f"{self.url}/{owner}/{repo}/{'pulls' if issue.pull_request else 'issues'}/{issue.number}"
         api = f"{self.url}{self._issues_path(owner, repo)}/{issue.number}"
         user = {"id": 1, "login": "alice"}
+        ids = {name: label.id for name, label in self._labels.get((owner, repo), {}).items()}
         common: dict[str, Any] = {
             "id": 1000 + issue.number,
             "url": api,
@@ -358,7 +672,13 @@ class StandinForge:
         }
         if self.flavour == "gitea":
             labels = [
-                {"id": n, "name": name, "color": "00aabb", "description": "", "url": ""}
+                {
+                    "id": ids.get(name, n),
+                    "name": name,
+                    "color": "00aabb",
+                    "description": "",
+                    "url": "",
+                }
                 for n, name in enumerate(issue.labels, 1)
             ]
             pr = {"merged": False, "merged_at": None} if issue.pull_request else None
@@ -380,7 +700,7 @@ class StandinForge:
             }
         labels = [
             {
-                "id": n,
+                "id": ids.get(name, n),
                 "node_id": f"L{n}",
                 "url": "",
                 "name": name,
@@ -508,6 +828,15 @@ class Answer:
         return json.dumps(self.body, ensure_ascii=True).encode()
 
 
+def _is_color(color: str, flavour: Flavour) -> bool:
+    """Gitea up to 1.20 wants "#rrggbb" (binding Size(7)); GitHub wants "rrggbb" without "#"."""
+    if flavour == "gitea":
+        if not color.startswith("#"):
+            return False
+        color = color[1:]
+    return len(color) == 6 and all(c in "0123456789abcdefABCDEF" for c in color)
+
+
 def _handler(forge: StandinForge) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -529,6 +858,24 @@ def _handler(forge: StandinForge) -> type[BaseHTTPRequestHandler]:
                     return
             headers = answer.headers | ({"ETag": etag} if etag else {})
             self._send(answer.status, headers, body, answer.content_type)
+
+        def _write(self) -> None:
+            parts = urlsplit(self.path)
+            query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            try:
+                body = json.loads(raw) if raw else None
+            except ValueError:
+                self._send(400, {}, b'{"message": "invalid JSON"}', "application/json")
+                return
+            answer = forge.answer(
+                parts.path, query, self.headers.get("Authorization"), self.command, body
+            )
+            content_type = None if answer.status == 204 else answer.content_type
+            self._send(answer.status, answer.headers, answer.encoded(), content_type)
+
+        do_POST = do_PUT = do_PATCH = do_DELETE = _write
 
         def _send(
             self, status: int, headers: dict[str, str], body: bytes, content_type: str | None

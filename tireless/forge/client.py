@@ -93,5 +93,10 @@ class RateLimited(ForgeStopped):
         self.retry_after = retry_after
 
 
+class WriteRefused(ReadFailed):
+    """The forge refused one mirror write (403 without a rate-limit sign: a read-only token; 404,
+    409, 410, 422): that issue's write is recorded as failed and retried later, the rest go on."""
+
+
 class AuthRefused(ForgeStopped):
     """401 or 403: the token is missing, wrong or lacks the scope."""

@@ -5,6 +5,7 @@ and no message here quotes a header."""
 
 from __future__ import annotations
 
+import json
 import random
 import re
 import time
@@ -15,7 +16,7 @@ from urllib.parse import urljoin, urlsplit
 
 import httpx
 
-from tireless.forge.client import AuthRefused, BadResponse, RateLimited, Unavailable
+from tireless.forge.client import AuthRefused, BadResponse, RateLimited, Unavailable, WriteRefused
 
 TIMEOUT = 30.0
 """Seconds before a request is given up (DESIGN: 30 s by default)."""
@@ -149,10 +150,48 @@ class Http:
             time.sleep(0.2 * 2**attempt * random.uniform(0.5, 1.5))
             attempt += 1
 
+    def send(self, method: str, url: str, body: object = None, *, retry: bool = True) -> Response:
+        """A write (the mirror): POST, PUT, PATCH or DELETE with a JSON body. 5xx and timeouts are
+        retried quickly when `retry` (the write is idempotent); rate limits and 401 stop the forge
+        (RateLimited, AuthRefused); 403, 404, 409 and 422 refuse this write only (WriteRefused)."""
+        where = f"{method} {urlsplit(url).path}"
+        attempt = 0
+        while True:
+            try:
+                response = self._fetch(url, None, None, where, method, body)
+            except httpx.TimeoutException as error:
+                failure = Unavailable(f"{where}: timed out ({type(error).__name__})")
+            except httpx.TransportError as error:
+                failure = Unavailable(f"{where}: {type(error).__name__}: {error}")
+            except httpx.HTTPError as error:
+                raise BadResponse(f"{where}: {type(error).__name__}: {error}") from error
+            else:
+                if response.status < 500:
+                    self._stop_when_limited(response)
+                    if response.status == 401:
+                        self._judge(response)
+                    if response.status in (403, 404, 409, 410, 422):
+                        raise WriteRefused(f"{where}: HTTP {response.status}{_message(response)}")
+                    if 200 <= response.status < 300:
+                        return response
+                    raise BadResponse(f"{where}: unexpected HTTP {response.status}")
+                failure = Unavailable(f"{where}: HTTP {response.status}")
+                failure.retry_after = retry_after(response.headers)
+            if not retry or attempt >= self._quick_retries:
+                raise failure
+            time.sleep(0.2 * 2**attempt * random.uniform(0.5, 1.5))
+            attempt += 1
+
     def _fetch(
-        self, url: str, params: dict[str, str] | None, headers: dict[str, str] | None, where: str
+        self,
+        url: str,
+        params: dict[str, str] | None,
+        headers: dict[str, str] | None,
+        where: str,
+        method: str = "GET",
+        body: object = None,
     ) -> Response:
-        with self._client.stream("GET", url, params=params, headers=headers) as reply:
+        with self._client.stream(method, url, params=params, headers=headers, json=body) as reply:
             declared = reply.headers.get("content-length", "")
             if declared.isdigit() and int(declared) > self._max_bytes:
                 raise BadResponse(f"{where}: {declared} bytes is past the {self._max_bytes} limit")
@@ -164,6 +203,20 @@ class Http:
             return Response(reply.status_code, reply.headers, bytes(body), where)
 
     def _judge(self, response: Response) -> Response:
+        self._stop_when_limited(response)
+        status, where = response.status, response.where
+        if status in (401, 403):
+            raise AuthRefused(
+                f"{where}: HTTP {status}: the forge refused our credentials"
+                " (check the forge's TIRELESS_TOKEN_ variable and its scopes)",
+                datetime.now(UTC) + AUTH_PAUSE,
+            )
+        if status in (200, 304, 404, 410):
+            return response
+        raise BadResponse(f"{where}: unexpected HTTP {status}")
+
+    def _stop_when_limited(self, response: Response) -> None:
+        """429, or a 403 with Retry-After or a spent x-ratelimit-remaining: RateLimited."""
         status, headers, where = response.status, response.headers, response.where
         if status in (403, 429):
             delay = retry_after(headers)
@@ -179,15 +232,15 @@ class Http:
                     until,
                     wait,
                 )
-        if status in (401, 403):
-            raise AuthRefused(
-                f"{where}: HTTP {status}: the forge refused our credentials"
-                " (check the forge's TIRELESS_TOKEN_ variable and its scopes)",
-                datetime.now(UTC) + AUTH_PAUSE,
-            )
-        if status in (200, 304, 404, 410):
-            return response
-        raise BadResponse(f"{where}: unexpected HTTP {status}")
+
+
+def _message(response: Response) -> str:
+    """The forge's own `message` from an error body, quoted briefly (it never holds a header)."""
+    try:
+        message = json.loads(response.body).get("message")
+    except (ValueError, AttributeError):
+        return ""
+    return f": {message:.200}" if isinstance(message, str) else ""
 
 
 def _origin(url: str) -> str:
