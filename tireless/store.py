@@ -25,9 +25,9 @@ from tireless.models import (
     JobKind,
     JobState,
     Lane,
+    MirrorWrite,
     PollOutcome,
     RepoRef,
-    MirrorWrite,
     RepoStatus,
     RepoToPoll,
 )

@@ -1,8 +1,9 @@
 """The one interface every forge client offers, the typed issue it returns, and how a read fails.
 
 A client reads; it never touches the store. Everything it returns has been validated
-(tireless.forge.validate), so the poller hands the store only well-formed issues. Label and
-comment writes (the mirror) join this interface later.
+(tireless.forge.validate), so the poller hands the store only well-formed issues. The mirror's
+writes (a state label, mode labels off, one comment per finished job) are here too; which labels
+and which comment is the store's decision (tireless.mirror_writes), not the client's.
 """
 
 from __future__ import annotations
@@ -57,6 +58,26 @@ class ForgeClient(Protocol):
         """One issue; None when the forge says it is gone (404 or 410)."""
         ...
 
+    def ensure_label(self, owner: str, repo: str, name: str, description: str) -> None:
+        """The repository has a label of that name, created (not exclusive) when missing."""
+        ...
+
+    def add_label(self, owner: str, repo: str, number: int, name: str) -> None:
+        """The issue carries the repository's label `name` (adding it twice is harmless)."""
+        ...
+
+    def remove_label(self, owner: str, repo: str, number: int, name: str) -> None:
+        """The issue no longer carries `name` (already gone is fine)."""
+        ...
+
+    def comment_bodies(self, owner: str, repo: str, number: int) -> list[str]:
+        """The bodies of the issue's comments, every page."""
+        ...
+
+    def add_comment(self, owner: str, repo: str, number: int, body: str) -> None:
+        """A new comment (never retried blindly: a retry first looks for it)."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -96,6 +117,10 @@ class RateLimited(ForgeStopped):
 class WriteRefused(ReadFailed):
     """The forge refused one mirror write (403 without a rate-limit sign: a read-only token; 404,
     409, 410, 422): that issue's write is recorded as failed and retried later, the rest go on."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class AuthRefused(ForgeStopped):

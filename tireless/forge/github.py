@@ -9,11 +9,12 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from urllib.parse import quote
 
-from tireless.forge.client import BadResponse, ForgeIssue, Listing
+from tireless.forge.client import BadResponse, ForgeIssue, Listing, WriteRefused
 from tireless.forge.http import MAX_BYTES, TIMEOUT, Http, Response, rate_limit_reset
 from tireless.forge.validate import decode_json, is_pull_request, issue, issue_list
 
 PER_PAGE = 100
+LABEL_COLOR = "6a737d"
 MAX_PAGES = 2000
 
 
@@ -30,6 +31,7 @@ class GitHubClient:
         if token:
             headers["Authorization"] = f"Bearer {token}"
         self._http = Http(base_url, headers, timeout=timeout, max_bytes=max_bytes)
+        self._known_labels: set[tuple[str, str, str]] = set()
 
     def close(self) -> None:
         self._http.close()
@@ -69,6 +71,54 @@ class GitHubClient:
                 raise BadResponse(f"{response.where}: more than {MAX_PAGES} pages")
             response = self._http.get(url)
         return Listing(tuple(issues), pages, first_etag, limited_until=_limit(response))
+
+    def _repo_url(self, owner: str, repo: str) -> str:
+        return self._http.url(f"repos/{quote(owner, safe='')}/{quote(repo, safe='')}")
+
+    # The mirror: GitHub's issue-labels endpoints take label names.
+    def ensure_label(self, owner: str, repo: str, name: str, description: str) -> None:
+        if (owner, repo, name) in self._known_labels:
+            return
+        labels = f"{self._repo_url(owner, repo)}/labels"
+        if self._http.get(f"{labels}/{quote(name, safe='')}").status != 200:
+            body = {"name": name, "color": LABEL_COLOR, "description": description}
+            try:
+                self._http.send("POST", labels, body)
+            except WriteRefused:  # 422 already_exists: made meanwhile by someone else
+                if self._http.get(f"{labels}/{quote(name, safe='')}").status != 200:
+                    raise
+        self._known_labels.add((owner, repo, name))
+
+    def add_label(self, owner: str, repo: str, number: int, name: str) -> None:
+        url = f"{self._issues_url(owner, repo)}/{number}/labels"
+        self._http.send("POST", url, {"labels": [name]})
+
+    def remove_label(self, owner: str, repo: str, number: int, name: str) -> None:
+        url = f"{self._issues_url(owner, repo)}/{number}/labels/{quote(name, safe='')}"
+        try:
+            self._http.send("DELETE", url)
+        except WriteRefused as refused:  # 404: the label is not on the issue any more
+            if refused.status != 404:
+                raise
+
+    def comment_bodies(self, owner: str, repo: str, number: int) -> list[str]:
+        url: str | None = f"{self._issues_url(owner, repo)}/{number}/comments"
+        params: dict[str, str] | None = {"per_page": str(PER_PAGE)}
+        bodies: list[str] = []
+        while url is not None:
+            response = self._http.get(url, params)
+            data = _json(response)
+            if not isinstance(data, list):
+                raise BadResponse(f"{response.where}: expected a JSON array of comments")
+            bodies += [
+                c["body"] for c in data if isinstance(c, dict) and isinstance(c.get("body"), str)
+            ]
+            url, params = self._http.next_page(response), None
+        return bodies
+
+    def add_comment(self, owner: str, repo: str, number: int, body: str) -> None:
+        url = f"{self._issues_url(owner, repo)}/{number}/comments"
+        self._http.send("POST", url, {"body": body}, retry=False)
 
     def get_issue(self, owner: str, repo: str, number: int) -> ForgeIssue | None:
         response = self._http.get(f"{self._issues_url(owner, repo)}/{number}")

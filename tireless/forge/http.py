@@ -171,7 +171,9 @@ class Http:
                     if response.status == 401:
                         self._judge(response)
                     if response.status in (403, 404, 409, 410, 422):
-                        raise WriteRefused(f"{where}: HTTP {response.status}{_message(response)}")
+                        raise WriteRefused(
+                            f"{where}: HTTP {response.status}{_message(response)}", response.status
+                        )
                     if 200 <= response.status < 300:
                         return response
                     raise BadResponse(f"{where}: unexpected HTTP {response.status}")

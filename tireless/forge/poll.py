@@ -16,6 +16,7 @@ from typing import Any
 from tireless.errors import NotHolder, TirelessError
 from tireless.forge import client_for, token_for
 from tireless.forge.client import ForgeClient, ForgeIssue, ForgeStopped, ReadFailed
+from tireless.forge.mirror import issue_row, mirror_repository
 from tireless.models import RepoToPoll
 from tireless.store import JobStore
 
@@ -57,6 +58,9 @@ class Report:
     rerouted: int = 0
     deleted: int = 0
     not_modified: bool = False
+    mirrored: int = 0
+    mirror_failed: int = 0
+    mirror_error: str | None = None
     error: str | None = None
     retry_at: datetime | None = None
 
@@ -66,7 +70,14 @@ class Report:
 
     @property
     def did_something(self) -> bool:
-        return bool(self.error or self.created or self.cancelled or self.rerouted)
+        return bool(
+            self.error
+            or self.created
+            or self.cancelled
+            or self.rerouted
+            or self.mirrored
+            or self.mirror_failed
+        )
 
     def line(self) -> str:
         """`gitea/acme/widgets: 3 new jobs, 1 cancelled, 120 issues read in 2 pages`."""
@@ -80,6 +91,10 @@ class Report:
             parts.append(f"{self.rerouted} re-routed")
         read = f"{self.issues_read} issue{'s' if self.issues_read != 1 else ''} read"
         parts.append(f"{read} in {self.pages} page{'s' if self.pages != 1 else ''}")
+        if self.mirrored:
+            parts.append(f"{self.mirrored} issue{'s' if self.mirrored != 1 else ''} mirrored")
+        if self.mirror_failed:
+            parts.append(f"{self.mirror_failed} mirror write(s) failed: {self.mirror_error}")
         return f"{self.name}: " + ", ".join(parts)
 
 
@@ -141,20 +156,7 @@ def _newest(cursor: datetime | None, issues: Iterable[ForgeIssue]) -> datetime |
 
 def issue_rows(target: RepoToPoll, issues: Sequence[ForgeIssue]) -> list[dict[str, Any]]:
     """The issues in the format `record_poll` (like `enqueue`) takes."""
-    return [
-        {
-            "forge": target.forge,
-            "owner": target.owner,
-            "repo": target.repo,
-            "number": issue.number,
-            "state": issue.state,
-            "labels": list(issue.labels),
-            "title": issue.title,
-            "url": issue.url,
-            "updated_at": issue.updated_at.isoformat(),
-        }
-        for issue in issues
-    ]
+    return [issue_row(target, issue) for issue in issues]
 
 
 ClientFactory = Callable[[RepoToPoll], ForgeClient]
@@ -214,6 +216,23 @@ def _poll_one(
     next_poll_in: timedelta,
     stopped: dict[str, ForgeStopped],
 ) -> None:
+    # The mirror first, under the same poll lease: the read that follows then sees the issues as
+    # the mirror left them, and a withdrawal it recorded is not undone by an older listing.
+    try:
+        mirrored = mirror_repository(store, poller, client, target)
+    except ForgeStopped as stop:
+        stopped[target.forge] = stop
+        store.record_forge_trouble(target.forge, str(stop), stop.until)
+        _fail(store, poller, target, report, stop)
+        return
+    except NotHolder as lost:
+        report.error = f"lost the poll lease: {lost}"
+        return
+    except Exception as error:  # a bug or a surprise: the mirror waits, the read goes on
+        report.mirror_failed, report.mirror_error = 1, f"{type(error).__name__}: {error}"
+    else:
+        report.mirrored, report.mirror_failed = mirrored.applied, mirrored.failed
+        report.mirror_error = mirrored.last_error
     try:
         read = read_repository(client, target)
     except ForgeStopped as stop:
