@@ -28,7 +28,7 @@ from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
-from urllib.parse import parse_qs, urlencode, urlsplit
+from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
 Flavour = Literal["gitea", "github"]
 
@@ -388,10 +388,11 @@ class StandinForge:
             return None
         owner, repo, rest = parts[1], parts[2], parts[3:]
         if rest[0] == "labels" and len(rest) <= 2:
-            return owner, repo, None, "labels", rest[1] if len(rest) == 2 else None
+            return owner, repo, None, "labels", unquote(rest[1]) if len(rest) == 2 else None
         if rest[0] == "issues" and len(rest) >= 3 and rest[1].isdigit():
             if rest[2] == "labels" and len(rest) <= 4:
-                return owner, repo, int(rest[1]), "labels", rest[3] if len(rest) == 4 else None
+                ref = unquote(rest[3]) if len(rest) == 4 else None  # a name may hold "/" as %2F
+                return owner, repo, int(rest[1]), "labels", ref
             if rest[2] == "comments" and len(rest) == 3:
                 return owner, repo, int(rest[1]), "comments", None
         return None
