@@ -49,11 +49,13 @@ from psycopg.rows import dict_row
 from tireless import queries
 from tireless.calls import JOB_ROW
 from tireless.cli import fetch, job_table, render_status, status_rows
-from tireless.devtools.standin_forge import StandinForge
+from tireless.devtools.standin_forge import StandinForge, issues_of
 from tireless.embedded import EmbeddedPostgres
-from tireless.forge import token_variable
+from tireless.forge import client_for, token_variable
+from tireless.forge.client import ForgeClient
+from tireless.forge.poll import poll_round
 from tireless.migrate import migrate
-from tireless.models import Job
+from tireless.models import Job, RepoToPoll
 from tireless.store import JobStore
 
 HOME = Path(".tireless")
@@ -84,10 +86,6 @@ HOLDER = "SELECT claimed_by FROM tireless.active_claims WHERE id = %(job_id)s"
 JOBS_OF_ISSUE = (
     "SELECT id, state::text, note FROM tireless.job"
     " WHERE (forge, owner, repo, number) = (%(forge)s, %(owner)s, %(repo)s, %(number)s) ORDER BY id"
-)
-SEEN_LABELS = (
-    "SELECT labels FROM tireless.issue"
-    " WHERE (forge, owner, repo, number) = (%(forge)s, %(owner)s, %(repo)s, %(number)s)"
 )
 LAST_POLL = (
     "SELECT last_success_at FROM tireless.repo_status"
@@ -313,7 +311,8 @@ class CloseWhileRunning(Scene):
 
 
 class Relabel(Scene):
-    """Issue 1: delivered, polled again (no new job), its mode label taken off and put back."""
+    """Issue 1: delivered, its mode label taken off by the mirror, polled again (no new job), the
+    label put back by a human (a new job)."""
 
     def __init__(self, forge: StandinForge) -> None:
         self.number = RELABELLED_ISSUE
@@ -332,22 +331,17 @@ class Relabel(Scene):
             (last,) = conn.execute(LAST_POLL, key).fetchone() or (None,)
             if last is not None and last not in self.polls_seen:
                 self.polls_seen.append(last)
-            if len(self.polls_seen) <= POLLS_AFTER_DELIVERY:  # the first may predate the delivery
-                return None
             mode = [label for label in self.labels if label != "tireless"]
-            forge.set_labels(OWNER, REPO, self.number, ["tireless"])
-            self.step = "wait for withdrawal"
+            shown = forge.labels_of(OWNER, REPO, self.number)
+            if len(self.polls_seen) <= POLLS_AFTER_DELIVERY or set(mode) & set(shown):
+                return None  # the first poll may predate the delivery; the mirror withdraws
+            self.step = "wait for the new job"
+            forge.set_labels(OWNER, REPO, self.number, [*shown, *mode])
             return (
                 f"#{self.number}: {POLLS_AFTER_DELIVERY} polls since its job {jobs[0]['id']} was"
-                f" delivered, and still {len(jobs)} job; took its label {', '.join(mode)} off"
+                f" delivered, still {len(jobs)} job, and the mirror took {', '.join(mode)} off;"
+                " put it back"
             )
-        if self.step == "wait for withdrawal":
-            seen = conn.execute(SEEN_LABELS, key).fetchone()
-            if seen is None or list(seen[0]) != ["tireless"]:
-                return None  # the store has not yet been shown the label gone
-            forge.set_labels(OWNER, REPO, self.number, self.labels)
-            self.step = "wait for the new job"
-            return f"#{self.number}: a poll saw the label gone; put it back"
         return None
 
     def done(self, conn: psycopg.Connection[Any]) -> bool:
@@ -360,8 +354,8 @@ class Relabel(Scene):
     def story(self, conn: psycopg.Connection[Any]) -> str:
         first, second = jobs_of(conn, self.number)
         return (
-            f"#{self.number}: job {first['id']} {first['state']}; no poll re-ran it; taking its mode"
-            f" label off and back made job {second['id']}, {second['state']}"
+            f"#{self.number}: job {first['id']} {first['state']}; the mirror took its mode label off,"
+            f" no poll re-ran it; putting the label back made job {second['id']}, {second['state']}"
         )
 
 
@@ -406,6 +400,28 @@ def watch(
         time.sleep(0.5)
 
 
+def mirror_once_more(store: JobStore, token: str) -> None:
+    """The poller has stopped: one more round here, so the forge shows the last states too."""
+
+    def clients(target: RepoToPoll) -> ForgeClient:
+        return client_for(target.kind, target.base_url, token)
+
+    for _ in range(20):
+        if poll_round(store, "demo", clients=clients):
+            return
+        time.sleep(0.5)  # the repository is due again a second after the poller's last round
+
+
+def forge_view(forge: StandinForge, numbers: Sequence[int]) -> str:
+    """Issues as the stand-in forge shows them: title, labels, and each comment's first line."""
+    lines = []
+    for number in numbers:
+        (issue,) = [i for i in issues_of(forge, OWNER, REPO) if i.number == number]
+        lines.append(f"#{number} {issue.title!r} ({issue.state}): {', '.join(issue.labels)}")
+        lines += [f"    {body.splitlines()[0]}" for body in forge.comments_of(OWNER, REPO, number)]
+    return "\n".join(lines)
+
+
 def interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt(signal.Signals(signum).name)
 
@@ -447,6 +463,9 @@ def run() -> int:
         with Crew(url, token) as crew:
             final = watch(conn, deadline, crew, forge, scenes)
         say("\n" + job_table(final))
+        mirror_once_more(store, token)
+        say("\nas the forge shows them (the mirror's labels and comments):")
+        say(forge_view(forge, sorted({RELABELLED_ISSUE, CRASH_ISSUE, 5, unserved, long_job})))
         played = [scene.done(conn) for scene in scenes]
         for scene, done in zip(scenes, played, strict=True):
             if done:

@@ -90,7 +90,7 @@ CREATE FUNCTION tireless.finished_job_comment(job tireless.job) RETURNS text
     LANGUAGE sql STABLE
 AS $$
     SELECT format('tireless: %s after %s attempt%s', job.state, job.attempts, CASE WHEN job.attempts = 1 THEN '' ELSE 's' END)
-           || coalesce(format(' (%s)', holder.worker), '')
+           || coalesce(' (' || holder.worker || ')', '')
            || coalesce(': ' || CASE WHEN length(note.text) > 500 THEN left(note.text, 499) || '…' ELSE note.text END, '')
       FROM (SELECT nullif(regexp_replace(btrim(job.note), '\s+', ' ', 'g'), '') AS text) AS note
       LEFT JOIN LATERAL (SELECT e.worker FROM tireless.job_event e
