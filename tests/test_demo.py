@@ -44,8 +44,8 @@ def test_the_small_demo_settles_every_job_and_recovers_the_crashed_one(
     outcomes = {number: [state for _, state, _, _ in found] for number, found in jobs.items()}
     attempts = {number: found[0][2] for number, found in jobs.items()}
     # Issue 9 asks for no work; 5 always fails, so its 3 attempts are spent; 3 fails once; 6's
-    # runner is killed, so its first attempt ends when the lease does. Issue 1 is delivered, then
-    # relabelled: a second job. 11 waits in lane gm until it is closed; 12's agent runs until its
+    # runner is killed, so its first attempt ends when the lease does. Issue 1 is delivered, the
+    # mirror takes its mode label off, a human puts it back: a second job. 11 waits in lane gm until it is closed; 12's agent runs until its
     # issue is closed.
     assert outcomes == {n: ["delivered"] for n in (2, 3, 4, 6, 7, 8, 10)} | {
         1: ["delivered", "delivered"],
@@ -63,7 +63,10 @@ def test_the_small_demo_settles_every_job_and_recovers_the_crashed_one(
     assert "closed #11 on the forge while its job" in result.stdout
     assert "closed #12 on the forge while worker-" in result.stdout
     assert f"#1: {POLLS_AFTER_DELIVERY} polls since its job" in result.stdout
-    assert "#1: a poll saw the label gone; put it back" in result.stdout
+    assert "the mirror took tireless/plan off; put it back" in result.stdout
+    # The forge shows each issue's last state and one comment per finished job.
+    assert "#5 'Speed up the cold start' (open): tireless, tireless/state:failed" in result.stdout
+    assert "    tireless: failed after 3 attempts (worker-" in result.stdout
 
     crashed = jobs[CRASH_ISSUE][0][0]
     created, claimed, expired, reclaimed, delivered = history(db, crashed)

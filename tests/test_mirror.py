@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.conftest import Database
@@ -187,7 +188,7 @@ def test_a_403_is_recorded_and_the_other_issues_and_the_polls_go_on(setup: Setup
     assert status["mirror_backlog"] == 1
     assert "HTTP 403" in status["mirror_error"]
     row = mirror_row(setup, refused)
-    assert row["failures"] == 1 and row["state"] == "claimed" and row["applied_state"] == "pending"
+    assert (row["failures"], row["state"], row["applied_state"]) == (1, "claimed", "pending")
     # The poll goes on: a new request still gets its job, in the next round.
     newer = setup.forge.create_issue(OWNER, REPO, "newer", PLAN)
     assert one_round(setup).created == 1
@@ -280,7 +281,8 @@ def test_forge_labels_never_decide_a_claim(setup: Setup) -> None:
     setup.forge.set_labels(OWNER, REPO, number, [*PLAN, f"{STATE}claimed"])
     one_round(setup)
     job = setup.store.claim_next("host1-3", ["cc"])
-    assert job is not None and job.number == number
+    assert job is not None
+    assert job.number == number
 
 
 def test_comments_can_be_turned_off(setup: Setup) -> None:
@@ -318,7 +320,5 @@ def test_newer_gitea_takes_label_names_and_older_refuses_them(
 
 
 def _post(forge: StandinForge, path: str, body: object) -> int:
-    import httpx
-
     headers = {"Authorization": f"token {TOKEN}"}
     return httpx.post(forge.url + path, json=body, headers=headers).status_code

@@ -266,7 +266,9 @@ def render_repos(repos: Sequence[RepoStatus]) -> str:
             ),
             ("FAILURES", lambda r: str(r["consecutive_failures"])),
             ("LIVE", lambda r: str(r["pending"] + r["claimed"])),
+            ("MIRROR-BACKLOG", lambda r: str(r["mirror_backlog"])),
             ("LAST-ERROR", lambda r: error(r["status"])),
+            ("LAST-MIRROR-ERROR", lambda r: last_line(r["mirror_error"])),
         ],
     )
 
@@ -371,10 +373,14 @@ def cmd_status(args: argparse.Namespace) -> int:
     with connect(args) as conn:
         rows = status_rows(conn)
         try:
-            troubled = [r for r in JobStore(conn).repo_status() if r.last_error or r.forge_error]
+            repos = JobStore(conn).repo_status()
         except PermissionDenied:
-            troubled = []
+            repos = []
+    troubled = [r for r in repos if r.last_error or r.forge_error or r.mirror_error]
+    backlog = sum(r.mirror_backlog for r in repos)
     text = render_status(rows)
+    if backlog:
+        text += f"\n\nmirror: {backlog} issue(s) wait for their forge labels or comment"
     if troubled:
         text += "\n\nrepositories with errors:\n" + render_repos(troubled)
     emit(args, rows, text)

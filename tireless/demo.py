@@ -16,8 +16,10 @@ played; then it prints each job's outcome and what each scene showed. The scenes
 - it closes an issue whose job is pending (lane gm, which no runner here serves): cancelled;
 - it closes an issue whose agent is running (a long job): the worker learns it from `heartbeat`,
   stops the agent and ends the job cancelled;
-- once issue 1 is delivered it lets three polls pass (no new job: a finished job is not re-run),
-  then takes its mode label off and puts it back: the new request gets a new job.
+- once issue 1 is delivered the mirror takes its mode label off (the request is withdrawn); three
+  polls pass (no new job), then a human puts the label back: the new request gets a new job.
+At the end it polls once more, so the mirror catches up, and prints a few issues as the forge
+shows them: one `tireless/state:<state>` label each and one comment per finished job.
 
 TIRELESS_DEMO_SIZE=small opens only the first 10 example issues; TIRELESS_DEMO_TIMEOUT (seconds,
 default 240) bounds the wait. Exit 0 when every job settled, 1 when the time ran out, 130 on Ctrl-C.
@@ -72,7 +74,7 @@ SMALL = 10
 # examples/agent.sh works 5 s on issue 6's first attempt: time enough to kill its worker mid-job.
 CRASH_ISSUE = 6
 REPLACEMENT = "worker-c"
-# The issue delivered, then polled again (nothing happens), then relabelled (a new job).
+# The issue delivered (the mirror withdraws it), polled again (nothing happens), relabelled (a new job).
 RELABELLED_ISSUE = 1
 POLLS_AFTER_DELIVERY = 3
 # The demo's own issues, opened after the examples: one for a lane no runner here serves (its job
