@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -14,8 +15,10 @@ import pytest
 from tests.conftest import Database
 from tests.issues import rows
 from tests.test_poll import NAMES, OWNER, PLAN, TOKEN, Setup
+from tests.test_standin_forge import validator
 from tireless import JobStore
-from tireless.devtools.standin_forge import StandinForge
+from tireless.cli import render_repos
+from tireless.devtools.standin_forge import Flavour, StandinForge
 from tireless.errors import NotHolder
 from tireless.forge import client_for, token_variable
 from tireless.forge.mirror import apply_write
@@ -183,6 +186,9 @@ def test_a_403_is_recorded_and_the_other_issues_and_the_polls_go_on(setup: Setup
     assert "HTTP 403" in (report.mirror_error or "")
     assert state_labels(setup, fine) == [f"{STATE}pending"]
     assert state_labels(setup, refused) == [f"{STATE}pending"]  # still the old state
+    shown = render_repos(setup.store.repo_status())
+    assert "MIRROR-BACKLOG" in shown
+    assert "HTTP 403" in shown
     status = setup.poll_state()
     assert status["last_error"] is None  # the polls are fine
     assert status["mirror_backlog"] == 1
@@ -322,3 +328,40 @@ def test_newer_gitea_takes_label_names_and_older_refuses_them(
 def _post(forge: StandinForge, path: str, body: object) -> int:
     headers = {"Authorization": f"token {TOKEN}"}
     return httpx.post(forge.url + path, json=body, headers=headers).status_code
+
+
+@pytest.mark.parametrize("flavour", ["gitea", "github"])
+def test_the_write_endpoints_answer_as_the_published_schemas(flavour: Flavour) -> None:
+    prefix = "/api/v1" if flavour == "gitea" else ""
+    auth = {"Authorization": f"{'token' if flavour == 'gitea' else 'Bearer'} {TOKEN}"}
+    color = "#6a737d" if flavour == "gitea" else "6a737d"
+    label = validator(
+        f"{flavour}_issue.json", "#/$defs/" + ("Label" if flavour == "gitea" else "label")
+    )
+    comment = validator(f"{flavour}_comment.json")
+    with (
+        StandinForge(flavour, token=TOKEN) as forge,
+        httpx.Client(base_url=forge.url + prefix + f"/repos/{OWNER}/{REPO}", headers=auth) as http,
+    ):
+        forge.create_issue(OWNER, REPO, "asks", PLAN)
+        made = http.post("/labels", json={"name": f"{STATE}pending", "color": color})
+        assert made.status_code == 201
+        label.validate(made.json())
+        ref = made.json()["id"] if flavour == "gitea" else made.json()["name"]
+        added = http.post("/issues/1/labels", json={"labels": [ref]})
+        assert added.status_code == 200
+        for item in added.json():
+            label.validate(item)
+        for item in http.get("/labels").json():
+            label.validate(item)
+        posted = http.post("/issues/1/comments", json={"body": "tireless: delivered"})
+        assert posted.status_code == 201
+        comment.validate(posted.json())
+        (listed,) = http.get("/issues/1/comments").json()
+        comment.validate(listed)
+        gone = http.delete(f"/issues/1/labels/{quote(str(ref), safe='')}")
+        assert gone.status_code == (204 if flavour == "gitea" else 200)
+        assert forge.labels_of(OWNER, REPO, 1) == PLAN
+        # A color in the other forge's spelling is refused, as each forge does.
+        wrong = color.lstrip("#") if flavour == "gitea" else "#" + color
+        assert http.post("/labels", json={"name": "x", "color": wrong}).status_code == 422
