@@ -14,7 +14,7 @@ import pytest
 
 from tests.conftest import Database
 from tests.issues import FORGE, OWNER, REPO, TEST_REPO, claimed, issue, rows
-from tireless import DiscoveredIssue, Heartbeat, JobStore, PollOutcome, RepoToPoll
+from tireless import DiscoveredIssue, ForgeKind, Heartbeat, JobStore, PollOutcome, RepoToPoll
 from tireless.errors import InvalidArgument, MalformedIssue, NotHolder, UnknownRepository
 
 CURSOR = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
@@ -63,7 +63,7 @@ def test_tracking_a_repository_makes_it_due_at_once_and_untracking_forgets_it(
 ) -> None:
     (repo,) = polled.claim_repos_to_poll("p1")
     assert repo == RepoToPoll(
-        FORGE, OWNER, REPO, "gitea", "https://gitea.example.com", None, None, True
+        FORGE, OWNER, REPO, ForgeKind.GITEA, "https://gitea.example.com", None, None, True
     )
     assert polled.untrack_repo(*TEST_REPO)
     assert db.scalar("SELECT count(*) FROM tireless.repo_poll") == 0
