@@ -311,6 +311,40 @@ def test_an_admin_rerun_of_an_issue_that_does_not_ask_stands(store: JobStore, db
     assert (job.id, job.state) == (job_id, JobState.PENDING)
 
 
+def test_rerun_takes_the_kind_of_the_labels_last_seen_and_the_poll_makes_no_second_job(
+    store: JobStore, db: Database
+) -> None:
+    assert tracked(store).enqueue([issue(1, *PLAN, "tireless/agent:oc", title="Plan it")]) == 1
+    first = claimed(store, lanes=["oc"])
+    store.transition(first.id, "delivered", "w1")
+    job_id = store.rerun(FORGE, OWNER, REPO, 1)
+    again = jobs(db)[-1]
+    assert (again.id, again.kind, again.lane, again.title) == (
+        job_id,
+        JobKind.PLAN,
+        "oc",
+        "Plan it",
+    )
+    assert again.note == "rerun by postgres"
+    assert store.enqueue([issue(1, *PLAN, "tireless/agent:oc", title="Plan it")]) == 0
+    store.transition(job_id, "cancelled")
+    assert store.enqueue([issue(1, *PLAN, "tireless/agent:oc", title="Plan it")]) == 0
+    assert job_count(db) == 2
+
+
+def test_rerun_of_an_issue_never_seen_is_an_implementation(store: JobStore, db: Database) -> None:
+    tracked(store)
+    job_id = store.rerun(FORGE, OWNER, REPO, 42)
+    job = only_job(db)
+    assert (job.id, job.number, job.kind, job.lane, job.labels) == (
+        job_id,
+        42,
+        JobKind.IMPLEMENT,
+        "cc",
+        (),
+    )
+
+
 def test_the_store_remembers_what_it_was_shown_of_an_issue(store: JobStore, db: Database) -> None:
     shown = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
     url = "https://forge.test/acme/widgets/issues/1"
