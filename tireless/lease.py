@@ -1,9 +1,11 @@
 """Holding a job under a lease: claim it, renew it in the background at a third of its length,
-deliver it when the work ends normally, release it for retry when the work raises.
+deliver it when the work ends normally, release it for retry when the work raises, give it back
+when the runner is stopping (ShuttingDown, KeyboardInterrupt, a cancelled asyncio task).
 
 `JobStore.lease(...)` returns a `Lease`, `AsyncJobStore.lease(...)` an `AsyncLease`; both are
-context managers over the store's own claim_next, renew_claim and transition, always passing the
-claim's token, and they share every decision below.
+context managers over the store's own claim_next, renew_claim, transition and give_back, always
+passing the claim's token, and they share every decision below. Any refusal that says the worker
+does not hold the job any more (TL004, whatever the job's state now is) is a lost lease.
 """
 
 from __future__ import annotations
@@ -13,11 +15,12 @@ import contextlib
 import logging
 import threading
 from collections.abc import Awaitable, Callable, Iterator, Sequence
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Protocol
 from uuid import UUID
 
-from tireless.errors import JobIsTerminal, NotHolder
+from tireless.errors import NotHolder
 from tireless.models import Job, JobState
 
 log = logging.getLogger(__name__)
@@ -30,7 +33,23 @@ OnLost = Callable[[Job], None]
 
 class Release(Exception):
     """Raise it inside a lease to release the job for retry with `str(exception)` as the note.
-    The lease swallows it; any other exception also releases the job, then propagates."""
+    The lease swallows it; any other exception also releases the job, then propagates (but see
+    ShuttingDown)."""
+
+
+class ShuttingDown(Exception):
+    """Raise it inside a lease when the runner is stopping (a SIGTERM, a deploy): the job is given
+    back (tireless.give_back: claimable at once, not a failure, no attempt spent of its budget)
+    with `str(exception)` as the note, and the lease swallows it. KeyboardInterrupt, and in an
+    AsyncLease a cancelled task, give the job back the same way, then propagate."""
+
+
+STOPPING: tuple[type[BaseException], ...] = (
+    ShuttingDown,
+    KeyboardInterrupt,
+    asyncio.CancelledError,
+)
+"""What ends a lease's block because the runner stops: the job is given back, not released."""
 
 
 class LeaseLost(Exception):
@@ -47,18 +66,36 @@ def renewal_interval(lease: timedelta) -> float:
     return lease.total_seconds() / 3
 
 
+def reason(error: BaseException) -> str:
+    """A note from the exception that ended the work: its text, or its type and text."""
+    text = str(error)
+    if not isinstance(error, (Release, ShuttingDown)):
+        text = f"{type(error).__name__}: {text}" if text else type(error).__name__
+    return text[-NOTE_LIMIT:]
+
+
 def outcome(error: BaseException | None) -> tuple[JobState, str | None]:
     """Where a leased job goes when the work ends: delivered, or back to pending with a note."""
     if error is None:
         return JobState.DELIVERED, None
-    reason = str(error)
-    if not isinstance(error, Release):
-        reason = f"{type(error).__name__}: {reason}" if reason else type(error).__name__
-    return JobState.PENDING, reason[-NOTE_LIMIT:]
+    return JobState.PENDING, reason(error)
+
+
+@dataclass(frozen=True, slots=True)
+class Finish:
+    """How a lease ends its job: give_back (the runner stops) or transition, with these arguments."""
+
+    give_back: bool
+    job_id: int
+    to: JobState
+    worker: str
+    note: str | None
+    token: UUID | None
 
 
 class _SyncStore(Protocol):
     def claim_next(self, worker: str, lanes: Sequence[str], lease: timedelta) -> Job | None: ...
+    def give_back(self, job_id: int, worker: str, note: str | None, token: UUID | None) -> Job: ...
     def renew_claim(
         self, job_id: int, worker: str, lease: timedelta, token: UUID | None
     ) -> bool: ...
@@ -76,6 +113,9 @@ class _AsyncStore(Protocol):
     def claim_next(
         self, worker: str, lanes: Sequence[str], lease: timedelta
     ) -> Awaitable[Job | None]: ...
+    def give_back(
+        self, job_id: int, worker: str, note: str | None, token: UUID | None
+    ) -> Awaitable[Job]: ...
     def renew_claim(
         self, job_id: int, worker: str, lease: timedelta, token: UUID | None
     ) -> Awaitable[bool]: ...
@@ -102,6 +142,8 @@ class _LeaseBase:
         self.finished: Job | None = None
         """The job as the lease left it (delivered, pending or failed); None if it was not finished."""
         self.lost = False
+        self.given_back = False
+        """True when the lease gave the job back (the runner was stopping)."""
 
     def _renewal(self, job: Job) -> tuple[int, str, timedelta, UUID | None]:
         """renew_claim's arguments: the job, its holder, the lease's length, the claim's token."""
@@ -124,21 +166,29 @@ class _LeaseBase:
             self.on_lost(job)
         return False
 
-    def _finish(
-        self, job: Job, error: BaseException | None
-    ) -> tuple[int, JobState, str, str | None, UUID | None]:
-        """transition's arguments once the renewals have stopped; LeaseLost if a renewal lost it."""
+    def _finish(self, job: Job, error: BaseException | None) -> Finish:
+        """How to end the job once the renewals have stopped; LeaseLost if a renewal lost it."""
         if self.lost:
             raise LeaseLost(job) from error
+        if isinstance(error, STOPPING):
+            self.given_back = True
+            return Finish(
+                True, job.id, JobState.PENDING, self.worker, reason(error), job.claim_token
+            )
         state, note = outcome(error)
-        return job.id, state, self.worker, note, job.claim_token
+        return Finish(False, job.id, state, self.worker, note, job.claim_token)
+
+    @staticmethod
+    def _swallowed(error: BaseException | None) -> bool:
+        """__exit__'s answer: Release and ShuttingDown end the block quietly."""
+        return isinstance(error, (Release, ShuttingDown))
 
     @contextlib.contextmanager
     def _finishing(self, job: Job) -> Iterator[None]:
-        """A finish refused because another holder or the sweeper has the job: LeaseLost."""
+        """A finish refused because the worker no longer holds the job: LeaseLost."""
         try:
             yield
-        except (NotHolder, JobIsTerminal) as refused:
+        except NotHolder as refused:
             self.lost = True
             raise LeaseLost(job) from refused
 
@@ -185,8 +235,14 @@ class Lease(_LeaseBase):
         if self._renewer is not None:
             self._renewer.join()
         with self._finishing(job):
-            self.finished = self._store.transition(*self._finish(job, error))
-        return isinstance(error, Release)
+            end = self._finish(job, error)
+            if end.give_back:
+                self.finished = self._store.give_back(end.job_id, end.worker, end.note, end.token)
+            else:
+                self.finished = self._store.transition(
+                    end.job_id, end.to, end.worker, end.note, end.token
+                )
+        return self._swallowed(error)
 
 
 class AsyncLease(_LeaseBase):
@@ -228,5 +284,13 @@ class AsyncLease(_LeaseBase):
             with contextlib.suppress(asyncio.CancelledError):
                 await self._renewer
         with self._finishing(job):
-            self.finished = await self._store.transition(*self._finish(job, error))
-        return isinstance(error, Release)
+            end = self._finish(job, error)
+            if end.give_back:
+                self.finished = await self._store.give_back(
+                    end.job_id, end.worker, end.note, end.token
+                )
+            else:
+                self.finished = await self._store.transition(
+                    end.job_id, end.to, end.worker, end.note, end.token
+                )
+        return self._swallowed(error)
