@@ -91,6 +91,8 @@ class Job:
     note: str | None
     created_at: datetime
     updated_at: datetime
+    given_back: int = 0
+    """How many of `attempts` were given back by a stopping runner (not counted by the budget)."""
 
     @classmethod
     def from_row(cls, **columns: Any) -> Job:
