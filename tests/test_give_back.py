@@ -10,7 +10,15 @@ import psycopg
 import pytest
 
 from tests.conftest import Database
-from tests.issues import claimed, end_lease, enqueue_jobs, history, make_available
+from tests.issues import (
+    claimed,
+    end_lease,
+    enqueue_jobs,
+    eventually,
+    history,
+    issue,
+    make_available,
+)
 from tests.test_roles import Login, login  # noqa: F401  (the fixture)
 from tireless import Job, JobState, JobStore
 from tireless.errors import NotHolder, PermissionDenied, UnknownJob
@@ -167,3 +175,36 @@ def test_a_lease_gives_the_job_back_on_keyboard_interrupt_and_lets_it_through(
 def test_a_lease_over_one_connection_is_refused_with_a_clear_error(db: Database) -> None:
     with db.connect() as conn, pytest.raises(TypeError, match="needs a store over a"):
         JobStore(conn).lease("w1", ["cc"])
+
+
+@pytest.mark.parametrize("finish", ["give back", "release"])
+def test_a_cancel_requested_job_given_back_or_released_ends_cancelled(
+    db: Database, store: JobStore, finish: str
+) -> None:
+    enqueue_jobs(store, 1)
+    job = claimed(store, "w1")
+    store.enqueue([issue(1, state="closed")])
+    assert store.heartbeat(job.id, "w1", token=job.claim_token) == "cancel"
+    ended = FINISHES[finish](store, job)
+    assert isinstance(ended, Job)
+    assert (ended.state, ended.given_back) == (JobState.CANCELLED, 0)
+    assert str(ended.note).startswith("issue withdrew its request")
+    assert lane_failures(db) == 0
+
+
+def test_a_lease_ends_a_cancel_requested_job_cancelled(store: JobStore) -> None:
+    enqueue_jobs(store, 1)
+    cancels: list[int] = []
+    held = store.lease(
+        "w1", ["cc"], timedelta(seconds=0.3), on_cancel=lambda j: cancels.append(j.id)
+    )
+    with held as job:
+        assert job is not None
+        store.enqueue([issue(1, state="closed")])
+        eventually(lambda: held.cancel_requested, "a heartbeat to answer cancel")
+    assert cancels == [job.id]
+    assert held.finished is not None
+    assert (held.finished.state, held.finished.note) == (
+        JobState.CANCELLED,
+        "issue withdrew its request",
+    )

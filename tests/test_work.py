@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Database
-from tests.issues import enqueue_jobs, eventually, history, rows, tireless_cli
+from tests.issues import enqueue_jobs, eventually, history, issue, rows, tireless_cli
 from tireless import JobStore
 
 
@@ -403,3 +403,23 @@ def test_a_worker_whose_lease_lapsed_in_a_restart_logs_lease_lost_and_claims_the
     assert "stopping the command" not in logged, "the agent exited 0 on its own"
     states = rows(db, "SELECT id, state::text, claimed_by FROM tireless.job ORDER BY id")
     assert states == [(first, "pending", None), (first + 1, "delivered", None)]
+
+
+def test_a_job_whose_issue_is_closed_mid_run_is_stopped_and_ends_cancelled(
+    store: JobStore,
+    db: Database,
+    tmp_path: Path,
+    worker_process: list[subprocess.Popen[str]],
+) -> None:
+    enqueue_jobs(store, 1)
+    worker, pid_file = start_sleeping_agent(
+        db, worker_process, tmp_path, "--once", "--lease", "1500ms"
+    )
+    assert store.enqueue([issue(1, state="closed")]) == 0  # the request is withdrawn
+    err = exits_0_with_its_command(worker, pid_file)
+    job_id = db.scalar("SELECT id FROM tireless.job")
+    assert f"job {job_id} cancelled: issue withdrew its request" in err
+    assert db.scalar("SELECT row(state, note, attempts)::text FROM tireless.job") == (
+        '(cancelled,"issue withdrew its request",1)'
+    )
+    assert db.scalar("SELECT coalesce(max(consecutive_failures), 0) FROM tireless.lane") == 0

@@ -77,6 +77,12 @@ class HistoryIsAppendOnly(TirelessError):
     sqlstate = "TL007"
 
 
+class UnknownRepository(TirelessError):
+    """TL008: the repository is not tracked, or the forge is not registered."""
+
+    sqlstate = "TL008"
+
+
 class InvariantViolated(TirelessError):
     """23514: a row broke a named check constraint; `constraint` names it. Also every other
     integrity violation (class 23: a unique index other than one_live_job_per_issue, a foreign
@@ -105,6 +111,7 @@ ERROR_CLASSES: tuple[type[TirelessError], ...] = (
     InvalidArgument,
     MalformedIssue,
     HistoryIsAppendOnly,
+    UnknownRepository,
     InvariantViolated,
     DuplicateLiveJob,
     PermissionDenied,

@@ -1,9 +1,10 @@
-"""Holding a job under a lease: claim it, renew it in the background at a third of its length,
-deliver it when the work ends normally, release it for retry when the work raises, give it back
-when the runner is stopping (ShuttingDown, KeyboardInterrupt, a cancelled asyncio task).
+"""Holding a job under a lease: claim it, renew it in the background at a third of its length
+(tireless.heartbeat), deliver it when the work ends normally, release it for retry when the work
+raises, give it back when the runner is stopping (ShuttingDown, KeyboardInterrupt, a cancelled
+asyncio task), and end it cancelled when a heartbeat says its issue withdrew its request.
 
 `JobStore.lease(...)` returns a `Lease`, `AsyncJobStore.lease(...)` an `AsyncLease`; both are
-context managers over the store's own claim_next, renew_claim, transition and give_back, always
+context managers over the store's own claim_next, heartbeat, transition and give_back, always
 passing the claim's token, and they share every decision below. Any refusal that says the worker
 does not hold the job any more (TL004, whatever the job's state now is) is a lost lease.
 """
@@ -21,7 +22,7 @@ from typing import Protocol
 from uuid import UUID
 
 from tireless.errors import NotHolder
-from tireless.models import Job, JobState
+from tireless.models import Heartbeat, Job, JobState
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +30,10 @@ NOTE_LIMIT = 4000
 """A release note keeps the last this many characters of the reason."""
 
 OnLost = Callable[[Job], None]
+OnCancel = Callable[[Job], None]
+
+CANCEL_NOTE = "issue withdrew its request"
+"""The note of a job a lease ends cancelled because a heartbeat answered `cancel`."""
 
 
 class Release(Exception):
@@ -53,8 +58,9 @@ STOPPING: tuple[type[BaseException], ...] = (
 
 
 class LeaseLost(Exception):
-    """The claim was lost while the work ran (a renewal returned false, or the finish was
-    refused because another holder or the sweeper has the job): the job was not finished."""
+    """The claim was lost while the work ran (a heartbeat answered lost, or the finish was
+    refused as not the holder: the sweeper or another holder has the job): the job was not
+    finished."""
 
     def __init__(self, job: Job) -> None:
         super().__init__(f"lease on job {job.id} was lost; the job was not finished")
@@ -96,9 +102,9 @@ class Finish:
 class _SyncStore(Protocol):
     def claim_next(self, worker: str, lanes: Sequence[str], lease: timedelta) -> Job | None: ...
     def give_back(self, job_id: int, worker: str, note: str | None, token: UUID | None) -> Job: ...
-    def renew_claim(
+    def heartbeat(
         self, job_id: int, worker: str, lease: timedelta, token: UUID | None
-    ) -> bool: ...
+    ) -> Heartbeat: ...
     def transition(
         self,
         job_id: int,
@@ -116,9 +122,9 @@ class _AsyncStore(Protocol):
     def give_back(
         self, job_id: int, worker: str, note: str | None, token: UUID | None
     ) -> Awaitable[Job]: ...
-    def renew_claim(
+    def heartbeat(
         self, job_id: int, worker: str, lease: timedelta, token: UUID | None
-    ) -> Awaitable[bool]: ...
+    ) -> Awaitable[Heartbeat]: ...
     def transition(
         self,
         job_id: int,
@@ -131,12 +137,20 @@ class _AsyncStore(Protocol):
 
 class _LeaseBase:
     def __init__(
-        self, worker: str, lanes: Sequence[str], lease: timedelta, on_lost: OnLost | None
+        self,
+        worker: str,
+        lanes: Sequence[str],
+        lease: timedelta,
+        on_lost: OnLost | None,
+        on_cancel: OnCancel | None,
     ) -> None:
         self.worker = worker
         self.lanes = list(lanes)
         self.length = lease
         self.on_lost = on_lost
+        self.on_cancel = on_cancel
+        self.cancel_requested = False
+        """True once a heartbeat answered cancel: stop the work; the lease ends the job cancelled."""
         self.job: Job | None = None
         """The job as claimed; None when nothing was claimable."""
         self.finished: Job | None = None
@@ -146,19 +160,23 @@ class _LeaseBase:
         """True when the lease gave the job back (the runner was stopping)."""
 
     def _renewal(self, job: Job) -> tuple[int, str, timedelta, UUID | None]:
-        """renew_claim's arguments: the job, its holder, the lease's length, the claim's token."""
+        """heartbeat's arguments: the job, its holder, the lease's length, the claim's token."""
         return job.id, self.worker, self.length, job.claim_token
 
-    def _renewed(self, job: Job, answer: bool | Exception | None) -> bool:
-        """Record a renewal's answer (None: none yet; an exception: it failed, try again at the
+    def _renewed(self, job: Job, answer: Heartbeat | Exception | None) -> bool:
+        """Record a heartbeat's answer (None: none yet; an exception: it failed, try again at the
         next interval); False means stop renewing."""
-        if answer is None:
+        if answer is None or answer is Heartbeat.HELD:
             return True
         if isinstance(answer, Exception):
             log.error("renewing the lease on job %s failed; trying again", job.id, exc_info=answer)
             return True
-        if answer:
-            log.debug("renewed the lease on job %s", job.id)
+        if answer is Heartbeat.CANCEL:
+            if not self.cancel_requested:  # renewals go on while the work stops
+                self.cancel_requested = True
+                log.debug("job %s: its issue withdrew its request", job.id)
+                if self.on_cancel is not None:
+                    self.on_cancel(job)
             return True
         self.lost = True
         log.debug("lost the lease on job %s", job.id)
@@ -170,6 +188,10 @@ class _LeaseBase:
         """How to end the job once the renewals have stopped; LeaseLost if a renewal lost it."""
         if self.lost:
             raise LeaseLost(job) from error
+        if self.cancel_requested:
+            return Finish(
+                False, job.id, JobState.CANCELLED, self.worker, CANCEL_NOTE, job.claim_token
+            )
         if isinstance(error, STOPPING):
             self.given_back = True
             return Finish(
@@ -195,7 +217,8 @@ class _LeaseBase:
 
 class Lease(_LeaseBase):
     """`with store.lease(worker, lanes) as job:` — job is the claimed Job or None. A thread renews
-    the lease; `on_lost(job)` is called from that thread when a renewal returns false."""
+    the lease; `on_lost(job)` is called from that thread when a heartbeat answers lost,
+    `on_cancel(job)` once when it answers cancel."""
 
     def __init__(
         self,
@@ -204,8 +227,9 @@ class Lease(_LeaseBase):
         lanes: Sequence[str],
         lease: timedelta,
         on_lost: OnLost | None = None,
+        on_cancel: OnCancel | None = None,
     ) -> None:
-        super().__init__(worker, lanes, lease, on_lost)
+        super().__init__(worker, lanes, lease, on_lost, on_cancel)
         self._store = store
         self._stop = threading.Event()
         self._renewer: threading.Thread | None = None
@@ -220,10 +244,10 @@ class Lease(_LeaseBase):
         return self.job
 
     def _renew(self, job: Job) -> None:
-        answer: bool | Exception | None = None
+        answer: Heartbeat | Exception | None = None
         while self._renewed(job, answer) and not self._stop.wait(renewal_interval(self.length)):
             try:
-                answer = self._store.renew_claim(*self._renewal(job))
+                answer = self._store.heartbeat(*self._renewal(job))
             except Exception as failed:
                 answer = failed
 
@@ -255,8 +279,9 @@ class AsyncLease(_LeaseBase):
         lanes: Sequence[str],
         lease: timedelta,
         on_lost: OnLost | None = None,
+        on_cancel: OnCancel | None = None,
     ) -> None:
-        super().__init__(worker, lanes, lease, on_lost)
+        super().__init__(worker, lanes, lease, on_lost, on_cancel)
         self._store = store
         self._renewer: asyncio.Task[None] | None = None
 
@@ -267,11 +292,11 @@ class AsyncLease(_LeaseBase):
         return self.job
 
     async def _renew(self, job: Job) -> None:
-        answer: bool | Exception | None = None
+        answer: Heartbeat | Exception | None = None
         while self._renewed(job, answer):
             await asyncio.sleep(renewal_interval(self.length))
             try:
-                answer = await self._store.renew_claim(*self._renewal(job))
+                answer = await self._store.heartbeat(*self._renewal(job))
             except Exception as failed:
                 answer = failed
 

@@ -7,7 +7,7 @@ import contextlib
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 from uuid import UUID
 
@@ -19,14 +19,28 @@ from tireless import calls, queries
 from tireless.calls import (
     LEASE,
     LEASE_NEEDS_A_POOL,
+    POLL_LEASE,
     POOL_OPEN_TIMEOUT,
     POOL_OPTIONS,
     Call,
     needs_transaction,
 )
 from tireless.errors import translated_errors
-from tireless.lease import Lease, OnLost
-from tireless.models import DiscoveredIssue, Job, JobKind, JobState, Lane, RepoRef
+from tireless.lease import Lease, OnCancel, OnLost
+from tireless.models import (
+    DiscoveredIssue,
+    Forge,
+    ForgeKind,
+    Heartbeat,
+    Job,
+    JobKind,
+    JobState,
+    Lane,
+    PollOutcome,
+    RepoRef,
+    RepoStatus,
+    RepoToPoll,
+)
 
 Answer = TypeVar("Answer")
 
@@ -129,6 +143,13 @@ class JobStore:
         once, no backoff, not a failure, not counted against max_attempts."""
         return self._run(calls.give_back(job_id, worker, note, token))
 
+    def heartbeat(
+        self, job_id: int, worker: str, lease: timedelta = LEASE, token: UUID | None = None
+    ) -> Heartbeat:
+        """Renew the claim and learn whether to go on (held), stop because the claim is gone
+        (lost), or stop and end the job `cancelled` because its issue withdrew its request (cancel)."""
+        return self._run(calls.heartbeat(job_id, worker, lease, token))
+
     def expire_stale_claims(self) -> int:
         return self._run(calls.expire_stale_claims())
 
@@ -141,6 +162,64 @@ class JobStore:
         self, forge: str, owner: str, repo: str, number: int, labels: Sequence[str]
     ) -> str | None:
         return self._run(calls.refresh_lane(forge, owner, repo, number, labels))
+
+    def rerun(self, forge: str, owner: str, repo: str, number: int) -> int:
+        """(admin) A new pending job for the issue whatever its labels say; its id."""
+        return self._run(calls.rerun(forge, owner, repo, number))
+
+    # Forges and polling
+    def add_forge(self, name: str, kind: ForgeKind | str, base_url: str) -> bool:
+        return self._run(calls.add_forge(name, kind, base_url))
+
+    def remove_forge(self, name: str) -> bool:
+        return self._run(calls.remove_forge(name))
+
+    def forges(self) -> list[Forge]:
+        return self._run(calls.forges())
+
+    def claim_repos_to_poll(
+        self, poller: str, lease: timedelta = POLL_LEASE, max_repos: int = 100
+    ) -> list[RepoToPoll]:
+        return self._run(calls.claim_repos_to_poll(poller, lease, max_repos))
+
+    def record_poll(
+        self,
+        forge: str,
+        owner: str,
+        repo: str,
+        poller: str,
+        issues: Iterable[DiscoveredIssue | Mapping[str, Any]],
+        cursor: datetime | None,
+        etag: str | None,
+        full_listing: bool,
+        deleted: Sequence[int] = (),
+        next_poll_in: timedelta = timedelta(0),
+    ) -> PollOutcome:
+        call = calls.record_poll(
+            forge, owner, repo, poller, issues, cursor, etag, full_listing, deleted, next_poll_in
+        )
+        return self._run(call)
+
+    def record_poll_failure(
+        self,
+        forge: str,
+        owner: str,
+        repo: str,
+        poller: str,
+        error: str,
+        retry_after: timedelta | None = None,
+    ) -> datetime:
+        call = calls.record_poll_failure(forge, owner, repo, poller, error, retry_after)
+        return self._run(call)
+
+    def record_forge_trouble(self, name: str, error: str | None, until: datetime | None) -> None:
+        return self._run(calls.record_forge_trouble(name, error, until))
+
+    def poll_soon(self, forge: str, owner: str, repo: str) -> bool:
+        return self._run(calls.poll_soon(forge, owner, repo))
+
+    def repo_status(self) -> list[RepoStatus]:
+        return self._run(calls.repo_status())
 
     # Routing, answered by the database's one implementation
     def job_kind_for(self, labels: Sequence[str]) -> JobKind | None:
@@ -169,15 +248,18 @@ class JobStore:
         lanes: Sequence[str],
         lease: timedelta = LEASE,
         on_lost: OnLost | None = None,
+        on_cancel: OnCancel | None = None,
     ) -> Lease:
         """`with store.lease(worker, lanes) as job:` claims a job (None: nothing claimable), renews
-        it in a thread at a third of the lease, delivers it when the block ends normally and
-        releases it to pending, the exception as note, when the block raises (tireless.lease).
-        Raising ShuttingDown in the block gives the job back instead (the runner is stopping).
+        it in a thread at a third of the lease (heartbeat), delivers it when the block ends
+        normally and releases it to pending, the exception as note, when the block raises
+        (tireless.lease). Raising ShuttingDown in the block gives the job back instead (the runner
+        is stopping). When a heartbeat says the issue withdrew its request, `on_cancel(job)` is
+        called and the lease ends the job cancelled, however the block ends.
         Needs a store over a pool or connection string: the renewals run on their own connection."""
         if not isinstance(self._database, ConnectionPool):
             raise TypeError(LEASE_NEEDS_A_POOL)
-        return Lease(self, worker, lanes, lease, on_lost)
+        return Lease(self, worker, lanes, lease, on_lost, on_cancel)
 
     # Wake-up
     @contextmanager

@@ -4,8 +4,10 @@ COMMAND gets the job in TIRELESS_* environment variables and as JSON on stdin, a
 worker's database credentials (every libpq PG* variable, DATABASE_URL and TIRELESS_TOKEN_* are
 dropped from its environment). Exit 0 delivers the job; any other exit releases it to pending
 (the store fails it when its attempts are spent) with the tail of COMMAND's output as the note.
-A lost lease (a renewal answered false, or a finish refused as not the holder) stops COMMAND,
-leaves the job to the store and goes on to the next job. SIGINT or SIGTERM stop COMMAND, give the
+A lost lease (a heartbeat answered lost, or a finish refused as not the holder) stops COMMAND,
+leaves the job to the store and goes on to the next job. A heartbeat that answers cancel (the
+issue withdrew its request) stops COMMAND and ends the job cancelled, note `issue withdrew its
+request`: a cancel is not a failure. SIGINT or SIGTERM stop COMMAND, give the
 job back (tireless.give_back: not a failure) and end the worker (exit 0); a signal that arrives
 while a claim is under way gives the claimed job back at once. The drain signal (--drain-on)
 lets the running job finish, claims no more, and ends the worker (exit 0). A connection lost
@@ -35,7 +37,7 @@ import psycopg
 from psycopg_pool import ConnectionPool
 
 from tireless.calls import POOL_OPEN_TIMEOUT, POOL_OPTIONS
-from tireless.lease import NOTE_LIMIT, LeaseLost, Release, ShuttingDown
+from tireless.lease import CANCEL_NOTE, NOTE_LIMIT, LeaseLost, Release, ShuttingDown
 from tireless.models import Job, JobState
 from tireless.store import JobStore
 
@@ -165,7 +167,9 @@ class Worker:
 
     def run_one(self) -> bool:
         """Claim a job and run COMMAND on it; False when there was nothing to claim."""
-        held = self.store.lease(self.name, self.lanes, self.lease, on_lost=self._lease_lost)
+        held = self.store.lease(
+            self.name, self.lanes, self.lease, on_lost=self._lease_lost, on_cancel=self._cancelled
+        )
         try:
             with held as job:
                 if job is None:
@@ -269,6 +273,10 @@ class Worker:
     def _lease_lost(self, job: Job) -> None:
         """From the renewal thread: the claim is gone, so the work is wasted; stop it."""
         self._stop_command(f"lease on job {job.id} lost")
+
+    def _cancelled(self, job: Job) -> None:
+        """From the renewal thread: the issue withdrew its request; the lease ends the job cancelled."""
+        self._stop_command(f"job {job.id}: {CANCEL_NOTE}")
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         name = signal.Signals(signum).name
