@@ -199,9 +199,9 @@ def test_a_lease_ends_a_cancel_requested_job_cancelled(store: JobStore) -> None:
         "w1", ["cc"], timedelta(seconds=0.3), on_cancel=lambda j: cancels.append(j.id)
     )
     with held as job:
-        assert job is not None
         store.enqueue([issue(1, state="closed")])
         eventually(lambda: held.cancel_requested, "a heartbeat to answer cancel")
+    assert job is not None
     assert cancels == [job.id]
     assert held.finished is not None
     assert (held.finished.state, held.finished.note) == (
