@@ -44,7 +44,9 @@ def test_track_untrack_and_repos_report_what_changed(db: Database) -> None:
     repo = [FORGE, OWNER, REPO]
     assert ok_json(db, "track", *repo)["changed"] is True
     assert ok_json(db, "track", *repo)["changed"] is False
-    assert ok_json(db, "repos") == [{"forge": FORGE, "owner": OWNER, "repo": REPO}]
+    (listed,) = ok_json(db, "repos")  # with its poll state (tireless.repo_status)
+    assert (listed["forge"], listed["owner"], listed["repo"]) == (FORGE, OWNER, REPO)
+    assert (listed["last_poll_at"], listed["last_error"]) == (None, None)
     assert ok_json(db, "untrack", *repo)["changed"] is True
     assert ok_json(db, "untrack", *repo)["changed"] is False
     assert ok_json(db, "repos") == []

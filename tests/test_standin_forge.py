@@ -69,6 +69,10 @@ def test_error_bodies_match_the_published_schema(forge: StandinForge, http: http
     missing = http.get(f"{issues_path(forge)}/99")
     assert missing.status_code == 404
     check.validate(missing.json())
+    forge.delete_issue("acme", "widgets", 1)
+    gone = http.get(f"{issues_path(forge)}/1")
+    assert gone.status_code == (410 if forge.flavour == "github" else 404)  # GitHub: 410 Gone
+    check.validate(gone.json())
     refused = httpx.get(forge.url + issues_path(forge), headers={"Authorization": "token nope"})
     assert refused.status_code == 401
     check.validate(refused.json())

@@ -769,7 +769,7 @@ DECLARE
     delay interval;
     until timestamptz;
 BEGIN
-    IF record_poll_failure.error IS NULL OR btrim(record_poll_failure.error) = '' THEN
+    IF record_poll_failure.error IS NULL OR btrim(record_poll_failure.error, E' \t\r\n') = '' THEN
         RAISE EXCEPTION 'error must say what failed, got %', coalesce(quote_literal(record_poll_failure.error), 'null')
             USING ERRCODE = 'TL005';
     END IF;
@@ -784,7 +784,7 @@ BEGIN
     until := now() + greatest(delay, coalesce(record_poll_failure.retry_after, interval '0'));
     UPDATE tireless.repo_poll rp
        SET consecutive_failures = rp.consecutive_failures + 1,
-           last_error = left(btrim(record_poll_failure.error), 2000),
+           last_error = left(btrim(record_poll_failure.error, E' \t\r\n'), 2000),
            last_error_at = now(),
            last_poll_at = now(),
            backoff_until = until,
@@ -815,11 +815,11 @@ BEGIN
     END IF;
     UPDATE tireless.forge f
        SET limited_until = CASE WHEN record_forge_trouble.error IS NOT NULL THEN record_forge_trouble.until END,
-           last_error = left(btrim(record_forge_trouble.error), 2000)
+           last_error = left(btrim(record_forge_trouble.error, E' \t\r\n'), 2000)
      WHERE f.name = record_forge_trouble.name
        AND (f.limited_until, f.last_error) IS DISTINCT FROM
            (CASE WHEN record_forge_trouble.error IS NOT NULL THEN record_forge_trouble.until END,
-            left(btrim(record_forge_trouble.error), 2000));
+            left(btrim(record_forge_trouble.error, E' \t\r\n'), 2000));
 END;
 $$;
 COMMENT ON FUNCTION tireless.record_forge_trouble(text, text, timestamptz) IS

@@ -134,6 +134,7 @@ class StandinForge:
         self._comments: dict[tuple[str, str, int], list[Comment]] = {}
         self._next_id = 1
         self._faults: list[Fault] = []
+        self._deleted: set[tuple[str, str, int]] = set()
         self._lock = threading.Condition()
         self._gate: threading.Event | None = None
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
@@ -240,6 +241,7 @@ class StandinForge:
         """Gone: Gitea answers 404 for it, GitHub 410 Gone."""
         with self._lock:
             del self._repos[(owner, repo)][number]
+            self._deleted.add((owner, repo, number))
 
     # Faults and observation
     def fault(
@@ -355,6 +357,12 @@ class StandinForge:
             issues = dict(self._repos[(owner, repo)])
         if number is not None:
             stored = issues.get(number)
+            if (
+                stored is None
+                and self.flavour == "github"
+                and (owner, repo, number) in self._deleted
+            ):
+                return self._error(410, "This issue was deleted")
             if stored is None:
                 return self._error(404, "Not Found")
             answer = Answer(200, {}, self._issue_json(owner, repo, stored))

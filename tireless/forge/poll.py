@@ -128,16 +128,15 @@ def read_repository(client: ForgeClient, target: RepoToPoll) -> Read:
         )
         keep(listing.issues)
         cursor = _newest(cursor, listing.issues)
+    deleted: list[int] = []
     if target.full_listing:
         everything_open = client.list_issues(owner, repo, since=None, state="open")
         pages += everything_open.pages
         limited_until = everything_open.limited_until or limited_until
+        not_modified = False
         keep(everything_open.issues)
         if target.cursor is None:
             cursor = _newest(cursor, everything_open.issues)
-        not_modified = False
-    deleted: list[int] = []
-    if target.full_listing:
         for number in sorted(set(target.live_numbers) - found.keys()):
             issue = client.get_issue(owner, repo, number)
             if issue is None:
