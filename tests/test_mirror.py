@@ -365,3 +365,14 @@ def test_the_write_endpoints_answer_as_the_published_schemas(flavour: Flavour) -
         # A color in the other forge's spelling is refused, as each forge does.
         wrong = color.lstrip("#") if flavour == "gitea" else "#" + color
         assert http.post("/labels", json={"name": "x", "color": wrong}).status_code == 422
+
+
+def test_a_repository_tracked_again_gets_no_write_for_what_happened_before(setup: Setup) -> None:
+    setup.track(REPO)
+    asked(setup)
+    job = claim(setup.store)
+    setup.store.untrack_repo(setup.name, OWNER, REPO)
+    setup.store.transition(job.id, "delivered", "host1-3", "done while untracked")
+    setup.store.track_repo(setup.name, OWNER, REPO)
+    setup.store.claim_repos_to_poll("poller-1")
+    assert setup.store.mirror_writes(setup.name, OWNER, REPO, "poller-1") == []

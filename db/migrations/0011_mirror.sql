@@ -113,6 +113,7 @@ DECLARE
     labels record;
     newest bigint;
     settled bigint;
+    tracked_since timestamptz;
 BEGIN
     IF mirror_writes.max_writes IS NULL OR mirror_writes.max_writes NOT BETWEEN 1 AND 10000 THEN
         RAISE EXCEPTION 'max_writes must be from 1 to 10000, got %', coalesce(mirror_writes.max_writes::text, 'null')
@@ -129,6 +130,8 @@ BEGIN
     SELECT * INTO mirror FROM tireless.mirror_repo m
      WHERE (m.forge, m.owner, m.repo) = (mirror_writes.forge, mirror_writes.owner, mirror_writes.repo)
        FOR UPDATE;
+    SELECT t.tracked_at INTO tracked_since FROM tireless.tracked_repo t
+     WHERE (t.forge, t.owner, t.repo) = (mirror.forge, mirror.owner, mirror.repo);
 
     -- Every issue whose jobs changed since the cursor now wants its newest job's current state; an
     -- older wanted state is replaced (job ids of one issue grow: a new job starts after the last ended).
@@ -138,6 +141,8 @@ BEGIN
           JOIN tireless.job j ON j.id = e.job_id
          WHERE e.id > mirror.event_cursor
            AND (j.forge, j.owner, j.repo) = (mirror_writes.forge, mirror_writes.owner, mirror_writes.repo)
+           -- A repository tracked again does not mirror what happened before: no comment on old issues.
+           AND e.at >= tracked_since
          GROUP BY j.number
     )
     INSERT INTO tireless.mirror_issue AS mi (forge, owner, repo, number, job_id, state)
@@ -350,6 +355,8 @@ SELECT rp.forge, rp.owner, rp.repo,
         JOIN tireless.job j ON j.id = e.job_id
        WHERE e.id > coalesce(m.scanned_to, 0)
          AND (j.forge, j.owner, j.repo) = (rp.forge, rp.owner, rp.repo)
+         AND e.at >= (SELECT t.tracked_at FROM tireless.tracked_repo t
+                       WHERE (t.forge, t.owner, t.repo) = (rp.forge, rp.owner, rp.repo))
          AND NOT EXISTS (SELECT FROM tireless.mirror_issue mi
                           WHERE (mi.forge, mi.owner, mi.repo, mi.number) = (j.forge, j.owner, j.repo, j.number)
                             AND (mi.applied_job_id, mi.applied_state) IS DISTINCT FROM (mi.job_id, mi.state))
