@@ -124,6 +124,19 @@ def test_a_poller_keeps_the_poll_bookkeeping(store: JobStore, login: Login) -> N
         assert poller.repo_status()[0].forge_error == "rate limited"
 
 
+def test_a_poller_keeps_the_mirror_bookkeeping(store: JobStore, login: Login) -> None:
+    tracked(store)
+    store.add_forge(FORGE, "gitea", "https://gitea.example.com")
+    store.enqueue([issue(1), issue(2)])
+    with JobStore(login("tireless_poller")) as poller:
+        poller.claim_repos_to_poll("p1")
+        first, second = poller.mirror_writes(FORGE, OWNER, REPO, "p1")
+        assert first.state_label == "tireless/state:pending"
+        assert poller.record_mirror_write(FORGE, OWNER, REPO, "p1", first) is False
+        poller.record_mirror_failure(FORGE, OWNER, REPO, "p1", second, "HTTP 403")
+        assert poller.repo_status()[0].mirror_error == "HTTP 403"
+
+
 def test_an_admin_may_do_everything(store: JobStore, login: Login) -> None:
     with (
         JobStore(login("tireless_admin")) as admin,
@@ -222,6 +235,12 @@ def test_tables_are_private_to_runners_and_pollers(login: Login, group: str) -> 
             "SELECT tireless.add_forge(name => 'x', kind => 'gitea', base_url => 'https://x.test')",
         ),
         ("tireless_poller", "SELECT tireless.remove_forge(name => 'gitea')"),
+        (
+            "tireless_runner",
+            "SELECT * FROM tireless.mirror_writes(forge => 'gitea', owner => 'acme',"
+            " repo => 'widgets', poller => 'r')",
+        ),
+        ("tireless_poller", "SELECT tireless.set_mirror_comments(enabled => false)"),
     ],
 )
 def test_a_function_of_another_role_is_refused(
