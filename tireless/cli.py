@@ -410,7 +410,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         except PermissionDenied:
             repos = []
     troubled = [r for r in repos if r.last_error or r.forge_error or r.mirror_error]
-    backlog = sum(r.mirror_backlog for r in repos)
+    backlog = sum(r.mirror_backlog for r in repos if r.registered)  # else no poller writes
     text = render_status(rows)
     if backlog:
         text += f"\n\nmirror: {backlog} issue(s) wait for their forge labels or comment"
