@@ -598,7 +598,8 @@ COMMENT ON FUNCTION tireless.rerun(text, text, text, integer) IS
 
 -- The poll bookkeeping.
 CREATE FUNCTION tireless.claim_repos_to_poll(poller text, lease interval DEFAULT '5 minutes', max_repos integer DEFAULT 100)
-    RETURNS TABLE (forge text, owner text, repo text, kind text, base_url text, cursor timestamptz, etag text, full_listing boolean)
+    RETURNS TABLE (forge text, owner text, repo text, kind text, base_url text, cursor timestamptz, etag text, full_listing boolean,
+                  live_numbers integer[])
     LANGUAGE plpgsql VOLATILE SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
 AS $$
@@ -627,14 +628,19 @@ BEGIN
       FROM due, tireless.forge f
      WHERE (rp.forge, rp.owner, rp.repo) = (due.forge, due.owner, due.repo) AND f.name = rp.forge
     RETURNING rp.forge, rp.owner, rp.repo, f.kind::text, f.base_url, rp.cursor, rp.etag,
-              rp.last_success_at IS NULL OR rp.reads_since_full >= 9;
+              rp.last_success_at IS NULL OR rp.reads_since_full >= 9,
+              -- A full listing fetches on its own each live job's issue it did not show.
+              ARRAY(SELECT j.number FROM tireless.job j
+                     WHERE (j.forge, j.owner, j.repo) = (rp.forge, rp.owner, rp.repo)
+                       AND j.state IN ('pending', 'claimed')
+                     ORDER BY j.number);
 END;
 $$;
 COMMENT ON FUNCTION tireless.claim_repos_to_poll(text, interval, integer) IS
     'Leases to poller (for lease) up to max_repos due repositories of registered forges that are not stopped: '
     'next poll time reached, not backing off, lease free or expired; FOR UPDATE SKIP LOCKED, so two pollers never '
     'get the same one. Returns each with its forge kind and URL, cursor, ETag and whether to list it in full '
-    '(the first read and every tenth).';
+    '(the first read and every tenth), and the issue numbers of its live jobs.';
 
 CREATE FUNCTION tireless.held_poll(forge text, owner text, repo text, poller text) RETURNS tireless.repo_poll
     LANGUAGE plpgsql VOLATILE
