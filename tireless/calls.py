@@ -188,7 +188,7 @@ def rerun(forge: str, owner: str, repo: str, number: int) -> Call[Any, int]:
 
 # Forges and polling
 def add_forge(name: str, kind: ForgeKind | str, base_url: str) -> Call[Any, bool]:
-    params = {"name": name, "kind": str(kind), "base_url": base_url}
+    params = {"name": name, "kind": kind, "base_url": base_url}
     return Call(queries.ADD_FORGE, params, tuple_row, _flag)
 
 
