@@ -116,7 +116,8 @@ def test_record_poll_applies_the_work_rule_and_stores_the_cursor(
     assert status.last_success_at is not None
     assert status.cursor == CURSOR
 
-    polled.claim_repos_to_poll("p1")
+    (again,) = polled.claim_repos_to_poll("p1")
+    assert again.live_numbers == (1, 2)
     relabelled = [issue(1, "tireless", "tireless/plan"), issue(2, state="closed")]
     assert record(polled, relabelled, cursor=None, full_listing=False) == PollOutcome(0, 1, 1, 2)
     assert polled.repo_status()[0].cursor == CURSOR, "a null cursor keeps it"

@@ -219,6 +219,9 @@ def test_tables_are_private_to_runners_and_pollers(login: Login, group: str) -> 
             "SELECT tireless.untrack_repo(forge => 'gitea', owner => 'acme', repo => 'widgets')",
         ),
         ("tireless_poller", "SELECT tireless.set_lane_capacity(lane => 'cc', capacity => 1)"),
+        ("tireless_poller", "SELECT tireless.give_back(job_id => 1, worker => 'p')"),
+        ("tireless_runner", "SELECT tireless.prune(older_than => '90 days')"),
+        ("tireless_poller", "SELECT tireless.prune(older_than => '90 days')"),
         ("tireless_runner", "SELECT * FROM tireless.claim_repos_to_poll(poller => 'r')"),
         (
             "tireless_runner",

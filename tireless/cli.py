@@ -217,7 +217,10 @@ def render_status(rows: Sequence[dict[str, Any]]) -> str:
     ]
     live = sum(row["pending"] + row["claimed"] for row in rows)
     summary = f"{live} live job(s)" if live else "settled: no pending or claimed job"
-    return table(rows, columns) + "\n" + summary if rows else "no lanes and no jobs yet"
+    window = "delivered, failed, cancelled: jobs that finished in the last 24 hours"
+    return (
+        "\n".join([table(rows, columns), window, summary]) if rows else "no lanes and no jobs yet"
+    )
 
 
 def job_table(jobs: Sequence[Job]) -> str:
