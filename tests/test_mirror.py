@@ -190,9 +190,9 @@ def test_a_403_is_recorded_and_the_other_issues_and_the_polls_go_on(setup: Setup
     shown = render_repos(setup.store.repo_status())
     assert "MIRROR-BACKLOG" in shown
     assert "HTTP 403" in shown
-    status = cli(setup.db.url, "status").stdout
-    assert "mirror: 1 issue(s) wait for their forge labels or comment" in status
-    assert "HTTP 403" in status
+    printed = cli(setup.db.url, "status").stdout
+    assert "mirror: 1 issue(s) wait for their forge labels or comment" in printed
+    assert "HTTP 403" in printed
     status = setup.poll_state()
     assert status["last_error"] is None  # the polls are fine
     assert status["mirror_backlog"] == 1
