@@ -58,6 +58,11 @@ BAD_ROWS: list[tuple[str, type[psycopg.Error], str]] = [
         " VALUES ('gitea', 'acme', 'widgets', 2, 'implement', 'two words')",
     ),
     (
+        "given_back_within_attempts",
+        errors.CheckViolation,
+        "UPDATE tireless.job SET given_back = attempts + 1 WHERE id = %(id)s",
+    ),
+    (
         "not_its_own_parent",
         errors.CheckViolation,
         "UPDATE tireless.job SET parent_id = id WHERE id = %(id)s",
