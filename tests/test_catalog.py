@@ -189,9 +189,12 @@ def test_the_rules_written_out_for_speed_are_is_terminal_and_is_lane_name(
         "SELECT pg_get_constraintdef(oid) FROM pg_constraint"
         " WHERE conrelid = 'tireless.job'::regclass AND conname = 'lane_is_a_name'",
     )[0]
-    lane_function = column(conn, "SELECT pg_get_functiondef('tireless.is_lane_name(text)'::regprocedure)")[0]
+    lane_function = column(
+        conn, "SELECT pg_get_functiondef('tireless.is_lane_name(text)'::regprocedure)"
+    )[0]
     patterns = [re.findall(r"~ '([^']+)'", text) for text in (lane_rule, lane_function)]
-    assert patterns[0] == patterns[1] and len(patterns[0]) == 1
+    assert len(patterns[0]) == 1
+    assert patterns[0] == patterns[1]
 
 
 def test_the_history_trigger_sees_every_change_of_state_and_no_role_can_go_around_it(
