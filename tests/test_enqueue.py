@@ -115,13 +115,17 @@ def test_two_pollers_enqueueing_one_batch_at_once_create_each_job_once(
     assert sorted(job.number for job in jobs(db)) == list(range(1, 21))
 
 
-def test_after_delivery_a_new_poll_makes_a_new_job_and_leaves_the_old_one_as_it_was(
+def test_after_delivery_the_same_poll_makes_nothing_and_a_new_request_makes_a_new_job(
     store: JobStore, db: Database
 ) -> None:
+    """The work rule: a delivered job is not run again while its issue keeps asking; closing
+    and reopening it asks again, and the old job stays as it was."""
     assert tracked(store).enqueue([issue(1)]) == 1
     claimed = store.claim_next("runner-1", ["cc"])
     assert claimed is not None
     delivered = store.transition(claimed.id, "delivered", worker="runner-1", note="merged")
+    assert store.enqueue([issue(1)]) == 0
+    assert store.enqueue([issue(1, state="closed")]) == 0
     assert store.enqueue([issue(1)]) == 1
     old, new = jobs(db)
     assert old == delivered
@@ -172,12 +176,48 @@ MALFORMED_FIELDS: list[tuple[str, Any]] = [
     ("labels", ["tireless", "tireless/implement", *(f"label-{n}" for n in range(99))]),
     ("title", "t" * 1001),
     ("title", 5),
+    ("url", 5),
+    ("url", "ftp://forge.test/acme/widgets/issues/7"),
+    ("url", "forge.test/issues/7"),
+    ("url", "https://forge.test/a b"),
+    ("url", "https://forge.test/" + "u" * 2000),
+    ("updated_at", 1714564800),
+    ("updated_at", "yesterday"),
+    ("updated_at", "2026-05-01T12:00:00"),
+    ("updated_at", "2026-05-01"),
+    ("updated_at", "2026-13-01T12:00:00Z"),
+    ("updated_at", "2026-02-30T12:00:00Z"),
+    ("updated_at", "2026-05-01T24:00:00Z"),
+    ("updated_at", "0000-05-01T12:00:00Z"),
+    ("updated_at", "2026-05-01T12:00:00+16:00"),
     ("parent_id", 0),
     ("parent_id", -1),
     ("parent_id", 1.5),
     ("parent_id", "1"),
     ("parent_id", 999_999),
 ]
+
+
+@pytest.mark.parametrize(
+    "updated_at",
+    [
+        "2026-05-01T12:00:00Z",
+        "2026-05-01T14:00:00+02:00",
+        "2026-05-01T14:00:00.123456+0200",
+        "2024-02-29T23:59:59-05:30",
+        None,
+    ],
+)
+def test_the_timestamps_forges_write_are_taken(
+    store: JobStore, db: Database, updated_at: str | None
+) -> None:
+    element = issue(1, url="https://forge.test/acme/widgets/issues/1").as_json()
+    assert tracked(store).enqueue([element | {"updated_at": updated_at}]) == 1
+    stored = db.scalar(
+        "SELECT updated_at = %(given)s::timestamptz IS NOT false FROM tireless.issue",
+        {"given": updated_at},
+    )
+    assert stored
 
 
 def test_a_malformed_element_fails_the_batch_naming_its_index_and_field(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, LiteralString
 
 import psycopg
@@ -17,6 +17,7 @@ from tests.issues import enqueue_jobs, issue
 from tireless import JobStore
 from tireless.errors import (
     ERROR_CLASSES,
+    DuplicateLiveJob,
     IllegalTransition,
     InvalidArgument,
     JobIsTerminal,
@@ -24,6 +25,7 @@ from tireless.errors import (
     NotHolder,
     TirelessError,
     UnknownJob,
+    UnknownRepository,
     translated_errors,
 )
 
@@ -185,6 +187,86 @@ REFUSALS = [
         "owner must be 1 to 200 characters, got ''",
     ),
     Refusal(
+        "unknown job: heartbeat",
+        "SELECT tireless.heartbeat(job_id => %(unknown)s, worker => 'w1')",
+        lambda store, ids: store.heartbeat(ids["unknown"], "w1"),
+        UnknownJob,
+        "no job with id {unknown}",
+    ),
+    Refusal(
+        "rerun of an untracked repository",
+        "SELECT tireless.rerun(forge => 'gitea', owner => 'acme', repo => 'gadgets', number => 1)",
+        lambda store, ids: store.rerun("gitea", "acme", "gadgets", 1),
+        UnknownRepository,
+        "repository gitea/acme/gadgets is not tracked",
+    ),
+    Refusal(
+        "rerun with a live job",
+        "SELECT tireless.rerun(forge => 'gitea', owner => 'acme', repo => 'widgets', number => 3)",
+        lambda store, ids: store.rerun("gitea", "acme", "widgets", 3),
+        DuplicateLiveJob,
+        "issue gitea/acme/widgets#3 already has live job {pending}",
+    ),
+    Refusal(
+        "rerun of issue 0",
+        "SELECT tireless.rerun(forge => 'gitea', owner => 'acme', repo => 'widgets', number => 0)",
+        lambda store, ids: store.rerun("gitea", "acme", "widgets", 0),
+        InvalidArgument,
+        "number must be a positive issue number, got 0",
+    ),
+    Refusal(
+        "unknown forge kind",
+        "SELECT tireless.add_forge(name => 'lab', kind => 'gitlab', base_url => 'https://lab.test')",
+        lambda store, ids: store.add_forge("lab", "gitlab", "https://lab.test"),
+        InvalidArgument,
+        "unknown forge kind 'gitlab'",
+    ),
+    Refusal(
+        "trouble of an unregistered forge",
+        "SELECT tireless.record_forge_trouble(name => 'lab', error => 'x', until => now())",
+        lambda store, ids: store.record_forge_trouble("lab", "x", datetime.now(UTC)),
+        UnknownRepository,
+        "forge 'lab' is not registered",
+    ),
+    Refusal(
+        "record_poll without the lease",
+        "SELECT * FROM tireless.record_poll(forge => 'gitea', owner => 'acme', repo => 'widgets',"
+        " poller => 'p1', issues => '[]', cursor => NULL, etag => NULL, full_listing => true)",
+        lambda store, ids: store.record_poll(
+            "gitea", "acme", "widgets", "p1", [], None, None, True
+        ),
+        NotHolder,
+        "poller 'p1' does not hold the poll lease of gitea/acme/widgets",
+    ),
+    Refusal(
+        "record_poll of an untracked repository",
+        "SELECT * FROM tireless.record_poll(forge => 'gitea', owner => 'acme', repo => 'gadgets',"
+        " poller => 'p1', issues => '[]', cursor => NULL, etag => NULL, full_listing => true)",
+        lambda store, ids: store.record_poll(
+            "gitea", "acme", "gadgets", "p1", [], None, None, True
+        ),
+        UnknownRepository,
+        "repository gitea/acme/gadgets is not tracked",
+    ),
+    Refusal(
+        "poll failure without the lease",
+        "SELECT tireless.record_poll_failure(forge => 'gitea', owner => 'acme', repo => 'widgets',"
+        " poller => 'p1', error => 'HTTP 500')",
+        lambda store, ids: store.record_poll_failure("gitea", "acme", "widgets", "p1", "HTTP 500"),
+        NotHolder,
+        "poller 'p1' does not hold the poll lease of gitea/acme/widgets",
+    ),
+    Refusal(
+        "a bad updated_at",
+        """SELECT tireless.enqueue(issues => '[
+             {"forge": "gitea", "owner": "acme", "repo": "widgets", "number": 10, "state": "open",
+              "labels": [], "updated_at": "2026-02-30T00:00:00Z"}]')""",
+        None,
+        MalformedIssue,
+        'malformed issue at index 0: "updated_at" must be an ISO 8601 timestamp with a time zone,'
+        ' got "2026-02-30T00:00:00Z"',
+    ),
+    Refusal(
         "malformed issue",
         """SELECT tireless.enqueue(issues => '[
              {"forge": "gitea", "owner": "acme", "repo": "widgets", "number": 10, "state": "open",
@@ -233,6 +315,9 @@ def snapshot(db: Database) -> list[Any]:
                 "tireless.job_event",
                 "tireless.tracked_repo",
                 "tireless.lane",
+                "tireless.issue",
+                "tireless.forge",
+                "tireless.repo_poll",
             )
         ]
 
