@@ -239,6 +239,39 @@ COMMENT ON FUNCTION tireless.renew_claim(bigint, text, interval, uuid) IS
     'Extends the lease to now() + lease while worker (and token, when given) holds the claim; false when the '
     'claim was lost. TL001 for an unknown job.';
 
+CREATE OR REPLACE FUNCTION tireless.heartbeat(job_id bigint, worker text, lease interval DEFAULT '10 minutes', token uuid DEFAULT NULL)
+    RETURNS text
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    requested timestamptz;
+BEGIN
+    IF NOT (tireless.is_worker_name(heartbeat.worker) AND tireless.is_lease(heartbeat.lease)) THEN
+        PERFORM tireless.check_worker(heartbeat.worker);
+        PERFORM tireless.check_lease(heartbeat.lease);
+    END IF;
+    UPDATE tireless.job j
+       SET claim_expires_at = now() + heartbeat.lease, updated_at = now()
+     WHERE j.id = heartbeat.job_id
+       AND j.state = 'claimed'
+       AND j.claimed_by = heartbeat.worker
+       AND (heartbeat.token IS NULL OR j.claim_token = heartbeat.token)
+    RETURNING j.cancel_requested_at INTO requested;
+    IF FOUND THEN
+        RETURN CASE WHEN requested IS NULL THEN 'held' ELSE 'cancel' END;
+    END IF;
+    IF NOT EXISTS (SELECT FROM tireless.job j WHERE j.id = heartbeat.job_id) THEN
+        RAISE EXCEPTION 'no job with id %', coalesce(heartbeat.job_id::text, 'null') USING ERRCODE = 'TL001';
+    END IF;
+    RETURN 'lost';
+END;
+$$;
+COMMENT ON FUNCTION tireless.heartbeat(bigint, text, interval, uuid) IS
+    'Renews like renew_claim and answers held, lost (worker, or token when given, no longer holds the claim) or '
+    'cancel (the issue withdrew its request: the lease is still extended, so the holder can stop its agent and '
+    'transition the job to cancelled). TL001 for an unknown job.';
+
 CREATE OR REPLACE FUNCTION tireless.transition(
     job_id bigint, to_state text, worker text DEFAULT NULL, note text DEFAULT NULL, token uuid DEFAULT NULL
 ) RETURNS tireless.job
