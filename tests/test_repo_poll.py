@@ -63,7 +63,7 @@ def test_tracking_a_repository_makes_it_due_at_once_and_untracking_forgets_it(
 ) -> None:
     (repo,) = polled.claim_repos_to_poll("p1")
     assert repo == RepoToPoll(
-        FORGE, OWNER, REPO, ForgeKind.GITEA, "https://gitea.example.com", None, None, True
+        FORGE, OWNER, REPO, ForgeKind.GITEA, "https://gitea.example.com", None, None, True, ()
     )
     assert polled.untrack_repo(*TEST_REPO)
     assert db.scalar("SELECT count(*) FROM tireless.repo_poll") == 0
@@ -116,7 +116,8 @@ def test_record_poll_applies_the_work_rule_and_stores_the_cursor(
     assert status.last_success_at is not None
     assert status.cursor == CURSOR
 
-    polled.claim_repos_to_poll("p1")
+    (again,) = polled.claim_repos_to_poll("p1")
+    assert again.live_numbers == (1, 2)
     relabelled = [issue(1, "tireless", "tireless/plan"), issue(2, state="closed")]
     assert record(polled, relabelled, cursor=None, full_listing=False) == PollOutcome(0, 1, 1, 2)
     assert polled.repo_status()[0].cursor == CURSOR, "a null cursor keeps it"

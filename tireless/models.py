@@ -161,10 +161,14 @@ class RepoToPoll:
     cursor: datetime | None
     etag: str | None
     full_listing: bool
+    live_numbers: tuple[int, ...]
+    """The issue numbers of the repository's live jobs: a full listing that does not show one
+    fetches it on its own."""
 
     @classmethod
     def from_row(cls, **columns: Any) -> RepoToPoll:
         columns["kind"] = ForgeKind(columns["kind"])
+        columns["live_numbers"] = tuple(columns["live_numbers"])
         return cls(**columns)
 
 

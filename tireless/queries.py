@@ -73,7 +73,7 @@ ADD_FORGE = (
 REMOVE_FORGE = "SELECT tireless.remove_forge(name => %(name)s)"
 FORGES = "SELECT name, kind, base_url FROM tireless.forges()"
 CLAIM_REPOS_TO_POLL = (
-    "SELECT forge, owner, repo, kind, base_url, cursor, etag, full_listing"
+    "SELECT forge, owner, repo, kind, base_url, cursor, etag, full_listing, live_numbers"
     " FROM tireless.claim_repos_to_poll(poller => %(poller)s, lease => %(lease)s,"
     " max_repos => %(max_repos)s)"
 )
