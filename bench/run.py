@@ -43,6 +43,7 @@ class Sizes:
     capacity_workers: tuple[int, ...]
     profile_cycles: int
     renewals: int
+    status_finished: int = 1_000_000
 
 
 FULL = Sizes(
@@ -60,7 +61,9 @@ FULL = Sizes(
     2_000,
     3_000,
 )
-QUICK = Sizes((1, 2, 4, 8), 1, 0.3, 1.0, 5_000, 20_000, 20_000, 100, 2_000, 100, (1, 4), 200, 300)
+QUICK = Sizes(
+    (1, 2, 4, 8), 1, 0.3, 1.0, 5_000, 20_000, 20_000, 100, 2_000, 100, (1, 4), 200, 300, 20_000
+)
 
 
 def log(message: str) -> None:
@@ -218,6 +221,18 @@ def benchmark(server: EmbeddedPostgres, sizes: Sizes) -> list[str]:
     reads["expire_stale_claims"] = sweep.job_reads
     log("sweeper measured")
 
+    # tireless status: 1,000 live jobs under 1,000 finished ones of the last day, and under
+    # status_finished finished ones of the last year.
+    short_db = scenarios.fresh_database(server, "status_short")
+    long_db = scenarios.fresh_database(server, "status_long")
+    scenarios.load_history(short_db, 1_000, 1_000, "1 day")
+    scenarios.load_history(long_db, 1_000, sizes.status_finished, "365 days")
+    status = (
+        statistics.median(scenarios.status_p50(short_db, 50) for _ in range(sizes.reps)),
+        statistics.median(scenarios.status_p50(long_db, 50) for _ in range(sizes.reps)),
+    )
+    log("status measured")
+
     return render(
         sizes,
         facts,
@@ -231,6 +246,7 @@ def benchmark(server: EmbeddedPostgres, sizes: Sizes) -> list[str]:
         (depth_small, depth_big, load_seconds),
         sweep,
         reads,
+        status,
     )
 
 
@@ -247,6 +263,7 @@ def render(
     depth: tuple[list[float], list[float], float],
     sweep: scenarios.Sweep,
     reads: dict[str, list[str]],
+    status: tuple[float, float],
 ) -> list[str]:
     depth_small, depth_big, load_seconds = depth
     small, big = statistics.median(depth_small), statistics.median(depth_big)
@@ -318,6 +335,17 @@ def render(
             if not any("Seq Scan" in n for nodes in reads.values() for n in nodes)
             else "A SEQUENTIAL SCAN of tireless.job: see above."
         ),
+        "",
+        "## tireless status",
+        "",
+        "The query `tireless status` runs (lane_status and queue_stats: live jobs, and the terminal "
+        "jobs of the last 24 hours through the index terminal_jobs_by_change), median of 50 runs.",
+        "",
+        "| history | status p50 ms | ratio | target |",
+        "|---|---:|---:|---|",
+        f"| 1000 live, 1000 finished in the last day | {status[0]:.2f} | 1.00 | |",
+        f"| 1000 live, {sizes.status_finished} finished over a year | {status[1]:.2f} | "
+        f"{status[1] / status[0]:.2f} | <= 1.5: {'met' if status[1] / status[0] <= 1.5 else 'MISSED'} |",
         "",
         "## HOT updates",
         "",

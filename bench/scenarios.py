@@ -13,7 +13,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 from workloads import FLOOR_SCHEMA, LEASE, SQL_CLAIM, SQL_FINISH
 
-from tireless import migrate
+from tireless import migrate, queries
 from tireless.embedded import EmbeddedPostgres
 
 
@@ -308,3 +308,36 @@ def renewal_rates(conninfo: str, renewals: int, reps: int) -> dict[str, float]:
 
 def rotated_paths(paths: list[str], by: int) -> list[str]:
     return [paths[(i + by) % len(paths)] for i in range(len(paths))]
+
+
+# tireless status: the same live jobs under a short history and under a long one.
+HISTORY_JOBS = """
+INSERT INTO tireless.job (forge, owner, repo, number, kind, lane, state, attempts, created_at, updated_at)
+SELECT 'gitea', 'bench', 'status', g, 'implement', CASE WHEN g %% 2 = 0 THEN 'cc' ELSE 'oc' END,
+       CASE WHEN g <= %(pending)s::int THEN 'pending'
+            ELSE (ARRAY['delivered', 'failed', 'cancelled'])[1 + g %% 3] END::tireless.job_state,
+       CASE WHEN g <= %(pending)s::int THEN 0 ELSE 1 END,
+       now() - %(spread)s::interval * g / (%(pending)s::int + %(finished)s::int),
+       now() - %(spread)s::interval * g / (%(pending)s::int + %(finished)s::int)
+  FROM generate_series(1, %(pending)s::int + %(finished)s::int) g"""
+
+
+def load_history(conninfo: str, pending: int, finished: int, spread: str) -> None:
+    """`pending` live jobs and `finished` terminal ones, their last changes spread evenly over
+    `spread` (a year of history, or a day), as the superuser with triggers off."""
+    with psycopg.connect(conninfo, autocommit=True) as conn, conn.transaction():
+        conn.execute("SET LOCAL session_replication_role = replica")
+        conn.execute(HISTORY_JOBS, {"pending": pending, "finished": finished, "spread": spread})
+        conn.execute(BULK_EVENTS)
+    settle(conninfo)
+
+
+def status_p50(conninfo: str, runs: int) -> float:
+    """Median time (ms) of the query `tireless status` runs (tireless.queries.STATUS)."""
+    timings: list[float] = []
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        for _ in range(runs):
+            began = time.perf_counter()
+            conn.execute(queries.STATUS).fetchall()
+            timings.append((time.perf_counter() - began) * 1000)
+    return statistics.median(timings)

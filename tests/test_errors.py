@@ -20,6 +20,7 @@ from tireless.errors import (
     DuplicateLiveJob,
     IllegalTransition,
     InvalidArgument,
+    InvariantViolated,
     JobIsTerminal,
     MalformedIssue,
     NotHolder,
@@ -346,14 +347,34 @@ def test_a_refusal_has_its_code_names_the_bad_value_and_changes_nothing(
 def test_translated_errors_raises_the_class_of_each_code(
     db: Database, error: type[TirelessError]
 ) -> None:
+    rule = "one_live_job_per_issue" if error is DuplicateLiveJob else "a_named_rule"
     raise_it = sql.SQL(
-        "DO $$ BEGIN RAISE EXCEPTION 'refused' USING ERRCODE = {}, CONSTRAINT = 'a_named_rule'; END $$"
-    ).format(sql.Literal(error.sqlstate))
+        "DO $$ BEGIN RAISE EXCEPTION 'refused' USING ERRCODE = {}, CONSTRAINT = {},"
+        " DETAIL = 'the detail', HINT = 'the hint'; END $$"
+    ).format(sql.Literal(error.sqlstate), sql.Literal(rule))
     with db.connect() as conn, pytest.raises(TirelessError) as raised, translated_errors():
         conn.execute(raise_it)
     assert type(raised.value) is error
     assert str(raised.value) == "refused"
-    assert raised.value.constraint == "a_named_rule"
+    assert raised.value.constraint == rule
+    assert (raised.value.sqlstate, raised.value.detail, raised.value.hint) == (
+        error.sqlstate,
+        "the detail",
+        "the hint",
+    )
+
+
+@pytest.mark.parametrize("code", ["23505", "23503", "23502"])
+def test_an_integrity_violation_of_another_rule_is_invariant_violated_with_its_own_code(
+    db: Database, code: str
+) -> None:
+    """Only one_live_job_per_issue makes a 23505 a DuplicateLiveJob."""
+    raise_it = sql.SQL(
+        "DO $$ BEGIN RAISE EXCEPTION 'refused' USING ERRCODE = {}, CONSTRAINT = 'other_rule'; END $$"
+    ).format(sql.Literal(code))
+    with db.connect() as conn, pytest.raises(InvariantViolated) as raised, translated_errors():
+        conn.execute(raise_it)
+    assert (raised.value.sqlstate, raised.value.constraint) == (code, "other_rule")
 
 
 def test_translated_errors_lets_an_unknown_sqlstate_through(db: Database) -> None:

@@ -115,6 +115,8 @@ class Job:
     updated_at: datetime
     cancel_requested_at: datetime | None
     """When the issue withdrew its request while the job was claimed; the job then ends cancelled."""
+    given_back: int = 0
+    """How many of `attempts` were given back by a stopping runner (not counted by the budget)."""
 
     @classmethod
     def from_row(cls, **columns: Any) -> Job:

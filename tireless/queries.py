@@ -38,11 +38,17 @@ TRANSITION = _returning(
     "tireless.transition(job_id => %(job_id)s, to_state => %(to_state)s,"
     " worker => %(worker)s, note => %(note)s, token => %(token)s)",
 )
+GIVE_BACK = _returning(
+    JOB_COLUMNS,
+    "tireless.give_back(job_id => %(job_id)s, worker => %(worker)s, note => %(note)s,"
+    " token => %(token)s)",
+)
+EXPIRE_STALE_CLAIMS = "SELECT tireless.expire_stale_claims()"
+PRUNE = "SELECT tireless.prune(older_than => %(older_than)s, max_jobs => %(max_jobs)s)"
 HEARTBEAT = (
     "SELECT tireless.heartbeat(job_id => %(job_id)s, worker => %(worker)s,"
     " lease => %(lease)s, token => %(token)s)"
 )
-EXPIRE_STALE_CLAIMS = "SELECT tireless.expire_stale_claims()"
 RERUN = (
     "SELECT tireless.rerun(forge => %(forge)s, owner => %(owner)s, repo => %(repo)s,"
     " number => %(number)s)"

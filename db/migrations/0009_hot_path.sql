@@ -362,7 +362,11 @@ BEGIN
         final_state := 'cancelled';
     ELSE
         final_state := target;
-        IF target = 'pending' THEN
+        IF target = 'pending' AND job.cancel_requested_at IS NOT NULL THEN
+            -- A cancel request stands (0007_work_rule): released, the job ends cancelled, not retried.
+            final_state := 'cancelled';
+            final_note := 'issue withdrew its request' || coalesce('; released: ' || transition.note, '');
+        ELSIF target = 'pending' THEN
             SELECT kp.max_attempts INTO budget FROM tireless.kind_policy kp WHERE kp.kind = job.kind;
             IF tireless.attempts_spent(job) >= budget THEN
                 final_state := 'failed';
@@ -405,8 +409,8 @@ $$;
 COMMENT ON FUNCTION tireless.transition(bigint, text, text, text, uuid) IS
     'Moves a job along its state machine and returns it. A worker that is given must hold the claim (and the '
     'token, when given), whatever the job''s state now is: else TL004. Leaving claimed (to pending, delivered, '
-    'failed, cancelled) needs the holder; a release after the last attempt the budget counts fails the job. '
+    'failed, cancelled) needs the holder; a release after the last attempt the budget counts fails the job, and a '
+    'release of a job whose issue withdrew its request cancels it. '
     'A pending job can only be cancelled (by tireless_admin). Entering claimed, or leaving a terminal state, is refused.';
-
 
 REVOKE ALL ON ALL FUNCTIONS IN SCHEMA tireless FROM PUBLIC;
