@@ -1,6 +1,6 @@
 """Where the time goes: one worker's claim-and-deliver cycles through SQL, per statement.
 
-    python bench/profile.py [--cycles N] [--until MIGRATION]
+    python bench/statements.py [--cycles N] [--until MIGRATION]
 
 --until 0008_runners profiles the schema as it was before a later migration (the "before" table
 of bench/results.md).
