@@ -23,6 +23,8 @@ from workloads import PATHS, Measurement, Run, measure, median_of
 from tireless.embedded import EmbeddedPostgres, embedded_postgres
 
 RESULTS = Path(__file__).with_name("results.md")
+# The before-and-after of bench/costs.py and bench/statements.py, kept by hand, appended to results.md.
+WHERE_THE_TIME_GOES = Path(__file__).with_name("where-the-time-goes.md")
 # Issue 13: tireless through SQL >= 0.8 of the floor; through JobStore >= 0.9 of tireless through SQL.
 TARGETS = {"floor": None, "sql": ("floor", 0.8), "adapter": ("sql", 0.9)}
 RENEWAL_TARGET = 0.9  # renew_claim and heartbeat against a bare UPDATE of the lease
@@ -123,7 +125,7 @@ def main() -> None:
         report = benchmark(server, sizes)
     elapsed = time.perf_counter() - began
     report.append(f"\nThe whole run took {elapsed:.0f} s.")
-    text = "\n".join(report) + "\n"
+    text = "\n".join(report) + "\n\n" + WHERE_THE_TIME_GOES.read_text()
     print(text)
     if sizes is FULL:  # a quick run only prints: bench/results.md keeps the last full run
         RESULTS.write_text(text)
