@@ -272,6 +272,44 @@ def function_profile(conninfo: str, cycles: int) -> list[tuple[str, int, float, 
     raise RuntimeError("the function statistics of the profile never arrived")
 
 
+BARE_RENEWAL = """
+UPDATE tireless.job j SET claim_expires_at = now() + %(lease)s, updated_at = now()
+ WHERE j.id = %(id)s AND j.state = 'claimed' AND j.claimed_by = %(worker)s"""
+RENEWALS = {
+    "bare UPDATE": BARE_RENEWAL,
+    "renew_claim": "SELECT tireless.renew_claim(job_id => %(id)s, worker => %(worker)s, lease => %(lease)s)",
+    "heartbeat": "SELECT tireless.heartbeat(job_id => %(id)s, worker => %(worker)s, lease => %(lease)s)",
+}
+
+
+def renewal_rates(conninfo: str, renewals: int, reps: int) -> dict[str, float]:
+    """Lease renewals per second of one worker holding 100 claims, one call per transaction:
+    tireless's functions against a bare UPDATE of the lease, alternating, medians of the
+    repetitions (heartbeat only where the schema has it)."""
+    samples: dict[str, list[float]] = {}
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        params: dict[str, Any] = {"worker": "renewer", "lanes": ["cc"], "lease": LEASE}
+        held = [conn.execute(SQL_CLAIM, params).fetchone() for _ in range(100)]
+        ids = [row[0] for row in held if row is not None]
+        has = conn.execute(
+            "SELECT to_regprocedure('tireless.heartbeat(bigint,text,interval,uuid)')"
+        )
+        paths = [p for p in RENEWALS if p != "heartbeat" or has.fetchone() != (None,)]
+        for rep in range(reps):
+            for path in rotated_paths(paths, rep):
+                began = time.perf_counter()
+                for n in range(renewals):
+                    conn.execute(RENEWALS[path], params | {"id": ids[n % len(ids)]})
+                samples.setdefault(path, []).append(renewals / (time.perf_counter() - began))
+        for job_id in ids:
+            conn.execute(SQL_FINISH, params | {"id": job_id})
+    return {path: statistics.median(rates) for path, rates in samples.items()}
+
+
+def rotated_paths(paths: list[str], by: int) -> list[str]:
+    return [paths[(i + by) % len(paths)] for i in range(len(paths))]
+
+
 # tireless status: the same live jobs under a short history and under a long one.
 HISTORY_JOBS = """
 INSERT INTO tireless.job (forge, owner, repo, number, kind, lane, state, attempts, created_at, updated_at)
