@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e '.[dev,web]'
 	touch $@
 
 install: $(VENV)/.installed
