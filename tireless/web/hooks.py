@@ -135,10 +135,12 @@ async def receive(request: Request) -> Response:
     if not deliveries.first_time(key):
         return refuse(409, "delivery already received")
     owner, repo = repository
+    board, params = dashboard_of(request), {"forge": forge, "owner": owner, "repo": repo}
     try:
-        rows = await dashboard_of(request).rows(
-            reads.POLL_SOON, {"forge": forge, "owner": owner, "repo": repo}
-        )
+        if not (await board.rows(reads.IS_TRACKED, params))[0]["tracked"]:
+            deliveries.forget(key)
+            return refuse(404, "repository not tracked")
+        due = bool((await board.rows(reads.POLL_SOON, params))[0]["poll_soon"])
     except TirelessError as refusal:
         deliveries.forget(key)
         if refusal.sqlstate == UNKNOWN_REPOSITORY:
@@ -147,5 +149,4 @@ async def receive(request: Request) -> Response:
     except BaseException:
         deliveries.forget(key)
         raise
-    due = bool(next(iter(rows[0].values()))) if rows else False
     return JSONResponse({"forge": forge, "owner": owner, "repo": repo, "poll_soon": due}, 202)

@@ -59,4 +59,8 @@ RERUN = (
     "SELECT tireless.rerun(forge => %(forge)s, owner => %(owner)s, repo => %(repo)s,"
     " number => %(number)s)"
 )
+IS_TRACKED = (
+    "SELECT EXISTS (SELECT FROM tireless.repo_status r"
+    " WHERE (r.forge, r.owner, r.repo) = (%(forge)s, %(owner)s, %(repo)s)) AS tracked"
+)
 POLL_SOON = "SELECT tireless.poll_soon(forge => %(forge)s, owner => %(owner)s, repo => %(repo)s)"
