@@ -17,7 +17,7 @@ from tests.conftest import Database
 from tests.issues import FORGE, OWNER, REPO, claimed, end_lease, issue, tracked
 from tests.test_roles import Login, login  # noqa: F401 (the fixture)
 from tireless import JobStore
-from tireless.web.app import create_app
+from tireless.web.app import Dashboard, create_app
 
 Client = Callable[[str], TestClient]
 
@@ -40,13 +40,17 @@ def populate(store: JobStore, db: Database) -> Jobs:
     tracked(store)
     tracked(store, "gadgets")
     store.enqueue([issue(n) for n in range(1, 7)])
-    store.enqueue([issue(7, "tireless", "tireless/plan", "tireless/agent:oc", title="Plan <b>it</b>")])
+    store.enqueue(
+        [issue(7, "tireless", "tireless/plan", "tireless/agent:oc", title="Plan <b>it</b>")]
+    )
     store.enqueue([issue(1, repo="gadgets")])
     first = claimed(store, "runner-a")
     second = claimed(store, "runner-b")
     third = claimed(store, "runner-c")
     fourth = claimed(store, "runner-d")
-    store.transition(first.id, "delivered", "runner-a", note="opened PR #3", token=first.claim_token)
+    store.transition(
+        first.id, "delivered", "runner-a", note="opened PR #3", token=first.claim_token
+    )
     store.transition(second.id, "failed", "runner-b", note="tests failed", token=second.claim_token)
     end_lease(db, fourth.id)
     pending = 5
@@ -165,7 +169,9 @@ def test_every_job_page_renders_its_row_timeline_and_family(
     assert '<a href="/jobs/7">job 7</a>' in child, "its parent"
     past = admin.get(f"/jobs/{jobs.past_lease}").text
     assert "past its lease" in past
-    token = db.scalar("SELECT claim_token::text FROM tireless.job WHERE id = %s", [jobs.claimed])
+    token = db.scalar(
+        "SELECT claim_token::text FROM tireless.job WHERE id = %(p)s", {"p": jobs.claimed}
+    )
     assert token not in admin.get(f"/jobs/{jobs.claimed}").text, "the fencing token stays secret"
 
 
@@ -248,12 +254,14 @@ def test_an_admin_cancels_a_pending_job_and_sees_a_refusal_for_a_claimed_one(
     done = admin.post(f"/jobs/{jobs.pending}/cancel", data={"csrf": token}, follow_redirects=False)
     assert done.status_code == 303
     assert done.headers["location"] == f"/jobs/{jobs.pending}"
-    state = "SELECT state::text || ' ' || note FROM tireless.job WHERE id = %s"
-    assert db.scalar(state, [jobs.pending]).startswith("cancelled cancelled from the dashboard by")
+    state = "SELECT state::text || ' ' || note FROM tireless.job WHERE id = %(p)s"
+    assert db.scalar(state, {"p": jobs.pending}).startswith(
+        "cancelled cancelled from the dashboard by"
+    )
     refused = admin.post(f"/jobs/{jobs.claimed}/cancel", data={"csrf": token})
     assert refused.status_code == 409
     assert "refused (" in refused.text
-    assert db.scalar(state, [jobs.claimed]) is None, "still claimed, with no note"
+    assert db.scalar(state, {"p": jobs.claimed}) is None, "still claimed, with no note"
 
 
 def test_a_post_without_the_sessions_csrf_token_changes_nothing(
@@ -270,37 +278,53 @@ def test_a_post_without_the_sessions_csrf_token_changes_nothing(
     assert fresh.post("/lanes/cc/pause", data={"csrf": others_token}).status_code == 403
     assert admin.post(f"/jobs/{jobs.pending}/cancel", data={"csrf": "x"}).status_code == 403
     assert lane_row(db, "cc") == before == (False, 1, False)
-    assert db.scalar("SELECT state::text FROM tireless.job WHERE id = %s", [jobs.pending]) == "pending"
+    assert (
+        db.scalar("SELECT state::text FROM tireless.job WHERE id = %(p)s", {"p": jobs.pending})
+        == "pending"
+    )
 
 
 @pytest.mark.parametrize("group", ["tireless_runner", "tireless_poller"])
 def test_without_admin_the_pages_are_read_only_and_actions_refused(
-    jobs: Jobs, db: Database, login: Login, connect_as: Client, group: str
+    jobs: Jobs,
+    db: Database,
+    login: Login,  # noqa: F811
+    connect_as: Client,
+    group: str,
 ) -> None:
     client = connect_as(login(group))
     overview = client.get("/")
     assert overview.status_code == 200
     assert "Read-only" in overview.text
     assert '<table id="lanes">' in overview.text
-    assert "<form method=\"post\"" not in overview.text
+    assert '<form method="post"' not in overview.text
     page = client.get(f"/jobs/{jobs.pending}")
     assert page.status_code == 200
     assert "Read-only" in page.text
     assert job_ids(client.get("/jobs?state=claimed").text) == [4, 3]
     # Even with a good token for its session, the action is refused and changes nothing.
-    token = client.app.state.dashboard.csrf.token(client.cookies["tireless_session"])
+    board: Dashboard = client.app.state.dashboard  # type: ignore[attr-defined]
+    token = board.csrf.token(client.cookies["tireless_session"])
     assert client.post("/lanes/cc/pause", data={"csrf": token}).status_code == 403
     assert client.post(f"/jobs/{jobs.pending}/cancel", data={"csrf": token}).status_code == 403
     assert db.scalar("SELECT paused FROM tireless.lane WHERE name = 'oc'") is True
     assert db.scalar("SELECT paused FROM tireless.lane WHERE name = 'cc'") is False
-    assert db.scalar("SELECT state::text FROM tireless.job WHERE id = %s", [jobs.pending]) == "pending"
+    assert (
+        db.scalar("SELECT state::text FROM tireless.job WHERE id = %(p)s", {"p": jobs.pending})
+        == "pending"
+    )
 
 
-def test_no_page_shows_the_database_password(
-    db: Database, jobs: Jobs, connect_as: Client
-) -> None:
+def test_no_page_shows_the_database_password(db: Database, jobs: Jobs, connect_as: Client) -> None:
     client = connect_as(make_conninfo(db.conninfo, password="hunter2-secret"))
-    for path in ("/", "/jobs", f"/jobs/{jobs.delivered}", "/jobs/424242", "/jobs?state=x", "/metrics"):
+    for path in (
+        "/",
+        "/jobs",
+        f"/jobs/{jobs.delivered}",
+        "/jobs/424242",
+        "/jobs?state=x",
+        "/metrics",
+    ):
         page = client.get(path)
         assert "hunter2-secret" not in page.text
         assert "password" not in page.text

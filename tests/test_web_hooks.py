@@ -25,9 +25,7 @@ GITHUB_SECRET = "another-secret"
 
 
 @pytest.fixture
-def client(
-    db: Database, store: JobStore, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[TestClient]:
+def client(db: Database, store: JobStore, monkeypatch: pytest.MonkeyPatch) -> Iterator[TestClient]:
     monkeypatch.setenv("TIRELESS_WEBHOOK_SECRET_GITEA", SECRET)
     monkeypatch.setenv("TIRELESS_WEBHOOK_SECRET_GITHUB", GITHUB_SECRET)
     tracked(store)
@@ -50,7 +48,7 @@ def next_polls(db: Database) -> dict[str, datetime]:
 
 def is_due(db: Database, forge: str) -> bool:
     due: bool = db.scalar(
-        "SELECT next_poll_at <= now() FROM tireless.repo_poll WHERE forge = %s", [forge]
+        "SELECT next_poll_at <= now() FROM tireless.repo_poll WHERE forge = %(p)s", {"p": forge}
     )
     return due
 
@@ -148,7 +146,10 @@ def test_a_bad_delivery_is_refused_and_changes_nothing(
         headers = {**gitea(body), "X-Gitea-Signature": github(body, SECRET)["X-Hub-Signature-256"]}
     elif case == "gitea signature without sha256= on the github hook":
         path = "/hooks/github"
-        headers = {**github(body), "X-Hub-Signature-256": gitea(body, GITHUB_SECRET)["X-Gitea-Signature"]}
+        headers = {
+            **github(body),
+            "X-Hub-Signature-256": gitea(body, GITHUB_SECRET)["X-Gitea-Signature"],
+        }
     elif case == "oversize":
         body = payload(padding="x" * MAX_BODY)
         headers = gitea(body)
@@ -211,7 +212,9 @@ def test_a_named_forge_uses_its_own_secret(
     not_due(db)
     body = payload()
     assert (
-        client.post("/hooks/gitea?forge=code.example", content=body, headers=gitea(body)).status_code
+        client.post(
+            "/hooks/gitea?forge=code.example", content=body, headers=gitea(body)
+        ).status_code
         == 401
     )
     ok = client.post(

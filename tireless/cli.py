@@ -15,7 +15,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import datetime, timedelta
 from pathlib import Path
 from types import FrameType
@@ -409,7 +409,9 @@ def cmd_web(args: argparse.Namespace) -> int:
     try:
         from tireless.web.app import serve  # the web stack is the optional extra tireless[web]
     except ImportError as missing:
-        raise UsageError(f"tireless web needs the extra: pip install 'tireless[web]' ({missing})") from missing
+        raise UsageError(
+            f"tireless web needs the extra: pip install 'tireless[web]' ({missing})"
+        ) from missing
     host, _, port = args.bind.rpartition(":")
     if not host or not port.isdigit():
         raise UsageError(f"--bind takes HOST:PORT, got {args.bind!r}")
@@ -417,10 +419,8 @@ def cmd_web(args: argparse.Namespace) -> int:
     with connect(args):
         pass  # reachable? (exit 4 if not), before the server starts listening
     stop_on_signals()
-    try:
+    with suppress(Stop):
         serve(database, args.bind)
-    except Stop:
-        pass
     return OK
 
 

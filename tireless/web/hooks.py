@@ -72,7 +72,9 @@ def secret_variable(forge: str) -> str:
 
 
 def signed(secret: str, body: bytes, given: str, flavour: Flavour) -> bool:
-    expected = flavour.signature_prefix + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+    expected = (
+        flavour.signature_prefix + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+    )
     return hmac.compare_digest(expected.encode(), given.strip().encode())
 
 
@@ -112,7 +114,9 @@ async def receive(request: Request) -> Response:
     flavour_name = request.path_params["flavour"]
     flavour = FLAVOURS.get(flavour_name)
     if flavour is None:
-        return refuse(404, f"no webhook flavour {flavour_name!r}: use /hooks/gitea or /hooks/github")
+        return refuse(
+            404, f"no webhook flavour {flavour_name!r}: use /hooks/gitea or /hooks/github"
+        )
     forge = request.query_params.get("forge") or flavour_name
     body = await read_body(request)
     if body is None:

@@ -98,7 +98,9 @@ def render(
 
 
 def problem(request: Request, status: int, message: str) -> Response:
-    return render(request, "problem.html", {"status": status, "message": message, "me": None}, status)
+    return render(
+        request, "problem.html", {"status": status, "message": message, "me": None}, status
+    )
 
 
 async def overview(request: Request) -> Response:
@@ -225,7 +227,9 @@ async def action_form(request: Request) -> dict[str, str]:
     form = dict(parse_qsl(body.decode("utf-8", "replace")))
     board = dashboard_of(request)
     if not board.csrf.accepts(request, form.get("csrf", "")):
-        raise HTTPException(403, "the form's CSRF token does not match this session: reload the page")
+        raise HTTPException(
+            403, "the form's CSRF token does not match this session: reload the page"
+        )
     if not (await who(request))["admin"]:
         raise HTTPException(403, "read-only: actions need a connection as tireless_admin")
     return form

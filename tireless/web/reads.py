@@ -24,7 +24,9 @@ SELECT h.hour, h.outcome, sum(h.jobs)::bigint AS jobs
   FROM tireless.finished_jobs_by_hour h
  WHERE h.hour >= date_trunc('hour', now()) - interval '23 hours'
  GROUP BY h.hour, h.outcome"""
-FINISHED = "SELECT f.lane, f.outcome, f.jobs FROM tireless.finished_jobs f ORDER BY f.lane, f.outcome"
+FINISHED = (
+    "SELECT f.lane, f.outcome, f.jobs FROM tireless.finished_jobs f ORDER BY f.lane, f.outcome"
+)
 
 JOB_COLUMNS = (
     "j.id, j.forge, j.owner, j.repo, j.number, j.title, j.kind::text AS kind, j.lane,"
@@ -40,16 +42,24 @@ _JOB_FILTERS = (
 )
 # Keyset paging: a page is the jobs just below `before` (newest first) or just above `after`.
 JOBS_BEFORE = (
-    "SELECT " + JOB_COLUMNS + " FROM tireless.job_list j" + _JOB_FILTERS
+    "SELECT "
+    + JOB_COLUMNS
+    + " FROM tireless.job_list j"
+    + _JOB_FILTERS
     + " AND (%(before)s::bigint IS NULL OR j.id < %(before)s) ORDER BY j.id DESC LIMIT %(limit)s"
 )
 JOBS_AFTER = (
-    "SELECT " + JOB_COLUMNS + " FROM tireless.job_list j" + _JOB_FILTERS
+    "SELECT "
+    + JOB_COLUMNS
+    + " FROM tireless.job_list j"
+    + _JOB_FILTERS
     + " AND j.id > %(after)s ORDER BY j.id LIMIT %(limit)s"
 )
 JOB = "SELECT " + JOB_COLUMNS + " FROM tireless.job_list j WHERE j.id = %(job_id)s"
 CHILDREN = (
-    "SELECT " + JOB_COLUMNS + " FROM tireless.job_list j WHERE j.parent_id = %(job_id)s ORDER BY j.id"
+    "SELECT "
+    + JOB_COLUMNS
+    + " FROM tireless.job_list j WHERE j.parent_id = %(job_id)s ORDER BY j.id"
 )
 HISTORY = (
     "SELECT h.event_id, h.at, h.from_state, h.to_state, h.worker, h.attempt, h.note, h.lasted"
