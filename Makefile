@@ -36,6 +36,7 @@ soak: install pg-binaries
 
 bench: install pg-binaries
 	$(PY) bench/run.py $(if $(QUICK),--quick)
+	$(PY) bench/web.py $(if $(QUICK),--quick)
 
 run: install pg-binaries
 	$(PY) -m tireless.demo
