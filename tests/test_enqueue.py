@@ -115,13 +115,17 @@ def test_two_pollers_enqueueing_one_batch_at_once_create_each_job_once(
     assert sorted(job.number for job in jobs(db)) == list(range(1, 21))
 
 
-def test_after_delivery_a_new_poll_makes_a_new_job_and_leaves_the_old_one_as_it_was(
+def test_after_delivery_the_same_poll_makes_nothing_and_a_new_request_makes_a_new_job(
     store: JobStore, db: Database
 ) -> None:
+    """The work rule: a delivered job is not run again while its issue keeps asking; closing
+    and reopening it asks again, and the old job stays as it was."""
     assert tracked(store).enqueue([issue(1)]) == 1
     claimed = store.claim_next("runner-1", ["cc"])
     assert claimed is not None
     delivered = store.transition(claimed.id, "delivered", worker="runner-1", note="merged")
+    assert store.enqueue([issue(1)]) == 0
+    assert store.enqueue([issue(1, state="closed")]) == 0
     assert store.enqueue([issue(1)]) == 1
     old, new = jobs(db)
     assert old == delivered

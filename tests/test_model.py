@@ -64,6 +64,7 @@ def test_the_store_behaves_like_its_model(db: Database, store: JobStore) -> None
             self.lane = f"model{example}"
             self.numbers = range(example * 10, example * 10 + 4)
             self.jobs: dict[int, ModelJob] = {}
+            self.answered: set[int] = set()  # issues whose current request has had its job
 
         def pick(self, index: int) -> tuple[int, ModelJob]:
             job_id = sorted(self.jobs)[index % len(self.jobs)]
@@ -80,14 +81,24 @@ def test_the_store_behaves_like_its_model(db: Database, store: JobStore) -> None
             live = {j.number for j in self.jobs.values() if j.state in ("pending", "claimed")}
             labels = ("tireless", "tireless/implement", f"tireless/agent:{self.lane}")
             created = store.enqueue([issue(n, *labels) for n in sorted(wanted)])
-            assert created == len(wanted - live)
+            expected = wanted - live - self.answered
+            assert created == len(expected)
             with db.connect() as conn:
                 rows = conn.execute(
                     "SELECT id, number FROM tireless.job WHERE lane = %s AND id <> ALL (%s) ORDER BY id",
                     [self.lane, list(self.jobs)],
                 ).fetchall()
-            assert sorted(number for _, number in rows) == sorted(wanted - live)
+            assert sorted(number for _, number in rows) == sorted(expected)
             self.jobs.update({job_id: ModelJob(number) for job_id, number in rows})
+            self.answered |= expected
+
+        @rule(numbers=st.lists(st.integers(0, 3), min_size=1, max_size=3))
+        def withdraw(self, numbers: list[int]) -> None:
+            """Issues without a live job are shown closed: their next request is a new one."""
+            live = {j.number for j in self.jobs.values() if j.state in ("pending", "claimed")}
+            closing = {self.numbers[n] for n in numbers} - live
+            assert store.enqueue([issue(n, state="closed") for n in sorted(closing)]) == 0
+            self.answered -= closing
 
         @rule(worker=st.sampled_from(WORKERS))
         def claim(self, worker: str) -> None:

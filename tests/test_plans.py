@@ -1,4 +1,4 @@
-"""The statements inside claim_next, expire_stale_claims and enqueue read tireless.job through its
+"""The statements inside claim_next, expire_stale_claims and the work rule (enqueue) read tireless.job through its
 indexes, never by a sequential scan, on a table with a history and fresh statistics.
 
 Each statement below is a copy of the function's own text with its PL/pgSQL variables as $n
@@ -57,13 +57,13 @@ STALE_SCAN = """SELECT j.id FROM tireless.job j
              WHERE j.state = 'claimed' AND j.claim_expires_at < now() AND j.lane = ANY (sweep_lanes)
              ORDER BY j.claim_expires_at
                FOR UPDATE SKIP LOCKED"""
-ONE_LIVE_JOB = """SELECT FROM tireless.job j
-                            WHERE (j.forge, j.owner, j.repo, j.number) = (i.forge, i.owner, i.repo, i.number)
-                              AND j.state IN ('pending', 'claimed')"""
+ONE_LIVE_JOB = """SELECT j.id FROM tireless.job j
+                              WHERE (j.forge, j.owner, j.repo, j.number) = (sh.forge, sh.owner, sh.repo, sh.number)
+                                AND j.state IN ('pending', 'claimed')"""
 
 CLAIM_NEXT = "tireless.claim_next(text,text[],interval)"
 EXPIRE = "tireless.expire_stale_claims()"
-ENQUEUE = "tireless.enqueue(jsonb)"
+WORK_RULE = "tireless.apply_work_rule(jsonb)"
 STATEMENTS = {
     "claim lane order, one lane": Statement(
         CLAIM_NEXT, CLAIM_LANE_ORDER, ("open_lanes",), ("text[]",), (["cc"],)
@@ -76,7 +76,7 @@ STATEMENTS = {
     "lanes with expired claims": Statement(EXPIRE, EXPIRED_LANES, (), (), ()),
     "stale claims": Statement(EXPIRE, STALE_SCAN, ("sweep_lanes",), ("text[]",), (["cc", "oc"],)),
     "one live job per issue": Statement(
-        ENQUEUE,
+        WORK_RULE,
         ONE_LIVE_JOB,
         (),
         ("jsonb",),
@@ -88,7 +88,7 @@ STATEMENTS = {
                 ]
             ),
         ),
-        wrap="SELECT i.* FROM jsonb_to_recordset($1) AS i(forge text, owner text, repo text, number integer)"
+        wrap="SELECT sh.* FROM jsonb_to_recordset($1) AS sh(forge text, owner text, repo text, number integer)"
         " WHERE NOT EXISTS ({})",
     ),
 }

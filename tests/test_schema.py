@@ -63,6 +63,11 @@ BAD_ROWS: list[tuple[str, type[psycopg.Error], str]] = [
         "UPDATE tireless.job SET parent_id = id WHERE id = %(id)s",
     ),
     (
+        "pending_holds_no_cancel_request",
+        errors.CheckViolation,
+        "UPDATE tireless.job SET cancel_requested_at = now() WHERE id = %(id)s",
+    ),
+    (
         "parent_is_a_job",
         errors.ForeignKeyViolation,
         "INSERT INTO tireless.job (forge, owner, repo, number, kind, lane, parent_id)"

@@ -4,19 +4,36 @@ The rules live in PostgreSQL (schema `tireless`); this package is a thin adapter
 """
 
 from tireless.astore import AsyncJobStore, AsyncWorkWaiter
-from tireless.calls import LEASE
+from tireless.calls import LEASE, POLL_LEASE
 from tireless.errors import TirelessError
 from tireless.lease import AsyncLease, Lease, LeaseLost, Release
 from tireless.migrate import migrate
-from tireless.models import DiscoveredIssue, Job, JobKind, JobState, Lane, RepoRef
+from tireless.models import (
+    DiscoveredIssue,
+    Forge,
+    ForgeKind,
+    Heartbeat,
+    Job,
+    JobKind,
+    JobState,
+    Lane,
+    PollOutcome,
+    RepoRef,
+    RepoStatus,
+    RepoToPoll,
+)
 from tireless.store import JobStore, WorkWaiter
 
 __all__ = [
     "LEASE",
+    "POLL_LEASE",
     "AsyncJobStore",
     "AsyncLease",
     "AsyncWorkWaiter",
     "DiscoveredIssue",
+    "Forge",
+    "ForgeKind",
+    "Heartbeat",
     "Job",
     "JobKind",
     "JobState",
@@ -24,8 +41,11 @@ __all__ = [
     "Lane",
     "Lease",
     "LeaseLost",
+    "PollOutcome",
     "Release",
     "RepoRef",
+    "RepoStatus",
+    "RepoToPoll",
     "TirelessError",
     "WorkWaiter",
     "migrate",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, Generic, LiteralString, TypeVar
 from uuid import UUID
 
@@ -16,9 +16,24 @@ from psycopg.rows import BaseRowFactory, class_row, kwargs_row, tuple_row
 from psycopg.types.json import Jsonb
 
 from tireless import queries
-from tireless.models import DiscoveredIssue, Job, JobKind, JobState, Lane, RepoRef
+from tireless.models import (
+    DiscoveredIssue,
+    Forge,
+    ForgeKind,
+    Heartbeat,
+    Job,
+    JobKind,
+    JobState,
+    Lane,
+    PollOutcome,
+    RepoRef,
+    RepoStatus,
+    RepoToPoll,
+)
 
 LEASE = timedelta(minutes=10)
+POLL_LEASE = timedelta(minutes=5)
+"""How long a poller holds the repositories `claim_repos_to_poll` leases it, by default."""
 
 Query = LiteralString | sql.Composed | bytes
 
@@ -75,6 +90,14 @@ def _count(rows: list[tuple[Any, ...]]) -> int:
     return int(_value(rows))
 
 
+def _nothing(rows: list[tuple[Any, ...]]) -> None:
+    return None
+
+
+def _heartbeat(rows: list[tuple[Any, ...]]) -> Heartbeat:
+    return Heartbeat(_value(rows))
+
+
 def _kind(rows: list[tuple[Any, ...]]) -> JobKind | None:
     kind: str | None = _value(rows)
     return None if kind is None else JobKind(kind)
@@ -124,6 +147,13 @@ def transition(
     return Call(queries.TRANSITION, params, JOB_ROW, _only)
 
 
+def heartbeat(
+    job_id: int, worker: str, lease: timedelta, token: UUID | None
+) -> Call[Any, Heartbeat]:
+    params = {"job_id": job_id, "worker": worker, "lease": lease, "token": token}
+    return Call(queries.HEARTBEAT, params, tuple_row, _heartbeat)
+
+
 def expire_stale_claims() -> Call[Any, int]:
     return Call(queries.EXPIRE_STALE_CLAIMS, {}, tuple_row, _count)
 
@@ -133,6 +163,80 @@ def refresh_lane(
 ) -> Call[Any, str | None]:
     params = _repo(forge, owner, repo) | {"number": number, "labels": list(labels)}
     return Call(queries.REFRESH_LANE, params, tuple_row, _value)
+
+
+def rerun(forge: str, owner: str, repo: str, number: int) -> Call[Any, int]:
+    params = _repo(forge, owner, repo) | {"number": number}
+    return Call(queries.RERUN, params, tuple_row, _count)
+
+
+# Forges and polling
+def add_forge(name: str, kind: ForgeKind | str, base_url: str) -> Call[Any, bool]:
+    params = {"name": name, "kind": str(kind), "base_url": base_url}
+    return Call(queries.ADD_FORGE, params, tuple_row, _flag)
+
+
+def remove_forge(name: str) -> Call[Any, bool]:
+    return Call(queries.REMOVE_FORGE, {"name": name}, tuple_row, _flag)
+
+
+def forges() -> Call[Forge, list[Forge]]:
+    return Call(queries.FORGES, {}, kwargs_row(Forge.from_row), _rows)
+
+
+def claim_repos_to_poll(
+    poller: str, lease: timedelta, max_repos: int
+) -> Call[RepoToPoll, list[RepoToPoll]]:
+    params = {"poller": poller, "lease": lease, "max_repos": max_repos}
+    return Call(queries.CLAIM_REPOS_TO_POLL, params, kwargs_row(RepoToPoll.from_row), _rows)
+
+
+def record_poll(
+    forge: str,
+    owner: str,
+    repo: str,
+    poller: str,
+    issues: Iterable[DiscoveredIssue | Mapping[str, Any]],
+    cursor: datetime | None,
+    etag: str | None,
+    full_listing: bool,
+    deleted: Sequence[int],
+    next_poll_in: timedelta,
+) -> Call[PollOutcome, PollOutcome]:
+    params = _repo(forge, owner, repo) | {
+        "poller": poller,
+        "issues": issues_json(issues),
+        "cursor": cursor,
+        "etag": etag,
+        "full_listing": full_listing,
+        "deleted": list(deleted),
+        "next_poll_in": next_poll_in,
+    }
+    return Call(queries.RECORD_POLL, params, class_row(PollOutcome), _only)
+
+
+def record_poll_failure(
+    forge: str, owner: str, repo: str, poller: str, error: str, retry_after: timedelta | None
+) -> Call[Any, datetime]:
+    params = _repo(forge, owner, repo) | {
+        "poller": poller,
+        "error": error,
+        "retry_after": retry_after,
+    }
+    return Call(queries.RECORD_POLL_FAILURE, params, tuple_row, _value)
+
+
+def record_forge_trouble(name: str, error: str | None, until: datetime | None) -> Call[Any, None]:
+    params = {"name": name, "error": error, "until": until}
+    return Call(queries.RECORD_FORGE_TROUBLE, params, tuple_row, _nothing)
+
+
+def poll_soon(forge: str, owner: str, repo: str) -> Call[Any, bool]:
+    return Call(queries.POLL_SOON, _repo(forge, owner, repo), tuple_row, _flag)
+
+
+def repo_status() -> Call[RepoStatus, list[RepoStatus]]:
+    return Call(queries.REPO_STATUS, {}, class_row(RepoStatus), _rows)
 
 
 # Routing, answered by the database's one implementation

@@ -64,6 +64,12 @@ class HistoryIsAppendOnly(TirelessError):
     sqlstate = "TL007"
 
 
+class UnknownRepository(TirelessError):
+    """TL008: the repository is not tracked, or the forge is not registered."""
+
+    sqlstate = "TL008"
+
+
 class InvariantViolated(TirelessError):
     """23514: a row broke a named check constraint; `constraint` names it."""
 
@@ -90,6 +96,7 @@ ERROR_CLASSES: tuple[type[TirelessError], ...] = (
     InvalidArgument,
     MalformedIssue,
     HistoryIsAppendOnly,
+    UnknownRepository,
     InvariantViolated,
     DuplicateLiveJob,
     PermissionDenied,

@@ -34,6 +34,23 @@ class JobKind(StrEnum):
     IMPLEMENT = "implement"
 
 
+class Heartbeat(StrEnum):
+    """What `heartbeat` answers a holder: keep going, the claim is gone, or stop (the issue
+    withdrew its request; end the job `cancelled`)."""
+
+    HELD = "held"
+    LOST = "lost"
+    CANCEL = "cancel"
+
+
+class ForgeKind(StrEnum):
+    """The API family a registered forge speaks (the database's enum tireless.forge_kind)."""
+
+    GITEA = "gitea"
+    FORGEJO = "forgejo"
+    GITHUB = "github"
+
+
 @dataclass(frozen=True, slots=True)
 class RepoRef:
     forge: str
@@ -53,6 +70,9 @@ class DiscoveredIssue:
     labels: tuple[str, ...] = ()
     title: str | None = None
     parent_id: int | None = None
+    url: str | None = None
+    updated_at: datetime | None = None
+    """The forge's own last change of the issue; aware (with its time zone)."""
 
     def as_json(self) -> dict[str, Any]:
         """The element of `tireless.enqueue`'s JSON array."""
@@ -64,6 +84,8 @@ class DiscoveredIssue:
             "state": self.state,
             "labels": list(self.labels),
             "title": self.title,
+            "url": self.url,
+            "updated_at": None if self.updated_at is None else self.updated_at.isoformat(),
             "parent_id": self.parent_id,
         }
 
@@ -91,6 +113,8 @@ class Job:
     note: str | None
     created_at: datetime
     updated_at: datetime
+    cancel_requested_at: datetime | None
+    """When the issue withdrew its request while the job was claimed; the job then ends cancelled."""
 
     @classmethod
     def from_row(cls, **columns: Any) -> Job:
@@ -110,3 +134,69 @@ class Lane:
     paused: bool
     consecutive_failures: int
     tripped_until: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class Forge:
+    """A registered forge: `name` is the `forge` of the issue keys it serves."""
+
+    name: str
+    kind: ForgeKind
+    base_url: str
+
+    @classmethod
+    def from_row(cls, name: str, kind: str, base_url: str) -> Forge:
+        return cls(name, ForgeKind(kind), base_url)
+
+
+@dataclass(frozen=True, slots=True)
+class RepoToPoll:
+    """A repository `claim_repos_to_poll` leased to a poller, with what the read needs."""
+
+    forge: str
+    owner: str
+    repo: str
+    kind: ForgeKind
+    base_url: str
+    cursor: datetime | None
+    etag: str | None
+    full_listing: bool
+
+    @classmethod
+    def from_row(cls, **columns: Any) -> RepoToPoll:
+        columns["kind"] = ForgeKind(columns["kind"])
+        return cls(**columns)
+
+
+@dataclass(frozen=True, slots=True)
+class PollOutcome:
+    """What `record_poll` did: jobs created, cancelled (or asked to stop), re-routed, issues seen."""
+
+    created: int
+    cancelled: int
+    rerouted: int
+    seen: int
+
+
+@dataclass(frozen=True, slots=True)
+class RepoStatus:
+    """A row of the view `tireless.repo_status`: one tracked repository's poll state."""
+
+    forge: str
+    owner: str
+    repo: str
+    forge_kind: str | None
+    registered: bool
+    last_poll_at: datetime | None
+    last_success_at: datetime | None
+    last_error: str | None
+    last_error_at: datetime | None
+    consecutive_failures: int
+    next_poll_at: datetime
+    backoff_until: datetime | None
+    polled_by: str | None
+    cursor: datetime | None
+    forge_limited_until: datetime | None
+    forge_error: str | None
+    pending: int
+    claimed: int

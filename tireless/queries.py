@@ -8,10 +8,11 @@ from typing import LiteralString
 
 from psycopg import sql
 
-from tireless.models import Job, Lane
+from tireless.models import Job, Lane, RepoStatus
 
 JOB_COLUMNS = sql.SQL(", ").join(sql.Identifier(f.name) for f in fields(Job))
 LANE_COLUMNS = sql.SQL(", ").join(sql.Identifier(f.name) for f in fields(Lane))
+REPO_STATUS_COLUMNS = sql.SQL(", ").join(sql.Identifier(f.name) for f in fields(RepoStatus))
 
 
 # Rendered to bytes once: psycopg would compose a sql.Composed again at every execute (bench/results.md).
@@ -37,7 +38,15 @@ TRANSITION = _returning(
     "tireless.transition(job_id => %(job_id)s, to_state => %(to_state)s,"
     " worker => %(worker)s, note => %(note)s, token => %(token)s)",
 )
+HEARTBEAT = (
+    "SELECT tireless.heartbeat(job_id => %(job_id)s, worker => %(worker)s,"
+    " lease => %(lease)s, token => %(token)s)"
+)
 EXPIRE_STALE_CLAIMS = "SELECT tireless.expire_stale_claims()"
+RERUN = (
+    "SELECT tireless.rerun(forge => %(forge)s, owner => %(owner)s, repo => %(repo)s,"
+    " number => %(number)s)"
+)
 REFRESH_LANE = (
     "SELECT tireless.refresh_lane(forge => %(forge)s, owner => %(owner)s, repo => %(repo)s,"
     " number => %(number)s, labels => %(labels)s)"
@@ -56,6 +65,38 @@ SET_POLICY = (
     " backoff_cap => %(backoff_cap)s, breaker_threshold => %(breaker_threshold)s,"
     " breaker_cooldown => %(breaker_cooldown)s)"
 )
+
+# Forges and polling
+ADD_FORGE = (
+    "SELECT tireless.add_forge(name => %(name)s, kind => %(kind)s, base_url => %(base_url)s)"
+)
+REMOVE_FORGE = "SELECT tireless.remove_forge(name => %(name)s)"
+FORGES = "SELECT name, kind, base_url FROM tireless.forges()"
+CLAIM_REPOS_TO_POLL = (
+    "SELECT forge, owner, repo, kind, base_url, cursor, etag, full_listing"
+    " FROM tireless.claim_repos_to_poll(poller => %(poller)s, lease => %(lease)s,"
+    " max_repos => %(max_repos)s)"
+)
+RECORD_POLL = (
+    "SELECT created, cancelled, rerouted, seen FROM tireless.record_poll(forge => %(forge)s,"
+    " owner => %(owner)s, repo => %(repo)s, poller => %(poller)s, issues => %(issues)s,"
+    " cursor => %(cursor)s, etag => %(etag)s, full_listing => %(full_listing)s,"
+    " deleted => %(deleted)s::integer[], next_poll_in => %(next_poll_in)s)"
+)
+RECORD_POLL_FAILURE = (
+    "SELECT tireless.record_poll_failure(forge => %(forge)s, owner => %(owner)s, repo => %(repo)s,"
+    " poller => %(poller)s, error => %(error)s, retry_after => %(retry_after)s)"
+)
+RECORD_FORGE_TROUBLE = (
+    "SELECT tireless.record_forge_trouble(name => %(name)s, error => %(error)s, until => %(until)s)"
+)
+POLL_SOON = "SELECT tireless.poll_soon(forge => %(forge)s, owner => %(owner)s, repo => %(repo)s)"
+REPO_STATUS = (
+    sql.SQL("SELECT {} FROM tireless.repo_status ORDER BY forge, owner, repo")
+    .format(REPO_STATUS_COLUMNS)
+    .as_bytes(None)
+)
+
 LISTEN = "LISTEN tireless_work"
 UNLISTEN = "UNLISTEN tireless_work"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 from uuid import UUID
 
@@ -13,10 +13,23 @@ from psycopg import Connection
 from psycopg_pool import ConnectionPool
 
 from tireless import calls, queries
-from tireless.calls import LEASE, POOL_OPTIONS, Call, needs_transaction
+from tireless.calls import LEASE, POLL_LEASE, POOL_OPTIONS, Call, needs_transaction
 from tireless.errors import translated_errors
 from tireless.lease import Lease, OnLost
-from tireless.models import DiscoveredIssue, Job, JobKind, JobState, Lane, RepoRef
+from tireless.models import (
+    DiscoveredIssue,
+    Forge,
+    ForgeKind,
+    Heartbeat,
+    Job,
+    JobKind,
+    JobState,
+    Lane,
+    PollOutcome,
+    RepoRef,
+    RepoStatus,
+    RepoToPoll,
+)
 
 Answer = TypeVar("Answer")
 
@@ -98,6 +111,13 @@ class JobStore:
     ) -> Job:
         return self._run(calls.transition(job_id, to, worker, note, token))
 
+    def heartbeat(
+        self, job_id: int, worker: str, lease: timedelta = LEASE, token: UUID | None = None
+    ) -> Heartbeat:
+        """Renew the claim and learn whether to go on (held), stop because the claim is gone
+        (lost), or stop and end the job `cancelled` because its issue withdrew its request (cancel)."""
+        return self._run(calls.heartbeat(job_id, worker, lease, token))
+
     def expire_stale_claims(self) -> int:
         return self._run(calls.expire_stale_claims())
 
@@ -105,6 +125,64 @@ class JobStore:
         self, forge: str, owner: str, repo: str, number: int, labels: Sequence[str]
     ) -> str | None:
         return self._run(calls.refresh_lane(forge, owner, repo, number, labels))
+
+    def rerun(self, forge: str, owner: str, repo: str, number: int) -> int:
+        """(admin) A new pending job for the issue whatever its labels say; its id."""
+        return self._run(calls.rerun(forge, owner, repo, number))
+
+    # Forges and polling
+    def add_forge(self, name: str, kind: ForgeKind | str, base_url: str) -> bool:
+        return self._run(calls.add_forge(name, kind, base_url))
+
+    def remove_forge(self, name: str) -> bool:
+        return self._run(calls.remove_forge(name))
+
+    def forges(self) -> list[Forge]:
+        return self._run(calls.forges())
+
+    def claim_repos_to_poll(
+        self, poller: str, lease: timedelta = POLL_LEASE, max_repos: int = 100
+    ) -> list[RepoToPoll]:
+        return self._run(calls.claim_repos_to_poll(poller, lease, max_repos))
+
+    def record_poll(
+        self,
+        forge: str,
+        owner: str,
+        repo: str,
+        poller: str,
+        issues: Iterable[DiscoveredIssue | Mapping[str, Any]],
+        cursor: datetime | None,
+        etag: str | None,
+        full_listing: bool,
+        deleted: Sequence[int] = (),
+        next_poll_in: timedelta = timedelta(0),
+    ) -> PollOutcome:
+        call = calls.record_poll(
+            forge, owner, repo, poller, issues, cursor, etag, full_listing, deleted, next_poll_in
+        )
+        return self._run(call)
+
+    def record_poll_failure(
+        self,
+        forge: str,
+        owner: str,
+        repo: str,
+        poller: str,
+        error: str,
+        retry_after: timedelta | None = None,
+    ) -> datetime:
+        call = calls.record_poll_failure(forge, owner, repo, poller, error, retry_after)
+        return self._run(call)
+
+    def record_forge_trouble(self, name: str, error: str | None, until: datetime | None) -> None:
+        return self._run(calls.record_forge_trouble(name, error, until))
+
+    def poll_soon(self, forge: str, owner: str, repo: str) -> bool:
+        return self._run(calls.poll_soon(forge, owner, repo))
+
+    def repo_status(self) -> list[RepoStatus]:
+        return self._run(calls.repo_status())
 
     # Routing, answered by the database's one implementation
     def job_kind_for(self, labels: Sequence[str]) -> JobKind | None:
