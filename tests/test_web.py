@@ -342,3 +342,34 @@ def test_an_error_page_tells_nothing_of_the_error(db: Database) -> None:
 
 
 __all__ = ["FORGE", "OWNER", "REPO", "Jobs", "populate"]
+
+
+def test_an_admin_reruns_a_finished_issue(admin: TestClient, jobs: Jobs, db: Database) -> None:
+    token = csrf_of(admin.get(f"/jobs/{jobs.delivered}").text)
+    done = admin.post(f"/jobs/{jobs.delivered}/rerun", data={"csrf": token}, follow_redirects=False)
+    assert done.status_code == 303
+    new_job = int(done.headers["location"].removeprefix("/jobs/"))
+    assert new_job > jobs.child
+    assert (
+        db.scalar(
+            "SELECT state::text || ' ' || number FROM tireless.job WHERE id = %(p)s", {"p": new_job}
+        )
+        == "pending 1"
+    )
+    again = admin.post(f"/jobs/{jobs.delivered}/rerun", data={"csrf": token})
+    assert again.status_code == 409, "a live job exists now"
+    assert db.scalar("SELECT count(*) FROM tireless.job WHERE number = 1 AND repo = 'widgets'") == 2
+
+
+def test_each_job_links_to_its_issue_on_a_registered_forge(
+    admin: TestClient, jobs: Jobs, store: JobStore
+) -> None:
+    assert 'href="https://' not in admin.get("/jobs").text, "no registry entry, no link"
+    store.add_forge("gitea", "gitea", "https://gitea.example/")
+    page = admin.get("/jobs?repo=acme/widgets").text
+    assert '<a href="https://gitea.example/acme/widgets/issues/8" rel="noreferrer">' in page
+    store.add_forge("gitea", "github", "https://api.github.com")
+    assert 'href="https://github.com/acme/gadgets/issues/1"' in admin.get("/jobs").text
+    store.add_forge("gitea", "github", "https://ghe.example/api/v3")
+    job = admin.get(f"/jobs/{jobs.delivered}").text
+    assert 'href="https://ghe.example/acme/widgets/issues/1"' in job

@@ -1,5 +1,5 @@
 -- The dashboard's reads, open to every role: jobs without their claim token, a job's timeline, and finished jobs counted from history by an incremental rollup.
--- depends: 0006_views
+-- depends: 0007_work_rule
 
 CREATE VIEW tireless.job_list AS
 SELECT j.id, j.forge, j.owner, j.repo, j.number, j.title, j.kind, j.lane, j.state, j.parent_id,

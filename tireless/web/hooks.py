@@ -20,14 +20,13 @@ from dataclasses import dataclass, field
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from tireless.errors import TirelessError
+from tireless.errors import UnknownRepository
 from tireless.web import reads
 from tireless.web.pages import dashboard_of
 
 log = logging.getLogger("tireless.web.hooks")
 
 MAX_BODY = 1024 * 1024
-UNKNOWN_REPOSITORY = "TL008"
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,11 +144,9 @@ async def receive(request: Request) -> Response:
             deliveries.forget(key)
             return refuse(404, "repository not tracked")
         due = bool((await board.rows(reads.POLL_SOON, params))[0]["poll_soon"])
-    except TirelessError as refusal:
+    except UnknownRepository:
         deliveries.forget(key)
-        if refusal.sqlstate == UNKNOWN_REPOSITORY:
-            return refuse(404, "repository not tracked")
-        raise
+        return refuse(404, "repository not tracked")
     except BaseException:
         deliveries.forget(key)
         raise
