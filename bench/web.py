@@ -118,11 +118,7 @@ def main() -> None:
     for name, small_ms in results[SMALL].items():
         big_ms = results[big][name]
         ratio = big_ms / small_ms
-        verdict = (
-            "(not a target)"
-            if "once" in name
-            else ("met" if ratio <= TARGET else "MISSED")
-        )
+        verdict = "(not a target)" if "once" in name else ("met" if ratio <= TARGET else "MISSED")
         lines.append(f"| {name} | {small_ms:.2f} | {big_ms:.2f} | {ratio:.2f} | {verdict} |")
     text = "\n".join(lines) + "\n"
     print(text)

@@ -90,10 +90,10 @@ def chromium(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[object
 def test_a_person_sees_the_lanes_and_a_jobs_timeline(
     store: JobStore, db: Database, dashboard: str, chromium: object, tmp_path: Path
 ) -> None:
+    from selenium.webdriver import Chrome
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.remote.webdriver import WebDriver
 
-    assert isinstance(chromium, WebDriver)
+    assert isinstance(chromium, Chrome)
     driver = chromium
     jobs: Jobs = populate(store, db)
 
