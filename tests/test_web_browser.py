@@ -131,6 +131,7 @@ def test_a_person_sees_the_lanes_and_a_jobs_timeline(
     assert "opened PR #3" in texts[2]
     driver.save_screenshot(str(tmp_path / "job.png"))
 
-    errors = [entry for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
+    console = driver.get_log("browser")  # type: ignore[no-untyped-call]  # untyped in selenium
+    errors = [entry for entry in console if entry["level"] == "SEVERE"]
     assert errors == []
     assert (tmp_path / "overview.png").stat().st_size > 0
