@@ -373,3 +373,26 @@ def test_each_job_links_to_its_issue_on_a_registered_forge(
     store.add_forge("gitea", "github", "https://ghe.example/api/v3")
     job = admin.get(f"/jobs/{jobs.delivered}").text
     assert 'href="https://ghe.example/acme/widgets/issues/1"' in job
+
+
+def test_the_overview_shows_each_repository_and_its_last_error(
+    admin: TestClient, jobs: Jobs, db: Database
+) -> None:
+    with db.connect() as conn:
+        conn.execute(
+            "UPDATE tireless.repo_poll SET consecutive_failures = 2, last_error = '<502> Bad Gateway',"
+            " last_error_at = now(), backoff_until = now() + interval '1 minute'"
+            " WHERE repo = 'gadgets'"
+        )
+    page = admin.get("/").text
+    repos = re.search(r'<table id="repos">.*?<tbody>(.*?)</tbody>', page, re.S)
+    assert repos is not None
+    rows = re.findall(r"<tr>(.*?)</tr>", repos.group(1), re.S)
+    assert len(rows) == 2
+    gadgets = next(row for row in rows if "acme/gadgets" in row)
+    assert "&lt;502&gt; Bad Gateway" in gadgets
+    assert "backing off until" in gadgets
+    assert "forge gitea is not registered" in gadgets
+    widgets = next(row for row in rows if "acme/widgets" in row)
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", widgets, re.S)
+    assert cells[1:3] == ["3", "2"], "pending: 5, 7 and the child 9; claimed: 3 and 4"
