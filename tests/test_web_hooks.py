@@ -16,6 +16,7 @@ from starlette.testclient import TestClient
 
 from tests.conftest import Database
 from tests.issues import OWNER, REPO, tracked
+from tests.test_roles import Login, login  # noqa: F401 (the fixture)
 from tireless import JobStore
 from tireless.web.app import create_app
 from tireless.web.hooks import MAX_BODY, secret_variable
@@ -223,3 +224,15 @@ def test_a_named_forge_uses_its_own_secret(
     assert ok.status_code == 202
     assert is_due(db, "code.example")
     assert not is_due(db, "gitea")
+
+
+def test_a_runner_dashboard_may_not_ask_for_a_poll(
+    client: TestClient,
+    db: Database,
+    login: Login,  # noqa: F811
+) -> None:
+    before = next_polls(db)
+    with TestClient(create_app(login("tireless_runner"))) as runner:
+        body = payload()
+        assert runner.post("/hooks/gitea", content=body, headers=gitea(body)).status_code == 403
+    assert next_polls(db) == before

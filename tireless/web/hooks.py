@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from tireless.errors import UnknownRepository
+from tireless.errors import PermissionDenied, UnknownRepository
 from tireless.web import reads
 from tireless.web.pages import dashboard_of
 
@@ -147,6 +147,11 @@ async def receive(request: Request) -> Response:
     except UnknownRepository:
         deliveries.forget(key)
         return refuse(404, "repository not tracked")
+    except PermissionDenied:
+        deliveries.forget(key)
+        return refuse(
+            403, "this dashboard's database role may not ask for a poll (tireless_poller)"
+        )
     except BaseException:
         deliveries.forget(key)
         raise
