@@ -152,3 +152,68 @@ def test_each_error_class_has_its_own_code() -> None:
     assert len(set(codes)) == len(codes) == len(SQLSTATE_TO_ERROR)
     assert all(re.fullmatch(r"[0-9A-Z]{5}", code) for code in codes)
     assert set(TirelessError.__subclasses__()) == set(ERROR_CLASSES)
+
+
+def test_the_rules_written_out_for_speed_are_is_terminal_and_is_lane_name(
+    conn: psycopg.Connection[Any],
+) -> None:
+    """terminal_holds_no_claim, terminal_job_is_final and lane_is_a_name spell out the terminal
+    states and the lane pattern instead of calling the functions (bench/results.md): they say the
+    same as tireless.is_terminal and tireless.is_lane_name."""
+    terminal = set(
+        column(
+            conn,
+            "SELECT s::text FROM unnest(enum_range(NULL::tireless.job_state)) AS s"
+            " WHERE tireless.is_terminal(s)",
+        )
+    )
+    spelled = [
+        column(
+            conn,
+            "SELECT pg_get_constraintdef(oid) FROM pg_constraint"
+            " WHERE conrelid = 'tireless.job'::regclass AND conname = 'terminal_holds_no_claim'",
+        )[0],
+        column(
+            conn,
+            "SELECT pg_get_triggerdef(oid) FROM pg_trigger"
+            " WHERE tgrelid = 'tireless.job'::regclass AND tgname = 'terminal_job_is_final'",
+        )[0],
+    ]
+    for definition in spelled:
+        states = re.search(r"ARRAY\[([^\]]*)\]", definition)
+        assert states is not None, definition
+        assert set(re.findall(r"'(\w+)'", states.group(1))) == terminal, definition
+
+    lane_rule = column(
+        conn,
+        "SELECT pg_get_constraintdef(oid) FROM pg_constraint"
+        " WHERE conrelid = 'tireless.job'::regclass AND conname = 'lane_is_a_name'",
+    )[0]
+    lane_function = column(conn, "SELECT pg_get_functiondef('tireless.is_lane_name(text)'::regprocedure)")[0]
+    patterns = [re.findall(r"~ '([^']+)'", text) for text in (lane_rule, lane_function)]
+    assert patterns[0] == patterns[1] and len(patterns[0]) == 1
+
+
+def test_the_history_trigger_sees_every_change_of_state_and_no_role_can_go_around_it(
+    conn: psycopg.Connection[Any],
+) -> None:
+    """Every writer of a job's state goes through the history trigger: it fires for each row
+    inserted and each UPDATE of state, it is enabled, and no tireless role owns the tables (only
+    an owner can disable a trigger) or may write them directly (tests/test_roles.py)."""
+    triggers = conn.execute(
+        """SELECT t.tgname, t.tgenabled, pg_get_triggerdef(t.oid) FROM pg_trigger t
+            WHERE t.tgrelid = 'tireless.job'::regclass AND NOT t.tgisinternal
+              AND t.tgfoid = 'tireless.record_job_event()'::regprocedure ORDER BY t.tgname"""
+    ).fetchall()
+    assert [(name, enabled) for name, enabled, _ in triggers] == [
+        ("job_created_event", "O"),
+        ("job_state_changed_event", "O"),
+    ]
+    assert "AFTER INSERT ON tireless.job FOR EACH ROW" in triggers[0][2]
+    assert "AFTER UPDATE OF state ON tireless.job FOR EACH ROW" in triggers[1][2]
+    owners = column(
+        conn,
+        """SELECT DISTINCT pg_get_userbyid(c.relowner) FROM pg_class c
+            WHERE c.oid IN ('tireless.job'::regclass, 'tireless.job_event'::regclass)""",
+    )
+    assert [owner for owner in owners if owner.startswith("tireless_")] == []

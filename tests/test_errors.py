@@ -74,8 +74,8 @@ REFUSALS = [
     ),
     Refusal(
         "terminal",
-        "SELECT tireless.transition(job_id => %(delivered)s, to_state => 'failed', worker => 'w1')",
-        lambda store, ids: store.transition(ids["delivered"], "failed", "w1"),
+        "SELECT tireless.transition(job_id => %(delivered)s, to_state => 'failed')",
+        lambda store, ids: store.transition(ids["delivered"], "failed"),
         JobIsTerminal,
         "job {delivered} is delivered and never changes again",
     ),

@@ -48,6 +48,14 @@ CLAIM_CANDIDATE = """SELECT j.id FROM tireless.job j
              ORDER BY j.lane, j.id
              LIMIT 1
                FOR UPDATE SKIP LOCKED"""
+CLAIM_ONE_LANE = """SELECT j.id FROM tireless.job j
+             WHERE j.state = 'pending' AND j.lane = ANY (ARRAY[claim_next.lanes[1]]) AND j.available_at <= now()
+               AND NOT EXISTS (SELECT FROM tireless.lane l
+                                WHERE l.name = claim_next.lanes[1]
+                                  AND (l.capacity IS NOT NULL OR NOT tireless.lane_hands_out_work(l.paused, l.tripped_until)))
+             ORDER BY j.lane, j.id
+             LIMIT 1
+               FOR UPDATE SKIP LOCKED"""
 CAPACITY_COUNT = (
     "SELECT count(*) FROM tireless.job j WHERE j.state = 'claimed' AND j.lane = capped.name"
 )
@@ -72,6 +80,9 @@ STATEMENTS = {
         CLAIM_NEXT, CLAIM_LANE_ORDER, ("open_lanes",), ("text[]",), (["cc", "oc", "zz"],)
     ),
     "claim candidate": Statement(CLAIM_NEXT, CLAIM_CANDIDATE, ("next_lane",), ("text",), ("oc",)),
+    "claim candidate, one lane": Statement(
+        CLAIM_NEXT, CLAIM_ONE_LANE, ("claim_next.lanes",), ("text[]",), (["oc"],)
+    ),
     "capacity count": Statement(CLAIM_NEXT, CAPACITY_COUNT, ("capped.name",), ("text",), ("cc",)),
     "lanes with expired claims": Statement(EXPIRE, EXPIRED_LANES, (), (), ()),
     "stale claims": Statement(EXPIRE, STALE_SCAN, ("sweep_lanes",), ("text[]",), (["cc", "oc"],)),
@@ -172,7 +183,13 @@ def test_statement_reads_the_job_table_through_an_index(
 
 
 @pytest.mark.parametrize(
-    "name", ["claim lane order, one lane", "claim lane order, several lanes", "claim candidate"]
+    "name",
+    [
+        "claim lane order, one lane",
+        "claim lane order, several lanes",
+        "claim candidate",
+        "claim candidate, one lane",
+    ],
 )
 def test_claim_reads_each_lane_in_order_from_the_pending_index(conninfo: str, name: str) -> None:
     """The oldest ready job of a lane comes from an ordered scan of that lane's part of the pending

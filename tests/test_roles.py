@@ -220,7 +220,7 @@ def test_a_runner_cannot_cancel_a_pending_job(store: JobStore, login: Login, db:
         JobStore(login("tireless_runner")) as runner,
         pytest.raises(PermissionDenied, match="tireless_admin"),
     ):
-        runner.transition(job_id, "cancelled", "host1")
+        runner.transition(job_id, "cancelled")
     assert (
         db.scalar("SELECT state::text FROM tireless.job WHERE id = %(id)s", {"id": job_id})
         == "pending"

@@ -58,6 +58,11 @@ BAD_ROWS: list[tuple[str, type[psycopg.Error], str]] = [
         " VALUES ('gitea', 'acme', 'widgets', 2, 'implement', 'two words')",
     ),
     (
+        "given_back_within_attempts",
+        errors.CheckViolation,
+        "UPDATE tireless.job SET given_back = attempts + 1 WHERE id = %(id)s",
+    ),
+    (
         "not_its_own_parent",
         errors.CheckViolation,
         "UPDATE tireless.job SET parent_id = id WHERE id = %(id)s",
@@ -182,3 +187,15 @@ def test_job_event_is_append_only(conn: psycopg.Connection[Any]) -> None:
         assert f"{statement.split()[0]} refused" in str(refused.value)
     after = conn.execute("SELECT to_state, * FROM tireless.job_event ORDER BY id").fetchall()
     assert after == history
+
+
+def test_the_history_has_one_index_its_key_job_then_id(conn: psycopg.Connection[Any]) -> None:
+    """One index entry per event (bench/results.md): the key (job_id, id) is also the order a job's
+    history is read in and what prune deletes by."""
+    indexes = conn.execute(
+        "SELECT indexrelid::regclass::text, pg_get_indexdef(indexrelid) FROM pg_index"
+        " WHERE indrelid = 'tireless.job_event'::regclass"
+    ).fetchall()
+    assert [(name, "(job_id, id)" in definition) for name, definition in indexes] == [
+        ("tireless.job_event_pkey", True)
+    ]

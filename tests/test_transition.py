@@ -18,8 +18,8 @@ from tireless.errors import IllegalTransition, JobIsTerminal, NotHolder, Tireles
 PENDING, CLAIMED, DELIVERED, FAILED, CANCELLED = JobState
 HOLDER = "w1"
 
-# What the move gets when the rightful party asks: the holder for a claimed (or once claimed)
-# job, the superuser's session for a pending one. None: the move is made.
+# What the move gets when the rightful party asks: the holder for a claimed job, the superuser's
+# session (no worker) for a pending or terminal one. None: the move is made.
 MACHINE: dict[tuple[JobState, JobState], type[TirelessError] | None] = {
     (PENDING, PENDING): IllegalTransition,
     (PENDING, CLAIMED): IllegalTransition,
@@ -70,7 +70,7 @@ def test_each_move_of_the_state_machine(
     db: Database, store: JobStore, from_state: JobState, to_state: JobState
 ) -> None:
     job = job_in(store, from_state)
-    worker = None if from_state is PENDING else HOLDER
+    worker = HOLDER if from_state is CLAIMED else None
     refusal = MACHINE[from_state, to_state]
     if refusal is not None:
         assert_refused(db, job.id, refusal, store.transition, to_state, worker)

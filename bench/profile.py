@@ -1,0 +1,99 @@
+"""Where the time goes: one worker's claim-and-deliver cycles through SQL, per statement.
+
+    python bench/profile.py [--cycles N]
+
+Starts a private PostgreSQL with pg_stat_statements (track = all, so the statements inside the
+functions and triggers count too, and the foreign key checks they run), migrates a database,
+runs the cycles (alternating with the floor's, whose statements appear too, for scale) and prints a markdown table: every statement that ran, its calls per cycle and
+its mean time. The outer calls (claim_next, transition) include everything they ran inside.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from typing import Any
+
+import psycopg
+from workloads import FLOOR_CLAIM, FLOOR_FINISH, FLOOR_SCHEMA, LEASE, SQL_CLAIM, SQL_FINISH
+
+from tireless import migrate
+from tireless.embedded import embedded_postgres
+
+
+# A VACUUM every BATCH cycles: the claims then measure the statements, not the walk over the index
+# entries of the jobs claimed since the last vacuum (a cost every SKIP LOCKED queue shares, and
+# which the throughput runs measure as it comes).
+BATCH = 200
+
+
+def one_line(query: str, width: int = 110) -> str:
+    text = re.sub(r"\s+", " ", query).strip().replace("|", "\\|")
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def profile(conninfo: str, cycles: int) -> list[tuple[str, float, float, float]]:
+    """(statement, calls per cycle, mean ms, ms per cycle) of every statement the cycles ran."""
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        conn.execute("SELECT tireless.track_repo('gitea', 'bench', 'work')")
+        conn.execute(
+            """SELECT tireless.enqueue((SELECT jsonb_agg(jsonb_build_object(
+                   'forge', 'gitea', 'owner', 'bench', 'repo', 'work', 'number', g, 'state', 'open',
+                   'labels', jsonb_build_array('tireless', 'tireless/implement')))
+                 FROM generate_series(1, %s) AS g))""",
+            [cycles + cycles // 4],
+        )
+        conn.execute(FLOOR_SCHEMA)
+        conn.execute(
+            "INSERT INTO floor.job (lane) SELECT 'cc' FROM generate_series(1, %s)",
+            [cycles + cycles // 4],
+        )
+        conn.execute("VACUUM (ANALYZE)")
+        params: dict[str, Any] = {"worker": "profile", "lane": "cc", "lanes": ["cc"], "lease": LEASE}
+        for warm in (True, False):
+            if not warm:
+                conn.execute("SELECT pg_stat_statements_reset()")
+            for n in range(cycles // 4 if warm else cycles):
+                if n % BATCH == 0:
+                    conn.execute("VACUUM floor.job, tireless.job")
+                for claim, finish in ((SQL_CLAIM, SQL_FINISH), (FLOOR_CLAIM, FLOOR_FINISH)):
+                    row = conn.execute(claim, params).fetchone()
+                    assert row is not None
+                    conn.execute(finish, params | {"id": row[0]})
+        rows = conn.execute(
+            """SELECT query, calls, mean_exec_time, total_exec_time FROM pg_stat_statements
+                WHERE dbname_ok AND calls >= %s ORDER BY total_exec_time DESC""".replace(
+                "dbname_ok", "dbid = (SELECT oid FROM pg_database WHERE datname = current_database())"
+            ),
+            [cycles // 2],
+        ).fetchall()
+    return [(one_line(q), c / cycles, m, t / cycles) for q, c, m, t in rows]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--cycles", type=int, default=5000)
+    cycles = parser.parse_args().cycles
+    with embedded_postgres(fsync=True) as server:
+        with psycopg.connect(server.conninfo(), autocommit=True) as admin:
+            admin.execute("ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'")
+        server.restart()
+        with psycopg.connect(server.conninfo(), autocommit=True) as admin:
+            admin.execute("ALTER SYSTEM SET pg_stat_statements.track = 'all'")
+            admin.execute("SELECT pg_reload_conf()")
+        with psycopg.connect(server.conninfo(), autocommit=True) as admin:
+            admin.execute("CREATE DATABASE profile")
+        conninfo = server.conninfo("profile")
+        migrate(conninfo)
+        with psycopg.connect(conninfo, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION pg_stat_statements")
+        rows = profile(conninfo, cycles)
+    print(f"One worker, {cycles} claim-and-deliver cycles through SQL (pg_stat_statements, track = all).\n")
+    print("| statement | calls per cycle | mean ms | ms per cycle |")
+    print("|---|---:|---:|---:|")
+    for query, calls, mean, per_cycle in rows:
+        print(f"| `{query}` | {calls:.2f} | {mean:.4f} | {per_cycle:.4f} |")
+
+
+if __name__ == "__main__":
+    main()
