@@ -20,7 +20,6 @@ from workloads import FLOOR_CLAIM, FLOOR_FINISH, FLOOR_SCHEMA, LEASE, SQL_CLAIM,
 from tireless import migrate
 from tireless.embedded import embedded_postgres
 
-
 # A VACUUM every BATCH cycles: the claims then measure the statements, not the walk over the index
 # entries of the jobs claimed since the last vacuum (a cost every SKIP LOCKED queue shares, and
 # which the throughput runs measure as it comes).
@@ -49,7 +48,12 @@ def profile(conninfo: str, cycles: int) -> list[tuple[str, float, float, float]]
             [cycles + cycles // 4],
         )
         conn.execute("VACUUM (ANALYZE)")
-        params: dict[str, Any] = {"worker": "profile", "lane": "cc", "lanes": ["cc"], "lease": LEASE}
+        params: dict[str, Any] = {
+            "worker": "profile",
+            "lane": "cc",
+            "lanes": ["cc"],
+            "lease": LEASE,
+        }
         for warm in (True, False):
             if not warm:
                 conn.execute("SELECT pg_stat_statements_reset()")
@@ -63,7 +67,8 @@ def profile(conninfo: str, cycles: int) -> list[tuple[str, float, float, float]]
         rows = conn.execute(
             """SELECT query, calls, mean_exec_time, total_exec_time FROM pg_stat_statements
                 WHERE dbname_ok AND calls >= %s ORDER BY total_exec_time DESC""".replace(
-                "dbname_ok", "dbid = (SELECT oid FROM pg_database WHERE datname = current_database())"
+                "dbname_ok",
+                "dbid = (SELECT oid FROM pg_database WHERE datname = current_database())",
             ),
             [cycles // 2],
         ).fetchall()
@@ -88,7 +93,9 @@ def main() -> None:
         with psycopg.connect(conninfo, autocommit=True) as conn:
             conn.execute("CREATE EXTENSION pg_stat_statements")
         rows = profile(conninfo, cycles)
-    print(f"One worker, {cycles} claim-and-deliver cycles through SQL (pg_stat_statements, track = all).\n")
+    print(
+        f"One worker, {cycles} claim-and-deliver cycles through SQL (pg_stat_statements, track = all).\n"
+    )
     print("| statement | calls per cycle | mean ms | ms per cycle |")
     print("|---|---:|---:|---:|")
     for query, calls, mean, per_cycle in rows:
