@@ -1,6 +1,9 @@
 """Where the time goes: one worker's claim-and-deliver cycles through SQL, per statement.
 
-    python bench/profile.py [--cycles N]
+    python bench/profile.py [--cycles N] [--until MIGRATION]
+
+--until 0008_runners profiles the schema as it was before a later migration (the "before" table
+of bench/results.md).
 
 Starts a private PostgreSQL with pg_stat_statements (track = all, so the statements inside the
 functions and triggers count too, and the foreign key checks they run), migrates a database,
@@ -12,13 +15,31 @@ from __future__ import annotations
 
 import argparse
 import re
+from pathlib import Path
 from typing import Any
 
 import psycopg
 from workloads import FLOOR_CLAIM, FLOOR_FINISH, FLOOR_SCHEMA, LEASE, SQL_CLAIM, SQL_FINISH
+from yoyo import get_backend, read_migrations
 
-from tireless import migrate
 from tireless.embedded import embedded_postgres
+from tireless.migrate import yoyo_uri
+
+MIGRATIONS = Path(__file__).resolve().parent.parent / "db" / "migrations"
+
+
+def migrate_until(conninfo: str, until: str | None) -> None:
+    """Apply db/migrations, or only those up to and including `until`."""
+    migrations = read_migrations(str(MIGRATIONS))
+    if until is not None:
+        migrations = migrations.filter(lambda m: m.id <= until)
+    backend = get_backend(yoyo_uri(conninfo))
+    try:
+        with backend.lock():
+            backend.apply_migrations(backend.to_apply(migrations))
+    finally:
+        backend.connection.close()
+
 
 # A VACUUM every BATCH cycles: the claims then measure the statements, not the walk over the index
 # entries of the jobs claimed since the last vacuum (a cost every SKIP LOCKED queue shares, and
@@ -66,10 +87,9 @@ def profile(conninfo: str, cycles: int) -> list[tuple[str, float, float, float]]
                     conn.execute(finish, params | {"id": row[0]})
         rows = conn.execute(
             """SELECT query, calls, mean_exec_time, total_exec_time FROM pg_stat_statements
-                WHERE dbname_ok AND calls >= %s ORDER BY total_exec_time DESC""".replace(
-                "dbname_ok",
-                "dbid = (SELECT oid FROM pg_database WHERE datname = current_database())",
-            ),
+                WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+                  AND calls >= %s
+                ORDER BY total_exec_time DESC""",
             [cycles // 2],
         ).fetchall()
     return [(one_line(q), c / cycles, m, t / cycles) for q, c, m, t in rows]
@@ -78,7 +98,9 @@ def profile(conninfo: str, cycles: int) -> list[tuple[str, float, float, float]]
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--cycles", type=int, default=5000)
-    cycles = parser.parse_args().cycles
+    parser.add_argument("--until", help="apply the migrations up to this one only")
+    args = parser.parse_args()
+    cycles = args.cycles
     with embedded_postgres(fsync=True) as server:
         with psycopg.connect(server.conninfo(), autocommit=True) as admin:
             admin.execute("ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'")
@@ -89,7 +111,7 @@ def main() -> None:
         with psycopg.connect(server.conninfo(), autocommit=True) as admin:
             admin.execute("CREATE DATABASE profile")
         conninfo = server.conninfo("profile")
-        migrate(conninfo)
+        migrate_until(conninfo, args.until)
         with psycopg.connect(conninfo, autocommit=True) as conn:
             conn.execute("CREATE EXTENSION pg_stat_statements")
         rows = profile(conninfo, cycles)

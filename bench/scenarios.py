@@ -13,7 +13,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 from workloads import FLOOR_SCHEMA, LEASE, SQL_CLAIM, SQL_FINISH
 
-from tireless import migrate
+from tireless import migrate, queries
 from tireless.embedded import EmbeddedPostgres
 
 
@@ -270,3 +270,74 @@ def function_profile(conninfo: str, cycles: int) -> list[tuple[str, int, float, 
                 return [(str(n), int(c), float(t), float(s)) for n, c, t, s in rows]
             time.sleep(0.05)
     raise RuntimeError("the function statistics of the profile never arrived")
+
+
+BARE_RENEWAL = """
+UPDATE tireless.job j SET claim_expires_at = now() + %(lease)s, updated_at = now()
+ WHERE j.id = %(id)s AND j.state = 'claimed' AND j.claimed_by = %(worker)s"""
+RENEWALS = {
+    "bare UPDATE": BARE_RENEWAL,
+    "renew_claim": "SELECT tireless.renew_claim(job_id => %(id)s, worker => %(worker)s, lease => %(lease)s)",
+    "heartbeat": "SELECT tireless.heartbeat(job_id => %(id)s, worker => %(worker)s, lease => %(lease)s)",
+}
+
+
+def renewal_rates(conninfo: str, renewals: int, reps: int) -> dict[str, float]:
+    """Lease renewals per second of one worker holding 100 claims, one call per transaction:
+    tireless's functions against a bare UPDATE of the lease, alternating, medians of the
+    repetitions (heartbeat only where the schema has it)."""
+    samples: dict[str, list[float]] = {}
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        params: dict[str, Any] = {"worker": "renewer", "lanes": ["cc"], "lease": LEASE}
+        held = [conn.execute(SQL_CLAIM, params).fetchone() for _ in range(100)]
+        ids = [row[0] for row in held if row is not None]
+        has = conn.execute(
+            "SELECT to_regprocedure('tireless.heartbeat(bigint,text,interval,uuid)')"
+        )
+        paths = [p for p in RENEWALS if p != "heartbeat" or has.fetchone() != (None,)]
+        for rep in range(reps):
+            for path in rotated_paths(paths, rep):
+                began = time.perf_counter()
+                for n in range(renewals):
+                    conn.execute(RENEWALS[path], params | {"id": ids[n % len(ids)]})
+                samples.setdefault(path, []).append(renewals / (time.perf_counter() - began))
+        for job_id in ids:
+            conn.execute(SQL_FINISH, params | {"id": job_id})
+    return {path: statistics.median(rates) for path, rates in samples.items()}
+
+
+def rotated_paths(paths: list[str], by: int) -> list[str]:
+    return [paths[(i + by) % len(paths)] for i in range(len(paths))]
+
+
+# tireless status: the same live jobs under a short history and under a long one.
+HISTORY_JOBS = """
+INSERT INTO tireless.job (forge, owner, repo, number, kind, lane, state, attempts, created_at, updated_at)
+SELECT 'gitea', 'bench', 'status', g, 'implement', CASE WHEN g %% 2 = 0 THEN 'cc' ELSE 'oc' END,
+       CASE WHEN g <= %(pending)s::int THEN 'pending'
+            ELSE (ARRAY['delivered', 'failed', 'cancelled'])[1 + g %% 3] END::tireless.job_state,
+       CASE WHEN g <= %(pending)s::int THEN 0 ELSE 1 END,
+       now() - %(spread)s::interval * g / (%(pending)s::int + %(finished)s::int),
+       now() - %(spread)s::interval * g / (%(pending)s::int + %(finished)s::int)
+  FROM generate_series(1, %(pending)s::int + %(finished)s::int) g"""
+
+
+def load_history(conninfo: str, pending: int, finished: int, spread: str) -> None:
+    """`pending` live jobs and `finished` terminal ones, their last changes spread evenly over
+    `spread` (a year of history, or a day), as the superuser with triggers off."""
+    with psycopg.connect(conninfo, autocommit=True) as conn, conn.transaction():
+        conn.execute("SET LOCAL session_replication_role = replica")
+        conn.execute(HISTORY_JOBS, {"pending": pending, "finished": finished, "spread": spread})
+        conn.execute(BULK_EVENTS)
+    settle(conninfo)
+
+
+def status_p50(conninfo: str, runs: int) -> float:
+    """Median time (ms) of the query `tireless status` runs (tireless.queries.STATUS)."""
+    timings: list[float] = []
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        for _ in range(runs):
+            began = time.perf_counter()
+            conn.execute(queries.STATUS).fetchall()
+            timings.append((time.perf_counter() - began) * 1000)
+    return statistics.median(timings)

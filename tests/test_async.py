@@ -8,16 +8,25 @@ import asyncio
 import inspect
 import threading
 from collections.abc import Coroutine, Iterator
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, cast
 
 import pytest
 
 from tests.conftest import Database
 from tests.issues import FORGE, TEST_REPO, WORK, end_lease, enqueue_jobs, eventually, issue, tracked
-from tireless import JobKind, JobState, JobStore, RepoRef
+from tireless import (
+    Forge,
+    ForgeKind,
+    Heartbeat,
+    JobKind,
+    JobState,
+    JobStore,
+    PollOutcome,
+    RepoRef,
+)
 from tireless.astore import AsyncJobStore
-from tireless.errors import MalformedIssue, NotHolder, UnknownJob
+from tireless.errors import DuplicateLiveJob, MalformedIssue, NotHolder, UnknownJob
 from tireless.lease import LeaseLost, Release
 
 
@@ -140,6 +149,35 @@ def test_tracking_routing_and_lanes(any_store: JobStore, db: Database) -> None:
     end_lease(db, job.id)
     assert any_store.expire_stale_claims() == 1
     assert any_store.untrack_repo(*TEST_REPO) is True
+
+
+def test_heartbeat_rerun_forges_and_polling(any_store: JobStore, db: Database) -> None:
+    assert enqueue_jobs(any_store, 1) == 1
+    job = any_store.claim_next("w1", ["cc"])
+    assert job is not None
+    assert any_store.heartbeat(job.id, "w1", token=job.claim_token) is Heartbeat.HELD
+    any_store.enqueue([issue(1, state="closed")])
+    assert any_store.heartbeat(job.id, "w1") is Heartbeat.CANCEL
+    assert any_store.heartbeat(job.id, "w2") is Heartbeat.LOST
+    any_store.transition(job.id, "cancelled", "w1")
+    assert any_store.rerun(*TEST_REPO, 1) > job.id
+    with pytest.raises(DuplicateLiveJob):
+        any_store.rerun(*TEST_REPO, 1)
+    assert any_store.add_forge(FORGE, ForgeKind.GITEA, "https://gitea.test") is True
+    assert any_store.forges() == [Forge(FORGE, ForgeKind.GITEA, "https://gitea.test")]
+    (repo,) = any_store.claim_repos_to_poll("p1", timedelta(minutes=1), 10)
+    assert (repo.repo, repo.kind, repo.full_listing) == (TEST_REPO[2], ForgeKind.GITEA, True)
+    outcome = any_store.record_poll(
+        *TEST_REPO, "p1", [issue(2)], None, '"etag"', True, deleted=[1], next_poll_in=timedelta(0)
+    )
+    assert outcome == PollOutcome(created=1, cancelled=1, rerouted=0, seen=1)
+    assert any_store.poll_soon(*TEST_REPO) is True
+    any_store.claim_repos_to_poll("p1")
+    assert isinstance(any_store.record_poll_failure(*TEST_REPO, "p1", "HTTP 500"), datetime)
+    any_store.record_forge_trouble(FORGE, None, None)
+    (status,) = any_store.repo_status()
+    assert (status.last_error, status.consecutive_failures, status.pending) == ("HTTP 500", 1, 1)
+    assert any_store.remove_forge(FORGE) is True
 
 
 def test_a_lease_delivers_when_its_block_ends_normally(any_store: JobStore) -> None:

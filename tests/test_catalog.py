@@ -16,7 +16,7 @@ import pytest
 from tests.conftest import Database
 from tests.issues import insert_job
 from tireless.errors import ERROR_CLASSES, SQLSTATE_TO_ERROR, TirelessError
-from tireless.models import TERMINAL_STATES, JobKind, JobState
+from tireless.models import TERMINAL_STATES, ForgeKind, Heartbeat, JobKind, JobState
 
 PINNED_SEARCH_PATH = "search_path=pg_catalog, pg_temp"
 IN_TIRELESS = "p.pronamespace = 'tireless'::regnamespace"
@@ -48,6 +48,20 @@ def test_job_kind_is_one_vocabulary_and_its_order_is_routing_precedence(
     conn: psycopg.Connection[Any],
 ) -> None:
     assert enum_labels(conn, "tireless.job_kind") == [kind.value for kind in JobKind]
+
+
+def test_forge_kind_is_one_vocabulary_in_sql_and_python(conn: psycopg.Connection[Any]) -> None:
+    assert enum_labels(conn, "tireless.forge_kind") == [kind.value for kind in ForgeKind]
+
+
+def test_heartbeat_answers_only_the_words_of_the_python_enum() -> None:
+    """heartbeat's answers are literals in its body: each is a Heartbeat value, and each value is
+    answered somewhere."""
+    body = (files("tireless") / "migrations" / "0007_work_rule.sql").read_text()
+    function = body[body.index("CREATE FUNCTION tireless.heartbeat") :]
+    function = function[: function.index("$$;")]
+    answered = set(re.findall(r"(?:RETURN|THEN|ELSE) '(\w+)'", function))
+    assert answered == {answer.value for answer in Heartbeat}
 
 
 def test_terminal_states_are_one_set_in_python_and_in_is_terminal(
@@ -189,9 +203,12 @@ def test_the_rules_written_out_for_speed_are_is_terminal_and_is_lane_name(
         "SELECT pg_get_constraintdef(oid) FROM pg_constraint"
         " WHERE conrelid = 'tireless.job'::regclass AND conname = 'lane_is_a_name'",
     )[0]
-    lane_function = column(conn, "SELECT pg_get_functiondef('tireless.is_lane_name(text)'::regprocedure)")[0]
+    lane_function = column(
+        conn, "SELECT pg_get_functiondef('tireless.is_lane_name(text)'::regprocedure)"
+    )[0]
     patterns = [re.findall(r"~ '([^']+)'", text) for text in (lane_rule, lane_function)]
-    assert patterns[0] == patterns[1] and len(patterns[0]) == 1
+    assert len(patterns[0]) == 1
+    assert patterns[0] == patterns[1]
 
 
 def test_the_history_trigger_sees_every_change_of_state_and_no_role_can_go_around_it(

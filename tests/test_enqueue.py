@@ -176,12 +176,48 @@ MALFORMED_FIELDS: list[tuple[str, Any]] = [
     ("labels", ["tireless", "tireless/implement", *(f"label-{n}" for n in range(99))]),
     ("title", "t" * 1001),
     ("title", 5),
+    ("url", 5),
+    ("url", "ftp://forge.test/acme/widgets/issues/7"),
+    ("url", "forge.test/issues/7"),
+    ("url", "https://forge.test/a b"),
+    ("url", "https://forge.test/" + "u" * 2000),
+    ("updated_at", 1714564800),
+    ("updated_at", "yesterday"),
+    ("updated_at", "2026-05-01T12:00:00"),
+    ("updated_at", "2026-05-01"),
+    ("updated_at", "2026-13-01T12:00:00Z"),
+    ("updated_at", "2026-02-30T12:00:00Z"),
+    ("updated_at", "2026-05-01T24:00:00Z"),
+    ("updated_at", "0000-05-01T12:00:00Z"),
+    ("updated_at", "2026-05-01T12:00:00+16:00"),
     ("parent_id", 0),
     ("parent_id", -1),
     ("parent_id", 1.5),
     ("parent_id", "1"),
     ("parent_id", 999_999),
 ]
+
+
+@pytest.mark.parametrize(
+    "updated_at",
+    [
+        "2026-05-01T12:00:00Z",
+        "2026-05-01T14:00:00+02:00",
+        "2026-05-01T14:00:00.123456+0200",
+        "2024-02-29T23:59:59-05:30",
+        None,
+    ],
+)
+def test_the_timestamps_forges_write_are_taken(
+    store: JobStore, db: Database, updated_at: str | None
+) -> None:
+    element = issue(1, url="https://forge.test/acme/widgets/issues/1").as_json()
+    assert tracked(store).enqueue([element | {"updated_at": updated_at}]) == 1
+    stored = db.scalar(
+        "SELECT updated_at = %(given)s::timestamptz IS NOT false FROM tireless.issue",
+        {"given": updated_at},
+    )
+    assert stored
 
 
 def test_a_malformed_element_fails_the_batch_naming_its_index_and_field(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, LiteralString
 
 import psycopg
@@ -17,13 +17,16 @@ from tests.issues import enqueue_jobs, issue
 from tireless import JobStore
 from tireless.errors import (
     ERROR_CLASSES,
+    DuplicateLiveJob,
     IllegalTransition,
     InvalidArgument,
+    InvariantViolated,
     JobIsTerminal,
     MalformedIssue,
     NotHolder,
     TirelessError,
     UnknownJob,
+    UnknownRepository,
     translated_errors,
 )
 
@@ -185,6 +188,86 @@ REFUSALS = [
         "owner must be 1 to 200 characters, got ''",
     ),
     Refusal(
+        "unknown job: heartbeat",
+        "SELECT tireless.heartbeat(job_id => %(unknown)s, worker => 'w1')",
+        lambda store, ids: store.heartbeat(ids["unknown"], "w1"),
+        UnknownJob,
+        "no job with id {unknown}",
+    ),
+    Refusal(
+        "rerun of an untracked repository",
+        "SELECT tireless.rerun(forge => 'gitea', owner => 'acme', repo => 'gadgets', number => 1)",
+        lambda store, ids: store.rerun("gitea", "acme", "gadgets", 1),
+        UnknownRepository,
+        "repository gitea/acme/gadgets is not tracked",
+    ),
+    Refusal(
+        "rerun with a live job",
+        "SELECT tireless.rerun(forge => 'gitea', owner => 'acme', repo => 'widgets', number => 3)",
+        lambda store, ids: store.rerun("gitea", "acme", "widgets", 3),
+        DuplicateLiveJob,
+        "issue gitea/acme/widgets#3 already has live job {pending}",
+    ),
+    Refusal(
+        "rerun of issue 0",
+        "SELECT tireless.rerun(forge => 'gitea', owner => 'acme', repo => 'widgets', number => 0)",
+        lambda store, ids: store.rerun("gitea", "acme", "widgets", 0),
+        InvalidArgument,
+        "number must be a positive issue number, got 0",
+    ),
+    Refusal(
+        "unknown forge kind",
+        "SELECT tireless.add_forge(name => 'lab', kind => 'gitlab', base_url => 'https://lab.test')",
+        lambda store, ids: store.add_forge("lab", "gitlab", "https://lab.test"),
+        InvalidArgument,
+        "unknown forge kind 'gitlab'",
+    ),
+    Refusal(
+        "trouble of an unregistered forge",
+        "SELECT tireless.record_forge_trouble(name => 'lab', error => 'x', until => now())",
+        lambda store, ids: store.record_forge_trouble("lab", "x", datetime.now(UTC)),
+        UnknownRepository,
+        "forge 'lab' is not registered",
+    ),
+    Refusal(
+        "record_poll without the lease",
+        "SELECT * FROM tireless.record_poll(forge => 'gitea', owner => 'acme', repo => 'widgets',"
+        " poller => 'p1', issues => '[]', cursor => NULL, etag => NULL, full_listing => true)",
+        lambda store, ids: store.record_poll(
+            "gitea", "acme", "widgets", "p1", [], None, None, True
+        ),
+        NotHolder,
+        "poller 'p1' does not hold the poll lease of gitea/acme/widgets",
+    ),
+    Refusal(
+        "record_poll of an untracked repository",
+        "SELECT * FROM tireless.record_poll(forge => 'gitea', owner => 'acme', repo => 'gadgets',"
+        " poller => 'p1', issues => '[]', cursor => NULL, etag => NULL, full_listing => true)",
+        lambda store, ids: store.record_poll(
+            "gitea", "acme", "gadgets", "p1", [], None, None, True
+        ),
+        UnknownRepository,
+        "repository gitea/acme/gadgets is not tracked",
+    ),
+    Refusal(
+        "poll failure without the lease",
+        "SELECT tireless.record_poll_failure(forge => 'gitea', owner => 'acme', repo => 'widgets',"
+        " poller => 'p1', error => 'HTTP 500')",
+        lambda store, ids: store.record_poll_failure("gitea", "acme", "widgets", "p1", "HTTP 500"),
+        NotHolder,
+        "poller 'p1' does not hold the poll lease of gitea/acme/widgets",
+    ),
+    Refusal(
+        "a bad updated_at",
+        """SELECT tireless.enqueue(issues => '[
+             {"forge": "gitea", "owner": "acme", "repo": "widgets", "number": 10, "state": "open",
+              "labels": [], "updated_at": "2026-02-30T00:00:00Z"}]')""",
+        None,
+        MalformedIssue,
+        'malformed issue at index 0: "updated_at" must be an ISO 8601 timestamp with a time zone,'
+        ' got "2026-02-30T00:00:00Z"',
+    ),
+    Refusal(
         "malformed issue",
         """SELECT tireless.enqueue(issues => '[
              {"forge": "gitea", "owner": "acme", "repo": "widgets", "number": 10, "state": "open",
@@ -233,6 +316,9 @@ def snapshot(db: Database) -> list[Any]:
                 "tireless.job_event",
                 "tireless.tracked_repo",
                 "tireless.lane",
+                "tireless.issue",
+                "tireless.forge",
+                "tireless.repo_poll",
             )
         ]
 
@@ -261,14 +347,34 @@ def test_a_refusal_has_its_code_names_the_bad_value_and_changes_nothing(
 def test_translated_errors_raises_the_class_of_each_code(
     db: Database, error: type[TirelessError]
 ) -> None:
+    rule = "one_live_job_per_issue" if error is DuplicateLiveJob else "a_named_rule"
     raise_it = sql.SQL(
-        "DO $$ BEGIN RAISE EXCEPTION 'refused' USING ERRCODE = {}, CONSTRAINT = 'a_named_rule'; END $$"
-    ).format(sql.Literal(error.sqlstate))
+        "DO $$ BEGIN RAISE EXCEPTION 'refused' USING ERRCODE = {}, CONSTRAINT = {},"
+        " DETAIL = 'the detail', HINT = 'the hint'; END $$"
+    ).format(sql.Literal(error.sqlstate), sql.Literal(rule))
     with db.connect() as conn, pytest.raises(TirelessError) as raised, translated_errors():
         conn.execute(raise_it)
     assert type(raised.value) is error
     assert str(raised.value) == "refused"
-    assert raised.value.constraint == "a_named_rule"
+    assert raised.value.constraint == rule
+    assert (raised.value.sqlstate, raised.value.detail, raised.value.hint) == (
+        error.sqlstate,
+        "the detail",
+        "the hint",
+    )
+
+
+@pytest.mark.parametrize("code", ["23505", "23503", "23502"])
+def test_an_integrity_violation_of_another_rule_is_invariant_violated_with_its_own_code(
+    db: Database, code: str
+) -> None:
+    """Only one_live_job_per_issue makes a 23505 a DuplicateLiveJob."""
+    raise_it = sql.SQL(
+        "DO $$ BEGIN RAISE EXCEPTION 'refused' USING ERRCODE = {}, CONSTRAINT = 'other_rule'; END $$"
+    ).format(sql.Literal(code))
+    with db.connect() as conn, pytest.raises(InvariantViolated) as raised, translated_errors():
+        conn.execute(raise_it)
+    assert (raised.value.sqlstate, raised.value.constraint) == (code, "other_rule")
 
 
 def test_translated_errors_lets_an_unknown_sqlstate_through(db: Database) -> None:

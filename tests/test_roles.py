@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
@@ -25,6 +25,9 @@ LOCKED_TABLES = {
     "tracked_repo": "repo",
     "lane": "paused",
     "policy": "label_prefix",
+    "issue": "title",
+    "forge": "base_url",
+    "repo_poll": "etag",
 }
 
 Login = Callable[[str], str]
@@ -85,6 +88,10 @@ def test_a_runner_claims_renews_finishes_its_claim_and_sweeps(
             == "delivered"
         )
         assert runner.expire_stale_claims() == 0
+        second = runner.claim_next("host1", ["cc"])
+        assert second is not None
+        assert runner.heartbeat(second.id, "host1", token=second.claim_token) == "held"
+        assert [s.repo for s in runner.repo_status()] == [REPO]
 
 
 def test_a_poller_reads_tracking_enqueues_and_reroutes(store: JobStore, login: Login) -> None:
@@ -102,12 +109,28 @@ def test_a_poller_reads_tracking_enqueues_and_reroutes(store: JobStore, login: L
         )
 
 
+def test_a_poller_keeps_the_poll_bookkeeping(store: JobStore, login: Login) -> None:
+    tracked(store)
+    store.add_forge(FORGE, "gitea", "https://gitea.example.com")
+    until = datetime.now(UTC) + timedelta(minutes=1)
+    with JobStore(login("tireless_poller")) as poller:
+        assert [f.name for f in poller.forges()] == [FORGE]
+        assert poller.poll_soon(FORGE, OWNER, REPO)
+        assert [r.repo for r in poller.claim_repos_to_poll("p1")] == [REPO]
+        assert poller.record_poll(FORGE, OWNER, REPO, "p1", [issue(1)], None, None, True).created
+        poller.claim_repos_to_poll("p1")
+        assert poller.record_poll_failure(FORGE, OWNER, REPO, "p1", "HTTP 500") < until
+        poller.record_forge_trouble(FORGE, "rate limited", until)
+        assert poller.repo_status()[0].forge_error == "rate limited"
+
+
 def test_an_admin_may_do_everything(store: JobStore, login: Login) -> None:
     with (
         JobStore(login("tireless_admin")) as admin,
         psycopg.connect(login("tireless_admin"), autocommit=True) as conn,
     ):
         assert admin.track_repo(FORGE, OWNER, REPO)
+        assert admin.add_forge(FORGE, "gitea", "https://gitea.example.com")
         assert admin.enqueue([issue(1), issue(2)]) == 2
         job = admin.claim_next("admin-host", ["cc"])
         assert job is not None
@@ -118,6 +141,8 @@ def test_an_admin_may_do_everything(store: JobStore, login: Login) -> None:
         second = conn.execute("SELECT id FROM tireless.job WHERE state = 'pending'").fetchone()
         assert second is not None
         assert admin.transition(second[0], "cancelled", note="not needed").state == "cancelled"
+        assert admin.rerun(FORGE, OWNER, REPO, 2) > second[0]
+        assert admin.remove_forge(FORGE)
         assert admin.pause_lane("cc").paused
         assert not admin.resume_lane("cc").paused
         assert admin.set_lane_capacity("cc", 2).capacity == 2
@@ -132,6 +157,7 @@ def test_an_admin_may_do_everything(store: JobStore, login: Login) -> None:
             "lane_status",
             "queue_stats",
             "active_claims",
+            "repo_status",
             "job_list",
             "finished_jobs",
             "finished_jobs_by_hour",
@@ -146,6 +172,7 @@ def test_no_role_writes_a_table_directly(
 ) -> None:
     pending_job(store, db)
     store.pause_lane("cc")
+    store.add_forge(FORGE, "gitea", "https://gitea.example.com")
     counts = ", ".join(f"(SELECT count(*) FROM tireless.{t})" for t in LOCKED_TABLES)
     before = db.scalar(f"SELECT row({counts})::text")
     with psycopg.connect(login(group), autocommit=True) as conn:
@@ -155,7 +182,7 @@ def test_no_role_writes_a_table_directly(
                 table
             )
             assert refused(conn, f"INSERT INTO tireless.{table} DEFAULT VALUES") == "42501", table
-    assert db.scalar(f"SELECT row({counts})::text") == before == "(1,1,1,1,1)"
+    assert db.scalar(f"SELECT row({counts})::text") == before == "(1,1,1,1,1,1,1,1)"
 
 
 @pytest.mark.parametrize("group", ["tireless_runner", "tireless_poller"])
@@ -203,6 +230,22 @@ def test_every_role_reads_what_the_dashboard_reads(
             "SELECT tireless.untrack_repo(forge => 'gitea', owner => 'acme', repo => 'widgets')",
         ),
         ("tireless_poller", "SELECT tireless.set_lane_capacity(lane => 'cc', capacity => 1)"),
+        ("tireless_runner", "SELECT * FROM tireless.claim_repos_to_poll(poller => 'r')"),
+        (
+            "tireless_runner",
+            "SELECT tireless.poll_soon(forge => 'gitea', owner => 'acme', repo => 'widgets')",
+        ),
+        ("tireless_runner", "SELECT * FROM tireless.forges()"),
+        ("tireless_poller", "SELECT tireless.heartbeat(job_id => 1, worker => 'p')"),
+        (
+            "tireless_poller",
+            "SELECT tireless.rerun(forge => 'gitea', owner => 'acme', repo => 'widgets', number => 1)",
+        ),
+        (
+            "tireless_poller",
+            "SELECT tireless.add_forge(name => 'x', kind => 'gitea', base_url => 'https://x.test')",
+        ),
+        ("tireless_poller", "SELECT tireless.remove_forge(name => 'gitea')"),
     ],
 )
 def test_a_function_of_another_role_is_refused(

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Database
-from tests.issues import enqueue_jobs, eventually, history, tireless_cli
+from tests.issues import enqueue_jobs, eventually, history, issue, rows, tireless_cli
 from tireless import JobStore
 
 
@@ -25,6 +25,24 @@ def agent(tmp_path: Path, body: str) -> list[str]:
     script = tmp_path / "agent.sh"
     script.write_text(f'OUT="{tmp_path}"\n{body}\n')
     return ["sh", str(script)]
+
+
+# Credentials the worker may hold in its environment (each harmless to its own connection here:
+# its URL names host, port, user and database), none of which may reach COMMAND.
+LIBPQ_CREDENTIALS = {
+    "PGPASSWORD": "secret",
+    "PGPASSFILE": "/nonexistent/pgpass",
+    "PGSERVICEFILE": "/nonexistent/pg_service.conf",
+    "PGUSER": "postgres",
+    "PGHOST": "/nonexistent",
+    "PGPORT": "1",
+    "PGDATABASE": "nowhere",
+    "PGOPTIONS": "-c application_name=worker",
+    "PGSSLMODE": "disable",
+    "PGSSLROOTCERT": "/nonexistent/root.crt",
+    "PGAPPNAME": "worker",
+    "TIRELESS_TOKEN_GITEA": "forge-secret",
+}
 
 
 def work_args(*options: str) -> list[str]:
@@ -113,11 +131,10 @@ def test_a_command_that_exits_0_delivers_the_job_it_got_in_env_and_stdin(
     enqueue_jobs(store, 1)
     command = agent(
         tmp_path,
-        'env | grep ^TIRELESS_ | sort > "$OUT/env"\n'
-        'echo "DATABASE_URL=${DATABASE_URL:-unset}" >> "$OUT/env"\n'
+        'env | grep -E "^(TIRELESS_|PG|DATABASE_URL)" | sort > "$OUT/env"\n'
         'cat > "$OUT/stdin"\necho agent done',
     )
-    result = tireless_cli(db.url, *work_args("--once", "--"), *command)
+    result = tireless_cli(db.url, *work_args("--once", "--"), *command, **LIBPQ_CREDENTIALS)
     assert result.returncode == 0, result.stderr
     job_id = db.scalar("SELECT id FROM tireless.job")
     assert state_of(db, job_id) == "delivered"
@@ -133,8 +150,7 @@ def test_a_command_that_exits_0_delivers_the_job_it_got_in_env_and_stdin(
         "TIRELESS_NUMBER": "1",
         "TIRELESS_OWNER": "acme",
         "TIRELESS_REPO": "widgets",
-        "DATABASE_URL": "unset",  # the agent never gets the runner's credentials
-    }
+    }, "the agent never gets the runner's credentials (no PG*, DATABASE_URL, TIRELESS_TOKEN_*)"
     stdin = json.loads((tmp_path / "stdin").read_text())
     assert (stdin["id"], stdin["state"], stdin["claimed_by"], stdin["labels"]) == (
         job_id, "claimed", "runner-1", ["tireless", "tireless/implement"]
@@ -181,20 +197,112 @@ def test_a_command_that_outlives_its_lease_keeps_it_renewed_and_delivers(
     ]
 
 
-def test_sigterm_to_the_worker_stops_the_command_and_leaves_the_job_pending(
+def test_five_graceful_stops_in_a_row_give_the_job_back_without_a_failure(
     store: JobStore,
     db: Database,
     tmp_path: Path,
     worker_process: list[subprocess.Popen[str]],
 ) -> None:
+    """A deploy restarting five workers of a lane: each SIGTERM stops COMMAND and gives the job
+    back. The lane is not tripped, the job is claimable at once, no attempt of its budget (3) is
+    spent, and its history says given back five times."""
     enqueue_jobs(store, 1)
-    worker, pid_file = start_sleeping_agent(db, worker_process, tmp_path, "--poll", "1")
-    worker.send_signal(signal.SIGTERM)
-    err = exits_0_with_its_command(worker, pid_file)
     job_id = db.scalar("SELECT id FROM tireless.job")
-    assert state_of(db, job_id) == "pending"
-    assert db.scalar("SELECT note FROM tireless.job") == "worker stopped by SIGTERM"
-    assert "stopped (SIGTERM)" in err
+    for stop in range(5):
+        (tmp_path / "pid").unlink(missing_ok=True)
+        signum = signal.SIGTERM if stop % 2 == 0 else signal.SIGINT
+        worker, pid_file = start_sleeping_agent(db, worker_process, tmp_path, "--poll", "1")
+        worker.send_signal(signum)
+        err = exits_0_with_its_command(worker, pid_file)
+        assert f"gave job {job_id} back" in err
+        assert f"stopped ({signum.name})" in err
+    assert db.scalar("SELECT row(state, attempts, given_back)::text FROM tireless.job") == (
+        "(pending,5,5)"
+    )
+    assert db.scalar("SELECT coalesce(max(consecutive_failures), 0) FROM tireless.lane") == 0
+    assert db.scalar("SELECT breaker FROM tireless.lane_status WHERE lane = 'cc'") == "closed"
+    gave_back = [event for event in history(db, job_id) if event[1] == "pending"]
+    assert [(e[0], e[2], e[4]) for e in gave_back[1:]] == [
+        ("claimed", "runner-1", f"given back: worker stopped by {name}")
+        for name in ("SIGTERM", "SIGINT", "SIGTERM", "SIGINT", "SIGTERM")
+    ]
+    again = store.claim_next("successor", ["cc"])  # at once: no backoff
+    assert again is not None
+    released = store.transition(job_id, "pending", "successor", "crashed", again.claim_token)
+    assert released.state == "pending", "one attempt spent of three: not failed"
+
+
+def test_a_signal_during_a_claim_gives_the_job_back_at_once(
+    store: JobStore,
+    db: Database,
+    tmp_path: Path,
+    worker_process: list[subprocess.Popen[str]],
+) -> None:
+    """The claim is held up on the lane's row lock (a capped lane is counted under it) while the
+    SIGTERM arrives; once the claim completes, the job is given back before COMMAND starts."""
+    enqueue_jobs(store, 1)
+    store.set_lane_capacity("cc", 5)
+    command = agent(tmp_path, 'touch "$OUT/ran"')
+    with db.connect(autocommit=False) as lane_lock:
+        lane_lock.execute("SELECT 1 FROM tireless.lane WHERE name = 'cc' FOR UPDATE")
+        worker = start_worker(db, worker_process, *work_args("--poll", "1", "--"), *command)
+        holder = {"pid": lane_lock.info.backend_pid}
+        eventually(
+            lambda: (
+                db.scalar(
+                    "SELECT count(*) FROM pg_stat_activity WHERE %(pid)s = ANY (pg_blocking_pids(pid))",
+                    holder,
+                )
+                == 1
+            ),
+            "the claim to wait on the lane's row",
+        )
+        worker.send_signal(signal.SIGTERM)
+        lane_lock.rollback()
+    _, err = worker.communicate(timeout=30)
+    assert worker.returncode == 0, err
+    assert not (tmp_path / "ran").exists(), "COMMAND never started"
+    assert db.scalar("SELECT row(state, attempts, given_back, note)::text FROM tireless.job") == (
+        '(pending,1,1,"given back: worker stopped by SIGTERM")'
+    )
+
+
+def test_drain_finishes_the_running_job_and_exits_0_without_claiming_another(
+    store: JobStore,
+    db: Database,
+    tmp_path: Path,
+    worker_process: list[subprocess.Popen[str]],
+) -> None:
+    enqueue_jobs(store, 2)
+    command = agent(
+        tmp_path,
+        'touch "$OUT/started"\nwhile [ ! -e "$OUT/go" ]; do sleep 0.05; done\necho finished',
+    )
+    worker = start_worker(
+        db, worker_process, *work_args("--poll", "1", "--drain-on", "SIGUSR1", "--"), *command
+    )
+    eventually((tmp_path / "started").exists, "the command to start")
+    worker.send_signal(signal.SIGUSR1)
+    (tmp_path / "go").touch()
+    out, err = worker.communicate(timeout=30)
+    assert worker.returncode == 0, err
+    assert "finished" in out
+    assert "drained (SIGUSR1)" in err
+    states = rows(db, "SELECT number, state::text, attempts FROM tireless.job ORDER BY number")
+    assert states == [(1, "delivered", 1), (2, "pending", 0)]
+
+
+def test_an_idle_worker_drains_at_once(
+    db: Database, tmp_path: Path, worker_process: list[subprocess.Popen[str]]
+) -> None:
+    worker = start_worker(
+        db, worker_process, *work_args("--drain-on", "USR2", "--"), *agent(tmp_path, "true")
+    )
+    logged = read_log_until(worker, "waiting for work in cc")
+    worker.send_signal(signal.SIGUSR2)
+    _, err = worker.communicate(timeout=30)
+    assert worker.returncode == 0, logged + err
+    assert "drained (SIGUSR2)" in err
 
 
 def test_a_lost_lease_stops_the_command_and_leaves_the_job_to_its_new_holder(
@@ -250,3 +358,68 @@ def test_an_idle_worker_waits_for_work_and_runs_it_when_it_arrives(
 def test_once_with_nothing_to_claim_exits_3(db: Database, tmp_path: Path) -> None:
     result = tireless_cli(db.url, *work_args("--once", "--"), *agent(tmp_path, "true"))
     assert result.returncode == 3, result.stderr
+
+
+def test_a_worker_whose_lease_lapsed_in_a_restart_logs_lease_lost_and_claims_the_next_job(
+    store: JobStore,
+    db: Database,
+    tmp_path: Path,
+    worker_process: list[subprocess.Popen[str]],
+) -> None:
+    """A real PostgreSQL restart under a running job: the lease lapses and the sweeper returns the
+    job (into its backoff); the agent then exits 0. The delivery is refused as not the holder
+    (TL004), the worker logs `lease lost` and goes on: it claims the next job and delivers it."""
+    enqueue_jobs(store, 2)
+    first = db.scalar("SELECT min(id) FROM tireless.job")
+    command = agent(
+        tmp_path,
+        'if [ "$TIRELESS_JOB_ID" = "' + str(first) + '" ]; then\n'
+        '  touch "$OUT/started"\n'
+        '  while [ ! -e "$OUT/go" ]; do sleep 0.05; done\n'
+        "fi\n"
+        'echo "ran $TIRELESS_JOB_ID"',
+    )
+    worker = start_worker(
+        db, worker_process, *work_args("--lease", "1h", "--poll", "1", "--"), *command
+    )  # renewed every 20 minutes: no renewal learns of the loss first, the delivery does
+    eventually((tmp_path / "started").exists, "the first job's agent to start")
+    db.server.restart()
+    with db.connect(
+        autocommit=False
+    ) as sweeper:  # the lease lapses and the sweeper takes it, at once
+        sweeper.execute(
+            "UPDATE tireless.job SET claim_expires_at = now() - interval '1 second'"
+            " WHERE id = %(id)s",
+            {"id": first},
+        )
+        assert sweeper.execute("SELECT tireless.expire_stale_claims()").fetchone() == (1,)
+        sweeper.commit()
+    (tmp_path / "go").touch()
+    logged = read_log_until(worker, f"lease lost on job {first}")
+    logged += read_log_until(worker, f"delivered job {first + 1}")
+    worker.send_signal(signal.SIGTERM)
+    _, err = worker.communicate(timeout=30)
+    assert worker.returncode == 0, logged + err
+    assert "stopping the command" not in logged, "the agent exited 0 on its own"
+    states = rows(db, "SELECT id, state::text, claimed_by FROM tireless.job ORDER BY id")
+    assert states == [(first, "pending", None), (first + 1, "delivered", None)]
+
+
+def test_a_job_whose_issue_is_closed_mid_run_is_stopped_and_ends_cancelled(
+    store: JobStore,
+    db: Database,
+    tmp_path: Path,
+    worker_process: list[subprocess.Popen[str]],
+) -> None:
+    enqueue_jobs(store, 1)
+    worker, pid_file = start_sleeping_agent(
+        db, worker_process, tmp_path, "--once", "--lease", "1500ms"
+    )
+    assert store.enqueue([issue(1, state="closed")]) == 0  # the request is withdrawn
+    err = exits_0_with_its_command(worker, pid_file)
+    job_id = db.scalar("SELECT id FROM tireless.job")
+    assert f"job {job_id} cancelled: issue withdrew its request" in err
+    assert db.scalar("SELECT row(state, note, attempts)::text FROM tireless.job") == (
+        '(cancelled,"issue withdrew its request",1)'
+    )
+    assert db.scalar("SELECT coalesce(max(consecutive_failures), 0) FROM tireless.lane") == 0

@@ -6,19 +6,30 @@ and the lease logic (tireless.lease)."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 from uuid import UUID
 
+import psycopg
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
 from tireless import calls, queries
-from tireless.calls import LEASE, POLL_LEASE, POOL_OPTIONS, Call, needs_transaction
+from tireless.calls import (
+    LEASE,
+    LEASE_NEEDS_A_POOL,
+    POLL_LEASE,
+    POOL_OPEN_TIMEOUT,
+    POOL_OPTIONS,
+    Call,
+    needs_transaction,
+)
 from tireless.errors import translated_errors
-from tireless.lease import AsyncLease, OnLost
+from tireless.lease import AsyncLease, OnCancel, OnLost
 from tireless.models import (
     DiscoveredIssue,
     Forge,
@@ -43,21 +54,25 @@ def atomic(conn: AsyncConnection[Any]) -> AbstractAsyncContextManager[Any]:
 
 
 class AsyncJobStore:
-    """The store, over a connection string (the store owns a pool, opened by `async with` or
-    `await store.open()`), an AsyncConnectionPool (the caller opens and closes it) or one
-    AsyncConnection (calls join the caller's transaction as savepoints)."""
+    """The store, over a connection string (the store owns a pool, opened by `async with`, by
+    `await store.open()` or at the first call), an AsyncConnectionPool (the caller opens and
+    closes it) or one AsyncConnection (calls join the caller's transaction as savepoints)."""
 
     def __init__(self, database: str | AsyncConnectionPool | AsyncConnection[Any]) -> None:
         self._owned_pool: AsyncConnectionPool | None = None
+        self._opening = asyncio.Lock()
+        self._opened = not isinstance(database, str)  # a pool passed in is the caller's to open
         if isinstance(database, str):
             self._owned_pool = AsyncConnectionPool(database, open=False, **POOL_OPTIONS)
             database = self._owned_pool
         self._database: AsyncConnectionPool | AsyncConnection[Any] = database
 
     async def open(self) -> None:
-        """Open the pool the store owns (a pool or connection passed in is the caller's)."""
-        if self._owned_pool is not None:
-            await self._owned_pool.open()
+        """JobStore.open: open the pool the store owns and wait for its first connection."""
+        async with self._opening:
+            if self._owned_pool is not None and not self._opened:
+                await self._owned_pool.open(wait=True, timeout=POOL_OPEN_TIMEOUT)
+                self._opened = True
 
     async def close(self) -> None:
         """Close the pool the store opened itself."""
@@ -74,6 +89,8 @@ class AsyncJobStore:
     @asynccontextmanager
     async def _connection(self) -> AsyncIterator[AsyncConnection[Any]]:
         if isinstance(self._database, AsyncConnectionPool):
+            if not self._opened:
+                await self.open()
             async with self._database.connection() as conn:
                 yield conn
         else:
@@ -123,6 +140,13 @@ class AsyncJobStore:
     ) -> Job:
         return await self._run(calls.transition(job_id, to, worker, note, token))
 
+    async def give_back(
+        self, job_id: int, worker: str, note: str | None = None, token: UUID | None = None
+    ) -> Job:
+        """The holder returns the job because the runner is stopping: pending and claimable at
+        once, no backoff, not a failure, not counted against max_attempts."""
+        return await self._run(calls.give_back(job_id, worker, note, token))
+
     async def heartbeat(
         self, job_id: int, worker: str, lease: timedelta = LEASE, token: UUID | None = None
     ) -> Heartbeat:
@@ -132,6 +156,11 @@ class AsyncJobStore:
 
     async def expire_stale_claims(self) -> int:
         return await self._run(calls.expire_stale_claims())
+
+    async def prune(self, older_than: timedelta, max_jobs: int | None = None) -> int:
+        """(admin) Delete terminal jobs unchanged for `older_than`, with their history; at most
+        `max_jobs` in this call when given. Returns how many jobs it deleted."""
+        return await self._run(calls.prune(older_than, max_jobs))
 
     async def refresh_lane(
         self, forge: str, owner: str, repo: str, number: int, labels: Sequence[str]
@@ -225,9 +254,12 @@ class AsyncJobStore:
         lanes: Sequence[str],
         lease: timedelta = LEASE,
         on_lost: OnLost | None = None,
+        on_cancel: OnCancel | None = None,
     ) -> AsyncLease:
         """`async with store.lease(worker, lanes) as job:` — JobStore.lease, renewing in a task."""
-        return AsyncLease(self, worker, lanes, lease, on_lost)
+        if not isinstance(self._database, AsyncConnectionPool):
+            raise TypeError(LEASE_NEEDS_A_POOL)
+        return AsyncLease(self, worker, lanes, lease, on_lost, on_cancel)
 
     # Wake-up
     @asynccontextmanager
@@ -240,11 +272,18 @@ class AsyncJobStore:
             try:
                 await conn.execute(queries.LISTEN)
                 yield AsyncWorkWaiter(conn, lanes)
-            finally:
-                await conn.execute(queries.UNLISTEN)
-                async for _ in conn.notifies(timeout=0):
-                    pass  # drop what arrived before the UNLISTEN: the next listener starts clean
-                await conn.set_autocommit(was_autocommit)
+            except BaseException:
+                with contextlib.suppress(psycopg.Error):  # as in JobStore.listen
+                    await self._stop_listening(conn, was_autocommit)
+                raise
+            await self._stop_listening(conn, was_autocommit)
+
+    @staticmethod
+    async def _stop_listening(conn: AsyncConnection[Any], was_autocommit: bool) -> None:
+        await conn.execute(queries.UNLISTEN)
+        async for _ in conn.notifies(timeout=0):
+            pass  # drop what arrived before the UNLISTEN: the next listener starts clean
+        await conn.set_autocommit(was_autocommit)
 
     async def wait_for_work(self, lanes: Sequence[str], timeout: float) -> str | None:
         """JobStore.wait_for_work: the lane a NOTIFY on tireless_work named, or None after timeout."""

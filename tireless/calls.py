@@ -39,6 +39,12 @@ Query = LiteralString | sql.Composed | bytes
 
 POOL_OPTIONS: dict[str, Any] = {"min_size": 1, "max_size": 4, "kwargs": {"autocommit": True}}
 """The pool a store opens over a connection string: autocommit, so each call is one round trip."""
+LEASE_NEEDS_A_POOL = (
+    "lease() needs a store over a connection string or a pool: it renews the claim on a"
+    " connection of its own while the work runs, and this store has only the one connection"
+)
+POOL_OPEN_TIMEOUT = 30.0
+"""Seconds a store waits for its pool's first connection before it gives up (PoolTimeout)."""
 
 Row = TypeVar("Row")
 Answer = TypeVar("Answer")
@@ -147,6 +153,11 @@ def transition(
     return Call(queries.TRANSITION, params, JOB_ROW, _only)
 
 
+def give_back(job_id: int, worker: str, note: str | None, token: UUID | None) -> Call[Job, Job]:
+    params = {"job_id": job_id, "worker": worker, "note": note, "token": token}
+    return Call(queries.GIVE_BACK, params, JOB_ROW, _only)
+
+
 def heartbeat(
     job_id: int, worker: str, lease: timedelta, token: UUID | None
 ) -> Call[Any, Heartbeat]:
@@ -156,6 +167,11 @@ def heartbeat(
 
 def expire_stale_claims() -> Call[Any, int]:
     return Call(queries.EXPIRE_STALE_CLAIMS, {}, tuple_row, _count)
+
+
+def prune(older_than: timedelta, max_jobs: int | None) -> Call[Any, int]:
+    params = {"older_than": older_than, "max_jobs": max_jobs}
+    return Call(queries.PRUNE, params, tuple_row, _count)
 
 
 def refresh_lane(
@@ -172,7 +188,7 @@ def rerun(forge: str, owner: str, repo: str, number: int) -> Call[Any, int]:
 
 # Forges and polling
 def add_forge(name: str, kind: ForgeKind | str, base_url: str) -> Call[Any, bool]:
-    params = {"name": name, "kind": str(kind), "base_url": base_url}
+    params = {"name": name, "kind": kind, "base_url": base_url}
     return Call(queries.ADD_FORGE, params, tuple_row, _flag)
 
 

@@ -1,7 +1,9 @@
 """The `tireless` command (also `python -m tireless`): see and steer the store from a shell.
 
-Exit codes: 0 done; 1 the store refused (the SQLSTATE and message go to stderr); 2 usage;
-3 nothing to do (claim found no job, renew found the claim lost); 4 cannot reach the database.
+Exit codes: 0 done; 1 the database refused or gave up (stderr: `tireless: SQLSTATE: message`,
+then its DETAIL and HINT lines; a lock timeout or a cancelled statement is one of these);
+2 usage; 3 nothing to do (claim found no job, renew found the claim lost); 4 cannot reach the
+database (the connection failed or was lost).
 """
 
 from __future__ import annotations
@@ -19,10 +21,11 @@ from contextlib import contextmanager, suppress
 from datetime import datetime, timedelta
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, NoReturn
 from uuid import UUID
 
 import psycopg
+from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import RowFactory, dict_row
 
 from tireless import queries
@@ -33,6 +36,8 @@ from tireless.models import Job, JobState
 from tireless.store import JobStore
 
 OK, REFUSED, USAGE, NOTHING_TO_DO, UNREACHABLE = 0, 1, 2, 3, 4
+PRUNE_BATCH = 1000
+"""`tireless prune` deletes at most this many jobs per transaction."""
 
 
 class Unreachable(Exception):
@@ -45,16 +50,35 @@ class UsageError(Exception):
 
 # Arguments
 def duration(text: str) -> timedelta:
-    """`90`, `90s`, `500ms`, `10m`, `2h`: a lease or an interval."""
-    match = re.fullmatch(r"(\d+(?:\.\d+)?)(ms|s|m|h)?", text.strip())
+    """`90`, `90s`, `500ms`, `10m`, `2h`, `90d`: a lease or an interval."""
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)?", text.strip())
     if match is None:
-        raise argparse.ArgumentTypeError(f"not a duration: {text!r} (try 30s, 10m, 1h)")
-    unit = {"ms": "milliseconds", "s": "seconds", "m": "minutes", "h": "hours"}
+        raise argparse.ArgumentTypeError(f"not a duration: {text!r} (try 30s, 10m, 1h, 90d)")
+    unit = {"ms": "milliseconds", "s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
     return timedelta(**{unit[match.group(2) or "s"]: float(match.group(1))})
 
 
 def seconds(text: str) -> float:
     return duration(text).total_seconds()
+
+
+def count(text: str) -> int:
+    """A number of rows: 0 or more."""
+    if not text.strip().isdigit():
+        raise argparse.ArgumentTypeError(f"not a count of 0 or more: {text!r}")
+    return int(text)
+
+
+def drain_signal(text: str) -> signal.Signals:
+    """`SIGUSR1`, `USR1`, `SIGHUP`, ...: a signal that asks `work` to drain (not one that stops it)."""
+    name = text.strip().upper()
+    name = name if name.startswith("SIG") else f"SIG{name}"
+    chosen = signal.Signals.__members__.get(name)
+    if chosen is None or chosen in (signal.SIGTERM, signal.SIGINT, signal.SIGKILL, signal.SIGSTOP):
+        raise argparse.ArgumentTypeError(
+            f"not a signal to drain on: {text!r} (try SIGUSR1; SIGTERM and SIGINT stop the worker)"
+        )
+    return chosen
 
 
 def database_url(args: argparse.Namespace) -> str:
@@ -67,14 +91,23 @@ def database_url(args: argparse.Namespace) -> str:
 @contextmanager
 def connect(args: argparse.Namespace) -> Iterator[psycopg.Connection[Any]]:
     """One autocommit connection for a command; each store call is its own transaction."""
+    url = checked_url(args)
     try:
-        conn = psycopg.connect(database_url(args), autocommit=True, connect_timeout=10)
+        conn = psycopg.connect(url, autocommit=True, connect_timeout=10)
     except psycopg.OperationalError as error:
         raise Unreachable(str(error).strip()) from error
-    except psycopg.ProgrammingError as error:  # a malformed URL or connection string
-        raise UsageError(f"bad --database or DATABASE_URL: {error}") from error
     with conn:
         yield conn
+
+
+def checked_url(args: argparse.Namespace) -> str:
+    """The database URL, refused as a usage error when it does not parse."""
+    url = database_url(args)
+    try:
+        conninfo_to_dict(url)
+    except psycopg.ProgrammingError as error:  # a malformed URL or connection string
+        raise UsageError(f"bad --database or DATABASE_URL: {error}") from error
+    return url
 
 
 # Output
@@ -387,12 +420,32 @@ def cmd_show(args: argparse.Namespace) -> int:
     return OK
 
 
+def cmd_prune(args: argparse.Namespace) -> int:
+    """In short transactions of at most PRUNE_BATCH jobs each, so no lock is held for long; a dry
+    run prunes inside one transaction it rolls back, and so counts exactly what would go."""
+    with connect(args) as conn:
+        store = JobStore(conn)
+        if args.dry_run:
+            with conn.transaction(force_rollback=True):
+                pruned = store.prune(args.older_than)
+        else:
+            pruned = 0
+            while batch := store.prune(args.older_than, PRUNE_BATCH):
+                pruned += batch
+    days = args.older_than / timedelta(days=1)
+    text = f"{'would delete' if args.dry_run else 'deleted'} {pruned} finished job(s) unchanged for {days:g} day(s), with their history"
+    emit(args, {"pruned": pruned, "dry_run": args.dry_run}, text)
+    return OK
+
+
 def cmd_work(args: argparse.Namespace) -> int:
     from tireless.worker import work  # the runner loads only for `work`
 
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         raise UsageError("work needs a COMMAND after --")
+    with connect(args):
+        pass  # a malformed URL is a usage error (2), an unreachable database exit 4
     return work(
         database_url(args),
         args.worker,
@@ -402,6 +455,7 @@ def cmd_work(args: argparse.Namespace) -> int:
         once=args.once,
         poll=args.poll,
         grace=args.grace,
+        drain_on=args.drain_on,
     )
 
 
@@ -425,10 +479,17 @@ def cmd_web(args: argparse.Namespace) -> int:
 
 
 # Parsing
+class Parser(argparse.ArgumentParser):
+    """Usage errors in one line (exit 2), like every other error of the command."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def parser() -> argparse.ArgumentParser:
-    def common(defaults: bool) -> argparse.ArgumentParser:
+    def common(defaults: bool) -> Parser:
         # Given before or after the command; a subcommand's default must not hide the top's value.
-        flags = argparse.ArgumentParser(add_help=False)
+        flags = Parser(add_help=False)
         none = None if defaults else argparse.SUPPRESS
         flags.add_argument(
             "--database",
@@ -444,7 +505,7 @@ def parser() -> argparse.ArgumentParser:
         )
         return flags
 
-    top = argparse.ArgumentParser(
+    top = Parser(
         prog="tireless",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -515,9 +576,21 @@ def parser() -> argparse.ArgumentParser:
     sub.add_argument(
         "--after", type=int, default=0, metavar="ID", help="only jobs with a larger id"
     )
-    sub.add_argument("--limit", type=int, default=100)
+    sub.add_argument("--limit", type=count, default=100)
     sub = command("show", cmd_show, "a job and its history")
     sub.add_argument("job", type=int)
+
+    sub = command(
+        "prune", cmd_prune, "(admin) delete finished jobs unchanged for a while, with their history"
+    )
+    sub.add_argument(
+        "--older-than",
+        type=duration,
+        required=True,
+        metavar="DURATION",
+        help="last changed longer ago than this, e.g. 90d",
+    )
+    sub.add_argument("--dry-run", action="store_true", help="count what would go; delete nothing")
 
     sub = command("work", cmd_work, "claim jobs and run COMMAND on each under a renewed lease")
     sub.add_argument("--worker", required=True, help="this worker's name (unique per process)")
@@ -547,6 +620,12 @@ def parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="from SIGTERM to SIGKILL when stopping COMMAND (default 10)",
     )
+    sub.add_argument(
+        "--drain-on",
+        type=drain_signal,
+        metavar="SIGNAL",
+        help="on this signal (e.g. SIGUSR1) finish the running job, claim no more, exit 0",
+    )
     sub.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARGS...]")
 
     sub = command("web", cmd_web, "the dashboard, /metrics and the forge webhooks (tireless[web])")
@@ -559,6 +638,28 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
+def connection_failed(error: psycopg.Error) -> bool:
+    """The connection failed or was lost (no SQLSTATE: libpq could not connect; class 08; the
+    server shutting down or starting): not a refusal, nor a lock timeout or cancelled statement."""
+    code = error.sqlstate
+    if code is None:
+        return isinstance(error, psycopg.OperationalError)
+    return code.startswith("08") or code in ("57P01", "57P02", "57P03")
+
+
+def report(code: str | None, message: str, detail: str | None, hint: str | None) -> str:
+    """A database error for a person: `tireless: SQLSTATE: message`, then DETAIL and HINT lines."""
+    lines = [f"tireless: {code}: {message}" if code else f"tireless: {message}"]
+    lines += [f"DETAIL: {detail}"] if detail else []
+    lines += [f"HINT: {hint}"] if hint else []
+    return "\n".join(lines)
+
+
+def first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
@@ -567,11 +668,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as error:
         print(f"tireless: {error}", file=sys.stderr)
         return USAGE
-    except (Unreachable, psycopg.OperationalError) as error:
+    except OSError as error:  # a file named on the command line
+        print(f"tireless: {error}", file=sys.stderr)
+        return USAGE
+    except Unreachable as error:
         print(f"tireless: cannot reach the database: {error}", file=sys.stderr)
         return UNREACHABLE
     except TirelessError as error:
-        print(f"tireless: {error.sqlstate}: {error}", file=sys.stderr)
+        print(report(error.sqlstate, str(error), error.detail, error.hint), file=sys.stderr)
+        return REFUSED
+    except psycopg.Error as error:
+        if connection_failed(error):
+            print(f"tireless: cannot reach the database: {first_line(error)}", file=sys.stderr)
+            return UNREACHABLE
+        diag = error.diag
+        message = diag.message_primary or first_line(error)
+        print(
+            report(error.sqlstate, message, diag.message_detail, diag.message_hint), file=sys.stderr
+        )
         return REFUSED
 
 

@@ -13,13 +13,26 @@ import psycopg
 
 
 class TirelessError(Exception):
-    """Base of every refusal of the store. `sqlstate` is the code the database raised."""
+    """Base of every refusal of the store. `sqlstate` is the code the database raised; `detail`
+    and `hint` are its DETAIL and HINT (None when it gave none), `constraint` the rule it broke."""
 
     sqlstate: str = ""
 
-    def __init__(self, message: str, *, constraint: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        constraint: str | None = None,
+        detail: str | None = None,
+        hint: str | None = None,
+        sqlstate: str | None = None,
+    ) -> None:
         super().__init__(message)
         self.constraint = constraint
+        self.detail = detail
+        self.hint = hint
+        if sqlstate is not None:
+            self.sqlstate = sqlstate
 
 
 class UnknownJob(TirelessError):
@@ -71,13 +84,15 @@ class UnknownRepository(TirelessError):
 
 
 class InvariantViolated(TirelessError):
-    """23514: a row broke a named check constraint; `constraint` names it."""
+    """23514: a row broke a named check constraint; `constraint` names it. Also every other
+    integrity violation (class 23: a unique index other than one_live_job_per_issue, a foreign
+    key, a not-null column), whose own code is then the instance's `sqlstate`."""
 
     sqlstate = "23514"
 
 
 class DuplicateLiveJob(TirelessError):
-    """23505: a second live job for one issue (the index one_live_job_per_issue)."""
+    """23505 raised by the index one_live_job_per_issue: a second live job for one issue."""
 
     sqlstate = "23505"
 
@@ -102,6 +117,7 @@ ERROR_CLASSES: tuple[type[TirelessError], ...] = (
     PermissionDenied,
 )
 SQLSTATE_TO_ERROR: dict[str, type[TirelessError]] = {cls.sqlstate: cls for cls in ERROR_CLASSES}
+LIVE_JOB_INDEX = "one_live_job_per_issue"
 
 # Input refused before our functions run, mapped to the rule it breaks. jsonb cannot hold \u0000
 # (22P05 in an enqueue batch); text cannot hold NUL, which psycopg refuses before sending (no SQLSTATE).
@@ -109,13 +125,25 @@ INPUT_REFUSALS: dict[str, type[TirelessError]] = {"22P05": MalformedIssue, "": I
 
 
 def translate(error: psycopg.Error) -> TirelessError | None:
-    """The TirelessError for a database error, or None when its SQLSTATE is not ours."""
-    cls = SQLSTATE_TO_ERROR.get(error.sqlstate or "")
+    """The TirelessError for a database error, or None when its SQLSTATE is not ours. A unique
+    violation is a DuplicateLiveJob only when one_live_job_per_issue raised it."""
+    code = error.sqlstate or ""
+    cls = SQLSTATE_TO_ERROR.get(code)
+    if (code == DuplicateLiveJob.sqlstate and error.diag.constraint_name != LIVE_JOB_INDEX) or (
+        cls is None and code.startswith("23")
+    ):
+        cls = InvariantViolated
     if cls is None and isinstance(error, psycopg.DataError):
-        cls = INPUT_REFUSALS.get(error.sqlstate or "")
+        cls = INPUT_REFUSALS.get(code)
     if cls is None:
         return None
-    return cls(error.diag.message_primary or str(error), constraint=error.diag.constraint_name)
+    return cls(
+        error.diag.message_primary or str(error),
+        constraint=error.diag.constraint_name,
+        detail=error.diag.message_detail,
+        hint=error.diag.message_hint,
+        sqlstate=code or None,
+    )
 
 
 @contextmanager

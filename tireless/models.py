@@ -115,6 +115,8 @@ class Job:
     updated_at: datetime
     cancel_requested_at: datetime | None
     """When the issue withdrew its request while the job was claimed; the job then ends cancelled."""
+    given_back: int = 0
+    """How many of `attempts` were given back by a stopping runner (not counted by the budget)."""
 
     @classmethod
     def from_row(cls, **columns: Any) -> Job:
@@ -161,10 +163,14 @@ class RepoToPoll:
     cursor: datetime | None
     etag: str | None
     full_listing: bool
+    live_numbers: tuple[int, ...]
+    """The issue numbers of the repository's live jobs: a full listing that does not show one
+    fetches it on its own."""
 
     @classmethod
     def from_row(cls, **columns: Any) -> RepoToPoll:
         columns["kind"] = ForgeKind(columns["kind"])
+        columns["live_numbers"] = tuple(columns["live_numbers"])
         return cls(**columns)
 
 

@@ -38,11 +38,17 @@ TRANSITION = _returning(
     "tireless.transition(job_id => %(job_id)s, to_state => %(to_state)s,"
     " worker => %(worker)s, note => %(note)s, token => %(token)s)",
 )
+GIVE_BACK = _returning(
+    JOB_COLUMNS,
+    "tireless.give_back(job_id => %(job_id)s, worker => %(worker)s, note => %(note)s,"
+    " token => %(token)s)",
+)
+EXPIRE_STALE_CLAIMS = "SELECT tireless.expire_stale_claims()"
+PRUNE = "SELECT tireless.prune(older_than => %(older_than)s, max_jobs => %(max_jobs)s)"
 HEARTBEAT = (
     "SELECT tireless.heartbeat(job_id => %(job_id)s, worker => %(worker)s,"
     " lease => %(lease)s, token => %(token)s)"
 )
-EXPIRE_STALE_CLAIMS = "SELECT tireless.expire_stale_claims()"
 RERUN = (
     "SELECT tireless.rerun(forge => %(forge)s, owner => %(owner)s, repo => %(repo)s,"
     " number => %(number)s)"
@@ -73,7 +79,7 @@ ADD_FORGE = (
 REMOVE_FORGE = "SELECT tireless.remove_forge(name => %(name)s)"
 FORGES = "SELECT name, kind, base_url FROM tireless.forges()"
 CLAIM_REPOS_TO_POLL = (
-    "SELECT forge, owner, repo, kind, base_url, cursor, etag, full_listing"
+    "SELECT forge, owner, repo, kind, base_url, cursor, etag, full_listing, live_numbers"
     " FROM tireless.claim_repos_to_poll(poller => %(poller)s, lease => %(lease)s,"
     " max_repos => %(max_repos)s)"
 )

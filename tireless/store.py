@@ -3,19 +3,30 @@ its own transaction; rows become typed objects. It holds no rule of its own."""
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 from uuid import UUID
 
+import psycopg
 from psycopg import Connection
 from psycopg_pool import ConnectionPool
 
 from tireless import calls, queries
-from tireless.calls import LEASE, POLL_LEASE, POOL_OPTIONS, Call, needs_transaction
+from tireless.calls import (
+    LEASE,
+    LEASE_NEEDS_A_POOL,
+    POLL_LEASE,
+    POOL_OPEN_TIMEOUT,
+    POOL_OPTIONS,
+    Call,
+    needs_transaction,
+)
 from tireless.errors import translated_errors
-from tireless.lease import Lease, OnLost
+from tireless.lease import Lease, OnCancel, OnLost
 from tireless.models import (
     DiscoveredIssue,
     Forge,
@@ -40,15 +51,26 @@ def atomic(conn: Connection[Any]) -> AbstractContextManager[Any]:
 
 
 class JobStore:
-    """The store, over a connection string (the store owns a pool), a ConnectionPool (the caller
-    opens and closes it) or one Connection (calls join the caller's transaction as savepoints)."""
+    """The store, over a connection string (the store owns a pool, opened by `with`, by `open()`
+    or at the first call), a ConnectionPool (the caller opens and closes it) or one Connection
+    (calls join the caller's transaction as savepoints). AsyncJobStore opens its pool the same way."""
 
     def __init__(self, database: str | ConnectionPool | Connection[Any]) -> None:
         self._owned_pool: ConnectionPool | None = None
+        self._opening = threading.Lock()
+        self._opened = not isinstance(database, str)  # a pool passed in is the caller's to open
         if isinstance(database, str):
-            self._owned_pool = ConnectionPool(database, open=True, **POOL_OPTIONS)
+            self._owned_pool = ConnectionPool(database, open=False, **POOL_OPTIONS)
             database = self._owned_pool
         self._database: ConnectionPool | Connection[Any] = database
+
+    def open(self) -> None:
+        """Open the pool the store owns and wait for its first connection (PoolTimeout after
+        POOL_OPEN_TIMEOUT seconds); a pool or connection passed in is the caller's."""
+        with self._opening:
+            if self._owned_pool is not None and not self._opened:
+                self._owned_pool.open(wait=True, timeout=POOL_OPEN_TIMEOUT)
+                self._opened = True
 
     def close(self) -> None:
         """Close the pool the store opened itself; a pool or connection passed in is the caller's."""
@@ -56,6 +78,7 @@ class JobStore:
             self._owned_pool.close()
 
     def __enter__(self) -> JobStore:
+        self.open()
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -64,6 +87,8 @@ class JobStore:
     @contextmanager
     def _connection(self) -> Iterator[Connection[Any]]:
         if isinstance(self._database, ConnectionPool):
+            if not self._opened:
+                self.open()
             with self._database.connection() as conn:
                 yield conn
         else:
@@ -111,6 +136,13 @@ class JobStore:
     ) -> Job:
         return self._run(calls.transition(job_id, to, worker, note, token))
 
+    def give_back(
+        self, job_id: int, worker: str, note: str | None = None, token: UUID | None = None
+    ) -> Job:
+        """The holder returns the job because the runner is stopping: pending and claimable at
+        once, no backoff, not a failure, not counted against max_attempts."""
+        return self._run(calls.give_back(job_id, worker, note, token))
+
     def heartbeat(
         self, job_id: int, worker: str, lease: timedelta = LEASE, token: UUID | None = None
     ) -> Heartbeat:
@@ -120,6 +152,11 @@ class JobStore:
 
     def expire_stale_claims(self) -> int:
         return self._run(calls.expire_stale_claims())
+
+    def prune(self, older_than: timedelta, max_jobs: int | None = None) -> int:
+        """(admin) Delete terminal jobs unchanged for `older_than`, with their history; at most
+        `max_jobs` in this call when given. Returns how many jobs it deleted."""
+        return self._run(calls.prune(older_than, max_jobs))
 
     def refresh_lane(
         self, forge: str, owner: str, repo: str, number: int, labels: Sequence[str]
@@ -211,12 +248,18 @@ class JobStore:
         lanes: Sequence[str],
         lease: timedelta = LEASE,
         on_lost: OnLost | None = None,
+        on_cancel: OnCancel | None = None,
     ) -> Lease:
         """`with store.lease(worker, lanes) as job:` claims a job (None: nothing claimable), renews
-        it in a thread at a third of the lease, delivers it when the block ends normally and
-        releases it to pending, the exception as note, when the block raises (tireless.lease).
+        it in a thread at a third of the lease (heartbeat), delivers it when the block ends
+        normally and releases it to pending, the exception as note, when the block raises
+        (tireless.lease). Raising ShuttingDown in the block gives the job back instead (the runner
+        is stopping). When a heartbeat says the issue withdrew its request, `on_cancel(job)` is
+        called and the lease ends the job cancelled, however the block ends.
         Needs a store over a pool or connection string: the renewals run on their own connection."""
-        return Lease(self, worker, lanes, lease, on_lost)
+        if not isinstance(self._database, ConnectionPool):
+            raise TypeError(LEASE_NEEDS_A_POOL)
+        return Lease(self, worker, lanes, lease, on_lost, on_cancel)
 
     # Wake-up
     @contextmanager
@@ -231,11 +274,20 @@ class JobStore:
             try:
                 conn.execute(queries.LISTEN)
                 yield WorkWaiter(conn, lanes)
-            finally:
-                conn.execute(queries.UNLISTEN)
-                for _ in conn.notifies(timeout=0):
-                    pass  # drop what arrived before the UNLISTEN: the next listener starts clean
-                conn.autocommit = was_autocommit
+            except BaseException:
+                # The block's error is the one to see: cleaning up a connection that died with it
+                # would only raise again ("the connection is closed") and hide it.
+                with contextlib.suppress(psycopg.Error):
+                    self._stop_listening(conn, was_autocommit)
+                raise
+            self._stop_listening(conn, was_autocommit)
+
+    @staticmethod
+    def _stop_listening(conn: Connection[Any], was_autocommit: bool) -> None:
+        conn.execute(queries.UNLISTEN)
+        for _ in conn.notifies(timeout=0):
+            pass  # drop what arrived before the UNLISTEN: the next listener starts clean
+        conn.autocommit = was_autocommit
 
     def wait_for_work(self, lanes: Sequence[str], timeout: float) -> str | None:
         """Sleep until a NOTIFY on tireless_work names one of `lanes` (returns it) or `timeout`

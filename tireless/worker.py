@@ -1,10 +1,18 @@
 """`tireless work`: claim a job, run COMMAND on it under a renewed lease, report the outcome.
 
-COMMAND gets the job in TIRELESS_* environment variables and as JSON on stdin. Exit 0 delivers
-the job; any other exit releases it to pending (the store fails it when its attempts are spent)
-with the tail of COMMAND's output as the note. A lost lease stops COMMAND and leaves the job to
-its new holder. SIGINT or SIGTERM stop COMMAND, release the job, and end the worker (exit 0).
-Built on JobStore.lease; between jobs it waits on JobStore.listen (LISTEN tireless_work).
+COMMAND gets the job in TIRELESS_* environment variables and as JSON on stdin, and none of the
+worker's database credentials (every libpq PG* variable, DATABASE_URL and TIRELESS_TOKEN_* are
+dropped from its environment). Exit 0 delivers the job; any other exit releases it to pending
+(the store fails it when its attempts are spent) with the tail of COMMAND's output as the note.
+A lost lease (a heartbeat answered lost, or a finish refused as not the holder) stops COMMAND,
+leaves the job to the store and goes on to the next job. A heartbeat that answers cancel (the
+issue withdrew its request) stops COMMAND and ends the job cancelled, note `issue withdrew its
+request`: a cancel is not a failure. SIGINT or SIGTERM stop COMMAND, give the
+job back (tireless.give_back: not a failure) and end the worker (exit 0); a signal that arrives
+while a claim is under way gives the claimed job back at once. The drain signal (--drain-on)
+lets the running job finish, claims no more, and ends the worker (exit 0). A connection lost
+while running (the database restarting) is retried. Built on JobStore.lease; between jobs it
+waits on JobStore.listen (LISTEN tireless_work).
 """
 
 from __future__ import annotations
@@ -14,11 +22,13 @@ import dataclasses
 import json
 import logging
 import os
+import re
 import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from types import FrameType
 from typing import IO
@@ -26,10 +36,10 @@ from typing import IO
 import psycopg
 from psycopg_pool import ConnectionPool
 
-from tireless.calls import POOL_OPTIONS
-from tireless.lease import NOTE_LIMIT, LeaseLost, Release
+from tireless.calls import POOL_OPEN_TIMEOUT, POOL_OPTIONS
+from tireless.lease import CANCEL_NOTE, NOTE_LIMIT, LeaseLost, Release, ShuttingDown
 from tireless.models import Job, JobState
-from tireless.store import JobStore, WorkWaiter
+from tireless.store import JobStore
 
 log = logging.getLogger("tireless.work")
 
@@ -38,6 +48,17 @@ OUTPUT_KEPT = 4 * NOTE_LIMIT  # bytes of COMMAND's output kept for the note
 
 class Interrupted(BaseException):
     """A signal arrived while the worker was waiting for work."""
+
+
+CREDENTIALS = re.compile(r"PG[A-Z_]*|DATABASE_URL|TIRELESS_TOKEN_.*")
+"""Environment variables COMMAND never sees: libpq's (PGPASSWORD, PGPASSFILE, PGSERVICE,
+PGSERVICEFILE, PGUSER, PGHOST, ..., all named PG...), DATABASE_URL, and the forge tokens."""
+
+
+def command_environment(job: Job) -> dict[str, str]:
+    """The worker's environment without its credentials, plus the job's TIRELESS_* variables."""
+    kept = {k: v for k, v in os.environ.items() if not CREDENTIALS.fullmatch(k)}
+    return kept | job_environment(job)
 
 
 def job_environment(job: Job) -> dict[str, str]:
@@ -72,6 +93,7 @@ class Worker:
         lease: timedelta,
         poll: float,
         grace: float,
+        drain_on: signal.Signals | None = None,
     ) -> None:
         self.store = store
         self.name = name
@@ -80,7 +102,9 @@ class Worker:
         self.lease = lease
         self.poll = poll
         self.grace = grace
+        self.drain_on = drain_on
         self.stop_signal: str | None = None
+        self.drain_signal: str | None = None
         self._waiting = False
         self._lock = threading.RLock()  # the signal handler and the renewal thread stop COMMAND
         self._process: subprocess.Popen[bytes] | None = None
@@ -89,39 +113,69 @@ class Worker:
     # The loop
     def run(self, *, once: bool) -> int:
         """Work until a signal (exit 0) or, with once, after one job (exit 3 if there was none)."""
-        signal.signal(signal.SIGTERM, self._on_signal)
-        signal.signal(signal.SIGINT, self._on_signal)
+        handled = [signal.SIGTERM, signal.SIGINT] + ([self.drain_on] if self.drain_on else [])
+        for signum in handled:
+            signal.signal(signum, self._on_signal)
         try:
             if once:
                 return 0 if self.run_one() else 3
-            with self.store.listen(self.lanes) as waiter:
-                while self.stop_signal is None:
-                    if not self.run_one():
-                        self._wait(waiter)
+            while self._going_on():
+                self._work_until_disconnected()
         except Interrupted:
             pass
         finally:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            signal.signal(signal.SIGINT, signal.SIG_DFL)
-        log.info("%s: stopped (%s)", self.name, self.stop_signal)
+            for signum in handled:
+                signal.signal(signum, signal.SIG_DFL)
+        if self.stop_signal is not None:
+            log.info("%s: stopped (%s)", self.name, self.stop_signal)
+        else:
+            log.info("%s: drained (%s)", self.name, self.drain_signal)
         return 0
 
-    def _wait(self, waiter: WorkWaiter) -> None:
-        log.info("%s: waiting for work in %s", self.name, ", ".join(self.lanes))
+    def _going_on(self) -> bool:
+        return self.stop_signal is None and self.drain_signal is None
+
+    def _work_until_disconnected(self) -> None:
+        """Claim and run jobs, waiting for work between them; a lost connection (the database
+        restarting) ends the round after a pause, and the next round connects again."""
+        try:
+            with self.store.listen(self.lanes) as waiter:
+                while self._going_on():
+                    if not self.run_one():
+                        self._wait(
+                            waiter.wait, self.poll, f"waiting for work in {', '.join(self.lanes)}"
+                        )
+        except psycopg.OperationalError as error:
+            message = (
+                str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            )
+            self._wait(
+                time.sleep,
+                self.poll,
+                f"database connection lost ({message}); retrying in {self.poll:g}s",
+            )
+
+    def _wait(self, wait: Callable[[float], object], seconds: float, why: str) -> None:
+        """Wait (for work, or before connecting again); a stop or drain signal interrupts it."""
+        log.info("%s: %s", self.name, why)
         try:
             self._waiting = True  # from here until the wait ends a signal interrupts it
-            if self.stop_signal is None:
-                waiter.wait(self.poll)
+            if self._going_on():
+                wait(seconds)
         finally:
             self._waiting = False
 
     def run_one(self) -> bool:
         """Claim a job and run COMMAND on it; False when there was nothing to claim."""
-        held = self.store.lease(self.name, self.lanes, self.lease, on_lost=self._lease_lost)
+        held = self.store.lease(
+            self.name, self.lanes, self.lease, on_lost=self._lease_lost, on_cancel=self._cancelled
+        )
         try:
             with held as job:
                 if job is None:
                     return False
+                if self.stop_signal is not None:  # it came while the claim was under way
+                    raise ShuttingDown(f"worker stopped by {self.stop_signal}")
                 log.info(
                     "%s: claimed job %s (%s/%s/%s#%s, %s, lane %s, attempt %s)",
                     self.name, job.id, job.forge, job.owner, job.repo, job.number,
@@ -129,7 +183,7 @@ class Worker:
                 )  # fmt: skip
                 code, output = self._run_command(job)
                 if self.stop_signal is not None:
-                    raise Release(f"{output}\nworker stopped by {self.stop_signal}".strip())
+                    raise ShuttingDown(f"worker stopped by {self.stop_signal}")
                 if code != 0:
                     log.info("%s: command exited with %s on job %s", self.name, code, job.id)
                     raise Release(output.rstrip() or f"command exited with {code}")
@@ -140,6 +194,8 @@ class Worker:
         assert finished is not None, "a lease that was not lost finished its job"
         if finished.state is JobState.DELIVERED:
             log.info("%s: delivered job %s", self.name, finished.id)
+        elif finished.state is JobState.PENDING and held.given_back:
+            log.info("%s: gave job %s back: %s", self.name, finished.id, finished.note)
         elif finished.state is JobState.PENDING:
             log.info(
                 "%s: released job %s for retry after %s",
@@ -152,7 +208,7 @@ class Worker:
     # COMMAND
     def _run_command(self, job: Job) -> tuple[int, str]:
         """Run COMMAND on the job; its exit code and the tail of its output."""
-        env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"} | job_environment(job)
+        env = command_environment(job)
         with self._lock:
             process = subprocess.Popen(
                 self.command,
@@ -218,11 +274,19 @@ class Worker:
         """From the renewal thread: the claim is gone, so the work is wasted; stop it."""
         self._stop_command(f"lease on job {job.id} lost")
 
+    def _cancelled(self, job: Job) -> None:
+        """From the renewal thread: the issue withdrew its request; the lease ends the job cancelled."""
+        self._stop_command(f"job {job.id}: {CANCEL_NOTE}")
+
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
-        self.stop_signal = signal.Signals(signum).name
+        name = signal.Signals(signum).name
+        if signum == self.drain_on:
+            self.drain_signal = name  # the running job goes on; no other is claimed
+        else:
+            self.stop_signal = name
+            self._stop_command(f"worker got {name}")
         if self._waiting:
-            raise Interrupted(self.stop_signal)
-        self._stop_command(f"worker got {self.stop_signal}")
+            raise Interrupted(name)
 
 
 def work(
@@ -235,15 +299,22 @@ def work(
     once: bool,
     poll: float,
     grace: float,
+    drain_on: signal.Signals | None = None,
 ) -> int:
-    """`tireless work`: the exit code. Raises psycopg.OperationalError if the database is gone."""
+    """`tireless work`: the exit code. Raises psycopg.OperationalError if the database cannot be
+    reached at the start (later, a lost connection is retried)."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
     psycopg.connect(url, connect_timeout=10).close()  # unreachable: fail now, not in the pool
-    # One connection listens, one renews, one claims and finishes.
-    pool = ConnectionPool(url, open=False, **(POOL_OPTIONS | {"max_size": 3}))
-    pool.open(wait=True, timeout=30)
+    # One connection listens, one renews, one claims and finishes; each is checked before use,
+    # so a connection the database dropped (a restart) is replaced instead of failing a call.
+    options = POOL_OPTIONS | {"max_size": 3, "check": ConnectionPool.check_connection}
+    pool = ConnectionPool(url, open=False, **options)
+    pool.open(wait=True, timeout=POOL_OPEN_TIMEOUT)
     try:
-        worker = Worker(JobStore(pool), name, lanes, command, lease=lease, poll=poll, grace=grace)
+        worker = Worker(
+            JobStore(pool), name, lanes, command,
+            lease=lease, poll=poll, grace=grace, drain_on=drain_on,
+        )  # fmt: skip
         return worker.run(once=once)
     finally:
         pool.close()

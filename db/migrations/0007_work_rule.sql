@@ -52,27 +52,31 @@ COMMENT ON COLUMN tireless.job.cancel_requested_at IS
 COMMENT ON CONSTRAINT pending_holds_no_cancel_request ON tireless.job IS
     'A cancel request stands: a cancel-requested claim never goes back to pending (it ends cancelled).';
 
--- Issue format: url and updated_at join it.
+-- Issue format: url and updated_at join it. Both checks below are single expressions without
+-- subqueries, so the planner inlines them (and issue_problem) into the query that checks a batch:
+-- a function call per element would cost more than the whole work rule.
 CREATE FUNCTION tireless.is_forge_timestamp(value text) RETURNS boolean
     LANGUAGE sql IMMUTABLE
-RETURN (
-    SELECT coalesce(
-               m[2]::integer BETWEEN 1 AND 12
-               AND m[1]::integer >= 1
-               AND m[3]::integer BETWEEN 1 AND extract(day FROM make_date(greatest(m[1]::integer, 1), least(greatest(m[2]::integer, 1), 12), 1)
-                                                           + interval '1 month' - interval '1 day')
-               AND m[4]::integer <= 23 AND m[5]::integer <= 59 AND m[6]::integer <= 59
-               AND coalesce(m[7]::integer, 0) <= 15 AND coalesce(m[8]::integer, 0) <= 59,
-               false)
-      FROM regexp_match(value, '^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.\d{1,9})?(?:Z|[+-](\d{2})(?::?(\d{2}))?)$') AS r(m)
-);
+AS $$
+    SELECT CASE
+        WHEN value !~ '^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d{1,9})?(Z|[+-](0\d|1[0-5])(:?[0-5]\d)?)$'
+            THEN false
+        WHEN left(value, 4) = '0000' THEN false
+        -- The day exists in its month (2026-02-30 does not).
+        ELSE substr(value, 9, 2)::integer
+             <= extract(day FROM make_date(left(value, 4)::integer, substr(value, 6, 2)::integer, 1) + interval '1 month - 1 day')
+    END;
+$$;
 COMMENT ON FUNCTION tireless.is_forge_timestamp(text) IS
     'True for an ISO 8601 timestamp with its time zone, as forges write them (2024-05-01T12:00:00Z, '
     '2024-05-01T14:00:00+02:00), naming a real date and time.';
 
+-- STABLE, not IMMUTABLE: format() is stable, and an immutable SQL function calling it is not inlined.
 CREATE OR REPLACE FUNCTION tireless.issue_problem(issue jsonb) RETURNS text
-    LANGUAGE sql IMMUTABLE
+    LANGUAGE sql STABLE
 AS $$
+    -- The label limits are labels_problem's (at most 100 labels of 1 to 200 characters), checked
+    -- here on the JSON array with jsonpath, which keeps this one expression.
     SELECT CASE
         WHEN jsonb_typeof(issue) IS DISTINCT FROM 'object' THEN
             format('must be a JSON object, got %s', left(issue::text, 100))
@@ -90,12 +94,14 @@ AS $$
             format('"state" must be "open" or "closed", got %s', left(coalesce(issue -> 'state', 'null')::text, 100))
         WHEN jsonb_typeof(issue -> 'labels') IS DISTINCT FROM 'array' THEN
             format('"labels" must be an array of strings, got %s', left(coalesce(issue -> 'labels', 'null')::text, 100))
-        WHEN EXISTS (SELECT FROM jsonb_array_elements(issue -> 'labels') AS l(label) WHERE jsonb_typeof(l.label) <> 'string') THEN
+        WHEN jsonb_path_exists(issue, '$.labels[*] ? (@.type() != "string")') THEN
             format('"labels" must hold strings, got %s',
-                   (SELECT left(l.label::text, 100) FROM jsonb_array_elements(issue -> 'labels') AS l(label)
-                     WHERE jsonb_typeof(l.label) <> 'string' LIMIT 1))
-        WHEN tireless.labels_problem(ARRAY(SELECT jsonb_array_elements_text(issue -> 'labels'))) IS NOT NULL THEN
-            '"labels" ' || tireless.labels_problem(ARRAY(SELECT jsonb_array_elements_text(issue -> 'labels')))
+                   left(jsonb_path_query_first(issue, '$.labels[*] ? (@.type() != "string")')::text, 100))
+        WHEN jsonb_array_length(issue -> 'labels') > 100 THEN
+            format('"labels" holds %s labels, at most 100 are allowed', jsonb_array_length(issue -> 'labels'))
+        WHEN jsonb_path_exists(issue, '$.labels[*] ? (!(@ like_regex "^.{1,200}$" flag "s"))') THEN
+            format('"labels" must hold labels of 1 to 200 characters, got %s',
+                   quote_literal(left(jsonb_path_query_first(issue, '$.labels[*] ? (!(@ like_regex "^.{1,200}$" flag "s"))') #>> '{}', 220)))
         WHEN jsonb_typeof(issue -> 'title') NOT IN ('string', 'null') OR length(issue ->> 'title') > 1000 THEN
             format('"title" must be a string of at most 1000 characters, got %s', left((issue -> 'title')::text, 100))
         WHEN jsonb_typeof(issue -> 'url') NOT IN ('string', 'null')
@@ -592,7 +598,8 @@ COMMENT ON FUNCTION tireless.rerun(text, text, text, integer) IS
 
 -- The poll bookkeeping.
 CREATE FUNCTION tireless.claim_repos_to_poll(poller text, lease interval DEFAULT '5 minutes', max_repos integer DEFAULT 100)
-    RETURNS TABLE (forge text, owner text, repo text, kind text, base_url text, cursor timestamptz, etag text, full_listing boolean)
+    RETURNS TABLE (forge text, owner text, repo text, kind text, base_url text, cursor timestamptz, etag text, full_listing boolean,
+                  live_numbers integer[])
     LANGUAGE plpgsql VOLATILE SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
 AS $$
@@ -621,14 +628,19 @@ BEGIN
       FROM due, tireless.forge f
      WHERE (rp.forge, rp.owner, rp.repo) = (due.forge, due.owner, due.repo) AND f.name = rp.forge
     RETURNING rp.forge, rp.owner, rp.repo, f.kind::text, f.base_url, rp.cursor, rp.etag,
-              rp.last_success_at IS NULL OR rp.reads_since_full >= 9;
+              rp.last_success_at IS NULL OR rp.reads_since_full >= 9,
+              -- A full listing fetches on its own each live job's issue it did not show.
+              ARRAY(SELECT j.number FROM tireless.job j
+                     WHERE (j.forge, j.owner, j.repo) = (rp.forge, rp.owner, rp.repo)
+                       AND j.state IN ('pending', 'claimed')
+                     ORDER BY j.number);
 END;
 $$;
 COMMENT ON FUNCTION tireless.claim_repos_to_poll(text, interval, integer) IS
     'Leases to poller (for lease) up to max_repos due repositories of registered forges that are not stopped: '
     'next poll time reached, not backing off, lease free or expired; FOR UPDATE SKIP LOCKED, so two pollers never '
     'get the same one. Returns each with its forge kind and URL, cursor, ETag and whether to list it in full '
-    '(the first read and every tenth).';
+    '(the first read and every tenth), and the issue numbers of its live jobs.';
 
 CREATE FUNCTION tireless.held_poll(forge text, owner text, repo text, poller text) RETURNS tireless.repo_poll
     LANGUAGE plpgsql VOLATILE
@@ -763,7 +775,7 @@ DECLARE
     delay interval;
     until timestamptz;
 BEGIN
-    IF record_poll_failure.error IS NULL OR btrim(record_poll_failure.error) = '' THEN
+    IF record_poll_failure.error IS NULL OR btrim(record_poll_failure.error, E' \t\r\n') = '' THEN
         RAISE EXCEPTION 'error must say what failed, got %', coalesce(quote_literal(record_poll_failure.error), 'null')
             USING ERRCODE = 'TL005';
     END IF;
@@ -778,7 +790,7 @@ BEGIN
     until := now() + greatest(delay, coalesce(record_poll_failure.retry_after, interval '0'));
     UPDATE tireless.repo_poll rp
        SET consecutive_failures = rp.consecutive_failures + 1,
-           last_error = left(btrim(record_poll_failure.error), 2000),
+           last_error = left(btrim(record_poll_failure.error, E' \t\r\n'), 2000),
            last_error_at = now(),
            last_poll_at = now(),
            backoff_until = until,
@@ -809,11 +821,11 @@ BEGIN
     END IF;
     UPDATE tireless.forge f
        SET limited_until = CASE WHEN record_forge_trouble.error IS NOT NULL THEN record_forge_trouble.until END,
-           last_error = left(btrim(record_forge_trouble.error), 2000)
+           last_error = left(btrim(record_forge_trouble.error, E' \t\r\n'), 2000)
      WHERE f.name = record_forge_trouble.name
        AND (f.limited_until, f.last_error) IS DISTINCT FROM
            (CASE WHEN record_forge_trouble.error IS NOT NULL THEN record_forge_trouble.until END,
-            left(btrim(record_forge_trouble.error), 2000));
+            left(btrim(record_forge_trouble.error, E' \t\r\n'), 2000));
 END;
 $$;
 COMMENT ON FUNCTION tireless.record_forge_trouble(text, text, timestamptz) IS

@@ -1,5 +1,5 @@
 -- Runners that survive deploys and a store that lasts: give_back, refusals by holder first, prune, bounded statistics.
--- depends: 0006_views
+-- depends: 0007_work_rule
 
 -- A job given back by a runner that is stopping keeps its attempt (attempts counts every claim, so
 -- the history stays true) and counts the give-back here; the budget (max_attempts) and the backoff
@@ -114,7 +114,11 @@ BEGIN
         final_state := 'cancelled';
     ELSE
         final_state := target;
-        IF target = 'pending' THEN
+        IF target = 'pending' AND job.cancel_requested_at IS NOT NULL THEN
+            -- A cancel request stands (0007_work_rule): released, the job ends cancelled, not retried.
+            final_state := 'cancelled';
+            final_note := 'issue withdrew its request' || coalesce('; released: ' || transition.note, '');
+        ELSIF target = 'pending' THEN
             SELECT kp.max_attempts INTO budget FROM tireless.kind_policy kp WHERE kp.kind = job.kind;
             IF tireless.attempts_spent(job) >= budget THEN
                 final_state := 'failed';
@@ -157,7 +161,8 @@ $$;
 COMMENT ON FUNCTION tireless.transition(bigint, text, text, text, uuid) IS
     'Moves a job along its state machine and returns it. A worker that is given must hold the claim (and the '
     'token, when given), whatever the job''s state now is: else TL004. Leaving claimed (to pending, delivered, '
-    'failed, cancelled) needs the holder; a release after the last attempt the budget counts fails the job. '
+    'failed, cancelled) needs the holder; a release after the last attempt the budget counts fails the job, and a '
+    'release of a job whose issue withdrew its request cancels it. '
     'A pending job can only be cancelled (by tireless_admin). Entering claimed, or leaving a terminal state, is refused.';
 
 CREATE OR REPLACE FUNCTION tireless.expire_stale_claims() RETURNS integer
@@ -179,6 +184,7 @@ BEGIN
              WHERE j.state = 'claimed' AND j.claim_expires_at < now()) AS s
      WHERE pg_try_advisory_xact_lock(hashtext('tireless.expire_stale_claims'), hashtext(s.lane));
     -- SKIP LOCKED: a job whose row another transaction holds is left as well; no job moves twice.
+    -- A cancel-requested claim is cancelled, not retried: no failure for the breaker, no attempt spent.
     FOR expired IN
         WITH stale AS (
             SELECT j.id FROM tireless.job j
@@ -187,13 +193,17 @@ BEGIN
                FOR UPDATE SKIP LOCKED
         )
         UPDATE tireless.job j
-           SET state = CASE WHEN tireless.attempts_spent(j) >= kp.max_attempts THEN 'failed' ELSE 'pending' END::tireless.job_state,
+           SET state = CASE WHEN j.cancel_requested_at IS NOT NULL THEN 'cancelled'
+                            WHEN tireless.attempts_spent(j) >= kp.max_attempts THEN 'failed'
+                            ELSE 'pending' END::tireless.job_state,
                claimed_by = NULL,
                claim_expires_at = NULL,
                claim_token = NULL,
-               available_at = CASE WHEN tireless.attempts_spent(j) >= kp.max_attempts THEN j.available_at
+               available_at = CASE WHEN j.cancel_requested_at IS NOT NULL OR tireless.attempts_spent(j) >= kp.max_attempts THEN j.available_at
                                    ELSE now() + tireless.retry_delay(tireless.attempts_spent(j)) END,
-               note = CASE WHEN tireless.attempts_spent(j) >= kp.max_attempts
+               note = CASE WHEN j.cancel_requested_at IS NOT NULL
+                           THEN format('issue withdrew its request; lease of %s expired at %s', j.claimed_by, j.claim_expires_at)
+                           WHEN tireless.attempts_spent(j) >= kp.max_attempts
                            THEN format('attempts exhausted (%s of %s); last: lease of %s expired at %s',
                                        tireless.attempts_spent(j), kp.max_attempts, j.claimed_by, j.claim_expires_at)
                            ELSE format('lease of %s expired at %s', j.claimed_by, j.claim_expires_at) END,
@@ -203,7 +213,9 @@ BEGIN
         RETURNING j.lane, j.state, j.available_at
     LOOP
         moved := moved + 1;
-        failed_lanes := failed_lanes || expired.lane;
+        IF expired.state <> 'cancelled' THEN
+            failed_lanes := failed_lanes || expired.lane;
+        END IF;
         -- As in transition: the job is claimable at once, or its claim freed a slot in a capped lane.
         IF (expired.state = 'pending' AND expired.available_at <= now())
            OR EXISTS (SELECT FROM tireless.lane l WHERE l.name = expired.lane AND l.capacity IS NOT NULL) THEN
@@ -219,9 +231,11 @@ BEGIN
 END;
 $$;
 COMMENT ON FUNCTION tireless.expire_stale_claims() IS
-    'Returns every claimed job whose lease has passed to pending (after its backoff), or fails it when the last '
-    'attempt of its budget is spent; clears the claim, keeps the attempt count, and returns how many jobs it moved. '
-    'Never waits on another sweeper: a job whose row is locked, or a lane another sweeper holds, is left for the next sweep.';
+    'Returns every claimed job whose lease has passed to pending (after its backoff), fails it when the last '
+    'attempt its budget counts is spent (give-backs are not counted), or cancels it when its issue withdrew its '
+    'request (no failure counted); clears the claim, keeps the attempt count, and returns how many jobs it moved. '
+    'Never waits on another sweeper: a job whose row is locked, or a lane another sweeper holds, is left for the '
+    'next sweep.';
 
 CREATE FUNCTION tireless.give_back(job_id bigint, worker text, note text DEFAULT NULL, token uuid DEFAULT NULL)
     RETURNS tireless.job
@@ -241,6 +255,16 @@ BEGIN
         RAISE EXCEPTION 'no job with id %', coalesce(give_back.job_id::text, 'null') USING ERRCODE = 'TL001';
     END IF;
     PERFORM tireless.check_holder(job, give_back.worker, give_back.token);
+    IF job.cancel_requested_at IS NOT NULL THEN
+        -- A cancel request stands (0007_work_rule): the job ends cancelled instead of running again.
+        UPDATE tireless.job j
+           SET state = 'cancelled', claimed_by = NULL, claim_expires_at = NULL, claim_token = NULL,
+               note = 'issue withdrew its request' || coalesce('; given back: ' || give_back.note, ''),
+               updated_at = now()
+         WHERE j.id = job.id
+        RETURNING j.* INTO result;
+        RETURN result;
+    END IF;
     -- Not a failure: no backoff, no count for the circuit breaker, no attempt spent of the budget.
     UPDATE tireless.job j
        SET state = 'pending',
@@ -260,8 +284,8 @@ $$;
 COMMENT ON FUNCTION tireless.give_back(bigint, text, text, uuid) IS
     'The holder returns the job because the runner is stopping (SIGTERM, a deploy), not because the job failed: '
     'pending and claimable at once, no backoff, no failure for the circuit breaker, not counted against max_attempts '
-    '(attempts keeps the claim; given_back counts it). The note starts with "given back". TL004 unless worker (and '
-    'token, when given) holds the claim.';
+    '(attempts keeps the claim; given_back counts it). The note starts with "given back". A job whose issue withdrew '
+    'its request ends cancelled instead. TL004 unless worker (and token, when given) holds the claim.';
 
 -- History is append-only; prune alone deletes it, with the jobs it belongs to. prune marks its own
 -- transaction (a transaction-local setting it clears again before it returns); no tireless role

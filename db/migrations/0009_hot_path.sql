@@ -239,6 +239,39 @@ COMMENT ON FUNCTION tireless.renew_claim(bigint, text, interval, uuid) IS
     'Extends the lease to now() + lease while worker (and token, when given) holds the claim; false when the '
     'claim was lost. TL001 for an unknown job.';
 
+CREATE OR REPLACE FUNCTION tireless.heartbeat(job_id bigint, worker text, lease interval DEFAULT '10 minutes', token uuid DEFAULT NULL)
+    RETURNS text
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    requested timestamptz;
+BEGIN
+    IF NOT (tireless.is_worker_name(heartbeat.worker) AND tireless.is_lease(heartbeat.lease)) THEN
+        PERFORM tireless.check_worker(heartbeat.worker);
+        PERFORM tireless.check_lease(heartbeat.lease);
+    END IF;
+    UPDATE tireless.job j
+       SET claim_expires_at = now() + heartbeat.lease, updated_at = now()
+     WHERE j.id = heartbeat.job_id
+       AND j.state = 'claimed'
+       AND j.claimed_by = heartbeat.worker
+       AND (heartbeat.token IS NULL OR j.claim_token = heartbeat.token)
+    RETURNING j.cancel_requested_at INTO requested;
+    IF FOUND THEN
+        RETURN CASE WHEN requested IS NULL THEN 'held' ELSE 'cancel' END;
+    END IF;
+    IF NOT EXISTS (SELECT FROM tireless.job j WHERE j.id = heartbeat.job_id) THEN
+        RAISE EXCEPTION 'no job with id %', coalesce(heartbeat.job_id::text, 'null') USING ERRCODE = 'TL001';
+    END IF;
+    RETURN 'lost';
+END;
+$$;
+COMMENT ON FUNCTION tireless.heartbeat(bigint, text, interval, uuid) IS
+    'Renews like renew_claim and answers held, lost (worker, or token when given, no longer holds the claim) or '
+    'cancel (the issue withdrew its request: the lease is still extended, so the holder can stop its agent and '
+    'transition the job to cancelled). TL001 for an unknown job.';
+
 CREATE OR REPLACE FUNCTION tireless.transition(
     job_id bigint, to_state text, worker text DEFAULT NULL, note text DEFAULT NULL, token uuid DEFAULT NULL
 ) RETURNS tireless.job
@@ -329,7 +362,11 @@ BEGIN
         final_state := 'cancelled';
     ELSE
         final_state := target;
-        IF target = 'pending' THEN
+        IF target = 'pending' AND job.cancel_requested_at IS NOT NULL THEN
+            -- A cancel request stands (0007_work_rule): released, the job ends cancelled, not retried.
+            final_state := 'cancelled';
+            final_note := 'issue withdrew its request' || coalesce('; released: ' || transition.note, '');
+        ELSIF target = 'pending' THEN
             SELECT kp.max_attempts INTO budget FROM tireless.kind_policy kp WHERE kp.kind = job.kind;
             IF tireless.attempts_spent(job) >= budget THEN
                 final_state := 'failed';
@@ -372,8 +409,8 @@ $$;
 COMMENT ON FUNCTION tireless.transition(bigint, text, text, text, uuid) IS
     'Moves a job along its state machine and returns it. A worker that is given must hold the claim (and the '
     'token, when given), whatever the job''s state now is: else TL004. Leaving claimed (to pending, delivered, '
-    'failed, cancelled) needs the holder; a release after the last attempt the budget counts fails the job. '
+    'failed, cancelled) needs the holder; a release after the last attempt the budget counts fails the job, and a '
+    'release of a job whose issue withdrew its request cancels it. '
     'A pending job can only be cancelled (by tireless_admin). Entering claimed, or leaving a terminal state, is refused.';
-
 
 REVOKE ALL ON ALL FUNCTIONS IN SCHEMA tireless FROM PUBLIC;
