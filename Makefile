@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e '.[dev,web]'
 	touch $@
 
 install: $(VENV)/.installed
@@ -36,6 +36,7 @@ soak: install pg-binaries
 
 bench: install pg-binaries
 	$(PY) bench/run.py $(if $(QUICK),--quick)
+	$(PY) bench/web.py $(if $(QUICK),--quick)
 
 run: install pg-binaries
 	$(PY) -m tireless.demo

@@ -171,6 +171,9 @@ def test_an_admin_may_do_everything(store: JobStore, login: Login) -> None:
             "queue_stats",
             "active_claims",
             "repo_status",
+            "job_list",
+            "finished_jobs",
+            "finished_jobs_by_hour",
         ):
             conn.execute(f"SELECT count(*) FROM tireless.{relation}")
         assert admin.untrack_repo(FORGE, OWNER, REPO)
@@ -200,6 +203,27 @@ def test_tables_are_private_to_runners_and_pollers(login: Login, group: str) -> 
     with psycopg.connect(login(group), autocommit=True) as conn:
         for table in LOCKED_TABLES:
             assert refused(conn, f"SELECT FROM tireless.{table}") == "42501"
+
+
+@pytest.mark.parametrize("group", GROUPS)
+def test_every_role_reads_what_the_dashboard_reads(
+    store: JobStore, db: Database, login: Login, group: str
+) -> None:
+    """tireless web: jobs without their claim token, a job's timeline, the finished counters."""
+    job_id = pending_job(store, db)
+    with psycopg.connect(login(group), autocommit=True) as conn:
+        assert conn.execute("SELECT count(*) FROM tireless.job_list").fetchone() == (1,)
+        assert refused(conn, "SELECT claim_token FROM tireless.job_list") == "42703"
+        history = conn.execute(
+            "SELECT to_state FROM tireless.job_history(job_id => %s)", [job_id]
+        ).fetchall()
+        assert history == [("pending",)]
+        assert conn.execute("SELECT tireless.roll_up_history()").fetchone() == (0,)
+        conn.execute("SELECT * FROM tireless.finished_jobs, tireless.finished_jobs_by_hour")
+        if group != "tireless_admin":
+            for table in ("finished_count", "finished_hourly", "history_rollup"):
+                assert refused(conn, f"SELECT FROM tireless.{table}") == "42501"
+                assert refused(conn, f"DELETE FROM tireless.{table}") == "42501"
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import datetime, timedelta
 from pathlib import Path
 from types import FrameType
@@ -580,6 +580,25 @@ def cmd_work(args: argparse.Namespace) -> int:
     )
 
 
+def cmd_web(args: argparse.Namespace) -> int:
+    try:
+        from tireless.web.app import serve  # the web stack is the optional extra tireless[web]
+    except ImportError as missing:
+        raise UsageError(
+            f"tireless web needs the extra: pip install 'tireless[web]' ({missing})"
+        ) from missing
+    host, _, port = args.bind.rpartition(":")
+    if not host or not port.isdigit():
+        raise UsageError(f"--bind takes HOST:PORT, got {args.bind!r}")
+    database = database_url(args)
+    with connect(args):
+        pass  # reachable? (exit 4 if not), before the server starts listening
+    stop_on_signals()
+    with suppress(Stop):
+        serve(database, args.bind)
+    return OK
+
+
 # Parsing
 class Parser(argparse.ArgumentParser):
     """Usage errors in one line (exit 2), like every other error of the command."""
@@ -770,6 +789,14 @@ def parser() -> argparse.ArgumentParser:
         help="on this signal (e.g. SIGUSR1) finish the running job, claim no more, exit 0",
     )
     sub.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARGS...]")
+
+    sub = command("web", cmd_web, "the dashboard, /metrics and the forge webhooks (tireless[web])")
+    sub.add_argument(
+        "--bind",
+        default="127.0.0.1:8080",
+        metavar="HOST:PORT",
+        help="where to listen (default 127.0.0.1:8080: this machine only; port 0: any free port)",
+    )
     return top
 
 

@@ -1,5 +1,5 @@
 -- The mirror: each issue shows its newest job's state on the forge, read from the job history; the poller applies it.
--- depends: 0008_runners
+-- depends: 0010_web
 
 -- What each issue should look like is read from tireless.job_event, the history every change of
 -- state already appends in its own transaction: the hot path (claim, transition) writes nothing

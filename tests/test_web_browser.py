@@ -1,0 +1,137 @@
+"""A real browser on a real `tireless web`: headless Chromium (Debian's chromium and
+chromedriver, nothing downloaded at run time) opens the overview and a job page of the server
+the command starts, and sees what a person would: the lanes table, the chart, the timeline,
+and no error in the console. Screenshots go to the test's tmp dir."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Database
+from tests.test_web import Jobs, populate
+from tireless import JobStore
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+
+
+def browser_missing() -> str | None:
+    for path in (CHROMIUM, CHROMEDRIVER):
+        if not (os.access(path, os.X_OK) or shutil.which(Path(path).name)):
+            return f"{path} is not installed (apt-get install chromium chromium-driver)"
+    return None
+
+
+@pytest.fixture
+def dashboard(db: Database, tmp_path: Path) -> Iterator[str]:
+    """`tireless web` on any free port of 127.0.0.1; its address, read from what it prints."""
+    env = {**os.environ, "DATABASE_URL": db.url}
+    log = (tmp_path / "web.log").open("w")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tireless", "web", "--bind", "127.0.0.1:0"],
+        stdout=subprocess.PIPE,
+        stderr=log,
+        text=True,
+        env=env,
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        assert "dashboard at http://127.0.0.1:" in line, line + (tmp_path / "web.log").read_text()
+        yield line.split("dashboard at ", 1)[1].split()[0]
+    finally:
+        process.terminate()
+        assert process.wait(timeout=30) == 0
+        log.close()
+
+
+@pytest.fixture
+def chromium(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
+    missing = browser_missing()
+    if missing is not None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true runs the browser test: {missing}")
+        pytest.skip(missing)
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    monkeypatch.setenv("SE_OFFLINE", "true")  # Selenium Manager: never download a driver
+    options = webdriver.ChromeOptions()
+    options.binary_location = shutil.which("chromium") or CHROMIUM
+    for flag in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--window-size=1280,1000",
+        f"--user-data-dir={tmp_path / 'chromium-profile'}",
+    ):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    service = Service(shutil.which("chromedriver") or CHROMEDRIVER)
+    driver = webdriver.Chrome(service=service, options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def test_a_person_sees_the_lanes_and_a_jobs_timeline(
+    store: JobStore, db: Database, dashboard: str, chromium: object, tmp_path: Path
+) -> None:
+    from selenium.webdriver import Chrome
+    from selenium.webdriver.common.by import By
+
+    assert isinstance(chromium, Chrome)
+    driver = chromium
+    jobs: Jobs = populate(store, db)
+
+    driver.get(dashboard)
+    assert driver.title == "Overview · tireless"
+    lanes = driver.find_element(By.ID, "lanes")
+    assert lanes.is_displayed()
+    headers = [th.text for th in lanes.find_elements(By.CSS_SELECTOR, "thead th")]
+    assert headers[:5] == ["Lane", "Pending", "Ready", "Claimed", "Past lease"]
+    rows = {
+        cells[0].text: [cell.text for cell in cells]
+        for cells in (
+            tr.find_elements(By.TAG_NAME, "td")
+            for tr in lanes.find_elements(By.CSS_SELECTOR, "tbody tr")
+        )
+    }
+    assert rows["cc"][1:5] == ["3", "3", "2", "1"]
+    assert "open" in rows["oc"][8]
+    assert "paused" in rows["oc"][7]
+    chart = driver.find_element(By.ID, "finished-chart")
+    assert chart.is_displayed()
+    assert len(chart.find_elements(By.CSS_SELECTOR, "rect.bar")) == 3
+    driver.save_screenshot(str(tmp_path / "overview.png"))
+
+    driver.find_element(By.LINK_TEXT, "Jobs").click()
+    driver.find_element(By.LINK_TEXT, str(jobs.delivered)).click()
+    assert driver.title == f"Job {jobs.delivered} · tireless"
+    entries = driver.find_elements(By.CSS_SELECTOR, "#timeline li")
+    texts = [entry.text for entry in entries]
+    assert len(texts) == 3, texts
+    assert "created, pending" in texts[0]
+    assert "pending → claimed" in texts[1]
+    assert "held by runner-a, attempt 1" in texts[1]
+    assert "claimed → delivered" in texts[2]
+    assert "opened PR #3" in texts[2]
+    driver.save_screenshot(str(tmp_path / "job.png"))
+
+    console = driver.get_log("browser")  # type: ignore[no-untyped-call]  # untyped in selenium
+    errors = [entry for entry in console if entry["level"] == "SEVERE"]
+    assert errors == []
+    assert (tmp_path / "overview.png").stat().st_size > 0

@@ -1,0 +1,238 @@
+"""The forge webhooks: a delivery signed with the forge's secret (Gitea's and GitHub's flavour)
+makes its repository due for a poll at once; a bad, missing, oversize or replayed delivery is
+refused and changes nothing, and nothing but the repository's name is read from a payload."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import uuid
+from collections.abc import Iterator
+from datetime import datetime
+
+import pytest
+from starlette.testclient import TestClient
+
+from tests.conftest import Database
+from tests.issues import OWNER, REPO, tracked
+from tests.test_roles import Login, login  # noqa: F401 (the fixture)
+from tireless import JobStore
+from tireless.web.app import create_app
+from tireless.web.hooks import MAX_BODY, secret_variable
+
+SECRET = "s3cret-for-hooks"
+GITHUB_SECRET = "another-secret"
+
+
+@pytest.fixture
+def client(db: Database, store: JobStore, monkeypatch: pytest.MonkeyPatch) -> Iterator[TestClient]:
+    monkeypatch.setenv("TIRELESS_WEBHOOK_SECRET_GITEA", SECRET)
+    monkeypatch.setenv("TIRELESS_WEBHOOK_SECRET_GITHUB", GITHUB_SECRET)
+    tracked(store)
+    store.track_repo("github", OWNER, REPO)
+    not_due(db)
+    with TestClient(create_app(db.conninfo)) as test_client:
+        yield test_client
+
+
+def not_due(db: Database) -> None:
+    with db.connect() as conn:
+        conn.execute("UPDATE tireless.repo_poll SET next_poll_at = now() + interval '1 hour'")
+
+
+def next_polls(db: Database) -> dict[str, datetime]:
+    with db.connect() as conn:
+        rows = conn.execute("SELECT forge, next_poll_at FROM tireless.repo_poll").fetchall()
+    return dict(rows)
+
+
+def is_due(db: Database, forge: str) -> bool:
+    due: bool = db.scalar(
+        "SELECT next_poll_at <= now() FROM tireless.repo_poll WHERE forge = %(p)s", {"p": forge}
+    )
+    return due
+
+
+def payload(owner: str = OWNER, repo: str = REPO, **extra: object) -> bytes:
+    body = {
+        "action": "label_updated",
+        "issue": {"number": 7, "labels": [{"name": "tireless"}], "state": "open"},
+        "repository": {"name": repo, "owner": {"login": owner, "username": owner}},
+        **extra,
+    }
+    return json.dumps(body).encode()
+
+
+def gitea(body: bytes, secret: str = SECRET, delivery: str | None = None) -> dict[str, str]:
+    return {
+        "X-Gitea-Signature": hmac.new(secret.encode(), body, hashlib.sha256).hexdigest(),
+        "X-Gitea-Delivery": delivery or str(uuid.uuid4()),
+        "X-Gitea-Event": "issues",
+        "Content-Type": "application/json",
+    }
+
+
+def github(body: bytes, secret: str = GITHUB_SECRET, delivery: str | None = None) -> dict[str, str]:
+    digest = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+    return {
+        "X-Hub-Signature-256": f"sha256={digest}",
+        "X-GitHub-Delivery": delivery or str(uuid.uuid4()),
+        "X-GitHub-Event": "issues",
+        "Content-Type": "application/json",
+    }
+
+
+def test_the_secret_variable_names_the_forge() -> None:
+    assert secret_variable("gitea") == "TIRELESS_WEBHOOK_SECRET_GITEA"
+    assert secret_variable("code.example-1") == "TIRELESS_WEBHOOK_SECRET_CODE_EXAMPLE_1"
+
+
+def test_a_signed_gitea_delivery_makes_the_repository_due(client: TestClient, db: Database) -> None:
+    body = payload()
+    response = client.post("/hooks/gitea", content=body, headers=gitea(body))
+    assert response.status_code == 202
+    assert response.json()["poll_soon"] is True
+    assert is_due(db, "gitea")
+    assert not is_due(db, "github")
+
+
+def test_a_signed_github_delivery_makes_the_repository_due(
+    client: TestClient, db: Database
+) -> None:
+    body = payload()
+    response = client.post("/hooks/github", content=body, headers=github(body))
+    assert response.status_code == 202
+    assert is_due(db, "github")
+    assert not is_due(db, "gitea")
+
+
+def test_the_payload_is_never_taken_as_data(client: TestClient, db: Database) -> None:
+    """Issues, labels, states in the payload: none becomes a job or an issue row."""
+    jobs = db.scalar("SELECT count(*) FROM tireless.job")
+    issues = db.scalar("SELECT count(*) FROM tireless.issue")
+    body = payload(issue={"number": 1, "labels": [{"name": "tireless/implement"}]})
+    assert client.post("/hooks/gitea", content=body, headers=gitea(body)).status_code == 202
+    assert db.scalar("SELECT count(*) FROM tireless.job") == jobs
+    assert db.scalar("SELECT count(*) FROM tireless.issue") == issues
+
+
+@pytest.mark.parametrize(
+    ("case", "status"),
+    [
+        ("wrong secret", 401),
+        ("missing signature", 401),
+        ("body changed after signing", 401),
+        ("github signature on the gitea hook", 401),
+        ("gitea signature without sha256= on the github hook", 401),
+        ("oversize", 413),
+        ("untracked repository", 404),
+        ("no repository in the payload", 400),
+        ("no delivery id", 400),
+    ],
+)
+def test_a_bad_delivery_is_refused_and_changes_nothing(
+    client: TestClient, db: Database, case: str, status: int
+) -> None:
+    before = next_polls(db)
+    body = payload()
+    path, headers = "/hooks/gitea", gitea(body)
+    if case == "wrong secret":
+        headers = gitea(body, secret="guess")
+    elif case == "missing signature":
+        del headers["X-Gitea-Signature"]
+    elif case == "body changed after signing":
+        body = payload(repo="widgets ")
+    elif case == "github signature on the gitea hook":
+        headers = {**gitea(body), "X-Gitea-Signature": github(body, SECRET)["X-Hub-Signature-256"]}
+    elif case == "gitea signature without sha256= on the github hook":
+        path = "/hooks/github"
+        headers = {
+            **github(body),
+            "X-Hub-Signature-256": gitea(body, GITHUB_SECRET)["X-Gitea-Signature"],
+        }
+    elif case == "oversize":
+        body = payload(padding="x" * MAX_BODY)
+        headers = gitea(body)
+    elif case == "untracked repository":
+        body = payload(repo="elsewhere")
+        headers = gitea(body)
+    elif case == "no repository in the payload":
+        body = json.dumps({"zen": "hello"}).encode()
+        headers = gitea(body)
+    elif case == "no delivery id":
+        del headers["X-Gitea-Delivery"]
+    response = client.post(path, content=body, headers=headers)
+    assert response.status_code == status, response.text
+    assert next_polls(db) == before
+
+
+def test_an_oversize_body_is_refused_while_it_is_read(client: TestClient, db: Database) -> None:
+    """No Content-Length (a chunked body): the server stops reading past 1 MiB."""
+    before = next_polls(db)
+    sent: list[int] = []
+
+    def chunks() -> Iterator[bytes]:
+        for _ in range(64):
+            sent.append(64 * 1024)
+            yield b"x" * (64 * 1024)
+
+    response = client.post("/hooks/gitea", content=chunks(), headers=gitea(b""))
+    assert response.status_code == 413
+    assert next_polls(db) == before
+
+
+def test_a_replayed_delivery_is_refused(client: TestClient, db: Database) -> None:
+    body = payload()
+    headers = gitea(body, delivery="b1f0-delivery-1")
+    assert client.post("/hooks/gitea", content=body, headers=headers).status_code == 202
+    not_due(db)
+    before = next_polls(db)
+    replay = client.post("/hooks/gitea", content=body, headers=headers)
+    assert replay.status_code == 409
+    assert next_polls(db) == before
+
+
+def test_no_secret_configured_refuses_every_delivery(
+    client: TestClient, db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("TIRELESS_WEBHOOK_SECRET_GITEA")
+    before = next_polls(db)
+    body = payload()
+    response = client.post("/hooks/gitea", content=body, headers=gitea(body))
+    assert response.status_code == 401
+    assert SECRET not in response.text
+    assert next_polls(db) == before
+
+
+def test_a_named_forge_uses_its_own_secret(
+    client: TestClient, db: Database, store: JobStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TIRELESS_WEBHOOK_SECRET_CODE_EXAMPLE", "its-own")
+    store.track_repo("code.example", OWNER, REPO)
+    not_due(db)
+    body = payload()
+    assert (
+        client.post(
+            "/hooks/gitea?forge=code.example", content=body, headers=gitea(body)
+        ).status_code
+        == 401
+    )
+    ok = client.post(
+        "/hooks/gitea?forge=code.example", content=body, headers=gitea(body, secret="its-own")
+    )
+    assert ok.status_code == 202
+    assert is_due(db, "code.example")
+    assert not is_due(db, "gitea")
+
+
+def test_a_runner_dashboard_may_not_ask_for_a_poll(
+    client: TestClient,
+    db: Database,
+    login: Login,  # noqa: F811
+) -> None:
+    before = next_polls(db)
+    with TestClient(create_app(login("tireless_runner"))) as runner:
+        body = payload()
+        assert runner.post("/hooks/gitea", content=body, headers=gitea(body)).status_code == 403
+    assert next_polls(db) == before

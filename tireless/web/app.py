@@ -1,0 +1,155 @@
+"""The ASGI app of `tireless web` (Starlette): its routes, its connection pool, its error pages,
+and `serve`, which runs it under uvicorn on a socket it binds itself."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from importlib.resources import files
+from typing import Any
+
+import jinja2
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+from psycopg.rows import dict_row
+from psycopg_pool import AsyncConnectionPool
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+from starlette.templating import Jinja2Templates
+
+from tireless.errors import translated_errors
+from tireless.web import hooks, metrics, pages
+from tireless.web.csrf import Csrf
+from tireless.web.hooks import Deliveries
+
+log = logging.getLogger("tireless.web")
+
+STYLE = (files("tireless.web") / "static" / "style.css").read_bytes()
+
+
+@dataclass
+class Dashboard:
+    """What the handlers share: the pool, the templates, the CSRF key, the deliveries seen."""
+
+    pool: AsyncConnectionPool
+    database: str
+    templates: Jinja2Templates
+    csrf: Csrf = field(default_factory=Csrf)
+    deliveries: Deliveries = field(default_factory=Deliveries)
+
+    async def rows(self, query: Any, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        """The rows of one read, as dicts; a refusal is raised as its TirelessError."""
+        async with self.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+            with translated_errors():
+                await cur.execute(query, params or {})
+            return await cur.fetchall()
+
+
+def database_label(database_url: str) -> str:
+    """host/dbname, never the user's password (nor anything else in the URL)."""
+    try:
+        parts = conninfo_to_dict(database_url)
+    except psycopg.ProgrammingError:
+        return "(unreadable database URL)"
+    host = str(parts.get("host") or "local socket")
+    if host.startswith("/"):
+        host = "local socket"
+    return f"{host}/{parts.get('dbname') or parts.get('user') or '?'}"
+
+
+def templates() -> Jinja2Templates:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("tireless.web", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    env.filters.update(pages.FILTERS)
+    return Jinja2Templates(env=env)
+
+
+async def style(request: Request) -> Response:
+    return Response(STYLE, media_type="text/css", headers={"Cache-Control": "max-age=300"})
+
+
+def create_app(database_url: str) -> Starlette:
+    """The dashboard, /metrics and the webhooks over an async pool of database_url (opened by
+    the app's lifespan: `with TestClient(app)`, or uvicorn)."""
+    pool = AsyncConnectionPool(
+        database_url, open=False, min_size=1, max_size=4, timeout=5, kwargs={"autocommit": True}
+    )
+    dashboard = Dashboard(pool=pool, database=database_label(database_url), templates=templates())
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await pool.open()
+        try:
+            yield
+        finally:
+            await pool.close()
+
+    async def failed(request: Request, error: Exception) -> Response:
+        # The message of an unexpected error may carry anything: it goes to the log, not the page.
+        log.exception("%s %s failed", request.method, request.url.path, exc_info=error)
+        status = 503 if isinstance(error, psycopg.OperationalError) else 500
+        return pages.problem(request, status, "Something went wrong; the server log says what.")
+
+    async def http_error(request: Request, error: Exception) -> Response:
+        assert isinstance(error, HTTPException)
+        return pages.problem(request, error.status_code, str(error.detail))
+
+    app = Starlette(
+        routes=[
+            Route("/", pages.overview),
+            Route("/jobs", pages.jobs),
+            Route("/jobs/{job_id:int}", pages.job),
+            Route("/jobs/{job_id:int}/{action:str}", pages.job_action, methods=["POST"]),
+            Route("/lanes/{lane:str}/{action:str}", pages.lane_action, methods=["POST"]),
+            Route("/metrics", metrics.scrape),
+            Route("/hooks/{flavour:str}", hooks.receive, methods=["POST"]),
+            Route("/style.css", style),
+        ],
+        lifespan=lifespan,
+        exception_handlers={Exception: failed, HTTPException: http_error},
+    )
+    app.state.dashboard = dashboard
+    return app
+
+
+def bind(address: str) -> socket.socket:
+    """A listening socket on HOST:PORT (port 0: any free port)."""
+    host, _, port = address.rpartition(":")
+    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host.strip("[]") or "127.0.0.1", int(port)))
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock
+
+
+def address_of(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    return f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
+
+
+def serve(database_url: str, address: str) -> None:
+    """Run the app under uvicorn until SIGINT/SIGTERM; prints its address once it listens."""
+    import uvicorn
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    sock = bind(address)
+    app = create_app(database_url)
+    print(
+        f"tireless web: dashboard at {address_of(sock)} (database {database_label(database_url)})",
+        flush=True,
+    )
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
+    uvicorn.Server(config).run(sockets=[sock])
+    sys.stdout.flush()

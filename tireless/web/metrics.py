@@ -1,0 +1,138 @@
+"""`/metrics` in the Prometheus text format (0.0.4). Live figures come from tireless.lane_status
+and tireless.repo_status; finished jobs are counters from tireless.finished_jobs, which
+tireless.roll_up_history() advances over the history written since the last scrape only."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from tireless.errors import TirelessError
+from tireless.web import reads
+from tireless.web.pages import dashboard_of
+
+BREAKER_STATES = ("closed", "half-open", "open")
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+def label_value(value: Any) -> str:
+    return str(value).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+class Exposition:
+    """Metric families, each with its HELP and TYPE lines once, then its samples."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def family(
+        self, name: str, kind: str, help: str, samples: Iterable[tuple[Mapping[str, Any], float]]
+    ) -> None:
+        self.lines += [f"# HELP {name} {help}", f"# TYPE {name} {kind}"]
+        for labels, value in samples:
+            text = ",".join(f'{key}="{label_value(v)}"' for key, v in labels.items())
+            number = str(int(value)) if float(value).is_integer() else repr(float(value))
+            self.lines.append(f"{name}{{{text}}} {number}" if text else f"{name} {number}")
+
+    def text(self) -> str:
+        return "\n".join(self.lines) + "\n"
+
+
+def lane_families(out: Exposition, lanes: list[dict[str, Any]], now: datetime) -> None:
+    out.family(
+        "tireless_jobs",
+        "gauge",
+        "Live jobs by lane and state (pending, ready: pending and claimable now, claimed).",
+        (
+            ({"lane": lane["lane"], "state": state}, lane[state])
+            for lane in lanes
+            for state in ("pending", "ready", "claimed")
+        ),
+    )
+    out.family(
+        "tireless_oldest_pending_seconds",
+        "gauge",
+        "Age of the oldest pending job of the lane (0 when none is pending).",
+        (({"lane": lane["lane"]}, lane["oldest_pending_seconds"] or 0) for lane in lanes),
+    )
+    out.family(
+        "tireless_claims_past_lease",
+        "gauge",
+        "Claimed jobs whose lease has run out, waiting for the sweeper.",
+        (({"lane": lane["lane"]}, lane["past_lease"]) for lane in lanes),
+    )
+    out.family(
+        "tireless_lane_breaker",
+        "gauge",
+        "The lane's circuit breaker: 1 for the state it is in (closed, half-open, open).",
+        (
+            ({"lane": lane["lane"], "state": state}, 1 if lane["breaker"] == state else 0)
+            for lane in lanes
+            for state in BREAKER_STATES
+        ),
+    )
+    out.family(
+        "tireless_lane_breaker_cooldown_seconds",
+        "gauge",
+        "Seconds until an open breaker lets the lane hand out work again (0 unless open).",
+        (
+            (
+                {"lane": lane["lane"]},
+                max(0.0, (lane["tripped_until"] - now).total_seconds())
+                if lane["tripped_until"]
+                else 0,
+            )
+            for lane in lanes
+        ),
+    )
+    out.family(
+        "tireless_lane_paused",
+        "gauge",
+        "1 while the lane is paused.",
+        (({"lane": lane["lane"]}, 1 if lane["paused"] else 0) for lane in lanes),
+    )
+
+
+def repo_families(out: Exposition, repos: list[dict[str, Any]]) -> None:
+    def key(repo: Mapping[str, Any]) -> dict[str, Any]:
+        return {"forge": repo["forge"], "owner": repo["owner"], "repo": repo["repo"]}
+
+    out.family(
+        "tireless_repo_poll_failures",
+        "gauge",
+        "Consecutive failed polls of the repository (0 after a good read).",
+        ((key(r), r["consecutive_failures"] or 0) for r in repos),
+    )
+    out.family(
+        "tireless_repo_poll_error",
+        "gauge",
+        "1 while the repository's last poll failed (its last_error is set).",
+        ((key(r), 1 if r["last_error"] else 0) for r in repos),
+    )
+
+
+async def scrape(request: Request) -> Response:
+    board = dashboard_of(request)
+    await board.rows(reads.ROLL_UP_HISTORY)
+    now = (await board.rows("SELECT now() AS now"))[0]["now"]
+    out = Exposition()
+    lane_families(out, await board.rows(reads.LANES), now)
+    out.family(
+        "tireless_jobs_finished_total",
+        "counter",
+        "Jobs finished by lane and outcome (delivered, failed, cancelled), counted from history.",
+        (
+            ({"lane": row["lane"], "outcome": row["outcome"]}, row["jobs"])
+            for row in await board.rows(reads.FINISHED)
+        ),
+    )
+    try:
+        repos = await board.rows(reads.REPOS)
+    except TirelessError:
+        repos = []  # this role may not read the repositories
+    repo_families(out, repos)
+    return Response(out.text(), media_type=CONTENT_TYPE)

@@ -1,0 +1,300 @@
+"""The dashboard's pages (overview, jobs, a job) and its actions (admin only, POST forms with a
+CSRF token). Every read is a view or function of schema tireless; every value a parameter."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+
+from tireless import queries
+from tireless.errors import TirelessError, translated_errors
+from tireless.models import JobKind, JobState
+from tireless.web import chart, reads
+
+if TYPE_CHECKING:
+    from tireless.web.app import Dashboard
+
+PAGE_SIZE = 50
+FORM_LIMIT = 4096  # an action form holds a token and a path: anything longer is not ours
+
+
+def dashboard_of(request: Request) -> Dashboard:
+    found: Dashboard = request.app.state.dashboard
+    return found
+
+
+# Filters for the templates
+def age(value: timedelta | float | None) -> str:
+    if value is None:
+        return "-"
+    seconds = value.total_seconds() if isinstance(value, timedelta) else value
+    sign, total = ("-" if seconds < 0 else ""), abs(int(seconds))
+    if total < 120:
+        return f"{sign}{total}s"
+    if total < 7200:
+        return f"{sign}{total // 60}m{total % 60:02d}s"
+    if total < 172800:
+        return f"{sign}{total // 3600}h{total % 3600 // 60:02d}m"
+    return f"{sign}{total // 86400}d{total % 86400 // 3600:02d}h"
+
+
+def clock(value: datetime | None) -> str:
+    return "-" if value is None else value.astimezone().strftime("%Y-%m-%d %H:%M:%S")
+
+
+FILTERS: dict[str, Callable[..., str]] = {"age": age, "clock": clock}
+
+
+async def who(request: Request) -> dict[str, Any]:
+    rows = await dashboard_of(request).rows(reads.WHO_AM_I)
+    return rows[0]
+
+
+async def issue_links(request: Request) -> dict[str, tuple[str, str]]:
+    """forge name -> (kind, base_url) from the registry; empty when this role may not read it."""
+    try:
+        rows = await dashboard_of(request).rows(reads.FORGES)
+    except TirelessError:
+        return {}
+    return {row["name"]: (row["kind"], row["base_url"]) for row in rows}
+
+
+def issue_url(forges: Mapping[str, tuple[str, str]], job: Mapping[str, Any]) -> str | None:
+    """The issue's web page: base_url is the web root for Gitea/Forgejo, the API root for GitHub."""
+    entry = forges.get(job["forge"])
+    if entry is None:
+        return None
+    kind, base_url = entry
+    root = base_url.rstrip("/")
+    if kind == "github":
+        parts = urlsplit(root)
+        if parts.hostname == "api.github.com":
+            root = "https://github.com"
+        elif root.endswith("/api/v3"):
+            root = root.removesuffix("/api/v3")
+    return f"{root}/{job['owner']}/{job['repo']}/issues/{job['number']}"
+
+
+def render(
+    request: Request, template: str, context: dict[str, Any], status_code: int = 200
+) -> Response:
+    """A page; every page carries the role banner, the database label and a CSRF token."""
+    board = dashboard_of(request)
+    session = board.csrf.session(request)
+    response = board.templates.TemplateResponse(
+        request,
+        template,
+        {"database": board.database, "csrf": board.csrf.token(session), **context},
+        status_code=status_code,
+    )
+    board.csrf.keep(response, session)
+    return response
+
+
+def problem(request: Request, status: int, message: str) -> Response:
+    return render(
+        request, "problem.html", {"status": status, "message": message, "me": None}, status
+    )
+
+
+async def overview(request: Request) -> Response:
+    board = dashboard_of(request)
+    me = await who(request)
+    lanes = await board.rows(reads.LANES)
+    try:
+        repos: list[dict[str, Any]] | None = await board.rows(reads.REPOS)
+    except TirelessError:
+        repos = None  # this role may not read the repositories
+    await board.rows(reads.ROLL_UP_HISTORY)
+    now = (await board.rows("SELECT now() AS now"))[0]["now"]
+    finished = chart.finished_per_hour(await board.rows(reads.FINISHED_BY_HOUR), now)
+    return render(
+        request,
+        "overview.html",
+        {"me": me, "lanes": lanes, "repos": repos, "chart": finished, "now": now},
+    )
+
+
+def job_filters(request: Request) -> dict[str, Any]:
+    """The jobs page's filters from its query string; 400 for a value that names nothing."""
+    query = request.query_params
+    state, kind = query.get("state") or None, query.get("kind") or None
+    if state is not None and state not in set(JobState):
+        raise HTTPException(400, f"no job state {state!r}")
+    if kind is not None and kind not in set(JobKind):
+        raise HTTPException(400, f"no job kind {kind!r}")
+    repo_text = query.get("repo") or ""
+    owner, _, repo = repo_text.partition("/")
+    if repo_text and not (owner and repo):
+        raise HTTPException(400, f"repo takes OWNER/REPO, got {repo_text!r}")
+    return {
+        "state": state,
+        "kind": kind,
+        "lane": query.get("lane") or None,
+        "forge": query.get("forge") or None,
+        "owner": owner or None,
+        "repo": repo or None,
+    }
+
+
+def page_bound(request: Request, name: str) -> int | None:
+    text = request.query_params.get(name)
+    if not text:
+        return None
+    if not text.isdigit() or len(text) > 19:
+        raise HTTPException(400, f"{name} takes a job id, got {text!r}")
+    return int(text)
+
+
+async def jobs(request: Request) -> Response:
+    board = dashboard_of(request)
+    filters = job_filters(request)
+    before, after = page_bound(request, "before"), page_bound(request, "after")
+    params = {**filters, "before": before, "after": after, "limit": PAGE_SIZE + 1}
+    if after is not None:
+        found = await board.rows(reads.JOBS_AFTER, params)
+        more_newer, found = len(found) > PAGE_SIZE, found[:PAGE_SIZE]
+        found.reverse()
+        more_older = True
+    else:
+        found = await board.rows(reads.JOBS_BEFORE, params)
+        more_older, found = len(found) > PAGE_SIZE, found[:PAGE_SIZE]
+        more_newer = before is not None
+    form = {
+        "state": filters["state"],
+        "kind": filters["kind"],
+        "lane": filters["lane"],
+        "forge": filters["forge"],
+        "repo": request.query_params.get("repo") or None,
+    }
+    shown = {key: value for key, value in form.items() if value}
+    older = urlencode({**shown, "before": found[-1]["id"]}) if found and more_older else None
+    newer = urlencode({**shown, "after": found[0]["id"]}) if found and more_newer else None
+    forges = await issue_links(request)
+    return render(
+        request,
+        "jobs.html",
+        {
+            "me": await who(request),
+            "jobs": [{**row, "url": issue_url(forges, row)} for row in found],
+            "filters": form,
+            "states": [str(s) for s in JobState],
+            "kinds": [str(k) for k in JobKind],
+            "older": older,
+            "newer": newer,
+        },
+    )
+
+
+async def job(request: Request) -> Response:
+    board = dashboard_of(request)
+    job_id: int = request.path_params["job_id"]
+    found = await board.rows(reads.JOB, {"job_id": job_id})
+    if not found:
+        raise HTTPException(404, f"no job with id {job_id}")
+    row = found[0]
+    forges = await issue_links(request)
+    parent = await board.rows(reads.JOB, {"job_id": row["parent_id"]}) if row["parent_id"] else []
+    now = (await board.rows("SELECT now() AS now"))[0]["now"]
+    return render(
+        request,
+        "job.html",
+        {
+            "me": await who(request),
+            "job": {**row, "url": issue_url(forges, row)},
+            "history": await board.rows(reads.HISTORY, {"job_id": job_id}),
+            "parent": parent[0] if parent else None,
+            "children": [
+                {**child, "url": issue_url(forges, child)}
+                for child in await board.rows(reads.CHILDREN, {"job_id": job_id})
+            ],
+            "now": now,
+        },
+    )
+
+
+# Actions: admin only, POST with the session's CSRF token; back to the page that asked.
+async def action_form(request: Request) -> dict[str, str]:
+    body = await request.body()
+    if len(body) > FORM_LIMIT:
+        raise HTTPException(413, "form too large")
+    form = dict(parse_qsl(body.decode("utf-8", "replace")))
+    board = dashboard_of(request)
+    if not board.csrf.accepts(request, form.get("csrf", "")):
+        raise HTTPException(
+            403, "the form's CSRF token does not match this session: reload the page"
+        )
+    if not (await who(request))["admin"]:
+        raise HTTPException(403, "read-only: actions need a connection as tireless_admin")
+    return form
+
+
+def back_to(form: Mapping[str, str], default: str) -> str:
+    """Only a path of this site, never another origin."""
+    target = form.get("next", "")
+    return target if target.startswith("/") and not target.startswith("//") else default
+
+
+async def run_action(
+    request: Request, query: Any, params: dict[str, Any], back: Callable[[Any], str]
+) -> Response:
+    """Run the action's call; back(the first column of its answer) is where the browser goes."""
+    board = dashboard_of(request)
+    try:
+        async with board.pool.connection() as conn, conn.cursor() as cur:
+            with translated_errors():
+                await cur.execute(query, params)
+                answer = await cur.fetchone()
+    except TirelessError as refusal:
+        return render(
+            request,
+            "problem.html",
+            {"status": 409, "message": f"refused ({refusal.sqlstate}): {refusal}", "me": None},
+            409,
+        )
+    return RedirectResponse(back(answer[0] if answer else None), status_code=303)
+
+
+LANE_ACTIONS = {
+    "pause": queries.PAUSE_LANE,
+    "resume": queries.RESUME_LANE,
+    "reset-breaker": queries.RESET_LANE_BREAKER,
+}
+
+
+async def lane_action(request: Request) -> Response:
+    query = LANE_ACTIONS.get(request.path_params["action"])
+    if query is None:
+        raise HTTPException(404, "no such action")
+    form = await action_form(request)
+    back = back_to(form, "/")
+    return await run_action(request, query, {"lane": request.path_params["lane"]}, lambda _: back)
+
+
+async def job_action(request: Request) -> Response:
+    action, job_id = request.path_params["action"], request.path_params["job_id"]
+    if action not in ("cancel", "rerun"):
+        raise HTTPException(404, "no such action")
+    form = await action_form(request)
+    back = back_to(form, f"/jobs/{job_id}")
+    if action == "cancel":
+        me = await who(request)
+        params = {
+            "job_id": job_id,
+            "to_state": "cancelled",
+            "worker": None,
+            "note": f"cancelled from the dashboard by {me['role']}",
+            "token": None,
+        }
+        return await run_action(request, queries.TRANSITION, params, lambda _: back)
+    found = await dashboard_of(request).rows(reads.JOB, {"job_id": job_id})
+    if not found:
+        raise HTTPException(404, f"no job with id {job_id}")
+    issue = {key: found[0][key] for key in ("forge", "owner", "repo", "number")}
+    return await run_action(request, reads.RERUN, issue, lambda new_job: f"/jobs/{new_job}")
