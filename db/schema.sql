@@ -1,6 +1,7 @@
 -- The schema as db/migrations leave it: pg_dump --schema-only of a freshly migrated
 -- database, normalised. Do not edit: `make schema` regenerates it (tests/schema_dump.py),
 -- and tests/test_schema_file.py fails when a migration changed the schema without it.
+-- Dumped with PostgreSQL 15 (another major version prints some things differently).
 
 --
 -- PostgreSQL database dump

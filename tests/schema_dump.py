@@ -24,7 +24,9 @@ HEADER = (
     "-- The schema as db/migrations leave it: pg_dump --schema-only of a freshly migrated\n"
     "-- database, normalised. Do not edit: `make schema` regenerates it (tests/schema_dump.py),\n"
     "-- and tests/test_schema_file.py fails when a migration changed the schema without it.\n"
+    "-- Dumped with PostgreSQL {major} (another major version prints some things differently).\n"
 )
+WRITTEN_MAJOR = re.compile(r"^-- Dumped with PostgreSQL (\d+) ", re.MULTILINE)
 # Lines that differ between runs or pg_dump versions and say nothing about the schema: the
 # version banner, the session settings, and the random key of pg_dump's \restrict guard.
 VARYING_LINE = re.compile(
@@ -48,20 +50,32 @@ def pg_dump() -> Path:
     return program
 
 
+def server_major(conninfo: str) -> int:
+    """The major version of the PostgreSQL server at conninfo (15 for 15.4)."""
+    with psycopg.connect(conninfo) as conn:
+        return conn.info.server_version // 10000
+
+
+def written_major(schema: str) -> int | None:
+    """The major version a schema file says it was dumped with."""
+    found = WRITTEN_MAJOR.search(schema)
+    return int(found.group(1)) if found else None
+
+
 def dump_schema(conninfo: str) -> str:
     """The normalised `pg_dump --schema-only` of schema tireless in the database at conninfo."""
     command = [str(pg_dump()), "--schema-only", "--schema=tireless", "--no-owner"]
     result = subprocess.run(
         [*command, f"--dbname={conninfo}"], capture_output=True, text=True, check=True
     )
-    return normalise(result.stdout)
+    return normalise(result.stdout, server_major(conninfo))
 
 
-def normalise(dump: str) -> str:
+def normalise(dump: str, major: int) -> str:
     """The dump without its varying lines, runs of blank lines folded into one, under HEADER."""
     lines = [line.rstrip() for line in dump.splitlines() if not VARYING_LINE.match(line)]
     text = re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
-    return f"{HEADER}\n{text}\n"
+    return f"{HEADER.format(major=major)}\n{text}\n"
 
 
 def generate() -> str:
