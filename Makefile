@@ -7,7 +7,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: install lint typecheck test soak bench run stop pg-binaries clean
+.PHONY: install lint typecheck test soak bench run stop schema pg-binaries clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -43,6 +43,10 @@ run: install pg-binaries
 
 stop: install
 	$(PY) -m tireless.demo --stop
+
+# db/schema.sql, the schema as the migrations leave it (tests/test_schema_file.py checks it)
+schema: install pg-binaries
+	$(PY) -m tests.schema_dump
 
 clean:
 	rm -rf $(VENV) .tireless .mypy_cache .ruff_cache build dist *.egg-info
