@@ -20,6 +20,22 @@ CREATE SCHEMA tireless;
 COMMENT ON SCHEMA tireless IS 'tireless: the job store for issue-driven coding agents. The functions are the API; the tables are private.';
 
 --
+-- Name: forge_kind; Type: TYPE; Schema: tireless; Owner: -
+--
+
+CREATE TYPE tireless.forge_kind AS ENUM (
+    'gitea',
+    'forgejo',
+    'github'
+);
+
+--
+-- Name: TYPE forge_kind; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TYPE tireless.forge_kind IS 'The API family a forge speaks: gitea, forgejo (Gitea''s API) or github.';
+
+--
 -- Name: job_kind; Type: TYPE; Schema: tireless; Owner: -
 --
 
@@ -54,6 +70,44 @@ CREATE TYPE tireless.job_state AS ENUM (
 COMMENT ON TYPE tireless.job_state IS 'Where a job is: pending (waiting), claimed (held under a lease), or terminal (delivered, failed, cancelled).';
 
 --
+-- Name: add_forge(text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.add_forge(name text, kind text, base_url text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+DECLARE
+    url text := rtrim(add_forge.base_url, '/');
+BEGIN
+    IF add_forge.name IS NULL OR add_forge.name !~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$' THEN
+        RAISE EXCEPTION 'forge name must be 1 to 100 letters, digits, ".", "-" or "_", got %',
+            coalesce(quote_literal(left(add_forge.name, 120)), 'null') USING ERRCODE = 'TL005';
+    END IF;
+    IF add_forge.kind IS NULL OR NOT add_forge.kind = ANY (enum_range(NULL::tireless.forge_kind)::text[]) THEN
+        RAISE EXCEPTION 'unknown forge kind %', coalesce(quote_literal(left(add_forge.kind, 80)), 'null')
+            USING ERRCODE = 'TL005', DETAIL = format('The kinds are %s.', array_to_string(enum_range(NULL::tireless.forge_kind), ', '));
+    END IF;
+    IF url IS NULL OR length(url) > 2000 OR url !~ '^https?://[^/?#[:space:][:cntrl:]]+(/[^?#[:space:][:cntrl:]]*)?$' THEN
+        RAISE EXCEPTION 'base_url must be an http:// or https:// URL without query or fragment, got %',
+            coalesce(quote_literal(left(add_forge.base_url, 200)), 'null') USING ERRCODE = 'TL005';
+    END IF;
+    INSERT INTO tireless.forge AS f (name, kind, base_url)
+    VALUES (add_forge.name, add_forge.kind::tireless.forge_kind, url)
+    ON CONFLICT ON CONSTRAINT forge_pkey DO UPDATE
+       SET kind = excluded.kind, base_url = excluded.base_url
+     WHERE (f.kind, f.base_url) IS DISTINCT FROM (excluded.kind, excluded.base_url);
+    RETURN FOUND;
+END;
+$_$;
+
+--
+-- Name: FUNCTION add_forge(name text, kind text, base_url text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.add_forge(name text, kind text, base_url text) IS 'Registers a forge (kind gitea, forgejo or github; base_url http(s)://, a trailing slash dropped) or changes its entry; true when it created or changed it, false when it was already so. TL005 for a bad argument.';
+
+--
 -- Name: announce_work(text); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -68,6 +122,344 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.announce_work(lane text) IS 'NOTIFY tireless_work with the lane as payload: work may be claimable there now. Sent at commit.';
+
+--
+-- Name: apply_work_rule(jsonb); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.apply_work_rule(issues jsonb, OUT created integer, OUT cancelled integer, OUT rerouted integer, OUT seen integer) RETURNS record
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    woken text[];
+BEGIN
+    -- Repositories in key order, so two batches that share several never deadlock on their locks.
+    PERFORM tireless.lock_repo_issues(r.forge, r.owner, r.repo)
+       FROM (SELECT DISTINCT e.issue ->> 'forge' AS forge, e.issue ->> 'owner' AS owner, e.issue ->> 'repo' AS repo
+               FROM jsonb_array_elements(apply_work_rule.issues) AS e(issue)
+              ORDER BY 1, 2, 3) AS r;
+
+    -- A new statement, so a new snapshot: it sees what the writers the locks waited for committed.
+    WITH incoming AS (
+        -- An issue listed twice in one batch counts once: its last listing wins.
+        SELECT DISTINCT ON (forge, owner, repo, number)
+               e.issue ->> 'forge' AS forge,
+               e.issue ->> 'owner' AS owner,
+               e.issue ->> 'repo' AS repo,
+               (e.issue ->> 'number')::integer AS number,
+               e.issue ->> 'state' AS state,
+               ARRAY(SELECT jsonb_array_elements_text(e.issue -> 'labels')) AS labels,
+               e.issue ->> 'title' AS title,
+               e.issue ->> 'url' AS url,
+               (e.issue ->> 'updated_at')::timestamptz AS updated_at,
+               (e.issue ->> 'parent_id')::bigint AS parent_id
+          FROM jsonb_array_elements(apply_work_rule.issues) WITH ORDINALITY AS e(issue, position)
+         ORDER BY forge, owner, repo, number, e.position DESC
+    ), shown AS MATERIALIZED (
+        -- Issues of untracked repositories are ignored.
+        SELECT i.*, s.number IS NOT NULL AS known, s.asks_since, coalesce(s.answered, false) AS answered,
+               s.number IS NULL
+               OR (s.state, s.labels, s.title, s.url, s.updated_at)
+                  IS DISTINCT FROM (i.state, i.labels, i.title, i.url, i.updated_at) AS changed
+          FROM incoming i
+          JOIN tireless.tracked_repo t ON (t.forge, t.owner, t.repo) = (i.forge, i.owner, i.repo)
+          LEFT JOIN tireless.issue s ON (s.forge, s.owner, s.repo, s.number) = (i.forge, i.owner, i.repo, i.number)
+    ), judged AS MATERIALIZED (
+        -- Only an issue shown changed, or one whose request still waits for its job, is judged:
+        -- an issue shown as it was before costs the join above and nothing more.
+        SELECT sh.*, k.kind, live.id AS live_id
+          FROM shown sh
+         CROSS JOIN LATERAL (SELECT CASE WHEN sh.state = 'open' THEN tireless.job_kind_for(sh.labels) END) AS k(kind)
+          LEFT JOIN LATERAL (SELECT j.id FROM tireless.job j
+                              WHERE (j.forge, j.owner, j.repo, j.number) = (sh.forge, sh.owner, sh.repo, sh.number)
+                                AND j.state IN ('pending', 'claimed')) AS live ON true
+         WHERE sh.changed OR (sh.asks_since IS NOT NULL AND NOT sh.answered)
+    ), decided AS MATERIALIZED (
+        SELECT jd.*,
+               jd.kind IS NOT NULL AND jd.asks_since IS NULL AS rising,
+               jd.kind IS NULL AND jd.asks_since IS NOT NULL AS withdrawn,
+               -- Rule 1: a job per request, made while no job is live.
+               jd.kind IS NOT NULL AND jd.live_id IS NULL AND (jd.asks_since IS NULL OR NOT jd.answered) AS makes_job,
+               CASE WHEN jd.kind IS NOT NULL THEN tireless.lane_for(jd.kind, jd.labels) END AS lane
+          FROM judged jd
+    ), saved AS (
+        INSERT INTO tireless.issue AS s (forge, owner, repo, number, state, labels, title, url, updated_at, asks_since, answered)
+        SELECT d.forge, d.owner, d.repo, d.number, d.state, d.labels, d.title, d.url, d.updated_at,
+               CASE WHEN d.rising THEN now() WHEN d.kind IS NOT NULL THEN d.asks_since END,
+               d.makes_job OR (d.answered AND NOT d.rising)
+          FROM decided d
+         WHERE d.changed OR d.makes_job OR d.rising OR d.withdrawn
+        ON CONFLICT (forge, owner, repo, number) DO UPDATE
+           SET state = excluded.state, labels = excluded.labels, title = excluded.title, url = excluded.url,
+               updated_at = excluded.updated_at, asks_since = excluded.asks_since, answered = excluded.answered,
+               changed_at = now()
+    ), ended AS (
+        -- Rule 2: a pending job is cancelled; a claimed one gets a cancel request (it stands once made).
+        UPDATE tireless.job j
+           SET state = CASE WHEN j.state = 'pending' THEN 'cancelled' ELSE j.state END::tireless.job_state,
+               note = CASE WHEN j.state <> 'pending' THEN j.note
+                           WHEN d.state = 'closed' THEN 'issue closed'
+                           ELSE 'issue no longer asks for work' END,
+               cancel_requested_at = CASE WHEN j.state = 'claimed' THEN now() END,
+               updated_at = now()
+          FROM decided d
+         WHERE d.withdrawn AND j.id = d.live_id
+           AND (j.state = 'pending' OR (j.state = 'claimed' AND j.cancel_requested_at IS NULL))
+        RETURNING j.id
+    ), moved AS (
+        -- Rule 3: relabelling re-routes a pending job; a claimed one is left as it is.
+        UPDATE tireless.job j
+           SET kind = d.kind::tireless.job_kind, lane = d.lane, labels = d.labels, updated_at = now()
+          FROM decided d
+         WHERE d.changed AND d.kind IS NOT NULL AND j.id = d.live_id AND j.state = 'pending'
+           AND (j.kind::text, j.lane) IS DISTINCT FROM (d.kind, d.lane)
+        RETURNING j.lane
+    ), made AS (
+        INSERT INTO tireless.job (forge, owner, repo, number, title, labels, kind, lane, parent_id)
+        SELECT d.forge, d.owner, d.repo, d.number, d.title, d.labels, d.kind::tireless.job_kind, d.lane, d.parent_id
+          FROM decided d
+         WHERE d.makes_job
+         ORDER BY d.forge, d.owner, d.repo, d.number
+        ON CONFLICT (forge, owner, repo, number) WHERE state IN ('pending', 'claimed') DO NOTHING
+        RETURNING lane
+    )
+    SELECT (SELECT count(*) FROM made), (SELECT count(*) FROM ended), (SELECT count(*) FROM moved),
+           (SELECT count(*) FROM shown),
+           ARRAY(SELECT m.lane FROM made m UNION SELECT m.lane FROM moved m)
+      INTO apply_work_rule.created, apply_work_rule.cancelled, apply_work_rule.rerouted, apply_work_rule.seen, woken;
+
+    PERFORM tireless.announce_work(l) FROM unnest(woken) AS l;
+END;
+$$;
+
+--
+-- Name: FUNCTION apply_work_rule(issues jsonb, OUT created integer, OUT cancelled integer, OUT rerouted integer, OUT seen integer); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.apply_work_rule(issues jsonb, OUT created integer, OUT cancelled integer, OUT rerouted integer, OUT seen integer) IS 'The work rule on a checked batch of issues of tracked repositories: a pending job for an issue that asks for work and whose request has had none; withdrawal cancels a pending job or requests the cancel of a claimed one; relabelling re-routes a pending job. An issue shown as it was before writes nothing. Returns what it did.';
+
+--
+-- Name: job; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.job (
+    id bigint NOT NULL,
+    forge text NOT NULL,
+    owner text NOT NULL,
+    repo text NOT NULL,
+    number integer NOT NULL,
+    title text,
+    labels text[] DEFAULT '{}'::text[] NOT NULL,
+    kind tireless.job_kind NOT NULL,
+    lane text NOT NULL,
+    state tireless.job_state DEFAULT 'pending'::tireless.job_state NOT NULL,
+    parent_id bigint,
+    claimed_by text,
+    claim_expires_at timestamp with time zone,
+    claim_token uuid,
+    attempts integer DEFAULT 0 NOT NULL,
+    available_at timestamp with time zone DEFAULT now() NOT NULL,
+    note text,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    cancel_requested_at timestamp with time zone,
+    given_back integer DEFAULT 0 NOT NULL,
+    CONSTRAINT attempts_not_negative CHECK ((attempts >= 0)),
+    CONSTRAINT claimed_holds_claim CHECK (((state <> 'claimed'::tireless.job_state) OR ((claimed_by IS NOT NULL) AND (claim_expires_at IS NOT NULL) AND (claim_token IS NOT NULL)))),
+    CONSTRAINT claimed_job_counts_an_attempt CHECK (((state <> 'claimed'::tireless.job_state) OR (attempts > 0))),
+    CONSTRAINT given_back_within_attempts CHECK (((given_back >= 0) AND (given_back <= attempts))),
+    CONSTRAINT issue_number_positive CHECK ((number > 0)),
+    CONSTRAINT lane_is_a_name CHECK ((lane ~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$'::text)),
+    CONSTRAINT not_its_own_parent CHECK ((parent_id <> id)),
+    CONSTRAINT pending_holds_no_cancel_request CHECK (((state <> 'pending'::tireless.job_state) OR (cancel_requested_at IS NULL))),
+    CONSTRAINT pending_holds_no_claim CHECK (((state <> 'pending'::tireless.job_state) OR ((claimed_by IS NULL) AND (claim_expires_at IS NULL) AND (claim_token IS NULL)))),
+    CONSTRAINT terminal_holds_no_claim CHECK (((state <> ALL (ARRAY['delivered'::tireless.job_state, 'failed'::tireless.job_state, 'cancelled'::tireless.job_state])) OR ((claimed_by IS NULL) AND (claim_expires_at IS NULL) AND (claim_token IS NULL))))
+)
+WITH (fillfactor='80', autovacuum_vacuum_scale_factor='0.02', autovacuum_analyze_scale_factor='0.02');
+
+--
+-- Name: TABLE job; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.job IS 'One run of an agent on one issue. Private: the functions of schema tireless are the API.';
+
+--
+-- Name: COLUMN job.claim_token; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.job.claim_token IS 'Fencing token: a fresh uuid per claim. A holder that presents an old token cannot renew or finish the new attempt.';
+
+--
+-- Name: COLUMN job.available_at; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.job.available_at IS 'A pending job is not claimed before this time (backoff after a failed attempt).';
+
+--
+-- Name: COLUMN job.note; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.job.note IS 'Why the job is where it is: the note of the last transition, or why the store moved it.';
+
+--
+-- Name: COLUMN job.cancel_requested_at; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.job.cancel_requested_at IS 'When the issue withdrew its request while the job was claimed; null unless it did. The job then ends cancelled.';
+
+--
+-- Name: COLUMN job.given_back; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.job.given_back IS 'How many of the job''s attempts ended in give_back (a runner stopping, not a failure): they stay in attempts and in the history but are not counted against max_attempts.';
+
+--
+-- Name: CONSTRAINT attempts_not_negative ON job; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT attempts_not_negative ON tireless.job IS 'Attempts count claims; never negative.';
+
+--
+-- Name: CONSTRAINT claimed_holds_claim ON job; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT claimed_holds_claim ON tireless.job IS 'A claimed job has a holder, a lease and a token.';
+
+--
+-- Name: CONSTRAINT claimed_job_counts_an_attempt ON job; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT claimed_job_counts_an_attempt ON tireless.job IS 'The attempt is counted at claim, so a claimed job has at least one.';
+
+--
+-- Name: CONSTRAINT given_back_within_attempts ON job; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT given_back_within_attempts ON tireless.job IS 'Only a claimed attempt can be given back: 0 <= given_back <= attempts.';
+
+--
+-- Name: CONSTRAINT issue_number_positive ON job; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT issue_number_positive ON tireless.job IS 'Issue numbers start at 1.';
+
+--
+-- Name: CONSTRAINT lane_is_a_name ON job; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT lane_is_a_name ON tireless.job IS 'A lane is a short name (the pattern of tireless.is_lane_name).';
+
+--
+-- Name: CONSTRAINT not_its_own_parent ON job; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT not_its_own_parent ON tireless.job IS 'A job is never its own parent.';
+
+--
+-- Name: CONSTRAINT pending_holds_no_cancel_request ON job; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT pending_holds_no_cancel_request ON tireless.job IS 'A cancel request stands: a cancel-requested claim never goes back to pending (it ends cancelled).';
+
+--
+-- Name: CONSTRAINT pending_holds_no_claim ON job; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT pending_holds_no_claim ON tireless.job IS 'A pending job has no holder, no lease and no token: a half-done release fails here instead of stranding the job.';
+
+--
+-- Name: CONSTRAINT terminal_holds_no_claim ON job; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT terminal_holds_no_claim ON tireless.job IS 'A delivered, failed or cancelled job holds no claim.';
+
+--
+-- Name: attempts_spent(tireless.job); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.attempts_spent(job tireless.job) RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN ((job).attempts - (job).given_back);
+
+--
+-- Name: FUNCTION attempts_spent(job tireless.job); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.attempts_spent(job tireless.job) IS 'The attempts a job has used of its budget: its claims, less those given back by a stopping runner.';
+
+--
+-- Name: check_holder(tireless.job, text, uuid); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.check_holder(job tireless.job, worker text, token uuid) RETURNS void
+    LANGUAGE plpgsql STABLE
+    AS $$
+BEGIN
+    IF job.state = 'claimed' AND job.claimed_by = check_holder.worker
+       AND (check_holder.token IS NULL OR check_holder.token = job.claim_token) THEN
+        RETURN;
+    END IF;
+    RAISE EXCEPTION 'worker % does not hold job %', coalesce(quote_literal(left(check_holder.worker, 220)), 'null'), job.id
+        USING ERRCODE = 'TL004',
+              DETAIL = CASE
+                  WHEN job.state <> 'claimed' THEN format('The job is %s now.', job.state)
+                  WHEN job.claimed_by IS DISTINCT FROM check_holder.worker THEN format('The job is claimed by %L.', job.claimed_by)
+                  ELSE 'The claim was lost and the job claimed again.' END,
+              HINT = 'The lease was lost: stop the work and leave the job to the store.';
+END;
+$$;
+
+--
+-- Name: FUNCTION check_holder(job tireless.job, worker text, token uuid); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.check_holder(job tireless.job, worker text, token uuid) IS 'Raises TL004 unless worker (and token, when given) holds the job''s current claim; DETAIL says where the job is now.';
+
+--
+-- Name: check_issue_batch(jsonb); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.check_issue_batch(issues jsonb) RETURNS void
+    LANGUAGE plpgsql STABLE
+    AS $$
+DECLARE
+    bad record;
+BEGIN
+    IF jsonb_typeof(check_issue_batch.issues) IS DISTINCT FROM 'array' THEN
+        RAISE EXCEPTION 'issues must be a JSON array, got %', left(coalesce(check_issue_batch.issues::text, 'null'), 100)
+            USING ERRCODE = 'TL006';
+    END IF;
+    IF jsonb_array_length(check_issue_batch.issues) > 50000 THEN
+        RAISE EXCEPTION 'a batch holds at most 50000 issues, got %', jsonb_array_length(check_issue_batch.issues)
+            USING ERRCODE = 'TL006', HINT = 'Split the poll into several calls.';
+    END IF;
+    SELECT e.position - 1 AS position, p.problem INTO bad
+      FROM jsonb_array_elements(check_issue_batch.issues) WITH ORDINALITY AS e(issue, position)
+     CROSS JOIN LATERAL (SELECT tireless.issue_problem(e.issue)) AS p(problem)
+     WHERE p.problem IS NOT NULL
+     ORDER BY e.position
+     LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'malformed issue at index %: %', bad.position, bad.problem USING ERRCODE = 'TL006';
+    END IF;
+    SELECT e.position - 1 AS position, (e.issue ->> 'parent_id') AS parent_id INTO bad
+      FROM jsonb_array_elements(check_issue_batch.issues) WITH ORDINALITY AS e(issue, position)
+     WHERE jsonb_typeof(e.issue -> 'parent_id') = 'number'
+       AND NOT EXISTS (SELECT FROM tireless.job j WHERE j.id = (e.issue ->> 'parent_id')::bigint)
+     ORDER BY e.position
+     LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'malformed issue at index %: "parent_id" % is not a job', bad.position, bad.parent_id
+            USING ERRCODE = 'TL006';
+    END IF;
+END;
+$$;
+
+--
+-- Name: FUNCTION check_issue_batch(issues jsonb); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.check_issue_batch(issues jsonb) IS 'Raises TL006 naming the first malformed element (and the field) unless the batch is a JSON array of at most 50000 well-formed issues whose parent_ids name jobs. enqueue and record_poll check before they write.';
 
 --
 -- Name: check_lane(text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -98,7 +490,7 @@ CREATE FUNCTION tireless.check_lease(lease interval) RETURNS void
     LANGUAGE plpgsql IMMUTABLE
     AS $$
 BEGIN
-    IF lease IS NULL OR lease <= interval '0' OR lease > interval '1 day' THEN
+    IF NOT tireless.is_lease(lease) THEN
         RAISE EXCEPTION 'lease must be more than 0 and at most 1 day, got %', coalesce(lease::text, 'null')
             USING ERRCODE = 'TL005', HINT = 'A long run keeps its lease by renewing it.';
     END IF;
@@ -109,7 +501,7 @@ $$;
 -- Name: FUNCTION check_lease(lease interval); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.check_lease(lease interval) IS 'Raises TL005 unless 0 < lease <= 1 day.';
+COMMENT ON FUNCTION tireless.check_lease(lease interval) IS 'Raises TL005 unless 0 < lease <= 1 day (tireless.is_lease).';
 
 --
 -- Name: check_repo(text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -138,6 +530,29 @@ $$;
 COMMENT ON FUNCTION tireless.check_repo(forge text, owner text, repo text) IS 'Raises TL005 unless forge (1-100 characters), owner and repo (1-200 each) are given.';
 
 --
+-- Name: check_tracked(text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.check_tracked(forge text, owner text, repo text) RETURNS void
+    LANGUAGE plpgsql STABLE
+    AS $$
+BEGIN
+    PERFORM tireless.check_repo(check_tracked.forge, check_tracked.owner, check_tracked.repo);
+    IF NOT EXISTS (SELECT FROM tireless.tracked_repo t
+                    WHERE (t.forge, t.owner, t.repo) = (check_tracked.forge, check_tracked.owner, check_tracked.repo)) THEN
+        RAISE EXCEPTION 'repository %/%/% is not tracked', check_tracked.forge, check_tracked.owner, check_tracked.repo
+            USING ERRCODE = 'TL008', HINT = 'Track it first with tireless.track_repo.';
+    END IF;
+END;
+$$;
+
+--
+-- Name: FUNCTION check_tracked(forge text, owner text, repo text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.check_tracked(forge text, owner text, repo text) IS 'Raises TL005 for a malformed repository key and TL008 unless the repository is tracked.';
+
+--
 -- Name: check_worker(text); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -145,7 +560,7 @@ CREATE FUNCTION tireless.check_worker(worker text) RETURNS void
     LANGUAGE plpgsql IMMUTABLE
     AS $$
 BEGIN
-    IF worker IS NULL OR btrim(worker) = '' OR length(worker) > 200 THEN
+    IF NOT tireless.is_worker_name(worker) THEN
         RAISE EXCEPTION 'worker must be a name of 1 to 200 characters, got %', coalesce(quote_literal(left(worker, 220)), 'null')
             USING ERRCODE = 'TL005';
     END IF;
@@ -156,142 +571,7 @@ $$;
 -- Name: FUNCTION check_worker(worker text); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.check_worker(worker text) IS 'Raises TL005 unless worker is a non-blank name of at most 200 characters.';
-
---
--- Name: is_lane_name(text); Type: FUNCTION; Schema: tireless; Owner: -
---
-
-CREATE FUNCTION tireless.is_lane_name(name text) RETURNS boolean
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    RETURN (name ~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$'::text);
-
---
--- Name: FUNCTION is_lane_name(name text); Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON FUNCTION tireless.is_lane_name(name text) IS 'True when a text can name a lane: 1 to 63 letters, digits, dot, dash or underscore, starting with a letter or digit.';
-
---
--- Name: is_terminal(tireless.job_state); Type: FUNCTION; Schema: tireless; Owner: -
---
-
-CREATE FUNCTION tireless.is_terminal(state tireless.job_state) RETURNS boolean
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    RETURN (state = ANY (ARRAY['delivered'::tireless.job_state, 'failed'::tireless.job_state, 'cancelled'::tireless.job_state]));
-
---
--- Name: FUNCTION is_terminal(state tireless.job_state); Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON FUNCTION tireless.is_terminal(state tireless.job_state) IS 'True for the states a job never leaves: delivered, failed, cancelled.';
-
---
--- Name: job; Type: TABLE; Schema: tireless; Owner: -
---
-
-CREATE TABLE tireless.job (
-    id bigint NOT NULL,
-    forge text NOT NULL,
-    owner text NOT NULL,
-    repo text NOT NULL,
-    number integer NOT NULL,
-    title text,
-    labels text[] DEFAULT '{}'::text[] NOT NULL,
-    kind tireless.job_kind NOT NULL,
-    lane text NOT NULL,
-    state tireless.job_state DEFAULT 'pending'::tireless.job_state NOT NULL,
-    parent_id bigint,
-    claimed_by text,
-    claim_expires_at timestamp with time zone,
-    claim_token uuid,
-    attempts integer DEFAULT 0 NOT NULL,
-    available_at timestamp with time zone DEFAULT now() NOT NULL,
-    note text,
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    updated_at timestamp with time zone DEFAULT now() NOT NULL,
-    CONSTRAINT attempts_not_negative CHECK ((attempts >= 0)),
-    CONSTRAINT claimed_holds_claim CHECK (((state <> 'claimed'::tireless.job_state) OR ((claimed_by IS NOT NULL) AND (claim_expires_at IS NOT NULL) AND (claim_token IS NOT NULL)))),
-    CONSTRAINT claimed_job_counts_an_attempt CHECK (((state <> 'claimed'::tireless.job_state) OR (attempts > 0))),
-    CONSTRAINT issue_number_positive CHECK ((number > 0)),
-    CONSTRAINT lane_is_a_name CHECK (tireless.is_lane_name(lane)),
-    CONSTRAINT not_its_own_parent CHECK ((parent_id <> id)),
-    CONSTRAINT pending_holds_no_claim CHECK (((state <> 'pending'::tireless.job_state) OR ((claimed_by IS NULL) AND (claim_expires_at IS NULL) AND (claim_token IS NULL)))),
-    CONSTRAINT terminal_holds_no_claim CHECK (((NOT tireless.is_terminal(state)) OR ((claimed_by IS NULL) AND (claim_expires_at IS NULL) AND (claim_token IS NULL))))
-)
-WITH (fillfactor='80', autovacuum_vacuum_scale_factor='0.02', autovacuum_analyze_scale_factor='0.02');
-
---
--- Name: TABLE job; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON TABLE tireless.job IS 'One run of an agent on one issue. Private: the functions of schema tireless are the API.';
-
---
--- Name: COLUMN job.claim_token; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.job.claim_token IS 'Fencing token: a fresh uuid per claim. A holder that presents an old token cannot renew or finish the new attempt.';
-
---
--- Name: COLUMN job.available_at; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.job.available_at IS 'A pending job is not claimed before this time (backoff after a failed attempt).';
-
---
--- Name: COLUMN job.note; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.job.note IS 'Why the job is where it is: the note of the last transition, or why the store moved it.';
-
---
--- Name: CONSTRAINT attempts_not_negative ON job; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT attempts_not_negative ON tireless.job IS 'Attempts count claims; never negative.';
-
---
--- Name: CONSTRAINT claimed_holds_claim ON job; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT claimed_holds_claim ON tireless.job IS 'A claimed job has a holder, a lease and a token.';
-
---
--- Name: CONSTRAINT claimed_job_counts_an_attempt ON job; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT claimed_job_counts_an_attempt ON tireless.job IS 'The attempt is counted at claim, so a claimed job has at least one.';
-
---
--- Name: CONSTRAINT issue_number_positive ON job; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT issue_number_positive ON tireless.job IS 'Issue numbers start at 1.';
-
---
--- Name: CONSTRAINT lane_is_a_name ON job; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT lane_is_a_name ON tireless.job IS 'A lane is a short name (see tireless.is_lane_name).';
-
---
--- Name: CONSTRAINT not_its_own_parent ON job; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT not_its_own_parent ON tireless.job IS 'A job is never its own parent.';
-
---
--- Name: CONSTRAINT pending_holds_no_claim ON job; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT pending_holds_no_claim ON tireless.job IS 'A pending job has no holder, no lease and no token: a half-done release fails here instead of stranding the job.';
-
---
--- Name: CONSTRAINT terminal_holds_no_claim ON job; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT terminal_holds_no_claim ON tireless.job IS 'A delivered, failed or cancelled job holds no claim.';
+COMMENT ON FUNCTION tireless.check_worker(worker text) IS 'Raises TL005 unless worker is a non-blank name of at most 200 characters (tireless.is_worker_name).';
 
 --
 -- Name: claim_next(text, text[], interval); Type: FUNCTION; Schema: tireless; Owner: -
@@ -308,12 +588,49 @@ DECLARE
     capped record;
     next_lane text;
 BEGIN
-    PERFORM tireless.check_worker(claim_next.worker);
-    PERFORM tireless.check_lease(claim_next.lease);
+    IF NOT (tireless.is_worker_name(claim_next.worker) AND tireless.is_lease(claim_next.lease)) THEN
+        PERFORM tireless.check_worker(claim_next.worker);
+        PERFORM tireless.check_lease(claim_next.lease);
+    END IF;
     IF claim_next.lanes IS NULL OR cardinality(claim_next.lanes) > 100 THEN
         RAISE EXCEPTION 'lanes must be an array of at most 100 lane names, got %', coalesce(left(claim_next.lanes::text, 100), 'null')
             USING ERRCODE = 'TL005';
     END IF;
+
+    -- The common case in one statement: one lane that hands out work without a count (no settings
+    -- row, or one that is unlimited, not paused and not tripped). The lane test is a one-time
+    -- filter of the statement, so a lane that has settings costs no scan here.
+    IF cardinality(claim_next.lanes) = 1 AND tireless.is_lane_name(claim_next.lanes[1]) THEN
+        -- Invariant 4: one row transition; the row lock (SKIP LOCKED) and the write share the statement.
+        RETURN QUERY
+        WITH candidate AS (
+            SELECT j.id FROM tireless.job j
+             WHERE j.state = 'pending' AND j.lane = ANY (ARRAY[claim_next.lanes[1]]) AND j.available_at <= now()
+               AND NOT EXISTS (SELECT FROM tireless.lane l
+                                WHERE l.name = claim_next.lanes[1]
+                                  AND (l.capacity IS NOT NULL OR NOT tireless.lane_hands_out_work(l.paused, l.tripped_until)))
+             ORDER BY j.lane, j.id
+             LIMIT 1
+               FOR UPDATE SKIP LOCKED
+        )
+        UPDATE tireless.job j
+           SET state = 'claimed',
+               claimed_by = claim_next.worker,
+               claim_expires_at = now() + claim_next.lease,
+               claim_token = gen_random_uuid(),
+               attempts = j.attempts + 1,
+               note = NULL,
+               updated_at = now()
+          FROM candidate
+         WHERE j.id = candidate.id
+        RETURNING j.*;
+        -- Nothing claimed: the lane is empty, paused or tripped (the general path would find nothing
+        -- either), or it has a capacity, which only the general path counts.
+        IF FOUND OR NOT EXISTS (SELECT FROM tireless.lane l WHERE l.name = claim_next.lanes[1] AND l.capacity IS NOT NULL) THEN
+            RETURN;
+        END IF;
+    END IF;
+
     -- One look at the lanes: is a name malformed, which lanes are open without a lock (no settings
     -- row, or unlimited, not paused and not tripped), and does any have a capacity.
     SELECT bool_or(r.name IS NULL OR NOT tireless.is_lane_name(r.name)),
@@ -395,6 +712,54 @@ $$;
 COMMENT ON FUNCTION tireless.claim_next(worker text, lanes text[], lease interval) IS 'Claims the oldest claimable pending job in the given lanes for worker: state claimed, a lease of lease, a fresh claim_token, attempts + 1. Skips paused, tripped and full lanes and jobs still in backoff. Zero rows when nothing is claimable; a lane nobody has configured simply holds no work.';
 
 --
+-- Name: claim_repos_to_poll(text, interval, integer); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.claim_repos_to_poll(poller text, lease interval DEFAULT '00:05:00'::interval, max_repos integer DEFAULT 100) RETURNS TABLE(forge text, owner text, repo text, kind text, base_url text, cursor timestamp with time zone, etag text, full_listing boolean, live_numbers integer[])
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM tireless.check_worker(claim_repos_to_poll.poller);
+    PERFORM tireless.check_lease(claim_repos_to_poll.lease);
+    IF claim_repos_to_poll.max_repos IS NULL OR claim_repos_to_poll.max_repos NOT BETWEEN 1 AND 10000 THEN
+        RAISE EXCEPTION 'max_repos must be from 1 to 10000, got %', coalesce(claim_repos_to_poll.max_repos::text, 'null')
+            USING ERRCODE = 'TL005';
+    END IF;
+    RETURN QUERY
+    WITH due AS (
+        SELECT rp.forge, rp.owner, rp.repo
+          FROM tireless.repo_poll rp
+          JOIN tireless.forge f ON f.name = rp.forge
+         WHERE rp.next_poll_at <= now()
+           AND (rp.backoff_until IS NULL OR rp.backoff_until <= now())
+           AND (rp.poll_lease_until IS NULL OR rp.poll_lease_until <= now())
+           AND (f.limited_until IS NULL OR f.limited_until <= now())
+         ORDER BY rp.next_poll_at, rp.forge, rp.owner, rp.repo
+         LIMIT claim_repos_to_poll.max_repos
+           FOR UPDATE OF rp SKIP LOCKED
+    )
+    UPDATE tireless.repo_poll rp
+       SET polled_by = claim_repos_to_poll.poller, poll_lease_until = now() + claim_repos_to_poll.lease
+      FROM due, tireless.forge f
+     WHERE (rp.forge, rp.owner, rp.repo) = (due.forge, due.owner, due.repo) AND f.name = rp.forge
+    RETURNING rp.forge, rp.owner, rp.repo, f.kind::text, f.base_url, rp.cursor, rp.etag,
+              rp.last_success_at IS NULL OR rp.reads_since_full >= 9,
+              -- A full listing fetches on its own each live job's issue it did not show.
+              ARRAY(SELECT j.number FROM tireless.job j
+                     WHERE (j.forge, j.owner, j.repo) = (rp.forge, rp.owner, rp.repo)
+                       AND j.state IN ('pending', 'claimed')
+                     ORDER BY j.number);
+END;
+$$;
+
+--
+-- Name: FUNCTION claim_repos_to_poll(poller text, lease interval, max_repos integer); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.claim_repos_to_poll(poller text, lease interval, max_repos integer) IS 'Leases to poller (for lease) up to max_repos due repositories of registered forges that are not stopped: next poll time reached, not backing off, lease free or expired; FOR UPDATE SKIP LOCKED, so two pollers never get the same one. Returns each with its forge kind and URL, cursor, ETag and whether to list it in full (the first read and every tenth), and the issue numbers of its live jobs.';
+
+--
 -- Name: enqueue(jsonb); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -403,78 +768,12 @@ CREATE FUNCTION tireless.enqueue(issues jsonb) RETURNS integer
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
-    bad record;
-    created integer;
-    woken text[];
+    outcome record;
 BEGIN
-    IF jsonb_typeof(enqueue.issues) IS DISTINCT FROM 'array' THEN
-        RAISE EXCEPTION 'issues must be a JSON array, got %', left(coalesce(enqueue.issues::text, 'null'), 100)
-            USING ERRCODE = 'TL006';
-    END IF;
-    IF jsonb_array_length(enqueue.issues) > 50000 THEN
-        RAISE EXCEPTION 'a batch holds at most 50000 issues, got %', jsonb_array_length(enqueue.issues)
-            USING ERRCODE = 'TL006', HINT = 'Split the poll into several calls.';
-    END IF;
-
     -- Validate everything before writing anything: a batch is all or nothing.
-    SELECT e.position - 1 AS position, p.problem INTO bad
-      FROM jsonb_array_elements(enqueue.issues) WITH ORDINALITY AS e(issue, position)
-     CROSS JOIN LATERAL (SELECT tireless.issue_problem(e.issue)) AS p(problem)
-     WHERE p.problem IS NOT NULL
-     ORDER BY e.position
-     LIMIT 1;
-    IF FOUND THEN
-        RAISE EXCEPTION 'malformed issue at index %: %', bad.position, bad.problem USING ERRCODE = 'TL006';
-    END IF;
-    SELECT e.position - 1 AS position, (e.issue ->> 'parent_id') AS parent_id INTO bad
-      FROM jsonb_array_elements(enqueue.issues) WITH ORDINALITY AS e(issue, position)
-     WHERE jsonb_typeof(e.issue -> 'parent_id') = 'number'
-       AND NOT EXISTS (SELECT FROM tireless.job j WHERE j.id = (e.issue ->> 'parent_id')::bigint)
-     ORDER BY e.position
-     LIMIT 1;
-    IF FOUND THEN
-        RAISE EXCEPTION 'malformed issue at index %: "parent_id" % is not a job', bad.position, bad.parent_id
-            USING ERRCODE = 'TL006';
-    END IF;
-
-    WITH incoming AS (
-        -- An issue listed twice in one batch counts once: its last listing wins.
-        SELECT DISTINCT ON (forge, owner, repo, number)
-               e.issue ->> 'forge' AS forge,
-               e.issue ->> 'owner' AS owner,
-               e.issue ->> 'repo' AS repo,
-               (e.issue ->> 'number')::integer AS number,
-               e.issue ->> 'state' AS state,
-               e.issue ->> 'title' AS title,
-               ARRAY(SELECT jsonb_array_elements_text(e.issue -> 'labels')) AS labels,
-               (e.issue ->> 'parent_id')::bigint AS parent_id
-          FROM jsonb_array_elements(enqueue.issues) WITH ORDINALITY AS e(issue, position)
-         ORDER BY forge, owner, repo, number, e.position DESC
-    ), work AS MATERIALIZED (
-        -- MATERIALIZED: job_kind_for runs once per issue, not once per reference.
-        SELECT i.*, tireless.job_kind_for(i.labels) AS kind
-          FROM incoming i
-         WHERE i.state = 'open'
-           AND EXISTS (SELECT FROM tireless.tracked_repo t
-                        WHERE (t.forge, t.owner, t.repo) = (i.forge, i.owner, i.repo))
-           AND NOT EXISTS (SELECT FROM tireless.job j
-                            WHERE (j.forge, j.owner, j.repo, j.number) = (i.forge, i.owner, i.repo, i.number)
-                              AND j.state IN ('pending', 'claimed'))
-    ), inserted AS (
-        INSERT INTO tireless.job (forge, owner, repo, number, title, labels, kind, lane, parent_id)
-        SELECT w.forge, w.owner, w.repo, w.number, w.title, w.labels,
-               w.kind::tireless.job_kind, tireless.lane_for(w.kind, w.labels), w.parent_id
-          FROM work w
-         WHERE w.kind IS NOT NULL
-         ORDER BY w.forge, w.owner, w.repo, w.number
-        -- Two pollers racing on the same issue: the loser's row is skipped, not an error.
-        ON CONFLICT (forge, owner, repo, number) WHERE state IN ('pending', 'claimed') DO NOTHING
-        RETURNING lane
-    )
-    SELECT count(*), array_agg(DISTINCT lane) INTO created, woken FROM inserted;
-
-    PERFORM tireless.announce_work(l) FROM unnest(woken) AS l;
-    RETURN created;
+    PERFORM tireless.check_issue_batch(enqueue.issues);
+    SELECT * INTO outcome FROM tireless.apply_work_rule(enqueue.issues);
+    RETURN outcome.created;
 END;
 $$;
 
@@ -482,7 +781,7 @@ $$;
 -- Name: FUNCTION enqueue(issues jsonb); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.enqueue(issues jsonb) IS 'Takes a JSON array of issues {forge, owner, repo, number, state, labels, title?, parent_id?} and creates a pending job for each open issue of a tracked repository whose labels ask for work and that has no live job. Returns how many it created; a repeated poll creates nothing. Validates the whole batch first (TL006).';
+COMMENT ON FUNCTION tireless.enqueue(issues jsonb) IS 'Takes a JSON array of issues {forge, owner, repo, number, state, labels, title?, url?, updated_at?, parent_id?} and applies the work rule to those of tracked repositories: a pending job per request for work, a pending job cancelled (or a claimed one asked to stop) when its issue withdraws the request, a pending job re-routed when relabelled. Returns how many jobs it created; a repeated poll creates nothing and writes nothing. Validates the whole batch first (TL006).';
 
 --
 -- Name: ensure_lane(text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -526,6 +825,7 @@ BEGIN
              WHERE j.state = 'claimed' AND j.claim_expires_at < now()) AS s
      WHERE pg_try_advisory_xact_lock(hashtext('tireless.expire_stale_claims'), hashtext(s.lane));
     -- SKIP LOCKED: a job whose row another transaction holds is left as well; no job moves twice.
+    -- A cancel-requested claim is cancelled, not retried: no failure for the breaker, no attempt spent.
     FOR expired IN
         WITH stale AS (
             SELECT j.id FROM tireless.job j
@@ -534,15 +834,19 @@ BEGIN
                FOR UPDATE SKIP LOCKED
         )
         UPDATE tireless.job j
-           SET state = CASE WHEN j.attempts >= kp.max_attempts THEN 'failed' ELSE 'pending' END::tireless.job_state,
+           SET state = CASE WHEN j.cancel_requested_at IS NOT NULL THEN 'cancelled'
+                            WHEN tireless.attempts_spent(j) >= kp.max_attempts THEN 'failed'
+                            ELSE 'pending' END::tireless.job_state,
                claimed_by = NULL,
                claim_expires_at = NULL,
                claim_token = NULL,
-               available_at = CASE WHEN j.attempts >= kp.max_attempts THEN j.available_at
-                                   ELSE now() + tireless.retry_delay(j.attempts) END,
-               note = CASE WHEN j.attempts >= kp.max_attempts
+               available_at = CASE WHEN j.cancel_requested_at IS NOT NULL OR tireless.attempts_spent(j) >= kp.max_attempts THEN j.available_at
+                                   ELSE now() + tireless.retry_delay(tireless.attempts_spent(j)) END,
+               note = CASE WHEN j.cancel_requested_at IS NOT NULL
+                           THEN format('issue withdrew its request; lease of %s expired at %s', j.claimed_by, j.claim_expires_at)
+                           WHEN tireless.attempts_spent(j) >= kp.max_attempts
                            THEN format('attempts exhausted (%s of %s); last: lease of %s expired at %s',
-                                       j.attempts, kp.max_attempts, j.claimed_by, j.claim_expires_at)
+                                       tireless.attempts_spent(j), kp.max_attempts, j.claimed_by, j.claim_expires_at)
                            ELSE format('lease of %s expired at %s', j.claimed_by, j.claim_expires_at) END,
                updated_at = now()
           FROM stale, tireless.kind_policy kp
@@ -550,7 +854,9 @@ BEGIN
         RETURNING j.lane, j.state, j.available_at
     LOOP
         moved := moved + 1;
-        failed_lanes := failed_lanes || expired.lane;
+        IF expired.state <> 'cancelled' THEN
+            failed_lanes := failed_lanes || expired.lane;
+        END IF;
         -- As in transition: the job is claimable at once, or its claim freed a slot in a capped lane.
         IF (expired.state = 'pending' AND expired.available_at <= now())
            OR EXISTS (SELECT FROM tireless.lane l WHERE l.name = expired.lane AND l.capacity IS NOT NULL) THEN
@@ -570,15 +876,328 @@ $$;
 -- Name: FUNCTION expire_stale_claims(); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.expire_stale_claims() IS 'Returns every claimed job whose lease has passed to pending (after its backoff), or fails it when its last attempt is spent; clears the claim, keeps the attempt count, and returns how many jobs it moved. Never waits on another sweeper: a job whose row is locked, or a lane another sweeper holds, is left for the next sweep.';
+COMMENT ON FUNCTION tireless.expire_stale_claims() IS 'Returns every claimed job whose lease has passed to pending (after its backoff), fails it when the last attempt its budget counts is spent (give-backs are not counted), or cancels it when its issue withdrew its request (no failure counted); clears the claim, keeps the attempt count, and returns how many jobs it moved. Never waits on another sweeper: a job whose row is locked, or a lane another sweeper holds, is left for the next sweep.';
+
+--
+-- Name: finished_job_comment(tireless.job); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.finished_job_comment(job tireless.job) RETURNS text
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT format('tireless: %s after %s attempt%s', job.state, job.attempts, CASE WHEN job.attempts = 1 THEN '' ELSE 's' END)
+           || coalesce(' (' || holder.worker || ')', '')
+           || coalesce(': ' || CASE WHEN length(note.text) > 500 THEN left(note.text, 499) || '…' ELSE note.text END, '')
+      FROM (SELECT nullif(regexp_replace(btrim(job.note), '\s+', ' ', 'g'), '') AS text) AS note
+      LEFT JOIN LATERAL (SELECT e.worker FROM tireless.job_event e
+                          WHERE e.job_id = job.id AND e.worker IS NOT NULL
+                          ORDER BY e.id DESC LIMIT 1) AS holder ON true;
+$$;
+
+--
+-- Name: FUNCTION finished_job_comment(job tireless.job); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.finished_job_comment(job tireless.job) IS 'The comment a finished job leaves on its issue: outcome, attempts, the last holder and the note on one line, trimmed to 500 characters (tireless: delivered after 2 attempts (host1-3): merged as #12).';
+
+--
+-- Name: forges(); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.forges() RETURNS TABLE(name text, kind text, base_url text)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT f.name, f.kind::text, f.base_url FROM tireless.forge f ORDER BY f.name;
+$$;
+
+--
+-- Name: FUNCTION forges(); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.forges() IS 'The registered forges, by name: name, kind and base_url.';
+
+--
+-- Name: give_back(bigint, text, text, uuid); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.give_back(job_id bigint, worker text, note text DEFAULT NULL::text, token uuid DEFAULT NULL::uuid) RETURNS tireless.job
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    job tireless.job;
+    result tireless.job;
+BEGIN
+    PERFORM tireless.check_worker(give_back.worker);
+    IF length(give_back.note) > 10000 THEN
+        RAISE EXCEPTION 'note must be at most 10000 characters, got %', length(give_back.note) USING ERRCODE = 'TL005';
+    END IF;
+    SELECT * INTO job FROM tireless.job j WHERE j.id = give_back.job_id FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'no job with id %', coalesce(give_back.job_id::text, 'null') USING ERRCODE = 'TL001';
+    END IF;
+    PERFORM tireless.check_holder(job, give_back.worker, give_back.token);
+    IF job.cancel_requested_at IS NOT NULL THEN
+        -- A cancel request stands (0007_work_rule): the job ends cancelled instead of running again.
+        UPDATE tireless.job j
+           SET state = 'cancelled', claimed_by = NULL, claim_expires_at = NULL, claim_token = NULL,
+               note = 'issue withdrew its request' || coalesce('; given back: ' || give_back.note, ''),
+               updated_at = now()
+         WHERE j.id = job.id
+        RETURNING j.* INTO result;
+        RETURN result;
+    END IF;
+    -- Not a failure: no backoff, no count for the circuit breaker, no attempt spent of the budget.
+    UPDATE tireless.job j
+       SET state = 'pending',
+           claimed_by = NULL,
+           claim_expires_at = NULL,
+           claim_token = NULL,
+           given_back = j.given_back + 1,
+           available_at = now(),
+           note = 'given back' || coalesce(': ' || give_back.note, ''),
+           updated_at = now()
+     WHERE j.id = job.id
+    RETURNING j.* INTO result;
+    PERFORM tireless.announce_work(job.lane);
+    RETURN result;
+END;
+$$;
+
+--
+-- Name: FUNCTION give_back(job_id bigint, worker text, note text, token uuid); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.give_back(job_id bigint, worker text, note text, token uuid) IS 'The holder returns the job because the runner is stopping (SIGTERM, a deploy), not because the job failed: pending and claimable at once, no backoff, no failure for the circuit breaker, not counted against max_attempts (attempts keeps the claim; given_back counts it). The note starts with "given back". A job whose issue withdrew its request ends cancelled instead. TL004 unless worker (and token, when given) holds the claim.';
+
+--
+-- Name: heartbeat(bigint, text, interval, uuid); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.heartbeat(job_id bigint, worker text, lease interval DEFAULT '00:10:00'::interval, token uuid DEFAULT NULL::uuid) RETURNS text
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    requested timestamptz;
+BEGIN
+    IF NOT (tireless.is_worker_name(heartbeat.worker) AND tireless.is_lease(heartbeat.lease)) THEN
+        PERFORM tireless.check_worker(heartbeat.worker);
+        PERFORM tireless.check_lease(heartbeat.lease);
+    END IF;
+    UPDATE tireless.job j
+       SET claim_expires_at = now() + heartbeat.lease, updated_at = now()
+     WHERE j.id = heartbeat.job_id
+       AND j.state = 'claimed'
+       AND j.claimed_by = heartbeat.worker
+       AND (heartbeat.token IS NULL OR j.claim_token = heartbeat.token)
+    RETURNING j.cancel_requested_at INTO requested;
+    IF FOUND THEN
+        RETURN CASE WHEN requested IS NULL THEN 'held' ELSE 'cancel' END;
+    END IF;
+    IF NOT EXISTS (SELECT FROM tireless.job j WHERE j.id = heartbeat.job_id) THEN
+        RAISE EXCEPTION 'no job with id %', coalesce(heartbeat.job_id::text, 'null') USING ERRCODE = 'TL001';
+    END IF;
+    RETURN 'lost';
+END;
+$$;
+
+--
+-- Name: FUNCTION heartbeat(job_id bigint, worker text, lease interval, token uuid); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.heartbeat(job_id bigint, worker text, lease interval, token uuid) IS 'Renews like renew_claim and answers held, lost (worker, or token when given, no longer holds the claim) or cancel (the issue withdrew its request: the lease is still extended, so the holder can stop its agent and transition the job to cancelled). TL001 for an unknown job.';
+
+--
+-- Name: repo_poll; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.repo_poll (
+    forge text NOT NULL,
+    owner text NOT NULL,
+    repo text NOT NULL,
+    next_poll_at timestamp with time zone DEFAULT now() NOT NULL,
+    backoff_until timestamp with time zone,
+    cursor timestamp with time zone,
+    etag text,
+    reads_since_full integer DEFAULT 0 NOT NULL,
+    consecutive_failures integer DEFAULT 0 NOT NULL,
+    last_error text,
+    last_error_at timestamp with time zone,
+    last_success_at timestamp with time zone,
+    last_poll_at timestamp with time zone,
+    polled_by text,
+    poll_lease_until timestamp with time zone,
+    CONSTRAINT poll_counts_not_negative CHECK (((reads_since_full >= 0) AND (consecutive_failures >= 0))),
+    CONSTRAINT poll_lease_has_holder_and_end CHECK (((polled_by IS NULL) = (poll_lease_until IS NULL)))
+);
+
+--
+-- Name: TABLE repo_poll; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.repo_poll IS 'The poll state of each tracked repository: when it is due, its backoff, its cursor and ETag, its errors, and which poller holds it. Private: claim_repos_to_poll, record_poll and record_poll_failure keep it.';
+
+--
+-- Name: COLUMN repo_poll.backoff_until; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.repo_poll.backoff_until IS 'After a failed read the repository is not read again before this time.';
+
+--
+-- Name: COLUMN repo_poll.cursor; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.repo_poll.cursor IS 'The newest forge updated_at a good read has seen: the next read asks for issues since it.';
+
+--
+-- Name: COLUMN repo_poll.reads_since_full; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.repo_poll.reads_since_full IS 'Good reads since the last full listing; the tenth is a full listing again.';
+
+--
+-- Name: COLUMN repo_poll.polled_by; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.repo_poll.polled_by IS 'The poller that holds the repository''s poll lease, until poll_lease_until.';
+
+--
+-- Name: CONSTRAINT poll_counts_not_negative ON repo_poll; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT poll_counts_not_negative ON tireless.repo_poll IS 'Counts of reads and failures are not negative.';
+
+--
+-- Name: CONSTRAINT poll_lease_has_holder_and_end ON repo_poll; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT poll_lease_has_holder_and_end ON tireless.repo_poll IS 'A poll lease has both a holder and an end, or neither.';
+
+--
+-- Name: held_poll(text, text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.held_poll(forge text, owner text, repo text, poller text) RETURNS tireless.repo_poll
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    poll tireless.repo_poll;
+BEGIN
+    PERFORM tireless.check_repo(held_poll.forge, held_poll.owner, held_poll.repo);
+    PERFORM tireless.check_worker(held_poll.poller);
+    SELECT * INTO poll FROM tireless.repo_poll rp
+     WHERE (rp.forge, rp.owner, rp.repo) = (held_poll.forge, held_poll.owner, held_poll.repo)
+       FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'repository %/%/% is not tracked', held_poll.forge, held_poll.owner, held_poll.repo
+            USING ERRCODE = 'TL008';
+    END IF;
+    IF poll.polled_by IS DISTINCT FROM held_poll.poller THEN
+        RAISE EXCEPTION 'poller % does not hold the poll lease of %/%/%', quote_literal(held_poll.poller),
+            held_poll.forge, held_poll.owner, held_poll.repo
+            USING ERRCODE = 'TL004',
+                  DETAIL = coalesce(format('The lease is held by %L.', poll.polled_by), 'Nobody holds the lease.');
+    END IF;
+    RETURN poll;
+END;
+$$;
+
+--
+-- Name: FUNCTION held_poll(forge text, owner text, repo text, poller text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.held_poll(forge text, owner text, repo text, poller text) IS 'The repository''s poll state, locked, when poller holds its poll lease; TL008 for an untracked repository, TL004 when another poller (or none) holds the lease.';
+
+--
+-- Name: is_forge_timestamp(text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.is_forge_timestamp(value text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE
+    AS $_$
+    SELECT CASE
+        WHEN value !~ '^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d{1,9})?(Z|[+-](0\d|1[0-5])(:?[0-5]\d)?)$'
+            THEN false
+        WHEN left(value, 4) = '0000' THEN false
+        -- The day exists in its month (2026-02-30 does not).
+        ELSE substr(value, 9, 2)::integer
+             <= extract(day FROM make_date(left(value, 4)::integer, substr(value, 6, 2)::integer, 1) + interval '1 month - 1 day')
+    END;
+$_$;
+
+--
+-- Name: FUNCTION is_forge_timestamp(value text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.is_forge_timestamp(value text) IS 'True for an ISO 8601 timestamp with its time zone, as forges write them (2024-05-01T12:00:00Z, 2024-05-01T14:00:00+02:00), naming a real date and time.';
+
+--
+-- Name: is_lane_name(text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.is_lane_name(name text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN (name ~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$'::text);
+
+--
+-- Name: FUNCTION is_lane_name(name text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.is_lane_name(name text) IS 'True when a text can name a lane: 1 to 63 letters, digits, dot, dash or underscore, starting with a letter or digit.';
+
+--
+-- Name: is_lease(interval); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.is_lease(lease interval) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN ((lease IS NOT NULL) AND (lease > '00:00:00'::interval) AND (lease <= '1 day'::interval));
+
+--
+-- Name: FUNCTION is_lease(lease interval); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.is_lease(lease interval) IS 'True when 0 < lease <= 1 day (false for null).';
+
+--
+-- Name: is_terminal(tireless.job_state); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.is_terminal(state tireless.job_state) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN (state = ANY (ARRAY['delivered'::tireless.job_state, 'failed'::tireless.job_state, 'cancelled'::tireless.job_state]));
+
+--
+-- Name: FUNCTION is_terminal(state tireless.job_state); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.is_terminal(state tireless.job_state) IS 'True for the states a job never leaves: delivered, failed, cancelled.';
+
+--
+-- Name: is_worker_name(text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.is_worker_name(worker text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN ((worker IS NOT NULL) AND (btrim(worker) <> ''::text) AND (length(worker) <= 200));
+
+--
+-- Name: FUNCTION is_worker_name(worker text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.is_worker_name(worker text) IS 'True when a text can name a worker: not blank, at most 200 characters (false for null).';
 
 --
 -- Name: issue_problem(jsonb); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
 CREATE FUNCTION tireless.issue_problem(issue jsonb) RETURNS text
-    LANGUAGE sql IMMUTABLE
-    AS $$
+    LANGUAGE sql STABLE
+    AS $_$
+    -- The label limits are labels_problem's (at most 100 labels of 1 to 200 characters), checked
+    -- here on the JSON array with jsonpath, which keeps this one expression.
     SELECT CASE
         WHEN jsonb_typeof(issue) IS DISTINCT FROM 'object' THEN
             format('must be a JSON object, got %s', left(issue::text, 100))
@@ -596,27 +1215,91 @@ CREATE FUNCTION tireless.issue_problem(issue jsonb) RETURNS text
             format('"state" must be "open" or "closed", got %s', left(coalesce(issue -> 'state', 'null')::text, 100))
         WHEN jsonb_typeof(issue -> 'labels') IS DISTINCT FROM 'array' THEN
             format('"labels" must be an array of strings, got %s', left(coalesce(issue -> 'labels', 'null')::text, 100))
-        WHEN EXISTS (SELECT FROM jsonb_array_elements(issue -> 'labels') AS l(label) WHERE jsonb_typeof(l.label) <> 'string') THEN
+        WHEN jsonb_path_exists(issue, '$.labels[*] ? (@.type() != "string")') THEN
             format('"labels" must hold strings, got %s',
-                   (SELECT left(l.label::text, 100) FROM jsonb_array_elements(issue -> 'labels') AS l(label)
-                     WHERE jsonb_typeof(l.label) <> 'string' LIMIT 1))
-        WHEN tireless.labels_problem(ARRAY(SELECT jsonb_array_elements_text(issue -> 'labels'))) IS NOT NULL THEN
-            '"labels" ' || tireless.labels_problem(ARRAY(SELECT jsonb_array_elements_text(issue -> 'labels')))
+                   left(jsonb_path_query_first(issue, '$.labels[*] ? (@.type() != "string")')::text, 100))
+        WHEN jsonb_array_length(issue -> 'labels') > 100 THEN
+            format('"labels" holds %s labels, at most 100 are allowed', jsonb_array_length(issue -> 'labels'))
+        WHEN jsonb_path_exists(issue, '$.labels[*] ? (!(@ like_regex "^.{1,200}$" flag "s"))') THEN
+            format('"labels" must hold labels of 1 to 200 characters, got %s',
+                   quote_literal(left(jsonb_path_query_first(issue, '$.labels[*] ? (!(@ like_regex "^.{1,200}$" flag "s"))') #>> '{}', 220)))
         WHEN jsonb_typeof(issue -> 'title') NOT IN ('string', 'null') OR length(issue ->> 'title') > 1000 THEN
             format('"title" must be a string of at most 1000 characters, got %s', left((issue -> 'title')::text, 100))
+        WHEN jsonb_typeof(issue -> 'url') NOT IN ('string', 'null')
+             OR (jsonb_typeof(issue -> 'url') = 'string'
+                 AND (length(issue ->> 'url') > 2000 OR issue ->> 'url' !~ '^https?://[^[:space:][:cntrl:]]+$')) THEN
+            format('"url" must be an http:// or https:// URL of at most 2000 characters, got %s', left((issue -> 'url')::text, 100))
+        WHEN jsonb_typeof(issue -> 'updated_at') NOT IN ('string', 'null')
+             OR (jsonb_typeof(issue -> 'updated_at') = 'string' AND NOT tireless.is_forge_timestamp(issue ->> 'updated_at')) THEN
+            format('"updated_at" must be an ISO 8601 timestamp with a time zone, got %s', left((issue -> 'updated_at')::text, 100))
         WHEN jsonb_typeof(issue -> 'parent_id') NOT IN ('number', 'null')
              OR (jsonb_typeof(issue -> 'parent_id') = 'number'
                  AND ((issue -> 'parent_id')::numeric NOT BETWEEN 1 AND 9223372036854775807
                       OR (issue -> 'parent_id')::numeric <> trunc((issue -> 'parent_id')::numeric))) THEN
             format('"parent_id" must be a job id, got %s', left((issue -> 'parent_id')::text, 100))
     END;
-$$;
+$_$;
 
 --
 -- Name: FUNCTION issue_problem(issue jsonb); Type: COMMENT; Schema: tireless; Owner: -
 --
 
 COMMENT ON FUNCTION tireless.issue_problem(issue jsonb) IS 'Why one element of an enqueue batch is malformed, or null when it is well formed.';
+
+--
+-- Name: job_event; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.job_event (
+    id bigint NOT NULL,
+    job_id bigint NOT NULL,
+    at timestamp with time zone DEFAULT now() NOT NULL,
+    from_state tireless.job_state,
+    to_state tireless.job_state NOT NULL,
+    worker text,
+    attempt integer NOT NULL,
+    note text,
+    CONSTRAINT event_changes_state CHECK ((from_state IS DISTINCT FROM to_state))
+);
+
+--
+-- Name: TABLE job_event; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.job_event IS 'Append-only history: one row per change of a job''s state (from_state is null when the job is created). worker is the holder the change concerns; attempt is the job''s attempt count after the change.';
+
+--
+-- Name: CONSTRAINT event_changes_state ON job_event; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT event_changes_state ON tireless.job_event IS 'Every event is a change of state.';
+
+--
+-- Name: job_history(bigint); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.job_history(job_id bigint) RETURNS TABLE(event_id bigint, at timestamp with time zone, from_state text, to_state text, worker text, attempt integer, note text, lasted interval)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    BEGIN ATOMIC
+ SELECT e.id,
+     e.at,
+     (e.from_state)::text AS from_state,
+     (e.to_state)::text AS to_state,
+     e.worker,
+     e.attempt,
+     e.note,
+     (lead(e.at) OVER (ORDER BY e.id) - e.at)
+    FROM tireless.job_event e
+   WHERE (e.job_id = job_history.job_id)
+   ORDER BY e.id;
+END;
+
+--
+-- Name: FUNCTION job_history(job_id bigint); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.job_history(job_id bigint) IS 'A job''s timeline: its events in order, each with how long the job stayed in the state it entered (lasted; null for the state it is in now). Empty for an unknown job.';
 
 --
 -- Name: job_kind_for(text[]); Type: FUNCTION; Schema: tireless; Owner: -
@@ -715,23 +1398,241 @@ $$;
 COMMENT ON FUNCTION tireless.lane_hands_out_work(paused boolean, tripped_until timestamp with time zone) IS 'True when a lane with these settings hands out work now: not paused, and its circuit breaker not tripped.';
 
 --
+-- Name: lock_repo_issues(text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.lock_repo_issues(forge text, owner text, repo text) RETURNS void
+    LANGUAGE sql
+    AS $$
+    SELECT pg_advisory_xact_lock(hashtext('tireless.issue'), hashtext(jsonb_build_array(forge, owner, repo)::text));
+$$;
+
+--
+-- Name: FUNCTION lock_repo_issues(forge text, owner text, repo text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.lock_repo_issues(forge text, owner text, repo text) IS 'Takes the transaction''s lock on one repository''s issues (an advisory lock: it writes nothing). enqueue, record_poll and rerun take it, so two of them never judge the same issue at once.';
+
+--
 -- Name: may_cancel_pending(); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
 CREATE FUNCTION tireless.may_cancel_pending() RETURNS boolean
     LANGUAGE sql STABLE
     AS $$
-    -- session_user: inside a SECURITY DEFINER function current_user is the owner, not the caller.
-    SELECT pg_has_role(session_user, 'tireless_admin', 'MEMBER')
-        OR pg_has_role(session_user, n.nspowner, 'MEMBER')
-      FROM pg_namespace n WHERE n.nspname = 'tireless';
+    SELECT pg_has_role(caller.name, 'tireless_admin', 'MEMBER') OR pg_has_role(caller.name, n.nspowner, 'MEMBER')
+      FROM pg_namespace n,
+           (SELECT CASE WHEN current_setting('role') = 'none' THEN session_user
+                        ELSE current_setting('role')::name END AS name) AS caller
+     WHERE n.nspname = 'tireless';
 $$;
 
 --
 -- Name: FUNCTION may_cancel_pending(); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.may_cancel_pending() IS 'True when the session''s user may cancel a pending job: a member of tireless_admin or of the schema''s owner.';
+COMMENT ON FUNCTION tireless.may_cancel_pending() IS 'True when the caller''s effective role (after SET ROLE) may cancel a pending job: a member of tireless_admin or of the schema''s owner.';
+
+--
+-- Name: mirror_issue; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.mirror_issue (
+    forge text NOT NULL,
+    owner text NOT NULL,
+    repo text NOT NULL,
+    number integer NOT NULL,
+    job_id bigint NOT NULL,
+    state tireless.job_state NOT NULL,
+    applied_job_id bigint,
+    applied_state tireless.job_state,
+    applied_at timestamp with time zone,
+    failures integer DEFAULT 0 NOT NULL,
+    next_try_at timestamp with time zone DEFAULT now() NOT NULL,
+    last_error text,
+    last_error_at timestamp with time zone,
+    CONSTRAINT applied_job_and_state_together CHECK (((applied_job_id IS NULL) = (applied_state IS NULL))),
+    CONSTRAINT mirror_failures_not_negative CHECK ((failures >= 0))
+);
+
+--
+-- Name: TABLE mirror_issue; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.mirror_issue IS 'Per issue with jobs: the job and state it should show (its newest job), the job and state the forge last confirmed, and the retries of a failing write. A newer wanted state replaces an older one, so only the latest is ever applied. Private: mirror_writes, record_mirror_write and record_mirror_failure keep it.';
+
+--
+-- Name: COLUMN mirror_issue.job_id; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.mirror_issue.job_id IS 'The issue''s newest job: the one the forge should show.';
+
+--
+-- Name: COLUMN mirror_issue.applied_job_id; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.mirror_issue.applied_job_id IS 'The job whose state the forge last confirmed showing (null: none yet).';
+
+--
+-- Name: COLUMN mirror_issue.next_try_at; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.mirror_issue.next_try_at IS 'A failed write is not tried again before this time.';
+
+--
+-- Name: CONSTRAINT applied_job_and_state_together ON mirror_issue; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT applied_job_and_state_together ON tireless.mirror_issue IS 'What was applied is a job and its state, or nothing.';
+
+--
+-- Name: CONSTRAINT mirror_failures_not_negative ON mirror_issue; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT mirror_failures_not_negative ON tireless.mirror_issue IS 'Failures in a row are not negative.';
+
+--
+-- Name: mirror_issue_row(text, text, text, integer, bigint, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.mirror_issue_row(forge text, owner text, repo text, number integer, job_id bigint, state text) RETURNS tireless.mirror_issue
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    queued tireless.mirror_issue;
+BEGIN
+    PERFORM tireless.parse_state(mirror_issue_row.state);
+    SELECT * INTO queued FROM tireless.mirror_issue mi
+     WHERE (mi.forge, mi.owner, mi.repo, mi.number)
+           = (mirror_issue_row.forge, mirror_issue_row.owner, mirror_issue_row.repo, mirror_issue_row.number)
+       FOR UPDATE;
+    IF NOT FOUND OR queued.job_id < mirror_issue_row.job_id THEN
+        RAISE EXCEPTION 'issue %/%/%#% has no mirror write for job %', mirror_issue_row.forge, mirror_issue_row.owner,
+            mirror_issue_row.repo, mirror_issue_row.number, coalesce(mirror_issue_row.job_id::text, 'null')
+            USING ERRCODE = 'TL005', HINT = 'Record the writes mirror_writes returned.';
+    END IF;
+    RETURN queued;
+END;
+$$;
+
+--
+-- Name: FUNCTION mirror_issue_row(forge text, owner text, repo text, number integer, job_id bigint, state text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.mirror_issue_row(forge text, owner text, repo text, number integer, job_id bigint, state text) IS 'The issue''s mirror row, locked; TL005 when mirror_writes never queued a write for that job.';
+
+--
+-- Name: mirror_labels(); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.mirror_labels(OUT prefix text, OUT mode_labels text[], OUT state_labels text[]) RETURNS record
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT p.label_prefix,
+           ARRAY(SELECT p.label_prefix || '/' || k::text FROM unnest(enum_range(NULL::tireless.job_kind)) AS k),
+           ARRAY(SELECT p.label_prefix || '/state:' || s::text FROM unnest(enum_range(NULL::tireless.job_state)) AS s)
+      FROM tireless.policy p;
+$$;
+
+--
+-- Name: FUNCTION mirror_labels(OUT prefix text, OUT mode_labels text[], OUT state_labels text[]); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.mirror_labels(OUT prefix text, OUT mode_labels text[], OUT state_labels text[]) IS 'The label prefix, its mode labels (<prefix>/discover, ...) and its state labels (<prefix>/state:pending, ...).';
+
+--
+-- Name: mirror_writes(text, text, text, text, integer, interval); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.mirror_writes(forge text, owner text, repo text, poller text, max_writes integer DEFAULT 100, settle interval DEFAULT '00:02:00'::interval) RETURNS TABLE(number integer, job_id bigint, state text, state_label text, drop_labels text[], comment text, comment_marker text)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    mirror tireless.mirror_repo;
+    labels record;
+    newest bigint;
+    settled bigint;
+    tracked_since timestamptz;
+BEGIN
+    IF mirror_writes.max_writes IS NULL OR mirror_writes.max_writes NOT BETWEEN 1 AND 10000 THEN
+        RAISE EXCEPTION 'max_writes must be from 1 to 10000, got %', coalesce(mirror_writes.max_writes::text, 'null')
+            USING ERRCODE = 'TL005';
+    END IF;
+    IF mirror_writes.settle IS NULL OR mirror_writes.settle < interval '0' OR mirror_writes.settle > interval '1 day' THEN
+        RAISE EXCEPTION 'settle must be from 0 to 1 day, got %', coalesce(mirror_writes.settle::text, 'null')
+            USING ERRCODE = 'TL005';
+    END IF;
+    PERFORM tireless.held_poll(mirror_writes.forge, mirror_writes.owner, mirror_writes.repo, mirror_writes.poller);
+    INSERT INTO tireless.mirror_repo (forge, owner, repo)
+    VALUES (mirror_writes.forge, mirror_writes.owner, mirror_writes.repo)
+    ON CONFLICT DO NOTHING;
+    SELECT * INTO mirror FROM tireless.mirror_repo m
+     WHERE (m.forge, m.owner, m.repo) = (mirror_writes.forge, mirror_writes.owner, mirror_writes.repo)
+       FOR UPDATE;
+    SELECT t.tracked_at INTO tracked_since FROM tireless.tracked_repo t
+     WHERE (t.forge, t.owner, t.repo) = (mirror.forge, mirror.owner, mirror.repo);
+
+    -- Every issue whose jobs changed since the cursor now wants its newest job's current state; an
+    -- older wanted state is replaced (job ids of one issue grow: a new job starts after the last ended).
+    WITH touched AS (
+        SELECT j.number, max(j.id) AS job_id
+          FROM tireless.job_event e
+          JOIN tireless.job j ON j.id = e.job_id
+         WHERE e.id > mirror.event_cursor
+           AND (j.forge, j.owner, j.repo) = (mirror_writes.forge, mirror_writes.owner, mirror_writes.repo)
+           -- A repository tracked again does not mirror what happened before: no comment on old issues.
+           AND e.at >= tracked_since
+         GROUP BY j.number
+    )
+    INSERT INTO tireless.mirror_issue AS mi (forge, owner, repo, number, job_id, state)
+    SELECT mirror_writes.forge, mirror_writes.owner, mirror_writes.repo, t.number, j.id, j.state
+      FROM touched t
+      JOIN tireless.job j ON j.id = t.job_id
+    ON CONFLICT ON CONSTRAINT mirror_issue_pkey DO UPDATE
+       SET job_id = excluded.job_id, state = excluded.state, failures = 0, next_try_at = now()
+     WHERE excluded.job_id > mi.job_id OR (excluded.job_id = mi.job_id AND excluded.state <> mi.state);
+
+    -- The cursor passes only events older than the settle time: a transaction that commits later
+    -- than an event with a greater id is still read by the next scan. Reading an event again is harmless.
+    SELECT max(e.id), max(e.id) FILTER (WHERE e.at < now() - mirror_writes.settle) INTO newest, settled
+      FROM tireless.job_event e WHERE e.id > mirror.event_cursor;
+    UPDATE tireless.mirror_repo m
+       SET event_cursor = greatest(m.event_cursor, coalesce(settled, m.event_cursor)),
+           scanned_to = greatest(m.scanned_to, coalesce(newest, m.scanned_to))
+     WHERE (m.forge, m.owner, m.repo) = (mirror.forge, mirror.owner, mirror.repo);
+
+    -- A job pruned before the forge showed it leaves nothing to show.
+    UPDATE tireless.mirror_issue mi SET applied_job_id = mi.job_id, applied_state = mi.state, applied_at = now()
+     WHERE (mi.forge, mi.owner, mi.repo) = (mirror.forge, mirror.owner, mirror.repo)
+       AND (mi.applied_job_id, mi.applied_state) IS DISTINCT FROM (mi.job_id, mi.state)
+       AND NOT EXISTS (SELECT FROM tireless.job j WHERE j.id = mi.job_id);
+
+    SELECT * INTO labels FROM tireless.mirror_labels();
+    RETURN QUERY
+    SELECT mi.number, mi.job_id, mi.state::text,
+           labels.prefix || '/state:' || mi.state::text,
+           ARRAY(SELECT l FROM unnest(labels.state_labels) AS l WHERE l <> labels.prefix || '/state:' || mi.state::text)
+           || CASE WHEN tireless.is_terminal(mi.state) THEN labels.mode_labels ELSE '{}' END,
+           CASE WHEN tireless.is_terminal(mi.state) AND p.mirror_comments
+                THEN tireless.finished_job_comment(j) || E'\n\n' || format('<!-- tireless:job:%s -->', j.id) END,
+           format('<!-- tireless:job:%s -->', j.id)
+      FROM tireless.mirror_issue mi
+      JOIN tireless.job j ON j.id = mi.job_id
+     CROSS JOIN tireless.policy p
+     WHERE (mi.forge, mi.owner, mi.repo) = (mirror.forge, mirror.owner, mirror.repo)
+       AND (mi.applied_job_id, mi.applied_state) IS DISTINCT FROM (mi.job_id, mi.state)
+       AND mi.next_try_at <= now()
+     ORDER BY mi.next_try_at, mi.number
+     LIMIT mirror_writes.max_writes;
+END;
+$$;
+
+--
+-- Name: FUNCTION mirror_writes(forge text, owner text, repo text, poller text, max_writes integer, settle interval); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.mirror_writes(forge text, owner text, repo text, poller text, max_writes integer, settle interval) IS 'For a poller holding the repository''s poll lease: reads the job history since the repository''s cursor (each changed issue now wants its newest job''s state, replacing any older wanted state) and returns the writes due (at most max_writes): per issue its job and state, the state label to show, the labels to take off (the other state labels, and the mode labels once the job ended) and, for a finished job when the policy comments, the comment with its marker. The cursor passes only events older than settle. TL004 without the lease.';
 
 --
 -- Name: parse_kind(text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -852,6 +1753,115 @@ $$;
 COMMENT ON FUNCTION tireless.pause_lane(lane text) IS 'claim_next hands out nothing from the lane until resume_lane; claims already held run on. Returns the lane.';
 
 --
+-- Name: poll_soon(text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.poll_soon(forge text, owner text, repo text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM tireless.check_repo(poll_soon.forge, poll_soon.owner, poll_soon.repo);
+    UPDATE tireless.repo_poll rp SET next_poll_at = now()
+     WHERE (rp.forge, rp.owner, rp.repo) = (poll_soon.forge, poll_soon.owner, poll_soon.repo)
+       AND rp.next_poll_at > now();
+    RETURN EXISTS (SELECT FROM tireless.repo_poll rp
+                    WHERE (rp.forge, rp.owner, rp.repo) = (poll_soon.forge, poll_soon.owner, poll_soon.repo)
+                      AND (rp.backoff_until IS NULL OR rp.backoff_until <= now()));
+END;
+$$;
+
+--
+-- Name: FUNCTION poll_soon(forge text, owner text, repo text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.poll_soon(forge text, owner text, repo text) IS 'Makes a tracked repository due now (a webhook saw a change); a backoff still holds. True when it is due now, false when it is not tracked or is backing off.';
+
+--
+-- Name: prune(interval, integer); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.prune(older_than interval, max_jobs integer DEFAULT NULL::integer) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    cutoff timestamptz;
+    batch bigint[];
+    deleted bigint := 0;
+    batch_size CONSTANT integer := 1000;
+BEGIN
+    IF prune.older_than IS NULL OR prune.older_than < interval '0' THEN
+        RAISE EXCEPTION 'older_than must be an interval of 0 or more, got %', coalesce(prune.older_than::text, 'null')
+            USING ERRCODE = 'TL005', HINT = 'prune(older_than => ''90 days'') deletes terminal jobs unchanged for 90 days.';
+    END IF;
+    IF prune.max_jobs IS NOT NULL AND prune.max_jobs <= 0 THEN
+        RAISE EXCEPTION 'max_jobs must be positive or null, got %', prune.max_jobs USING ERRCODE = 'TL005';
+    END IF;
+    cutoff := now() - prune.older_than;
+    PERFORM set_config('tireless.pruning', 'on', true);
+    LOOP
+        -- Leaves first: a job that another job names as parent waits until that child is gone, so
+        -- a live job's parent (and its parent) is never deleted. Only terminal rows are locked,
+        -- rows no claim, renewal or finish ever touches; SKIP LOCKED passes over a parent that a
+        -- new child's foreign key check holds.
+        SELECT array_agg(b.id) INTO batch
+          FROM (SELECT j.id FROM tireless.job j
+                 WHERE j.state IN ('delivered', 'failed', 'cancelled') AND j.updated_at < cutoff
+                   AND NOT EXISTS (SELECT FROM tireless.job c WHERE c.parent_id = j.id)
+                 ORDER BY j.updated_at
+                 LIMIT least(batch_size, prune.max_jobs - deleted)
+                   FOR UPDATE SKIP LOCKED) AS b;
+        EXIT WHEN batch IS NULL;
+        DELETE FROM tireless.job_event e WHERE e.job_id = ANY (batch);
+        DELETE FROM tireless.job j WHERE j.id = ANY (batch);
+        deleted := deleted + cardinality(batch);
+    END LOOP;
+    PERFORM set_config('tireless.pruning', 'off', true);
+    RETURN deleted;
+END;
+$$;
+
+--
+-- Name: FUNCTION prune(older_than interval, max_jobs integer); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.prune(older_than interval, max_jobs integer) IS '(admin) Deletes terminal jobs last changed before now() - older_than, with their history, in batches of 1000; never a live job, never a job that a remaining job names as parent. max_jobs (null: no limit) bounds one call, so a caller can keep each transaction short. Returns how many jobs it deleted.';
+
+--
+-- Name: record_forge_trouble(text, text, timestamp with time zone); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.record_forge_trouble(name text, error text, until timestamp with time zone) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    IF record_forge_trouble.error IS NOT NULL AND record_forge_trouble.until IS NULL THEN
+        RAISE EXCEPTION 'until must say when to ask the forge % again, got null', quote_literal(record_forge_trouble.name)
+            USING ERRCODE = 'TL005';
+    END IF;
+    IF NOT EXISTS (SELECT FROM tireless.forge f WHERE f.name = record_forge_trouble.name) THEN
+        RAISE EXCEPTION 'forge % is not registered', coalesce(quote_literal(left(record_forge_trouble.name, 120)), 'null')
+            USING ERRCODE = 'TL008', HINT = 'Register it with tireless.add_forge.';
+    END IF;
+    UPDATE tireless.forge f
+       SET limited_until = CASE WHEN record_forge_trouble.error IS NOT NULL THEN record_forge_trouble.until END,
+           last_error = left(btrim(record_forge_trouble.error, E' \t\r\n'), 2000)
+     WHERE f.name = record_forge_trouble.name
+       AND (f.limited_until, f.last_error) IS DISTINCT FROM
+           (CASE WHEN record_forge_trouble.error IS NOT NULL THEN record_forge_trouble.until END,
+            left(btrim(record_forge_trouble.error, E' \t\r\n'), 2000));
+END;
+$$;
+
+--
+-- Name: FUNCTION record_forge_trouble(name text, error text, until timestamp with time zone); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.record_forge_trouble(name text, error text, until timestamp with time zone) IS 'A rate limit or an auth failure: no repository of the forge is read before until, and error says why; a null error clears the stop. TL008 for a forge that is not registered.';
+
+--
 -- Name: record_job_event(); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -907,6 +1917,241 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.record_lane_outcome(lane text, succeeded boolean) IS 'Circuit breaker bookkeeping: a success closes the lane''s breaker; a failure counts, and the threshold-th consecutive one trips the lane for the cool-down.';
+
+--
+-- Name: record_mirror_failure(text, text, text, text, integer, bigint, text, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.record_mirror_failure(forge text, owner text, repo text, poller text, number integer, job_id bigint, state text, error text) RETURNS timestamp with time zone
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    queued tireless.mirror_issue;
+    until timestamptz;
+BEGIN
+    IF record_mirror_failure.error IS NULL OR btrim(record_mirror_failure.error) = '' THEN
+        RAISE EXCEPTION 'error must say what failed, got %', coalesce(quote_literal(record_mirror_failure.error), 'null')
+            USING ERRCODE = 'TL005';
+    END IF;
+    PERFORM tireless.held_poll(record_mirror_failure.forge, record_mirror_failure.owner, record_mirror_failure.repo,
+                               record_mirror_failure.poller);
+    queued := tireless.mirror_issue_row(record_mirror_failure.forge, record_mirror_failure.owner, record_mirror_failure.repo,
+                                     record_mirror_failure.number, record_mirror_failure.job_id, record_mirror_failure.state);
+    -- 15 s doubling per failure in a row, capped at an hour, jittered to between half and all of it.
+    until := now() + least(interval '1 hour', interval '15 seconds' * (2::float8 ^ least(queued.failures, 20)))
+                     * (0.5 + random() / 2);
+    UPDATE tireless.mirror_issue mi
+       SET failures = mi.failures + 1, next_try_at = until,
+           last_error = left(btrim(record_mirror_failure.error), 2000), last_error_at = now()
+     WHERE (mi.forge, mi.owner, mi.repo, mi.number) = (queued.forge, queued.owner, queued.repo, queued.number);
+    RETURN until;
+END;
+$$;
+
+--
+-- Name: FUNCTION record_mirror_failure(forge text, owner text, repo text, poller text, number integer, job_id bigint, state text, error text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.record_mirror_failure(forge text, owner text, repo text, poller text, number integer, job_id bigint, state text, error text) IS 'A mirror write to one issue failed: counts it, records the error (trimmed to 2000 characters) and backs that issue off exponentially with jitter; returns when it is tried again. Other issues and the polls go on. TL004 without the poll lease, TL005 for a write never queued.';
+
+--
+-- Name: record_mirror_write(text, text, text, text, integer, bigint, text, jsonb); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.record_mirror_write(forge text, owner text, repo text, poller text, number integer, job_id bigint, state text, issue jsonb DEFAULT NULL::jsonb) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    queued tireless.mirror_issue;
+    withdrawn boolean;
+BEGIN
+    PERFORM tireless.held_poll(record_mirror_write.forge, record_mirror_write.owner, record_mirror_write.repo,
+                               record_mirror_write.poller);
+    queued := tireless.mirror_issue_row(record_mirror_write.forge, record_mirror_write.owner, record_mirror_write.repo,
+                                     record_mirror_write.number, record_mirror_write.job_id, record_mirror_write.state);
+    IF record_mirror_write.issue IS NOT NULL THEN
+        PERFORM tireless.check_issue_batch(jsonb_build_array(record_mirror_write.issue));
+        IF (record_mirror_write.issue ->> 'forge', record_mirror_write.issue ->> 'owner', record_mirror_write.issue ->> 'repo',
+            (record_mirror_write.issue ->> 'number')::integer)
+           IS DISTINCT FROM (record_mirror_write.forge, record_mirror_write.owner, record_mirror_write.repo, record_mirror_write.number) THEN
+            RAISE EXCEPTION 'malformed issue: it is not %/%/%#%', record_mirror_write.forge, record_mirror_write.owner,
+                record_mirror_write.repo, record_mirror_write.number USING ERRCODE = 'TL006';
+        END IF;
+    END IF;
+    -- What the forge confirmed (an older job or state than wanted leaves the newer one due).
+    UPDATE tireless.mirror_issue mi
+       SET applied_job_id = record_mirror_write.job_id, applied_state = record_mirror_write.state::tireless.job_state,
+           applied_at = now(), failures = 0, next_try_at = now(), last_error = NULL, last_error_at = NULL
+     WHERE (mi.forge, mi.owner, mi.repo, mi.number) = (queued.forge, queued.owner, queued.repo, queued.number);
+
+    -- A finished job's mode labels are off the issue: its request is withdrawn. The store records it
+    -- now, so the next poll sees no change (no job), and a human who adds a mode label again asks again.
+    withdrawn := tireless.is_terminal(record_mirror_write.state::tireless.job_state)
+                 AND NOT EXISTS (SELECT FROM tireless.job j
+                                  WHERE (j.forge, j.owner, j.repo, j.number) = (queued.forge, queued.owner, queued.repo, queued.number)
+                                    AND j.state IN ('pending', 'claimed'));
+    IF withdrawn THEN
+        PERFORM tireless.lock_repo_issues(queued.forge, queued.owner, queued.repo);
+        UPDATE tireless.issue s
+           SET labels = ARRAY(SELECT l FROM unnest(s.labels) AS l WHERE NOT l = ANY ((tireless.mirror_labels()).mode_labels)),
+               asks_since = NULL, answered = false, changed_at = now()
+         WHERE (s.forge, s.owner, s.repo, s.number) = (queued.forge, queued.owner, queued.repo, queued.number);
+        -- The issue as the forge shows it after the writes: judged by the work rule like a poll.
+        IF record_mirror_write.issue IS NOT NULL THEN
+            PERFORM tireless.apply_work_rule(jsonb_build_array(record_mirror_write.issue));
+        END IF;
+    END IF;
+    RETURN withdrawn;
+END;
+$$;
+
+--
+-- Name: FUNCTION record_mirror_write(forge text, owner text, repo text, poller text, number integer, job_id bigint, state text, issue jsonb); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.record_mirror_write(forge text, owner text, repo text, poller text, number integer, job_id bigint, state text, issue jsonb) IS 'The forge confirmed the issue shows job_id in state: recorded as applied, its error cleared. For a finished job with no live successor the request is recorded as withdrawn (mode labels off, no longer asking) and issue, the forge''s issue after the writes (enqueue''s format), is judged by the work rule as a poll would; returns whether it recorded a withdrawal. TL004 without the poll lease, TL005 for a write never queued.';
+
+--
+-- Name: record_poll(text, text, text, text, jsonb, timestamp with time zone, text, boolean, integer[], interval); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.record_poll(forge text, owner text, repo text, poller text, issues jsonb, cursor timestamp with time zone, etag text, full_listing boolean, deleted integer[] DEFAULT '{}'::integer[], next_poll_in interval DEFAULT '00:00:00'::interval, OUT created integer, OUT cancelled integer, OUT rerouted integer, OUT seen integer) RETURNS record
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    outcome record;
+    bad record;
+    gone integer;
+BEGIN
+    IF record_poll.full_listing IS NULL THEN
+        RAISE EXCEPTION 'full_listing must be true or false, got null' USING ERRCODE = 'TL005';
+    END IF;
+    IF record_poll.next_poll_in IS NULL OR record_poll.next_poll_in < interval '0' OR record_poll.next_poll_in > interval '1 day' THEN
+        RAISE EXCEPTION 'next_poll_in must be from 0 to 1 day, got %', coalesce(record_poll.next_poll_in::text, 'null')
+            USING ERRCODE = 'TL005';
+    END IF;
+    IF length(record_poll.etag) > 1000 THEN
+        RAISE EXCEPTION 'etag must be at most 1000 characters, got %', length(record_poll.etag) USING ERRCODE = 'TL005';
+    END IF;
+    IF record_poll.deleted IS NULL OR cardinality(record_poll.deleted) > 50000
+       OR EXISTS (SELECT FROM unnest(record_poll.deleted) AS d(number) WHERE d.number IS NULL OR d.number < 1) THEN
+        RAISE EXCEPTION 'deleted must be an array of at most 50000 positive issue numbers, got %',
+            coalesce(left(record_poll.deleted::text, 100), 'null') USING ERRCODE = 'TL005';
+    END IF;
+    PERFORM tireless.held_poll(record_poll.forge, record_poll.owner, record_poll.repo, record_poll.poller);
+    PERFORM tireless.check_issue_batch(record_poll.issues);
+    SELECT e.position - 1 AS position, e.issue ->> 'forge' AS forge, e.issue ->> 'owner' AS owner, e.issue ->> 'repo' AS repo
+      INTO bad
+      FROM jsonb_array_elements(record_poll.issues) WITH ORDINALITY AS e(issue, position)
+     WHERE (e.issue ->> 'forge', e.issue ->> 'owner', e.issue ->> 'repo')
+           IS DISTINCT FROM (record_poll.forge, record_poll.owner, record_poll.repo)
+     ORDER BY e.position
+     LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'malformed issue at index %: it is of %/%/%, not of the polled repository %/%/%',
+            bad.position, bad.forge, bad.owner, bad.repo, record_poll.forge, record_poll.owner, record_poll.repo
+            USING ERRCODE = 'TL006';
+    END IF;
+
+    PERFORM tireless.lock_repo_issues(record_poll.forge, record_poll.owner, record_poll.repo);
+    SELECT * INTO outcome FROM tireless.apply_work_rule(record_poll.issues);
+
+    -- A deleted issue withdraws its request: its pending job is cancelled, its claimed job asked to stop.
+    WITH gone_issues AS (
+        SELECT DISTINCT d.number FROM unnest(record_poll.deleted) AS d(number)
+    ), forgotten AS (
+        UPDATE tireless.issue s SET state = 'closed', asks_since = NULL, changed_at = now()
+          FROM gone_issues g
+         WHERE (s.forge, s.owner, s.repo, s.number) = (record_poll.forge, record_poll.owner, record_poll.repo, g.number)
+           AND (s.state <> 'closed' OR s.asks_since IS NOT NULL)
+    ), ended AS (
+        UPDATE tireless.job j
+           SET state = CASE WHEN j.state = 'pending' THEN 'cancelled' ELSE j.state END::tireless.job_state,
+               note = CASE WHEN j.state = 'pending' THEN 'issue deleted' ELSE j.note END,
+               cancel_requested_at = CASE WHEN j.state = 'claimed' THEN now() END,
+               updated_at = now()
+          FROM gone_issues g
+         WHERE (j.forge, j.owner, j.repo, j.number) = (record_poll.forge, record_poll.owner, record_poll.repo, g.number)
+           AND (j.state = 'pending' OR (j.state = 'claimed' AND j.cancel_requested_at IS NULL))
+        RETURNING j.id
+    )
+    SELECT count(*) INTO gone FROM ended;
+
+    UPDATE tireless.repo_poll rp
+       SET cursor = greatest(rp.cursor, record_poll.cursor),
+           etag = record_poll.etag,
+           reads_since_full = CASE WHEN record_poll.full_listing THEN 0 ELSE rp.reads_since_full + 1 END,
+           consecutive_failures = 0,
+           last_error = NULL,
+           backoff_until = NULL,
+           last_success_at = now(),
+           last_poll_at = now(),
+           next_poll_at = now() + record_poll.next_poll_in,
+           polled_by = NULL,
+           poll_lease_until = NULL
+     WHERE (rp.forge, rp.owner, rp.repo) = (record_poll.forge, record_poll.owner, record_poll.repo);
+
+    record_poll.created := outcome.created;
+    record_poll.cancelled := outcome.cancelled + gone;
+    record_poll.rerouted := outcome.rerouted;
+    record_poll.seen := outcome.seen;
+END;
+$$;
+
+--
+-- Name: FUNCTION record_poll(forge text, owner text, repo text, poller text, issues jsonb, cursor timestamp with time zone, etag text, full_listing boolean, deleted integer[], next_poll_in interval, OUT created integer, OUT cancelled integer, OUT rerouted integer, OUT seen integer); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.record_poll(forge text, owner text, repo text, poller text, issues jsonb, cursor timestamp with time zone, etag text, full_listing boolean, deleted integer[], next_poll_in interval, OUT created integer, OUT cancelled integer, OUT rerouted integer, OUT seen integer) IS 'What a poller read of one repository, in one transaction: the work rule applied to issues (enqueue''s format and checks; every issue of this repository), the live jobs of deleted issue numbers cancelled (note issue deleted), the cursor (never moved back) and ETag stored, the error cleared, the next poll in next_poll_in, the lease released. Returns created, cancelled, rerouted and seen. TL004 when poller does not hold the repository''s poll lease, TL008 when it is not tracked.';
+
+--
+-- Name: record_poll_failure(text, text, text, text, text, interval); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.record_poll_failure(forge text, owner text, repo text, poller text, error text, retry_after interval DEFAULT NULL::interval) RETURNS timestamp with time zone
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    poll tireless.repo_poll;
+    delay interval;
+    until timestamptz;
+BEGIN
+    IF record_poll_failure.error IS NULL OR btrim(record_poll_failure.error, E' \t\r\n') = '' THEN
+        RAISE EXCEPTION 'error must say what failed, got %', coalesce(quote_literal(record_poll_failure.error), 'null')
+            USING ERRCODE = 'TL005';
+    END IF;
+    IF record_poll_failure.retry_after < interval '0' THEN
+        RAISE EXCEPTION 'retry_after must not be negative, got %', record_poll_failure.retry_after USING ERRCODE = 'TL005';
+    END IF;
+    poll := tireless.held_poll(record_poll_failure.forge, record_poll_failure.owner, record_poll_failure.repo,
+                               record_poll_failure.poller);
+    -- 15 s doubling per consecutive failure, capped at an hour; jitter takes it to between half and all of that.
+    delay := least(interval '1 hour', interval '15 seconds' * (2::float8 ^ least(poll.consecutive_failures, 20)))
+             * (0.5 + random() / 2);
+    until := now() + greatest(delay, coalesce(record_poll_failure.retry_after, interval '0'));
+    UPDATE tireless.repo_poll rp
+       SET consecutive_failures = rp.consecutive_failures + 1,
+           last_error = left(btrim(record_poll_failure.error, E' \t\r\n'), 2000),
+           last_error_at = now(),
+           last_poll_at = now(),
+           backoff_until = until,
+           next_poll_at = greatest(rp.next_poll_at, until),
+           polled_by = NULL,
+           poll_lease_until = NULL
+     WHERE (rp.forge, rp.owner, rp.repo) = (poll.forge, poll.owner, poll.repo);
+    RETURN until;
+END;
+$$;
+
+--
+-- Name: FUNCTION record_poll_failure(forge text, owner text, repo text, poller text, error text, retry_after interval); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.record_poll_failure(forge text, owner text, repo text, poller text, error text, retry_after interval) IS 'A failed read of a repository whose poll lease poller holds: keeps the cursor, counts the failure, records the error (trimmed to 2000 characters), backs off exponentially with jitter (at least retry_after), releases the lease; returns the end of the backoff. TL004 without the lease, TL008 for an untracked repository.';
 
 --
 -- Name: refresh_lane(text, text, text, integer, text[]); Type: FUNCTION; Schema: tireless; Owner: -
@@ -994,8 +2239,11 @@ CREATE FUNCTION tireless.refuse_history_rewrite() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 BEGIN
+    IF TG_OP = 'DELETE' AND current_setting('tireless.pruning', true) = 'on' THEN
+        RETURN OLD;
+    END IF;
     RAISE EXCEPTION 'tireless.job_event is append-only: % refused', TG_OP
-        USING ERRCODE = 'TL007';
+        USING ERRCODE = 'TL007', HINT = 'History leaves only with its job, through tireless.prune.';
 END;
 $$;
 
@@ -1003,7 +2251,27 @@ $$;
 -- Name: FUNCTION refuse_history_rewrite(); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.refuse_history_rewrite() IS 'Trigger: refuses UPDATE, DELETE and TRUNCATE of tireless.job_event (SQLSTATE TL007).';
+COMMENT ON FUNCTION tireless.refuse_history_rewrite() IS 'Trigger: refuses UPDATE, DELETE and TRUNCATE of tireless.job_event (SQLSTATE TL007), except the DELETEs of tireless.prune.';
+
+--
+-- Name: remove_forge(text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.remove_forge(name text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    DELETE FROM tireless.forge f WHERE f.name = remove_forge.name;
+    RETURN FOUND;
+END;
+$$;
+
+--
+-- Name: FUNCTION remove_forge(name text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.remove_forge(name text) IS 'Removes a forge from the registry (its repositories stay tracked, unread until it is added again); true when it removed one.';
 
 --
 -- Name: renew_claim(bigint, text, interval, uuid); Type: FUNCTION; Schema: tireless; Owner: -
@@ -1014,8 +2282,10 @@ CREATE FUNCTION tireless.renew_claim(job_id bigint, worker text, lease interval 
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 BEGIN
-    PERFORM tireless.check_worker(renew_claim.worker);
-    PERFORM tireless.check_lease(renew_claim.lease);
+    IF NOT (tireless.is_worker_name(renew_claim.worker) AND tireless.is_lease(renew_claim.lease)) THEN
+        PERFORM tireless.check_worker(renew_claim.worker);
+        PERFORM tireless.check_lease(renew_claim.lease);
+    END IF;
     UPDATE tireless.job j
        SET claim_expires_at = now() + renew_claim.lease, updated_at = now()
      WHERE j.id = renew_claim.job_id
@@ -1037,6 +2307,57 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.renew_claim(job_id bigint, worker text, lease interval, token uuid) IS 'Extends the lease to now() + lease while worker (and token, when given) holds the claim; false when the claim was lost. TL001 for an unknown job.';
+
+--
+-- Name: rerun(text, text, text, integer); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.rerun(forge text, owner text, repo text, number integer) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    live bigint;
+    seen tireless.issue;
+    job_kind text;
+    job tireless.job;
+BEGIN
+    IF rerun.number IS NULL OR rerun.number < 1 THEN
+        RAISE EXCEPTION 'number must be a positive issue number, got %', coalesce(rerun.number::text, 'null')
+            USING ERRCODE = 'TL005';
+    END IF;
+    PERFORM tireless.check_tracked(rerun.forge, rerun.owner, rerun.repo);
+    PERFORM tireless.lock_repo_issues(rerun.forge, rerun.owner, rerun.repo);
+    SELECT j.id INTO live FROM tireless.job j
+     WHERE (j.forge, j.owner, j.repo, j.number) = (rerun.forge, rerun.owner, rerun.repo, rerun.number)
+       AND j.state IN ('pending', 'claimed');
+    IF FOUND THEN
+        RAISE EXCEPTION 'issue %/%/%#% already has live job %', rerun.forge, rerun.owner, rerun.repo, rerun.number, live
+            USING ERRCODE = '23505', CONSTRAINT = 'one_live_job_per_issue',
+                  HINT = 'A rerun waits until the live job has ended.';
+    END IF;
+    SELECT * INTO seen FROM tireless.issue s
+     WHERE (s.forge, s.owner, s.repo, s.number) = (rerun.forge, rerun.owner, rerun.repo, rerun.number);
+    job_kind := coalesce(tireless.job_kind_for(seen.labels), 'implement');
+    INSERT INTO tireless.job (forge, owner, repo, number, title, labels, kind, lane, note)
+    VALUES (rerun.forge, rerun.owner, rerun.repo, rerun.number, seen.title, coalesce(seen.labels, '{}'),
+            job_kind::tireless.job_kind, tireless.lane_for(job_kind, coalesce(seen.labels, '{}')),
+            format('rerun by %s', session_user))
+    RETURNING * INTO job;
+    -- The issue's current request has had its job: a poll that shows it unchanged makes no other.
+    UPDATE tireless.issue s SET answered = true, changed_at = now()
+     WHERE (s.forge, s.owner, s.repo, s.number) = (rerun.forge, rerun.owner, rerun.repo, rerun.number)
+       AND NOT s.answered;
+    PERFORM tireless.announce_work(job.lane);
+    RETURN job.id;
+END;
+$$;
+
+--
+-- Name: FUNCTION rerun(forge text, owner text, repo text, number integer); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.rerun(forge text, owner text, repo text, number integer) IS '(admin) A new pending job for an issue of a tracked repository that has no live job, whatever its labels say now: its kind from the labels last seen, else implement. Returns its id. TL008 when the repository is not tracked; 23505 (one_live_job_per_issue) when a live job exists.';
 
 --
 -- Name: reset_lane_breaker(text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -1107,6 +2428,81 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.retry_delay(attempts integer) IS 'Backoff before a job that has had this many attempts may be claimed again: base * 2^(attempts-1), capped.';
+
+--
+-- Name: roll_up_history(); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.roll_up_history() RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    state     tireless.history_rollup;
+    newest    bigint;
+    horizon   xid8;
+    oldest    xid8;
+    target    bigint;
+    counted   bigint;
+BEGIN
+    -- One rollup at a time; a second caller leaves it to the first. An advisory lock takes no
+    -- transaction id, so the horizons below are not held back by this transaction itself.
+    IF NOT pg_catalog.pg_try_advisory_xact_lock(pg_catalog.hashtext('tireless.roll_up_history')) THEN
+        RETURN 0;
+    END IF;
+    SELECT r.* INTO state FROM tireless.history_rollup r;
+    -- Each statement takes a new snapshot: every event id up to newest was drawn by a transaction
+    -- that already had its transaction id, so one older than horizon.
+    SELECT CASE WHEN s.is_called THEN s.last_value ELSE 0 END INTO newest FROM tireless.job_event_id_seq s;
+    horizon := pg_catalog.pg_snapshot_xmax(pg_catalog.pg_current_snapshot());
+    oldest := pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot());
+    IF oldest >= horizon THEN
+        -- Every transaction that could hold an event up to newest has ended: count them all now.
+        target := newest;
+        state.waiting_to := NULL;
+        state.waiting_until := NULL;
+    ELSIF state.waiting_to IS NOT NULL AND oldest >= state.waiting_until THEN
+        target := state.waiting_to;
+        state.waiting_to := newest;
+        state.waiting_until := horizon;
+    ELSE
+        -- A transaction older than the stop is still open: count nothing yet, keep the stop.
+        target := state.counted_to;
+        IF state.waiting_to IS NULL THEN
+            state.waiting_to := newest;
+            state.waiting_until := horizon;
+        END IF;
+    END IF;
+
+    WITH finished AS (
+        SELECT date_trunc('hour', e.at) AS hour, j.lane, e.to_state AS outcome
+          FROM tireless.job_event e
+          JOIN tireless.job j ON j.id = e.job_id
+         WHERE e.id > state.counted_to AND e.id <= target AND tireless.is_terminal(e.to_state)
+    ), per_lane AS (
+        INSERT INTO tireless.finished_count AS c (lane, outcome, jobs)
+        SELECT f.lane, f.outcome, count(*) FROM finished f GROUP BY f.lane, f.outcome
+        ON CONFLICT (lane, outcome) DO UPDATE SET jobs = c.jobs + excluded.jobs
+    ), per_hour AS (
+        INSERT INTO tireless.finished_hourly AS h (hour, lane, outcome, jobs)
+        SELECT f.hour, f.lane, f.outcome, count(*) FROM finished f GROUP BY f.hour, f.lane, f.outcome
+        ON CONFLICT (hour, lane, outcome) DO UPDATE SET jobs = h.jobs + excluded.jobs
+    )
+    SELECT count(*) INTO counted FROM finished;
+
+    DELETE FROM tireless.finished_hourly h WHERE h.hour < now() - interval '8 days';
+    UPDATE tireless.history_rollup r
+       SET counted_to = greatest(state.counted_to, target),
+           waiting_to = state.waiting_to, waiting_until = state.waiting_until;
+    RETURN counted;
+END;
+$$;
+
+--
+-- Name: FUNCTION roll_up_history(); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.roll_up_history() IS 'Counts the finished jobs of the history written since the last call into tireless.finished_jobs and tireless.finished_jobs_by_hour; returns how many it added. Reads only new events; an event of a transaction still open is counted by a later call. Returns 0 at once while another call is rolling up.';
 
 --
 -- Name: kind_policy; Type: TABLE; Schema: tireless; Owner: -
@@ -1201,6 +2597,29 @@ $$;
 COMMENT ON FUNCTION tireless.set_lane_capacity(lane text, capacity integer) IS 'At most capacity claimed jobs in the lane at once (null: unlimited; 0 holds the lane''s work back). Returns the lane.';
 
 --
+-- Name: set_mirror_comments(boolean); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.set_mirror_comments(enabled boolean) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    IF set_mirror_comments.enabled IS NULL THEN
+        RAISE EXCEPTION 'enabled must be true or false, got null' USING ERRCODE = 'TL005';
+    END IF;
+    UPDATE tireless.policy p SET mirror_comments = set_mirror_comments.enabled;
+    RETURN set_mirror_comments.enabled;
+END;
+$$;
+
+--
+-- Name: FUNCTION set_mirror_comments(enabled boolean); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.set_mirror_comments(enabled boolean) IS '(admin) Turns the mirror''s comment on finished jobs on or off (the state labels stay); returns the setting.';
+
+--
 -- Name: policy; Type: TABLE; Schema: tireless; Owner: -
 --
 
@@ -1211,6 +2630,7 @@ CREATE TABLE tireless.policy (
     backoff_cap interval DEFAULT '00:30:00'::interval NOT NULL,
     breaker_threshold integer DEFAULT 5 NOT NULL,
     breaker_cooldown interval DEFAULT '00:15:00'::interval NOT NULL,
+    mirror_comments boolean DEFAULT true NOT NULL,
     CONSTRAINT backoff_in_order CHECK (((backoff_base >= '00:00:00'::interval) AND (backoff_cap >= backoff_base))),
     CONSTRAINT breaker_cooldown_not_negative CHECK ((breaker_cooldown >= '00:00:00'::interval)),
     CONSTRAINT breaker_threshold_positive CHECK ((breaker_threshold > 0)),
@@ -1223,6 +2643,12 @@ CREATE TABLE tireless.policy (
 --
 
 COMMENT ON TABLE tireless.policy IS 'The one row of store-wide settings: label prefix, backoff, circuit breaker. Change it with tireless.set_policy.';
+
+--
+-- Name: COLUMN policy.mirror_comments; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.policy.mirror_comments IS 'Whether the mirror comments on an issue when its job ends (one comment per finished job). set_mirror_comments changes it.';
 
 --
 -- Name: CONSTRAINT backoff_in_order ON policy; Type: COMMENT; Schema: tireless; Owner: -
@@ -1316,7 +2742,11 @@ BEGIN
     INSERT INTO tireless.tracked_repo (forge, owner, repo)
     VALUES (track_repo.forge, track_repo.owner, track_repo.repo)
     ON CONFLICT DO NOTHING;
-    RETURN FOUND;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    INSERT INTO tireless.repo_poll (forge, owner, repo) VALUES (track_repo.forge, track_repo.owner, track_repo.repo);
+    RETURN true;
 END;
 $$;
 
@@ -1324,7 +2754,7 @@ $$;
 -- Name: FUNCTION track_repo(forge text, owner text, repo text); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.track_repo(forge text, owner text, repo text) IS 'Starts tracking a repository, so enqueue accepts its issues; false if it was tracked already.';
+COMMENT ON FUNCTION tireless.track_repo(forge text, owner text, repo text) IS 'Starts tracking a repository, so enqueue accepts its issues and the poller reads it (due at once); false if it was tracked already.';
 
 --
 -- Name: tracked_repos(); Type: FUNCTION; Schema: tireless; Owner: -
@@ -1352,7 +2782,7 @@ CREATE FUNCTION tireless.transition(job_id bigint, to_state text, worker text DE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
-    target tireless.job_state := tireless.parse_state(transition.to_state);
+    target tireless.job_state;
     job tireless.job;
     budget integer;
     final_state tireless.job_state;
@@ -1361,12 +2791,57 @@ DECLARE
     lane_capped boolean;
     breaker_dirty boolean;
 BEGIN
+    -- The names of the holder's moves need no look-up; any other name is parsed (TL005 if unknown).
+    IF transition.to_state IN ('delivered', 'failed', 'cancelled') THEN
+        target := transition.to_state::tireless.job_state;
+    ELSE
+        target := tireless.parse_state(transition.to_state);
+    END IF;
     IF length(transition.note) > 10000 THEN
         RAISE EXCEPTION 'note must be at most 10000 characters, got %', length(transition.note) USING ERRCODE = 'TL005';
     END IF;
+
+    -- The holder ends its claim (delivered, failed, cancelled): one guarded UPDATE, the row lock and
+    -- the holder's test in the same statement. When it changes nothing (not the holder, or any other
+    -- move), the analysis below decides, under the row lock, which refusal or move it is.
+    IF transition.worker IS NOT NULL AND target IN ('delivered', 'failed', 'cancelled') THEN
+        UPDATE tireless.job j
+           SET state = target,
+               claimed_by = NULL,
+               claim_expires_at = NULL,
+               claim_token = NULL,
+               note = transition.note,
+               updated_at = now()
+         WHERE j.id = transition.job_id
+           AND j.state = 'claimed'
+           AND j.claimed_by = transition.worker
+           AND (transition.token IS NULL OR j.claim_token = transition.token)
+        RETURNING j.* INTO result;
+        IF FOUND THEN
+            -- Most lanes have no settings row: then there is no breaker to close and no slot to announce.
+            SELECT l.capacity IS NOT NULL, l.consecutive_failures <> 0 OR l.tripped_until IS NOT NULL
+              INTO lane_capped, breaker_dirty
+              FROM tireless.lane l WHERE l.name = result.lane;
+            IF result.state = 'failed' THEN
+                PERFORM tireless.record_lane_outcome(result.lane, false);
+            ELSIF result.state = 'delivered' AND breaker_dirty THEN
+                PERFORM tireless.record_lane_outcome(result.lane, true);
+            END IF;
+            IF lane_capped THEN
+                PERFORM tireless.announce_work(result.lane);
+            END IF;
+            RETURN result;
+        END IF;
+    END IF;
+
     SELECT * INTO job FROM tireless.job j WHERE j.id = transition.job_id FOR UPDATE;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'no job with id %', coalesce(transition.job_id::text, 'null') USING ERRCODE = 'TL001';
+    END IF;
+    -- Invariant 5: a claimed job answers only to its holder, and a worker that is given speaks as a
+    -- holder: not holding the job is its answer whatever the job's state, before any rule of states.
+    IF transition.worker IS NOT NULL OR job.state = 'claimed' THEN
+        PERFORM tireless.check_holder(job, transition.worker, transition.token);
     END IF;
     IF tireless.is_terminal(job.state) THEN
         RAISE EXCEPTION 'job % is % and never changes again; refused to move it to %', job.id, job.state, target
@@ -1383,26 +2858,23 @@ BEGIN
                 USING ERRCODE = 'TL002';
         END IF;
         IF NOT tireless.may_cancel_pending() THEN
-            RAISE EXCEPTION 'only tireless_admin may cancel pending job %; % may not', job.id, session_user
+            RAISE EXCEPTION 'only tireless_admin may cancel pending job %; % may not', job.id,
+                CASE WHEN current_setting('role') = 'none' THEN session_user::text ELSE current_setting('role') END
                 USING ERRCODE = '42501';
         END IF;
         final_state := 'cancelled';
     ELSE
-        -- Invariant 5: only the holder leaves claimed; the token, when given, must be this claim's.
-        IF transition.worker IS NULL OR transition.worker IS DISTINCT FROM job.claimed_by THEN
-            RAISE EXCEPTION 'worker % does not hold job %', coalesce(quote_literal(left(transition.worker, 220)), 'null'), job.id
-                USING ERRCODE = 'TL004', DETAIL = format('The job is claimed by %L.', job.claimed_by);
-        END IF;
-        IF transition.token IS NOT NULL AND transition.token <> job.claim_token THEN
-            RAISE EXCEPTION 'token % is not the current claim of job % by %', transition.token, job.id, job.claimed_by
-                USING ERRCODE = 'TL004', DETAIL = 'The claim was lost and the job claimed again.';
-        END IF;
         final_state := target;
-        IF target = 'pending' THEN
+        IF target = 'pending' AND job.cancel_requested_at IS NOT NULL THEN
+            -- A cancel request stands (0007_work_rule): released, the job ends cancelled, not retried.
+            final_state := 'cancelled';
+            final_note := 'issue withdrew its request' || coalesce('; released: ' || transition.note, '');
+        ELSIF target = 'pending' THEN
             SELECT kp.max_attempts INTO budget FROM tireless.kind_policy kp WHERE kp.kind = job.kind;
-            IF job.attempts >= budget THEN
+            IF tireless.attempts_spent(job) >= budget THEN
                 final_state := 'failed';
-                final_note := format('attempts exhausted (%s of %s); last: %s', job.attempts, budget, coalesce(transition.note, 'released'));
+                final_note := format('attempts exhausted (%s of %s); last: %s',
+                                     tireless.attempts_spent(job), budget, coalesce(transition.note, 'released'));
             END IF;
         END IF;
     END IF;
@@ -1412,7 +2884,8 @@ BEGIN
            claimed_by = NULL,
            claim_expires_at = NULL,
            claim_token = NULL,
-           available_at = CASE WHEN final_state = 'pending' THEN now() + tireless.retry_delay(j.attempts) ELSE j.available_at END,
+           available_at = CASE WHEN final_state = 'pending' THEN now() + tireless.retry_delay(tireless.attempts_spent(j))
+                               ELSE j.available_at END,
            note = final_note,
            updated_at = now()
      WHERE j.id = job.id
@@ -1441,7 +2914,7 @@ $$;
 -- Name: FUNCTION transition(job_id bigint, to_state text, worker text, note text, token uuid); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.transition(job_id bigint, to_state text, worker text, note text, token uuid) IS 'Moves a job along its state machine and returns it. Leaving claimed (to pending, delivered, failed, cancelled) needs the holder''s worker name and, when given, its token; a release after the last attempt fails the job. A pending job can only be cancelled (by tireless_admin). Entering claimed, or leaving a terminal state, is refused.';
+COMMENT ON FUNCTION tireless.transition(job_id bigint, to_state text, worker text, note text, token uuid) IS 'Moves a job along its state machine and returns it. A worker that is given must hold the claim (and the token, when given), whatever the job''s state now is: else TL004. Leaving claimed (to pending, delivered, failed, cancelled) needs the holder; a release after the last attempt the budget counts fails the job, and a release of a job whose issue withdrew its request cancels it. A pending job can only be cancelled (by tireless_admin). Entering claimed, or leaving a terminal state, is refused.';
 
 --
 -- Name: untrack_repo(text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -1493,32 +2966,224 @@ CREATE VIEW tireless.active_claims AS
 COMMENT ON VIEW tireless.active_claims IS 'Claimed jobs with the time left on their lease (negative: past its lease, waiting for the sweeper).';
 
 --
--- Name: job_event; Type: TABLE; Schema: tireless; Owner: -
+-- Name: finished_count; Type: TABLE; Schema: tireless; Owner: -
 --
 
-CREATE TABLE tireless.job_event (
-    id bigint NOT NULL,
-    job_id bigint NOT NULL,
-    at timestamp with time zone DEFAULT now() NOT NULL,
-    from_state tireless.job_state,
-    to_state tireless.job_state NOT NULL,
-    worker text,
-    attempt integer NOT NULL,
-    note text,
-    CONSTRAINT event_changes_state CHECK ((from_state IS DISTINCT FROM to_state))
+CREATE TABLE tireless.finished_count (
+    lane text NOT NULL,
+    outcome tireless.job_state NOT NULL,
+    jobs bigint NOT NULL,
+    CONSTRAINT finished_count_is_terminal CHECK (tireless.is_terminal(outcome))
 );
 
 --
--- Name: TABLE job_event; Type: COMMENT; Schema: tireless; Owner: -
+-- Name: TABLE finished_count; Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON TABLE tireless.job_event IS 'Append-only history: one row per change of a job''s state (from_state is null when the job is created). worker is the holder the change concerns; attempt is the job''s attempt count after the change.';
+COMMENT ON TABLE tireless.finished_count IS 'How many jobs of each lane ended in each terminal state, as far as the rollup has counted. Private: read tireless.finished_jobs.';
 
 --
--- Name: CONSTRAINT event_changes_state ON job_event; Type: COMMENT; Schema: tireless; Owner: -
+-- Name: CONSTRAINT finished_count_is_terminal ON finished_count; Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON CONSTRAINT event_changes_state ON tireless.job_event IS 'Every event is a change of state.';
+COMMENT ON CONSTRAINT finished_count_is_terminal ON tireless.finished_count IS 'Only terminal states are outcomes.';
+
+--
+-- Name: finished_hourly; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.finished_hourly (
+    hour timestamp with time zone NOT NULL,
+    lane text NOT NULL,
+    outcome tireless.job_state NOT NULL,
+    jobs bigint NOT NULL,
+    CONSTRAINT finished_hourly_is_terminal CHECK (tireless.is_terminal(outcome))
+);
+
+--
+-- Name: TABLE finished_hourly; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.finished_hourly IS 'Finished jobs per hour (the hour of the finishing event), lane and outcome; the rollup keeps 8 days. Private: read tireless.finished_jobs_by_hour.';
+
+--
+-- Name: CONSTRAINT finished_hourly_is_terminal ON finished_hourly; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT finished_hourly_is_terminal ON tireless.finished_hourly IS 'Only terminal states are outcomes.';
+
+--
+-- Name: finished_jobs; Type: VIEW; Schema: tireless; Owner: -
+--
+
+CREATE VIEW tireless.finished_jobs AS
+ SELECT c.lane,
+    (c.outcome)::text AS outcome,
+    c.jobs
+   FROM tireless.finished_count c;
+
+--
+-- Name: VIEW finished_jobs; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON VIEW tireless.finished_jobs IS 'Jobs finished per lane and outcome since the store began (a counter), as of the last tireless.roll_up_history().';
+
+--
+-- Name: finished_jobs_by_hour; Type: VIEW; Schema: tireless; Owner: -
+--
+
+CREATE VIEW tireless.finished_jobs_by_hour AS
+ SELECT h.hour,
+    h.lane,
+    (h.outcome)::text AS outcome,
+    h.jobs
+   FROM tireless.finished_hourly h;
+
+--
+-- Name: VIEW finished_jobs_by_hour; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON VIEW tireless.finished_jobs_by_hour IS 'Jobs finished per hour, lane and outcome over the last 8 days, as of the last tireless.roll_up_history().';
+
+--
+-- Name: forge; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.forge (
+    name text NOT NULL,
+    kind tireless.forge_kind NOT NULL,
+    base_url text NOT NULL,
+    limited_until timestamp with time zone,
+    last_error text,
+    added_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT base_url_is_http CHECK (((base_url ~ '^https?://[^/?#[:space:][:cntrl:]]+(/[^?#[:space:][:cntrl:]]*)?$'::text) AND (length(base_url) <= 2000))),
+    CONSTRAINT forge_name_is_a_name CHECK ((name ~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$'::text))
+);
+
+--
+-- Name: TABLE forge; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.forge IS 'The registered forges: the name issue keys use, the API family and the URL. Tokens are never stored here. Private: add_forge, remove_forge, forges and record_forge_trouble.';
+
+--
+-- Name: COLUMN forge.limited_until; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.forge.limited_until IS 'After a rate limit or an auth failure, no repository of the forge is read before this time.';
+
+--
+-- Name: COLUMN forge.last_error; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.forge.last_error IS 'Why the forge is stopped (a rate limit, 401/403); null when it is not.';
+
+--
+-- Name: CONSTRAINT base_url_is_http ON forge; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT base_url_is_http ON tireless.forge IS 'The base URL is an http:// or https:// URL without query or fragment.';
+
+--
+-- Name: CONSTRAINT forge_name_is_a_name ON forge; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT forge_name_is_a_name ON tireless.forge IS 'A forge name is 1 to 100 letters, digits, ".", "-" or "_", starting with a letter or digit.';
+
+--
+-- Name: history_rollup; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.history_rollup (
+    singleton boolean DEFAULT true NOT NULL,
+    counted_to bigint DEFAULT 0 NOT NULL,
+    waiting_to bigint,
+    waiting_until xid8,
+    CONSTRAINT history_rollup_is_one_row CHECK (singleton),
+    CONSTRAINT waiting_is_whole CHECK (((waiting_to IS NULL) = (waiting_until IS NULL)))
+);
+
+--
+-- Name: TABLE history_rollup; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.history_rollup IS 'Where the rollup stands: every job_event with id <= counted_to is counted. waiting_to is the next stop, safe once every transaction older than waiting_until has ended (none of them can still add an event at or below it).';
+
+--
+-- Name: CONSTRAINT history_rollup_is_one_row ON history_rollup; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT history_rollup_is_one_row ON tireless.history_rollup IS 'The rollup has one position.';
+
+--
+-- Name: CONSTRAINT waiting_is_whole ON history_rollup; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT waiting_is_whole ON tireless.history_rollup IS 'A waiting stop has both its id and its transaction horizon.';
+
+--
+-- Name: issue; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.issue (
+    forge text NOT NULL,
+    owner text NOT NULL,
+    repo text NOT NULL,
+    number integer NOT NULL,
+    state text NOT NULL,
+    labels text[] DEFAULT '{}'::text[] NOT NULL,
+    title text,
+    url text,
+    updated_at timestamp with time zone,
+    asks_since timestamp with time zone,
+    answered boolean DEFAULT false NOT NULL,
+    first_seen_at timestamp with time zone DEFAULT now() NOT NULL,
+    changed_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT issue_is_open_or_closed CHECK ((state = ANY (ARRAY['open'::text, 'closed'::text]))),
+    CONSTRAINT issue_number_is_positive CHECK ((number > 0))
+);
+
+--
+-- Name: TABLE issue; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.issue IS 'What the store was last shown of each issue of a tracked repository, and whether its current request for work has had its job. Private: enqueue, record_poll and rerun keep it.';
+
+--
+-- Name: COLUMN issue.updated_at; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.issue.updated_at IS 'The forge''s own updated_at of the issue, as last shown (null: not given).';
+
+--
+-- Name: COLUMN issue.asks_since; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.issue.asks_since IS 'Since when the issue''s current request for work stands (open, opt-in and mode label); null while it asks for none.';
+
+--
+-- Name: COLUMN issue.answered; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.issue.answered IS 'The current request has had its job (made by the work rule or by rerun); a new request resets it.';
+
+--
+-- Name: COLUMN issue.changed_at; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.issue.changed_at IS 'When the store last recorded a change of this issue.';
+
+--
+-- Name: CONSTRAINT issue_is_open_or_closed ON issue; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT issue_is_open_or_closed ON tireless.issue IS 'An issue is open or closed.';
+
+--
+-- Name: CONSTRAINT issue_number_is_positive ON issue; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT issue_number_is_positive ON tireless.issue IS 'Issue numbers start at 1.';
 
 --
 -- Name: job_event_id_seq; Type: SEQUENCE; Schema: tireless; Owner: -
@@ -1545,6 +3210,37 @@ ALTER TABLE tireless.job ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
     NO MAXVALUE
     CACHE 1
 );
+
+--
+-- Name: job_list; Type: VIEW; Schema: tireless; Owner: -
+--
+
+CREATE VIEW tireless.job_list AS
+ SELECT j.id,
+    j.forge,
+    j.owner,
+    j.repo,
+    j.number,
+    j.title,
+    j.kind,
+    j.lane,
+    j.state,
+    j.parent_id,
+    j.claimed_by,
+    j.claim_expires_at,
+    j.attempts,
+    j.available_at,
+    j.note,
+    j.created_at,
+    j.updated_at,
+    ((j.state = 'claimed'::tireless.job_state) AND (j.claim_expires_at < now())) AS past_lease
+   FROM tireless.job j;
+
+--
+-- Name: VIEW job_list; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON VIEW tireless.job_list IS 'Every job as an operator sees it, without its claim token (a fencing secret of the holder); past_lease: claimed and its lease has run out. Readable by every role.';
 
 --
 -- Name: lane_status; Type: VIEW; Schema: tireless; Owner: -
@@ -1588,6 +3284,43 @@ CREATE VIEW tireless.lane_status AS
 COMMENT ON VIEW tireless.lane_status IS 'One row per lane that has settings or live jobs: capacity, paused, circuit breaker (closed, open while tripped, half-open after the cool-down until a success), and its pending, ready, claimed and past-lease jobs.';
 
 --
+-- Name: mirror_repo; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.mirror_repo (
+    forge text NOT NULL,
+    owner text NOT NULL,
+    repo text NOT NULL,
+    event_cursor bigint DEFAULT 0 NOT NULL,
+    scanned_to bigint DEFAULT 0 NOT NULL,
+    CONSTRAINT cursor_not_past_the_scan CHECK ((event_cursor <= scanned_to))
+);
+
+--
+-- Name: TABLE mirror_repo; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.mirror_repo IS 'Per tracked repository, how far the mirror has read the job history. Private: mirror_writes keeps it.';
+
+--
+-- Name: COLUMN mirror_repo.event_cursor; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.mirror_repo.event_cursor IS 'Every job_event up to this id has been turned into mirror_issue rows; the scan starts after it. It moves only past events older than the settle time, so a change that commits late is still read.';
+
+--
+-- Name: COLUMN mirror_repo.scanned_to; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.mirror_repo.scanned_to IS 'The newest job_event id the last scan read (the backlog counts changes after it).';
+
+--
+-- Name: CONSTRAINT cursor_not_past_the_scan ON mirror_repo; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT cursor_not_past_the_scan ON tireless.mirror_repo IS 'The cursor never passes what was scanned.';
+
+--
 -- Name: queue_stats; Type: VIEW; Schema: tireless; Owner: -
 --
 
@@ -1598,13 +3331,23 @@ CREATE VIEW tireless.queue_stats AS
     min(j.created_at) AS oldest,
     max(j.updated_at) AS latest_change
    FROM tireless.job j
+  WHERE (j.state = ANY (ARRAY['pending'::tireless.job_state, 'claimed'::tireless.job_state]))
+  GROUP BY j.lane, j.state
+UNION ALL
+ SELECT j.lane,
+    j.state,
+    count(*) AS jobs,
+    min(j.created_at) AS oldest,
+    max(j.updated_at) AS latest_change
+   FROM tireless.job j
+  WHERE ((j.state = ANY (ARRAY['delivered'::tireless.job_state, 'failed'::tireless.job_state, 'cancelled'::tireless.job_state])) AND (j.updated_at > (now() - '24:00:00'::interval)))
   GROUP BY j.lane, j.state;
 
 --
 -- Name: VIEW queue_stats; Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON VIEW tireless.queue_stats IS 'How many jobs each lane holds in each state (reads the whole job table).';
+COMMENT ON VIEW tireless.queue_stats IS 'How many jobs each lane holds in each live state, and how many reached each terminal state in the last 24 hours (reads the live jobs and that window only, never the whole history).';
 
 --
 -- Name: tracked_repo; Type: TABLE; Schema: tireless; Owner: -
@@ -1624,11 +3367,105 @@ CREATE TABLE tireless.tracked_repo (
 COMMENT ON TABLE tireless.tracked_repo IS 'Repositories the poller reads. Private: use track_repo, untrack_repo and tracked_repos.';
 
 --
+-- Name: repo_status; Type: VIEW; Schema: tireless; Owner: -
+--
+
+CREATE VIEW tireless.repo_status AS
+ SELECT rp.forge,
+    rp.owner,
+    rp.repo,
+    (f.kind)::text AS forge_kind,
+    (f.name IS NOT NULL) AS registered,
+    rp.last_poll_at,
+    rp.last_success_at,
+    rp.last_error,
+    rp.last_error_at,
+    rp.consecutive_failures,
+    rp.next_poll_at,
+    rp.backoff_until,
+    rp.polled_by,
+    rp.cursor,
+    f.limited_until AS forge_limited_until,
+    f.last_error AS forge_error,
+    COALESCE(live.pending, (0)::bigint) AS pending,
+    COALESCE(live.claimed, (0)::bigint) AS claimed,
+    (COALESCE(queued.writes, (0)::bigint) + COALESCE(unread.issues, (0)::bigint)) AS mirror_backlog,
+    queued.last_error AS mirror_error,
+    queued.last_error_at AS mirror_error_at
+   FROM (((((tireless.repo_poll rp
+     LEFT JOIN tireless.forge f ON ((f.name = rp.forge)))
+     LEFT JOIN tireless.mirror_repo m ON (((m.forge = rp.forge) AND (m.owner = rp.owner) AND (m.repo = rp.repo))))
+     LEFT JOIN LATERAL ( SELECT count(*) FILTER (WHERE (j.state = 'pending'::tireless.job_state)) AS pending,
+            count(*) FILTER (WHERE (j.state = 'claimed'::tireless.job_state)) AS claimed
+           FROM tireless.job j
+          WHERE (((j.forge = rp.forge) AND (j.owner = rp.owner) AND (j.repo = rp.repo)) AND (j.state = ANY (ARRAY['pending'::tireless.job_state, 'claimed'::tireless.job_state])))) live ON (true))
+     LEFT JOIN LATERAL ( SELECT count(*) AS writes,
+            (array_agg(mi.last_error ORDER BY mi.last_error_at DESC) FILTER (WHERE (mi.last_error IS NOT NULL)))[1] AS last_error,
+            max(mi.last_error_at) AS last_error_at
+           FROM tireless.mirror_issue mi
+          WHERE (((mi.forge = rp.forge) AND (mi.owner = rp.owner) AND (mi.repo = rp.repo)) AND ((mi.applied_job_id IS DISTINCT FROM mi.job_id) OR (mi.applied_state IS DISTINCT FROM mi.state)))) queued ON (true))
+     LEFT JOIN LATERAL ( SELECT count(DISTINCT j.number) AS issues
+           FROM (tireless.job_event e
+             JOIN tireless.job j ON ((j.id = e.job_id)))
+          WHERE ((e.id > COALESCE(m.scanned_to, (0)::bigint)) AND ((j.forge = rp.forge) AND (j.owner = rp.owner) AND (j.repo = rp.repo)) AND (e.at >= ( SELECT t.tracked_at
+                   FROM tireless.tracked_repo t
+                  WHERE ((t.forge = rp.forge) AND (t.owner = rp.owner) AND (t.repo = rp.repo)))) AND (NOT (EXISTS ( SELECT
+                   FROM tireless.mirror_issue mi
+                  WHERE (((mi.forge = j.forge) AND (mi.owner = j.owner) AND (mi.repo = j.repo) AND (mi.number = j.number)) AND ((mi.applied_job_id IS DISTINCT FROM mi.job_id) OR (mi.applied_state IS DISTINCT FROM mi.state)))))))) unread ON (true));
+
+--
+-- Name: VIEW repo_status; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON VIEW tireless.repo_status IS 'One row per tracked repository: its forge (registered or not, stopped until when and why), its last poll, last good read and last error, failures in a row, next poll, backoff, holder and cursor, its live jobs, and the mirror: how many issues still wait for a forge write (mirror_backlog) and the newest error of those.';
+
+--
+-- Name: finished_count finished_count_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.finished_count
+    ADD CONSTRAINT finished_count_pkey PRIMARY KEY (lane, outcome);
+
+--
+-- Name: finished_hourly finished_hourly_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.finished_hourly
+    ADD CONSTRAINT finished_hourly_pkey PRIMARY KEY (hour, lane, outcome);
+
+--
+-- Name: forge forge_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.forge
+    ADD CONSTRAINT forge_pkey PRIMARY KEY (name);
+
+--
+-- Name: history_rollup history_rollup_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.history_rollup
+    ADD CONSTRAINT history_rollup_pkey PRIMARY KEY (singleton);
+
+--
+-- Name: issue issue_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.issue
+    ADD CONSTRAINT issue_pkey PRIMARY KEY (forge, owner, repo, number);
+
+--
 -- Name: job_event job_event_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
 --
 
 ALTER TABLE ONLY tireless.job_event
-    ADD CONSTRAINT job_event_pkey PRIMARY KEY (id);
+    ADD CONSTRAINT job_event_pkey PRIMARY KEY (job_id, id);
+
+--
+-- Name: CONSTRAINT job_event_pkey ON job_event; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT job_event_pkey ON tireless.job_event IS 'An event is identified by its job and its identity id; a job''s history, in order, is a range of this key.';
 
 --
 -- Name: job job_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
@@ -1652,11 +3489,32 @@ ALTER TABLE ONLY tireless.lane
     ADD CONSTRAINT lane_pkey PRIMARY KEY (name);
 
 --
+-- Name: mirror_issue mirror_issue_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.mirror_issue
+    ADD CONSTRAINT mirror_issue_pkey PRIMARY KEY (forge, owner, repo, number);
+
+--
+-- Name: mirror_repo mirror_repo_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.mirror_repo
+    ADD CONSTRAINT mirror_repo_pkey PRIMARY KEY (forge, owner, repo);
+
+--
 -- Name: policy policy_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
 --
 
 ALTER TABLE ONLY tireless.policy
     ADD CONSTRAINT policy_pkey PRIMARY KEY (singleton);
+
+--
+-- Name: repo_poll repo_poll_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.repo_poll
+    ADD CONSTRAINT repo_poll_pkey PRIMARY KEY (forge, owner, repo);
 
 --
 -- Name: tracked_repo tracked_repo_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
@@ -1678,16 +3536,16 @@ CREATE INDEX claimed_jobs_by_expiry ON tireless.job USING btree (claim_expires_a
 COMMENT ON INDEX tireless.claimed_jobs_by_expiry IS 'expire_stale_claims and lane capacity: claimed jobs by lease end.';
 
 --
--- Name: job_events_in_order; Type: INDEX; Schema: tireless; Owner: -
+-- Name: job_events_by_id; Type: INDEX; Schema: tireless; Owner: -
 --
 
-CREATE INDEX job_events_in_order ON tireless.job_event USING btree (job_id, id);
+CREATE INDEX job_events_by_id ON tireless.job_event USING brin (id);
 
 --
--- Name: INDEX job_events_in_order; Type: COMMENT; Schema: tireless; Owner: -
+-- Name: INDEX job_events_by_id; Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON INDEX tireless.job_events_in_order IS 'A job''s history, in order.';
+COMMENT ON INDEX tireless.job_events_by_id IS 'roll_up_history: the events written since the last rollup, a range of ids (BRIN: nothing to write per event).';
 
 --
 -- Name: jobs_by_parent; Type: INDEX; Schema: tireless; Owner: -
@@ -1700,6 +3558,18 @@ CREATE INDEX jobs_by_parent ON tireless.job USING btree (parent_id) WHERE (paren
 --
 
 COMMENT ON INDEX tireless.jobs_by_parent IS 'The children of a job; also keeps the parent foreign key cheap.';
+
+--
+-- Name: mirror_writes_due; Type: INDEX; Schema: tireless; Owner: -
+--
+
+CREATE INDEX mirror_writes_due ON tireless.mirror_issue USING btree (forge, owner, repo, next_try_at) WHERE ((applied_job_id IS DISTINCT FROM job_id) OR (applied_state IS DISTINCT FROM state));
+
+--
+-- Name: INDEX mirror_writes_due; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON INDEX tireless.mirror_writes_due IS 'The writes still to apply, per repository, by when they are due.';
 
 --
 -- Name: one_live_job_per_issue; Type: INDEX; Schema: tireless; Owner: -
@@ -1724,6 +3594,18 @@ CREATE INDEX pending_jobs_in_claim_order ON tireless.job USING btree (lane, id) 
 --
 
 COMMENT ON INDEX tireless.pending_jobs_in_claim_order IS 'claim_next: pending jobs of a lane, oldest first.';
+
+--
+-- Name: terminal_jobs_by_change; Type: INDEX; Schema: tireless; Owner: -
+--
+
+CREATE INDEX terminal_jobs_by_change ON tireless.job USING btree (updated_at) WHERE (state = ANY (ARRAY['delivered'::tireless.job_state, 'failed'::tireless.job_state, 'cancelled'::tireless.job_state]));
+
+--
+-- Name: INDEX terminal_jobs_by_change; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON INDEX tireless.terminal_jobs_by_change IS 'Terminal jobs by their last change: what prune deletes, and the recent window queue_stats counts.';
 
 --
 -- Name: job_event history_is_append_only; Type: TRIGGER; Schema: tireless; Owner: -
@@ -1789,7 +3671,7 @@ COMMENT ON TRIGGER live_job_is_never_deleted ON tireless.job IS 'A live job is n
 -- Name: job terminal_job_is_final; Type: TRIGGER; Schema: tireless; Owner: -
 --
 
-CREATE TRIGGER terminal_job_is_final BEFORE UPDATE ON tireless.job FOR EACH ROW WHEN (tireless.is_terminal(old.state)) EXECUTE FUNCTION tireless.refuse_change_to_terminal_job();
+CREATE TRIGGER terminal_job_is_final BEFORE UPDATE ON tireless.job FOR EACH ROW WHEN ((old.state = ANY (ARRAY['delivered'::tireless.job_state, 'failed'::tireless.job_state, 'cancelled'::tireless.job_state]))) EXECUTE FUNCTION tireless.refuse_change_to_terminal_job();
 
 --
 -- Name: TRIGGER terminal_job_is_final ON job; Type: COMMENT; Schema: tireless; Owner: -
@@ -1811,6 +3693,32 @@ ALTER TABLE ONLY tireless.job_event
 COMMENT ON CONSTRAINT job_event_job_id_fkey ON tireless.job_event IS 'Every event belongs to a job that exists.';
 
 --
+-- Name: mirror_issue mirror_issue_of_a_tracked_repo; Type: FK CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.mirror_issue
+    ADD CONSTRAINT mirror_issue_of_a_tracked_repo FOREIGN KEY (forge, owner, repo) REFERENCES tireless.tracked_repo(forge, owner, repo) ON DELETE CASCADE;
+
+--
+-- Name: CONSTRAINT mirror_issue_of_a_tracked_repo ON mirror_issue; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT mirror_issue_of_a_tracked_repo ON tireless.mirror_issue IS 'Mirror state belongs to a tracked repository and goes with it.';
+
+--
+-- Name: mirror_repo mirror_of_a_tracked_repo; Type: FK CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.mirror_repo
+    ADD CONSTRAINT mirror_of_a_tracked_repo FOREIGN KEY (forge, owner, repo) REFERENCES tireless.tracked_repo(forge, owner, repo) ON DELETE CASCADE;
+
+--
+-- Name: CONSTRAINT mirror_of_a_tracked_repo ON mirror_repo; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT mirror_of_a_tracked_repo ON tireless.mirror_repo IS 'Mirror state belongs to a tracked repository and goes with it.';
+
+--
 -- Name: job parent_is_a_job; Type: FK CONSTRAINT; Schema: tireless; Owner: -
 --
 
@@ -1824,6 +3732,19 @@ ALTER TABLE ONLY tireless.job
 COMMENT ON CONSTRAINT parent_is_a_job ON tireless.job IS 'A child job (an implementation planned by a plan) names an existing job.';
 
 --
+-- Name: repo_poll poll_of_a_tracked_repo; Type: FK CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.repo_poll
+    ADD CONSTRAINT poll_of_a_tracked_repo FOREIGN KEY (forge, owner, repo) REFERENCES tireless.tracked_repo(forge, owner, repo) ON DELETE CASCADE;
+
+--
+-- Name: CONSTRAINT poll_of_a_tracked_repo ON repo_poll; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT poll_of_a_tracked_repo ON tireless.repo_poll IS 'Poll state belongs to a tracked repository and goes with it.';
+
+--
 -- Name: SCHEMA tireless; Type: ACL; Schema: -; Owner: -
 --
 
@@ -1832,10 +3753,47 @@ GRANT USAGE ON SCHEMA tireless TO tireless_poller;
 GRANT USAGE ON SCHEMA tireless TO tireless_admin;
 
 --
+-- Name: FUNCTION add_forge(name text, kind text, base_url text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.add_forge(name text, kind text, base_url text) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.add_forge(name text, kind text, base_url text) TO tireless_admin;
+
+--
 -- Name: FUNCTION announce_work(lane text); Type: ACL; Schema: tireless; Owner: -
 --
 
 REVOKE ALL ON FUNCTION tireless.announce_work(lane text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION apply_work_rule(issues jsonb, OUT created integer, OUT cancelled integer, OUT rerouted integer, OUT seen integer); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.apply_work_rule(issues jsonb, OUT created integer, OUT cancelled integer, OUT rerouted integer, OUT seen integer) FROM PUBLIC;
+
+--
+-- Name: TABLE job; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.job TO tireless_admin;
+
+--
+-- Name: FUNCTION attempts_spent(job tireless.job); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.attempts_spent(job tireless.job) FROM PUBLIC;
+
+--
+-- Name: FUNCTION check_holder(job tireless.job, worker text, token uuid); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.check_holder(job tireless.job, worker text, token uuid) FROM PUBLIC;
+
+--
+-- Name: FUNCTION check_issue_batch(issues jsonb); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.check_issue_batch(issues jsonb) FROM PUBLIC;
 
 --
 -- Name: FUNCTION check_lane(lane text); Type: ACL; Schema: tireless; Owner: -
@@ -1856,32 +3814,16 @@ REVOKE ALL ON FUNCTION tireless.check_lease(lease interval) FROM PUBLIC;
 REVOKE ALL ON FUNCTION tireless.check_repo(forge text, owner text, repo text) FROM PUBLIC;
 
 --
+-- Name: FUNCTION check_tracked(forge text, owner text, repo text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.check_tracked(forge text, owner text, repo text) FROM PUBLIC;
+
+--
 -- Name: FUNCTION check_worker(worker text); Type: ACL; Schema: tireless; Owner: -
 --
 
 REVOKE ALL ON FUNCTION tireless.check_worker(worker text) FROM PUBLIC;
-
---
--- Name: FUNCTION is_lane_name(name text); Type: ACL; Schema: tireless; Owner: -
---
-
-REVOKE ALL ON FUNCTION tireless.is_lane_name(name text) FROM PUBLIC;
-GRANT ALL ON FUNCTION tireless.is_lane_name(name text) TO tireless_runner;
-GRANT ALL ON FUNCTION tireless.is_lane_name(name text) TO tireless_poller;
-
---
--- Name: FUNCTION is_terminal(state tireless.job_state); Type: ACL; Schema: tireless; Owner: -
---
-
-REVOKE ALL ON FUNCTION tireless.is_terminal(state tireless.job_state) FROM PUBLIC;
-GRANT ALL ON FUNCTION tireless.is_terminal(state tireless.job_state) TO tireless_runner;
-GRANT ALL ON FUNCTION tireless.is_terminal(state tireless.job_state) TO tireless_poller;
-
---
--- Name: TABLE job; Type: ACL; Schema: tireless; Owner: -
---
-
-GRANT SELECT ON TABLE tireless.job TO tireless_admin;
 
 --
 -- Name: FUNCTION claim_next(worker text, lanes text[], lease interval); Type: ACL; Schema: tireless; Owner: -
@@ -1889,6 +3831,13 @@ GRANT SELECT ON TABLE tireless.job TO tireless_admin;
 
 REVOKE ALL ON FUNCTION tireless.claim_next(worker text, lanes text[], lease interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.claim_next(worker text, lanes text[], lease interval) TO tireless_runner;
+
+--
+-- Name: FUNCTION claim_repos_to_poll(poller text, lease interval, max_repos integer); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.claim_repos_to_poll(poller text, lease interval, max_repos integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.claim_repos_to_poll(poller text, lease interval, max_repos integer) TO tireless_poller;
 
 --
 -- Name: FUNCTION enqueue(issues jsonb); Type: ACL; Schema: tireless; Owner: -
@@ -1911,10 +3860,98 @@ REVOKE ALL ON FUNCTION tireless.expire_stale_claims() FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.expire_stale_claims() TO tireless_runner;
 
 --
+-- Name: FUNCTION finished_job_comment(job tireless.job); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.finished_job_comment(job tireless.job) FROM PUBLIC;
+
+--
+-- Name: FUNCTION forges(); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.forges() FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.forges() TO tireless_poller;
+
+--
+-- Name: FUNCTION give_back(job_id bigint, worker text, note text, token uuid); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.give_back(job_id bigint, worker text, note text, token uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.give_back(job_id bigint, worker text, note text, token uuid) TO tireless_runner;
+
+--
+-- Name: FUNCTION heartbeat(job_id bigint, worker text, lease interval, token uuid); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.heartbeat(job_id bigint, worker text, lease interval, token uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.heartbeat(job_id bigint, worker text, lease interval, token uuid) TO tireless_runner;
+
+--
+-- Name: TABLE repo_poll; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.repo_poll TO tireless_admin;
+
+--
+-- Name: FUNCTION held_poll(forge text, owner text, repo text, poller text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.held_poll(forge text, owner text, repo text, poller text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION is_forge_timestamp(value text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.is_forge_timestamp(value text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION is_lane_name(name text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.is_lane_name(name text) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.is_lane_name(name text) TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.is_lane_name(name text) TO tireless_poller;
+
+--
+-- Name: FUNCTION is_lease(lease interval); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.is_lease(lease interval) FROM PUBLIC;
+
+--
+-- Name: FUNCTION is_terminal(state tireless.job_state); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.is_terminal(state tireless.job_state) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.is_terminal(state tireless.job_state) TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.is_terminal(state tireless.job_state) TO tireless_poller;
+
+--
+-- Name: FUNCTION is_worker_name(worker text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.is_worker_name(worker text) FROM PUBLIC;
+
+--
 -- Name: FUNCTION issue_problem(issue jsonb); Type: ACL; Schema: tireless; Owner: -
 --
 
 REVOKE ALL ON FUNCTION tireless.issue_problem(issue jsonb) FROM PUBLIC;
+
+--
+-- Name: TABLE job_event; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.job_event TO tireless_admin;
+
+--
+-- Name: FUNCTION job_history(job_id bigint); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.job_history(job_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.job_history(job_id bigint) TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.job_history(job_id bigint) TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.job_history(job_id bigint) TO tireless_admin;
 
 --
 -- Name: FUNCTION job_kind_for(labels text[]); Type: ACL; Schema: tireless; Owner: -
@@ -1945,10 +3982,41 @@ GRANT ALL ON FUNCTION tireless.lane_for(kind text, labels text[]) TO tireless_po
 REVOKE ALL ON FUNCTION tireless.lane_hands_out_work(paused boolean, tripped_until timestamp with time zone) FROM PUBLIC;
 
 --
+-- Name: FUNCTION lock_repo_issues(forge text, owner text, repo text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.lock_repo_issues(forge text, owner text, repo text) FROM PUBLIC;
+
+--
 -- Name: FUNCTION may_cancel_pending(); Type: ACL; Schema: tireless; Owner: -
 --
 
 REVOKE ALL ON FUNCTION tireless.may_cancel_pending() FROM PUBLIC;
+
+--
+-- Name: TABLE mirror_issue; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.mirror_issue TO tireless_admin;
+
+--
+-- Name: FUNCTION mirror_issue_row(forge text, owner text, repo text, number integer, job_id bigint, state text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.mirror_issue_row(forge text, owner text, repo text, number integer, job_id bigint, state text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION mirror_labels(OUT prefix text, OUT mode_labels text[], OUT state_labels text[]); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.mirror_labels(OUT prefix text, OUT mode_labels text[], OUT state_labels text[]) FROM PUBLIC;
+
+--
+-- Name: FUNCTION mirror_writes(forge text, owner text, repo text, poller text, max_writes integer, settle interval); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.mirror_writes(forge text, owner text, repo text, poller text, max_writes integer, settle interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.mirror_writes(forge text, owner text, repo text, poller text, max_writes integer, settle interval) TO tireless_poller;
 
 --
 -- Name: FUNCTION parse_kind(name text); Type: ACL; Schema: tireless; Owner: -
@@ -1976,6 +4044,27 @@ REVOKE ALL ON FUNCTION tireless.pause_lane(lane text) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.pause_lane(lane text) TO tireless_admin;
 
 --
+-- Name: FUNCTION poll_soon(forge text, owner text, repo text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.poll_soon(forge text, owner text, repo text) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.poll_soon(forge text, owner text, repo text) TO tireless_poller;
+
+--
+-- Name: FUNCTION prune(older_than interval, max_jobs integer); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.prune(older_than interval, max_jobs integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.prune(older_than interval, max_jobs integer) TO tireless_admin;
+
+--
+-- Name: FUNCTION record_forge_trouble(name text, error text, until timestamp with time zone); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.record_forge_trouble(name text, error text, until timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.record_forge_trouble(name text, error text, until timestamp with time zone) TO tireless_poller;
+
+--
 -- Name: FUNCTION record_job_event(); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -1986,6 +4075,34 @@ REVOKE ALL ON FUNCTION tireless.record_job_event() FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION tireless.record_lane_outcome(lane text, succeeded boolean) FROM PUBLIC;
+
+--
+-- Name: FUNCTION record_mirror_failure(forge text, owner text, repo text, poller text, number integer, job_id bigint, state text, error text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.record_mirror_failure(forge text, owner text, repo text, poller text, number integer, job_id bigint, state text, error text) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.record_mirror_failure(forge text, owner text, repo text, poller text, number integer, job_id bigint, state text, error text) TO tireless_poller;
+
+--
+-- Name: FUNCTION record_mirror_write(forge text, owner text, repo text, poller text, number integer, job_id bigint, state text, issue jsonb); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.record_mirror_write(forge text, owner text, repo text, poller text, number integer, job_id bigint, state text, issue jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.record_mirror_write(forge text, owner text, repo text, poller text, number integer, job_id bigint, state text, issue jsonb) TO tireless_poller;
+
+--
+-- Name: FUNCTION record_poll(forge text, owner text, repo text, poller text, issues jsonb, cursor timestamp with time zone, etag text, full_listing boolean, deleted integer[], next_poll_in interval, OUT created integer, OUT cancelled integer, OUT rerouted integer, OUT seen integer); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.record_poll(forge text, owner text, repo text, poller text, issues jsonb, cursor timestamp with time zone, etag text, full_listing boolean, deleted integer[], next_poll_in interval, OUT created integer, OUT cancelled integer, OUT rerouted integer, OUT seen integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.record_poll(forge text, owner text, repo text, poller text, issues jsonb, cursor timestamp with time zone, etag text, full_listing boolean, deleted integer[], next_poll_in interval, OUT created integer, OUT cancelled integer, OUT rerouted integer, OUT seen integer) TO tireless_poller;
+
+--
+-- Name: FUNCTION record_poll_failure(forge text, owner text, repo text, poller text, error text, retry_after interval); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.record_poll_failure(forge text, owner text, repo text, poller text, error text, retry_after interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.record_poll_failure(forge text, owner text, repo text, poller text, error text, retry_after interval) TO tireless_poller;
 
 --
 -- Name: FUNCTION refresh_lane(forge text, owner text, repo text, number integer, labels text[]); Type: ACL; Schema: tireless; Owner: -
@@ -2013,11 +4130,25 @@ REVOKE ALL ON FUNCTION tireless.refuse_delete_of_live_job() FROM PUBLIC;
 REVOKE ALL ON FUNCTION tireless.refuse_history_rewrite() FROM PUBLIC;
 
 --
+-- Name: FUNCTION remove_forge(name text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.remove_forge(name text) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.remove_forge(name text) TO tireless_admin;
+
+--
 -- Name: FUNCTION renew_claim(job_id bigint, worker text, lease interval, token uuid); Type: ACL; Schema: tireless; Owner: -
 --
 
 REVOKE ALL ON FUNCTION tireless.renew_claim(job_id bigint, worker text, lease interval, token uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.renew_claim(job_id bigint, worker text, lease interval, token uuid) TO tireless_runner;
+
+--
+-- Name: FUNCTION rerun(forge text, owner text, repo text, number integer); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.rerun(forge text, owner text, repo text, number integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.rerun(forge text, owner text, repo text, number integer) TO tireless_admin;
 
 --
 -- Name: FUNCTION reset_lane_breaker(lane text); Type: ACL; Schema: tireless; Owner: -
@@ -2040,6 +4171,15 @@ GRANT ALL ON FUNCTION tireless.resume_lane(lane text) TO tireless_admin;
 REVOKE ALL ON FUNCTION tireless.retry_delay(attempts integer) FROM PUBLIC;
 
 --
+-- Name: FUNCTION roll_up_history(); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.roll_up_history() FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.roll_up_history() TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.roll_up_history() TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.roll_up_history() TO tireless_admin;
+
+--
 -- Name: TABLE kind_policy; Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -2058,6 +4198,13 @@ GRANT ALL ON FUNCTION tireless.set_kind_policy(kind text, default_lane text, max
 
 REVOKE ALL ON FUNCTION tireless.set_lane_capacity(lane text, capacity integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.set_lane_capacity(lane text, capacity integer) TO tireless_admin;
+
+--
+-- Name: FUNCTION set_mirror_comments(enabled boolean); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.set_mirror_comments(enabled boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.set_mirror_comments(enabled boolean) TO tireless_admin;
 
 --
 -- Name: TABLE policy; Type: ACL; Schema: tireless; Owner: -
@@ -2109,10 +4256,58 @@ GRANT SELECT ON TABLE tireless.active_claims TO tireless_poller;
 GRANT SELECT ON TABLE tireless.active_claims TO tireless_admin;
 
 --
--- Name: TABLE job_event; Type: ACL; Schema: tireless; Owner: -
+-- Name: TABLE finished_count; Type: ACL; Schema: tireless; Owner: -
 --
 
-GRANT SELECT ON TABLE tireless.job_event TO tireless_admin;
+GRANT SELECT ON TABLE tireless.finished_count TO tireless_admin;
+
+--
+-- Name: TABLE finished_hourly; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.finished_hourly TO tireless_admin;
+
+--
+-- Name: TABLE finished_jobs; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.finished_jobs TO tireless_runner;
+GRANT SELECT ON TABLE tireless.finished_jobs TO tireless_poller;
+GRANT SELECT ON TABLE tireless.finished_jobs TO tireless_admin;
+
+--
+-- Name: TABLE finished_jobs_by_hour; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.finished_jobs_by_hour TO tireless_runner;
+GRANT SELECT ON TABLE tireless.finished_jobs_by_hour TO tireless_poller;
+GRANT SELECT ON TABLE tireless.finished_jobs_by_hour TO tireless_admin;
+
+--
+-- Name: TABLE forge; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.forge TO tireless_admin;
+
+--
+-- Name: TABLE history_rollup; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.history_rollup TO tireless_admin;
+
+--
+-- Name: TABLE issue; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.issue TO tireless_admin;
+
+--
+-- Name: TABLE job_list; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.job_list TO tireless_runner;
+GRANT SELECT ON TABLE tireless.job_list TO tireless_poller;
+GRANT SELECT ON TABLE tireless.job_list TO tireless_admin;
 
 --
 -- Name: TABLE lane_status; Type: ACL; Schema: tireless; Owner: -
@@ -2121,6 +4316,12 @@ GRANT SELECT ON TABLE tireless.job_event TO tireless_admin;
 GRANT SELECT ON TABLE tireless.lane_status TO tireless_runner;
 GRANT SELECT ON TABLE tireless.lane_status TO tireless_poller;
 GRANT SELECT ON TABLE tireless.lane_status TO tireless_admin;
+
+--
+-- Name: TABLE mirror_repo; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.mirror_repo TO tireless_admin;
 
 --
 -- Name: TABLE queue_stats; Type: ACL; Schema: tireless; Owner: -
@@ -2135,6 +4336,14 @@ GRANT SELECT ON TABLE tireless.queue_stats TO tireless_admin;
 --
 
 GRANT SELECT ON TABLE tireless.tracked_repo TO tireless_admin;
+
+--
+-- Name: TABLE repo_status; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.repo_status TO tireless_runner;
+GRANT SELECT ON TABLE tireless.repo_status TO tireless_poller;
+GRANT SELECT ON TABLE tireless.repo_status TO tireless_admin;
 
 --
 -- PostgreSQL database dump complete

@@ -13,18 +13,6 @@ ROOT = Path(__file__).resolve().parent.parent
 TESTS = ROOT / "tests"
 DOCS = sorted([ROOT / "README.md", *(ROOT / "docs").rglob("*.md")])
 
-# Pages written on other branches, linked to already; they arrive with the merge, which deletes
-# this list (after it, every linked page must exist).
-PAGES_ARRIVING_WITH_THE_MERGE = frozenset(
-    {
-        "docs/work-rule.md",
-        "docs/forges.md",
-        "docs/runners.md",
-        "docs/performance.md",
-        "docs/web.md",
-    }
-)
-
 FENCED_BLOCK = re.compile(r"^```.*?^```", re.MULTILINE | re.DOTALL)
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 # How the docs cite evidence: a pytest node id (`tests/test_claim.py::test_x`, `tests/` optional),
@@ -132,8 +120,7 @@ def broken_links(page: Path, root: Path = ROOT) -> list[str]:
         target = (page.parent / path).resolve() if path else page
         name = str(target.relative_to(root)) if target.is_relative_to(root) else str(target)
         if not target.exists():
-            if name not in PAGES_ARRIVING_WITH_THE_MERGE:
-                broken.append(f"{link} (no file {name})")
+            broken.append(f"{link} (no file {name})")
         elif anchor and target.suffix == ".md" and anchor not in anchors(target):
             broken.append(f"{link} (no heading #{anchor} in {name})")
     return broken
