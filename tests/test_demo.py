@@ -8,9 +8,14 @@ label was taken off and put back."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
+import urllib.error
+import urllib.request
 from pathlib import Path
+
+import pytest
 
 from tests.conftest import Database
 from tests.issues import history
@@ -24,16 +29,26 @@ def test_the_small_demo_settles_every_job_and_recovers_the_crashed_one(
         "DATABASE_URL": db.url,
         "TIRELESS_DEMO_SIZE": "small",
         "TIRELESS_DEMO_TIMEOUT": "120",
+        "TIRELESS_DEMO_BIND": "127.0.0.1:0",
     }
-    result = subprocess.run(
-        [sys.executable, "-m", "tireless.demo"],
-        cwd=tmp_path,  # its logs go to ./.tireless/logs
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
+    demo = [sys.executable, "-m", "tireless.demo"]
+    # Its logs go to ./.tireless/logs, the dashboard's pid to ./.tireless/dashboard.pid.
+    try:
+        result = subprocess.run(
+            demo, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+        # The dashboard outlives the demo and shows its lanes, until `make stop`.
+        (dashboard,) = re.findall(r"^dashboard at (\S+) ", result.stdout, re.MULTILINE)
+        assert f"the dashboard is still at {dashboard}" in result.stdout
+        with urllib.request.urlopen(dashboard, timeout=30) as page:
+            assert page.status == 200
+            assert "gitea/example/widgets" in page.read().decode()
+    finally:
+        stopped = subprocess.run([*demo, "--stop"], cwd=tmp_path, env=env, capture_output=True)
+    assert b"stopped the dashboard" in stopped.stdout
+    with pytest.raises(urllib.error.URLError):
+        urllib.request.urlopen(dashboard, timeout=5)
     with db.connect() as conn:
         rows = conn.execute(
             "SELECT number, id, state::text, attempts, note FROM tireless.job ORDER BY id"

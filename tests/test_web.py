@@ -384,6 +384,12 @@ def test_the_overview_shows_each_repository_and_its_last_error(
             " last_error_at = now(), backoff_until = now() + interval '1 minute'"
             " WHERE repo = 'gadgets'"
         )
+        conn.execute(
+            "INSERT INTO tireless.mirror_issue (forge, owner, repo, number, job_id, state,"
+            " failures, last_error, last_error_at)"
+            " VALUES ('gitea', 'acme', 'gadgets', 1, %s, 'pending', 1, 'HTTP 403 <read-only>', now())",
+            (jobs.delivered,),
+        )
     page = admin.get("/").text
     repos = re.search(r'<table id="repos">.*?<tbody>(.*?)</tbody>', page, re.S)
     assert repos is not None
@@ -393,6 +399,7 @@ def test_the_overview_shows_each_repository_and_its_last_error(
     assert "&lt;502&gt; Bad Gateway" in gadgets
     assert "backing off until" in gadgets
     assert "forge gitea is not registered" in gadgets
+    assert "mirror: HTTP 403 &lt;read-only&gt;" in gadgets
     widgets = next(row for row in rows if "acme/widgets" in row)
     cells = re.findall(r"<td[^>]*>(.*?)</td>", widgets, re.S)
     assert cells[1:3] == ["3", "2"], "pending: 5, 7 and the child 9; claimed: 3 and 4"

@@ -90,19 +90,35 @@ def test_metrics_parse_and_match_the_database(
         assert value(samples, "tireless_repo_poll_error", **key) == 0
 
 
-def test_a_failed_poll_shows_in_the_repository_metrics(
+def test_a_failed_poll_and_a_failed_mirror_write_show_in_the_repository_metrics(
     client: TestClient, store: JobStore, db: Database
 ) -> None:
-    populate(store, db)
+    jobs = populate(store, db)
     with db.connect() as conn:
         conn.execute(
             "UPDATE tireless.repo_poll SET consecutive_failures = 2, last_error = 'HTTP 502',"
             " last_error_at = now() WHERE repo = 'gadgets'"
         )
+        # A write the forge refused (as record_mirror_failure leaves it) on one issue of gadgets.
+        conn.execute(
+            "INSERT INTO tireless.mirror_issue (forge, owner, repo, number, job_id, state,"
+            " failures, last_error, last_error_at)"
+            " VALUES ('gitea', 'acme', 'gadgets', 1, %s, 'pending', 1, 'HTTP 403', now())",
+            (jobs.delivered,),
+        )
     samples, _ = scrape(client)
     key = {"forge": "gitea", "owner": "acme", "repo": "gadgets"}
     assert value(samples, "tireless_repo_poll_failures", **key) == 2
     assert value(samples, "tireless_repo_poll_error", **key) == 1
+    assert value(samples, "tireless_repo_mirror_error", **key) == 1
+    assert (
+        value(samples, "tireless_repo_mirror_error", forge="gitea", owner="acme", repo="widgets")
+        == 0
+    )
+    for repo, backlog in figures(db, "SELECT repo, mirror_backlog FROM tireless.repo_status"):
+        labels = {"forge": "gitea", "owner": "acme", "repo": repo}
+        assert value(samples, "tireless_repo_mirror_backlog", **labels) == backlog
+    assert value(samples, "tireless_repo_mirror_backlog", **key) >= 1
 
 
 def finished_total(client: TestClient) -> float:

@@ -1,12 +1,13 @@
-"""`make run`: tireless at work on a forge in about a minute; `make stop` (`--stop`) stops its
-database.
+"""`make run`: tireless at work on a forge in about a minute, with its dashboard; `make stop`
+(`--stop`) stops the dashboard and the database.
 
 With no DATABASE_URL it starts (or attaches to) the embedded PostgreSQL in PGDATA (a directory
 of the system's temporary folder named after the project, so that its unix socket path stays
 short and, when we are root, the postgres user can reach it wherever the project lives) and
 recreates the database tireless_demo in it; with DATABASE_URL it runs there. It migrates, sets a
-short backoff, starts the stand-in forge (a Gitea on 127.0.0.1, tireless.devtools.standin_forge),
-registers it (`add_forge`), tracks gitea/example/widgets, opens there the issues of
+short backoff, starts `tireless web` on 127.0.0.1:8080 (or a free port when that one is taken)
+in the background, starts the stand-in forge (a Gitea on 127.0.0.1,
+tireless.devtools.standin_forge), registers it (`add_forge`), tracks gitea/example/widgets, opens there the issues of
 examples/issues.json and two of its own, and runs `tireless poll --every 1` (the forge's token in
 its environment only), two `tireless work` processes on examples/agent.sh and a
 `tireless sweep --every 1`, showing `tireless status` until every job is settled and every scene
@@ -59,11 +60,15 @@ from tireless.forge.poll import poll_round
 from tireless.migrate import migrate
 from tireless.models import Job, RepoToPoll
 from tireless.store import JobStore
+from tireless.web.launch import start_dashboard
 
 HOME = Path(".tireless")
 PROJECT_DIGEST = hashlib.sha1(str(Path.cwd().resolve()).encode()).hexdigest()[:10]
 PGDATA = Path(tempfile.gettempdir()) / f"tireless-demo-{PROJECT_DIGEST}"
 LOGS = HOME / "logs"
+DASHBOARD_PID = HOME / "dashboard.pid"
+# `tireless web` on 127.0.0.1:8080 (TIRELESS_DEMO_BIND overrides), or on a free port when taken.
+DASHBOARD_BIND = "127.0.0.1:8080"
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 DEMO_DATABASE = "tireless_demo"
 FORGE, OWNER, REPO = "gitea", "example", "widgets"
@@ -116,6 +121,39 @@ def database() -> tuple[str, str | None]:
     url = server.url(DEMO_DATABASE)
     say(f"embedded PostgreSQL in {PGDATA} on port {server.port}, database {DEMO_DATABASE}")
     return url, f'psql "{url}"'
+
+
+def start_web(url: str) -> str | None:
+    """Start `tireless web` on the demo's database, detached, so that it outlives the demo until
+    `make stop`; its address, or None when it did not start (see its log)."""
+    for bind in (os.environ.get("TIRELESS_DEMO_BIND", DASHBOARD_BIND), "127.0.0.1:0"):
+        try:
+            dashboard = start_dashboard(url, LOGS / "web.log", bind=bind)
+        except RuntimeError:  # the address is taken, or the web extra is not installed
+            continue
+        DASHBOARD_PID.write_text(f"{dashboard.pid}\n")
+        return dashboard.url
+    return None
+
+
+def stop_web() -> bool:
+    """SIGTERM the dashboard a demo started here, if it still runs (and is still `tireless web`:
+    a pid can be reused); whether there was one."""
+    try:
+        pid = int(DASHBOARD_PID.read_text())
+        command_line = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except (FileNotFoundError, ValueError):
+        return False
+    finally:
+        DASHBOARD_PID.unlink(missing_ok=True)
+    if command_line[1:4] != [b"-m", b"tireless", b"web"]:
+        return False
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+        for _ in range(100):  # it closes its pool first: the database can then be dropped
+            os.kill(pid, 0)
+            time.sleep(0.1)
+    return True
 
 
 def open_issues(forge: StandinForge, small: bool) -> tuple[int, int, int]:
@@ -431,8 +469,13 @@ def interrupt(signum: int, frame: FrameType | None) -> None:
 def run() -> int:
     small = os.environ.get("TIRELESS_DEMO_SIZE", "") == "small"
     deadline = time.monotonic() + float(os.environ.get("TIRELESS_DEMO_TIMEOUT", "240"))
+    stop_web()  # a previous run's: it holds connections to the database about to be recreated
     url, psql = database()
     migrate(url)
+    if dashboard := start_web(url):
+        say(f"dashboard at {dashboard} (it stays up until `make stop`)")
+    else:
+        say(f"the dashboard did not start (it needs tireless[web]): see {LOGS}/web.log")
     token = secrets.token_hex(16)  # the stand-in forge's; only the poller's environment holds it
     with (
         psycopg.connect(url, autocommit=True) as conn,
@@ -480,7 +523,11 @@ def run() -> int:
     }
     say(", ".join(f"{n} {state}" for state, n in outcomes.items() if n))
     if psql is not None:
-        say(f"\nthe database is still running: {psql}\n`make stop` stops it")
+        say(f"\nthe database is still running: {psql}")
+    if dashboard:
+        say(f"the dashboard is still at {dashboard}")
+    if psql is not None or dashboard:
+        say("`make stop` stops them")
     unsettled = outcomes["pending"] + outcomes["claimed"]
     if unsettled or not all(played):
         say(f"{unsettled} job(s) not settled")
@@ -489,6 +536,8 @@ def run() -> int:
 
 
 def stop() -> int:
+    if stop_web():
+        say("stopped the dashboard")
     server = EmbeddedPostgres(PGDATA.resolve())
     if server.running_port() is None:
         say(f"no demo database is running in {PGDATA}")

@@ -113,6 +113,18 @@ def repo_families(out: Exposition, repos: list[dict[str, Any]]) -> None:
         "1 while the repository's last poll failed (its last_error is set).",
         ((key(r), 1 if r["last_error"] else 0) for r in repos),
     )
+    out.family(
+        "tireless_repo_mirror_backlog",
+        "gauge",
+        "Issues of the repository still waiting for the mirror's forge write (labels or comment).",
+        ((key(r), r["mirror_backlog"]) for r in repos),
+    )
+    out.family(
+        "tireless_repo_mirror_error",
+        "gauge",
+        "1 while a mirror write waiting on the repository last failed (its mirror_error is set).",
+        ((key(r), 1 if r["mirror_error"] else 0) for r in repos),
+    )
 
 
 async def scrape(request: Request) -> Response:
