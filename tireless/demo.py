@@ -51,7 +51,8 @@ from psycopg.rows import dict_row
 
 from tireless import queries
 from tireless.calls import JOB_ROW
-from tireless.cli import fetch, job_table, render_status, status_rows
+from tireless.cli.reads import fetch, status_rows
+from tireless.cli.render import job_table, render_status
 from tireless.devtools.standin_forge import StandinForge, issues_of
 from tireless.embedded import EmbeddedPostgres
 from tireless.forge import client_for, token_variable
