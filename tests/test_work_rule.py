@@ -30,7 +30,7 @@ from tests.issues import (
     tracked,
 )
 from tireless import DiscoveredIssue, Heartbeat, Job, JobKind, JobState, JobStore, migrate
-from tireless.embedded import EmbeddedPostgres
+from tireless.devtools.embedded import EmbeddedPostgres
 from tireless.errors import InvariantViolated
 from tireless.migrate import yoyo_uri
 
