@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Database
-from tests.issues import history
+from tests.helpers import history
 from tireless.devtools.demo import CRASH_ISSUE, POLLS_AFTER_DELIVERY, REPLACEMENT, WORKERS
 
 

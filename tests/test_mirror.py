@@ -13,8 +13,8 @@ import httpx
 import pytest
 
 from tests.conftest import Database
-from tests.issues import rows
-from tests.issues import tireless_cli as cli
+from tests.helpers import rows
+from tests.helpers import tireless_cli as cli
 from tests.test_poll import NAMES, OWNER, PLAN, TOKEN, Setup
 from tests.test_standin_forge import validator
 from tireless import JobStore
