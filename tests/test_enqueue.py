@@ -16,6 +16,7 @@ from tests.helpers import (
     FORGE,
     OWNER,
     REPO,
+    TEST_REPO,
     WORK,
     issue,
     job_count,
@@ -308,3 +309,17 @@ def test_refresh_lane_returns_null_when_the_issue_has_no_pending_job(
     (job,) = jobs(db)
     assert (job.lane, job.labels, job.state) == ("cc", WORK, JobState.CLAIMED)
 
+
+def test_enqueue_and_list_returns_exactly_the_jobs_this_call_created(db: Database) -> None:
+    """Not every job of the batch's issues made in the same transaction: a job enqueued a moment
+    before, in that transaction, is not this call's."""
+    batch = [issue(1), issue(2), issue(3, state="closed")]
+    with db.connect() as conn, conn.transaction():
+        conn.execute("SELECT tireless.track_repo(forge => %s, owner => %s, repo => %s)", TEST_REPO)
+        assert enqueue_sql(conn, Jsonb([issue(1).as_json()])) == 1
+        listed = conn.execute(
+            "SELECT number FROM tireless.enqueue_and_list(issues => %(issues)s)",
+            {"issues": Jsonb([i.as_json() for i in batch])},
+        ).fetchall()
+    assert listed == [(2,)]
+    assert job_count(db) == 2

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+from psycopg import sql
 from psycopg.rows import dict_row
 
 from tireless import queries
@@ -48,6 +49,10 @@ from tireless.store import JobStore
 
 PRUNE_BATCH = 1000
 """`tireless prune` deletes at most this many jobs per transaction."""
+ENQUEUE_AND_LIST = sql.SQL("SELECT {} FROM tireless.enqueue_and_list(issues => %(issues)s)").format(
+    queries.JOB_COLUMNS
+)
+"""`tireless enqueue`: the jobs an enqueue created, as rows of tireless.job."""
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
@@ -108,16 +113,15 @@ def cmd_enqueue(args: argparse.Namespace) -> int:
 def enqueue_and_list(
     conn: psycopg.Connection[Any], issues: list[dict[str, Any]]
 ) -> tuple[int, list[Job] | None]:
-    """Enqueue, and read back in the same transaction the jobs that created; None for the jobs
-    when the role may not read them (a poller: only tireless_admin reads tireless.job)."""
+    """Enqueue, with the jobs that created (tireless.enqueue_and_list); a role that may not read
+    jobs (a poller: only tireless_admin reads tireless.job) enqueues alone, and gets None for them."""
     with conn.transaction():
-        created = JobStore(conn).enqueue(issues)
         try:
             with conn.transaction():
-                jobs = fetch(conn, queries.CREATED_JOBS, {"issues": issues_json(issues)}, JOB_ROW)
+                jobs = fetch(conn, ENQUEUE_AND_LIST, {"issues": issues_json(issues)}, JOB_ROW)
         except PermissionDenied:
-            return created, None
-    return created, jobs
+            return JobStore(conn).enqueue(issues), None
+    return len(jobs), jobs
 
 
 def cmd_claim(args: argparse.Namespace) -> int:
