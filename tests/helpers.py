@@ -124,16 +124,6 @@ def history(db: Database, job_id: int) -> list[tuple[Any, ...]]:
     )
 
 
-def wait_until_blocked(db: Database, waiter_pid: int, holder_pid: int, what: str) -> None:
-    """Wait (10 s at most) until the waiter's backend is blocked by a lock the holder's holds."""
-    wait_until(
-        lambda: holder_pid in db.scalar("SELECT pg_blocking_pids(%(pid)s)", {"pid": waiter_pid}),
-        what,
-        timeout=10,
-        every=0.01,
-    )
-
-
 def tireless_cli(
     database_url: str | None, *args: str, stdin: str | None = None, **env: str
 ) -> subprocess.CompletedProcess[str]:
@@ -169,7 +159,7 @@ def wait_until(
         time.sleep(every)
 
 
-def wait_until_true(conninfo: str, condition: str, timeout: float = 60.0) -> None:
+def wait_until_sql(conninfo: str, condition: str, timeout: float = 60.0) -> None:
     """Wait until a boolean SQL expression (say `NOT EXISTS (SELECT ...)`) holds in the database."""
     with psycopg.connect(conninfo, autocommit=True) as conn:
 
@@ -178,3 +168,13 @@ def wait_until_true(conninfo: str, condition: str, timeout: float = 60.0) -> Non
             return row is not None and row[0] is True
 
         wait_until(holds, condition, timeout)
+
+
+def wait_until_blocked(db: Database, waiter_pid: int, holder_pid: int, what: str) -> None:
+    """Wait (10 s at most) until the waiter's backend is blocked by a lock the holder's holds."""
+    wait_until(
+        lambda: holder_pid in db.scalar("SELECT pg_blocking_pids(%(pid)s)", {"pid": waiter_pid}),
+        what,
+        timeout=10,
+        every=0.01,
+    )

@@ -11,7 +11,7 @@ import psycopg
 import pytest
 
 from tests.conftest import Database
-from tests.helpers import enqueue_jobs, rows, wait_until_blocked, wait_until_true
+from tests.helpers import enqueue_jobs, rows, wait_until_blocked, wait_until_sql
 from tests.workers import SPAWN, all_exit_0, reports, start
 from tireless import Job, JobState, JobStore
 from tireless.errors import InvalidArgument
@@ -50,7 +50,7 @@ def claimer(conninfo: str, worker: str, barrier: Any, results: Any) -> None:
                 ).fetchone()
                 assert seen is not None
                 most_seen = max(most_seen, seen[0])
-                wait_until_true(conninfo, LANE_FULL)
+                wait_until_sql(conninfo, LANE_FULL)
                 store.transition(job.id, "delivered", worker)
     results.put(most_seen)
 
