@@ -18,7 +18,7 @@ $(VENV)/.installed: pyproject.toml
 install: $(VENV)/.installed
 
 pg-binaries: install
-	@$(PY) -c 'from tireless.embedded import find_server_binaries as f; print("PostgreSQL server binaries:", f())' \
+	@$(PY) -c 'from tireless.devtools.embedded import find_server_binaries as f; print("PostgreSQL server binaries:", f())' \
 	  || { echo "make: install PostgreSQL's server binaries: apt-get install postgresql"; exit 1; }
 
 lint: install
@@ -40,10 +40,10 @@ bench: install pg-binaries
 	cd bench && ../$(PY) poll.py $(if $(QUICK),--issues 100 --batch 1000 --repeats 1)
 
 run: install pg-binaries
-	$(PY) -m tireless.demo
+	$(PY) -m tireless.devtools.demo
 
 stop: install
-	$(PY) -m tireless.demo --stop
+	$(PY) -m tireless.devtools.demo --stop
 
 # db/schema.sql, the schema as the migrations leave it (tests/test_schema_file.py checks it)
 schema: install pg-binaries

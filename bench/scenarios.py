@@ -14,7 +14,7 @@ from psycopg.types.json import Jsonb
 from workloads import FLOOR_SCHEMA, LEASE, SQL_CLAIM, SQL_FINISH
 
 from tireless import migrate, queries
-from tireless.embedded import EmbeddedPostgres
+from tireless.devtools.embedded import EmbeddedPostgres
 
 
 def fresh_database(server: EmbeddedPostgres, name: str, *, floor: bool = False) -> str:

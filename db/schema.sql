@@ -784,6 +784,46 @@ $$;
 COMMENT ON FUNCTION tireless.enqueue(issues jsonb) IS 'Takes a JSON array of issues {forge, owner, repo, number, state, labels, title?, url?, updated_at?, parent_id?} and applies the work rule to those of tracked repositories: a pending job per request for work, a pending job cancelled (or a claimed one asked to stop) when its issue withdraws the request, a pending job re-routed when relabelled. Returns how many jobs it created; a repeated poll creates nothing and writes nothing. Validates the whole batch first (TL006).';
 
 --
+-- Name: enqueue_and_list(jsonb); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.enqueue_and_list(issues jsonb) RETURNS SETOF tireless.job
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    known bigint[];
+BEGIN
+    -- Validate first: a malformed batch is refused by its TL006 before anything reads it.
+    PERFORM tireless.check_issue_batch(enqueue_and_list.issues);
+    -- In key order, as enqueue takes them, so the two never deadlock.
+    PERFORM tireless.lock_repo_issues(r.forge, r.owner, r.repo)
+       FROM (SELECT DISTINCT e.issue ->> 'forge' AS forge, e.issue ->> 'owner' AS owner, e.issue ->> 'repo' AS repo
+               FROM jsonb_array_elements(enqueue_and_list.issues) AS e(issue)
+              ORDER BY 1, 2, 3) AS r;
+    SELECT coalesce(array_agg(j.id), '{}') INTO known
+      FROM tireless.job j
+     WHERE (j.forge, j.owner, j.repo, j.number) IN
+           (SELECT e.issue ->> 'forge', e.issue ->> 'owner', e.issue ->> 'repo', (e.issue ->> 'number')::integer
+              FROM jsonb_array_elements(enqueue_and_list.issues) AS e(issue));
+    PERFORM tireless.enqueue(enqueue_and_list.issues);
+    RETURN QUERY
+        SELECT j.* FROM tireless.job j
+         WHERE (j.forge, j.owner, j.repo, j.number) IN
+               (SELECT e.issue ->> 'forge', e.issue ->> 'owner', e.issue ->> 'repo', (e.issue ->> 'number')::integer
+                  FROM jsonb_array_elements(enqueue_and_list.issues) AS e(issue))
+           AND j.id <> ALL (known)
+         ORDER BY j.id;
+END;
+$$;
+
+--
+-- Name: FUNCTION enqueue_and_list(issues jsonb); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.enqueue_and_list(issues jsonb) IS 'enqueue, returning the jobs it created (oldest first) instead of their count: what `tireless enqueue` shows. For tireless_admin, who reads tireless.job; a poller calls enqueue.';
+
+--
 -- Name: ensure_lane(text); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -3845,6 +3885,13 @@ GRANT ALL ON FUNCTION tireless.claim_repos_to_poll(poller text, lease interval, 
 
 REVOKE ALL ON FUNCTION tireless.enqueue(issues jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.enqueue(issues jsonb) TO tireless_poller;
+
+--
+-- Name: FUNCTION enqueue_and_list(issues jsonb); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.enqueue_and_list(issues jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.enqueue_and_list(issues jsonb) TO tireless_admin;
 
 --
 -- Name: FUNCTION ensure_lane(lane text); Type: ACL; Schema: tireless; Owner: -

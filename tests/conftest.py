@@ -14,7 +14,7 @@ import pytest
 from pytest_postgresql import factories
 
 from tireless import JobStore, migrate
-from tireless.embedded import EmbeddedPostgres
+from tireless.devtools.embedded import EmbeddedPostgres
 
 SERVER = pytest.StashKey[EmbeddedPostgres]()
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import psycopg
 
 from tireless import migrate
-from tireless.embedded import EmbeddedPostgres, find_server_binaries
+from tireless.devtools.embedded import EmbeddedPostgres, find_server_binaries
 
 SCHEMA_FILE = Path(__file__).resolve().parent.parent / "db" / "schema.sql"
 HEADER = (

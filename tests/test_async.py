@@ -14,7 +14,16 @@ from typing import Any, cast
 import pytest
 
 from tests.conftest import Database
-from tests.issues import FORGE, TEST_REPO, WORK, end_lease, enqueue_jobs, eventually, issue, tracked
+from tests.helpers import (
+    FORGE,
+    TEST_REPO,
+    WORK,
+    end_lease,
+    enqueue_jobs,
+    issue,
+    tracked,
+    wait_until,
+)
 from tireless import (
     Forge,
     ForgeKind,
@@ -220,7 +229,7 @@ def test_a_lease_is_renewed_while_its_block_runs(any_store: JobStore, db: Databa
         assert job is not None
         end_lease(db, job.id)  # only a renewal moves it back into the future
         expires = "SELECT claim_expires_at > now() FROM tireless.job WHERE id = %(id)s"
-        eventually(lambda: db.scalar(expires, {"id": job.id}) is True, "a renewal")
+        wait_until(lambda: db.scalar(expires, {"id": job.id}) is True, "a renewal")
     assert db.scalar("SELECT state::text FROM tireless.job") == "delivered"
 
 

@@ -10,7 +10,7 @@ import psycopg
 import pytest
 
 from tests.conftest import Database
-from tests.issues import claimed, end_lease, enqueue_jobs, rows
+from tests.helpers import claimed, end_lease, enqueue_jobs, rows
 from tireless import JobStore
 
 THRESHOLD = 3

@@ -9,7 +9,7 @@ import psycopg
 import pytest
 
 from tests.conftest import Database
-from tests.issues import claimed, end_lease, enqueue_jobs, history, make_available
+from tests.helpers import claimed, end_lease, enqueue_jobs, history, make_available
 from tireless import Job, JobState, JobStore
 
 

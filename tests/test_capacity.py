@@ -11,8 +11,8 @@ import psycopg
 import pytest
 
 from tests.conftest import Database
-from tests.issues import blocked_behind, enqueue_jobs, rows
-from tests.workers import SPAWN, all_exit_0, reports, start, wait_until
+from tests.helpers import enqueue_jobs, rows, wait_until_blocked, wait_until_sql
+from tests.workers import SPAWN, all_exit_0, reports, start
 from tireless import Job, JobState, JobStore
 from tireless.errors import InvalidArgument
 
@@ -50,7 +50,7 @@ def claimer(conninfo: str, worker: str, barrier: Any, results: Any) -> None:
                 ).fetchone()
                 assert seen is not None
                 most_seen = max(most_seen, seen[0])
-                wait_until(conninfo, LANE_FULL)
+                wait_until_sql(conninfo, LANE_FULL)
                 store.transition(job.id, "delivered", worker)
     results.put(most_seen)
 
@@ -131,7 +131,7 @@ def test_two_claimers_racing_for_the_last_free_slot_one_wins(
             won = JobStore(a).claim_next("runner-a", ["cc"])
             assert won is not None
             b_claim = claim_in_thread(b, "runner-b")
-            assert blocked_behind(db, b.info.backend_pid, a.info.backend_pid)
+            wait_until_blocked(db, b.info.backend_pid, a.info.backend_pid, "B to wait for A")
         assert b_claim() is None
     assert db.scalar("SELECT count(*) FROM tireless.job WHERE state = 'claimed'") == (
         already_held + 1

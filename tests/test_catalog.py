@@ -14,7 +14,7 @@ import psycopg
 import pytest
 
 from tests.conftest import Database
-from tests.issues import insert_job
+from tests.helpers import insert_job
 from tireless.errors import ERROR_CLASSES, SQLSTATE_TO_ERROR, TirelessError
 from tireless.models import TERMINAL_STATES, ForgeKind, Heartbeat, JobKind, JobState
 

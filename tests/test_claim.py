@@ -10,7 +10,7 @@ from typing import Any
 import psycopg
 
 from tests.conftest import Database
-from tests.issues import claimed, enqueue_jobs, history, issue, make_available, tracked
+from tests.helpers import claimed, enqueue_jobs, history, issue, make_available, tracked
 from tests.workers import SPAWN, all_exit_0, reports, start
 from tireless import JobState, JobStore
 

@@ -11,25 +11,20 @@ import sys
 from typing import Any
 
 from tests.conftest import Database
-from tests.issues import (
+from tests.helpers import (
     FORGE,
     OWNER,
     REPO,
     WORK,
+    cli_json,
     end_lease,
     enqueue_jobs,
-    eventually,
     issue,
     tracked,
+    wait_until,
 )
-from tests.issues import tireless_cli as cli
+from tests.helpers import tireless_cli as cli
 from tireless import JobStore
-
-
-def ok_json(db: Database, *args: str, stdin: str | None = None) -> Any:
-    result = cli(db.url, *args, "--json", stdin=stdin)
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout)
 
 
 def issues_json(*numbers: int, labels: tuple[str, ...] = WORK) -> str:
@@ -37,28 +32,28 @@ def issues_json(*numbers: int, labels: tuple[str, ...] = WORK) -> str:
 
 
 def test_migrate_on_a_migrated_database_applies_nothing(db: Database) -> None:
-    assert ok_json(db, "migrate") == {"applied": []}
+    assert cli_json(db.url, "migrate") == {"applied": []}
 
 
 def test_track_untrack_and_repos_report_what_changed(db: Database) -> None:
     repo = [FORGE, OWNER, REPO]
-    assert ok_json(db, "track", *repo)["changed"] is True
-    assert ok_json(db, "track", *repo)["changed"] is False
-    (listed,) = ok_json(db, "repos")  # with its poll state (tireless.repo_status)
+    assert cli_json(db.url, "track", *repo)["changed"] is True
+    assert cli_json(db.url, "track", *repo)["changed"] is False
+    (listed,) = cli_json(db.url, "repos")  # with its poll state (tireless.repo_status)
     assert (listed["forge"], listed["owner"], listed["repo"]) == (FORGE, OWNER, REPO)
     assert (listed["last_poll_at"], listed["last_error"]) == (None, None)
-    assert ok_json(db, "untrack", *repo)["changed"] is True
-    assert ok_json(db, "untrack", *repo)["changed"] is False
-    assert ok_json(db, "repos") == []
+    assert cli_json(db.url, "untrack", *repo)["changed"] is True
+    assert cli_json(db.url, "untrack", *repo)["changed"] is False
+    assert cli_json(db.url, "repos") == []
     assert cli(db.url, "repos").stdout.strip() == "no tracked repositories"
 
 
 def test_enqueue_reads_stdin_or_a_file_and_prints_the_jobs_it_created(
     db: Database, tmp_path: Any
 ) -> None:
-    ok_json(db, "track", FORGE, OWNER, REPO)
+    cli_json(db.url, "track", FORGE, OWNER, REPO)
     batch = json.loads(issues_json(1, 2)) + json.loads(issues_json(3, labels=("tireless",)))
-    created = ok_json(db, "enqueue", stdin=json.dumps(batch))
+    created = cli_json(db.url, "enqueue", stdin=json.dumps(batch))
     assert created["created"] == 2
     assert [(j["number"], j["state"], j["kind"]) for j in created["jobs"]] == [
         (1, "pending", "implement"),
@@ -66,7 +61,7 @@ def test_enqueue_reads_stdin_or_a_file_and_prints_the_jobs_it_created(
     ]
     again = tmp_path / "issues.json"
     again.write_text(json.dumps(batch))
-    assert ok_json(db, "enqueue", str(again)) == {"created": 0, "jobs": []}
+    assert cli_json(db.url, "enqueue", str(again)) == {"created": 0, "jobs": []}
     text = cli(db.url, "enqueue", stdin=issues_json(4))
     assert text.returncode == 0
     assert text.stdout.startswith("created 1 job(s) from 1 issue(s)\njob ")
@@ -87,13 +82,13 @@ def test_claim_renew_and_transition_deliver_a_job_with_its_token(
     store: JobStore, db: Database
 ) -> None:
     enqueue_jobs(store, 1)
-    job = ok_json(db, "claim", "--worker", "w1", "--lane", "cc", "--lease", "30s")
+    job = cli_json(db.url, "claim", "--worker", "w1", "--lane", "cc", "--lease", "30s")
     assert (job["state"], job["claimed_by"], job["attempts"]) == ("claimed", "w1", 1)
     token, job_id = job["claim_token"], str(job["id"])
-    renewed = ok_json(db, "renew", job_id, "--worker", "w1", "--token", token, "--lease", "5m")
+    renewed = cli_json(db.url, "renew", job_id, "--worker", "w1", "--token", token, "--lease", "5m")
     assert renewed == {"job": job["id"], "renewed": True}
-    done = ok_json(
-        db,
+    done = cli_json(
+        db.url,
         "transition",
         job_id,
         "delivered",
@@ -111,7 +106,7 @@ def test_claim_renew_and_transition_deliver_a_job_with_its_token(
 
 def test_renewing_a_claim_held_by_another_worker_exits_3(store: JobStore, db: Database) -> None:
     enqueue_jobs(store, 1)
-    job = ok_json(db, "claim", "--worker", "w1", "--lane", "cc")
+    job = cli_json(db.url, "claim", "--worker", "w1", "--lane", "cc")
     result = cli(db.url, "renew", str(job["id"]), "--worker", "w2", "--json")
     assert result.returncode == 3
     assert json.loads(result.stdout) == {"job": job["id"], "renewed": False}
@@ -119,7 +114,7 @@ def test_renewing_a_claim_held_by_another_worker_exits_3(store: JobStore, db: Da
 
 def test_a_transition_by_a_non_holder_exits_1_naming_tl004(store: JobStore, db: Database) -> None:
     enqueue_jobs(store, 1)
-    job = ok_json(db, "claim", "--worker", "w1", "--lane", "cc")
+    job = cli_json(db.url, "claim", "--worker", "w1", "--lane", "cc")
     result = cli(db.url, "transition", str(job["id"]), "delivered", "--worker", "w2")
     assert result.returncode == 1
     assert result.stderr.startswith(f"tireless: TL004: worker 'w2' does not hold job {job['id']}")
@@ -128,10 +123,10 @@ def test_a_transition_by_a_non_holder_exits_1_naming_tl004(store: JobStore, db: 
 
 def test_sweep_returns_an_expired_claim_to_pending(store: JobStore, db: Database) -> None:
     enqueue_jobs(store, 2)
-    job = ok_json(db, "claim", "--worker", "w1", "--lane", "cc")
-    ok_json(db, "claim", "--worker", "w2", "--lane", "cc")
+    job = cli_json(db.url, "claim", "--worker", "w1", "--lane", "cc")
+    cli_json(db.url, "claim", "--worker", "w2", "--lane", "cc")
     end_lease(db, job["id"])
-    assert ok_json(db, "sweep") == {"expired": 1}
+    assert cli_json(db.url, "sweep") == {"expired": 1}
     assert (
         db.scalar("SELECT state::text FROM tireless.job WHERE id = %(id)s", {"id": job["id"]})
         == "pending"
@@ -150,7 +145,7 @@ def test_sweep_every_keeps_sweeping_and_exits_0_on_sigterm(store: JobStore, db: 
     try:
         end_lease(db, job.id)  # the sweeper runs already: only its loop can pick this up
         state = "SELECT state::text FROM tireless.job WHERE id = %(id)s"
-        eventually(lambda: db.scalar(state, {"id": job.id}) == "pending", "the sweep")
+        wait_until(lambda: db.scalar(state, {"id": job.id}) == "pending", "the sweep")
         sweeper.send_signal(signal.SIGTERM)
         out, _ = sweeper.communicate(timeout=30)
     finally:
@@ -172,7 +167,7 @@ def test_status_shows_lanes_by_state_with_claims_past_lease_and_paused_lanes(
     store.transition(first.id, "delivered", "w1")
     end_lease(db, second.id)
     store.pause_lane("oc")
-    lanes = {row["lane"]: row for row in ok_json(db, "status")}
+    lanes = {row["lane"]: row for row in cli_json(db.url, "status")}
     cc, oc = lanes["cc"], lanes["oc"]
     assert (cc["pending"], cc["claimed"], cc["past_lease"], cc["delivered"]) == (1, 1, 1, 1)
     assert (oc["pending"], oc["paused"], oc["breaker"]) == (1, True, "closed")
@@ -194,7 +189,7 @@ def test_jobs_filters_by_state_lane_and_repo(store: JobStore, db: Database) -> N
     assert claimed is not None
 
     def numbers(*filters: str) -> list[tuple[str, int]]:
-        return [(j["repo"], j["number"]) for j in ok_json(db, "jobs", *filters)]
+        return [(j["repo"], j["number"]) for j in cli_json(db.url, "jobs", *filters)]
 
     assert numbers() == [(REPO, 1), (REPO, 2), ("gadgets", 1), ("gadgets", 2)]
     assert numbers("--state", "claimed") == [(REPO, 1)]
@@ -212,7 +207,7 @@ def test_show_prints_a_job_and_its_history(store: JobStore, db: Database) -> Non
     job = store.claim_next("w1", ["cc"])
     assert job is not None
     store.transition(job.id, "pending", "w1", note="tests failed")
-    shown = ok_json(db, "show", str(job.id))
+    shown = cli_json(db.url, "show", str(job.id))
     assert (shown["job"]["id"], shown["job"]["state"], shown["job"]["note"]) == (
         job.id,
         "pending",

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import pytest
 
 from tests.conftest import Database
-from tests.issues import claimed, enqueue_jobs, tireless_cli
+from tests.helpers import claimed, enqueue_jobs, tireless_cli
 from tests.test_roles import Login, login  # noqa: F401  (the fixture)
 from tireless import JobStore
 

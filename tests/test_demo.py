@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Database
-from tests.issues import history
-from tireless.demo import CRASH_ISSUE, POLLS_AFTER_DELIVERY, REPLACEMENT, WORKERS
+from tests.helpers import history
+from tireless.devtools.demo import CRASH_ISSUE, POLLS_AFTER_DELIVERY, REPLACEMENT, WORKERS
 
 
 def test_the_small_demo_settles_every_job_and_recovers_the_crashed_one(
@@ -31,7 +31,7 @@ def test_the_small_demo_settles_every_job_and_recovers_the_crashed_one(
         "TIRELESS_DEMO_TIMEOUT": "120",
         "TIRELESS_DEMO_BIND": "127.0.0.1:0",
     }
-    demo = [sys.executable, "-m", "tireless.demo"]
+    demo = [sys.executable, "-m", "tireless.devtools.demo"]
     # Its logs go to ./.tireless/logs, the dashboard's pid to ./.tireless/dashboard.pid.
     try:
         result = subprocess.run(

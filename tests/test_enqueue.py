@@ -9,20 +9,25 @@ from typing import Any
 
 import psycopg
 import pytest
-from psycopg.rows import kwargs_row
 from psycopg.types.json import Jsonb
 
 from tests.conftest import Database
-from tests.issues import FORGE, OWNER, REPO, WORK, blocked_behind, issue, job_count, tracked
-from tireless import DiscoveredIssue, Job, JobKind, JobState, JobStore
+from tests.helpers import (
+    FORGE,
+    OWNER,
+    REPO,
+    TEST_REPO,
+    WORK,
+    issue,
+    job_count,
+    jobs,
+    tracked,
+    wait_until_blocked,
+)
+from tireless import DiscoveredIssue, JobKind, JobState, JobStore
 from tireless.errors import MalformedIssue
 
 ENQUEUE = "SELECT tireless.enqueue(issues => %(issues)s)"
-
-
-def jobs(db: Database) -> list[Job]:
-    with db.connect() as conn, conn.cursor(row_factory=kwargs_row(Job.from_row)) as cur:
-        return cur.execute("SELECT * FROM tireless.job ORDER BY id").fetchall()
 
 
 def enqueue_sql(conn: psycopg.Connection[Any], issues: Any) -> int:
@@ -107,7 +112,7 @@ def test_two_pollers_enqueueing_one_batch_at_once_create_each_job_once(
     ):
         created_by_a = enqueue_sql(a, batch)  # A's transaction stays open: its rows are uncommitted
         second = thread.submit(enqueue_sql, b, batch)
-        assert blocked_behind(db, b.info.backend_pid, a.info.backend_pid), "B must wait for A"
+        wait_until_blocked(db, b.info.backend_pid, a.info.backend_pid, "B to wait for A")
         assert not second.done()
         a.commit()
         created_by_b = second.result(timeout=30)
@@ -303,3 +308,18 @@ def test_refresh_lane_returns_null_when_the_issue_has_no_pending_job(
     assert store.refresh_lane(FORGE, OWNER, REPO, 2, agent) is None  # no job at all
     (job,) = jobs(db)
     assert (job.lane, job.labels, job.state) == ("cc", WORK, JobState.CLAIMED)
+
+
+def test_enqueue_and_list_returns_exactly_the_jobs_this_call_created(db: Database) -> None:
+    """Not every job of the batch's issues made in the same transaction: a job enqueued a moment
+    before, in that transaction, is not this call's."""
+    batch = [issue(1), issue(2), issue(3, state="closed")]
+    with db.connect() as conn, conn.transaction():
+        conn.execute("SELECT tireless.track_repo(forge => %s, owner => %s, repo => %s)", TEST_REPO)
+        assert enqueue_sql(conn, Jsonb([issue(1).as_json()])) == 1
+        listed = conn.execute(
+            "SELECT number FROM tireless.enqueue_and_list(issues => %(issues)s)",
+            {"issues": Jsonb([i.as_json() for i in batch])},
+        ).fetchall()
+    assert listed == [(2,)]
+    assert job_count(db) == 2

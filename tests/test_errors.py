@@ -13,7 +13,7 @@ import pytest
 from psycopg import sql
 
 from tests.conftest import Database
-from tests.issues import enqueue_jobs, issue
+from tests.helpers import enqueue_jobs, issue
 from tireless import JobStore
 from tireless.errors import (
     ERROR_CLASSES,

@@ -5,7 +5,7 @@ one job twice. Time moves by UPDATE-ing claim_expires_at, never by sleeping."""
 from __future__ import annotations
 
 from tests.conftest import Database
-from tests.issues import end_lease, enqueue_jobs, history, make_available
+from tests.helpers import end_lease, enqueue_jobs, history, make_available
 from tireless import Job, JobState, JobStore
 
 

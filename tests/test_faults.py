@@ -12,8 +12,8 @@ import pytest
 from psycopg_pool import ConnectionPool
 
 from tests.conftest import Database
+from tests.helpers import end_lease, enqueue_jobs, issue, wait_until_sql
 from tests.invariants import assert_invariants
-from tests.issues import end_lease, enqueue_jobs, issue
 from tests.workers import (
     NO_BACKOFF,
     SPAWN,
@@ -24,7 +24,6 @@ from tests.workers import (
     start,
     sweeper,
     tallies,
-    wait_until,
 )
 from tireless import JobStore
 
@@ -141,7 +140,7 @@ def test_two_sweepers_and_four_runners_on_short_leases_keep_every_invariant(
     sweepers = [start(sweeper, db.conninfo, stop, out) for _ in range(2)]
     runners = [start(runner, db.conninfo, f"r{i}", ["cc"], 150, i, 0.5, out) for i in range(4)]
     tally = tallies(out, runners, timeout=120)
-    wait_until(db.conninfo, "NOT EXISTS (SELECT FROM tireless.job WHERE state = 'claimed')")
+    wait_until_sql(db.conninfo, "NOT EXISTS (SELECT FROM tireless.job WHERE state = 'claimed')")
     stop.set()
     tally += tallies(out, sweepers, timeout=60)
     all_exit_0([*runners, *sweepers])

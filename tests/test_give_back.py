@@ -10,14 +10,14 @@ import psycopg
 import pytest
 
 from tests.conftest import Database
-from tests.issues import (
+from tests.helpers import (
     claimed,
     end_lease,
     enqueue_jobs,
-    eventually,
     history,
     issue,
     make_available,
+    wait_until,
 )
 from tests.test_roles import Login, login  # noqa: F401  (the fixture)
 from tireless import Job, JobState, JobStore
@@ -200,7 +200,7 @@ def test_a_lease_ends_a_cancel_requested_job_cancelled(store: JobStore) -> None:
     )
     with held as job:
         store.enqueue([issue(1, state="closed")])
-        eventually(lambda: held.cancel_requested, "a heartbeat to answer cancel")
+        wait_until(lambda: held.cancel_requested, "a heartbeat to answer cancel")
     assert job is not None
     assert cancels == [job.id]
     assert held.finished is not None

@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 
 from tests.conftest import Database
-from tests.issues import claimed, end_lease, enqueue_jobs, issue, make_available
+from tests.helpers import claimed, end_lease, enqueue_jobs, issue, make_available
 from tireless import Heartbeat, JobStore
 from tireless.errors import InvalidArgument, UnknownJob
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from psycopg.types.json import Jsonb
 
 from tests.conftest import Database
-from tests.issues import FORGE, OWNER, REPO, WORK, job_count, tracked
+from tests.helpers import FORGE, OWNER, REPO, WORK, job_count, tracked
 from tireless import JobStore
 from tireless.errors import InvalidArgument, MalformedIssue, TirelessError, translated_errors
 

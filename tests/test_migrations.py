@@ -9,7 +9,7 @@ import psycopg
 
 from tests.conftest import Database
 from tireless import migrate
-from tireless.embedded import EmbeddedPostgres
+from tireless.devtools.embedded import EmbeddedPostgres
 
 
 def schema_snapshot(conninfo: str) -> list[tuple[str, ...]]:

@@ -13,12 +13,12 @@ import httpx
 import pytest
 
 from tests.conftest import Database
-from tests.issues import rows
-from tests.issues import tireless_cli as cli
+from tests.helpers import rows
+from tests.helpers import tireless_cli as cli
 from tests.test_poll import NAMES, OWNER, PLAN, TOKEN, Setup
 from tests.test_standin_forge import validator
 from tireless import JobStore
-from tireless.cli import render_repos
+from tireless.cli.render import render_repos
 from tireless.devtools.standin_forge import Flavour, StandinForge
 from tireless.errors import NotHolder
 from tireless.forge import client_for, token_variable

@@ -20,8 +20,8 @@ from hypothesis.stateful import (
 )
 
 from tests.conftest import Database
+from tests.helpers import end_lease, issue, tracked
 from tests.invariants import assert_invariants
-from tests.issues import end_lease, issue, tracked
 from tests.workers import NO_BACKOFF
 from tireless import JobStore
 from tireless.errors import TirelessError

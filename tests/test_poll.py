@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import Database
-from tests.issues import rows
+from tests.helpers import rows
 from tireless import JobStore
 from tireless.devtools.standin_forge import StandinForge, StoredIssue, issues_of
 from tireless.forge import token_variable

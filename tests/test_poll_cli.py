@@ -8,13 +8,12 @@ import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.conftest import Database
-from tests.issues import rows
-from tests.issues import tireless_cli as cli
+from tests.helpers import cli_json, rows
+from tests.helpers import tireless_cli as cli
 from tireless.devtools.standin_forge import StandinForge
 
 TOKEN = "tok-cli-93be0f51d2"
@@ -22,36 +21,30 @@ TOKEN_ENV = {"TIRELESS_TOKEN_GITEA": TOKEN}
 PLAN = ["tireless", "tireless/plan"]
 
 
-def ok_json(db: Database, *args: str, **env: str) -> Any:
-    result = cli(db.url, *args, "--json", **env)
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout)
-
-
 @pytest.fixture
 def forge(db: Database) -> Iterator[StandinForge]:
     with StandinForge("gitea", token=TOKEN) as standin:
         standin.create_repo("acme", "widgets")
         standin.create_repo("acme", "gadgets")
-        ok_json(db, "forge", "add", "gitea", "--kind", "gitea", "--url", standin.url)
-        ok_json(db, "track", "gitea", "acme", "widgets")
-        ok_json(db, "track", "gitea", "acme", "gadgets")
+        cli_json(db.url, "forge", "add", "gitea", "--kind", "gitea", "--url", standin.url)
+        cli_json(db.url, "track", "gitea", "acme", "widgets")
+        cli_json(db.url, "track", "gitea", "acme", "gadgets")
         yield standin
 
 
 def test_forge_add_list_remove(db: Database) -> None:
     url = "https://git.example.com"
-    added = ok_json(db, "forge", "add", "code.acme", "--kind", "forgejo", "--url", url)
+    added = cli_json(db.url, "forge", "add", "code.acme", "--kind", "forgejo", "--url", url)
     assert added == {"name": "code.acme", "changed": True}
-    again = ok_json(db, "forge", "add", "code.acme", "--kind", "forgejo", "--url", url)
+    again = cli_json(db.url, "forge", "add", "code.acme", "--kind", "forgejo", "--url", url)
     assert again["changed"] is False
-    assert ok_json(db, "forge", "list") == [
+    assert cli_json(db.url, "forge", "list") == [
         {"name": "code.acme", "kind": "forgejo", "base_url": url}
     ]
     text = cli(db.url, "forge", "list").stdout
     assert "TIRELESS_TOKEN_CODE_ACME" in text
-    assert ok_json(db, "forge", "remove", "code.acme")["changed"] is True
-    assert ok_json(db, "forge", "remove", "code.acme")["changed"] is False
+    assert cli_json(db.url, "forge", "remove", "code.acme")["changed"] is True
+    assert cli_json(db.url, "forge", "remove", "code.acme")["changed"] is False
     refused = cli(db.url, "forge", "add", "x", "--kind", "gitea", "--url", "ftp://nowhere")
     assert refused.returncode == 1
     assert refused.stderr.startswith("tireless: ")
@@ -67,7 +60,7 @@ def test_poll_once_exits_0_when_every_read_was_clean_and_logs_what_it_did(
     assert "gitea/acme/widgets: 3 new jobs, 3 issues read in 1 page" in result.stdout
     assert "gitea/acme/gadgets" not in result.stdout  # nothing happened there: no line
     assert "polled 2 repositories, 0 failed" in result.stdout
-    repos = {r["repo"]: r for r in ok_json(db, "repos")}
+    repos = {r["repo"]: r for r in cli_json(db.url, "repos")}
     assert repos["widgets"]["last_error"] is None
     assert repos["widgets"]["last_success_at"] is not None
     assert repos["widgets"]["pending"] == 3
@@ -84,7 +77,7 @@ def test_poll_once_exits_1_when_a_repository_failed_and_repos_and_status_show_it
     by_repo = {line["repo"]: line for line in lines}
     assert "expected JSON, got text/html" in by_repo["widgets"]["error"]
     assert by_repo["gadgets"]["created"] == 1
-    repos = {r["repo"]: r for r in ok_json(db, "repos")}
+    repos = {r["repo"]: r for r in cli_json(db.url, "repos")}
     assert "expected JSON, got text/html" in repos["widgets"]["last_error"]
     assert repos["gadgets"]["last_error"] is None
     text = cli(db.url, "repos").stdout
@@ -102,8 +95,8 @@ def test_rerun_makes_a_new_job_for_an_issue_without_a_live_one(
     number = forge.create_issue("acme", "widgets", "once more", PLAN)
     assert cli(db.url, "poll", "--once", **TOKEN_ENV).returncode == 0
     (first,) = rows(db, "SELECT id FROM tireless.job")
-    ok_json(db, "transition", str(first[0]), "cancelled", "--note", "by hand")
-    rerun = ok_json(db, "rerun", "gitea", "acme", "widgets", str(number))
+    cli_json(db.url, "transition", str(first[0]), "cancelled", "--note", "by hand")
+    rerun = cli_json(db.url, "rerun", "gitea", "acme", "widgets", str(number))
     assert rerun["job"] != first[0]
     assert rows(
         db, "SELECT state::text FROM tireless.job WHERE id = %(id)s", {"id": rerun["job"]}

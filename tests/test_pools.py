@@ -8,7 +8,7 @@ import asyncio
 from psycopg_pool import ConnectionPool
 
 from tests.conftest import Database
-from tests.issues import TEST_REPO
+from tests.helpers import TEST_REPO
 from tireless import AsyncJobStore, JobStore
 
 

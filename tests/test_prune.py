@@ -11,7 +11,7 @@ import psycopg
 import pytest
 
 from tests.conftest import Database
-from tests.issues import claimed, enqueue_jobs, insert_job, rows, tireless_cli
+from tests.helpers import claimed, enqueue_jobs, insert_job, rows, tireless_cli
 from tests.test_roles import GROUPS, Login, login  # noqa: F401  (the fixture)
 from tireless import JobStore
 from tireless.errors import InvalidArgument, PermissionDenied

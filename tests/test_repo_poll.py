@@ -13,7 +13,7 @@ import psycopg
 import pytest
 
 from tests.conftest import Database
-from tests.issues import FORGE, OWNER, REPO, TEST_REPO, claimed, issue, rows
+from tests.helpers import FORGE, OWNER, REPO, TEST_REPO, claimed, issue, rows
 from tireless import DiscoveredIssue, ForgeKind, Heartbeat, JobStore, PollOutcome, RepoToPoll
 from tireless.errors import InvalidArgument, MalformedIssue, NotHolder, UnknownRepository
 

@@ -13,7 +13,7 @@ import pytest
 from psycopg.conninfo import make_conninfo
 
 from tests.conftest import Database
-from tests.issues import FORGE, OWNER, REPO, enqueue_jobs, issue, tracked
+from tests.helpers import FORGE, OWNER, REPO, enqueue_jobs, issue, tracked
 from tireless import JobStore
 from tireless.errors import PermissionDenied
 

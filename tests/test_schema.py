@@ -12,7 +12,7 @@ import pytest
 from psycopg import errors
 
 from tests.conftest import Database
-from tests.issues import insert_job
+from tests.helpers import insert_job
 from tireless.models import TERMINAL_STATES
 
 CLAIM = "claimed_by = 'runner-1', claim_expires_at = now() + interval '10 minutes', claim_token = gen_random_uuid()"

@@ -9,8 +9,8 @@ import os
 import pytest
 
 from tests.conftest import Database
+from tests.helpers import enqueue_jobs, wait_until_sql
 from tests.invariants import assert_invariants, figures, find_violations
-from tests.issues import enqueue_jobs
 from tests.workers import (
     NO_BACKOFF,
     SPAWN,
@@ -21,7 +21,6 @@ from tests.workers import (
     start,
     sweeper,
     tallies,
-    wait_until,
 )
 from tireless import JobStore
 
@@ -51,7 +50,7 @@ def test_soak_keeps_every_invariant_and_no_two_holders_overlap(
     try:
         tally = tallies(out, runners, timeout=1800)
         stop_polling.set()
-        wait_until(db.conninfo, "NOT EXISTS (SELECT FROM tireless.job WHERE state = 'claimed')")
+        wait_until_sql(db.conninfo, "NOT EXISTS (SELECT FROM tireless.job WHERE state = 'claimed')")
     finally:
         stop_polling.set()
         stop_sweeping.set()

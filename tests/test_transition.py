@@ -11,7 +11,7 @@ from uuid import UUID
 import pytest
 
 from tests.conftest import Database
-from tests.issues import claimed, end_lease, enqueue_jobs, history, make_available
+from tests.helpers import claimed, end_lease, enqueue_jobs, history, make_available
 from tireless import Job, JobState, JobStore
 from tireless.errors import IllegalTransition, JobIsTerminal, NotHolder, TirelessError
 

@@ -7,7 +7,7 @@ import threading
 from collections.abc import Callable
 
 from tests.conftest import Database
-from tests.issues import claimed, end_lease, enqueue_jobs, eventually, issue
+from tests.helpers import claimed, end_lease, enqueue_jobs, issue, wait_until
 from tireless import JobStore
 
 AGENT_OC = ("tireless", "tireless/implement", "tireless/agent:oc")
@@ -35,7 +35,7 @@ def until_listening(db: Database) -> None:
         "SELECT count(*) > 0 FROM pg_stat_activity WHERE datname = current_database()"
         " AND state = 'idle' AND query = 'LISTEN tireless_work'"
     )
-    eventually(lambda: db.scalar(listening) is True, "the listener to complete its LISTEN")
+    wait_until(lambda: db.scalar(listening) is True, "the listener to complete its LISTEN")
 
 
 def test_an_enqueue_wakes_a_listener_of_its_lane_in_another_connection(

@@ -14,7 +14,7 @@ from psycopg.conninfo import make_conninfo
 from starlette.testclient import TestClient
 
 from tests.conftest import Database
-from tests.issues import FORGE, OWNER, REPO, claimed, end_lease, issue, tracked
+from tests.helpers import FORGE, OWNER, REPO, claimed, end_lease, issue, tracked
 from tests.test_roles import Login, login  # noqa: F401 (the fixture)
 from tireless import JobStore
 from tireless.web.app import Dashboard, create_app

@@ -15,7 +15,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from tests.conftest import Database
-from tests.issues import OWNER, REPO, tracked
+from tests.helpers import OWNER, REPO, tracked
 from tests.test_roles import Login, login  # noqa: F401 (the fixture)
 from tireless import JobStore
 from tireless.web.app import create_app

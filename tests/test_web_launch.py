@@ -9,7 +9,7 @@ import urllib.request
 from pathlib import Path
 
 from tests.conftest import Database
-from tests.issues import tireless_cli
+from tests.helpers import tireless_cli
 from tireless.web.launch import start_dashboard
 
 

@@ -12,7 +12,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
 from tests.conftest import Database
-from tests.issues import claimed, enqueue_jobs
+from tests.helpers import claimed, enqueue_jobs
 from tests.test_web import Jobs, populate
 from tireless import JobStore
 from tireless.web.app import create_app

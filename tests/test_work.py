@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Database
-from tests.issues import enqueue_jobs, eventually, history, issue, rows, tireless_cli
+from tests.helpers import enqueue_jobs, history, issue, rows, tireless_cli, wait_until
 from tireless import JobStore
 
 
@@ -113,7 +113,7 @@ def start_sleeping_agent(
     )
     worker = start_worker(db, started, *work_args(*options, "--"), *command)
     pid_file = tmp_path / "pid"
-    eventually(pid_file.exists, "the command to start")
+    wait_until(pid_file.exists, "the command to start")
     return worker, pid_file
 
 
@@ -247,7 +247,7 @@ def test_a_signal_during_a_claim_gives_the_job_back_at_once(
         lane_lock.execute("SELECT 1 FROM tireless.lane WHERE name = 'cc' FOR UPDATE")
         worker = start_worker(db, worker_process, *work_args("--poll", "1", "--"), *command)
         holder = {"pid": lane_lock.info.backend_pid}
-        eventually(
+        wait_until(
             lambda: (
                 db.scalar(
                     "SELECT count(*) FROM pg_stat_activity WHERE %(pid)s = ANY (pg_blocking_pids(pid))",
@@ -281,7 +281,7 @@ def test_drain_finishes_the_running_job_and_exits_0_without_claiming_another(
     worker = start_worker(
         db, worker_process, *work_args("--poll", "1", "--drain-on", "SIGUSR1", "--"), *command
     )
-    eventually((tmp_path / "started").exists, "the command to start")
+    wait_until((tmp_path / "started").exists, "the command to start")
     worker.send_signal(signal.SIGUSR1)
     (tmp_path / "go").touch()
     out, err = worker.communicate(timeout=30)
@@ -343,7 +343,7 @@ def test_an_idle_worker_waits_for_work_and_runs_it_when_it_arrives(
     )
     logged = read_log_until(worker, "waiting for work in cc")  # idle, its claim found nothing
     enqueue_jobs(store, 2)
-    eventually(
+    wait_until(
         lambda: db.scalar("SELECT count(*) FROM tireless.job WHERE state = 'delivered'") == 2,
         "both jobs to be delivered",
     )
@@ -382,7 +382,7 @@ def test_a_worker_whose_lease_lapsed_in_a_restart_logs_lease_lost_and_claims_the
     worker = start_worker(
         db, worker_process, *work_args("--lease", "1h", "--poll", "1", "--"), *command
     )  # renewed every 20 minutes: no renewal learns of the loss first, the delivery does
-    eventually((tmp_path / "started").exists, "the first job's agent to start")
+    wait_until((tmp_path / "started").exists, "the first job's agent to start")
     db.server.restart()
     with db.connect(
         autocommit=False

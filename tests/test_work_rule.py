@@ -11,13 +11,12 @@ from typing import Any
 
 import psycopg
 import pytest
-from psycopg.rows import kwargs_row
 from psycopg.types.json import Jsonb
 from yoyo import get_backend, read_migrations
 from yoyo.migrations import MigrationList
 
 from tests.conftest import Database
-from tests.issues import (
+from tests.helpers import (
     FORGE,
     OWNER,
     REPO,
@@ -27,19 +26,15 @@ from tests.issues import (
     history,
     issue,
     job_count,
+    jobs,
     tracked,
 )
 from tireless import DiscoveredIssue, Heartbeat, Job, JobKind, JobState, JobStore, migrate
-from tireless.embedded import EmbeddedPostgres
+from tireless.devtools.embedded import EmbeddedPostgres
 from tireless.errors import InvariantViolated
 from tireless.migrate import yoyo_uri
 
 PLAN = ("tireless", "tireless/plan")
-
-
-def jobs(db: Database) -> list[Job]:
-    with db.connect() as conn, conn.cursor(row_factory=kwargs_row(Job.from_row)) as cur:
-        return cur.execute("SELECT * FROM tireless.job ORDER BY id").fetchall()
 
 
 def only_job(db: Database) -> Job:

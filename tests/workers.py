@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 import psycopg
 
-from tests.issues import issue
+from tests.helpers import issue
 from tireless import Job, JobStore
 from tireless.errors import IllegalTransition, JobIsTerminal, NotHolder
 
@@ -84,15 +84,6 @@ def all_exit_0(processes: Sequence[SpawnProcess]) -> None:
     for process in processes:
         process.join(30)
         assert process.exitcode == 0
-
-
-def wait_until(conninfo: str, condition: str, deadline: float = 60.0) -> None:
-    """Poll a condition in the database until it holds; fail after the deadline instead of hanging."""
-    with psycopg.connect(conninfo, autocommit=True) as conn:
-        conn.execute("SELECT set_config('statement_timeout', %s, false)", [f"{int(deadline)}s"])
-        conn.execute(
-            f"DO $$ BEGIN WHILE NOT ({condition}) LOOP PERFORM pg_sleep(0.05); END LOOP; END $$"
-        )
 
 
 def runner(

@@ -51,9 +51,10 @@ from psycopg.rows import dict_row
 
 from tireless import queries
 from tireless.calls import JOB_ROW
-from tireless.cli import fetch, job_table, render_status, status_rows
+from tireless.cli.reads import fetch, status_rows
+from tireless.cli.render import job_table, render_status
+from tireless.devtools.embedded import EmbeddedPostgres
 from tireless.devtools.standin_forge import StandinForge, issues_of
-from tireless.embedded import EmbeddedPostgres
 from tireless.forge import client_for, token_variable
 from tireless.forge.client import ForgeClient
 from tireless.forge.poll import poll_round
@@ -69,7 +70,7 @@ LOGS = HOME / "logs"
 DASHBOARD_PID = HOME / "dashboard.pid"
 # `tireless web` on 127.0.0.1:8080 (TIRELESS_DEMO_BIND overrides), or on a free port when taken.
 DASHBOARD_BIND = "127.0.0.1:8080"
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parent / "examples"
 DEMO_DATABASE = "tireless_demo"
 FORGE, OWNER, REPO = "gitea", "example", "widgets"
 WORKERS = ("worker-a", "worker-b")
@@ -548,7 +549,7 @@ def stop() -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tireless.demo", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m tireless.devtools.demo", description=__doc__)
     parser.add_argument("--stop", action="store_true", help="stop the embedded demo database")
     args = parser.parse_args(argv)
     if args.stop:

@@ -1,7 +1,10 @@
-"""Small builders for test issues, shared by the test modules."""
+"""What the test modules share: builders of test issues and jobs, shortcuts into the database as
+the superuser, the `tireless` command as a subprocess, and `wait_until`, the one way a test waits
+for something to happen (bounded, so a bug fails the test instead of hanging it)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -10,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import psycopg
+from psycopg.rows import kwargs_row
 
 from tests.conftest import Database
 from tireless import DiscoveredIssue, Job, JobStore
@@ -86,6 +90,12 @@ def job_count(db: Database) -> int:
     return count
 
 
+def jobs(db: Database) -> list[Job]:
+    """Every job, oldest first, as the superuser reads them."""
+    with db.connect() as conn, conn.cursor(row_factory=kwargs_row(Job.from_row)) as cur:
+        return cur.execute("SELECT * FROM tireless.job ORDER BY id").fetchall()
+
+
 def end_lease(db: Database, job_id: int) -> None:
     """Move the job's lease into the past (as the superuser), so the sweeper takes it."""
     with db.connect() as conn:
@@ -114,16 +124,6 @@ def history(db: Database, job_id: int) -> list[tuple[Any, ...]]:
     )
 
 
-def blocked_behind(db: Database, waiter_pid: int, holder_pid: int) -> bool:
-    """Wait (bounded) until the waiter's backend is blocked by a lock the holder's holds."""
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        if holder_pid in db.scalar("SELECT pg_blocking_pids(%(pid)s)", {"pid": waiter_pid}):
-            return True
-        time.sleep(0.01)
-    return False
-
-
 def tireless_cli(
     database_url: str | None, *args: str, stdin: str | None = None, **env: str
 ) -> subprocess.CompletedProcess[str]:
@@ -141,9 +141,40 @@ def tireless_cli(
     )
 
 
-def eventually(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
-    """Wait until `condition()` holds (checking every 50 ms); fail naming `what` after `timeout`."""
+def cli_json(database_url: str, *args: str, stdin: str | None = None, **env: str) -> Any:
+    """What `tireless ARGS... --json` prints, parsed; the command must succeed."""
+    result = tireless_cli(database_url, *args, "--json", stdin=stdin, **env)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def wait_until(
+    condition: Callable[[], object], what: str, timeout: float = 30.0, every: float = 0.05
+) -> None:
+    """Wait until `condition()` is true (checking every `every` seconds); fail naming `what` after
+    `timeout` seconds."""
     deadline = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
+        time.sleep(every)
+
+
+def wait_until_sql(conninfo: str, condition: str, timeout: float = 60.0) -> None:
+    """Wait until a boolean SQL expression (say `NOT EXISTS (SELECT ...)`) holds in the database."""
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+
+        def holds() -> bool:
+            row = conn.execute(f"SELECT {condition}").fetchone()
+            return row is not None and row[0] is True
+
+        wait_until(holds, condition, timeout)
+
+
+def wait_until_blocked(db: Database, waiter_pid: int, holder_pid: int, what: str) -> None:
+    """Wait (10 s at most) until the waiter's backend is blocked by a lock the holder's holds."""
+    wait_until(
+        lambda: holder_pid in db.scalar("SELECT pg_blocking_pids(%(pid)s)", {"pid": waiter_pid}),
+        what,
+        timeout=10,
+        every=0.01,
+    )

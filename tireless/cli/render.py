@@ -1,0 +1,187 @@
+"""Text and JSON for people: the tables and lines the commands print, shared with the demo."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+from uuid import UUID
+
+from tireless.forge import token_variable
+from tireless.forge.poll import Report
+from tireless.models import Forge, Job, RepoStatus
+
+
+def as_json(value: Any) -> str:
+    def plain(item: Any) -> Any:
+        if isinstance(item, datetime):
+            return item.isoformat()
+        if isinstance(item, timedelta):
+            return item.total_seconds()
+        if isinstance(item, UUID):
+            return str(item)
+        if dataclasses.is_dataclass(item) and not isinstance(item, type):
+            return dataclasses.asdict(item)
+        raise TypeError(f"not JSON: {item!r}")
+
+    return json.dumps(value, default=plain, indent=2)
+
+
+def table(
+    rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, Callable[[Any], str]]]
+) -> str:
+    """A plain text table: each column is (header, the cell's text from a row)."""
+    cells = [[header for header, _ in columns]] + [
+        [cell(row) for _, cell in columns] for row in rows
+    ]
+    widths = [max(len(line[i]) for line in cells) for i in range(len(columns))]
+    return "\n".join(
+        "  ".join(text.ljust(width) for text, width in zip(line, widths, strict=True)).rstrip()
+        for line in cells
+    )
+
+
+def age(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    total = int(seconds)
+    if total < 120:
+        return f"{total}s"
+    if total < 7200:
+        return f"{total // 60}m"
+    return f"{total // 3600}h{total % 3600 // 60:02d}m"
+
+
+def clock(value: datetime | None) -> str:
+    return "-" if value is None else value.astimezone().strftime("%Y-%m-%d %H:%M:%S")
+
+
+def last_line(note: str | None) -> str:
+    """A note in a table cell: its last line, cut to 60 characters."""
+    return note.splitlines()[-1][:60] if note and note.strip() else "-"
+
+
+def describe(job: Job) -> str:
+    """One line about a job."""
+    text = (
+        f"job {job.id} {job.owner}/{job.repo}#{job.number} {job.kind} lane {job.lane}: {job.state}"
+    )
+    text += f", attempt {job.attempts}"
+    if job.claimed_by is not None:
+        text += f", held by {job.claimed_by} until {clock(job.claim_expires_at)} (token {job.claim_token})"
+    return text + (f"\n  note: {job.note}" if job.note else "")
+
+
+def render_status(rows: Sequence[dict[str, Any]]) -> str:
+    def count(key: str) -> Callable[[dict[str, Any]], str]:
+        return lambda row: str(row[key])
+
+    def flags(row: dict[str, Any]) -> str:
+        marks = ["paused"] if row["paused"] else []
+        if row["breaker"] != "closed":
+            marks.append(
+                f"breaker {row['breaker']}"
+                + (f" until {clock(row['tripped_until'])}" if row["breaker"] == "open" else "")
+            )
+        if row["capacity"] is not None:
+            marks.append(f"capacity {row['capacity']}")
+        return ", ".join(marks) or "-"
+
+    columns: list[tuple[str, Callable[[dict[str, Any]], str]]] = [("LANE", count("lane"))]
+    columns += [
+        (key.upper().replace("_", "-"), count(key))
+        for key in ("pending", "ready", "claimed", "past_lease", "delivered", "failed", "cancelled")
+    ]
+    columns += [
+        ("OLDEST-PENDING", lambda row: age(row["oldest_pending_seconds"])),
+        ("LANE-STATE", flags),
+    ]
+    live = sum(row["pending"] + row["claimed"] for row in rows)
+    summary = f"{live} live job(s)" if live else "settled: no pending or claimed job"
+    window = "delivered, failed, cancelled: jobs that finished in the last 24 hours"
+    return (
+        "\n".join([table(rows, columns), window, summary]) if rows else "no lanes and no jobs yet"
+    )
+
+
+def job_table(jobs: Sequence[Job]) -> str:
+    rows = [dataclasses.asdict(job) for job in jobs]
+    return table(
+        rows,
+        [
+            ("ID", lambda r: str(r["id"])),
+            ("ISSUE", lambda r: f"{r['forge']}/{r['owner']}/{r['repo']}#{r['number']}"),
+            ("KIND", lambda r: str(r["kind"])),
+            ("LANE", lambda r: r["lane"]),
+            ("STATE", lambda r: str(r["state"])),
+            ("ATTEMPTS", lambda r: str(r["attempts"])),
+            ("HOLDER", lambda r: r["claimed_by"] or "-"),
+            ("NOTE", lambda r: last_line(r["note"])),
+        ],
+    )
+
+
+def render_repos(repos: Sequence[RepoStatus]) -> str:
+    """Each tracked repository's last poll, last error and next poll (tireless.repo_status)."""
+
+    def error(repo: RepoStatus) -> str:
+        if repo.forge_error is not None:
+            return last_line(f"forge stopped: {repo.forge_error}")
+        return last_line(repo.last_error)
+
+    rows = [dataclasses.asdict(repo) | {"status": repo} for repo in repos]
+    return table(
+        rows,
+        [
+            ("REPO", lambda r: f"{r['forge']}/{r['owner']}/{r['repo']}"),
+            ("KIND", lambda r: r["forge_kind"] or "unregistered"),
+            ("LAST-POLL", lambda r: clock(r["last_poll_at"])),
+            ("LAST-SUCCESS", lambda r: clock(r["last_success_at"])),
+            (
+                "NEXT-POLL",
+                lambda r: clock(max(filter(None, [r["next_poll_at"], r["backoff_until"]]))),
+            ),
+            ("FAILURES", lambda r: str(r["consecutive_failures"])),
+            ("LIVE", lambda r: str(r["pending"] + r["claimed"])),
+            ("MIRROR-BACKLOG", lambda r: str(r["mirror_backlog"])),
+            ("LAST-ERROR", lambda r: error(r["status"])),
+            ("LAST-MIRROR-ERROR", lambda r: last_line(r["mirror_error"])),
+        ],
+    )
+
+
+def as_plain(report: Report) -> dict[str, Any]:
+    plain: dict[str, Any] = json.loads(as_json(report))
+    return {"repository": report.name, **plain}
+
+
+def render_job(job: Job, history: Sequence[dict[str, Any]]) -> str:
+    """A job's fields, then its history (tireless.job_event), oldest first."""
+    fields = "\n".join(f"{name:>17}: {value}" for name, value in dataclasses.asdict(job).items())
+    events = table(
+        history,
+        [
+            ("AT", lambda e: clock(e["at"])),
+            ("FROM", lambda e: e["from_state"] or "-"),
+            ("TO", lambda e: e["to_state"]),
+            ("WORKER", lambda e: e["worker"] or "-"),
+            ("ATTEMPT", lambda e: str(e["attempt"])),
+            ("NOTE", lambda e: last_line(e["note"])),
+        ],
+    )
+    return f"{fields}\n\nhistory:\n{events}"
+
+
+def render_forges(forges: Sequence[Forge]) -> str:
+    """The registered forges and the variable each one's token is read from."""
+    return table(
+        [dataclasses.asdict(f) for f in forges],
+        [
+            ("NAME", lambda r: r["name"]),
+            ("KIND", lambda r: str(r["kind"])),
+            ("URL", lambda r: r["base_url"]),
+            ("TOKEN-VARIABLE", lambda r: token_variable(r["name"])),
+        ],
+    )

@@ -1,0 +1,72 @@
+"""What every `tireless` command shares: the exit codes and the errors that choose them, the
+database connection, printing text or JSON, and stopping a long-running command on a signal."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+from typing import Any
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+
+from tireless.cli.render import as_json
+
+OK, REFUSED, USAGE, NOTHING_TO_DO, UNREACHABLE = 0, 1, 2, 3, 4
+
+
+class Unreachable(Exception):
+    """The database cannot be reached (exit 4)."""
+
+
+class UsageError(Exception):
+    """The arguments or the input are wrong (exit 2)."""
+
+
+def database_url(args: argparse.Namespace) -> str:
+    url: str | None = args.database or os.environ.get("DATABASE_URL")
+    if not url:
+        raise UsageError("no database: pass --database URL or set DATABASE_URL")
+    return url
+
+
+@contextmanager
+def connect(args: argparse.Namespace) -> Iterator[psycopg.Connection[Any]]:
+    """One autocommit connection for a command; each store call is its own transaction."""
+    url = checked_url(args)
+    try:
+        conn = psycopg.connect(url, autocommit=True, connect_timeout=10)
+    except psycopg.OperationalError as error:
+        raise Unreachable(str(error).strip()) from error
+    with conn:
+        yield conn
+
+
+def checked_url(args: argparse.Namespace) -> str:
+    """The database URL, refused as a usage error when it does not parse."""
+    url = database_url(args)
+    try:
+        conninfo_to_dict(url)
+    except psycopg.ProgrammingError as error:  # a malformed URL or connection string
+        raise UsageError(f"bad --database or DATABASE_URL: {error}") from error
+    return url
+
+
+def emit(args: argparse.Namespace, data: Any, text: str) -> None:
+    print(as_json(data) if args.json else text)
+
+
+class Stop(BaseException):
+    """SIGTERM or SIGINT asked a long-running command to stop."""
+
+
+def stop_on_signals() -> None:
+    def stop(signum: int, frame: FrameType | None) -> None:
+        raise Stop(signal.Signals(signum).name)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
