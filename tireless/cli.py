@@ -28,8 +28,8 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import RowFactory, dict_row
 
-from tireless import queries
-from tireless.calls import JOB_ROW, LEASE, Query, issues_json
+from tireless import calls
+from tireless.calls import DEFAULT_LEASE, JOB_ROW, Query, issues_json
 from tireless.errors import PermissionDenied, TirelessError, UnknownJob, translated_errors
 from tireless.forge import token_variable
 from tireless.forge.poll import Report, client_factory, default_poller_name, poll_round
@@ -188,7 +188,7 @@ def fetch(
 
 def status_rows(conn: psycopg.Connection[Any]) -> list[dict[str, Any]]:
     """tireless.lane_status with each lane's terminal counts from tireless.queue_stats."""
-    return fetch(conn, queries.STATUS, {}, dict_row)
+    return fetch(conn, calls.STATUS, {}, dict_row)
 
 
 def render_status(rows: Sequence[dict[str, Any]]) -> str:
@@ -334,7 +334,7 @@ def enqueue_and_list(
         created = JobStore(conn).enqueue(issues)
         try:
             with conn.transaction():
-                jobs = fetch(conn, queries.CREATED_JOBS, {"issues": issues_json(issues)}, JOB_ROW)
+                jobs = fetch(conn, calls.CREATED_JOBS, {"issues": issues_json(issues)}, JOB_ROW)
         except PermissionDenied:
             return created, None
     return created, jobs
@@ -436,17 +436,17 @@ def cmd_jobs(args: argparse.Namespace) -> int:
         "limit": args.limit,
     }
     with connect(args) as conn:
-        jobs = fetch(conn, queries.JOBS, params, JOB_ROW)
+        jobs = fetch(conn, calls.JOBS, params, JOB_ROW)
     emit(args, jobs, job_table(jobs) if jobs else "no jobs")
     return OK
 
 
 def cmd_show(args: argparse.Namespace) -> int:
     with connect(args) as conn:
-        found = fetch(conn, queries.JOB, {"job_id": args.job}, JOB_ROW)
+        found = fetch(conn, calls.JOB, {"job_id": args.job}, JOB_ROW)
         if not found:
             raise UnknownJob(f"no job with id {args.job}")
-        history = fetch(conn, queries.JOB_EVENTS, {"job_id": args.job}, dict_row)
+        history = fetch(conn, calls.JOB_EVENTS, {"job_id": args.job}, dict_row)
     job: Job = found[0]
     fields = "\n".join(f"{name:>17}: {value}" for name, value in dataclasses.asdict(job).items())
     events = table(
@@ -534,7 +534,7 @@ def as_plain(report: Report) -> dict[str, Any]:
 def cmd_rerun(args: argparse.Namespace) -> int:
     with connect(args) as conn:
         job_id = JobStore(conn).rerun(args.forge, args.owner, args.repo, args.number)
-        found = fetch(conn, queries.JOB, {"job_id": job_id}, JOB_ROW)
+        found = fetch(conn, calls.JOB, {"job_id": job_id}, JOB_ROW)
     issue = f"{args.forge}/{args.owner}/{args.repo}#{args.number}"
     text = describe(found[0]) if found else f"job {job_id} pending for {issue}"
     emit(args, {"job": job_id}, f"rerun {issue}: {text}")
@@ -702,14 +702,16 @@ def parser() -> argparse.ArgumentParser:
     sub.add_argument(
         "--lane", action="append", required=True, help="a lane to serve (repeat for several)"
     )
-    sub.add_argument("--lease", type=duration, default=LEASE, help="e.g. 30s, 10m (default 10m)")
+    sub.add_argument(
+        "--lease", type=duration, default=DEFAULT_LEASE, help="e.g. 30s, 10m (default 10m)"
+    )
     sub = command(
         "renew", cmd_renew, "extend the lease of a claim you hold (exit 3: the claim was lost)"
     )
     sub.add_argument("job", type=int)
     sub.add_argument("--worker", required=True)
     sub.add_argument("--token", type=UUID, help="the claim's token (fencing)")
-    sub.add_argument("--lease", type=duration, default=LEASE)
+    sub.add_argument("--lease", type=duration, default=DEFAULT_LEASE)
     sub = command(
         "transition", cmd_transition, "move a job: deliver, fail, release to pending, cancel"
     )
@@ -762,7 +764,7 @@ def parser() -> argparse.ArgumentParser:
     sub.add_argument(
         "--lease",
         type=duration,
-        default=LEASE,
+        default=DEFAULT_LEASE,
         help="lease length, renewed at a third (default 10m)",
     )
     sub.add_argument(

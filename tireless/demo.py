@@ -49,7 +49,7 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import dict_row
 
-from tireless import queries
+from tireless import calls
 from tireless.calls import JOB_ROW
 from tireless.cli import fetch, job_table, render_status, status_rows
 from tireless.devtools.standin_forge import StandinForge, issues_of
@@ -293,7 +293,7 @@ class Crash(Scene):
 
     def story(self, conn: psycopg.Connection[Any]) -> str:
         """What became of the job, from its history (tireless.job_event)."""
-        events = fetch(conn, queries.JOB_EVENTS, {"job_id": self.job_id}, dict_row)
+        events = fetch(conn, calls.JOB_EVENTS, {"job_id": self.job_id}, dict_row)
         expired = [e for e in events if (e["note"] or "").startswith(f"lease of {self.victim} ")]
         last = events[-1]
         told = f"job {self.job_id}: its runner {self.victim} was killed"
@@ -419,7 +419,7 @@ def watch(
                 told.append(now() + notice)
                 if not interactive:
                     say("\n" + told[-1])
-        jobs = fetch(conn, queries.JOBS, params, JOB_ROW)
+        jobs = fetch(conn, calls.JOBS, params, JOB_ROW)
         settled = (
             bool(jobs)
             and all(job.state.is_terminal for job in jobs)
@@ -490,7 +490,7 @@ def run() -> int:
             "breaker_threshold": None,
             "breaker_cooldown": 2 * second,
         }
-        conn.execute(queries.SET_POLICY, policy)
+        conn.execute(calls.SET_POLICY, policy)
         store = JobStore(conn)
         store.add_forge(FORGE, "gitea", forge.url)
         store.track_repo(FORGE, OWNER, REPO)

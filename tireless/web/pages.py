@@ -12,7 +12,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from tireless import queries
+from tireless import calls
 from tireless.errors import TirelessError, translated_errors
 from tireless.models import JobKind, JobState
 from tireless.web import chart, reads
@@ -262,9 +262,9 @@ async def run_action(
 
 
 LANE_ACTIONS = {
-    "pause": queries.PAUSE_LANE,
-    "resume": queries.RESUME_LANE,
-    "reset-breaker": queries.RESET_LANE_BREAKER,
+    "pause": calls.PAUSE_LANE,
+    "resume": calls.RESUME_LANE,
+    "reset-breaker": calls.RESET_LANE_BREAKER,
 }
 
 
@@ -292,7 +292,7 @@ async def job_action(request: Request) -> Response:
             "note": f"cancelled from the dashboard by {me['role']}",
             "token": None,
         }
-        return await run_action(request, queries.TRANSITION, params, lambda _: back)
+        return await run_action(request, calls.TRANSITION, params, lambda _: back)
     found = await dashboard_of(request).rows(reads.JOB, {"job_id": job_id})
     if not found:
         raise HTTPException(404, f"no job with id {job_id}")
