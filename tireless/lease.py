@@ -119,7 +119,8 @@ class _Holding:
     ) -> None:
         self.worker = worker
         self.lanes = list(lanes)
-        self.length = lease
+        self.lease = lease
+        """How long each claim and renewal lasts."""
         self.on_lost = on_lost
         self.on_cancel = on_cancel
         self.cancel_requested = False
@@ -133,11 +134,11 @@ class _Holding:
         """True when the lease gave the job back (the runner was stopping)."""
 
     def _claim(self) -> Call[Job, Job | None]:
-        return calls.claim_next(self.worker, self.lanes, self.length)
+        return calls.claim_next(self.worker, self.lanes, self.lease)
 
     def _renewal(self, job: Job) -> Call[Any, Heartbeat]:
         """The heartbeat of the job by its holder, for the lease's length, with the claim's token."""
-        return calls.heartbeat(job.id, self.worker, self.length, job.claim_token)
+        return calls.heartbeat(job.id, self.worker, self.lease, job.claim_token)
 
     def _renewed(self, job: Job, answer: Heartbeat | Exception | None) -> bool:
         """Record a heartbeat's answer (None: none yet; an exception: it failed, try again at the
@@ -220,7 +221,7 @@ class HeldJob(_Holding):
 
     def _renew(self, job: Job) -> None:
         answer: Heartbeat | Exception | None = None
-        while self._renewed(job, answer) and not self._stop.wait(renewal_interval(self.length)):
+        while self._renewed(job, answer) and not self._stop.wait(renewal_interval(self.lease)):
             try:
                 answer = self._run(self._renewal(job))
             except Exception as failed:
@@ -263,7 +264,7 @@ class AsyncHeldJob(_Holding):
     async def _renew(self, job: Job) -> None:
         answer: Heartbeat | Exception | None = None
         while self._renewed(job, answer):
-            await asyncio.sleep(renewal_interval(self.length))
+            await asyncio.sleep(renewal_interval(self.lease))
             try:
                 answer = await self._run(self._renewal(job))
             except Exception as failed:

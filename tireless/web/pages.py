@@ -90,7 +90,7 @@ def render(
     response = board.templates.TemplateResponse(
         request,
         template,
-        {"database": board.database, "csrf": board.csrf.token(session), **context},
+        {"database": board.database_label, "csrf": board.csrf.token(session), **context},
         status_code=status_code,
     )
     board.csrf.keep(response, session)
