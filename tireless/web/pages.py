@@ -59,7 +59,7 @@ async def who(request: Request) -> dict[str, Any]:
 async def issue_links(request: Request) -> dict[str, tuple[str, str]]:
     """forge name -> (kind, base_url) from the registry; empty when this role may not read it."""
     try:
-        rows = await dashboard_of(request).rows(reads.FORGES)
+        rows = await dashboard_of(request).rows(calls.FORGES)
     except TirelessError:
         return {}
     return {row["name"]: (row["kind"], row["base_url"]) for row in rows}
@@ -297,4 +297,4 @@ async def job_action(request: Request) -> Response:
     if not found:
         raise HTTPException(404, f"no job with id {job_id}")
     issue = {key: found[0][key] for key in ("forge", "owner", "repo", "number")}
-    return await run_action(request, reads.RERUN, issue, lambda new_job: f"/jobs/{new_job}")
+    return await run_action(request, calls.RERUN, issue, lambda new_job: f"/jobs/{new_job}")
