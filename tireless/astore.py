@@ -54,9 +54,10 @@ def atomic(conn: AsyncConnection[Any]) -> AbstractAsyncContextManager[Any]:
 
 
 class AsyncJobStore:
-    """The store, over a connection string (the store owns a pool, opened by `async with`, by
-    `await store.open()` or at the first call), an AsyncConnectionPool (the caller opens and
-    closes it) or one AsyncConnection (calls join the caller's transaction as savepoints)."""
+    """The store, over a conninfo (a libpq connection string or URL: the store owns a pool,
+    opened by `async with`, by `await store.open()` or at the first call), an AsyncConnectionPool
+    (the caller opens and closes it) or one AsyncConnection (calls join the caller's transaction
+    as savepoints)."""
 
     def __init__(self, connections: str | AsyncConnectionPool | AsyncConnection[Any]) -> None:
         self._owned_pool: AsyncConnectionPool | None = None

@@ -1,5 +1,6 @@
-"""JobStore: the thin synchronous adapter. One method per database function, each one call in
-its own transaction; rows become typed objects. It holds no rule of its own."""
+"""JobStore: the thin synchronous adapter. One method per database function, each running the
+call tireless.calls builds for it (its SQL, parameters and row shape) in its own transaction;
+rows become typed objects. It holds no rule and no SQL of its own."""
 
 from __future__ import annotations
 
@@ -51,9 +52,10 @@ def atomic(conn: Connection[Any]) -> AbstractContextManager[Any]:
 
 
 class JobStore:
-    """The store, over a connection string (the store owns a pool, opened by `with`, by `open()`
-    or at the first call), a ConnectionPool (the caller opens and closes it) or one Connection
-    (calls join the caller's transaction as savepoints). AsyncJobStore opens its pool the same way."""
+    """The store, over a conninfo (a libpq connection string or URL: the store owns a pool,
+    opened by `with`, by `open()` or at the first call), a ConnectionPool (the caller opens and
+    closes it) or one Connection (calls join the caller's transaction as savepoints).
+    AsyncJobStore opens its pool the same way."""
 
     def __init__(self, connections: str | ConnectionPool | Connection[Any]) -> None:
         self._owned_pool: ConnectionPool | None = None
