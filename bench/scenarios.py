@@ -13,7 +13,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 from workloads import FLOOR_SCHEMA, LEASE, SQL_CLAIM, SQL_FINISH
 
-from tireless import migrate, queries
+from tireless import calls, migrate
 from tireless.devtools.embedded import EmbeddedPostgres
 
 
@@ -333,11 +333,11 @@ def load_history(conninfo: str, pending: int, finished: int, spread: str) -> Non
 
 
 def status_p50(conninfo: str, runs: int) -> float:
-    """Median time (ms) of the query `tireless status` runs (tireless.queries.STATUS)."""
+    """Median time (ms) of the query `tireless status` runs (tireless.calls.STATUS)."""
     timings: list[float] = []
     with psycopg.connect(conninfo, autocommit=True) as conn:
         for _ in range(runs):
             began = time.perf_counter()
-            conn.execute(queries.STATUS).fetchall()
+            conn.execute(calls.STATUS).fetchall()
             timings.append((time.perf_counter() - began) * 1000)
     return statistics.median(timings)

@@ -4,9 +4,9 @@ The rules live in PostgreSQL (schema `tireless`); this package is a thin adapter
 """
 
 from tireless.astore import AsyncJobStore, AsyncWorkWaiter
-from tireless.calls import LEASE, POLL_LEASE
+from tireless.calls import DEFAULT_LEASE, DEFAULT_POLL_LEASE
 from tireless.errors import TirelessError
-from tireless.lease import AsyncLease, Lease, LeaseLost, Release
+from tireless.lease import AsyncHeldJob, HeldJob, LeaseLost, Release
 from tireless.migrate import migrate
 from tireless.models import (
     DiscoveredIssue,
@@ -25,21 +25,21 @@ from tireless.models import (
 from tireless.store import JobStore, WorkWaiter
 
 __all__ = [
-    "LEASE",
-    "POLL_LEASE",
+    "DEFAULT_LEASE",
+    "DEFAULT_POLL_LEASE",
+    "AsyncHeldJob",
     "AsyncJobStore",
-    "AsyncLease",
     "AsyncWorkWaiter",
     "DiscoveredIssue",
     "Forge",
     "ForgeKind",
     "Heartbeat",
+    "HeldJob",
     "Job",
     "JobKind",
     "JobState",
     "JobStore",
     "Lane",
-    "Lease",
     "LeaseLost",
     "PollOutcome",
     "Release",

@@ -18,18 +18,17 @@ import psycopg
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
-from tireless import calls, queries
+from tireless import calls
 from tireless.calls import (
-    LEASE,
-    LEASE_NEEDS_A_POOL,
-    POLL_LEASE,
+    DEFAULT_LEASE,
+    DEFAULT_POLL_LEASE,
     POOL_OPEN_TIMEOUT,
     POOL_OPTIONS,
     Call,
     needs_transaction,
 )
 from tireless.errors import translated_errors
-from tireless.lease import AsyncLease, OnCancel, OnLost
+from tireless.lease import NEEDS_A_POOL, AsyncHeldJob, OnCancel, OnLost
 from tireless.models import (
     DiscoveredIssue,
     Forge,
@@ -55,18 +54,19 @@ def atomic(conn: AsyncConnection[Any]) -> AbstractAsyncContextManager[Any]:
 
 
 class AsyncJobStore:
-    """The store, over a connection string (the store owns a pool, opened by `async with`, by
-    `await store.open()` or at the first call), an AsyncConnectionPool (the caller opens and
-    closes it) or one AsyncConnection (calls join the caller's transaction as savepoints)."""
+    """The store, over a conninfo (a libpq connection string or URL: the store owns a pool,
+    opened by `async with`, by `await store.open()` or at the first call), an AsyncConnectionPool
+    (the caller opens and closes it) or one AsyncConnection (calls join the caller's transaction
+    as savepoints)."""
 
-    def __init__(self, database: str | AsyncConnectionPool | AsyncConnection[Any]) -> None:
+    def __init__(self, connections: str | AsyncConnectionPool | AsyncConnection[Any]) -> None:
         self._owned_pool: AsyncConnectionPool | None = None
         self._opening = asyncio.Lock()
-        self._opened = not isinstance(database, str)  # a pool passed in is the caller's to open
-        if isinstance(database, str):
-            self._owned_pool = AsyncConnectionPool(database, open=False, **POOL_OPTIONS)
-            database = self._owned_pool
-        self._database: AsyncConnectionPool | AsyncConnection[Any] = database
+        self._opened = not isinstance(connections, str)  # a pool passed in is the caller's to open
+        if isinstance(connections, str):
+            self._owned_pool = AsyncConnectionPool(connections, open=False, **POOL_OPTIONS)
+            connections = self._owned_pool
+        self._connections: AsyncConnectionPool | AsyncConnection[Any] = connections
 
     async def open(self) -> None:
         """JobStore.open: open the pool the store owns and wait for its first connection."""
@@ -89,13 +89,13 @@ class AsyncJobStore:
 
     @asynccontextmanager
     async def _connection(self) -> AsyncIterator[AsyncConnection[Any]]:
-        if isinstance(self._database, AsyncConnectionPool):
+        if isinstance(self._connections, AsyncConnectionPool):
             if not self._opened:
                 await self.open()
-            async with self._database.connection() as conn:
+            async with self._connections.connection() as conn:
                 yield conn
         else:
-            yield self._database
+            yield self._connections
 
     async def _run(self, call: Call[Any, Answer]) -> Answer:
         with translated_errors():
@@ -122,12 +122,12 @@ class AsyncJobStore:
         return await self._run(calls.enqueue(issues))
 
     async def claim_next(
-        self, worker: str, lanes: Sequence[str], lease: timedelta = LEASE
+        self, worker: str, lanes: Sequence[str], lease: timedelta = DEFAULT_LEASE
     ) -> Job | None:
         return await self._run(calls.claim_next(worker, lanes, lease))
 
     async def renew_claim(
-        self, job_id: int, worker: str, lease: timedelta = LEASE, token: UUID | None = None
+        self, job_id: int, worker: str, lease: timedelta = DEFAULT_LEASE, token: UUID | None = None
     ) -> bool:
         return await self._run(calls.renew_claim(job_id, worker, lease, token))
 
@@ -149,7 +149,7 @@ class AsyncJobStore:
         return await self._run(calls.give_back(job_id, worker, note, token))
 
     async def heartbeat(
-        self, job_id: int, worker: str, lease: timedelta = LEASE, token: UUID | None = None
+        self, job_id: int, worker: str, lease: timedelta = DEFAULT_LEASE, token: UUID | None = None
     ) -> Heartbeat:
         """Renew the claim and learn whether to go on (held), stop because the claim is gone
         (lost), or stop and end the job `cancelled` because its issue withdrew its request (cancel)."""
@@ -183,7 +183,7 @@ class AsyncJobStore:
         return await self._run(calls.forges())
 
     async def claim_repos_to_poll(
-        self, poller: str, lease: timedelta = POLL_LEASE, max_repos: int = 100
+        self, poller: str, lease: timedelta = DEFAULT_POLL_LEASE, max_repos: int = 100
     ) -> list[RepoToPoll]:
         return await self._run(calls.claim_repos_to_poll(poller, lease, max_repos))
 
@@ -279,14 +279,14 @@ class AsyncJobStore:
         self,
         worker: str,
         lanes: Sequence[str],
-        lease: timedelta = LEASE,
+        lease: timedelta = DEFAULT_LEASE,
         on_lost: OnLost | None = None,
         on_cancel: OnCancel | None = None,
-    ) -> AsyncLease:
+    ) -> AsyncHeldJob:
         """`async with store.lease(worker, lanes) as job:` — JobStore.lease, renewing in a task."""
-        if not isinstance(self._database, AsyncConnectionPool):
-            raise TypeError(LEASE_NEEDS_A_POOL)
-        return AsyncLease(self, worker, lanes, lease, on_lost, on_cancel)
+        if not isinstance(self._connections, AsyncConnectionPool):
+            raise TypeError(NEEDS_A_POOL)
+        return AsyncHeldJob(self._run, worker, lanes, lease, on_lost, on_cancel)
 
     # Wake-up
     @asynccontextmanager
@@ -297,7 +297,7 @@ class AsyncJobStore:
             was_autocommit = conn.autocommit
             await conn.set_autocommit(True)
             try:
-                await conn.execute(queries.LISTEN)
+                await conn.execute(calls.LISTEN)
                 yield AsyncWorkWaiter(conn, lanes)
             except BaseException:
                 with contextlib.suppress(psycopg.Error):  # as in JobStore.listen
@@ -307,7 +307,7 @@ class AsyncJobStore:
 
     @staticmethod
     async def _stop_listening(conn: AsyncConnection[Any], was_autocommit: bool) -> None:
-        await conn.execute(queries.UNLISTEN)
+        await conn.execute(calls.UNLISTEN)
         async for _ in conn.notifies(timeout=0):
             pass  # drop what arrived before the UNLISTEN: the next listener starts clean
         await conn.set_autocommit(was_autocommit)

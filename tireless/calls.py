@@ -1,11 +1,20 @@
-"""What JobStore and AsyncJobStore share, all but the I/O: for each store method the call it makes
-(the SQL of tireless.queries, its parameters, the row shape and how the rows become the method's
-answer), and how a store uses its connections. The two stores only run these calls."""
+"""Every statement the adapter sends, each beside its parameters and the shape of its rows.
+
+For each store method a builder returns its `Call`: the SQL (one database function, named
+placeholders, nothing built from values), the parameters, the row factory and how the rows become
+the method's answer. JobStore and AsyncJobStore only run these calls (tireless.store,
+tireless.astore), and the lease helper runs the same ones (tireless.lease). The operator's reads
+(the `tireless` command, the demo, the dashboard) close the file: statements without a builder,
+run by their callers over their own connections. The head of the file says how a store uses its
+connections: the pool it opens, and when one statement needs a transaction block.
+
+The families follow the store's sections: tracking, the queue, forges and polling (with the
+mirror), routing, lanes, waiting for work, operator reads."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
 from typing import Any, Generic, LiteralString, TypeVar
 from uuid import UUID
@@ -15,7 +24,6 @@ from psycopg.pq import TransactionStatus
 from psycopg.rows import BaseRowFactory, class_row, kwargs_row, tuple_row
 from psycopg.types.json import Jsonb
 
-from tireless import queries
 from tireless.models import (
     DiscoveredIssue,
     Forge,
@@ -32,18 +40,15 @@ from tireless.models import (
     RepoToPoll,
 )
 
-LEASE = timedelta(minutes=10)
-POLL_LEASE = timedelta(minutes=5)
+DEFAULT_LEASE = timedelta(minutes=10)
+"""How long a claim lasts without renewal, by default."""
+DEFAULT_POLL_LEASE = timedelta(minutes=5)
 """How long a poller holds the repositories `claim_repos_to_poll` leases it, by default."""
 
 Query = LiteralString | sql.Composed | bytes
 
 POOL_OPTIONS: dict[str, Any] = {"min_size": 1, "max_size": 4, "kwargs": {"autocommit": True}}
 """The pool a store opens over a connection string: autocommit, so each call is one round trip."""
-LEASE_NEEDS_A_POOL = (
-    "lease() needs a store over a connection string or a pool: it renews the claim on a"
-    " connection of its own while the work runs, and this store has only the one connection"
-)
 POOL_OPEN_TIMEOUT = 30.0
 """Seconds a store waits for its pool's first connection before it gives up (PoolTimeout)."""
 
@@ -72,6 +77,7 @@ class Call(Generic[Row, Answer]):
     answer: Callable[[list[Row]], Answer]
 
 
+# How rows become answers
 def _value(rows: list[tuple[Any, ...]]) -> Any:
     return rows[0][0] if rows else None
 
@@ -110,9 +116,17 @@ def _kind(rows: list[tuple[Any, ...]]) -> JobKind | None:
     return None if kind is None else JobKind(kind)
 
 
+JOB_COLUMNS = sql.SQL(", ").join(sql.Identifier(f.name) for f in fields(Job))
+LANE_COLUMNS = sql.SQL(", ").join(sql.Identifier(f.name) for f in fields(Lane))
+REPO_STATUS_COLUMNS = sql.SQL(", ").join(sql.Identifier(f.name) for f in fields(RepoStatus))
 JOB_ROW = kwargs_row(Job.from_row)
-"""Rows of tireless.job's columns (queries.JOB_COLUMNS) as Jobs."""
+"""Rows of tireless.job's columns (JOB_COLUMNS) as Jobs."""
 _LANE = class_row(Lane)
+
+
+# Rendered to bytes once: psycopg would compose a sql.Composed again at every execute (bench/results.md).
+def _returning(columns: sql.Composable, call: LiteralString) -> bytes:
+    return sql.SQL("SELECT {} FROM " + call).format(columns).as_bytes(None)
 
 
 def _repo(forge: str, owner: str, repo: str) -> dict[str, Any]:
@@ -120,92 +134,181 @@ def _repo(forge: str, owner: str, repo: str) -> dict[str, Any]:
 
 
 # Tracking
+TRACK_REPO = "SELECT tireless.track_repo(forge => %(forge)s, owner => %(owner)s, repo => %(repo)s)"
+
+
 def track_repo(forge: str, owner: str, repo: str) -> Call[Any, bool]:
-    return Call(queries.TRACK_REPO, _repo(forge, owner, repo), tuple_row, _flag)
+    return Call(TRACK_REPO, _repo(forge, owner, repo), tuple_row, _flag)
+
+
+UNTRACK_REPO = (
+    "SELECT tireless.untrack_repo(forge => %(forge)s, owner => %(owner)s, repo => %(repo)s)"
+)
 
 
 def untrack_repo(forge: str, owner: str, repo: str) -> Call[Any, bool]:
-    return Call(queries.UNTRACK_REPO, _repo(forge, owner, repo), tuple_row, _flag)
+    return Call(UNTRACK_REPO, _repo(forge, owner, repo), tuple_row, _flag)
+
+
+TRACKED_REPOS = "SELECT forge, owner, repo FROM tireless.tracked_repos()"
 
 
 def tracked_repos() -> Call[RepoRef, list[RepoRef]]:
-    return Call(queries.TRACKED_REPOS, {}, class_row(RepoRef), _rows)
+    return Call(TRACKED_REPOS, {}, class_row(RepoRef), _rows)
 
 
 # The queue
+ENQUEUE = "SELECT tireless.enqueue(issues => %(issues)s)"
+
+
 def enqueue(issues: Iterable[DiscoveredIssue | Mapping[str, Any]]) -> Call[Any, int]:
-    return Call(queries.ENQUEUE, {"issues": issues_json(issues)}, tuple_row, _count)
+    return Call(ENQUEUE, {"issues": issues_json(issues)}, tuple_row, _count)
+
+
+CLAIM_NEXT = _returning(
+    JOB_COLUMNS, "tireless.claim_next(worker => %(worker)s, lanes => %(lanes)s, lease => %(lease)s)"
+)
 
 
 def claim_next(worker: str, lanes: Sequence[str], lease: timedelta) -> Call[Job, Job | None]:
     params = {"worker": worker, "lanes": list(lanes), "lease": lease}
-    return Call(queries.CLAIM_NEXT, params, JOB_ROW, _first)
+    return Call(CLAIM_NEXT, params, JOB_ROW, _first)
+
+
+RENEW_CLAIM = (
+    "SELECT tireless.renew_claim(job_id => %(job_id)s, worker => %(worker)s,"
+    " lease => %(lease)s, token => %(token)s)"
+)
 
 
 def renew_claim(job_id: int, worker: str, lease: timedelta, token: UUID | None) -> Call[Any, bool]:
     params = {"job_id": job_id, "worker": worker, "lease": lease, "token": token}
-    return Call(queries.RENEW_CLAIM, params, tuple_row, _flag)
+    return Call(RENEW_CLAIM, params, tuple_row, _flag)
+
+
+TRANSITION = _returning(
+    JOB_COLUMNS,
+    "tireless.transition(job_id => %(job_id)s, to_state => %(to_state)s,"
+    " worker => %(worker)s, note => %(note)s, token => %(token)s)",
+)
 
 
 def transition(
     job_id: int, to: JobState | str, worker: str | None, note: str | None, token: UUID | None
 ) -> Call[Job, Job]:
     params = {"job_id": job_id, "to_state": str(to), "worker": worker, "note": note, "token": token}
-    return Call(queries.TRANSITION, params, JOB_ROW, _only)
+    return Call(TRANSITION, params, JOB_ROW, _only)
+
+
+GIVE_BACK = _returning(
+    JOB_COLUMNS,
+    "tireless.give_back(job_id => %(job_id)s, worker => %(worker)s, note => %(note)s,"
+    " token => %(token)s)",
+)
 
 
 def give_back(job_id: int, worker: str, note: str | None, token: UUID | None) -> Call[Job, Job]:
     params = {"job_id": job_id, "worker": worker, "note": note, "token": token}
-    return Call(queries.GIVE_BACK, params, JOB_ROW, _only)
+    return Call(GIVE_BACK, params, JOB_ROW, _only)
+
+
+HEARTBEAT = (
+    "SELECT tireless.heartbeat(job_id => %(job_id)s, worker => %(worker)s,"
+    " lease => %(lease)s, token => %(token)s)"
+)
 
 
 def heartbeat(
     job_id: int, worker: str, lease: timedelta, token: UUID | None
 ) -> Call[Any, Heartbeat]:
     params = {"job_id": job_id, "worker": worker, "lease": lease, "token": token}
-    return Call(queries.HEARTBEAT, params, tuple_row, _heartbeat)
+    return Call(HEARTBEAT, params, tuple_row, _heartbeat)
+
+
+EXPIRE_STALE_CLAIMS = "SELECT tireless.expire_stale_claims()"
 
 
 def expire_stale_claims() -> Call[Any, int]:
-    return Call(queries.EXPIRE_STALE_CLAIMS, {}, tuple_row, _count)
+    return Call(EXPIRE_STALE_CLAIMS, {}, tuple_row, _count)
+
+
+PRUNE = "SELECT tireless.prune(older_than => %(older_than)s, max_jobs => %(max_jobs)s)"
 
 
 def prune(older_than: timedelta, max_jobs: int | None) -> Call[Any, int]:
     params = {"older_than": older_than, "max_jobs": max_jobs}
-    return Call(queries.PRUNE, params, tuple_row, _count)
+    return Call(PRUNE, params, tuple_row, _count)
+
+
+REFRESH_LANE = (
+    "SELECT tireless.refresh_lane(forge => %(forge)s, owner => %(owner)s, repo => %(repo)s,"
+    " number => %(number)s, labels => %(labels)s)"
+)
 
 
 def refresh_lane(
     forge: str, owner: str, repo: str, number: int, labels: Sequence[str]
 ) -> Call[Any, str | None]:
     params = _repo(forge, owner, repo) | {"number": number, "labels": list(labels)}
-    return Call(queries.REFRESH_LANE, params, tuple_row, _value)
+    return Call(REFRESH_LANE, params, tuple_row, _value)
+
+
+RERUN = (
+    "SELECT tireless.rerun(forge => %(forge)s, owner => %(owner)s, repo => %(repo)s,"
+    " number => %(number)s)"
+)
 
 
 def rerun(forge: str, owner: str, repo: str, number: int) -> Call[Any, int]:
     params = _repo(forge, owner, repo) | {"number": number}
-    return Call(queries.RERUN, params, tuple_row, _count)
+    return Call(RERUN, params, tuple_row, _count)
 
 
 # Forges and polling
+ADD_FORGE = (
+    "SELECT tireless.add_forge(name => %(name)s, kind => %(kind)s, base_url => %(base_url)s)"
+)
+
+
 def add_forge(name: str, kind: ForgeKind | str, base_url: str) -> Call[Any, bool]:
     params = {"name": name, "kind": kind, "base_url": base_url}
-    return Call(queries.ADD_FORGE, params, tuple_row, _flag)
+    return Call(ADD_FORGE, params, tuple_row, _flag)
+
+
+REMOVE_FORGE = "SELECT tireless.remove_forge(name => %(name)s)"
 
 
 def remove_forge(name: str) -> Call[Any, bool]:
-    return Call(queries.REMOVE_FORGE, {"name": name}, tuple_row, _flag)
+    return Call(REMOVE_FORGE, {"name": name}, tuple_row, _flag)
+
+
+FORGES = "SELECT name, kind, base_url FROM tireless.forges()"
 
 
 def forges() -> Call[Forge, list[Forge]]:
-    return Call(queries.FORGES, {}, kwargs_row(Forge.from_row), _rows)
+    return Call(FORGES, {}, kwargs_row(Forge.from_row), _rows)
+
+
+CLAIM_REPOS_TO_POLL = (
+    "SELECT forge, owner, repo, kind, base_url, cursor, etag, full_listing, live_numbers"
+    " FROM tireless.claim_repos_to_poll(poller => %(poller)s, lease => %(lease)s,"
+    " max_repos => %(max_repos)s)"
+)
 
 
 def claim_repos_to_poll(
     poller: str, lease: timedelta, max_repos: int
 ) -> Call[RepoToPoll, list[RepoToPoll]]:
     params = {"poller": poller, "lease": lease, "max_repos": max_repos}
-    return Call(queries.CLAIM_REPOS_TO_POLL, params, kwargs_row(RepoToPoll.from_row), _rows)
+    return Call(CLAIM_REPOS_TO_POLL, params, kwargs_row(RepoToPoll.from_row), _rows)
+
+
+RECORD_POLL = (
+    "SELECT created, cancelled, rerouted, seen FROM tireless.record_poll(forge => %(forge)s,"
+    " owner => %(owner)s, repo => %(repo)s, poller => %(poller)s, issues => %(issues)s,"
+    " cursor => %(cursor)s, etag => %(etag)s, full_listing => %(full_listing)s,"
+    " deleted => %(deleted)s::integer[], next_poll_in => %(next_poll_in)s)"
+)
 
 
 def record_poll(
@@ -229,7 +332,13 @@ def record_poll(
         "deleted": list(deleted),
         "next_poll_in": next_poll_in,
     }
-    return Call(queries.RECORD_POLL, params, class_row(PollOutcome), _only)
+    return Call(RECORD_POLL, params, class_row(PollOutcome), _only)
+
+
+RECORD_POLL_FAILURE = (
+    "SELECT tireless.record_poll_failure(forge => %(forge)s, owner => %(owner)s, repo => %(repo)s,"
+    " poller => %(poller)s, error => %(error)s, retry_after => %(retry_after)s)"
+)
 
 
 def record_poll_failure(
@@ -240,19 +349,38 @@ def record_poll_failure(
         "error": error,
         "retry_after": retry_after,
     }
-    return Call(queries.RECORD_POLL_FAILURE, params, tuple_row, _value)
+    return Call(RECORD_POLL_FAILURE, params, tuple_row, _value)
+
+
+RECORD_FORGE_TROUBLE = (
+    "SELECT tireless.record_forge_trouble(name => %(name)s, error => %(error)s, until => %(until)s)"
+)
 
 
 def record_forge_trouble(name: str, error: str | None, until: datetime | None) -> Call[Any, None]:
     params = {"name": name, "error": error, "until": until}
-    return Call(queries.RECORD_FORGE_TROUBLE, params, tuple_row, _nothing)
+    return Call(RECORD_FORGE_TROUBLE, params, tuple_row, _nothing)
+
+
+MIRROR_WRITES = (
+    "SELECT number, job_id, state, state_label, drop_labels, comment, comment_marker"
+    " FROM tireless.mirror_writes(forge => %(forge)s, owner => %(owner)s, repo => %(repo)s,"
+    " poller => %(poller)s, max_writes => %(max_writes)s)"
+)
 
 
 def mirror_writes(
     forge: str, owner: str, repo: str, poller: str, max_writes: int
 ) -> Call[MirrorWrite, list[MirrorWrite]]:
     params = _repo(forge, owner, repo) | {"poller": poller, "max_writes": max_writes}
-    return Call(queries.MIRROR_WRITES, params, kwargs_row(MirrorWrite.from_row), _rows)
+    return Call(MIRROR_WRITES, params, kwargs_row(MirrorWrite.from_row), _rows)
+
+
+RECORD_MIRROR_WRITE = (
+    "SELECT tireless.record_mirror_write(forge => %(forge)s, owner => %(owner)s, repo => %(repo)s,"
+    " poller => %(poller)s, number => %(number)s, job_id => %(job_id)s, state => %(state)s,"
+    " issue => %(issue)s)"
+)
 
 
 def record_mirror_write(
@@ -270,7 +398,14 @@ def record_mirror_write(
         "state": str(write.state),
         "issue": None if issue is None else Jsonb(issues_json([issue]).obj[0]),
     }
-    return Call(queries.RECORD_MIRROR_WRITE, params, tuple_row, _flag)
+    return Call(RECORD_MIRROR_WRITE, params, tuple_row, _flag)
+
+
+RECORD_MIRROR_FAILURE = (
+    "SELECT tireless.record_mirror_failure(forge => %(forge)s, owner => %(owner)s,"
+    " repo => %(repo)s, poller => %(poller)s, number => %(number)s, job_id => %(job_id)s,"
+    " state => %(state)s, error => %(error)s)"
+)
 
 
 def record_mirror_failure(
@@ -283,43 +418,123 @@ def record_mirror_failure(
         "state": str(write.state),
         "error": error,
     }
-    return Call(queries.RECORD_MIRROR_FAILURE, params, tuple_row, _value)
+    return Call(RECORD_MIRROR_FAILURE, params, tuple_row, _value)
+
+
+SET_MIRROR_COMMENTS = "SELECT tireless.set_mirror_comments(enabled => %(enabled)s)"
 
 
 def set_mirror_comments(enabled: bool) -> Call[Any, bool]:
-    return Call(queries.SET_MIRROR_COMMENTS, {"enabled": enabled}, tuple_row, _flag)
+    return Call(SET_MIRROR_COMMENTS, {"enabled": enabled}, tuple_row, _flag)
+
+
+POLL_SOON = "SELECT tireless.poll_soon(forge => %(forge)s, owner => %(owner)s, repo => %(repo)s)"
 
 
 def poll_soon(forge: str, owner: str, repo: str) -> Call[Any, bool]:
-    return Call(queries.POLL_SOON, _repo(forge, owner, repo), tuple_row, _flag)
+    return Call(POLL_SOON, _repo(forge, owner, repo), tuple_row, _flag)
+
+
+REPO_STATUS = (
+    sql.SQL("SELECT {} FROM tireless.repo_status ORDER BY forge, owner, repo")
+    .format(REPO_STATUS_COLUMNS)
+    .as_bytes(None)
+)
 
 
 def repo_status() -> Call[RepoStatus, list[RepoStatus]]:
-    return Call(queries.REPO_STATUS, {}, class_row(RepoStatus), _rows)
+    return Call(REPO_STATUS, {}, class_row(RepoStatus), _rows)
 
 
 # Routing, answered by the database's one implementation
+JOB_KIND_FOR = "SELECT tireless.job_kind_for(labels => %(labels)s)"
+
+
 def job_kind_for(labels: Sequence[str]) -> Call[Any, JobKind | None]:
-    return Call(queries.JOB_KIND_FOR, {"labels": list(labels)}, tuple_row, _kind)
+    return Call(JOB_KIND_FOR, {"labels": list(labels)}, tuple_row, _kind)
+
+
+LANE_FOR = "SELECT tireless.lane_for(kind => %(kind)s, labels => %(labels)s)"
 
 
 def lane_for(kind: JobKind | str, labels: Sequence[str]) -> Call[Any, str]:
     params = {"kind": str(kind), "labels": list(labels)}
-    return Call(queries.LANE_FOR, params, tuple_row, _value)
+    return Call(LANE_FOR, params, tuple_row, _value)
 
 
 # Lanes
+SET_LANE_CAPACITY = _returning(
+    LANE_COLUMNS, "tireless.set_lane_capacity(lane => %(lane)s, capacity => %(capacity)s)"
+)
+
+
 def set_lane_capacity(lane: str, capacity: int | None) -> Call[Lane, Lane]:
-    return Call(queries.SET_LANE_CAPACITY, {"lane": lane, "capacity": capacity}, _LANE, _only)
+    return Call(SET_LANE_CAPACITY, {"lane": lane, "capacity": capacity}, _LANE, _only)
+
+
+PAUSE_LANE = _returning(LANE_COLUMNS, "tireless.pause_lane(lane => %(lane)s)")
 
 
 def pause_lane(lane: str) -> Call[Lane, Lane]:
-    return Call(queries.PAUSE_LANE, {"lane": lane}, _LANE, _only)
+    return Call(PAUSE_LANE, {"lane": lane}, _LANE, _only)
+
+
+RESUME_LANE = _returning(LANE_COLUMNS, "tireless.resume_lane(lane => %(lane)s)")
 
 
 def resume_lane(lane: str) -> Call[Lane, Lane]:
-    return Call(queries.RESUME_LANE, {"lane": lane}, _LANE, _only)
+    return Call(RESUME_LANE, {"lane": lane}, _LANE, _only)
+
+
+RESET_LANE_BREAKER = _returning(LANE_COLUMNS, "tireless.reset_lane_breaker(lane => %(lane)s)")
 
 
 def reset_lane_breaker(lane: str) -> Call[Lane, Lane]:
-    return Call(queries.RESET_LANE_BREAKER, {"lane": lane}, _LANE, _only)
+    return Call(RESET_LANE_BREAKER, {"lane": lane}, _LANE, _only)
+
+
+# Waiting for work: JobStore.listen runs these on the connection it holds.
+LISTEN = "LISTEN tireless_work"
+UNLISTEN = "UNLISTEN tireless_work"
+
+# Operator reads and settings (the `tireless` command, the demo, the dashboard's actions): run by
+# their callers over their own connections, rows as JOB_ROW or dicts.
+SET_POLICY = (
+    "SELECT label_prefix, backoff_base, backoff_cap, breaker_threshold, breaker_cooldown"
+    " FROM tireless.set_policy(label_prefix => %(label_prefix)s, backoff_base => %(backoff_base)s,"
+    " backoff_cap => %(backoff_cap)s, breaker_threshold => %(breaker_threshold)s,"
+    " breaker_cooldown => %(breaker_cooldown)s)"
+)
+STATUS = """
+SELECT coalesce(s.lane, q.lane) AS lane,
+       coalesce(s.pending, 0) AS pending, coalesce(s.ready, 0) AS ready,
+       coalesce(s.claimed, 0) AS claimed, coalesce(s.past_lease, 0) AS past_lease,
+       coalesce(q.delivered, 0) AS delivered, coalesce(q.failed, 0) AS failed,
+       coalesce(q.cancelled, 0) AS cancelled,
+       extract(epoch FROM s.oldest_pending_age)::float8 AS oldest_pending_seconds,
+       coalesce(s.breaker, 'closed') AS breaker, coalesce(s.paused, false) AS paused,
+       s.capacity, s.tripped_until
+  FROM tireless.lane_status s
+  FULL JOIN (SELECT st.lane,
+                    sum(st.jobs) FILTER (WHERE st.state = 'delivered')::bigint AS delivered,
+                    sum(st.jobs) FILTER (WHERE st.state = 'failed')::bigint AS failed,
+                    sum(st.jobs) FILTER (WHERE st.state = 'cancelled')::bigint AS cancelled
+               FROM tireless.queue_stats st GROUP BY st.lane) q ON q.lane = s.lane
+ ORDER BY 1"""
+JOBS = sql.SQL(
+    "SELECT {} FROM tireless.job j"
+    " WHERE (%(state)s::text IS NULL OR j.state::text = %(state)s)"
+    " AND (%(lane)s::text IS NULL OR j.lane = %(lane)s)"
+    " AND (%(owner)s::text IS NULL OR (j.owner, j.repo) = (%(owner)s, %(repo)s))"
+    " AND j.id > %(after)s"
+    " ORDER BY j.id LIMIT %(limit)s"
+).format(JOB_COLUMNS)
+JOB = sql.SQL("SELECT {} FROM tireless.job j WHERE j.id = %(job_id)s").format(JOB_COLUMNS)
+JOB_EVENTS = (
+    "SELECT e.id, e.at, e.from_state::text AS from_state, e.to_state::text AS to_state,"
+    " e.worker, e.attempt, e.note FROM tireless.job_event e WHERE e.job_id = %(job_id)s ORDER BY e.id"
+)
+ENQUEUE_AND_LIST = sql.SQL("SELECT {} FROM tireless.enqueue_and_list(issues => %(issues)s)").format(
+    JOB_COLUMNS
+)
+"""`tireless enqueue`: enqueue the batch and list the jobs it created (admin only)."""

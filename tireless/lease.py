@@ -3,9 +3,10 @@
 raises, give it back when the runner is stopping (ShuttingDown, KeyboardInterrupt, a cancelled
 asyncio task), and end it cancelled when a heartbeat says its issue withdrew its request.
 
-`JobStore.lease(...)` returns a `Lease`, `AsyncJobStore.lease(...)` an `AsyncLease`; both are
-context managers over the store's own claim_next, heartbeat, transition and give_back, always
-passing the claim's token, and they share every decision below. Any refusal that says the worker
+`JobStore.lease(...)` returns a `HeldJob`, `AsyncJobStore.lease(...)` an `AsyncHeldJob`: context
+managers that build the calls claim_next, heartbeat, transition and give_back (tireless.calls),
+always with the claim's token, and hand them to the runner the store gives them, which runs each
+on a connection of its pool. They share every decision below. Any refusal that says the worker
 does not hold the job any more (TL004, whatever the job's state now is) is a lost lease.
 """
 
@@ -16,11 +17,11 @@ import contextlib
 import logging
 import threading
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from dataclasses import dataclass
 from datetime import timedelta
-from typing import Protocol
-from uuid import UUID
+from typing import Any, Protocol, TypeVar
 
+from tireless import calls
+from tireless.calls import Call
 from tireless.errors import NotHolder
 from tireless.models import Heartbeat, Job, JobState
 
@@ -29,6 +30,12 @@ log = logging.getLogger(__name__)
 NOTE_LIMIT = 4000
 """A release note keeps the last this many characters of the reason."""
 
+NEEDS_A_POOL = (
+    "lease() needs a store over a connection string or a pool: it renews the claim on a"
+    " connection of its own while the work runs, and this store has only the one connection"
+)
+
+Answer = TypeVar("Answer")
 OnLost = Callable[[Job], None]
 OnCancel = Callable[[Job], None]
 
@@ -46,7 +53,7 @@ class ShuttingDown(Exception):
     """Raise it inside a lease when the runner is stopping (a SIGTERM, a deploy): the job is given
     back (tireless.give_back: claimable at once, not a failure, no attempt spent of its budget)
     with `str(exception)` as the note, and the lease swallows it. KeyboardInterrupt, and in an
-    AsyncLease a cancelled task, give the job back the same way, then propagate."""
+    AsyncHeldJob a cancelled task, give the job back the same way, then propagate."""
 
 
 STOPPING: tuple[type[BaseException], ...] = (
@@ -87,55 +94,21 @@ def outcome(error: BaseException | None) -> tuple[JobState, str | None]:
     return JobState.PENDING, reason(error)
 
 
-@dataclass(frozen=True, slots=True)
-class Finish:
-    """How a lease ends its job: give_back (the runner stops) or transition, with these arguments."""
+class Runner(Protocol):
+    """Runs one call on a connection of the store and returns its answer (JobStore's runner)."""
 
-    give_back: bool
-    job_id: int
-    to: JobState
-    worker: str
-    note: str | None
-    token: UUID | None
+    def __call__(self, call: Call[Any, Answer], /) -> Answer: ...
 
 
-class _SyncStore(Protocol):
-    def claim_next(self, worker: str, lanes: Sequence[str], lease: timedelta) -> Job | None: ...
-    def give_back(self, job_id: int, worker: str, note: str | None, token: UUID | None) -> Job: ...
-    def heartbeat(
-        self, job_id: int, worker: str, lease: timedelta, token: UUID | None
-    ) -> Heartbeat: ...
-    def transition(
-        self,
-        job_id: int,
-        to: JobState | str,
-        worker: str | None,
-        note: str | None,
-        token: UUID | None,
-    ) -> Job: ...
+class AsyncRunner(Protocol):
+    """Runs one call on a connection of the store and returns its answer (AsyncJobStore's runner)."""
+
+    def __call__(self, call: Call[Any, Answer], /) -> Awaitable[Answer]: ...
 
 
-class _AsyncStore(Protocol):
-    def claim_next(
-        self, worker: str, lanes: Sequence[str], lease: timedelta
-    ) -> Awaitable[Job | None]: ...
-    def give_back(
-        self, job_id: int, worker: str, note: str | None, token: UUID | None
-    ) -> Awaitable[Job]: ...
-    def heartbeat(
-        self, job_id: int, worker: str, lease: timedelta, token: UUID | None
-    ) -> Awaitable[Heartbeat]: ...
-    def transition(
-        self,
-        job_id: int,
-        to: JobState | str,
-        worker: str | None,
-        note: str | None,
-        token: UUID | None,
-    ) -> Awaitable[Job]: ...
+class _Holding:
+    """What HeldJob and AsyncHeldJob share: the holder's state and every decision, no I/O."""
 
-
-class _LeaseBase:
     def __init__(
         self,
         worker: str,
@@ -146,7 +119,8 @@ class _LeaseBase:
     ) -> None:
         self.worker = worker
         self.lanes = list(lanes)
-        self.length = lease
+        self.lease = lease
+        """How long each claim and renewal lasts."""
         self.on_lost = on_lost
         self.on_cancel = on_cancel
         self.cancel_requested = False
@@ -159,9 +133,12 @@ class _LeaseBase:
         self.given_back = False
         """True when the lease gave the job back (the runner was stopping)."""
 
-    def _renewal(self, job: Job) -> tuple[int, str, timedelta, UUID | None]:
-        """heartbeat's arguments: the job, its holder, the lease's length, the claim's token."""
-        return job.id, self.worker, self.length, job.claim_token
+    def _claim(self) -> Call[Job, Job | None]:
+        return calls.claim_next(self.worker, self.lanes, self.lease)
+
+    def _renewal(self, job: Job) -> Call[Any, Heartbeat]:
+        """The heartbeat of the job by its holder, for the lease's length, with the claim's token."""
+        return calls.heartbeat(job.id, self.worker, self.lease, job.claim_token)
 
     def _renewed(self, job: Job, answer: Heartbeat | Exception | None) -> bool:
         """Record a heartbeat's answer (None: none yet; an exception: it failed, try again at the
@@ -184,21 +161,20 @@ class _LeaseBase:
             self.on_lost(job)
         return False
 
-    def _finish(self, job: Job, error: BaseException | None) -> Finish:
-        """How to end the job once the renewals have stopped; LeaseLost if a renewal lost it."""
+    def _finish(self, job: Job, error: BaseException | None) -> Call[Job, Job]:
+        """The call that ends the job once the renewals have stopped: give_back when the runner
+        stops, else a transition; LeaseLost if a renewal lost the job."""
         if self.lost:
             raise LeaseLost(job) from error
         if self.cancel_requested:
-            return Finish(
-                False, job.id, JobState.CANCELLED, self.worker, CANCEL_NOTE, job.claim_token
+            return calls.transition(
+                job.id, JobState.CANCELLED, self.worker, CANCEL_NOTE, job.claim_token
             )
         if isinstance(error, STOPPING):
             self.given_back = True
-            return Finish(
-                True, job.id, JobState.PENDING, self.worker, reason(error), job.claim_token
-            )
+            return calls.give_back(job.id, self.worker, reason(error), job.claim_token)
         state, note = outcome(error)
-        return Finish(False, job.id, state, self.worker, note, job.claim_token)
+        return calls.transition(job.id, state, self.worker, note, job.claim_token)
 
     @staticmethod
     def _swallowed(error: BaseException | None) -> bool:
@@ -215,14 +191,14 @@ class _LeaseBase:
             raise LeaseLost(job) from refused
 
 
-class Lease(_LeaseBase):
+class HeldJob(_Holding):
     """`with store.lease(worker, lanes) as job:` — job is the claimed Job or None. A thread renews
     the lease; `on_lost(job)` is called from that thread when a heartbeat answers lost,
     `on_cancel(job)` once when it answers cancel."""
 
     def __init__(
         self,
-        store: _SyncStore,
+        run: Runner,
         worker: str,
         lanes: Sequence[str],
         lease: timedelta,
@@ -230,12 +206,12 @@ class Lease(_LeaseBase):
         on_cancel: OnCancel | None = None,
     ) -> None:
         super().__init__(worker, lanes, lease, on_lost, on_cancel)
-        self._store = store
+        self._run = run
         self._stop = threading.Event()
         self._renewer: threading.Thread | None = None
 
     def __enter__(self) -> Job | None:
-        self.job = self._store.claim_next(self.worker, self.lanes, self.length)
+        self.job = self._run(self._claim())
         if self.job is not None:
             self._renewer = threading.Thread(
                 target=self._renew, args=(self.job,), name=f"renew-job-{self.job.id}", daemon=True
@@ -245,9 +221,9 @@ class Lease(_LeaseBase):
 
     def _renew(self, job: Job) -> None:
         answer: Heartbeat | Exception | None = None
-        while self._renewed(job, answer) and not self._stop.wait(renewal_interval(self.length)):
+        while self._renewed(job, answer) and not self._stop.wait(renewal_interval(self.lease)):
             try:
-                answer = self._store.heartbeat(*self._renewal(job))
+                answer = self._run(self._renewal(job))
             except Exception as failed:
                 answer = failed
 
@@ -259,22 +235,16 @@ class Lease(_LeaseBase):
         if self._renewer is not None:
             self._renewer.join()
         with self._finishing(job):
-            end = self._finish(job, error)
-            if end.give_back:
-                self.finished = self._store.give_back(end.job_id, end.worker, end.note, end.token)
-            else:
-                self.finished = self._store.transition(
-                    end.job_id, end.to, end.worker, end.note, end.token
-                )
+            self.finished = self._run(self._finish(job, error))
         return self._swallowed(error)
 
 
-class AsyncLease(_LeaseBase):
-    """`async with store.lease(worker, lanes) as job:` — the same as Lease, renewing in a task."""
+class AsyncHeldJob(_Holding):
+    """`async with store.lease(worker, lanes) as job:` — the same as HeldJob, renewing in a task."""
 
     def __init__(
         self,
-        store: _AsyncStore,
+        run: AsyncRunner,
         worker: str,
         lanes: Sequence[str],
         lease: timedelta,
@@ -282,11 +252,11 @@ class AsyncLease(_LeaseBase):
         on_cancel: OnCancel | None = None,
     ) -> None:
         super().__init__(worker, lanes, lease, on_lost, on_cancel)
-        self._store = store
+        self._run = run
         self._renewer: asyncio.Task[None] | None = None
 
     async def __aenter__(self) -> Job | None:
-        self.job = await self._store.claim_next(self.worker, self.lanes, self.length)
+        self.job = await self._run(self._claim())
         if self.job is not None:
             self._renewer = asyncio.create_task(self._renew(self.job))
         return self.job
@@ -294,9 +264,9 @@ class AsyncLease(_LeaseBase):
     async def _renew(self, job: Job) -> None:
         answer: Heartbeat | Exception | None = None
         while self._renewed(job, answer):
-            await asyncio.sleep(renewal_interval(self.length))
+            await asyncio.sleep(renewal_interval(self.lease))
             try:
-                answer = await self._store.heartbeat(*self._renewal(job))
+                answer = await self._run(self._renewal(job))
             except Exception as failed:
                 answer = failed
 
@@ -309,13 +279,5 @@ class AsyncLease(_LeaseBase):
             with contextlib.suppress(asyncio.CancelledError):
                 await self._renewer
         with self._finishing(job):
-            end = self._finish(job, error)
-            if end.give_back:
-                self.finished = await self._store.give_back(
-                    end.job_id, end.worker, end.note, end.token
-                )
-            else:
-                self.finished = await self._store.transition(
-                    end.job_id, end.to, end.worker, end.note, end.token
-                )
+            self.finished = await self._run(self._finish(job, error))
         return self._swallowed(error)

@@ -1,5 +1,6 @@
-"""JobStore: the thin synchronous adapter. One method per database function, each one call in
-its own transaction; rows become typed objects. It holds no rule of its own."""
+"""JobStore: the thin synchronous adapter. One method per database function, each running the
+call tireless.calls builds for it (its SQL, parameters and row shape) in its own transaction;
+rows become typed objects. It holds no rule and no SQL of its own."""
 
 from __future__ import annotations
 
@@ -15,18 +16,17 @@ import psycopg
 from psycopg import Connection
 from psycopg_pool import ConnectionPool
 
-from tireless import calls, queries
+from tireless import calls
 from tireless.calls import (
-    LEASE,
-    LEASE_NEEDS_A_POOL,
-    POLL_LEASE,
+    DEFAULT_LEASE,
+    DEFAULT_POLL_LEASE,
     POOL_OPEN_TIMEOUT,
     POOL_OPTIONS,
     Call,
     needs_transaction,
 )
 from tireless.errors import translated_errors
-from tireless.lease import Lease, OnCancel, OnLost
+from tireless.lease import NEEDS_A_POOL, HeldJob, OnCancel, OnLost
 from tireless.models import (
     DiscoveredIssue,
     Forge,
@@ -52,18 +52,19 @@ def atomic(conn: Connection[Any]) -> AbstractContextManager[Any]:
 
 
 class JobStore:
-    """The store, over a connection string (the store owns a pool, opened by `with`, by `open()`
-    or at the first call), a ConnectionPool (the caller opens and closes it) or one Connection
-    (calls join the caller's transaction as savepoints). AsyncJobStore opens its pool the same way."""
+    """The store, over a conninfo (a libpq connection string or URL: the store owns a pool,
+    opened by `with`, by `open()` or at the first call), a ConnectionPool (the caller opens and
+    closes it) or one Connection (calls join the caller's transaction as savepoints).
+    AsyncJobStore opens its pool the same way."""
 
-    def __init__(self, database: str | ConnectionPool | Connection[Any]) -> None:
+    def __init__(self, connections: str | ConnectionPool | Connection[Any]) -> None:
         self._owned_pool: ConnectionPool | None = None
         self._opening = threading.Lock()
-        self._opened = not isinstance(database, str)  # a pool passed in is the caller's to open
-        if isinstance(database, str):
-            self._owned_pool = ConnectionPool(database, open=False, **POOL_OPTIONS)
-            database = self._owned_pool
-        self._database: ConnectionPool | Connection[Any] = database
+        self._opened = not isinstance(connections, str)  # a pool passed in is the caller's to open
+        if isinstance(connections, str):
+            self._owned_pool = ConnectionPool(connections, open=False, **POOL_OPTIONS)
+            connections = self._owned_pool
+        self._connections: ConnectionPool | Connection[Any] = connections
 
     def open(self) -> None:
         """Open the pool the store owns and wait for its first connection (PoolTimeout after
@@ -87,13 +88,13 @@ class JobStore:
 
     @contextmanager
     def _connection(self) -> Iterator[Connection[Any]]:
-        if isinstance(self._database, ConnectionPool):
+        if isinstance(self._connections, ConnectionPool):
             if not self._opened:
                 self.open()
-            with self._database.connection() as conn:
+            with self._connections.connection() as conn:
                 yield conn
         else:
-            yield self._database
+            yield self._connections
 
     def _run(self, call: Call[Any, Answer]) -> Answer:
         with (
@@ -119,11 +120,13 @@ class JobStore:
     def enqueue(self, issues: Iterable[DiscoveredIssue | Mapping[str, Any]]) -> int:
         return self._run(calls.enqueue(issues))
 
-    def claim_next(self, worker: str, lanes: Sequence[str], lease: timedelta = LEASE) -> Job | None:
+    def claim_next(
+        self, worker: str, lanes: Sequence[str], lease: timedelta = DEFAULT_LEASE
+    ) -> Job | None:
         return self._run(calls.claim_next(worker, lanes, lease))
 
     def renew_claim(
-        self, job_id: int, worker: str, lease: timedelta = LEASE, token: UUID | None = None
+        self, job_id: int, worker: str, lease: timedelta = DEFAULT_LEASE, token: UUID | None = None
     ) -> bool:
         return self._run(calls.renew_claim(job_id, worker, lease, token))
 
@@ -145,7 +148,7 @@ class JobStore:
         return self._run(calls.give_back(job_id, worker, note, token))
 
     def heartbeat(
-        self, job_id: int, worker: str, lease: timedelta = LEASE, token: UUID | None = None
+        self, job_id: int, worker: str, lease: timedelta = DEFAULT_LEASE, token: UUID | None = None
     ) -> Heartbeat:
         """Renew the claim and learn whether to go on (held), stop because the claim is gone
         (lost), or stop and end the job `cancelled` because its issue withdrew its request (cancel)."""
@@ -179,7 +182,7 @@ class JobStore:
         return self._run(calls.forges())
 
     def claim_repos_to_poll(
-        self, poller: str, lease: timedelta = POLL_LEASE, max_repos: int = 100
+        self, poller: str, lease: timedelta = DEFAULT_POLL_LEASE, max_repos: int = 100
     ) -> list[RepoToPoll]:
         return self._run(calls.claim_repos_to_poll(poller, lease, max_repos))
 
@@ -273,10 +276,10 @@ class JobStore:
         self,
         worker: str,
         lanes: Sequence[str],
-        lease: timedelta = LEASE,
+        lease: timedelta = DEFAULT_LEASE,
         on_lost: OnLost | None = None,
         on_cancel: OnCancel | None = None,
-    ) -> Lease:
+    ) -> HeldJob:
         """`with store.lease(worker, lanes) as job:` claims a job (None: nothing claimable), renews
         it in a thread at a third of the lease (heartbeat), delivers it when the block ends
         normally and releases it to pending, the exception as note, when the block raises
@@ -284,9 +287,9 @@ class JobStore:
         is stopping). When a heartbeat says the issue withdrew its request, `on_cancel(job)` is
         called and the lease ends the job cancelled, however the block ends.
         Needs a store over a pool or connection string: the renewals run on their own connection."""
-        if not isinstance(self._database, ConnectionPool):
-            raise TypeError(LEASE_NEEDS_A_POOL)
-        return Lease(self, worker, lanes, lease, on_lost, on_cancel)
+        if not isinstance(self._connections, ConnectionPool):
+            raise TypeError(NEEDS_A_POOL)
+        return HeldJob(self._run, worker, lanes, lease, on_lost, on_cancel)
 
     # Wake-up
     @contextmanager
@@ -299,7 +302,7 @@ class JobStore:
             was_autocommit = conn.autocommit
             conn.autocommit = True
             try:
-                conn.execute(queries.LISTEN)
+                conn.execute(calls.LISTEN)
                 yield WorkWaiter(conn, lanes)
             except BaseException:
                 # The block's error is the one to see: cleaning up a connection that died with it
@@ -311,7 +314,7 @@ class JobStore:
 
     @staticmethod
     def _stop_listening(conn: Connection[Any], was_autocommit: bool) -> None:
-        conn.execute(queries.UNLISTEN)
+        conn.execute(calls.UNLISTEN)
         for _ in conn.notifies(timeout=0):
             pass  # drop what arrived before the UNLISTEN: the next listener starts clean
         conn.autocommit = was_autocommit

@@ -290,7 +290,7 @@ class Worker:
 
 
 def work(
-    url: str,
+    conninfo: str,
     name: str,
     lanes: Sequence[str],
     command: Sequence[str],
@@ -304,11 +304,11 @@ def work(
     """`tireless work`: the exit code. Raises psycopg.OperationalError if the database cannot be
     reached at the start (later, a lost connection is retried)."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
-    psycopg.connect(url, connect_timeout=10).close()  # unreachable: fail now, not in the pool
+    psycopg.connect(conninfo, connect_timeout=10).close()  # unreachable: fail now, not in the pool
     # One connection listens, one renews, one claims and finishes; each is checked before use,
     # so a connection the database dropped (a restart) is replaced instead of failing a call.
     options = POOL_OPTIONS | {"max_size": 3, "check": ConnectionPool.check_connection}
-    pool = ConnectionPool(url, open=False, **options)
+    pool = ConnectionPool(conninfo, open=False, **options)
     pool.open(wait=True, timeout=POOL_OPEN_TIMEOUT)
     try:
         worker = Worker(

@@ -13,10 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from psycopg import sql
 from psycopg.rows import dict_row
 
-from tireless import queries
+from tireless import calls
 from tireless.calls import JOB_ROW, issues_json
 from tireless.cli.reads import fetch, status_rows
 from tireless.cli.render import (
@@ -49,10 +48,6 @@ from tireless.store import JobStore
 
 PRUNE_BATCH = 1000
 """`tireless prune` deletes at most this many jobs per transaction."""
-ENQUEUE_AND_LIST = sql.SQL("SELECT {} FROM tireless.enqueue_and_list(issues => %(issues)s)").format(
-    queries.JOB_COLUMNS
-)
-"""`tireless enqueue`: the jobs an enqueue created, as rows of tireless.job."""
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
@@ -118,7 +113,7 @@ def enqueue_and_list(
     with conn.transaction():
         try:
             with conn.transaction():
-                jobs = fetch(conn, ENQUEUE_AND_LIST, {"issues": issues_json(issues)}, JOB_ROW)
+                jobs = fetch(conn, calls.ENQUEUE_AND_LIST, {"issues": issues_json(issues)}, JOB_ROW)
         except PermissionDenied:
             return JobStore(conn).enqueue(issues), None
     return len(jobs), jobs
@@ -208,17 +203,17 @@ def cmd_jobs(args: argparse.Namespace) -> int:
         "limit": args.limit,
     }
     with connect(args) as conn:
-        jobs = fetch(conn, queries.JOBS, params, JOB_ROW)
+        jobs = fetch(conn, calls.JOBS, params, JOB_ROW)
     emit(args, jobs, job_table(jobs) if jobs else "no jobs")
     return OK
 
 
 def cmd_show(args: argparse.Namespace) -> int:
     with connect(args) as conn:
-        found = fetch(conn, queries.JOB, {"job_id": args.job}, JOB_ROW)
+        found = fetch(conn, calls.JOB, {"job_id": args.job}, JOB_ROW)
         if not found:
             raise UnknownJob(f"no job with id {args.job}")
-        history = fetch(conn, queries.JOB_EVENTS, {"job_id": args.job}, dict_row)
+        history = fetch(conn, calls.JOB_EVENTS, {"job_id": args.job}, dict_row)
     job: Job = found[0]
     emit(args, {"job": job, "history": history}, render_job(job, history))
     return OK
@@ -280,7 +275,7 @@ def cmd_poll(args: argparse.Namespace) -> int:
 def cmd_rerun(args: argparse.Namespace) -> int:
     with connect(args) as conn:
         job_id = JobStore(conn).rerun(args.forge, args.owner, args.repo, args.number)
-        found = fetch(conn, queries.JOB, {"job_id": job_id}, JOB_ROW)
+        found = fetch(conn, calls.JOB, {"job_id": job_id}, JOB_ROW)
     issue = f"{args.forge}/{args.owner}/{args.repo}#{args.number}"
     text = describe(found[0]) if found else f"job {job_id} pending for {issue}"
     emit(args, {"job": job_id}, f"rerun {issue}: {text}")

@@ -11,7 +11,7 @@ from datetime import timedelta
 from typing import NoReturn
 from uuid import UUID
 
-from tireless.calls import LEASE
+from tireless.calls import DEFAULT_LEASE
 from tireless.cli.commands import (
     cmd_claim,
     cmd_enqueue,
@@ -179,14 +179,16 @@ def parser() -> argparse.ArgumentParser:
     sub.add_argument(
         "--lane", action="append", required=True, help="a lane to serve (repeat for several)"
     )
-    sub.add_argument("--lease", type=duration, default=LEASE, help="e.g. 30s, 10m (default 10m)")
+    sub.add_argument(
+        "--lease", type=duration, default=DEFAULT_LEASE, help="e.g. 30s, 10m (default 10m)"
+    )
     sub = command(
         "renew", cmd_renew, "extend the lease of a claim you hold (exit 3: the claim was lost)"
     )
     sub.add_argument("job", type=int)
     sub.add_argument("--worker", required=True)
     sub.add_argument("--token", type=UUID, help="the claim's token (fencing)")
-    sub.add_argument("--lease", type=duration, default=LEASE)
+    sub.add_argument("--lease", type=duration, default=DEFAULT_LEASE)
     sub = command(
         "transition", cmd_transition, "move a job: deliver, fail, release to pending, cancel"
     )
@@ -239,7 +241,7 @@ def parser() -> argparse.ArgumentParser:
     sub.add_argument(
         "--lease",
         type=duration,
-        default=LEASE,
+        default=DEFAULT_LEASE,
         help="lease length, renewed at a third (default 10m)",
     )
     sub.add_argument(

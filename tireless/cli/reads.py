@@ -8,7 +8,7 @@ from typing import Any
 import psycopg
 from psycopg.rows import RowFactory, dict_row
 
-from tireless import queries
+from tireless import calls
 from tireless.calls import Query
 from tireless.errors import translated_errors
 
@@ -24,4 +24,4 @@ def fetch(
 
 def status_rows(conn: psycopg.Connection[Any]) -> list[dict[str, Any]]:
     """tireless.lane_status with each lane's terminal counts from tireless.queue_stats."""
-    return fetch(conn, queries.STATUS, {}, dict_row)
+    return fetch(conn, calls.STATUS, {}, dict_row)

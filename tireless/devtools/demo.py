@@ -49,7 +49,7 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import dict_row
 
-from tireless import queries
+from tireless import calls
 from tireless.calls import JOB_ROW
 from tireless.cli.reads import fetch, status_rows
 from tireless.cli.render import job_table, render_status
@@ -294,7 +294,7 @@ class Crash(Scene):
 
     def story(self, conn: psycopg.Connection[Any]) -> str:
         """What became of the job, from its history (tireless.job_event)."""
-        events = fetch(conn, queries.JOB_EVENTS, {"job_id": self.job_id}, dict_row)
+        events = fetch(conn, calls.JOB_EVENTS, {"job_id": self.job_id}, dict_row)
         expired = [e for e in events if (e["note"] or "").startswith(f"lease of {self.victim} ")]
         last = events[-1]
         told = f"job {self.job_id}: its runner {self.victim} was killed"
@@ -420,7 +420,7 @@ def watch(
                 told.append(now() + notice)
                 if not interactive:
                     say("\n" + told[-1])
-        jobs = fetch(conn, queries.JOBS, params, JOB_ROW)
+        jobs = fetch(conn, calls.JOBS, params, JOB_ROW)
         settled = (
             bool(jobs)
             and all(job.state.is_terminal for job in jobs)
@@ -491,7 +491,7 @@ def run() -> int:
             "breaker_threshold": None,
             "breaker_cooldown": 2 * second,
         }
-        conn.execute(queries.SET_POLICY, policy)
+        conn.execute(calls.SET_POLICY, policy)
         store = JobStore(conn)
         store.add_forge(FORGE, "gitea", forge.url)
         store.track_repo(FORGE, OWNER, REPO)

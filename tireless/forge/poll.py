@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from tireless.calls import DEFAULT_POLL_LEASE
 from tireless.errors import NotHolder, TirelessError
 from tireless.forge import client_for, token_for
 from tireless.forge.client import ForgeClient, ForgeIssue, ForgeStopped, ReadFailed
@@ -24,7 +25,6 @@ OVERLAP = timedelta(minutes=1)
 """An incremental read asks for issues updated since the cursor minus this much: a change the
 forge stamped with an older time than one we saw (clocks, transactions committing late) is
 still read. Reading an issue again changes nothing in the store."""
-POLL_LEASE = timedelta(minutes=5)
 
 
 def default_poller_name() -> str:
@@ -176,7 +176,7 @@ def poll_round(
     *,
     clients: ClientFactory,
     next_poll_in: timedelta = timedelta(0),
-    lease: timedelta = POLL_LEASE,
+    lease: timedelta = DEFAULT_POLL_LEASE,
     max_repos: int = 100,
     log: Callable[[Report], None] = lambda report: None,
 ) -> list[Report]:

@@ -39,7 +39,7 @@ class Dashboard:
     """What the handlers share: the pool, the templates, the CSRF key, the deliveries seen."""
 
     pool: AsyncConnectionPool
-    database: str
+    database_label: str
     templates: Jinja2Templates
     csrf: Csrf = field(default_factory=Csrf)
     deliveries: Deliveries = field(default_factory=Deliveries)
@@ -52,10 +52,10 @@ class Dashboard:
             return await cur.fetchall()
 
 
-def database_label(database_url: str) -> str:
-    """host/dbname, never the user's password (nor anything else in the URL)."""
+def database_label(conninfo: str) -> str:
+    """host/dbname, never the user's password (nor anything else in the conninfo)."""
     try:
-        parts = conninfo_to_dict(database_url)
+        parts = conninfo_to_dict(conninfo)
     except psycopg.ProgrammingError:
         return "(unreadable database URL)"
     host = str(parts.get("host") or "local socket")
@@ -78,13 +78,13 @@ async def style(request: Request) -> Response:
     return Response(STYLE, media_type="text/css", headers={"Cache-Control": "max-age=300"})
 
 
-def create_app(database_url: str) -> Starlette:
-    """The dashboard, /metrics and the webhooks over an async pool of database_url (opened by
+def create_app(conninfo: str) -> Starlette:
+    """The dashboard, /metrics and the webhooks over an async pool of conninfo (opened by
     the app's lifespan: `with TestClient(app)`, or uvicorn)."""
     pool = AsyncConnectionPool(
-        database_url, open=False, min_size=1, max_size=4, timeout=5, kwargs={"autocommit": True}
+        conninfo, open=False, min_size=1, max_size=4, timeout=5, kwargs={"autocommit": True}
     )
-    dashboard = Dashboard(pool=pool, database=database_label(database_url), templates=templates())
+    dashboard = Dashboard(pool=pool, database_label=database_label(conninfo), templates=templates())
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -139,15 +139,15 @@ def address_of(sock: socket.socket) -> str:
     return f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
 
 
-def serve(database_url: str, address: str) -> None:
+def serve(conninfo: str, address: str) -> None:
     """Run the app under uvicorn until SIGINT/SIGTERM; prints its address once it listens."""
     import uvicorn
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     sock = bind(address)
-    app = create_app(database_url)
+    app = create_app(conninfo)
     print(
-        f"tireless web: dashboard at {address_of(sock)} (database {database_label(database_url)})",
+        f"tireless web: dashboard at {address_of(sock)} (database {database_label(conninfo)})",
         flush=True,
     )
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")

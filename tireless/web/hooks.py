@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from tireless import calls
 from tireless.errors import PermissionDenied, UnknownRepository
 from tireless.web import reads
 from tireless.web.pages import dashboard_of
@@ -143,7 +144,7 @@ async def receive(request: Request) -> Response:
         if not (await board.rows(reads.IS_TRACKED, params))[0]["tracked"]:
             deliveries.forget(key)
             return refuse(404, "repository not tracked")
-        due = bool((await board.rows(reads.POLL_SOON, params))[0]["poll_soon"])
+        due = bool((await board.rows(calls.POLL_SOON, params))[0]["poll_soon"])
     except UnknownRepository:
         deliveries.forget(key)
         return refuse(404, "repository not tracked")

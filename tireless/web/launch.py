@@ -21,12 +21,12 @@ class RunningDashboard:
 
 
 def start_dashboard(
-    database_url: str, log_path: Path, bind: str = "127.0.0.1:8080", timeout: float = 30.0
+    conninfo: str, log_path: Path, bind: str = "127.0.0.1:8080", timeout: float = 30.0
 ) -> RunningDashboard:
     """Start `python -m tireless web --bind BIND` detached, its output appended to log_path, and
-    wait until it prints its address. The database URL goes by the environment (DATABASE_URL),
-    never on a command line that `ps` shows. Raises RuntimeError (naming the log) if it does
-    not come up in time; stop it with os.kill(pid, SIGTERM)."""
+    wait until it prints its address. The conninfo goes by the environment (DATABASE_URL, the
+    CLI's name for it), never on a command line that `ps` shows. Raises RuntimeError (naming the
+    log) if it does not come up in time; stop it with os.kill(pid, SIGTERM)."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     start = log_path.stat().st_size if log_path.exists() else 0
     with log_path.open("ab") as log:
@@ -35,7 +35,7 @@ def start_dashboard(
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
-            env={**os.environ, "DATABASE_URL": database_url},
+            env={**os.environ, "DATABASE_URL": conninfo},
             start_new_session=True,
         )
     deadline = time.monotonic() + timeout

@@ -12,7 +12,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from tireless import queries
+from tireless import calls
 from tireless.errors import TirelessError, translated_errors
 from tireless.models import JobKind, JobState
 from tireless.web import chart, reads
@@ -59,7 +59,7 @@ async def who(request: Request) -> dict[str, Any]:
 async def issue_links(request: Request) -> dict[str, tuple[str, str]]:
     """forge name -> (kind, base_url) from the registry; empty when this role may not read it."""
     try:
-        rows = await dashboard_of(request).rows(reads.FORGES)
+        rows = await dashboard_of(request).rows(calls.FORGES)
     except TirelessError:
         return {}
     return {row["name"]: (row["kind"], row["base_url"]) for row in rows}
@@ -90,7 +90,7 @@ def render(
     response = board.templates.TemplateResponse(
         request,
         template,
-        {"database": board.database, "csrf": board.csrf.token(session), **context},
+        {"database": board.database_label, "csrf": board.csrf.token(session), **context},
         status_code=status_code,
     )
     board.csrf.keep(response, session)
@@ -262,9 +262,9 @@ async def run_action(
 
 
 LANE_ACTIONS = {
-    "pause": queries.PAUSE_LANE,
-    "resume": queries.RESUME_LANE,
-    "reset-breaker": queries.RESET_LANE_BREAKER,
+    "pause": calls.PAUSE_LANE,
+    "resume": calls.RESUME_LANE,
+    "reset-breaker": calls.RESET_LANE_BREAKER,
 }
 
 
@@ -292,9 +292,9 @@ async def job_action(request: Request) -> Response:
             "note": f"cancelled from the dashboard by {me['role']}",
             "token": None,
         }
-        return await run_action(request, queries.TRANSITION, params, lambda _: back)
+        return await run_action(request, calls.TRANSITION, params, lambda _: back)
     found = await dashboard_of(request).rows(reads.JOB, {"job_id": job_id})
     if not found:
         raise HTTPException(404, f"no job with id {job_id}")
     issue = {key: found[0][key] for key in ("forge", "owner", "repo", "number")}
-    return await run_action(request, reads.RERUN, issue, lambda new_job: f"/jobs/{new_job}")
+    return await run_action(request, calls.RERUN, issue, lambda new_job: f"/jobs/{new_job}")

@@ -1,5 +1,6 @@
-"""The SQL of the dashboard: the views and functions a psql user reads, named placeholders,
-nothing built from values."""
+"""The SQL of the dashboard's pages: the views and functions a psql user reads, named
+placeholders, nothing built from values. The calls it shares with the store (forges, rerun,
+poll_soon, the lane and job actions) are tireless.calls'."""
 
 from __future__ import annotations
 
@@ -19,7 +20,6 @@ SELECT r.forge, r.owner, r.repo, r.last_poll_at, r.last_success_at, r.last_error
        r.mirror_backlog, r.mirror_error, r.mirror_error_at
   FROM tireless.repo_status r
  ORDER BY r.forge, r.owner, r.repo"""
-FORGES = "SELECT name, kind, base_url FROM tireless.forges()"
 ROLL_UP_HISTORY = "SELECT tireless.roll_up_history()"
 FINISHED_BY_HOUR = """
 SELECT h.hour, h.outcome, sum(h.jobs)::bigint AS jobs
@@ -67,12 +67,7 @@ HISTORY = (
     "SELECT h.event_id, h.at, h.from_state, h.to_state, h.worker, h.attempt, h.note, h.lasted"
     " FROM tireless.job_history(job_id => %(job_id)s) h"
 )
-RERUN = (
-    "SELECT tireless.rerun(forge => %(forge)s, owner => %(owner)s, repo => %(repo)s,"
-    " number => %(number)s)"
-)
 IS_TRACKED = (
     "SELECT EXISTS (SELECT FROM tireless.repo_status r"
     " WHERE (r.forge, r.owner, r.repo) = (%(forge)s, %(owner)s, %(repo)s)) AS tracked"
 )
-POLL_SOON = "SELECT tireless.poll_soon(forge => %(forge)s, owner => %(owner)s, repo => %(repo)s)"
