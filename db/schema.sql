@@ -1151,6 +1151,23 @@ $$;
 COMMENT ON FUNCTION tireless.held_poll(forge text, owner text, repo text, poller text) IS 'The repository''s poll state, locked, when poller holds its poll lease; TL008 for an untracked repository, TL004 when another poller (or none) holds the lease.';
 
 --
+-- Name: history_top(); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.history_top() RETURNS bigint
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT CASE WHEN s.is_called THEN s.last_value ELSE 0 END FROM tireless.job_event_id_seq s;
+$$;
+
+--
+-- Name: FUNCTION history_top(); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.history_top() IS 'The newest job_event id drawn so far (0 before the first), read from the sequence without scanning the history.';
+
+--
 -- Name: is_forge_timestamp(text); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -1579,6 +1596,52 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.mirror_labels(OUT prefix text, OUT mode_labels text[], OUT state_labels text[]) IS 'The label prefix, its mode labels (<prefix>/discover, ...) and its state labels (<prefix>/state:pending, ...).';
+
+--
+-- Name: mirror_unread(text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.mirror_unread(forge text, owner text, repo text) RETURNS bigint
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    scanned bigint;
+    since timestamptz;
+BEGIN
+    SELECT m.scanned_to INTO scanned FROM tireless.mirror_repo m
+     WHERE (m.forge, m.owner, m.repo) = (mirror_unread.forge, mirror_unread.owner, mirror_unread.repo);
+    SELECT t.tracked_at INTO since FROM tireless.tracked_repo t
+     WHERE (t.forge, t.owner, t.repo) = (mirror_unread.forge, mirror_unread.owner, mirror_unread.repo);
+    IF since IS NULL THEN
+        RETURN 0;  -- not tracked: nothing is mirrored
+    END IF;
+    -- The events after the last scan first (the BRIN index on the id; planned with the actual
+    -- position, so the planner knows they are few), then each one's job by its key: a LATERAL
+    -- subquery it may not flatten (OFFSET 0), so that it never starts at the repository's jobs,
+    -- which no index finds (a scan of every job ever run). Issues with a write already queued are
+    -- counted by the caller.
+    RETURN (
+        SELECT count(DISTINCT j.number)
+          FROM tireless.job_event e
+         CROSS JOIN LATERAL (
+               SELECT j.forge, j.owner, j.repo, j.number FROM tireless.job j
+                WHERE j.id = e.job_id
+                  AND (j.forge, j.owner, j.repo) = (mirror_unread.forge, mirror_unread.owner, mirror_unread.repo)
+               OFFSET 0) AS j
+         WHERE e.id > coalesce(scanned, 0)
+           AND e.at >= since
+           AND NOT EXISTS (SELECT FROM tireless.mirror_issue mi
+                            WHERE (mi.forge, mi.owner, mi.repo, mi.number) = (j.forge, j.owner, j.repo, j.number)
+                              AND (mi.applied_job_id, mi.applied_state) IS DISTINCT FROM (mi.job_id, mi.state)));
+END;
+$$;
+
+--
+-- Name: FUNCTION mirror_unread(forge text, owner text, repo text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.mirror_unread(forge text, owner text, repo text) IS 'How many issues of a tracked repository changed after the mirror''s last scan and have no write queued yet (part of repo_status.mirror_backlog); reads only the history after that scan.';
 
 --
 -- Name: mirror_writes(text, text, text, text, integer, interval); Type: FUNCTION; Schema: tireless; Owner: -
@@ -2777,6 +2840,8 @@ CREATE FUNCTION tireless.track_repo(forge text, owner text, repo text) RETURNS b
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
+DECLARE
+    top bigint;
 BEGIN
     PERFORM tireless.check_repo(track_repo.forge, track_repo.owner, track_repo.repo);
     INSERT INTO tireless.tracked_repo (forge, owner, repo)
@@ -2786,6 +2851,10 @@ BEGIN
         RETURN false;
     END IF;
     INSERT INTO tireless.repo_poll (forge, owner, repo) VALUES (track_repo.forge, track_repo.owner, track_repo.repo);
+    -- The mirror reads the history from here on: what happened before the tracking is not shown.
+    top := tireless.history_top();
+    INSERT INTO tireless.mirror_repo (forge, owner, repo, event_cursor, scanned_to)
+    VALUES (track_repo.forge, track_repo.owner, track_repo.repo, top, top);
     RETURN true;
 END;
 $$;
@@ -2794,7 +2863,7 @@ $$;
 -- Name: FUNCTION track_repo(forge text, owner text, repo text); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.track_repo(forge text, owner text, repo text) IS 'Starts tracking a repository, so enqueue accepts its issues and the poller reads it (due at once); false if it was tracked already.';
+COMMENT ON FUNCTION tireless.track_repo(forge text, owner text, repo text) IS 'Starts tracking a repository, so enqueue accepts its issues, the poller reads it (due at once) and the mirror shows its jobs from now on; false if it was tracked already.';
 
 --
 -- Name: tracked_repos(); Type: FUNCTION; Schema: tireless; Owner: -
@@ -3390,23 +3459,6 @@ UNION ALL
 COMMENT ON VIEW tireless.queue_stats IS 'How many jobs each lane holds in each live state, and how many reached each terminal state in the last 24 hours (reads the live jobs and that window only, never the whole history).';
 
 --
--- Name: tracked_repo; Type: TABLE; Schema: tireless; Owner: -
---
-
-CREATE TABLE tireless.tracked_repo (
-    forge text NOT NULL,
-    owner text NOT NULL,
-    repo text NOT NULL,
-    tracked_at timestamp with time zone DEFAULT now() NOT NULL
-);
-
---
--- Name: TABLE tracked_repo; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON TABLE tireless.tracked_repo IS 'Repositories the poller reads. Private: use track_repo, untrack_repo and tracked_repos.';
-
---
 -- Name: repo_status; Type: VIEW; Schema: tireless; Owner: -
 --
 
@@ -3429,12 +3481,11 @@ CREATE VIEW tireless.repo_status AS
     f.last_error AS forge_error,
     COALESCE(live.pending, (0)::bigint) AS pending,
     COALESCE(live.claimed, (0)::bigint) AS claimed,
-    (COALESCE(queued.writes, (0)::bigint) + COALESCE(unread.issues, (0)::bigint)) AS mirror_backlog,
+    (COALESCE(queued.writes, (0)::bigint) + tireless.mirror_unread(rp.forge, rp.owner, rp.repo)) AS mirror_backlog,
     queued.last_error AS mirror_error,
     queued.last_error_at AS mirror_error_at
-   FROM (((((tireless.repo_poll rp
+   FROM (((tireless.repo_poll rp
      LEFT JOIN tireless.forge f ON ((f.name = rp.forge)))
-     LEFT JOIN tireless.mirror_repo m ON (((m.forge = rp.forge) AND (m.owner = rp.owner) AND (m.repo = rp.repo))))
      LEFT JOIN LATERAL ( SELECT count(*) FILTER (WHERE (j.state = 'pending'::tireless.job_state)) AS pending,
             count(*) FILTER (WHERE (j.state = 'claimed'::tireless.job_state)) AS claimed
            FROM tireless.job j
@@ -3443,21 +3494,30 @@ CREATE VIEW tireless.repo_status AS
             (array_agg(mi.last_error ORDER BY mi.last_error_at DESC) FILTER (WHERE (mi.last_error IS NOT NULL)))[1] AS last_error,
             max(mi.last_error_at) AS last_error_at
            FROM tireless.mirror_issue mi
-          WHERE (((mi.forge = rp.forge) AND (mi.owner = rp.owner) AND (mi.repo = rp.repo)) AND ((mi.applied_job_id IS DISTINCT FROM mi.job_id) OR (mi.applied_state IS DISTINCT FROM mi.state)))) queued ON (true))
-     LEFT JOIN LATERAL ( SELECT count(DISTINCT j.number) AS issues
-           FROM (tireless.job_event e
-             JOIN tireless.job j ON ((j.id = e.job_id)))
-          WHERE ((e.id > COALESCE(m.scanned_to, (0)::bigint)) AND ((j.forge = rp.forge) AND (j.owner = rp.owner) AND (j.repo = rp.repo)) AND (e.at >= ( SELECT t.tracked_at
-                   FROM tireless.tracked_repo t
-                  WHERE ((t.forge = rp.forge) AND (t.owner = rp.owner) AND (t.repo = rp.repo)))) AND (NOT (EXISTS ( SELECT
-                   FROM tireless.mirror_issue mi
-                  WHERE (((mi.forge = j.forge) AND (mi.owner = j.owner) AND (mi.repo = j.repo) AND (mi.number = j.number)) AND ((mi.applied_job_id IS DISTINCT FROM mi.job_id) OR (mi.applied_state IS DISTINCT FROM mi.state)))))))) unread ON (true));
+          WHERE (((mi.forge = rp.forge) AND (mi.owner = rp.owner) AND (mi.repo = rp.repo)) AND ((mi.applied_job_id IS DISTINCT FROM mi.job_id) OR (mi.applied_state IS DISTINCT FROM mi.state)))) queued ON (true));
 
 --
 -- Name: VIEW repo_status; Type: COMMENT; Schema: tireless; Owner: -
 --
 
 COMMENT ON VIEW tireless.repo_status IS 'One row per tracked repository: its forge (registered or not, stopped until when and why), its last poll, last good read and last error, failures in a row, next poll, backoff, holder and cursor, its live jobs, and the mirror: how many issues still wait for a forge write (mirror_backlog) and the newest error of those.';
+
+--
+-- Name: tracked_repo; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.tracked_repo (
+    forge text NOT NULL,
+    owner text NOT NULL,
+    repo text NOT NULL,
+    tracked_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+--
+-- Name: TABLE tracked_repo; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.tracked_repo IS 'Repositories the poller reads. Private: use track_repo, untrack_repo and tracked_repos.';
 
 --
 -- Name: finished_count finished_count_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
@@ -3946,6 +4006,12 @@ GRANT SELECT ON TABLE tireless.repo_poll TO tireless_admin;
 REVOKE ALL ON FUNCTION tireless.held_poll(forge text, owner text, repo text, poller text) FROM PUBLIC;
 
 --
+-- Name: FUNCTION history_top(); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.history_top() FROM PUBLIC;
+
+--
 -- Name: FUNCTION is_forge_timestamp(value text); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -4057,6 +4123,15 @@ REVOKE ALL ON FUNCTION tireless.mirror_issue_row(forge text, owner text, repo te
 --
 
 REVOKE ALL ON FUNCTION tireless.mirror_labels(OUT prefix text, OUT mode_labels text[], OUT state_labels text[]) FROM PUBLIC;
+
+--
+-- Name: FUNCTION mirror_unread(forge text, owner text, repo text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.mirror_unread(forge text, owner text, repo text) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.mirror_unread(forge text, owner text, repo text) TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.mirror_unread(forge text, owner text, repo text) TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.mirror_unread(forge text, owner text, repo text) TO tireless_admin;
 
 --
 -- Name: FUNCTION mirror_writes(forge text, owner text, repo text, poller text, max_writes integer, settle interval); Type: ACL; Schema: tireless; Owner: -
@@ -4379,18 +4454,18 @@ GRANT SELECT ON TABLE tireless.queue_stats TO tireless_poller;
 GRANT SELECT ON TABLE tireless.queue_stats TO tireless_admin;
 
 --
--- Name: TABLE tracked_repo; Type: ACL; Schema: tireless; Owner: -
---
-
-GRANT SELECT ON TABLE tireless.tracked_repo TO tireless_admin;
-
---
 -- Name: TABLE repo_status; Type: ACL; Schema: tireless; Owner: -
 --
 
 GRANT SELECT ON TABLE tireless.repo_status TO tireless_runner;
 GRANT SELECT ON TABLE tireless.repo_status TO tireless_poller;
 GRANT SELECT ON TABLE tireless.repo_status TO tireless_admin;
+
+--
+-- Name: TABLE tracked_repo; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.tracked_repo TO tireless_admin;
 
 --
 -- PostgreSQL database dump complete

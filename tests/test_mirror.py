@@ -380,3 +380,54 @@ def test_a_repository_tracked_again_gets_no_write_for_what_happened_before(setup
     setup.store.track_repo(setup.name, OWNER, REPO)
     setup.store.claim_repos_to_poll("poller-1")
     assert setup.store.mirror_writes(setup.name, OWNER, REPO, "poller-1") == []
+
+
+OLD_HISTORY = """
+INSERT INTO tireless.job (forge, owner, repo, number, kind, lane, state, attempts)
+SELECT 'gitea', 'acme', 'old', g, 'implement', 'cc', 'delivered', 1 FROM generate_series(1, 20000) g;
+INSERT INTO tireless.job_event (job_id, at, from_state, to_state, worker, attempt)
+SELECT j.id, now() - interval '1 day', e.from_state, e.to_state, 'w', 1
+  FROM tireless.job j,
+       (VALUES (NULL::tireless.job_state, 'pending'::tireless.job_state),
+               ('claimed', 'delivered')) AS e(from_state, to_state)
+"""
+
+
+HISTORY_READS = """
+SELECT relname, seq_scan, seq_tup_read, coalesce(idx_tup_fetch, 0) FROM pg_stat_user_tables
+ WHERE schemaname = 'tireless' AND relname IN ('job', 'job_event') ORDER BY relname"""
+
+
+def table_reads(conn: Any) -> dict[str, tuple[int, int, int]]:
+    """Sequential scans, rows they read, and rows fetched through an index, of job and job_event."""
+    conn.execute("SELECT pg_stat_force_next_flush()")  # this backend's counts, flushed when idle
+    conn.execute("SELECT pg_stat_clear_snapshot()")
+    return {
+        name: (scans, scanned, fetched)
+        for name, scans, scanned, fetched in conn.execute(HISTORY_READS)
+    }
+
+
+def test_the_mirror_backlog_scans_no_job_table_and_none_of_the_old_history(
+    db: Database, store: JobStore
+) -> None:
+    """A repository tracked after 40,000 events (its forge not registered, so nothing has mirrored
+    it yet): repo_status reads its unread changes from the top of the history at its tracking, and
+    finds their jobs by key instead of scanning every job ever run."""
+    with db.connect() as conn:
+        with conn.transaction():
+            conn.execute("SET LOCAL session_replication_role = replica")  # as loaded, no triggers
+            conn.execute(OLD_HISTORY)
+        conn.execute("VACUUM ANALYZE tireless.job_event")  # summarises the BRIN index on the id
+        store.track_repo("nowhere", OWNER, "fresh")
+        before = table_reads(conn)
+        backlog = conn.execute("SELECT mirror_backlog FROM tireless.repo_status").fetchall()
+        after = table_reads(conn)
+    assert backlog == [(0,)]
+    (job_scans, _, _), (event_scans, _, events_fetched) = (
+        tuple(a - b for a, b in zip(after[name], before[name], strict=True))
+        for name in ("job", "job_event")
+    )
+    assert (job_scans, event_scans) == (0, 0), "no sequential scan of the jobs or the history"
+    # At most the newest block range of the BRIN index on the id (128 pages), not 40,000 events.
+    assert events_fetched < 20000
