@@ -306,49 +306,54 @@ class Crash(Scene):
         return f"{told}; it is {last['to_state']} after {last['attempt']} attempt(s)"
 
 
-class CloseWhilePending(Scene):
-    """Close the issue whose job waits in lane gm (no runner here serves it)."""
+class CloseIssue(Scene):
+    """Close an issue on the forge once its job is at the scene's moment (`when` says what the
+    moment looks like, or None while it has not come), and tell what became of the job."""
+
+    moment: str
 
     def __init__(self, number: int) -> None:
         self.number = number
         self.closed = False
 
+    def when(self, conn: psycopg.Connection[Any], crew: Crew, job: dict[str, Any]) -> str | None:
+        raise NotImplementedError
+
     def act(self, conn: psycopg.Connection[Any], crew: Crew, forge: StandinForge) -> str | None:
         jobs = jobs_of(conn, self.number)
-        if self.closed or not jobs or jobs[0]["state"] != "pending":
+        if self.closed or not jobs or (now_is := self.when(conn, crew, jobs[0])) is None:
             return None
         forge.close_issue(OWNER, REPO, self.number)
         self.closed = True
-        return f"closed #{self.number} on the forge while its job {jobs[0]['id']} was pending"
+        return f"closed #{self.number} on the forge while {now_is}"
 
     def story(self, conn: psycopg.Connection[Any]) -> str:
         (job,) = jobs_of(conn, self.number)
         return (
-            f"#{self.number}, closed while pending: job {job['id']} {job['state']} ({job['note']})"
+            f"#{self.number}, closed while {self.moment}:"
+            f" job {job['id']} {job['state']} ({job['note']})"
         )
 
 
-class CloseWhileRunning(Scene):
+class CloseWhilePending(CloseIssue):
+    """Close the issue whose job waits in lane gm (no runner here serves it)."""
+
+    moment = "pending"
+
+    def when(self, conn: psycopg.Connection[Any], crew: Crew, job: dict[str, Any]) -> str | None:
+        return f"its job {job['id']} was pending" if job["state"] == "pending" else None
+
+
+class CloseWhileRunning(CloseIssue):
     """Close the issue whose agent works 20 s, once the agent runs."""
 
-    def __init__(self, number: int) -> None:
-        self.number = number
-        self.closed = False
+    moment = "its agent ran"
 
-    def act(self, conn: psycopg.Connection[Any], crew: Crew, forge: StandinForge) -> str | None:
-        jobs = jobs_of(conn, self.number)
-        if self.closed or not jobs:
-            return None
-        held = conn.execute(HOLDER, {"job_id": jobs[0]["id"]}).fetchone()
+    def when(self, conn: psycopg.Connection[Any], crew: Crew, job: dict[str, Any]) -> str | None:
+        held = conn.execute(HOLDER, {"job_id": job["id"]}).fetchone()
         if held is None or held[0] not in crew.running or crew.agent_of(held[0]) is None:
             return None
-        forge.close_issue(OWNER, REPO, self.number)
-        self.closed = True
-        return f"closed #{self.number} on the forge while {held[0]} ran its agent (job {jobs[0]['id']})"
-
-    def story(self, conn: psycopg.Connection[Any]) -> str:
-        (job,) = jobs_of(conn, self.number)
-        return f"#{self.number}, closed while its agent ran: job {job['id']} {job['state']} ({job['note']})"
+        return f"{held[0]} ran its agent (job {job['id']})"
 
 
 class Relabel(Scene):
