@@ -3393,6 +3393,67 @@ CREATE VIEW tireless.lane_status AS
 COMMENT ON VIEW tireless.lane_status IS 'One row per lane that has settings or live jobs: capacity, paused, circuit breaker (closed, open while tripped, half-open after the cool-down until a success), and its pending, ready, claimed and past-lease jobs.';
 
 --
+-- Name: queue_stats; Type: VIEW; Schema: tireless; Owner: -
+--
+
+CREATE VIEW tireless.queue_stats AS
+ SELECT j.lane,
+    j.state,
+    count(*) AS jobs,
+    min(j.created_at) AS oldest,
+    max(j.updated_at) AS latest_change
+   FROM tireless.job j
+  WHERE (j.state = ANY (ARRAY['pending'::tireless.job_state, 'claimed'::tireless.job_state]))
+  GROUP BY j.lane, j.state
+UNION ALL
+ SELECT j.lane,
+    j.state,
+    count(*) AS jobs,
+    min(j.created_at) AS oldest,
+    max(j.updated_at) AS latest_change
+   FROM tireless.job j
+  WHERE ((j.state = ANY (ARRAY['delivered'::tireless.job_state, 'failed'::tireless.job_state, 'cancelled'::tireless.job_state])) AND (j.updated_at > (now() - '24:00:00'::interval)))
+  GROUP BY j.lane, j.state;
+
+--
+-- Name: VIEW queue_stats; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON VIEW tireless.queue_stats IS 'How many jobs each lane holds in each live state, and how many reached each terminal state in the last 24 hours (reads the live jobs and that window only, never the whole history).';
+
+--
+-- Name: lane_summary; Type: VIEW; Schema: tireless; Owner: -
+--
+
+CREATE VIEW tireless.lane_summary AS
+ SELECT COALESCE(s.lane, q.lane) AS lane,
+    COALESCE(s.pending, (0)::bigint) AS pending,
+    COALESCE(s.ready, (0)::bigint) AS ready,
+    COALESCE(s.claimed, (0)::bigint) AS claimed,
+    COALESCE(s.past_lease, (0)::bigint) AS past_lease,
+    COALESCE(q.delivered, (0)::bigint) AS delivered,
+    COALESCE(q.failed, (0)::bigint) AS failed,
+    COALESCE(q.cancelled, (0)::bigint) AS cancelled,
+    (EXTRACT(epoch FROM s.oldest_pending_age))::double precision AS oldest_pending_seconds,
+    COALESCE(s.breaker, 'closed'::text) AS breaker,
+    COALESCE(s.paused, false) AS paused,
+    s.capacity,
+    s.tripped_until
+   FROM (tireless.lane_status s
+     FULL JOIN ( SELECT st.lane,
+            (sum(st.jobs) FILTER (WHERE (st.state = 'delivered'::tireless.job_state)))::bigint AS delivered,
+            (sum(st.jobs) FILTER (WHERE (st.state = 'failed'::tireless.job_state)))::bigint AS failed,
+            (sum(st.jobs) FILTER (WHERE (st.state = 'cancelled'::tireless.job_state)))::bigint AS cancelled
+           FROM tireless.queue_stats st
+          GROUP BY st.lane) q ON ((q.lane = s.lane)));
+
+--
+-- Name: VIEW lane_summary; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON VIEW tireless.lane_summary IS 'One row per lane that has live jobs, settings or jobs finished in the last 24 hours: lane_status (live jobs, the oldest pending job''s age in seconds, breaker, paused, capacity) beside queue_stats''s delivered, failed and cancelled counts. What `tireless status` shows.';
+
+--
 -- Name: mirror_repo; Type: TABLE; Schema: tireless; Owner: -
 --
 
@@ -3428,35 +3489,6 @@ COMMENT ON COLUMN tireless.mirror_repo.scanned_to IS 'The newest job_event id th
 --
 
 COMMENT ON CONSTRAINT cursor_not_past_the_scan ON tireless.mirror_repo IS 'The cursor never passes what was scanned.';
-
---
--- Name: queue_stats; Type: VIEW; Schema: tireless; Owner: -
---
-
-CREATE VIEW tireless.queue_stats AS
- SELECT j.lane,
-    j.state,
-    count(*) AS jobs,
-    min(j.created_at) AS oldest,
-    max(j.updated_at) AS latest_change
-   FROM tireless.job j
-  WHERE (j.state = ANY (ARRAY['pending'::tireless.job_state, 'claimed'::tireless.job_state]))
-  GROUP BY j.lane, j.state
-UNION ALL
- SELECT j.lane,
-    j.state,
-    count(*) AS jobs,
-    min(j.created_at) AS oldest,
-    max(j.updated_at) AS latest_change
-   FROM tireless.job j
-  WHERE ((j.state = ANY (ARRAY['delivered'::tireless.job_state, 'failed'::tireless.job_state, 'cancelled'::tireless.job_state])) AND (j.updated_at > (now() - '24:00:00'::interval)))
-  GROUP BY j.lane, j.state;
-
---
--- Name: VIEW queue_stats; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON VIEW tireless.queue_stats IS 'How many jobs each lane holds in each live state, and how many reached each terminal state in the last 24 hours (reads the live jobs and that window only, never the whole history).';
 
 --
 -- Name: repo_status; Type: VIEW; Schema: tireless; Owner: -
@@ -4440,18 +4472,26 @@ GRANT SELECT ON TABLE tireless.lane_status TO tireless_poller;
 GRANT SELECT ON TABLE tireless.lane_status TO tireless_admin;
 
 --
--- Name: TABLE mirror_repo; Type: ACL; Schema: tireless; Owner: -
---
-
-GRANT SELECT ON TABLE tireless.mirror_repo TO tireless_admin;
-
---
 -- Name: TABLE queue_stats; Type: ACL; Schema: tireless; Owner: -
 --
 
 GRANT SELECT ON TABLE tireless.queue_stats TO tireless_runner;
 GRANT SELECT ON TABLE tireless.queue_stats TO tireless_poller;
 GRANT SELECT ON TABLE tireless.queue_stats TO tireless_admin;
+
+--
+-- Name: TABLE lane_summary; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.lane_summary TO tireless_runner;
+GRANT SELECT ON TABLE tireless.lane_summary TO tireless_poller;
+GRANT SELECT ON TABLE tireless.lane_summary TO tireless_admin;
+
+--
+-- Name: TABLE mirror_repo; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.mirror_repo TO tireless_admin;
 
 --
 -- Name: TABLE repo_status; Type: ACL; Schema: tireless; Owner: -

@@ -505,22 +505,11 @@ SET_POLICY = (
     " backoff_cap => %(backoff_cap)s, breaker_threshold => %(breaker_threshold)s,"
     " breaker_cooldown => %(breaker_cooldown)s)"
 )
-STATUS = """
-SELECT coalesce(s.lane, q.lane) AS lane,
-       coalesce(s.pending, 0) AS pending, coalesce(s.ready, 0) AS ready,
-       coalesce(s.claimed, 0) AS claimed, coalesce(s.past_lease, 0) AS past_lease,
-       coalesce(q.delivered, 0) AS delivered, coalesce(q.failed, 0) AS failed,
-       coalesce(q.cancelled, 0) AS cancelled,
-       extract(epoch FROM s.oldest_pending_age)::float8 AS oldest_pending_seconds,
-       coalesce(s.breaker, 'closed') AS breaker, coalesce(s.paused, false) AS paused,
-       s.capacity, s.tripped_until
-  FROM tireless.lane_status s
-  FULL JOIN (SELECT st.lane,
-                    sum(st.jobs) FILTER (WHERE st.state = 'delivered')::bigint AS delivered,
-                    sum(st.jobs) FILTER (WHERE st.state = 'failed')::bigint AS failed,
-                    sum(st.jobs) FILTER (WHERE st.state = 'cancelled')::bigint AS cancelled
-               FROM tireless.queue_stats st GROUP BY st.lane) q ON q.lane = s.lane
- ORDER BY 1"""
+STATUS = (
+    "SELECT lane, pending, ready, claimed, past_lease, delivered, failed, cancelled,"
+    " oldest_pending_seconds, breaker, paused, capacity, tripped_until"
+    " FROM tireless.lane_summary ORDER BY lane"
+)
 JOBS = sql.SQL(
     "SELECT {} FROM tireless.job j"
     " WHERE (%(state)s::text IS NULL OR j.state::text = %(state)s)"
