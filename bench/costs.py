@@ -11,7 +11,7 @@ own CPU time (/proc/PID/schedstat), so other load on the machine changes it litt
   disabled: what the table costs (its constraints, its indexes, its wider row);
 - + history: the same with the trigger on: one job_event row per change, and its foreign key check;
 - + functions: tireless.claim_next and tireless.transition, as the peers' harness calls them;
-- + functions before 0009: the same on the schema of 0008_runners (the migrations before).
+- + functions before 0015: the same on the schema of 0014_lane_summary (the migrations before).
 
 Linux only (schedstat). Writes nothing: prints a markdown table.
 """
@@ -53,7 +53,7 @@ LAYERS = {
     "tireless.job": ("costs_table", TABLE_CLAIM, TABLE_FINISH),
     "+ history": ("costs_now", TABLE_CLAIM, TABLE_FINISH),
     "+ functions": ("costs_now", SQL_CLAIM, SQL_FINISH),
-    "+ functions before 0009": ("costs_before", SQL_CLAIM, SQL_FINISH),
+    "+ functions before 0015": ("costs_before", SQL_CLAIM, SQL_FINISH),
 }
 
 
@@ -113,7 +113,7 @@ def main() -> None:
         databases = {
             "costs_now": database(server, "costs_now", None),
             "costs_table": database(server, "costs_table", None, NO_HISTORY),
-            "costs_before": database(server, "costs_before", "0008_runners"),
+            "costs_before": database(server, "costs_before", "0014_lane_summary"),
         }
         for rep in range(args.reps):
             for n in range(len(LAYERS)):

@@ -2,7 +2,7 @@
 
     python bench/statements.py [--cycles N] [--until MIGRATION]
 
---until 0008_runners profiles the schema as it was before a later migration (the "before" table
+--until 0014_lane_summary profiles the schema as it was before a later migration (the "before" table
 of bench/results.md).
 
 Starts a private PostgreSQL with pg_stat_statements (track = all, so the statements inside the

@@ -42,9 +42,11 @@ RETURNING f.id"""
 FLOOR_FINISH = """
 UPDATE floor.job SET state = 'done', claimed_by = NULL, claim_expires_at = NULL WHERE id = %(id)s"""
 
-SQL_CLAIM = "SELECT id FROM tireless.claim_next(worker => %(worker)s, lanes => %(lanes)s, lease => %(lease)s)"
+# Through SQL the caller gets the whole job, as a psql user or a program without the adapter does,
+# and as ../shared/peer-bench drives tireless (JobStore gets the same row and builds a Job of it).
+SQL_CLAIM = "SELECT * FROM tireless.claim_next(worker => %(worker)s, lanes => %(lanes)s, lease => %(lease)s)"
 SQL_FINISH = (
-    "SELECT id FROM tireless.transition(job_id => %(id)s, to_state => 'delivered',"
+    "SELECT * FROM tireless.transition(job_id => %(id)s, to_state => 'delivered',"
     " worker => %(worker)s)"
 )
 

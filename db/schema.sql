@@ -264,16 +264,7 @@ CREATE TABLE tireless.job (
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     cancel_requested_at timestamp with time zone,
     given_back integer DEFAULT 0 NOT NULL,
-    CONSTRAINT attempts_not_negative CHECK ((attempts >= 0)),
-    CONSTRAINT claimed_holds_claim CHECK (((state <> 'claimed'::tireless.job_state) OR ((claimed_by IS NOT NULL) AND (claim_expires_at IS NOT NULL) AND (claim_token IS NOT NULL)))),
-    CONSTRAINT claimed_job_counts_an_attempt CHECK (((state <> 'claimed'::tireless.job_state) OR (attempts > 0))),
-    CONSTRAINT given_back_within_attempts CHECK (((given_back >= 0) AND (given_back <= attempts))),
-    CONSTRAINT issue_number_positive CHECK ((number > 0)),
-    CONSTRAINT lane_is_a_name CHECK ((lane ~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$'::text)),
-    CONSTRAINT not_its_own_parent CHECK ((parent_id <> id)),
-    CONSTRAINT pending_holds_no_cancel_request CHECK (((state <> 'pending'::tireless.job_state) OR (cancel_requested_at IS NULL))),
-    CONSTRAINT pending_holds_no_claim CHECK (((state <> 'pending'::tireless.job_state) OR ((claimed_by IS NULL) AND (claim_expires_at IS NULL) AND (claim_token IS NULL)))),
-    CONSTRAINT terminal_holds_no_claim CHECK (((state <> ALL (ARRAY['delivered'::tireless.job_state, 'failed'::tireless.job_state, 'cancelled'::tireless.job_state])) OR ((claimed_by IS NULL) AND (claim_expires_at IS NULL) AND (claim_token IS NULL))))
+    CONSTRAINT pending_holds_no_claim CHECK (((state <> 'pending'::tireless.job_state) OR ((claimed_by IS NULL) AND (claim_expires_at IS NULL) AND (claim_token IS NULL))))
 )
 WITH (fillfactor='80', autovacuum_vacuum_scale_factor='0.02', autovacuum_analyze_scale_factor='0.02');
 
@@ -314,64 +305,10 @@ COMMENT ON COLUMN tireless.job.cancel_requested_at IS 'When the issue withdrew i
 COMMENT ON COLUMN tireless.job.given_back IS 'How many of the job''s attempts ended in give_back (a runner stopping, not a failure): they stay in attempts and in the history but are not counted against max_attempts.';
 
 --
--- Name: CONSTRAINT attempts_not_negative ON job; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT attempts_not_negative ON tireless.job IS 'Attempts count claims; never negative.';
-
---
--- Name: CONSTRAINT claimed_holds_claim ON job; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT claimed_holds_claim ON tireless.job IS 'A claimed job has a holder, a lease and a token.';
-
---
--- Name: CONSTRAINT claimed_job_counts_an_attempt ON job; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT claimed_job_counts_an_attempt ON tireless.job IS 'The attempt is counted at claim, so a claimed job has at least one.';
-
---
--- Name: CONSTRAINT given_back_within_attempts ON job; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT given_back_within_attempts ON tireless.job IS 'Only a claimed attempt can be given back: 0 <= given_back <= attempts.';
-
---
--- Name: CONSTRAINT issue_number_positive ON job; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT issue_number_positive ON tireless.job IS 'Issue numbers start at 1.';
-
---
--- Name: CONSTRAINT lane_is_a_name ON job; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT lane_is_a_name ON tireless.job IS 'A lane is a short name (the pattern of tireless.is_lane_name).';
-
---
--- Name: CONSTRAINT not_its_own_parent ON job; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT not_its_own_parent ON tireless.job IS 'A job is never its own parent.';
-
---
--- Name: CONSTRAINT pending_holds_no_cancel_request ON job; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT pending_holds_no_cancel_request ON tireless.job IS 'A cancel request stands: a cancel-requested claim never goes back to pending (it ends cancelled).';
-
---
 -- Name: CONSTRAINT pending_holds_no_claim ON job; Type: COMMENT; Schema: tireless; Owner: -
 --
 
 COMMENT ON CONSTRAINT pending_holds_no_claim ON tireless.job IS 'A pending job has no holder, no lease and no token: a half-done release fails here instead of stranding the job.';
-
---
--- Name: CONSTRAINT terminal_holds_no_claim ON job; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT terminal_holds_no_claim ON tireless.job IS 'A delivered, failed or cancelled job holds no claim.';
 
 --
 -- Name: attempts_spent(tireless.job); Type: FUNCTION; Schema: tireless; Owner: -
@@ -588,19 +525,13 @@ DECLARE
     capped record;
     next_lane text;
 BEGIN
-    IF NOT (tireless.is_worker_name(claim_next.worker) AND tireless.is_lease(claim_next.lease)) THEN
-        PERFORM tireless.check_worker(claim_next.worker);
-        PERFORM tireless.check_lease(claim_next.lease);
-    END IF;
-    IF claim_next.lanes IS NULL OR cardinality(claim_next.lanes) > 100 THEN
-        RAISE EXCEPTION 'lanes must be an array of at most 100 lane names, got %', coalesce(left(claim_next.lanes::text, 100), 'null')
-            USING ERRCODE = 'TL005';
-    END IF;
-
-    -- The common case in one statement: one lane that hands out work without a count (no settings
-    -- row, or one that is unlimited, not paused and not tripped). The lane test is a one-time
-    -- filter of the statement, so a lane that has settings costs no scan here.
-    IF cardinality(claim_next.lanes) = 1 AND tireless.is_lane_name(claim_next.lanes[1]) THEN
+    -- The common case, one test and one statement: a well-formed call for one lane that hands out
+    -- work without a count (no settings row, or one that is unlimited, not paused and not tripped).
+    -- The lane test is a one-time filter of the statement, so a lane that has settings costs no scan
+    -- here. One test, not one per argument: PL/pgSQL prepares each expression again in every
+    -- transaction, and every claim is a transaction of its own.
+    IF tireless.is_worker_name(claim_next.worker) AND tireless.is_lease(claim_next.lease)
+       AND cardinality(claim_next.lanes) = 1 AND tireless.is_lane_name(claim_next.lanes[1]) THEN
         -- Invariant 4: one row transition; the row lock (SKIP LOCKED) and the write share the statement.
         RETURN QUERY
         WITH candidate AS (
@@ -625,9 +556,22 @@ BEGIN
          WHERE j.id = candidate.id
         RETURNING j.*;
         -- Nothing claimed: the lane is empty, paused or tripped (the general path would find nothing
-        -- either), or it has a capacity, which only the general path counts.
-        IF FOUND OR NOT EXISTS (SELECT FROM tireless.lane l WHERE l.name = claim_next.lanes[1] AND l.capacity IS NOT NULL) THEN
+        -- either), or it has a capacity, which only the general path counts. Two tests, not one
+        -- condition: FOUND alone is a plain expression, the look at the lane a statement of its own.
+        IF FOUND THEN
             RETURN;
+        END IF;
+        IF NOT EXISTS (SELECT FROM tireless.lane l WHERE l.name = claim_next.lanes[1] AND l.capacity IS NOT NULL) THEN
+            RETURN;
+        END IF;
+    ELSE
+        IF NOT (tireless.is_worker_name(claim_next.worker) AND tireless.is_lease(claim_next.lease)) THEN
+            PERFORM tireless.check_worker(claim_next.worker);
+            PERFORM tireless.check_lease(claim_next.lease);
+        END IF;
+        IF claim_next.lanes IS NULL OR cardinality(claim_next.lanes) > 100 THEN
+            RAISE EXCEPTION 'lanes must be an array of at most 100 lane names, got %', coalesce(left(claim_next.lanes::text, 100), 'null')
+                USING ERRCODE = 'TL005';
         END IF;
     END IF;
 
@@ -1381,6 +1325,50 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.job_kind_for(labels text[]) IS 'The kind of work a set of issue labels asks for: the opt-in label and a mode label are both needed; discover beats plan beats implement; null when the labels ask for none. Labels match exactly.';
+
+--
+-- Name: job_rules_hold(tireless.job); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.job_rules_hold(job tireless.job) RETURNS boolean
+    LANGUAGE plpgsql IMMUTABLE
+    AS $$
+DECLARE
+    -- One expression, not one test each: PL/pgSQL prepares each expression again in every
+    -- transaction, and every claim and every finish is a transaction of its own.
+    broken CONSTANT text := CASE
+        WHEN job.attempts < 0 THEN 'attempts_not_negative'  -- attempts count claims
+        WHEN job.state = 'claimed'
+             AND (job.claimed_by IS NULL OR job.claim_expires_at IS NULL OR job.claim_token IS NULL)
+            THEN 'claimed_holds_claim'                       -- a claimed job has a holder, a lease and a token
+        WHEN job.state = 'claimed' AND job.attempts <= 0
+            THEN 'claimed_job_counts_an_attempt'             -- the attempt is counted at claim
+        WHEN job.given_back < 0 OR job.given_back > job.attempts
+            THEN 'given_back_within_attempts'                -- only a claimed attempt can be given back
+        WHEN job.number <= 0 THEN 'issue_number_positive'
+        WHEN NOT tireless.is_lane_name(job.lane) THEN 'lane_is_a_name'
+        WHEN job.parent_id = job.id THEN 'not_its_own_parent'
+        WHEN job.state = 'pending' AND job.cancel_requested_at IS NOT NULL
+            THEN 'pending_holds_no_cancel_request'           -- a cancel-requested claim never goes back to pending
+        WHEN tireless.is_terminal(job.state)
+             AND (job.claimed_by IS NOT NULL OR job.claim_expires_at IS NOT NULL OR job.claim_token IS NOT NULL)
+            THEN 'terminal_holds_no_claim'
+    END;
+BEGIN
+    IF broken IS NULL THEN
+        RETURN true;
+    END IF;
+    RAISE EXCEPTION 'new row for relation "job" violates check constraint "%"', broken
+        USING ERRCODE = 'check_violation', CONSTRAINT = broken, SCHEMA = 'tireless', TABLE = 'job',
+              DETAIL = format('Failing row: job %s, state %s.', coalesce(job.id::text, 'new'), job.state);
+END;
+$$;
+
+--
+-- Name: FUNCTION job_rules_hold(job tireless.job); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.job_rules_hold(job tireless.job) IS 'The rules every job row keeps, each by its name: attempts_not_negative, claimed_holds_claim, claimed_job_counts_an_attempt, given_back_within_attempts, issue_number_positive, lane_is_a_name, not_its_own_parent, pending_holds_no_cancel_request, terminal_holds_no_claim. True when the row keeps them; else raises check_violation (23514) naming the rule it breaks. Called by the constraint job_rules_hold.';
 
 --
 -- Name: labels_problem(text[]); Type: FUNCTION; Schema: tireless; Owner: -
@@ -2899,7 +2887,56 @@ DECLARE
     result tireless.job;
     lane_capped boolean;
     breaker_dirty boolean;
+    ended record;
 BEGIN
+    -- The holder ends its claim (delivered, failed, cancelled): one test, then one statement that
+    -- takes the row lock, tests the holder and reads the lane's settings. One test, not one per
+    -- argument: PL/pgSQL prepares each expression again in every transaction, and every finish is a
+    -- transaction of its own. When the statement changes nothing (not the holder), or the call is
+    -- any other move, the analysis below decides, under the row lock, which refusal or move it is.
+    IF transition.worker IS NOT NULL AND transition.to_state IN ('delivered', 'failed', 'cancelled')
+       AND (transition.note IS NULL OR length(transition.note) <= 10000) THEN
+        WITH moved AS (
+            UPDATE tireless.job j
+               SET state = transition.to_state::tireless.job_state,
+                   claimed_by = NULL,
+                   claim_expires_at = NULL,
+                   claim_token = NULL,
+                   note = transition.note,
+                   updated_at = now()
+             WHERE j.id = transition.job_id
+               AND j.state = 'claimed'
+               AND j.claimed_by = transition.worker
+               AND (transition.token IS NULL OR j.claim_token = transition.token)
+            RETURNING j
+        )
+        -- Whether the lane must hear of it: a failure counts against its breaker, a delivery closes
+        -- a breaker that counted failures, and a lane with a capacity announces the freed slot. Most
+        -- lanes have no settings row, so a delivery there needs nothing more.
+        SELECT m.j AS job,
+               (m.j).state = 'failed' OR l.capacity IS NOT NULL
+               OR ((m.j).state = 'delivered' AND (l.consecutive_failures <> 0 OR l.tripped_until IS NOT NULL)) AS lane_hears
+          INTO ended
+          FROM moved m LEFT JOIN tireless.lane l ON l.name = (m.j).lane;
+        IF FOUND THEN
+            IF ended.lane_hears THEN
+                result := ended.job;
+                SELECT l.capacity IS NOT NULL, l.consecutive_failures <> 0 OR l.tripped_until IS NOT NULL
+                  INTO lane_capped, breaker_dirty
+                  FROM tireless.lane l WHERE l.name = result.lane;
+                IF result.state = 'failed' THEN
+                    PERFORM tireless.record_lane_outcome(result.lane, false);
+                ELSIF result.state = 'delivered' AND breaker_dirty THEN
+                    PERFORM tireless.record_lane_outcome(result.lane, true);
+                END IF;
+                IF lane_capped THEN
+                    PERFORM tireless.announce_work(result.lane);
+                END IF;
+            END IF;
+            RETURN ended.job;
+        END IF;
+    END IF;
+
     -- The names of the holder's moves need no look-up; any other name is parsed (TL005 if unknown).
     IF transition.to_state IN ('delivered', 'failed', 'cancelled') THEN
         target := transition.to_state::tireless.job_state;
@@ -2908,39 +2945,6 @@ BEGIN
     END IF;
     IF length(transition.note) > 10000 THEN
         RAISE EXCEPTION 'note must be at most 10000 characters, got %', length(transition.note) USING ERRCODE = 'TL005';
-    END IF;
-
-    -- The holder ends its claim (delivered, failed, cancelled): one guarded UPDATE, the row lock and
-    -- the holder's test in the same statement. When it changes nothing (not the holder, or any other
-    -- move), the analysis below decides, under the row lock, which refusal or move it is.
-    IF transition.worker IS NOT NULL AND target IN ('delivered', 'failed', 'cancelled') THEN
-        UPDATE tireless.job j
-           SET state = target,
-               claimed_by = NULL,
-               claim_expires_at = NULL,
-               claim_token = NULL,
-               note = transition.note,
-               updated_at = now()
-         WHERE j.id = transition.job_id
-           AND j.state = 'claimed'
-           AND j.claimed_by = transition.worker
-           AND (transition.token IS NULL OR j.claim_token = transition.token)
-        RETURNING j.* INTO result;
-        IF FOUND THEN
-            -- Most lanes have no settings row: then there is no breaker to close and no slot to announce.
-            SELECT l.capacity IS NOT NULL, l.consecutive_failures <> 0 OR l.tripped_until IS NOT NULL
-              INTO lane_capped, breaker_dirty
-              FROM tireless.lane l WHERE l.name = result.lane;
-            IF result.state = 'failed' THEN
-                PERFORM tireless.record_lane_outcome(result.lane, false);
-            ELSIF result.state = 'delivered' AND breaker_dirty THEN
-                PERFORM tireless.record_lane_outcome(result.lane, true);
-            END IF;
-            IF lane_capped THEN
-                PERFORM tireless.announce_work(result.lane);
-            END IF;
-            RETURN result;
-        END IF;
     END IF;
 
     SELECT * INTO job FROM tireless.job j WHERE j.id = transition.job_id FOR UPDATE;
@@ -3607,6 +3611,19 @@ ALTER TABLE ONLY tireless.job
     ADD CONSTRAINT job_pkey PRIMARY KEY (id);
 
 --
+-- Name: job job_rules_hold; Type: CHECK CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE tireless.job
+    ADD CONSTRAINT job_rules_hold CHECK (tireless.job_rules_hold(job.*));
+
+--
+-- Name: CONSTRAINT job_rules_hold ON job; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT job_rules_hold ON tireless.job IS 'Every row keeps the nine rules of tireless.job_rules_hold; a row that breaks one is refused under that rule''s name.';
+
+--
 -- Name: kind_policy kind_policy_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
 --
 
@@ -3803,7 +3820,7 @@ COMMENT ON TRIGGER live_job_is_never_deleted ON tireless.job IS 'A live job is n
 -- Name: job terminal_job_is_final; Type: TRIGGER; Schema: tireless; Owner: -
 --
 
-CREATE TRIGGER terminal_job_is_final BEFORE UPDATE ON tireless.job FOR EACH ROW WHEN ((old.state = ANY (ARRAY['delivered'::tireless.job_state, 'failed'::tireless.job_state, 'cancelled'::tireless.job_state]))) EXECUTE FUNCTION tireless.refuse_change_to_terminal_job();
+CREATE TRIGGER terminal_job_is_final BEFORE UPDATE ON tireless.job FOR EACH ROW WHEN ((old.state > 'claimed'::tireless.job_state)) EXECUTE FUNCTION tireless.refuse_change_to_terminal_job();
 
 --
 -- Name: TRIGGER terminal_job_is_final ON job; Type: COMMENT; Schema: tireless; Owner: -
@@ -4105,6 +4122,12 @@ GRANT ALL ON FUNCTION tireless.job_history(job_id bigint) TO tireless_admin;
 REVOKE ALL ON FUNCTION tireless.job_kind_for(labels text[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.job_kind_for(labels text[]) TO tireless_runner;
 GRANT ALL ON FUNCTION tireless.job_kind_for(labels text[]) TO tireless_poller;
+
+--
+-- Name: FUNCTION job_rules_hold(job tireless.job); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.job_rules_hold(job tireless.job) FROM PUBLIC;
 
 --
 -- Name: FUNCTION labels_problem(labels text[]); Type: ACL; Schema: tireless; Owner: -
