@@ -181,8 +181,7 @@ def test_the_terminal_states_of_terminal_job_is_final_are_is_terminals(
     )
     after_claimed = column(
         conn,
-        "SELECT s::text FROM unnest(enum_range(NULL::tireless.job_state)) AS s"
-        " WHERE s > 'claimed'",
+        "SELECT s::text FROM unnest(enum_range(NULL::tireless.job_state)) AS s WHERE s > 'claimed'",
     )
     assert after_claimed == terminal == sorted(TERMINAL_STATES, key=list(JobState).index)
     trigger = column(
@@ -198,7 +197,9 @@ def test_the_rules_of_a_job_row_use_is_terminal_and_is_lane_name(
 ) -> None:
     """tireless.job_rules_hold, which the constraint job_rules_hold calls, asks tireless.is_terminal
     and tireless.is_lane_name instead of spelling out the states and the pattern again."""
-    body = column(conn, "SELECT prosrc FROM pg_proc WHERE oid = 'tireless.job_rules_hold'::regproc")[0]
+    body = column(
+        conn, "SELECT prosrc FROM pg_proc WHERE oid = 'tireless.job_rules_hold'::regproc"
+    )[0]
     assert "tireless.is_terminal(job.state)" in body
     assert "tireless.is_lane_name(job.lane)" in body
     assert not re.search(r"'(delivered|failed|cancelled)'", body)
