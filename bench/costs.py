@@ -13,6 +13,10 @@ own CPU time (/proc/PID/schedstat), so other load on the machine changes it litt
 - + functions: tireless.claim_next and tireless.transition, as the peers' harness calls them;
 - + functions before 0015: the same on the schema of 0014_lane_summary (the migrations before).
 
+With --guarantees it prints instead what each guarantee costs: the same cycle through the functions
+on a database with everything, and on databases that each lack one guarantee (a trigger, a
+constraint, an index taken away, for the measurement only); the difference is its price.
+
 Linux only (schedstat). Writes nothing: prints a markdown table.
 """
 
@@ -47,13 +51,38 @@ UPDATE tireless.job
  WHERE id = %(id)s AND state = 'claimed' AND claimed_by = %(worker)s"""
 NO_HISTORY = "ALTER TABLE tireless.job DISABLE TRIGGER job_state_changed_event"
 
-# layer: (database, claim, finish)
-LAYERS = {
-    "floor": ("costs_now", FLOOR_CLAIM, FLOOR_FINISH),
-    "tireless.job": ("costs_table", TABLE_CLAIM, TABLE_FINISH),
-    "+ history": ("costs_now", TABLE_CLAIM, TABLE_FINISH),
-    "+ functions": ("costs_now", SQL_CLAIM, SQL_FINISH),
-    "+ functions before 0015": ("costs_before", SQL_CLAIM, SQL_FINISH),
+# layer: (the last migration, or None for all; setup; claim; finish)
+LAYERS: dict[str, tuple[str | None, list[str], str, str]] = {
+    "floor": (None, [], FLOOR_CLAIM, FLOOR_FINISH),
+    "tireless.job": (None, [NO_HISTORY], TABLE_CLAIM, TABLE_FINISH),
+    "+ history": (None, [], TABLE_CLAIM, TABLE_FINISH),
+    "+ functions": (None, [], SQL_CLAIM, SQL_FINISH),
+    "+ functions before 0015": ("0014_lane_summary", [], SQL_CLAIM, SQL_FINISH),
+}
+
+
+# guarantee: what taking it away for the measurement does
+GUARANTEES = {
+    "one history row per change of state (the trigger and the row)": [NO_HISTORY],
+    "the history's foreign key (every event belongs to a job)": [
+        "ALTER TABLE tireless.job_event DROP CONSTRAINT job_event_job_id_fkey"
+    ],
+    "the rules of a job row (job_rules_hold, pending_holds_no_claim)": [
+        "ALTER TABLE tireless.job DROP CONSTRAINT job_rules_hold",
+        "ALTER TABLE tireless.job DROP CONSTRAINT pending_holds_no_claim",
+    ],
+    "a terminal job never changes (terminal_job_is_final)": [
+        "DROP TRIGGER terminal_job_is_final ON tireless.job"
+    ],
+    "one live job per issue (its unique index)": ["DROP INDEX tireless.one_live_job_per_issue"],
+    "the indexes of the sweeper and of prune (claimed, terminal jobs)": [
+        "DROP INDEX tireless.claimed_jobs_by_expiry",
+        "DROP INDEX tireless.terminal_jobs_by_change",
+    ],
+    "functions run as their owner with a pinned search_path": [
+        "ALTER FUNCTION tireless.claim_next(text, text[], interval) SECURITY INVOKER RESET ALL",
+        "ALTER FUNCTION tireless.transition(bigint, text, text, text, uuid) SECURITY INVOKER RESET ALL",
+    ],
 }
 
 
@@ -101,38 +130,62 @@ def cpu_per_cycle(conninfo: str, claim: str, finish: str, cycles: int) -> float:
         return (on_cpu() - began) / cycles / 1000
 
 
+def measure(
+    server: EmbeddedPostgres, runs: dict[str, tuple[str | None, list[str], str, str]], args: Any
+) -> dict[str, float]:
+    """Median µs per cycle of each run (its migrations' end, its setup, its claim and finish),
+    the runs alternating."""
+    databases = {
+        name: database(server, f"costs_{n}", until, *setup)
+        for n, (name, (until, setup, _, _)) in enumerate(runs.items())
+    }
+    samples: dict[str, list[float]] = {name: [] for name in runs}
+    for rep in range(args.reps):
+        for n in range(len(runs)):
+            name = list(runs)[(n + rep) % len(runs)]
+            _, _, claim, finish = runs[name]
+            fill(databases[name], args.cycles + args.cycles // 10)
+            samples[name].append(cpu_per_cycle(databases[name], claim, finish, args.cycles))
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
     )
     parser.add_argument("--cycles", type=int, default=1000)
     parser.add_argument("--reps", type=int, default=7)
+    parser.add_argument("--guarantees", action="store_true", help="what each guarantee costs")
     args = parser.parse_args()
-    samples: dict[str, list[float]] = {}
-    with embedded_postgres(fsync=True) as server:
-        databases = {
-            "costs_now": database(server, "costs_now", None),
-            "costs_table": database(server, "costs_table", None, NO_HISTORY),
-            "costs_before": database(server, "costs_before", "0014_lane_summary"),
-        }
-        for rep in range(args.reps):
-            for n in range(len(LAYERS)):
-                layer = list(LAYERS)[(n + rep) % len(LAYERS)]
-                name, claim, finish = LAYERS[layer]
-                fill(databases[name], args.cycles + args.cycles // 10)
-                samples.setdefault(layer, []).append(
-                    cpu_per_cycle(databases[name], claim, finish, args.cycles)
-                )
-    floor = statistics.median(samples["floor"])
     print(
         f"Backend CPU per claim-and-deliver cycle: one connection, synchronous_commit off, "
         f"{args.cycles} cycles, medians of {args.reps}.\n"
     )
+    with embedded_postgres(fsync=True) as server:
+        if args.guarantees:
+            runs = {"floor": LAYERS["floor"]}
+            runs["everything"] = (None, [], SQL_CLAIM, SQL_FINISH)
+            for guarantee, setup in GUARANTEES.items():
+                runs[guarantee] = (None, setup, SQL_CLAIM, SQL_FINISH)
+            cost = measure(server, runs, args)
+            print("| guarantee | µs per cycle | share of the cycle | in floors |")
+            print("|---|---:|---:|---:|")
+            for guarantee in GUARANTEES:
+                price = cost["everything"] - cost[guarantee]
+                print(
+                    f"| {guarantee} | {price:.0f} | {price / cost['everything']:.0%} "
+                    f"| {price / cost['floor']:.2f} |"
+                )
+            print(
+                f"| the whole cycle (floor: {cost['floor']:.0f}) | {cost['everything']:.0f} "
+                f"| 100% | {cost['everything'] / cost['floor']:.2f} |"
+            )
+            return
+        cost = measure(server, LAYERS, args)
     print("| layer | µs per cycle | ratio to floor |")
     print("|---|---:|---:|")
     for layer in LAYERS:
-        cost = statistics.median(samples[layer])
-        print(f"| {layer} | {cost:.0f} | {cost / floor:.2f} |")
+        print(f"| {layer} | {cost[layer]:.0f} | {cost[layer] / cost['floor']:.2f} |")
 
 
 if __name__ == "__main__":
