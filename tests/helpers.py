@@ -13,10 +13,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import psycopg
-from psycopg.rows import kwargs_row
+from psycopg import sql
 
 from tests.conftest import Database
 from tireless import DiscoveredIssue, Job, JobStore
+from tireless.calls import JOB_COLUMNS, JOB_ROW
 
 FORGE, OWNER, REPO = "gitea", "acme", "widgets"
 TEST_REPO = (FORGE, OWNER, REPO)
@@ -92,8 +93,10 @@ def job_count(db: Database) -> int:
 
 def jobs(db: Database) -> list[Job]:
     """Every job, oldest first, as the superuser reads them."""
-    with db.connect() as conn, conn.cursor(row_factory=kwargs_row(Job.from_row)) as cur:
-        return cur.execute("SELECT * FROM tireless.job ORDER BY id").fetchall()
+    with db.connect() as conn, conn.cursor(row_factory=JOB_ROW) as cur:
+        return cur.execute(
+            sql.SQL("SELECT {} FROM tireless.job ORDER BY id").format(JOB_COLUMNS)
+        ).fetchall()
 
 
 def end_lease(db: Database, job_id: int) -> None:

@@ -21,7 +21,7 @@ from uuid import UUID
 
 from psycopg import BaseConnection, sql
 from psycopg.pq import TransactionStatus
-from psycopg.rows import BaseRowFactory, class_row, kwargs_row, tuple_row
+from psycopg.rows import BaseRowFactory, args_row, class_row, kwargs_row, tuple_row
 from psycopg.types.json import Jsonb
 
 from tireless.models import (
@@ -119,8 +119,8 @@ def _kind(rows: list[tuple[Any, ...]]) -> JobKind | None:
 JOB_COLUMNS = sql.SQL(", ").join(sql.Identifier(f.name) for f in fields(Job))
 LANE_COLUMNS = sql.SQL(", ").join(sql.Identifier(f.name) for f in fields(Lane))
 REPO_STATUS_COLUMNS = sql.SQL(", ").join(sql.Identifier(f.name) for f in fields(RepoStatus))
-JOB_ROW = kwargs_row(Job.from_row)
-"""Rows of tireless.job's columns (JOB_COLUMNS) as Jobs."""
+JOB_ROW = args_row(Job.from_row)
+"""Rows of tireless.job's columns (JOB_COLUMNS, in this order) as Jobs."""
 _LANE = class_row(Lane)
 
 

@@ -119,12 +119,24 @@ class Job:
     """How many of `attempts` were given back by a stopping runner (not counted by the budget)."""
 
     @classmethod
-    def from_row(cls, **columns: Any) -> Job:
-        """Build a Job from a row's columns, turning the enum texts into enums."""
-        columns["kind"] = JobKind(columns["kind"])
-        columns["state"] = JobState(columns["state"])
-        columns["labels"] = tuple(columns["labels"])
-        return cls(**columns)
+    def from_row(cls, *values: Any) -> Job:
+        """Build a Job from the values of a row whose columns are the Job's fields in order
+        (tireless.calls.JOB_COLUMNS), turning the enum texts into enums. By position, not by
+        name: a row factory by name decodes the column names again at every call."""
+        (id_, forge, owner, repo, number, title, labels, kind, lane, state, *rest) = values
+        return cls(
+            id_,
+            forge,
+            owner,
+            repo,
+            number,
+            title,
+            tuple(labels),
+            JobKind(kind),
+            lane,
+            JobState(state),
+            *rest,
+        )
 
 
 @dataclass(frozen=True, slots=True)
