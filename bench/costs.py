@@ -131,7 +131,10 @@ def cpu_per_cycle(conninfo: str, claim: str, finish: str, cycles: int) -> float:
 
 
 def measure(
-    server: EmbeddedPostgres, runs: dict[str, tuple[str | None, list[str], str, str]], args: Any
+    server: EmbeddedPostgres,
+    runs: dict[str, tuple[str | None, list[str], str, str]],
+    reps: int,
+    cycles: int,
 ) -> dict[str, float]:
     """Median µs per cycle of each run (its migrations' end, its setup, its claim and finish),
     the runs alternating."""
@@ -140,12 +143,12 @@ def measure(
         for n, (name, (until, setup, _, _)) in enumerate(runs.items())
     }
     samples: dict[str, list[float]] = {name: [] for name in runs}
-    for rep in range(args.reps):
+    for rep in range(reps):
         for n in range(len(runs)):
             name = list(runs)[(n + rep) % len(runs)]
             _, _, claim, finish = runs[name]
-            fill(databases[name], args.cycles + args.cycles // 10)
-            samples[name].append(cpu_per_cycle(databases[name], claim, finish, args.cycles))
+            fill(databases[name], cycles + cycles // 10)
+            samples[name].append(cpu_per_cycle(databases[name], claim, finish, cycles))
     return {name: statistics.median(values) for name, values in samples.items()}
 
 
@@ -163,11 +166,10 @@ def main() -> None:
     )
     with embedded_postgres(fsync=True) as server:
         if args.guarantees:
-            runs = {"floor": LAYERS["floor"]}
-            runs["everything"] = (None, [], SQL_CLAIM, SQL_FINISH)
+            runs = {"floor": LAYERS["floor"], "everything": LAYERS["+ functions"]}
             for guarantee, setup in GUARANTEES.items():
                 runs[guarantee] = (None, setup, SQL_CLAIM, SQL_FINISH)
-            cost = measure(server, runs, args)
+            cost = measure(server, runs, args.reps, args.cycles)
             print("| guarantee | µs per cycle | share of the cycle | in floors |")
             print("|---|---:|---:|---:|")
             for guarantee in GUARANTEES:
@@ -181,7 +183,7 @@ def main() -> None:
                 f"| 100% | {cost['everything'] / cost['floor']:.2f} |"
             )
             return
-        cost = measure(server, LAYERS, args)
+        cost = measure(server, LAYERS, args.reps, args.cycles)
     print("| layer | µs per cycle | ratio to floor |")
     print("|---|---:|---:|")
     for layer in LAYERS:

@@ -168,7 +168,7 @@ def test_each_error_class_has_its_own_code() -> None:
     assert set(TirelessError.__subclasses__()) == set(ERROR_CLASSES)
 
 
-def test_the_terminal_states_of_terminal_job_is_final_are_is_terminals(
+def test_terminal_job_is_final_refuses_exactly_the_states_is_terminal_names(
     conn: psycopg.Connection[Any],
 ) -> None:
     """terminal_job_is_final tests one comparison, `OLD.state > 'claimed'`, instead of calling
