@@ -70,6 +70,24 @@ CREATE TYPE tireless.job_state AS ENUM (
 COMMENT ON TYPE tireless.job_state IS 'Where a job is: pending (waiting), claimed (held under a lease), or terminal (delivered, failed, cancelled).';
 
 --
+-- Name: acts_for_login(text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.acts_for_login(claimed_login text) RETURNS boolean
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT acts_for_login.claimed_login = session_user
+           OR acts_for_login.claimed_login IS NULL
+           OR tireless.may_cancel_pending()
+$$;
+
+--
+-- Name: FUNCTION acts_for_login(claimed_login text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.acts_for_login(claimed_login text) IS 'True when the caller may act for a claim made by claimed_login: it is that login (session_user), the claim predates logins (null), or the caller''s effective role is an admin (as tireless.may_cancel_pending judges).';
+
+--
 -- Name: add_forge(text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -114,6 +132,7 @@ COMMENT ON FUNCTION tireless.add_forge(name text, kind text, base_url text) IS '
 CREATE FUNCTION tireless.announce_work(lane text) RETURNS void
     LANGUAGE sql
     AS $$
+    INSERT INTO tireless.lane_lock (lane) VALUES (announce_work.lane) ON CONFLICT (lane) DO NOTHING;
     SELECT pg_notify('tireless_work', announce_work.lane);
 $$;
 
@@ -121,7 +140,7 @@ $$;
 -- Name: FUNCTION announce_work(lane text); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.announce_work(lane text) IS 'NOTIFY tireless_work with the lane as payload: work may be claimable there now. Sent at commit.';
+COMMENT ON FUNCTION tireless.announce_work(lane text) IS 'NOTIFY tireless_work with the lane as payload: work may be claimable there now. Sent at commit. Gives the lane its tireless.lane_lock row first, if it has none.';
 
 --
 -- Name: apply_work_rule(jsonb); Type: FUNCTION; Schema: tireless; Owner: -
@@ -264,6 +283,7 @@ CREATE TABLE tireless.job (
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     cancel_requested_at timestamp with time zone,
     given_back integer DEFAULT 0 NOT NULL,
+    claimed_login text,
     CONSTRAINT pending_holds_no_claim CHECK (((state <> 'pending'::tireless.job_state) OR ((claimed_by IS NULL) AND (claim_expires_at IS NULL) AND (claim_token IS NULL))))
 )
 WITH (fillfactor='80', autovacuum_vacuum_scale_factor='0.02', autovacuum_analyze_scale_factor='0.02');
@@ -305,6 +325,12 @@ COMMENT ON COLUMN tireless.job.cancel_requested_at IS 'When the issue withdrew i
 COMMENT ON COLUMN tireless.job.given_back IS 'How many of the job''s attempts ended in give_back (a runner stopping, not a failure): they stay in attempts and in the history but are not counted against max_attempts.';
 
 --
+-- Name: COLUMN job.claimed_login; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.job.claimed_login IS 'The database login (session_user) that made the job''s latest claim; kept after the claim ends, like attempts. While the job is claimed only that login (or an admin) may renew, heartbeat, give back or finish it. Null: claimed before 0016_holder_login, or never claimed.';
+
+--
 -- Name: CONSTRAINT pending_holds_no_claim ON job; Type: COMMENT; Schema: tireless; Owner: -
 --
 
@@ -333,7 +359,8 @@ CREATE FUNCTION tireless.check_holder(job tireless.job, worker text, token uuid)
     AS $$
 BEGIN
     IF job.state = 'claimed' AND job.claimed_by = check_holder.worker
-       AND (check_holder.token IS NULL OR check_holder.token = job.claim_token) THEN
+       AND (check_holder.token IS NULL OR check_holder.token = job.claim_token)
+       AND tireless.acts_for_login(job.claimed_login) THEN
         RETURN;
     END IF;
     RAISE EXCEPTION 'worker % does not hold job %', coalesce(quote_literal(left(check_holder.worker, 220)), 'null'), job.id
@@ -341,8 +368,13 @@ BEGIN
               DETAIL = CASE
                   WHEN job.state <> 'claimed' THEN format('The job is %s now.', job.state)
                   WHEN job.claimed_by IS DISTINCT FROM check_holder.worker THEN format('The job is claimed by %L.', job.claimed_by)
-                  ELSE 'The claim was lost and the job claimed again.' END,
-              HINT = 'The lease was lost: stop the work and leave the job to the store.';
+                  WHEN check_holder.token IS NOT NULL AND check_holder.token <> job.claim_token
+                      THEN 'The claim was lost and the job claimed again.'
+                  ELSE format('The job was claimed by the login %I, not by %I.', job.claimed_login, session_user) END,
+              HINT = CASE WHEN job.state = 'claimed' AND job.claimed_by = check_holder.worker
+                               AND (check_holder.token IS NULL OR check_holder.token = job.claim_token)
+                          THEN 'Only the login that claimed a job (or an admin) may act for its holder.'
+                          ELSE 'The lease was lost: stop the work and leave the job to the store.' END;
 END;
 $$;
 
@@ -350,7 +382,7 @@ $$;
 -- Name: FUNCTION check_holder(job tireless.job, worker text, token uuid); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.check_holder(job tireless.job, worker text, token uuid) IS 'Raises TL004 unless worker (and token, when given) holds the job''s current claim; DETAIL says where the job is now.';
+COMMENT ON FUNCTION tireless.check_holder(job tireless.job, worker text, token uuid) IS 'Raises TL004 unless worker (and token, when given) holds the job''s current claim and the caller is the login that claimed it (or an admin); DETAIL says where the job is now, or which login claimed it.';
 
 --
 -- Name: check_issue_batch(jsonb); Type: FUNCTION; Schema: tireless; Owner: -
@@ -361,6 +393,7 @@ CREATE FUNCTION tireless.check_issue_batch(issues jsonb) RETURNS void
     AS $$
 DECLARE
     bad record;
+    repositories bigint;
 BEGIN
     IF jsonb_typeof(check_issue_batch.issues) IS DISTINCT FROM 'array' THEN
         RAISE EXCEPTION 'issues must be a JSON array, got %', left(coalesce(check_issue_batch.issues::text, 'null'), 100)
@@ -369,6 +402,15 @@ BEGIN
     IF jsonb_array_length(check_issue_batch.issues) > 50000 THEN
         RAISE EXCEPTION 'a batch holds at most 50000 issues, got %', jsonb_array_length(check_issue_batch.issues)
             USING ERRCODE = 'TL006', HINT = 'Split the poll into several calls.';
+    END IF;
+    -- A batch locks each repository it names until it commits: a bounded set, so one call cannot hold
+    -- every repository of the store at once. The poller sends one repository per call.
+    SELECT count(*) INTO repositories
+      FROM (SELECT DISTINCT e.issue -> 'forge', e.issue -> 'owner', e.issue -> 'repo'
+              FROM jsonb_array_elements(check_issue_batch.issues) AS e(issue)) AS r;
+    IF repositories > 1000 THEN
+        RAISE EXCEPTION 'a batch names at most 1000 repositories, got %', repositories
+            USING ERRCODE = 'TL006', HINT = 'Split the batch by repository into several calls.';
     END IF;
     SELECT e.position - 1 AS position, p.problem INTO bad
       FROM jsonb_array_elements(check_issue_batch.issues) WITH ORDINALITY AS e(issue, position)
@@ -396,7 +438,7 @@ $$;
 -- Name: FUNCTION check_issue_batch(issues jsonb); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.check_issue_batch(issues jsonb) IS 'Raises TL006 naming the first malformed element (and the field) unless the batch is a JSON array of at most 50000 well-formed issues whose parent_ids name jobs. enqueue and record_poll check before they write.';
+COMMENT ON FUNCTION tireless.check_issue_batch(issues jsonb) IS 'Raises TL006 naming the first malformed element (and the field) unless the batch is a JSON array of at most 50000 well-formed issues of at most 1000 repositories whose parent_ids name jobs. enqueue and record_poll check before they write.';
 
 --
 -- Name: check_lane(text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -547,6 +589,7 @@ BEGIN
         UPDATE tireless.job j
            SET state = 'claimed',
                claimed_by = claim_next.worker,
+               claimed_login = session_user,
                claim_expires_at = now() + claim_next.lease,
                claim_token = gen_random_uuid(),
                attempts = j.attempts + 1,
@@ -634,6 +677,7 @@ BEGIN
         UPDATE tireless.job j
            SET state = 'claimed',
                claimed_by = claim_next.worker,
+               claimed_login = session_user,
                claim_expires_at = now() + claim_next.lease,
                claim_token = gen_random_uuid(),
                attempts = j.attempts + 1,
@@ -653,7 +697,7 @@ $$;
 -- Name: FUNCTION claim_next(worker text, lanes text[], lease interval); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.claim_next(worker text, lanes text[], lease interval) IS 'Claims the oldest claimable pending job in the given lanes for worker: state claimed, a lease of lease, a fresh claim_token, attempts + 1. Skips paused, tripped and full lanes and jobs still in backoff. Zero rows when nothing is claimable; a lane nobody has configured simply holds no work.';
+COMMENT ON FUNCTION tireless.claim_next(worker text, lanes text[], lease interval) IS 'Claims the oldest claimable pending job in the given lanes for worker: state claimed, a lease of lease, a fresh claim_token, attempts + 1, and the caller''s login as claimed_login. Skips paused, tripped and full lanes and jobs still in backoff. Zero rows when nothing is claimable; a lane nobody has configured simply holds no work.';
 
 --
 -- Name: claim_repos_to_poll(text, interval, integer); Type: FUNCTION; Schema: tireless; Owner: -
@@ -801,13 +845,25 @@ DECLARE
     failed_lane text;
     sweep_lanes text[];
 BEGIN
-    -- One sweeper per lane at a time (a non-blocking advisory lock): a lane another sweeper holds
-    -- is left for the next sweep, so two sweepers never wait on each other, not even on the lane
-    -- row the circuit breaker counts in.
-    SELECT coalesce(array_agg(s.lane), '{}') INTO sweep_lanes
-      FROM (SELECT DISTINCT j.lane FROM tireless.job j
-             WHERE j.state = 'claimed' AND j.claim_expires_at < now()) AS s
-     WHERE pg_try_advisory_xact_lock(hashtext('tireless.expire_stale_claims'), hashtext(s.lane));
+    -- One sweeper per lane at a time, by the lane's row of tireless.lane_lock (FOR NO KEY UPDATE SKIP
+    -- LOCKED): a lane another sweeper holds is left for the next sweep, so two sweepers never wait on
+    -- each other, not even on the lane row the circuit breaker counts in. A row only the tireless
+    -- functions can lock, not an advisory key any login could take: no outside login stops a sweep.
+    SELECT coalesce(array_agg(DISTINCT j.lane), '{}') INTO sweep_lanes
+      FROM tireless.job j
+     WHERE j.state = 'claimed' AND j.claim_expires_at < now();
+    IF cardinality(sweep_lanes) = 0 THEN
+        RETURN 0;
+    END IF;
+    -- Every lane with work has its row (announce_work writes it when a job is made or moved); a job
+    -- written by hand may lack one. Only such a lane's first sweep can wait, on a sweeper adding the same row.
+    IF EXISTS (SELECT FROM unnest(sweep_lanes) AS s(lane)
+                WHERE NOT EXISTS (SELECT FROM tireless.lane_lock k WHERE k.lane = s.lane)) THEN
+        INSERT INTO tireless.lane_lock (lane) SELECT s.lane FROM unnest(sweep_lanes) AS s(lane) ORDER BY s.lane
+        ON CONFLICT (lane) DO NOTHING;
+    END IF;
+    sweep_lanes := ARRAY(SELECT k.lane FROM tireless.lane_lock k WHERE k.lane = ANY (sweep_lanes)
+                          ORDER BY k.lane FOR NO KEY UPDATE SKIP LOCKED);
     -- SKIP LOCKED: a job whose row another transaction holds is left as well; no job moves twice.
     -- A cancel-requested claim is cancelled, not retried: no failure for the breaker, no attempt spent.
     FOR expired IN
@@ -860,7 +916,7 @@ $$;
 -- Name: FUNCTION expire_stale_claims(); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.expire_stale_claims() IS 'Returns every claimed job whose lease has passed to pending (after its backoff), fails it when the last attempt its budget counts is spent (give-backs are not counted), or cancels it when its issue withdrew its request (no failure counted); clears the claim, keeps the attempt count, and returns how many jobs it moved. Never waits on another sweeper: a job whose row is locked, or a lane another sweeper holds, is left for the next sweep.';
+COMMENT ON FUNCTION tireless.expire_stale_claims() IS 'Returns every claimed job whose lease has passed to pending (after its backoff), fails it when the last attempt its budget counts is spent (give-backs are not counted), or cancels it when its issue withdrew its request (no failure counted); clears the claim, keeps the attempt count, and returns how many jobs it moved. Never waits on another sweeper: a job whose row is locked, or a lane another sweeper holds (its tireless.lane_lock row), is left for the next sweep. Locks only rows no login outside the tireless roles can lock.';
 
 --
 -- Name: finished_job_comment(tireless.job); Type: FUNCTION; Schema: tireless; Owner: -
@@ -953,7 +1009,7 @@ $$;
 -- Name: FUNCTION give_back(job_id bigint, worker text, note text, token uuid); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.give_back(job_id bigint, worker text, note text, token uuid) IS 'The holder returns the job because the runner is stopping (SIGTERM, a deploy), not because the job failed: pending and claimable at once, no backoff, no failure for the circuit breaker, not counted against max_attempts (attempts keeps the claim; given_back counts it). The note starts with "given back". A job whose issue withdrew its request ends cancelled instead. TL004 unless worker (and token, when given) holds the claim.';
+COMMENT ON FUNCTION tireless.give_back(job_id bigint, worker text, note text, token uuid) IS 'The holder returns the job because the runner is stopping (SIGTERM, a deploy), not because the job failed: pending and claimable at once, no backoff, no failure for the circuit breaker, not counted against max_attempts (attempts keeps the claim; given_back counts it). The note starts with "given back". A job whose issue withdrew its request ends cancelled instead. TL004 unless worker (and token, when given) holds the claim and the caller is the login that claimed it (or an admin).';
 
 --
 -- Name: heartbeat(bigint, text, interval, uuid); Type: FUNCTION; Schema: tireless; Owner: -
@@ -976,6 +1032,7 @@ BEGIN
        AND j.state = 'claimed'
        AND j.claimed_by = heartbeat.worker
        AND (heartbeat.token IS NULL OR j.claim_token = heartbeat.token)
+       AND tireless.acts_for_login(j.claimed_login)
     RETURNING j.cancel_requested_at INTO requested;
     IF FOUND THEN
         RETURN CASE WHEN requested IS NULL THEN 'held' ELSE 'cancel' END;
@@ -991,7 +1048,7 @@ $$;
 -- Name: FUNCTION heartbeat(job_id bigint, worker text, lease interval, token uuid); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.heartbeat(job_id bigint, worker text, lease interval, token uuid) IS 'Renews like renew_claim and answers held, lost (worker, or token when given, no longer holds the claim) or cancel (the issue withdrew its request: the lease is still extended, so the holder can stop its agent and transition the job to cancelled). TL001 for an unknown job.';
+COMMENT ON FUNCTION tireless.heartbeat(job_id bigint, worker text, lease interval, token uuid) IS 'Renews like renew_claim and answers held, lost (worker, or token when given, no longer holds the claim, or the caller is not the login that claimed nor an admin) or cancel (the issue withdrew its request: the lease is still extended, so the holder can stop its agent and transition the job to cancelled). TL001 for an unknown job.';
 
 --
 -- Name: repo_poll; Type: TABLE; Schema: tireless; Owner: -
@@ -1260,6 +1317,7 @@ CREATE TABLE tireless.job_event (
     worker text,
     attempt integer NOT NULL,
     note text,
+    login text,
     CONSTRAINT event_changes_state CHECK ((from_state IS DISTINCT FROM to_state))
 );
 
@@ -1268,6 +1326,12 @@ CREATE TABLE tireless.job_event (
 --
 
 COMMENT ON TABLE tireless.job_event IS 'Append-only history: one row per change of a job''s state (from_state is null when the job is created). worker is the holder the change concerns; attempt is the job''s attempt count after the change.';
+
+--
+-- Name: COLUMN job_event.login; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.job_event.login IS 'The database login (session_user) whose call made the change, beside worker, the holder the change concerns. Null for events written before 0016_holder_login.';
 
 --
 -- Name: CONSTRAINT event_changes_state ON job_event; Type: COMMENT; Schema: tireless; Owner: -
@@ -1449,14 +1513,16 @@ COMMENT ON FUNCTION tireless.lane_hands_out_work(paused boolean, tripped_until t
 CREATE FUNCTION tireless.lock_repo_issues(forge text, owner text, repo text) RETURNS void
     LANGUAGE sql
     AS $$
-    SELECT pg_advisory_xact_lock(hashtext('tireless.issue'), hashtext(jsonb_build_array(forge, owner, repo)::text));
+    SELECT FROM tireless.tracked_repo t
+     WHERE (t.forge, t.owner, t.repo) = (lock_repo_issues.forge, lock_repo_issues.owner, lock_repo_issues.repo)
+       FOR NO KEY UPDATE;
 $$;
 
 --
 -- Name: FUNCTION lock_repo_issues(forge text, owner text, repo text); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.lock_repo_issues(forge text, owner text, repo text) IS 'Takes the transaction''s lock on one repository''s issues (an advisory lock: it writes nothing). enqueue, record_poll and rerun take it, so two of them never judge the same issue at once.';
+COMMENT ON FUNCTION tireless.lock_repo_issues(forge text, owner text, repo text) IS 'Takes the transaction''s lock on one tracked repository''s issues: its tracked_repo row (FOR NO KEY UPDATE), which only the tireless functions can lock. enqueue, record_poll, rerun and the mirror take it, so two of them never judge the same issue at once.';
 
 --
 -- Name: may_cancel_pending(); Type: FUNCTION; Schema: tireless; Owner: -
@@ -1963,8 +2029,9 @@ BEGIN
     -- OLD is null for an INSERT: the creation event has no from_state.
     -- clock_timestamp(), not now(): written under the row lock, so one job's events are in time order
     -- even when a transaction that started earlier changes the job later.
-    INSERT INTO tireless.job_event (job_id, at, from_state, to_state, worker, attempt, note)
-    VALUES (NEW.id, clock_timestamp(), OLD.state, NEW.state, coalesce(NEW.claimed_by, OLD.claimed_by), NEW.attempts, NEW.note);
+    INSERT INTO tireless.job_event (job_id, at, from_state, to_state, worker, attempt, note, login)
+    VALUES (NEW.id, clock_timestamp(), OLD.state, NEW.state, coalesce(NEW.claimed_by, OLD.claimed_by), NEW.attempts, NEW.note,
+            session_user);
     RETURN NULL;
 END;
 $$;
@@ -1973,7 +2040,7 @@ $$;
 -- Name: FUNCTION record_job_event(); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.record_job_event() IS 'Trigger: appends the change of state of a job to tireless.job_event.';
+COMMENT ON FUNCTION tireless.record_job_event() IS 'Trigger: appends the change of state of a job to tireless.job_event, with the login that made it.';
 
 --
 -- Name: record_lane_outcome(text, boolean); Type: FUNCTION; Schema: tireless; Owner: -
@@ -2382,7 +2449,8 @@ BEGIN
      WHERE j.id = renew_claim.job_id
        AND j.state = 'claimed'
        AND j.claimed_by = renew_claim.worker
-       AND (renew_claim.token IS NULL OR j.claim_token = renew_claim.token);
+       AND (renew_claim.token IS NULL OR j.claim_token = renew_claim.token)
+       AND tireless.acts_for_login(j.claimed_login);
     IF FOUND THEN
         RETURN true;
     END IF;
@@ -2397,7 +2465,7 @@ $$;
 -- Name: FUNCTION renew_claim(job_id bigint, worker text, lease interval, token uuid); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.renew_claim(job_id bigint, worker text, lease interval, token uuid) IS 'Extends the lease to now() + lease while worker (and token, when given) holds the claim; false when the claim was lost. TL001 for an unknown job.';
+COMMENT ON FUNCTION tireless.renew_claim(job_id bigint, worker text, lease interval, token uuid) IS 'Extends the lease to now() + lease while worker (and token, when given) holds the claim and the caller is the login that claimed (or an admin); false when the claim was lost or is another login''s. TL001 for an unknown job.';
 
 --
 -- Name: rerun(text, text, text, integer); Type: FUNCTION; Schema: tireless; Owner: -
@@ -2908,6 +2976,7 @@ BEGIN
                AND j.state = 'claimed'
                AND j.claimed_by = transition.worker
                AND (transition.token IS NULL OR j.claim_token = transition.token)
+               AND tireless.acts_for_login(j.claimed_login)
             RETURNING j
         )
         -- Whether the lane must hear of it: a failure counts against its breaker, a delivery closes
@@ -3027,7 +3096,7 @@ $$;
 -- Name: FUNCTION transition(job_id bigint, to_state text, worker text, note text, token uuid); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.transition(job_id bigint, to_state text, worker text, note text, token uuid) IS 'Moves a job along its state machine and returns it. A worker that is given must hold the claim (and the token, when given), whatever the job''s state now is: else TL004. Leaving claimed (to pending, delivered, failed, cancelled) needs the holder; a release after the last attempt the budget counts fails the job, and a release of a job whose issue withdrew its request cancels it. A pending job can only be cancelled (by tireless_admin). Entering claimed, or leaving a terminal state, is refused.';
+COMMENT ON FUNCTION tireless.transition(job_id bigint, to_state text, worker text, note text, token uuid) IS 'Moves a job along its state machine and returns it. A worker that is given must hold the claim (and the token, when given) from the login that claimed (or an admin), whatever the job''s state now is: else TL004. Leaving claimed (to pending, delivered, failed, cancelled) needs the holder; a release after the last attempt the budget counts fails the job, and a release of a job whose issue withdrew its request cancels it. A pending job can only be cancelled (by tireless_admin). Entering claimed, or leaving a terminal state, is refused.';
 
 --
 -- Name: untrack_repo(text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -3356,6 +3425,20 @@ CREATE VIEW tireless.job_list AS
 COMMENT ON VIEW tireless.job_list IS 'Every job as an operator sees it, without its claim token (a fencing secret of the holder); past_lease: claimed and its lease has run out. Readable by every role.';
 
 --
+-- Name: lane_lock; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.lane_lock (
+    lane text NOT NULL
+);
+
+--
+-- Name: TABLE lane_lock; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.lane_lock IS 'One row per lane that has had work: the row a sweeper locks (FOR NO KEY UPDATE SKIP LOCKED) to sweep the lane alone. Written by announce_work, whenever a job is made, moved or returned. Private.';
+
+--
 -- Name: lane_status; Type: VIEW; Schema: tireless; Owner: -
 --
 
@@ -3631,6 +3714,13 @@ ALTER TABLE ONLY tireless.kind_policy
     ADD CONSTRAINT kind_policy_pkey PRIMARY KEY (kind);
 
 --
+-- Name: lane_lock lane_lock_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.lane_lock
+    ADD CONSTRAINT lane_lock_pkey PRIMARY KEY (lane);
+
+--
 -- Name: lane lane_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
 --
 
@@ -3900,6 +3990,12 @@ COMMENT ON CONSTRAINT poll_of_a_tracked_repo ON tireless.repo_poll IS 'Poll stat
 GRANT USAGE ON SCHEMA tireless TO tireless_runner;
 GRANT USAGE ON SCHEMA tireless TO tireless_poller;
 GRANT USAGE ON SCHEMA tireless TO tireless_admin;
+
+--
+-- Name: FUNCTION acts_for_login(claimed_login text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.acts_for_login(claimed_login text) FROM PUBLIC;
 
 --
 -- Name: FUNCTION add_forge(name text, kind text, base_url text); Type: ACL; Schema: tireless; Owner: -
