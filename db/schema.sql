@@ -132,7 +132,6 @@ COMMENT ON FUNCTION tireless.add_forge(name text, kind text, base_url text) IS '
 CREATE FUNCTION tireless.announce_work(lane text) RETURNS void
     LANGUAGE sql
     AS $$
-    INSERT INTO tireless.lane_lock (lane) VALUES (announce_work.lane) ON CONFLICT (lane) DO NOTHING;
     SELECT pg_notify('tireless_work', announce_work.lane);
 $$;
 
@@ -140,7 +139,7 @@ $$;
 -- Name: FUNCTION announce_work(lane text); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.announce_work(lane text) IS 'NOTIFY tireless_work with the lane as payload: work may be claimable there now. Sent at commit. Gives the lane its tireless.lane_lock row first, if it has none.';
+COMMENT ON FUNCTION tireless.announce_work(lane text) IS 'NOTIFY tireless_work with the lane as payload: work may be claimable there now. Sent at commit.';
 
 --
 -- Name: apply_work_rule(jsonb); Type: FUNCTION; Schema: tireless; Owner: -
@@ -845,25 +844,23 @@ DECLARE
     failed_lane text;
     sweep_lanes text[];
 BEGIN
-    -- One sweeper per lane at a time, by the lane's row of tireless.lane_lock (FOR NO KEY UPDATE SKIP
-    -- LOCKED): a lane another sweeper holds is left for the next sweep, so two sweepers never wait on
-    -- each other, not even on the lane row the circuit breaker counts in. A row only the tireless
-    -- functions can lock, not an advisory key any login could take: no outside login stops a sweep.
+    -- One sweeper per lane at a time, by its slot's row of tireless.sweep_slot (FOR NO KEY UPDATE
+    -- SKIP LOCKED): a lane another sweeper holds is left for the next sweep, so two sweepers never
+    -- wait on each other, not even on the lane row the circuit breaker counts in. A row only the
+    -- tireless functions can lock, not an advisory key any login could take: no outside login stops a sweep.
     SELECT coalesce(array_agg(DISTINCT j.lane), '{}') INTO sweep_lanes
       FROM tireless.job j
      WHERE j.state = 'claimed' AND j.claim_expires_at < now();
     IF cardinality(sweep_lanes) = 0 THEN
         RETURN 0;
     END IF;
-    -- Every lane with work has its row (announce_work writes it when a job is made or moved); a job
-    -- written by hand may lack one. Only such a lane's first sweep can wait, on a sweeper adding the same row.
-    IF EXISTS (SELECT FROM unnest(sweep_lanes) AS s(lane)
-                WHERE NOT EXISTS (SELECT FROM tireless.lane_lock k WHERE k.lane = s.lane)) THEN
-        INSERT INTO tireless.lane_lock (lane) SELECT s.lane FROM unnest(sweep_lanes) AS s(lane) ORDER BY s.lane
-        ON CONFLICT (lane) DO NOTHING;
-    END IF;
-    sweep_lanes := ARRAY(SELECT k.lane FROM tireless.lane_lock k WHERE k.lane = ANY (sweep_lanes)
-                          ORDER BY k.lane FOR NO KEY UPDATE SKIP LOCKED);
+    sweep_lanes := ARRAY(
+        WITH held AS (
+            SELECT k.slot FROM tireless.sweep_slot k
+             WHERE k.slot IN (SELECT hashtext(l) & 63 FROM unnest(sweep_lanes) AS l)
+             ORDER BY k.slot
+               FOR NO KEY UPDATE SKIP LOCKED)
+        SELECT l FROM unnest(sweep_lanes) AS l WHERE hashtext(l) & 63 IN (SELECT h.slot FROM held h));
     -- SKIP LOCKED: a job whose row another transaction holds is left as well; no job moves twice.
     -- A cancel-requested claim is cancelled, not retried: no failure for the breaker, no attempt spent.
     FOR expired IN
@@ -916,7 +913,7 @@ $$;
 -- Name: FUNCTION expire_stale_claims(); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.expire_stale_claims() IS 'Returns every claimed job whose lease has passed to pending (after its backoff), fails it when the last attempt its budget counts is spent (give-backs are not counted), or cancels it when its issue withdrew its request (no failure counted); clears the claim, keeps the attempt count, and returns how many jobs it moved. Never waits on another sweeper: a job whose row is locked, or a lane another sweeper holds (its tireless.lane_lock row), is left for the next sweep. Locks only rows no login outside the tireless roles can lock.';
+COMMENT ON FUNCTION tireless.expire_stale_claims() IS 'Returns every claimed job whose lease has passed to pending (after its backoff), fails it when the last attempt its budget counts is spent (give-backs are not counted), or cancels it when its issue withdrew its request (no failure counted); clears the claim, keeps the attempt count, and returns how many jobs it moved. Never waits on another sweeper: a job whose row is locked, or a lane another sweeper holds (its tireless.sweep_slot row), is left for the next sweep. Locks only rows no login outside the tireless roles can lock.';
 
 --
 -- Name: finished_job_comment(tireless.job); Type: FUNCTION; Schema: tireless; Owner: -
@@ -3425,20 +3422,6 @@ CREATE VIEW tireless.job_list AS
 COMMENT ON VIEW tireless.job_list IS 'Every job as an operator sees it, without its claim token (a fencing secret of the holder); past_lease: claimed and its lease has run out. Readable by every role.';
 
 --
--- Name: lane_lock; Type: TABLE; Schema: tireless; Owner: -
---
-
-CREATE TABLE tireless.lane_lock (
-    lane text NOT NULL
-);
-
---
--- Name: TABLE lane_lock; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON TABLE tireless.lane_lock IS 'One row per lane that has had work: the row a sweeper locks (FOR NO KEY UPDATE SKIP LOCKED) to sweep the lane alone. Written by announce_work, whenever a job is made, moved or returned. Private.';
-
---
 -- Name: lane_status; Type: VIEW; Schema: tireless; Owner: -
 --
 
@@ -3622,6 +3605,27 @@ CREATE VIEW tireless.repo_status AS
 COMMENT ON VIEW tireless.repo_status IS 'One row per tracked repository: its forge (registered or not, stopped until when and why), its last poll, last good read and last error, failures in a row, next poll, backoff, holder and cursor, its live jobs, and the mirror: how many issues still wait for a forge write (mirror_backlog) and the newest error of those.';
 
 --
+-- Name: sweep_slot; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.sweep_slot (
+    slot integer NOT NULL,
+    CONSTRAINT sweep_slot_in_range CHECK (((slot >= 0) AND (slot < 64)))
+);
+
+--
+-- Name: TABLE sweep_slot; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.sweep_slot IS 'The 64 rows a sweeper locks (FOR NO KEY UPDATE SKIP LOCKED) to sweep lanes alone: a lane''s slot is hashtext(lane) & 63. Only the tireless functions can lock them. Private.';
+
+--
+-- Name: CONSTRAINT sweep_slot_in_range ON sweep_slot; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT sweep_slot_in_range ON tireless.sweep_slot IS 'A slot is hashtext(lane) & 63.';
+
+--
 -- Name: tracked_repo; Type: TABLE; Schema: tireless; Owner: -
 --
 
@@ -3714,13 +3718,6 @@ ALTER TABLE ONLY tireless.kind_policy
     ADD CONSTRAINT kind_policy_pkey PRIMARY KEY (kind);
 
 --
--- Name: lane_lock lane_lock_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
---
-
-ALTER TABLE ONLY tireless.lane_lock
-    ADD CONSTRAINT lane_lock_pkey PRIMARY KEY (lane);
-
---
 -- Name: lane lane_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
 --
 
@@ -3754,6 +3751,13 @@ ALTER TABLE ONLY tireless.policy
 
 ALTER TABLE ONLY tireless.repo_poll
     ADD CONSTRAINT repo_poll_pkey PRIMARY KEY (forge, owner, repo);
+
+--
+-- Name: sweep_slot sweep_slot_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.sweep_slot
+    ADD CONSTRAINT sweep_slot_pkey PRIMARY KEY (slot);
 
 --
 -- Name: tracked_repo tracked_repo_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -

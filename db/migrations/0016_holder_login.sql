@@ -537,25 +537,20 @@ COMMENT ON FUNCTION tireless.check_issue_batch(jsonb) IS
     '50000 well-formed issues of at most 1000 repositories whose parent_ids name jobs. enqueue and record_poll '
     'check before they write.';
 
--- A sweeper's lock on a lane is the lane's row here. tireless.lane holds only lanes with settings,
--- and a claim counting a capacity locks those rows: a table of its own, so neither waits on the other.
-CREATE TABLE tireless.lane_lock (
-    lane text PRIMARY KEY
+-- A sweeper's lock on a lane is a row of its own here: tireless.lane holds only lanes with
+-- settings, and a claim counting a capacity locks those rows. A fixed set of slots, each lane in the
+-- slot its name hashes to, so no lock row is ever inserted (an insert would make two sweepers, or
+-- two pollers making a lane's first job, wait for each other). Two lanes that share a slot are swept
+-- by one sweeper at a time: a sweep that skips a lane leaves it for the next sweep.
+CREATE TABLE tireless.sweep_slot (
+    slot integer PRIMARY KEY,
+    CONSTRAINT sweep_slot_in_range CHECK (slot >= 0 AND slot < 64)
 );
-COMMENT ON TABLE tireless.lane_lock IS
-    'One row per lane that has had work: the row a sweeper locks (FOR NO KEY UPDATE SKIP LOCKED) to sweep the '
-    'lane alone. Written by announce_work, whenever a job is made, moved or returned. Private.';
-INSERT INTO tireless.lane_lock (lane) SELECT DISTINCT j.lane FROM tireless.job j WHERE j.state IN ('pending', 'claimed');
-
-CREATE OR REPLACE FUNCTION tireless.announce_work(lane text) RETURNS void
-    LANGUAGE sql VOLATILE
-AS $$
-    INSERT INTO tireless.lane_lock (lane) VALUES (announce_work.lane) ON CONFLICT (lane) DO NOTHING;
-    SELECT pg_notify('tireless_work', announce_work.lane);
-$$;
-COMMENT ON FUNCTION tireless.announce_work(text) IS
-    'NOTIFY tireless_work with the lane as payload: work may be claimable there now. Sent at commit. '
-    'Gives the lane its tireless.lane_lock row first, if it has none.';
+COMMENT ON TABLE tireless.sweep_slot IS
+    'The 64 rows a sweeper locks (FOR NO KEY UPDATE SKIP LOCKED) to sweep lanes alone: a lane''s slot is '
+    'hashtext(lane) & 63. Only the tireless functions can lock them. Private.';
+COMMENT ON CONSTRAINT sweep_slot_in_range ON tireless.sweep_slot IS 'A slot is hashtext(lane) & 63.';
+INSERT INTO tireless.sweep_slot (slot) SELECT generate_series(0, 63);
 
 CREATE OR REPLACE FUNCTION tireless.expire_stale_claims() RETURNS integer
     LANGUAGE plpgsql VOLATILE SECURITY DEFINER
@@ -568,25 +563,23 @@ DECLARE
     failed_lane text;
     sweep_lanes text[];
 BEGIN
-    -- One sweeper per lane at a time, by the lane's row of tireless.lane_lock (FOR NO KEY UPDATE SKIP
-    -- LOCKED): a lane another sweeper holds is left for the next sweep, so two sweepers never wait on
-    -- each other, not even on the lane row the circuit breaker counts in. A row only the tireless
-    -- functions can lock, not an advisory key any login could take: no outside login stops a sweep.
+    -- One sweeper per lane at a time, by its slot's row of tireless.sweep_slot (FOR NO KEY UPDATE
+    -- SKIP LOCKED): a lane another sweeper holds is left for the next sweep, so two sweepers never
+    -- wait on each other, not even on the lane row the circuit breaker counts in. A row only the
+    -- tireless functions can lock, not an advisory key any login could take: no outside login stops a sweep.
     SELECT coalesce(array_agg(DISTINCT j.lane), '{}') INTO sweep_lanes
       FROM tireless.job j
      WHERE j.state = 'claimed' AND j.claim_expires_at < now();
     IF cardinality(sweep_lanes) = 0 THEN
         RETURN 0;
     END IF;
-    -- Every lane with work has its row (announce_work writes it when a job is made or moved); a job
-    -- written by hand may lack one. Only such a lane's first sweep can wait, on a sweeper adding the same row.
-    IF EXISTS (SELECT FROM unnest(sweep_lanes) AS s(lane)
-                WHERE NOT EXISTS (SELECT FROM tireless.lane_lock k WHERE k.lane = s.lane)) THEN
-        INSERT INTO tireless.lane_lock (lane) SELECT s.lane FROM unnest(sweep_lanes) AS s(lane) ORDER BY s.lane
-        ON CONFLICT (lane) DO NOTHING;
-    END IF;
-    sweep_lanes := ARRAY(SELECT k.lane FROM tireless.lane_lock k WHERE k.lane = ANY (sweep_lanes)
-                          ORDER BY k.lane FOR NO KEY UPDATE SKIP LOCKED);
+    sweep_lanes := ARRAY(
+        WITH held AS (
+            SELECT k.slot FROM tireless.sweep_slot k
+             WHERE k.slot IN (SELECT hashtext(l) & 63 FROM unnest(sweep_lanes) AS l)
+             ORDER BY k.slot
+               FOR NO KEY UPDATE SKIP LOCKED)
+        SELECT l FROM unnest(sweep_lanes) AS l WHERE hashtext(l) & 63 IN (SELECT h.slot FROM held h));
     -- SKIP LOCKED: a job whose row another transaction holds is left as well; no job moves twice.
     -- A cancel-requested claim is cancelled, not retried: no failure for the breaker, no attempt spent.
     FOR expired IN
@@ -639,6 +632,6 @@ COMMENT ON FUNCTION tireless.expire_stale_claims() IS
     'attempt its budget counts is spent (give-backs are not counted), or cancels it when its issue withdrew its '
     'request (no failure counted); clears the claim, keeps the attempt count, and returns how many jobs it moved. '
     'Never waits on another sweeper: a job whose row is locked, or a lane another sweeper holds (its '
-    'tireless.lane_lock row), is left for the next sweep. Locks only rows no login outside the tireless roles can lock.';
+    'tireless.sweep_slot row), is left for the next sweep. Locks only rows no login outside the tireless roles can lock.';
 
 REVOKE ALL ON ALL FUNCTIONS IN SCHEMA tireless FROM PUBLIC;
