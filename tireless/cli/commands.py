@@ -53,7 +53,7 @@ PRUNE_BATCH = 1000
 def cmd_migrate(args: argparse.Namespace) -> int:
     with connect(args):
         pass  # reachable? (exit 4 if not), before yoyo opens its own connection
-    applied = migrate(database_url(args))
+    applied = migrate(database_url(args), args.adopt_role_members)
     emit(
         args,
         {"applied": applied},

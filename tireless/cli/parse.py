@@ -120,7 +120,13 @@ def parser() -> argparse.ArgumentParser:
         sub.set_defaults(run=run)
         return sub
 
-    command("migrate", cmd_migrate, "apply the migrations not yet applied")
+    sub = command("migrate", cmd_migrate, "apply the migrations not yet applied")
+    sub.add_argument(
+        "--adopt-role-members",
+        action="store_true",
+        help="a first install: adopt the tireless roles although they have members (the logins of"
+        " another store in this cluster, which will act on this store too)",
+    )
     for name, help in (
         ("track", "start tracking a repository"),
         ("untrack", "stop tracking a repository"),
