@@ -4,15 +4,13 @@ database per test created from that template (pytest-postgresql's janitor does t
 from __future__ import annotations
 
 import signal
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
 import psycopg
 import pytest
-from psycopg.conninfo import make_conninfo
 from pytest_postgresql import factories
 
 from tireless import JobStore, migrate
@@ -89,33 +87,3 @@ def db(postgresql: psycopg.Connection[Any], server: EmbeddedPostgres) -> Databas
 def store(db: Database) -> Iterator[JobStore]:
     with JobStore(db.conninfo) as job_store:
         yield job_store
-
-
-Login = Callable[[str | None], str]
-
-
-@pytest.fixture
-def login(db: Database) -> Iterator[Login]:
-    """login(group) -> conninfo of a new LOGIN role that is a member of group (of none: an
-    outside login). Roles belong to the cluster, so each gets a unique name and is dropped (with
-    what it owns) at teardown."""
-    created: list[str] = []
-
-    def make(group: str | None) -> str:
-        name = f"{(group or 'outsider').removeprefix('tireless_')}_{uuid.uuid4().hex[:8]}"
-        with db.connect() as conn:
-            conn.execute(f'CREATE ROLE "{name}" LOGIN')
-            if group is not None:
-                conn.execute(f'GRANT {group} TO "{name}"')
-        created.append(name)
-        return make_conninfo(db.conninfo, user=name)
-
-    yield make
-    with db.connect() as conn:
-        for name in created:
-            conn.execute(
-                "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity WHERE usename = %s",
-                [name],
-            )
-            conn.execute(f'DROP OWNED BY "{name}"')
-            conn.execute(f'DROP ROLE "{name}"')

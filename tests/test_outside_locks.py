@@ -10,8 +10,9 @@ import psycopg
 import pytest
 from psycopg.conninfo import make_conninfo
 
-from tests.conftest import Database, Login
+from tests.conftest import Database
 from tests.helpers import FORGE, OWNER, REPO, end_lease, enqueue_jobs, issue, tracked
+from tests.test_roles import Login, login  # noqa: F401  (the fixture)
 from tireless import JobStore
 from tireless.errors import MalformedIssue
 
@@ -30,7 +31,9 @@ def impatient(conninfo: str) -> str:
 
 
 def test_an_outside_login_holding_every_old_lock_changes_nothing(
-    store: JobStore, db: Database, login: Login
+    store: JobStore,
+    db: Database,
+    login: Login,  # noqa: F811
 ) -> None:
     enqueue_jobs(store, 2)
     store.add_forge(FORGE, "gitea", "https://gitea.example.com")
