@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import unicodedata
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
@@ -29,12 +30,35 @@ def as_json(value: Any) -> str:
     return json.dumps(value, default=plain, indent=2)
 
 
+# Unicode's control (Cc: C0, DEL, C1), format (Cf: bidi overrides and isolates, zero-width
+# characters) and line/paragraph separator (Zl, Zp) categories: what a terminal may act on instead of
+# showing (ESC starts an escape sequence, BEL rings, OSC 52 writes the clipboard, U+202E reverses
+# the text after it).
+INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp"})
+
+
+def visible(text: str, *, newlines: bool = False) -> str:
+    """The text with every control, format and separator character shown as a Python-style escape
+    (`\\x1b`, `\\u202e`), never raw: titles, notes and names come from forges and agents. `newlines` keeps
+    line feeds as they are (a text of several lines); everything else printable is unchanged."""
+
+    def shown(char: str) -> str:
+        if unicodedata.category(char) not in INVISIBLE_CATEGORIES or (newlines and char == "\n"):
+            return char
+        code = ord(char)
+        if code < 0x100:
+            return f"\\x{code:02x}"
+        return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+    return "".join(map(shown, text)) if not text.isprintable() else text
+
+
 def table(
     rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, Callable[[Any], str]]]
 ) -> str:
     """A plain text table: each column is (header, the cell's text from a row)."""
     cells = [[header for header, _ in columns]] + [
-        [cell(row) for _, cell in columns] for row in rows
+        [visible(cell(row)) for _, cell in columns] for row in rows
     ]
     widths = [max(len(line[i]) for line in cells) for i in range(len(columns))]
     return "\n".join(

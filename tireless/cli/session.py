@@ -14,7 +14,7 @@ from typing import Any
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
-from tireless.cli.render import as_json
+from tireless.cli.render import as_json, visible
 
 OK, REFUSED, USAGE, NOTHING_TO_DO, UNREACHABLE = 0, 1, 2, 3, 4
 
@@ -57,7 +57,7 @@ def checked_url(args: argparse.Namespace) -> str:
 
 
 def emit(args: argparse.Namespace, data: Any, text: str) -> None:
-    print(as_json(data) if args.json else text)
+    print(as_json(data) if args.json else visible(text, newlines=True))
 
 
 class Stop(BaseException):
