@@ -1,8 +1,11 @@
 """`tireless work`: claim a job, run COMMAND on it under a renewed lease, report the outcome.
 
 COMMAND gets the job in TIRELESS_* environment variables and as JSON on stdin, and none of the
-worker's database credentials (every libpq PG* variable, DATABASE_URL and TIRELESS_TOKEN_* are
-dropped from its environment). Exit 0 delivers the job; any other exit releases it to pending
+worker's secrets: every libpq PG* variable, DATABASE_URL(_FILE), every other TIRELESS_* variable
+(forge tokens, webhook secrets) and systemd's CREDENTIALS_DIRECTORY are dropped from its
+environment; with an agent user (--agent-user) it runs as that Unix user, which can read neither
+the worker's credential files nor its /proc. Every secret value the worker knows is masked (`***`)
+in COMMAND's output, in the note and in the worker's log (tireless.masking). Exit 0 delivers the job; any other exit releases it to pending
 (the store fails it when its attempts are spent) with the tail of COMMAND's output as the note.
 A lost lease (a heartbeat answered lost, or a finish refused as not the holder) stops COMMAND,
 leaves the job to the store and goes on to the next job. A heartbeat that answers cancel (the
@@ -22,6 +25,7 @@ import dataclasses
 import json
 import logging
 import os
+import pwd
 import re
 import signal
 import subprocess
@@ -37,7 +41,9 @@ import psycopg
 from psycopg_pool import ConnectionPool
 
 from tireless.calls import POOL_OPEN_TIMEOUT, POOL_OPTIONS
+from tireless.credentials import known_secrets
 from tireless.lease import CANCEL_NOTE, NOTE_LIMIT, LeaseLost, Release, ShuttingDown
+from tireless.masking import Masker, MaskingFilter, OutputMasker
 from tireless.models import Job, JobState
 from tireless.store import JobStore
 
@@ -50,14 +56,31 @@ class Interrupted(BaseException):
     """A signal arrived while the worker was waiting for work."""
 
 
-CREDENTIALS = re.compile(r"PG[A-Z_]*|DATABASE_URL|TIRELESS_TOKEN_.*")
+WITHHELD = re.compile(r"PG[A-Z_]*|DATABASE_URL.*|TIRELESS_.*|CREDENTIALS_DIRECTORY")
 """Environment variables COMMAND never sees: libpq's (PGPASSWORD, PGPASSFILE, PGSERVICE,
-PGSERVICEFILE, PGUSER, PGHOST, ..., all named PG...), DATABASE_URL, and the forge tokens."""
+PGSERVICEFILE, PGUSER, PGHOST, ..., all named PG...), DATABASE_URL and DATABASE_URL_FILE, every
+TIRELESS_ variable of the worker (forge tokens, webhook secrets, their _FILE paths; COMMAND gets
+its own TIRELESS_* job variables) and systemd's credentials directory."""
 
 
-def command_environment(job: Job) -> dict[str, str]:
-    """The worker's environment without its credentials, plus the job's TIRELESS_* variables."""
-    kept = {k: v for k, v in os.environ.items() if not CREDENTIALS.fullmatch(k)}
+def agent_user(name: str) -> pwd.struct_passwd:
+    """The Unix user COMMAND runs as; OSError (a usage error) when it does not exist or the worker
+    cannot switch to it (only root can)."""
+    try:
+        user = pwd.getpwnam(name)
+    except KeyError:
+        raise OSError(f"--agent-user: no Unix user {name!r}") from None
+    if os.geteuid() != 0:
+        raise OSError(f"--agent-user {name}: the worker must run as root to run COMMAND as {name}")
+    return user
+
+
+def command_environment(job: Job, agent: pwd.struct_passwd | None = None) -> dict[str, str]:
+    """The worker's environment without its credentials, plus the job's TIRELESS_* variables;
+    an agent user's own HOME, USER and LOGNAME."""
+    kept = {k: v for k, v in os.environ.items() if not WITHHELD.fullmatch(k)}
+    if agent is not None:
+        kept |= {"HOME": agent.pw_dir, "USER": agent.pw_name, "LOGNAME": agent.pw_name}
     return kept | job_environment(job)
 
 
@@ -94,6 +117,8 @@ class Worker:
         poll: float,
         grace: float,
         drain_on: signal.Signals | None = None,
+        masker: Masker | None = None,
+        agent: pwd.struct_passwd | None = None,
     ) -> None:
         self.store = store
         self.name = name
@@ -103,6 +128,8 @@ class Worker:
         self.poll = poll
         self.grace = grace
         self.drain_on = drain_on
+        self.masker = masker or Masker(())
+        self.agent = agent
         self.stop_signal: str | None = None
         self.drain_signal: str | None = None
         self._waiting = False
@@ -208,7 +235,8 @@ class Worker:
     # COMMAND
     def _run_command(self, job: Job) -> tuple[int, str]:
         """Run COMMAND on the job; its exit code and the tail of its output."""
-        env = command_environment(job)
+        env = command_environment(job, self.agent)
+        agent = self.agent  # COMMAND runs as its user and group, with no group of the worker's
         with self._lock:
             process = subprocess.Popen(
                 self.command,
@@ -217,6 +245,9 @@ class Worker:
                 stderr=subprocess.STDOUT,
                 env=env,
                 start_new_session=True,  # its own process group: stopping it stops its children
+                user=None if agent is None else agent.pw_uid,
+                group=None if agent is None else agent.pw_gid,
+                extra_groups=None if agent is None else [],
             )
             self._process = process
             if self.stop_signal is not None:
@@ -224,7 +255,9 @@ class Worker:
         assert process.stdin is not None
         assert process.stdout is not None
         tail = bytearray()
-        reader = threading.Thread(target=self._copy_output, args=(process.stdout, tail))
+        reader = threading.Thread(
+            target=self._copy_output, args=(process.stdout, OutputMasker(self.masker), tail)
+        )
         reader.start()
         try:
             process.stdin.write(job_json(job))
@@ -241,13 +274,17 @@ class Worker:
         return code, tail.decode(errors="replace")[-NOTE_LIMIT:]
 
     @staticmethod
-    def _copy_output(stream: IO[bytes], tail: bytearray) -> None:
-        """Pass COMMAND's output through to ours, keeping its tail."""
-        while chunk := stream.read1(65536):  # type: ignore[attr-defined]
-            sys.stdout.buffer.write(chunk)
+    def _copy_output(stream: IO[bytes], masked: OutputMasker, tail: bytearray) -> None:
+        """Pass COMMAND's output through to ours with every secret masked, keeping its tail."""
+        while True:
+            chunk = stream.read1(65536)  # type: ignore[attr-defined]
+            out = masked.feed(chunk) if chunk else masked.end()
+            sys.stdout.buffer.write(out)
             sys.stdout.buffer.flush()
-            tail.extend(chunk)
+            tail.extend(out)
             del tail[:-OUTPUT_KEPT]
+            if not chunk:
+                return
 
     def _stop_command(self, why: str) -> None:
         """SIGTERM COMMAND's process group now, SIGKILL after the grace period."""
@@ -300,10 +337,15 @@ def work(
     poll: float,
     grace: float,
     drain_on: signal.Signals | None = None,
+    agent: pwd.struct_passwd | None = None,
 ) -> int:
     """`tireless work`: the exit code. Raises psycopg.OperationalError if the database cannot be
-    reached at the start (later, a lost connection is retried)."""
+    reached at the start (later, a lost connection is retried). COMMAND runs as `agent` when
+    given; every secret the worker knows is masked in what it logs and passes on."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
+    masker = Masker(known_secrets(conninfo))
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(MaskingFilter(masker))
     psycopg.connect(conninfo, connect_timeout=10).close()  # unreachable: fail now, not in the pool
     # One connection listens, one renews, one claims and finishes; each is checked before use,
     # so a connection the database dropped (a restart) is replaced instead of failing a call.
@@ -313,7 +355,7 @@ def work(
     try:
         worker = Worker(
             JobStore(pool), name, lanes, command,
-            lease=lease, poll=poll, grace=grace, drain_on=drain_on,
+            lease=lease, poll=poll, grace=grace, drain_on=drain_on, masker=masker, agent=agent,
         )  # fmt: skip
         return worker.run(once=once)
     finally:

@@ -39,6 +39,7 @@ def first_line(error: BaseException) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    args.command_line = sys.argv[1:] if argv is None else None  # this process is the command
     try:
         code: int = args.run(args)
         return code

@@ -39,6 +39,7 @@ from tireless.cli.session import (
     emit,
     stop_on_signals,
 )
+from tireless.credentials import keep_secrets_out_of_environment_block
 from tireless.errors import PermissionDenied, UnknownJob
 from tireless.forge import token_variable
 from tireless.forge.poll import Report, client_factory, poll_round
@@ -301,11 +302,14 @@ def cmd_prune(args: argparse.Namespace) -> int:
 
 
 def cmd_work(args: argparse.Namespace) -> int:
-    from tireless.worker import work  # the runner loads only for `work`
+    from tireless.worker import agent_user, work  # the runner loads only for `work`
 
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         raise UsageError("work needs a COMMAND after --")
+    if args.command_line is not None:
+        keep_secrets_out_of_environment_block(args.command_line)
+    user = None if args.agent_user is None else agent_user(args.agent_user)
     with connect(args):
         pass  # a malformed URL is a usage error (2), an unreachable database exit 4
     return work(
@@ -318,6 +322,7 @@ def cmd_work(args: argparse.Namespace) -> int:
         poll=args.poll,
         grace=args.grace,
         drain_on=args.drain_on,
+        agent=user,
     )
 
 

@@ -96,6 +96,12 @@ def parser() -> argparse.ArgumentParser:
             help="libpq URL or connection string (default: $DATABASE_URL)",
         )
         flags.add_argument(
+            "--database-file",
+            metavar="PATH",
+            default=none,
+            help="a file holding the URL or connection string (default: $DATABASE_URL_FILE)",
+        )
+        flags.add_argument(
             "--json",
             action="store_true",
             default=False if defaults else argparse.SUPPRESS,
@@ -272,6 +278,12 @@ def parser() -> argparse.ArgumentParser:
         type=drain_signal,
         metavar="SIGNAL",
         help="on this signal (e.g. SIGUSR1) finish the running job, claim no more, exit 0",
+    )
+    sub.add_argument(
+        "--agent-user",
+        metavar="NAME",
+        help="run COMMAND as this Unix user (the worker must be root): it can read neither the"
+        " worker's credential files nor its /proc",
     )
     sub.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARGS...]")
 
