@@ -23,6 +23,7 @@ from tests.conftest import Database
 from tests.helpers import enqueue_jobs
 from tireless import JobStore
 from tireless.credentials import is_credential_variable
+from tireless.masking import Masker, OutputMasker
 
 # Looks everywhere an agent could: $PPID and each ancestor's environment block and command line
 # (up to pid 1), every file named after the dump's path, and its own environment.
@@ -170,3 +171,13 @@ def test_every_secret_the_worker_knows_is_masked_in_the_note_and_the_log(
         assert value.encode() not in done.stdout
         assert value.encode() not in done.stderr
     assert b"leak ***" in done.stdout
+
+
+def test_a_secret_split_between_chunks_of_output_is_masked() -> None:
+    masker = Masker(["s3cret-token", "pw"])  # too short to mask: "pw"
+    output = b"start s3cret-token middle s3cret-token end pw"
+    for size in (1, 3, 7, len(output)):
+        stream = OutputMasker(masker)
+        chunks = [output[i : i + size] for i in range(0, len(output), size)]
+        masked = b"".join(stream.feed(chunk) for chunk in chunks) + stream.end()
+        assert masked == b"start *** middle *** end pw", size
