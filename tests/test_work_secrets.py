@@ -181,3 +181,17 @@ def test_a_secret_split_between_chunks_of_output_is_masked() -> None:
         chunks = [output[i : i + size] for i in range(0, len(output), size)]
         masked = b"".join(stream.feed(chunk) for chunk in chunks) + stream.end()
         assert masked == b"start *** middle *** end pw", size
+
+
+def test_an_unknown_agent_user_is_a_usage_error(db: Database, public_dir: Path) -> None:
+    done = run_worker(
+        clean_environment() | {"DATABASE_URL": db.url},
+        public_dir,
+        "--agent-user",
+        "no-such-user-here",
+        command=["true"],
+    )
+    assert done.returncode == 2
+    assert (
+        done.stderr.decode().strip() == "tireless: --agent-user: no Unix user 'no-such-user-here'"
+    )
