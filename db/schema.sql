@@ -3133,7 +3133,8 @@ CREATE VIEW tireless.active_claims AS
     j.attempts,
     j.claim_expires_at,
     (j.claim_expires_at - now()) AS time_left,
-    j.updated_at
+    j.updated_at,
+    j.claimed_login
    FROM tireless.job j
   WHERE (j.state = 'claimed'::tireless.job_state)
   ORDER BY j.claim_expires_at;
@@ -3142,7 +3143,7 @@ CREATE VIEW tireless.active_claims AS
 -- Name: VIEW active_claims; Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON VIEW tireless.active_claims IS 'Claimed jobs with the time left on their lease (negative: past its lease, waiting for the sweeper).';
+COMMENT ON VIEW tireless.active_claims IS 'Claimed jobs with the time left on their lease (negative: past its lease, waiting for the sweeper), and the login that claimed each.';
 
 --
 -- Name: finished_count; Type: TABLE; Schema: tireless; Owner: -

@@ -437,3 +437,6 @@ def test_the_job_row_names_the_login_that_claimed(
     assert db.scalar(
         "SELECT claimed_login FROM tireless.job WHERE id = %(id)s", {"id": job.id}
     ) == login_name(conninfo)
+    assert rows(db, "SELECT claimed_by, claimed_login FROM tireless.active_claims") == [
+        ("host1-w1", login_name(conninfo))
+    ]

@@ -53,6 +53,18 @@ $$;
 COMMENT ON FUNCTION tireless.record_job_event() IS
     'Trigger: appends the change of state of a job to tireless.job_event, with the login that made it.';
 
+-- Which login holds each claim, beside the worker name (a column added at the end keeps the view's
+-- earlier columns as they were).
+CREATE OR REPLACE VIEW tireless.active_claims AS
+SELECT j.id, j.forge, j.owner, j.repo, j.number, j.kind, j.lane, j.claimed_by, j.attempts,
+       j.claim_expires_at, j.claim_expires_at - now() AS time_left, j.updated_at, j.claimed_login
+  FROM tireless.job j
+ WHERE j.state = 'claimed'
+ ORDER BY j.claim_expires_at;
+COMMENT ON VIEW tireless.active_claims IS
+    'Claimed jobs with the time left on their lease (negative: past its lease, waiting for the sweeper), '
+    'and the login that claimed each.';
+
 -- Inlined into the statements that call it (one SQL expression), so a holder calling from its own
 -- login pays one comparison: the admin test runs only for another login.
 CREATE FUNCTION tireless.acts_for_login(claimed_login text) RETURNS boolean
