@@ -2601,11 +2601,15 @@ DECLARE
     target    bigint;
     counted   bigint;
 BEGIN
-    -- One rollup at a time; a second caller leaves it to the first. An advisory lock takes no
-    -- transaction id, so the horizons below are not held back by this transaction itself.
-    IF NOT pg_catalog.pg_try_advisory_xact_lock(pg_catalog.hashtext('tireless.roll_up_history')) THEN
+    -- One rollup at a time; a second caller leaves it to the first. A table lock, not a row lock:
+    -- it takes no transaction id, so the horizons below are not held back by this transaction
+    -- itself. EXCLUSIVE conflicts with itself, not with the ACCESS SHARE of a reader (the most a
+    -- login other than the owner may take on the table), so no one else can hold it.
+    BEGIN
+        LOCK TABLE tireless.history_rollup IN EXCLUSIVE MODE NOWAIT;
+    EXCEPTION WHEN lock_not_available THEN
         RETURN 0;
-    END IF;
+    END;
     SELECT r.* INTO state FROM tireless.history_rollup r;
     -- Each statement takes a new snapshot: every event id up to newest was drawn by a transaction
     -- that already had its transaction id, so one older than horizon.
@@ -2658,7 +2662,7 @@ $$;
 -- Name: FUNCTION roll_up_history(); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.roll_up_history() IS 'Counts the finished jobs of the history written since the last call into tireless.finished_jobs and tireless.finished_jobs_by_hour; returns how many it added. Reads only new events; an event of a transaction still open is counted by a later call. Returns 0 at once while another call is rolling up.';
+COMMENT ON FUNCTION tireless.roll_up_history() IS 'Counts the finished jobs of the history written since the last call into tireless.finished_jobs and tireless.finished_jobs_by_hour; returns how many it added. Reads only new events; an event of a transaction still open is counted by a later call. Returns 0 at once while another call is rolling up (it holds the table lock of tireless.history_rollup, which only the schema''s owner can take).';
 
 --
 -- Name: kind_policy; Type: TABLE; Schema: tireless; Owner: -

@@ -17,12 +17,13 @@ from tireless import JobStore
 from tireless.errors import MalformedIssue
 
 # The advisory keys the functions took before 0016_holder_login: a repository's issues (enqueue,
-# record_poll, rerun, the mirror) and a lane's sweep.
+# record_poll, rerun, the mirror), a lane's sweep, and the history rollup.
 OLD_REPO_KEY = (
     "pg_advisory_lock(hashtext('tireless.issue'),"
     " hashtext(jsonb_build_array(%(forge)s::text, %(owner)s::text, %(repo)s::text)::text))"
 )
 OLD_SWEEP_KEY = "pg_advisory_lock(hashtext('tireless.expire_stale_claims'), hashtext(%(lane)s))"
+OLD_ROLLUP_KEY = "pg_advisory_lock(hashtext('tireless.roll_up_history'))"
 
 
 def impatient(conninfo: str) -> str:
@@ -39,11 +40,13 @@ def test_an_outside_login_holding_every_old_lock_changes_nothing(
     store.add_forge(FORGE, "gitea", "https://gitea.example.com")
     with psycopg.connect(login(None), autocommit=True) as outsider:
         keys = {"forge": FORGE, "owner": OWNER, "repo": REPO, "lane": "cc"}
-        outsider.execute(f"SELECT {OLD_REPO_KEY}, {OLD_SWEEP_KEY}", keys)
+        outsider.execute(f"SELECT {OLD_REPO_KEY}, {OLD_SWEEP_KEY}, {OLD_ROLLUP_KEY}", keys)
         # The locks that replace them are out of its reach.
-        for table in ("tracked_repo", "sweep_slot", "lane"):
+        for table in ("tracked_repo", "sweep_slot", "lane", "history_rollup"):
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
                 outsider.execute(f"SELECT FROM tireless.{table} FOR KEY SHARE")
+            with pytest.raises(psycopg.errors.InsufficientPrivilege), outsider.transaction():
+                outsider.execute(f"LOCK TABLE tireless.{table} IN ACCESS SHARE MODE")
         with (
             JobStore(impatient(login("tireless_runner"))) as runner,
             JobStore(impatient(login("tireless_poller"))) as poller,
@@ -56,11 +59,17 @@ def test_an_outside_login_holding_every_old_lock_changes_nothing(
             assert [r.repo for r in poller.claim_repos_to_poll("p1")] == [REPO]
             outcome = poller.record_poll(FORGE, OWNER, REPO, "p1", [issue(4)], None, None, True)
             assert outcome.created == 1, "the poll proceeds"
+            second = runner.claim_next("host1", ["cc"])
+            assert second is not None
+            runner.transition(second.id, "delivered", "host1", token=second.claim_token)
+        with psycopg.connect(login("tireless_runner"), autocommit=True) as reader:
+            counted = reader.execute("SELECT tireless.roll_up_history()").fetchone()
+            assert counted == (1,), "the history rollup proceeds"
         # The outsider still holds its keys: nothing waited for them.
         held = outsider.execute(
             "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()"
         ).fetchone()
-        assert held == (2,)
+        assert held == (3,)
 
 
 def distinct_repositories(count: int) -> list[dict[str, Any]]:

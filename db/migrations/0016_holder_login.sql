@@ -646,4 +646,79 @@ COMMENT ON FUNCTION tireless.expire_stale_claims() IS
     'Never waits on another sweeper: a job whose row is locked, or a lane another sweeper holds (its '
     'tireless.sweep_slot row), is left for the next sweep. Locks only rows no login outside the tireless roles can lock.';
 
+-- The history rollup's one-at-a-time lock: the table's, not an advisory key any login could hold.
+CREATE OR REPLACE FUNCTION tireless.roll_up_history() RETURNS bigint
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    state     tireless.history_rollup;
+    newest    bigint;
+    horizon   xid8;
+    oldest    xid8;
+    target    bigint;
+    counted   bigint;
+BEGIN
+    -- One rollup at a time; a second caller leaves it to the first. A table lock, not a row lock:
+    -- it takes no transaction id, so the horizons below are not held back by this transaction
+    -- itself. EXCLUSIVE conflicts with itself, not with the ACCESS SHARE of a reader (the most a
+    -- login other than the owner may take on the table), so no one else can hold it.
+    BEGIN
+        LOCK TABLE tireless.history_rollup IN EXCLUSIVE MODE NOWAIT;
+    EXCEPTION WHEN lock_not_available THEN
+        RETURN 0;
+    END;
+    SELECT r.* INTO state FROM tireless.history_rollup r;
+    -- Each statement takes a new snapshot: every event id up to newest was drawn by a transaction
+    -- that already had its transaction id, so one older than horizon.
+    SELECT CASE WHEN s.is_called THEN s.last_value ELSE 0 END INTO newest FROM tireless.job_event_id_seq s;
+    horizon := pg_catalog.pg_snapshot_xmax(pg_catalog.pg_current_snapshot());
+    oldest := pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot());
+    IF oldest >= horizon THEN
+        -- Every transaction that could hold an event up to newest has ended: count them all now.
+        target := newest;
+        state.waiting_to := NULL;
+        state.waiting_until := NULL;
+    ELSIF state.waiting_to IS NOT NULL AND oldest >= state.waiting_until THEN
+        target := state.waiting_to;
+        state.waiting_to := newest;
+        state.waiting_until := horizon;
+    ELSE
+        -- A transaction older than the stop is still open: count nothing yet, keep the stop.
+        target := state.counted_to;
+        IF state.waiting_to IS NULL THEN
+            state.waiting_to := newest;
+            state.waiting_until := horizon;
+        END IF;
+    END IF;
+
+    WITH finished AS (
+        SELECT date_trunc('hour', e.at) AS hour, j.lane, e.to_state AS outcome
+          FROM tireless.job_event e
+          JOIN tireless.job j ON j.id = e.job_id
+         WHERE e.id > state.counted_to AND e.id <= target AND tireless.is_terminal(e.to_state)
+    ), per_lane AS (
+        INSERT INTO tireless.finished_count AS c (lane, outcome, jobs)
+        SELECT f.lane, f.outcome, count(*) FROM finished f GROUP BY f.lane, f.outcome
+        ON CONFLICT (lane, outcome) DO UPDATE SET jobs = c.jobs + excluded.jobs
+    ), per_hour AS (
+        INSERT INTO tireless.finished_hourly AS h (hour, lane, outcome, jobs)
+        SELECT f.hour, f.lane, f.outcome, count(*) FROM finished f GROUP BY f.hour, f.lane, f.outcome
+        ON CONFLICT (hour, lane, outcome) DO UPDATE SET jobs = h.jobs + excluded.jobs
+    )
+    SELECT count(*) INTO counted FROM finished;
+
+    DELETE FROM tireless.finished_hourly h WHERE h.hour < now() - interval '8 days';
+    UPDATE tireless.history_rollup r
+       SET counted_to = greatest(state.counted_to, target),
+           waiting_to = state.waiting_to, waiting_until = state.waiting_until;
+    RETURN counted;
+END;
+$$;
+COMMENT ON FUNCTION tireless.roll_up_history() IS
+    'Counts the finished jobs of the history written since the last call into tireless.finished_jobs and '
+    'tireless.finished_jobs_by_hour; returns how many it added. Reads only new events; an event of a '
+    'transaction still open is counted by a later call. Returns 0 at once while another call is rolling up (it holds the table lock of tireless.history_rollup, '
+    'which only the schema''s owner can take).';
+
 REVOKE ALL ON ALL FUNCTIONS IN SCHEMA tireless FROM PUBLIC;
