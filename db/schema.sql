@@ -848,9 +848,9 @@ BEGIN
     -- SKIP LOCKED): a lane another sweeper holds is left for the next sweep, so two sweepers never
     -- wait on each other, not even on the lane row the circuit breaker counts in. A row only the
     -- tireless functions can lock, not an advisory key any login could take: no outside login stops a sweep.
-    SELECT coalesce(array_agg(DISTINCT j.lane), '{}') INTO sweep_lanes
-      FROM tireless.job j
-     WHERE j.state = 'claimed' AND j.claim_expires_at < now();
+    SELECT coalesce(array_agg(s.lane), '{}') INTO sweep_lanes
+      FROM (SELECT DISTINCT j.lane FROM tireless.job j
+             WHERE j.state = 'claimed' AND j.claim_expires_at < now()) AS s;
     IF cardinality(sweep_lanes) = 0 THEN
         RETURN 0;
     END IF;
