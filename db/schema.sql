@@ -325,6 +325,30 @@ CREATE FUNCTION tireless.attempts_spent(job tireless.job) RETURNS integer
 COMMENT ON FUNCTION tireless.attempts_spent(job tireless.job) IS 'The attempts a job has used of its budget: its claims, less those given back by a stopping runner.';
 
 --
+-- Name: check_forge(text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.check_forge(name text) RETURNS void
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    IF NOT EXISTS (SELECT FROM tireless.forge f WHERE f.name = check_forge.name) THEN
+        RAISE EXCEPTION 'forge % is not registered', coalesce(quote_literal(left(check_forge.name, 120)), 'null')
+            USING ERRCODE = 'TL008',
+                  HINT = format('Register it first: tireless forge add %s --kind gitea|forgejo|github --url URL '
+                                '(see tireless forge list).', left(check_forge.name, 120));
+    END IF;
+END;
+$$;
+
+--
+-- Name: FUNCTION check_forge(name text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.check_forge(name text) IS 'Raises TL008, with the command that registers it, unless the forge is registered (what `tireless track` checks first: track_repo itself accepts a forge registered later).';
+
+--
 -- Name: check_holder(tireless.job, text, uuid); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -1726,6 +1750,25 @@ $$;
 COMMENT ON FUNCTION tireless.mirror_writes(forge text, owner text, repo text, poller text, max_writes integer, settle interval) IS 'For a poller holding the repository''s poll lease: reads the job history since the repository''s cursor (each changed issue now wants its newest job''s state, replacing any older wanted state) and returns the writes due (at most max_writes): per issue its job and state, the state label to show, the labels to take off (the other state labels, and the mode labels once the job ended) and, for a finished job when the policy comments, the comment with its marker. The cursor passes only events older than settle. TL004 without the lease.';
 
 --
+-- Name: next_ready_at(text[]); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.next_ready_at(lanes text[]) RETURNS timestamp with time zone
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    BEGIN ATOMIC
+ SELECT min(j.available_at) AS min
+    FROM tireless.job j
+   WHERE ((j.state = 'pending'::tireless.job_state) AND (j.lane = ANY (next_ready_at.lanes)) AND (j.available_at > now()));
+END;
+
+--
+-- Name: FUNCTION next_ready_at(lanes text[]); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.next_ready_at(lanes text[]) IS 'When the earliest backed-off pending job in the lanes becomes claimable (null: none is waiting out a backoff): an idle runner sleeps until then at most, since the end of a backoff sends no notification.';
+
+--
 -- Name: parse_kind(text); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -1918,6 +1961,42 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.prune(older_than interval, max_jobs integer) IS '(admin) Deletes terminal jobs last changed before now() - older_than, with their history, in batches of 1000; never a live job, never a job that a remaining job names as parent. max_jobs (null: no limit) bounds one call, so a caller can keep each transaction short. Returns how many jobs it deleted.';
+
+--
+-- Name: prune_preview(interval); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.prune_preview(older_than interval) RETURNS TABLE(jobs bigint, oldest timestamp with time zone, newest timestamp with time zone)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    IF prune_preview.older_than IS NULL OR prune_preview.older_than < interval '0' THEN
+        RAISE EXCEPTION 'older_than must be an interval of 0 or more, got %', coalesce(prune_preview.older_than::text, 'null')
+            USING ERRCODE = 'TL005';
+    END IF;
+    -- prune's rule: a terminal job unchanged since the cutoff goes, unless a job that stays (live, or
+    -- newer) descends from it.
+    RETURN QUERY
+    WITH RECURSIVE kept_ancestor AS (
+        SELECT j.parent_id AS id FROM tireless.job j
+         WHERE j.parent_id IS NOT NULL
+           AND NOT (j.state IN ('delivered', 'failed', 'cancelled') AND j.updated_at < now() - prune_preview.older_than)
+        UNION
+        SELECT p.parent_id FROM kept_ancestor k JOIN tireless.job p ON p.id = k.id WHERE p.parent_id IS NOT NULL
+    )
+    SELECT count(*), min(j.updated_at), max(j.updated_at)
+      FROM tireless.job j
+     WHERE j.state IN ('delivered', 'failed', 'cancelled') AND j.updated_at < now() - prune_preview.older_than
+       AND j.id NOT IN (SELECT k.id FROM kept_ancestor k);
+END;
+$$;
+
+--
+-- Name: FUNCTION prune_preview(older_than interval); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.prune_preview(older_than interval) IS '(admin) What prune(older_than) would delete now: how many jobs, and the oldest and newest last change among them. Deletes nothing.';
 
 --
 -- Name: record_forge_trouble(text, text, timestamp with time zone); Type: FUNCTION; Schema: tireless; Owner: -
@@ -2400,22 +2479,72 @@ $$;
 COMMENT ON FUNCTION tireless.renew_claim(job_id bigint, worker text, lease interval, token uuid) IS 'Extends the lease to now() + lease while worker (and token, when given) holds the claim; false when the claim was lost. TL001 for an unknown job.';
 
 --
--- Name: rerun(text, text, text, integer); Type: FUNCTION; Schema: tireless; Owner: -
+-- Name: request_cancel(bigint, text); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
-CREATE FUNCTION tireless.rerun(forge text, owner text, repo text, number integer) RETURNS bigint
+CREATE FUNCTION tireless.request_cancel(job_id bigint, note text DEFAULT NULL::text) RETURNS tireless.job
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    job tireless.job;
+    why text := coalesce(request_cancel.note, format('cancelled by %s', session_user));
+BEGIN
+    IF length(request_cancel.note) > 10000 THEN
+        RAISE EXCEPTION 'note must be at most 10000 characters, got %', length(request_cancel.note)
+            USING ERRCODE = 'TL005';
+    END IF;
+    SELECT * INTO job FROM tireless.job j WHERE j.id = request_cancel.job_id FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'no job with id %', coalesce(request_cancel.job_id::text, 'null') USING ERRCODE = 'TL001';
+    END IF;
+    IF tireless.is_terminal(job.state) THEN
+        RAISE EXCEPTION 'job % is % and never changes again; nothing to cancel', job.id, job.state
+            USING ERRCODE = 'TL003', HINT = 'Only a pending or claimed job can be cancelled.';
+    END IF;
+    -- A pending job ends at once; a claimed one keeps its holder, who learns of the request from
+    -- heartbeat (as for a withdrawn issue) and ends it cancelled, or the sweeper does at its lease's end.
+    UPDATE tireless.job j
+       SET state = CASE WHEN j.state = 'pending' THEN 'cancelled' ELSE j.state END::tireless.job_state,
+           cancel_requested_at = CASE WHEN j.state = 'claimed' THEN coalesce(j.cancel_requested_at, now()) END,
+           note = why,
+           updated_at = now()
+     WHERE j.id = job.id
+    RETURNING j.* INTO job;
+    RETURN job;
+END;
+$$;
+
+--
+-- Name: FUNCTION request_cancel(job_id bigint, note text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.request_cancel(job_id bigint, note text) IS '(admin) Cancels a job: a pending job ends cancelled at once, with the note; a claimed job gets a cancel request (the note says who asked), which its holder learns from heartbeat as for a withdrawn issue. TL001 for an unknown job, TL003 for a finished one.';
+
+--
+-- Name: rerun(text, text, text, integer, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.rerun(forge text, owner text, repo text, number integer, kind text DEFAULT NULL::text) RETURNS bigint
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
     live bigint;
     seen tireless.issue;
+    seen_before boolean;
+    last tireless.job;
+    run_before boolean;
+    asked text[];
     job_kind text;
     job tireless.job;
 BEGIN
     IF rerun.number IS NULL OR rerun.number < 1 THEN
         RAISE EXCEPTION 'number must be a positive issue number, got %', coalesce(rerun.number::text, 'null')
             USING ERRCODE = 'TL005';
+    END IF;
+    IF rerun.kind IS NOT NULL THEN
+        PERFORM tireless.parse_kind(rerun.kind);
     END IF;
     PERFORM tireless.check_tracked(rerun.forge, rerun.owner, rerun.repo);
     PERFORM tireless.lock_repo_issues(rerun.forge, rerun.owner, rerun.repo);
@@ -2429,10 +2558,24 @@ BEGIN
     END IF;
     SELECT * INTO seen FROM tireless.issue s
      WHERE (s.forge, s.owner, s.repo, s.number) = (rerun.forge, rerun.owner, rerun.repo, rerun.number);
-    job_kind := coalesce(tireless.job_kind_for(seen.labels), 'implement');
+    seen_before := FOUND;
+    SELECT * INTO last FROM tireless.job j
+     WHERE (j.forge, j.owner, j.repo, j.number) = (rerun.forge, rerun.owner, rerun.repo, rerun.number)
+     ORDER BY j.id DESC LIMIT 1;
+    run_before := FOUND;
+    IF NOT (seen_before OR run_before) THEN
+        RAISE EXCEPTION 'the store has never seen issue %/%/%#%', rerun.forge, rerun.owner, rerun.repo, rerun.number
+            USING ERRCODE = 'TL005',
+                  HINT = 'Check the number; a new issue is read by the next poll (tireless poll --once), and its '
+                         'labels then ask for work.';
+    END IF;
+    -- What the issue last asked: its last job's kind and labels (the agent override among them), which
+    -- the mirror's withdrawal does not change; an issue shown but never run: the labels last seen.
+    asked := coalesce(last.labels, seen.labels, '{}');
+    job_kind := coalesce(rerun.kind, last.kind::text, tireless.job_kind_for(seen.labels), 'implement');
     INSERT INTO tireless.job (forge, owner, repo, number, title, labels, kind, lane, note)
-    VALUES (rerun.forge, rerun.owner, rerun.repo, rerun.number, seen.title, coalesce(seen.labels, '{}'),
-            job_kind::tireless.job_kind, tireless.lane_for(job_kind, coalesce(seen.labels, '{}')),
+    VALUES (rerun.forge, rerun.owner, rerun.repo, rerun.number, coalesce(seen.title, last.title), asked,
+            job_kind::tireless.job_kind, tireless.lane_for(job_kind, asked),
             format('rerun by %s', session_user))
     RETURNING * INTO job;
     -- The issue's current request has had its job: a poll that shows it unchanged makes no other.
@@ -2445,10 +2588,10 @@ END;
 $$;
 
 --
--- Name: FUNCTION rerun(forge text, owner text, repo text, number integer); Type: COMMENT; Schema: tireless; Owner: -
+-- Name: FUNCTION rerun(forge text, owner text, repo text, number integer, kind text); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.rerun(forge text, owner text, repo text, number integer) IS '(admin) A new pending job for an issue of a tracked repository that has no live job, whatever its labels say now: its kind from the labels last seen, else implement. Returns its id. TL008 when the repository is not tracked; 23505 (one_live_job_per_issue) when a live job exists.';
+COMMENT ON FUNCTION tireless.rerun(forge text, owner text, repo text, number integer, kind text) IS '(admin) A new pending job for an issue of a tracked repository that has no live job, whatever its labels say now: the kind and agent of its last job (the mirror may have taken its mode label off since), else of the labels last seen; kind, when given, replaces the kind. Returns its id. TL008 when the repository is not tracked; 23505 (one_live_job_per_issue) when a live job exists; TL005 for an unknown kind or an issue the store has never seen.';
 
 --
 -- Name: reset_lane_breaker(text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -2519,6 +2662,32 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.retry_delay(attempts integer) IS 'Backoff before a job that has had this many attempts may be claimed again: base * 2^(attempts-1), capped.';
+
+--
+-- Name: retry_forge(text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.retry_forge(name text) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    made_due integer;
+BEGIN
+    PERFORM tireless.check_forge(retry_forge.name);
+    UPDATE tireless.forge f SET limited_until = NULL, last_error = NULL WHERE f.name = retry_forge.name;
+    UPDATE tireless.repo_poll rp SET next_poll_at = least(rp.next_poll_at, now()), backoff_until = NULL
+     WHERE rp.forge = retry_forge.name;
+    GET DIAGNOSTICS made_due = ROW_COUNT;
+    RETURN made_due;
+END;
+$$;
+
+--
+-- Name: FUNCTION retry_forge(name text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.retry_forge(name text) IS '(admin) Clears a forge''s stop (a rate limit or refused credentials, as record_forge_trouble set it) and makes each of its repositories due now, backoff ended: the next poll round reads them. Returns how many repositories that is. TL008 for a forge that is not registered.';
 
 --
 -- Name: roll_up_history(); Type: FUNCTION; Schema: tireless; Owner: -
@@ -3442,7 +3611,8 @@ CREATE VIEW tireless.lane_summary AS
     COALESCE(s.breaker, 'closed'::text) AS breaker,
     COALESCE(s.paused, false) AS paused,
     s.capacity,
-    s.tripped_until
+    s.tripped_until,
+    COALESCE(s.consecutive_failures, 0) AS consecutive_failures
    FROM (tireless.lane_status s
      FULL JOIN ( SELECT st.lane,
             (sum(st.jobs) FILTER (WHERE (st.state = 'delivered'::tireless.job_state)))::bigint AS delivered,
@@ -3455,7 +3625,7 @@ CREATE VIEW tireless.lane_summary AS
 -- Name: VIEW lane_summary; Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON VIEW tireless.lane_summary IS 'One row per lane that has live jobs, settings or jobs finished in the last 24 hours: lane_status (live jobs, the oldest pending job''s age in seconds, breaker, paused, capacity) beside queue_stats''s delivered, failed and cancelled counts. What `tireless status` shows.';
+COMMENT ON VIEW tireless.lane_summary IS 'One row per lane that has live jobs, settings or jobs finished in the last 24 hours: lane_status (live jobs, the oldest pending job''s age in seconds, breaker, its failures in a row, paused, capacity) beside queue_stats''s delivered, failed and cancelled counts. What `tireless status` and the dashboard''s overview show.';
 
 --
 -- Name: mirror_repo; Type: TABLE; Schema: tireless; Owner: -
@@ -3933,6 +4103,13 @@ GRANT SELECT ON TABLE tireless.job TO tireless_admin;
 REVOKE ALL ON FUNCTION tireless.attempts_spent(job tireless.job) FROM PUBLIC;
 
 --
+-- Name: FUNCTION check_forge(name text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.check_forge(name text) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.check_forge(name text) TO tireless_admin;
+
+--
 -- Name: FUNCTION check_holder(job tireless.job, worker text, token uuid); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -4196,6 +4373,13 @@ REVOKE ALL ON FUNCTION tireless.mirror_writes(forge text, owner text, repo text,
 GRANT ALL ON FUNCTION tireless.mirror_writes(forge text, owner text, repo text, poller text, max_writes integer, settle interval) TO tireless_poller;
 
 --
+-- Name: FUNCTION next_ready_at(lanes text[]); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.next_ready_at(lanes text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.next_ready_at(lanes text[]) TO tireless_runner;
+
+--
 -- Name: FUNCTION parse_kind(name text); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -4233,6 +4417,13 @@ GRANT ALL ON FUNCTION tireless.poll_soon(forge text, owner text, repo text) TO t
 
 REVOKE ALL ON FUNCTION tireless.prune(older_than interval, max_jobs integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.prune(older_than interval, max_jobs integer) TO tireless_admin;
+
+--
+-- Name: FUNCTION prune_preview(older_than interval); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.prune_preview(older_than interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.prune_preview(older_than interval) TO tireless_admin;
 
 --
 -- Name: FUNCTION record_forge_trouble(name text, error text, until timestamp with time zone); Type: ACL; Schema: tireless; Owner: -
@@ -4321,11 +4512,18 @@ REVOKE ALL ON FUNCTION tireless.renew_claim(job_id bigint, worker text, lease in
 GRANT ALL ON FUNCTION tireless.renew_claim(job_id bigint, worker text, lease interval, token uuid) TO tireless_runner;
 
 --
--- Name: FUNCTION rerun(forge text, owner text, repo text, number integer); Type: ACL; Schema: tireless; Owner: -
+-- Name: FUNCTION request_cancel(job_id bigint, note text); Type: ACL; Schema: tireless; Owner: -
 --
 
-REVOKE ALL ON FUNCTION tireless.rerun(forge text, owner text, repo text, number integer) FROM PUBLIC;
-GRANT ALL ON FUNCTION tireless.rerun(forge text, owner text, repo text, number integer) TO tireless_admin;
+REVOKE ALL ON FUNCTION tireless.request_cancel(job_id bigint, note text) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.request_cancel(job_id bigint, note text) TO tireless_admin;
+
+--
+-- Name: FUNCTION rerun(forge text, owner text, repo text, number integer, kind text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.rerun(forge text, owner text, repo text, number integer, kind text) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.rerun(forge text, owner text, repo text, number integer, kind text) TO tireless_admin;
 
 --
 -- Name: FUNCTION reset_lane_breaker(lane text); Type: ACL; Schema: tireless; Owner: -
@@ -4346,6 +4544,13 @@ GRANT ALL ON FUNCTION tireless.resume_lane(lane text) TO tireless_admin;
 --
 
 REVOKE ALL ON FUNCTION tireless.retry_delay(attempts integer) FROM PUBLIC;
+
+--
+-- Name: FUNCTION retry_forge(name text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.retry_forge(name text) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.retry_forge(name text) TO tireless_admin;
 
 --
 -- Name: FUNCTION roll_up_history(); Type: ACL; Schema: tireless; Owner: -

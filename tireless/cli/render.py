@@ -185,3 +185,11 @@ def render_forges(forges: Sequence[Forge]) -> str:
             ("TOKEN-VARIABLE", lambda r: token_variable(r["name"])),
         ],
     )
+
+
+def span(length: timedelta) -> str:
+    """A duration as the command line writes it: `90d`, `2h`, `15m`, `90s`, `1d12h`."""
+    seconds = int(length.total_seconds())
+    parts = [(seconds // 86400, "d"), (seconds % 86400 // 3600, "h"), (seconds % 3600 // 60, "m")]
+    text = "".join(f"{n}{unit}" for n, unit in [*parts, (seconds % 60, "s")] if n)
+    return text or f"{length.total_seconds():g}s"
