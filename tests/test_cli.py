@@ -138,7 +138,7 @@ def test_sweep_every_keeps_sweeping_and_exits_0_on_sigterm(store: JobStore, db: 
     job = store.claim_next("w1", ["cc"])
     assert job is not None
     sweeper = subprocess.Popen(
-        [sys.executable, "-m", "tireless", "--database", db.url, "sweep", "--every", "0.1"],
+        [sys.executable, "-m", "tireless", "--database", db.url, "sweep", "--every", "0.1s"],
         stdout=subprocess.PIPE,
         text=True,
     )

@@ -1,5 +1,5 @@
 """`make run`'s demo in its small form against the test database, its issues on the stand-in
-forge and read by `tireless poll --every 1`: every job it creates settles, each ends as
+forge and read by `tireless poll --every 1s`: every job it creates settles, each ends as
 examples/agent.sh says it should, the job whose runner the demo kills mid-job comes back through
 the sweeper and is delivered by a second attempt, the issue closed while pending and the one
 closed while its agent ran end cancelled, and the delivered issue is run again only once its mode

@@ -111,6 +111,7 @@ def create_app(conninfo: str) -> Starlette:
             Route("/jobs/{job_id:int}", pages.job),
             Route("/jobs/{job_id:int}/{action:str}", pages.job_action, methods=["POST"]),
             Route("/lanes/{lane:str}/{action:str}", pages.lane_action, methods=["POST"]),
+            Route("/forges/{forge:str}/{action:str}", pages.forge_action, methods=["POST"]),
             Route("/metrics", metrics.scrape),
             Route("/hooks/{flavour:str}", hooks.receive, methods=["POST"]),
             Route("/style.css", style),

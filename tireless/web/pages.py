@@ -277,22 +277,26 @@ async def lane_action(request: Request) -> Response:
     return await run_action(request, query, {"lane": request.path_params["lane"]}, lambda _: back)
 
 
+async def forge_action(request: Request) -> Response:
+    """Retry a stopped forge: its stop cleared, its repositories due at the poller's next round."""
+    if request.path_params["action"] != "retry":
+        raise HTTPException(404, "no such action")
+    form = await action_form(request)
+    back = back_to(form, "/")
+    params = {"name": request.path_params["forge"]}
+    return await run_action(request, calls.RETRY_FORGE, params, lambda _: back)
+
+
 async def job_action(request: Request) -> Response:
     action, job_id = request.path_params["action"], request.path_params["job_id"]
     if action not in ("cancel", "rerun"):
         raise HTTPException(404, "no such action")
     form = await action_form(request)
     back = back_to(form, f"/jobs/{job_id}")
-    if action == "cancel":
+    if action == "cancel":  # a pending job ends now; a claimed one's holder is asked to stop
         me = await who(request)
-        params = {
-            "job_id": job_id,
-            "to_state": "cancelled",
-            "worker": None,
-            "note": f"cancelled from the dashboard by {me['role']}",
-            "token": None,
-        }
-        return await run_action(request, calls.TRANSITION, params, lambda _: back)
+        params = {"job_id": job_id, "note": f"cancelled from the dashboard by {me['role']}"}
+        return await run_action(request, calls.REQUEST_CANCEL, params, lambda _: back)
     found = await dashboard_of(request).rows(reads.JOB, {"job_id": job_id})
     if not found:
         raise HTTPException(404, f"no job with id {job_id}")
