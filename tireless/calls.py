@@ -551,7 +551,7 @@ _JOB_FILTERS = (
     " AND (%(kind)s::text IS NULL OR j.kind::text = %(kind)s)"
     " AND (%(forge)s::text IS NULL OR j.forge = %(forge)s)"
     " AND (%(owner)s::text IS NULL OR (j.owner, j.repo) = (%(owner)s, %(repo)s))"
-    " AND (%(since)s::timestamptz IS NULL OR j.updated_at >= %(since)s)"
+    " AND (%(since)s::interval IS NULL OR j.updated_at >= now() - %(since)s::interval)"
 )
 JOBS = sql.SQL(
     "SELECT {} FROM tireless.job j"
@@ -562,9 +562,9 @@ JOBS = sql.SQL(
 NEWEST_JOBS = sql.SQL(
     "SELECT {} FROM tireless.job j"
     + _JOB_FILTERS
-    + " AND (%(before)s::bigint IS NULL OR j.id < %(before)s) ORDER BY j.id DESC LIMIT %(limit)s"
+    + " AND j.id > %(after)s ORDER BY j.id DESC LIMIT %(limit)s"
 ).format(JOB_COLUMNS)
-"""`tireless jobs --newest`: newest first, before a job id."""
+"""`tireless jobs --newest`: the newest first."""
 PRUNE_PREVIEW = (
     "SELECT jobs, oldest, newest FROM tireless.prune_preview(older_than => %(older_than)s)"
 )
