@@ -247,7 +247,7 @@ def test_an_admin_pauses_resumes_and_resets_a_lane(
     assert lane_row(db, "oc") == (True, 0, False)
 
 
-def test_an_admin_cancels_a_pending_job_and_sees_a_refusal_for_a_claimed_one(
+def test_an_admin_cancels_a_pending_job_and_asks_a_claimed_ones_holder_to_stop(
     admin: TestClient, jobs: Jobs, db: Database
 ) -> None:
     token = csrf_of(admin.get(f"/jobs/{jobs.pending}").text)
@@ -258,10 +258,16 @@ def test_an_admin_cancels_a_pending_job_and_sees_a_refusal_for_a_claimed_one(
     assert db.scalar(state, {"p": jobs.pending}).startswith(
         "cancelled cancelled from the dashboard by"
     )
-    refused = admin.post(f"/jobs/{jobs.claimed}/cancel", data={"csrf": token})
+    asked = admin.post(f"/jobs/{jobs.claimed}/cancel", data={"csrf": token})
+    assert asked.status_code == 200
+    assert db.scalar(state, {"p": jobs.claimed}).startswith("claimed cancelled from the dashboard")
+    assert db.scalar(
+        "SELECT cancel_requested_at IS NOT NULL FROM tireless.job WHERE id = %(p)s",
+        {"p": jobs.claimed},
+    )
+    refused = admin.post(f"/jobs/{jobs.delivered}/cancel", data={"csrf": token})
     assert refused.status_code == 409
-    assert "refused (" in refused.text
-    assert db.scalar(state, {"p": jobs.claimed}) is None, "still claimed, with no note"
+    assert "refused (TL003)" in refused.text
 
 
 def test_a_post_without_the_sessions_csrf_token_changes_nothing(

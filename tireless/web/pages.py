@@ -300,5 +300,5 @@ async def job_action(request: Request) -> Response:
     found = await dashboard_of(request).rows(reads.JOB, {"job_id": job_id})
     if not found:
         raise HTTPException(404, f"no job with id {job_id}")
-    issue = {key: found[0][key] for key in ("forge", "owner", "repo", "number")}
+    issue = {key: found[0][key] for key in ("forge", "owner", "repo", "number")} | {"kind": None}
     return await run_action(request, calls.RERUN, issue, lambda new_job: f"/jobs/{new_job}")
