@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -264,6 +266,27 @@ def test_an_idle_worker_wakes_when_a_backoff_ends(
     read_log_until(worker, "waiting for work in cc")
     assert state_of(db, 1) == "pending", "the worker went idle before the backoff ended"
     wait_until(lambda: state_of(db, 1) == "delivered", "the job to be delivered", timeout=60)
+
+
+# 8. make run shows the forge once the mirror caught up (tests/test_demo.py); its poller, stopped
+# mid-round, leaves no repository leased, so the demo's last rounds can read it at once.
+def test_a_poller_stopped_mid_round_finishes_the_round_and_leaves_no_lease(
+    db: Database, forge: StandinForge
+) -> None:
+    forge.hold()  # every request waits: the poller is mid-read when the signal comes
+    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"} | TOKEN_ENV
+    command = [sys.executable, "-m", "tireless", "--database", db.url, "poll", "--every", "1s"]
+    with subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True) as poller:
+        try:
+            assert forge.wait_for_requests(1, timeout=30), "the poller never asked the forge"
+            poller.send_signal(signal.SIGTERM)
+            forge.open_gate()
+            assert poller.wait(timeout=60) == 0
+        finally:
+            forge.open_gate()
+            poller.kill()
+    assert rows(db, "SELECT polled_by, poll_lease_until FROM tireless.repo_poll") == [(None, None)]
+    assert db.scalar("SELECT count(*) FROM tireless.job") == 1, "the round it was in finished"
 
 
 # 9. the smaller things

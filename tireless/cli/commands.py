@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -282,26 +283,28 @@ def cmd_forge(args: argparse.Namespace) -> int:
 
 
 def cmd_poll(args: argparse.Namespace) -> int:
-    """One round (`--once`) or a round every `--every` seconds: read the due repositories."""
+    """One round (`--once`) or a round every `--every`: read the due repositories. SIGINT or
+    SIGTERM let the round under way finish (no repository stays leased to a poller that is
+    gone), then end the command (exit 0)."""
     if args.every is None:
         with connect(args) as conn:
             return poll_once(args, JobStore(conn))
-    stop_on_signals()
+    stopping = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda signum, frame: stopping.set())
     next_poll_in = timedelta(seconds=args.every)
-    try:
-        with connect(args) as conn:
-            store = JobStore(conn)
-            while True:
-                poll_round(
-                    store,
-                    args.poller,
-                    clients=client_factory(args.timeout),
-                    next_poll_in=next_poll_in,
-                    log=poll_log(args),
-                )
-                threading.Event().wait(args.every)
-    except Stop:
-        return OK
+    with connect(args) as conn:
+        store = JobStore(conn)
+        while not stopping.is_set():
+            poll_round(
+                store,
+                args.poller,
+                clients=client_factory(args.timeout),
+                next_poll_in=next_poll_in,
+                log=poll_log(args),
+            )
+            stopping.wait(args.every)
+    return OK
 
 
 def poll_log(args: argparse.Namespace) -> Callable[[Report], None]:

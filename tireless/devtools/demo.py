@@ -415,8 +415,8 @@ def watch(
     """Show the status until every job is settled and every scene played, the deadline passes
     or a process the demo started ends unbidden; the jobs as they are then."""
     interactive = sys.stdout.isatty()
-    params: dict[str, Any] = {"state": None, "lane": None, "owner": OWNER, "repo": REPO}
-    params |= {"after": 0, "limit": 1000}
+    params: dict[str, Any] = {"state": None, "lane": None, "kind": None, "forge": None}
+    params |= {"owner": OWNER, "repo": REPO, "since": None, "after": 0, "limit": 1000}
     shown_at = 0.0
     told: list[str] = []  # shown under the status on a terminal, which redraws it every second
     while True:
