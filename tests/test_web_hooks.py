@@ -17,9 +17,11 @@ from starlette.testclient import TestClient
 from tests.conftest import Database
 from tests.helpers import OWNER, REPO, tracked
 from tests.test_roles import Login, login  # noqa: F401 (the fixture)
+from tests.test_web import browser
 from tireless import JobStore
 from tireless.web.app import create_app
-from tireless.web.hooks import MAX_BODY, secret_variable
+from tireless.web.guard import HOOK_LIMIT as MAX_BODY
+from tireless.web.hooks import secret_variable
 
 SECRET = "s3cret-for-hooks"
 GITHUB_SECRET = "another-secret"
@@ -32,7 +34,7 @@ def client(db: Database, store: JobStore, monkeypatch: pytest.MonkeyPatch) -> It
     tracked(store)
     store.track_repo("github", OWNER, REPO)
     not_due(db)
-    with TestClient(create_app(db.conninfo)) as test_client:
+    with browser(create_app(db.conninfo)) as test_client:
         yield test_client
 
 
@@ -232,7 +234,7 @@ def test_a_runner_dashboard_may_not_ask_for_a_poll(
     login: Login,  # noqa: F811
 ) -> None:
     before = next_polls(db)
-    with TestClient(create_app(login("tireless_runner"))) as runner:
+    with browser(create_app(login("tireless_runner"))) as runner:
         body = payload()
         assert runner.post("/hooks/gitea", content=body, headers=gitea(body)).status_code == 403
     assert next_polls(db) == before

@@ -322,8 +322,9 @@ def cmd_work(args: argparse.Namespace) -> int:
 
 
 def cmd_web(args: argparse.Namespace) -> int:
-    try:
-        from tireless.web.app import serve  # the web stack is the optional extra tireless[web]
+    try:  # the web stack is the optional extra tireless[web]
+        from tireless.web.app import serve
+        from tireless.web.guard import SettingRefused
     except ImportError as missing:
         raise UsageError(
             f"tireless web needs the extra: pip install 'tireless[web]' ({missing})"
@@ -334,7 +335,12 @@ def cmd_web(args: argparse.Namespace) -> int:
     database = database_url(args)
     with connect(args):
         pass  # reachable? (exit 4 if not), before the server starts listening
+    if args.header_timeout <= 0:
+        raise UsageError(f"--header-timeout takes seconds above 0, got {args.header_timeout}")
     stop_on_signals()
     with suppress(Stop):
-        serve(database, args.bind)
+        try:
+            serve(database, args.bind, tuple(args.allowed_host), args.header_timeout)
+        except SettingRefused as refused:
+            raise UsageError(f"tireless web: {refused}") from None
     return OK
