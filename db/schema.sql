@@ -3608,6 +3608,12 @@ CREATE TABLE tireless.webhook_delivery (
 COMMENT ON TABLE tireless.webhook_delivery IS 'The SHA-256 of each signed webhook body acted on, per forge, for seven days (tireless.poll_soon_once).';
 
 --
+-- Name: CONSTRAINT digest_is_sha256 ON webhook_delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT digest_is_sha256 ON tireless.webhook_delivery IS 'A digest is the 32 bytes of a SHA-256.';
+
+--
 -- Name: finished_count finished_count_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
 --
 
@@ -3820,6 +3826,12 @@ COMMENT ON INDEX tireless.terminal_jobs_by_change IS 'Terminal jobs by their las
 --
 
 CREATE INDEX webhook_delivery_by_age ON tireless.webhook_delivery USING btree (received_at);
+
+--
+-- Name: INDEX webhook_delivery_by_age; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON INDEX tireless.webhook_delivery_by_age IS 'The bodies past the seven days, found to be forgotten.';
 
 --
 -- Name: job_event history_is_append_only; Type: TRIGGER; Schema: tireless; Owner: -

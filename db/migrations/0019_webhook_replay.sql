@@ -11,7 +11,9 @@ CREATE TABLE tireless.webhook_delivery (
 );
 COMMENT ON TABLE tireless.webhook_delivery IS
     'The SHA-256 of each signed webhook body acted on, per forge, for seven days (tireless.poll_soon_once).';
+COMMENT ON CONSTRAINT digest_is_sha256 ON tireless.webhook_delivery IS 'A digest is the 32 bytes of a SHA-256.';
 CREATE INDEX webhook_delivery_by_age ON tireless.webhook_delivery (received_at);
+COMMENT ON INDEX tireless.webhook_delivery_by_age IS 'The bodies past the seven days, found to be forgotten.';
 
 CREATE FUNCTION tireless.poll_soon_once(forge text, owner text, repo text, digest bytea) RETURNS boolean
     LANGUAGE plpgsql VOLATILE SECURITY DEFINER
