@@ -343,6 +343,7 @@ def test_an_error_page_tells_nothing_of_the_error(db: Database) -> None:
     with TestClient(app, base_url=SITE, raise_server_exceptions=False) as client:
         page = client.get("/")
     assert page.status_code == 503
+    assert page.headers["x-frame-options"] == "DENY"  # the guard's headers on an error page too
     assert "hunter2-secret" not in page.text
     assert "no_such_db_xyz" in page.text  # the database label, host/dbname only
     assert "FATAL" not in page.text

@@ -342,5 +342,5 @@ def cmd_web(args: argparse.Namespace) -> int:
         try:
             serve(database, args.bind, tuple(args.allowed_host), args.header_timeout)
         except SettingRefused as refused:
-            raise UsageError(f"tireless web: {refused}") from None
+            raise UsageError(f"web: {refused}") from None
     return OK
