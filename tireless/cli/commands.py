@@ -332,11 +332,11 @@ def cmd_web(args: argparse.Namespace) -> int:
     host, _, port = args.bind.rpartition(":")
     if not host or not port.isdigit():
         raise UsageError(f"--bind takes HOST:PORT, got {args.bind!r}")
+    if not 0 < args.header_timeout <= 3600:
+        raise UsageError(f"--header-timeout takes 0 < SECONDS <= 3600, got {args.header_timeout}")
     database = database_url(args)
     with connect(args):
         pass  # reachable? (exit 4 if not), before the server starts listening
-    if args.header_timeout <= 0:
-        raise UsageError(f"--header-timeout takes seconds above 0, got {args.header_timeout}")
     stop_on_signals()
     with suppress(Stop):
         try:
