@@ -6,6 +6,7 @@ answering, and an address beyond loopback is served only with a login."""
 from __future__ import annotations
 
 import base64
+import http.client
 import os
 import select
 import signal
@@ -114,27 +115,36 @@ def test_an_oversized_post_is_refused_without_being_read(
 
 
 def test_a_client_that_trickles_its_header_is_cut_off(db: Database, tmp_path: Path) -> None:
-    """One header byte every quarter second: the keep-alive timer restarts at each byte, the
-    header deadline (1 s here) does not. A minute of trickling without a close fails."""
+    """One header byte every quarter second, as the first request of a connection and as the
+    second of a kept-alive one: the keep-alive timer restarts at each byte, the header deadline
+    (1 s here) does not. A minute of trickling without a close fails."""
     for dashboard in serving(db, tmp_path, "--header-timeout", "1"):
-        trickle(dashboard)
+        with socket.create_connection(address(dashboard), timeout=60) as sock:
+            trickle(sock)
+        kept = http.client.HTTPConnection(*address(dashboard), timeout=60)
+        kept.request("GET", "/static/reload.js")
+        with kept.getresponse() as first:
+            assert first.status == 200
+            first.read()
+        assert kept.sock is not None
+        trickle(kept.sock)
+        kept.close()
         assert get(dashboard) == 200
 
 
-def trickle(dashboard: RunningDashboard) -> None:
-    with socket.create_connection(address(dashboard), timeout=60) as sock:
-        sock.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
-        for _ in range(240):
-            readable, _, _ = select.select([sock], [], [], 0.25)
-            if readable:
-                assert closed(sock), "the server answered a header it never got whole"
-                break
-            try:
-                sock.sendall(b"a")
-            except (BrokenPipeError, ConnectionResetError):
-                break
-        else:
-            pytest.fail("a trickled header held its connection for a minute")
+def trickle(sock: socket.socket) -> None:
+    sock.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+    for _ in range(240):
+        readable, _, _ = select.select([sock], [], [], 0.25)
+        if readable:
+            assert closed(sock), "the server answered a header it never got whole"
+            break
+        try:
+            sock.sendall(b"a")
+        except (BrokenPipeError, ConnectionResetError):
+            break
+    else:
+        pytest.fail("a trickled header held its connection for a minute")
 
 
 def test_half_sent_requests_do_not_keep_the_dashboard_from_answering(

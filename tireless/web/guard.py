@@ -117,8 +117,8 @@ class Guard:
 
     @property
     def state(self) -> State:
-        state: State = self.app.state
-        return state
+        """The app's state (its Dashboard), as on the Starlette app."""
+        return self.app.state
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -159,7 +159,7 @@ class Guard:
         path, hook = scope["path"], scope["path"].startswith(HOOKS)
         if self.token is not None and not hook and not logged_in(headers, self.token):
             return PlainTextResponse(
-                "log in: the password is TIRELESS_WEB_TOKEN",
+                "log in with the dashboard's token (TIRELESS_WEB_TOKEN) as the password",
                 401,
                 {"WWW-Authenticate": 'Basic realm="tireless", charset="UTF-8"'},
             )
