@@ -5,6 +5,7 @@ asked for when a token is set, and a bad query, path or body is a 400, never a 5
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import hmac
@@ -12,15 +13,24 @@ import re
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
+from starlette.types import Receive
 
 from tests.conftest import Database
 from tests.test_web import SITE, Jobs, browser, csrf_of, lane_row, populate
 from tireless import JobStore
+from tireless.web import guard
 from tireless.web.app import create_app
-from tireless.web.guard import SettingRefused, allowed_hosts, host_name, token_from_environment
+from tireless.web.guard import (
+    Guard,
+    SettingRefused,
+    allowed_hosts,
+    host_name,
+    token_from_environment,
+)
 
 TOKEN = "a-token-long-enough-for-tests"
 
@@ -186,6 +196,47 @@ def test_the_token_comes_from_the_environment_or_a_file(tmp_path: Path) -> None:
     ]:
         with pytest.raises(SettingRefused, match=says):
             token_from_environment(environ)
+
+
+def asgi_post(
+    app: Guard, path: str, headers: list[tuple[bytes, bytes]], receive: Receive
+) -> list[dict[str, Any]]:
+    """POST straight through ASGI (no lifespan, so no pool): what the app sends back."""
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "root_path": "",
+        "query_string": b"",
+        "headers": [(b"host", b"localhost"), (b"origin", SITE.encode()), *headers],
+        "server": ("127.0.0.1", 80),
+        "client": ("127.0.0.1", 12345),
+    }
+    answers: list[dict[str, Any]] = []
+
+    async def answer(message: dict[str, Any]) -> None:
+        answers.append(message)
+
+    asyncio.run(app(scope, receive, answer))  # type: ignore[arg-type]
+    return answers
+
+
+def test_a_body_that_never_ends_is_cut_off(db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A client that sends its body slower than the deadline (here: never) gets 408 and the
+    connection closes, with nothing done."""
+    monkeypatch.setattr(guard, "BODY_TIMEOUT", 0.5)
+
+    async def never() -> dict[str, Any]:
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    answers = asgi_post(create_app(db.conninfo), "/lanes/cc/pause", [], never)
+    assert answers[0]["status"] == 408
+    assert (b"connection", b"close") in answers[0]["headers"]
 
 
 def nested_signed(depth: int, secret: str) -> tuple[bytes, dict[str, str]]:

@@ -1,10 +1,12 @@
 """What every request to `tireless web` passes before the app sees it, and what every answer
 carries: the Host allow-list (DNS rebinding), the login (a token from the environment), the
-Origin check of a POST, the body limit (enforced while the body is read), no NUL in the path or
-query, and the security headers (CSP without inline script, no framing, nosniff, referrer)."""
+Origin check of a POST, the body limit and deadline (enforced while the body is read), no NUL
+in the path or query, and the security headers (CSP without inline script, no framing,
+nosniff, referrer)."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import hmac
@@ -22,6 +24,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 FORM_LIMIT = 4096  # an action form holds a token and a path: anything longer is not ours
 HOOK_LIMIT = 1024 * 1024  # a forge's issue event is a few KiB
+BODY_TIMEOUT = 30.0  # seconds from the request's start to its whole body
 HOOKS = "/hooks/"  # signed by the forge: no login, no Origin, the larger limit
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
 TOKEN_VARIABLE = "TIRELESS_WEB_TOKEN"
@@ -138,10 +141,16 @@ class Guard:
             await refusal(scope, receive, secured)
             return
         limit, read = body_limit(scope["path"]), 0
+        deadline = asyncio.get_running_loop().time() + BODY_TIMEOUT
 
         async def bounded() -> Message:
             nonlocal read, closing
-            message = await receive()
+            try:
+                async with asyncio.timeout_at(deadline):
+                    message = await receive()
+            except TimeoutError:
+                closing = True  # a body trickled in holds a connection: no longer than this
+                raise HTTPException(408, f"the body took over {BODY_TIMEOUT:g} s") from None
             read += len(message.get("body", b""))
             if read > limit:
                 closing = True
