@@ -14,6 +14,7 @@ from typing import Any
 
 import jinja2
 import psycopg
+import uvicorn
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
@@ -95,8 +96,8 @@ def create_app(
         # The message of an unexpected error may carry anything: it goes to the log, not the page.
         log.exception("%s %s failed", request.method, request.url.path, exc_info=error)
         status = 503 if isinstance(error, psycopg.OperationalError) else 500
-        if isinstance(error, psycopg.DataError | InvalidArgument | RecursionError):
-            status = 400  # a value of the request the database (or the JSON parser) refused
+        if isinstance(error, psycopg.DataError | InvalidArgument):
+            status = 400  # a value of the request that the database refused
         return pages.problem(request, status, "Something went wrong; the server log says what.")
 
     async def http_error(request: Request, error: Exception) -> Response:
@@ -146,8 +147,6 @@ def serve(
 ) -> None:
     """Run the app under uvicorn until SIGINT/SIGTERM; prints its address once it listens.
     SettingRefused: a bad token setting, or an address beyond loopback with no token."""
-    import uvicorn
-
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     token = token_from_environment()
     sock = bind(address)
