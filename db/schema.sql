@@ -1912,6 +1912,41 @@ $$;
 COMMENT ON FUNCTION tireless.poll_soon(forge text, owner text, repo text) IS 'Makes a tracked repository due now (a webhook saw a change); a backoff still holds. True when it is due now, false when it is not tracked or is backing off.';
 
 --
+-- Name: poll_soon_once(text, text, text, bytea); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.poll_soon_once(forge text, owner text, repo text, digest bytea) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM tireless.check_tracked(poll_soon_once.forge, poll_soon_once.owner, poll_soon_once.repo);
+    IF octet_length(poll_soon_once.digest) IS DISTINCT FROM 32 THEN
+        RAISE EXCEPTION 'digest must be the 32 bytes of a SHA-256, got %',
+            coalesce(octet_length(poll_soon_once.digest)::text || ' bytes', 'null')
+            USING ERRCODE = 'TL005';
+    END IF;
+    -- The window: a body older than seven days is forgotten, so the table holds a week of deliveries.
+    DELETE FROM tireless.webhook_delivery d WHERE d.received_at < now() - interval '7 days';
+    -- Two copies at once: the second waits for the first's row and then finds it (or, if the
+    -- first rolled back, inserts its own).
+    INSERT INTO tireless.webhook_delivery AS d (forge, digest)
+    VALUES (poll_soon_once.forge, poll_soon_once.digest)
+    ON CONFLICT DO NOTHING;
+    IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+    RETURN tireless.poll_soon(poll_soon_once.forge, poll_soon_once.owner, poll_soon_once.repo);
+END;
+$$;
+
+--
+-- Name: FUNCTION poll_soon_once(forge text, owner text, repo text, digest bytea); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.poll_soon_once(forge text, owner text, repo text, digest bytea) IS 'tireless.poll_soon for a webhook delivery whose body has SHA-256 digest: null, and nothing done, when the same body reached this forge in the last seven days (a replay); TL008 for a repository that is not tracked, TL005 for a digest that is not 32 bytes.';
+
+--
 -- Name: prune(interval, integer); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -3726,6 +3761,29 @@ CREATE TABLE tireless.tracked_repo (
 COMMENT ON TABLE tireless.tracked_repo IS 'Repositories the poller reads. Private: use track_repo, untrack_repo and tracked_repos.';
 
 --
+-- Name: webhook_delivery; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.webhook_delivery (
+    forge text NOT NULL,
+    digest bytea NOT NULL,
+    received_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT digest_is_sha256 CHECK ((octet_length(digest) = 32))
+);
+
+--
+-- Name: TABLE webhook_delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.webhook_delivery IS 'The SHA-256 of each signed webhook body acted on, per forge, for seven days (tireless.poll_soon_once).';
+
+--
+-- Name: CONSTRAINT digest_is_sha256 ON webhook_delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT digest_is_sha256 ON tireless.webhook_delivery IS 'A digest is the 32 bytes of a SHA-256.';
+
+--
 -- Name: finished_count finished_count_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
 --
 
@@ -3843,6 +3901,13 @@ ALTER TABLE ONLY tireless.tracked_repo
     ADD CONSTRAINT tracked_repo_pkey PRIMARY KEY (forge, owner, repo);
 
 --
+-- Name: webhook_delivery webhook_delivery_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.webhook_delivery
+    ADD CONSTRAINT webhook_delivery_pkey PRIMARY KEY (forge, digest);
+
+--
 -- Name: claimed_jobs_by_expiry; Type: INDEX; Schema: tireless; Owner: -
 --
 
@@ -3925,6 +3990,18 @@ CREATE INDEX terminal_jobs_by_change ON tireless.job USING btree (updated_at) WH
 --
 
 COMMENT ON INDEX tireless.terminal_jobs_by_change IS 'Terminal jobs by their last change: what prune deletes, and the recent window queue_stats counts.';
+
+--
+-- Name: webhook_delivery_by_age; Type: INDEX; Schema: tireless; Owner: -
+--
+
+CREATE INDEX webhook_delivery_by_age ON tireless.webhook_delivery USING btree (received_at);
+
+--
+-- Name: INDEX webhook_delivery_by_age; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON INDEX tireless.webhook_delivery_by_age IS 'The bodies past the seven days, found to be forgotten.';
 
 --
 -- Name: job_event history_is_append_only; Type: TRIGGER; Schema: tireless; Owner: -
@@ -4410,6 +4487,13 @@ GRANT ALL ON FUNCTION tireless.pause_lane(lane text) TO tireless_admin;
 
 REVOKE ALL ON FUNCTION tireless.poll_soon(forge text, owner text, repo text) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.poll_soon(forge text, owner text, repo text) TO tireless_poller;
+
+--
+-- Name: FUNCTION poll_soon_once(forge text, owner text, repo text, digest bytea); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.poll_soon_once(forge text, owner text, repo text, digest bytea) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.poll_soon_once(forge text, owner text, repo text, digest bytea) TO tireless_poller;
 
 --
 -- Name: FUNCTION prune(older_than interval, max_jobs integer); Type: ACL; Schema: tireless; Owner: -

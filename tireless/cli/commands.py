@@ -479,8 +479,9 @@ def cmd_work(args: argparse.Namespace) -> int:
 
 
 def cmd_web(args: argparse.Namespace) -> int:
-    try:
-        from tireless.web.app import serve  # the web stack is the optional extra tireless[web]
+    try:  # the web stack is the optional extra tireless[web]
+        from tireless.web.app import serve
+        from tireless.web.guard import SettingRefused
     except ImportError as missing:
         raise UsageError(
             f"tireless web needs the extra: pip install 'tireless[web]' ({missing})"
@@ -488,10 +489,15 @@ def cmd_web(args: argparse.Namespace) -> int:
     host, _, port = args.bind.rpartition(":")
     if not host or not port.isdigit():
         raise UsageError(f"--bind takes HOST:PORT, got {args.bind!r}")
+    if not 0 < args.header_timeout <= 3600:
+        raise UsageError(f"--header-timeout takes 0 < SECONDS <= 3600, got {args.header_timeout}")
     database = database_url(args)
     with connect(args):
         pass  # reachable? (exit 4 if not), before the server starts listening
     stop_on_signals()
     with suppress(Stop):
-        serve(database, args.bind)
+        try:
+            serve(database, args.bind, tuple(args.allowed_host), args.header_timeout)
+        except SettingRefused as refused:
+            raise UsageError(f"web: {refused}") from None
     return OK

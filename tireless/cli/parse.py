@@ -350,7 +350,23 @@ def parser() -> argparse.ArgumentParser:
         "--bind",
         default="127.0.0.1:8080",
         metavar="HOST:PORT",
-        help="where to listen (default 127.0.0.1:8080: this machine only; port 0: any free port)",
+        help="where to listen (default 127.0.0.1:8080: this machine only; port 0: any free port;"
+        " beyond loopback only with TIRELESS_WEB_TOKEN set)",
+    )
+    sub.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="answer requests for this Host name too (besides the bound address, localhost,"
+        " 127.0.0.1 and [::1]); repeat for more",
+    )
+    sub.add_argument(
+        "--header-timeout",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="close a connection whose request header is not whole within SECONDS (default 10)",
     )
     return top
 

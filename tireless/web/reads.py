@@ -71,3 +71,7 @@ IS_TRACKED = (
     "SELECT EXISTS (SELECT FROM tireless.repo_status r"
     " WHERE (r.forge, r.owner, r.repo) = (%(forge)s, %(owner)s, %(repo)s)) AS tracked"
 )
+POLL_SOON_ONCE = (
+    "SELECT tireless.poll_soon_once(forge => %(forge)s, owner => %(owner)s, repo => %(repo)s,"
+    " digest => %(digest)s) AS due"
+)
