@@ -38,6 +38,7 @@ from tests.helpers import (
 )
 from tests.test_poll_cli import PLAN, TOKEN, TOKEN_ENV
 from tests.test_roles import Login, login  # noqa: F401 (the fixture)
+from tests.test_web import browser
 from tests.test_work import (
     agent,
     read_log_until,
@@ -155,7 +156,7 @@ def test_a_refused_token_names_its_variable_poll_says_it_skips_and_forge_retry_c
 @pytest.fixture
 def admin(db: Database) -> Iterator[TestClient]:
     """The dashboard over the superuser's connection: an admin's."""
-    with TestClient(create_app(db.conninfo)) as client:
+    with browser(create_app(db.conninfo)) as client:
         yield client
 
 

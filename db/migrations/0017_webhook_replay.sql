@@ -1,5 +1,5 @@
 -- Webhook replays: the digest of each signed delivery the dashboard acted on is kept for seven days, and the same body again within them does nothing, whatever delivery id comes with it.
--- depends: 0015_lean_rules
+-- depends: 0016_operator
 
 -- A forge signs the body, not the delivery id header, so the body is what identifies a delivery:
 -- anyone who saw one signed delivery could otherwise send it again under a new id.
