@@ -4346,6 +4346,12 @@ ALTER TABLE ONLY tireless.job_attempt
     ADD CONSTRAINT job_attempt_job_id_fkey FOREIGN KEY (job_id) REFERENCES tireless.job(id) ON DELETE CASCADE;
 
 --
+-- Name: CONSTRAINT job_attempt_job_id_fkey ON job_attempt; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT job_attempt_job_id_fkey ON tireless.job_attempt IS 'An attempt row belongs to a job and goes with it (prune).';
+
+--
 -- Name: job_event job_event_job_id_fkey; Type: FK CONSTRAINT; Schema: tireless; Owner: -
 --
 

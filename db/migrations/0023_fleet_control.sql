@@ -42,6 +42,8 @@ COMMENT ON COLUMN tireless.job_attempt.progress_at IS 'The attempt''s last progr
 COMMENT ON COLUMN tireless.job_attempt.step IS 'The step COMMAND last reported (a ::progress:: line), at most 500 characters.';
 COMMENT ON COLUMN tireless.job_attempt.stop IS 'timeout or stalled once the watchdog stopped the attempt; heartbeat answers it from then on.';
 COMMENT ON COLUMN tireless.job_attempt.report IS 'The outcome summary the agent wrote (markdown, at most 60000 characters); the mirror posts it.';
+COMMENT ON CONSTRAINT job_attempt_job_id_fkey ON tireless.job_attempt IS
+    'An attempt row belongs to a job and goes with it (prune).';
 COMMENT ON CONSTRAINT stop_is_timeout_or_stalled ON tireless.job_attempt IS 'The watchdog stops an attempt for one of two reasons.';
 COMMENT ON CONSTRAINT stop_has_its_note ON tireless.job_attempt IS 'A stop carries the note the attempt ends with.';
 COMMENT ON CONSTRAINT step_is_short ON tireless.job_attempt IS 'A step is a line of at most 500 characters.';

@@ -318,6 +318,7 @@ def cmd_work(args: argparse.Namespace) -> int:
         poll=args.poll,
         grace=args.grace,
         drain_on=args.drain_on,
+        progress_every=args.progress_every,
     )
 
 

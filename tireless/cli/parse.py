@@ -267,6 +267,13 @@ def parser() -> argparse.ArgumentParser:
         metavar="SIGNAL",
         help="on this signal (e.g. SIGUSR1) finish the running job, claim no more, exit 0",
     )
+    sub.add_argument(
+        "--progress-every",
+        type=seconds,
+        default=30.0,
+        metavar="SECONDS",
+        help="report COMMAND's output as progress at most this often (default 30)",
+    )
     sub.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARGS...]")
 
     sub = command("web", cmd_web, "the dashboard, /metrics and the forge webhooks (tireless[web])")
