@@ -143,7 +143,7 @@ BEGIN
      WHERE e.job_id = current_attempt.job_id ORDER BY e.id DESC LIMIT 1;
     INSERT INTO tireless.job_attempt AS a (job_id, attempt, started_at, progress_at)
     VALUES (current_attempt.job_id, current_attempt.attempt, coalesce(claimed, now()), coalesce(claimed, now()))
-    ON CONFLICT (job_id) DO UPDATE
+    ON CONFLICT ON CONSTRAINT job_attempt_pkey DO UPDATE
        SET attempt = excluded.attempt, started_at = excluded.started_at, progress_at = excluded.progress_at,
            step = NULL, stop = NULL, stop_note = NULL, report = NULL, report_cut = false
     RETURNING a.* INTO result;
