@@ -46,39 +46,40 @@ def note_of(db: Database, job_id: int) -> str:
     return note
 
 
-def test_an_agent_past_max_run_is_stopped_and_failed_with_the_note(
-    store: JobStore, db: Database, tmp_path: Path, worker_process: list[subprocess.Popen[str]]
+@pytest.mark.parametrize(
+    ("limit", "clock", "set_back_by", "answer", "note"),
+    [
+        ("max_run", "started_at", "2 hours 1 minute", "timeout", "timed out after 2h"),
+        ("stall_after", "progress_at", "31 minutes", "stalled", "no progress for 30m"),
+    ],
+    ids=["sleeps-past-max_run", "silent-for-stall_after"],
+)
+def test_an_agent_past_its_lanes_limit_is_stopped_and_failed_with_the_note(
+    store: JobStore,
+    db: Database,
+    tmp_path: Path,
+    worker_process: list[subprocess.Popen[str]],
+    limit: str,
+    clock: str,
+    set_back_by: str,
+    answer: str,
+    note: str,
 ) -> None:
-    store.set_lane_max_run("cc", timedelta(hours=2))
+    """The agent sleeps and prints nothing; its clock is moved past the lane's limit."""
+    if limit == "max_run":
+        store.set_lane_max_run("cc", timedelta(hours=2))
+    else:
+        store.set_lane_stall_after("cc", timedelta(minutes=30))
     enqueue_jobs(store, 1)
     worker, pid_file = start_sleeping_agent(db, worker_process, tmp_path, *FAST)
     job_id = db.scalar("SELECT id FROM tireless.job")
     wait_until_sql(db.url, FIRST_HEARTBEAT)
-    set_back(db, job_id, "started_at", "2 hours 1 minute")
+    assert state_of(db, job_id) == "claimed", "not stopped before its clock moved"
+    set_back(db, job_id, clock, set_back_by)
     err = exits_0_with_its_command(worker, pid_file)
-    assert "the watchdog stopped its attempt (timeout)" in err
-    assert (state_of(db, job_id), note_of(db, job_id)) == ("pending", "timed out after 2h")
-    assert history(db, job_id)[-1][:5] == (
-        "claimed",
-        "pending",
-        "runner-1",
-        1,
-        "timed out after 2h",
-    )
-
-
-def test_an_agent_that_prints_nothing_for_stall_after_is_stopped(
-    store: JobStore, db: Database, tmp_path: Path, worker_process: list[subprocess.Popen[str]]
-) -> None:
-    store.set_lane_stall_after("cc", timedelta(minutes=30))
-    enqueue_jobs(store, 1)
-    worker, pid_file = start_sleeping_agent(db, worker_process, tmp_path, *FAST)
-    job_id = db.scalar("SELECT id FROM tireless.job")
-    wait_until_sql(db.url, FIRST_HEARTBEAT)
-    set_back(db, job_id, "progress_at", "31 minutes")
-    err = exits_0_with_its_command(worker, pid_file)
-    assert "the watchdog stopped its attempt (stalled)" in err
-    assert (state_of(db, job_id), note_of(db, job_id)) == ("pending", "no progress for 30m")
+    assert f"the watchdog stopped its attempt ({answer})" in err
+    assert (state_of(db, job_id), note_of(db, job_id)) == ("pending", note)
+    assert history(db, job_id)[-1][:5] == ("claimed", "pending", "runner-1", 1, note)
 
 
 def test_an_agent_that_reports_progress_keeps_running(
