@@ -3859,6 +3859,27 @@ CREATE VIEW tireless.job_list AS
 COMMENT ON VIEW tireless.job_list IS 'Every job as an operator sees it, without its claim token (a fencing secret of the holder); past_lease: claimed and its lease has run out. Readable by every role.';
 
 --
+-- Name: job_progress; Type: VIEW; Schema: tireless; Owner: -
+--
+
+CREATE VIEW tireless.job_progress AS
+ SELECT a.job_id,
+    a.attempt,
+    a.started_at,
+    a.progress_at,
+    a.step,
+    a.stop,
+    a.stop_note,
+    (a.report IS NOT NULL) AS reported
+   FROM tireless.job_attempt a;
+
+--
+-- Name: VIEW job_progress; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON VIEW tireless.job_progress IS 'Each job''s newest attempt as the watchdog sees it: when it was claimed, its last progress and step, the watchdog''s stop and note, and whether the agent attached a report. No row before the attempt''s first heartbeat under a limit, progress report or report.';
+
+--
 -- Name: lane_status; Type: VIEW; Schema: tireless; Owner: -
 --
 
@@ -5104,6 +5125,14 @@ GRANT SELECT ON TABLE tireless.issue TO tireless_admin;
 GRANT SELECT ON TABLE tireless.job_list TO tireless_runner;
 GRANT SELECT ON TABLE tireless.job_list TO tireless_poller;
 GRANT SELECT ON TABLE tireless.job_list TO tireless_admin;
+
+--
+-- Name: TABLE job_progress; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.job_progress TO tireless_runner;
+GRANT SELECT ON TABLE tireless.job_progress TO tireless_poller;
+GRANT SELECT ON TABLE tireless.job_progress TO tireless_admin;
 
 --
 -- Name: TABLE lane_status; Type: ACL; Schema: tireless; Owner: -

@@ -584,12 +584,12 @@ JOB_EVENTS = (
     "SELECT e.id, e.at, e.from_state::text AS from_state, e.to_state::text AS to_state,"
     " e.worker, e.attempt, e.note FROM tireless.job_event e WHERE e.job_id = %(job_id)s ORDER BY e.id"
 )
-JOB_ATTEMPT = (
-    "SELECT a.attempt, a.started_at, a.progress_at, a.step, a.stop_note, a.report IS NOT NULL AS reported"
-    " FROM tireless.job_attempt a WHERE a.job_id = %(job_id)s"
+JOB_PROGRESS = (
+    "SELECT p.attempt, p.started_at, p.progress_at, p.step, p.stop_note, p.reported"
+    " FROM tireless.job_progress p WHERE p.job_id = %(job_id)s"
 )
-"""The job's newest attempt as the watchdog sees it (`tireless show`): no row before its first
-heartbeat under a limit, progress report or report."""
+"""The job's newest attempt as the watchdog sees it (`tireless show`, the dashboard's job page):
+no row before its first heartbeat under a limit, progress report or report."""
 ENQUEUE_AND_LIST = sql.SQL("SELECT {} FROM tireless.enqueue_and_list(issues => %(issues)s)").format(
     JOB_COLUMNS
 )

@@ -319,6 +319,16 @@ COMMENT ON FUNCTION tireless.end_stopped_attempt(bigint, text, uuid) IS
     'watchdog''s note (timed out after 2h; no progress for 30m (last: ran the tests)): as transition to pending '
     'does (backoff, the attempt budget, the breaker). TL002 when the watchdog did not stop it; TL001, TL004 as transition.';
 
+-- What psql users, `tireless show` and the dashboard read of an attempt.
+CREATE VIEW tireless.job_progress AS
+SELECT a.job_id, a.attempt, a.started_at, a.progress_at, a.step, a.stop, a.stop_note,
+       a.report IS NOT NULL AS reported
+  FROM tireless.job_attempt a;
+COMMENT ON VIEW tireless.job_progress IS
+    'Each job''s newest attempt as the watchdog sees it: when it was claimed, its last progress and step, the '
+    'watchdog''s stop and note, and whether the agent attached a report. No row before the attempt''s first '
+    'heartbeat under a limit, progress report or report.';
+
 -- 4. The agent's brief: where its issue is, where to clone from, and what the issue says.
 CREATE FUNCTION tireless.forge_api_url(kind tireless.forge_kind, base_url text) RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -568,3 +578,4 @@ GRANT EXECUTE ON FUNCTION
     tireless.set_lane_stall_after(text, interval)
     TO tireless_admin;
 GRANT SELECT ON tireless.job_attempt TO tireless_admin;
+GRANT SELECT ON tireless.job_progress TO tireless_runner, tireless_poller, tireless_admin;

@@ -214,7 +214,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         if not found:
             raise UnknownJob(f"no job with id {args.job}")
         history = fetch(conn, calls.JOB_EVENTS, {"job_id": args.job}, dict_row)
-        attempt = next(iter(fetch(conn, calls.JOB_ATTEMPT, {"job_id": args.job}, dict_row)), None)
+        attempt = next(iter(fetch(conn, calls.JOB_PROGRESS, {"job_id": args.job}, dict_row)), None)
     job: Job = found[0]
     shown = {"job": job, "attempt": attempt, "history": history}
     emit(args, shown, render_job(job, history, attempt))
