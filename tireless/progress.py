@@ -32,7 +32,8 @@ def last_step(lines: list[bytes]) -> str | None:
 
 class ProgressReporter:
     """Fed COMMAND's output chunk by chunk (`saw`); calls `report(step)` (step None: output
-    without a new step) at most once per `every` seconds until `close`."""
+    without a new step) at most once per `every` seconds until `close`. The writes run on a timer
+    thread, never on the caller's: the reader of COMMAND's output never waits for the database."""
 
     def __init__(self, report: Callable[[str | None], object], every: float) -> None:
         self._report = report
@@ -51,36 +52,37 @@ class ProgressReporter:
         self._partial = lines.pop()[-LONGEST_LINE:]
         step = last_step(lines)
         with self._lock:
-            if self._closed:
-                return
             self._pending = True
             self._step = step or self._step
-            wait = self._last_write + self._every - time.monotonic()
-            if wait <= 0:
-                self._write()
-            elif self._timer is None:
-                self._timer = threading.Timer(wait, self._when_due)
-                self._timer.daemon = True
-                self._timer.start()
+            self._schedule()
 
     def close(self) -> None:
-        """COMMAND ended: no more writes."""
+        """COMMAND ended: no more writes; a write under way is waited for, so none follows the
+        job's finish."""
         with self._lock:
             self._closed = True
-            if self._timer is not None:
-                self._timer.cancel()
+            timer = self._timer
+        if timer is not None:
+            timer.cancel()
+            timer.join()
 
-    def _when_due(self) -> None:
-        with self._lock:
-            self._timer = None
-            if self._pending and not self._closed:
-                self._write()
+    def _schedule(self) -> None:
+        """With the lock held: a write when the throttle allows, unless one is already due."""
+        if self._timer is None and self._pending and not self._closed:
+            wait = max(0.0, self._last_write + self._every - time.monotonic())
+            self._timer = threading.Timer(wait, self._write)
+            self._timer.daemon = True
+            self._timer.start()
 
     def _write(self) -> None:
-        """With the lock held: report what was seen since the last write."""
-        step, self._step, self._pending = self._step, None, False
-        self._last_write = time.monotonic()
+        """On the timer's thread: report what was seen since the last write."""
+        with self._lock:
+            step, self._step, self._pending = self._step, None, False
+            self._last_write = time.monotonic()
         try:
             self._report(step)
         except Exception:  # the claim may be gone; the heartbeat is what notices that
             log.warning("reporting progress failed", exc_info=True)
+        with self._lock:
+            self._timer = None
+            self._schedule()
