@@ -8,12 +8,12 @@ A lost lease (a heartbeat answered lost, or a finish refused as not the holder) 
 leaves the job to the store and goes on to the next job. A heartbeat that answers cancel (the
 issue withdrew its request) stops COMMAND and ends the job cancelled, note `issue withdrew its
 request`: a cancel is not a failure. One that answers timeout or stalled (the lane's max_run or
-stall_after, the watchdog) stops COMMAND and ends the attempt as a failure with the watchdog's note.
-COMMAND also gets its brief (tireless.brief: the issue's URL and body, the API root, the clone
-URL) and may leave a report in TIRELESS_REPORT_FILE; its output counts as progress, and a line
-`::progress:: TEXT` names its current step (tireless.progress). SIGINT or SIGTERM stop COMMAND, give the
-job back (tireless.give_back: not a failure) and end the worker (exit 0); a signal that arrives
-while a claim is under way gives the claimed job back at once. The drain signal (--drain-on)
+stall_after, the watchdog) stops COMMAND and ends the attempt as a failure with the watchdog's
+note. COMMAND also gets its brief (tireless.brief: the issue's URL and body, the API root, the
+clone URL) and may leave a report in TIRELESS_REPORT_FILE; its output counts as progress, and a
+line `::progress:: TEXT` names its current step (tireless.progress). SIGINT or SIGTERM stop
+COMMAND, give the job back (tireless.give_back: not a failure) and end the worker (exit 0); a
+signal that arrives while a claim is under way gives the claimed job back at once. The drain signal (--drain-on)
 lets the running job finish, claims no more, and ends the worker (exit 0). A connection lost
 while running (the database restarting) is retried. Built on JobStore.lease; between jobs it
 waits on JobStore.listen (LISTEN tireless_work).
