@@ -60,6 +60,8 @@ class StoredIssue:
     state: str = "open"
     pull_request: bool = False
     body: str = ""
+    """The issue's text: `body` in Gitea's swagger (templates/swagger/v1_json.tmpl, `Issue`) and in
+    GitHub's issue schema (REST docs, "Get an issue"), served as stored ("" when empty)."""
     created_at: datetime = field(default_factory=lambda: _now())
     updated_at: datetime = field(default_factory=lambda: _now())
     closed_at: datetime | None = None
