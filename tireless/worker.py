@@ -7,9 +7,13 @@ dropped from its environment). Exit 0 delivers the job; any other exit releases 
 A lost lease (a heartbeat answered lost, or a finish refused as not the holder) stops COMMAND,
 leaves the job to the store and goes on to the next job. A heartbeat that answers cancel (the
 issue withdrew its request) stops COMMAND and ends the job cancelled, note `issue withdrew its
-request`: a cancel is not a failure. SIGINT or SIGTERM stop COMMAND, give the
-job back (tireless.give_back: not a failure) and end the worker (exit 0); a signal that arrives
-while a claim is under way gives the claimed job back at once. The drain signal (--drain-on)
+request`: a cancel is not a failure. One that answers timeout or stalled (the lane's max_run or
+stall_after, the watchdog) stops COMMAND and ends the attempt as a failure with the watchdog's
+note. COMMAND also gets its brief (tireless.brief: the issue's URL and body, the API root, the
+clone URL) and may leave a report in TIRELESS_REPORT_FILE; its output counts as progress, and a
+line `::progress:: TEXT` names its current step (tireless.progress). SIGINT or SIGTERM stop
+COMMAND, give the job back (tireless.give_back: not a failure) and end the worker (exit 0); a
+signal that arrives while a claim is under way gives the claimed job back at once. The drain signal (--drain-on)
 lets the running job finish, claims no more, and ends the worker (exit 0). A connection lost
 while running (the database restarting) is retried. Built on JobStore.lease; between jobs it
 waits on JobStore.listen (LISTEN tireless_work), and at most until the earliest backed-off job of
@@ -40,9 +44,12 @@ from typing import IO
 import psycopg
 from psycopg_pool import ConnectionPool
 
+from tireless.brief import AgentFiles
 from tireless.calls import POOL_OPEN_TIMEOUT, POOL_OPTIONS
-from tireless.lease import CANCEL_NOTE, NOTE_LIMIT, LeaseLost, Release, ShuttingDown
+from tireless.errors import NotHolder
+from tireless.lease import NOTE_LIMIT, LeaseLost, Release, ShuttingDown
 from tireless.models import Job, JobState
+from tireless.progress import ProgressReporter
 from tireless.store import JobStore
 
 log = logging.getLogger("tireless.work")
@@ -97,9 +104,9 @@ def job_environment(job: Job) -> dict[str, str]:
     }
 
 
-def job_json(job: Job) -> bytes:
-    """The job as COMMAND reads it on stdin: the row without its claim token."""
-    row = dataclasses.asdict(job)
+def job_json(job: Job, **brief: object) -> bytes:
+    """The job as COMMAND reads it on stdin: the row without its claim token, and its brief."""
+    row = dataclasses.asdict(job) | brief
     del row["claim_token"]
     return json.dumps(row, default=str).encode() + b"\n"
 
@@ -116,6 +123,7 @@ class Worker:
         poll: float,
         grace: float,
         drain_on: signal.Signals | None = None,
+        progress_every: float = 30.0,
     ) -> None:
         self.store = store
         self.name = name
@@ -125,6 +133,7 @@ class Worker:
         self.poll = poll
         self.grace = grace
         self.drain_on = drain_on
+        self.progress_every = progress_every
         self.stop_signal: str | None = None
         self.drain_signal: str | None = None
         self.cannot_start: str | None = None
@@ -247,7 +256,13 @@ class Worker:
     # COMMAND
     def _run_command(self, job: Job) -> tuple[int, str]:
         """Run COMMAND on the job; its exit code and the tail of its output."""
-        env = command_environment(job)
+        with AgentFiles(job.id, self.store.job_brief(job.id)) as files:
+            code, output = self._run_in(job, files)
+            self._attach_report(job, files)
+            return code, output
+
+    def _run_in(self, job: Job, files: AgentFiles) -> tuple[int, str]:
+        env = command_environment(job) | files.environment()
         with self._lock:
             process = subprocess.Popen(
                 self.command,
@@ -263,15 +278,20 @@ class Worker:
         assert process.stdin is not None
         assert process.stdout is not None
         tail = bytearray()
-        reader = threading.Thread(target=self._copy_output, args=(process.stdout, tail))
+        progress = ProgressReporter(
+            lambda step: self.store.report_progress(job.id, self.name, step, job.claim_token),
+            self.progress_every,
+        )
+        reader = threading.Thread(target=self._copy_output, args=(process.stdout, tail, progress))
         reader.start()
         try:
-            process.stdin.write(job_json(job))
+            process.stdin.write(job_json(job, **files.json_fields()))
             process.stdin.close()
         except BrokenPipeError:
             pass  # COMMAND does not read its stdin
         code = process.wait()
         reader.join()
+        progress.close()
         with self._lock:
             self._process = None
             if self._killer is not None:
@@ -280,13 +300,25 @@ class Worker:
         return code, tail.decode(errors="replace")[-NOTE_LIMIT:]
 
     @staticmethod
-    def _copy_output(stream: IO[bytes], tail: bytearray) -> None:
-        """Pass COMMAND's output through to ours, keeping its tail."""
+    def _copy_output(stream: IO[bytes], tail: bytearray, progress: ProgressReporter) -> None:
+        """Pass COMMAND's output through to ours, keeping its tail and reporting progress."""
         while chunk := stream.read1(65536):  # type: ignore[attr-defined]
             sys.stdout.buffer.write(chunk)
             sys.stdout.buffer.flush()
             tail.extend(chunk)
             del tail[:-OUTPUT_KEPT]
+            progress.saw(chunk)
+
+    def _attach_report(self, job: Job, files: AgentFiles) -> None:
+        """The report COMMAND left, attached to the attempt before it is finished."""
+        report = files.report()
+        if report is None:
+            return
+        try:
+            if self.store.attach_report(job.id, self.name, report, job.claim_token):
+                log.info("%s: job %s: the report was cut to the store's limit", self.name, job.id)
+        except NotHolder:
+            log.info("%s: job %s: lease lost; its report is not kept", self.name, job.id)
 
     def _stop_command(self, why: str) -> None:
         """SIGTERM COMMAND's process group now, SIGKILL after the grace period."""
@@ -314,8 +346,9 @@ class Worker:
         self._stop_command(f"lease on job {job.id} lost")
 
     def _cancelled(self, job: Job) -> None:
-        """From the renewal thread: the issue withdrew its request; the lease ends the job cancelled."""
-        self._stop_command(f"job {job.id}: {CANCEL_NOTE}")
+        """From the renewal thread: the issue withdrew its request (the lease ends the job
+        cancelled) or the watchdog stopped the attempt (the lease ends it as a failure)."""
+        self._stop_command(f"job {job.id}: its heartbeat said stop")
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         name = signal.Signals(signum).name
@@ -339,6 +372,7 @@ def work(
     poll: float,
     grace: float,
     drain_on: signal.Signals | None = None,
+    progress_every: float = 30.0,
 ) -> int:
     """`tireless work`: the exit code. Raises psycopg.OperationalError if the database cannot be
     reached at the start (later, a lost connection is retried)."""
@@ -352,7 +386,7 @@ def work(
     try:
         worker = Worker(
             JobStore(pool), name, lanes, command,
-            lease=lease, poll=poll, grace=grace, drain_on=drain_on,
+            lease=lease, poll=poll, grace=grace, drain_on=drain_on, progress_every=progress_every,
         )  # fmt: skip
         return worker.run(once=once)
     finally:

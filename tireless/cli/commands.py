@@ -249,8 +249,10 @@ def cmd_show(args: argparse.Namespace) -> int:
         if not found:
             raise UnknownJob(f"no job with id {args.job}")
         history = fetch(conn, calls.JOB_EVENTS, {"job_id": args.job}, dict_row)
+        attempt = next(iter(fetch(conn, calls.JOB_PROGRESS, {"job_id": args.job}, dict_row)), None)
     job: Job = found[0]
-    emit(args, {"job": job, "history": history}, render_job(job, history))
+    shown = {"job": job, "attempt": attempt, "history": history}
+    emit(args, shown, render_job(job, history, attempt))
     return OK
 
 
@@ -475,6 +477,7 @@ def cmd_work(args: argparse.Namespace) -> int:
         poll=args.poll,
         grace=args.grace,
         drain_on=args.drain_on,
+        progress_every=args.progress_every,
     )
 
 

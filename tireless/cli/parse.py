@@ -339,6 +339,13 @@ def parser() -> argparse.ArgumentParser:
         help="on this signal (e.g. SIGUSR1) finish the running job, claim no more, exit 0",
     )
     sub.add_argument(
+        "--progress-every",
+        type=seconds,
+        default=30.0,
+        metavar="DURATION",
+        help="report COMMAND's output as progress at most this often (default 30s)",
+    )
+    sub.add_argument(
         "command",
         nargs=argparse.REMAINDER,
         metavar="-- COMMAND [ARGS...]",

@@ -176,11 +176,24 @@ def as_plain(report: Report) -> dict[str, Any]:
     return {"repository": report.name, **plain}
 
 
-def render_job(job: Job, history: Sequence[dict[str, Any]]) -> str:
-    """A job's fields, then its history (tireless.job_event), oldest first."""
+def render_job(
+    job: Job, history: Sequence[dict[str, Any]], attempt: dict[str, Any] | None = None
+) -> str:
+    """A job's fields, its newest attempt's progress (tireless.job_attempt) when it has a record,
+    then its history (tireless.job_event), oldest first."""
     fields = "\n".join(
         f"{name:>17}: {field_text(value)}" for name, value in dataclasses.asdict(job).items()
     )
+    if attempt is not None:
+        fields += "\n" + "\n".join(
+            f"{name:>17}: {field_text(value)}"
+            for name, value in (
+                ("step", attempt["step"] or "-"),
+                ("last progress", clock(attempt["progress_at"])),
+                ("stopped", attempt["stop_note"] or "-"),
+                ("report", "attached" if attempt["reported"] else "-"),
+            )
+        )
     events = table(
         history,
         [

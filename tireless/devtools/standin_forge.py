@@ -64,6 +64,9 @@ class StoredIssue:
     labels: list[str]
     state: str = "open"
     pull_request: bool = False
+    body: str = ""
+    """The issue's text: `body` in Gitea's swagger (templates/swagger/v1_json.tmpl, `Issue`) and in
+    GitHub's issue schema (REST docs, "Get an issue"), served as stored ("" when empty)."""
     created_at: datetime = field(default_factory=lambda: _now())
     updated_at: datetime = field(default_factory=lambda: _now())
     closed_at: datetime | None = None
@@ -178,12 +181,15 @@ class StandinForge:
         labels: list[str] | tuple[str, ...] = (),
         *,
         pull_request: bool = False,
+        body: str = "",
     ) -> int:
         """A new issue (or pull request: both forges number them in one sequence); its number."""
         with self._lock:
             issues = self._repos.setdefault((owner, repo), {})
             number = max(issues, default=0) + 1
-            issues[number] = StoredIssue(number, title, list(labels), pull_request=pull_request)
+            issues[number] = StoredIssue(
+                number, title, list(labels), pull_request=pull_request, body=body
+            )
             for name in labels:  # a human labelling an issue made the label first
                 self._repo_label(owner, repo, name)
             return number
@@ -676,7 +682,7 @@ class StandinForge:
             "number": issue.number,
             "user": user,
             "title": issue.title,
-            "body": "",
+            "body": issue.body,
             "state": issue.state,
             "comments": 0,
             "created_at": _time(issue.created_at),

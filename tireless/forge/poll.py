@@ -154,8 +154,9 @@ def _newest(cursor: datetime | None, issues: Iterable[ForgeIssue]) -> datetime |
 
 
 def issue_rows(target: RepoToPoll, issues: Sequence[ForgeIssue]) -> list[dict[str, Any]]:
-    """The issues in the format `record_poll` (like `enqueue`) takes."""
-    return [issue_row(target, issue) for issue in issues]
+    """The issues in the format `record_poll` (like `enqueue`) takes, with their bodies (the
+    mirror's read-back leaves the body out, and the store keeps the one it has)."""
+    return [issue_row(target, issue) | {"body": issue.body} for issue in issues]
 
 
 ClientFactory = Callable[[RepoToPoll], ForgeClient]
