@@ -132,11 +132,11 @@ def test_a_first_install_refuses_members_it_did_not_grant_unless_told_to_adopt_t
 def test_an_upgrade_refuses_a_group_role_that_can_log_in(
     server: EmbeddedPostgres, empty_database: str
 ) -> None:
-    """0016_holder_login checks the roles of a store that is already installed."""
+    """0019_holder_login checks the roles of a store that is already installed."""
     migrate(empty_database)
     with psycopg.connect(empty_database, autocommit=True) as conn:
         # As if 0016 had not been applied: it refuses before its first change.
-        conn.execute("DELETE FROM _yoyo_migration WHERE migration_id = '0016_holder_login'")
+        conn.execute("DELETE FROM _yoyo_migration WHERE migration_id = '0019_holder_login'")
     with psycopg.connect(server.conninfo(), autocommit=True) as admin:
         admin.execute("ALTER ROLE tireless_runner LOGIN")
         try:

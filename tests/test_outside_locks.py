@@ -16,7 +16,7 @@ from tests.test_roles import Login, login  # noqa: F401  (the fixture)
 from tireless import JobStore
 from tireless.errors import MalformedIssue
 
-# The advisory keys the functions took before 0016_holder_login: a repository's issues (enqueue,
+# The advisory keys the functions took before 0019_holder_login: a repository's issues (enqueue,
 # record_poll, rerun, the mirror), a lane's sweep, and the history rollup.
 OLD_REPO_KEY = (
     "pg_advisory_lock(hashtext('tireless.issue'),"

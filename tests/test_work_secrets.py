@@ -20,7 +20,7 @@ import pytest
 from psycopg.conninfo import make_conninfo
 
 from tests.conftest import Database
-from tests.helpers import enqueue_jobs
+from tests.helpers import enqueue_jobs, rows
 from tireless import JobStore
 from tireless.credentials import is_credential_variable
 from tireless.masking import Masker, OutputMasker
@@ -181,6 +181,10 @@ def test_a_secret_split_between_chunks_of_output_is_masked() -> None:
         chunks = [output[i : i + size] for i in range(0, len(output), size)]
         masked = b"".join(stream.feed(chunk) for chunk in chunks) + stream.end()
         assert masked == b"start *** middle *** end pw", size
+    lines = OutputMasker(masker)
+    assert lines.feed(b"a line\n") == b"a line\n", "a complete line goes out at once"
+    first = lines.feed(b"the next s3cr")
+    assert first + lines.feed(b"et-token\n") == b"the next ***\n"
 
 
 def test_an_unknown_agent_user_is_a_usage_error(db: Database, public_dir: Path) -> None:
@@ -195,3 +199,26 @@ def test_an_unknown_agent_user_is_a_usage_error(db: Database, public_dir: Path) 
     assert (
         done.stderr.decode().strip() == "tireless: --agent-user: no Unix user 'no-such-user-here'"
     )
+
+
+def test_the_report_is_masked_and_a_link_in_its_place_is_not_followed(
+    store: JobStore, db: Database, tmp_path: Path, public_dir: Path
+) -> None:
+    enqueue_jobs(store, 2)
+    token = secret("token")
+    (tmp_path / "database-url").write_text(db.url)
+    env = clean_environment() | {
+        "DATABASE_URL_FILE": str(tmp_path / "database-url"),
+        "TIRELESS_TOKEN_GITEA": token,
+    }
+    reporting = public_dir / "report.sh"
+    reporting.write_text(f'printf "report with {token}" > "$TIRELESS_REPORT_FILE"\n')
+    assert run_worker(env, public_dir, command=["sh", str(reporting)]).returncode == 0
+    # The report file the mirror would post, a link to the worker's credentials.
+    linking = public_dir / "link.sh"
+    linking.write_text(f'ln -s "{tmp_path / "database-url"}" "$TIRELESS_REPORT_FILE"\n')
+    assert run_worker(env, public_dir, command=["sh", str(linking)]).returncode == 0
+    assert rows(db, "SELECT report FROM tireless.job_attempt WHERE report IS NOT NULL") == [
+        ("report with ***",)
+    ]
+    assert db.scalar("SELECT count(*) FROM tireless.job WHERE state = 'delivered'") == 2

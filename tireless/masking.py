@@ -31,6 +31,8 @@ class Masker:
         self._bytes = re.compile(b"|".join(map(re.escape, encoded))) if encoded else None
         self.longest = max(map(len, encoded), default=0)
         """The longest secret in bytes: how much of a stream `OutputMasker` holds back."""
+        self._lines_whole = not any(b"\n" in form for form in encoded)
+        """No secret spans lines: a stream's complete lines can go out at once."""
 
     def mask(self, text: str) -> str:
         return text if self._text is None else self._text.sub(MASK, text)
@@ -40,10 +42,13 @@ class Masker:
 
     def ready(self, data: bytes) -> tuple[bytes, bytes]:
         """`data` read so far from a stream: the masked bytes safe to pass on now, and the bytes to
-        hold back (the last `longest - 1`: they may be the start of a secret)."""
+        hold back (the last `longest - 1`, they may be the start of a secret, unless they are
+        complete lines: an agent's line of output is passed on, and counts as progress, at once)."""
         if self._bytes is None:
             return data, b""
         cut = max(len(data) - (self.longest - 1), 0)
+        if self._lines_whole:
+            cut = max(cut, data.rfind(b"\n") + 1)
         for match in self._bytes.finditer(data):
             if match.start() >= cut:
                 break

@@ -18,6 +18,8 @@ from tireless.cli.render import as_json, visible
 from tireless.credentials import secret_from_environment
 
 OK, REFUSED, USAGE, NOTHING_TO_DO, UNREACHABLE = 0, 1, 2, 3, 4
+PRUNE_MAX = 100
+"""`tireless prune` deletes more jobs than this only with --yes (its --max)."""
 
 
 class Unreachable(Exception):

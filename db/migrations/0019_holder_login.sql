@@ -1,5 +1,5 @@
 -- Trust boundaries in the store: a holder is its worker name and the login that claimed, and no lock an outside login can take blocks the sweeper, enqueue or the poll.
--- depends: 0015_lean_rules
+-- depends: 0018_fleet_control
 
 -- The group roles belong to the cluster (0002_roles adopts them when they exist). A group role that
 -- can log in, or is a superuser, is not a group: whoever holds its password is every runner, poller
@@ -30,12 +30,12 @@ ALTER TABLE tireless.job ADD COLUMN claimed_login text;
 COMMENT ON COLUMN tireless.job.claimed_login IS
     'The database login (session_user) that made the job''s latest claim; kept after the claim ends, like attempts. '
     'While the job is claimed only that login (or an admin) may renew, heartbeat, give back or finish it. '
-    'Null: claimed before 0016_holder_login, or never claimed.';
+    'Null: claimed before 0019_holder_login, or never claimed.';
 
 ALTER TABLE tireless.job_event ADD COLUMN login text;
 COMMENT ON COLUMN tireless.job_event.login IS
     'The database login (session_user) whose call made the change, beside worker, the holder the change concerns. '
-    'Null for events written before 0016_holder_login.';
+    'Null for events written before 0019_holder_login.';
 
 CREATE OR REPLACE FUNCTION tireless.record_job_event() RETURNS trigger
     LANGUAGE plpgsql
@@ -285,6 +285,8 @@ CREATE OR REPLACE FUNCTION tireless.heartbeat(job_id bigint, worker text, lease 
 AS $$
 DECLARE
     requested timestamptz;
+    held_lane text;
+    held_attempt integer;
 BEGIN
     IF NOT (tireless.is_worker_name(heartbeat.worker) AND tireless.is_lease(heartbeat.lease)) THEN
         PERFORM tireless.check_worker(heartbeat.worker);
@@ -297,9 +299,12 @@ BEGIN
        AND j.claimed_by = heartbeat.worker
        AND (heartbeat.token IS NULL OR j.claim_token = heartbeat.token)
        AND tireless.acts_for_login(j.claimed_login)
-    RETURNING j.cancel_requested_at INTO requested;
+    RETURNING j.cancel_requested_at, j.lane, j.attempts INTO requested, held_lane, held_attempt;
     IF FOUND THEN
-        RETURN CASE WHEN requested IS NULL THEN 'held' ELSE 'cancel' END;
+        IF requested IS NOT NULL THEN
+            RETURN 'cancel';
+        END IF;
+        RETURN tireless.watch_attempt(heartbeat.job_id, held_attempt, held_lane);
     END IF;
     IF NOT EXISTS (SELECT FROM tireless.job j WHERE j.id = heartbeat.job_id) THEN
         RAISE EXCEPTION 'no job with id %', coalesce(heartbeat.job_id::text, 'null') USING ERRCODE = 'TL001';
@@ -309,9 +314,11 @@ END;
 $$;
 COMMENT ON FUNCTION tireless.heartbeat(bigint, text, interval, uuid) IS
     'Renews like renew_claim and answers held, lost (worker, or token when given, no longer holds the claim, or the '
-    'caller is not the login that claimed nor an admin) or '
-    'cancel (the issue withdrew its request: the lease is still extended, so the holder can stop its agent and '
-    'transition the job to cancelled). TL001 for an unknown job.';
+    'caller is not the login that claimed nor an admin), '
+    'cancel (the issue withdrew its request), timeout (the attempt ran past its lane''s max_run) or stalled (no '
+    'progress for its lane''s stall_after). On cancel, timeout and stalled the lease is still extended, so the holder '
+    'can stop its agent: then transition to cancelled, or end_stopped_attempt. A runner treats an answer it does '
+    'not know as cancel. TL001 for an unknown job.';
 
 CREATE OR REPLACE FUNCTION tireless.transition(
     job_id bigint, to_state text, worker text DEFAULT NULL, note text DEFAULT NULL, token uuid DEFAULT NULL
