@@ -117,7 +117,6 @@ BAD_ANSWERS = [
     ("labels-not-objects", "labels are not a list of objects with a name"),
     ("nul", "NUL or an unpaired surrogate"),
     ("surrogate", "NUL or an unpaired surrogate"),
-    ("foreign-link", "Link to another host"),
 ]
 
 

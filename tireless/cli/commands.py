@@ -41,7 +41,7 @@ from tireless.cli.session import (
 )
 from tireless.errors import PermissionDenied, UnknownJob
 from tireless.forge import token_variable
-from tireless.forge.poll import Report, client_factory, poll_round
+from tireless.forge.poll import READ_DEADLINE_FACTOR, Report, client_factory, poll_round
 from tireless.migrate import migrate
 from tireless.models import Job
 from tireless.store import JobStore
@@ -260,7 +260,13 @@ def cmd_poll(args: argparse.Namespace) -> int:
             store = JobStore(conn)
             while True:
                 reports = poll_round(
-                    store, args.poller, clients=clients, next_poll_in=next_poll_in, log=log
+                    store,
+                    args.poller,
+                    clients=clients,
+                    next_poll_in=next_poll_in,
+                    lease=args.lease,
+                    read_deadline=READ_DEADLINE_FACTOR * args.timeout,
+                    log=log,
                 )
                 if args.every is None:
                     failed = sum(r.error is not None for r in reports)

@@ -11,7 +11,7 @@ from datetime import timedelta
 from typing import NoReturn
 from uuid import UUID
 
-from tireless.calls import DEFAULT_LEASE
+from tireless.calls import DEFAULT_LEASE, DEFAULT_POLL_LEASE
 from tireless.cli.commands import (
     cmd_claim,
     cmd_enqueue,
@@ -164,7 +164,14 @@ def parser() -> argparse.ArgumentParser:
         type=seconds,
         default=30.0,
         metavar="SECONDS",
-        help="give a request up after this long (default 30)",
+        help="give a request up after this long (default 30); a repository's read after four times that",
+    )
+    sub.add_argument(
+        "--lease",
+        type=duration,
+        default=DEFAULT_POLL_LEASE,
+        help="the poll lease, renewed every third of it while this poller lives: a dead poller's"
+        " repositories are read by another within it (default 1m)",
     )
     sub = command("rerun", cmd_rerun, "a new job for an issue with no live job (admin)")
     sub.add_argument("forge")

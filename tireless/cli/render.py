@@ -129,13 +129,19 @@ def render_repos(repos: Sequence[RepoStatus]) -> str:
     def error(repo: RepoStatus) -> str:
         if repo.forge_error is not None:
             return last_line(f"forge stopped: {repo.forge_error}")
+        if repo.last_error is None and repo.last_warning is not None:
+            return last_line(f"warning: {repo.last_warning}")
         return last_line(repo.last_error)
+
+    def name(repo: RepoStatus) -> str:
+        moved = f" (moved to {repo.moved_to})" if repo.moved_to else ""
+        return f"{repo.forge}/{repo.owner}/{repo.repo}{moved}"
 
     rows = [dataclasses.asdict(repo) | {"status": repo} for repo in repos]
     return table(
         rows,
         [
-            ("REPO", lambda r: f"{r['forge']}/{r['owner']}/{r['repo']}"),
+            ("REPO", lambda r: name(r["status"])),
             ("KIND", lambda r: r["forge_kind"] or "unregistered"),
             ("LAST-POLL", lambda r: clock(r["last_poll_at"])),
             ("LAST-SUCCESS", lambda r: clock(r["last_success_at"])),
