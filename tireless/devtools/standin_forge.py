@@ -318,7 +318,8 @@ class StandinForge:
             old, new = (owner, repo), (new_owner, new_repo)
             self._repos[new] = self._repos.pop(old)
             self._labels[new] = self._labels.pop(old, {})
-            self._repo_ids[new] = self._repo_id(*old)
+            self._repo_ids[new] = self._repo_id(*old)  # GitHub: the id stays, the name goes
+            del self._repo_ids[old]
             for o, r, n in list(self._comments):
                 if (o, r) == old:
                     self._comments[(*new, n)] = self._comments.pop((o, r, n))
@@ -340,7 +341,10 @@ class StandinForge:
 
     def _repo_id(self, owner: str, repo: str) -> int:
         """The repository's id (called under the lock), made at the first ask."""
-        return self._repo_ids.setdefault((owner, repo), 100 + len(self._repo_ids))
+        if (owner, repo) not in self._repo_ids:
+            self._repo_ids[(owner, repo)] = 100 + self._next_id  # ids never repeat
+            self._next_id += 1
+        return self._repo_ids[(owner, repo)]
 
     def _api_parts(self, path: str) -> tuple[str, list[str]]:
         """The API prefix of the flavour and the parts after it."""

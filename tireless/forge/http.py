@@ -159,7 +159,6 @@ class Http:
         self._timeout = timeout
         self._quick_retries = quick_retries
         self._deadline: float | None = None
-        self._secondary_strikes = 0
         self._client = httpx.Client(
             headers=headers, timeout=httpx.Timeout(timeout), follow_redirects=False
         )
@@ -313,14 +312,17 @@ class Http:
             )
 
     def _limited(self, response: Response) -> None:
-        """Raises RateLimited when the answer says we hit a rate limit; counts GitHub's secondary
-        limits in a row, so each wait is twice the last, and forgets them at a good answer."""
-        limited = rate_limit_of(response, self._secondary_strikes)
+        """Raises RateLimited when the answer says we hit a rate limit; counts the limits in a
+        row per forge for as long as this process lives (a poller's rounds make new clients),
+        so each wait is twice the last, and forgets them at a good answer."""
+        with _strikes_lock:
+            limited = rate_limit_of(response, _strikes.get(self.base_url, 0))
+            if limited is not None:
+                _strikes[self.base_url] = _strikes.get(self.base_url, 0) + 1
+            elif 200 <= response.status < 400:
+                _strikes.pop(self.base_url, None)
         if limited is not None:
-            self._secondary_strikes += 1
             raise limited
-        if 200 <= response.status < 400:
-            self._secondary_strikes = 0
 
     def _judge(self, response: Response) -> Response:
         self._limited(response)
@@ -348,6 +350,8 @@ class Http:
         raise BadResponse(f"{response.where}: unexpected HTTP {response.status}")
 
 
+_strikes: dict[str, int] = {}
+_strikes_lock = threading.Lock()
 _warned: set[tuple[str, str]] = set()
 _warned_lock = threading.Lock()
 
