@@ -155,7 +155,7 @@ class Http:
     ) -> None:
         self.base_url = base_url.rstrip("/") + "/"
         self._origin = _origin(self.base_url)
-        self.max_bytes = max_bytes
+        self._max_bytes = max_bytes
         self._timeout = timeout
         self._quick_retries = quick_retries
         self._deadline: float | None = None
@@ -177,8 +177,8 @@ class Http:
     def next_page(self, response: Response) -> str | None:
         """The rel="next" URL of a page. A Link to another origin is paged on the registered base
         URL instead, the request's own path with the link's query, and warned about once: Gitea
-        builds its Link headers from its ROOT_URL (routers/api/v1/utils/page.go via
-        setting.AppURL), which behind a proxy or in a container is often not the URL we reach it
+        builds its Link headers from its ROOT_URL (genAPILinks in services/context/api.go:
+        setting.AppURL + the request URI), which behind a proxy or in a container is often not the URL we reach it
         by; our token never goes to that other origin."""
         url = links(response.headers).get("next")
         if url is None:
@@ -298,13 +298,13 @@ class Http:
             method, url, params=params, headers=headers, json=body, timeout=httpx.Timeout(left)
         ) as reply:
             declared = reply.headers.get("content-length", "")
-            if declared.isdigit() and int(declared) > self.max_bytes:
-                raise TooLarge(f"{where}: {declared} bytes is past the {self.max_bytes} limit")
+            if declared.isdigit() and int(declared) > self._max_bytes:
+                raise TooLarge(f"{where}: {declared} bytes is past the {self._max_bytes} limit")
             content = bytearray()
             for chunk in reply.iter_bytes():
                 content += chunk
-                if len(content) > self.max_bytes:
-                    raise TooLarge(f"{where}: body past the {self.max_bytes} byte limit")
+                if len(content) > self._max_bytes:
+                    raise TooLarge(f"{where}: body past the {self._max_bytes} byte limit")
                 if time.monotonic() > deadline:  # a body dripped slower than the timeout
                     raise Unavailable(f"{where}: timed out reading the body ({left:.0f} s)")
             return Response(

@@ -250,10 +250,10 @@ def poll_round(
     for target in targets:
         by_forge.setdefault(target.forge, []).append(target)
     reports = {id(target): Report(target.forge, target.owner, target.repo) for target in targets}
-    logging = threading.Lock()
+    log_turn = threading.Lock()
 
     def logged(report: Report) -> None:
-        with logging:
+        with log_turn:
             log(report)
 
     def poll_forge(forge_targets: list[RepoToPoll]) -> None:
@@ -273,8 +273,9 @@ def poll_round(
                     _fail(store, poller, target, report, late)
                 else:
                     client = client or clients(target)
-                    client.set_deadline(read_deadline)
-                    _poll_one(store, poller, client, target, report, next_poll_in, stopped)
+                    _poll_one(
+                        store, poller, client, target, report, next_poll_in, read_deadline, stopped
+                    )
                 if report.did_something:
                     logged(report)
         finally:
@@ -316,8 +317,12 @@ def _poll_one(
     target: RepoToPoll,
     report: Report,
     next_poll_in: timedelta,
+    read_deadline: float | None,
     stopped: dict[str, ForgeStopped],
 ) -> None:
+    # The mirror and the read each have `read_deadline`: a long backlog of writes to a slow forge
+    # does not eat the read's time.
+    client.set_deadline(read_deadline)
     # The mirror first, under the same poll lease: the read that follows then sees the issues as
     # the mirror left them, and a withdrawal it recorded is not undone by an older listing.
     try:
@@ -336,6 +341,7 @@ def _poll_one(
         report.mirrored, report.mirror_failed = mirrored.applied, mirrored.failed
         report.mirror_error = mirrored.last_error
     try:
+        client.set_deadline(read_deadline)
         read = read_repository(client, target)
     except ForgeStopped as stop:
         stopped[target.forge] = stop
