@@ -140,7 +140,10 @@ class GiteaClient:
         if since is not None:
             params["since"] = rfc3339(since)
         pages = read_pages(self._http, self._issues_url(owner, repo), params, "limit")
-        total = None if pages.first is None else _total_count(pages.first)
+        # Gitea counts every matching item on each page: the first page's count, or another's
+        # when the first was too large and read in smaller pages.
+        counted = pages.first or pages.last
+        total = None if counted is None else _total_count(counted)
         if total is not None and len(pages.items) + len(pages.skipped) != total:
             raise BadResponse(
                 f"GET {owner}/{repo} issues: X-Total-Count says {total},"

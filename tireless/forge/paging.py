@@ -22,8 +22,9 @@ SMALLER_SIZES = (10, 1)
 
 @dataclass(slots=True)
 class Pages:
-    """What a listing's pages held. `first` is the first page's answer (its ETag, its total);
-    `last` the last page read (its rate-limit headers)."""
+    """What a listing's pages held. `first` is the first page's answer (its ETag), None when it
+    was too large and read in smaller pages; `last` the last page read (its rate-limit headers,
+    Gitea's X-Total-Count)."""
 
     items: list[dict[str, Any]] = field(default_factory=list)
     count: int = 0
@@ -44,17 +45,19 @@ def read_pages(
     `headers` go with the first request only (If-None-Match). A 304 first page ends it there."""
     pages = Pages()
     next_url: str | None = _with_query(url, params)
+    first = True
     while next_url is not None:
         if pages.count >= MAX_PAGES:
             raise BadResponse(f"GET {urlsplit(url).path}: more than {MAX_PAGES} pages")
         try:
-            response = http.get(next_url, None, headers if pages.first is None else None)
-        except TooLarge as error:
+            response = http.get(next_url, None, headers if first else None)
+        except TooLarge as error:  # a first page too large leaves `first` None: no ETag to keep
+            first = False
             continues = _read_smaller(http, next_url, size_key, pages, error)
             next_url = _page_after(next_url, size_key) if continues else None
             continue
-        if pages.first is None:
-            pages.first = response
+        if first:
+            first, pages.first = False, response
             if response.status == 304:
                 return pages
         _take(pages, response)
