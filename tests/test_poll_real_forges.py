@@ -269,4 +269,4 @@ def test_an_issue_too_large_alone_is_skipped_and_said_never_the_repository(
     shown = repos(db)["gitea/widgets"]
     assert shown["last_error"] is None
     assert "skipped" in str(shown["last_warning"])
-    assert "warning: item" in cli(db.url, "repos").stdout
+    assert "item 44 of the listing skipped" in cli(db.url, "repos").stdout
