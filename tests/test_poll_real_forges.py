@@ -185,7 +185,7 @@ def test_a_drip_fed_and_a_late_forge_hold_neither_the_round_nor_the_other_forge(
     gitea.fault("slow", times=None, repo=("acme", "late"), seconds=100.0)
     github.create_issue("acme", "widgets", "read at once", PLAN)
     started = datetime.now(UTC)
-    result = cli(db.url, "poll", "--once", "--timeout", "2", "--json", **slow, **fast)
+    result = cli(db.url, "poll", "--once", "--timeout", "2s", "--json", **slow, **fast)
     assert datetime.now(UTC) - started < timedelta(seconds=60)  # a hang guard, not a speed bound
     assert result.returncode == 1
     shown = repos(db)
@@ -234,6 +234,7 @@ def test_a_killed_poller_frees_its_repositories_within_its_lease(
 
 
 def test_track_matches_repository_names_without_case(db: Database) -> None:
+    cli_json(db.url, "forge", "add", "gh", "--kind", "github", "--url", "https://api.github.com")
     assert cli_json(db.url, "track", "gh", "codertocat", "hello-world")["changed"] is True
     again = cli_json(db.url, "track", "gh", "Codertocat", "Hello-World")
     assert again["changed"] is False
