@@ -1361,6 +1361,9 @@ CREATE TABLE tireless.repo_poll (
     last_poll_at timestamp with time zone,
     polled_by text,
     poll_lease_until timestamp with time zone,
+    moved_to text,
+    last_warning text,
+    last_warning_at timestamp with time zone,
     CONSTRAINT poll_counts_not_negative CHECK (((reads_since_full >= 0) AND (consecutive_failures >= 0))),
     CONSTRAINT poll_lease_has_holder_and_end CHECK (((polled_by IS NULL) = (poll_lease_until IS NULL)))
 );
@@ -1394,6 +1397,18 @@ COMMENT ON COLUMN tireless.repo_poll.reads_since_full IS 'Good reads since the l
 --
 
 COMMENT ON COLUMN tireless.repo_poll.polled_by IS 'The poller that holds the repository''s poll lease, until poll_lease_until.';
+
+--
+-- Name: COLUMN repo_poll.moved_to; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.repo_poll.moved_to IS 'owner/name the forge says the repository has now (it was renamed or transferred and the poller follows the forge''s redirect); the key stays as tracked.';
+
+--
+-- Name: COLUMN repo_poll.last_warning; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.repo_poll.last_warning IS 'What a good read could not do, say an issue too large to read that it skipped; kept until the next warning.';
 
 --
 -- Name: CONSTRAINT poll_counts_not_negative ON repo_poll; Type: COMMENT; Schema: tireless; Owner: -
@@ -2302,11 +2317,13 @@ CREATE FUNCTION tireless.poll_soon(forge text, owner text, repo text) RETURNS bo
 BEGIN
     PERFORM tireless.check_repo(poll_soon.forge, poll_soon.owner, poll_soon.repo);
     UPDATE tireless.repo_poll rp SET next_poll_at = now()
-     WHERE (rp.forge, rp.owner, rp.repo) = (poll_soon.forge, poll_soon.owner, poll_soon.repo)
+      FROM tireless.tracked_key(poll_soon.forge, poll_soon.owner, poll_soon.repo) k
+     WHERE (rp.forge, rp.owner, rp.repo) = (k.forge, k.owner, k.repo)
        AND rp.next_poll_at > now();
     RETURN EXISTS (SELECT FROM tireless.repo_poll rp
-                    WHERE (rp.forge, rp.owner, rp.repo) = (poll_soon.forge, poll_soon.owner, poll_soon.repo)
-                      AND (rp.backoff_until IS NULL OR rp.backoff_until <= now()));
+                     JOIN tireless.tracked_key(poll_soon.forge, poll_soon.owner, poll_soon.repo) k
+                       ON (rp.forge, rp.owner, rp.repo) = (k.forge, k.owner, k.repo)
+                    WHERE rp.backoff_until IS NULL OR rp.backoff_until <= now());
 END;
 $$;
 
@@ -2314,7 +2331,7 @@ $$;
 -- Name: FUNCTION poll_soon(forge text, owner text, repo text); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.poll_soon(forge text, owner text, repo text) IS 'Makes a tracked repository due now (a webhook saw a change); a backoff still holds. True when it is due now, false when it is not tracked or is backing off.';
+COMMENT ON FUNCTION tireless.poll_soon(forge text, owner text, repo text) IS 'Makes a tracked repository due now (a webhook saw a change), its owner and name matched without case; a backoff still holds. True when it is due now, false when it is not tracked or is backing off.';
 
 --
 -- Name: poll_soon_once(text, text, text, bytea); Type: FUNCTION; Schema: tireless; Owner: -
@@ -2470,6 +2487,52 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.record_forge_trouble(name text, error text, until timestamp with time zone) IS 'A rate limit or an auth failure: no repository of the forge is read before until, and error says why; a null error clears the stop. TL008 for a forge that is not registered.';
+
+--
+-- Name: record_issue_moved(text, text, text, text, integer, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.record_issue_moved(forge text, owner text, repo text, poller text, number integer, note text) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    ended integer;
+BEGIN
+    IF record_issue_moved.number IS NULL OR record_issue_moved.number < 1 THEN
+        RAISE EXCEPTION 'number must be a positive issue number, got %', coalesce(record_issue_moved.number::text, 'null')
+            USING ERRCODE = 'TL005';
+    END IF;
+    IF record_issue_moved.note IS NULL OR btrim(record_issue_moved.note) = '' THEN
+        RAISE EXCEPTION 'note must say where the issue went, got %', coalesce(quote_literal(record_issue_moved.note), 'null')
+            USING ERRCODE = 'TL005';
+    END IF;
+    PERFORM tireless.held_poll(record_issue_moved.forge, record_issue_moved.owner, record_issue_moved.repo,
+                               record_issue_moved.poller);
+    PERFORM tireless.lock_repo_issues(record_issue_moved.forge, record_issue_moved.owner, record_issue_moved.repo);
+    -- The issue is not in this repository any more: its request is withdrawn, as for a deleted one.
+    UPDATE tireless.issue s SET state = 'closed', asks_since = NULL, changed_at = now()
+     WHERE (s.forge, s.owner, s.repo, s.number)
+           = (record_issue_moved.forge, record_issue_moved.owner, record_issue_moved.repo, record_issue_moved.number)
+       AND (s.state <> 'closed' OR s.asks_since IS NOT NULL);
+    UPDATE tireless.job j
+       SET state = CASE WHEN j.state = 'pending' THEN 'cancelled' ELSE j.state END::tireless.job_state,
+           note = left(btrim(record_issue_moved.note), 2000),
+           cancel_requested_at = CASE WHEN j.state = 'claimed' THEN now() END,
+           updated_at = now()
+     WHERE (j.forge, j.owner, j.repo, j.number)
+           = (record_issue_moved.forge, record_issue_moved.owner, record_issue_moved.repo, record_issue_moved.number)
+       AND (j.state = 'pending' OR (j.state = 'claimed' AND j.cancel_requested_at IS NULL));
+    GET DIAGNOSTICS ended = ROW_COUNT;
+    RETURN ended;
+END;
+$$;
+
+--
+-- Name: FUNCTION record_issue_moved(forge text, owner text, repo text, poller text, number integer, note text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.record_issue_moved(forge text, owner text, repo text, poller text, number integer, note text) IS 'An issue the forge says has moved out of the repository (GitHub answers 301 for a transferred issue): its request is withdrawn, its pending job cancelled and its claimed job asked to stop, the note saying where it went; returns how many jobs it ended. TL004 without the poll lease, TL008 for an untracked repository.';
 
 --
 -- Name: record_job_event(); Type: FUNCTION; Schema: tireless; Owner: -
@@ -2765,6 +2828,36 @@ $$;
 COMMENT ON FUNCTION tireless.record_poll_failure(forge text, owner text, repo text, poller text, error text, retry_after interval) IS 'A failed read of a repository whose poll lease poller holds: keeps the cursor, counts the failure, records the error (trimmed to 2000 characters), backs off exponentially with jitter (at least retry_after), releases the lease; returns the end of the backoff. TL004 without the lease, TL008 for an untracked repository.';
 
 --
+-- Name: record_poll_notice(text, text, text, text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.record_poll_notice(forge text, owner text, repo text, poller text, moved_to text, warning text) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+BEGIN
+    IF length(record_poll_notice.moved_to) > 300 OR record_poll_notice.moved_to !~ '^[^/]+/[^/]+$' THEN
+        RAISE EXCEPTION 'moved_to must be owner/name, got %', quote_literal(left(record_poll_notice.moved_to, 300))
+            USING ERRCODE = 'TL005';
+    END IF;
+    PERFORM tireless.held_poll(record_poll_notice.forge, record_poll_notice.owner, record_poll_notice.repo,
+                               record_poll_notice.poller);
+    UPDATE tireless.repo_poll rp
+       SET moved_to = CASE WHEN lower(record_poll_notice.moved_to) = lower(rp.owner || '/' || rp.repo) THEN NULL
+                           ELSE coalesce(record_poll_notice.moved_to, rp.moved_to) END,
+           last_warning = coalesce(left(record_poll_notice.warning, 2000), rp.last_warning),
+           last_warning_at = CASE WHEN record_poll_notice.warning IS NOT NULL THEN now() ELSE rp.last_warning_at END
+     WHERE (rp.forge, rp.owner, rp.repo) = (record_poll_notice.forge, record_poll_notice.owner, record_poll_notice.repo);
+END;
+$_$;
+
+--
+-- Name: FUNCTION record_poll_notice(forge text, owner text, repo text, poller text, moved_to text, warning text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.record_poll_notice(forge text, owner text, repo text, poller text, moved_to text, warning text) IS 'What a read of a repository whose poll lease poller holds has to report beside its issues: the owner/name the forge now gives it (moved_to; its tracked name clears it) and a warning (say an issue skipped as too large); a null leaves that one as it was. TL004 without the lease, TL008 for an untracked repository.';
+
+--
 -- Name: refresh_lane(text, text, text, integer, text[]); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -2919,6 +3012,33 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.renew_claim(job_id bigint, worker text, lease interval, token uuid) IS 'Extends the lease to now() + lease while worker (and token, when given) holds the claim and the caller is the login that claimed (or an admin); false when the claim was lost or is another login''s. TL001 for an unknown job.';
+
+--
+-- Name: renew_poll_leases(text, interval); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.renew_poll_leases(poller text, lease interval) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    renewed integer;
+BEGIN
+    PERFORM tireless.check_worker(renew_poll_leases.poller);
+    PERFORM tireless.check_lease(renew_poll_leases.lease);
+    -- Only leases still running: one that lapsed may already be another poller's to take.
+    UPDATE tireless.repo_poll rp SET poll_lease_until = now() + renew_poll_leases.lease
+     WHERE rp.polled_by = renew_poll_leases.poller AND rp.poll_lease_until > now();
+    GET DIAGNOSTICS renewed = ROW_COUNT;
+    RETURN renewed;
+END;
+$$;
+
+--
+-- Name: FUNCTION renew_poll_leases(poller text, lease interval); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.renew_poll_leases(poller text, lease interval) IS 'Extends to now() + lease every poll lease poller still holds (not one that has run out); returns how many. A poller calls it every third of its lease, so a dead poller''s repositories are free within one lease.';
 
 --
 -- Name: report_progress(bigint, text, text, uuid); Type: FUNCTION; Schema: tireless; Owner: -
@@ -3564,6 +3684,25 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.track_repo(forge text, owner text, repo text) IS 'Starts tracking a repository, so enqueue accepts its issues, the poller reads it (due at once) and the mirror shows its jobs from now on; false if it was tracked already.';
+
+--
+-- Name: tracked_key(text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.tracked_key(forge text, owner text, repo text) RETURNS TABLE(forge text, owner text, repo text)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT t.forge, t.owner, t.repo FROM tireless.tracked_repo t
+     WHERE t.forge = tracked_key.forge
+       AND lower(t.owner) = lower(tracked_key.owner) AND lower(t.repo) = lower(tracked_key.repo);
+$$;
+
+--
+-- Name: FUNCTION tracked_key(forge text, owner text, repo text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.tracked_key(forge text, owner text, repo text) IS 'The key a repository is tracked under, matching owner and name without case (a webhook names it in the forge''s canonical case); no row when it is not tracked.';
 
 --
 -- Name: tracked_repos(); Type: FUNCTION; Schema: tireless; Owner: -
@@ -4319,7 +4458,10 @@ CREATE VIEW tireless.repo_status AS
     COALESCE(live.claimed, (0)::bigint) AS claimed,
     (COALESCE(queued.writes, (0)::bigint) + tireless.mirror_unread(rp.forge, rp.owner, rp.repo)) AS mirror_backlog,
     queued.last_error AS mirror_error,
-    queued.last_error_at AS mirror_error_at
+    queued.last_error_at AS mirror_error_at,
+    rp.moved_to,
+    rp.last_warning,
+    rp.last_warning_at
    FROM (((tireless.repo_poll rp
      LEFT JOIN tireless.forge f ON ((f.name = rp.forge)))
      LEFT JOIN LATERAL ( SELECT count(*) FILTER (WHERE (j.state = 'pending'::tireless.job_state)) AS pending,
@@ -4336,7 +4478,7 @@ CREATE VIEW tireless.repo_status AS
 -- Name: VIEW repo_status; Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON VIEW tireless.repo_status IS 'One row per tracked repository: its forge (registered or not, stopped until when and why), its last poll, last good read and last error, failures in a row, next poll, backoff, holder and cursor, its live jobs, and the mirror: how many issues still wait for a forge write (mirror_backlog) and the newest error of those.';
+COMMENT ON VIEW tireless.repo_status IS 'One row per tracked repository: its forge (registered or not, stopped until when and why), its last poll, last good read and last error, failures in a row, next poll, backoff, holder and cursor, its live jobs, the mirror: how many issues still wait for a forge write (mirror_backlog) and the newest error of those, and the poller''s notices: the owner/name the repository was moved to, the last warning of a good read.';
 
 --
 -- Name: sweep_slot; Type: TABLE; Schema: tireless; Owner: -
@@ -4620,6 +4762,18 @@ CREATE INDEX terminal_jobs_by_change ON tireless.job USING btree (updated_at) WH
 --
 
 COMMENT ON INDEX tireless.terminal_jobs_by_change IS 'Terminal jobs by their last change: what prune deletes, and the recent window queue_stats counts.';
+
+--
+-- Name: tracked_repo_once_in_any_case; Type: INDEX; Schema: tireless; Owner: -
+--
+
+CREATE UNIQUE INDEX tracked_repo_once_in_any_case ON tireless.tracked_repo USING btree (forge, lower(owner), lower(repo));
+
+--
+-- Name: INDEX tracked_repo_once_in_any_case; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON INDEX tireless.tracked_repo_once_in_any_case IS 'A repository is tracked once per forge whatever the case of its owner and name (both forges ignore it): track_repo answers false for the same repository in another case.';
 
 --
 -- Name: webhook_delivery_by_age; Type: INDEX; Schema: tireless; Owner: -
@@ -5229,6 +5383,14 @@ REVOKE ALL ON FUNCTION tireless.record_forge_trouble(name text, error text, unti
 GRANT ALL ON FUNCTION tireless.record_forge_trouble(name text, error text, until timestamp with time zone) TO tireless_poller;
 
 --
+-- Name: FUNCTION record_issue_moved(forge text, owner text, repo text, poller text, number integer, note text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.record_issue_moved(forge text, owner text, repo text, poller text, number integer, note text) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.record_issue_moved(forge text, owner text, repo text, poller text, number integer, note text) TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.record_issue_moved(forge text, owner text, repo text, poller text, number integer, note text) TO tireless_admin;
+
+--
 -- Name: FUNCTION record_job_event(); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -5269,6 +5431,14 @@ REVOKE ALL ON FUNCTION tireless.record_poll_failure(forge text, owner text, repo
 GRANT ALL ON FUNCTION tireless.record_poll_failure(forge text, owner text, repo text, poller text, error text, retry_after interval) TO tireless_poller;
 
 --
+-- Name: FUNCTION record_poll_notice(forge text, owner text, repo text, poller text, moved_to text, warning text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.record_poll_notice(forge text, owner text, repo text, poller text, moved_to text, warning text) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.record_poll_notice(forge text, owner text, repo text, poller text, moved_to text, warning text) TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.record_poll_notice(forge text, owner text, repo text, poller text, moved_to text, warning text) TO tireless_admin;
+
+--
 -- Name: FUNCTION refresh_lane(forge text, owner text, repo text, number integer, labels text[]); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -5306,6 +5476,14 @@ GRANT ALL ON FUNCTION tireless.remove_forge(name text) TO tireless_admin;
 
 REVOKE ALL ON FUNCTION tireless.renew_claim(job_id bigint, worker text, lease interval, token uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.renew_claim(job_id bigint, worker text, lease interval, token uuid) TO tireless_runner;
+
+--
+-- Name: FUNCTION renew_poll_leases(poller text, lease interval); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.renew_poll_leases(poller text, lease interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.renew_poll_leases(poller text, lease interval) TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.renew_poll_leases(poller text, lease interval) TO tireless_admin;
 
 --
 -- Name: FUNCTION report_progress(job_id bigint, worker text, step text, token uuid); Type: ACL; Schema: tireless; Owner: -
@@ -5430,6 +5608,15 @@ REVOKE ALL ON FUNCTION tireless.short_duration(span interval) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION tireless.track_repo(forge text, owner text, repo text) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.track_repo(forge text, owner text, repo text) TO tireless_admin;
+
+--
+-- Name: FUNCTION tracked_key(forge text, owner text, repo text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.tracked_key(forge text, owner text, repo text) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.tracked_key(forge text, owner text, repo text) TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.tracked_key(forge text, owner text, repo text) TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.tracked_key(forge text, owner text, repo text) TO tireless_admin;
 
 --
 -- Name: FUNCTION tracked_repos(); Type: ACL; Schema: tireless; Owner: -

@@ -46,7 +46,7 @@ from tireless.cli.session import (
 from tireless.credentials import keep_secrets_out_of_environment_block
 from tireless.errors import PermissionDenied, UnknownJob
 from tireless.forge import token_variable
-from tireless.forge.poll import Report, client_factory, poll_round
+from tireless.forge.poll import READ_DEADLINE_FACTOR, Report, client_factory, poll_round
 from tireless.migrate import migrate
 from tireless.models import Job, JobState, RepoStatus
 from tireless.store import JobStore
@@ -304,6 +304,8 @@ def cmd_poll(args: argparse.Namespace) -> int:
                 args.poller,
                 clients=client_factory(args.timeout),
                 next_poll_in=next_poll_in,
+                lease=args.lease,
+                read_deadline=READ_DEADLINE_FACTOR * args.timeout,
                 log=poll_log(args),
             )
             stopping.wait(args.every)
@@ -324,7 +326,12 @@ def poll_once(args: argparse.Namespace, store: JobStore) -> int:
     """One round, then what it could not read and why: 1 when a repository failed, or when none
     could be read because its forge is stopped or not registered."""
     reports = poll_round(
-        store, args.poller, clients=client_factory(args.timeout), log=poll_log(args)
+        store,
+        args.poller,
+        clients=client_factory(args.timeout),
+        lease=args.lease,
+        read_deadline=READ_DEADLINE_FACTOR * args.timeout,
+        log=poll_log(args),
     )
     failed = sum(r.error is not None for r in reports)
     try:

@@ -12,7 +12,7 @@ from importlib.metadata import version
 from typing import NoReturn
 from uuid import UUID
 
-from tireless.calls import DEFAULT_LEASE
+from tireless.calls import DEFAULT_LEASE, DEFAULT_POLL_LEASE
 from tireless.cli.commands import (
     cmd_cancel,
     cmd_claim,
@@ -416,5 +416,14 @@ def poller_arguments(sub: argparse.ArgumentParser) -> None:
         type=seconds,
         default=30.0,
         metavar="DURATION",
-        help="give a request up after this long (default 30s)",
+        help="give a request up after this long (default 30s); a repository's read after four"
+        " times that",
+    )
+    sub.add_argument(
+        "--lease",
+        type=duration,
+        default=DEFAULT_POLL_LEASE,
+        metavar="DURATION",
+        help="the poll lease, renewed every third of it while this poller lives: a dead poller's"
+        " repositories are read by another within it (default 1m)",
     )

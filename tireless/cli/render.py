@@ -155,7 +155,7 @@ def render_repos(repos: Sequence[RepoStatus]) -> str:
     shown = table(
         rows,
         [
-            ("REPO", lambda r: f"{r['forge']}/{r['owner']}/{r['repo']}"),
+            ("REPO", lambda r: repo_name(r["status"])),
             ("KIND", lambda r: r["forge_kind"] or "unregistered"),
             ("LAST-POLL", lambda r: clock(r["last_poll_at"])),
             ("LAST-SUCCESS", lambda r: clock(r["last_success_at"])),
@@ -177,12 +177,19 @@ def render_repos(repos: Sequence[RepoStatus]) -> str:
     return "\n\n".join([shown, *errors])
 
 
+def repo_name(repo: RepoStatus) -> str:
+    """forge/owner/repo, and the name the forge gives it now when it was renamed."""
+    moved = f" (moved to {repo.moved_to})" if repo.moved_to else ""
+    return f"{repo.forge}/{repo.owner}/{repo.repo}{moved}"
+
+
 def repo_errors(repo: RepoStatus) -> list[tuple[str, str]]:
     """A repository's errors, whole: its forge's stop, its last read's, its mirror's."""
     found = [
         (f"forge stopped until {clock(repo.forge_limited_until)}", repo.forge_error),
         ("last error", repo.last_error),
         ("last mirror error", repo.mirror_error),
+        (f"last warning ({clock(repo.last_warning_at)})", repo.last_warning),
     ]
     return [(what, text) for what, text in found if text]
 
