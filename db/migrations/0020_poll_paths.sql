@@ -1,5 +1,5 @@
 -- The poller against real forges: repository names matched without case, a poll lease the poller keeps renewing (so a dead poller's lapses within a minute), moved issues that end their job, a renamed repository and a skipped issue reported.
--- depends: 0015_lean_rules
+-- depends: 0019_holder_login
 
 -- Owner and repository names are case-insensitive on both forges (Gitea keeps lower_name beside
 -- name, models/repo/repo.go; GitHub redirects any case to the canonical one), and GitHub's
