@@ -13,7 +13,7 @@ import re
 from datetime import datetime
 from typing import Any
 
-from tireless.forge.client import BadResponse, ForgeIssue
+from tireless.forge.client import BadResponse, ForgeComment, ForgeIssue
 
 # A code point the database's text type refuses (NUL) or that is no character at all (a lone
 # surrogate, which json.loads makes from an escaped "\ud800").
@@ -88,3 +88,17 @@ def timestamp(value: Any, where: str) -> datetime:
             if parsed.tzinfo is not None:
                 return parsed
     raise BadResponse(f"{where}: updated_at {value!r:.40} is not an RFC 3339 time")
+
+
+def login_of(item: dict[str, Any], key: str) -> str | None:
+    """The `login` of the user object under `key` (a comment's `user`, an event's `actor`)."""
+    user = item.get(key)
+    login = user.get("login") if isinstance(user, dict) else None
+    return login if isinstance(login, str) else None
+
+
+def comment(item: Any, where: str) -> ForgeComment:
+    """One comment object: its author's login and its body (both APIs: `user.login`, `body`)."""
+    if not isinstance(item, dict) or not isinstance(item.get("body"), str):
+        raise BadResponse(f"{where}: a comment is not an object with a body")
+    return ForgeComment(login_of(item, "user"), item["body"])
