@@ -52,16 +52,16 @@ def mirror_repository(
     client: ForgeClient,
     target: RepoToPoll,
     *,
-    budget: float = MIRROR_BUDGET,
+    budget: float | None = None,
     max_writes: int = 100,
 ) -> MirrorOutcome:
     """Applies the due writes and comments of a repository whose poll lease `poller` holds, for
-    about `budget` seconds. A write that fails is recorded for its issue (retried later with
+    about `budget` seconds (default MIRROR_BUDGET). A write that fails is recorded for its issue (retried later with
     backoff) and the others go on; ForgeStopped (a rate limit, refused credentials) ends the
     repository's writes and is raised."""
     outcome = MirrorOutcome()
     forge, owner, repo = target.forge, target.owner, target.repo
-    deadline = time.monotonic() + budget
+    deadline = time.monotonic() + (MIRROR_BUDGET if budget is None else budget)
     for write in store.mirror_writes(forge, owner, repo, poller, max_writes):
         if outcome.applied + outcome.failed and time.monotonic() > deadline:
             break
@@ -149,8 +149,11 @@ def _shown(client: ForgeClient, owner: str, repo: str, number: int) -> ForgeIssu
 
 
 def _events(client: ForgeClient, owner: str, repo: str, write: MirrorWrite) -> list[IssueEvent]:
-    # Both forges stamp events in whole seconds.
-    return client.issue_events(owner, repo, write.number, write.job_began.replace(microsecond=0))
+    """The issue's events after the job began. Both forges stamp events in whole seconds, so an
+    event in the second the job began counts only when stamped at or after it: the edits that
+    made the job (just before it) are never replayed as a new request."""
+    events = client.issue_events(owner, repo, write.number, write.job_began)
+    return [event for event in events if event.at >= write.job_began]
 
 
 def standing_request(write: MirrorWrite, events: list[IssueEvent], login: str) -> frozenset[str]:
