@@ -222,6 +222,29 @@ class StandinForge:
             issues[number] = replace(stored, updated_at=stamp, **changes)
             self._record_events(owner, repo, stored, issues[number], actor)
 
+    def edit(
+        self,
+        owner: str,
+        repo: str,
+        number: int,
+        change: Callable[[StoredIssue], dict[str, Any]],
+        *,
+        actor: str = PERSON,
+    ) -> tuple[StoredIssue, StoredIssue]:
+        """A person's edit made atomically against the mirror's writes: `change` gets the issue
+        as it is and returns the fields to change (labels, state); the issue before and after."""
+        with self._lock:
+            before = self._repos[(owner, repo)][number]
+            changes = change(before)
+            if not changes:
+                return before, before
+            for name in changes.get("labels", []):
+                self._label_named(owner, repo, name)
+            if "state" in changes:
+                changes["closed_at"] = _now() if changes["state"] == "closed" else None
+            self._change(owner, repo, number, actor, **changes)
+            return before, self._repos[(owner, repo)][number]
+
     def _record_events(
         self, owner: str, repo: str, before: StoredIssue, after: StoredIssue, actor: str
     ) -> None:
@@ -288,6 +311,11 @@ class StandinForge:
     def comments_of(self, owner: str, repo: str, number: int) -> list[str]:
         with self._lock:
             return [c.body for c in self._comments.get((owner, repo, number), [])]
+
+    def comments_with_authors(self, owner: str, repo: str, number: int) -> list[tuple[str, str]]:
+        """(author, body) of each comment of the issue, oldest first."""
+        with self._lock:
+            return [(c.author, c.body) for c in self._comments.get((owner, repo, number), [])]
 
     def add_comment_as(self, owner: str, repo: str, number: int, author: str, body: str) -> None:
         """A comment someone other than the mirror's account wrote."""
