@@ -375,7 +375,7 @@ def run(
         finally:
             crew.stop()
             person.close()
-        problems = check(conninfo, forge, ledger, plan.repos)
+        problems = check(conninfo, forge, ledger, plan.repos, explain=True)
         jobs, comments = _totals(conninfo, forge, plan.repos)
     return Outcome(
         problems, ledger, jobs, comments, crew.kills, crew.restarts, faults,
@@ -423,17 +423,28 @@ def settle(conninfo: str, crew: Crew, since: datetime | None, timeout: float = 2
         quiet = quiet + 1 if polled_since(conninfo, since) else 0
 
 
-def check(conninfo: str, forge: StandinForge, ledger: Ledger, repos: tuple[str, ...]) -> list[str]:
+def check(
+    conninfo: str,
+    forge: StandinForge,
+    ledger: Ledger,
+    repos: tuple[str, ...],
+    *,
+    explain: bool = False,
+) -> list[str]:
     """Every promise of the poll-and-mirror loop, checked on the forge and in the store; a line
-    per broken one."""
+    per broken one (`explain`: followed by the issue's jobs and its forge events)."""
     problems: list[str] = []
     jobs: dict[tuple[str, int], list[tuple[int, str]]] = defaultdict(list)
+    stories: dict[tuple[str, int], list[str]] = defaultdict(list)
     with psycopg.connect(conninfo, autocommit=True) as conn:
-        for repo, number, job_id, state in conn.execute(
-            "SELECT repo, number, id, state::text FROM tireless.job WHERE forge = %s ORDER BY id",
+        for repo, number, job_id, state, story in conn.execute(
+            "SELECT repo, number, id, state::text,"
+            " format('job %%s made %%s, %%s: %%s', id, created_at, state, note)"
+            " FROM tireless.job WHERE forge = %s ORDER BY id",
             (FORGE,),
         ):
             jobs[(repo, number)].append((job_id, state))
+            stories[(repo, number)].append(story)
         (backlog,) = conn.execute(
             "SELECT coalesce(sum(mirror_backlog), 0) FROM tireless.repo_status WHERE forge = %s",
             (FORGE,),
@@ -445,7 +456,14 @@ def check(conninfo: str, forge: StandinForge, ledger: Ledger, repos: tuple[str, 
         if twice:
             problems.append(f"{repo}: labels made more than once: {', '.join(twice)}")
         for issue in issues_of(forge, OWNER, repo):
-            problems += _issue_problems(forge, repo, issue, ledger, jobs[(repo, issue.number)])
+            found = _issue_problems(forge, repo, issue, ledger, jobs[(repo, issue.number)])
+            if found and explain:
+                found += [f"    {line}" for line in stories[(repo, issue.number)]]
+                found += [
+                    f"    {e.at:%H:%M:%S} {e.actor} {e.kind} {e.label.name if e.label else ''}"
+                    for e in forge.events_of(OWNER, repo, issue.number)
+                ]
+            problems += found
     return problems
 
 

@@ -317,6 +317,11 @@ class StandinForge:
         with self._lock:
             return [(c.author, c.body) for c in self._comments.get((owner, repo, number), [])]
 
+    def events_of(self, owner: str, repo: str, number: int) -> list[Event]:
+        """The issue's label and state events, oldest first."""
+        with self._lock:
+            return list(self._events.get((owner, repo, number), []))
+
     def add_comment_as(self, owner: str, repo: str, number: int, author: str, body: str) -> None:
         """A comment someone other than the mirror's account wrote."""
         with self._lock:
