@@ -351,3 +351,21 @@ def test_the_forge_clients_read_label_events_and_their_own_account(flavour: Flav
         ("closed", None, "alice"),
         ("reopened", None, "alice"),
     ]
+
+
+def test_trading_one_mode_label_for_another_after_the_job_began_is_not_a_new_request(
+    setup: Setup,
+) -> None:
+    setup.track(REPO)
+    number = asked(setup)
+    began_earlier(setup, number)
+    job = claim(setup.store)
+    now = setup.forge.labels_of(OWNER, REPO, number)  # one edit: plan off, implement on
+    setup.forge.set_labels(
+        OWNER, REPO, number, [*(n for n in now if n != MODE), "tireless/implement"]
+    )
+    setup.store.transition(job.id, "delivered", "host1-3", "done")
+    for _ in range(3):
+        one_round(setup)
+    assert jobs(setup, number) == ["delivered"]
+    assert labels(setup, number) == ["tireless", f"{STATE}delivered"]

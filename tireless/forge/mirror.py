@@ -159,8 +159,10 @@ def _events(client: ForgeClient, owner: str, repo: str, write: MirrorWrite) -> l
 def standing_request(write: MirrorWrite, events: list[IssueEvent], login: str) -> frozenset[str]:
     """The mode labels of a request that a person made again after the job began and that still
     stands: replaying the issue's events from the job's labels, the issue stopped asking for work
-    (a mode or opt-in label off, closed) and a person's event made it ask again. The mirror's own
-    removal of such a label does not withdraw it. Empty when the job's own request is the one."""
+    (a mode or opt-in label off, closed) and a person's edit made it ask again. One edit is the
+    events of one actor in one second that touch each label once (trading one mode label for
+    another is one edit, not a withdrawal and a new request). The mirror's own removal of such a
+    label does not withdraw it. Empty when the job's own request is the one that stands."""
     labels = set(write.job_labels)
     is_open = True
     standing: set[str] = set()
@@ -168,21 +170,44 @@ def standing_request(write: MirrorWrite, events: list[IssueEvent], login: str) -
     def asks() -> bool:
         return is_open and write.opt_in in labels and any(m in labels for m in write.mode_labels)
 
-    for event in events:
+    for edit in _edits(events):
         asked = asks()
-        mine = event.actor == login
-        if event.kind == "labeled" and event.label is not None:
-            labels.add(event.label)
-        elif event.kind == "unlabeled" and event.label is not None:
-            if not (mine and event.label in standing):
-                labels.discard(event.label)
-        elif event.kind in ("closed", "reopened"):
-            is_open = event.kind == "reopened"
+        mine = edit[0].actor == login
+        for event in edit:
+            if event.kind == "labeled" and event.label is not None:
+                labels.add(event.label)
+            elif event.kind == "unlabeled" and event.label is not None:
+                if not (mine and event.label in standing):
+                    labels.discard(event.label)
+            elif event.kind in ("closed", "reopened"):
+                is_open = event.kind == "reopened"
         if not asks():
             standing = set()
         elif standing or (not asked and not mine):  # made again by a person, or still standing
             standing = {name for name in write.mode_labels if name in labels}
     return frozenset(standing)
+
+
+def _edits(events: list[IssueEvent]) -> list[list[IssueEvent]]:
+    """The events grouped into edits: consecutive events of one actor in one second, each
+    touching another label (or the state)."""
+    edits: list[list[IssueEvent]] = []
+    for event in events:
+        last = edits[-1] if edits else None
+        if (
+            last is not None
+            and (last[0].at, last[0].actor) == (event.at, event.actor)
+            and all(_touches(done) != _touches(event) for done in last)
+        ):
+            last.append(event)
+        else:
+            edits.append([event])
+    return edits
+
+
+def _touches(event: IssueEvent) -> str | None:
+    """The label an event changes; None for the issue's state."""
+    return event.label if event.kind in ("labeled", "unlabeled") else None
 
 
 def post_comment(client: ForgeClient, owner: str, repo: str, comment: MirrorComment) -> None:
