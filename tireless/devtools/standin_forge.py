@@ -140,6 +140,7 @@ class StandinForge:
         max_page_size: int | None = None,
         rate_limit: int = 5000,
         gitea_label_refs: Literal["ids", "both"] = "ids",
+        write_limit: tuple[int, float] | None = None,
     ) -> None:
         self.flavour: Flavour = flavour
         self.gitea_label_refs = gitea_label_refs
@@ -157,6 +158,10 @@ class StandinForge:
         self._duplicate_labels: dict[tuple[str, str], list[RepoLabel]] = {}
         self._events: dict[tuple[str, str, int], list[Event]] = {}
         self._write_hook: Callable[[Request], None] | None = None
+        # (writes, seconds): at most that many writes in any window of that many seconds.
+        self.write_limit = write_limit
+        self._write_times: list[float] = []
+        self.limited_writes = 0
         self._next_id = 1
         self._faults: list[Fault] = []
         self._deleted: set[tuple[str, str, int]] = set()
@@ -463,6 +468,13 @@ class StandinForge:
         hook = self._write_hook
         if hook is not None and method != "GET":
             hook(request)
+        if method != "GET" and self._write_limited():
+            # GitHub's secondary rate limit on content creation ("no more than 80
+            # content-generating requests per minute"): 403 (or 429) with retry-after, no
+            # x-ratelimit-remaining: 0 (docs.github.com/rest/using-the-rest-api/
+            # rate-limits-for-the-rest-api#about-secondary-rate-limits).
+            answer = self._error(403, "You have exceeded a secondary rate limit")
+            return replace(answer, headers=answer.headers | {"retry-after": "1"})
         account = self._account_answer(method, path, query, authorized)
         if account is not None:
             return account
@@ -516,6 +528,20 @@ class StandinForge:
         if len(parts) == 5:
             return (parts[1], parts[2], int(parts[4])) if parts[4].isdigit() else None
         return parts[1], parts[2], None
+
+    def _write_limited(self) -> bool:
+        """Whether this write is past `write_limit` (counted as accepted otherwise)."""
+        if self.write_limit is None:
+            return False
+        writes, seconds = self.write_limit
+        with self._lock:
+            now = time.monotonic()
+            self._write_times = [t for t in self._write_times if now - t < seconds]
+            if len(self._write_times) >= writes:
+                self.limited_writes += 1
+                return True
+            self._write_times.append(now)
+            return False
 
     def _account_answer(
         self, method: str, path: str, query: dict[str, str], authorized: bool
