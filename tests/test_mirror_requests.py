@@ -369,3 +369,24 @@ def test_trading_one_mode_label_for_another_after_the_job_began_is_not_a_new_req
         one_round(setup)
     assert jobs(setup, number) == ["delivered"]
     assert labels(setup, number) == ["tireless", f"{STATE}delivered"]
+
+
+def test_a_secondary_rate_limit_on_a_write_stops_the_forge_not_just_the_write(
+    db: Database, store: JobStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(token_variable("gh"), TOKEN)
+    with StandinForge("github", token=TOKEN) as forge:
+        store.add_forge("gh", "github", forge.url)
+        setup = Setup(db, store, forge, "gh")
+        setup.track(REPO)
+        for n in range(3):
+            forge.create_issue(OWNER, REPO, f"asks {n}", PLAN)
+        one_round(setup)  # three jobs, three labels to write
+        forge.fault("secondary-limit", times=None, writes_only=True)
+        writes = len(forge.writes())
+        (report,) = setup.round()
+        assert len(forge.writes()) - writes == 1, "the first refusal stopped every write"
+        assert "secondary rate limit" in (report.error or "")
+        (status,) = store.repo_status()
+        assert status.forge_limited_until is not None
+        assert (status.forge_limited_until - datetime.now(UTC)).total_seconds() > 50

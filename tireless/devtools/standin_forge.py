@@ -53,7 +53,9 @@ FAULTS = (
     # proxy or the network drops it; a client that retries blindly makes it twice.
     "applied-then-reset",  # stored, then the connection closed with no answer
     "applied-then-slow",  # stored, then the answer comes `seconds` late (past a client timeout)
+    "secondary-limit",  # GitHub's secondary rate limit: 403, no retry-after, no remaining: 0
 )
+STATUS_FAULTS = ("500", "429-seconds", "429-date", "401", "403", "secondary-limit")
 MIRROR_LOGIN = "tireless-bot"
 """The account the token belongs to (GET /user): the mirror writes as it."""
 PERSON = "alice"
@@ -488,7 +490,7 @@ class StandinForge:
             return self._error(404, "Not Found")
         owner, repo, number = route
         fault = self._take_fault(owner, repo, number)
-        if fault is not None and fault.name in ("500", "429-seconds", "429-date", "401", "403"):
+        if fault is not None and fault.name in STATUS_FAULTS:
             return self._status_fault(fault)
         if not authorized:
             message = "token is required" if self.flavour == "gitea" else "Bad credentials"
@@ -610,7 +612,7 @@ class StandinForge:
     ) -> Answer:
         owner, repo, number, what, ref = route
         fault = self._take_fault(owner, repo, number, write=method != "GET")
-        if fault is not None and fault.name in ("500", "429-seconds", "429-date", "401", "403"):
+        if fault is not None and fault.name in STATUS_FAULTS:
             return self._status_fault(fault)
         if not authorized:
             message = "token is required" if self.flavour == "gitea" else "Bad credentials"
@@ -1043,6 +1045,11 @@ class StandinForge:
             return replace(answer, headers={"Retry-After": format_datetime(when, usegmt=True)})
         if fault.name == "401":
             return self._error(401, "Bad credentials")
+        if fault.name == "secondary-limit":
+            # docs.github.com/rest/using-the-rest-api/rate-limits-for-the-rest-api: "you may
+            # receive a 403 or 429 ... If the retry-after response header is not present ... wait
+            # at least one minute"; x-ratelimit-remaining is not 0 (the primary limit is fine).
+            return self._error(403, "You have exceeded a secondary rate limit. Please wait.")
         # A 403 carrying no rate-limit sign: the token lacks a scope.
         return Answer(403, {}, {"message": "Resource not accessible by integration"})
 

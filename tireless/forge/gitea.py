@@ -131,10 +131,10 @@ class GiteaClient:
                 break
             except ForgeStopped:
                 raise
-            except ReadFailed:
+            except ReadFailed as failure:
                 if name in self._labels(owner, repo, fresh=True):  # stored, or made by another
                     return
-                if attempt == QUICK_RETRIES:
+                if isinstance(failure, WriteRefused) or attempt == QUICK_RETRIES:
                     raise
         created = decode_json(
             response.body, response.headers.get("content-type", ""), response.where

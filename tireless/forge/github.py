@@ -109,17 +109,19 @@ class GitHubClient:
         labels = f"{self._repo_url(owner, repo)}/labels"
         one = f"{labels}/{quote(name, safe='')}"
         body = {"name": name, "color": LABEL_COLOR, "description": description}
-        for attempt in range(QUICK_RETRIES + 1):
-            if self._http.get(one).status == 200:
-                break
+        attempt = 0
+        while self._http.get(one).status != 200:
             try:
                 self._http.send("POST", labels, body, retry=False)
                 break
             except ForgeStopped:
                 raise
-            except ReadFailed:  # 422 already_exists, or an answer lost after it was stored
-                if attempt == QUICK_RETRIES and self._http.get(one).status != 200:
+            except ReadFailed as failure:  # 422 already_exists, or an answer lost when stored
+                if isinstance(failure, WriteRefused) or attempt == QUICK_RETRIES:
+                    if self._http.get(one).status == 200:
+                        break
                     raise
+            attempt += 1
         self._known_labels.add((owner, repo, name))
 
     def add_label(self, owner: str, repo: str, number: int, name: str) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from tireless.forge.client import (
@@ -23,9 +24,11 @@ from tireless.forge.client import (
     ForgeIssue,
     ForgeStopped,
     IssueEvent,
+    RateLimited,
     ReadFailed,
     WriteRefused,
 )
+from tireless.forge.http import SECONDARY_LIMIT_PAUSE
 from tireless.models import MirrorComment, MirrorWrite, RepoToPoll
 from tireless.store import JobStore
 
@@ -70,6 +73,7 @@ def mirror_repository(
         except ForgeStopped:
             raise
         except ReadFailed as failure:  # refused, unavailable, or an answer we cannot trust
+            _stop_when_secondary_limit(failure)
             store.record_mirror_failure(forge, owner, repo, poller, write, str(failure))
             _failed(outcome, write.number, failure)
             continue
@@ -87,12 +91,28 @@ def mirror_repository(
         except ForgeStopped:
             raise
         except ReadFailed as failure:
+            _stop_when_secondary_limit(failure)
             store.record_mirror_comment(forge, owner, repo, poller, comment.job_id, str(failure))
             _failed(outcome, comment.number, failure)
             continue
         store.record_mirror_comment(forge, owner, repo, poller, comment.job_id)
         outcome.commented += 1
     return outcome
+
+
+def _stop_when_secondary_limit(failure: ReadFailed) -> None:
+    """GitHub's secondary rate limit can come as a 403 with neither retry-after nor
+    x-ratelimit-remaining: 0, its message naming it; the forge must then be left alone for at
+    least a minute, or the integration may be banned (docs.github.com/rest/using-the-rest-api/
+    rate-limits-for-the-rest-api). A minimal stand-in, for writes, of the classification of
+    reads in tireless/forge/http.py (issue 21): the whole forge stops, every write waits."""
+    if (
+        isinstance(failure, WriteRefused)
+        and failure.status == 403
+        and "secondary rate limit" in str(failure).lower()
+    ):
+        wait = SECONDARY_LIMIT_PAUSE
+        raise RateLimited(f"{failure} (secondary rate limit)", datetime.now(UTC) + wait, wait)
 
 
 def _failed(outcome: MirrorOutcome, number: int, failure: ReadFailed) -> None:
