@@ -321,6 +321,7 @@ class Outcome:
     kills: int
     restarts: int
     faults: int
+    database_restarts: int
     seconds: float
 
     def summary(self) -> str:
@@ -330,7 +331,8 @@ class Outcome:
             f"chaos-forge: {len(self.ledger.issues)} issues, {self.ledger.actions} edits,"
             f" {made} requests, {self.jobs} jobs, {self.comments} outcome comments;"
             f" {self.faults} faults injected, {self.kills} processes killed"
-            f" ({self.restarts} restarts), database restarted; {self.seconds:.0f} s: {verdict}"
+            f" ({self.restarts} restarts), {self.database_restarts} database restart(s);"
+            f" {self.seconds:.0f} s: {verdict}"
         )
 
 
@@ -341,7 +343,7 @@ def run(
     rng = random.Random(plan.seed)
     ledger = Ledger()
     started = time.monotonic()
-    faults = 0
+    faults = database_restarts = 0
     with StandinForge(plan.flavour, token=TOKEN) as forge, _logs() as logs:
         set_up(conninfo, forge, plan)
         person = Person(forge, conninfo, rng, ledger)
@@ -368,6 +370,7 @@ def run(
                 if plan.restart_database and restart_at and now >= restart_at:
                     restart_database()
                     restart_at = 0.0
+                    database_restarts += 1
                 crew.keep_running()
                 time.sleep(0.02)
             forge.clear_faults()
@@ -378,7 +381,7 @@ def run(
         problems = check(conninfo, forge, ledger, plan.repos, explain=True)
         jobs, comments = _totals(conninfo, forge, plan.repos)
     return Outcome(
-        problems, ledger, jobs, comments, crew.kills, crew.restarts, faults,
+        problems, ledger, jobs, comments, crew.kills, crew.restarts, faults, database_restarts,
         time.monotonic() - started,
     )  # fmt: skip
 
