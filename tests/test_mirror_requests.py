@@ -23,6 +23,7 @@ from tireless import JobStore
 from tireless.devtools.standin_forge import MIRROR_LOGIN, Flavour, Request, StandinForge
 from tireless.forge import client_for, token_variable
 from tireless.forge.mirror import MIRROR_BUDGET
+from tireless.models import Job
 
 __all__ = ["setup"]  # the fixture, both API families
 
@@ -144,6 +145,14 @@ def began_earlier(setup: Setup, number: int) -> None:
         )
 
 
+def claimed_a_while_ago(setup: Setup) -> tuple[int, Job]:
+    """An issue that asked, its job made two seconds ago and claimed."""
+    setup.track(REPO)
+    number = asked(setup)
+    began_earlier(setup, number)
+    return number, claim(setup.store)
+
+
 def ask_again(setup: Setup, number: int) -> None:
     """The person takes the mode label off and puts it back: a new request."""
     now = setup.forge.labels_of(OWNER, REPO, number)
@@ -193,10 +202,7 @@ def _is_mode_label(setup: Setup, request: Request) -> bool:
 def test_a_request_made_again_between_two_polls_while_the_job_ran_gets_its_job(
     setup: Setup,
 ) -> None:
-    setup.track(REPO)
-    number = asked(setup)
-    began_earlier(setup, number)
-    job = claim(setup.store)
+    number, job = claimed_a_while_ago(setup)
     ask_again(setup, number)  # between two polls: the store never sees the label off
     setup.store.transition(job.id, "delivered", "host1-3", "done")
     for _ in range(3):
@@ -356,10 +362,7 @@ def test_the_forge_clients_read_label_events_and_their_own_account(flavour: Flav
 def test_trading_one_mode_label_for_another_after_the_job_began_is_not_a_new_request(
     setup: Setup,
 ) -> None:
-    setup.track(REPO)
-    number = asked(setup)
-    began_earlier(setup, number)
-    job = claim(setup.store)
+    number, job = claimed_a_while_ago(setup)
     now = setup.forge.labels_of(OWNER, REPO, number)  # one edit: plan off, implement on
     setup.forge.set_labels(
         OWNER, REPO, number, [*(n for n in now if n != MODE), "tireless/implement"]
