@@ -374,7 +374,9 @@ def run(
                 crew.keep_running()
                 time.sleep(0.02)
             forge.clear_faults()
-            settle(conninfo, crew, _retrying(database_now, conninfo))
+            since = _retrying(database_now, conninfo)
+            _retrying(retry_now, conninfo)
+            settle(conninfo, crew, since)
         finally:
             crew.stop()
             person.close()
@@ -406,6 +408,17 @@ def polled_since(conninfo: str, since: datetime | None) -> bool:
     except psycopg.Error:
         return False
     return row is not None and row[0] is True and (since is None or row[1:] == (0, 0))
+
+
+def retry_now(conninfo: str) -> datetime:
+    """The faults are over: what backs off after them (a repository's read, a mirror write or
+    comment, 15 s doubling up to an hour) is tried now, as an operator would in psql; the run
+    need not wait out an hour's backoff to see the backlog drain."""
+    with psycopg.connect(conninfo, autocommit=True, connect_timeout=5) as conn:
+        conn.execute("UPDATE tireless.repo_poll SET backoff_until = NULL, next_poll_at = now()")
+        conn.execute("UPDATE tireless.mirror_issue SET next_try_at = now()")
+        conn.execute("UPDATE tireless.mirror_comment SET next_try_at = now()")
+    return database_now(conninfo)
 
 
 def database_now(conninfo: str) -> datetime:
