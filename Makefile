@@ -7,7 +7,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: install lint typecheck test soak bench run stop schema pg-binaries clean
+.PHONY: install lint typecheck test soak chaos-forge bench run stop schema pg-binaries clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -34,10 +34,16 @@ test: lint typecheck pg-binaries
 soak: install pg-binaries
 	TIRELESS_SOAK=long $(PY) -m pytest -m soak $(PYTEST_ARGS)
 
+# The forge fault run: a scripted person on a faulty stand-in forge, pollers and workers killed,
+# PostgreSQL restarted; then the checker (tireless/devtools/chaos_forge.py). ISSUES, SECONDS, SEED.
+chaos-forge: install pg-binaries
+	$(PY) -m tireless.devtools.chaos_forge $(if $(ISSUES),--issues $(ISSUES)) $(if $(SECONDS),--seconds $(SECONDS)) $(if $(SEED),--seed $(SEED))
+
 bench: install pg-binaries
 	$(PY) bench/run.py $(if $(QUICK),--quick)
 	$(PY) bench/web.py $(if $(QUICK),--quick)
 	cd bench && ../$(PY) poll.py $(if $(QUICK),--issues 100 --repos 100 --batch 1000 --repeats 1)
+	cd bench && ../$(PY) mirror.py $(if $(QUICK),--issues 20 --repeats 1)
 
 run: install pg-binaries
 	$(PY) -m tireless.devtools.demo

@@ -828,6 +828,20 @@ $$;
 COMMENT ON FUNCTION tireless.claim_repos_to_poll(poller text, lease interval, max_repos integer) IS 'Leases to poller (for lease) up to max_repos due repositories of registered forges that are not stopped: next poll time reached, not backing off, lease free or expired; FOR UPDATE SKIP LOCKED, so two pollers never get the same one. Returns each with its forge kind and URL, cursor, ETag and whether to list it in full (the first read and every tenth), and the issue numbers of its live jobs.';
 
 --
+-- Name: comment_marker(bigint); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.comment_marker(job_id bigint) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN format('<!-- tireless:job:%s -->'::text, job_id);
+
+--
+-- Name: FUNCTION comment_marker(job_id bigint); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.comment_marker(job_id bigint) IS 'The hidden last line of a job''s outcome comment; the mirror counts it only in a comment written by its own forge account.';
+
+--
 -- Name: job_attempt; Type: TABLE; Schema: tireless; Owner: -
 --
 
@@ -1153,25 +1167,34 @@ COMMENT ON FUNCTION tireless.expire_stale_claims() IS 'Returns every claimed job
 CREATE FUNCTION tireless.finished_job_comment(job tireless.job) RETURNS text
     LANGUAGE sql STABLE
     AS $$
+    -- The outcome on the first line (no text from a runner there). Then the report the job's last
+    -- attempt attached, when there is one (made safe, rendered as markdown); else the last holder
+    -- and the note in a fenced code block whose fence is longer than any run of backticks inside
+    -- it: nothing in it renders (HTML, images, links, headings) and nothing closes it early.
     SELECT format('tireless: %s after %s attempt%s', job.state, job.attempts, CASE WHEN job.attempts = 1 THEN '' ELSE 's' END)
-           || coalesce(' (' || holder.worker || ')', '')
            || CASE WHEN report.text IS NOT NULL
-                   THEN E'\n\n' || report.text || CASE WHEN report.cut THEN E'\n\n(report cut at 60000 characters)' ELSE '' END
-                   ELSE coalesce(': ' || CASE WHEN length(note.text) > 500 THEN left(note.text, 499) || '…' ELSE note.text END, '')
+                   THEN E'\n\n' || tireless.safe_report_text(report.text)
+                        || CASE WHEN report.cut THEN E'\n\n(report cut at 60000 characters)' ELSE '' END
+                   ELSE coalesce(E'\n\n' || fence.marks || E'\n' || quoted.text || E'\n' || fence.marks, '')
               END
-      FROM (SELECT nullif(regexp_replace(btrim(job.note), '\s+', ' ', 'g'), '') AS text) AS note
+      FROM (SELECT nullif(tireless.safe_comment_text(regexp_replace(btrim(job.note), '\s+', ' ', 'g')), '') AS text) AS note
       LEFT JOIN LATERAL (SELECT e.worker FROM tireless.job_event e
                           WHERE e.job_id = job.id AND e.worker IS NOT NULL
                           ORDER BY e.id DESC LIMIT 1) AS holder ON true
       LEFT JOIN LATERAL (SELECT a.report AS text, a.report_cut AS cut FROM tireless.job_attempt a
-                          WHERE a.job_id = job.id AND a.attempt = job.attempts) AS report ON true;
+                          WHERE a.job_id = job.id AND a.attempt = job.attempts) AS report ON true
+     CROSS JOIN LATERAL (SELECT nullif(concat_ws(': ', tireless.safe_comment_text(regexp_replace(btrim(holder.worker), '\s+', ' ', 'g')),
+                                                 CASE WHEN length(note.text) > 500 THEN left(note.text, 499) || '…' ELSE note.text END),
+                                       '') AS text) AS quoted
+     CROSS JOIN LATERAL (SELECT repeat('`', greatest(3, 1 + coalesce(
+                             (SELECT max(length(m[1])) FROM regexp_matches(quoted.text, '(`+)', 'g') AS m), 0))) AS marks) AS fence;
 $$;
 
 --
 -- Name: FUNCTION finished_job_comment(job tireless.job); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.finished_job_comment(job tireless.job) IS 'The comment a finished job leaves on its issue: outcome, attempts and the last holder, then the report its last attempt attached (tireless.attach_report) when there is one, else the note on the same line trimmed to 500 characters (tireless: delivered after 2 attempts (host1-3): merged as #12).';
+COMMENT ON FUNCTION tireless.finished_job_comment(job tireless.job) IS 'The comment a finished job leaves on its issue: the outcome and attempts on the first line, then the report its last attempt attached (tireless.attach_report; made safe by safe_report_text) when there is one, else the last holder and the note (blanks folded, cut to 500 characters, made safe by safe_comment_text) in a fenced code block with a fence longer than any backtick run inside, so nothing of it renders or notifies.';
 
 --
 -- Name: forge_api_url(tireless.forge_kind, text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -1895,6 +1918,39 @@ $$;
 COMMENT ON FUNCTION tireless.may_cancel_pending() IS 'True when the caller''s effective role (after SET ROLE) may cancel a pending job: a member of tireless_admin or of the schema''s owner.';
 
 --
+-- Name: mirror_comments_due(text, text, text, text, integer); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.mirror_comments_due(forge text, owner text, repo text, poller text, max_comments integer DEFAULT 100) RETURNS TABLE(job_id bigint, number integer, body text, marker text)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    IF mirror_comments_due.max_comments IS NULL OR mirror_comments_due.max_comments NOT BETWEEN 1 AND 10000 THEN
+        RAISE EXCEPTION 'max_comments must be from 1 to 10000, got %', coalesce(mirror_comments_due.max_comments::text, 'null')
+            USING ERRCODE = 'TL005';
+    END IF;
+    PERFORM tireless.held_poll(mirror_comments_due.forge, mirror_comments_due.owner, mirror_comments_due.repo,
+                               mirror_comments_due.poller);
+    RETURN QUERY
+    SELECT c.job_id, c.number, tireless.finished_job_comment(j) || E'\n\n' || tireless.comment_marker(j.id),
+           tireless.comment_marker(j.id)
+      FROM tireless.mirror_comment c
+      JOIN tireless.job j ON j.id = c.job_id
+     WHERE (c.forge, c.owner, c.repo) = (mirror_comments_due.forge, mirror_comments_due.owner, mirror_comments_due.repo)
+       AND c.written_at IS NULL AND c.next_try_at <= now()
+     ORDER BY c.next_try_at, c.job_id
+     LIMIT mirror_comments_due.max_comments;
+END;
+$$;
+
+--
+-- Name: FUNCTION mirror_comments_due(forge text, owner text, repo text, poller text, max_comments integer); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.mirror_comments_due(forge text, owner text, repo text, poller text, max_comments integer) IS 'For a poller holding the repository''s poll lease: the outcome comments still to write (at most max_comments), oldest job first: the job, its issue, the body ending with its marker line, and the marker. TL004 without the lease.';
+
+--
 -- Name: mirror_issue; Type: TABLE; Schema: tireless; Owner: -
 --
 
@@ -2037,7 +2093,10 @@ BEGIN
            AND e.at >= since
            AND NOT EXISTS (SELECT FROM tireless.mirror_issue mi
                             WHERE (mi.forge, mi.owner, mi.repo, mi.number) = (j.forge, j.owner, j.repo, j.number)
-                              AND (mi.applied_job_id, mi.applied_state) IS DISTINCT FROM (mi.job_id, mi.state)));
+                              AND (mi.applied_job_id, mi.applied_state) IS DISTINCT FROM (mi.job_id, mi.state)))
+         + (SELECT count(*) FROM tireless.mirror_comment c
+             WHERE (c.forge, c.owner, c.repo) = (mirror_unread.forge, mirror_unread.owner, mirror_unread.repo)
+               AND c.written_at IS NULL);
 END;
 $$;
 
@@ -2045,13 +2104,13 @@ $$;
 -- Name: FUNCTION mirror_unread(forge text, owner text, repo text); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.mirror_unread(forge text, owner text, repo text) IS 'How many issues of a tracked repository changed after the mirror''s last scan and have no write queued yet (part of repo_status.mirror_backlog); reads only the history after that scan.';
+COMMENT ON FUNCTION tireless.mirror_unread(forge text, owner text, repo text) IS 'How many issues of a tracked repository changed after the mirror''s last scan and have no write queued yet, plus the outcome comments still to write (part of repo_status.mirror_backlog); reads only the history after that scan and the comments'' partial index.';
 
 --
 -- Name: mirror_writes(text, text, text, text, integer, interval); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
-CREATE FUNCTION tireless.mirror_writes(forge text, owner text, repo text, poller text, max_writes integer DEFAULT 100, settle interval DEFAULT '00:02:00'::interval) RETURNS TABLE(number integer, job_id bigint, state text, state_label text, drop_labels text[], comment text, comment_marker text)
+CREATE FUNCTION tireless.mirror_writes(forge text, owner text, repo text, poller text, max_writes integer DEFAULT 100, settle interval DEFAULT '00:02:00'::interval) RETURNS TABLE(number integer, job_id bigint, state text, state_label text, drop_labels text[], job_began timestamp with time zone, job_labels text[], opt_in text, mode_labels text[])
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -2082,23 +2141,30 @@ BEGIN
 
     -- Every issue whose jobs changed since the cursor now wants its newest job's current state; an
     -- older wanted state is replaced (job ids of one issue grow: a new job starts after the last ended).
-    WITH touched AS (
-        SELECT j.number, max(j.id) AS job_id
+    -- Every finished job read, newest of its issue or not, gets its own outcome comment, queued once.
+    WITH touched AS MATERIALIZED (
+        SELECT DISTINCT j.id, j.number, j.state
           FROM tireless.job_event e
           JOIN tireless.job j ON j.id = e.job_id
          WHERE e.id > mirror.event_cursor
            AND (j.forge, j.owner, j.repo) = (mirror_writes.forge, mirror_writes.owner, mirror_writes.repo)
            -- A repository tracked again does not mirror what happened before: no comment on old issues.
            AND e.at >= tracked_since
-         GROUP BY j.number
+    ), wanted AS (
+        INSERT INTO tireless.mirror_issue AS mi (forge, owner, repo, number, job_id, state)
+        SELECT DISTINCT ON (t.number) mirror_writes.forge, mirror_writes.owner, mirror_writes.repo, t.number, t.id, t.state
+          FROM touched t
+         ORDER BY t.number, t.id DESC
+        ON CONFLICT ON CONSTRAINT mirror_issue_pkey DO UPDATE
+           SET job_id = excluded.job_id, state = excluded.state, failures = 0, next_try_at = now()
+         WHERE excluded.job_id > mi.job_id OR (excluded.job_id = mi.job_id AND excluded.state <> mi.state)
     )
-    INSERT INTO tireless.mirror_issue AS mi (forge, owner, repo, number, job_id, state)
-    SELECT mirror_writes.forge, mirror_writes.owner, mirror_writes.repo, t.number, j.id, j.state
+    INSERT INTO tireless.mirror_comment (job_id, forge, owner, repo, number)
+    SELECT t.id, mirror_writes.forge, mirror_writes.owner, mirror_writes.repo, t.number
       FROM touched t
-      JOIN tireless.job j ON j.id = t.job_id
-    ON CONFLICT ON CONSTRAINT mirror_issue_pkey DO UPDATE
-       SET job_id = excluded.job_id, state = excluded.state, failures = 0, next_try_at = now()
-     WHERE excluded.job_id > mi.job_id OR (excluded.job_id = mi.job_id AND excluded.state <> mi.state);
+     CROSS JOIN tireless.policy p
+     WHERE p.mirror_comments AND tireless.is_terminal(t.state)
+    ON CONFLICT ON CONSTRAINT mirror_comment_pkey DO NOTHING;
 
     -- The cursor passes only events older than the settle time: a transaction that commits later
     -- than an event with a greater id is still read by the next scan. Reading an event again is harmless.
@@ -2120,13 +2186,16 @@ BEGIN
     SELECT mi.number, mi.job_id, mi.state::text,
            labels.prefix || '/state:' || mi.state::text,
            ARRAY(SELECT l FROM unnest(labels.state_labels) AS l WHERE l <> labels.prefix || '/state:' || mi.state::text)
-           || CASE WHEN tireless.is_terminal(mi.state) THEN labels.mode_labels ELSE '{}' END,
-           CASE WHEN tireless.is_terminal(mi.state) AND p.mirror_comments
-                THEN tireless.finished_job_comment(j) || E'\n\n' || format('<!-- tireless:job:%s -->', j.id) END,
-           format('<!-- tireless:job:%s -->', j.id)
+           -- A finished job withdraws its own request, never a newer one the store has already seen
+           -- (asked again after the job was made: it gets its own job, rule 1).
+           || CASE WHEN tireless.is_terminal(mi.state)
+                    AND NOT EXISTS (SELECT FROM tireless.issue s
+                                     WHERE (s.forge, s.owner, s.repo, s.number) = (mi.forge, mi.owner, mi.repo, mi.number)
+                                       AND s.asks_since > j.created_at)
+                   THEN labels.mode_labels ELSE '{}' END,
+           j.created_at, j.labels, labels.prefix, labels.mode_labels
       FROM tireless.mirror_issue mi
       JOIN tireless.job j ON j.id = mi.job_id
-     CROSS JOIN tireless.policy p
      WHERE (mi.forge, mi.owner, mi.repo) = (mirror.forge, mirror.owner, mirror.repo)
        AND (mi.applied_job_id, mi.applied_state) IS DISTINCT FROM (mi.job_id, mi.state)
        AND mi.next_try_at <= now()
@@ -2139,7 +2208,7 @@ $$;
 -- Name: FUNCTION mirror_writes(forge text, owner text, repo text, poller text, max_writes integer, settle interval); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.mirror_writes(forge text, owner text, repo text, poller text, max_writes integer, settle interval) IS 'For a poller holding the repository''s poll lease: reads the job history since the repository''s cursor (each changed issue now wants its newest job''s state, replacing any older wanted state) and returns the writes due (at most max_writes): per issue its job and state, the state label to show, the labels to take off (the other state labels, and the mode labels once the job ended) and, for a finished job when the policy comments, the comment with its marker. The cursor passes only events older than settle. TL004 without the lease.';
+COMMENT ON FUNCTION tireless.mirror_writes(forge text, owner text, repo text, poller text, max_writes integer, settle interval) IS 'For a poller holding the repository''s poll lease: reads the job history since the repository''s cursor (each changed issue now wants its newest job''s state, replacing any older wanted state; each finished job read gets its outcome comment queued) and returns the label writes due (at most max_writes): per issue its job and state, the state label to show, the labels to take off (the other state labels, and the mode labels once the job ended, unless the issue asked again since the job was made), when the job was made and with which labels, the opt-in and the mode labels. The cursor passes only events older than settle. TL004 without the lease.';
 
 --
 -- Name: next_ready_at(text[]); Type: FUNCTION; Schema: tireless; Owner: -
@@ -2593,6 +2662,54 @@ $$;
 COMMENT ON FUNCTION tireless.record_lane_outcome(lane text, succeeded boolean) IS 'Circuit breaker bookkeeping: a success closes the lane''s breaker; a failure counts, and the threshold-th consecutive one trips the lane for the cool-down.';
 
 --
+-- Name: record_mirror_comment(text, text, text, text, bigint, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.record_mirror_comment(forge text, owner text, repo text, poller text, job_id bigint, error text DEFAULT NULL::text) RETURNS timestamp with time zone
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    queued tireless.mirror_comment;
+    until timestamptz;
+BEGIN
+    IF record_mirror_comment.error IS NOT NULL AND btrim(record_mirror_comment.error) = '' THEN
+        RAISE EXCEPTION 'error must say what failed, got %', quote_literal(record_mirror_comment.error) USING ERRCODE = 'TL005';
+    END IF;
+    PERFORM tireless.held_poll(record_mirror_comment.forge, record_mirror_comment.owner, record_mirror_comment.repo,
+                               record_mirror_comment.poller);
+    SELECT * INTO queued FROM tireless.mirror_comment c
+     WHERE c.job_id = record_mirror_comment.job_id
+       AND (c.forge, c.owner, c.repo) = (record_mirror_comment.forge, record_mirror_comment.owner, record_mirror_comment.repo)
+       FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'job % of %/%/% has no outcome comment queued', coalesce(record_mirror_comment.job_id::text, 'null'),
+            record_mirror_comment.forge, record_mirror_comment.owner, record_mirror_comment.repo
+            USING ERRCODE = 'TL005', HINT = 'Record the comments mirror_comments_due returned.';
+    END IF;
+    IF record_mirror_comment.error IS NULL THEN
+        UPDATE tireless.mirror_comment c SET written_at = coalesce(c.written_at, now()), last_error = NULL, last_error_at = NULL
+         WHERE c.job_id = queued.job_id;
+        RETURN NULL;
+    END IF;
+    -- 15 s doubling per failure in a row, capped at an hour, jittered to between half and all of it.
+    until := now() + least(interval '1 hour', interval '15 seconds' * (2::float8 ^ least(queued.failures, 20)))
+                     * (0.5 + random() / 2);
+    UPDATE tireless.mirror_comment c
+       SET failures = c.failures + 1, next_try_at = until,
+           last_error = left(btrim(record_mirror_comment.error), 2000), last_error_at = now()
+     WHERE c.job_id = queued.job_id;
+    RETURN until;
+END;
+$$;
+
+--
+-- Name: FUNCTION record_mirror_comment(forge text, owner text, repo text, poller text, job_id bigint, error text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.record_mirror_comment(forge text, owner text, repo text, poller text, job_id bigint, error text) IS 'The forge confirmed job_id''s outcome comment (error null: recorded as written, never queued again; returns null), or posting it failed (error: counted, backed off exponentially with jitter; returns when it is tried again). TL004 without the poll lease, TL005 for a comment never queued.';
+
+--
 -- Name: record_mirror_failure(text, text, text, text, integer, bigint, text, text); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -2662,20 +2779,26 @@ BEGIN
 
     -- A finished job's mode labels are off the issue: its request is withdrawn. The store records it
     -- now, so the next poll sees no change (no job), and a human who adds a mode label again asks again.
+    IF tireless.is_terminal(record_mirror_write.state::tireless.job_state) THEN
+        -- The issue's row as the last poll left it (a poll of this repository waits for us, or we for it).
+        PERFORM tireless.lock_repo_issues(queued.forge, queued.owner, queued.repo);
+    END IF;
     withdrawn := tireless.is_terminal(record_mirror_write.state::tireless.job_state)
+                 AND record_mirror_write.issue IS NOT NULL
                  AND NOT EXISTS (SELECT FROM tireless.job j
                                   WHERE (j.forge, j.owner, j.repo, j.number) = (queued.forge, queued.owner, queued.repo, queued.number)
-                                    AND j.state IN ('pending', 'claimed'));
+                                    AND j.state IN ('pending', 'claimed'))
+                 AND NOT EXISTS (SELECT FROM tireless.issue s JOIN tireless.job j ON j.id = record_mirror_write.job_id
+                                  WHERE (s.forge, s.owner, s.repo, s.number) = (queued.forge, queued.owner, queued.repo, queued.number)
+                                    AND s.asks_since > j.created_at);
     IF withdrawn THEN
-        PERFORM tireless.lock_repo_issues(queued.forge, queued.owner, queued.repo);
         UPDATE tireless.issue s
            SET labels = ARRAY(SELECT l FROM unnest(s.labels) AS l WHERE NOT l = ANY ((tireless.mirror_labels()).mode_labels)),
                asks_since = NULL, answered = false, changed_at = now()
          WHERE (s.forge, s.owner, s.repo, s.number) = (queued.forge, queued.owner, queued.repo, queued.number);
-        -- The issue as the forge shows it after the writes: judged by the work rule like a poll.
-        IF record_mirror_write.issue IS NOT NULL THEN
-            PERFORM tireless.apply_work_rule(jsonb_build_array(record_mirror_write.issue));
-        END IF;
+        -- The issue as the forge shows it after the writes, judged by the work rule like a poll: a
+        -- mode label still on it is one a person put back after the job was made, a new request.
+        PERFORM tireless.apply_work_rule(jsonb_build_array(record_mirror_write.issue));
     END IF;
     RETURN withdrawn;
 END;
@@ -2685,7 +2808,7 @@ $$;
 -- Name: FUNCTION record_mirror_write(forge text, owner text, repo text, poller text, number integer, job_id bigint, state text, issue jsonb); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.record_mirror_write(forge text, owner text, repo text, poller text, number integer, job_id bigint, state text, issue jsonb) IS 'The forge confirmed the issue shows job_id in state: recorded as applied, its error cleared. For a finished job with no live successor the request is recorded as withdrawn (mode labels off, no longer asking) and issue, the forge''s issue after the writes (enqueue''s format), is judged by the work rule as a poll would; returns whether it recorded a withdrawal. TL004 without the poll lease, TL005 for a write never queued.';
+COMMENT ON FUNCTION tireless.record_mirror_write(forge text, owner text, repo text, poller text, number integer, job_id bigint, state text, issue jsonb) IS 'The forge confirmed the issue shows job_id in state: recorded as applied, its error cleared. For a finished job with no live successor, given issue (the forge''s issue after the writes, enqueue''s format) and no newer request seen since the job was made, the request is recorded as withdrawn (mode labels off, no longer asking) and issue is judged by the work rule as a poll would (a mode label a person put back is a new request); returns whether it recorded a withdrawal. TL004 without the poll lease, TL005 for a write never queued.';
 
 --
 -- Name: record_poll(text, text, text, text, jsonb, timestamp with time zone, text, boolean, integer[], interval); Type: FUNCTION; Schema: tireless; Owner: -
@@ -3357,6 +3480,44 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.roll_up_history() IS 'Counts the finished jobs of the history written since the last call into tireless.finished_jobs and tireless.finished_jobs_by_hour; returns how many it added. Reads only new events; an event of a transaction still open is counted by a later call. Returns 0 at once while another call is rolling up (it holds the table lock of tireless.history_rollup, which only the schema''s owner can take).';
+
+--
+-- Name: safe_comment_text(text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.safe_comment_text(body text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+    -- Control characters (ESC, BEL, ...) and the bidirectional overrides and isolates dropped;
+    -- a zero-width joiner after each @, so that no mention notifies even outside the code block.
+    SELECT replace(regexp_replace(safe_comment_text.body,
+                                  '[\x01-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]', '', 'g'),
+                   '@', '@' || U&'\200D');
+$$;
+
+--
+-- Name: FUNCTION safe_comment_text(body text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.safe_comment_text(body text) IS 'Text from a runner made safe to quote on a forge: control and bidirectional-override characters dropped, a zero-width joiner after every @ (no mention notifies).';
+
+--
+-- Name: safe_report_text(text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.safe_report_text(body text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+    -- A zero-width space after each < and between ! and [: no tag opens, no image loads; links stay.
+    SELECT replace(replace(tireless.safe_comment_text(safe_report_text.body), '<', '<' || U&'\200B'),
+                   '![', '!' || U&'\200B' || '[');
+$$;
+
+--
+-- Name: FUNCTION safe_report_text(body text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.safe_report_text(body text) IS 'An agent''s report made safe to post as markdown: safe_comment_text, and a zero-width space after every < and inside every ![ so that no HTML tag opens and no image loads.';
 
 --
 -- Name: kind_policy; Type: TABLE; Schema: tireless; Owner: -
@@ -4397,6 +4558,42 @@ CREATE VIEW tireless.lane_summary AS
 COMMENT ON VIEW tireless.lane_summary IS 'One row per lane that has live jobs, settings or jobs finished in the last 24 hours: lane_status (live jobs, the oldest pending job''s age in seconds, breaker, its failures in a row, paused, capacity) beside queue_stats''s delivered, failed and cancelled counts. What `tireless status` and the dashboard''s overview show.';
 
 --
+-- Name: mirror_comment; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.mirror_comment (
+    job_id bigint NOT NULL,
+    forge text NOT NULL,
+    owner text NOT NULL,
+    repo text NOT NULL,
+    number integer NOT NULL,
+    written_at timestamp with time zone,
+    failures integer DEFAULT 0 NOT NULL,
+    next_try_at timestamp with time zone DEFAULT now() NOT NULL,
+    last_error text,
+    last_error_at timestamp with time zone,
+    CONSTRAINT mirror_comment_failures_not_negative CHECK ((failures >= 0))
+);
+
+--
+-- Name: TABLE mirror_comment; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.mirror_comment IS 'Per finished job whose end the mirror read: its outcome comment, written once (written_at) whatever the issue did since, and the retries of a failing post. Private: mirror_writes queues, mirror_comments_due and record_mirror_comment keep it.';
+
+--
+-- Name: COLUMN mirror_comment.written_at; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.mirror_comment.written_at IS 'When the forge confirmed the comment (null: still to write).';
+
+--
+-- Name: CONSTRAINT mirror_comment_failures_not_negative ON mirror_comment; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT mirror_comment_failures_not_negative ON tireless.mirror_comment IS 'Failures in a row are not negative.';
+
+--
 -- Name: mirror_repo; Type: TABLE; Schema: tireless; Owner: -
 --
 
@@ -4631,6 +4828,13 @@ ALTER TABLE ONLY tireless.lane
     ADD CONSTRAINT lane_pkey PRIMARY KEY (name);
 
 --
+-- Name: mirror_comment mirror_comment_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.mirror_comment
+    ADD CONSTRAINT mirror_comment_pkey PRIMARY KEY (job_id);
+
+--
 -- Name: mirror_issue mirror_issue_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
 --
 
@@ -4714,6 +4918,18 @@ CREATE INDEX jobs_by_parent ON tireless.job USING btree (parent_id) WHERE (paren
 --
 
 COMMENT ON INDEX tireless.jobs_by_parent IS 'The children of a job; also keeps the parent foreign key cheap.';
+
+--
+-- Name: mirror_comments_due; Type: INDEX; Schema: tireless; Owner: -
+--
+
+CREATE INDEX mirror_comments_due ON tireless.mirror_comment USING btree (forge, owner, repo, next_try_at) WHERE (written_at IS NULL);
+
+--
+-- Name: INDEX mirror_comments_due; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON INDEX tireless.mirror_comments_due IS 'The comments still to write, per repository, by when they are due.';
 
 --
 -- Name: mirror_writes_due; Type: INDEX; Schema: tireless; Owner: -
@@ -4884,6 +5100,32 @@ ALTER TABLE ONLY tireless.job_event
 --
 
 COMMENT ON CONSTRAINT job_event_job_id_fkey ON tireless.job_event IS 'Every event belongs to a job that exists.';
+
+--
+-- Name: mirror_comment mirror_comment_of_a_job; Type: FK CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.mirror_comment
+    ADD CONSTRAINT mirror_comment_of_a_job FOREIGN KEY (job_id) REFERENCES tireless.job(id) ON DELETE CASCADE;
+
+--
+-- Name: CONSTRAINT mirror_comment_of_a_job ON mirror_comment; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT mirror_comment_of_a_job ON tireless.mirror_comment IS 'A comment belongs to its job and goes with it (prune).';
+
+--
+-- Name: mirror_comment mirror_comment_of_a_tracked_repo; Type: FK CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.mirror_comment
+    ADD CONSTRAINT mirror_comment_of_a_tracked_repo FOREIGN KEY (forge, owner, repo) REFERENCES tireless.tracked_repo(forge, owner, repo) ON DELETE CASCADE;
+
+--
+-- Name: CONSTRAINT mirror_comment_of_a_tracked_repo ON mirror_comment; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT mirror_comment_of_a_tracked_repo ON tireless.mirror_comment IS 'Mirror state belongs to a tracked repository and goes with it.';
 
 --
 -- Name: mirror_issue mirror_issue_of_a_tracked_repo; Type: FK CONSTRAINT; Schema: tireless; Owner: -
@@ -5057,6 +5299,12 @@ GRANT ALL ON FUNCTION tireless.claim_next(worker text, lanes text[], lease inter
 
 REVOKE ALL ON FUNCTION tireless.claim_repos_to_poll(poller text, lease interval, max_repos integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.claim_repos_to_poll(poller text, lease interval, max_repos integer) TO tireless_poller;
+
+--
+-- Name: FUNCTION comment_marker(job_id bigint); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.comment_marker(job_id bigint) FROM PUBLIC;
 
 --
 -- Name: TABLE job_attempt; Type: ACL; Schema: tireless; Owner: -
@@ -5282,6 +5530,13 @@ REVOKE ALL ON FUNCTION tireless.lock_repo_issues(forge text, owner text, repo te
 REVOKE ALL ON FUNCTION tireless.may_cancel_pending() FROM PUBLIC;
 
 --
+-- Name: FUNCTION mirror_comments_due(forge text, owner text, repo text, poller text, max_comments integer); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.mirror_comments_due(forge text, owner text, repo text, poller text, max_comments integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.mirror_comments_due(forge text, owner text, repo text, poller text, max_comments integer) TO tireless_poller;
+
+--
 -- Name: TABLE mirror_issue; Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -5401,6 +5656,13 @@ REVOKE ALL ON FUNCTION tireless.record_job_event() FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION tireless.record_lane_outcome(lane text, succeeded boolean) FROM PUBLIC;
+
+--
+-- Name: FUNCTION record_mirror_comment(forge text, owner text, repo text, poller text, job_id bigint, error text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.record_mirror_comment(forge text, owner text, repo text, poller text, job_id bigint, error text) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.record_mirror_comment(forge text, owner text, repo text, poller text, job_id bigint, error text) TO tireless_poller;
 
 --
 -- Name: FUNCTION record_mirror_failure(forge text, owner text, repo text, poller text, number integer, job_id bigint, state text, error text); Type: ACL; Schema: tireless; Owner: -
@@ -5541,6 +5803,18 @@ REVOKE ALL ON FUNCTION tireless.roll_up_history() FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.roll_up_history() TO tireless_runner;
 GRANT ALL ON FUNCTION tireless.roll_up_history() TO tireless_poller;
 GRANT ALL ON FUNCTION tireless.roll_up_history() TO tireless_admin;
+
+--
+-- Name: FUNCTION safe_comment_text(body text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.safe_comment_text(body text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION safe_report_text(body text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.safe_report_text(body text) FROM PUBLIC;
 
 --
 -- Name: TABLE kind_policy; Type: ACL; Schema: tireless; Owner: -
@@ -5738,6 +6012,12 @@ GRANT SELECT ON TABLE tireless.queue_stats TO tireless_admin;
 GRANT SELECT ON TABLE tireless.lane_summary TO tireless_runner;
 GRANT SELECT ON TABLE tireless.lane_summary TO tireless_poller;
 GRANT SELECT ON TABLE tireless.lane_summary TO tireless_admin;
+
+--
+-- Name: TABLE mirror_comment; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.mirror_comment TO tireless_admin;
 
 --
 -- Name: TABLE mirror_repo; Type: ACL; Schema: tireless; Owner: -

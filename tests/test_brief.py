@@ -98,10 +98,7 @@ def test_the_report_of_the_last_attempt_is_the_comment_instead_of_the_note(
         is False
     )
     store.transition(job.id, "delivered", "host1-3", "the tail of the output", job.claim_token)
-    assert (
-        comment(db, job.id)
-        == "tireless: delivered after 1 attempt (host1-3)\n\n## Done\n\nMerged as #12."
-    )
+    assert comment(db, job.id) == "tireless: delivered after 1 attempt\n\n## Done\n\nMerged as #12."
     assert db.scalar("SELECT note FROM tireless.job") == "the tail of the output"
 
 
@@ -113,7 +110,7 @@ def test_a_report_of_an_earlier_attempt_is_not_the_comment(store: JobStore, db: 
     db.scalar("UPDATE tireless.job SET available_at = now() RETURNING 1")
     again = claimed(store, "w2")
     store.transition(again.id, "failed", "w2", "gave up")
-    assert comment(db, job.id) == "tireless: failed after 2 attempts (w2): gave up"
+    assert comment(db, job.id) == "tireless: failed after 2 attempts\n\n```\nw2: gave up\n```"
 
 
 def test_a_long_report_is_cut_and_says_so(store: JobStore, db: Database) -> None:
@@ -130,3 +127,20 @@ def test_only_the_holder_attaches_a_report(store: JobStore, db: Database) -> Non
     with pytest.raises(NotHolder):
         store.attach_report(job.id, "w2", "not mine")
     assert db.scalar("SELECT count(*) FROM tireless.job_attempt") == 0
+
+
+def test_a_report_is_posted_with_no_mention_tag_image_or_control_character(
+    store: JobStore, db: Database
+) -> None:
+    tracked(store).enqueue([issue(1)])
+    job = claimed(store)
+    report = "Done, @alice.\x1b]52;c;x\x07 <img src=x onerror=alert(1)> ![t](http://t.example/p.png) [PR](http://f/1)\u202e"
+    store.attach_report(job.id, "w1", report)
+    store.transition(job.id, "delivered", "w1")
+    body = comment(db, job.id).split("\n\n", 1)[1]
+    assert "@\u200dalice" in body
+    assert "<img" not in body
+    assert "<\u200bimg" in body
+    assert "![" not in body
+    assert "[PR](http://f/1)" in body
+    assert not any(c in body for c in "\x1b\x07\u202e")

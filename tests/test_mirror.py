@@ -22,7 +22,7 @@ from tireless.cli.render import render_repos
 from tireless.devtools.standin_forge import Flavour, StandinForge
 from tireless.errors import NotHolder
 from tireless.forge import client_for, token_variable
-from tireless.forge.mirror import apply_write
+from tireless.forge.mirror import apply_write, post_comment
 from tireless.forge.poll import Report
 from tireless.models import Job
 
@@ -119,9 +119,11 @@ def test_delivered_shows_delivered_takes_the_mode_labels_off_and_comments_once(
     one_round(setup)
     assert labels(setup, number) == ["tireless", f"{STATE}delivered"]
     (comment,) = comments(setup, number)
-    first_line, marker = comment.split("\n\n")
-    assert first_line == "tireless: delivered after 1 attempt (host1-3): merged as #12 (squashed)"
-    assert marker == f"<!-- tireless:job:{job.id} -->"
+    assert comment == (
+        "tireless: delivered after 1 attempt\n\n"
+        "```\nhost1-3: merged as #12 (squashed)\n```\n\n"
+        f"<!-- tireless:job:{job.id} -->"
+    )
     for _ in range(2):  # later rounds change nothing on the forge
         one_round(setup)
     assert comments(setup, number) == [comment]
@@ -160,7 +162,9 @@ def test_three_quick_changes_collapse_to_the_last(setup: Setup) -> None:
     assert f"{STATE}claimed" not in setup.forge.repo_labels(OWNER, REPO)
     writes = setup.forge.writes()[writes_before:]
     assert sum(1 for w in writes if w.path.endswith("/comments")) == 1
-    assert comments(setup, number)[0].startswith("tireless: failed after 2 attempts (host2-1)")
+    assert comments(setup, number)[0].startswith(
+        "tireless: failed after 2 attempts\n\n```\nhost2-1"
+    )
 
 
 def test_a_500_is_retried_and_the_write_lands_in_the_same_round(setup: Setup) -> None:
@@ -220,12 +224,15 @@ def test_the_same_write_applied_twice_leaves_one_comment_and_one_label(setup: Se
     setup.store.transition(job.id, "cancelled", "host1-3", "not needed")
     (target,) = setup.store.claim_repos_to_poll("poller-1")
     (write,) = setup.store.mirror_writes(setup.name, OWNER, REPO, "poller-1")
+    (comment,) = setup.store.mirror_comments_due(setup.name, OWNER, REPO, "poller-1")
     client = client_for(setup.forge.flavour, setup.forge.url, TOKEN)
     try:
         apply_write(client, OWNER, REPO, write)
+        post_comment(client, OWNER, REPO, comment)
         once = (labels(setup, number), comments(setup, number))
         writes = len(setup.forge.writes())
         apply_write(client, OWNER, REPO, write)
+        post_comment(client, OWNER, REPO, comment)
     finally:
         client.close()
     assert (labels(setup, number), comments(setup, number)) == once

@@ -189,7 +189,7 @@ def test_the_report_file_becomes_the_comment_on_the_forge(setup: Setup, tmp_path
     one_round(setup)
     (posted,) = comments(setup, number)
     assert posted.startswith(
-        "tireless: failed after 1 attempt (runner-1)\n\n## Could not\n\nThe paint ran out.\n\n"
+        "tireless: failed after 1 attempt\n\n## Could not\n\nThe paint ran out.\n\n"
     )
     assert "output for the operators" not in posted
     assert setup.jobs()[number] == (

@@ -39,6 +39,7 @@ from tireless.models import (
     JobKind,
     JobState,
     Lane,
+    MirrorComment,
     MirrorWrite,
     PollOutcome,
     RepoRef,
@@ -305,6 +306,17 @@ class AsyncJobStore:
         self, forge: str, owner: str, repo: str, poller: str, write: MirrorWrite, error: str
     ) -> datetime:
         call = calls.record_mirror_failure(forge, owner, repo, poller, write, error)
+        return await self._run(call)
+
+    async def mirror_comments_due(
+        self, forge: str, owner: str, repo: str, poller: str, max_comments: int = 100
+    ) -> list[MirrorComment]:
+        return await self._run(calls.mirror_comments_due(forge, owner, repo, poller, max_comments))
+
+    async def record_mirror_comment(
+        self, forge: str, owner: str, repo: str, poller: str, job_id: int, error: str | None = None
+    ) -> datetime | None:
+        call = calls.record_mirror_comment(forge, owner, repo, poller, job_id, error)
         return await self._run(call)
 
     async def set_mirror_comments(self, enabled: bool) -> bool:

@@ -34,6 +34,7 @@ from tireless.models import (
     JobKind,
     JobState,
     Lane,
+    MirrorComment,
     MirrorWrite,
     PollOutcome,
     RepoRef,
@@ -478,7 +479,8 @@ def record_forge_trouble(name: str, error: str | None, until: datetime | None) -
 
 
 MIRROR_WRITES = (
-    "SELECT number, job_id, state, state_label, drop_labels, comment, comment_marker"
+    "SELECT number, job_id, state, state_label, drop_labels, job_began, job_labels, opt_in,"
+    " mode_labels"
     " FROM tireless.mirror_writes(forge => %(forge)s, owner => %(owner)s, repo => %(repo)s,"
     " poller => %(poller)s, max_writes => %(max_writes)s)"
 )
@@ -534,6 +536,33 @@ def record_mirror_failure(
         "error": error,
     }
     return Call(RECORD_MIRROR_FAILURE, params, tuple_row, _value)
+
+
+MIRROR_COMMENTS_DUE = (
+    "SELECT job_id, number, body, marker"
+    " FROM tireless.mirror_comments_due(forge => %(forge)s, owner => %(owner)s, repo => %(repo)s,"
+    " poller => %(poller)s, max_comments => %(max_comments)s)"
+)
+
+
+def mirror_comments_due(
+    forge: str, owner: str, repo: str, poller: str, max_comments: int
+) -> Call[MirrorComment, list[MirrorComment]]:
+    params = _repo(forge, owner, repo) | {"poller": poller, "max_comments": max_comments}
+    return Call(MIRROR_COMMENTS_DUE, params, class_row(MirrorComment), _rows)
+
+
+RECORD_MIRROR_COMMENT = (
+    "SELECT tireless.record_mirror_comment(forge => %(forge)s, owner => %(owner)s,"
+    " repo => %(repo)s, poller => %(poller)s, job_id => %(job_id)s, error => %(error)s)"
+)
+
+
+def record_mirror_comment(
+    forge: str, owner: str, repo: str, poller: str, job_id: int, error: str | None
+) -> Call[Any, datetime | None]:
+    params = _repo(forge, owner, repo) | {"poller": poller, "job_id": job_id, "error": error}
+    return Call(RECORD_MIRROR_COMMENT, params, tuple_row, _value)
 
 
 SET_MIRROR_COMMENTS = "SELECT tireless.set_mirror_comments(enabled => %(enabled)s)"

@@ -230,21 +230,37 @@ class PollOutcome:
 @dataclass(frozen=True, slots=True)
 class MirrorWrite:
     """What one issue should look like on the forge (`tireless.mirror_writes`): the state label
-    it shows, the labels to take off, and for a finished job the comment and its marker."""
+    it shows and the labels to take off; when its job was made and with which labels, the opt-in
+    and the mode labels (the mirror checks the issue's label events against them: a request made
+    again after the job began keeps its labels)."""
 
     number: int
     job_id: int
     state: JobState
     state_label: str
     drop_labels: tuple[str, ...]
-    comment: str | None
-    comment_marker: str
+    job_began: datetime
+    job_labels: tuple[str, ...]
+    opt_in: str
+    mode_labels: tuple[str, ...]
 
     @classmethod
     def from_row(cls, **columns: Any) -> MirrorWrite:
         columns["state"] = JobState(columns["state"])
-        columns["drop_labels"] = tuple(columns["drop_labels"])
+        for name in ("drop_labels", "job_labels", "mode_labels"):
+            columns[name] = tuple(columns[name])
         return cls(**columns)
+
+
+@dataclass(frozen=True, slots=True)
+class MirrorComment:
+    """A finished job's outcome comment still to write (`tireless.mirror_comments_due`): the body
+    ends with `marker`, which only a comment by the mirror's own forge account counts as."""
+
+    job_id: int
+    number: int
+    body: str
+    marker: str
 
 
 @dataclass(frozen=True, slots=True)

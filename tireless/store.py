@@ -37,6 +37,7 @@ from tireless.models import (
     JobKind,
     JobState,
     Lane,
+    MirrorComment,
     MirrorWrite,
     PollOutcome,
     RepoRef,
@@ -306,6 +307,17 @@ class JobStore:
         self, forge: str, owner: str, repo: str, poller: str, write: MirrorWrite, error: str
     ) -> datetime:
         call = calls.record_mirror_failure(forge, owner, repo, poller, write, error)
+        return self._run(call)
+
+    def mirror_comments_due(
+        self, forge: str, owner: str, repo: str, poller: str, max_comments: int = 100
+    ) -> list[MirrorComment]:
+        return self._run(calls.mirror_comments_due(forge, owner, repo, poller, max_comments))
+
+    def record_mirror_comment(
+        self, forge: str, owner: str, repo: str, poller: str, job_id: int, error: str | None = None
+    ) -> datetime | None:
+        call = calls.record_mirror_comment(forge, owner, repo, poller, job_id, error)
         return self._run(call)
 
     def set_mirror_comments(self, enabled: bool) -> bool:

@@ -463,12 +463,16 @@ def mirror_once_more(store: JobStore, token: str) -> int:
 
 
 def forge_view(forge: StandinForge, numbers: Sequence[int]) -> str:
-    """Issues as the stand-in forge shows them: title, labels, and each comment's first line."""
+    """Issues as the stand-in forge shows them: title, labels, and each comment's outcome line
+    with the holder and note it quotes (the line inside its code block)."""
     lines = []
     for number in numbers:
         (issue,) = [i for i in issues_of(forge, OWNER, REPO) if i.number == number]
         lines.append(f"#{number} {issue.title!r} ({issue.state}): {', '.join(issue.labels)}")
-        lines += [f"    {body.splitlines()[0]}" for body in forge.comments_of(OWNER, REPO, number)]
+        for body in forge.comments_of(OWNER, REPO, number):
+            outcome, *rest = body.splitlines()
+            quoted = rest[2] if len(rest) > 3 and rest[1].startswith("```") else None
+            lines.append(f"    {outcome}" + (f": {quoted}" if quoted else ""))
     return "\n".join(lines)
 
 

@@ -27,7 +27,7 @@ import hashlib
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
@@ -56,9 +56,17 @@ FAULTS = (
     # The poller's quirks (issue 21), cited where they are served:
     "secondary-limit",  # GitHub: 403, a secondary rate limit, no retry-after (_poller_quirks)
     "drip",  # the body sent one byte every `seconds` (Answer.drip)
+    # The mirror's writes (issue 21): the write is stored, then the answer is lost, as when a
+    # proxy or the network drops it; a client that retries blindly makes it twice.
+    "applied-then-reset",  # stored, then the connection closed with no answer
+    "applied-then-slow",  # stored, then the answer comes `seconds` late (past a client timeout)
 )
 STATUS_FAULTS = ("500", "429-seconds", "429-date", "401", "403", "secondary-limit")
 """The faults that answer with a status of their own instead of the resource."""
+MIRROR_LOGIN = "tireless-bot"
+"""The account the token belongs to (GET /user): the mirror writes as it."""
+PERSON = "alice"
+"""Who the test's own edits (create_issue, set_labels, close_issue...) are made by."""
 
 
 @dataclass
@@ -90,6 +98,19 @@ class Comment:
     id: int
     body: str
     created_at: datetime = field(default_factory=lambda: _now())
+    author: str = MIRROR_LOGIN
+
+
+@dataclass(frozen=True)
+class Event:
+    """A change of an issue's labels or state, as both forges keep them (GitHub's issue events,
+    Gitea's timeline): `kind` labeled/unlabeled (with `label`), closed, reopened."""
+
+    id: int
+    at: datetime
+    actor: str
+    kind: str
+    label: RepoLabel | None = None
 
 
 @dataclass
@@ -133,6 +154,7 @@ class StandinForge:
         gitea_label_refs: Literal["ids", "both"] = "ids",
         port: int = 0,
         root_url: str | None = None,
+        write_limit: tuple[int, float] | None = None,
     ) -> None:
         self.flavour: Flavour = flavour
         self.gitea_label_refs = gitea_label_refs
@@ -146,6 +168,14 @@ class StandinForge:
         self._repos: dict[tuple[str, str], dict[int, StoredIssue]] = {}
         self._labels: dict[tuple[str, str], dict[str, RepoLabel]] = {}
         self._comments: dict[tuple[str, str, int], list[Comment]] = {}
+        self._org_labels: dict[str, dict[str, RepoLabel]] = {}
+        self._duplicate_labels: dict[tuple[str, str], list[RepoLabel]] = {}
+        self._events: dict[tuple[str, str, int], list[Event]] = {}
+        self._write_hook: Callable[[Request], None] | None = None
+        # (writes, seconds): at most that many writes in any window of that many seconds.
+        self.write_limit = write_limit
+        self._write_times: list[float] = []
+        self.limited_writes = 0
         self._next_id = 1
         self._faults: list[Fault] = []
         self._deleted: set[tuple[str, str, int]] = set()
@@ -197,20 +227,77 @@ class StandinForge:
                 number, title, list(labels), pull_request=pull_request, body=body
             )
             for name in labels:  # a human labelling an issue made the label first
-                self._repo_label(owner, repo, name)
+                self._label_named(owner, repo, name)
             return number
 
     def create_repo(self, owner: str, repo: str) -> None:
         with self._lock:
             self._repos.setdefault((owner, repo), {})
 
-    def _change(self, owner: str, repo: str, number: int, **changes: Any) -> None:
+    def _change(
+        self, owner: str, repo: str, number: int, actor: str = PERSON, **changes: Any
+    ) -> None:
         with self._lock:
             issues = self._repos[(owner, repo)]
             stored = issues[number]
             # Every change moves updated_at on, at least one whole second past the last one.
             stamp = max(_now(), stored.updated_at + timedelta(seconds=1))
             issues[number] = replace(stored, updated_at=stamp, **changes)
+            self._record_events(owner, repo, stored, issues[number], actor)
+
+    def edit(
+        self,
+        owner: str,
+        repo: str,
+        number: int,
+        change: Callable[[StoredIssue], dict[str, Any]],
+        *,
+        actor: str = PERSON,
+    ) -> tuple[StoredIssue, StoredIssue]:
+        """A person's edit made atomically against the mirror's writes: `change` gets the issue
+        as it is and returns the fields to change (labels, state); the issue before and after."""
+        with self._lock:
+            before = self._repos[(owner, repo)][number]
+            changes = change(before)
+            if not changes:
+                return before, before
+            for name in changes.get("labels", []):
+                self._label_named(owner, repo, name)
+            if "state" in changes:
+                changes["closed_at"] = _now() if changes["state"] == "closed" else None
+            self._change(owner, repo, number, actor, **changes)
+            return before, self._repos[(owner, repo)][number]
+
+    def _record_events(
+        self, owner: str, repo: str, before: StoredIssue, after: StoredIssue, actor: str
+    ) -> None:
+        """The events a change makes (called under the lock), stamped like the change."""
+        made: list[tuple[str, RepoLabel | None]] = []
+        if before.state != after.state:
+            made.append(("closed" if after.state == "closed" else "reopened", None))
+        made += [
+            ("unlabeled", self._label_named(owner, repo, n))
+            for n in before.labels
+            if n not in after.labels
+        ]
+        made += [
+            ("labeled", self._label_named(owner, repo, n))
+            for n in after.labels
+            if n not in before.labels
+        ]
+        events = self._events.setdefault((owner, repo, after.number), [])
+        for kind, label in made:
+            events.append(Event(self._next_id, _now(), actor, kind, label))
+            self._next_id += 1
+
+    def _label_named(self, owner: str, repo: str, name: str) -> RepoLabel:
+        """The repository's label of that name, else its organisation's (called under the lock)."""
+        label = self._labels.get((owner, repo), {}).get(name)
+        if label is None:
+            label = self._org_labels.get(owner, {}).get(name)
+        if label is None:
+            label = self._repo_label(owner, repo, name)
+        return label
 
     def close_issue(self, owner: str, repo: str, number: int) -> None:
         self._change(owner, repo, number, state="closed", closed_at=_now())
@@ -218,11 +305,13 @@ class StandinForge:
     def reopen_issue(self, owner: str, repo: str, number: int) -> None:
         self._change(owner, repo, number, state="open", closed_at=None)
 
-    def set_labels(self, owner: str, repo: str, number: int, labels: list[str]) -> None:
+    def set_labels(
+        self, owner: str, repo: str, number: int, labels: list[str], *, actor: str = PERSON
+    ) -> None:
         with self._lock:
             for name in labels:
-                self._repo_label(owner, repo, name)
-        self._change(owner, repo, number, labels=list(labels))
+                self._label_named(owner, repo, name)
+        self._change(owner, repo, number, actor, labels=list(labels))
 
     def _repo_label(
         self, owner: str, repo: str, name: str, color: str = "00aabb", **extra: Any
@@ -245,6 +334,47 @@ class StandinForge:
     def comments_of(self, owner: str, repo: str, number: int) -> list[str]:
         with self._lock:
             return [c.body for c in self._comments.get((owner, repo, number), [])]
+
+    def comments_with_authors(self, owner: str, repo: str, number: int) -> list[tuple[str, str]]:
+        """(author, body) of each comment of the issue, oldest first."""
+        with self._lock:
+            return [(c.author, c.body) for c in self._comments.get((owner, repo, number), [])]
+
+    def events_of(self, owner: str, repo: str, number: int) -> list[Event]:
+        """The issue's label and state events, oldest first."""
+        with self._lock:
+            return list(self._events.get((owner, repo, number), []))
+
+    def add_comment_as(self, owner: str, repo: str, number: int, author: str, body: str) -> None:
+        """A comment someone other than the mirror's account wrote."""
+        with self._lock:
+            self._comments.setdefault((owner, repo, number), []).append(
+                Comment(self._next_id, body, author=author)
+            )
+            self._next_id += 1
+
+    # Quirks the mirror copes with (issue 21), each cited where it is served.
+    def create_org_label(self, org: str, name: str) -> int:
+        """An organisation label (Gitea: routers/api/v1/org/label.go): any issue of the
+        organisation's repositories can carry it; no repository's label list shows it."""
+        with self._lock:
+            labels = self._org_labels.setdefault(org, {})
+            if name not in labels:
+                labels[name] = RepoLabel(self._next_id, name, "00aabb")
+                self._next_id += 1
+            return labels[name].id
+
+    def label_names(self, owner: str, repo: str) -> list[str]:
+        """Every repository label's name, duplicates too (Gitea stores two labels of one name)."""
+        with self._lock:
+            found = list(self._labels.get((owner, repo), {}))
+            return found + [label.name for label in self._duplicate_labels.get((owner, repo), [])]
+
+    def on_write(self, hook: Callable[[Request], None] | None) -> None:
+        """Call `hook` with each write request as it arrives, before the forge applies it: a
+        test's person edits the issue at the exact moment the mirror writes."""
+        with self._lock:
+            self._write_hook = hook
 
     def writes(self) -> list[Request]:
         """The write requests received (every method but GET)."""
@@ -277,6 +407,7 @@ class StandinForge:
         `writes_only`: only write requests; `number`: only requests about that issue."""
         if name not in FAULTS:
             raise ValueError(f"unknown fault {name!r}: one of {', '.join(FAULTS)}")
+        writes_only = writes_only or name.startswith("applied-")
         with self._lock:
             self._faults.append(Fault(name, times, repo, seconds, writes_only, number))
 
@@ -471,9 +602,23 @@ class StandinForge:
         body: Any = None,
     ) -> Answer:
         authorized = self._authorized(authorization)
-        gate = self._record(Request(method, path, query, authorized, body))
+        request = Request(method, path, query, authorized, body)
+        gate = self._record(request)
         if gate is not None:
             gate.wait(30)
+        hook = self._write_hook
+        if hook is not None and method != "GET":
+            hook(request)
+        if method != "GET" and self._write_limited():
+            # GitHub's secondary rate limit on content creation ("no more than 80
+            # content-generating requests per minute"): 403 (or 429) with retry-after, no
+            # x-ratelimit-remaining: 0 (docs.github.com/rest/using-the-rest-api/
+            # rate-limits-for-the-rest-api#about-secondary-rate-limits).
+            answer = self._error(403, "You have exceeded a secondary rate limit")
+            return replace(answer, headers=answer.headers | {"retry-after": "1"})
+        account = self._account_answer(method, path, query, authorized)
+        if account is not None:
+            return account
         path = self._current_path(path)
         moved = self._moved_answer(method, path, query)
         if moved is not None:
@@ -532,6 +677,54 @@ class StandinForge:
             return (parts[1], parts[2], int(parts[4])) if parts[4].isdigit() else None
         return parts[1], parts[2], None
 
+    def _write_limited(self) -> bool:
+        """Whether this write is past `write_limit` (counted as accepted otherwise)."""
+        if self.write_limit is None:
+            return False
+        writes, seconds = self.write_limit
+        with self._lock:
+            now = time.monotonic()
+            self._write_times = [t for t in self._write_times if now - t < seconds]
+            if len(self._write_times) >= writes:
+                self.limited_writes += 1
+                return True
+            self._write_times.append(now)
+            return False
+
+    def _account_answer(
+        self, method: str, path: str, query: dict[str, str], authorized: bool
+    ) -> Answer | None:
+        """GET /user (both forges: the token's own account, `login`) and Gitea's GET
+        /orgs/{org}/labels (routers/api/v1/org/label.go ListLabels: pages like the repository's
+        list, X-Total-Count and no Link; 404 when the owner is a user, not an organisation)."""
+        parts = path.strip("/").split("/")
+        if self.flavour == "gitea":
+            if parts[:2] != ["api", "v1"]:
+                return None
+            parts = parts[2:]
+        if parts == ["user"] and method == "GET":
+            if not authorized:
+                return self._error(401, "Bad credentials")
+            return self._count_rate(Answer(200, {}, {"id": 2, "login": MIRROR_LOGIN}), query)
+        if self.flavour == "gitea" and len(parts) == 3 and parts[::2] == ["orgs", "labels"]:
+            with self._lock:
+                org = self._org_labels.get(parts[1])
+                if org is None:
+                    return self._error(404, "Not Found")
+                items = [self._label_json(parts[1], "", label) for label in org.values()]
+            return self._label_page(items, query)
+        return None
+
+    def _label_page(self, items: list[dict[str, Any]], query: dict[str, str]) -> Answer:
+        """Gitea's label lists: sorted by name, `limit` clamped to MAX_RESPONSE_ITEMS (50),
+        X-Total-Count and NO Link header (routers/api/v1/repo/label.go ListLabels calls
+        SetTotalCountHeader only; go-gitea/gitea issue #21158)."""
+        items = sorted(items, key=lambda item: (str(item["name"]), int(item["id"])))
+        size = min(int(query.get("limit", "0") or 0) or 30, self.max_page_size)
+        page = max(int(query.get("page", "1") or 1), 1)
+        chosen = items[(page - 1) * size : page * size]
+        return Answer(200, {"X-Total-Count": str(len(items))}, chosen)
+
     # The mirror's endpoints
     def _mirror_route(self, path: str) -> tuple[str, str, int | None, str, str | None] | None:
         """(owner, repo, issue number or None, "labels" or "comments", the label reference)."""
@@ -551,6 +744,8 @@ class StandinForge:
                 return owner, repo, int(rest[1]), "labels", ref
             if rest[2] == "comments" and len(rest) == 3:
                 return owner, repo, int(rest[1]), "comments", None
+            if rest[2] in ("events", "timeline") and len(rest) == 3:
+                return owner, repo, int(rest[1]), "events", None
         return None
 
     def _mirror_answer(
@@ -574,11 +769,17 @@ class StandinForge:
             if number is not None and number not in self._repos[(owner, repo)]:
                 return self._error(404, "Not Found")
             if number is None:
-                answer = self._repo_labels_answer(method, owner, repo, ref, body)
+                answer = self._repo_labels_answer(method, owner, repo, ref, body, query)
             elif what == "labels":
                 answer = self._issue_labels_answer(method, owner, repo, number, ref, body)
+            elif what == "events":
+                answer = self._events_answer(method, owner, repo, number, query)
             else:
                 answer = self._comments_answer(method, owner, repo, number, query, body)
+        if fault is not None and fault.name == "applied-then-reset":
+            return replace(answer, drop=True)
+        if fault is not None and fault.name == "applied-then-slow":
+            time.sleep(fault.seconds)
         return self._count_rate(answer, query)
 
     def _label_json(self, owner: str, repo: str, label: RepoLabel) -> dict[str, Any]:
@@ -606,14 +807,15 @@ class StandinForge:
         }
 
     def _repo_labels_answer(
-        self, method: str, owner: str, repo: str, ref: str | None, body: Any
+        self, method: str, owner: str, repo: str, ref: str | None, body: Any, query: dict[str, str]
     ) -> Answer:
         labels = self._labels.setdefault((owner, repo), {})
         if method == "GET" and ref is None:
-            # Short enough for one page in these tests; both forges page it like issues.
-            items = [self._label_json(owner, repo, label) for label in labels.values()]
-            headers = {"X-Total-Count": str(len(items))} if self.flavour == "gitea" else {}
-            return Answer(200, headers, items)
+            every = [*labels.values(), *self._duplicate_labels.get((owner, repo), [])]
+            items = [self._label_json(owner, repo, label) for label in every]
+            if self.flavour == "gitea":
+                return self._label_page(items, query)
+            return Answer(200, {}, items)  # GitHub: the client asks for its label by name
         if method == "GET" and self.flavour == "github" and ref is not None:
             label = labels.get(ref)
             if label is None:
@@ -625,10 +827,15 @@ class StandinForge:
         color = str(body.get("color", "")) if isinstance(body, dict) else ""
         if not isinstance(name, str) or not name or not _is_color(color, self.flavour):
             return self._error(422, "Validation Failed")
+        if name in labels and self.flavour == "github":
+            return self._error(422, "Validation Failed: already_exists")
         if name in labels:
-            if self.flavour == "github":
-                return self._error(422, "Validation Failed: already_exists")
-            return self._error(409, "label already exists")  # stand-in: Gitea allows duplicates
+            # Gitea stores a second label of the same name: CreateLabel checks no name
+            # (routers/api/v1/repo/label.go CreateLabel -> issues_model.NewLabel).
+            duplicate = RepoLabel(self._next_id, name, color.lstrip("#"))
+            self._next_id += 1
+            self._duplicate_labels.setdefault((owner, repo), []).append(duplicate)
+            return Answer(201, {}, self._label_json(owner, repo, duplicate))
         label = self._repo_label(
             owner,
             repo,
@@ -644,7 +851,14 @@ class StandinForge:
     ) -> Answer:
         stored = self._repos[(owner, repo)][number]
         labels = self._labels.setdefault((owner, repo), {})
-        by_id = {label.id: label for label in labels.values()}
+        # An issue takes the repository's labels and its organisation's, by id (Gitea:
+        # services/issue/label.go; routers/api/v1/repo/issue_label.go DeleteIssueLabel looks the
+        # id up with GetLabelByID, any label the issue may carry).
+        org = self._org_labels.get(owner, {})
+        extra = self._duplicate_labels.get((owner, repo), [])
+        by_id = {label.id: label for label in [*labels.values(), *org.values(), *extra]}
+        if method == "GET" and ref is None:
+            return self._issue_labels_list(owner, repo, number)
         if method == "DELETE" and ref is not None:
             if self.flavour == "gitea":
                 # DELETE /issues/{index}/labels/{id}: an id.
@@ -675,7 +889,7 @@ class StandinForge:
             ):
                 # Gitea up to 1.20: IssueLabelsOption.labels is []int64.
                 return self._error(422, "json: cannot unmarshal string into Go value of type int64")
-            elif isinstance(item, str) and item in labels:
+            elif isinstance(item, str) and (item in labels or item in org):
                 names.append(item)
             elif self.flavour == "github" and isinstance(item, str):
                 names.append(self._repo_label(owner, repo, item, "ededed").name)  # GitHub makes it
@@ -683,7 +897,7 @@ class StandinForge:
                 return self._error(422, "label not found")
         current = [] if method == "PUT" else list(stored.labels)
         for name in names:
-            label = labels[name]
+            label = self._label_named(owner, repo, name)
             if label.exclusive:  # Gitea's scoped labels: one per scope on an issue
                 scope = name.rpartition("/")[0]
                 current = [n for n in current if n.rpartition("/")[0] != scope]
@@ -698,11 +912,78 @@ class StandinForge:
         stored = issues[number]
         stamp = max(_now(), stored.updated_at + timedelta(seconds=1))
         issues[number] = replace(stored, labels=labels, updated_at=stamp)
+        self._record_events(owner, repo, stored, issues[number], MIRROR_LOGIN)
 
     def _issue_labels_list(self, owner: str, repo: str, number: int) -> Answer:
-        labels = self._labels[(owner, repo)]
         names = self._repos[(owner, repo)][number].labels
-        return Answer(200, {}, [self._label_json(owner, repo, labels[n]) for n in names])
+        return Answer(
+            200,
+            {},
+            [self._label_json(owner, repo, self._label_named(owner, repo, n)) for n in names],
+        )
+
+    def _events_answer(
+        self, method: str, owner: str, repo: str, number: int, query: dict[str, str]
+    ) -> Answer:
+        """GitHub: GET .../issues/{n}/events (docs.github.com/rest/issues/events), oldest first,
+        paged by Link. Gitea: GET .../issues/{index}/timeline (routers/api/v1/repo/
+        issue_comment.go ListIssueCommentsAndTimeline), a label change a comment of type
+        "label" with body "1" when added and "" when removed, "close" and "reopen"; `since`."""
+        if method != "GET":
+            return self._error(405, "Method Not Allowed")
+        events = self._events.get((owner, repo, number), [])
+        if self.flavour == "gitea":
+            if "since" in query:
+                since = datetime.fromisoformat(query["since"])
+                events = [e for e in events if e.at >= since]
+            items = [self._timeline_json(owner, repo, number, e) for e in events]
+            size = min(int(query.get("limit", "0") or 0) or 30, self.max_page_size)
+            page = max(int(query.get("page", "1") or 1), 1)
+            chosen = items[(page - 1) * size : page * size]
+            return Answer(200, {"X-Total-Count": str(len(items))}, chosen)
+        size = min(int(query.get("per_page", "30") or 30), 100)
+        page = max(int(query.get("page", "1") or 1), 1)
+        last = max((len(events) + size - 1) // size, 1)
+        chosen_events = events[(page - 1) * size : page * size]
+        headers = {}
+        if page < last:
+            path = f"/repos/{owner}/{repo}/issues/{number}/events"
+            headers["Link"] = (
+                f'<{self.url}{path}?{urlencode(query | {"page": str(page + 1)})}>; rel="next"'
+            )
+        api = f"{self.url}/repos/{owner}/{repo}/issues"
+        items = [
+            {
+                "id": e.id,
+                "node_id": f"E_{e.id}",
+                "url": f"{api}/events/{e.id}",
+                "actor": {"id": 1, "login": e.actor},
+                "event": e.kind,
+                "commit_id": None,
+                "commit_url": None,
+                "created_at": _time(e.at),
+                "performed_via_github_app": None,
+            }
+            | ({"label": {"name": e.label.name, "color": e.label.color}} if e.label else {})
+            for e in chosen_events
+        ]
+        return Answer(200, headers, items)
+
+    def _timeline_json(self, owner: str, repo: str, number: int, event: Event) -> dict[str, Any]:
+        kind = {"labeled": "label", "unlabeled": "label", "closed": "close", "reopened": "reopen"}
+        web = f"{self.url}/{owner}/{repo}/issues/{number}"
+        return {
+            "id": event.id,
+            "type": kind[event.kind],
+            "body": "1" if event.kind == "labeled" else "",
+            "user": {"id": 1, "login": event.actor},
+            "label": None if event.label is None else self._label_json(owner, repo, event.label),
+            "created_at": _time(event.at),
+            "updated_at": _time(event.at),
+            "html_url": f"{web}#issuecomment-{event.id}",
+            "issue_url": web,
+            "pull_request_url": "",
+        }
 
     def _comments_answer(
         self, method: str, owner: str, repo: str, number: int, query: dict[str, str], body: Any
@@ -738,7 +1019,7 @@ class StandinForge:
 
     def _comment_json(self, owner: str, repo: str, number: int, comment: Comment) -> dict[str, Any]:
         web = f"{self.url}/{owner}/{repo}/issues/{number}#issuecomment-{comment.id}"
-        user = {"id": 2, "login": "tireless-bot"}
+        user = {"id": 2 if comment.author == MIRROR_LOGIN else 3, "login": comment.author}
         common = {
             "id": comment.id,
             "html_url": web,
@@ -812,7 +1093,8 @@ class StandinForge:
         web = f"{self.url}/{owner}/{repo}/{'pulls' if issue.pull_request else 'issues'}/{issue.number}"
         api = f"{self.url}{self._issues_path(owner, repo)}/{issue.number}"
         user = {"id": 1, "login": "alice"}
-        ids = {name: label.id for name, label in self._labels.get((owner, repo), {}).items()}
+        ids = {name: label.id for name, label in self._org_labels.get(owner, {}).items()}
+        ids |= {name: label.id for name, label in self._labels.get((owner, repo), {}).items()}
         common: dict[str, Any] = {
             "id": 1000 + issue.number,
             "url": api,
@@ -980,6 +1262,7 @@ class Answer:
     content_type: str = "application/json;charset=utf-8"
     drip: float = 0.0
     """Seconds between the body's bytes (the `drip` fault): a server or proxy trickling it."""
+    drop: bool = False  # close the connection and send nothing (the answer is lost)
 
     def encoded(self) -> bytes:
         if self.raw is not None:
@@ -1032,6 +1315,9 @@ def _handler(forge: StandinForge) -> type[BaseHTTPRequestHandler]:
             answer = forge.answer(
                 parts.path, query, self.headers.get("Authorization"), self.command, body
             )
+            if answer.drop:
+                self.close_connection = True
+                return
             content_type = None if answer.status == 204 else answer.content_type
             self._send(answer.status, answer.headers, answer.encoded(), content_type)
 

@@ -28,6 +28,25 @@ class ForgeIssue:
 
 
 @dataclass(frozen=True, slots=True)
+class ForgeComment:
+    """One comment of an issue: who wrote it (the forge account's login) and its text."""
+
+    author: str | None
+    body: str
+
+
+@dataclass(frozen=True, slots=True)
+class IssueEvent:
+    """One change of an issue's labels or state, oldest first: `kind` is "labeled", "unlabeled"
+    (with `label`), "closed" or "reopened"; `actor` the login that made it."""
+
+    at: datetime
+    actor: str | None
+    kind: str
+    label: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Listing:
     """What one listing (all its pages) showed. `not_modified`: the forge answered 304 to our
     ETag, so nothing changed since the last read and `issues` is empty. `limited_until`: the
@@ -81,8 +100,16 @@ class ForgeClient(Protocol):
         """The issue no longer carries `name` (already gone is fine)."""
         ...
 
-    def comment_bodies(self, owner: str, repo: str, number: int) -> list[str]:
-        """The bodies of the issue's comments, every page."""
+    def comments(self, owner: str, repo: str, number: int) -> list[ForgeComment]:
+        """The issue's comments, every page."""
+        ...
+
+    def issue_events(self, owner: str, repo: str, number: int, since: datetime) -> list[IssueEvent]:
+        """The issue's label, close and reopen events at or after `since`, oldest first."""
+        ...
+
+    def whoami(self) -> str:
+        """The login of the account the token belongs to (the mirror writes as it)."""
         ...
 
     def add_comment(self, owner: str, repo: str, number: int, body: str) -> None:

@@ -13,14 +13,41 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
-from tireless.forge.client import BadResponse, ForgeIssue, Listing, WriteRefused
-from tireless.forge.http import MAX_BYTES, TIMEOUT, Http, Response
+from tireless.forge.client import (
+    BadResponse,
+    ForgeComment,
+    ForgeIssue,
+    ForgeStopped,
+    IssueEvent,
+    Listing,
+    ReadFailed,
+    WriteRefused,
+)
+from tireless.forge.http import MAX_BYTES, QUICK_RETRIES, TIMEOUT, Http, Response
 from tireless.forge.paging import read_pages
-from tireless.forge.validate import decode_json, full_name, is_pull_request, issue, not_moved
+from tireless.forge.validate import (
+    comment,
+    decode_json,
+    full_name,
+    is_pull_request,
+    issue,
+    login_of,
+    not_moved,
+    timestamp,
+)
 
 PAGE_SIZE = 50
 LABEL_COLOR = "#6a737d"
 """Gitea up to 1.20 wants a color as "#rrggbb" (binding Size(7)); newer ones take that too."""
+MAX_PAGES = 2000
+_TIMELINE_KINDS = {
+    ("label", True): "labeled",
+    ("label", False): "unlabeled",
+    ("close", False): "closed",
+    ("close", True): "closed",
+    ("reopen", False): "reopened",
+    ("reopen", True): "reopened",
+}
 
 
 def rfc3339(when: datetime) -> str:
@@ -41,6 +68,7 @@ class GiteaClient:
         if token:
             headers["Authorization"] = f"token {token}"
         api = base_url.rstrip("/") + "/api/v1"
+        self._login: str | None = None
         self._http = Http(api, headers, timeout=timeout, max_bytes=max_bytes)
         self._label_ids: dict[tuple[str, str], dict[str, int]] = {}
 
@@ -57,33 +85,63 @@ class GiteaClient:
         return self._http.url(f"repos/{quote(owner, safe='')}/{quote(repo, safe='')}/labels")
 
     # The mirror. The issue-labels endpoints take label ids (IssueLabelsOption.labels is []int64
-    # up to Gitea 1.20; later versions take names too), so names are looked up in the
-    # repository's labels, kept per client for the round.
-    def _ids(self, owner: str, repo: str, *, fresh: bool = False) -> dict[str, int]:
-        if fresh or (owner, repo) not in self._label_ids:
-            ids: dict[str, int] = {}
-            url: str | None = self._labels_url(owner, repo)
-            params: dict[str, str] | None = {"page": "1", "limit": str(PAGE_SIZE)}
-            while url is not None:
-                response = self._http.get(url, params)
-                for item in _json_list(response):
-                    if isinstance(item.get("name"), str) and type(item.get("id")) is int:
-                        ids[item["name"]] = item["id"]
-                url, params = self._http.next_page(response), None
-            self._label_ids[(owner, repo)] = ids
-        return self._label_ids[(owner, repo)]
+    # up to Gitea 1.20; later versions take names too). An issue can carry the repository's labels
+    # and its organisation's (routers/api/v1/org/label.go); the repository's list never holds the
+    # organisation's, and DELETE .../issues/{index}/labels/{id} takes either id. So a label to take
+    # off is found by its id on the issue itself, and a label to add in both lists, every page.
+    def _labels(self, owner: str, repo: str, *, fresh: bool = False) -> dict[str, int]:
+        key = (owner, repo)
+        if fresh or key not in self._label_ids:
+            org = self._http.url(f"orgs/{quote(owner, safe='')}/labels")
+            # The organisation's first: a repository label of the same name is the nearer one.
+            ids = {item["name"]: item["id"] for item in self._label_pages(org, missing_ok=True)}
+            ids |= {
+                item["name"]: item["id"]
+                for item in self._label_pages(self._labels_url(owner, repo))
+            }
+            self._label_ids[key] = ids
+        return self._label_ids[key]
+
+    def _label_pages(self, url: str, *, missing_ok: bool = False) -> list[dict[str, Any]]:
+        """Every label of a list. Gitea's label lists page by `page`/`limit` with X-Total-Count
+        and send no Link header, sorted by name, at most 50 a page (routers/api/v1/repo/label.go
+        ListLabels: SetTotalCountHeader only; Gitea issue #21158)."""
+        found: list[dict[str, Any]] = []
+        for page in range(1, MAX_PAGES + 1):
+            response = self._http.get(url, {"page": str(page), "limit": str(PAGE_SIZE)})
+            if response.status == 404 and missing_ok:  # the owner is a user: no organisation
+                return []
+            items = _json_list(response)
+            found += [
+                item
+                for item in items
+                if isinstance(item.get("name"), str) and type(item.get("id")) is int
+            ]
+            total = _total_count(response)
+            if not items or (total is not None and page * PAGE_SIZE >= total):
+                return found
+            if total is None and self._http.next_page(response) is None and len(items) < PAGE_SIZE:
+                return found
+        raise BadResponse(f"GET {url}: more than {MAX_PAGES} pages of labels")
 
     def ensure_label(self, owner: str, repo: str, name: str, description: str) -> None:
-        if name in self._ids(owner, repo) or name in self._ids(owner, repo, fresh=True):
+        if name in self._labels(owner, repo) or name in self._labels(owner, repo, fresh=True):
             return
         # Not exclusive: an exclusive scoped label would knock the other <prefix>/* labels off.
+        # Never retried blindly: Gitea stores a second label of the same name (CreateLabel checks
+        # no name), so a creation whose answer was lost is looked up before it is made again.
         body = {"name": name, "color": LABEL_COLOR, "description": description, "exclusive": False}
-        try:
-            response = self._http.send("POST", self._labels_url(owner, repo), body)
-        except WriteRefused:
-            if name in self._ids(owner, repo, fresh=True):  # made meanwhile by someone else
-                return
-            raise
+        for attempt in range(QUICK_RETRIES + 1):
+            try:
+                response = self._http.send("POST", self._labels_url(owner, repo), body, retry=False)
+                break
+            except ForgeStopped:
+                raise
+            except ReadFailed as failure:
+                if name in self._labels(owner, repo, fresh=True):  # stored, or made by another
+                    return
+                if isinstance(failure, WriteRefused) or attempt == QUICK_RETRIES:
+                    raise
         created = decode_json(
             response.body, response.headers.get("content-type", ""), response.where
         )
@@ -91,41 +149,70 @@ class GiteaClient:
             raise BadResponse(f"{response.where}: the created label has no id")
         self._label_ids[(owner, repo)][name] = created["id"]
 
-    def _id(self, owner: str, repo: str, name: str) -> int:
-        ids = self._ids(owner, repo)
+    def add_label(self, owner: str, repo: str, number: int, name: str) -> None:
+        ids = self._labels(owner, repo)
         if name not in ids:
-            ids = self._ids(owner, repo, fresh=True)
+            ids = self._labels(owner, repo, fresh=True)
         if name not in ids:
             raise WriteRefused(f"label {name!r} is not a label of {owner}/{repo}")
-        return ids[name]
-
-    def add_label(self, owner: str, repo: str, number: int, name: str) -> None:
         url = f"{self._issues_url(owner, repo)}/{number}/labels"
-        self._http.send("POST", url, {"labels": [self._id(owner, repo, name)]})
+        self._http.send("POST", url, {"labels": [ids[name]]})
 
     def remove_label(self, owner: str, repo: str, number: int, name: str) -> None:
-        ids = self._ids(owner, repo)
-        if name not in ids:
-            return  # not a label of the repository, so not on its issue either
-        url = f"{self._issues_url(owner, repo)}/{number}/labels/{ids[name]}"
+        labels_url = f"{self._issues_url(owner, repo)}/{number}/labels"
+        on_issue = {item["name"]: item["id"] for item in _json_list(self._http.get(labels_url))}
+        if name not in on_issue:
+            return  # already off
         try:
-            self._http.send("DELETE", url)
+            self._http.send("DELETE", f"{labels_url}/{on_issue[name]}")
         except WriteRefused as refused:  # the label went from the repository meanwhile
             if refused.status not in (404, 422):
                 raise
 
-    def comment_bodies(self, owner: str, repo: str, number: int) -> list[str]:
+    def comments(self, owner: str, repo: str, number: int) -> list[ForgeComment]:
         url: str | None = f"{self._issues_url(owner, repo)}/{number}/comments"
-        bodies: list[str] = []
+        found: list[ForgeComment] = []
         while url is not None:
             response = self._http.get(url)
-            bodies += [c["body"] for c in _json_list(response) if isinstance(c.get("body"), str)]
+            found += [comment(item, response.where) for item in _json_list(response)]
             url = self._http.next_page(response)
-        return bodies
+        return found
 
     def add_comment(self, owner: str, repo: str, number: int, body: str) -> None:
         url = f"{self._issues_url(owner, repo)}/{number}/comments"
         self._http.send("POST", url, {"body": body}, retry=False)
+
+    def issue_events(self, owner: str, repo: str, number: int, since: datetime) -> list[IssueEvent]:
+        # The issue's timeline (routers/api/v1/repo/issue_comment.go ListIssueCommentsAndTimeline):
+        # a label change is a comment of type "label" whose body is "1" when added and "" when
+        # removed (services/issue/label.go); "close" and "reopen" change the state.
+        url = f"{self._issues_url(owner, repo)}/{number}/timeline"
+        events: list[IssueEvent] = []
+        for page in range(1, MAX_PAGES + 1):
+            params = {"since": rfc3339(since), "page": str(page), "limit": str(PAGE_SIZE)}
+            response = self._http.get(url, params)
+            items = _json_list(response)
+            for item in items:
+                kind = _TIMELINE_KINDS.get((str(item.get("type")), item.get("body") == "1"))
+                label = item.get("label")
+                name = label.get("name") if isinstance(label, dict) else None
+                if kind is None or (kind.endswith("labeled") and not isinstance(name, str)):
+                    continue
+                at = timestamp(item.get("created_at"), response.where)
+                events.append(IssueEvent(at, login_of(item, "user"), kind, name))
+            total = _total_count(response)
+            if len(items) < PAGE_SIZE or (total is not None and page * PAGE_SIZE >= total):
+                return sorted(events, key=lambda event: event.at)
+        raise BadResponse(f"GET {url}: more than {MAX_PAGES} pages of events")
+
+    def whoami(self) -> str:
+        if self._login is None:
+            response = self._http.get(self._http.url("user"))
+            user = _json(response)
+            if not isinstance(user, dict) or not isinstance(user.get("login"), str):
+                raise BadResponse(f"{response.where}: no login")
+            self._login = str(user["login"])
+        return self._login
 
     def list_issues(
         self,

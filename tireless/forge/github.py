@@ -9,13 +9,40 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from urllib.parse import quote
 
-from tireless.forge.client import BadResponse, ForgeIssue, Listing, WriteRefused
-from tireless.forge.http import MAX_BYTES, TIMEOUT, Http, Response, rate_limit_reset
+from tireless.forge.client import (
+    BadResponse,
+    ForgeComment,
+    ForgeIssue,
+    ForgeStopped,
+    IssueEvent,
+    Listing,
+    ReadFailed,
+    WriteRefused,
+)
+from tireless.forge.http import (
+    MAX_BYTES,
+    QUICK_RETRIES,
+    TIMEOUT,
+    Http,
+    Response,
+    rate_limit_reset,
+)
 from tireless.forge.paging import read_pages
-from tireless.forge.validate import decode_json, full_name, is_pull_request, issue, not_moved
+from tireless.forge.validate import (
+    comment,
+    decode_json,
+    full_name,
+    is_pull_request,
+    issue,
+    login_of,
+    not_moved,
+    timestamp,
+)
 
 PER_PAGE = 100
 LABEL_COLOR = "6a737d"
+MAX_PAGES = 2000
+_EVENT_KINDS = ("labeled", "unlabeled", "closed", "reopened")
 
 
 class GitHubClient:
@@ -30,6 +57,7 @@ class GitHubClient:
         headers = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28"}
         if token:
             headers["Authorization"] = f"Bearer {token}"
+        self._login: str | None = None
         self._http = Http(base_url, headers, timeout=timeout, max_bytes=max_bytes)
         self._known_labels: set[tuple[str, str, str]] = set()
 
@@ -90,18 +118,27 @@ class GitHubClient:
     def _repo_url(self, owner: str, repo: str) -> str:
         return self._http.url(f"repos/{quote(owner, safe='')}/{quote(repo, safe='')}")
 
-    # The mirror: GitHub's issue-labels endpoints take label names.
+    # The mirror: GitHub's issue-labels endpoints take label names; GitHub has no organisation
+    # labels (an organisation's default labels are copied into each new repository).
     def ensure_label(self, owner: str, repo: str, name: str, description: str) -> None:
         if (owner, repo, name) in self._known_labels:
             return
         labels = f"{self._repo_url(owner, repo)}/labels"
-        if self._http.get(f"{labels}/{quote(name, safe='')}").status != 200:
-            body = {"name": name, "color": LABEL_COLOR, "description": description}
+        one = f"{labels}/{quote(name, safe='')}"
+        body = {"name": name, "color": LABEL_COLOR, "description": description}
+        attempt = 0
+        while self._http.get(one).status != 200:
             try:
-                self._http.send("POST", labels, body)
-            except WriteRefused:  # 422 already_exists: made meanwhile by someone else
-                if self._http.get(f"{labels}/{quote(name, safe='')}").status != 200:
+                self._http.send("POST", labels, body, retry=False)
+                break
+            except ForgeStopped:
+                raise
+            except ReadFailed as failure:  # 422 already_exists, or an answer lost when stored
+                if isinstance(failure, WriteRefused) or attempt == QUICK_RETRIES:
+                    if self._http.get(one).status == 200:
+                        break
                     raise
+            attempt += 1
         self._known_labels.add((owner, repo, name))
 
     def add_label(self, owner: str, repo: str, number: int, name: str) -> None:
@@ -116,24 +153,55 @@ class GitHubClient:
             if refused.status != 404:
                 raise
 
-    def comment_bodies(self, owner: str, repo: str, number: int) -> list[str]:
-        url: str | None = f"{self._issues_url(owner, repo)}/{number}/comments"
+    def _pages(self, url: str) -> list[object]:
+        """Every item of a list that pages by Link, 100 a page."""
+        next_url: str | None = url
         params: dict[str, str] | None = {"per_page": str(PER_PAGE)}
-        bodies: list[str] = []
-        while url is not None:
-            response = self._http.get(url, params)
+        items: list[object] = []
+        while next_url is not None:
+            response = self._http.get(next_url, params)
             data = _json(response)
             if not isinstance(data, list):
-                raise BadResponse(f"{response.where}: expected a JSON array of comments")
-            bodies += [
-                c["body"] for c in data if isinstance(c, dict) and isinstance(c.get("body"), str)
-            ]
-            url, params = self._http.next_page(response), None
-        return bodies
+                raise BadResponse(f"{response.where}: expected a JSON array")
+            items += data
+            next_url, params = self._http.next_page(response), None
+        return items
+
+    def comments(self, owner: str, repo: str, number: int) -> list[ForgeComment]:
+        url = f"{self._issues_url(owner, repo)}/{number}/comments"
+        return [comment(item, url) for item in self._pages(url)]
 
     def add_comment(self, owner: str, repo: str, number: int, body: str) -> None:
         url = f"{self._issues_url(owner, repo)}/{number}/comments"
         self._http.send("POST", url, {"body": body}, retry=False)
+
+    def issue_events(self, owner: str, repo: str, number: int, since: datetime) -> list[IssueEvent]:
+        # GET /repos/{owner}/{repo}/issues/{issue_number}/events (docs.github.com/rest/issues/
+        # events): oldest first, `event` "labeled"/"unlabeled" with `label.name`, "closed",
+        # "reopened"; `actor.login`; no `since` parameter, so every page is read.
+        url = f"{self._issues_url(owner, repo)}/{number}/events"
+        events: list[IssueEvent] = []
+        for item in self._pages(url):
+            if not isinstance(item, dict) or item.get("event") not in _EVENT_KINDS:
+                continue
+            label = item.get("label")
+            name = label.get("name") if isinstance(label, dict) else None
+            kind = str(item["event"])
+            if kind.endswith("labeled") and not isinstance(name, str):
+                continue
+            at = timestamp(item.get("created_at"), url)
+            if at >= since:
+                events.append(IssueEvent(at, login_of(item, "actor"), kind, name))
+        return sorted(events, key=lambda event: event.at)
+
+    def whoami(self) -> str:
+        if self._login is None:
+            response = self._http.get(self._http.url("user"))
+            user = _json(response)
+            if not isinstance(user, dict) or not isinstance(user.get("login"), str):
+                raise BadResponse(f"{response.where}: no login")
+            self._login = str(user["login"])
+        return self._login
 
     def get_issue(self, owner: str, repo: str, number: int) -> ForgeIssue | None:
         response = self._http.get(f"{self._issues_url(owner, repo)}/{number}")

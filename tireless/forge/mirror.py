@@ -1,63 +1,111 @@
 """The mirror: the poller applies, to a repository it holds, the writes the store says its issues
 need (`tireless.mirror_writes`: each issue's newest job state, older wanted states already
-superseded), and reports each back (`record_mirror_write`, `record_mirror_failure`). Which label
-and which comment is the store's decision; this module only talks to the forge.
+superseded) and the outcome comments of finished jobs (`tireless.mirror_comments_due`), and
+reports each back (`record_mirror_write`, `record_mirror_failure`, `record_mirror_comment`). Which
+label and which comment is the store's decision; this module only talks to the forge.
 
 Each write is idempotent: the issue is read first, a label already there is not added again, a
-label already gone is not removed, and a comment is posted only when none of the issue's comments
-carries its marker (the job id), so applying a write twice leaves the issue as applying it once.
+label already gone is not removed, and a comment is posted only when no comment *by the mirror's
+own account* ends with its marker (the job id), so applying a write twice leaves the issue as
+applying it once. A finished job's mode labels are taken off only when they are still the
+request the job answered: a request a person made again after the job began (the issue's label
+events say so) keeps its labels, and the store makes its job (docs/decisions-mirror.md).
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
-from tireless.forge.client import ForgeClient, ForgeIssue, ForgeStopped, ReadFailed, WriteRefused
-from tireless.models import MirrorWrite, RepoToPoll
+from tireless.forge.client import (
+    ForgeClient,
+    ForgeIssue,
+    ForgeStopped,
+    IssueEvent,
+    ReadFailed,
+    WriteRefused,
+)
+from tireless.models import MirrorComment, MirrorWrite, RepoToPoll
 from tireless.store import JobStore
 
 STATE_LABEL_DESCRIPTION = "Set by tireless: the state of this issue's job (never read to decide)"
+MIRROR_BUDGET = 5.0
+"""Seconds of forge writes per repository and round before its read: a backlog drains over
+several rounds and never holds back reading what people changed (at least one label write and
+one comment are made each round, so it always drains)."""
 
 
 @dataclass(slots=True)
 class MirrorOutcome:
     """What one repository's mirror writes did this round."""
 
-    applied: int = 0
-    failed: int = 0
+    applied: int = 0  # label writes
+    commented: int = 0
+    failed: int = 0  # label writes and comments
     last_error: str | None = None
 
 
 def mirror_repository(
-    store: JobStore, poller: str, client: ForgeClient, target: RepoToPoll, max_writes: int = 100
+    store: JobStore,
+    poller: str,
+    client: ForgeClient,
+    target: RepoToPoll,
+    *,
+    budget: float | None = None,
+    max_writes: int = 100,
 ) -> MirrorOutcome:
-    """Applies the due writes of a repository whose poll lease `poller` holds. A write that fails
-    is recorded for its issue (retried later with backoff) and the others go on; ForgeStopped (a
-    rate limit, refused credentials) ends the repository's writes and is raised."""
+    """Applies the due writes and comments of a repository whose poll lease `poller` holds, for
+    about `budget` seconds (default MIRROR_BUDGET). A write that fails is recorded for its issue (retried later with
+    backoff) and the others go on; ForgeStopped (a rate limit, refused credentials) ends the
+    repository's writes and is raised."""
     outcome = MirrorOutcome()
     forge, owner, repo = target.forge, target.owner, target.repo
+    deadline = time.monotonic() + (MIRROR_BUDGET if budget is None else budget)
     for write in store.mirror_writes(forge, owner, repo, poller, max_writes):
+        if outcome.applied + outcome.failed and time.monotonic() > deadline:
+            break
         try:
             shown = apply_write(client, owner, repo, write)
         except ForgeStopped:
             raise
         except ReadFailed as failure:  # refused, unavailable, or an answer we cannot trust
             store.record_mirror_failure(forge, owner, repo, poller, write, str(failure))
-            outcome.failed += 1
-            outcome.last_error = f"#{write.number}: {failure}"
+            _failed(outcome, write.number, failure)
             continue
         issue = None if shown is None else issue_row(target, shown)
         store.record_mirror_write(forge, owner, repo, poller, write, issue)
         outcome.applied += 1
+    deadline = max(deadline, time.monotonic())
+    posted = 0
+    for comment in store.mirror_comments_due(forge, owner, repo, poller, max_writes):
+        if posted and time.monotonic() > deadline:
+            break
+        posted += 1
+        try:
+            post_comment(client, owner, repo, comment)
+        except ForgeStopped:
+            raise
+        except ReadFailed as failure:
+            store.record_mirror_comment(forge, owner, repo, poller, comment.job_id, str(failure))
+            _failed(outcome, comment.number, failure)
+            continue
+        store.record_mirror_comment(forge, owner, repo, poller, comment.job_id)
+        outcome.commented += 1
     return outcome
+
+
+def _failed(outcome: MirrorOutcome, number: int, failure: ReadFailed) -> None:
+    outcome.failed += 1
+    outcome.last_error = f"#{number}: {failure}"
 
 
 def apply_write(
     client: ForgeClient, owner: str, repo: str, write: MirrorWrite
 ) -> ForgeIssue | None:
     """Makes the issue show `write`; for a finished job returns the issue as the forge shows it
-    afterwards (the store records the withdrawal from it), else None."""
+    afterwards (the store records the withdrawal from it), else None. Raises ReadFailed when the
+    forge did not confirm that the finished request's mode labels are off."""
     number = write.number
     issue = client.get_issue(owner, repo, number)
     if issue is None:
@@ -65,16 +113,111 @@ def apply_write(
     if write.state_label not in issue.labels:
         client.ensure_label(owner, repo, write.state_label, STATE_LABEL_DESCRIPTION)
         client.add_label(owner, repo, number, write.state_label)
+    modes = [name for name in write.mode_labels if name in write.drop_labels]
     for name in issue.labels:
-        if name in write.drop_labels:
+        if name in write.drop_labels and name not in modes:
             client.remove_label(owner, repo, number, name)
-    if write.comment is not None and not any(
-        write.comment_marker in body for body in client.comment_bodies(owner, repo, number)
-    ):
-        client.add_comment(owner, repo, number, write.comment)
     if not write.state.is_terminal:
         return None
-    return client.get_issue(owner, repo, number)
+    if not modes:  # the store saw a newer request: its labels stay
+        return client.get_issue(owner, repo, number)
+    login = client.whoami()
+    standing = standing_request(write, _events(client, owner, repo, write), login)
+    for name in issue.labels:
+        if name in modes and name not in standing:
+            client.remove_label(owner, repo, number, name)
+    # Read after the writes, then the events again: a person who asked again while we wrote is
+    # seen, and a label of theirs that our removal took off is put back.
+    after = _shown(client, owner, repo, number)
+    standing = standing_request(write, _events(client, owner, repo, write), login)
+    missing = [name for name in sorted(standing) if name not in after.labels]
+    for name in missing:
+        client.add_label(owner, repo, number, name)
+    if missing:
+        after = _shown(client, owner, repo, number)
+    left = [name for name in after.labels if name in modes and name not in standing]
+    if left:
+        raise ReadFailed(f"#{number}: {', '.join(left)} still on the issue after taking it off")
+    return after
+
+
+def _shown(client: ForgeClient, owner: str, repo: str, number: int) -> ForgeIssue:
+    issue = client.get_issue(owner, repo, number)
+    if issue is None:
+        raise WriteRefused(f"issue {owner}/{repo}#{number} is gone", 404)
+    return issue
+
+
+def _events(client: ForgeClient, owner: str, repo: str, write: MirrorWrite) -> list[IssueEvent]:
+    """The issue's events after the job began. Both forges stamp events in whole seconds, so an
+    event in the second the job began counts only when stamped at or after it: the edits that
+    made the job (just before it) are never replayed as a new request."""
+    events = client.issue_events(owner, repo, write.number, write.job_began)
+    return [event for event in events if event.at >= write.job_began]
+
+
+def standing_request(write: MirrorWrite, events: list[IssueEvent], login: str) -> frozenset[str]:
+    """The mode labels of a request that a person made again after the job began and that still
+    stands: replaying the issue's events from the job's labels, the issue stopped asking for work
+    (a mode or opt-in label off, closed) and a person's edit made it ask again. One edit is the
+    events of one actor in one second that touch each label once (trading one mode label for
+    another is one edit, not a withdrawal and a new request). The mirror's own removal of such a
+    label does not withdraw it. Empty when the job's own request is the one that stands."""
+    labels = set(write.job_labels)
+    is_open = True
+    standing: set[str] = set()
+
+    def asks() -> bool:
+        return is_open and write.opt_in in labels and any(m in labels for m in write.mode_labels)
+
+    for edit in _edits(events):
+        asked = asks()
+        mine = edit[0].actor == login
+        for event in edit:
+            if event.kind == "labeled" and event.label is not None:
+                labels.add(event.label)
+            elif event.kind == "unlabeled" and event.label is not None:
+                if not (mine and event.label in standing):
+                    labels.discard(event.label)
+            elif event.kind in ("closed", "reopened"):
+                is_open = event.kind == "reopened"
+        if not asks():
+            standing = set()
+        elif standing or (not asked and not mine):  # made again by a person, or still standing
+            standing = {name for name in write.mode_labels if name in labels}
+    return frozenset(standing)
+
+
+def _edits(events: list[IssueEvent]) -> list[list[IssueEvent]]:
+    """The events grouped into edits: consecutive events of one actor in one second, each
+    touching another label (or the state)."""
+    edits: list[list[IssueEvent]] = []
+    for event in events:
+        last = edits[-1] if edits else None
+        if (
+            last is not None
+            and (last[0].at, last[0].actor) == (event.at, event.actor)
+            and all(_touches(done) != _touches(event) for done in last)
+        ):
+            last.append(event)
+        else:
+            edits.append([event])
+    return edits
+
+
+def _touches(event: IssueEvent) -> str | None:
+    """The label an event changes; None for the issue's state."""
+    return event.label if event.kind in ("labeled", "unlabeled") else None
+
+
+def post_comment(client: ForgeClient, owner: str, repo: str, comment: MirrorComment) -> None:
+    """Posts the outcome comment unless the mirror's own account already did: a marker in anyone
+    else's comment, or inside a quoted note, counts for nothing."""
+    login = client.whoami()
+    for found in client.comments(owner, repo, comment.number):
+        if found.author == login and found.body.rstrip().endswith(comment.marker):
+            return
+    client.add_comment(owner, repo, comment.number, comment.body)
 
 
 def issue_row(target: RepoToPoll, issue: ForgeIssue) -> dict[str, Any]:

@@ -14,7 +14,7 @@ import re
 from datetime import datetime
 from typing import Any
 
-from tireless.forge.client import BadResponse, ForgeIssue, IssueMoved
+from tireless.forge.client import BadResponse, ForgeComment, ForgeIssue, IssueMoved
 
 # A code point the database's text type refuses (NUL) or that is no character at all (a lone
 # surrogate, which json.loads makes from an escaped "\ud800").
@@ -116,3 +116,17 @@ def not_moved(item: Any, number: int, repository: str, where: str) -> None:
     home, at = f"{parts[-4]}/{parts[-3]}", int(parts[-1])
     if home.lower() != repository.lower() or at != number:
         raise IssueMoved(f"{where}: issue moved to {home}#{at}", f"{home}#{at}")
+
+
+def login_of(item: dict[str, Any], key: str) -> str | None:
+    """The `login` of the user object under `key` (a comment's `user`, an event's `actor`)."""
+    user = item.get(key)
+    login = user.get("login") if isinstance(user, dict) else None
+    return login if isinstance(login, str) else None
+
+
+def comment(item: Any, where: str) -> ForgeComment:
+    """One comment object: its author's login and its body (both APIs: `user.login`, `body`)."""
+    if not isinstance(item, dict) or not isinstance(item.get("body"), str):
+        raise BadResponse(f"{where}: a comment is not an object with a body")
+    return ForgeComment(login_of(item, "user"), item["body"])
