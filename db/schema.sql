@@ -863,6 +863,29 @@ $$;
 COMMENT ON FUNCTION tireless.expire_stale_claims() IS 'Returns every claimed job whose lease has passed to pending (after its backoff), fails it when the last attempt its budget counts is spent (give-backs are not counted), or cancels it when its issue withdrew its request (no failure counted); clears the claim, keeps the attempt count, and returns how many jobs it moved. Never waits on another sweeper: a job whose row is locked, or a lane another sweeper holds, is left for the next sweep.';
 
 --
+-- Name: finish_and_claim(bigint, text, text, text[], interval, uuid, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.finish_and_claim(job_id bigint, to_state text, worker text, lanes text[], lease interval DEFAULT '00:10:00'::interval, claim_token uuid DEFAULT NULL::uuid, note text DEFAULT NULL::text) RETURNS SETOF tireless.job
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM tireless.transition(job_id => finish_and_claim.job_id, to_state => finish_and_claim.to_state,
+                                worker => finish_and_claim.worker, note => finish_and_claim.note,
+                                token => finish_and_claim.claim_token);
+    RETURN QUERY SELECT * FROM tireless.claim_next(worker => finish_and_claim.worker, lanes => finish_and_claim.lanes,
+                                                   lease => finish_and_claim.lease);
+END;
+$$;
+
+--
+-- Name: FUNCTION finish_and_claim(job_id bigint, to_state text, worker text, lanes text[], lease interval, claim_token uuid, note text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.finish_and_claim(job_id bigint, to_state text, worker text, lanes text[], lease interval, claim_token uuid, note text) IS 'The runner''s cycle in one transaction: finishes the claim on job_id exactly as tireless.transition(job_id, to_state, worker, note, token => claim_token) would (its refusals, with their SQLSTATEs: nothing is claimed when the finish is refused), then claims the next job in lanes for worker exactly as tireless.claim_next would, and returns it (no row when nothing is claimable).';
+
+--
 -- Name: finished_job_comment(tireless.job); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -4014,6 +4037,13 @@ REVOKE ALL ON FUNCTION tireless.ensure_lane(lane text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION tireless.expire_stale_claims() FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.expire_stale_claims() TO tireless_runner;
+
+--
+-- Name: FUNCTION finish_and_claim(job_id bigint, to_state text, worker text, lanes text[], lease interval, claim_token uuid, note text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.finish_and_claim(job_id bigint, to_state text, worker text, lanes text[], lease interval, claim_token uuid, note text) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.finish_and_claim(job_id bigint, to_state text, worker text, lanes text[], lease interval, claim_token uuid, note text) TO tireless_runner;
 
 --
 -- Name: FUNCTION finished_job_comment(job tireless.job); Type: ACL; Schema: tireless; Owner: -
