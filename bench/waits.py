@@ -80,7 +80,9 @@ def main() -> None:
         for n, path in enumerate(args.paths.split(",")):
             conninfo = database(server, f"waits_{n}", None)
             with psycopg.connect(conninfo, autocommit=True) as conn:
-                conn.execute(f"ALTER DATABASE waits_{n} SET synchronous_commit = {args.synchronous_commit}")
+                conn.execute(
+                    f"ALTER DATABASE waits_{n} SET synchronous_commit = {args.synchronous_commit}"
+                )
             fill(conninfo, args.jobs)
             rate, samples, states, locks = waits(conninfo, path, args.workers, args.seconds)
             backends = sum(states.values())

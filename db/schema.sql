@@ -1394,6 +1394,36 @@ $$;
 COMMENT ON FUNCTION tireless.job_rules_hold(job tireless.job) IS 'The rules every job row keeps, each by its name: attempts_not_negative, claimed_holds_claim, claimed_job_counts_an_attempt, given_back_within_attempts, issue_number_positive, lane_is_a_name, not_its_own_parent, pending_holds_no_cancel_request, terminal_holds_no_claim. True when the row keeps them; else raises check_violation (23514) naming the rule it breaks. Called by the constraint job_rules_hold.';
 
 --
+-- Name: keep_history_with_its_job(); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.keep_history_with_its_job() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    orphaned bigint;
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        SELECT e.job_id INTO orphaned FROM gone_jobs g JOIN tireless.job_event e ON e.job_id = g.id LIMIT 1;
+        IF NOT FOUND THEN
+            RETURN NULL;
+        END IF;
+    END IF;
+    RAISE EXCEPTION 'every event belongs to a job: % of tireless.job refused%', TG_OP,
+        coalesce(format(' (job %s still has its history)', orphaned), '')
+        USING ERRCODE = 'foreign_key_violation', CONSTRAINT = 'history_belongs_to_a_job',
+              SCHEMA = 'tireless', TABLE = 'job',
+              HINT = 'A job leaves only with its history, through tireless.prune.';
+END;
+$$;
+
+--
+-- Name: FUNCTION keep_history_with_its_job(); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.keep_history_with_its_job() IS 'Trigger: refuses a DELETE of jobs whose history remains, and any TRUNCATE of tireless.job (23503, history_belongs_to_a_job): every event belongs to a job.';
+
+--
 -- Name: labels_problem(text[]); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -3780,6 +3810,18 @@ CREATE INDEX terminal_jobs_by_change ON tireless.job USING btree (updated_at) WH
 COMMENT ON INDEX tireless.terminal_jobs_by_change IS 'Terminal jobs by their last change: what prune deletes, and the recent window queue_stats counts.';
 
 --
+-- Name: job history_belongs_to_a_job; Type: TRIGGER; Schema: tireless; Owner: -
+--
+
+CREATE TRIGGER history_belongs_to_a_job AFTER DELETE ON tireless.job REFERENCING OLD TABLE AS gone_jobs FOR EACH STATEMENT EXECUTE FUNCTION tireless.keep_history_with_its_job();
+
+--
+-- Name: TRIGGER history_belongs_to_a_job ON job; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TRIGGER history_belongs_to_a_job ON tireless.job IS 'Every event belongs to a job: a job leaves only once its history is gone (tireless.prune).';
+
+--
 -- Name: job_event history_is_append_only; Type: TRIGGER; Schema: tireless; Owner: -
 --
 
@@ -3828,6 +3870,18 @@ CREATE TRIGGER job_state_changed_event AFTER UPDATE OF state ON tireless.job FOR
 COMMENT ON TRIGGER job_state_changed_event ON tireless.job IS 'History: every change of state is an event.';
 
 --
+-- Name: job jobs_are_never_truncated; Type: TRIGGER; Schema: tireless; Owner: -
+--
+
+CREATE TRIGGER jobs_are_never_truncated BEFORE TRUNCATE ON tireless.job FOR EACH STATEMENT EXECUTE FUNCTION tireless.keep_history_with_its_job();
+
+--
+-- Name: TRIGGER jobs_are_never_truncated ON job; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TRIGGER jobs_are_never_truncated ON tireless.job IS 'Every event belongs to a job: tireless.job is never emptied under its history.';
+
+--
 -- Name: job live_job_is_never_deleted; Type: TRIGGER; Schema: tireless; Owner: -
 --
 
@@ -3850,19 +3904,6 @@ CREATE TRIGGER terminal_job_is_final BEFORE UPDATE ON tireless.job FOR EACH ROW 
 --
 
 COMMENT ON TRIGGER terminal_job_is_final ON tireless.job IS 'Invariant 2: a terminal job never changes again.';
-
---
--- Name: job_event job_event_job_id_fkey; Type: FK CONSTRAINT; Schema: tireless; Owner: -
---
-
-ALTER TABLE ONLY tireless.job_event
-    ADD CONSTRAINT job_event_job_id_fkey FOREIGN KEY (job_id) REFERENCES tireless.job(id);
-
---
--- Name: CONSTRAINT job_event_job_id_fkey ON job_event; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT job_event_job_id_fkey ON tireless.job_event IS 'Every event belongs to a job that exists.';
 
 --
 -- Name: mirror_issue mirror_issue_of_a_tracked_repo; Type: FK CONSTRAINT; Schema: tireless; Owner: -
@@ -4158,6 +4199,12 @@ GRANT ALL ON FUNCTION tireless.job_kind_for(labels text[]) TO tireless_poller;
 --
 
 REVOKE ALL ON FUNCTION tireless.job_rules_hold(job tireless.job) FROM PUBLIC;
+
+--
+-- Name: FUNCTION keep_history_with_its_job(); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.keep_history_with_its_job() FROM PUBLIC;
 
 --
 -- Name: FUNCTION labels_problem(labels text[]); Type: ACL; Schema: tireless; Owner: -
