@@ -1,18 +1,21 @@
 """What the workers of a claim-and-deliver run wait on: pg_stat_activity and pg_locks, sampled.
 
-    python bench/waits.py [--workers 8] [--seconds 10] [--paths floor,sql] [--synchronous-commit on]
+    python bench/waits.py [--workers 8] [--seconds 10] [--repeats 3] [--paths floor,sql,sql1]
+                          [--synchronous-commit on]
 
-Each path runs its workers (bench/workloads.py, as make bench does) on a fresh database of one
-embedded server while a sampler process reads, every few milliseconds, the wait event of every
-worker's backend (pg_stat_activity: `CPU` when it is active and waits on nothing, `idle` between
-statements) and the lock requests not granted (pg_locks: what is waited for, on which relation).
-Prints, per path, the share of samples in each state and the lock waits seen. Writes nothing.
+Each path runs its workers (bench/workloads.py, as make bench does) on a database of its own on
+one embedded server, the paths alternating in each repeat, while a sampler process reads, every
+few milliseconds, the wait event of every worker's backend (pg_stat_activity: `CPU` when it is
+active and waits on nothing, `idle` between statements) and the lock requests not granted (pg_locks: what is waited for, on which relation).
+Prints, per path, the median cycles/s, and over all repeats the share of samples in each state
+and the lock waits seen. Writes nothing.
 """
 
 from __future__ import annotations
 
 import argparse
 import multiprocessing
+import statistics
 import time
 from collections import Counter
 from multiprocessing.synchronize import Event
@@ -72,33 +75,48 @@ def main() -> None:
     )
     parser.add_argument("--workers", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=10.0)
-    parser.add_argument("--paths", default="floor,sql")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--paths", default="floor,sql,sql1")
     parser.add_argument("--synchronous-commit", default="on", choices=["on", "off"])
     parser.add_argument("--jobs", type=int, default=100_000)
     args = parser.parse_args()
+    paths = args.paths.split(",")
+    rates: dict[str, list[float]] = {path: [] for path in paths}
+    samples: Counter[str] = Counter()
+    states: dict[str, Counter[str]] = {path: Counter() for path in paths}
+    locks: dict[str, Counter[str]] = {path: Counter() for path in paths}
     with embedded_postgres(fsync=True) as server:
-        for n, path in enumerate(args.paths.split(",")):
-            conninfo = database(server, f"waits_{n}", None)
-            with psycopg.connect(conninfo, autocommit=True) as conn:
+        databases = {path: database(server, f"waits_{n}", None) for n, path in enumerate(paths)}
+        for n in range(len(paths)):
+            with psycopg.connect(server.conninfo(), autocommit=True) as conn:
                 conn.execute(
                     f"ALTER DATABASE waits_{n} SET synchronous_commit = {args.synchronous_commit}"
                 )
-            fill(conninfo, args.jobs)
-            rate, samples, states, locks = waits(conninfo, path, args.workers, args.seconds)
-            backends = sum(states.values())
-            print(
-                f"\n### {path}: {args.workers} workers, {rate:.0f} cycles/s, "
-                f"synchronous_commit = {args.synchronous_commit}, {samples} samples\n"
-            )
-            print("| backend state | share of backend-samples |")
+        for repeat in range(args.repeats):
+            for n in range(len(paths)):
+                path = paths[(n + repeat) % len(paths)]
+                fill(databases[path], args.jobs)
+                rate, count, seen, waited = waits(databases[path], path, args.workers, args.seconds)
+                rates[path].append(rate)
+                samples[path] += count
+                states[path].update(seen)
+                locks[path].update(waited)
+    for path in paths:
+        backends = sum(states[path].values())
+        print(
+            f"\n### {path}: {args.workers} workers, {statistics.median(rates[path]):.0f} cycles/s "
+            f"(median of {[round(r) for r in rates[path]]}), synchronous_commit = "
+            f"{args.synchronous_commit}, {samples[path]} samples\n"
+        )
+        print("| backend state | share of backend-samples |")
+        print("|---|---:|")
+        for state, count in states[path].most_common():
+            print(f"| {state} | {count / backends:.1%} |")
+        if locks[path]:
+            print("\n| lock request waiting | per sample |")
             print("|---|---:|")
-            for state, count in states.most_common():
-                print(f"| {state} | {count / backends:.1%} |")
-            if locks:
-                print("\n| lock request waiting | per sample |")
-                print("|---|---:|")
-                for lock, count in locks.most_common(10):
-                    print(f"| {lock} | {count / samples:.2f} |")
+            for lock, count in locks[path].most_common(10):
+                print(f"| {lock} | {count / samples[path]:.3f} |")
 
 
 if __name__ == "__main__":

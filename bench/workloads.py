@@ -54,7 +54,13 @@ SQL_FINISH = (
     " worker => %(worker)s)"
 )
 
-PATHS = ("floor", "sql", "adapter")
+# One round trip per cycle: each finish also claims the next job (the runner's cycle since 0021).
+SQL_FINISH_AND_CLAIM = (
+    "SELECT * FROM tireless.finish_and_claim(job_id => %(id)s, to_state => 'delivered',"
+    " worker => %(worker)s, lanes => %(lanes)s, lease => %(lease)s, claim_token => %(token)s)"
+)
+
+PATHS = ("floor", "sql", "adapter", "sql1", "adapter1")
 
 
 class Cycle(Protocol):
@@ -102,9 +108,48 @@ class AdapterCycle:
         self._store.transition(job_id, "delivered", self._worker)
 
 
+class OneTripCycle:
+    """tireless through finish_and_claim, by SQL or by JobStore: a worker's first claim is
+    claim_next; after it, each finish claims the next job, which the next claim() hands out."""
+
+    def __init__(
+        self, conn: psycopg.Connection[Any], worker: str, lane: str, adapter: bool
+    ) -> None:
+        self._conn, self._store, self._adapter = conn, JobStore(conn), adapter
+        self._worker, self._lanes = worker, [lane]
+        self._next: tuple[int, Any] | None = None  # the id and claim token of the job claimed
+
+    def claim(self) -> int | None:
+        if self._next is None:
+            job = self._store.claim_next(self._worker, self._lanes, LEASE)
+            self._next = None if job is None else (job.id, job.claim_token)
+        return None if self._next is None else self._next[0]
+
+    def finish(self, job_id: int) -> None:
+        assert self._next is not None
+        assert self._next[0] == job_id
+        if self._adapter:
+            job = self._store.finish_and_claim(
+                job_id, "delivered", self._worker, self._lanes, LEASE, self._next[1]
+            )
+            self._next = None if job is None else (job.id, job.claim_token)
+            return
+        params = {"id": job_id, "worker": self._worker, "lanes": self._lanes, "lease": LEASE}
+        cursor = self._conn.execute(SQL_FINISH_AND_CLAIM, params | {"token": self._next[1]})
+        row = cursor.fetchone()
+        self._next = None if row is None else (row[0], row[_token_column(cursor)])
+
+
+def _token_column(cursor: psycopg.Cursor[Any]) -> int:
+    assert cursor.description is not None
+    return [column.name for column in cursor.description].index("claim_token")
+
+
 def cycle_for(path: str, conn: psycopg.Connection[Any], worker: str, lane: str) -> Cycle:
     if path == "adapter":
         return AdapterCycle(conn, worker, lane)
+    if path in ("sql1", "adapter1"):
+        return OneTripCycle(conn, worker, lane, adapter=path == "adapter1")
     return StatementCycle(conn, worker, lane, path)
 
 
