@@ -109,35 +109,38 @@ class AdapterCycle:
 
 
 class OneTripCycle:
-    """tireless through finish_and_claim, by SQL or by JobStore: a worker's first claim is
-    claim_next; after it, each finish claims the next job, which the next claim() hands out."""
+    """tireless through finish_and_claim, by SQL or by JobStore. A worker's first claim is
+    claim_next; every later claim is finish_and_claim, which finishes the job before it in the
+    same call (so the claim latency is that call's, and finish() sends nothing)."""
 
     def __init__(
         self, conn: psycopg.Connection[Any], worker: str, lane: str, adapter: bool
     ) -> None:
         self._conn, self._store, self._adapter = conn, JobStore(conn), adapter
         self._worker, self._lanes = worker, [lane]
-        self._next: tuple[int, Any] | None = None  # the id and claim token of the job claimed
+        self._held: tuple[int, Any] | None = None  # the id and claim token of the job held
 
     def claim(self) -> int | None:
-        if self._next is None:
+        if self._held is None:
             job = self._store.claim_next(self._worker, self._lanes, LEASE)
-            self._next = None if job is None else (job.id, job.claim_token)
-        return None if self._next is None else self._next[0]
+            self._held = None if job is None else (job.id, job.claim_token)
+        elif self._adapter:
+            job_id, token = self._held
+            job = self._store.finish_and_claim(
+                job_id, "delivered", self._worker, self._lanes, LEASE, token
+            )
+            self._held = None if job is None else (job.id, job.claim_token)
+        else:
+            job_id, token = self._held
+            params = {"id": job_id, "worker": self._worker, "lanes": self._lanes, "lease": LEASE}
+            cursor = self._conn.execute(SQL_FINISH_AND_CLAIM, params | {"token": token})
+            row = cursor.fetchone()
+            self._held = None if row is None else (row[0], row[_token_column(cursor)])
+        return None if self._held is None else self._held[0]
 
     def finish(self, job_id: int) -> None:
-        assert self._next is not None
-        assert self._next[0] == job_id
-        if self._adapter:
-            job = self._store.finish_and_claim(
-                job_id, "delivered", self._worker, self._lanes, LEASE, self._next[1]
-            )
-            self._next = None if job is None else (job.id, job.claim_token)
-            return
-        params = {"id": job_id, "worker": self._worker, "lanes": self._lanes, "lease": LEASE}
-        cursor = self._conn.execute(SQL_FINISH_AND_CLAIM, params | {"token": self._next[1]})
-        row = cursor.fetchone()
-        self._next = None if row is None else (row[0], row[_token_column(cursor)])
+        assert self._held is not None
+        assert self._held[0] == job_id, "the next claim finishes it"
 
 
 def _token_column(cursor: psycopg.Cursor[Any]) -> int:
