@@ -152,15 +152,22 @@ BEGIN
                e.issue ->> 'title' AS title,
                e.issue ->> 'url' AS url,
                (e.issue ->> 'updated_at')::timestamptz AS updated_at,
-               (e.issue ->> 'parent_id')::bigint AS parent_id
+               (e.issue ->> 'parent_id')::bigint AS parent_id,
+               -- The body is kept up to tireless.issue_body_limit() characters, flagged when cut; an
+               -- issue given without "body" (the mirror's read-back) keeps the body last shown.
+               e.issue ? 'body' AS has_body,
+               left(e.issue ->> 'body', tireless.issue_body_limit()) AS body,
+               coalesce(length(e.issue ->> 'body') > tireless.issue_body_limit(), false) AS body_cut
           FROM jsonb_array_elements(apply_work_rule.issues) WITH ORDINALITY AS e(issue, position)
          ORDER BY forge, owner, repo, number, e.position DESC
     ), shown AS MATERIALIZED (
         -- Issues of untracked repositories are ignored.
         SELECT i.*, s.number IS NOT NULL AS known, s.asks_since, coalesce(s.answered, false) AS answered,
+               s.body AS shown_body, s.body_cut AS shown_body_cut,
                s.number IS NULL
                OR (s.state, s.labels, s.title, s.url, s.updated_at)
-                  IS DISTINCT FROM (i.state, i.labels, i.title, i.url, i.updated_at) AS changed
+                  IS DISTINCT FROM (i.state, i.labels, i.title, i.url, i.updated_at)
+               OR (i.has_body AND (s.body, s.body_cut) IS DISTINCT FROM (i.body, i.body_cut)) AS changed
           FROM incoming i
           JOIN tireless.tracked_repo t ON (t.forge, t.owner, t.repo) = (i.forge, i.owner, i.repo)
           LEFT JOIN tireless.issue s ON (s.forge, s.owner, s.repo, s.number) = (i.forge, i.owner, i.repo, i.number)
@@ -183,16 +190,19 @@ BEGIN
                CASE WHEN jd.kind IS NOT NULL THEN tireless.lane_for(jd.kind, jd.labels) END AS lane
           FROM judged jd
     ), saved AS (
-        INSERT INTO tireless.issue AS s (forge, owner, repo, number, state, labels, title, url, updated_at, asks_since, answered)
+        INSERT INTO tireless.issue AS s (forge, owner, repo, number, state, labels, title, url, updated_at, asks_since, answered,
+                                         body, body_cut)
         SELECT d.forge, d.owner, d.repo, d.number, d.state, d.labels, d.title, d.url, d.updated_at,
                CASE WHEN d.rising THEN now() WHEN d.kind IS NOT NULL THEN d.asks_since END,
-               d.makes_job OR (d.answered AND NOT d.rising)
+               d.makes_job OR (d.answered AND NOT d.rising),
+               CASE WHEN d.has_body THEN d.body ELSE d.shown_body END,
+               CASE WHEN d.has_body THEN d.body_cut ELSE coalesce(d.shown_body_cut, false) END
           FROM decided d
          WHERE d.changed OR d.makes_job OR d.rising OR d.withdrawn
         ON CONFLICT (forge, owner, repo, number) DO UPDATE
            SET state = excluded.state, labels = excluded.labels, title = excluded.title, url = excluded.url,
                updated_at = excluded.updated_at, asks_since = excluded.asks_since, answered = excluded.answered,
-               changed_at = now()
+               body = excluded.body, body_cut = excluded.body_cut, changed_at = now()
     ), ended AS (
         -- Rule 2: a pending job is cancelled; a claimed one gets a cancel request (it stands once made).
         UPDATE tireless.job j
@@ -237,6 +247,32 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.apply_work_rule(issues jsonb, OUT created integer, OUT cancelled integer, OUT rerouted integer, OUT seen integer) IS 'The work rule on a checked batch of issues of tracked repositories: a pending job for an issue that asks for work and whose request has had none; withdrawal cancels a pending job or requests the cancel of a claimed one; relabelling re-routes a pending job. An issue shown as it was before writes nothing. Returns what it did.';
+
+--
+-- Name: attach_report(bigint, text, text, uuid); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.attach_report(job_id bigint, worker text, report text, token uuid DEFAULT NULL::uuid) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    job tireless.job := tireless.held_job(attach_report.job_id, attach_report.worker, attach_report.token);
+    cut boolean := coalesce(length(attach_report.report) > 60000, false);
+BEGIN
+    PERFORM tireless.current_attempt(job.id, job.attempts);
+    UPDATE tireless.job_attempt a
+       SET report = nullif(left(attach_report.report, 60000), ''), report_cut = cut
+     WHERE a.job_id = job.id;
+    RETURN cut;
+END;
+$$;
+
+--
+-- Name: FUNCTION attach_report(job_id bigint, worker text, report text, token uuid); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.attach_report(job_id bigint, worker text, report text, token uuid) IS 'The holder attaches its agent''s outcome summary (markdown) to the attempt before finishing it; the mirror posts it as the outcome comment instead of the note. Kept up to 60000 characters: true when it was cut. TL001 for an unknown job, TL004 when worker (or token) does not hold it.';
 
 --
 -- Name: job; Type: TABLE; Schema: tireless; Owner: -
@@ -323,6 +359,30 @@ CREATE FUNCTION tireless.attempts_spent(job tireless.job) RETURNS integer
 --
 
 COMMENT ON FUNCTION tireless.attempts_spent(job tireless.job) IS 'The attempts a job has used of its budget: its claims, less those given back by a stopping runner.';
+
+--
+-- Name: check_forge(text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.check_forge(name text) RETURNS void
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    IF NOT EXISTS (SELECT FROM tireless.forge f WHERE f.name = check_forge.name) THEN
+        RAISE EXCEPTION 'forge % is not registered', coalesce(quote_literal(left(check_forge.name, 120)), 'null')
+            USING ERRCODE = 'TL008',
+                  HINT = format('Register it first: tireless forge add %s --kind gitea|forgejo|github --url URL '
+                                '(see tireless forge list).', left(check_forge.name, 120));
+    END IF;
+END;
+$$;
+
+--
+-- Name: FUNCTION check_forge(name text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.check_forge(name text) IS 'Raises TL008, with the command that registers it, unless the forge is registered (what `tireless track` checks first: track_repo itself accepts a forge registered later).';
 
 --
 -- Name: check_holder(tireless.job, text, uuid); Type: FUNCTION; Schema: tireless; Owner: -
@@ -465,6 +525,27 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.check_repo(forge text, owner text, repo text) IS 'Raises TL005 unless forge (1-100 characters), owner and repo (1-200 each) are given.';
+
+--
+-- Name: check_run_limit(text, interval); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.check_run_limit(name text, span interval) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    AS $$
+BEGIN
+    IF span <= interval '0' OR span > interval '30 days' THEN
+        RAISE EXCEPTION '% must be null (no limit) or more than 0 and at most 30 days, got %', name, span
+            USING ERRCODE = 'TL005';
+    END IF;
+END;
+$$;
+
+--
+-- Name: FUNCTION check_run_limit(name text, span interval); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.check_run_limit(name text, span interval) IS 'Raises TL005 (naming the setting) unless the limit is null or 0 < limit <= 30 days.';
 
 --
 -- Name: check_tracked(text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -704,6 +785,156 @@ $$;
 COMMENT ON FUNCTION tireless.claim_repos_to_poll(poller text, lease interval, max_repos integer) IS 'Leases to poller (for lease) up to max_repos due repositories of registered forges that are not stopped: next poll time reached, not backing off, lease free or expired; FOR UPDATE SKIP LOCKED, so two pollers never get the same one. Returns each with its forge kind and URL, cursor, ETag and whether to list it in full (the first read and every tenth), and the issue numbers of its live jobs.';
 
 --
+-- Name: job_attempt; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.job_attempt (
+    job_id bigint NOT NULL,
+    attempt integer NOT NULL,
+    started_at timestamp with time zone NOT NULL,
+    progress_at timestamp with time zone NOT NULL,
+    step text,
+    stop text,
+    stop_note text,
+    report text,
+    report_cut boolean DEFAULT false NOT NULL,
+    CONSTRAINT report_within_limit CHECK ((length(report) <= 60000)),
+    CONSTRAINT step_is_short CHECK ((length(step) <= 500)),
+    CONSTRAINT stop_has_its_note CHECK (((stop IS NULL) = (stop_note IS NULL))),
+    CONSTRAINT stop_is_timeout_or_stalled CHECK ((stop = ANY (ARRAY['timeout'::text, 'stalled'::text])))
+);
+
+--
+-- Name: TABLE job_attempt; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.job_attempt IS 'Each job''s newest attempt: when it was claimed, its last progress (and the step COMMAND last named), the watchdog''s stop once made (it stands until the attempt ends), and the report the agent left. Private: heartbeat, report_progress, attach_report and end_stopped_attempt keep it.';
+
+--
+-- Name: COLUMN job_attempt.attempt; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.job_attempt.attempt IS 'The job''s attempts count when this attempt was claimed: the row belongs to that attempt only.';
+
+--
+-- Name: COLUMN job_attempt.started_at; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.job_attempt.started_at IS 'When the attempt was claimed (its claim in the history); max_run counts from here.';
+
+--
+-- Name: COLUMN job_attempt.progress_at; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.job_attempt.progress_at IS 'The attempt''s last progress (started_at until the first); stall_after counts from here.';
+
+--
+-- Name: COLUMN job_attempt.step; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.job_attempt.step IS 'The step COMMAND last reported (a ::progress:: line), at most 500 characters.';
+
+--
+-- Name: COLUMN job_attempt.stop; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.job_attempt.stop IS 'timeout or stalled once the watchdog stopped the attempt; heartbeat answers it from then on.';
+
+--
+-- Name: COLUMN job_attempt.report; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.job_attempt.report IS 'The outcome summary the agent wrote (markdown, at most 60000 characters); the mirror posts it.';
+
+--
+-- Name: CONSTRAINT report_within_limit ON job_attempt; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT report_within_limit ON tireless.job_attempt IS 'A report is at most 60000 characters (a forge comment holds 65536).';
+
+--
+-- Name: CONSTRAINT step_is_short ON job_attempt; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT step_is_short ON tireless.job_attempt IS 'A step is a line of at most 500 characters.';
+
+--
+-- Name: CONSTRAINT stop_has_its_note ON job_attempt; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT stop_has_its_note ON tireless.job_attempt IS 'A stop carries the note the attempt ends with.';
+
+--
+-- Name: CONSTRAINT stop_is_timeout_or_stalled ON job_attempt; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT stop_is_timeout_or_stalled ON tireless.job_attempt IS 'The watchdog stops an attempt for one of two reasons.';
+
+--
+-- Name: current_attempt(bigint, integer); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.current_attempt(job_id bigint, attempt integer) RETURNS tireless.job_attempt
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    result tireless.job_attempt;
+    claimed timestamptz;
+BEGIN
+    SELECT * INTO result FROM tireless.job_attempt a WHERE a.job_id = current_attempt.job_id;
+    IF FOUND AND result.attempt = current_attempt.attempt THEN
+        RETURN result;
+    END IF;
+    -- The job is claimed, so its newest event is its claim.
+    SELECT e.at INTO claimed FROM tireless.job_event e
+     WHERE e.job_id = current_attempt.job_id ORDER BY e.id DESC LIMIT 1;
+    INSERT INTO tireless.job_attempt AS a (job_id, attempt, started_at, progress_at)
+    VALUES (current_attempt.job_id, current_attempt.attempt, coalesce(claimed, now()), coalesce(claimed, now()))
+    ON CONFLICT ON CONSTRAINT job_attempt_pkey DO UPDATE
+       SET attempt = excluded.attempt, started_at = excluded.started_at, progress_at = excluded.progress_at,
+           step = NULL, stop = NULL, stop_note = NULL, report = NULL, report_cut = false
+    RETURNING a.* INTO result;
+    RETURN result;
+END;
+$$;
+
+--
+-- Name: FUNCTION current_attempt(job_id bigint, attempt integer); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.current_attempt(job_id bigint, attempt integer) IS 'The job_attempt row of the job''s attempt number attempt, made (started at the claim in the history) when the job has none or one of an older attempt. Called with the job''s row locked by its holder.';
+
+--
+-- Name: end_stopped_attempt(bigint, text, uuid); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.end_stopped_attempt(job_id bigint, worker text, token uuid DEFAULT NULL::uuid) RETURNS tireless.job
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    job tireless.job := tireless.held_job(end_stopped_attempt.job_id, end_stopped_attempt.worker, end_stopped_attempt.token);
+    note text;
+BEGIN
+    SELECT a.stop_note INTO note FROM tireless.job_attempt a
+     WHERE a.job_id = job.id AND a.attempt = job.attempts AND a.stop IS NOT NULL;
+    IF note IS NULL THEN
+        RAISE EXCEPTION 'job %''s attempt % was not stopped by the watchdog', job.id, job.attempts
+            USING ERRCODE = 'TL002', HINT = 'Only an attempt whose heartbeat answered timeout or stalled ends this way.';
+    END IF;
+    -- A failure like any other: back to pending with backoff, failed when the attempts are spent,
+    -- counted by the lane's circuit breaker.
+    RETURN tireless.transition(job.id, 'pending', end_stopped_attempt.worker, note, end_stopped_attempt.token);
+END;
+$$;
+
+--
+-- Name: FUNCTION end_stopped_attempt(job_id bigint, worker text, token uuid); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.end_stopped_attempt(job_id bigint, worker text, token uuid) IS 'The holder ends an attempt the watchdog stopped (heartbeat answered timeout or stalled) as a failure, with the watchdog''s note (timed out after 2h; no progress for 30m (last: ran the tests)): as transition to pending does (backoff, the attempt budget, the breaker). TL002 when the watchdog did not stop it; TL001, TL004 as transition.';
+
+--
 -- Name: enqueue(jsonb); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -894,18 +1125,51 @@ CREATE FUNCTION tireless.finished_job_comment(job tireless.job) RETURNS text
     AS $$
     SELECT format('tireless: %s after %s attempt%s', job.state, job.attempts, CASE WHEN job.attempts = 1 THEN '' ELSE 's' END)
            || coalesce(' (' || holder.worker || ')', '')
-           || coalesce(': ' || CASE WHEN length(note.text) > 500 THEN left(note.text, 499) || '…' ELSE note.text END, '')
+           || CASE WHEN report.text IS NOT NULL
+                   THEN E'\n\n' || report.text || CASE WHEN report.cut THEN E'\n\n(report cut at 60000 characters)' ELSE '' END
+                   ELSE coalesce(': ' || CASE WHEN length(note.text) > 500 THEN left(note.text, 499) || '…' ELSE note.text END, '')
+              END
       FROM (SELECT nullif(regexp_replace(btrim(job.note), '\s+', ' ', 'g'), '') AS text) AS note
       LEFT JOIN LATERAL (SELECT e.worker FROM tireless.job_event e
                           WHERE e.job_id = job.id AND e.worker IS NOT NULL
-                          ORDER BY e.id DESC LIMIT 1) AS holder ON true;
+                          ORDER BY e.id DESC LIMIT 1) AS holder ON true
+      LEFT JOIN LATERAL (SELECT a.report AS text, a.report_cut AS cut FROM tireless.job_attempt a
+                          WHERE a.job_id = job.id AND a.attempt = job.attempts) AS report ON true;
 $$;
 
 --
 -- Name: FUNCTION finished_job_comment(job tireless.job); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.finished_job_comment(job tireless.job) IS 'The comment a finished job leaves on its issue: outcome, attempts, the last holder and the note on one line, trimmed to 500 characters (tireless: delivered after 2 attempts (host1-3): merged as #12).';
+COMMENT ON FUNCTION tireless.finished_job_comment(job tireless.job) IS 'The comment a finished job leaves on its issue: outcome, attempts and the last holder, then the report its last attempt attached (tireless.attach_report) when there is one, else the note on the same line trimmed to 500 characters (tireless: delivered after 2 attempts (host1-3): merged as #12).';
+
+--
+-- Name: forge_api_url(tireless.forge_kind, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.forge_api_url(kind tireless.forge_kind, base_url text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN CASE WHEN (kind = 'github'::tireless.forge_kind) THEN base_url ELSE (base_url || '/api/v1'::text) END;
+
+--
+-- Name: FUNCTION forge_api_url(kind tireless.forge_kind, base_url text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.forge_api_url(kind tireless.forge_kind, base_url text) IS 'A registered forge''s API root: base_url for GitHub (it is the API root), base_url/api/v1 for Gitea and Forgejo.';
+
+--
+-- Name: forge_clone_url(tireless.forge_kind, text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.forge_clone_url(kind tireless.forge_kind, base_url text, owner text, repo text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN (((((CASE WHEN ((kind = 'github'::tireless.forge_kind) AND (base_url = 'https://api.github.com'::text)) THEN 'https://github.com'::text WHEN (kind = 'github'::tireless.forge_kind) THEN regexp_replace(base_url, '/api/v3$'::text, ''::text) ELSE base_url END || '/'::text) || owner) || '/'::text) || repo) || '.git'::text);
+
+--
+-- Name: FUNCTION forge_clone_url(kind tireless.forge_kind, base_url text, owner text, repo text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.forge_clone_url(kind tireless.forge_kind, base_url text, owner text, repo text) IS 'A repository''s HTTPS clone URL: the forge''s web root (GitHub: github.com for api.github.com, HOST for HOST/api/v3), then /owner/repo.git.';
 
 --
 -- Name: forges(); Type: FUNCTION; Schema: tireless; Owner: -
@@ -988,6 +1252,8 @@ CREATE FUNCTION tireless.heartbeat(job_id bigint, worker text, lease interval DE
     AS $$
 DECLARE
     requested timestamptz;
+    held_lane text;
+    held_attempt integer;
 BEGIN
     IF NOT (tireless.is_worker_name(heartbeat.worker) AND tireless.is_lease(heartbeat.lease)) THEN
         PERFORM tireless.check_worker(heartbeat.worker);
@@ -999,9 +1265,12 @@ BEGIN
        AND j.state = 'claimed'
        AND j.claimed_by = heartbeat.worker
        AND (heartbeat.token IS NULL OR j.claim_token = heartbeat.token)
-    RETURNING j.cancel_requested_at INTO requested;
+    RETURNING j.cancel_requested_at, j.lane, j.attempts INTO requested, held_lane, held_attempt;
     IF FOUND THEN
-        RETURN CASE WHEN requested IS NULL THEN 'held' ELSE 'cancel' END;
+        IF requested IS NOT NULL THEN
+            RETURN 'cancel';
+        END IF;
+        RETURN tireless.watch_attempt(heartbeat.job_id, held_attempt, held_lane);
     END IF;
     IF NOT EXISTS (SELECT FROM tireless.job j WHERE j.id = heartbeat.job_id) THEN
         RAISE EXCEPTION 'no job with id %', coalesce(heartbeat.job_id::text, 'null') USING ERRCODE = 'TL001';
@@ -1014,7 +1283,32 @@ $$;
 -- Name: FUNCTION heartbeat(job_id bigint, worker text, lease interval, token uuid); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.heartbeat(job_id bigint, worker text, lease interval, token uuid) IS 'Renews like renew_claim and answers held, lost (worker, or token when given, no longer holds the claim) or cancel (the issue withdrew its request: the lease is still extended, so the holder can stop its agent and transition the job to cancelled). TL001 for an unknown job.';
+COMMENT ON FUNCTION tireless.heartbeat(job_id bigint, worker text, lease interval, token uuid) IS 'Renews like renew_claim and answers held, lost (worker, or token when given, no longer holds the claim), cancel (the issue withdrew its request), timeout (the attempt ran past its lane''s max_run) or stalled (no progress for its lane''s stall_after). On cancel, timeout and stalled the lease is still extended, so the holder can stop its agent: then transition to cancelled, or end_stopped_attempt. A runner treats an answer it does not know as cancel. TL001 for an unknown job.';
+
+--
+-- Name: held_job(bigint, text, uuid); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.held_job(job_id bigint, worker text, token uuid) RETURNS tireless.job
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    job tireless.job;
+BEGIN
+    SELECT * INTO job FROM tireless.job j WHERE j.id = held_job.job_id FOR NO KEY UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'no job with id %', coalesce(held_job.job_id::text, 'null') USING ERRCODE = 'TL001';
+    END IF;
+    PERFORM tireless.check_holder(job, held_job.worker, held_job.token);
+    RETURN job;
+END;
+$$;
+
+--
+-- Name: FUNCTION held_job(job_id bigint, worker text, token uuid); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.held_job(job_id bigint, worker text, token uuid) IS 'The job, locked (FOR NO KEY UPDATE), when worker (and token, when given) holds its claim; TL001 for an unknown job, TL004 (tireless.check_holder) otherwise.';
 
 --
 -- Name: repo_poll; Type: TABLE; Schema: tireless; Owner: -
@@ -1214,6 +1508,20 @@ CREATE FUNCTION tireless.is_worker_name(worker text) RETURNS boolean
 COMMENT ON FUNCTION tireless.is_worker_name(worker text) IS 'True when a text can name a worker: not blank, at most 200 characters (false for null).';
 
 --
+-- Name: issue_body_limit(); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.issue_body_limit() RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN 65536;
+
+--
+-- Name: FUNCTION issue_body_limit(); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.issue_body_limit() IS 'How many characters of an issue''s body the store keeps (GitHub''s own limit on a body); a longer one is cut and flagged.';
+
+--
 -- Name: issue_problem(jsonb); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -1261,6 +1569,8 @@ CREATE FUNCTION tireless.issue_problem(issue jsonb) RETURNS text
                  AND ((issue -> 'parent_id')::numeric NOT BETWEEN 1 AND 9223372036854775807
                       OR (issue -> 'parent_id')::numeric <> trunc((issue -> 'parent_id')::numeric))) THEN
             format('"parent_id" must be a job id, got %s', left((issue -> 'parent_id')::text, 100))
+        WHEN jsonb_typeof(issue -> 'body') NOT IN ('string', 'null') THEN
+            format('"body" must be a string or null, got %s', left((issue -> 'body')::text, 100))
     END;
 $_$;
 
@@ -1269,6 +1579,34 @@ $_$;
 --
 
 COMMENT ON FUNCTION tireless.issue_problem(issue jsonb) IS 'Why one element of an enqueue batch is malformed, or null when it is well formed.';
+
+--
+-- Name: job_brief(bigint); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.job_brief(job_id bigint) RETURNS TABLE(issue_url text, api_url text, clone_url text, body text, body_cut boolean)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    RETURN QUERY
+    SELECT i.url, tireless.forge_api_url(f.kind, f.base_url), tireless.forge_clone_url(f.kind, f.base_url, j.owner, j.repo),
+           i.body, coalesce(i.body_cut, false)
+      FROM tireless.job j
+      LEFT JOIN tireless.issue i ON (i.forge, i.owner, i.repo, i.number) = (j.forge, j.owner, j.repo, j.number)
+      LEFT JOIN tireless.forge f ON f.name = j.forge
+     WHERE j.id = job_brief.job_id;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'no job with id %', coalesce(job_brief.job_id::text, 'null') USING ERRCODE = 'TL001';
+    END IF;
+END;
+$$;
+
+--
+-- Name: FUNCTION job_brief(job_id bigint); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.job_brief(job_id bigint) IS 'What an agent needs besides the job row: the issue''s web URL, the forge''s API root, the repository''s clone URL (null when the forge is not registered), and the issue''s body as last polled (its first 65536 characters, body_cut when cut). No token: the agent gets none. TL001 for an unknown job.';
 
 --
 -- Name: job_event; Type: TABLE; Schema: tireless; Owner: -
@@ -1779,6 +2117,25 @@ $$;
 COMMENT ON FUNCTION tireless.mirror_writes(forge text, owner text, repo text, poller text, max_writes integer, settle interval) IS 'For a poller holding the repository''s poll lease: reads the job history since the repository''s cursor (each changed issue now wants its newest job''s state, replacing any older wanted state) and returns the writes due (at most max_writes): per issue its job and state, the state label to show, the labels to take off (the other state labels, and the mode labels once the job ended) and, for a finished job when the policy comments, the comment with its marker. The cursor passes only events older than settle. TL004 without the lease.';
 
 --
+-- Name: next_ready_at(text[]); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.next_ready_at(lanes text[]) RETURNS timestamp with time zone
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    BEGIN ATOMIC
+ SELECT min(j.available_at) AS min
+    FROM tireless.job j
+   WHERE ((j.state = 'pending'::tireless.job_state) AND (j.lane = ANY (next_ready_at.lanes)) AND (j.available_at > now()));
+END;
+
+--
+-- Name: FUNCTION next_ready_at(lanes text[]); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.next_ready_at(lanes text[]) IS 'When the earliest backed-off pending job in the lanes becomes claimable (null: none is waiting out a backoff): an idle runner sleeps until then at most, since the end of a backoff sends no notification.';
+
+--
 -- Name: parse_kind(text); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -1832,9 +2189,13 @@ CREATE TABLE tireless.lane (
     paused boolean DEFAULT false NOT NULL,
     consecutive_failures integer DEFAULT 0 NOT NULL,
     tripped_until timestamp with time zone,
+    max_run interval,
+    stall_after interval,
     CONSTRAINT capacity_not_negative CHECK ((capacity >= 0)),
     CONSTRAINT failures_not_negative CHECK ((consecutive_failures >= 0)),
-    CONSTRAINT lane_name_is_a_name CHECK (tireless.is_lane_name(name))
+    CONSTRAINT lane_name_is_a_name CHECK (tireless.is_lane_name(name)),
+    CONSTRAINT max_run_is_positive CHECK ((max_run > '00:00:00'::interval)),
+    CONSTRAINT stall_after_is_positive CHECK ((stall_after > '00:00:00'::interval))
 );
 
 --
@@ -1856,6 +2217,18 @@ COMMENT ON COLUMN tireless.lane.capacity IS 'At most this many claimed jobs in t
 COMMENT ON COLUMN tireless.lane.tripped_until IS 'Circuit breaker: while in the future, claim_next hands out nothing from the lane.';
 
 --
+-- Name: COLUMN lane.max_run; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.lane.max_run IS 'An attempt claimed longer ago than this is stopped: its heartbeat answers timeout. Null: no limit.';
+
+--
+-- Name: COLUMN lane.stall_after; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.lane.stall_after IS 'An attempt without progress for this long is stopped: its heartbeat answers stalled. Null: no watchdog.';
+
+--
 -- Name: CONSTRAINT capacity_not_negative ON lane; Type: COMMENT; Schema: tireless; Owner: -
 --
 
@@ -1872,6 +2245,18 @@ COMMENT ON CONSTRAINT failures_not_negative ON tireless.lane IS 'A count of fail
 --
 
 COMMENT ON CONSTRAINT lane_name_is_a_name ON tireless.lane IS 'A lane is a short name (see tireless.is_lane_name).';
+
+--
+-- Name: CONSTRAINT max_run_is_positive ON lane; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT max_run_is_positive ON tireless.lane IS 'A time limit is null (none) or more than 0.';
+
+--
+-- Name: CONSTRAINT stall_after_is_positive ON lane; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT stall_after_is_positive ON tireless.lane IS 'A stall limit is null (none) or more than 0.';
 
 --
 -- Name: pause_lane(text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -1920,6 +2305,41 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.poll_soon(forge text, owner text, repo text) IS 'Makes a tracked repository due now (a webhook saw a change); a backoff still holds. True when it is due now, false when it is not tracked or is backing off.';
+
+--
+-- Name: poll_soon_once(text, text, text, bytea); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.poll_soon_once(forge text, owner text, repo text, digest bytea) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM tireless.check_tracked(poll_soon_once.forge, poll_soon_once.owner, poll_soon_once.repo);
+    IF octet_length(poll_soon_once.digest) IS DISTINCT FROM 32 THEN
+        RAISE EXCEPTION 'digest must be the 32 bytes of a SHA-256, got %',
+            coalesce(octet_length(poll_soon_once.digest)::text || ' bytes', 'null')
+            USING ERRCODE = 'TL005';
+    END IF;
+    -- The window: a body older than seven days is forgotten, so the table holds a week of deliveries.
+    DELETE FROM tireless.webhook_delivery d WHERE d.received_at < now() - interval '7 days';
+    -- Two copies at once: the second waits for the first's row and then finds it (or, if the
+    -- first rolled back, inserts its own).
+    INSERT INTO tireless.webhook_delivery AS d (forge, digest)
+    VALUES (poll_soon_once.forge, poll_soon_once.digest)
+    ON CONFLICT DO NOTHING;
+    IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+    RETURN tireless.poll_soon(poll_soon_once.forge, poll_soon_once.owner, poll_soon_once.repo);
+END;
+$$;
+
+--
+-- Name: FUNCTION poll_soon_once(forge text, owner text, repo text, digest bytea); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.poll_soon_once(forge text, owner text, repo text, digest bytea) IS 'tireless.poll_soon for a webhook delivery whose body has SHA-256 digest: null, and nothing done, when the same body reached this forge in the last seven days (a replay); TL008 for a repository that is not tracked, TL005 for a digest that is not 32 bytes.';
 
 --
 -- Name: prune(interval, integer); Type: FUNCTION; Schema: tireless; Owner: -
@@ -1971,6 +2391,42 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.prune(older_than interval, max_jobs integer) IS '(admin) Deletes terminal jobs last changed before now() - older_than, with their history, in batches of 1000; never a live job, never a job that a remaining job names as parent. max_jobs (null: no limit) bounds one call, so a caller can keep each transaction short. Returns how many jobs it deleted.';
+
+--
+-- Name: prune_preview(interval); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.prune_preview(older_than interval) RETURNS TABLE(jobs bigint, oldest timestamp with time zone, newest timestamp with time zone)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    IF prune_preview.older_than IS NULL OR prune_preview.older_than < interval '0' THEN
+        RAISE EXCEPTION 'older_than must be an interval of 0 or more, got %', coalesce(prune_preview.older_than::text, 'null')
+            USING ERRCODE = 'TL005';
+    END IF;
+    -- prune's rule: a terminal job unchanged since the cutoff goes, unless a job that stays (live, or
+    -- newer) descends from it.
+    RETURN QUERY
+    WITH RECURSIVE kept_ancestor AS (
+        SELECT j.parent_id AS id FROM tireless.job j
+         WHERE j.parent_id IS NOT NULL
+           AND NOT (j.state IN ('delivered', 'failed', 'cancelled') AND j.updated_at < now() - prune_preview.older_than)
+        UNION
+        SELECT p.parent_id FROM kept_ancestor k JOIN tireless.job p ON p.id = k.id WHERE p.parent_id IS NOT NULL
+    )
+    SELECT count(*), min(j.updated_at), max(j.updated_at)
+      FROM tireless.job j
+     WHERE j.state IN ('delivered', 'failed', 'cancelled') AND j.updated_at < now() - prune_preview.older_than
+       AND j.id NOT IN (SELECT k.id FROM kept_ancestor k);
+END;
+$$;
+
+--
+-- Name: FUNCTION prune_preview(older_than interval); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.prune_preview(older_than interval) IS '(admin) What prune(older_than) would delete now: how many jobs, and the oldest and newest last change among them. Deletes nothing.';
 
 --
 -- Name: record_forge_trouble(text, text, timestamp with time zone); Type: FUNCTION; Schema: tireless; Owner: -
@@ -2453,22 +2909,100 @@ $$;
 COMMENT ON FUNCTION tireless.renew_claim(job_id bigint, worker text, lease interval, token uuid) IS 'Extends the lease to now() + lease while worker (and token, when given) holds the claim; false when the claim was lost. TL001 for an unknown job.';
 
 --
--- Name: rerun(text, text, text, integer); Type: FUNCTION; Schema: tireless; Owner: -
+-- Name: report_progress(bigint, text, text, uuid); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
-CREATE FUNCTION tireless.rerun(forge text, owner text, repo text, number integer) RETURNS bigint
+CREATE FUNCTION tireless.report_progress(job_id bigint, worker text, step text DEFAULT NULL::text, token uuid DEFAULT NULL::uuid) RETURNS timestamp with time zone
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    job tireless.job := tireless.held_job(report_progress.job_id, report_progress.worker, report_progress.token);
+    result timestamptz;
+BEGIN
+    PERFORM tireless.current_attempt(job.id, job.attempts);
+    UPDATE tireless.job_attempt a
+       SET progress_at = now(),
+           step = coalesce(left(nullif(btrim(report_progress.step), ''), 500), a.step)
+     WHERE a.job_id = job.id
+    RETURNING a.progress_at INTO result;
+    RETURN result;
+END;
+$$;
+
+--
+-- Name: FUNCTION report_progress(job_id bigint, worker text, step text, token uuid); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.report_progress(job_id bigint, worker text, step text, token uuid) IS 'The holder says its attempt progresses (the stall watchdog counts from now): step, when given, becomes the attempt''s current step (its first 500 characters); without one the last step stays. Returns the time recorded. TL001 for an unknown job, TL004 when worker (or token) does not hold it.';
+
+--
+-- Name: request_cancel(bigint, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.request_cancel(job_id bigint, note text DEFAULT NULL::text) RETURNS tireless.job
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    job tireless.job;
+    why text := coalesce(request_cancel.note, format('cancelled by %s', session_user));
+BEGIN
+    IF length(request_cancel.note) > 10000 THEN
+        RAISE EXCEPTION 'note must be at most 10000 characters, got %', length(request_cancel.note)
+            USING ERRCODE = 'TL005';
+    END IF;
+    SELECT * INTO job FROM tireless.job j WHERE j.id = request_cancel.job_id FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'no job with id %', coalesce(request_cancel.job_id::text, 'null') USING ERRCODE = 'TL001';
+    END IF;
+    IF tireless.is_terminal(job.state) THEN
+        RAISE EXCEPTION 'job % is % and never changes again; nothing to cancel', job.id, job.state
+            USING ERRCODE = 'TL003', HINT = 'Only a pending or claimed job can be cancelled.';
+    END IF;
+    -- A pending job ends at once; a claimed one keeps its holder, who learns of the request from
+    -- heartbeat (as for a withdrawn issue) and ends it cancelled, or the sweeper does at its lease's end.
+    UPDATE tireless.job j
+       SET state = CASE WHEN j.state = 'pending' THEN 'cancelled' ELSE j.state END::tireless.job_state,
+           cancel_requested_at = CASE WHEN j.state = 'claimed' THEN coalesce(j.cancel_requested_at, now()) END,
+           note = why,
+           updated_at = now()
+     WHERE j.id = job.id
+    RETURNING j.* INTO job;
+    RETURN job;
+END;
+$$;
+
+--
+-- Name: FUNCTION request_cancel(job_id bigint, note text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.request_cancel(job_id bigint, note text) IS '(admin) Cancels a job: a pending job ends cancelled at once, with the note; a claimed job gets a cancel request (the note says who asked), which its holder learns from heartbeat as for a withdrawn issue. TL001 for an unknown job, TL003 for a finished one.';
+
+--
+-- Name: rerun(text, text, text, integer, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.rerun(forge text, owner text, repo text, number integer, kind text DEFAULT NULL::text) RETURNS bigint
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
     live bigint;
     seen tireless.issue;
+    seen_before boolean;
+    last tireless.job;
+    run_before boolean;
+    asked text[];
     job_kind text;
     job tireless.job;
 BEGIN
     IF rerun.number IS NULL OR rerun.number < 1 THEN
         RAISE EXCEPTION 'number must be a positive issue number, got %', coalesce(rerun.number::text, 'null')
             USING ERRCODE = 'TL005';
+    END IF;
+    IF rerun.kind IS NOT NULL THEN
+        PERFORM tireless.parse_kind(rerun.kind);
     END IF;
     PERFORM tireless.check_tracked(rerun.forge, rerun.owner, rerun.repo);
     PERFORM tireless.lock_repo_issues(rerun.forge, rerun.owner, rerun.repo);
@@ -2482,10 +3016,24 @@ BEGIN
     END IF;
     SELECT * INTO seen FROM tireless.issue s
      WHERE (s.forge, s.owner, s.repo, s.number) = (rerun.forge, rerun.owner, rerun.repo, rerun.number);
-    job_kind := coalesce(tireless.job_kind_for(seen.labels), 'implement');
+    seen_before := FOUND;
+    SELECT * INTO last FROM tireless.job j
+     WHERE (j.forge, j.owner, j.repo, j.number) = (rerun.forge, rerun.owner, rerun.repo, rerun.number)
+     ORDER BY j.id DESC LIMIT 1;
+    run_before := FOUND;
+    IF NOT (seen_before OR run_before) THEN
+        RAISE EXCEPTION 'the store has never seen issue %/%/%#%', rerun.forge, rerun.owner, rerun.repo, rerun.number
+            USING ERRCODE = 'TL005',
+                  HINT = 'Check the number; a new issue is read by the next poll (tireless poll --once), and its '
+                         'labels then ask for work.';
+    END IF;
+    -- What the issue last asked: its last job's kind and labels (the agent override among them), which
+    -- the mirror's withdrawal does not change; an issue shown but never run: the labels last seen.
+    asked := coalesce(last.labels, seen.labels, '{}');
+    job_kind := coalesce(rerun.kind, last.kind::text, tireless.job_kind_for(seen.labels), 'implement');
     INSERT INTO tireless.job (forge, owner, repo, number, title, labels, kind, lane, note)
-    VALUES (rerun.forge, rerun.owner, rerun.repo, rerun.number, seen.title, coalesce(seen.labels, '{}'),
-            job_kind::tireless.job_kind, tireless.lane_for(job_kind, coalesce(seen.labels, '{}')),
+    VALUES (rerun.forge, rerun.owner, rerun.repo, rerun.number, coalesce(seen.title, last.title), asked,
+            job_kind::tireless.job_kind, tireless.lane_for(job_kind, asked),
             format('rerun by %s', session_user))
     RETURNING * INTO job;
     -- The issue's current request has had its job: a poll that shows it unchanged makes no other.
@@ -2498,10 +3046,10 @@ END;
 $$;
 
 --
--- Name: FUNCTION rerun(forge text, owner text, repo text, number integer); Type: COMMENT; Schema: tireless; Owner: -
+-- Name: FUNCTION rerun(forge text, owner text, repo text, number integer, kind text); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.rerun(forge text, owner text, repo text, number integer) IS '(admin) A new pending job for an issue of a tracked repository that has no live job, whatever its labels say now: its kind from the labels last seen, else implement. Returns its id. TL008 when the repository is not tracked; 23505 (one_live_job_per_issue) when a live job exists.';
+COMMENT ON FUNCTION tireless.rerun(forge text, owner text, repo text, number integer, kind text) IS '(admin) A new pending job for an issue of a tracked repository that has no live job, whatever its labels say now: the kind and agent of its last job (the mirror may have taken its mode label off since), else of the labels last seen; kind, when given, replaces the kind. Returns its id. TL008 when the repository is not tracked; 23505 (one_live_job_per_issue) when a live job exists; TL005 for an unknown kind or an issue the store has never seen.';
 
 --
 -- Name: reset_lane_breaker(text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -2572,6 +3120,32 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.retry_delay(attempts integer) IS 'Backoff before a job that has had this many attempts may be claimed again: base * 2^(attempts-1), capped.';
+
+--
+-- Name: retry_forge(text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.retry_forge(name text) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    made_due integer;
+BEGIN
+    PERFORM tireless.check_forge(retry_forge.name);
+    UPDATE tireless.forge f SET limited_until = NULL, last_error = NULL WHERE f.name = retry_forge.name;
+    UPDATE tireless.repo_poll rp SET next_poll_at = least(rp.next_poll_at, now()), backoff_until = NULL
+     WHERE rp.forge = retry_forge.name;
+    GET DIAGNOSTICS made_due = ROW_COUNT;
+    RETURN made_due;
+END;
+$$;
+
+--
+-- Name: FUNCTION retry_forge(name text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.retry_forge(name text) IS '(admin) Clears a forge''s stop (a rate limit or refused credentials, as record_forge_trouble set it) and makes each of its repositories due now, backoff ended: the next poll round reads them. Returns how many repositories that is. TL008 for a forge that is not registered.';
 
 --
 -- Name: roll_up_history(); Type: FUNCTION; Schema: tireless; Owner: -
@@ -2741,6 +3315,56 @@ $$;
 COMMENT ON FUNCTION tireless.set_lane_capacity(lane text, capacity integer) IS 'At most capacity claimed jobs in the lane at once (null: unlimited; 0 holds the lane''s work back). Returns the lane.';
 
 --
+-- Name: set_lane_max_run(text, interval); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.set_lane_max_run(lane text, max_run interval) RETURNS tireless.lane
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    result tireless.lane;
+BEGIN
+    PERFORM tireless.check_run_limit('max_run', set_lane_max_run.max_run);
+    PERFORM tireless.ensure_lane(set_lane_max_run.lane);
+    UPDATE tireless.lane l SET max_run = set_lane_max_run.max_run
+     WHERE l.name = set_lane_max_run.lane RETURNING l.* INTO result;
+    RETURN result;
+END;
+$$;
+
+--
+-- Name: FUNCTION set_lane_max_run(lane text, max_run interval); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.set_lane_max_run(lane text, max_run interval) IS '(admin) The time limit of every attempt in the lane (null: none): past it, the holder''s heartbeat answers timeout and the attempt ends as a failure, note "timed out after 2h". Applies to running attempts too. Returns the lane.';
+
+--
+-- Name: set_lane_stall_after(text, interval); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.set_lane_stall_after(lane text, stall_after interval) RETURNS tireless.lane
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    result tireless.lane;
+BEGIN
+    PERFORM tireless.check_run_limit('stall_after', set_lane_stall_after.stall_after);
+    PERFORM tireless.ensure_lane(set_lane_stall_after.lane);
+    UPDATE tireless.lane l SET stall_after = set_lane_stall_after.stall_after
+     WHERE l.name = set_lane_stall_after.lane RETURNING l.* INTO result;
+    RETURN result;
+END;
+$$;
+
+--
+-- Name: FUNCTION set_lane_stall_after(lane text, stall_after interval); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.set_lane_stall_after(lane text, stall_after interval) IS '(admin) The progress watchdog of the lane (null: none): an attempt without progress for this long gets stalled from its heartbeat and ends as a failure, note "no progress for 30m (last: ran the tests)". Returns the lane.';
+
+--
 -- Name: set_mirror_comments(boolean); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -2872,6 +3496,25 @@ $_$;
 --
 
 COMMENT ON FUNCTION tireless.set_policy(label_prefix text, backoff_base interval, backoff_cap interval, breaker_threshold integer, breaker_cooldown interval) IS 'Changes the store-wide settings named (a null argument leaves its setting as it is) and returns them.';
+
+--
+-- Name: short_duration(interval); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.short_duration(span interval) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+    SELECT CASE WHEN s.total = 0 THEN round(extract(epoch FROM span) * 1000)::bigint || 'ms'
+                ELSE concat(nullif(s.total / 86400, 0) || 'd', nullif(s.total % 86400 / 3600, 0) || 'h',
+                            nullif(s.total % 3600 / 60, 0) || 'm', nullif(s.total % 60, 0) || 's') END
+      FROM (SELECT floor(extract(epoch FROM span))::bigint AS total) AS s;
+$$;
+
+--
+-- Name: FUNCTION short_duration(span interval); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.short_duration(span interval) IS 'An interval written short, as the watchdog''s notes show it: 2h, 30m, 1h30m, 45s, 1d, 250ms (whole seconds above one second).';
 
 --
 -- Name: track_repo(text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -3105,6 +3748,49 @@ $$;
 COMMENT ON FUNCTION tireless.untrack_repo(forge text, owner text, repo text) IS 'Stops tracking a repository; false if it was not tracked. Its jobs stay as they are.';
 
 --
+-- Name: watch_attempt(bigint, integer, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.watch_attempt(job_id bigint, attempt integer, lane text) RETURNS text
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    limits record;
+    current tireless.job_attempt;
+BEGIN
+    SELECT l.max_run, l.stall_after INTO limits FROM tireless.lane l WHERE l.name = watch_attempt.lane;
+    IF limits.max_run IS NULL AND limits.stall_after IS NULL THEN
+        -- No limit (the common case): only a stop already made stands.
+        RETURN coalesce((SELECT a.stop FROM tireless.job_attempt a
+                          WHERE a.job_id = watch_attempt.job_id AND a.attempt = watch_attempt.attempt), 'held');
+    END IF;
+    current := tireless.current_attempt(watch_attempt.job_id, watch_attempt.attempt);
+    IF current.stop IS NOT NULL THEN
+        RETURN current.stop;  -- a stop stands once made, as a cancel request does
+    END IF;
+    IF now() - current.started_at >= limits.max_run THEN
+        current.stop := 'timeout';
+        current.stop_note := 'timed out after ' || tireless.short_duration(limits.max_run);
+    ELSIF now() - current.progress_at >= limits.stall_after THEN
+        current.stop := 'stalled';
+        current.stop_note := 'no progress for ' || tireless.short_duration(limits.stall_after)
+                             || coalesce(' (last: ' || current.step || ')', '');
+    ELSE
+        RETURN 'held';
+    END IF;
+    UPDATE tireless.job_attempt a SET stop = current.stop, stop_note = current.stop_note
+     WHERE a.job_id = watch_attempt.job_id;
+    RETURN current.stop;
+END;
+$$;
+
+--
+-- Name: FUNCTION watch_attempt(job_id bigint, attempt integer, lane text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.watch_attempt(job_id bigint, attempt integer, lane text) IS 'The watchdog''s answer for a held attempt: held, timeout (claimed longer ago than the lane''s max_run) or stalled (no progress for the lane''s stall_after). A stop is recorded with its note and stands until the attempt ends.';
+
+--
 -- Name: active_claims; Type: VIEW; Schema: tireless; Owner: -
 --
 
@@ -3305,6 +3991,9 @@ CREATE TABLE tireless.issue (
     answered boolean DEFAULT false NOT NULL,
     first_seen_at timestamp with time zone DEFAULT now() NOT NULL,
     changed_at timestamp with time zone DEFAULT now() NOT NULL,
+    body text,
+    body_cut boolean DEFAULT false NOT NULL,
+    CONSTRAINT body_within_limit CHECK ((length(body) <= 65536)),
     CONSTRAINT issue_is_open_or_closed CHECK ((state = ANY (ARRAY['open'::text, 'closed'::text]))),
     CONSTRAINT issue_number_is_positive CHECK ((number > 0))
 );
@@ -3338,6 +4027,24 @@ COMMENT ON COLUMN tireless.issue.answered IS 'The current request has had its jo
 --
 
 COMMENT ON COLUMN tireless.issue.changed_at IS 'When the store last recorded a change of this issue.';
+
+--
+-- Name: COLUMN issue.body; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.issue.body IS 'The issue''s body as last shown, its first 65536 characters (tireless.issue_body_limit()); null when never given.';
+
+--
+-- Name: COLUMN issue.body_cut; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.issue.body_cut IS 'True when the body shown was longer than the limit and was cut.';
+
+--
+-- Name: CONSTRAINT body_within_limit ON issue; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT body_within_limit ON tireless.issue IS 'A body is kept up to tireless.issue_body_limit() characters.';
 
 --
 -- Name: CONSTRAINT issue_is_open_or_closed ON issue; Type: COMMENT; Schema: tireless; Owner: -
@@ -3407,6 +4114,27 @@ CREATE VIEW tireless.job_list AS
 --
 
 COMMENT ON VIEW tireless.job_list IS 'Every job as an operator sees it, without its claim token (a fencing secret of the holder); past_lease: claimed and its lease has run out. Readable by every role.';
+
+--
+-- Name: job_progress; Type: VIEW; Schema: tireless; Owner: -
+--
+
+CREATE VIEW tireless.job_progress AS
+ SELECT a.job_id,
+    a.attempt,
+    a.started_at,
+    a.progress_at,
+    a.step,
+    a.stop,
+    a.stop_note,
+    (a.report IS NOT NULL) AS reported
+   FROM tireless.job_attempt a;
+
+--
+-- Name: VIEW job_progress; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON VIEW tireless.job_progress IS 'Each job''s newest attempt as the watchdog sees it: when it was claimed, its last progress and step, the watchdog''s stop and note, and whether the agent attached a report. No row before the attempt''s first heartbeat under a limit, progress report or report.';
 
 --
 -- Name: lane_status; Type: VIEW; Schema: tireless; Owner: -
@@ -3495,7 +4223,8 @@ CREATE VIEW tireless.lane_summary AS
     COALESCE(s.breaker, 'closed'::text) AS breaker,
     COALESCE(s.paused, false) AS paused,
     s.capacity,
-    s.tripped_until
+    s.tripped_until,
+    COALESCE(s.consecutive_failures, 0) AS consecutive_failures
    FROM (tireless.lane_status s
      FULL JOIN ( SELECT st.lane,
             (sum(st.jobs) FILTER (WHERE (st.state = 'delivered'::tireless.job_state)))::bigint AS delivered,
@@ -3508,7 +4237,7 @@ CREATE VIEW tireless.lane_summary AS
 -- Name: VIEW lane_summary; Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON VIEW tireless.lane_summary IS 'One row per lane that has live jobs, settings or jobs finished in the last 24 hours: lane_status (live jobs, the oldest pending job''s age in seconds, breaker, paused, capacity) beside queue_stats''s delivered, failed and cancelled counts. What `tireless status` shows.';
+COMMENT ON VIEW tireless.lane_summary IS 'One row per lane that has live jobs, settings or jobs finished in the last 24 hours: lane_status (live jobs, the oldest pending job''s age in seconds, breaker, its failures in a row, paused, capacity) beside queue_stats''s delivered, failed and cancelled counts. What `tireless status` and the dashboard''s overview show.';
 
 --
 -- Name: mirror_repo; Type: TABLE; Schema: tireless; Owner: -
@@ -3609,6 +4338,29 @@ CREATE TABLE tireless.tracked_repo (
 COMMENT ON TABLE tireless.tracked_repo IS 'Repositories the poller reads. Private: use track_repo, untrack_repo and tracked_repos.';
 
 --
+-- Name: webhook_delivery; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.webhook_delivery (
+    forge text NOT NULL,
+    digest bytea NOT NULL,
+    received_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT digest_is_sha256 CHECK ((octet_length(digest) = 32))
+);
+
+--
+-- Name: TABLE webhook_delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.webhook_delivery IS 'The SHA-256 of each signed webhook body acted on, per forge, for seven days (tireless.poll_soon_once).';
+
+--
+-- Name: CONSTRAINT digest_is_sha256 ON webhook_delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT digest_is_sha256 ON tireless.webhook_delivery IS 'A digest is the 32 bytes of a SHA-256.';
+
+--
 -- Name: finished_count finished_count_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
 --
 
@@ -3642,6 +4394,13 @@ ALTER TABLE ONLY tireless.history_rollup
 
 ALTER TABLE ONLY tireless.issue
     ADD CONSTRAINT issue_pkey PRIMARY KEY (forge, owner, repo, number);
+
+--
+-- Name: job_attempt job_attempt_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.job_attempt
+    ADD CONSTRAINT job_attempt_pkey PRIMARY KEY (job_id);
 
 --
 -- Name: job_event job_event_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
@@ -3726,6 +4485,13 @@ ALTER TABLE ONLY tireless.tracked_repo
     ADD CONSTRAINT tracked_repo_pkey PRIMARY KEY (forge, owner, repo);
 
 --
+-- Name: webhook_delivery webhook_delivery_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.webhook_delivery
+    ADD CONSTRAINT webhook_delivery_pkey PRIMARY KEY (forge, digest);
+
+--
 -- Name: claimed_jobs_by_expiry; Type: INDEX; Schema: tireless; Owner: -
 --
 
@@ -3808,6 +4574,18 @@ CREATE INDEX terminal_jobs_by_change ON tireless.job USING btree (updated_at) WH
 --
 
 COMMENT ON INDEX tireless.terminal_jobs_by_change IS 'Terminal jobs by their last change: what prune deletes, and the recent window queue_stats counts.';
+
+--
+-- Name: webhook_delivery_by_age; Type: INDEX; Schema: tireless; Owner: -
+--
+
+CREATE INDEX webhook_delivery_by_age ON tireless.webhook_delivery USING btree (received_at);
+
+--
+-- Name: INDEX webhook_delivery_by_age; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON INDEX tireless.webhook_delivery_by_age IS 'The bodies past the seven days, found to be forgotten.';
 
 --
 -- Name: job history_belongs_to_a_job; Type: TRIGGER; Schema: tireless; Owner: -
@@ -3906,6 +4684,19 @@ CREATE TRIGGER terminal_job_is_final BEFORE UPDATE ON tireless.job FOR EACH ROW 
 COMMENT ON TRIGGER terminal_job_is_final ON tireless.job IS 'Invariant 2: a terminal job never changes again.';
 
 --
+-- Name: job_attempt job_attempt_job_id_fkey; Type: FK CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.job_attempt
+    ADD CONSTRAINT job_attempt_job_id_fkey FOREIGN KEY (job_id) REFERENCES tireless.job(id) ON DELETE CASCADE;
+
+--
+-- Name: CONSTRAINT job_attempt_job_id_fkey ON job_attempt; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT job_attempt_job_id_fkey ON tireless.job_attempt IS 'An attempt row belongs to a job and goes with it (prune).';
+
+--
 -- Name: mirror_issue mirror_issue_of_a_tracked_repo; Type: FK CONSTRAINT; Schema: tireless; Owner: -
 --
 
@@ -3985,6 +4776,13 @@ REVOKE ALL ON FUNCTION tireless.announce_work(lane text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION tireless.apply_work_rule(issues jsonb, OUT created integer, OUT cancelled integer, OUT rerouted integer, OUT seen integer) FROM PUBLIC;
 
 --
+-- Name: FUNCTION attach_report(job_id bigint, worker text, report text, token uuid); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.attach_report(job_id bigint, worker text, report text, token uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.attach_report(job_id bigint, worker text, report text, token uuid) TO tireless_runner;
+
+--
 -- Name: TABLE job; Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -3995,6 +4793,13 @@ GRANT SELECT ON TABLE tireless.job TO tireless_admin;
 --
 
 REVOKE ALL ON FUNCTION tireless.attempts_spent(job tireless.job) FROM PUBLIC;
+
+--
+-- Name: FUNCTION check_forge(name text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.check_forge(name text) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.check_forge(name text) TO tireless_admin;
 
 --
 -- Name: FUNCTION check_holder(job tireless.job, worker text, token uuid); Type: ACL; Schema: tireless; Owner: -
@@ -4027,6 +4832,12 @@ REVOKE ALL ON FUNCTION tireless.check_lease(lease interval) FROM PUBLIC;
 REVOKE ALL ON FUNCTION tireless.check_repo(forge text, owner text, repo text) FROM PUBLIC;
 
 --
+-- Name: FUNCTION check_run_limit(name text, span interval); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.check_run_limit(name text, span interval) FROM PUBLIC;
+
+--
 -- Name: FUNCTION check_tracked(forge text, owner text, repo text); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -4051,6 +4862,25 @@ GRANT ALL ON FUNCTION tireless.claim_next(worker text, lanes text[], lease inter
 
 REVOKE ALL ON FUNCTION tireless.claim_repos_to_poll(poller text, lease interval, max_repos integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.claim_repos_to_poll(poller text, lease interval, max_repos integer) TO tireless_poller;
+
+--
+-- Name: TABLE job_attempt; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.job_attempt TO tireless_admin;
+
+--
+-- Name: FUNCTION current_attempt(job_id bigint, attempt integer); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.current_attempt(job_id bigint, attempt integer) FROM PUBLIC;
+
+--
+-- Name: FUNCTION end_stopped_attempt(job_id bigint, worker text, token uuid); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.end_stopped_attempt(job_id bigint, worker text, token uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.end_stopped_attempt(job_id bigint, worker text, token uuid) TO tireless_runner;
 
 --
 -- Name: FUNCTION enqueue(issues jsonb); Type: ACL; Schema: tireless; Owner: -
@@ -4093,6 +4923,18 @@ GRANT ALL ON FUNCTION tireless.finish_and_claim(job_id bigint, to_state text, wo
 REVOKE ALL ON FUNCTION tireless.finished_job_comment(job tireless.job) FROM PUBLIC;
 
 --
+-- Name: FUNCTION forge_api_url(kind tireless.forge_kind, base_url text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.forge_api_url(kind tireless.forge_kind, base_url text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION forge_clone_url(kind tireless.forge_kind, base_url text, owner text, repo text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.forge_clone_url(kind tireless.forge_kind, base_url text, owner text, repo text) FROM PUBLIC;
+
+--
 -- Name: FUNCTION forges(); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -4112,6 +4954,12 @@ GRANT ALL ON FUNCTION tireless.give_back(job_id bigint, worker text, note text, 
 
 REVOKE ALL ON FUNCTION tireless.heartbeat(job_id bigint, worker text, lease interval, token uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.heartbeat(job_id bigint, worker text, lease interval, token uuid) TO tireless_runner;
+
+--
+-- Name: FUNCTION held_job(job_id bigint, worker text, token uuid); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.held_job(job_id bigint, worker text, token uuid) FROM PUBLIC;
 
 --
 -- Name: TABLE repo_poll; Type: ACL; Schema: tireless; Owner: -
@@ -4166,10 +5014,23 @@ GRANT ALL ON FUNCTION tireless.is_terminal(state tireless.job_state) TO tireless
 REVOKE ALL ON FUNCTION tireless.is_worker_name(worker text) FROM PUBLIC;
 
 --
+-- Name: FUNCTION issue_body_limit(); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.issue_body_limit() FROM PUBLIC;
+
+--
 -- Name: FUNCTION issue_problem(issue jsonb); Type: ACL; Schema: tireless; Owner: -
 --
 
 REVOKE ALL ON FUNCTION tireless.issue_problem(issue jsonb) FROM PUBLIC;
+
+--
+-- Name: FUNCTION job_brief(job_id bigint); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.job_brief(job_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.job_brief(job_id bigint) TO tireless_runner;
 
 --
 -- Name: TABLE job_event; Type: ACL; Schema: tireless; Owner: -
@@ -4273,6 +5134,13 @@ REVOKE ALL ON FUNCTION tireless.mirror_writes(forge text, owner text, repo text,
 GRANT ALL ON FUNCTION tireless.mirror_writes(forge text, owner text, repo text, poller text, max_writes integer, settle interval) TO tireless_poller;
 
 --
+-- Name: FUNCTION next_ready_at(lanes text[]); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.next_ready_at(lanes text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.next_ready_at(lanes text[]) TO tireless_runner;
+
+--
 -- Name: FUNCTION parse_kind(name text); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -4305,11 +5173,25 @@ REVOKE ALL ON FUNCTION tireless.poll_soon(forge text, owner text, repo text) FRO
 GRANT ALL ON FUNCTION tireless.poll_soon(forge text, owner text, repo text) TO tireless_poller;
 
 --
+-- Name: FUNCTION poll_soon_once(forge text, owner text, repo text, digest bytea); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.poll_soon_once(forge text, owner text, repo text, digest bytea) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.poll_soon_once(forge text, owner text, repo text, digest bytea) TO tireless_poller;
+
+--
 -- Name: FUNCTION prune(older_than interval, max_jobs integer); Type: ACL; Schema: tireless; Owner: -
 --
 
 REVOKE ALL ON FUNCTION tireless.prune(older_than interval, max_jobs integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.prune(older_than interval, max_jobs integer) TO tireless_admin;
+
+--
+-- Name: FUNCTION prune_preview(older_than interval); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.prune_preview(older_than interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.prune_preview(older_than interval) TO tireless_admin;
 
 --
 -- Name: FUNCTION record_forge_trouble(name text, error text, until timestamp with time zone); Type: ACL; Schema: tireless; Owner: -
@@ -4398,11 +5280,25 @@ REVOKE ALL ON FUNCTION tireless.renew_claim(job_id bigint, worker text, lease in
 GRANT ALL ON FUNCTION tireless.renew_claim(job_id bigint, worker text, lease interval, token uuid) TO tireless_runner;
 
 --
--- Name: FUNCTION rerun(forge text, owner text, repo text, number integer); Type: ACL; Schema: tireless; Owner: -
+-- Name: FUNCTION report_progress(job_id bigint, worker text, step text, token uuid); Type: ACL; Schema: tireless; Owner: -
 --
 
-REVOKE ALL ON FUNCTION tireless.rerun(forge text, owner text, repo text, number integer) FROM PUBLIC;
-GRANT ALL ON FUNCTION tireless.rerun(forge text, owner text, repo text, number integer) TO tireless_admin;
+REVOKE ALL ON FUNCTION tireless.report_progress(job_id bigint, worker text, step text, token uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.report_progress(job_id bigint, worker text, step text, token uuid) TO tireless_runner;
+
+--
+-- Name: FUNCTION request_cancel(job_id bigint, note text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.request_cancel(job_id bigint, note text) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.request_cancel(job_id bigint, note text) TO tireless_admin;
+
+--
+-- Name: FUNCTION rerun(forge text, owner text, repo text, number integer, kind text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.rerun(forge text, owner text, repo text, number integer, kind text) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.rerun(forge text, owner text, repo text, number integer, kind text) TO tireless_admin;
 
 --
 -- Name: FUNCTION reset_lane_breaker(lane text); Type: ACL; Schema: tireless; Owner: -
@@ -4423,6 +5319,13 @@ GRANT ALL ON FUNCTION tireless.resume_lane(lane text) TO tireless_admin;
 --
 
 REVOKE ALL ON FUNCTION tireless.retry_delay(attempts integer) FROM PUBLIC;
+
+--
+-- Name: FUNCTION retry_forge(name text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.retry_forge(name text) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.retry_forge(name text) TO tireless_admin;
 
 --
 -- Name: FUNCTION roll_up_history(); Type: ACL; Schema: tireless; Owner: -
@@ -4454,6 +5357,20 @@ REVOKE ALL ON FUNCTION tireless.set_lane_capacity(lane text, capacity integer) F
 GRANT ALL ON FUNCTION tireless.set_lane_capacity(lane text, capacity integer) TO tireless_admin;
 
 --
+-- Name: FUNCTION set_lane_max_run(lane text, max_run interval); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.set_lane_max_run(lane text, max_run interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.set_lane_max_run(lane text, max_run interval) TO tireless_admin;
+
+--
+-- Name: FUNCTION set_lane_stall_after(lane text, stall_after interval); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.set_lane_stall_after(lane text, stall_after interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.set_lane_stall_after(lane text, stall_after interval) TO tireless_admin;
+
+--
 -- Name: FUNCTION set_mirror_comments(enabled boolean); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -4472,6 +5389,12 @@ GRANT SELECT ON TABLE tireless.policy TO tireless_admin;
 
 REVOKE ALL ON FUNCTION tireless.set_policy(label_prefix text, backoff_base interval, backoff_cap interval, breaker_threshold integer, breaker_cooldown interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.set_policy(label_prefix text, backoff_base interval, backoff_cap interval, breaker_threshold integer, breaker_cooldown interval) TO tireless_admin;
+
+--
+-- Name: FUNCTION short_duration(span interval); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.short_duration(span interval) FROM PUBLIC;
 
 --
 -- Name: FUNCTION track_repo(forge text, owner text, repo text); Type: ACL; Schema: tireless; Owner: -
@@ -4500,6 +5423,12 @@ GRANT ALL ON FUNCTION tireless.transition(job_id bigint, to_state text, worker t
 
 REVOKE ALL ON FUNCTION tireless.untrack_repo(forge text, owner text, repo text) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.untrack_repo(forge text, owner text, repo text) TO tireless_admin;
+
+--
+-- Name: FUNCTION watch_attempt(job_id bigint, attempt integer, lane text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.watch_attempt(job_id bigint, attempt integer, lane text) FROM PUBLIC;
 
 --
 -- Name: TABLE active_claims; Type: ACL; Schema: tireless; Owner: -
@@ -4562,6 +5491,14 @@ GRANT SELECT ON TABLE tireless.issue TO tireless_admin;
 GRANT SELECT ON TABLE tireless.job_list TO tireless_runner;
 GRANT SELECT ON TABLE tireless.job_list TO tireless_poller;
 GRANT SELECT ON TABLE tireless.job_list TO tireless_admin;
+
+--
+-- Name: TABLE job_progress; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.job_progress TO tireless_runner;
+GRANT SELECT ON TABLE tireless.job_progress TO tireless_poller;
+GRANT SELECT ON TABLE tireless.job_progress TO tireless_admin;
 
 --
 -- Name: TABLE lane_status; Type: ACL; Schema: tireless; Owner: -

@@ -36,7 +36,8 @@ def test_every_event_belongs_to_a_job_through_claims_finishes_and_prune(
 
 
 @pytest.mark.parametrize(
-    "statement", ["DELETE FROM tireless.job WHERE state = 'delivered'", "TRUNCATE tireless.job"]
+    "statement",
+    ["DELETE FROM tireless.job WHERE state = 'delivered'", "TRUNCATE tireless.job CASCADE"],
 )
 def test_a_job_never_leaves_without_its_history_even_for_the_owner(
     db: Database, store: JobStore, statement: str

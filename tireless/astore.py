@@ -35,6 +35,7 @@ from tireless.models import (
     ForgeKind,
     Heartbeat,
     Job,
+    JobBrief,
     JobKind,
     JobState,
     Lane,
@@ -172,6 +173,27 @@ class AsyncJobStore:
         (lost), or stop and end the job `cancelled` because its issue withdrew its request (cancel)."""
         return await self._run(calls.heartbeat(job_id, worker, lease, token))
 
+    async def end_stopped_attempt(self, job_id: int, worker: str, token: UUID | None = None) -> Job:
+        """The holder ends an attempt the watchdog stopped (heartbeat answered timeout or
+        stalled) as a failure, with the watchdog's note."""
+        return await self._run(calls.end_stopped_attempt(job_id, worker, token))
+
+    async def report_progress(
+        self, job_id: int, worker: str, step: str | None = None, token: UUID | None = None
+    ) -> datetime:
+        """The holder's attempt progresses (and, with a step, is at that step now)."""
+        return await self._run(calls.report_progress(job_id, worker, step, token))
+
+    async def attach_report(
+        self, job_id: int, worker: str, report: str, token: UUID | None = None
+    ) -> bool:
+        """The holder attaches its agent's report (the outcome comment); True when it was cut."""
+        return await self._run(calls.attach_report(job_id, worker, report, token))
+
+    async def job_brief(self, job_id: int) -> JobBrief:
+        """The issue's URL and body, the forge's API root and the clone URL, for the agent."""
+        return await self._run(calls.job_brief(job_id))
+
     async def expire_stale_claims(self) -> int:
         return await self._run(calls.expire_stale_claims())
 
@@ -185,9 +207,20 @@ class AsyncJobStore:
     ) -> str | None:
         return await self._run(calls.refresh_lane(forge, owner, repo, number, labels))
 
-    async def rerun(self, forge: str, owner: str, repo: str, number: int) -> int:
-        """(admin) A new pending job for the issue whatever its labels say; its id."""
-        return await self._run(calls.rerun(forge, owner, repo, number))
+    async def rerun(
+        self, forge: str, owner: str, repo: str, number: int, kind: JobKind | str | None = None
+    ) -> int:
+        """(admin) A new pending job for the issue whatever its labels say: the kind and agent it
+        last asked for, or `kind`; its id."""
+        return await self._run(calls.rerun(forge, owner, repo, number, kind))
+
+    async def request_cancel(self, job_id: int, note: str | None = None) -> Job:
+        """(admin) Cancel a pending job now; ask a claimed job's holder to stop (heartbeat: cancel)."""
+        return await self._run(calls.request_cancel(job_id, note))
+
+    async def next_ready_in(self, lanes: Sequence[str]) -> float | None:
+        """Seconds until the earliest backed-off job in the lanes is claimable; None: none waits."""
+        return await self._run(calls.next_ready_in(lanes))
 
     # Forges and polling
     async def add_forge(self, name: str, kind: ForgeKind | str, base_url: str) -> bool:
@@ -198,6 +231,14 @@ class AsyncJobStore:
 
     async def forges(self) -> list[Forge]:
         return await self._run(calls.forges())
+
+    async def check_forge(self, name: str) -> None:
+        """TL008 (UnknownRepository) unless the forge is registered."""
+        return await self._run(calls.check_forge(name))
+
+    async def retry_forge(self, name: str) -> int:
+        """(admin) Clear the forge's stop and make its repositories due now; how many they are."""
+        return await self._run(calls.retry_forge(name))
 
     async def claim_repos_to_poll(
         self, poller: str, lease: timedelta = DEFAULT_POLL_LEASE, max_repos: int = 100
@@ -281,6 +322,12 @@ class AsyncJobStore:
     # Lanes
     async def set_lane_capacity(self, lane: str, capacity: int | None) -> Lane:
         return await self._run(calls.set_lane_capacity(lane, capacity))
+
+    async def set_lane_max_run(self, lane: str, max_run: timedelta | None) -> Lane:
+        return await self._run(calls.set_lane_max_run(lane, max_run))
+
+    async def set_lane_stall_after(self, lane: str, stall_after: timedelta | None) -> Lane:
+        return await self._run(calls.set_lane_stall_after(lane, stall_after))
 
     async def pause_lane(self, lane: str) -> Lane:
         return await self._run(calls.pause_lane(lane))

@@ -30,6 +30,7 @@ from tireless.models import (
     ForgeKind,
     Heartbeat,
     Job,
+    JobBrief,
     JobKind,
     JobState,
     Lane,
@@ -255,6 +256,48 @@ def heartbeat(
     return Call(HEARTBEAT, params, tuple_row, _heartbeat)
 
 
+END_STOPPED_ATTEMPT = _returning(
+    JOB_COLUMNS,
+    "tireless.end_stopped_attempt(job_id => %(job_id)s, worker => %(worker)s, token => %(token)s)",
+)
+
+
+def end_stopped_attempt(job_id: int, worker: str, token: UUID | None) -> Call[Job, Job]:
+    params = {"job_id": job_id, "worker": worker, "token": token}
+    return Call(END_STOPPED_ATTEMPT, params, JOB_ROW, _only)
+
+
+REPORT_PROGRESS = (
+    "SELECT tireless.report_progress(job_id => %(job_id)s, worker => %(worker)s,"
+    " step => %(step)s, token => %(token)s)"
+)
+
+
+def report_progress(
+    job_id: int, worker: str, step: str | None, token: UUID | None
+) -> Call[Any, datetime]:
+    params = {"job_id": job_id, "worker": worker, "step": step, "token": token}
+    return Call(REPORT_PROGRESS, params, tuple_row, _value)
+
+
+ATTACH_REPORT = (
+    "SELECT tireless.attach_report(job_id => %(job_id)s, worker => %(worker)s,"
+    " report => %(report)s, token => %(token)s)"
+)
+
+
+def attach_report(job_id: int, worker: str, report: str, token: UUID | None) -> Call[Any, bool]:
+    params = {"job_id": job_id, "worker": worker, "report": report, "token": token}
+    return Call(ATTACH_REPORT, params, tuple_row, _flag)
+
+
+JOB_BRIEF = "SELECT issue_url, api_url, clone_url, body, body_cut FROM tireless.job_brief(job_id => %(job_id)s)"
+
+
+def job_brief(job_id: int) -> Call[JobBrief, JobBrief]:
+    return Call(JOB_BRIEF, {"job_id": job_id}, class_row(JobBrief), _only)
+
+
 EXPIRE_STALE_CLAIMS = "SELECT tireless.expire_stale_claims()"
 
 
@@ -285,13 +328,34 @@ def refresh_lane(
 
 RERUN = (
     "SELECT tireless.rerun(forge => %(forge)s, owner => %(owner)s, repo => %(repo)s,"
-    " number => %(number)s)"
+    " number => %(number)s, kind => %(kind)s)"
 )
 
 
-def rerun(forge: str, owner: str, repo: str, number: int) -> Call[Any, int]:
-    params = _repo(forge, owner, repo) | {"number": number}
+def rerun(
+    forge: str, owner: str, repo: str, number: int, kind: JobKind | str | None
+) -> Call[Any, int]:
+    params = _repo(forge, owner, repo) | {"number": number, "kind": kind}
     return Call(RERUN, params, tuple_row, _count)
+
+
+REQUEST_CANCEL = _returning(
+    JOB_COLUMNS, "tireless.request_cancel(job_id => %(job_id)s, note => %(note)s)"
+)
+
+
+def request_cancel(job_id: int, note: str | None) -> Call[Job, Job]:
+    return Call(REQUEST_CANCEL, {"job_id": job_id, "note": note}, JOB_ROW, _only)
+
+
+NEXT_READY_IN = (
+    "SELECT extract(epoch FROM tireless.next_ready_at(lanes => %(lanes)s) - now())::float8"
+)
+
+
+def next_ready_in(lanes: Sequence[str]) -> Call[Any, float | None]:
+    """Seconds until the earliest backed-off job in the lanes is claimable; None: none waits."""
+    return Call(NEXT_READY_IN, {"lanes": list(lanes)}, tuple_row, _value)
 
 
 # Forges and polling
@@ -317,6 +381,20 @@ FORGES = "SELECT name, kind, base_url FROM tireless.forges()"
 
 def forges() -> Call[Forge, list[Forge]]:
     return Call(FORGES, {}, kwargs_row(Forge.from_row), _rows)
+
+
+CHECK_FORGE = "SELECT tireless.check_forge(name => %(name)s)"
+
+
+def check_forge(name: str) -> Call[Any, None]:
+    return Call(CHECK_FORGE, {"name": name}, tuple_row, _nothing)
+
+
+RETRY_FORGE = "SELECT tireless.retry_forge(name => %(name)s)"
+
+
+def retry_forge(name: str) -> Call[Any, int]:
+    return Call(RETRY_FORGE, {"name": name}, tuple_row, _count)
 
 
 CLAIM_REPOS_TO_POLL = (
@@ -523,6 +601,24 @@ def reset_lane_breaker(lane: str) -> Call[Lane, Lane]:
     return Call(RESET_LANE_BREAKER, {"lane": lane}, _LANE, _only)
 
 
+SET_LANE_MAX_RUN = _returning(
+    LANE_COLUMNS, "tireless.set_lane_max_run(lane => %(lane)s, max_run => %(max_run)s)"
+)
+
+
+def set_lane_max_run(lane: str, max_run: timedelta | None) -> Call[Lane, Lane]:
+    return Call(SET_LANE_MAX_RUN, {"lane": lane, "max_run": max_run}, _LANE, _only)
+
+
+SET_LANE_STALL_AFTER = _returning(
+    LANE_COLUMNS, "tireless.set_lane_stall_after(lane => %(lane)s, stall_after => %(stall_after)s)"
+)
+
+
+def set_lane_stall_after(lane: str, stall_after: timedelta | None) -> Call[Lane, Lane]:
+    return Call(SET_LANE_STALL_AFTER, {"lane": lane, "stall_after": stall_after}, _LANE, _only)
+
+
 # Waiting for work: JobStore.listen runs these on the connection it holds.
 LISTEN = "LISTEN tireless_work"
 UNLISTEN = "UNLISTEN tireless_work"
@@ -537,22 +633,43 @@ SET_POLICY = (
 )
 STATUS = (
     "SELECT lane, pending, ready, claimed, past_lease, delivered, failed, cancelled,"
-    " oldest_pending_seconds, breaker, paused, capacity, tripped_until"
+    " oldest_pending_seconds, breaker, paused, capacity, tripped_until, consecutive_failures"
     " FROM tireless.lane_summary ORDER BY lane"
+)
+_JOB_FILTERS = (
+    " WHERE (%(state)s::text IS NULL OR j.state::text = %(state)s)"
+    " AND (%(lane)s::text IS NULL OR j.lane = %(lane)s)"
+    " AND (%(kind)s::text IS NULL OR j.kind::text = %(kind)s)"
+    " AND (%(forge)s::text IS NULL OR j.forge = %(forge)s)"
+    " AND (%(owner)s::text IS NULL OR (j.owner, j.repo) = (%(owner)s, %(repo)s))"
+    " AND (%(since)s::interval IS NULL OR j.updated_at >= now() - %(since)s::interval)"
 )
 JOBS = sql.SQL(
     "SELECT {} FROM tireless.job j"
-    " WHERE (%(state)s::text IS NULL OR j.state::text = %(state)s)"
-    " AND (%(lane)s::text IS NULL OR j.lane = %(lane)s)"
-    " AND (%(owner)s::text IS NULL OR (j.owner, j.repo) = (%(owner)s, %(repo)s))"
-    " AND j.id > %(after)s"
-    " ORDER BY j.id LIMIT %(limit)s"
+    + _JOB_FILTERS
+    + " AND j.id > %(after)s ORDER BY j.id LIMIT %(limit)s"
 ).format(JOB_COLUMNS)
+"""`tireless jobs`: oldest first, after a job id."""
+NEWEST_JOBS = sql.SQL(
+    "SELECT {} FROM tireless.job j"
+    + _JOB_FILTERS
+    + " AND j.id > %(after)s ORDER BY j.id DESC LIMIT %(limit)s"
+).format(JOB_COLUMNS)
+"""`tireless jobs --newest`: the newest first."""
+PRUNE_PREVIEW = (
+    "SELECT jobs, oldest, newest FROM tireless.prune_preview(older_than => %(older_than)s)"
+)
 JOB = sql.SQL("SELECT {} FROM tireless.job j WHERE j.id = %(job_id)s").format(JOB_COLUMNS)
 JOB_EVENTS = (
     "SELECT e.id, e.at, e.from_state::text AS from_state, e.to_state::text AS to_state,"
     " e.worker, e.attempt, e.note FROM tireless.job_event e WHERE e.job_id = %(job_id)s ORDER BY e.id"
 )
+JOB_PROGRESS = (
+    "SELECT p.attempt, p.started_at, p.progress_at, p.step, p.stop_note, p.reported"
+    " FROM tireless.job_progress p WHERE p.job_id = %(job_id)s"
+)
+"""The job's newest attempt as the watchdog sees it (`tireless show`, the dashboard's job page):
+no row before its first heartbeat under a limit, progress report or report."""
 ENQUEUE_AND_LIST = sql.SQL("SELECT {} FROM tireless.enqueue_and_list(issues => %(issues)s)").format(
     JOB_COLUMNS
 )

@@ -7,13 +7,20 @@ dropped from its environment). Exit 0 delivers the job; any other exit releases 
 A lost lease (a heartbeat answered lost, or a finish refused as not the holder) stops COMMAND,
 leaves the job to the store and goes on to the next job. A heartbeat that answers cancel (the
 issue withdrew its request) stops COMMAND and ends the job cancelled, note `issue withdrew its
-request`: a cancel is not a failure. SIGINT or SIGTERM stop COMMAND, give the
-job back (tireless.give_back: not a failure) and end the worker (exit 0); a signal that arrives
-while a claim is under way gives the claimed job back at once. The drain signal (--drain-on)
+request`: a cancel is not a failure. One that answers timeout or stalled (the lane's max_run or
+stall_after, the watchdog) stops COMMAND and ends the attempt as a failure with the watchdog's
+note. COMMAND also gets its brief (tireless.brief: the issue's URL and body, the API root, the
+clone URL) and may leave a report in TIRELESS_REPORT_FILE; its output counts as progress, and a
+line `::progress:: TEXT` names its current step (tireless.progress). SIGINT or SIGTERM stop
+COMMAND, give the job back (tireless.give_back: not a failure) and end the worker (exit 0); a
+signal that arrives while a claim is under way gives the claimed job back at once. The drain signal (--drain-on)
 lets the running job finish, claims no more, and ends the worker (exit 0). A connection lost
 while running (the database restarting) is retried. Built on JobStore.lease: a worker that goes
 on finishes each job and claims the next in one call (finish_and_claim); between jobs it waits on
-JobStore.listen (LISTEN tireless_work).
+JobStore.listen (LISTEN tireless_work), and at most until the earliest backed-off job of its lanes
+is ready (tireless.next_ready_at), since a backoff's end sends no notification. A COMMAND that
+cannot be started is the runner's fault: `work` checks it before claiming, and one that fails to
+start on a claimed job gives the job back and ends the worker (exit 5).
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ import json
 import logging
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -37,14 +45,35 @@ from typing import IO
 import psycopg
 from psycopg_pool import ConnectionPool
 
+from tireless.brief import AgentFiles
 from tireless.calls import POOL_OPEN_TIMEOUT, POOL_OPTIONS
-from tireless.lease import CANCEL_NOTE, NOTE_LIMIT, LeaseLost, Release, ShuttingDown
+from tireless.errors import NotHolder
+from tireless.lease import NOTE_LIMIT, LeaseLost, Release, ShuttingDown
 from tireless.models import Job, JobState
+from tireless.progress import ProgressReporter
 from tireless.store import JobStore
 
 log = logging.getLogger("tireless.work")
 
 OUTPUT_KEPT = 4 * NOTE_LIMIT  # bytes of COMMAND's output kept for the note
+WAKE_MARGIN = 0.05  # seconds past a backoff's end, so the claim finds the job ready
+
+
+CANNOT_START = 5
+"""`tireless work`'s exit code when COMMAND cannot be started: the runner's fault, not a job's."""
+
+
+def unstartable(command: Sequence[str]) -> str | None:
+    """Why this user cannot start COMMAND (missing, a directory, not executable), or None."""
+    program = command[0]
+    found = shutil.which(program) if os.sep not in program else program
+    if found is None:
+        return f"cannot start COMMAND {program!r}: not found on PATH"
+    if not os.path.isfile(found):
+        return f"cannot start COMMAND {found!r}: no such file"
+    if not os.access(found, os.X_OK):
+        return f"cannot start COMMAND {found!r}: not executable by this user (uid {os.getuid()})"
+    return None
 
 
 class Interrupted(BaseException):
@@ -76,9 +105,9 @@ def job_environment(job: Job) -> dict[str, str]:
     }
 
 
-def job_json(job: Job) -> bytes:
-    """The job as COMMAND reads it on stdin: the row without its claim token."""
-    row = dataclasses.asdict(job)
+def job_json(job: Job, **brief: object) -> bytes:
+    """The job as COMMAND reads it on stdin: the row without its claim token, and its brief."""
+    row = dataclasses.asdict(job) | brief
     del row["claim_token"]
     return json.dumps(row, default=str).encode() + b"\n"
 
@@ -95,6 +124,7 @@ class Worker:
         poll: float,
         grace: float,
         drain_on: signal.Signals | None = None,
+        progress_every: float = 30.0,
     ) -> None:
         self.store = store
         self.name = name
@@ -104,8 +134,11 @@ class Worker:
         self.poll = poll
         self.grace = grace
         self.drain_on = drain_on
+        self.progress_every = progress_every
         self.stop_signal: str | None = None
         self.drain_signal: str | None = None
+        self.cannot_start: str | None = None
+        """Why COMMAND failed to start on a claimed job (given back): the worker stops."""
         self._waiting = False
         self._lock = threading.RLock()  # the signal handler and the renewal thread stop COMMAND
         self._process: subprocess.Popen[bytes] | None = None
@@ -121,7 +154,8 @@ class Worker:
             signal.signal(signum, self._on_signal)
         try:
             if once:
-                return 0 if self.run_one() else 3
+                ran = self.run_one()
+                return CANNOT_START if self.cannot_start else 0 if ran else 3
             self._chain = True
             while self._going_on():
                 self._work_until_disconnected()
@@ -130,6 +164,9 @@ class Worker:
         finally:
             for signum in handled:
                 signal.signal(signum, signal.SIG_DFL)
+        if self.cannot_start is not None:
+            log.error("%s: %s; the job was given back", self.name, self.cannot_start)
+            return CANNOT_START
         if self.stop_signal is not None:
             log.info("%s: stopped (%s)", self.name, self.stop_signal)
         else:
@@ -137,7 +174,7 @@ class Worker:
         return 0
 
     def _going_on(self) -> bool:
-        return self.stop_signal is None and self.drain_signal is None
+        return self.stop_signal is None and self.drain_signal is None and self.cannot_start is None
 
     def _work_until_disconnected(self) -> None:
         """Claim and run jobs, waiting for work between them; a lost connection (the database
@@ -147,7 +184,9 @@ class Worker:
                 while self._going_on() or self._next is not None:  # a claimed job is given back
                     if not self.run_one():
                         self._wait(
-                            waiter.wait, self.poll, f"waiting for work in {', '.join(self.lanes)}"
+                            waiter.wait,
+                            self._idle_wait(),
+                            f"waiting for work in {', '.join(self.lanes)}",
                         )
         except psycopg.OperationalError as error:
             message = (
@@ -158,6 +197,11 @@ class Worker:
                 self.poll,
                 f"database connection lost ({message}); retrying in {self.poll:g}s",
             )
+
+    def _idle_wait(self) -> float:
+        """Until a job's backoff ends (no notification says so), at most the poll interval."""
+        ready_in = self.store.next_ready_in(self.lanes)
+        return self.poll if ready_in is None else min(self.poll, ready_in + WAKE_MARGIN)
 
     def _wait(self, wait: Callable[[float], object], seconds: float, why: str) -> None:
         """Wait (for work, or before connecting again); a stop or drain signal interrupts it."""
@@ -188,7 +232,11 @@ class Worker:
                     self.name, job.id, job.forge, job.owner, job.repo, job.number,
                     job.kind, job.lane, job.attempts,
                 )  # fmt: skip
-                code, output = self._run_command(job)
+                try:
+                    code, output = self._run_command(job)
+                except OSError as error:  # the runner's fault: give the job back, then stop
+                    self.cannot_start = f"cannot start COMMAND {self.command[0]!r}: {error}"
+                    raise ShuttingDown(self.cannot_start) from error
                 if self.stop_signal is not None:
                     raise ShuttingDown(f"worker stopped by {self.stop_signal}")
                 if code != 0:
@@ -220,7 +268,13 @@ class Worker:
     # COMMAND
     def _run_command(self, job: Job) -> tuple[int, str]:
         """Run COMMAND on the job; its exit code and the tail of its output."""
-        env = command_environment(job)
+        with AgentFiles(job.id, self.store.job_brief(job.id)) as files:
+            code, output = self._run_in(job, files)
+            self._attach_report(job, files)
+            return code, output
+
+    def _run_in(self, job: Job, files: AgentFiles) -> tuple[int, str]:
+        env = command_environment(job) | files.environment()
         with self._lock:
             process = subprocess.Popen(
                 self.command,
@@ -236,15 +290,20 @@ class Worker:
         assert process.stdin is not None
         assert process.stdout is not None
         tail = bytearray()
-        reader = threading.Thread(target=self._copy_output, args=(process.stdout, tail))
+        progress = ProgressReporter(
+            lambda step: self.store.report_progress(job.id, self.name, step, job.claim_token),
+            self.progress_every,
+        )
+        reader = threading.Thread(target=self._copy_output, args=(process.stdout, tail, progress))
         reader.start()
         try:
-            process.stdin.write(job_json(job))
+            process.stdin.write(job_json(job, **files.json_fields()))
             process.stdin.close()
         except BrokenPipeError:
             pass  # COMMAND does not read its stdin
         code = process.wait()
         reader.join()
+        progress.close()
         with self._lock:
             self._process = None
             if self._killer is not None:
@@ -253,13 +312,25 @@ class Worker:
         return code, tail.decode(errors="replace")[-NOTE_LIMIT:]
 
     @staticmethod
-    def _copy_output(stream: IO[bytes], tail: bytearray) -> None:
-        """Pass COMMAND's output through to ours, keeping its tail."""
+    def _copy_output(stream: IO[bytes], tail: bytearray, progress: ProgressReporter) -> None:
+        """Pass COMMAND's output through to ours, keeping its tail and reporting progress."""
         while chunk := stream.read1(65536):  # type: ignore[attr-defined]
             sys.stdout.buffer.write(chunk)
             sys.stdout.buffer.flush()
             tail.extend(chunk)
             del tail[:-OUTPUT_KEPT]
+            progress.saw(chunk)
+
+    def _attach_report(self, job: Job, files: AgentFiles) -> None:
+        """The report COMMAND left, attached to the attempt before it is finished."""
+        report = files.report()
+        if report is None:
+            return
+        try:
+            if self.store.attach_report(job.id, self.name, report, job.claim_token):
+                log.info("%s: job %s: the report was cut to the store's limit", self.name, job.id)
+        except NotHolder:
+            log.info("%s: job %s: lease lost; its report is not kept", self.name, job.id)
 
     def _stop_command(self, why: str) -> None:
         """SIGTERM COMMAND's process group now, SIGKILL after the grace period."""
@@ -287,8 +358,9 @@ class Worker:
         self._stop_command(f"lease on job {job.id} lost")
 
     def _cancelled(self, job: Job) -> None:
-        """From the renewal thread: the issue withdrew its request; the lease ends the job cancelled."""
-        self._stop_command(f"job {job.id}: {CANCEL_NOTE}")
+        """From the renewal thread: the issue withdrew its request (the lease ends the job
+        cancelled) or the watchdog stopped the attempt (the lease ends it as a failure)."""
+        self._stop_command(f"job {job.id}: its heartbeat said stop")
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         name = signal.Signals(signum).name
@@ -312,6 +384,7 @@ def work(
     poll: float,
     grace: float,
     drain_on: signal.Signals | None = None,
+    progress_every: float = 30.0,
 ) -> int:
     """`tireless work`: the exit code. Raises psycopg.OperationalError if the database cannot be
     reached at the start (later, a lost connection is retried)."""
@@ -325,7 +398,7 @@ def work(
     try:
         worker = Worker(
             JobStore(pool), name, lanes, command,
-            lease=lease, poll=poll, grace=grace, drain_on=drain_on,
+            lease=lease, poll=poll, grace=grace, drain_on=drain_on, progress_every=progress_every,
         )  # fmt: skip
         return worker.run(once=once)
     finally:

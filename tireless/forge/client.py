@@ -23,6 +23,8 @@ class ForgeIssue:
     title: str
     url: str | None
     updated_at: datetime
+    body: str = ""
+    """The issue's text (empty when it has none), kept by the store for the agent."""
 
 
 @dataclass(frozen=True, slots=True)

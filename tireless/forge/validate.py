@@ -3,7 +3,8 @@
 Gitea's swagger (templates/swagger/v1_json.tmpl, definition `Issue`) and GitHub's REST
 description (schema `issue`) agree on the fields the poller reads: `number` (a positive integer),
 `state` (`open` or `closed`), `title`, `labels` (a list of objects with a `name`), `html_url`,
-`updated_at` (RFC 3339), and `pull_request` on the items that are pull requests.
+`updated_at` (RFC 3339), `body` (GitHub: a string or null when empty), and `pull_request` on the
+items that are pull requests.
 """
 
 from __future__ import annotations
@@ -71,10 +72,16 @@ def issue(item: Any, where: str) -> ForgeIssue:
     url = item.get("html_url")
     if url is not None and not isinstance(url, str):
         raise BadResponse(f"{at}: html_url is not a string")
+    body = item.get("body") or ""
+    if not isinstance(body, str):
+        raise BadResponse(f"{at}: body is not a string")
     for field, text in (("title", title), ("html_url", url or ""), *(("label", n) for n in names)):
         if _UNSAFE.search(text):
             raise BadResponse(f"{at}: its {field} holds NUL or an unpaired surrogate")
-    return ForgeIssue(number, state, names, title, url, timestamp(item.get("updated_at"), at))
+    # The body is the agent's reading, not a key: a character the database refuses is replaced.
+    body = _UNSAFE.sub("\ufffd", body)
+    updated_at = timestamp(item.get("updated_at"), at)
+    return ForgeIssue(number, state, names, title, url, updated_at, body)
 
 
 def timestamp(value: Any, where: str) -> datetime:

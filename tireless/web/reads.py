@@ -9,10 +9,10 @@ WHO_AM_I = (
 )
 LANES = """
 SELECT s.lane, s.capacity, s.paused, s.breaker, s.consecutive_failures, s.tripped_until,
-       s.pending, s.ready, s.claimed, s.past_lease,
-       extract(epoch FROM s.oldest_pending_age)::float8 AS oldest_pending_seconds
-  FROM tireless.lane_status s
+       s.pending, s.ready, s.claimed, s.past_lease, s.oldest_pending_seconds
+  FROM tireless.lane_summary s
  ORDER BY s.lane"""
+"""Every lane `tireless status` lists: with settings, live jobs, or jobs finished in 24 hours."""
 REPOS = """
 SELECT r.forge, r.owner, r.repo, r.last_poll_at, r.last_success_at, r.last_error, r.last_error_at,
        r.consecutive_failures, r.next_poll_at, r.backoff_until, r.registered,
@@ -70,4 +70,8 @@ HISTORY = (
 IS_TRACKED = (
     "SELECT EXISTS (SELECT FROM tireless.repo_status r"
     " WHERE (r.forge, r.owner, r.repo) = (%(forge)s, %(owner)s, %(repo)s)) AS tracked"
+)
+POLL_SOON_ONCE = (
+    "SELECT tireless.poll_soon_once(forge => %(forge)s, owner => %(owner)s, repo => %(repo)s,"
+    " digest => %(digest)s) AS due"
 )
