@@ -70,6 +70,24 @@ CREATE TYPE tireless.job_state AS ENUM (
 COMMENT ON TYPE tireless.job_state IS 'Where a job is: pending (waiting), claimed (held under a lease), or terminal (delivered, failed, cancelled).';
 
 --
+-- Name: acts_for_login(text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.acts_for_login(claimed_login text) RETURNS boolean
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT acts_for_login.claimed_login = session_user
+           OR acts_for_login.claimed_login IS NULL
+           OR tireless.may_cancel_pending()
+$$;
+
+--
+-- Name: FUNCTION acts_for_login(claimed_login text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.acts_for_login(claimed_login text) IS 'True when the caller may act for a claim made by claimed_login: it is that login (session_user), the claim predates logins (null), or the caller''s effective role is an admin (as tireless.may_cancel_pending judges).';
+
+--
 -- Name: add_forge(text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -300,6 +318,7 @@ CREATE TABLE tireless.job (
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     cancel_requested_at timestamp with time zone,
     given_back integer DEFAULT 0 NOT NULL,
+    claimed_login text,
     CONSTRAINT pending_holds_no_claim CHECK (((state <> 'pending'::tireless.job_state) OR ((claimed_by IS NULL) AND (claim_expires_at IS NULL) AND (claim_token IS NULL))))
 )
 WITH (fillfactor='80', autovacuum_vacuum_scale_factor='0.02', autovacuum_analyze_scale_factor='0.02');
@@ -339,6 +358,12 @@ COMMENT ON COLUMN tireless.job.cancel_requested_at IS 'When the issue withdrew i
 --
 
 COMMENT ON COLUMN tireless.job.given_back IS 'How many of the job''s attempts ended in give_back (a runner stopping, not a failure): they stay in attempts and in the history but are not counted against max_attempts.';
+
+--
+-- Name: COLUMN job.claimed_login; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.job.claimed_login IS 'The database login (session_user) that made the job''s latest claim; kept after the claim ends, like attempts. While the job is claimed only that login (or an admin) may renew, heartbeat, give back or finish it. Null: claimed before 0019_holder_login, or never claimed.';
 
 --
 -- Name: CONSTRAINT pending_holds_no_claim ON job; Type: COMMENT; Schema: tireless; Owner: -
@@ -393,7 +418,8 @@ CREATE FUNCTION tireless.check_holder(job tireless.job, worker text, token uuid)
     AS $$
 BEGIN
     IF job.state = 'claimed' AND job.claimed_by = check_holder.worker
-       AND (check_holder.token IS NULL OR check_holder.token = job.claim_token) THEN
+       AND (check_holder.token IS NULL OR check_holder.token = job.claim_token)
+       AND tireless.acts_for_login(job.claimed_login) THEN
         RETURN;
     END IF;
     RAISE EXCEPTION 'worker % does not hold job %', coalesce(quote_literal(left(check_holder.worker, 220)), 'null'), job.id
@@ -401,8 +427,13 @@ BEGIN
               DETAIL = CASE
                   WHEN job.state <> 'claimed' THEN format('The job is %s now.', job.state)
                   WHEN job.claimed_by IS DISTINCT FROM check_holder.worker THEN format('The job is claimed by %L.', job.claimed_by)
-                  ELSE 'The claim was lost and the job claimed again.' END,
-              HINT = 'The lease was lost: stop the work and leave the job to the store.';
+                  WHEN check_holder.token IS NOT NULL AND check_holder.token <> job.claim_token
+                      THEN 'The claim was lost and the job claimed again.'
+                  ELSE format('The job was claimed by the login %I, not by %I.', job.claimed_login, session_user) END,
+              HINT = CASE WHEN job.state = 'claimed' AND job.claimed_by = check_holder.worker
+                               AND (check_holder.token IS NULL OR check_holder.token = job.claim_token)
+                          THEN 'Only the login that claimed a job (or an admin) may act for its holder.'
+                          ELSE 'The lease was lost: stop the work and leave the job to the store.' END;
 END;
 $$;
 
@@ -410,7 +441,7 @@ $$;
 -- Name: FUNCTION check_holder(job tireless.job, worker text, token uuid); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.check_holder(job tireless.job, worker text, token uuid) IS 'Raises TL004 unless worker (and token, when given) holds the job''s current claim; DETAIL says where the job is now.';
+COMMENT ON FUNCTION tireless.check_holder(job tireless.job, worker text, token uuid) IS 'Raises TL004 unless worker (and token, when given) holds the job''s current claim and the caller is the login that claimed it (or an admin); DETAIL says where the job is now, or which login claimed it.';
 
 --
 -- Name: check_issue_batch(jsonb); Type: FUNCTION; Schema: tireless; Owner: -
@@ -421,6 +452,7 @@ CREATE FUNCTION tireless.check_issue_batch(issues jsonb) RETURNS void
     AS $$
 DECLARE
     bad record;
+    repositories bigint;
 BEGIN
     IF jsonb_typeof(check_issue_batch.issues) IS DISTINCT FROM 'array' THEN
         RAISE EXCEPTION 'issues must be a JSON array, got %', left(coalesce(check_issue_batch.issues::text, 'null'), 100)
@@ -429,6 +461,15 @@ BEGIN
     IF jsonb_array_length(check_issue_batch.issues) > 50000 THEN
         RAISE EXCEPTION 'a batch holds at most 50000 issues, got %', jsonb_array_length(check_issue_batch.issues)
             USING ERRCODE = 'TL006', HINT = 'Split the poll into several calls.';
+    END IF;
+    -- A batch locks each repository it names until it commits: a bounded set, so one call cannot hold
+    -- every repository of the store at once. The poller sends one repository per call.
+    SELECT count(*) INTO repositories
+      FROM (SELECT DISTINCT e.issue -> 'forge', e.issue -> 'owner', e.issue -> 'repo'
+              FROM jsonb_array_elements(check_issue_batch.issues) AS e(issue)) AS r;
+    IF repositories > 1000 THEN
+        RAISE EXCEPTION 'a batch names at most 1000 repositories, got %', repositories
+            USING ERRCODE = 'TL006', HINT = 'Split the batch by repository into several calls.';
     END IF;
     SELECT e.position - 1 AS position, p.problem INTO bad
       FROM jsonb_array_elements(check_issue_batch.issues) WITH ORDINALITY AS e(issue, position)
@@ -456,7 +497,7 @@ $$;
 -- Name: FUNCTION check_issue_batch(issues jsonb); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.check_issue_batch(issues jsonb) IS 'Raises TL006 naming the first malformed element (and the field) unless the batch is a JSON array of at most 50000 well-formed issues whose parent_ids name jobs. enqueue and record_poll check before they write.';
+COMMENT ON FUNCTION tireless.check_issue_batch(issues jsonb) IS 'Raises TL006 naming the first malformed element (and the field) unless the batch is a JSON array of at most 50000 well-formed issues of at most 1000 repositories whose parent_ids name jobs. enqueue and record_poll check before they write.';
 
 --
 -- Name: check_lane(text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -628,6 +669,7 @@ BEGIN
         UPDATE tireless.job j
            SET state = 'claimed',
                claimed_by = claim_next.worker,
+               claimed_login = session_user,
                claim_expires_at = now() + claim_next.lease,
                claim_token = gen_random_uuid(),
                attempts = j.attempts + 1,
@@ -715,6 +757,7 @@ BEGIN
         UPDATE tireless.job j
            SET state = 'claimed',
                claimed_by = claim_next.worker,
+               claimed_login = session_user,
                claim_expires_at = now() + claim_next.lease,
                claim_token = gen_random_uuid(),
                attempts = j.attempts + 1,
@@ -734,7 +777,7 @@ $$;
 -- Name: FUNCTION claim_next(worker text, lanes text[], lease interval); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.claim_next(worker text, lanes text[], lease interval) IS 'Claims the oldest claimable pending job in the given lanes for worker: state claimed, a lease of lease, a fresh claim_token, attempts + 1. Skips paused, tripped and full lanes and jobs still in backoff. Zero rows when nothing is claimable; a lane nobody has configured simply holds no work.';
+COMMENT ON FUNCTION tireless.claim_next(worker text, lanes text[], lease interval) IS 'Claims the oldest claimable pending job in the given lanes for worker: state claimed, a lease of lease, a fresh claim_token, attempts + 1, and the caller''s login as claimed_login. Skips paused, tripped and full lanes and jobs still in backoff. Zero rows when nothing is claimable; a lane nobody has configured simply holds no work.';
 
 --
 -- Name: claim_repos_to_poll(text, interval, integer); Type: FUNCTION; Schema: tireless; Owner: -
@@ -1032,13 +1075,23 @@ DECLARE
     failed_lane text;
     sweep_lanes text[];
 BEGIN
-    -- One sweeper per lane at a time (a non-blocking advisory lock): a lane another sweeper holds
-    -- is left for the next sweep, so two sweepers never wait on each other, not even on the lane
-    -- row the circuit breaker counts in.
+    -- One sweeper per lane at a time, by its slot's row of tireless.sweep_slot (FOR NO KEY UPDATE
+    -- SKIP LOCKED): a lane another sweeper holds is left for the next sweep, so two sweepers never
+    -- wait on each other, not even on the lane row the circuit breaker counts in. A row only the
+    -- tireless functions can lock, not an advisory key any login could take: no outside login stops a sweep.
     SELECT coalesce(array_agg(s.lane), '{}') INTO sweep_lanes
       FROM (SELECT DISTINCT j.lane FROM tireless.job j
-             WHERE j.state = 'claimed' AND j.claim_expires_at < now()) AS s
-     WHERE pg_try_advisory_xact_lock(hashtext('tireless.expire_stale_claims'), hashtext(s.lane));
+             WHERE j.state = 'claimed' AND j.claim_expires_at < now()) AS s;
+    IF cardinality(sweep_lanes) = 0 THEN
+        RETURN 0;
+    END IF;
+    sweep_lanes := ARRAY(
+        WITH held AS (
+            SELECT k.slot FROM tireless.sweep_slot k
+             WHERE k.slot IN (SELECT hashtext(l) & 63 FROM unnest(sweep_lanes) AS l)
+             ORDER BY k.slot
+               FOR NO KEY UPDATE SKIP LOCKED)
+        SELECT l FROM unnest(sweep_lanes) AS l WHERE hashtext(l) & 63 IN (SELECT h.slot FROM held h));
     -- SKIP LOCKED: a job whose row another transaction holds is left as well; no job moves twice.
     -- A cancel-requested claim is cancelled, not retried: no failure for the breaker, no attempt spent.
     FOR expired IN
@@ -1091,7 +1144,7 @@ $$;
 -- Name: FUNCTION expire_stale_claims(); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.expire_stale_claims() IS 'Returns every claimed job whose lease has passed to pending (after its backoff), fails it when the last attempt its budget counts is spent (give-backs are not counted), or cancels it when its issue withdrew its request (no failure counted); clears the claim, keeps the attempt count, and returns how many jobs it moved. Never waits on another sweeper: a job whose row is locked, or a lane another sweeper holds, is left for the next sweep.';
+COMMENT ON FUNCTION tireless.expire_stale_claims() IS 'Returns every claimed job whose lease has passed to pending (after its backoff), fails it when the last attempt its budget counts is spent (give-backs are not counted), or cancels it when its issue withdrew its request (no failure counted); clears the claim, keeps the attempt count, and returns how many jobs it moved. Never waits on another sweeper: a job whose row is locked, or a lane another sweeper holds (its tireless.sweep_slot row), is left for the next sweep. Locks only rows no login outside the tireless roles can lock.';
 
 --
 -- Name: finish_and_claim(bigint, text, text, text[], interval, uuid, text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -1240,7 +1293,7 @@ $$;
 -- Name: FUNCTION give_back(job_id bigint, worker text, note text, token uuid); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.give_back(job_id bigint, worker text, note text, token uuid) IS 'The holder returns the job because the runner is stopping (SIGTERM, a deploy), not because the job failed: pending and claimable at once, no backoff, no failure for the circuit breaker, not counted against max_attempts (attempts keeps the claim; given_back counts it). The note starts with "given back". A job whose issue withdrew its request ends cancelled instead. TL004 unless worker (and token, when given) holds the claim.';
+COMMENT ON FUNCTION tireless.give_back(job_id bigint, worker text, note text, token uuid) IS 'The holder returns the job because the runner is stopping (SIGTERM, a deploy), not because the job failed: pending and claimable at once, no backoff, no failure for the circuit breaker, not counted against max_attempts (attempts keeps the claim; given_back counts it). The note starts with "given back". A job whose issue withdrew its request ends cancelled instead. TL004 unless worker (and token, when given) holds the claim and the caller is the login that claimed it (or an admin).';
 
 --
 -- Name: heartbeat(bigint, text, interval, uuid); Type: FUNCTION; Schema: tireless; Owner: -
@@ -1265,6 +1318,7 @@ BEGIN
        AND j.state = 'claimed'
        AND j.claimed_by = heartbeat.worker
        AND (heartbeat.token IS NULL OR j.claim_token = heartbeat.token)
+       AND tireless.acts_for_login(j.claimed_login)
     RETURNING j.cancel_requested_at, j.lane, j.attempts INTO requested, held_lane, held_attempt;
     IF FOUND THEN
         IF requested IS NOT NULL THEN
@@ -1283,7 +1337,7 @@ $$;
 -- Name: FUNCTION heartbeat(job_id bigint, worker text, lease interval, token uuid); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.heartbeat(job_id bigint, worker text, lease interval, token uuid) IS 'Renews like renew_claim and answers held, lost (worker, or token when given, no longer holds the claim), cancel (the issue withdrew its request), timeout (the attempt ran past its lane''s max_run) or stalled (no progress for its lane''s stall_after). On cancel, timeout and stalled the lease is still extended, so the holder can stop its agent: then transition to cancelled, or end_stopped_attempt. A runner treats an answer it does not know as cancel. TL001 for an unknown job.';
+COMMENT ON FUNCTION tireless.heartbeat(job_id bigint, worker text, lease interval, token uuid) IS 'Renews like renew_claim and answers held, lost (worker, or token when given, no longer holds the claim, or the caller is not the login that claimed nor an admin), cancel (the issue withdrew its request), timeout (the attempt ran past its lane''s max_run) or stalled (no progress for its lane''s stall_after). On cancel, timeout and stalled the lease is still extended, so the holder can stop its agent: then transition to cancelled, or end_stopped_attempt. A runner treats an answer it does not know as cancel. TL001 for an unknown job.';
 
 --
 -- Name: held_job(bigint, text, uuid); Type: FUNCTION; Schema: tireless; Owner: -
@@ -1330,6 +1384,9 @@ CREATE TABLE tireless.repo_poll (
     last_poll_at timestamp with time zone,
     polled_by text,
     poll_lease_until timestamp with time zone,
+    moved_to text,
+    last_warning text,
+    last_warning_at timestamp with time zone,
     CONSTRAINT poll_counts_not_negative CHECK (((reads_since_full >= 0) AND (consecutive_failures >= 0))),
     CONSTRAINT poll_lease_has_holder_and_end CHECK (((polled_by IS NULL) = (poll_lease_until IS NULL)))
 );
@@ -1363,6 +1420,18 @@ COMMENT ON COLUMN tireless.repo_poll.reads_since_full IS 'Good reads since the l
 --
 
 COMMENT ON COLUMN tireless.repo_poll.polled_by IS 'The poller that holds the repository''s poll lease, until poll_lease_until.';
+
+--
+-- Name: COLUMN repo_poll.moved_to; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.repo_poll.moved_to IS 'owner/name the forge says the repository has now (it was renamed or transferred and the poller follows the forge''s redirect); the key stays as tracked.';
+
+--
+-- Name: COLUMN repo_poll.last_warning; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.repo_poll.last_warning IS 'What a good read could not do, say an issue too large to read that it skipped; kept until the next warning.';
 
 --
 -- Name: CONSTRAINT poll_counts_not_negative ON repo_poll; Type: COMMENT; Schema: tireless; Owner: -
@@ -1621,6 +1690,7 @@ CREATE TABLE tireless.job_event (
     worker text,
     attempt integer NOT NULL,
     note text,
+    login text,
     CONSTRAINT event_changes_state CHECK ((from_state IS DISTINCT FROM to_state))
 );
 
@@ -1629,6 +1699,12 @@ CREATE TABLE tireless.job_event (
 --
 
 COMMENT ON TABLE tireless.job_event IS 'Append-only history: one row per change of a job''s state (from_state is null when the job is created). worker is the holder the change concerns; attempt is the job''s attempt count after the change.';
+
+--
+-- Name: COLUMN job_event.login; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.job_event.login IS 'The database login (session_user) whose call made the change, beside worker, the holder the change concerns. Null for events written before 0019_holder_login.';
 
 --
 -- Name: CONSTRAINT event_changes_state ON job_event; Type: COMMENT; Schema: tireless; Owner: -
@@ -1840,14 +1916,16 @@ COMMENT ON FUNCTION tireless.lane_hands_out_work(paused boolean, tripped_until t
 CREATE FUNCTION tireless.lock_repo_issues(forge text, owner text, repo text) RETURNS void
     LANGUAGE sql
     AS $$
-    SELECT pg_advisory_xact_lock(hashtext('tireless.issue'), hashtext(jsonb_build_array(forge, owner, repo)::text));
+    SELECT FROM tireless.tracked_repo t
+     WHERE (t.forge, t.owner, t.repo) = (lock_repo_issues.forge, lock_repo_issues.owner, lock_repo_issues.repo)
+       FOR NO KEY UPDATE;
 $$;
 
 --
 -- Name: FUNCTION lock_repo_issues(forge text, owner text, repo text); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.lock_repo_issues(forge text, owner text, repo text) IS 'Takes the transaction''s lock on one repository''s issues (an advisory lock: it writes nothing). enqueue, record_poll and rerun take it, so two of them never judge the same issue at once.';
+COMMENT ON FUNCTION tireless.lock_repo_issues(forge text, owner text, repo text) IS 'Takes the transaction''s lock on one tracked repository''s issues: its tracked_repo row (FOR NO KEY UPDATE), which only the tireless functions can lock. enqueue, record_poll, rerun and the mirror take it, so two of them never judge the same issue at once.';
 
 --
 -- Name: may_cancel_pending(); Type: FUNCTION; Schema: tireless; Owner: -
@@ -2292,11 +2370,13 @@ CREATE FUNCTION tireless.poll_soon(forge text, owner text, repo text) RETURNS bo
 BEGIN
     PERFORM tireless.check_repo(poll_soon.forge, poll_soon.owner, poll_soon.repo);
     UPDATE tireless.repo_poll rp SET next_poll_at = now()
-     WHERE (rp.forge, rp.owner, rp.repo) = (poll_soon.forge, poll_soon.owner, poll_soon.repo)
+      FROM tireless.tracked_key(poll_soon.forge, poll_soon.owner, poll_soon.repo) k
+     WHERE (rp.forge, rp.owner, rp.repo) = (k.forge, k.owner, k.repo)
        AND rp.next_poll_at > now();
     RETURN EXISTS (SELECT FROM tireless.repo_poll rp
-                    WHERE (rp.forge, rp.owner, rp.repo) = (poll_soon.forge, poll_soon.owner, poll_soon.repo)
-                      AND (rp.backoff_until IS NULL OR rp.backoff_until <= now()));
+                     JOIN tireless.tracked_key(poll_soon.forge, poll_soon.owner, poll_soon.repo) k
+                       ON (rp.forge, rp.owner, rp.repo) = (k.forge, k.owner, k.repo)
+                    WHERE rp.backoff_until IS NULL OR rp.backoff_until <= now());
 END;
 $$;
 
@@ -2304,7 +2384,7 @@ $$;
 -- Name: FUNCTION poll_soon(forge text, owner text, repo text); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.poll_soon(forge text, owner text, repo text) IS 'Makes a tracked repository due now (a webhook saw a change); a backoff still holds. True when it is due now, false when it is not tracked or is backing off.';
+COMMENT ON FUNCTION tireless.poll_soon(forge text, owner text, repo text) IS 'Makes a tracked repository due now (a webhook saw a change), its owner and name matched without case; a backoff still holds. True when it is due now, false when it is not tracked or is backing off.';
 
 --
 -- Name: poll_soon_once(text, text, text, bytea); Type: FUNCTION; Schema: tireless; Owner: -
@@ -2462,6 +2542,52 @@ $$;
 COMMENT ON FUNCTION tireless.record_forge_trouble(name text, error text, until timestamp with time zone) IS 'A rate limit or an auth failure: no repository of the forge is read before until, and error says why; a null error clears the stop. TL008 for a forge that is not registered.';
 
 --
+-- Name: record_issue_moved(text, text, text, text, integer, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.record_issue_moved(forge text, owner text, repo text, poller text, number integer, note text) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    ended integer;
+BEGIN
+    IF record_issue_moved.number IS NULL OR record_issue_moved.number < 1 THEN
+        RAISE EXCEPTION 'number must be a positive issue number, got %', coalesce(record_issue_moved.number::text, 'null')
+            USING ERRCODE = 'TL005';
+    END IF;
+    IF record_issue_moved.note IS NULL OR btrim(record_issue_moved.note) = '' THEN
+        RAISE EXCEPTION 'note must say where the issue went, got %', coalesce(quote_literal(record_issue_moved.note), 'null')
+            USING ERRCODE = 'TL005';
+    END IF;
+    PERFORM tireless.held_poll(record_issue_moved.forge, record_issue_moved.owner, record_issue_moved.repo,
+                               record_issue_moved.poller);
+    PERFORM tireless.lock_repo_issues(record_issue_moved.forge, record_issue_moved.owner, record_issue_moved.repo);
+    -- The issue is not in this repository any more: its request is withdrawn, as for a deleted one.
+    UPDATE tireless.issue s SET state = 'closed', asks_since = NULL, changed_at = now()
+     WHERE (s.forge, s.owner, s.repo, s.number)
+           = (record_issue_moved.forge, record_issue_moved.owner, record_issue_moved.repo, record_issue_moved.number)
+       AND (s.state <> 'closed' OR s.asks_since IS NOT NULL);
+    UPDATE tireless.job j
+       SET state = CASE WHEN j.state = 'pending' THEN 'cancelled' ELSE j.state END::tireless.job_state,
+           note = left(btrim(record_issue_moved.note), 2000),
+           cancel_requested_at = CASE WHEN j.state = 'claimed' THEN now() END,
+           updated_at = now()
+     WHERE (j.forge, j.owner, j.repo, j.number)
+           = (record_issue_moved.forge, record_issue_moved.owner, record_issue_moved.repo, record_issue_moved.number)
+       AND (j.state = 'pending' OR (j.state = 'claimed' AND j.cancel_requested_at IS NULL));
+    GET DIAGNOSTICS ended = ROW_COUNT;
+    RETURN ended;
+END;
+$$;
+
+--
+-- Name: FUNCTION record_issue_moved(forge text, owner text, repo text, poller text, number integer, note text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.record_issue_moved(forge text, owner text, repo text, poller text, number integer, note text) IS 'An issue the forge says has moved out of the repository (GitHub answers 301 for a transferred issue): its request is withdrawn, its pending job cancelled and its claimed job asked to stop, the note saying where it went; returns how many jobs it ended. TL004 without the poll lease, TL008 for an untracked repository.';
+
+--
 -- Name: record_job_event(); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -2472,8 +2598,9 @@ BEGIN
     -- OLD is null for an INSERT: the creation event has no from_state.
     -- clock_timestamp(), not now(): written under the row lock, so one job's events are in time order
     -- even when a transaction that started earlier changes the job later.
-    INSERT INTO tireless.job_event (job_id, at, from_state, to_state, worker, attempt, note)
-    VALUES (NEW.id, clock_timestamp(), OLD.state, NEW.state, coalesce(NEW.claimed_by, OLD.claimed_by), NEW.attempts, NEW.note);
+    INSERT INTO tireless.job_event (job_id, at, from_state, to_state, worker, attempt, note, login)
+    VALUES (NEW.id, clock_timestamp(), OLD.state, NEW.state, coalesce(NEW.claimed_by, OLD.claimed_by), NEW.attempts, NEW.note,
+            session_user);
     RETURN NULL;
 END;
 $$;
@@ -2482,7 +2609,7 @@ $$;
 -- Name: FUNCTION record_job_event(); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.record_job_event() IS 'Trigger: appends the change of state of a job to tireless.job_event.';
+COMMENT ON FUNCTION tireless.record_job_event() IS 'Trigger: appends the change of state of a job to tireless.job_event, with the login that made it.';
 
 --
 -- Name: record_lane_outcome(text, boolean); Type: FUNCTION; Schema: tireless; Owner: -
@@ -2754,6 +2881,36 @@ $$;
 COMMENT ON FUNCTION tireless.record_poll_failure(forge text, owner text, repo text, poller text, error text, retry_after interval) IS 'A failed read of a repository whose poll lease poller holds: keeps the cursor, counts the failure, records the error (trimmed to 2000 characters), backs off exponentially with jitter (at least retry_after), releases the lease; returns the end of the backoff. TL004 without the lease, TL008 for an untracked repository.';
 
 --
+-- Name: record_poll_notice(text, text, text, text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.record_poll_notice(forge text, owner text, repo text, poller text, moved_to text, warning text) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+BEGIN
+    IF length(record_poll_notice.moved_to) > 300 OR record_poll_notice.moved_to !~ '^[^/]+/[^/]+$' THEN
+        RAISE EXCEPTION 'moved_to must be owner/name, got %', quote_literal(left(record_poll_notice.moved_to, 300))
+            USING ERRCODE = 'TL005';
+    END IF;
+    PERFORM tireless.held_poll(record_poll_notice.forge, record_poll_notice.owner, record_poll_notice.repo,
+                               record_poll_notice.poller);
+    UPDATE tireless.repo_poll rp
+       SET moved_to = CASE WHEN lower(record_poll_notice.moved_to) = lower(rp.owner || '/' || rp.repo) THEN NULL
+                           ELSE coalesce(record_poll_notice.moved_to, rp.moved_to) END,
+           last_warning = coalesce(left(record_poll_notice.warning, 2000), rp.last_warning),
+           last_warning_at = CASE WHEN record_poll_notice.warning IS NOT NULL THEN now() ELSE rp.last_warning_at END
+     WHERE (rp.forge, rp.owner, rp.repo) = (record_poll_notice.forge, record_poll_notice.owner, record_poll_notice.repo);
+END;
+$_$;
+
+--
+-- Name: FUNCTION record_poll_notice(forge text, owner text, repo text, poller text, moved_to text, warning text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.record_poll_notice(forge text, owner text, repo text, poller text, moved_to text, warning text) IS 'What a read of a repository whose poll lease poller holds has to report beside its issues: the owner/name the forge now gives it (moved_to; its tracked name clears it) and a warning (say an issue skipped as too large); a null leaves that one as it was. TL004 without the lease, TL008 for an untracked repository.';
+
+--
 -- Name: refresh_lane(text, text, text, integer, text[]); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -2891,7 +3048,8 @@ BEGIN
      WHERE j.id = renew_claim.job_id
        AND j.state = 'claimed'
        AND j.claimed_by = renew_claim.worker
-       AND (renew_claim.token IS NULL OR j.claim_token = renew_claim.token);
+       AND (renew_claim.token IS NULL OR j.claim_token = renew_claim.token)
+       AND tireless.acts_for_login(j.claimed_login);
     IF FOUND THEN
         RETURN true;
     END IF;
@@ -2906,7 +3064,34 @@ $$;
 -- Name: FUNCTION renew_claim(job_id bigint, worker text, lease interval, token uuid); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.renew_claim(job_id bigint, worker text, lease interval, token uuid) IS 'Extends the lease to now() + lease while worker (and token, when given) holds the claim; false when the claim was lost. TL001 for an unknown job.';
+COMMENT ON FUNCTION tireless.renew_claim(job_id bigint, worker text, lease interval, token uuid) IS 'Extends the lease to now() + lease while worker (and token, when given) holds the claim and the caller is the login that claimed (or an admin); false when the claim was lost or is another login''s. TL001 for an unknown job.';
+
+--
+-- Name: renew_poll_leases(text, interval); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.renew_poll_leases(poller text, lease interval) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    renewed integer;
+BEGIN
+    PERFORM tireless.check_worker(renew_poll_leases.poller);
+    PERFORM tireless.check_lease(renew_poll_leases.lease);
+    -- Only leases still running: one that lapsed may already be another poller's to take.
+    UPDATE tireless.repo_poll rp SET poll_lease_until = now() + renew_poll_leases.lease
+     WHERE rp.polled_by = renew_poll_leases.poller AND rp.poll_lease_until > now();
+    GET DIAGNOSTICS renewed = ROW_COUNT;
+    RETURN renewed;
+END;
+$$;
+
+--
+-- Name: FUNCTION renew_poll_leases(poller text, lease interval); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.renew_poll_leases(poller text, lease interval) IS 'Extends to now() + lease every poll lease poller still holds (not one that has run out); returns how many. A poller calls it every third of its lease, so a dead poller''s repositories are free within one lease.';
 
 --
 -- Name: report_progress(bigint, text, text, uuid); Type: FUNCTION; Schema: tireless; Owner: -
@@ -3163,11 +3348,15 @@ DECLARE
     target    bigint;
     counted   bigint;
 BEGIN
-    -- One rollup at a time; a second caller leaves it to the first. An advisory lock takes no
-    -- transaction id, so the horizons below are not held back by this transaction itself.
-    IF NOT pg_catalog.pg_try_advisory_xact_lock(pg_catalog.hashtext('tireless.roll_up_history')) THEN
+    -- One rollup at a time; a second caller leaves it to the first. A table lock, not a row lock:
+    -- it takes no transaction id, so the horizons below are not held back by this transaction
+    -- itself. EXCLUSIVE conflicts with itself, not with the ACCESS SHARE of a reader (the most a
+    -- login other than the owner may take on the table), so no one else can hold it.
+    BEGIN
+        LOCK TABLE tireless.history_rollup IN EXCLUSIVE MODE NOWAIT;
+    EXCEPTION WHEN lock_not_available THEN
         RETURN 0;
-    END IF;
+    END;
     SELECT r.* INTO state FROM tireless.history_rollup r;
     -- Each statement takes a new snapshot: every event id up to newest was drawn by a transaction
     -- that already had its transaction id, so one older than horizon.
@@ -3220,7 +3409,7 @@ $$;
 -- Name: FUNCTION roll_up_history(); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.roll_up_history() IS 'Counts the finished jobs of the history written since the last call into tireless.finished_jobs and tireless.finished_jobs_by_hour; returns how many it added. Reads only new events; an event of a transaction still open is counted by a later call. Returns 0 at once while another call is rolling up.';
+COMMENT ON FUNCTION tireless.roll_up_history() IS 'Counts the finished jobs of the history written since the last call into tireless.finished_jobs and tireless.finished_jobs_by_hour; returns how many it added. Reads only new events; an event of a transaction still open is counted by a later call. Returns 0 at once while another call is rolling up (it holds the table lock of tireless.history_rollup, which only the schema''s owner can take).';
 
 --
 -- Name: kind_policy; Type: TABLE; Schema: tireless; Owner: -
@@ -3550,6 +3739,25 @@ $$;
 COMMENT ON FUNCTION tireless.track_repo(forge text, owner text, repo text) IS 'Starts tracking a repository, so enqueue accepts its issues, the poller reads it (due at once) and the mirror shows its jobs from now on; false if it was tracked already.';
 
 --
+-- Name: tracked_key(text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.tracked_key(forge text, owner text, repo text) RETURNS TABLE(forge text, owner text, repo text)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT t.forge, t.owner, t.repo FROM tireless.tracked_repo t
+     WHERE t.forge = tracked_key.forge
+       AND lower(t.owner) = lower(tracked_key.owner) AND lower(t.repo) = lower(tracked_key.repo);
+$$;
+
+--
+-- Name: FUNCTION tracked_key(forge text, owner text, repo text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.tracked_key(forge text, owner text, repo text) IS 'The key a repository is tracked under, matching owner and name without case (a webhook names it in the forge''s canonical case); no row when it is not tracked.';
+
+--
 -- Name: tracked_repos(); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -3604,6 +3812,7 @@ BEGIN
                AND j.state = 'claimed'
                AND j.claimed_by = transition.worker
                AND (transition.token IS NULL OR j.claim_token = transition.token)
+               AND tireless.acts_for_login(j.claimed_login)
             RETURNING j
         )
         -- Whether the lane must hear of it: a failure counts against its breaker, a delivery closes
@@ -3723,7 +3932,7 @@ $$;
 -- Name: FUNCTION transition(job_id bigint, to_state text, worker text, note text, token uuid); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.transition(job_id bigint, to_state text, worker text, note text, token uuid) IS 'Moves a job along its state machine and returns it. A worker that is given must hold the claim (and the token, when given), whatever the job''s state now is: else TL004. Leaving claimed (to pending, delivered, failed, cancelled) needs the holder; a release after the last attempt the budget counts fails the job, and a release of a job whose issue withdrew its request cancels it. A pending job can only be cancelled (by tireless_admin). Entering claimed, or leaving a terminal state, is refused.';
+COMMENT ON FUNCTION tireless.transition(job_id bigint, to_state text, worker text, note text, token uuid) IS 'Moves a job along its state machine and returns it. A worker that is given must hold the claim (and the token, when given) from the login that claimed (or an admin), whatever the job''s state now is: else TL004. Leaving claimed (to pending, delivered, failed, cancelled) needs the holder; a release after the last attempt the budget counts fails the job, and a release of a job whose issue withdrew its request cancels it. A pending job can only be cancelled (by tireless_admin). Entering claimed, or leaving a terminal state, is refused.';
 
 --
 -- Name: untrack_repo(text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -3806,7 +4015,8 @@ CREATE VIEW tireless.active_claims AS
     j.attempts,
     j.claim_expires_at,
     (j.claim_expires_at - now()) AS time_left,
-    j.updated_at
+    j.updated_at,
+    j.claimed_login
    FROM tireless.job j
   WHERE (j.state = 'claimed'::tireless.job_state)
   ORDER BY j.claim_expires_at;
@@ -3815,7 +4025,7 @@ CREATE VIEW tireless.active_claims AS
 -- Name: VIEW active_claims; Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON VIEW tireless.active_claims IS 'Claimed jobs with the time left on their lease (negative: past its lease, waiting for the sweeper).';
+COMMENT ON VIEW tireless.active_claims IS 'Claimed jobs with the time left on their lease (negative: past its lease, waiting for the sweeper), and the login that claimed each.';
 
 --
 -- Name: finished_count; Type: TABLE; Schema: tireless; Owner: -
@@ -4301,7 +4511,10 @@ CREATE VIEW tireless.repo_status AS
     COALESCE(live.claimed, (0)::bigint) AS claimed,
     (COALESCE(queued.writes, (0)::bigint) + tireless.mirror_unread(rp.forge, rp.owner, rp.repo)) AS mirror_backlog,
     queued.last_error AS mirror_error,
-    queued.last_error_at AS mirror_error_at
+    queued.last_error_at AS mirror_error_at,
+    rp.moved_to,
+    rp.last_warning,
+    rp.last_warning_at
    FROM (((tireless.repo_poll rp
      LEFT JOIN tireless.forge f ON ((f.name = rp.forge)))
      LEFT JOIN LATERAL ( SELECT count(*) FILTER (WHERE (j.state = 'pending'::tireless.job_state)) AS pending,
@@ -4318,7 +4531,28 @@ CREATE VIEW tireless.repo_status AS
 -- Name: VIEW repo_status; Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON VIEW tireless.repo_status IS 'One row per tracked repository: its forge (registered or not, stopped until when and why), its last poll, last good read and last error, failures in a row, next poll, backoff, holder and cursor, its live jobs, and the mirror: how many issues still wait for a forge write (mirror_backlog) and the newest error of those.';
+COMMENT ON VIEW tireless.repo_status IS 'One row per tracked repository: its forge (registered or not, stopped until when and why), its last poll, last good read and last error, failures in a row, next poll, backoff, holder and cursor, its live jobs, the mirror: how many issues still wait for a forge write (mirror_backlog) and the newest error of those, and the poller''s notices: the owner/name the repository was moved to, the last warning of a good read.';
+
+--
+-- Name: sweep_slot; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.sweep_slot (
+    slot integer NOT NULL,
+    CONSTRAINT sweep_slot_in_range CHECK (((slot >= 0) AND (slot < 64)))
+);
+
+--
+-- Name: TABLE sweep_slot; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.sweep_slot IS 'The 64 rows a sweeper locks (FOR NO KEY UPDATE SKIP LOCKED) to sweep lanes alone: a lane''s slot is hashtext(lane) & 63. Only the tireless functions can lock them. Private.';
+
+--
+-- Name: CONSTRAINT sweep_slot_in_range ON sweep_slot; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT sweep_slot_in_range ON tireless.sweep_slot IS 'A slot is hashtext(lane) & 63.';
 
 --
 -- Name: tracked_repo; Type: TABLE; Schema: tireless; Owner: -
@@ -4478,6 +4712,13 @@ ALTER TABLE ONLY tireless.repo_poll
     ADD CONSTRAINT repo_poll_pkey PRIMARY KEY (forge, owner, repo);
 
 --
+-- Name: sweep_slot sweep_slot_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.sweep_slot
+    ADD CONSTRAINT sweep_slot_pkey PRIMARY KEY (slot);
+
+--
 -- Name: tracked_repo tracked_repo_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
 --
 
@@ -4574,6 +4815,18 @@ CREATE INDEX terminal_jobs_by_change ON tireless.job USING btree (updated_at) WH
 --
 
 COMMENT ON INDEX tireless.terminal_jobs_by_change IS 'Terminal jobs by their last change: what prune deletes, and the recent window queue_stats counts.';
+
+--
+-- Name: tracked_repo_once_in_any_case; Type: INDEX; Schema: tireless; Owner: -
+--
+
+CREATE UNIQUE INDEX tracked_repo_once_in_any_case ON tireless.tracked_repo USING btree (forge, lower(owner), lower(repo));
+
+--
+-- Name: INDEX tracked_repo_once_in_any_case; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON INDEX tireless.tracked_repo_once_in_any_case IS 'A repository is tracked once per forge whatever the case of its owner and name (both forges ignore it): track_repo answers false for the same repository in another case.';
 
 --
 -- Name: webhook_delivery_by_age; Type: INDEX; Schema: tireless; Owner: -
@@ -4755,6 +5008,12 @@ COMMENT ON CONSTRAINT poll_of_a_tracked_repo ON tireless.repo_poll IS 'Poll stat
 GRANT USAGE ON SCHEMA tireless TO tireless_runner;
 GRANT USAGE ON SCHEMA tireless TO tireless_poller;
 GRANT USAGE ON SCHEMA tireless TO tireless_admin;
+
+--
+-- Name: FUNCTION acts_for_login(claimed_login text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.acts_for_login(claimed_login text) FROM PUBLIC;
 
 --
 -- Name: FUNCTION add_forge(name text, kind text, base_url text); Type: ACL; Schema: tireless; Owner: -
@@ -5201,6 +5460,14 @@ REVOKE ALL ON FUNCTION tireless.record_forge_trouble(name text, error text, unti
 GRANT ALL ON FUNCTION tireless.record_forge_trouble(name text, error text, until timestamp with time zone) TO tireless_poller;
 
 --
+-- Name: FUNCTION record_issue_moved(forge text, owner text, repo text, poller text, number integer, note text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.record_issue_moved(forge text, owner text, repo text, poller text, number integer, note text) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.record_issue_moved(forge text, owner text, repo text, poller text, number integer, note text) TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.record_issue_moved(forge text, owner text, repo text, poller text, number integer, note text) TO tireless_admin;
+
+--
 -- Name: FUNCTION record_job_event(); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -5241,6 +5508,14 @@ REVOKE ALL ON FUNCTION tireless.record_poll_failure(forge text, owner text, repo
 GRANT ALL ON FUNCTION tireless.record_poll_failure(forge text, owner text, repo text, poller text, error text, retry_after interval) TO tireless_poller;
 
 --
+-- Name: FUNCTION record_poll_notice(forge text, owner text, repo text, poller text, moved_to text, warning text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.record_poll_notice(forge text, owner text, repo text, poller text, moved_to text, warning text) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.record_poll_notice(forge text, owner text, repo text, poller text, moved_to text, warning text) TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.record_poll_notice(forge text, owner text, repo text, poller text, moved_to text, warning text) TO tireless_admin;
+
+--
 -- Name: FUNCTION refresh_lane(forge text, owner text, repo text, number integer, labels text[]); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -5278,6 +5553,14 @@ GRANT ALL ON FUNCTION tireless.remove_forge(name text) TO tireless_admin;
 
 REVOKE ALL ON FUNCTION tireless.renew_claim(job_id bigint, worker text, lease interval, token uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.renew_claim(job_id bigint, worker text, lease interval, token uuid) TO tireless_runner;
+
+--
+-- Name: FUNCTION renew_poll_leases(poller text, lease interval); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.renew_poll_leases(poller text, lease interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.renew_poll_leases(poller text, lease interval) TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.renew_poll_leases(poller text, lease interval) TO tireless_admin;
 
 --
 -- Name: FUNCTION report_progress(job_id bigint, worker text, step text, token uuid); Type: ACL; Schema: tireless; Owner: -
@@ -5402,6 +5685,15 @@ REVOKE ALL ON FUNCTION tireless.short_duration(span interval) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION tireless.track_repo(forge text, owner text, repo text) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.track_repo(forge text, owner text, repo text) TO tireless_admin;
+
+--
+-- Name: FUNCTION tracked_key(forge text, owner text, repo text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.tracked_key(forge text, owner text, repo text) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.tracked_key(forge text, owner text, repo text) TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.tracked_key(forge text, owner text, repo text) TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.tracked_key(forge text, owner text, repo text) TO tireless_admin;
 
 --
 -- Name: FUNCTION tracked_repos(); Type: ACL; Schema: tireless; Owner: -

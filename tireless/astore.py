@@ -275,6 +275,27 @@ class AsyncJobStore:
         call = calls.record_poll_failure(forge, owner, repo, poller, error, retry_after)
         return await self._run(call)
 
+    async def renew_poll_leases(self, poller: str, lease: timedelta) -> int:
+        return await self._run(calls.renew_poll_leases(poller, lease))
+
+    async def record_poll_notice(
+        self,
+        forge: str,
+        owner: str,
+        repo: str,
+        poller: str,
+        moved_to: str | None,
+        warning: str | None,
+    ) -> None:
+        return await self._run(
+            calls.record_poll_notice(forge, owner, repo, poller, moved_to, warning)
+        )
+
+    async def record_issue_moved(
+        self, forge: str, owner: str, repo: str, poller: str, number: int, note: str
+    ) -> int:
+        return await self._run(calls.record_issue_moved(forge, owner, repo, poller, number, note))
+
     async def record_forge_trouble(
         self, name: str, error: str | None, until: datetime | None
     ) -> None:

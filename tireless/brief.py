@@ -9,6 +9,8 @@ Both files live in a directory of the job's own, removed when COMMAND ends. No t
 
 from __future__ import annotations
 
+import os
+import stat
 import tempfile
 from pathlib import Path
 from types import TracebackType
@@ -68,10 +70,15 @@ class AgentFiles:
         }
 
     def report(self) -> str | None:
-        """What COMMAND wrote to its report file; None when it wrote nothing."""
+        """What COMMAND wrote to its report file; None when it wrote nothing, or left anything but a
+        regular file there: a symbolic link could name a file of the worker's (its credentials)
+        and a FIFO would never end."""
         try:
-            with self.report_file.open("rb") as report:
-                text = report.read(REPORT_READ_LIMIT).decode(errors="replace").replace("\x00", "")
-        except (FileNotFoundError, IsADirectoryError):
+            descriptor = os.open(self.report_file, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:  # none, a directory, or a symbolic link (ELOOP)
             return None
+        with open(descriptor, "rb") as report:
+            if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+                return None
+            text = report.read(REPORT_READ_LIMIT).decode(errors="replace").replace("\x00", "")
         return text if text.strip() else None

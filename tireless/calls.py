@@ -43,7 +43,7 @@ from tireless.models import (
 
 DEFAULT_LEASE = timedelta(minutes=10)
 """How long a claim lasts without renewal, by default."""
-DEFAULT_POLL_LEASE = timedelta(minutes=5)
+DEFAULT_POLL_LEASE = timedelta(minutes=1)
 """How long a poller holds the repositories `claim_repos_to_poll` leases it, by default."""
 
 Query = LiteralString | sql.Composed | bytes
@@ -458,6 +458,43 @@ def record_poll_failure(
         "retry_after": retry_after,
     }
     return Call(RECORD_POLL_FAILURE, params, tuple_row, _value)
+
+
+RENEW_POLL_LEASES = "SELECT tireless.renew_poll_leases(poller => %(poller)s, lease => %(lease)s)"
+
+
+def renew_poll_leases(poller: str, lease: timedelta) -> Call[Any, int]:
+    return Call(RENEW_POLL_LEASES, {"poller": poller, "lease": lease}, tuple_row, _value)
+
+
+RECORD_POLL_NOTICE = (
+    "SELECT tireless.record_poll_notice(forge => %(forge)s, owner => %(owner)s, repo => %(repo)s,"
+    " poller => %(poller)s, moved_to => %(moved_to)s, warning => %(warning)s)"
+)
+
+
+def record_poll_notice(
+    forge: str, owner: str, repo: str, poller: str, moved_to: str | None, warning: str | None
+) -> Call[Any, None]:
+    params = _repo(forge, owner, repo) | {
+        "poller": poller,
+        "moved_to": moved_to,
+        "warning": warning,
+    }
+    return Call(RECORD_POLL_NOTICE, params, tuple_row, _nothing)
+
+
+RECORD_ISSUE_MOVED = (
+    "SELECT tireless.record_issue_moved(forge => %(forge)s, owner => %(owner)s, repo => %(repo)s,"
+    " poller => %(poller)s, number => %(number)s, note => %(note)s)"
+)
+
+
+def record_issue_moved(
+    forge: str, owner: str, repo: str, poller: str, number: int, note: str
+) -> Call[Any, int]:
+    params = _repo(forge, owner, repo) | {"poller": poller, "number": number, "note": note}
+    return Call(RECORD_ISSUE_MOVED, params, tuple_row, _value)
 
 
 RECORD_FORGE_TROUBLE = (

@@ -273,3 +273,8 @@ class RepoStatus:
     """Issues whose forge copy does not show their job's state yet (the mirror's queue)."""
     mirror_error: str | None
     mirror_error_at: datetime | None
+    moved_to: str | None
+    """owner/name the forge gives the repository now (renamed or transferred); the key stays."""
+    last_warning: str | None
+    """What the last good read with a warning could not do (an issue skipped as too large)."""
+    last_warning_at: datetime | None

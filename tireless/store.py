@@ -66,6 +66,11 @@ class JobStore:
             self._owned_pool = ConnectionPool(connections, open=False, **POOL_OPTIONS)
             connections = self._owned_pool
         self._connections: ConnectionPool | Connection[Any] = connections
+        # Over one connection, threads take turns (the poller reads its forges in threads): two
+        # calls at once would share one transaction state.
+        self._turn: AbstractContextManager[Any] = (
+            nullcontext() if isinstance(connections, ConnectionPool) else threading.Lock()
+        )
 
     def open(self) -> None:
         """Open the pool the store owns and wait for its first connection (PoolTimeout after
@@ -99,6 +104,7 @@ class JobStore:
 
     def _run(self, call: Call[Any, Answer]) -> Answer:
         with (
+            self._turn,
             translated_errors(),
             self._connection() as conn,
             atomic(conn),
@@ -271,6 +277,25 @@ class JobStore:
     ) -> datetime:
         call = calls.record_poll_failure(forge, owner, repo, poller, error, retry_after)
         return self._run(call)
+
+    def renew_poll_leases(self, poller: str, lease: timedelta) -> int:
+        return self._run(calls.renew_poll_leases(poller, lease))
+
+    def record_poll_notice(
+        self,
+        forge: str,
+        owner: str,
+        repo: str,
+        poller: str,
+        moved_to: str | None,
+        warning: str | None,
+    ) -> None:
+        return self._run(calls.record_poll_notice(forge, owner, repo, poller, moved_to, warning))
+
+    def record_issue_moved(
+        self, forge: str, owner: str, repo: str, poller: str, number: int, note: str
+    ) -> int:
+        return self._run(calls.record_issue_moved(forge, owner, repo, poller, number, note))
 
     def record_forge_trouble(self, name: str, error: str | None, until: datetime | None) -> None:
         return self._run(calls.record_forge_trouble(name, error, until))

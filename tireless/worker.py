@@ -1,8 +1,11 @@
 """`tireless work`: claim a job, run COMMAND on it under a renewed lease, report the outcome.
 
 COMMAND gets the job in TIRELESS_* environment variables and as JSON on stdin, and none of the
-worker's database credentials (every libpq PG* variable, DATABASE_URL and TIRELESS_TOKEN_* are
-dropped from its environment). Exit 0 delivers the job; any other exit releases it to pending
+worker's secrets: every libpq PG* variable, DATABASE_URL(_FILE), every other TIRELESS_* variable
+(forge tokens, webhook secrets) and systemd's CREDENTIALS_DIRECTORY are dropped from its
+environment; with an agent user (--agent-user) it runs as that Unix user, which can read neither
+the worker's credential files nor its /proc. Every secret value the worker knows is masked (`***`)
+in COMMAND's output, in the note and in the worker's log (tireless.masking). Exit 0 delivers the job; any other exit releases it to pending
 (the store fails it when its attempts are spent) with the tail of COMMAND's output as the note.
 A lost lease (a heartbeat answered lost, or a finish refused as not the holder) stops COMMAND,
 leaves the job to the store and goes on to the next job. A heartbeat that answers cancel (the
@@ -30,6 +33,7 @@ import dataclasses
 import json
 import logging
 import os
+import pwd
 import re
 import shutil
 import signal
@@ -47,8 +51,10 @@ from psycopg_pool import ConnectionPool
 
 from tireless.brief import AgentFiles
 from tireless.calls import POOL_OPEN_TIMEOUT, POOL_OPTIONS
+from tireless.credentials import known_secrets
 from tireless.errors import NotHolder
 from tireless.lease import NOTE_LIMIT, LeaseLost, Release, ShuttingDown
+from tireless.masking import Masker, MaskingFilter, OutputMasker
 from tireless.models import Job, JobState
 from tireless.progress import ProgressReporter
 from tireless.store import JobStore
@@ -80,14 +86,31 @@ class Interrupted(BaseException):
     """A signal arrived while the worker was waiting for work."""
 
 
-CREDENTIALS = re.compile(r"PG[A-Z_]*|DATABASE_URL|TIRELESS_TOKEN_.*")
+WITHHELD = re.compile(r"PG[A-Z_]*|DATABASE_URL.*|TIRELESS_.*|CREDENTIALS_DIRECTORY")
 """Environment variables COMMAND never sees: libpq's (PGPASSWORD, PGPASSFILE, PGSERVICE,
-PGSERVICEFILE, PGUSER, PGHOST, ..., all named PG...), DATABASE_URL, and the forge tokens."""
+PGSERVICEFILE, PGUSER, PGHOST, ..., all named PG...), DATABASE_URL and DATABASE_URL_FILE, every
+TIRELESS_ variable of the worker (forge tokens, webhook secrets, their _FILE paths; COMMAND gets
+its own TIRELESS_* job variables) and systemd's credentials directory."""
 
 
-def command_environment(job: Job) -> dict[str, str]:
-    """The worker's environment without its credentials, plus the job's TIRELESS_* variables."""
-    kept = {k: v for k, v in os.environ.items() if not CREDENTIALS.fullmatch(k)}
+def agent_user(name: str) -> pwd.struct_passwd:
+    """The Unix user COMMAND runs as; OSError (a usage error) when it does not exist or the worker
+    cannot switch to it (only root can)."""
+    try:
+        user = pwd.getpwnam(name)
+    except KeyError:
+        raise OSError(f"--agent-user: no Unix user {name!r}") from None
+    if os.geteuid() != 0:
+        raise OSError(f"--agent-user {name}: the worker must run as root to run COMMAND as {name}")
+    return user
+
+
+def command_environment(job: Job, agent: pwd.struct_passwd | None = None) -> dict[str, str]:
+    """The worker's environment without its credentials, plus the job's TIRELESS_* variables;
+    an agent user's own HOME, USER and LOGNAME."""
+    kept = {k: v for k, v in os.environ.items() if not WITHHELD.fullmatch(k)}
+    if agent is not None:
+        kept |= {"HOME": agent.pw_dir, "USER": agent.pw_name, "LOGNAME": agent.pw_name}
     return kept | job_environment(job)
 
 
@@ -125,6 +148,8 @@ class Worker:
         grace: float,
         drain_on: signal.Signals | None = None,
         progress_every: float = 30.0,
+        masker: Masker | None = None,
+        agent: pwd.struct_passwd | None = None,
     ) -> None:
         self.store = store
         self.name = name
@@ -135,6 +160,8 @@ class Worker:
         self.grace = grace
         self.drain_on = drain_on
         self.progress_every = progress_every
+        self.masker = masker or Masker(())
+        self.agent = agent
         self.stop_signal: str | None = None
         self.drain_signal: str | None = None
         self.cannot_start: str | None = None
@@ -269,12 +296,16 @@ class Worker:
     def _run_command(self, job: Job) -> tuple[int, str]:
         """Run COMMAND on the job; its exit code and the tail of its output."""
         with AgentFiles(job.id, self.store.job_brief(job.id)) as files:
+            if self.agent is not None:  # the agent user reads the brief and writes its report there
+                for path in (files.body_file.parent, files.body_file):
+                    os.chown(path, self.agent.pw_uid, self.agent.pw_gid)
             code, output = self._run_in(job, files)
             self._attach_report(job, files)
             return code, output
 
     def _run_in(self, job: Job, files: AgentFiles) -> tuple[int, str]:
-        env = command_environment(job) | files.environment()
+        env = command_environment(job, self.agent) | files.environment()
+        agent = self.agent  # COMMAND runs as its user and group, with no group of the worker's
         with self._lock:
             process = subprocess.Popen(
                 self.command,
@@ -283,6 +314,9 @@ class Worker:
                 stderr=subprocess.STDOUT,
                 env=env,
                 start_new_session=True,  # its own process group: stopping it stops its children
+                user=None if agent is None else agent.pw_uid,
+                group=None if agent is None else agent.pw_gid,
+                extra_groups=None if agent is None else [],
             )
             self._process = process
             if self.stop_signal is not None:
@@ -294,7 +328,10 @@ class Worker:
             lambda step: self.store.report_progress(job.id, self.name, step, job.claim_token),
             self.progress_every,
         )
-        reader = threading.Thread(target=self._copy_output, args=(process.stdout, tail, progress))
+        reader = threading.Thread(
+            target=self._copy_output,
+            args=(process.stdout, OutputMasker(self.masker), tail, progress),
+        )
         reader.start()
         try:
             process.stdin.write(job_json(job, **files.json_fields()))
@@ -312,14 +349,21 @@ class Worker:
         return code, tail.decode(errors="replace")[-NOTE_LIMIT:]
 
     @staticmethod
-    def _copy_output(stream: IO[bytes], tail: bytearray, progress: ProgressReporter) -> None:
-        """Pass COMMAND's output through to ours, keeping its tail and reporting progress."""
-        while chunk := stream.read1(65536):  # type: ignore[attr-defined]
-            sys.stdout.buffer.write(chunk)
+    def _copy_output(
+        stream: IO[bytes], masked: OutputMasker, tail: bytearray, progress: ProgressReporter
+    ) -> None:
+        """Pass COMMAND's output through to ours with every secret masked, keeping its tail and
+        reporting progress (masked too)."""
+        while True:
+            chunk = stream.read1(65536)  # type: ignore[attr-defined]
+            out = masked.feed(chunk) if chunk else masked.end()
+            sys.stdout.buffer.write(out)
             sys.stdout.buffer.flush()
-            tail.extend(chunk)
+            tail.extend(out)
             del tail[:-OUTPUT_KEPT]
-            progress.saw(chunk)
+            progress.saw(out)
+            if not chunk:
+                return
 
     def _attach_report(self, job: Job, files: AgentFiles) -> None:
         """The report COMMAND left, attached to the attempt before it is finished."""
@@ -327,7 +371,8 @@ class Worker:
         if report is None:
             return
         try:
-            if self.store.attach_report(job.id, self.name, report, job.claim_token):
+            masked = self.masker.mask(report)  # the mirror posts it on the issue
+            if self.store.attach_report(job.id, self.name, masked, job.claim_token):
                 log.info("%s: job %s: the report was cut to the store's limit", self.name, job.id)
         except NotHolder:
             log.info("%s: job %s: lease lost; its report is not kept", self.name, job.id)
@@ -385,10 +430,15 @@ def work(
     grace: float,
     drain_on: signal.Signals | None = None,
     progress_every: float = 30.0,
+    agent: pwd.struct_passwd | None = None,
 ) -> int:
     """`tireless work`: the exit code. Raises psycopg.OperationalError if the database cannot be
-    reached at the start (later, a lost connection is retried)."""
+    reached at the start (later, a lost connection is retried). COMMAND runs as `agent` when
+    given; every secret the worker knows is masked in what it logs and passes on."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
+    masker = Masker(known_secrets(conninfo))
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(MaskingFilter(masker))
     psycopg.connect(conninfo, connect_timeout=10).close()  # unreachable: fail now, not in the pool
     # One connection listens, one renews, one claims and finishes; each is checked before use,
     # so a connection the database dropped (a restart) is replaced instead of failing a call.
@@ -399,6 +449,7 @@ def work(
         worker = Worker(
             JobStore(pool), name, lanes, command,
             lease=lease, poll=poll, grace=grace, drain_on=drain_on, progress_every=progress_every,
+            masker=masker, agent=agent,
         )  # fmt: skip
         return worker.run(once=once)
     finally:
