@@ -24,6 +24,7 @@ from tests.helpers import (
     tireless_cli,
 )
 from tests.test_async import any_store  # noqa: F401  (the fixture: every lease test runs sync and async)
+from tests.test_roles import Login, login  # noqa: F401  (the fixture: new runner logins)
 from tests.workers import SPAWN, all_exit_0, reports, start
 from tireless import Job, JobState, JobStore
 from tireless.errors import (
@@ -125,6 +126,28 @@ def test_a_refused_finish_is_refused_as_transition_refuses_it_and_claims_nothing
     assert by_finish_and_claim.value.sqlstate == by_transition.value.sqlstate
     assert snapshot(db) == before, "nothing finished, nothing claimed"
     assert db.scalar("SELECT count(*) FROM tireless.job WHERE state = 'pending'") == 2
+
+
+def test_another_runner_login_is_refused_as_transition_refuses_it_and_claims_nothing(
+    db: Database,
+    store: JobStore,
+    login: Login,  # noqa: F811
+) -> None:
+    enqueue_jobs(store, 2)
+    with JobStore(login("tireless_runner")) as host1, JobStore(login("tireless_runner")) as host2:
+        job = host1.claim_next("host1-w1", LANES)
+        assert job is not None
+        before = snapshot(db)
+        with pytest.raises(NotHolder) as by_transition:
+            host2.transition(job.id, "delivered", "host1-w1", token=job.claim_token)
+        with pytest.raises(NotHolder) as by_finish_and_claim:
+            host2.finish_and_claim(job.id, "delivered", "host1-w1", LANES, token=job.claim_token)
+        assert by_finish_and_claim.value.detail == by_transition.value.detail
+        assert snapshot(db) == before, "nothing finished, nothing claimed"
+        next_job = host1.finish_and_claim(
+            job.id, "delivered", "host1-w1", LANES, token=job.claim_token
+        )
+        assert next_job is not None, "the holder's own login finishes and claims"
 
 
 def test_a_refused_claim_undoes_the_finish(db: Database, store: JobStore) -> None:
