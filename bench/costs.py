@@ -9,7 +9,7 @@ own CPU time (/proc/PID/schedstat), so other load on the machine changes it litt
 - floor: the hand-written SKIP LOCKED queue of bench/workloads.py (two columns indexed);
 - tireless.job: the same two statements written by hand on tireless.job, its history trigger
   disabled: what the table costs (its constraints, its indexes, its wider row);
-- + history: the same with the trigger on: one job_event row per change, and its foreign key check;
+- + history: the same with the trigger on: one job_event row per change;
 - + functions: tireless.claim_next and tireless.transition, as the peers' harness calls them;
 - + functions before 0015: the same on the schema of 0014_lane_summary (the migrations before).
 
@@ -64,9 +64,6 @@ LAYERS: dict[str, tuple[str | None, list[str], str, str]] = {
 # guarantee: what taking it away for the measurement does
 GUARANTEES = {
     "one history row per change of state (the trigger and the row)": [NO_HISTORY],
-    "the history's foreign key (every event belongs to a job)": [
-        "ALTER TABLE tireless.job_event DROP CONSTRAINT job_event_job_id_fkey"
-    ],
     "the rules of a job row (job_rules_hold, pending_holds_no_claim)": [
         "ALTER TABLE tireless.job DROP CONSTRAINT job_rules_hold",
         "ALTER TABLE tireless.job DROP CONSTRAINT pending_holds_no_claim",

@@ -54,7 +54,13 @@ SQL_FINISH = (
     " worker => %(worker)s)"
 )
 
-PATHS = ("floor", "sql", "adapter")
+# One round trip per cycle: each finish also claims the next job (the runner's cycle since 0022).
+SQL_FINISH_AND_CLAIM = (
+    "SELECT * FROM tireless.finish_and_claim(job_id => %(id)s, to_state => 'delivered',"
+    " worker => %(worker)s, lanes => %(lanes)s, lease => %(lease)s, claim_token => %(token)s)"
+)
+
+PATHS = ("floor", "sql", "adapter", "sql1", "adapter1")
 
 
 class Cycle(Protocol):
@@ -102,9 +108,51 @@ class AdapterCycle:
         self._store.transition(job_id, "delivered", self._worker)
 
 
+class OneTripCycle:
+    """tireless through finish_and_claim, by SQL or by JobStore. A worker's first claim is
+    claim_next; every later claim is finish_and_claim, which finishes the job before it in the
+    same call (so the claim latency is that call's, and finish() sends nothing)."""
+
+    def __init__(
+        self, conn: psycopg.Connection[Any], worker: str, lane: str, adapter: bool
+    ) -> None:
+        self._conn, self._store, self._adapter = conn, JobStore(conn), adapter
+        self._worker, self._lanes = worker, [lane]
+        self._held: tuple[int, Any] | None = None  # the id and claim token of the job held
+
+    def claim(self) -> int | None:
+        if self._held is None:
+            job = self._store.claim_next(self._worker, self._lanes, LEASE)
+            self._held = None if job is None else (job.id, job.claim_token)
+        elif self._adapter:
+            job_id, token = self._held
+            job = self._store.finish_and_claim(
+                job_id, "delivered", self._worker, self._lanes, LEASE, token
+            )
+            self._held = None if job is None else (job.id, job.claim_token)
+        else:
+            job_id, token = self._held
+            params = {"id": job_id, "worker": self._worker, "lanes": self._lanes, "lease": LEASE}
+            cursor = self._conn.execute(SQL_FINISH_AND_CLAIM, params | {"token": token})
+            row = cursor.fetchone()
+            self._held = None if row is None else (row[0], row[_token_column(cursor)])
+        return None if self._held is None else self._held[0]
+
+    def finish(self, job_id: int) -> None:
+        assert self._held is not None
+        assert self._held[0] == job_id, "the next claim finishes it"
+
+
+def _token_column(cursor: psycopg.Cursor[Any]) -> int:
+    assert cursor.description is not None
+    return [column.name for column in cursor.description].index("claim_token")
+
+
 def cycle_for(path: str, conn: psycopg.Connection[Any], worker: str, lane: str) -> Cycle:
     if path == "adapter":
         return AdapterCycle(conn, worker, lane)
+    if path in ("sql1", "adapter1"):
+        return OneTripCycle(conn, worker, lane, adapter=path == "adapter1")
     return StatementCycle(conn, worker, lane, path)
 
 

@@ -1161,6 +1161,29 @@ $$;
 COMMENT ON FUNCTION tireless.expire_stale_claims() IS 'Returns every claimed job whose lease has passed to pending (after its backoff), fails it when the last attempt its budget counts is spent (give-backs are not counted), or cancels it when its issue withdrew its request (no failure counted); clears the claim, keeps the attempt count, and returns how many jobs it moved. Never waits on another sweeper: a job whose row is locked, or a lane another sweeper holds (its tireless.sweep_slot row), is left for the next sweep. Locks only rows no login outside the tireless roles can lock.';
 
 --
+-- Name: finish_and_claim(bigint, text, text, text[], interval, uuid, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.finish_and_claim(job_id bigint, to_state text, worker text, lanes text[], lease interval DEFAULT '00:10:00'::interval, claim_token uuid DEFAULT NULL::uuid, note text DEFAULT NULL::text) RETURNS SETOF tireless.job
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM tireless.transition(job_id => finish_and_claim.job_id, to_state => finish_and_claim.to_state,
+                                worker => finish_and_claim.worker, note => finish_and_claim.note,
+                                token => finish_and_claim.claim_token);
+    RETURN QUERY SELECT * FROM tireless.claim_next(worker => finish_and_claim.worker, lanes => finish_and_claim.lanes,
+                                                   lease => finish_and_claim.lease);
+END;
+$$;
+
+--
+-- Name: FUNCTION finish_and_claim(job_id bigint, to_state text, worker text, lanes text[], lease interval, claim_token uuid, note text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.finish_and_claim(job_id bigint, to_state text, worker text, lanes text[], lease interval, claim_token uuid, note text) IS 'The runner''s cycle in one transaction: finishes the claim on job_id exactly as tireless.transition(job_id, to_state, worker, note, token => claim_token) would (its refusals, with their SQLSTATEs: nothing is claimed when the finish is refused), then claims the next job in lanes for worker exactly as tireless.claim_next would, and returns it (no row when nothing is claimable).';
+
+--
 -- Name: finished_job_comment(tireless.job); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -1806,6 +1829,36 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.job_rules_hold(job tireless.job) IS 'The rules every job row keeps, each by its name: attempts_not_negative, claimed_holds_claim, claimed_job_counts_an_attempt, given_back_within_attempts, issue_number_positive, lane_is_a_name, not_its_own_parent, pending_holds_no_cancel_request, terminal_holds_no_claim. True when the row keeps them; else raises check_violation (23514) naming the rule it breaks. Called by the constraint job_rules_hold.';
+
+--
+-- Name: keep_history_with_its_job(); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.keep_history_with_its_job() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    orphaned bigint;
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        SELECT e.job_id INTO orphaned FROM gone_jobs g JOIN tireless.job_event e ON e.job_id = g.id LIMIT 1;
+        IF NOT FOUND THEN
+            RETURN NULL;
+        END IF;
+    END IF;
+    RAISE EXCEPTION 'every event belongs to a job: % of tireless.job refused%', TG_OP,
+        coalesce(format(' (job %s still has its history)', orphaned), '')
+        USING ERRCODE = 'foreign_key_violation', CONSTRAINT = 'history_belongs_to_a_job',
+              SCHEMA = 'tireless', TABLE = 'job',
+              HINT = 'A job leaves only with its history, through tireless.prune.';
+END;
+$$;
+
+--
+-- Name: FUNCTION keep_history_with_its_job(); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.keep_history_with_its_job() IS 'Trigger: refuses a DELETE of jobs whose history remains, and any TRUNCATE of tireless.job (23503, history_belongs_to_a_job): every event belongs to a job.';
 
 --
 -- Name: labels_problem(text[]); Type: FUNCTION; Schema: tireless; Owner: -
@@ -5004,6 +5057,18 @@ CREATE INDEX webhook_delivery_by_age ON tireless.webhook_delivery USING btree (r
 COMMENT ON INDEX tireless.webhook_delivery_by_age IS 'The bodies past the seven days, found to be forgotten.';
 
 --
+-- Name: job history_belongs_to_a_job; Type: TRIGGER; Schema: tireless; Owner: -
+--
+
+CREATE TRIGGER history_belongs_to_a_job AFTER DELETE ON tireless.job REFERENCING OLD TABLE AS gone_jobs FOR EACH STATEMENT EXECUTE FUNCTION tireless.keep_history_with_its_job();
+
+--
+-- Name: TRIGGER history_belongs_to_a_job ON job; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TRIGGER history_belongs_to_a_job ON tireless.job IS 'Every event belongs to a job: a job leaves only once its history is gone (tireless.prune).';
+
+--
 -- Name: job_event history_is_append_only; Type: TRIGGER; Schema: tireless; Owner: -
 --
 
@@ -5052,6 +5117,18 @@ CREATE TRIGGER job_state_changed_event AFTER UPDATE OF state ON tireless.job FOR
 COMMENT ON TRIGGER job_state_changed_event ON tireless.job IS 'History: every change of state is an event.';
 
 --
+-- Name: job jobs_are_never_truncated; Type: TRIGGER; Schema: tireless; Owner: -
+--
+
+CREATE TRIGGER jobs_are_never_truncated BEFORE TRUNCATE ON tireless.job FOR EACH STATEMENT EXECUTE FUNCTION tireless.keep_history_with_its_job();
+
+--
+-- Name: TRIGGER jobs_are_never_truncated ON job; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TRIGGER jobs_are_never_truncated ON tireless.job IS 'Every event belongs to a job: tireless.job is never emptied under its history.';
+
+--
 -- Name: job live_job_is_never_deleted; Type: TRIGGER; Schema: tireless; Owner: -
 --
 
@@ -5087,19 +5164,6 @@ ALTER TABLE ONLY tireless.job_attempt
 --
 
 COMMENT ON CONSTRAINT job_attempt_job_id_fkey ON tireless.job_attempt IS 'An attempt row belongs to a job and goes with it (prune).';
-
---
--- Name: job_event job_event_job_id_fkey; Type: FK CONSTRAINT; Schema: tireless; Owner: -
---
-
-ALTER TABLE ONLY tireless.job_event
-    ADD CONSTRAINT job_event_job_id_fkey FOREIGN KEY (job_id) REFERENCES tireless.job(id);
-
---
--- Name: CONSTRAINT job_event_job_id_fkey ON job_event; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT job_event_job_id_fkey ON tireless.job_event IS 'Every event belongs to a job that exists.';
 
 --
 -- Name: mirror_comment mirror_comment_of_a_job; Type: FK CONSTRAINT; Schema: tireless; Owner: -
@@ -5353,6 +5417,13 @@ REVOKE ALL ON FUNCTION tireless.expire_stale_claims() FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.expire_stale_claims() TO tireless_runner;
 
 --
+-- Name: FUNCTION finish_and_claim(job_id bigint, to_state text, worker text, lanes text[], lease interval, claim_token uuid, note text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.finish_and_claim(job_id bigint, to_state text, worker text, lanes text[], lease interval, claim_token uuid, note text) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.finish_and_claim(job_id bigint, to_state text, worker text, lanes text[], lease interval, claim_token uuid, note text) TO tireless_runner;
+
+--
 -- Name: FUNCTION finished_job_comment(job tireless.job); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -5496,6 +5567,12 @@ GRANT ALL ON FUNCTION tireless.job_kind_for(labels text[]) TO tireless_poller;
 --
 
 REVOKE ALL ON FUNCTION tireless.job_rules_hold(job tireless.job) FROM PUBLIC;
+
+--
+-- Name: FUNCTION keep_history_with_its_job(); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.keep_history_with_its_job() FROM PUBLIC;
 
 --
 -- Name: FUNCTION labels_problem(labels text[]); Type: ACL; Schema: tireless; Owner: -

@@ -28,7 +28,7 @@ from tireless.calls import (
     needs_transaction,
 )
 from tireless.errors import translated_errors
-from tireless.lease import NEEDS_A_POOL, AsyncHeldJob, OnCancel, OnLost
+from tireless.lease import NEEDS_A_POOL, AsyncHeldJob, OnCancel, OnLost, ThenClaim
 from tireless.models import (
     DiscoveredIssue,
     Forge,
@@ -142,6 +142,23 @@ class AsyncJobStore:
         token: UUID | None = None,
     ) -> Job:
         return await self._run(calls.transition(job_id, to, worker, note, token))
+
+    async def finish_and_claim(
+        self,
+        job_id: int,
+        to: JobState | str,
+        worker: str,
+        lanes: Sequence[str],
+        lease: timedelta = DEFAULT_LEASE,
+        token: UUID | None = None,
+        note: str | None = None,
+    ) -> Job | None:
+        """Finish the claim on job_id as `transition` would (nothing is claimed when that is
+        refused), then claim the next job in lanes as `claim_next` would, in one transaction: the
+        job claimed, or None when none is claimable."""
+        return await self._run(
+            calls.finish_and_claim(job_id, to, worker, lanes, lease, token, note)
+        )
 
     async def give_back(
         self, job_id: int, worker: str, note: str | None = None, token: UUID | None = None
@@ -362,11 +379,13 @@ class AsyncJobStore:
         lease: timedelta = DEFAULT_LEASE,
         on_lost: OnLost | None = None,
         on_cancel: OnCancel | None = None,
+        job: Job | None = None,
+        then_claim: ThenClaim | None = None,
     ) -> AsyncHeldJob:
         """`async with store.lease(worker, lanes) as job:` — JobStore.lease, renewing in a task."""
         if not isinstance(self._connections, AsyncConnectionPool):
             raise TypeError(NEEDS_A_POOL)
-        return AsyncHeldJob(self._run, worker, lanes, lease, on_lost, on_cancel)
+        return AsyncHeldJob(self._run, worker, lanes, lease, on_lost, on_cancel, job, then_claim)
 
     # Wake-up
     @asynccontextmanager

@@ -55,7 +55,7 @@ POOL_OPEN_TIMEOUT = 30.0
 """Seconds a store waits for its pool's first connection before it gives up (PoolTimeout)."""
 
 Row = TypeVar("Row")
-Answer = TypeVar("Answer")
+Answer = TypeVar("Answer", covariant=True)  # a Call[R, Job] is a Call[R, Job | None]
 
 
 def needs_transaction(conn: BaseConnection[Any]) -> bool:
@@ -200,6 +200,36 @@ def transition(
 ) -> Call[Job, Job]:
     params = {"job_id": job_id, "to_state": str(to), "worker": worker, "note": note, "token": token}
     return Call(TRANSITION, params, JOB_ROW, _only)
+
+
+FINISH_AND_CLAIM = _returning(
+    JOB_COLUMNS,
+    "tireless.finish_and_claim(job_id => %(job_id)s, to_state => %(to_state)s,"
+    " worker => %(worker)s, lanes => %(lanes)s, lease => %(lease)s,"
+    " claim_token => %(claim_token)s, note => %(note)s)",
+)
+
+
+def finish_and_claim(
+    job_id: int,
+    to: JobState | str,
+    worker: str,
+    lanes: Sequence[str],
+    lease: timedelta,
+    token: UUID | None,
+    note: str | None,
+) -> Call[Job, Job | None]:
+    """The runner's cycle in one transaction: finish the claim, claim the next job (None: none)."""
+    params = {
+        "job_id": job_id,
+        "to_state": str(to),
+        "worker": worker,
+        "lanes": list(lanes),
+        "lease": lease,
+        "claim_token": token,
+        "note": note,
+    }
+    return Call(FINISH_AND_CLAIM, params, JOB_ROW, _first)
 
 
 GIVE_BACK = _returning(

@@ -7,7 +7,10 @@ as a failure with the watchdog's note when a heartbeat says timeout or stalled.
 `JobStore.lease(...)` returns a `HeldJob`, `AsyncJobStore.lease(...)` an `AsyncHeldJob`: context
 managers that build the calls claim_next, heartbeat, transition and give_back (tireless.calls),
 always with the claim's token, and hand them to the runner the store gives them, which runs each
-on a connection of its pool. They share every decision below. Any refusal that says the worker
+on a connection of its pool. They share every decision below. A runner that goes on to claim
+passes `then_claim`: when the block ends and `then_claim()` says to go on, the finish is
+tireless.finish_and_claim (one transaction: the finish, then the next claim), the job it claimed is
+`next`, and the runner's next lease holds it (`job=`) instead of claiming one. Any refusal that says the worker
 does not hold the job any more (TL004, whatever the job's state now is) is a lost lease.
 """
 
@@ -39,6 +42,7 @@ NEEDS_A_POOL = (
 Answer = TypeVar("Answer")
 OnLost = Callable[[Job], None]
 OnCancel = Callable[[Job], None]
+ThenClaim = Callable[[], bool]
 
 CANCEL_NOTE = "issue withdrew its request"
 """The note of a job a lease ends cancelled because a heartbeat answered `cancel`."""
@@ -117,6 +121,8 @@ class _Holding:
         lease: timedelta,
         on_lost: OnLost | None,
         on_cancel: OnCancel | None,
+        job: Job | None,
+        then_claim: ThenClaim | None,
     ) -> None:
         self.worker = worker
         self.lanes = list(lanes)
@@ -129,10 +135,19 @@ class _Holding:
         self.watchdog_stop: Heartbeat | None = None
         """timeout or stalled once a heartbeat answered it: stop the work; the lease ends the attempt
         as a failure with the watchdog's note (tireless.end_stopped_attempt)."""
-        self.job: Job | None = None
-        """The job as claimed; None when nothing was claimable."""
+        self.job: Job | None = job
+        """The job as claimed; None when nothing was claimable. Given: a job already claimed."""
+        self.then_claim = then_claim
+        self._claims_next = False
         self.finished: Job | None = None
-        """The job as the lease left it (delivered, pending or failed); None if it was not finished."""
+        """The job as the lease left it (delivered, pending or failed); None if it was not finished,
+        or if the finish also claimed the next job (see ended_as and next)."""
+        self.ended_as: JobState | None = None
+        """The state the lease asked the job to end in (the store may decide otherwise: a release
+        after the last attempt fails it)."""
+        self.next: Job | None = None
+        """The job the finish claimed (finish_and_claim); None when it did not claim or none was
+        claimable."""
         self.lost = False
         self.given_back = False
         """True when the lease gave the job back (the runner was stopping)."""
@@ -172,22 +187,33 @@ class _Holding:
             self.on_lost(job)
         return False
 
-    def _finish(self, job: Job, error: BaseException | None) -> Call[Job, Job]:
+    def _finish(self, job: Job, error: BaseException | None) -> Call[Job, Job | None]:
         """The call that ends the job once the renewals have stopped: give_back when the runner
-        stops, else a transition; LeaseLost if a renewal lost the job."""
+        stops, else a transition, or finish_and_claim when then_claim says the runner goes on;
+        LeaseLost if a renewal lost the job."""
         if self.lost:
             raise LeaseLost(job) from error
-        if self.cancel_requested:
-            return calls.transition(
-                job.id, JobState.CANCELLED, self.worker, CANCEL_NOTE, job.claim_token
+        if not self.cancel_requested:  # a cancel ends the job cancelled, however the work ended
+            if self.watchdog_stop is not None:
+                return calls.end_stopped_attempt(job.id, self.worker, job.claim_token)
+            if isinstance(error, STOPPING):
+                self.given_back = True
+                return calls.give_back(job.id, self.worker, reason(error), job.claim_token)
+        state, note = (JobState.CANCELLED, CANCEL_NOTE) if self.cancel_requested else outcome(error)
+        self.ended_as = state
+        if not isinstance(error, STOPPING) and self.then_claim is not None and self.then_claim():
+            self._claims_next = True
+            return calls.finish_and_claim(
+                job.id, state, self.worker, self.lanes, self.lease, job.claim_token, note
             )
-        if self.watchdog_stop is not None:
-            return calls.end_stopped_attempt(job.id, self.worker, job.claim_token)
-        if isinstance(error, STOPPING):
-            self.given_back = True
-            return calls.give_back(job.id, self.worker, reason(error), job.claim_token)
-        state, note = outcome(error)
         return calls.transition(job.id, state, self.worker, note, job.claim_token)
+
+    def _ended(self, answer: Job | None) -> None:
+        """Record the finish's answer: the next job (finish_and_claim) or the finished one."""
+        if self._claims_next:
+            self.next = answer
+        else:
+            self.finished = answer
 
     @staticmethod
     def _swallowed(error: BaseException | None) -> bool:
@@ -217,14 +243,17 @@ class HeldJob(_Holding):
         lease: timedelta,
         on_lost: OnLost | None = None,
         on_cancel: OnCancel | None = None,
+        job: Job | None = None,
+        then_claim: ThenClaim | None = None,
     ) -> None:
-        super().__init__(worker, lanes, lease, on_lost, on_cancel)
+        super().__init__(worker, lanes, lease, on_lost, on_cancel, job, then_claim)
         self._run = run
         self._stop = threading.Event()
         self._renewer: threading.Thread | None = None
 
     def __enter__(self) -> Job | None:
-        self.job = self._run(self._claim())
+        if self.job is None:
+            self.job = self._run(self._claim())
         if self.job is not None:
             self._renewer = threading.Thread(
                 target=self._renew, args=(self.job,), name=f"renew-job-{self.job.id}", daemon=True
@@ -248,7 +277,7 @@ class HeldJob(_Holding):
         if self._renewer is not None:
             self._renewer.join()
         with self._finishing(job):
-            self.finished = self._run(self._finish(job, error))
+            self._ended(self._run(self._finish(job, error)))
         return self._swallowed(error)
 
 
@@ -263,13 +292,16 @@ class AsyncHeldJob(_Holding):
         lease: timedelta,
         on_lost: OnLost | None = None,
         on_cancel: OnCancel | None = None,
+        job: Job | None = None,
+        then_claim: ThenClaim | None = None,
     ) -> None:
-        super().__init__(worker, lanes, lease, on_lost, on_cancel)
+        super().__init__(worker, lanes, lease, on_lost, on_cancel, job, then_claim)
         self._run = run
         self._renewer: asyncio.Task[None] | None = None
 
     async def __aenter__(self) -> Job | None:
-        self.job = await self._run(self._claim())
+        if self.job is None:
+            self.job = await self._run(self._claim())
         if self.job is not None:
             self._renewer = asyncio.create_task(self._renew(self.job))
         return self.job
@@ -292,5 +324,5 @@ class AsyncHeldJob(_Holding):
             with contextlib.suppress(asyncio.CancelledError):
                 await self._renewer
         with self._finishing(job):
-            self.finished = await self._run(self._finish(job, error))
+            self._ended(await self._run(self._finish(job, error)))
         return self._swallowed(error)

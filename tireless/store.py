@@ -26,7 +26,7 @@ from tireless.calls import (
     needs_transaction,
 )
 from tireless.errors import translated_errors
-from tireless.lease import NEEDS_A_POOL, HeldJob, OnCancel, OnLost
+from tireless.lease import NEEDS_A_POOL, HeldJob, OnCancel, OnLost, ThenClaim
 from tireless.models import (
     DiscoveredIssue,
     Forge,
@@ -147,6 +147,21 @@ class JobStore:
         token: UUID | None = None,
     ) -> Job:
         return self._run(calls.transition(job_id, to, worker, note, token))
+
+    def finish_and_claim(
+        self,
+        job_id: int,
+        to: JobState | str,
+        worker: str,
+        lanes: Sequence[str],
+        lease: timedelta = DEFAULT_LEASE,
+        token: UUID | None = None,
+        note: str | None = None,
+    ) -> Job | None:
+        """Finish the claim on job_id as `transition` would (nothing is claimed when that is
+        refused), then claim the next job in lanes as `claim_next` would, in one transaction: the
+        job claimed, or None when none is claimable."""
+        return self._run(calls.finish_and_claim(job_id, to, worker, lanes, lease, token, note))
 
     def give_back(
         self, job_id: int, worker: str, note: str | None = None, token: UUID | None = None
@@ -363,17 +378,22 @@ class JobStore:
         lease: timedelta = DEFAULT_LEASE,
         on_lost: OnLost | None = None,
         on_cancel: OnCancel | None = None,
+        job: Job | None = None,
+        then_claim: ThenClaim | None = None,
     ) -> HeldJob:
         """`with store.lease(worker, lanes) as job:` claims a job (None: nothing claimable), renews
         it in a thread at a third of the lease (heartbeat), delivers it when the block ends
         normally and releases it to pending, the exception as note, when the block raises
         (tireless.lease). Raising ShuttingDown in the block gives the job back instead (the runner
         is stopping). When a heartbeat says the issue withdrew its request, `on_cancel(job)` is
-        called and the lease ends the job cancelled, however the block ends.
+        called and the lease ends the job cancelled, however the block ends. A runner that goes on
+        to claim passes `then_claim`: when it answers True at the block's end, the finish also
+        claims the next job in one transaction (finish_and_claim), `held.next`, which the runner's
+        next lease holds (`job=`) instead of claiming.
         Needs a store over a pool or connection string: the renewals run on their own connection."""
         if not isinstance(self._connections, ConnectionPool):
             raise TypeError(NEEDS_A_POOL)
-        return HeldJob(self._run, worker, lanes, lease, on_lost, on_cancel)
+        return HeldJob(self._run, worker, lanes, lease, on_lost, on_cancel, job, then_claim)
 
     # Wake-up
     @contextmanager

@@ -18,11 +18,12 @@ line `::progress:: TEXT` names its current step (tireless.progress). SIGINT or S
 COMMAND, give the job back (tireless.give_back: not a failure) and end the worker (exit 0); a
 signal that arrives while a claim is under way gives the claimed job back at once. The drain signal (--drain-on)
 lets the running job finish, claims no more, and ends the worker (exit 0). A connection lost
-while running (the database restarting) is retried. Built on JobStore.lease; between jobs it
-waits on JobStore.listen (LISTEN tireless_work), and at most until the earliest backed-off job of
-its lanes is ready (tireless.next_ready_at), since a backoff's end sends no notification. A
-COMMAND that cannot be started is the runner's fault: `work` checks it before claiming, and one
-that fails to start on a claimed job gives the job back and ends the worker (exit 5).
+while running (the database restarting) is retried. Built on JobStore.lease: a worker that goes
+on finishes each job and claims the next in one call (finish_and_claim); between jobs it waits on
+JobStore.listen (LISTEN tireless_work), and at most until the earliest backed-off job of its lanes
+is ready (tireless.next_ready_at), since a backoff's end sends no notification. A COMMAND that
+cannot be started is the runner's fault: `work` checks it before claiming, and one that fails to
+start on a claimed job gives the job back and ends the worker (exit 5).
 """
 
 from __future__ import annotations
@@ -169,6 +170,8 @@ class Worker:
         self._lock = threading.RLock()  # the signal handler and the renewal thread stop COMMAND
         self._process: subprocess.Popen[bytes] | None = None
         self._killer: threading.Timer | None = None
+        self._chain = False  # whether a finish also claims the next job (not with --once)
+        self._next: Job | None = None  # the job the last finish claimed, to run next
 
     # The loop
     def run(self, *, once: bool) -> int:
@@ -180,6 +183,7 @@ class Worker:
             if once:
                 ran = self.run_one()
                 return CANNOT_START if self.cannot_start else 0 if ran else 3
+            self._chain = True
             while self._going_on():
                 self._work_until_disconnected()
         except Interrupted:
@@ -204,7 +208,7 @@ class Worker:
         restarting) ends the round after a pause, and the next round connects again."""
         try:
             with self.store.listen(self.lanes) as waiter:
-                while self._going_on():
+                while self._going_on() or self._next is not None:  # a claimed job is given back
                     if not self.run_one():
                         self._wait(
                             waiter.wait,
@@ -237,16 +241,19 @@ class Worker:
             self._waiting = False
 
     def run_one(self) -> bool:
-        """Claim a job and run COMMAND on it; False when there was nothing to claim."""
+        """Claim a job (or take the one the last finish claimed) and run COMMAND on it; False when
+        there was nothing to claim."""
+        claimed, self._next = self._next, None
         held = self.store.lease(
-            self.name, self.lanes, self.lease, on_lost=self._lease_lost, on_cancel=self._cancelled
-        )
+            self.name, self.lanes, self.lease, on_lost=self._lease_lost, on_cancel=self._cancelled,
+            job=claimed, then_claim=self._going_on if self._chain else None,
+        )  # fmt: skip
         try:
             with held as job:
                 if job is None:
                     return False
-                if self.stop_signal is not None:  # it came while the claim was under way
-                    raise ShuttingDown(f"worker stopped by {self.stop_signal}")
+                if not self._going_on():  # it came while the claim was under way
+                    raise ShuttingDown(f"worker stopped by {self.stop_signal or self.drain_signal}")
                 log.info(
                     "%s: claimed job %s (%s/%s/%s#%s, %s, lane %s, attempt %s)",
                     self.name, job.id, job.forge, job.owner, job.repo, job.number,
@@ -265,8 +272,13 @@ class Worker:
         except LeaseLost as lost:
             log.info("%s: lease lost on job %s; not finishing it", self.name, lost.job.id)
             return True
+        self._next = held.next
         finished = held.finished
-        assert finished is not None, "a lease that was not lost finished its job"
+        if finished is None:  # the finish claimed the next job too, and answered with that one
+            assert held.job is not None, "a lease that was not lost finished its job"
+            ended = "released" if held.ended_as is JobState.PENDING else held.ended_as
+            log.info("%s: %s job %s", self.name, ended, held.job.id)
+            return True
         if finished.state is JobState.DELIVERED:
             log.info("%s: delivered job %s", self.name, finished.id)
         elif finished.state is JobState.PENDING and held.given_back:
