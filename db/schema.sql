@@ -70,6 +70,29 @@ CREATE TYPE tireless.job_state AS ENUM (
 COMMENT ON TYPE tireless.job_state IS 'Where a job is: pending (waiting), claimed (held under a lease), or terminal (delivered, failed, cancelled).';
 
 --
+-- Name: activity_grain(interval); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.activity_grain(span interval) RETURNS interval
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    IF span IS NULL OR span <= interval '0' OR span > interval '8 days' THEN
+        RAISE EXCEPTION 'span must be more than 0 and at most 8 days, got %', coalesce(span::text, 'null')
+            USING ERRCODE = 'TL005';
+    END IF;
+    RETURN CASE WHEN span <= interval '2 hours' THEN interval '1 minute' ELSE interval '1 hour' END;
+END;
+$$;
+
+--
+-- Name: FUNCTION activity_grain(span interval); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.activity_grain(span interval) IS 'The bucket of a window: a minute up to 2 hours, else an hour; TL005 for a window that is not positive or longer than 8 days.';
+
+--
 -- Name: add_forge(text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -323,6 +346,20 @@ CREATE FUNCTION tireless.attempts_spent(job tireless.job) RETURNS integer
 --
 
 COMMENT ON FUNCTION tireless.attempts_spent(job tireless.job) IS 'The attempts a job has used of its budget: its claims, less those given back by a stopping runner.';
+
+--
+-- Name: bin_bound(smallint); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.bin_bound(bin smallint) RETURNS interval
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN make_interval(secs => (round(power((2)::numeric, ((bin)::numeric / 4.0)), 3))::double precision);
+
+--
+-- Name: FUNCTION bin_bound(bin smallint); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.bin_bound(bin smallint) IS 'The longest duration of a histogram bin (see tireless.duration_bin).';
 
 --
 -- Name: check_holder(tireless.job, text, uuid); Type: FUNCTION; Schema: tireless; Owner: -
@@ -704,6 +741,20 @@ $$;
 COMMENT ON FUNCTION tireless.claim_repos_to_poll(poller text, lease interval, max_repos integer) IS 'Leases to poller (for lease) up to max_repos due repositories of registered forges that are not stopped: next poll time reached, not backing off, lease free or expired; FOR UPDATE SKIP LOCKED, so two pollers never get the same one. Returns each with its forge kind and URL, cursor, ETag and whether to list it in full (the first read and every tenth), and the issue numbers of its live jobs.';
 
 --
+-- Name: duration_bin(double precision); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.duration_bin(seconds double precision) RETURNS smallint
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN (ceil((((4)::double precision * ln(GREATEST(seconds, (0.01)::double precision))) / ln((2)::double precision))))::smallint;
+
+--
+-- Name: FUNCTION duration_bin(seconds double precision); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.duration_bin(seconds double precision) IS 'The histogram bin of a duration in seconds: bins grow by a factor of 2^(1/4) (19%); bin b holds the durations up to tireless.bin_bound(b). Everything under 10 ms is in the first bin.';
+
+--
 -- Name: enqueue(jsonb); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -883,6 +934,257 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.finished_job_comment(job tireless.job) IS 'The comment a finished job leaves on its issue: outcome, attempts, the last holder and the note on one line, trimmed to 500 characters (tireless: delivered after 2 attempts (host1-3): merged as #12).';
+
+--
+-- Name: is_terminal(tireless.job_state); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.is_terminal(state tireless.job_state) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN (state = ANY (ARRAY['delivered'::tireless.job_state, 'failed'::tireless.job_state, 'cancelled'::tireless.job_state]));
+
+--
+-- Name: FUNCTION is_terminal(state tireless.job_state); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.is_terminal(state tireless.job_state) IS 'True for the states a job never leaves: delivered, failed, cancelled.';
+
+--
+-- Name: activity_count; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.activity_count (
+    grain interval NOT NULL,
+    bucket timestamp with time zone NOT NULL,
+    lane text NOT NULL,
+    kind tireless.job_kind NOT NULL,
+    pending_delta bigint NOT NULL,
+    claimed_delta bigint NOT NULL,
+    delivered bigint NOT NULL,
+    failed bigint NOT NULL,
+    cancelled bigint NOT NULL,
+    CONSTRAINT activity_grain_is_minute_or_hour CHECK ((grain = ANY (ARRAY['00:01:00'::interval, '01:00:00'::interval])))
+);
+
+--
+-- Name: TABLE activity_count; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.activity_count IS 'Per bucket (a minute or an hour), lane and kind: how the pending and claimed jobs changed (jobs that entered the state minus jobs that left it) and how many jobs ended in each terminal state. Private: read tireless.queue_activity.';
+
+--
+-- Name: CONSTRAINT activity_grain_is_minute_or_hour ON activity_count; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT activity_grain_is_minute_or_hour ON tireless.activity_count IS 'Two grains: minutes and hours.';
+
+--
+-- Name: duration_count; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.duration_count (
+    grain interval NOT NULL,
+    bucket timestamp with time zone NOT NULL,
+    lane text NOT NULL,
+    kind tireless.job_kind NOT NULL,
+    measure text NOT NULL,
+    bin smallint NOT NULL,
+    jobs bigint NOT NULL,
+    CONSTRAINT duration_grain_is_minute_or_hour CHECK ((grain = ANY (ARRAY['00:01:00'::interval, '01:00:00'::interval]))),
+    CONSTRAINT duration_measure_is_wait_or_run CHECK ((measure = ANY (ARRAY['wait'::text, 'run'::text])))
+);
+
+--
+-- Name: TABLE duration_count; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.duration_count IS 'A histogram per bucket, lane and kind: how many jobs waited (created to first claim, counted in the bucket of the claim) or ran (claim to finish, in the bucket of the finish) for a duration in each bin (tireless.duration_bin). Private: read tireless.job_durations.';
+
+--
+-- Name: CONSTRAINT duration_grain_is_minute_or_hour ON duration_count; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT duration_grain_is_minute_or_hour ON tireless.duration_count IS 'Two grains: minutes and hours.';
+
+--
+-- Name: CONSTRAINT duration_measure_is_wait_or_run ON duration_count; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT duration_measure_is_wait_or_run ON tireless.duration_count IS 'wait: created to first claim; run: claim to finish.';
+
+--
+-- Name: issue_run; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.issue_run (
+    forge text NOT NULL,
+    owner text NOT NULL,
+    repo text NOT NULL,
+    number integer NOT NULL,
+    job_id bigint NOT NULL
+);
+
+--
+-- Name: TABLE issue_run; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.issue_run IS 'Which jobs each issue has had, so a job page can link the runs before and after it. Kept by the rollup, not by an index on tireless.job: every change of state writes each index of that table (state is in the predicates of its partial indexes, so no update is HOT), and this costs the claim and finish paths nothing. Private: read tireless.issue_runs.';
+
+--
+-- Name: job_event; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.job_event (
+    id bigint NOT NULL,
+    job_id bigint NOT NULL,
+    at timestamp with time zone DEFAULT now() NOT NULL,
+    from_state tireless.job_state,
+    to_state tireless.job_state NOT NULL,
+    worker text,
+    attempt integer NOT NULL,
+    note text,
+    CONSTRAINT event_changes_state CHECK ((from_state IS DISTINCT FROM to_state))
+);
+
+--
+-- Name: TABLE job_event; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.job_event IS 'Append-only history: one row per change of a job''s state (from_state is null when the job is created). worker is the holder the change concerns; attempt is the job''s attempt count after the change.';
+
+--
+-- Name: CONSTRAINT event_changes_state ON job_event; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT event_changes_state ON tireless.job_event IS 'Every event is a change of state.';
+
+--
+-- Name: worker_seen; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.worker_seen (
+    worker text NOT NULL,
+    lanes text[] NOT NULL,
+    first_seen timestamp with time zone NOT NULL,
+    last_seen timestamp with time zone NOT NULL
+);
+
+--
+-- Name: TABLE worker_seen; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.worker_seen IS 'Every worker the history names (claims, finishes, give-backs) in the last 8 days: the lanes it claimed from and when it was first and last named. Private: read tireless.workers.';
+
+--
+-- Name: fold_history(bigint, bigint); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.fold_history(after_id bigint, upto_id bigint) RETURNS void
+    LANGUAGE sql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    BEGIN ATOMIC
+ WITH moved AS (
+          SELECT e.at,
+             e.worker,
+             e.from_state,
+             e.to_state,
+             j.id AS job_id,
+             j.forge,
+             j.owner,
+             j.repo,
+             j.number,
+             j.lane,
+             j.kind,
+                 CASE
+                     WHEN ((e.to_state = 'claimed'::tireless.job_state) AND (e.attempt = 1)) THEN (EXTRACT(epoch FROM (e.at - j.created_at)))::double precision
+                     ELSE NULL::double precision
+                 END AS waited,
+             (EXTRACT(epoch FROM (e.at - claim.at)))::double precision AS ran
+            FROM ((tireless.job_event e
+              JOIN tireless.job j ON ((j.id = e.job_id)))
+              LEFT JOIN LATERAL ( SELECT p.at
+                    FROM tireless.job_event p
+                   WHERE ((e.from_state = 'claimed'::tireless.job_state) AND tireless.is_terminal(e.to_state) AND (p.job_id = e.job_id) AND (p.id < e.id))
+                   ORDER BY p.id DESC
+                  LIMIT 1) claim ON (true))
+           WHERE ((e.id > fold_history.after_id) AND (e.id <= fold_history.upto_id))
+         ), bucketed AS (
+          SELECT g.grain,
+             date_bin(g.grain, m.at, '2000-01-01 00:00:00+00'::timestamp with time zone) AS bucket,
+             m.lane,
+             m.kind,
+             m.from_state,
+             m.to_state,
+             m.waited,
+             m.ran
+            FROM (moved m
+              JOIN ( VALUES ('00:01:00'::interval,'03:00:00'::interval), ('01:00:00'::interval,'8 days'::interval)) g(grain, kept) ON ((m.at >= (now() - g.kept))))
+         ), flows AS (
+          INSERT INTO tireless.activity_count AS a (grain, bucket, lane, kind, pending_delta, claimed_delta, delivered, failed, cancelled)  SELECT b.grain,
+                     b.bucket,
+                     b.lane,
+                     b.kind,
+                     (count(*) FILTER (WHERE (b.to_state = 'pending'::tireless.job_state)) - count(*) FILTER (WHERE (b.from_state = 'pending'::tireless.job_state))),
+                     (count(*) FILTER (WHERE (b.to_state = 'claimed'::tireless.job_state)) - count(*) FILTER (WHERE (b.from_state = 'claimed'::tireless.job_state))),
+                     count(*) FILTER (WHERE (b.to_state = 'delivered'::tireless.job_state)) AS count,
+                     count(*) FILTER (WHERE (b.to_state = 'failed'::tireless.job_state)) AS count,
+                     count(*) FILTER (WHERE (b.to_state = 'cancelled'::tireless.job_state)) AS count
+                    FROM bucketed b
+                   GROUP BY b.grain, b.bucket, b.lane, b.kind ON CONFLICT(grain, bucket, lane, kind) DO UPDATE SET pending_delta = (a.pending_delta + excluded.pending_delta), claimed_delta = (a.claimed_delta + excluded.claimed_delta), delivered = (a.delivered + excluded.delivered), failed = (a.failed + excluded.failed), cancelled = (a.cancelled + excluded.cancelled)
+         ), durations AS (
+          INSERT INTO tireless.duration_count AS d (grain, bucket, lane, kind, measure, bin, jobs)  SELECT b.grain,
+                     b.bucket,
+                     b.lane,
+                     b.kind,
+                     x.measure,
+                     tireless.duration_bin(x.seconds) AS duration_bin,
+                     count(*) AS count
+                    FROM (bucketed b
+                      CROSS JOIN LATERAL ( VALUES ('wait'::text,b.waited), ('run'::text,b.ran)) x(measure, seconds))
+                   WHERE (x.seconds IS NOT NULL)
+                   GROUP BY b.grain, b.bucket, b.lane, b.kind, x.measure, (tireless.duration_bin(x.seconds)) ON CONFLICT(grain, bucket, lane, kind, measure, bin) DO UPDATE SET jobs = (d.jobs + excluded.jobs)
+         ), seen AS (
+          INSERT INTO tireless.worker_seen AS w (worker, lanes, first_seen, last_seen)  SELECT m.worker,
+                     COALESCE(array_agg(DISTINCT m.lane) FILTER (WHERE (m.to_state = 'claimed'::tireless.job_state)), '{}'::text[]) AS "coalesce",
+                     min(m.at) AS min,
+                     max(m.at) AS max
+                    FROM moved m
+                   WHERE ((m.worker IS NOT NULL) AND (m.at >= (now() - '8 days'::interval)))
+                   GROUP BY m.worker ON CONFLICT(worker) DO UPDATE SET lanes = ARRAY( SELECT DISTINCT l.l
+                    FROM unnest((w.lanes || excluded.lanes)) l(l)
+                   ORDER BY l.l), first_seen = LEAST(w.first_seen, excluded.first_seen), last_seen = GREATEST(w.last_seen, excluded.last_seen)
+         ), runs AS (
+          INSERT INTO tireless.issue_run (forge, owner, repo, number, job_id)  SELECT m.forge,
+                     m.owner,
+                     m.repo,
+                     m.number,
+                     m.job_id
+                    FROM moved m
+                   WHERE (m.from_state IS NULL) ON CONFLICT DO NOTHING
+         )
+  SELECT count(*) AS count
+    FROM moved;
+ DELETE FROM tireless.activity_count a
+   WHERE (a.bucket < (now() -
+         CASE
+             WHEN (a.grain = '00:01:00'::interval) THEN '03:00:00'::interval
+             ELSE '8 days'::interval
+         END));
+ DELETE FROM tireless.duration_count d
+   WHERE (d.bucket < (now() -
+         CASE
+             WHEN (d.grain = '00:01:00'::interval) THEN '03:00:00'::interval
+             ELSE '8 days'::interval
+         END));
+ DELETE FROM tireless.worker_seen w
+   WHERE (w.last_seen < (now() - '8 days'::interval));
+END;
+
+--
+-- Name: FUNCTION fold_history(after_id bigint, upto_id bigint); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.fold_history(after_id bigint, upto_id bigint) IS 'Folds the events with after_id < id <= upto_id into activity_count, duration_count, worker_seen and issue_run, and drops the buckets past their keeping time. Called by tireless.roll_up_history (and once by migration 0022).';
 
 --
 -- Name: forges(); Type: FUNCTION; Schema: tireless; Owner: -
@@ -1163,20 +1465,6 @@ CREATE FUNCTION tireless.is_lease(lease interval) RETURNS boolean
 COMMENT ON FUNCTION tireless.is_lease(lease interval) IS 'True when 0 < lease <= 1 day (false for null).';
 
 --
--- Name: is_terminal(tireless.job_state); Type: FUNCTION; Schema: tireless; Owner: -
---
-
-CREATE FUNCTION tireless.is_terminal(state tireless.job_state) RETURNS boolean
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    RETURN (state = ANY (ARRAY['delivered'::tireless.job_state, 'failed'::tireless.job_state, 'cancelled'::tireless.job_state]));
-
---
--- Name: FUNCTION is_terminal(state tireless.job_state); Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON FUNCTION tireless.is_terminal(state tireless.job_state) IS 'True for the states a job never leaves: delivered, failed, cancelled.';
-
---
 -- Name: is_worker_name(text); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -1248,32 +1536,163 @@ $_$;
 COMMENT ON FUNCTION tireless.issue_problem(issue jsonb) IS 'Why one element of an enqueue batch is malformed, or null when it is well formed.';
 
 --
--- Name: job_event; Type: TABLE; Schema: tireless; Owner: -
+-- Name: issue_runs(bigint); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
-CREATE TABLE tireless.job_event (
-    id bigint NOT NULL,
-    job_id bigint NOT NULL,
-    at timestamp with time zone DEFAULT now() NOT NULL,
-    from_state tireless.job_state,
-    to_state tireless.job_state NOT NULL,
-    worker text,
-    attempt integer NOT NULL,
-    note text,
-    CONSTRAINT event_changes_state CHECK ((from_state IS DISTINCT FROM to_state))
-);
+CREATE FUNCTION tireless.issue_runs(job_id bigint) RETURNS TABLE(id bigint, state text, kind text, created_at timestamp with time zone, note text)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    BEGIN ATOMIC
+ SELECT j.id,
+     (j.state)::text AS state,
+     (j.kind)::text AS kind,
+     j.created_at,
+     j.note
+    FROM ((tireless.job me
+      JOIN tireless.issue_run r ON (((r.forge = me.forge) AND (r.owner = me.owner) AND (r.repo = me.repo) AND (r.number = me.number))))
+      JOIN tireless.job j ON ((j.id = r.job_id)))
+   WHERE (me.id = issue_runs.job_id)
+ UNION
+  SELECT me.id,
+     (me.state)::text AS state,
+     (me.kind)::text AS kind,
+     me.created_at,
+     me.note
+    FROM tireless.job me
+   WHERE (me.id = issue_runs.job_id)
+  ORDER BY 1;
+END;
 
 --
--- Name: TABLE job_event; Type: COMMENT; Schema: tireless; Owner: -
+-- Name: FUNCTION issue_runs(job_id bigint); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON TABLE tireless.job_event IS 'Append-only history: one row per change of a job''s state (from_state is null when the job is created). worker is the holder the change concerns; attempt is the job''s attempt count after the change.';
+COMMENT ON FUNCTION tireless.issue_runs(job_id bigint) IS 'Every job the issue of job_id has had (a re-run, or a new request after one ended), in order, that the rollup has seen, and job_id itself; empty for an unknown job.';
 
 --
--- Name: CONSTRAINT event_changes_state ON job_event; Type: COMMENT; Schema: tireless; Owner: -
+-- Name: roll_up_history(); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
-COMMENT ON CONSTRAINT event_changes_state ON tireless.job_event IS 'Every event is a change of state.';
+CREATE FUNCTION tireless.roll_up_history() RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    state     tireless.history_rollup;
+    newest    bigint;
+    horizon   xid8;
+    oldest    xid8;
+    target    bigint;
+    counted   bigint;
+BEGIN
+    -- One rollup at a time; a second caller leaves it to the first. An advisory lock takes no
+    -- transaction id, so the horizons below are not held back by this transaction itself.
+    IF NOT pg_catalog.pg_try_advisory_xact_lock(pg_catalog.hashtext('tireless.roll_up_history')) THEN
+        RETURN 0;
+    END IF;
+    SELECT r.* INTO state FROM tireless.history_rollup r;
+    -- Each statement takes a new snapshot: every event id up to newest was drawn by a transaction
+    -- that already had its transaction id, so one older than horizon.
+    SELECT CASE WHEN s.is_called THEN s.last_value ELSE 0 END INTO newest FROM tireless.job_event_id_seq s;
+    horizon := pg_catalog.pg_snapshot_xmax(pg_catalog.pg_current_snapshot());
+    oldest := pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot());
+    IF oldest >= horizon THEN
+        -- Every transaction that could hold an event up to newest has ended: count them all now.
+        target := newest;
+        state.waiting_to := NULL;
+        state.waiting_until := NULL;
+    ELSIF state.waiting_to IS NOT NULL AND oldest >= state.waiting_until THEN
+        target := state.waiting_to;
+        state.waiting_to := newest;
+        state.waiting_until := horizon;
+    ELSE
+        -- A transaction older than the stop is still open: count nothing yet, keep the stop.
+        target := state.counted_to;
+        IF state.waiting_to IS NULL THEN
+            state.waiting_to := newest;
+            state.waiting_until := horizon;
+        END IF;
+    END IF;
+
+    WITH finished AS (
+        SELECT date_trunc('hour', e.at) AS hour, j.lane, e.to_state AS outcome
+          FROM tireless.job_event e
+          JOIN tireless.job j ON j.id = e.job_id
+         WHERE e.id > state.counted_to AND e.id <= target AND tireless.is_terminal(e.to_state)
+    ), per_lane AS (
+        INSERT INTO tireless.finished_count AS c (lane, outcome, jobs)
+        SELECT f.lane, f.outcome, count(*) FROM finished f GROUP BY f.lane, f.outcome
+        ON CONFLICT (lane, outcome) DO UPDATE SET jobs = c.jobs + excluded.jobs
+    ), per_hour AS (
+        INSERT INTO tireless.finished_hourly AS h (hour, lane, outcome, jobs)
+        SELECT f.hour, f.lane, f.outcome, count(*) FROM finished f GROUP BY f.hour, f.lane, f.outcome
+        ON CONFLICT (hour, lane, outcome) DO UPDATE SET jobs = h.jobs + excluded.jobs
+    )
+    SELECT count(*) INTO counted FROM finished;
+    IF target > state.counted_to THEN
+        PERFORM tireless.fold_history(state.counted_to, target);  -- 0022: the dashboard's roll-ups
+    END IF;
+
+    DELETE FROM tireless.finished_hourly h WHERE h.hour < now() - interval '8 days';
+    UPDATE tireless.history_rollup r
+       SET counted_to = greatest(state.counted_to, target),
+           waiting_to = state.waiting_to, waiting_until = state.waiting_until;
+    RETURN counted;
+END;
+$$;
+
+--
+-- Name: FUNCTION roll_up_history(); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.roll_up_history() IS 'Counts the finished jobs of the history written since the last call into tireless.finished_jobs and tireless.finished_jobs_by_hour, and folds the same events into the dashboard''s roll-ups (tireless.fold_history); returns how many finished jobs it added. Reads only new events; an event of a transaction still open is counted by a later call. Returns 0 at once while another call is rolling up.';
+
+--
+-- Name: job_durations(interval); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.job_durations(span interval) RETURNS TABLE(lane text, kind text, measure text, jobs bigint, p50 interval, p95 interval)
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    BEGIN ATOMIC
+ SELECT tireless.roll_up_history() AS roll_up_history;
+ WITH frame AS (
+          SELECT tireless.activity_grain(job_durations.span) AS grain,
+             date_bin(tireless.activity_grain(job_durations.span), now(), '2000-01-01 00:00:00+00'::timestamp with time zone) AS last
+         ), bins AS (
+          SELECT d.lane,
+             d.kind,
+             d.measure,
+             d.bin,
+             sum(d.jobs) AS jobs
+            FROM (tireless.duration_count d
+              JOIN frame f ON (((d.grain = f.grain) AND (d.bucket > (f.last - job_durations.span)))))
+           GROUP BY d.lane, d.kind, d.measure, d.bin
+         ), running AS (
+          SELECT b.lane,
+             b.kind,
+             b.measure,
+             b.bin,
+             sum(b.jobs) OVER (PARTITION BY b.lane, b.kind, b.measure ORDER BY b.bin) AS upto,
+             sum(b.jobs) OVER (PARTITION BY b.lane, b.kind, b.measure) AS total
+            FROM bins b
+         )
+  SELECT r.lane,
+     (r.kind)::text AS kind,
+     r.measure,
+     (max(r.total))::bigint AS max,
+     tireless.bin_bound(min(r.bin) FILTER (WHERE ((r.upto)::double precision >= ceil(((0.5)::double precision * (r.total)::double precision))))) AS bin_bound,
+     tireless.bin_bound(min(r.bin) FILTER (WHERE ((r.upto)::double precision >= ceil(((0.95)::double precision * (r.total)::double precision))))) AS bin_bound
+    FROM running r
+   GROUP BY r.lane, r.kind, r.measure
+   ORDER BY r.lane, r.kind, r.measure;
+END;
+
+--
+-- Name: FUNCTION job_durations(span interval); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.job_durations(span interval) IS 'Per lane, kind and measure (wait: created to first claim; run: claim to finish) over the last span (at most 8 days): how many jobs, and the median and 95th percentile as the upper bound of their histogram bin (within 19%). Rolls the history up first and reads only the folded histograms.';
 
 --
 -- Name: job_history(bigint); Type: FUNCTION; Schema: tireless; Owner: -
@@ -1920,6 +2339,74 @@ $$;
 COMMENT ON FUNCTION tireless.prune(older_than interval, max_jobs integer) IS '(admin) Deletes terminal jobs last changed before now() - older_than, with their history, in batches of 1000; never a live job, never a job that a remaining job names as parent. max_jobs (null: no limit) bounds one call, so a caller can keep each transaction short. Returns how many jobs it deleted.';
 
 --
+-- Name: queue_activity(interval); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.queue_activity(span interval) RETURNS TABLE(bucket timestamp with time zone, lane text, pending bigint, claimed bigint, delivered bigint, failed bigint, cancelled bigint)
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    BEGIN ATOMIC
+ SELECT tireless.roll_up_history() AS roll_up_history;
+ WITH frame AS (
+          SELECT tireless.activity_grain(queue_activity.span) AS grain,
+             date_bin(tireless.activity_grain(queue_activity.span), now(), '2000-01-01 00:00:00+00'::timestamp with time zone) AS last
+         ), counted AS (
+          SELECT a.bucket,
+             a.lane,
+             sum(a.pending_delta) AS pending_delta,
+             sum(a.claimed_delta) AS claimed_delta,
+             sum(a.delivered) AS delivered,
+             sum(a.failed) AS failed,
+             sum(a.cancelled) AS cancelled
+            FROM (tireless.activity_count a
+              JOIN frame f ON (((a.grain = f.grain) AND (a.bucket > (f.last - queue_activity.span)))))
+           GROUP BY a.bucket, a.lane
+         ), live AS (
+          SELECT j.lane,
+             count(*) FILTER (WHERE (j.state = 'pending'::tireless.job_state)) AS pending,
+             count(*) FILTER (WHERE (j.state = 'claimed'::tireless.job_state)) AS claimed
+            FROM tireless.job j
+           WHERE (j.state = ANY (ARRAY['pending'::tireless.job_state, 'claimed'::tireless.job_state]))
+           GROUP BY j.lane
+         ), lanes AS (
+          SELECT c.lane
+            FROM counted c
+         UNION
+          SELECT v_1.lane
+            FROM live v_1
+         ), grid AS (
+          SELECT s.bucket,
+             l.lane,
+             COALESCE(c.pending_delta, (0)::numeric) AS pending_delta,
+             COALESCE(c.claimed_delta, (0)::numeric) AS claimed_delta,
+             COALESCE(c.delivered, (0)::numeric) AS delivered,
+             COALESCE(c.failed, (0)::numeric) AS failed,
+             COALESCE(c.cancelled, (0)::numeric) AS cancelled
+            FROM (((frame f
+              CROSS JOIN LATERAL generate_series(((f.last - queue_activity.span) + f.grain), f.last, f.grain) s(bucket))
+              CROSS JOIN lanes l)
+              LEFT JOIN counted c ON (((c.bucket = s.bucket) AND (c.lane = l.lane))))
+         )
+  SELECT g.bucket,
+     g.lane,
+     (GREATEST((0)::numeric, ((COALESCE(v.pending, (0)::bigint))::numeric - COALESCE(sum(g.pending_delta) OVER later, (0)::numeric))))::bigint AS "greatest",
+     (GREATEST((0)::numeric, ((COALESCE(v.claimed, (0)::bigint))::numeric - COALESCE(sum(g.claimed_delta) OVER later, (0)::numeric))))::bigint AS "greatest",
+     (g.delivered)::bigint AS delivered,
+     (g.failed)::bigint AS failed,
+     (g.cancelled)::bigint AS cancelled
+    FROM (grid g
+      LEFT JOIN live v ON ((v.lane = g.lane)))
+   WINDOW later AS (PARTITION BY g.lane ORDER BY g.bucket DESC ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
+   ORDER BY g.lane, g.bucket;
+END;
+
+--
+-- Name: FUNCTION queue_activity(span interval); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.queue_activity(span interval) IS 'Each lane over the last span (at most 8 days) in buckets of a minute (span up to 2 hours) or an hour: its pending and claimed jobs at the end of each bucket and the jobs that ended delivered, failed or cancelled in it. Rolls the history up first (tireless.roll_up_history) and reads only the folded buckets and the live jobs. A job re-routed to another lane while pending counts in the lane it had when the rollup read its event.';
+
+--
 -- Name: record_forge_trouble(text, text, timestamp with time zone); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -2519,81 +3006,6 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.retry_delay(attempts integer) IS 'Backoff before a job that has had this many attempts may be claimed again: base * 2^(attempts-1), capped.';
-
---
--- Name: roll_up_history(); Type: FUNCTION; Schema: tireless; Owner: -
---
-
-CREATE FUNCTION tireless.roll_up_history() RETURNS bigint
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-DECLARE
-    state     tireless.history_rollup;
-    newest    bigint;
-    horizon   xid8;
-    oldest    xid8;
-    target    bigint;
-    counted   bigint;
-BEGIN
-    -- One rollup at a time; a second caller leaves it to the first. An advisory lock takes no
-    -- transaction id, so the horizons below are not held back by this transaction itself.
-    IF NOT pg_catalog.pg_try_advisory_xact_lock(pg_catalog.hashtext('tireless.roll_up_history')) THEN
-        RETURN 0;
-    END IF;
-    SELECT r.* INTO state FROM tireless.history_rollup r;
-    -- Each statement takes a new snapshot: every event id up to newest was drawn by a transaction
-    -- that already had its transaction id, so one older than horizon.
-    SELECT CASE WHEN s.is_called THEN s.last_value ELSE 0 END INTO newest FROM tireless.job_event_id_seq s;
-    horizon := pg_catalog.pg_snapshot_xmax(pg_catalog.pg_current_snapshot());
-    oldest := pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot());
-    IF oldest >= horizon THEN
-        -- Every transaction that could hold an event up to newest has ended: count them all now.
-        target := newest;
-        state.waiting_to := NULL;
-        state.waiting_until := NULL;
-    ELSIF state.waiting_to IS NOT NULL AND oldest >= state.waiting_until THEN
-        target := state.waiting_to;
-        state.waiting_to := newest;
-        state.waiting_until := horizon;
-    ELSE
-        -- A transaction older than the stop is still open: count nothing yet, keep the stop.
-        target := state.counted_to;
-        IF state.waiting_to IS NULL THEN
-            state.waiting_to := newest;
-            state.waiting_until := horizon;
-        END IF;
-    END IF;
-
-    WITH finished AS (
-        SELECT date_trunc('hour', e.at) AS hour, j.lane, e.to_state AS outcome
-          FROM tireless.job_event e
-          JOIN tireless.job j ON j.id = e.job_id
-         WHERE e.id > state.counted_to AND e.id <= target AND tireless.is_terminal(e.to_state)
-    ), per_lane AS (
-        INSERT INTO tireless.finished_count AS c (lane, outcome, jobs)
-        SELECT f.lane, f.outcome, count(*) FROM finished f GROUP BY f.lane, f.outcome
-        ON CONFLICT (lane, outcome) DO UPDATE SET jobs = c.jobs + excluded.jobs
-    ), per_hour AS (
-        INSERT INTO tireless.finished_hourly AS h (hour, lane, outcome, jobs)
-        SELECT f.hour, f.lane, f.outcome, count(*) FROM finished f GROUP BY f.hour, f.lane, f.outcome
-        ON CONFLICT (hour, lane, outcome) DO UPDATE SET jobs = h.jobs + excluded.jobs
-    )
-    SELECT count(*) INTO counted FROM finished;
-
-    DELETE FROM tireless.finished_hourly h WHERE h.hour < now() - interval '8 days';
-    UPDATE tireless.history_rollup r
-       SET counted_to = greatest(state.counted_to, target),
-           waiting_to = state.waiting_to, waiting_until = state.waiting_until;
-    RETURN counted;
-END;
-$$;
-
---
--- Name: FUNCTION roll_up_history(); Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON FUNCTION tireless.roll_up_history() IS 'Counts the finished jobs of the history written since the last call into tireless.finished_jobs and tireless.finished_jobs_by_hour; returns how many it added. Reads only new events; an event of a transaction still open is counted by a later call. Returns 0 at once while another call is rolling up.';
 
 --
 -- Name: kind_policy; Type: TABLE; Schema: tireless; Owner: -
@@ -3556,6 +3968,84 @@ CREATE TABLE tireless.tracked_repo (
 COMMENT ON TABLE tireless.tracked_repo IS 'Repositories the poller reads. Private: use track_repo, untrack_repo and tracked_repos.';
 
 --
+-- Name: workers; Type: VIEW; Schema: tireless; Owner: -
+--
+
+CREATE VIEW tireless.workers AS
+ WITH held AS (
+         SELECT j.claimed_by AS worker,
+            j.id AS job_id,
+            j.lane,
+            j.claim_expires_at,
+            j.updated_at,
+            ( SELECT e.at
+                   FROM tireless.job_event e
+                  WHERE (e.job_id = j.id)
+                  ORDER BY e.id DESC
+                 LIMIT 1) AS held_since
+           FROM tireless.job j
+          WHERE (j.state = 'claimed'::tireless.job_state)
+        ), holding AS (
+         SELECT DISTINCT ON (h_1.worker) h_1.worker,
+            h_1.job_id,
+            h_1.lane,
+            h_1.held_since,
+            h_1.claim_expires_at,
+                CASE
+                    WHEN (h_1.updated_at > h_1.held_since) THEN h_1.updated_at
+                    ELSE NULL::timestamp with time zone
+                END AS last_heartbeat,
+            count(*) OVER (PARTITION BY h_1.worker) AS jobs_held,
+            bool_or((h_1.claim_expires_at < now())) OVER (PARTITION BY h_1.worker) AS past_lease
+           FROM held h_1
+          ORDER BY h_1.worker, h_1.held_since DESC
+        )
+ SELECT COALESCE(w.worker, h.worker) AS worker,
+    ARRAY( SELECT DISTINCT l.l
+           FROM unnest((COALESCE(w.lanes, '{}'::text[]) || h.lane)) l(l)
+          WHERE (l.l IS NOT NULL)
+          ORDER BY l.l) AS lanes,
+    h.job_id,
+    COALESCE(h.jobs_held, (0)::bigint) AS jobs_held,
+    h.held_since,
+    h.last_heartbeat,
+    h.claim_expires_at AS lease_ends,
+    GREATEST(w.last_seen, h.held_since, h.last_heartbeat) AS last_seen,
+    w.first_seen,
+        CASE
+            WHEN h.past_lease THEN 'stopped heartbeating'::text
+            WHEN (h.job_id IS NOT NULL) THEN 'working'::text
+            ELSE 'idle'::text
+        END AS status
+   FROM (( SELECT s.worker,
+            s.lanes,
+            s.first_seen,
+            s.last_seen
+           FROM tireless.worker_seen s
+          WHERE (s.last_seen >= (now() - '24:00:00'::interval))) w
+     FULL JOIN holding h ON ((h.worker = w.worker)));
+
+--
+-- Name: VIEW workers; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON VIEW tireless.workers IS 'Every worker named by the history in the last 24 hours or holding a job now: the lanes it claimed from, the job it holds (the newest of jobs_held) since when, its last heartbeat (null until the first after the claim), when its lease ends, and its status: working, stopped heartbeating (a lease it holds ran out) or idle. As of the last tireless.roll_up_history() for the workers that hold nothing.';
+
+--
+-- Name: activity_count activity_count_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.activity_count
+    ADD CONSTRAINT activity_count_pkey PRIMARY KEY (grain, bucket, lane, kind);
+
+--
+-- Name: duration_count duration_count_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.duration_count
+    ADD CONSTRAINT duration_count_pkey PRIMARY KEY (grain, bucket, lane, kind, measure, bin);
+
+--
 -- Name: finished_count finished_count_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
 --
 
@@ -3589,6 +4079,13 @@ ALTER TABLE ONLY tireless.history_rollup
 
 ALTER TABLE ONLY tireless.issue
     ADD CONSTRAINT issue_pkey PRIMARY KEY (forge, owner, repo, number);
+
+--
+-- Name: issue_run issue_run_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.issue_run
+    ADD CONSTRAINT issue_run_pkey PRIMARY KEY (forge, owner, repo, number, job_id);
 
 --
 -- Name: job_event job_event_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
@@ -3671,6 +4168,13 @@ ALTER TABLE ONLY tireless.repo_poll
 
 ALTER TABLE ONLY tireless.tracked_repo
     ADD CONSTRAINT tracked_repo_pkey PRIMARY KEY (forge, owner, repo);
+
+--
+-- Name: worker_seen worker_seen_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.worker_seen
+    ADD CONSTRAINT worker_seen_pkey PRIMARY KEY (worker);
 
 --
 -- Name: claimed_jobs_by_expiry; Type: INDEX; Schema: tireless; Owner: -
@@ -3902,6 +4406,15 @@ GRANT USAGE ON SCHEMA tireless TO tireless_poller;
 GRANT USAGE ON SCHEMA tireless TO tireless_admin;
 
 --
+-- Name: FUNCTION activity_grain(span interval); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.activity_grain(span interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.activity_grain(span interval) TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.activity_grain(span interval) TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.activity_grain(span interval) TO tireless_admin;
+
+--
 -- Name: FUNCTION add_forge(name text, kind text, base_url text); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -3931,6 +4444,15 @@ GRANT SELECT ON TABLE tireless.job TO tireless_admin;
 --
 
 REVOKE ALL ON FUNCTION tireless.attempts_spent(job tireless.job) FROM PUBLIC;
+
+--
+-- Name: FUNCTION bin_bound(bin smallint); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.bin_bound(bin smallint) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.bin_bound(bin smallint) TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.bin_bound(bin smallint) TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.bin_bound(bin smallint) TO tireless_admin;
 
 --
 -- Name: FUNCTION check_holder(job tireless.job, worker text, token uuid); Type: ACL; Schema: tireless; Owner: -
@@ -3989,6 +4511,15 @@ REVOKE ALL ON FUNCTION tireless.claim_repos_to_poll(poller text, lease interval,
 GRANT ALL ON FUNCTION tireless.claim_repos_to_poll(poller text, lease interval, max_repos integer) TO tireless_poller;
 
 --
+-- Name: FUNCTION duration_bin(seconds double precision); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.duration_bin(seconds double precision) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.duration_bin(seconds double precision) TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.duration_bin(seconds double precision) TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.duration_bin(seconds double precision) TO tireless_admin;
+
+--
 -- Name: FUNCTION enqueue(issues jsonb); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -4020,6 +4551,50 @@ GRANT ALL ON FUNCTION tireless.expire_stale_claims() TO tireless_runner;
 --
 
 REVOKE ALL ON FUNCTION tireless.finished_job_comment(job tireless.job) FROM PUBLIC;
+
+--
+-- Name: FUNCTION is_terminal(state tireless.job_state); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.is_terminal(state tireless.job_state) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.is_terminal(state tireless.job_state) TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.is_terminal(state tireless.job_state) TO tireless_poller;
+
+--
+-- Name: TABLE activity_count; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.activity_count TO tireless_admin;
+
+--
+-- Name: TABLE duration_count; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.duration_count TO tireless_admin;
+
+--
+-- Name: TABLE issue_run; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.issue_run TO tireless_admin;
+
+--
+-- Name: TABLE job_event; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.job_event TO tireless_admin;
+
+--
+-- Name: TABLE worker_seen; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.worker_seen TO tireless_admin;
+
+--
+-- Name: FUNCTION fold_history(after_id bigint, upto_id bigint); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.fold_history(after_id bigint, upto_id bigint) FROM PUBLIC;
 
 --
 -- Name: FUNCTION forges(); Type: ACL; Schema: tireless; Owner: -
@@ -4081,14 +4656,6 @@ GRANT ALL ON FUNCTION tireless.is_lane_name(name text) TO tireless_poller;
 REVOKE ALL ON FUNCTION tireless.is_lease(lease interval) FROM PUBLIC;
 
 --
--- Name: FUNCTION is_terminal(state tireless.job_state); Type: ACL; Schema: tireless; Owner: -
---
-
-REVOKE ALL ON FUNCTION tireless.is_terminal(state tireless.job_state) FROM PUBLIC;
-GRANT ALL ON FUNCTION tireless.is_terminal(state tireless.job_state) TO tireless_runner;
-GRANT ALL ON FUNCTION tireless.is_terminal(state tireless.job_state) TO tireless_poller;
-
---
 -- Name: FUNCTION is_worker_name(worker text); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -4101,10 +4668,31 @@ REVOKE ALL ON FUNCTION tireless.is_worker_name(worker text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION tireless.issue_problem(issue jsonb) FROM PUBLIC;
 
 --
--- Name: TABLE job_event; Type: ACL; Schema: tireless; Owner: -
+-- Name: FUNCTION issue_runs(job_id bigint); Type: ACL; Schema: tireless; Owner: -
 --
 
-GRANT SELECT ON TABLE tireless.job_event TO tireless_admin;
+REVOKE ALL ON FUNCTION tireless.issue_runs(job_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.issue_runs(job_id bigint) TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.issue_runs(job_id bigint) TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.issue_runs(job_id bigint) TO tireless_admin;
+
+--
+-- Name: FUNCTION roll_up_history(); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.roll_up_history() FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.roll_up_history() TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.roll_up_history() TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.roll_up_history() TO tireless_admin;
+
+--
+-- Name: FUNCTION job_durations(span interval); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.job_durations(span interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.job_durations(span interval) TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.job_durations(span interval) TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.job_durations(span interval) TO tireless_admin;
 
 --
 -- Name: FUNCTION job_history(job_id bigint); Type: ACL; Schema: tireless; Owner: -
@@ -4235,6 +4823,15 @@ REVOKE ALL ON FUNCTION tireless.prune(older_than interval, max_jobs integer) FRO
 GRANT ALL ON FUNCTION tireless.prune(older_than interval, max_jobs integer) TO tireless_admin;
 
 --
+-- Name: FUNCTION queue_activity(span interval); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.queue_activity(span interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.queue_activity(span interval) TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.queue_activity(span interval) TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.queue_activity(span interval) TO tireless_admin;
+
+--
 -- Name: FUNCTION record_forge_trouble(name text, error text, until timestamp with time zone); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -4346,15 +4943,6 @@ GRANT ALL ON FUNCTION tireless.resume_lane(lane text) TO tireless_admin;
 --
 
 REVOKE ALL ON FUNCTION tireless.retry_delay(attempts integer) FROM PUBLIC;
-
---
--- Name: FUNCTION roll_up_history(); Type: ACL; Schema: tireless; Owner: -
---
-
-REVOKE ALL ON FUNCTION tireless.roll_up_history() FROM PUBLIC;
-GRANT ALL ON FUNCTION tireless.roll_up_history() TO tireless_runner;
-GRANT ALL ON FUNCTION tireless.roll_up_history() TO tireless_poller;
-GRANT ALL ON FUNCTION tireless.roll_up_history() TO tireless_admin;
 
 --
 -- Name: TABLE kind_policy; Type: ACL; Schema: tireless; Owner: -
@@ -4529,6 +5117,14 @@ GRANT SELECT ON TABLE tireless.repo_status TO tireless_admin;
 --
 
 GRANT SELECT ON TABLE tireless.tracked_repo TO tireless_admin;
+
+--
+-- Name: TABLE workers; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.workers TO tireless_runner;
+GRANT SELECT ON TABLE tireless.workers TO tireless_poller;
+GRANT SELECT ON TABLE tireless.workers TO tireless_admin;
 
 --
 -- PostgreSQL database dump complete
