@@ -3464,6 +3464,25 @@ $$;
 COMMENT ON FUNCTION tireless.untrack_repo(forge text, owner text, repo text) IS 'Stops tracking a repository; false if it was not tracked. Its jobs stay as they are.';
 
 --
+-- Name: worker_ran(bigint, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.worker_ran(job_id bigint, worker text) RETURNS boolean
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    BEGIN ATOMIC
+ SELECT (EXISTS ( SELECT
+            FROM tireless.job_event e
+           WHERE ((e.job_id = worker_ran.job_id) AND (e.worker = worker_ran.worker)))) AS "exists";
+END;
+
+--
+-- Name: FUNCTION worker_ran(job_id bigint, worker text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.worker_ran(job_id bigint, worker text) IS 'True when the history of job_id names worker (it claimed, finished or gave back the job); reads that job''s events only.';
+
+--
 -- Name: active_claims; Type: VIEW; Schema: tireless; Owner: -
 --
 
@@ -5011,6 +5030,15 @@ GRANT ALL ON FUNCTION tireless.transition(job_id bigint, to_state text, worker t
 
 REVOKE ALL ON FUNCTION tireless.untrack_repo(forge text, owner text, repo text) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.untrack_repo(forge text, owner text, repo text) TO tireless_admin;
+
+--
+-- Name: FUNCTION worker_ran(job_id bigint, worker text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.worker_ran(job_id bigint, worker text) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.worker_ran(job_id bigint, worker text) TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.worker_ran(job_id bigint, worker text) TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.worker_ran(job_id bigint, worker text) TO tireless_admin;
 
 --
 -- Name: TABLE active_claims; Type: ACL; Schema: tireless; Owner: -

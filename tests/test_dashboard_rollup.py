@@ -278,9 +278,12 @@ def test_workers_are_the_holders_and_the_recently_named(
 
 @pytest.mark.parametrize("span", ["0 seconds", "-1 hour", "9 days"])
 def test_a_window_out_of_range_is_refused(db: Database, span: str) -> None:
-    with db.connect() as conn, pytest.raises(InvalidArgument, match="span must be"):
-        with translated_errors():
-            conn.execute("SELECT * FROM tireless.queue_activity(%s::interval)", [span])
+    with (
+        db.connect() as conn,
+        pytest.raises(InvalidArgument, match="span must be"),
+        translated_errors(),
+    ):
+        conn.execute("SELECT * FROM tireless.queue_activity(%s::interval)", [span])
 
 
 def test_the_minute_grain_covers_the_hour(db: Database) -> None:

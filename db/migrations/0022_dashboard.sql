@@ -379,6 +379,15 @@ COMMENT ON FUNCTION tireless.issue_runs(bigint) IS
     'Every job the issue of job_id has had (a re-run, or a new request after one ended), in order, that the rollup '
     'has seen, and job_id itself; empty for an unknown job.';
 
+CREATE FUNCTION tireless.worker_ran(job_id bigint, worker text) RETURNS boolean
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+    SELECT EXISTS (SELECT FROM tireless.job_event e WHERE e.job_id = worker_ran.job_id AND e.worker = worker_ran.worker);
+END;
+COMMENT ON FUNCTION tireless.worker_ran(bigint, text) IS
+    'True when the history of job_id names worker (it claimed, finished or gave back the job); reads that job''s events only.';
+
 -- The history already counted before this migration: fold what the windows can still show, and every job's run.
 SELECT tireless.fold_history(0, r.counted_to) FROM tireless.history_rollup r;
 INSERT INTO tireless.issue_run (forge, owner, repo, number, job_id)
@@ -388,7 +397,7 @@ ON CONFLICT DO NOTHING;
 REVOKE ALL ON ALL FUNCTIONS IN SCHEMA tireless FROM PUBLIC;
 REVOKE ALL ON ALL TABLES IN SCHEMA tireless FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION tireless.queue_activity(interval), tireless.job_durations(interval),
-    tireless.issue_runs(bigint), tireless.duration_bin(float8), tireless.bin_bound(smallint),
+    tireless.issue_runs(bigint), tireless.worker_ran(bigint, text), tireless.duration_bin(float8), tireless.bin_bound(smallint),
     tireless.activity_grain(interval)
     TO tireless_runner, tireless_poller, tireless_admin;
 GRANT SELECT ON tireless.workers TO tireless_runner, tireless_poller, tireless_admin;

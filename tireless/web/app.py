@@ -21,11 +21,12 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from tireless.errors import translated_errors
-from tireless.web import hooks, metrics, pages
+from tireless.web import bulk, fleet, hooks, metrics, pages
 from tireless.web.csrf import Csrf
 from tireless.web.hooks import Deliveries
 
@@ -109,11 +110,16 @@ def create_app(conninfo: str) -> Starlette:
             Route("/", pages.overview),
             Route("/jobs", pages.jobs),
             Route("/jobs/{job_id:int}", pages.job),
+            Route("/jobs/bulk", bulk.bulk, methods=["POST"]),
+            Route("/activity", fleet.activity),
+            Route("/failures", fleet.failures),
+            Route("/workers", fleet.workers),
             Route("/jobs/{job_id:int}/{action:str}", pages.job_action, methods=["POST"]),
             Route("/lanes/{lane:str}/{action:str}", pages.lane_action, methods=["POST"]),
             Route("/metrics", metrics.scrape),
             Route("/hooks/{flavour:str}", hooks.receive, methods=["POST"]),
             Route("/style.css", style),
+            Mount("/static", StaticFiles(packages=[("tireless.web", "static")]), name="static"),
         ],
         lifespan=lifespan,
         exception_handlers={Exception: failed, HTTPException: http_error},

@@ -7,12 +7,16 @@ from __future__ import annotations
 WHO_AM_I = (
     "SELECT current_user AS role, pg_has_role(current_user, 'tireless_admin', 'MEMBER') AS admin"
 )
+# Every lane: those with settings or live jobs, and those that ever finished a job.
 LANES = """
-SELECT s.lane, s.capacity, s.paused, s.breaker, s.consecutive_failures, s.tripped_until,
-       s.pending, s.ready, s.claimed, s.past_lease,
+SELECT every.lane, s.capacity, coalesce(s.paused, false) AS paused,
+       coalesce(s.breaker, 'closed') AS breaker, coalesce(s.consecutive_failures, 0) AS consecutive_failures,
+       s.tripped_until, coalesce(s.pending, 0) AS pending, coalesce(s.ready, 0) AS ready,
+       coalesce(s.claimed, 0) AS claimed, coalesce(s.past_lease, 0) AS past_lease,
        extract(epoch FROM s.oldest_pending_age)::float8 AS oldest_pending_seconds
-  FROM tireless.lane_status s
- ORDER BY s.lane"""
+  FROM (SELECT l.lane FROM tireless.lane_status l UNION SELECT f.lane FROM tireless.finished_jobs f) AS every
+  LEFT JOIN tireless.lane_status s ON s.lane = every.lane
+ ORDER BY every.lane"""
 REPOS = """
 SELECT r.forge, r.owner, r.repo, r.last_poll_at, r.last_success_at, r.last_error, r.last_error_at,
        r.consecutive_failures, r.next_poll_at, r.backoff_until, r.registered,
@@ -21,11 +25,6 @@ SELECT r.forge, r.owner, r.repo, r.last_poll_at, r.last_success_at, r.last_error
   FROM tireless.repo_status r
  ORDER BY r.forge, r.owner, r.repo"""
 ROLL_UP_HISTORY = "SELECT tireless.roll_up_history()"
-FINISHED_BY_HOUR = """
-SELECT h.hour, h.outcome, sum(h.jobs)::bigint AS jobs
-  FROM tireless.finished_jobs_by_hour h
- WHERE h.hour >= date_trunc('hour', now()) - interval '23 hours'
- GROUP BY h.hour, h.outcome"""
 FINISHED = (
     "SELECT f.lane, f.outcome, f.jobs FROM tireless.finished_jobs f ORDER BY f.lane, f.outcome"
 )
@@ -41,6 +40,11 @@ _JOB_FILTERS = (
     " AND (%(kind)s::tireless.job_kind IS NULL OR j.kind = %(kind)s::tireless.job_kind)"
     " AND (%(forge)s::text IS NULL OR j.forge = %(forge)s)"
     " AND (%(owner)s::text IS NULL OR (j.owner, j.repo) = (%(owner)s, %(repo)s))"
+    " AND (%(number)s::integer IS NULL OR j.number = %(number)s)"
+    " AND (%(words)s::text[] IS NULL OR NOT EXISTS (SELECT FROM unnest(%(words)s::text[]) AS w"
+    " WHERE strpos(lower(coalesce(j.title, '')), lower(w)) = 0))"
+    " AND (%(worker)s::text IS NULL OR j.claimed_by = %(worker)s"
+    " OR tireless.worker_ran(j.id, %(worker)s))"
 )
 # Keyset paging: a page is the jobs just below `before` (newest first) or just above `after`.
 JOBS_BEFORE = (
@@ -70,4 +74,35 @@ HISTORY = (
 IS_TRACKED = (
     "SELECT EXISTS (SELECT FROM tireless.repo_status r"
     " WHERE (r.forge, r.owner, r.repo) = (%(forge)s, %(owner)s, %(repo)s)) AS tracked"
+)
+
+# The dashboard over time, the failures, the workers, an issue's runs (migration 0022).
+ACTIVITY = "SELECT a.* FROM tireless.queue_activity(%(span)s::interval) a"
+DURATIONS = "SELECT d.* FROM tireless.job_durations(%(span)s::interval) d"
+WORKERS = """
+SELECT w.worker, w.lanes, w.job_id, w.jobs_held, w.held_since, w.last_heartbeat, w.lease_ends,
+       w.last_seen, w.first_seen, w.status
+  FROM tireless.workers w
+ ORDER BY w.status = 'idle', w.status = 'working', w.last_seen DESC NULLS LAST, w.worker"""
+FAILURE_GROUPS = """
+SELECT split_part(coalesce(j.note, ''), E'\\n', 1) AS error, count(*) AS jobs, max(j.id) AS latest,
+       array_agg(DISTINCT j.lane ORDER BY j.lane) AS lanes
+  FROM tireless.job_list j
+ WHERE j.state = 'failed' AND j.updated_at >= now() - %(span)s::interval
+ GROUP BY 1
+ ORDER BY count(*) DESC, 1
+ LIMIT 50"""
+# Failed in the window, and live jobs on a later attempt (retried after a failure or a lost lease).
+FAILURES = (
+    "SELECT " + JOB_COLUMNS + " FROM tireless.job_list j"
+    " WHERE ((j.state = 'failed' AND j.updated_at >= now() - %(span)s::interval)"
+    " OR (j.state = 'pending' AND j.attempts > 0) OR (j.state = 'claimed' AND j.attempts > 1))"
+    " AND (%(error)s::text IS NULL OR split_part(coalesce(j.note, ''), E'\\n', 1) = %(error)s)"
+    " ORDER BY j.state = 'failed', j.id DESC LIMIT 100"
+)
+ISSUE_RUNS = (
+    "SELECT r.id, r.state, r.kind, r.created_at, r.note FROM tireless.issue_runs(%(job_id)s) r"
+)
+JOBS_BY_ID = (
+    "SELECT " + JOB_COLUMNS + " FROM tireless.job_list j WHERE j.id = ANY (%(ids)s) ORDER BY j.id"
 )
