@@ -13,7 +13,7 @@ from starlette.responses import Response
 
 from tireless.web import chart, reads
 from tireless.web.chart import GRAINS, WINDOWS
-from tireless.web.pages import dashboard_of, render, who
+from tireless.web.pages import dashboard_of, issue_links, issue_url, render, who
 
 
 def window_of(request: Request, default: str = "24h") -> str:
@@ -64,6 +64,8 @@ async def failures(request: Request) -> Response:
     error = request.query_params.get("error")
     board = dashboard_of(request)
     span = WINDOWS[window]
+    forges = await issue_links(request)
+    found = await board.rows(reads.FAILURES, {"span": span, "error": error})
     return render(
         request,
         "failures.html",
@@ -73,7 +75,7 @@ async def failures(request: Request) -> Response:
             "windows": list(WINDOWS),
             "error": error,
             "groups": await board.rows(reads.FAILURE_GROUPS, {"span": span}),
-            "jobs": await board.rows(reads.FAILURES, {"span": span, "error": error}),
+            "jobs": [{**row, "url": issue_url(forges, row)} for row in found],
         },
     )
 
