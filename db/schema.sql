@@ -914,6 +914,139 @@ $$;
 COMMENT ON FUNCTION tireless.expire_stale_claims() IS 'Returns every claimed job whose lease has passed to pending (after its backoff), fails it when the last attempt its budget counts is spent (give-backs are not counted), or cancels it when its issue withdrew its request (no failure counted); clears the claim, keeps the attempt count, and returns how many jobs it moved. Never waits on another sweeper: a job whose row is locked, or a lane another sweeper holds, is left for the next sweep.';
 
 --
+-- Name: roll_up_history(); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.roll_up_history() RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    state     tireless.history_rollup;
+    newest    bigint;
+    horizon   xid8;
+    oldest    xid8;
+    target    bigint;
+    counted   bigint;
+BEGIN
+    -- One rollup at a time; a second caller leaves it to the first. An advisory lock takes no
+    -- transaction id, so the horizons below are not held back by this transaction itself.
+    IF NOT pg_catalog.pg_try_advisory_xact_lock(pg_catalog.hashtext('tireless.roll_up_history')) THEN
+        RETURN 0;
+    END IF;
+    SELECT r.* INTO state FROM tireless.history_rollup r;
+    -- Each statement takes a new snapshot: every event id up to newest was drawn by a transaction
+    -- that already had its transaction id, so one older than horizon.
+    SELECT CASE WHEN s.is_called THEN s.last_value ELSE 0 END INTO newest FROM tireless.job_event_id_seq s;
+    horizon := pg_catalog.pg_snapshot_xmax(pg_catalog.pg_current_snapshot());
+    oldest := pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot());
+    IF oldest >= horizon THEN
+        -- Every transaction that could hold an event up to newest has ended: count them all now.
+        target := newest;
+        state.waiting_to := NULL;
+        state.waiting_until := NULL;
+    ELSIF state.waiting_to IS NOT NULL AND oldest >= state.waiting_until THEN
+        target := state.waiting_to;
+        state.waiting_to := newest;
+        state.waiting_until := horizon;
+    ELSE
+        -- A transaction older than the stop is still open: count nothing yet, keep the stop.
+        target := state.counted_to;
+        IF state.waiting_to IS NULL THEN
+            state.waiting_to := newest;
+            state.waiting_until := horizon;
+        END IF;
+    END IF;
+
+    WITH finished AS (
+        SELECT date_trunc('hour', e.at) AS hour, j.lane, e.to_state AS outcome
+          FROM tireless.job_event e
+          JOIN tireless.job j ON j.id = e.job_id
+         WHERE e.id > state.counted_to AND e.id <= target AND tireless.is_terminal(e.to_state)
+    ), per_lane AS (
+        INSERT INTO tireless.finished_count AS c (lane, outcome, jobs)
+        SELECT f.lane, f.outcome, count(*) FROM finished f GROUP BY f.lane, f.outcome
+        ON CONFLICT (lane, outcome) DO UPDATE SET jobs = c.jobs + excluded.jobs
+    ), per_hour AS (
+        INSERT INTO tireless.finished_hourly AS h (hour, lane, outcome, jobs)
+        SELECT f.hour, f.lane, f.outcome, count(*) FROM finished f GROUP BY f.hour, f.lane, f.outcome
+        ON CONFLICT (hour, lane, outcome) DO UPDATE SET jobs = h.jobs + excluded.jobs
+    )
+    SELECT count(*) INTO counted FROM finished;
+    IF target > state.counted_to THEN
+        PERFORM tireless.fold_history(state.counted_to, target);  -- 0022: the dashboard's roll-ups
+    END IF;
+
+    DELETE FROM tireless.finished_hourly h WHERE h.hour < now() - interval '8 days';
+    UPDATE tireless.history_rollup r
+       SET counted_to = greatest(state.counted_to, target),
+           waiting_to = state.waiting_to, waiting_until = state.waiting_until;
+    RETURN counted;
+END;
+$$;
+
+--
+-- Name: FUNCTION roll_up_history(); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.roll_up_history() IS 'Counts the finished jobs of the history written since the last call into tireless.finished_jobs and tireless.finished_jobs_by_hour, and folds the same events into the dashboard''s roll-ups (tireless.fold_history); returns how many finished jobs it added. Reads only new events; an event of a transaction still open is counted by a later call. Returns 0 at once while another call is rolling up.';
+
+--
+-- Name: failure_count; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.failure_count (
+    grain interval NOT NULL,
+    bucket timestamp with time zone NOT NULL,
+    lane text NOT NULL,
+    error text NOT NULL,
+    jobs bigint NOT NULL,
+    latest bigint NOT NULL,
+    CONSTRAINT failure_grain_is_minute_or_hour CHECK ((grain = ANY (ARRAY['00:01:00'::interval, '01:00:00'::interval])))
+);
+
+--
+-- Name: TABLE failure_count; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.failure_count IS 'Per bucket and lane, how many jobs failed with each error (the first line of the note of the event that failed them) and the newest such job. Private: read tireless.failure_groups.';
+
+--
+-- Name: CONSTRAINT failure_grain_is_minute_or_hour ON failure_count; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT failure_grain_is_minute_or_hour ON tireless.failure_count IS 'Two grains: minutes and hours.';
+
+--
+-- Name: failure_groups(interval); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.failure_groups(span interval) RETURNS TABLE(error text, jobs bigint, latest bigint, lanes text[])
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    BEGIN ATOMIC
+ SELECT tireless.roll_up_history() AS roll_up_history;
+ WITH frame AS (
+          SELECT tireless.activity_grain(failure_groups.span) AS grain,
+             date_bin(tireless.activity_grain(failure_groups.span), now(), '2000-01-01 00:00:00+00'::timestamp with time zone) AS last
+         )
+  SELECT f.error,
+     (sum(f.jobs))::bigint AS sum,
+     max(f.latest) AS max,
+     array_agg(DISTINCT f.lane ORDER BY f.lane) AS array_agg
+    FROM (tireless.failure_count f
+      JOIN frame ON (((f.grain = frame.grain) AND (f.bucket > (frame.last - failure_groups.span)))))
+   GROUP BY f.error
+   ORDER BY (sum(f.jobs)) DESC, f.error;
+END;
+
+--
+-- Name: FUNCTION failure_groups(span interval); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.failure_groups(span interval) IS 'The failures of the last span (at most 8 days) grouped by their error (the first line of the note that failed the job): how many jobs, the newest, the lanes; most frequent first. Rolls the history up first and reads only the folded counts.';
+
+--
 -- Name: finished_job_comment(tireless.job); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -1088,6 +1221,8 @@ CREATE FUNCTION tireless.fold_history(after_id bigint, upto_id bigint) RETURNS v
              e.worker,
              e.from_state,
              e.to_state,
+             split_part(COALESCE(e.note, ''::text), '
+'::text, 1) AS error,
              j.id AS job_id,
              j.forge,
              j.owner,
@@ -1116,7 +1251,9 @@ CREATE FUNCTION tireless.fold_history(after_id bigint, upto_id bigint) RETURNS v
              m.from_state,
              m.to_state,
              m.waited,
-             m.ran
+             m.ran,
+             m.error,
+             m.job_id
             FROM (moved m
               JOIN ( VALUES ('00:01:00'::interval,'03:00:00'::interval), ('01:00:00'::interval,'8 days'::interval)) g(grain, kept) ON ((m.at >= (now() - g.kept))))
          ), flows AS (
@@ -1143,6 +1280,16 @@ CREATE FUNCTION tireless.fold_history(after_id bigint, upto_id bigint) RETURNS v
                       CROSS JOIN LATERAL ( VALUES ('wait'::text,b.waited), ('run'::text,b.ran)) x(measure, seconds))
                    WHERE (x.seconds IS NOT NULL)
                    GROUP BY b.grain, b.bucket, b.lane, b.kind, x.measure, (tireless.duration_bin(x.seconds)) ON CONFLICT(grain, bucket, lane, kind, measure, bin) DO UPDATE SET jobs = (d.jobs + excluded.jobs)
+         ), failures AS (
+          INSERT INTO tireless.failure_count AS f (grain, bucket, lane, error, jobs, latest)  SELECT b.grain,
+                     b.bucket,
+                     b.lane,
+                     b.error,
+                     count(*) AS count,
+                     max(b.job_id) AS max
+                    FROM bucketed b
+                   WHERE (b.to_state = 'failed'::tireless.job_state)
+                   GROUP BY b.grain, b.bucket, b.lane, b.error ON CONFLICT(grain, bucket, lane, error) DO UPDATE SET jobs = (f.jobs + excluded.jobs), latest = GREATEST(f.latest, excluded.latest)
          ), seen AS (
           INSERT INTO tireless.worker_seen AS w (worker, lanes, first_seen, last_seen)  SELECT m.worker,
                      COALESCE(array_agg(DISTINCT m.lane) FILTER (WHERE (m.to_state = 'claimed'::tireless.job_state)), '{}'::text[]) AS "coalesce",
@@ -1176,6 +1323,12 @@ CREATE FUNCTION tireless.fold_history(after_id bigint, upto_id bigint) RETURNS v
              WHEN (d.grain = '00:01:00'::interval) THEN '03:00:00'::interval
              ELSE '8 days'::interval
          END));
+ DELETE FROM tireless.failure_count f
+   WHERE (f.bucket < (now() -
+         CASE
+             WHEN (f.grain = '00:01:00'::interval) THEN '03:00:00'::interval
+             ELSE '8 days'::interval
+         END));
  DELETE FROM tireless.worker_seen w
    WHERE (w.last_seen < (now() - '8 days'::interval));
 END;
@@ -1184,7 +1337,7 @@ END;
 -- Name: FUNCTION fold_history(after_id bigint, upto_id bigint); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.fold_history(after_id bigint, upto_id bigint) IS 'Folds the events with after_id < id <= upto_id into activity_count, duration_count, worker_seen and issue_run, and drops the buckets past their keeping time. Called by tireless.roll_up_history (and once by migration 0022).';
+COMMENT ON FUNCTION tireless.fold_history(after_id bigint, upto_id bigint) IS 'Folds the events with after_id < id <= upto_id into activity_count, duration_count, failure_count, worker_seen and issue_run, and drops the buckets past their keeping time. Called by tireless.roll_up_history (and once by migration 0022).';
 
 --
 -- Name: forges(); Type: FUNCTION; Schema: tireless; Owner: -
@@ -1568,84 +1721,6 @@ END;
 --
 
 COMMENT ON FUNCTION tireless.issue_runs(job_id bigint) IS 'Every job the issue of job_id has had (a re-run, or a new request after one ended), in order, that the rollup has seen, and job_id itself; empty for an unknown job.';
-
---
--- Name: roll_up_history(); Type: FUNCTION; Schema: tireless; Owner: -
---
-
-CREATE FUNCTION tireless.roll_up_history() RETURNS bigint
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-DECLARE
-    state     tireless.history_rollup;
-    newest    bigint;
-    horizon   xid8;
-    oldest    xid8;
-    target    bigint;
-    counted   bigint;
-BEGIN
-    -- One rollup at a time; a second caller leaves it to the first. An advisory lock takes no
-    -- transaction id, so the horizons below are not held back by this transaction itself.
-    IF NOT pg_catalog.pg_try_advisory_xact_lock(pg_catalog.hashtext('tireless.roll_up_history')) THEN
-        RETURN 0;
-    END IF;
-    SELECT r.* INTO state FROM tireless.history_rollup r;
-    -- Each statement takes a new snapshot: every event id up to newest was drawn by a transaction
-    -- that already had its transaction id, so one older than horizon.
-    SELECT CASE WHEN s.is_called THEN s.last_value ELSE 0 END INTO newest FROM tireless.job_event_id_seq s;
-    horizon := pg_catalog.pg_snapshot_xmax(pg_catalog.pg_current_snapshot());
-    oldest := pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot());
-    IF oldest >= horizon THEN
-        -- Every transaction that could hold an event up to newest has ended: count them all now.
-        target := newest;
-        state.waiting_to := NULL;
-        state.waiting_until := NULL;
-    ELSIF state.waiting_to IS NOT NULL AND oldest >= state.waiting_until THEN
-        target := state.waiting_to;
-        state.waiting_to := newest;
-        state.waiting_until := horizon;
-    ELSE
-        -- A transaction older than the stop is still open: count nothing yet, keep the stop.
-        target := state.counted_to;
-        IF state.waiting_to IS NULL THEN
-            state.waiting_to := newest;
-            state.waiting_until := horizon;
-        END IF;
-    END IF;
-
-    WITH finished AS (
-        SELECT date_trunc('hour', e.at) AS hour, j.lane, e.to_state AS outcome
-          FROM tireless.job_event e
-          JOIN tireless.job j ON j.id = e.job_id
-         WHERE e.id > state.counted_to AND e.id <= target AND tireless.is_terminal(e.to_state)
-    ), per_lane AS (
-        INSERT INTO tireless.finished_count AS c (lane, outcome, jobs)
-        SELECT f.lane, f.outcome, count(*) FROM finished f GROUP BY f.lane, f.outcome
-        ON CONFLICT (lane, outcome) DO UPDATE SET jobs = c.jobs + excluded.jobs
-    ), per_hour AS (
-        INSERT INTO tireless.finished_hourly AS h (hour, lane, outcome, jobs)
-        SELECT f.hour, f.lane, f.outcome, count(*) FROM finished f GROUP BY f.hour, f.lane, f.outcome
-        ON CONFLICT (hour, lane, outcome) DO UPDATE SET jobs = h.jobs + excluded.jobs
-    )
-    SELECT count(*) INTO counted FROM finished;
-    IF target > state.counted_to THEN
-        PERFORM tireless.fold_history(state.counted_to, target);  -- 0022: the dashboard's roll-ups
-    END IF;
-
-    DELETE FROM tireless.finished_hourly h WHERE h.hour < now() - interval '8 days';
-    UPDATE tireless.history_rollup r
-       SET counted_to = greatest(state.counted_to, target),
-           waiting_to = state.waiting_to, waiting_until = state.waiting_until;
-    RETURN counted;
-END;
-$$;
-
---
--- Name: FUNCTION roll_up_history(); Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON FUNCTION tireless.roll_up_history() IS 'Counts the finished jobs of the history written since the last call into tireless.finished_jobs and tireless.finished_jobs_by_hour, and folds the same events into the dashboard''s roll-ups (tireless.fold_history); returns how many finished jobs it added. Reads only new events; an event of a transaction still open is counted by a later call. Returns 0 at once while another call is rolling up.';
 
 --
 -- Name: job_durations(interval); Type: FUNCTION; Schema: tireless; Owner: -
@@ -4065,6 +4140,13 @@ ALTER TABLE ONLY tireless.duration_count
     ADD CONSTRAINT duration_count_pkey PRIMARY KEY (grain, bucket, lane, kind, measure, bin);
 
 --
+-- Name: failure_count failure_count_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.failure_count
+    ADD CONSTRAINT failure_count_pkey PRIMARY KEY (grain, bucket, lane, error);
+
+--
 -- Name: finished_count finished_count_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
 --
 
@@ -4566,6 +4648,30 @@ REVOKE ALL ON FUNCTION tireless.expire_stale_claims() FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.expire_stale_claims() TO tireless_runner;
 
 --
+-- Name: FUNCTION roll_up_history(); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.roll_up_history() FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.roll_up_history() TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.roll_up_history() TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.roll_up_history() TO tireless_admin;
+
+--
+-- Name: TABLE failure_count; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.failure_count TO tireless_admin;
+
+--
+-- Name: FUNCTION failure_groups(span interval); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.failure_groups(span interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.failure_groups(span interval) TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.failure_groups(span interval) TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.failure_groups(span interval) TO tireless_admin;
+
+--
 -- Name: FUNCTION finished_job_comment(job tireless.job); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -4694,15 +4800,6 @@ REVOKE ALL ON FUNCTION tireless.issue_runs(job_id bigint) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.issue_runs(job_id bigint) TO tireless_runner;
 GRANT ALL ON FUNCTION tireless.issue_runs(job_id bigint) TO tireless_poller;
 GRANT ALL ON FUNCTION tireless.issue_runs(job_id bigint) TO tireless_admin;
-
---
--- Name: FUNCTION roll_up_history(); Type: ACL; Schema: tireless; Owner: -
---
-
-REVOKE ALL ON FUNCTION tireless.roll_up_history() FROM PUBLIC;
-GRANT ALL ON FUNCTION tireless.roll_up_history() TO tireless_runner;
-GRANT ALL ON FUNCTION tireless.roll_up_history() TO tireless_poller;
-GRANT ALL ON FUNCTION tireless.roll_up_history() TO tireless_admin;
 
 --
 -- Name: FUNCTION job_durations(span interval); Type: ACL; Schema: tireless; Owner: -

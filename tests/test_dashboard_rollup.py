@@ -22,6 +22,7 @@ ORIGIN = datetime(2000, 1, 1, tzinfo=UTC)
 LANES = ("cc", "oc")
 KINDS = ("implement", "plan")
 WORKERS = ("runner-a", "runner-b", "runner-c")
+ERRORS = ("tests failed\nin test_x.py", "tests failed\nin test_y.py", "agent timed out", None)
 
 
 @dataclass
@@ -31,6 +32,7 @@ class Event:
     to_state: str
     worker: str | None
     attempt: int
+    note: str | None = None
 
 
 @dataclass
@@ -54,7 +56,8 @@ def life(rng: random.Random, now: datetime, number: int) -> ReplayJob:
     def step(to_state: str, worker: str | None, attempt: int) -> None:
         nonlocal at
         from_state = job.events[-1].to_state if job.events else None
-        job.events.append(Event(at, from_state, to_state, worker, attempt))
+        note = rng.choice(ERRORS) if to_state == "failed" else None
+        job.events.append(Event(at, from_state, to_state, worker, attempt, note))
         at = min(at + timedelta(seconds=rng.expovariate(1 / 600)), now - timedelta(seconds=1))
 
     step("pending", None, 0)
@@ -84,9 +87,17 @@ def write(
         conn.execute("SET LOCAL session_replication_role = replica")
         for job_id, event in events:
             conn.execute(
-                "INSERT INTO tireless.job_event (job_id, at, from_state, to_state, worker, attempt)"
-                " VALUES (%s, %s, %s, %s, %s, %s)",
-                [job_id, event.at, event.from_state, event.to_state, event.worker, event.attempt],
+                "INSERT INTO tireless.job_event (job_id, at, from_state, to_state, worker, attempt,"
+                " note) VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                [
+                    job_id,
+                    event.at,
+                    event.from_state,
+                    event.to_state,
+                    event.worker,
+                    event.attempt,
+                    event.note,
+                ],
             )
 
 
@@ -235,6 +246,28 @@ def test_job_durations_are_the_percentiles_of_the_events(
         direct = conn.execute(DIRECT_DURATIONS, {"span": span, "grain": grain}).fetchall()
     assert sorted(got) == sorted(direct)
     assert {row[2] for row in got} == {"wait", "run"}
+
+
+DIRECT_FAILURES = """
+SELECT split_part(coalesce(e.note, ''), E'\\n', 1) AS error, count(*), max(e.job_id),
+       array_agg(DISTINCT j.lane ORDER BY j.lane)
+  FROM tireless.job_event e JOIN tireless.job j ON j.id = e.job_id
+ WHERE e.to_state = 'failed'
+   AND date_bin(%(grain)s::interval, e.at, timestamptz '2000-01-01 00:00:00+00')
+       > date_bin(%(grain)s::interval, now(), timestamptz '2000-01-01 00:00:00+00') - %(span)s::interval
+ GROUP BY 1
+ ORDER BY 2 DESC, 1"""
+
+
+@pytest.mark.parametrize(("span", "grain"), [("1 hour", "1 minute"), ("7 days", "1 hour")])
+def test_failure_groups_are_the_failed_events_by_their_first_line(
+    db: Database, replayed: list[ReplayJob], span: str, grain: str
+) -> None:
+    with db.connect() as conn, conn.transaction():
+        got = conn.execute("SELECT * FROM tireless.failure_groups(%s::interval)", [span]).fetchall()
+        direct = conn.execute(DIRECT_FAILURES, {"span": span, "grain": grain}).fetchall()
+    assert got == direct
+    assert "tests failed" in {row[0] for row in got}
 
 
 def test_a_duration_is_within_its_bin(db: Database) -> None:

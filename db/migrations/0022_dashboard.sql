@@ -48,6 +48,21 @@ COMMENT ON TABLE tireless.duration_count IS
 COMMENT ON CONSTRAINT duration_measure_is_wait_or_run ON tireless.duration_count IS 'wait: created to first claim; run: claim to finish.';
 COMMENT ON CONSTRAINT duration_grain_is_minute_or_hour ON tireless.duration_count IS 'Two grains: minutes and hours.';
 
+CREATE TABLE tireless.failure_count (
+    grain  interval NOT NULL,
+    bucket timestamptz NOT NULL,
+    lane   text NOT NULL,
+    error  text NOT NULL,
+    jobs   bigint NOT NULL,
+    latest bigint NOT NULL,
+    PRIMARY KEY (grain, bucket, lane, error),
+    CONSTRAINT failure_grain_is_minute_or_hour CHECK (grain IN (interval '1 minute', interval '1 hour'))
+);
+COMMENT ON TABLE tireless.failure_count IS
+    'Per bucket and lane, how many jobs failed with each error (the first line of the note of the event that '
+    'failed them) and the newest such job. Private: read tireless.failure_groups.';
+COMMENT ON CONSTRAINT failure_grain_is_minute_or_hour ON tireless.failure_count IS 'Two grains: minutes and hours.';
+
 CREATE TABLE tireless.worker_seen (
     worker     text PRIMARY KEY,
     lanes      text[] NOT NULL,
@@ -104,7 +119,7 @@ CREATE FUNCTION tireless.fold_history(after_id bigint, upto_id bigint) RETURNS v
     SET search_path = pg_catalog, pg_temp
 BEGIN ATOMIC
     WITH moved AS (
-        SELECT e.at, e.worker, e.from_state, e.to_state, j.id AS job_id, j.forge, j.owner, j.repo, j.number,
+        SELECT e.at, e.worker, e.from_state, e.to_state, split_part(coalesce(e.note, ''), E'\n', 1) AS error, j.id AS job_id, j.forge, j.owner, j.repo, j.number,
                j.lane, j.kind,
                CASE WHEN e.to_state = 'claimed' AND e.attempt = 1
                     THEN extract(epoch FROM e.at - j.created_at)::float8 END AS waited,
@@ -119,7 +134,7 @@ BEGIN ATOMIC
          WHERE e.id > fold_history.after_id AND e.id <= fold_history.upto_id
     ), bucketed AS (
         SELECT g.grain, date_bin(g.grain, m.at, timestamptz '2000-01-01 00:00:00+00') AS bucket, m.lane, m.kind,
-               m.from_state, m.to_state, m.waited, m.ran
+               m.from_state, m.to_state, m.waited, m.ran, m.error, m.job_id
           FROM moved m
           JOIN (VALUES (interval '1 minute', interval '3 hours'), (interval '1 hour', interval '8 days')) AS g (grain, kept)
             ON m.at >= now() - g.kept
@@ -148,6 +163,14 @@ BEGIN ATOMIC
          WHERE x.seconds IS NOT NULL
          GROUP BY b.grain, b.bucket, b.lane, b.kind, x.measure, tireless.duration_bin(x.seconds)
         ON CONFLICT (grain, bucket, lane, kind, measure, bin) DO UPDATE SET jobs = d.jobs + excluded.jobs
+    ), failures AS (
+        INSERT INTO tireless.failure_count AS f (grain, bucket, lane, error, jobs, latest)
+        SELECT b.grain, b.bucket, b.lane, b.error, count(*), max(b.job_id)
+          FROM bucketed b
+         WHERE b.to_state = 'failed'
+         GROUP BY b.grain, b.bucket, b.lane, b.error
+        ON CONFLICT (grain, bucket, lane, error) DO UPDATE
+           SET jobs = f.jobs + excluded.jobs, latest = greatest(f.latest, excluded.latest)
     ), seen AS (
         INSERT INTO tireless.worker_seen AS w (worker, lanes, first_seen, last_seen)
         SELECT m.worker, coalesce(array_agg(DISTINCT m.lane) FILTER (WHERE m.to_state = 'claimed'), '{}'),
@@ -169,10 +192,12 @@ BEGIN ATOMIC
      WHERE a.bucket < now() - CASE WHEN a.grain = interval '1 minute' THEN interval '3 hours' ELSE interval '8 days' END;
     DELETE FROM tireless.duration_count d
      WHERE d.bucket < now() - CASE WHEN d.grain = interval '1 minute' THEN interval '3 hours' ELSE interval '8 days' END;
+    DELETE FROM tireless.failure_count f
+     WHERE f.bucket < now() - CASE WHEN f.grain = interval '1 minute' THEN interval '3 hours' ELSE interval '8 days' END;
     DELETE FROM tireless.worker_seen w WHERE w.last_seen < now() - interval '8 days';
 END;
 COMMENT ON FUNCTION tireless.fold_history(bigint, bigint) IS
-    'Folds the events with after_id < id <= upto_id into activity_count, duration_count, worker_seen and issue_run, '
+    'Folds the events with after_id < id <= upto_id into activity_count, duration_count, failure_count, worker_seen and issue_run, '
     'and drops the buckets past their keeping time. Called by tireless.roll_up_history (and once by migration 0022).';
 
 -- roll_up_history as in 0010, and it folds the same range of events for the dashboard (the one added line
@@ -334,6 +359,27 @@ COMMENT ON FUNCTION tireless.job_durations(interval) IS
     '8 days): how many jobs, and the median and 95th percentile as the upper bound of their histogram bin '
     '(within 19%). Rolls the history up first and reads only the folded histograms.';
 
+CREATE FUNCTION tireless.failure_groups(span interval)
+    RETURNS TABLE (error text, jobs bigint, latest bigint, lanes text[])
+    LANGUAGE sql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+    SELECT tireless.roll_up_history();
+    WITH frame AS (
+        SELECT tireless.activity_grain(failure_groups.span) AS grain,
+               date_bin(tireless.activity_grain(failure_groups.span), now(),
+                        timestamptz '2000-01-01 00:00:00+00') AS last
+    )
+    SELECT f.error, sum(f.jobs)::bigint, max(f.latest), array_agg(DISTINCT f.lane ORDER BY f.lane)
+      FROM tireless.failure_count f
+      JOIN frame ON f.grain = frame.grain AND f.bucket > frame.last - failure_groups.span
+     GROUP BY f.error
+     ORDER BY sum(f.jobs) DESC, f.error;
+END;
+COMMENT ON FUNCTION tireless.failure_groups(interval) IS
+    'The failures of the last span (at most 8 days) grouped by their error (the first line of the note that failed the '
+    'job): how many jobs, the newest, the lanes; most frequent first. Rolls the history up first and reads only the folded counts.';
+
 CREATE VIEW tireless.workers AS
 WITH held AS (
     SELECT j.claimed_by AS worker, j.id AS job_id, j.lane, j.claim_expires_at, j.updated_at,
@@ -389,17 +435,21 @@ COMMENT ON FUNCTION tireless.worker_ran(bigint, text) IS
     'True when the history of job_id names worker (it claimed, finished or gave back the job); reads that job''s events only.';
 
 -- The history already counted before this migration: fold what the windows can still show, and every job's run.
-SELECT tireless.fold_history(0, r.counted_to) FROM tireless.history_rollup r;
+DO $$
+BEGIN
+    PERFORM tireless.fold_history(0, r.counted_to) FROM tireless.history_rollup r;
+END;
+$$;
 INSERT INTO tireless.issue_run (forge, owner, repo, number, job_id)
 SELECT j.forge, j.owner, j.repo, j.number, j.id FROM tireless.job j
 ON CONFLICT DO NOTHING;
 
 REVOKE ALL ON ALL FUNCTIONS IN SCHEMA tireless FROM PUBLIC;
 REVOKE ALL ON ALL TABLES IN SCHEMA tireless FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION tireless.queue_activity(interval), tireless.job_durations(interval),
+GRANT EXECUTE ON FUNCTION tireless.queue_activity(interval), tireless.job_durations(interval), tireless.failure_groups(interval),
     tireless.issue_runs(bigint), tireless.worker_ran(bigint, text), tireless.duration_bin(float8), tireless.bin_bound(smallint),
     tireless.activity_grain(interval)
     TO tireless_runner, tireless_poller, tireless_admin;
 GRANT SELECT ON tireless.workers TO tireless_runner, tireless_poller, tireless_admin;
-GRANT SELECT ON tireless.activity_count, tireless.duration_count, tireless.worker_seen, tireless.issue_run
+GRANT SELECT ON tireless.activity_count, tireless.duration_count, tireless.failure_count, tireless.worker_seen, tireless.issue_run
     TO tireless_admin;

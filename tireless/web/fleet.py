@@ -65,7 +65,8 @@ async def failures(request: Request) -> Response:
     board = dashboard_of(request)
     span = WINDOWS[window]
     forges = await issue_links(request)
-    found = await board.rows(reads.FAILURES, {"span": span, "error": error})
+    params = {"span": span, "error": error}
+    found = await board.rows(reads.RETRIED, params) + await board.rows(reads.FAILED, params)
     return render(
         request,
         "failures.html",

@@ -84,21 +84,20 @@ SELECT w.worker, w.lanes, w.job_id, w.jobs_held, w.held_since, w.last_heartbeat,
        w.last_seen, w.first_seen, w.status
   FROM tireless.workers w
  ORDER BY w.status = 'idle', w.status = 'working', w.last_seen DESC NULLS LAST, w.worker"""
-FAILURE_GROUPS = """
-SELECT split_part(coalesce(j.note, ''), E'\\n', 1) AS error, count(*) AS jobs, max(j.id) AS latest,
-       array_agg(DISTINCT j.lane ORDER BY j.lane) AS lanes
-  FROM tireless.job_list j
- WHERE j.state = 'failed' AND j.updated_at >= now() - %(span)s::interval
- GROUP BY 1
- ORDER BY count(*) DESC, 1
- LIMIT 50"""
-# Failed in the window, and live jobs on a later attempt (retried after a failure or a lost lease).
-FAILURES = (
+FAILURE_GROUPS = "SELECT g.error, g.jobs, g.latest, g.lanes FROM tireless.failure_groups(%(span)s::interval) g LIMIT 50"
+# Failed in the window, newest first (the index of terminal jobs by their last change), and
+# live jobs on a later attempt (retried after a failure or a lost lease).
+FAILED = (
     "SELECT " + JOB_COLUMNS + " FROM tireless.job_list j"
-    " WHERE ((j.state = 'failed' AND j.updated_at >= now() - %(span)s::interval)"
-    " OR (j.state = 'pending' AND j.attempts > 0) OR (j.state = 'claimed' AND j.attempts > 1))"
+    " WHERE j.state = 'failed' AND j.updated_at >= now() - %(span)s::interval"
     " AND (%(error)s::text IS NULL OR split_part(coalesce(j.note, ''), E'\\n', 1) = %(error)s)"
-    " ORDER BY j.state = 'failed', j.id DESC LIMIT 100"
+    " ORDER BY j.updated_at DESC LIMIT 100"
+)
+RETRIED = (
+    "SELECT " + JOB_COLUMNS + " FROM tireless.job_list j"
+    " WHERE j.state IN ('pending', 'claimed') AND j.attempts > (j.state = 'claimed')::int"
+    " AND (%(error)s::text IS NULL OR split_part(coalesce(j.note, ''), E'\\n', 1) = %(error)s)"
+    " ORDER BY j.id DESC LIMIT 100"
 )
 ISSUE_RUNS = (
     "SELECT r.id, r.state, r.kind, r.created_at, r.note FROM tireless.issue_runs(%(job_id)s) r"
