@@ -14,9 +14,8 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from tireless import calls
-from tireless.errors import TirelessError, translated_errors
 from tireless.web import flash, reads
-from tireless.web.pages import action_form, back_to, dashboard_of, render, who
+from tireless.web.pages import action_form, attempt, back_to, dashboard_of, render, who
 
 ACTIONS = {"rerun": "Re-run", "cancel": "Cancel"}
 MAX_JOBS = 200
@@ -66,19 +65,6 @@ def why_not(action: str, job: Mapping[str, Any]) -> str:
     if job["state"] not in TERMINAL:
         return f"still {job['state']}: an issue is re-run once its job has ended"
     return "its issue is already re-run by another selected job"
-
-
-async def attempt(request: Request, query: Any, params: dict[str, Any]) -> tuple[Any, str | None]:
-    """(the first column of the call's answer, None) or (None, the refusal)."""
-    board = dashboard_of(request)
-    try:
-        async with board.pool.connection() as conn, conn.cursor() as cur:
-            with translated_errors():
-                await cur.execute(query, params)
-                answer = await cur.fetchone()
-    except TirelessError as refusal:
-        return None, f"refused ({refusal.sqlstate}): {refusal}"
-    return (answer[0] if answer else None), None
 
 
 async def carry_out(request: Request, action: str, job: Mapping[str, Any]) -> str:

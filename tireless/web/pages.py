@@ -287,10 +287,9 @@ def back_to(form: Mapping[str, str], default: str) -> str:
     return target if target.startswith("/") and not target.startswith("//") else default
 
 
-async def run_action(
-    request: Request, query: Any, params: dict[str, Any], back: Callable[[Any], str]
-) -> Response:
-    """Run the action's call; back(the first column of its answer) is where the browser goes."""
+async def attempt(request: Request, query: Any, params: dict[str, Any]) -> tuple[Any, str | None]:
+    """Run one call in its own transaction: (the first column of its answer, None), or (None,
+    the store's refusal with its SQLSTATE)."""
     board = dashboard_of(request)
     try:
         async with board.pool.connection() as conn, conn.cursor() as cur:
@@ -298,13 +297,18 @@ async def run_action(
                 await cur.execute(query, params)
                 answer = await cur.fetchone()
     except TirelessError as refusal:
-        return render(
-            request,
-            "problem.html",
-            {"status": 409, "message": f"refused ({refusal.sqlstate}): {refusal}", "me": None},
-            409,
-        )
-    return RedirectResponse(back(answer[0] if answer else None), status_code=303)
+        return None, f"refused ({refusal.sqlstate}): {refusal}"
+    return (answer[0] if answer else None), None
+
+
+async def run_action(
+    request: Request, query: Any, params: dict[str, Any], back: Callable[[Any], str]
+) -> Response:
+    """Run the action's call; back(the first column of its answer) is where the browser goes."""
+    answer, refusal = await attempt(request, query, params)
+    if refusal is not None:
+        return render(request, "problem.html", {"status": 409, "message": refusal, "me": None}, 409)
+    return RedirectResponse(back(answer), status_code=303)
 
 
 LANE_ACTIONS = {
