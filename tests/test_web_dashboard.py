@@ -174,6 +174,7 @@ def test_bulk_cancel_asks_first_then_cancels_the_pending_and_says_so(
     )
     assert "a running job is cancelled from its own page" in confirm
     assert state_of(db, jobs.pending) == "pending", "nothing changes before the confirmation"
+    assert '<body data-refresh="0">' in confirm, "a page answering a POST never reloads itself"
     page = bulk(admin, "cancel", selected, confirm=True)
     assert state_of(db, jobs.pending) == state_of(db, jobs.child) == "cancelled"
     assert state_of(db, jobs.claimed) == "claimed"
@@ -233,4 +234,5 @@ def test_every_lane_is_on_the_overview_also_without_live_jobs(
     store.transition(job.id, "delivered", "runner-g", token=job.claim_token)
     page = admin.get("/").text
     assert '<a href="/jobs?lane=gm">gm</a>' in page
+    assert '<body data-refresh="15">' in page
     assert '<time datetime="' in page
