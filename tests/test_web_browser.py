@@ -206,6 +206,7 @@ def test_a_person_finds_acts_on_and_follows_the_fleet(
         "Wait p50",
     ]
     assert driver.find_element(By.ID, "lane-chart-cc").is_displayed()
+    assert driver.save_screenshot(str(tmp_path / "activity.png"))
 
     # Why it failed: the group, then its jobs.
     follow(driver, driver.find_element(By.LINK_TEXT, "Failures"))
@@ -219,6 +220,7 @@ def test_a_person_finds_acts_on_and_follows_the_fleet(
     row = driver.find_element(By.CSS_SELECTOR, "#workers tr.worker-stopped-heartbeating")
     assert "runner-d" in row.text
     assert f"job {jobs.past_lease}" in row.text
+    assert driver.save_screenshot(str(tmp_path / "workers.png"))
 
     # Find: an issue by its number, typed and sent with the keyboard.
     follow(driver, driver.find_element(By.LINK_TEXT, "Jobs"))

@@ -57,6 +57,7 @@ def test_activity_draws_each_window_with_the_lanes_and_their_times(
         for tr in re.findall(r"<tr>(.*?)</tr>", durations.group(1), re.S)
     ]
     assert [(row[1], row[2], row[5]) for row in rows] == [("implement", "4", "2")]
+    assert rows[0][3] == "&lt; 1s", "the tests' jobs waited milliseconds"
 
 
 def test_an_unknown_window_is_400(admin: TestClient) -> None:

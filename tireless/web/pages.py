@@ -45,6 +45,13 @@ def age(value: timedelta | float | None) -> str:
     return f"{sign}{total // 86400}d{total % 86400 // 3600:02d}h"
 
 
+def at_most(value: timedelta | None) -> str:
+    """A percentile read from a histogram: the upper bound of its bin."""
+    if value is None:
+        return "-"
+    return "< 1s" if value < timedelta(seconds=1) else f"≤ {age(value)}"
+
+
 def clock(value: datetime | None) -> str:
     return "-" if value is None else value.astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")
 
@@ -63,6 +70,7 @@ def first_line(value: str | None) -> str:
 
 FILTERS: dict[str, Callable[..., str]] = {
     "age": age,
+    "at_most": at_most,
     "clock": clock,
     "when": when,
     "first_line": first_line,
