@@ -258,10 +258,11 @@ def test_a_person_finds_acts_on_and_follows_the_fleet(
 
     # On a phone: nothing wider than the screen but the tables' own scrolling.
     driver.set_window_size(390, 844)
-    driver.get(dashboard)
-    width = driver.execute_script("return document.documentElement.scrollWidth")
-    inner = driver.execute_script("return window.innerWidth")
-    assert width <= inner + 1, (width, inner)
+    for path in ("", "jobs", f"jobs/{jobs.failed}", "activity", "failures", "workers"):
+        driver.get(dashboard + path)
+        width = driver.execute_script("return document.documentElement.scrollWidth")
+        inner = driver.execute_script("return window.innerWidth")
+        assert width <= inner + 1, (path, width, inner)
 
     console = driver.get_log("browser")  # type: ignore[no-untyped-call]  # untyped in selenium
     assert [entry for entry in console if entry["level"] == "SEVERE"] == []
