@@ -256,6 +256,16 @@ def test_a_person_finds_acts_on_and_follows_the_fleet(
     assert f"re-run as job {new_job}" in driver.find_element(By.ID, "runs").text
     screenshot(driver, tmp_path, "job")
 
+    # Dark mode follows the system.
+    driver.execute_cdp_cmd(
+        "Emulation.setEmulatedMedia",
+        {"features": [{"name": "prefers-color-scheme", "value": "dark"}]},
+    )
+    driver.get(dashboard + "activity")
+    background = driver.execute_script("return getComputedStyle(document.body).backgroundColor")
+    assert background == "rgb(21, 24, 30)", background
+    assert driver.save_screenshot(str(tmp_path / "dark.png"))
+
     # On a phone: nothing wider than the screen but the tables' own scrolling.
     driver.set_window_size(390, 844)
     for path in ("", "jobs", f"jobs/{jobs.failed}", "activity", "failures", "workers"):
