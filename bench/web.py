@@ -114,7 +114,10 @@ def measure(conninfos: dict[int, str], rounds: int, requests: int) -> dict[int, 
     """The two stores side by side, in alternating order over several rounds (the machine is
     shared: a slow moment then hurts both), the median of the rounds' medians."""
     with contextlib.ExitStack() as stack:
-        clients = {n: stack.enter_context(TestClient(create_app(c))) for n, c in conninfos.items()}
+        clients = {
+            n: stack.enter_context(TestClient(create_app(c), base_url="http://localhost"))
+            for n, c in conninfos.items()
+        }
         results = {
             n: {"first scrape (rollup catch-up, once)": catch_up(c)} for n, c in clients.items()
         }

@@ -362,6 +362,30 @@ CREATE FUNCTION tireless.bin_bound(bin smallint) RETURNS interval
 COMMENT ON FUNCTION tireless.bin_bound(bin smallint) IS 'The longest duration of a histogram bin (see tireless.duration_bin).';
 
 --
+-- Name: check_forge(text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.check_forge(name text) RETURNS void
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    IF NOT EXISTS (SELECT FROM tireless.forge f WHERE f.name = check_forge.name) THEN
+        RAISE EXCEPTION 'forge % is not registered', coalesce(quote_literal(left(check_forge.name, 120)), 'null')
+            USING ERRCODE = 'TL008',
+                  HINT = format('Register it first: tireless forge add %s --kind gitea|forgejo|github --url URL '
+                                '(see tireless forge list).', left(check_forge.name, 120));
+    END IF;
+END;
+$$;
+
+--
+-- Name: FUNCTION check_forge(name text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.check_forge(name text) IS 'Raises TL008, with the command that registers it, unless the forge is registered (what `tireless track` checks first: track_repo itself accepts a forge registered later).';
+
+--
 -- Name: check_holder(tireless.job, text, uuid); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -2220,6 +2244,25 @@ $$;
 COMMENT ON FUNCTION tireless.mirror_writes(forge text, owner text, repo text, poller text, max_writes integer, settle interval) IS 'For a poller holding the repository''s poll lease: reads the job history since the repository''s cursor (each changed issue now wants its newest job''s state, replacing any older wanted state) and returns the writes due (at most max_writes): per issue its job and state, the state label to show, the labels to take off (the other state labels, and the mode labels once the job ended) and, for a finished job when the policy comments, the comment with its marker. The cursor passes only events older than settle. TL004 without the lease.';
 
 --
+-- Name: next_ready_at(text[]); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.next_ready_at(lanes text[]) RETURNS timestamp with time zone
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    BEGIN ATOMIC
+ SELECT min(j.available_at) AS min
+    FROM tireless.job j
+   WHERE ((j.state = 'pending'::tireless.job_state) AND (j.lane = ANY (next_ready_at.lanes)) AND (j.available_at > now()));
+END;
+
+--
+-- Name: FUNCTION next_ready_at(lanes text[]); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.next_ready_at(lanes text[]) IS 'When the earliest backed-off pending job in the lanes becomes claimable (null: none is waiting out a backoff): an idle runner sleeps until then at most, since the end of a backoff sends no notification.';
+
+--
 -- Name: parse_kind(text); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -2363,6 +2406,41 @@ $$;
 COMMENT ON FUNCTION tireless.poll_soon(forge text, owner text, repo text) IS 'Makes a tracked repository due now (a webhook saw a change); a backoff still holds. True when it is due now, false when it is not tracked or is backing off.';
 
 --
+-- Name: poll_soon_once(text, text, text, bytea); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.poll_soon_once(forge text, owner text, repo text, digest bytea) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM tireless.check_tracked(poll_soon_once.forge, poll_soon_once.owner, poll_soon_once.repo);
+    IF octet_length(poll_soon_once.digest) IS DISTINCT FROM 32 THEN
+        RAISE EXCEPTION 'digest must be the 32 bytes of a SHA-256, got %',
+            coalesce(octet_length(poll_soon_once.digest)::text || ' bytes', 'null')
+            USING ERRCODE = 'TL005';
+    END IF;
+    -- The window: a body older than seven days is forgotten, so the table holds a week of deliveries.
+    DELETE FROM tireless.webhook_delivery d WHERE d.received_at < now() - interval '7 days';
+    -- Two copies at once: the second waits for the first's row and then finds it (or, if the
+    -- first rolled back, inserts its own).
+    INSERT INTO tireless.webhook_delivery AS d (forge, digest)
+    VALUES (poll_soon_once.forge, poll_soon_once.digest)
+    ON CONFLICT DO NOTHING;
+    IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+    RETURN tireless.poll_soon(poll_soon_once.forge, poll_soon_once.owner, poll_soon_once.repo);
+END;
+$$;
+
+--
+-- Name: FUNCTION poll_soon_once(forge text, owner text, repo text, digest bytea); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.poll_soon_once(forge text, owner text, repo text, digest bytea) IS 'tireless.poll_soon for a webhook delivery whose body has SHA-256 digest: null, and nothing done, when the same body reached this forge in the last seven days (a replay); TL008 for a repository that is not tracked, TL005 for a digest that is not 32 bytes.';
+
+--
 -- Name: prune(interval, integer); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -2412,6 +2490,42 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.prune(older_than interval, max_jobs integer) IS '(admin) Deletes terminal jobs last changed before now() - older_than, with their history, in batches of 1000; never a live job, never a job that a remaining job names as parent. max_jobs (null: no limit) bounds one call, so a caller can keep each transaction short. Returns how many jobs it deleted.';
+
+--
+-- Name: prune_preview(interval); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.prune_preview(older_than interval) RETURNS TABLE(jobs bigint, oldest timestamp with time zone, newest timestamp with time zone)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    IF prune_preview.older_than IS NULL OR prune_preview.older_than < interval '0' THEN
+        RAISE EXCEPTION 'older_than must be an interval of 0 or more, got %', coalesce(prune_preview.older_than::text, 'null')
+            USING ERRCODE = 'TL005';
+    END IF;
+    -- prune's rule: a terminal job unchanged since the cutoff goes, unless a job that stays (live, or
+    -- newer) descends from it.
+    RETURN QUERY
+    WITH RECURSIVE kept_ancestor AS (
+        SELECT j.parent_id AS id FROM tireless.job j
+         WHERE j.parent_id IS NOT NULL
+           AND NOT (j.state IN ('delivered', 'failed', 'cancelled') AND j.updated_at < now() - prune_preview.older_than)
+        UNION
+        SELECT p.parent_id FROM kept_ancestor k JOIN tireless.job p ON p.id = k.id WHERE p.parent_id IS NOT NULL
+    )
+    SELECT count(*), min(j.updated_at), max(j.updated_at)
+      FROM tireless.job j
+     WHERE j.state IN ('delivered', 'failed', 'cancelled') AND j.updated_at < now() - prune_preview.older_than
+       AND j.id NOT IN (SELECT k.id FROM kept_ancestor k);
+END;
+$$;
+
+--
+-- Name: FUNCTION prune_preview(older_than interval); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.prune_preview(older_than interval) IS '(admin) What prune(older_than) would delete now: how many jobs, and the oldest and newest last change among them. Deletes nothing.';
 
 --
 -- Name: queue_activity(interval); Type: FUNCTION; Schema: tireless; Owner: -
@@ -2962,22 +3076,72 @@ $$;
 COMMENT ON FUNCTION tireless.renew_claim(job_id bigint, worker text, lease interval, token uuid) IS 'Extends the lease to now() + lease while worker (and token, when given) holds the claim; false when the claim was lost. TL001 for an unknown job.';
 
 --
--- Name: rerun(text, text, text, integer); Type: FUNCTION; Schema: tireless; Owner: -
+-- Name: request_cancel(bigint, text); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
-CREATE FUNCTION tireless.rerun(forge text, owner text, repo text, number integer) RETURNS bigint
+CREATE FUNCTION tireless.request_cancel(job_id bigint, note text DEFAULT NULL::text) RETURNS tireless.job
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    job tireless.job;
+    why text := coalesce(request_cancel.note, format('cancelled by %s', session_user));
+BEGIN
+    IF length(request_cancel.note) > 10000 THEN
+        RAISE EXCEPTION 'note must be at most 10000 characters, got %', length(request_cancel.note)
+            USING ERRCODE = 'TL005';
+    END IF;
+    SELECT * INTO job FROM tireless.job j WHERE j.id = request_cancel.job_id FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'no job with id %', coalesce(request_cancel.job_id::text, 'null') USING ERRCODE = 'TL001';
+    END IF;
+    IF tireless.is_terminal(job.state) THEN
+        RAISE EXCEPTION 'job % is % and never changes again; nothing to cancel', job.id, job.state
+            USING ERRCODE = 'TL003', HINT = 'Only a pending or claimed job can be cancelled.';
+    END IF;
+    -- A pending job ends at once; a claimed one keeps its holder, who learns of the request from
+    -- heartbeat (as for a withdrawn issue) and ends it cancelled, or the sweeper does at its lease's end.
+    UPDATE tireless.job j
+       SET state = CASE WHEN j.state = 'pending' THEN 'cancelled' ELSE j.state END::tireless.job_state,
+           cancel_requested_at = CASE WHEN j.state = 'claimed' THEN coalesce(j.cancel_requested_at, now()) END,
+           note = why,
+           updated_at = now()
+     WHERE j.id = job.id
+    RETURNING j.* INTO job;
+    RETURN job;
+END;
+$$;
+
+--
+-- Name: FUNCTION request_cancel(job_id bigint, note text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.request_cancel(job_id bigint, note text) IS '(admin) Cancels a job: a pending job ends cancelled at once, with the note; a claimed job gets a cancel request (the note says who asked), which its holder learns from heartbeat as for a withdrawn issue. TL001 for an unknown job, TL003 for a finished one.';
+
+--
+-- Name: rerun(text, text, text, integer, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.rerun(forge text, owner text, repo text, number integer, kind text DEFAULT NULL::text) RETURNS bigint
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
     live bigint;
     seen tireless.issue;
+    seen_before boolean;
+    last tireless.job;
+    run_before boolean;
+    asked text[];
     job_kind text;
     job tireless.job;
 BEGIN
     IF rerun.number IS NULL OR rerun.number < 1 THEN
         RAISE EXCEPTION 'number must be a positive issue number, got %', coalesce(rerun.number::text, 'null')
             USING ERRCODE = 'TL005';
+    END IF;
+    IF rerun.kind IS NOT NULL THEN
+        PERFORM tireless.parse_kind(rerun.kind);
     END IF;
     PERFORM tireless.check_tracked(rerun.forge, rerun.owner, rerun.repo);
     PERFORM tireless.lock_repo_issues(rerun.forge, rerun.owner, rerun.repo);
@@ -2991,10 +3155,24 @@ BEGIN
     END IF;
     SELECT * INTO seen FROM tireless.issue s
      WHERE (s.forge, s.owner, s.repo, s.number) = (rerun.forge, rerun.owner, rerun.repo, rerun.number);
-    job_kind := coalesce(tireless.job_kind_for(seen.labels), 'implement');
+    seen_before := FOUND;
+    SELECT * INTO last FROM tireless.job j
+     WHERE (j.forge, j.owner, j.repo, j.number) = (rerun.forge, rerun.owner, rerun.repo, rerun.number)
+     ORDER BY j.id DESC LIMIT 1;
+    run_before := FOUND;
+    IF NOT (seen_before OR run_before) THEN
+        RAISE EXCEPTION 'the store has never seen issue %/%/%#%', rerun.forge, rerun.owner, rerun.repo, rerun.number
+            USING ERRCODE = 'TL005',
+                  HINT = 'Check the number; a new issue is read by the next poll (tireless poll --once), and its '
+                         'labels then ask for work.';
+    END IF;
+    -- What the issue last asked: its last job's kind and labels (the agent override among them), which
+    -- the mirror's withdrawal does not change; an issue shown but never run: the labels last seen.
+    asked := coalesce(last.labels, seen.labels, '{}');
+    job_kind := coalesce(rerun.kind, last.kind::text, tireless.job_kind_for(seen.labels), 'implement');
     INSERT INTO tireless.job (forge, owner, repo, number, title, labels, kind, lane, note)
-    VALUES (rerun.forge, rerun.owner, rerun.repo, rerun.number, seen.title, coalesce(seen.labels, '{}'),
-            job_kind::tireless.job_kind, tireless.lane_for(job_kind, coalesce(seen.labels, '{}')),
+    VALUES (rerun.forge, rerun.owner, rerun.repo, rerun.number, coalesce(seen.title, last.title), asked,
+            job_kind::tireless.job_kind, tireless.lane_for(job_kind, asked),
             format('rerun by %s', session_user))
     RETURNING * INTO job;
     -- The issue's current request has had its job: a poll that shows it unchanged makes no other.
@@ -3007,10 +3185,10 @@ END;
 $$;
 
 --
--- Name: FUNCTION rerun(forge text, owner text, repo text, number integer); Type: COMMENT; Schema: tireless; Owner: -
+-- Name: FUNCTION rerun(forge text, owner text, repo text, number integer, kind text); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.rerun(forge text, owner text, repo text, number integer) IS '(admin) A new pending job for an issue of a tracked repository that has no live job, whatever its labels say now: its kind from the labels last seen, else implement. Returns its id. TL008 when the repository is not tracked; 23505 (one_live_job_per_issue) when a live job exists.';
+COMMENT ON FUNCTION tireless.rerun(forge text, owner text, repo text, number integer, kind text) IS '(admin) A new pending job for an issue of a tracked repository that has no live job, whatever its labels say now: the kind and agent of its last job (the mirror may have taken its mode label off since), else of the labels last seen; kind, when given, replaces the kind. Returns its id. TL008 when the repository is not tracked; 23505 (one_live_job_per_issue) when a live job exists; TL005 for an unknown kind or an issue the store has never seen.';
 
 --
 -- Name: reset_lane_breaker(text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -3081,6 +3259,32 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.retry_delay(attempts integer) IS 'Backoff before a job that has had this many attempts may be claimed again: base * 2^(attempts-1), capped.';
+
+--
+-- Name: retry_forge(text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.retry_forge(name text) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    made_due integer;
+BEGIN
+    PERFORM tireless.check_forge(retry_forge.name);
+    UPDATE tireless.forge f SET limited_until = NULL, last_error = NULL WHERE f.name = retry_forge.name;
+    UPDATE tireless.repo_poll rp SET next_poll_at = least(rp.next_poll_at, now()), backoff_until = NULL
+     WHERE rp.forge = retry_forge.name;
+    GET DIAGNOSTICS made_due = ROW_COUNT;
+    RETURN made_due;
+END;
+$$;
+
+--
+-- Name: FUNCTION retry_forge(name text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.retry_forge(name text) IS '(admin) Clears a forge''s stop (a rate limit or refused credentials, as record_forge_trouble set it) and makes each of its repositories due now, backoff ended: the next poll round reads them. Returns how many repositories that is. TL008 for a forge that is not registered.';
 
 --
 -- Name: kind_policy; Type: TABLE; Schema: tireless; Owner: -
@@ -3948,7 +4152,8 @@ CREATE VIEW tireless.lane_summary AS
     COALESCE(s.breaker, 'closed'::text) AS breaker,
     COALESCE(s.paused, false) AS paused,
     s.capacity,
-    s.tripped_until
+    s.tripped_until,
+    COALESCE(s.consecutive_failures, 0) AS consecutive_failures
    FROM (tireless.lane_status s
      FULL JOIN ( SELECT st.lane,
             (sum(st.jobs) FILTER (WHERE (st.state = 'delivered'::tireless.job_state)))::bigint AS delivered,
@@ -3961,7 +4166,7 @@ CREATE VIEW tireless.lane_summary AS
 -- Name: VIEW lane_summary; Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON VIEW tireless.lane_summary IS 'One row per lane that has live jobs, settings or jobs finished in the last 24 hours: lane_status (live jobs, the oldest pending job''s age in seconds, breaker, paused, capacity) beside queue_stats''s delivered, failed and cancelled counts. What `tireless status` shows.';
+COMMENT ON VIEW tireless.lane_summary IS 'One row per lane that has live jobs, settings or jobs finished in the last 24 hours: lane_status (live jobs, the oldest pending job''s age in seconds, breaker, its failures in a row, paused, capacity) beside queue_stats''s delivered, failed and cancelled counts. What `tireless status` and the dashboard''s overview show.';
 
 --
 -- Name: mirror_repo; Type: TABLE; Schema: tireless; Owner: -
@@ -4060,6 +4265,29 @@ CREATE TABLE tireless.tracked_repo (
 --
 
 COMMENT ON TABLE tireless.tracked_repo IS 'Repositories the poller reads. Private: use track_repo, untrack_repo and tracked_repos.';
+
+--
+-- Name: webhook_delivery; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.webhook_delivery (
+    forge text NOT NULL,
+    digest bytea NOT NULL,
+    received_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT digest_is_sha256 CHECK ((octet_length(digest) = 32))
+);
+
+--
+-- Name: TABLE webhook_delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.webhook_delivery IS 'The SHA-256 of each signed webhook body acted on, per forge, for seven days (tireless.poll_soon_once).';
+
+--
+-- Name: CONSTRAINT digest_is_sha256 ON webhook_delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT digest_is_sha256 ON tireless.webhook_delivery IS 'A digest is the 32 bytes of a SHA-256.';
 
 --
 -- Name: workers; Type: VIEW; Schema: tireless; Owner: -
@@ -4271,6 +4499,13 @@ ALTER TABLE ONLY tireless.tracked_repo
     ADD CONSTRAINT tracked_repo_pkey PRIMARY KEY (forge, owner, repo);
 
 --
+-- Name: webhook_delivery webhook_delivery_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.webhook_delivery
+    ADD CONSTRAINT webhook_delivery_pkey PRIMARY KEY (forge, digest);
+
+--
 -- Name: worker_seen worker_seen_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
 --
 
@@ -4360,6 +4595,18 @@ CREATE INDEX terminal_jobs_by_change ON tireless.job USING btree (updated_at) WH
 --
 
 COMMENT ON INDEX tireless.terminal_jobs_by_change IS 'Terminal jobs by their last change: what prune deletes, and the recent window queue_stats counts.';
+
+--
+-- Name: webhook_delivery_by_age; Type: INDEX; Schema: tireless; Owner: -
+--
+
+CREATE INDEX webhook_delivery_by_age ON tireless.webhook_delivery USING btree (received_at);
+
+--
+-- Name: INDEX webhook_delivery_by_age; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON INDEX tireless.webhook_delivery_by_age IS 'The bodies past the seven days, found to be forgotten.';
 
 --
 -- Name: job_event history_is_append_only; Type: TRIGGER; Schema: tireless; Owner: -
@@ -4554,6 +4801,13 @@ REVOKE ALL ON FUNCTION tireless.bin_bound(bin smallint) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.bin_bound(bin smallint) TO tireless_runner;
 GRANT ALL ON FUNCTION tireless.bin_bound(bin smallint) TO tireless_poller;
 GRANT ALL ON FUNCTION tireless.bin_bound(bin smallint) TO tireless_admin;
+
+--
+-- Name: FUNCTION check_forge(name text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.check_forge(name text) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.check_forge(name text) TO tireless_admin;
 
 --
 -- Name: FUNCTION check_holder(job tireless.job, worker text, token uuid); Type: ACL; Schema: tireless; Owner: -
@@ -4900,6 +5154,13 @@ REVOKE ALL ON FUNCTION tireless.mirror_writes(forge text, owner text, repo text,
 GRANT ALL ON FUNCTION tireless.mirror_writes(forge text, owner text, repo text, poller text, max_writes integer, settle interval) TO tireless_poller;
 
 --
+-- Name: FUNCTION next_ready_at(lanes text[]); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.next_ready_at(lanes text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.next_ready_at(lanes text[]) TO tireless_runner;
+
+--
 -- Name: FUNCTION parse_kind(name text); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -4932,11 +5193,25 @@ REVOKE ALL ON FUNCTION tireless.poll_soon(forge text, owner text, repo text) FRO
 GRANT ALL ON FUNCTION tireless.poll_soon(forge text, owner text, repo text) TO tireless_poller;
 
 --
+-- Name: FUNCTION poll_soon_once(forge text, owner text, repo text, digest bytea); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.poll_soon_once(forge text, owner text, repo text, digest bytea) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.poll_soon_once(forge text, owner text, repo text, digest bytea) TO tireless_poller;
+
+--
 -- Name: FUNCTION prune(older_than interval, max_jobs integer); Type: ACL; Schema: tireless; Owner: -
 --
 
 REVOKE ALL ON FUNCTION tireless.prune(older_than interval, max_jobs integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.prune(older_than interval, max_jobs integer) TO tireless_admin;
+
+--
+-- Name: FUNCTION prune_preview(older_than interval); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.prune_preview(older_than interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.prune_preview(older_than interval) TO tireless_admin;
 
 --
 -- Name: FUNCTION queue_activity(span interval); Type: ACL; Schema: tireless; Owner: -
@@ -5034,11 +5309,18 @@ REVOKE ALL ON FUNCTION tireless.renew_claim(job_id bigint, worker text, lease in
 GRANT ALL ON FUNCTION tireless.renew_claim(job_id bigint, worker text, lease interval, token uuid) TO tireless_runner;
 
 --
--- Name: FUNCTION rerun(forge text, owner text, repo text, number integer); Type: ACL; Schema: tireless; Owner: -
+-- Name: FUNCTION request_cancel(job_id bigint, note text); Type: ACL; Schema: tireless; Owner: -
 --
 
-REVOKE ALL ON FUNCTION tireless.rerun(forge text, owner text, repo text, number integer) FROM PUBLIC;
-GRANT ALL ON FUNCTION tireless.rerun(forge text, owner text, repo text, number integer) TO tireless_admin;
+REVOKE ALL ON FUNCTION tireless.request_cancel(job_id bigint, note text) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.request_cancel(job_id bigint, note text) TO tireless_admin;
+
+--
+-- Name: FUNCTION rerun(forge text, owner text, repo text, number integer, kind text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.rerun(forge text, owner text, repo text, number integer, kind text) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.rerun(forge text, owner text, repo text, number integer, kind text) TO tireless_admin;
 
 --
 -- Name: FUNCTION reset_lane_breaker(lane text); Type: ACL; Schema: tireless; Owner: -
@@ -5059,6 +5341,13 @@ GRANT ALL ON FUNCTION tireless.resume_lane(lane text) TO tireless_admin;
 --
 
 REVOKE ALL ON FUNCTION tireless.retry_delay(attempts integer) FROM PUBLIC;
+
+--
+-- Name: FUNCTION retry_forge(name text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.retry_forge(name text) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.retry_forge(name text) TO tireless_admin;
 
 --
 -- Name: TABLE kind_policy; Type: ACL; Schema: tireless; Owner: -

@@ -37,6 +37,7 @@ def test_migrate_on_a_migrated_database_applies_nothing(db: Database) -> None:
 
 def test_track_untrack_and_repos_report_what_changed(db: Database) -> None:
     repo = [FORGE, OWNER, REPO]
+    cli_json(db.url, "forge", "add", FORGE, "--kind", "gitea", "--url", "https://gitea.test")
     assert cli_json(db.url, "track", *repo)["changed"] is True
     assert cli_json(db.url, "track", *repo)["changed"] is False
     (listed,) = cli_json(db.url, "repos")  # with its poll state (tireless.repo_status)
@@ -51,6 +52,7 @@ def test_track_untrack_and_repos_report_what_changed(db: Database) -> None:
 def test_enqueue_reads_stdin_or_a_file_and_prints_the_jobs_it_created(
     db: Database, tmp_path: Any
 ) -> None:
+    cli_json(db.url, "forge", "add", FORGE, "--kind", "gitea", "--url", "https://gitea.test")
     cli_json(db.url, "track", FORGE, OWNER, REPO)
     batch = json.loads(issues_json(1, 2)) + json.loads(issues_json(3, labels=("tireless",)))
     created = cli_json(db.url, "enqueue", stdin=json.dumps(batch))
@@ -138,7 +140,7 @@ def test_sweep_every_keeps_sweeping_and_exits_0_on_sigterm(store: JobStore, db: 
     job = store.claim_next("w1", ["cc"])
     assert job is not None
     sweeper = subprocess.Popen(
-        [sys.executable, "-m", "tireless", "--database", db.url, "sweep", "--every", "0.1"],
+        [sys.executable, "-m", "tireless", "--database", db.url, "sweep", "--every", "0.1s"],
         stdout=subprocess.PIPE,
         text=True,
     )

@@ -68,6 +68,10 @@ CASES = [
         ("jobs",),
         1,
         "tireless: 42501: permission denied for table job",
+        (
+            "HINT: tireless jobs and show read tireless.job, which only tireless_admin may read;"
+            " other roles read tireless.job_list in psql, or the dashboard",
+        ),
         role="tireless_runner",
     ),
     BadInput(

@@ -1,5 +1,5 @@
 """`make run`'s demo in its small form against the test database, its issues on the stand-in
-forge and read by `tireless poll --every 1`: every job it creates settles, each ends as
+forge and read by `tireless poll --every 1s`: every job it creates settles, each ends as
 examples/agent.sh says it should, the job whose runner the demo kills mid-job comes back through
 the sweeper and is delivered by a second attempt, the issue closed while pending and the one
 closed while its agent ran end cancelled, and the delivered issue is run again only once its mode
@@ -82,6 +82,14 @@ def test_the_small_demo_settles_every_job_and_recovers_the_crashed_one(
     # The forge shows each issue's last state and one comment per finished job.
     assert "#5 'Speed up the cold start' (open): tireless, tireless/state:failed" in result.stdout
     assert "    tireless: failed after 3 attempts (worker-" in result.stdout
+    # ... only once the mirror has caught up: each issue shown carries its last job's state.
+    assert "the mirror has written every job's state" in result.stdout
+    shown = re.findall(
+        r"^#(\d+) '.*' \((?:open|closed)\): .*tireless/state:(\w+)", result.stdout, re.M
+    )
+    assert len(shown) == 5
+    for number, state in shown:
+        assert state == outcomes[int(number)][-1], f"#{number} shows {state}"
 
     crashed = jobs[CRASH_ISSUE][0][0]
     created, claimed, expired, reclaimed, delivered = history(db, crashed)

@@ -122,7 +122,7 @@ def test_the_token_never_shows_in_output_errors_the_database_or_an_agents_enviro
     with db.connect() as conn:  # the gadgets failure stopped the forge: let it be asked again
         conn.execute("UPDATE tireless.forge SET limited_until = NULL")
         conn.execute("UPDATE tireless.repo_poll SET backoff_until = NULL, next_poll_at = now()")
-    seen.append(cli(db.url, "poll", "--once", "--timeout", "0.001", **TOKEN_ENV).stdout)
+    seen.append(cli(db.url, "poll", "--once", "--timeout", "1ms", **TOKEN_ENV).stdout)
     shows: list[tuple[str, ...]] = [("repos", "--json"), ("repos",), ("status",), ("forge", "list")]
     for show in shows:
         result = cli(db.url, *show, **TOKEN_ENV)

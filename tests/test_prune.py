@@ -3,6 +3,8 @@ only an admin may prune, history stays append-only for everyone else, and claims
 
 from __future__ import annotations
 
+import json
+import re
 import threading
 from datetime import timedelta
 from typing import Any
@@ -11,7 +13,7 @@ import psycopg
 import pytest
 
 from tests.conftest import Database
-from tests.helpers import claimed, enqueue_jobs, insert_job, rows, tireless_cli
+from tests.helpers import claimed, enqueue_jobs, rows, tireless_cli
 from tests.test_roles import GROUPS, Login, login  # noqa: F401  (the fixture)
 from tireless import JobStore
 from tireless.errors import InvalidArgument, PermissionDenied
@@ -228,30 +230,42 @@ def test_the_prune_command_dry_runs_then_deletes(db: Database, store: JobStore) 
     age(db, finished(store, 3), 100)
     dry = tireless_cli(db.url, "prune", "--older-than", "90d", "--dry-run", "--json")
     assert dry.returncode == 0, dry.stderr
-    assert dry.stdout.strip().replace(" ", "").replace("\n", "") == '{"pruned":3,"dry_run":true}'
+    said = json.loads(dry.stdout)
+    assert (said["pruned"], said["dry_run"]) == (3, True)
+    assert said["oldest"] <= said["newest"]
     assert db.scalar("SELECT count(*) FROM tireless.job") == 3
     done = tireless_cli(db.url, "prune", "--older-than", "90d")
     assert done.returncode == 0, done.stderr
-    assert (
-        done.stdout.strip()
-        == "deleted 3 finished job(s) unchanged for 90 day(s), with their history"
-    )
+    assert done.stdout.startswith("deleted 3 finished job(s) unchanged for 90d, last changed from")
+    assert done.stdout.strip().endswith(", with their history")
     assert db.scalar("SELECT count(*) FROM tireless.job") == 0
 
 
-def test_queue_stats_count_live_jobs_and_the_last_day_of_finished_ones(
+def test_prune_says_what_it_would_delete_and_needs_yes_past_max(
     db: Database, store: JobStore
 ) -> None:
     enqueue_jobs(store, 4)
-    old, recent = finished(store, 2)
-    age(db, [old], 2)
-    claimed(store, "w1")
-    stats = dict(rows(db, "SELECT state::text, jobs FROM tireless.queue_stats"))
-    assert stats == {"pending": 1, "claimed": 1, "delivered": 1}, f"job {recent} only"
+    age(db, finished(store, 3), 40)
+    store.transition(claimed(store).id, "delivered", "w1")  # recent: stays
+    asked = tireless_cli(db.url, "prune", "--older-than", "30d", "--max", "2")
+    assert asked.returncode == 2
+    assert re.match(
+        r"would delete 3 finished job\(s\) unchanged for 30d, last changed from \S+ \S+ to \S+ \S+$",
+        asked.stdout,
+    )
+    assert "more than --max 2: add --yes" in asked.stderr
+    assert db.scalar("SELECT count(*) FROM tireless.job") == 4
+    done = tireless_cli(db.url, "prune", "--older-than", "30d", "--max", "2", "--yes")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("deleted 3 finished job(s) unchanged for 30d")
+    assert db.scalar("SELECT count(*) FROM tireless.job") == 1
 
 
-def test_prune_never_deletes_a_live_job_even_as_the_owner(db: Database) -> None:
-    with db.connect() as conn:
-        job_id = insert_job(conn, 1)
-        conn.execute("SELECT tireless.prune(older_than => '0')")
-    assert db.scalar("SELECT count(*) FROM tireless.job WHERE id = %(id)s", {"id": job_id}) == 1
+def test_prune_preview_counts_what_prune_deletes(db: Database, store: JobStore) -> None:
+    enqueue_jobs(store, 3)
+    done = finished(store, 2)
+    age(db, done, 100)
+    set_parent(db, 3, done[0])  # a live child keeps its parent
+    preview = db.scalar("SELECT jobs FROM tireless.prune_preview(interval '90 days')")
+    assert preview == 1
+    assert store.prune(timedelta(days=90)) == preview

@@ -9,8 +9,12 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -18,6 +22,7 @@ from tests.conftest import Database
 from tests.test_web import Jobs, populate
 from tireless import JobStore
 
+REBIND = "rebind.attacker.example"  # the browser resolves it to 127.0.0.1, as a rebinding DNS would
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
 
@@ -76,6 +81,7 @@ def chromium(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[object
         "--disable-sync",
         "--window-size=1280,1000",
         f"--user-data-dir={tmp_path / 'chromium-profile'}",
+        f"--host-resolver-rules=MAP {REBIND} 127.0.0.1",
     ):
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
@@ -276,3 +282,53 @@ def test_a_person_finds_acts_on_and_follows_the_fleet(
 
     console = driver.get_log("browser")  # type: ignore[no-untyped-call]  # untyped in selenium
     assert [entry for entry in console if entry["level"] == "SEVERE"] == []
+
+
+@contextmanager
+def framing_site(target: str) -> Iterator[str]:
+    """Another origin (a port of its own) whose page shows target in a frame."""
+    page = f"<!doctype html><iframe id=f src='{target}'></iframe>".encode()
+
+    class Framing(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.end_headers()
+            self.wfile.write(page)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    with ThreadingHTTPServer(("127.0.0.1", 0), Framing) as server:
+        thread = threading.Thread(target=server.serve_forever)
+        thread.start()
+        try:
+            yield f"http://127.0.0.1:{server.server_address[1]}/"
+        finally:
+            server.shutdown()
+            thread.join()
+
+
+def test_a_rebound_name_and_a_foreign_frame_get_no_dashboard(
+    store: JobStore, db: Database, dashboard: str, chromium: object
+) -> None:
+    """DNS rebinding in a real browser: a name of the attacker's that resolves to this machine
+    gets neither the page nor its CSRF token; and no other site may show the page in a frame."""
+    from selenium.webdriver import Chrome
+    from selenium.webdriver.common.by import By
+
+    assert isinstance(chromium, Chrome)
+    driver = chromium
+    populate(store, db)
+    port = urlsplit(dashboard).port
+    driver.get(f"http://{REBIND}:{port}/")
+    assert "unknown Host" in driver.find_element(By.TAG_NAME, "body").text
+    assert driver.find_elements(By.NAME, "csrf") == []
+    assert "Lanes" not in driver.page_source
+
+    # get() returns once the page and its frames have loaded (or failed to).
+    with framing_site(dashboard) as site:
+        driver.get(site)
+    driver.switch_to.frame(driver.find_element(By.ID, "f"))
+    assert driver.execute_script("return document.URL") == "chrome-error://chromewebdata/"
+    assert driver.find_elements(By.ID, "lanes") == []

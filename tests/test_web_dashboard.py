@@ -14,7 +14,7 @@ from starlette.testclient import TestClient
 from tests.conftest import Database
 from tests.helpers import claimed, issue
 from tests.test_roles import Login, login  # noqa: F401 (the fixture)
-from tests.test_web import Jobs, csrf_of, job_ids, populate
+from tests.test_web import Jobs, browser, csrf_of, job_ids, populate
 from tireless import JobStore
 from tireless.web import flash
 from tireless.web.app import Dashboard, create_app
@@ -27,7 +27,7 @@ def jobs(store: JobStore, db: Database) -> Jobs:
 
 @pytest.fixture
 def admin(db: Database) -> Iterator[TestClient]:
-    with TestClient(create_app(db.conninfo)) as client:
+    with browser(create_app(db.conninfo)) as client:
         yield client
 
 
@@ -163,27 +163,30 @@ def bulk(client: TestClient, action: str, ids: list[int], confirm: bool) -> str:
     return str(answer.text)
 
 
-def test_bulk_cancel_asks_first_then_cancels_the_pending_and_says_so(
+def test_bulk_cancel_asks_first_then_cancels_and_asks_the_holders_to_stop(
     admin: TestClient, jobs: Jobs, db: Database
 ) -> None:
     selected = [jobs.pending, jobs.child, jobs.claimed, jobs.delivered]
     confirm = bulk(admin, "cancel", selected, confirm=False)
     assert "Cancel 4 selected job(s)?" in confirm
     assert (
-        '<button type="submit" class="danger" id="confirm" autofocus>Cancel 2 job(s)</button>'
-        in confirm
+        '<button type="submit" class="danger" id="confirm" autofocus>Cancel 3 job(s)</button>'
+        in (confirm)
     )
-    assert "a running job is cancelled from its own page" in confirm
+    assert "its holder is asked to stop" in confirm
+    assert "unchanged: already delivered" in confirm
     assert state_of(db, jobs.pending) == "pending", "nothing changes before the confirmation"
     assert '<body data-refresh="0">' in confirm, "a page answering a POST never reloads itself"
     page = bulk(admin, "cancel", selected, confirm=True)
     assert state_of(db, jobs.pending) == state_of(db, jobs.child) == "cancelled"
     assert state_of(db, jobs.claimed) == "claimed"
+    requested = "SELECT cancel_requested_at IS NOT NULL FROM tireless.job WHERE id = %(j)s"
+    assert db.scalar(requested, {"j": jobs.claimed}) is True
     message = re.search(r'<p class="flash" id="flash" role="status">(.*?)</p>', page, re.S)
     assert message is not None
-    assert f"Cancelled job {jobs.pending}; cancelled job {jobs.child}." in message.group(1)
-    assert f"Unchanged: job {jobs.delivered} (already delivered); job {jobs.claimed} (claimed:" in (
-        message.group(1)
+    assert message.group(1) == (
+        f"Asked the holder of job {jobs.claimed} to stop; cancelled job {jobs.pending};"
+        f" cancelled job {jobs.child}. Unchanged: job {jobs.delivered} (already delivered)."
     )
     assert 'id="flash"' not in admin.get("/jobs").text, "a flash message is shown once"
 
@@ -213,7 +216,7 @@ def test_bulk_actions_need_the_csrf_token_and_an_admin(
     form = {"action": "cancel", "job": str(jobs.pending), "confirm": "yes"}
     assert admin.post("/jobs/bulk", data=form).status_code == 403
     assert admin.post("/jobs/bulk", data={**form, "csrf": "0" * 64}).status_code == 403
-    with TestClient(create_app(login("tireless_runner"))) as reader:
+    with browser(create_app(login("tireless_runner"))) as reader:
         listing = reader.get("/jobs").text
         assert 'type="checkbox"' not in listing
         board: Dashboard = reader.app.state.dashboard  # type: ignore[attr-defined]

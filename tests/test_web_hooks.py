@@ -7,19 +7,25 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import threading
 import uuid
 from collections.abc import Iterator
 from datetime import datetime
+from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
 
 from tests.conftest import Database
-from tests.helpers import OWNER, REPO, tracked
+from tests.helpers import FORGE, OWNER, REPO, tracked
 from tests.test_roles import Login, login  # noqa: F401 (the fixture)
+from tests.test_web import browser
+from tests.test_web_guard import asgi_post
 from tireless import JobStore
+from tireless.errors import InvalidArgument, translated_errors
 from tireless.web.app import create_app
-from tireless.web.hooks import MAX_BODY, secret_variable
+from tireless.web.guard import HOOK_LIMIT as MAX_BODY
+from tireless.web.hooks import secret_variable
 
 SECRET = "s3cret-for-hooks"
 GITHUB_SECRET = "another-secret"
@@ -32,7 +38,7 @@ def client(db: Database, store: JobStore, monkeypatch: pytest.MonkeyPatch) -> It
     tracked(store)
     store.track_repo("github", OWNER, REPO)
     not_due(db)
-    with TestClient(create_app(db.conninfo)) as test_client:
+    with browser(create_app(db.conninfo)) as test_client:
         yield test_client
 
 
@@ -232,7 +238,108 @@ def test_a_runner_dashboard_may_not_ask_for_a_poll(
     login: Login,  # noqa: F811
 ) -> None:
     before = next_polls(db)
-    with TestClient(create_app(login("tireless_runner"))) as runner:
+    with browser(create_app(login("tireless_runner"))) as runner:
         body = payload()
         assert runner.post("/hooks/gitea", content=body, headers=gitea(body)).status_code == 403
     assert next_polls(db) == before
+
+
+@pytest.mark.parametrize("signature", [None, "0" * 64], ids=["unsigned", "badly signed"])
+def test_an_unsigned_delivery_is_refused_before_its_body_is_read(
+    db: Database, monkeypatch: pytest.MonkeyPatch, signature: str | None
+) -> None:
+    """Straight through ASGI, counting what the app asks of an endless body: nothing when the
+    signature is missing; at most the limit when it is there but wrong."""
+    monkeypatch.setenv("TIRELESS_WEBHOOK_SECRET_GITEA", SECRET)
+    app = create_app(db.conninfo)
+    read: list[int] = []
+    headers = [(b"x-gitea-delivery", b"d1")]
+    if signature is not None:
+        headers.append((b"x-gitea-signature", signature.encode()))
+
+    async def endless() -> dict[str, Any]:
+        read.append(64 * 1024)
+        return {"type": "http.request", "body": b"x" * (64 * 1024), "more_body": True}
+
+    answers = asgi_post(app, "/hooks/gitea", headers, endless)
+    status = answers[0]["status"]
+    if signature is None:
+        assert (status, sum(read)) == (401, 0)
+    else:
+        assert status in (401, 413)
+        assert sum(read) <= MAX_BODY + 64 * 1024
+
+
+def test_a_replayed_body_is_refused_whatever_its_delivery_id(
+    client: TestClient, db: Database
+) -> None:
+    """The delivery id header is not signed: a replay comes with a fresh one."""
+    body = payload()
+    assert client.post("/hooks/gitea", content=body, headers=gitea(body)).status_code == 202
+    not_due(db)
+    before = next_polls(db)
+    for _ in range(3):
+        replay = client.post("/hooks/gitea", content=body, headers=gitea(body))
+        assert replay.status_code == 409
+        assert "replay" in replay.json()["error"]
+    assert next_polls(db) == before
+    # Another body (the next event of the same issue) is a new delivery.
+    assert (
+        client.post("/hooks/gitea", content=payload(n=2), headers=gitea(payload(n=2))).status_code
+        == 202
+    )
+    # The same body to another forge, signed with that forge's secret, is that forge's own.
+    assert client.post("/hooks/github", content=body, headers=github(body)).status_code == 202
+    remembered = "SELECT count(*) FROM tireless.webhook_delivery WHERE digest = %(d)s"
+    assert db.scalar(remembered, {"d": hashlib.sha256(body).digest()}) == 2
+
+
+def test_a_body_is_remembered_for_seven_days(client: TestClient, db: Database) -> None:
+    body = payload()
+    assert client.post("/hooks/gitea", content=body, headers=gitea(body)).status_code == 202
+    not_due(db)
+    with db.connect() as conn:
+        conn.execute("UPDATE tireless.webhook_delivery SET received_at = now() - interval '6 days'")
+    assert client.post("/hooks/gitea", content=body, headers=gitea(body)).status_code == 409
+    with db.connect() as conn:
+        conn.execute("UPDATE tireless.webhook_delivery SET received_at = now() - interval '8 days'")
+    assert client.post("/hooks/gitea", content=body, headers=gitea(body)).status_code == 202
+    assert is_due(db, "gitea")
+    assert db.scalar("SELECT count(*) FROM tireless.webhook_delivery") == 1, "the old row is gone"
+
+
+def test_two_copies_of_a_body_at_once_poll_once(store: JobStore, db: Database) -> None:
+    """The first copy's transaction holds its row; the second waits for it, then finds it."""
+    tracked(store)
+    call = "SELECT tireless.poll_soon_once(%(f)s, %(o)s, %(r)s, %(d)s)"
+    params = {"f": FORGE, "o": OWNER, "r": REPO, "d": hashlib.sha256(b"same body").digest()}
+    second: list[tuple[object, ...] | None] = []
+    with db.connect() as first, db.connect(lock_timeout="60s") as other:
+        with first.transaction():
+            assert first.execute(call, params).fetchone() == (True,)
+            racer = threading.Thread(
+                target=lambda: second.append(other.execute(call, params).fetchone())
+            )
+            racer.start()
+            waiting = (
+                "SELECT count(*) FROM pg_stat_activity"
+                " WHERE wait_event_type = 'Lock' AND query LIKE '%%poll_soon_once%%'"
+            )
+            while db.scalar(waiting) == 0:
+                assert racer.is_alive(), "the second copy did not wait for the first"
+        racer.join(timeout=60)
+    assert second == [(None,)]
+
+
+def test_a_digest_must_be_a_sha256(store: JobStore, db: Database) -> None:
+    tracked(store)
+    with (
+        db.connect() as conn,
+        pytest.raises(InvalidArgument, match="32 bytes"),
+        translated_errors(),
+    ):
+        conn.execute(
+            "SELECT tireless.poll_soon_once(%(f)s, %(o)s, %(r)s, %(d)s)",
+            {"f": FORGE, "o": OWNER, "r": REPO, "d": b"short"},
+        )
+    assert db.scalar("SELECT count(*) FROM tireless.webhook_delivery") == 0

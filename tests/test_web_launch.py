@@ -34,3 +34,10 @@ def test_start_dashboard_serves_in_the_background_until_stopped(
         os.kill(running.pid, signal.SIGTERM)
         os.waitpid(running.pid, 0)
     assert db.url not in (tmp_path / "web.log").read_text()
+
+
+def test_a_bad_header_timeout_is_a_usage_error(db: Database) -> None:
+    for seconds in ("0", "-1", "nan", "86400"):
+        result = tireless_cli(db.url, "web", "--header-timeout", seconds)
+        assert result.returncode == 2, seconds
+        assert "--header-timeout" in result.stderr

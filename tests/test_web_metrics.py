@@ -13,7 +13,7 @@ from starlette.testclient import TestClient
 
 from tests.conftest import Database
 from tests.helpers import claimed, enqueue_jobs
-from tests.test_web import Jobs, populate
+from tests.test_web import Jobs, browser, populate
 from tireless import JobStore
 from tireless.web.app import create_app
 
@@ -22,7 +22,7 @@ Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
 @pytest.fixture
 def client(db: Database) -> Iterator[TestClient]:
-    with TestClient(create_app(db.conninfo)) as test_client:
+    with browser(create_app(db.conninfo)) as test_client:
         yield test_client
 
 

@@ -182,7 +182,7 @@ def test_a_command_that_outlives_its_lease_keeps_it_renewed_and_delivers(
     # worker's renewals keep the sweeper from taking the job back.
     command = agent(
         tmp_path,
-        f'timeout 4 "{sys.executable}" -m tireless --database "$SWEEP_URL" sweep --every 0.2\nexit 0',
+        f'timeout 4 "{sys.executable}" -m tireless --database "$SWEEP_URL" sweep --every 0.2s\nexit 0',
     )
     result = tireless_cli(
         db.url, *work_args("--once", "--lease", "2s", "--"), *command, SWEEP_URL=db.url
@@ -211,7 +211,7 @@ def test_five_graceful_stops_in_a_row_give_the_job_back_without_a_failure(
     for stop in range(5):
         (tmp_path / "pid").unlink(missing_ok=True)
         signum = signal.SIGTERM if stop % 2 == 0 else signal.SIGINT
-        worker, pid_file = start_sleeping_agent(db, worker_process, tmp_path, "--poll", "1")
+        worker, pid_file = start_sleeping_agent(db, worker_process, tmp_path, "--poll", "1s")
         worker.send_signal(signum)
         err = exits_0_with_its_command(worker, pid_file)
         assert f"gave job {job_id} back" in err
@@ -245,7 +245,7 @@ def test_a_signal_during_a_claim_gives_the_job_back_at_once(
     command = agent(tmp_path, 'touch "$OUT/ran"')
     with db.connect(autocommit=False) as lane_lock:
         lane_lock.execute("SELECT 1 FROM tireless.lane WHERE name = 'cc' FOR UPDATE")
-        worker = start_worker(db, worker_process, *work_args("--poll", "1", "--"), *command)
+        worker = start_worker(db, worker_process, *work_args("--poll", "1s", "--"), *command)
         holder = {"pid": lane_lock.info.backend_pid}
         wait_until(
             lambda: (
@@ -279,7 +279,7 @@ def test_drain_finishes_the_running_job_and_exits_0_without_claiming_another(
         'touch "$OUT/started"\nwhile [ ! -e "$OUT/go" ]; do sleep 0.05; done\necho finished',
     )
     worker = start_worker(
-        db, worker_process, *work_args("--poll", "1", "--drain-on", "SIGUSR1", "--"), *command
+        db, worker_process, *work_args("--poll", "1s", "--drain-on", "SIGUSR1", "--"), *command
     )
     wait_until((tmp_path / "started").exists, "the command to start")
     worker.send_signal(signal.SIGUSR1)
@@ -339,7 +339,7 @@ def test_an_idle_worker_waits_for_work_and_runs_it_when_it_arrives(
 ) -> None:
     # A poll of 300 s: only the wake-up can bring the work within the 30 s the test waits.
     worker = start_worker(
-        db, worker_process, *work_args("--poll", "300", "--"), *agent(tmp_path, "true")
+        db, worker_process, *work_args("--poll", "300s", "--"), *agent(tmp_path, "true")
     )
     logged = read_log_until(worker, "waiting for work in cc")  # idle, its claim found nothing
     enqueue_jobs(store, 2)
@@ -380,7 +380,7 @@ def test_a_worker_whose_lease_lapsed_in_a_restart_logs_lease_lost_and_claims_the
         'echo "ran $TIRELESS_JOB_ID"',
     )
     worker = start_worker(
-        db, worker_process, *work_args("--lease", "1h", "--poll", "1", "--"), *command
+        db, worker_process, *work_args("--lease", "1h", "--poll", "1s", "--"), *command
     )  # renewed every 20 minutes: no renewal learns of the loss first, the delivery does
     wait_until((tmp_path / "started").exists, "the first job's agent to start")
     db.server.restart()

@@ -31,7 +31,7 @@ from tests.helpers import (
 )
 from tireless import DiscoveredIssue, Heartbeat, Job, JobKind, JobState, JobStore, migrate
 from tireless.devtools.embedded import EmbeddedPostgres
-from tireless.errors import InvariantViolated
+from tireless.errors import InvalidArgument, InvariantViolated
 from tireless.migrate import yoyo_uri
 
 PLAN = ("tireless", "tireless/plan")
@@ -332,17 +332,11 @@ def test_rerun_takes_the_kind_of_the_labels_last_seen_and_the_poll_makes_no_seco
     assert job_count(db) == 2
 
 
-def test_rerun_of_an_issue_never_seen_is_an_implementation(store: JobStore, db: Database) -> None:
+def test_rerun_of_an_issue_never_seen_is_refused(store: JobStore, db: Database) -> None:
     tracked(store)
-    job_id = store.rerun(FORGE, OWNER, REPO, 42)
-    job = only_job(db)
-    assert (job.id, job.number, job.kind, job.lane, job.labels) == (
-        job_id,
-        42,
-        JobKind.IMPLEMENT,
-        "cc",
-        (),
-    )
+    with pytest.raises(InvalidArgument, match="never seen issue gitea/acme/widgets#42"):
+        store.rerun(FORGE, OWNER, REPO, 42)
+    assert job_count(db) == 0
 
 
 def test_the_store_remembers_what_it_was_shown_of_an_issue(store: JobStore, db: Database) -> None:

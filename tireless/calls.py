@@ -255,13 +255,34 @@ def refresh_lane(
 
 RERUN = (
     "SELECT tireless.rerun(forge => %(forge)s, owner => %(owner)s, repo => %(repo)s,"
-    " number => %(number)s)"
+    " number => %(number)s, kind => %(kind)s)"
 )
 
 
-def rerun(forge: str, owner: str, repo: str, number: int) -> Call[Any, int]:
-    params = _repo(forge, owner, repo) | {"number": number}
+def rerun(
+    forge: str, owner: str, repo: str, number: int, kind: JobKind | str | None
+) -> Call[Any, int]:
+    params = _repo(forge, owner, repo) | {"number": number, "kind": kind}
     return Call(RERUN, params, tuple_row, _count)
+
+
+REQUEST_CANCEL = _returning(
+    JOB_COLUMNS, "tireless.request_cancel(job_id => %(job_id)s, note => %(note)s)"
+)
+
+
+def request_cancel(job_id: int, note: str | None) -> Call[Job, Job]:
+    return Call(REQUEST_CANCEL, {"job_id": job_id, "note": note}, JOB_ROW, _only)
+
+
+NEXT_READY_IN = (
+    "SELECT extract(epoch FROM tireless.next_ready_at(lanes => %(lanes)s) - now())::float8"
+)
+
+
+def next_ready_in(lanes: Sequence[str]) -> Call[Any, float | None]:
+    """Seconds until the earliest backed-off job in the lanes is claimable; None: none waits."""
+    return Call(NEXT_READY_IN, {"lanes": list(lanes)}, tuple_row, _value)
 
 
 # Forges and polling
@@ -287,6 +308,20 @@ FORGES = "SELECT name, kind, base_url FROM tireless.forges()"
 
 def forges() -> Call[Forge, list[Forge]]:
     return Call(FORGES, {}, kwargs_row(Forge.from_row), _rows)
+
+
+CHECK_FORGE = "SELECT tireless.check_forge(name => %(name)s)"
+
+
+def check_forge(name: str) -> Call[Any, None]:
+    return Call(CHECK_FORGE, {"name": name}, tuple_row, _nothing)
+
+
+RETRY_FORGE = "SELECT tireless.retry_forge(name => %(name)s)"
+
+
+def retry_forge(name: str) -> Call[Any, int]:
+    return Call(RETRY_FORGE, {"name": name}, tuple_row, _count)
 
 
 CLAIM_REPOS_TO_POLL = (
@@ -507,17 +542,32 @@ SET_POLICY = (
 )
 STATUS = (
     "SELECT lane, pending, ready, claimed, past_lease, delivered, failed, cancelled,"
-    " oldest_pending_seconds, breaker, paused, capacity, tripped_until"
+    " oldest_pending_seconds, breaker, paused, capacity, tripped_until, consecutive_failures"
     " FROM tireless.lane_summary ORDER BY lane"
+)
+_JOB_FILTERS = (
+    " WHERE (%(state)s::text IS NULL OR j.state::text = %(state)s)"
+    " AND (%(lane)s::text IS NULL OR j.lane = %(lane)s)"
+    " AND (%(kind)s::text IS NULL OR j.kind::text = %(kind)s)"
+    " AND (%(forge)s::text IS NULL OR j.forge = %(forge)s)"
+    " AND (%(owner)s::text IS NULL OR (j.owner, j.repo) = (%(owner)s, %(repo)s))"
+    " AND (%(since)s::interval IS NULL OR j.updated_at >= now() - %(since)s::interval)"
 )
 JOBS = sql.SQL(
     "SELECT {} FROM tireless.job j"
-    " WHERE (%(state)s::text IS NULL OR j.state::text = %(state)s)"
-    " AND (%(lane)s::text IS NULL OR j.lane = %(lane)s)"
-    " AND (%(owner)s::text IS NULL OR (j.owner, j.repo) = (%(owner)s, %(repo)s))"
-    " AND j.id > %(after)s"
-    " ORDER BY j.id LIMIT %(limit)s"
+    + _JOB_FILTERS
+    + " AND j.id > %(after)s ORDER BY j.id LIMIT %(limit)s"
 ).format(JOB_COLUMNS)
+"""`tireless jobs`: oldest first, after a job id."""
+NEWEST_JOBS = sql.SQL(
+    "SELECT {} FROM tireless.job j"
+    + _JOB_FILTERS
+    + " AND j.id > %(after)s ORDER BY j.id DESC LIMIT %(limit)s"
+).format(JOB_COLUMNS)
+"""`tireless jobs --newest`: the newest first."""
+PRUNE_PREVIEW = (
+    "SELECT jobs, oldest, newest FROM tireless.prune_preview(older_than => %(older_than)s)"
+)
 JOB = sql.SQL("SELECT {} FROM tireless.job j WHERE j.id = %(job_id)s").format(JOB_COLUMNS)
 JOB_EVENTS = (
     "SELECT e.id, e.at, e.from_state::text AS from_state, e.to_state::text AS to_state,"

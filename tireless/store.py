@@ -167,9 +167,20 @@ class JobStore:
     ) -> str | None:
         return self._run(calls.refresh_lane(forge, owner, repo, number, labels))
 
-    def rerun(self, forge: str, owner: str, repo: str, number: int) -> int:
-        """(admin) A new pending job for the issue whatever its labels say; its id."""
-        return self._run(calls.rerun(forge, owner, repo, number))
+    def rerun(
+        self, forge: str, owner: str, repo: str, number: int, kind: JobKind | str | None = None
+    ) -> int:
+        """(admin) A new pending job for the issue whatever its labels say: the kind and agent it
+        last asked for, or `kind`; its id."""
+        return self._run(calls.rerun(forge, owner, repo, number, kind))
+
+    def request_cancel(self, job_id: int, note: str | None = None) -> Job:
+        """(admin) Cancel a pending job now; ask a claimed job's holder to stop (heartbeat: cancel)."""
+        return self._run(calls.request_cancel(job_id, note))
+
+    def next_ready_in(self, lanes: Sequence[str]) -> float | None:
+        """Seconds until the earliest backed-off job in the lanes is claimable; None: none waits."""
+        return self._run(calls.next_ready_in(lanes))
 
     # Forges and polling
     def add_forge(self, name: str, kind: ForgeKind | str, base_url: str) -> bool:
@@ -180,6 +191,14 @@ class JobStore:
 
     def forges(self) -> list[Forge]:
         return self._run(calls.forges())
+
+    def check_forge(self, name: str) -> None:
+        """TL008 (UnknownRepository) unless the forge is registered."""
+        return self._run(calls.check_forge(name))
+
+    def retry_forge(self, name: str) -> int:
+        """(admin) Clear the forge's stop and make its repositories due now; how many they are."""
+        return self._run(calls.retry_forge(name))
 
     def claim_repos_to_poll(
         self, poller: str, lease: timedelta = DEFAULT_POLL_LEASE, max_repos: int = 100

@@ -12,7 +12,10 @@ job back (tireless.give_back: not a failure) and end the worker (exit 0); a sign
 while a claim is under way gives the claimed job back at once. The drain signal (--drain-on)
 lets the running job finish, claims no more, and ends the worker (exit 0). A connection lost
 while running (the database restarting) is retried. Built on JobStore.lease; between jobs it
-waits on JobStore.listen (LISTEN tireless_work).
+waits on JobStore.listen (LISTEN tireless_work), and at most until the earliest backed-off job of
+its lanes is ready (tireless.next_ready_at), since a backoff's end sends no notification. A
+COMMAND that cannot be started is the runner's fault: `work` checks it before claiming, and one
+that fails to start on a claimed job gives the job back and ends the worker (exit 5).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import json
 import logging
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -44,6 +48,24 @@ from tireless.store import JobStore
 log = logging.getLogger("tireless.work")
 
 OUTPUT_KEPT = 4 * NOTE_LIMIT  # bytes of COMMAND's output kept for the note
+WAKE_MARGIN = 0.05  # seconds past a backoff's end, so the claim finds the job ready
+
+
+CANNOT_START = 5
+"""`tireless work`'s exit code when COMMAND cannot be started: the runner's fault, not a job's."""
+
+
+def unstartable(command: Sequence[str]) -> str | None:
+    """Why this user cannot start COMMAND (missing, a directory, not executable), or None."""
+    program = command[0]
+    found = shutil.which(program) if os.sep not in program else program
+    if found is None:
+        return f"cannot start COMMAND {program!r}: not found on PATH"
+    if not os.path.isfile(found):
+        return f"cannot start COMMAND {found!r}: no such file"
+    if not os.access(found, os.X_OK):
+        return f"cannot start COMMAND {found!r}: not executable by this user (uid {os.getuid()})"
+    return None
 
 
 class Interrupted(BaseException):
@@ -105,6 +127,8 @@ class Worker:
         self.drain_on = drain_on
         self.stop_signal: str | None = None
         self.drain_signal: str | None = None
+        self.cannot_start: str | None = None
+        """Why COMMAND failed to start on a claimed job (given back): the worker stops."""
         self._waiting = False
         self._lock = threading.RLock()  # the signal handler and the renewal thread stop COMMAND
         self._process: subprocess.Popen[bytes] | None = None
@@ -118,7 +142,8 @@ class Worker:
             signal.signal(signum, self._on_signal)
         try:
             if once:
-                return 0 if self.run_one() else 3
+                ran = self.run_one()
+                return CANNOT_START if self.cannot_start else 0 if ran else 3
             while self._going_on():
                 self._work_until_disconnected()
         except Interrupted:
@@ -126,6 +151,9 @@ class Worker:
         finally:
             for signum in handled:
                 signal.signal(signum, signal.SIG_DFL)
+        if self.cannot_start is not None:
+            log.error("%s: %s; the job was given back", self.name, self.cannot_start)
+            return CANNOT_START
         if self.stop_signal is not None:
             log.info("%s: stopped (%s)", self.name, self.stop_signal)
         else:
@@ -133,7 +161,7 @@ class Worker:
         return 0
 
     def _going_on(self) -> bool:
-        return self.stop_signal is None and self.drain_signal is None
+        return self.stop_signal is None and self.drain_signal is None and self.cannot_start is None
 
     def _work_until_disconnected(self) -> None:
         """Claim and run jobs, waiting for work between them; a lost connection (the database
@@ -143,7 +171,9 @@ class Worker:
                 while self._going_on():
                     if not self.run_one():
                         self._wait(
-                            waiter.wait, self.poll, f"waiting for work in {', '.join(self.lanes)}"
+                            waiter.wait,
+                            self._idle_wait(),
+                            f"waiting for work in {', '.join(self.lanes)}",
                         )
         except psycopg.OperationalError as error:
             message = (
@@ -154,6 +184,11 @@ class Worker:
                 self.poll,
                 f"database connection lost ({message}); retrying in {self.poll:g}s",
             )
+
+    def _idle_wait(self) -> float:
+        """Until a job's backoff ends (no notification says so), at most the poll interval."""
+        ready_in = self.store.next_ready_in(self.lanes)
+        return self.poll if ready_in is None else min(self.poll, ready_in + WAKE_MARGIN)
 
     def _wait(self, wait: Callable[[float], object], seconds: float, why: str) -> None:
         """Wait (for work, or before connecting again); a stop or drain signal interrupts it."""
@@ -181,7 +216,11 @@ class Worker:
                     self.name, job.id, job.forge, job.owner, job.repo, job.number,
                     job.kind, job.lane, job.attempts,
                 )  # fmt: skip
-                code, output = self._run_command(job)
+                try:
+                    code, output = self._run_command(job)
+                except OSError as error:  # the runner's fault: give the job back, then stop
+                    self.cannot_start = f"cannot start COMMAND {self.command[0]!r}: {error}"
+                    raise ShuttingDown(self.cannot_start) from error
                 if self.stop_signal is not None:
                     raise ShuttingDown(f"worker stopped by {self.stop_signal}")
                 if code != 0:

@@ -1,5 +1,5 @@
 -- The dashboard over time: queue depth, throughput, wait and run times per lane and kind, the workers seen, and the runs of an issue, all folded from the history at read time.
--- depends: 0015_lean_rules
+-- depends: 0017_webhook_replay
 
 -- Where the work goes: nothing here is written by the claim or finish paths. tireless.roll_up_history()
 -- (0010) already reads the events written since its last call, through the BRIN index on the id;

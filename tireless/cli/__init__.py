@@ -38,7 +38,11 @@ def first_line(error: BaseException) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    command_line = parser()
+    args = command_line.parse_args(argv)
+    if args.command_name is None:  # a bare `tireless`: what it can do
+        command_line.print_help()
+        return USAGE
     try:
         code: int = args.run(args)
         return code

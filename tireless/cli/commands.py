@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 import threading
-from contextlib import suppress
-from datetime import datetime, timedelta
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,7 @@ from tireless import calls
 from tireless.calls import JOB_ROW, issues_json
 from tireless.cli.reads import fetch, status_rows
 from tireless.cli.render import (
+    as_json,
     as_plain,
     clock,
     describe,
@@ -27,6 +30,7 @@ from tireless.cli.render import (
     render_job,
     render_repos,
     render_status,
+    span,
 )
 from tireless.cli.session import (
     NOTHING_TO_DO,
@@ -43,17 +47,27 @@ from tireless.errors import PermissionDenied, UnknownJob
 from tireless.forge import token_variable
 from tireless.forge.poll import Report, client_factory, poll_round
 from tireless.migrate import migrate
-from tireless.models import Job
+from tireless.models import Job, JobState, RepoStatus
 from tireless.store import JobStore
 
 PRUNE_BATCH = 1000
 """`tireless prune` deletes at most this many jobs per transaction."""
 
 
+MIGRATE_HINT = (
+    "migrate creates the schema and the group roles tireless_runner, tireless_poller and"
+    " tireless_admin: run it as the database's owner with CREATEROLE (or as a superuser)"
+)
+
+
 def cmd_migrate(args: argparse.Namespace) -> int:
     with connect(args):
         pass  # reachable? (exit 4 if not), before yoyo opens its own connection
-    applied = migrate(database_url(args))
+    try:
+        applied = migrate(database_url(args))
+    except psycopg.errors.InsufficientPrivilege as denied:
+        message = denied.diag.message_primary or str(denied)
+        raise PermissionDenied(message, hint=MIGRATE_HINT) from denied
     emit(
         args,
         {"applied": applied},
@@ -67,6 +81,8 @@ def cmd_track(args: argparse.Namespace) -> int:
     tracking = args.command_name == "track"
     with connect(args) as conn:
         store = JobStore(conn)
+        if tracking:
+            store.check_forge(args.forge)  # track_repo accepts a forge registered later; we do not
         change = store.track_repo if tracking else store.untrack_repo
         changed = change(args.forge, args.owner, args.repo)
     name = f"{args.forge}/{args.owner}/{args.repo}"
@@ -190,6 +206,12 @@ def cmd_status(args: argparse.Namespace) -> int:
     return OK
 
 
+JOBS_HINT = (
+    "tireless jobs and show read tireless.job, which only tireless_admin may read; other roles"
+    " read tireless.job_list in psql, or the dashboard"
+)
+
+
 def cmd_jobs(args: argparse.Namespace) -> int:
     owner, _, repo = (args.repo or "").partition("/")
     if args.repo and not repo:
@@ -197,19 +219,32 @@ def cmd_jobs(args: argparse.Namespace) -> int:
     params = {
         "state": args.state,
         "lane": args.lane,
+        "kind": args.kind,
+        "forge": args.forge,
         "owner": owner or None,
         "repo": repo or None,
+        "since": args.since,
         "after": args.after,
         "limit": args.limit,
     }
-    with connect(args) as conn:
-        jobs = fetch(conn, calls.JOBS, params, JOB_ROW)
+    with connect(args) as conn, admin_read():
+        jobs = fetch(conn, calls.NEWEST_JOBS if args.newest else calls.JOBS, params, JOB_ROW)
     emit(args, jobs, job_table(jobs) if jobs else "no jobs")
     return OK
 
 
+@contextmanager
+def admin_read() -> Iterator[None]:
+    """A refused read of tireless.job says who may read it."""
+    try:
+        yield
+    except PermissionDenied as denied:
+        denied.hint = denied.hint or JOBS_HINT
+        raise
+
+
 def cmd_show(args: argparse.Namespace) -> int:
-    with connect(args) as conn:
+    with connect(args) as conn, admin_read():
         found = fetch(conn, calls.JOB, {"job_id": args.job}, JOB_ROW)
         if not found:
             raise UnknownJob(f"no job with id {args.job}")
@@ -220,9 +255,14 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_forge(args: argparse.Namespace) -> int:
-    """`forge add|list|remove`: the forge registry (tokens stay in TIRELESS_TOKEN_<NAME>)."""
+    """`forge add|list|remove|retry`: the forge registry (tokens stay in TIRELESS_TOKEN_<NAME>)."""
     with connect(args) as conn:
         store = JobStore(conn)
+        if args.forge_action == "retry":
+            due = store.retry_forge(args.name)
+            if not args.json:
+                print(f"forge {args.name}: stop cleared; polling its {due} repositories now")
+            return poll_once(args, store)
         if args.forge_action == "list":
             forges = store.forges()
             emit(args, forges, render_forges(forges) if forges else "no forges registered")
@@ -243,38 +283,96 @@ def cmd_forge(args: argparse.Namespace) -> int:
 
 
 def cmd_poll(args: argparse.Namespace) -> int:
-    """One round (`--once`) or a round every `--every` seconds: read the due repositories."""
+    """One round (`--once`) or a round every `--every`: read the due repositories. SIGINT or
+    SIGTERM let the round under way finish (no repository stays leased to a poller that is
+    gone), then end the command (exit 0)."""
+    if args.every is None:
+        with connect(args) as conn:
+            return poll_once(args, JobStore(conn))
+    stopping = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda signum, frame: stopping.set())
+    next_poll_in = timedelta(seconds=args.every)
+    with connect(args) as conn:
+        store = JobStore(conn)
+        while not stopping.is_set():
+            poll_round(
+                store,
+                args.poller,
+                clients=client_factory(args.timeout),
+                next_poll_in=next_poll_in,
+                log=poll_log(args),
+            )
+            stopping.wait(args.every)
+    return OK
 
+
+def poll_log(args: argparse.Namespace) -> Callable[[Report], None]:
     def log(report: Report) -> None:
         if args.json:
             print(json.dumps(as_plain(report)), flush=True)
         else:
             print(f"{clock(datetime.now())} {report.line()}", flush=True)
 
-    if args.every is not None:
-        stop_on_signals()
-    clients = client_factory(args.timeout)
-    next_poll_in = timedelta(seconds=args.every or 0)
+    return log
+
+
+def poll_once(args: argparse.Namespace, store: JobStore) -> int:
+    """One round, then what it could not read and why: 1 when a repository failed, or when none
+    could be read because its forge is stopped or not registered."""
+    reports = poll_round(
+        store, args.poller, clients=client_factory(args.timeout), log=poll_log(args)
+    )
+    failed = sum(r.error is not None for r in reports)
     try:
-        with connect(args) as conn:
-            store = JobStore(conn)
-            while True:
-                reports = poll_round(
-                    store, args.poller, clients=clients, next_poll_in=next_poll_in, log=log
-                )
-                if args.every is None:
-                    failed = sum(r.error is not None for r in reports)
-                    if not args.json:
-                        print(f"polled {len(reports)} repositories, {failed} failed")
-                    return REFUSED if failed else OK
-                threading.Event().wait(args.every)
-    except Stop:
-        return OK
+        unread = unread_forges(store.repo_status())
+    except PermissionDenied:
+        unread = []
+    for line in unread:
+        print(as_json(line) if args.json else skipped_line(line))
+    if not args.json:
+        print(f"polled {len(reports)} repositories, {failed} failed")
+    return REFUSED if failed or (unread and not reports) else OK
+
+
+def unread_forges(repos: Sequence[RepoStatus]) -> list[dict[str, Any]]:
+    """The forges whose tracked repositories a round skips: stopped until a time, or unregistered."""
+    now = datetime.now(UTC)
+    skipped: dict[str, dict[str, Any]] = {}
+    for repo in repos:
+        stopped = repo.forge_limited_until is not None and repo.forge_limited_until > now
+        if repo.registered and not stopped:
+            continue
+        entry = skipped.setdefault(
+            repo.forge,
+            {
+                "forge": repo.forge,
+                "registered": repo.registered,
+                "until": repo.forge_limited_until if repo.registered else None,
+                "error": repo.forge_error,
+                "skipped": 0,
+            },
+        )
+        entry["skipped"] += 1
+    return list(skipped.values())
+
+
+def skipped_line(forge: dict[str, Any]) -> str:
+    name, skipped = forge["forge"], forge["skipped"]
+    if not forge["registered"]:
+        return (
+            f"skipped {skipped} repositories of forge {name}: it is not registered"
+            f" (tireless forge add {name} --kind gitea|forgejo|github --url URL)"
+        )
+    return (
+        f"skipped {skipped} repositories of forge {name}: stopped until"
+        f" {clock(forge['until'])} ({forge['error']}); `tireless forge retry {name}` asks again now"
+    )
 
 
 def cmd_rerun(args: argparse.Namespace) -> int:
     with connect(args) as conn:
-        job_id = JobStore(conn).rerun(args.forge, args.owner, args.repo, args.number)
+        job_id = JobStore(conn).rerun(args.forge, args.owner, args.repo, args.number, args.kind)
         found = fetch(conn, calls.JOB, {"job_id": job_id}, JOB_ROW)
     issue = f"{args.forge}/{args.owner}/{args.repo}#{args.number}"
     text = describe(found[0]) if found else f"job {job_id} pending for {issue}"
@@ -283,29 +381,88 @@ def cmd_rerun(args: argparse.Namespace) -> int:
 
 
 def cmd_prune(args: argparse.Namespace) -> int:
-    """In short transactions of at most PRUNE_BATCH jobs each, so no lock is held for long; a dry
-    run prunes inside one transaction it rolls back, and so counts exactly what would go."""
+    """Says what would go (tireless.prune_preview); deletes more than --max jobs only with --yes,
+    in short transactions of at most PRUNE_BATCH jobs each, so no lock is held for long."""
     with connect(args) as conn:
         store = JobStore(conn)
-        if args.dry_run:
-            with conn.transaction(force_rollback=True):
-                pruned = store.prune(args.older_than)
-        else:
-            pruned = 0
-            while batch := store.prune(args.older_than, PRUNE_BATCH):
-                pruned += batch
-    days = args.older_than / timedelta(days=1)
-    text = f"{'would delete' if args.dry_run else 'deleted'} {pruned} finished job(s) unchanged for {days:g} day(s), with their history"
-    emit(args, {"pruned": pruned, "dry_run": args.dry_run}, text)
+        (preview,) = fetch(conn, calls.PRUNE_PREVIEW, {"older_than": args.older_than}, dict_row)
+        what = f"finished job(s) unchanged for {span(args.older_than)}"
+        if preview["jobs"]:
+            what += f", last changed from {clock(preview['oldest'])} to {clock(preview['newest'])}"
+        too_many = preview["jobs"] > args.max and not args.yes
+        if args.dry_run or too_many:
+            emit(
+                args,
+                pruned_json(preview, preview["jobs"], True),
+                f"would delete {preview['jobs']} {what}",
+            )
+            if too_many and not args.dry_run:
+                raise UsageError(
+                    f"that is more than --max {args.max}: add --yes to delete them (or raise --max)"
+                )
+            return OK
+        # Without --yes never more than --max, even if more jobs aged since the preview.
+        left = None if args.yes else args.max
+        pruned = 0
+        while left != 0 and (
+            batch := store.prune(args.older_than, min(PRUNE_BATCH, left or PRUNE_BATCH))
+        ):
+            pruned += batch
+            left = None if left is None else left - batch
+    text = f"deleted {pruned} {what}, with their history"
+    emit(args, pruned_json(preview, pruned, False), text)
+    return OK
+
+
+def pruned_json(preview: dict[str, Any], pruned: int, dry_run: bool) -> dict[str, Any]:
+    return {
+        "pruned": pruned,
+        "dry_run": dry_run,
+        "oldest": preview["oldest"],
+        "newest": preview["newest"],
+    }
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    with connect(args) as conn:
+        job = JobStore(conn).request_cancel(args.job, args.note)
+    if job.state == JobState.CLAIMED:
+        text = (
+            f"asked {job.claimed_by} to stop job {job.id}: it ends cancelled when its runner stops"
+        )
+    else:
+        text = f"cancelled job {job.id}"
+    emit(args, job, f"{text}\n{describe(job)}")
+    return OK
+
+
+def cmd_lane(args: argparse.Namespace) -> int:
+    """`lane pause|resume|capacity|show`: a lane's settings, and its row of `tireless status`."""
+    with connect(args) as conn:
+        store = JobStore(conn)
+        if args.lane_action == "pause":
+            store.pause_lane(args.lane)
+        elif args.lane_action == "resume":
+            store.resume_lane(args.lane)
+        elif args.lane_action == "capacity":
+            store.set_lane_capacity(args.lane, args.capacity)
+        rows = [row for row in status_rows(conn) if args.lane in (None, row["lane"])]
+    if not rows:
+        emit(args, rows, f"lane {args.lane} has no settings and no live or recent jobs")
+        return OK
+    emit(args, rows, render_status(rows))
     return OK
 
 
 def cmd_work(args: argparse.Namespace) -> int:
-    from tireless.worker import work  # the runner loads only for `work`
+    from tireless.worker import CANNOT_START, unstartable, work  # the runner loads only for `work`
 
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         raise UsageError("work needs a COMMAND after --")
+    if problem := unstartable(command):
+        print(f"tireless: {problem}", file=sys.stderr)
+        return CANNOT_START
     with connect(args):
         pass  # a malformed URL is a usage error (2), an unreachable database exit 4
     return work(
@@ -322,8 +479,9 @@ def cmd_work(args: argparse.Namespace) -> int:
 
 
 def cmd_web(args: argparse.Namespace) -> int:
-    try:
-        from tireless.web.app import serve  # the web stack is the optional extra tireless[web]
+    try:  # the web stack is the optional extra tireless[web]
+        from tireless.web.app import serve
+        from tireless.web.guard import SettingRefused
     except ImportError as missing:
         raise UsageError(
             f"tireless web needs the extra: pip install 'tireless[web]' ({missing})"
@@ -331,10 +489,15 @@ def cmd_web(args: argparse.Namespace) -> int:
     host, _, port = args.bind.rpartition(":")
     if not host or not port.isdigit():
         raise UsageError(f"--bind takes HOST:PORT, got {args.bind!r}")
+    if not 0 < args.header_timeout <= 3600:
+        raise UsageError(f"--header-timeout takes 0 < SECONDS <= 3600, got {args.header_timeout}")
     database = database_url(args)
     with connect(args):
         pass  # reachable? (exit 4 if not), before the server starts listening
     stop_on_signals()
     with suppress(Stop):
-        serve(database, args.bind)
+        try:
+            serve(database, args.bind, tuple(args.allowed_host), args.header_timeout)
+        except SettingRefused as refused:
+            raise UsageError(f"web: {refused}") from None
     return OK

@@ -8,15 +8,18 @@ import re
 import signal
 from collections.abc import Callable
 from datetime import timedelta
+from importlib.metadata import version
 from typing import NoReturn
 from uuid import UUID
 
 from tireless.calls import DEFAULT_LEASE
 from tireless.cli.commands import (
+    cmd_cancel,
     cmd_claim,
     cmd_enqueue,
     cmd_forge,
     cmd_jobs,
+    cmd_lane,
     cmd_migrate,
     cmd_poll,
     cmd_prune,
@@ -31,31 +34,44 @@ from tireless.cli.commands import (
     cmd_web,
     cmd_work,
 )
-from tireless.cli.session import USAGE
+from tireless.cli.session import PRUNE_MAX, USAGE
 from tireless.forge.poll import default_poller_name
-from tireless.models import JobState
+from tireless.models import JobKind, JobState
 
 DESCRIPTION = """The `tireless` command (also `python -m tireless`): see and steer the store from a shell.
 
 Exit codes: 0 done; 1 the database refused or gave up (stderr: `tireless: SQLSTATE: message`,
 then its DETAIL and HINT lines; a lock timeout or a cancelled statement is one of these);
-2 usage; 3 nothing to do (claim found no job, renew found the claim lost); 4 cannot reach the
-database (the connection failed or was lost).
+2 usage (and `prune` asked for --yes); 3 nothing to do (claim found no job, renew found the claim
+lost); 4 cannot reach the database (the connection failed or was lost); 5 `work`: COMMAND cannot
+be started (the message names its path; a job claimed meanwhile is given back).
 """
 """`tireless --help`: what the command is for, and its exit codes."""
+VERSION_HELP = "print the version and exit"
+
+
+UNITS = {"ms": "milliseconds", "s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
 
 
 def duration(text: str) -> timedelta:
-    """`90`, `90s`, `500ms`, `10m`, `2h`, `90d`: a lease or an interval."""
-    match = re.fullmatch(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)?", text.strip())
+    """`500ms`, `90s`, `15m`, `2h`, `30d`: a lease or an interval, always with its unit (a bare
+    `90` or `2mo` is refused: `m` is minutes, and a guess costs jobs)."""
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)", text.strip())
     if match is None:
-        raise argparse.ArgumentTypeError(f"not a duration: {text!r} (try 30s, 10m, 1h, 90d)")
-    unit = {"ms": "milliseconds", "s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
-    return timedelta(**{unit[match.group(2) or "s"]: float(match.group(1))})
+        raise argparse.ArgumentTypeError(
+            f"not a duration: {text!r}: give a number and its unit, e.g. 90s, 15m, 2h or 30d"
+            " (ms, s, m, h, d)"
+        )
+    return timedelta(**{UNITS[match.group(2)]: float(match.group(1))})
 
 
 def seconds(text: str) -> float:
     return duration(text).total_seconds()
+
+
+def capacity(text: str) -> int | None:
+    """A lane's capacity: a count of 0 or more, or `none` for no limit."""
+    return None if text.strip().lower() == "none" else count(text)
 
 
 def count(text: str) -> int:
@@ -109,7 +125,10 @@ def parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         parents=[common(defaults=True)],
     )
-    commands = top.add_subparsers(dest="command_name", required=True, metavar="COMMAND")
+    top.add_argument(
+        "--version", action="version", version=f"tireless {version('tireless')}", help=VERSION_HELP
+    )
+    commands = top.add_subparsers(dest="command_name", metavar="COMMAND")
 
     def command(
         name: str, run: Callable[[argparse.Namespace], int], help: str
@@ -120,89 +139,108 @@ def parser() -> argparse.ArgumentParser:
         sub.set_defaults(run=run)
         return sub
 
+    def actions(
+        of: argparse.ArgumentParser, name: str
+    ) -> Callable[[str, str], argparse.ArgumentParser]:
+        """Sub-commands of a command (`forge add`, `lane pause`), each with its help."""
+        chosen = of.add_subparsers(dest=name, required=True, metavar="ACTION")
+
+        def action(action_name: str, help: str) -> argparse.ArgumentParser:
+            return chosen.add_parser(
+                action_name, help=help, description=help, parents=[common(False)]
+            )
+
+        return action
+
+    def repository(sub: argparse.ArgumentParser) -> None:
+        sub.add_argument("forge", help="the forge's short name, e.g. gitea (see `forge list`)")
+        sub.add_argument("owner", help="the repository's owner (user or organisation)")
+        sub.add_argument("repo", help="the repository's name")
+
     command("migrate", cmd_migrate, "apply the migrations not yet applied")
     for name, help in (
-        ("track", "start tracking a repository"),
+        ("track", "start tracking a repository of a registered forge"),
         ("untrack", "stop tracking a repository"),
     ):
-        sub = command(name, cmd_track, help)
-        sub.add_argument("forge", help="the forge's short name, e.g. gitea")
-        sub.add_argument("owner")
-        sub.add_argument("repo")
+        repository(command(name, cmd_track, help))
     command("repos", cmd_repos, "the tracked repositories: last poll, last error, next poll")
-    forge = command("forge", cmd_forge, "the forge registry: add, list, remove")
-    actions = forge.add_subparsers(dest="forge_action", required=True, metavar="ACTION")
-    sub = actions.add_parser(
-        "add", help="register a forge (or change its kind or URL)", parents=[common(False)]
+    forge = actions(
+        command("forge", cmd_forge, "the forge registry: add, list, remove, retry"), "forge_action"
     )
+    sub = forge("add", "register a forge (or change its kind or URL)")
     sub.add_argument("name", help="the forge's short name, as in issue keys (e.g. gitea)")
-    sub.add_argument("--kind", required=True, choices=["gitea", "forgejo", "github"])
+    sub.add_argument(
+        "--kind",
+        required=True,
+        choices=["gitea", "forgejo", "github"],
+        help="its API family (Forgejo speaks Gitea's)",
+    )
     sub.add_argument(
         "--url",
         required=True,
         help="Gitea/Forgejo: the web root; GitHub: the API root (https://api.github.com)",
     )
-    actions.add_parser("list", help="the registered forges", parents=[common(False)])
-    sub = actions.add_parser("remove", help="unregister a forge", parents=[common(False)])
-    sub.add_argument("name")
+    forge("list", "the registered forges, and the variable each one's token is read from")
+    sub = forge("remove", "unregister a forge")
+    sub.add_argument("name", help="the forge's short name")
+    sub = forge(
+        "retry", "clear a forge's stop (rate limit, refused token) and poll its repositories now"
+    )
+    sub.add_argument("name", help="the forge's short name")
+    poller_arguments(sub)
     sub = command("poll", cmd_poll, "read the due repositories from their forges")
     when = sub.add_mutually_exclusive_group()
     when.add_argument(
-        "--once", action="store_true", help="one round, then exit (1: a repository failed)"
+        "--once",
+        action="store_true",
+        help="one round, then exit (1: a repository failed, or none could be read)",
     )
     when.add_argument(
         "--every",
         type=seconds,
-        metavar="SECONDS",
-        help="a round every SECONDS until SIGINT/SIGTERM",
+        metavar="DURATION",
+        help="a round every DURATION (e.g. 60s) until SIGINT/SIGTERM",
     )
+    poller_arguments(sub)
+    sub = command("rerun", cmd_rerun, "(admin) a new job for an issue with no live job")
+    repository(sub)
+    sub.add_argument("number", type=int, help="the issue's number")
     sub.add_argument(
-        "--poller", default=default_poller_name(), help="this poller's name (default host:pid)"
+        "--kind",
+        choices=[str(k) for k in JobKind],
+        help="what to ask for (default: what the issue last asked for)",
     )
-    sub.add_argument(
-        "--timeout",
-        type=seconds,
-        default=30.0,
-        metavar="SECONDS",
-        help="give a request up after this long (default 30)",
-    )
-    sub = command("rerun", cmd_rerun, "a new job for an issue with no live job (admin)")
-    sub.add_argument("forge")
-    sub.add_argument("owner")
-    sub.add_argument("repo")
-    sub.add_argument("number", type=int)
+    sub = command("cancel", cmd_cancel, "(admin) cancel a pending job, or stop a claimed one")
+    sub.add_argument("job", type=int, help="the job's id")
+    sub.add_argument("--note", help="why (default: cancelled by ROLE)")
     sub = command("enqueue", cmd_enqueue, "enqueue a JSON array of issues; print the jobs created")
     sub.add_argument("file", nargs="?", default="-", help="a JSON file (default: stdin)")
 
     sub = command("claim", cmd_claim, "claim the oldest claimable job in the lanes (exit 3: none)")
-    sub.add_argument("--worker", required=True)
-    sub.add_argument(
-        "--lane", action="append", required=True, help="a lane to serve (repeat for several)"
+    worker_arguments(sub)
+    sub = command(
+        "renew", cmd_renew, "extend the lease of a claim you hold (exit 3: the claim was lost)"
     )
+    sub.add_argument("job", type=int, help="the job's id")
+    sub.add_argument("--worker", required=True, help="the holder's name")
+    sub.add_argument("--token", type=UUID, help="the claim's token (fencing)")
     sub.add_argument(
         "--lease", type=duration, default=DEFAULT_LEASE, help="e.g. 30s, 10m (default 10m)"
     )
     sub = command(
-        "renew", cmd_renew, "extend the lease of a claim you hold (exit 3: the claim was lost)"
-    )
-    sub.add_argument("job", type=int)
-    sub.add_argument("--worker", required=True)
-    sub.add_argument("--token", type=UUID, help="the claim's token (fencing)")
-    sub.add_argument("--lease", type=duration, default=DEFAULT_LEASE)
-    sub = command(
         "transition", cmd_transition, "move a job: deliver, fail, release to pending, cancel"
     )
-    sub.add_argument("job", type=int)
-    sub.add_argument("state", choices=[str(s) for s in JobState])
+    sub.add_argument("job", type=int, help="the job's id")
+    sub.add_argument("state", choices=[str(s) for s in JobState], help="where the job goes")
     sub.add_argument("--worker", help="the holder (needed to leave claimed)")
     sub.add_argument("--token", type=UUID, help="the claim's token (fencing)")
-    sub.add_argument("--note")
+    sub.add_argument("--note", help="why, kept as the job's note")
     sub = command("sweep", cmd_sweep, "return expired claims to pending (or fail them by budget)")
     sub.add_argument(
         "--every",
         type=seconds,
-        metavar="SECONDS",
-        help="keep sweeping at this interval until SIGINT/SIGTERM",
+        metavar="DURATION",
+        help="keep sweeping at this interval (e.g. 30s) until SIGINT/SIGTERM",
     )
 
     command(
@@ -210,16 +248,41 @@ def parser() -> argparse.ArgumentParser:
         cmd_status,
         "lanes by state: queue, claims past their lease, paused or tripped lanes",
     )
-    sub = command("jobs", cmd_jobs, "list jobs, oldest first")
-    sub.add_argument("--state", choices=[str(s) for s in JobState])
-    sub.add_argument("--lane")
-    sub.add_argument("--repo", metavar="OWNER/REPO")
+    lane = actions(
+        command("lane", cmd_lane, "(admin) a lane's settings: pause, resume, capacity, show"),
+        "lane_action",
+    )
+    for name, help in (
+        ("pause", "hand out no more jobs of the lane (running ones go on)"),
+        ("resume", "hand out the lane's jobs again"),
+    ):
+        lane(name, help).add_argument("lane", help="the lane's name, e.g. cc")
+    sub = lane("capacity", "at most N claimed jobs in the lane at once")
+    sub.add_argument("lane", help="the lane's name, e.g. cc")
+    sub.add_argument("capacity", type=capacity, metavar="N|none", help="a count, or none: no limit")
+    sub = lane("show", "a lane's queue and settings (all lanes when none is named)")
+    sub.add_argument("lane", nargs="?", help="the lane's name (default: every lane)")
+    sub = command("jobs", cmd_jobs, "list jobs, oldest first (--newest: newest first)")
+    sub.add_argument("--state", choices=[str(s) for s in JobState], help="only jobs in this state")
+    sub.add_argument("--kind", choices=[str(k) for k in JobKind], help="only jobs of this kind")
+    sub.add_argument("--lane", help="only jobs of this lane")
+    sub.add_argument("--forge", help="only jobs of this forge")
+    sub.add_argument("--repo", metavar="OWNER/REPO", help="only jobs of this repository")
+    sub.add_argument(
+        "--since",
+        type=duration,
+        metavar="DURATION",
+        help="only jobs changed in the last DURATION (e.g. 2h)",
+    )
+    sub.add_argument("--newest", action="store_true", help="newest first")
     sub.add_argument(
         "--after", type=int, default=0, metavar="ID", help="only jobs with a larger id"
     )
-    sub.add_argument("--limit", type=count, default=100)
+    sub.add_argument(
+        "--limit", type=count, default=100, help="at most this many jobs (default 100)"
+    )
     sub = command("show", cmd_show, "a job and its history")
-    sub.add_argument("job", type=int)
+    sub.add_argument("job", type=int, help="the job's id")
 
     sub = command(
         "prune", cmd_prune, "(admin) delete finished jobs unchanged for a while, with their history"
@@ -231,7 +294,15 @@ def parser() -> argparse.ArgumentParser:
         metavar="DURATION",
         help="last changed longer ago than this, e.g. 90d",
     )
-    sub.add_argument("--dry-run", action="store_true", help="count what would go; delete nothing")
+    sub.add_argument("--dry-run", action="store_true", help="say what would go; delete nothing")
+    sub.add_argument(
+        "--max",
+        type=count,
+        default=PRUNE_MAX,
+        metavar="N",
+        help=f"delete more than N jobs only with --yes (default {PRUNE_MAX})",
+    )
+    sub.add_argument("--yes", action="store_true", help="delete even more than --max jobs")
 
     sub = command("work", cmd_work, "claim jobs and run COMMAND on each under a renewed lease")
     sub.add_argument("--worker", required=True, help="this worker's name (unique per process)")
@@ -251,15 +322,15 @@ def parser() -> argparse.ArgumentParser:
         "--poll",
         type=seconds,
         default=30.0,
-        metavar="SECONDS",
-        help="longest wait between claims when idle (default 30)",
+        metavar="DURATION",
+        help="longest wait between claims when idle (default 30s)",
     )
     sub.add_argument(
         "--grace",
         type=seconds,
         default=10.0,
-        metavar="SECONDS",
-        help="from SIGTERM to SIGKILL when stopping COMMAND (default 10)",
+        metavar="DURATION",
+        help="from SIGTERM to SIGKILL when stopping COMMAND (default 10s)",
     )
     sub.add_argument(
         "--drain-on",
@@ -267,13 +338,58 @@ def parser() -> argparse.ArgumentParser:
         metavar="SIGNAL",
         help="on this signal (e.g. SIGUSR1) finish the running job, claim no more, exit 0",
     )
-    sub.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARGS...]")
+    sub.add_argument(
+        "command",
+        nargs=argparse.REMAINDER,
+        metavar="-- COMMAND [ARGS...]",
+        help="the agent to run on each job (checked before anything is claimed)",
+    )
 
     sub = command("web", cmd_web, "the dashboard, /metrics and the forge webhooks (tireless[web])")
     sub.add_argument(
         "--bind",
         default="127.0.0.1:8080",
         metavar="HOST:PORT",
-        help="where to listen (default 127.0.0.1:8080: this machine only; port 0: any free port)",
+        help="where to listen (default 127.0.0.1:8080: this machine only; port 0: any free port;"
+        " beyond loopback only with TIRELESS_WEB_TOKEN set)",
+    )
+    sub.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="answer requests for this Host name too (besides the bound address, localhost,"
+        " 127.0.0.1 and [::1]); repeat for more",
+    )
+    sub.add_argument(
+        "--header-timeout",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="close a connection whose request header is not whole within SECONDS (default 10)",
     )
     return top
+
+
+def worker_arguments(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("--worker", required=True, help="the claiming worker's name")
+    sub.add_argument(
+        "--lane", action="append", required=True, help="a lane to serve (repeat for several)"
+    )
+    sub.add_argument(
+        "--lease", type=duration, default=DEFAULT_LEASE, help="e.g. 30s, 10m (default 10m)"
+    )
+
+
+def poller_arguments(sub: argparse.ArgumentParser) -> None:
+    """What `poll` and `forge retry` (which polls at once) share."""
+    sub.add_argument(
+        "--poller", default=default_poller_name(), help="this poller's name (default host:pid)"
+    )
+    sub.add_argument(
+        "--timeout",
+        type=seconds,
+        default=30.0,
+        metavar="DURATION",
+        help="give a request up after this long (default 30s)",
+    )

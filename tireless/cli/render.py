@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import textwrap
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
@@ -124,15 +125,10 @@ def job_table(jobs: Sequence[Job]) -> str:
 
 
 def render_repos(repos: Sequence[RepoStatus]) -> str:
-    """Each tracked repository's last poll, last error and next poll (tireless.repo_status)."""
-
-    def error(repo: RepoStatus) -> str:
-        if repo.forge_error is not None:
-            return last_line(f"forge stopped: {repo.forge_error}")
-        return last_line(repo.last_error)
-
+    """Each tracked repository's last poll, next poll and backlog (tireless.repo_status), then
+    each one's errors in full, wrapped."""
     rows = [dataclasses.asdict(repo) | {"status": repo} for repo in repos]
-    return table(
+    shown = table(
         rows,
         [
             ("REPO", lambda r: f"{r['forge']}/{r['owner']}/{r['repo']}"),
@@ -146,9 +142,32 @@ def render_repos(repos: Sequence[RepoStatus]) -> str:
             ("FAILURES", lambda r: str(r["consecutive_failures"])),
             ("LIVE", lambda r: str(r["pending"] + r["claimed"])),
             ("MIRROR-BACKLOG", lambda r: str(r["mirror_backlog"])),
-            ("LAST-ERROR", lambda r: error(r["status"])),
-            ("LAST-MIRROR-ERROR", lambda r: last_line(r["mirror_error"])),
+            ("ERRORS", lambda r: "below" if repo_errors(r["status"]) else "-"),
         ],
+    )
+    errors = [
+        f"{repo.forge}/{repo.owner}/{repo.repo} {what}:\n{wrapped(text)}"
+        for repo in repos
+        for what, text in repo_errors(repo)
+    ]
+    return "\n\n".join([shown, *errors])
+
+
+def repo_errors(repo: RepoStatus) -> list[tuple[str, str]]:
+    """A repository's errors, whole: its forge's stop, its last read's, its mirror's."""
+    found = [
+        (f"forge stopped until {clock(repo.forge_limited_until)}", repo.forge_error),
+        ("last error", repo.last_error),
+        ("last mirror error", repo.mirror_error),
+    ]
+    return [(what, text) for what, text in found if text]
+
+
+def wrapped(text: str) -> str:
+    """A long message, whole, wrapped at 100 columns and indented."""
+    return "\n".join(
+        textwrap.fill(line, 100, initial_indent="  ", subsequent_indent="  ") or "  "
+        for line in text.splitlines()
     )
 
 
@@ -159,7 +178,9 @@ def as_plain(report: Report) -> dict[str, Any]:
 
 def render_job(job: Job, history: Sequence[dict[str, Any]]) -> str:
     """A job's fields, then its history (tireless.job_event), oldest first."""
-    fields = "\n".join(f"{name:>17}: {value}" for name, value in dataclasses.asdict(job).items())
+    fields = "\n".join(
+        f"{name:>17}: {field_text(value)}" for name, value in dataclasses.asdict(job).items()
+    )
     events = table(
         history,
         [
@@ -174,6 +195,17 @@ def render_job(job: Job, history: Sequence[dict[str, Any]]) -> str:
     return f"{fields}\n\nhistory:\n{events}"
 
 
+def field_text(value: Any) -> str:
+    """A job's field for a person: `-` for none, labels comma-separated, times on the clock."""
+    if value is None or value == ():
+        return "-"
+    if isinstance(value, datetime):
+        return clock(value)
+    if isinstance(value, tuple | list):
+        return ", ".join(str(item) for item in value)
+    return str(value)
+
+
 def render_forges(forges: Sequence[Forge]) -> str:
     """The registered forges and the variable each one's token is read from."""
     return table(
@@ -185,3 +217,11 @@ def render_forges(forges: Sequence[Forge]) -> str:
             ("TOKEN-VARIABLE", lambda r: token_variable(r["name"])),
         ],
     )
+
+
+def span(length: timedelta) -> str:
+    """A duration as the command line writes it: `90d`, `2h`, `15m`, `90s`, `1d12h`."""
+    seconds = int(length.total_seconds())
+    parts = [(seconds // 86400, "d"), (seconds % 86400 // 3600, "h"), (seconds % 3600 // 60, "m")]
+    text = "".join(f"{n}{unit}" for n, unit in [*parts, (seconds % 60, "s")] if n)
+    return text or f"{length.total_seconds():g}s"

@@ -17,6 +17,8 @@ from psycopg.conninfo import conninfo_to_dict
 from tireless.cli.render import as_json
 
 OK, REFUSED, USAGE, NOTHING_TO_DO, UNREACHABLE = 0, 1, 2, 3, 4
+PRUNE_MAX = 100
+"""`tireless prune` deletes more jobs than this only with --yes (its --max)."""
 
 
 class Unreachable(Exception):

@@ -8,9 +8,9 @@ recreates the database tireless_demo in it; with DATABASE_URL it runs there. It 
 short backoff, starts `tireless web` on 127.0.0.1:8080 (or a free port when that one is taken)
 in the background, starts the stand-in forge (a Gitea on 127.0.0.1,
 tireless.devtools.standin_forge), registers it (`add_forge`), tracks gitea/example/widgets, opens there the issues of
-examples/issues.json and two of its own, and runs `tireless poll --every 1` (the forge's token in
+examples/issues.json and two of its own, and runs `tireless poll --every 1s` (the forge's token in
 its environment only), two `tireless work` processes on examples/agent.sh and a
-`tireless sweep --every 1`, showing `tireless status` until every job is settled and every scene
+`tireless sweep --every 1s`, showing `tireless status` until every job is settled and every scene
 played; then it prints each job's outcome and what each scene showed. The scenes, midway:
 - it crashes a runner: once a worker holds issue 6's job and runs its agent, it SIGKILLs both and
   starts worker-c in its place; the sweeper returns the job when its lease runs out;
@@ -19,7 +19,7 @@ played; then it prints each job's outcome and what each scene showed. The scenes
   stops the agent and ends the job cancelled;
 - once issue 1 is delivered the mirror takes its mode label off (the request is withdrawn); three
   polls pass (no new job), then a human puts the label back: the new request gets a new job.
-At the end it polls once more, so the mirror catches up, and prints a few issues as the forge
+At the end it polls until the mirror has written every state (or says how many are left), then prints a few issues as the forge
 shows them: one `tireless/state:<state>` label each and one comment per finished job.
 
 TIRELESS_DEMO_SIZE=small opens only the first 10 example issues; TIRELESS_DEMO_TIMEOUT (seconds,
@@ -175,11 +175,11 @@ def command(name: str) -> list[str]:
     """The poller's command, the sweeper's, or a worker's: `tireless work` on examples/agent.sh."""
     tireless = [sys.executable, "-m", "tireless"]
     if name == POLLER:
-        return [*tireless, "poll", "--every", "1", "--poller", POLLER]
+        return [*tireless, "poll", "--every", "1s", "--poller", POLLER]
     if name == SWEEPER:
-        return [*tireless, "sweep", "--every", "1"]
+        return [*tireless, "sweep", "--every", "1s"]
     lanes = ["--lane", "cc", "--lane", "oc"]
-    timing = ["--lease", "2s", "--poll", "1", "--grace", "2"]
+    timing = ["--lease", "2s", "--poll", "1s", "--grace", "2s"]
     agent = ["sh", str(EXAMPLES / "agent.sh")]
     return [*tireless, "work", "--worker", name, *lanes, *timing, "--", *agent]
 
@@ -415,8 +415,8 @@ def watch(
     """Show the status until every job is settled and every scene played, the deadline passes
     or a process the demo started ends unbidden; the jobs as they are then."""
     interactive = sys.stdout.isatty()
-    params: dict[str, Any] = {"state": None, "lane": None, "owner": OWNER, "repo": REPO}
-    params |= {"after": 0, "limit": 1000}
+    params: dict[str, Any] = {"state": None, "lane": None, "kind": None, "forge": None}
+    params |= {"owner": OWNER, "repo": REPO, "since": None, "after": 0, "limit": 1000}
     shown_at = 0.0
     told: list[str] = []  # shown under the status on a terminal, which redraws it every second
     while True:
@@ -446,16 +446,20 @@ def watch(
         time.sleep(0.5)
 
 
-def mirror_once_more(store: JobStore, token: str) -> None:
-    """The poller has stopped: one more round here, so the forge shows the last states too."""
+def mirror_once_more(store: JobStore, token: str) -> int:
+    """The poller has stopped: rounds here until the mirror has written every job's last state
+    (its backlog is empty), 20 at most; returns how many issues it still has to write."""
 
     def clients(target: RepoToPoll) -> ForgeClient:
         return client_for(target.kind, target.base_url, token)
 
     for _ in range(20):
-        if poll_round(store, "demo", clients=clients):
-            return
+        poll_round(store, "demo", clients=clients)
+        backlog = sum(repo.mirror_backlog for repo in store.repo_status())
+        if backlog == 0:
+            return 0
         time.sleep(0.5)  # the repository is due again a second after the poller's last round
+    return backlog
 
 
 def forge_view(forge: StandinForge, numbers: Sequence[int]) -> str:
@@ -503,7 +507,7 @@ def run() -> int:
         count, unserved, long_job = open_issues(forge, small)
         say(
             f"stand-in Gitea at {forge.url}: registered as {FORGE}, tracking {OWNER}/{REPO},"
-            f" {count + 2} issues opened there; `tireless poll --every 1` turns them into jobs"
+            f" {count + 2} issues opened there; `tireless poll --every 1s` turns them into jobs"
         )
         scenes: list[Scene] = [
             Crash(),
@@ -514,8 +518,11 @@ def run() -> int:
         with Crew(url, token) as crew:
             final = watch(conn, deadline, crew, forge, scenes)
         say("\n" + job_table(final))
-        mirror_once_more(store, token)
-        say("\nas the forge shows them (the mirror's labels and comments):")
+        if left := mirror_once_more(store, token):
+            say(f"\nthe mirror still has {left} issue(s) to write: the forge may show older states")
+        else:
+            say("\nthe mirror has written every job's state")
+        say("as the forge shows them (the mirror's labels and comments):")
         say(forge_view(forge, sorted({RELABELLED_ISSUE, CRASH_ISSUE, 5, unserved, long_job})))
         played = [scene.done(conn) for scene in scenes]
         for scene, done in zip(scenes, played, strict=True):

@@ -9,6 +9,11 @@ them against the JSON schemas in tests/forge_schemas/.
         forge.close_issue("acme", "widgets", number)
         forge.fault("500", times=2)
 
+Run on its own (`python -m tireless.devtools.standin_forge --port 3000 --seed issues.json`) it
+serves until SIGINT/SIGTERM, to try the `tireless` command against; `--seed` reads
+`{"repos": [{"owner": "acme", "repo": "widgets", "labels": ["tireless"],
+"issues": [{"title": "Add a flag", "labels": ["tireless", "tireless/plan"]}]}]}` (see docs/demo.md).
+
 It also takes the mirror's writes: repository labels (GET/POST `/repos/{o}/{r}/labels`; GitHub
 also GET `/labels/{name}`), an issue's labels (POST to add, DELETE one), and comments (GET/POST
 `/issues/{n}/comments`). Gitea's issue-labels endpoints take label ids (`labels: [int64]` up to
@@ -119,6 +124,7 @@ class StandinForge:
         max_page_size: int | None = None,
         rate_limit: int = 5000,
         gitea_label_refs: Literal["ids", "both"] = "ids",
+        port: int = 0,
     ) -> None:
         self.flavour: Flavour = flavour
         self.gitea_label_refs = gitea_label_refs
@@ -137,7 +143,7 @@ class StandinForge:
         self._deleted: set[tuple[str, str, int]] = set()
         self._lock = threading.Condition()
         self._gate: threading.Event | None = None
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), _handler(self))
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
@@ -911,3 +917,56 @@ def issues_of(forge: StandinForge, owner: str, repo: str) -> Iterator[StoredIssu
     """The stored issues of a repository (for tests and the demo to inspect)."""
     with forge._lock:
         yield from list(forge._repos.get((owner, repo), {}).values())
+
+
+def seed(forge: StandinForge, plan: dict[str, Any]) -> int:
+    """Create the repositories, labels and issues of a seed (the module's docstring shows its
+    form); returns how many issues it created."""
+    created = 0
+    for entry in plan.get("repos", []):
+        owner, repo = entry["owner"], entry["repo"]
+        forge.create_repo(owner, repo)
+        with forge._lock:
+            for name in entry.get("labels", []):
+                forge._repo_label(owner, repo, name)
+        for item in entry.get("issues", []):
+            number = forge.create_issue(owner, repo, item["title"], item.get("labels", []))
+            if item.get("state") == "closed":
+                forge.close_issue(owner, repo, number)
+            created += 1
+    return created
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m tireless.devtools.standin_forge --port N [--flavour gitea|github] [--token T]
+    [--seed FILE]`: serve until SIGINT/SIGTERM."""
+    import argparse
+    import signal
+    import sys
+
+    parser = argparse.ArgumentParser(
+        prog="python -m tireless.devtools.standin_forge", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("--port", type=int, default=0, help="where to listen (0: any free port)")
+    parser.add_argument("--flavour", choices=["gitea", "github"], default="gitea", help="its API")
+    parser.add_argument("--token", help="the only token it accepts (default: any, or none)")
+    parser.add_argument("--seed", help="a JSON file of repositories, labels and issues to create")
+    args = parser.parse_args(argv)
+    forge = StandinForge(args.flavour, token=args.token, port=args.port)
+    if args.seed:
+        with open(args.seed) as file:
+            issues = seed(forge, json.load(file))
+    else:
+        issues = 0
+    stopped = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stopped.set())
+    with forge:
+        print(f"stand-in {args.flavour} at {forge.url} with {issues} issue(s)", flush=True)
+        stopped.wait()
+    print("stopped", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -15,8 +15,8 @@ from typing import Any
 
 from tireless.calls import DEFAULT_POLL_LEASE
 from tireless.errors import NotHolder, TirelessError
-from tireless.forge import client_for, token_for
-from tireless.forge.client import ForgeClient, ForgeIssue, ForgeStopped, ReadFailed
+from tireless.forge import client_for, token_for, token_variable
+from tireless.forge.client import AuthRefused, ForgeClient, ForgeIssue, ForgeStopped, ReadFailed
 from tireless.forge.mirror import issue_row, mirror_repository
 from tireless.models import RepoToPoll
 from tireless.store import JobStore
@@ -220,9 +220,7 @@ def _poll_one(
     try:
         mirrored = mirror_repository(store, poller, client, target)
     except ForgeStopped as stop:
-        stopped[target.forge] = stop
-        store.record_forge_trouble(target.forge, str(stop), stop.until)
-        _fail(store, poller, target, report, stop)
+        _stop_forge(store, poller, target, report, stop, stopped)
         return
     except NotHolder as lost:
         report.error = f"lost the poll lease: {lost}"
@@ -235,9 +233,7 @@ def _poll_one(
     try:
         read = read_repository(client, target)
     except ForgeStopped as stop:
-        stopped[target.forge] = stop
-        store.record_forge_trouble(target.forge, str(stop), stop.until)
-        _fail(store, poller, target, report, stop)
+        _stop_forge(store, poller, target, report, stop, stopped)
         return
     except ReadFailed as failure:
         _fail(store, poller, target, report, failure)
@@ -279,6 +275,27 @@ def _poll_one(
             f"{target.forge}: rate limit spent until {read.limited_until:%H:%M:%S}Z",
             read.limited_until,
         )
+
+
+def _stop_forge(
+    store: JobStore,
+    poller: str,
+    target: RepoToPoll,
+    report: Report,
+    stop: ForgeStopped,
+    stopped: dict[str, ForgeStopped],
+) -> None:
+    """The forge is asked nothing more until stop.until; refused credentials name the variable
+    the token is read from, and how to ask again at once."""
+    if isinstance(stop, AuthRefused):
+        stop = AuthRefused(
+            f"{stop} (the token is read from {token_variable(target.forge)}; once it is right,"
+            f" `tireless forge retry {target.forge}` asks again at once)",
+            stop.until,
+        )
+    stopped[target.forge] = stop
+    store.record_forge_trouble(target.forge, str(stop), stop.until)
+    _fail(store, poller, target, report, stop)
 
 
 def _fail(

@@ -1,19 +1,20 @@
-"""The ASGI app of `tireless web` (Starlette): its routes, its connection pool, its error pages,
-and `serve`, which runs it under uvicorn on a socket it binds itself."""
+"""The ASGI app of `tireless web` (Starlette behind its Guard): its routes, its connection pool,
+its error pages, and `serve`, which runs it under uvicorn on a socket it binds itself."""
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import socket
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from importlib.resources import files
 from typing import Any
 
 import jinja2
 import psycopg
+import uvicorn
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
@@ -25,25 +26,22 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
-from tireless.errors import translated_errors
-from tireless.web import bulk, fleet, hooks, metrics, pages
+from tireless.errors import InvalidArgument, translated_errors
+from tireless.web import bulk, connections, fleet, hooks, metrics, pages
 from tireless.web.csrf import Csrf
-from tireless.web.hooks import Deliveries
+from tireless.web.guard import Guard, SettingRefused, allowed_hosts, token_from_environment
 
 log = logging.getLogger("tireless.web")
-
-STYLE = (files("tireless.web") / "static" / "style.css").read_bytes()
 
 
 @dataclass
 class Dashboard:
-    """What the handlers share: the pool, the templates, the CSRF key, the deliveries seen."""
+    """What the handlers share: the pool, the templates, the CSRF key."""
 
     pool: AsyncConnectionPool
     database_label: str
     templates: Jinja2Templates
     csrf: Csrf = field(default_factory=Csrf)
-    deliveries: Deliveries = field(default_factory=Deliveries)
 
     async def rows(self, query: Any, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         """The rows of one read, as dicts; a refusal is raised as its TirelessError."""
@@ -75,13 +73,12 @@ def templates() -> Jinja2Templates:
     return Jinja2Templates(env=env)
 
 
-async def style(request: Request) -> Response:
-    return Response(STYLE, media_type="text/css", headers={"Cache-Control": "max-age=300"})
-
-
-def create_app(conninfo: str) -> Starlette:
+def create_app(
+    conninfo: str, hosts: frozenset[str] = allowed_hosts("127.0.0.1"), token: str | None = None
+) -> Guard:
     """The dashboard, /metrics and the webhooks over an async pool of conninfo (opened by
-    the app's lifespan: `with TestClient(app)`, or uvicorn)."""
+    the app's lifespan: `with TestClient(app)`, or uvicorn), answering only for hosts, and
+    only to a login with token when one is given."""
     pool = AsyncConnectionPool(
         conninfo, open=False, min_size=1, max_size=4, timeout=5, kwargs={"autocommit": True}
     )
@@ -99,6 +96,8 @@ def create_app(conninfo: str) -> Starlette:
         # The message of an unexpected error may carry anything: it goes to the log, not the page.
         log.exception("%s %s failed", request.method, request.url.path, exc_info=error)
         status = 503 if isinstance(error, psycopg.OperationalError) else 500
+        if isinstance(error, psycopg.DataError | InvalidArgument):
+            status = 400  # a value of the request that the database refused
         return pages.problem(request, status, "Something went wrong; the server log says what.")
 
     async def http_error(request: Request, error: Exception) -> Response:
@@ -116,16 +115,16 @@ def create_app(conninfo: str) -> Starlette:
             Route("/workers", fleet.workers),
             Route("/jobs/{job_id:int}/{action:str}", pages.job_action, methods=["POST"]),
             Route("/lanes/{lane:str}/{action:str}", pages.lane_action, methods=["POST"]),
+            Route("/forges/{forge:str}/{action:str}", pages.forge_action, methods=["POST"]),
             Route("/metrics", metrics.scrape),
             Route("/hooks/{flavour:str}", hooks.receive, methods=["POST"]),
-            Route("/style.css", style),
-            Mount("/static", StaticFiles(packages=[("tireless.web", "static")]), name="static"),
+            Mount("/static", StaticFiles(packages=[("tireless.web", "static")])),
         ],
         lifespan=lifespan,
         exception_handlers={Exception: failed, HTTPException: http_error},
     )
     app.state.dashboard = dashboard
-    return app
+    return Guard(app, hosts, token)
 
 
 def bind(address: str) -> socket.socket:
@@ -145,17 +144,41 @@ def address_of(sock: socket.socket) -> str:
     return f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
 
 
-def serve(conninfo: str, address: str) -> None:
-    """Run the app under uvicorn until SIGINT/SIGTERM; prints its address once it listens."""
-    import uvicorn
-
+def serve(
+    conninfo: str,
+    address: str,
+    extra_hosts: tuple[str, ...] = (),
+    header_timeout: float = connections.HEADER_TIMEOUT,
+) -> None:
+    """Run the app under uvicorn until SIGINT/SIGTERM; prints its address once it listens.
+    SettingRefused: a bad token setting, or an address beyond loopback with no token."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    token = token_from_environment()
     sock = bind(address)
-    app = create_app(conninfo)
+    host = sock.getsockname()[0]
+    if token is None and not ipaddress.ip_address(host).is_loopback:
+        sock.close()
+        raise SettingRefused(
+            f"--bind {address} listens beyond this machine ({host}) and no login is set:"
+            " set TIRELESS_WEB_TOKEN or TIRELESS_WEB_TOKEN_FILE (docs/web.md, Security),"
+            " or bind 127.0.0.1 behind a reverse proxy that authenticates"
+        )
+    named = address.rpartition(":")[0]  # as given: a name, or an address in its own spelling
+    app = create_app(conninfo, allowed_hosts(host, (named, *extra_hosts)), token)
     print(
         f"tireless web: dashboard at {address_of(sock)} (database {database_label(conninfo)})",
         flush=True,
     )
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+        http=connections.deadline_protocol(header_timeout),
+        ws="none",
+        limit_concurrency=connections.MAX_CONNECTIONS,
+        timeout_keep_alive=connections.KEEP_ALIVE,
+        h11_max_incomplete_event_size=connections.MAX_HEADER_BYTES,
+    )
     uvicorn.Server(config).run(sockets=[sock])
     sys.stdout.flush()

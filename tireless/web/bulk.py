@@ -46,7 +46,7 @@ def plan(
         if action == "cancel":
             outcome = {
                 "pending": "cancelled now",
-                "claimed": None,  # needs a cancel request that its holder hears (the job's page)
+                "claimed": "its holder is asked to stop (a cancel request): it ends cancelled",
             }.get(job["state"])
         elif job["state"] not in TERMINAL or issue in issues:
             outcome = None
@@ -59,8 +59,6 @@ def plan(
 
 def why_not(action: str, job: Mapping[str, Any]) -> str:
     if action == "cancel":
-        if job["state"] == "claimed":
-            return "claimed: a running job is cancelled from its own page (a cancel request)"
         return f"already {job['state']}"
     if job["state"] not in TERMINAL:
         return f"still {job['state']}: an issue is re-run once its job has ended"
@@ -71,16 +69,14 @@ async def carry_out(request: Request, action: str, job: Mapping[str, Any]) -> st
     """Do the action to one job; a sentence for the flash message."""
     if action == "cancel":
         me = await who(request)
-        params = {
-            "job_id": job["id"],
-            "to_state": "cancelled",
-            "worker": None,
-            "note": f"cancelled from the dashboard by {me['role']} (bulk)",
-            "token": None,
-        }
-        _, refusal = await attempt(request, calls.TRANSITION, params)
-        return f"job {job['id']} {refusal}" if refusal else f"cancelled job {job['id']}"
-    issue = {key: job[key] for key in ("forge", "owner", "repo", "number")}
+        params = {"job_id": job["id"], "note": f"cancelled from the dashboard by {me['role']}"}
+        _, refusal = await attempt(request, calls.REQUEST_CANCEL, params)
+        if refusal:
+            return f"job {job['id']} {refusal}"
+        if job["state"] == "claimed":
+            return f"asked the holder of job {job['id']} to stop"
+        return f"cancelled job {job['id']}"
+    issue = {key: job[key] for key in ("forge", "owner", "repo", "number")} | {"kind": None}
     new_job, refusal = await attempt(request, calls.RERUN, issue)
     return f"job {job['id']} {refusal}" if refusal else f"re-ran job {job['id']} as job {new_job}"
 

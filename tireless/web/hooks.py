@@ -1,10 +1,13 @@
 """The forge webhooks: `POST /hooks/gitea` (Gitea and Forgejo) and `POST /hooks/github`.
 
-A delivery is read up to 1 MiB (413 past it, while reading), its HMAC-SHA256 signature over the
-raw body checked in constant time against `TIRELESS_WEBHOOK_SECRET_<NAME>` (401), a delivery id
-seen before is refused (409), and then the one thing it may do is done: make its repository due
-for a poll (`tireless.poll_soon`; 404 for a repository the store does not track). Nothing in the
-payload but the repository's name is read: the poll reads the forge itself."""
+A delivery without a secret configured for its forge or without a signature is refused (401)
+before its body is read; the body is read up to 1 MiB (413 past it, while reading: the guard),
+its HMAC-SHA256 signature over the raw body checked in constant time against
+`TIRELESS_WEBHOOK_SECRET_<NAME>` (401), and then the one thing it may do is done: make its
+repository due for a poll (`tireless.poll_soon_once`; 404 for a repository the store does not
+track), unless the same signed body was received in the last seven days (409, a replay: the
+delivery id header is not signed, so it does not tell a replay apart). Nothing in the payload but
+the repository's name is read: the poll reads the forge itself."""
 
 from __future__ import annotations
 
@@ -14,20 +17,16 @@ import json
 import logging
 import os
 import re
-from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from tireless import calls
 from tireless.errors import PermissionDenied, UnknownRepository
 from tireless.web import reads
 from tireless.web.pages import dashboard_of
 
 log = logging.getLogger("tireless.web.hooks")
-
-MAX_BODY = 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,27 +42,6 @@ FLAVOURS = {
     # GitHub: X-Hub-Signature-256 is "sha256=" and the hex HMAC-SHA256 of the body.
     "github": Flavour("X-Hub-Signature-256", "sha256=", "X-GitHub-Delivery"),
 }
-
-
-@dataclass
-class Deliveries:
-    """The delivery ids already acted on, the newest `keep` of them (a forge redelivers a
-    delivery with its id unchanged)."""
-
-    keep: int = 10000
-    seen: OrderedDict[str, None] = field(default_factory=OrderedDict)
-
-    def first_time(self, delivery: str) -> bool:
-        """Records the id; false when it was already recorded."""
-        if delivery in self.seen:
-            return False
-        self.seen[delivery] = None
-        while len(self.seen) > self.keep:
-            self.seen.popitem(last=False)
-        return True
-
-    def forget(self, delivery: str) -> None:
-        self.seen.pop(delivery, None)
 
 
 def secret_variable(forge: str) -> str:
@@ -82,19 +60,6 @@ def refuse(status: int, reason: str) -> Response:
     return JSONResponse({"error": reason}, status_code=status)
 
 
-async def read_body(request: Request) -> bytes | None:
-    """The body, or None as soon as it passes MAX_BODY (the rest is never read)."""
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > MAX_BODY:
-        return None
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > MAX_BODY:
-            return None
-    return bytes(body)
-
-
 def repository_of(body: bytes) -> tuple[str, str] | None:
     """(owner, repo) named by the payload's `repository`; None when it names none."""
     try:
@@ -103,8 +68,8 @@ def repository_of(body: bytes) -> tuple[str, str] | None:
         owner = repository["owner"]
         name = owner.get("login") or owner.get("username")
         repo = repository["name"]
-    except (ValueError, KeyError, TypeError, AttributeError):
-        return None
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
+        return None  # RecursionError: nested deeper than the parser goes
     if isinstance(name, str) and isinstance(repo, str) and name and repo:
         return name, repo
     return None
@@ -118,15 +83,15 @@ async def receive(request: Request) -> Response:
             404, f"no webhook flavour {flavour_name!r}: use /hooks/gitea or /hooks/github"
         )
     forge = request.query_params.get("forge") or flavour_name
-    body = await read_body(request)
-    if body is None:
-        return refuse(413, f"body over {MAX_BODY} bytes")
     secret = os.environ.get(secret_variable(forge))
     if not secret:
         log.warning("webhook for forge %r refused: %s is not set", forge, secret_variable(forge))
         return refuse(401, "no webhook secret is configured for this forge")
     given = request.headers.get(flavour.signature_header)
-    if not given or not signed(secret, body, given, flavour):
+    if not given:
+        return refuse(401, f"bad or missing {flavour.signature_header}")
+    body = await request.body()  # bounded by the guard while it is read
+    if not signed(secret, body, given, flavour):
         return refuse(401, f"bad or missing {flavour.signature_header}")
     delivery = request.headers.get(flavour.delivery_header)
     if not delivery:
@@ -134,26 +99,22 @@ async def receive(request: Request) -> Response:
     repository = repository_of(body)
     if repository is None:
         return refuse(400, "the payload names no repository")
-    deliveries = dashboard_of(request).deliveries
-    key = f"{forge}:{delivery}"
-    if not deliveries.first_time(key):
-        return refuse(409, "delivery already received")
     owner, repo = repository
     board, params = dashboard_of(request), {"forge": forge, "owner": owner, "repo": repo}
     try:
         if not (await board.rows(reads.IS_TRACKED, params))[0]["tracked"]:
-            deliveries.forget(key)
             return refuse(404, "repository not tracked")
-        due = bool((await board.rows(calls.POLL_SOON, params))[0]["poll_soon"])
+        once = {**params, "digest": hashlib.sha256(body).digest()}
+        due = (await board.rows(reads.POLL_SOON_ONCE, once))[0]["due"]
     except UnknownRepository:
-        deliveries.forget(key)
         return refuse(404, "repository not tracked")
     except PermissionDenied:
-        deliveries.forget(key)
         return refuse(
             403, "this dashboard's database role may not ask for a poll (tireless_poller)"
         )
-    except BaseException:
-        deliveries.forget(key)
-        raise
+    if due is None:
+        log.info(
+            "webhook delivery %s for forge %r replays a body already received", delivery, forge
+        )
+        return refuse(409, "this body was already received (a replay)")
     return JSONResponse({"forge": forge, "owner": owner, "repo": repo, "poll_soon": due}, 202)

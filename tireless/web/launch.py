@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,17 +22,21 @@ class RunningDashboard:
 
 
 def start_dashboard(
-    conninfo: str, log_path: Path, bind: str = "127.0.0.1:8080", timeout: float = 30.0
+    conninfo: str,
+    log_path: Path,
+    bind: str = "127.0.0.1:8080",
+    timeout: float = 30.0,
+    options: Sequence[str] = (),
 ) -> RunningDashboard:
-    """Start `python -m tireless web --bind BIND` detached, its output appended to log_path, and
-    wait until it prints its address. The conninfo goes by the environment (DATABASE_URL, the
-    CLI's name for it), never on a command line that `ps` shows. Raises RuntimeError (naming the
+    """Start `python -m tireless web --bind BIND [OPTIONS]` detached, its output appended to
+    log_path, and wait until it prints its address. The conninfo goes by the environment
+    (DATABASE_URL, the CLI's name for it), never on a command line that `ps` shows. Raises RuntimeError (naming the
     log) if it does not come up in time; stop it with os.kill(pid, SIGTERM)."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     start = log_path.stat().st_size if log_path.exists() else 0
     with log_path.open("ab") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "tireless", "web", "--bind", bind],
+            [sys.executable, "-m", "tireless", "web", "--bind", bind, *options],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,

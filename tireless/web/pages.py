@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from tireless.web.app import Dashboard
 
 PAGE_SIZE = 50
-FORM_LIMIT = 4096  # an action form holds a token and a path: anything longer is not ours
+BIGGEST_ID = 2**63 - 1  # a job id is a bigint
 
 
 def dashboard_of(request: Request) -> Dashboard:
@@ -185,18 +185,26 @@ def searched(text: str) -> dict[str, Any]:
     """The search box: `#12` or `12` is an issue number, `owner/repo` a repository, anything
     else words that the title holds (all of them, in any case)."""
     words = text.split()
-    if len(words) == 1 and words[0].lstrip("#").isdigit() and len(words[0]) < 10:
+    number = words[0].lstrip("#") if len(words) == 1 else ""
+    if number.isascii() and number.isdigit() and len(number) < 10:
         return {"number": int(words[0].lstrip("#"))}
     if len(words) == 1 and words[0].count("/") == 1:
         return {"repo": words[0]}
     return {"words": words} if words else {}
 
 
+def job_id_of(request: Request) -> int:
+    job_id: int = request.path_params["job_id"]
+    if job_id > BIGGEST_ID:
+        raise HTTPException(404, f"no job with id {job_id}")
+    return job_id
+
+
 def page_bound(request: Request, name: str) -> int | None:
     text = request.query_params.get(name)
     if not text:
         return None
-    if not text.isdigit() or len(text) > 19:
+    if not (text.isascii() and text.isdigit()) or int(text) > BIGGEST_ID:
         raise HTTPException(400, f"{name} takes a job id, got {text!r}")
     return int(text)
 
@@ -246,7 +254,7 @@ async def jobs(request: Request) -> Response:
 
 async def job(request: Request) -> Response:
     board = dashboard_of(request)
-    job_id: int = request.path_params["job_id"]
+    job_id = job_id_of(request)
     found = await board.rows(reads.JOB, {"job_id": job_id})
     if not found:
         raise HTTPException(404, f"no job with id {job_id}")
@@ -275,9 +283,7 @@ async def job(request: Request) -> Response:
 
 # Actions: admin only, POST with the session's CSRF token; back to the page that asked.
 async def action_form(request: Request) -> dict[str, str]:
-    body = await request.body()
-    if len(body) > FORM_LIMIT:
-        raise HTTPException(413, "form too large")
+    body = await request.body()  # bounded by the guard while it is read
     form = dict(parse_qsl(body.decode("utf-8", "replace")))
     board = dashboard_of(request)
     if not board.csrf.accepts(request, form.get("csrf", "")):
@@ -335,24 +341,28 @@ async def lane_action(request: Request) -> Response:
     return await run_action(request, query, {"lane": request.path_params["lane"]}, lambda _: back)
 
 
+async def forge_action(request: Request) -> Response:
+    """Retry a stopped forge: its stop cleared, its repositories due at the poller's next round."""
+    if request.path_params["action"] != "retry":
+        raise HTTPException(404, "no such action")
+    form = await action_form(request)
+    back = back_to(form, "/")
+    params = {"name": request.path_params["forge"]}
+    return await run_action(request, calls.RETRY_FORGE, params, lambda _: back)
+
+
 async def job_action(request: Request) -> Response:
-    action, job_id = request.path_params["action"], request.path_params["job_id"]
+    action, job_id = request.path_params["action"], job_id_of(request)
     if action not in ("cancel", "rerun"):
         raise HTTPException(404, "no such action")
     form = await action_form(request)
     back = back_to(form, f"/jobs/{job_id}")
-    if action == "cancel":
+    if action == "cancel":  # a pending job ends now; a claimed one's holder is asked to stop
         me = await who(request)
-        params = {
-            "job_id": job_id,
-            "to_state": "cancelled",
-            "worker": None,
-            "note": f"cancelled from the dashboard by {me['role']}",
-            "token": None,
-        }
-        return await run_action(request, calls.TRANSITION, params, lambda _: back)
+        params = {"job_id": job_id, "note": f"cancelled from the dashboard by {me['role']}"}
+        return await run_action(request, calls.REQUEST_CANCEL, params, lambda _: back)
     found = await dashboard_of(request).rows(reads.JOB, {"job_id": job_id})
     if not found:
         raise HTTPException(404, f"no job with id {job_id}")
-    issue = {key: found[0][key] for key in ("forge", "owner", "repo", "number")}
+    issue = {key: found[0][key] for key in ("forge", "owner", "repo", "number")} | {"kind": None}
     return await run_action(request, calls.RERUN, issue, lambda new_job: f"/jobs/{new_job}")
