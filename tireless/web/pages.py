@@ -187,7 +187,7 @@ def searched(text: str) -> dict[str, Any]:
     words = text.split()
     number = words[0].lstrip("#") if len(words) == 1 else ""
     if number.isascii() and number.isdigit() and len(number) < 10:
-        return {"number": int(words[0].lstrip("#"))}
+        return {"number": int(number)}
     if len(words) == 1 and words[0].count("/") == 1:
         return {"repo": words[0]}
     return {"words": words} if words else {}
