@@ -11,12 +11,13 @@ LANES = """
 SELECT every.lane, s.capacity, coalesce(s.paused, false) AS paused,
        coalesce(s.breaker, 'closed') AS breaker, coalesce(s.consecutive_failures, 0) AS consecutive_failures,
        s.tripped_until, coalesce(s.pending, 0) AS pending, coalesce(s.ready, 0) AS ready,
-       coalesce(s.claimed, 0) AS claimed, coalesce(s.past_lease, 0) AS past_lease, s.oldest_pending_seconds
-  FROM (SELECT l.lane FROM tireless.lane_summary l UNION SELECT f.lane FROM tireless.finished_jobs f) AS every
-  LEFT JOIN tireless.lane_summary s ON s.lane = every.lane
+       coalesce(s.claimed, 0) AS claimed, coalesce(s.past_lease, 0) AS past_lease,
+       extract(epoch FROM s.oldest_pending_age)::float8 AS oldest_pending_seconds
+  FROM (SELECT l.lane FROM tireless.lane_status l UNION SELECT f.lane FROM tireless.finished_jobs f) AS every
+  LEFT JOIN tireless.lane_status s ON s.lane = every.lane
  ORDER BY every.lane"""
-"""Every lane `tireless status` lists (with settings, live jobs, or jobs finished in 24 hours),
-and every lane that ever finished a job."""
+"""Every lane: with settings or live jobs (lane_status), or that ever finished a job (the
+rolled-up counters: every lane `tireless status` lists, without reading a day of finished jobs)."""
 REPOS = """
 SELECT r.forge, r.owner, r.repo, r.last_poll_at, r.last_success_at, r.last_error, r.last_error_at,
        r.consecutive_failures, r.next_poll_at, r.backoff_until, r.registered,
