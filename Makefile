@@ -37,7 +37,7 @@ soak: install pg-binaries
 bench: install pg-binaries
 	$(PY) bench/run.py $(if $(QUICK),--quick)
 	$(PY) bench/web.py $(if $(QUICK),--quick)
-	cd bench && ../$(PY) poll.py $(if $(QUICK),--issues 100 --batch 1000 --repeats 1)
+	cd bench && ../$(PY) poll.py $(if $(QUICK),--issues 100 --repos 100 --batch 1000 --repeats 1)
 
 run: install pg-binaries
 	$(PY) -m tireless.devtools.demo

@@ -1,8 +1,9 @@
-"""What a poll costs the database when nothing changed, next to the first poll; and `enqueue` of a
-batch in which 1 % of the issues changed, next to the unconditional enqueue of 0006 (before the
-work rule).
+"""What a poll costs the database when nothing changed, next to the first poll; a round over
+many tracked repositories where nothing changed (requests per repository, the round's time next
+to a round over 10); and `enqueue` of a batch in which 1 % of the issues changed, next to the
+unconditional enqueue of 0006 (before the work rule).
 
-    python bench/poll.py [--issues 1000] [--batch 10000] [--repeats 3]
+    python bench/poll.py [--issues 1000] [--repos 1000] [--batch 10000] [--repeats 3]
 
 Each figure is a median of --repeats; rows written are the tireless tables' inserted, updated and
 deleted row versions (pg_stat_user_tables), WAL the bytes the server wrote meanwhile. Prints a
@@ -130,6 +131,64 @@ def polls(conninfo: str, issues: int, repeats: int) -> list[str]:
     ]
 
 
+def rounds(conninfo: str, many: int, repeats: int) -> list[str]:
+    """Rounds where nothing changed over `many` and over 10 tracked repositories of a stand-in
+    GitHub, each with one issue that does not ask for work: requests sent per repository (the
+    listing's ETag makes it one conditional request, answered 304) and the round's time."""
+    lines = [
+        f"\n### A round where nothing changed (stand-in GitHub over HTTP, medians of {repeats})\n",
+        "| tracked repositories | requests per repository | round ms | ms per repository |"
+        " ratio to 10 |",
+        "|---:|---:|---:|---:|---:|",
+    ]
+    base = 0.0
+    for count in (10, many):
+        measured = quiet_rounds(conninfo, count, repeats)
+        seconds = statistics.median(s for s, _ in measured)
+        requests = statistics.median(r for _, r in measured) / count
+        base = base or seconds
+        lines.append(
+            f"| {count} | {requests:.2f} | {seconds * 1000:.0f} | {seconds * 1000 / count:.1f}"
+            f" | {seconds / base:.1f} |"
+        )
+    return lines
+
+
+def quiet_rounds(conninfo: str, count: int, repeats: int) -> list[tuple[float, int]]:
+    """Seconds and requests of `repeats` rounds over `count` repositories where nothing changed.
+    The first two rounds (the full listing, then the read that takes the ETag) are not measured;
+    the tenth read lists in full again, so `repeats` (up to 7) rounds from the third are."""
+    token = secrets.token_hex(8)
+    with (
+        psycopg.connect(conninfo, autocommit=True) as conn,
+        StandinForge("github", token=token) as forge,
+    ):
+        store = JobStore(conn)
+        name = f"gh{count}"
+        store.add_forge(name, "github", forge.url)
+        for n in range(count):
+            forge.create_issue("acme", f"repo{n}", "nothing to do", ["bug"])
+            store.track_repo(name, "acme", f"repo{n}")
+
+        def clients(target: RepoToPoll) -> Any:
+            return client_for(target.kind, target.base_url, token)
+
+        measured = []
+        for round_number in range(2 + repeats):
+            conn.execute("UPDATE tireless.repo_poll SET next_poll_at = now()")
+            sent = len(forge.requests)
+            began = time.perf_counter()
+            reports = poll_round(store, "bench", clients=clients, max_repos=count)
+            seconds = time.perf_counter() - began
+            assert len(reports) == count
+            assert not any(r.error for r in reports)
+            if round_number >= 2:
+                measured.append((seconds, len(forge.requests) - sent))
+        for n in range(count):
+            store.untrack_repo(name, "acme", f"repo{n}")
+    return measured
+
+
 def mirror_all(poll: Callable[[], Report], reports: list[Report]) -> None:
     """Poll until a round mirrors nothing more."""
     while not reports or reports[-1].mirrored:
@@ -184,6 +243,7 @@ def enqueues(server_conninfo: Callable[[str], str], size: int, repeats: int) -> 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--issues", type=int, default=1000)
+    parser.add_argument("--repos", type=int, default=1000)
     parser.add_argument("--batch", type=int, default=10000)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
@@ -193,6 +253,7 @@ def main() -> None:
         migrate_until(server.conninfo("polls"), None)
         report = [f"## Polls and enqueue (medians of {args.repeats})\n"]
         report += polls(server.conninfo("polls"), args.issues, args.repeats)
+        report += rounds(server.conninfo("polls"), args.repos, min(max(args.repeats, 3), 7))
         report += enqueues(server.conninfo, args.batch, args.repeats)
     print("\n".join(report))
 

@@ -93,6 +93,24 @@ $$;
 COMMENT ON FUNCTION tireless.activity_grain(span interval) IS 'The bucket of a window: a minute up to 2 hours, else an hour; TL005 for a window that is not positive or longer than 8 days.';
 
 --
+-- Name: acts_for_login(text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.acts_for_login(claimed_login text) RETURNS boolean
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT acts_for_login.claimed_login = session_user
+           OR acts_for_login.claimed_login IS NULL
+           OR tireless.may_cancel_pending()
+$$;
+
+--
+-- Name: FUNCTION acts_for_login(claimed_login text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.acts_for_login(claimed_login text) IS 'True when the caller may act for a claim made by claimed_login: it is that login (session_user), the claim predates logins (null), or the caller''s effective role is an admin (as tireless.may_cancel_pending judges).';
+
+--
 -- Name: add_forge(text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -175,15 +193,22 @@ BEGIN
                e.issue ->> 'title' AS title,
                e.issue ->> 'url' AS url,
                (e.issue ->> 'updated_at')::timestamptz AS updated_at,
-               (e.issue ->> 'parent_id')::bigint AS parent_id
+               (e.issue ->> 'parent_id')::bigint AS parent_id,
+               -- The body is kept up to tireless.issue_body_limit() characters, flagged when cut; an
+               -- issue given without "body" (the mirror's read-back) keeps the body last shown.
+               e.issue ? 'body' AS has_body,
+               left(e.issue ->> 'body', tireless.issue_body_limit()) AS body,
+               coalesce(length(e.issue ->> 'body') > tireless.issue_body_limit(), false) AS body_cut
           FROM jsonb_array_elements(apply_work_rule.issues) WITH ORDINALITY AS e(issue, position)
          ORDER BY forge, owner, repo, number, e.position DESC
     ), shown AS MATERIALIZED (
         -- Issues of untracked repositories are ignored.
         SELECT i.*, s.number IS NOT NULL AS known, s.asks_since, coalesce(s.answered, false) AS answered,
+               s.body AS shown_body, s.body_cut AS shown_body_cut,
                s.number IS NULL
                OR (s.state, s.labels, s.title, s.url, s.updated_at)
-                  IS DISTINCT FROM (i.state, i.labels, i.title, i.url, i.updated_at) AS changed
+                  IS DISTINCT FROM (i.state, i.labels, i.title, i.url, i.updated_at)
+               OR (i.has_body AND (s.body, s.body_cut) IS DISTINCT FROM (i.body, i.body_cut)) AS changed
           FROM incoming i
           JOIN tireless.tracked_repo t ON (t.forge, t.owner, t.repo) = (i.forge, i.owner, i.repo)
           LEFT JOIN tireless.issue s ON (s.forge, s.owner, s.repo, s.number) = (i.forge, i.owner, i.repo, i.number)
@@ -206,16 +231,19 @@ BEGIN
                CASE WHEN jd.kind IS NOT NULL THEN tireless.lane_for(jd.kind, jd.labels) END AS lane
           FROM judged jd
     ), saved AS (
-        INSERT INTO tireless.issue AS s (forge, owner, repo, number, state, labels, title, url, updated_at, asks_since, answered)
+        INSERT INTO tireless.issue AS s (forge, owner, repo, number, state, labels, title, url, updated_at, asks_since, answered,
+                                         body, body_cut)
         SELECT d.forge, d.owner, d.repo, d.number, d.state, d.labels, d.title, d.url, d.updated_at,
                CASE WHEN d.rising THEN now() WHEN d.kind IS NOT NULL THEN d.asks_since END,
-               d.makes_job OR (d.answered AND NOT d.rising)
+               d.makes_job OR (d.answered AND NOT d.rising),
+               CASE WHEN d.has_body THEN d.body ELSE d.shown_body END,
+               CASE WHEN d.has_body THEN d.body_cut ELSE coalesce(d.shown_body_cut, false) END
           FROM decided d
          WHERE d.changed OR d.makes_job OR d.rising OR d.withdrawn
         ON CONFLICT (forge, owner, repo, number) DO UPDATE
            SET state = excluded.state, labels = excluded.labels, title = excluded.title, url = excluded.url,
                updated_at = excluded.updated_at, asks_since = excluded.asks_since, answered = excluded.answered,
-               changed_at = now()
+               body = excluded.body, body_cut = excluded.body_cut, changed_at = now()
     ), ended AS (
         -- Rule 2: a pending job is cancelled; a claimed one gets a cancel request (it stands once made).
         UPDATE tireless.job j
@@ -262,6 +290,32 @@ $$;
 COMMENT ON FUNCTION tireless.apply_work_rule(issues jsonb, OUT created integer, OUT cancelled integer, OUT rerouted integer, OUT seen integer) IS 'The work rule on a checked batch of issues of tracked repositories: a pending job for an issue that asks for work and whose request has had none; withdrawal cancels a pending job or requests the cancel of a claimed one; relabelling re-routes a pending job. An issue shown as it was before writes nothing. Returns what it did.';
 
 --
+-- Name: attach_report(bigint, text, text, uuid); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.attach_report(job_id bigint, worker text, report text, token uuid DEFAULT NULL::uuid) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    job tireless.job := tireless.held_job(attach_report.job_id, attach_report.worker, attach_report.token);
+    cut boolean := coalesce(length(attach_report.report) > 60000, false);
+BEGIN
+    PERFORM tireless.current_attempt(job.id, job.attempts);
+    UPDATE tireless.job_attempt a
+       SET report = nullif(left(attach_report.report, 60000), ''), report_cut = cut
+     WHERE a.job_id = job.id;
+    RETURN cut;
+END;
+$$;
+
+--
+-- Name: FUNCTION attach_report(job_id bigint, worker text, report text, token uuid); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.attach_report(job_id bigint, worker text, report text, token uuid) IS 'The holder attaches its agent''s outcome summary (markdown) to the attempt before finishing it; the mirror posts it as the outcome comment instead of the note. Kept up to 60000 characters: true when it was cut. TL001 for an unknown job, TL004 when worker (or token) does not hold it.';
+
+--
 -- Name: job; Type: TABLE; Schema: tireless; Owner: -
 --
 
@@ -287,6 +341,7 @@ CREATE TABLE tireless.job (
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     cancel_requested_at timestamp with time zone,
     given_back integer DEFAULT 0 NOT NULL,
+    claimed_login text,
     CONSTRAINT pending_holds_no_claim CHECK (((state <> 'pending'::tireless.job_state) OR ((claimed_by IS NULL) AND (claim_expires_at IS NULL) AND (claim_token IS NULL))))
 )
 WITH (fillfactor='80', autovacuum_vacuum_scale_factor='0.02', autovacuum_analyze_scale_factor='0.02');
@@ -326,6 +381,12 @@ COMMENT ON COLUMN tireless.job.cancel_requested_at IS 'When the issue withdrew i
 --
 
 COMMENT ON COLUMN tireless.job.given_back IS 'How many of the job''s attempts ended in give_back (a runner stopping, not a failure): they stay in attempts and in the history but are not counted against max_attempts.';
+
+--
+-- Name: COLUMN job.claimed_login; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.job.claimed_login IS 'The database login (session_user) that made the job''s latest claim; kept after the claim ends, like attempts. While the job is claimed only that login (or an admin) may renew, heartbeat, give back or finish it. Null: claimed before 0019_holder_login, or never claimed.';
 
 --
 -- Name: CONSTRAINT pending_holds_no_claim ON job; Type: COMMENT; Schema: tireless; Owner: -
@@ -394,7 +455,8 @@ CREATE FUNCTION tireless.check_holder(job tireless.job, worker text, token uuid)
     AS $$
 BEGIN
     IF job.state = 'claimed' AND job.claimed_by = check_holder.worker
-       AND (check_holder.token IS NULL OR check_holder.token = job.claim_token) THEN
+       AND (check_holder.token IS NULL OR check_holder.token = job.claim_token)
+       AND tireless.acts_for_login(job.claimed_login) THEN
         RETURN;
     END IF;
     RAISE EXCEPTION 'worker % does not hold job %', coalesce(quote_literal(left(check_holder.worker, 220)), 'null'), job.id
@@ -402,8 +464,13 @@ BEGIN
               DETAIL = CASE
                   WHEN job.state <> 'claimed' THEN format('The job is %s now.', job.state)
                   WHEN job.claimed_by IS DISTINCT FROM check_holder.worker THEN format('The job is claimed by %L.', job.claimed_by)
-                  ELSE 'The claim was lost and the job claimed again.' END,
-              HINT = 'The lease was lost: stop the work and leave the job to the store.';
+                  WHEN check_holder.token IS NOT NULL AND check_holder.token <> job.claim_token
+                      THEN 'The claim was lost and the job claimed again.'
+                  ELSE format('The job was claimed by the login %I, not by %I.', job.claimed_login, session_user) END,
+              HINT = CASE WHEN job.state = 'claimed' AND job.claimed_by = check_holder.worker
+                               AND (check_holder.token IS NULL OR check_holder.token = job.claim_token)
+                          THEN 'Only the login that claimed a job (or an admin) may act for its holder.'
+                          ELSE 'The lease was lost: stop the work and leave the job to the store.' END;
 END;
 $$;
 
@@ -411,7 +478,7 @@ $$;
 -- Name: FUNCTION check_holder(job tireless.job, worker text, token uuid); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.check_holder(job tireless.job, worker text, token uuid) IS 'Raises TL004 unless worker (and token, when given) holds the job''s current claim; DETAIL says where the job is now.';
+COMMENT ON FUNCTION tireless.check_holder(job tireless.job, worker text, token uuid) IS 'Raises TL004 unless worker (and token, when given) holds the job''s current claim and the caller is the login that claimed it (or an admin); DETAIL says where the job is now, or which login claimed it.';
 
 --
 -- Name: check_issue_batch(jsonb); Type: FUNCTION; Schema: tireless; Owner: -
@@ -422,6 +489,7 @@ CREATE FUNCTION tireless.check_issue_batch(issues jsonb) RETURNS void
     AS $$
 DECLARE
     bad record;
+    repositories bigint;
 BEGIN
     IF jsonb_typeof(check_issue_batch.issues) IS DISTINCT FROM 'array' THEN
         RAISE EXCEPTION 'issues must be a JSON array, got %', left(coalesce(check_issue_batch.issues::text, 'null'), 100)
@@ -430,6 +498,15 @@ BEGIN
     IF jsonb_array_length(check_issue_batch.issues) > 50000 THEN
         RAISE EXCEPTION 'a batch holds at most 50000 issues, got %', jsonb_array_length(check_issue_batch.issues)
             USING ERRCODE = 'TL006', HINT = 'Split the poll into several calls.';
+    END IF;
+    -- A batch locks each repository it names until it commits: a bounded set, so one call cannot hold
+    -- every repository of the store at once. The poller sends one repository per call.
+    SELECT count(*) INTO repositories
+      FROM (SELECT DISTINCT e.issue -> 'forge', e.issue -> 'owner', e.issue -> 'repo'
+              FROM jsonb_array_elements(check_issue_batch.issues) AS e(issue)) AS r;
+    IF repositories > 1000 THEN
+        RAISE EXCEPTION 'a batch names at most 1000 repositories, got %', repositories
+            USING ERRCODE = 'TL006', HINT = 'Split the batch by repository into several calls.';
     END IF;
     SELECT e.position - 1 AS position, p.problem INTO bad
       FROM jsonb_array_elements(check_issue_batch.issues) WITH ORDINALITY AS e(issue, position)
@@ -457,7 +534,7 @@ $$;
 -- Name: FUNCTION check_issue_batch(issues jsonb); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.check_issue_batch(issues jsonb) IS 'Raises TL006 naming the first malformed element (and the field) unless the batch is a JSON array of at most 50000 well-formed issues whose parent_ids name jobs. enqueue and record_poll check before they write.';
+COMMENT ON FUNCTION tireless.check_issue_batch(issues jsonb) IS 'Raises TL006 naming the first malformed element (and the field) unless the batch is a JSON array of at most 50000 well-formed issues of at most 1000 repositories whose parent_ids name jobs. enqueue and record_poll check before they write.';
 
 --
 -- Name: check_lane(text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -526,6 +603,27 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.check_repo(forge text, owner text, repo text) IS 'Raises TL005 unless forge (1-100 characters), owner and repo (1-200 each) are given.';
+
+--
+-- Name: check_run_limit(text, interval); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.check_run_limit(name text, span interval) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    AS $$
+BEGIN
+    IF span <= interval '0' OR span > interval '30 days' THEN
+        RAISE EXCEPTION '% must be null (no limit) or more than 0 and at most 30 days, got %', name, span
+            USING ERRCODE = 'TL005';
+    END IF;
+END;
+$$;
+
+--
+-- Name: FUNCTION check_run_limit(name text, span interval); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.check_run_limit(name text, span interval) IS 'Raises TL005 (naming the setting) unless the limit is null or 0 < limit <= 30 days.';
 
 --
 -- Name: check_tracked(text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -608,6 +706,7 @@ BEGIN
         UPDATE tireless.job j
            SET state = 'claimed',
                claimed_by = claim_next.worker,
+               claimed_login = session_user,
                claim_expires_at = now() + claim_next.lease,
                claim_token = gen_random_uuid(),
                attempts = j.attempts + 1,
@@ -695,6 +794,7 @@ BEGIN
         UPDATE tireless.job j
            SET state = 'claimed',
                claimed_by = claim_next.worker,
+               claimed_login = session_user,
                claim_expires_at = now() + claim_next.lease,
                claim_token = gen_random_uuid(),
                attempts = j.attempts + 1,
@@ -714,7 +814,7 @@ $$;
 -- Name: FUNCTION claim_next(worker text, lanes text[], lease interval); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.claim_next(worker text, lanes text[], lease interval) IS 'Claims the oldest claimable pending job in the given lanes for worker: state claimed, a lease of lease, a fresh claim_token, attempts + 1. Skips paused, tripped and full lanes and jobs still in backoff. Zero rows when nothing is claimable; a lane nobody has configured simply holds no work.';
+COMMENT ON FUNCTION tireless.claim_next(worker text, lanes text[], lease interval) IS 'Claims the oldest claimable pending job in the given lanes for worker: state claimed, a lease of lease, a fresh claim_token, attempts + 1, and the caller''s login as claimed_login. Skips paused, tripped and full lanes and jobs still in backoff. Zero rows when nothing is claimable; a lane nobody has configured simply holds no work.';
 
 --
 -- Name: claim_repos_to_poll(text, interval, integer); Type: FUNCTION; Schema: tireless; Owner: -
@@ -765,6 +865,126 @@ $$;
 COMMENT ON FUNCTION tireless.claim_repos_to_poll(poller text, lease interval, max_repos integer) IS 'Leases to poller (for lease) up to max_repos due repositories of registered forges that are not stopped: next poll time reached, not backing off, lease free or expired; FOR UPDATE SKIP LOCKED, so two pollers never get the same one. Returns each with its forge kind and URL, cursor, ETag and whether to list it in full (the first read and every tenth), and the issue numbers of its live jobs.';
 
 --
+-- Name: job_attempt; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.job_attempt (
+    job_id bigint NOT NULL,
+    attempt integer NOT NULL,
+    started_at timestamp with time zone NOT NULL,
+    progress_at timestamp with time zone NOT NULL,
+    step text,
+    stop text,
+    stop_note text,
+    report text,
+    report_cut boolean DEFAULT false NOT NULL,
+    CONSTRAINT report_within_limit CHECK ((length(report) <= 60000)),
+    CONSTRAINT step_is_short CHECK ((length(step) <= 500)),
+    CONSTRAINT stop_has_its_note CHECK (((stop IS NULL) = (stop_note IS NULL))),
+    CONSTRAINT stop_is_timeout_or_stalled CHECK ((stop = ANY (ARRAY['timeout'::text, 'stalled'::text])))
+);
+
+--
+-- Name: TABLE job_attempt; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.job_attempt IS 'Each job''s newest attempt: when it was claimed, its last progress (and the step COMMAND last named), the watchdog''s stop once made (it stands until the attempt ends), and the report the agent left. Private: heartbeat, report_progress, attach_report and end_stopped_attempt keep it.';
+
+--
+-- Name: COLUMN job_attempt.attempt; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.job_attempt.attempt IS 'The job''s attempts count when this attempt was claimed: the row belongs to that attempt only.';
+
+--
+-- Name: COLUMN job_attempt.started_at; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.job_attempt.started_at IS 'When the attempt was claimed (its claim in the history); max_run counts from here.';
+
+--
+-- Name: COLUMN job_attempt.progress_at; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.job_attempt.progress_at IS 'The attempt''s last progress (started_at until the first); stall_after counts from here.';
+
+--
+-- Name: COLUMN job_attempt.step; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.job_attempt.step IS 'The step COMMAND last reported (a ::progress:: line), at most 500 characters.';
+
+--
+-- Name: COLUMN job_attempt.stop; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.job_attempt.stop IS 'timeout or stalled once the watchdog stopped the attempt; heartbeat answers it from then on.';
+
+--
+-- Name: COLUMN job_attempt.report; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.job_attempt.report IS 'The outcome summary the agent wrote (markdown, at most 60000 characters); the mirror posts it.';
+
+--
+-- Name: CONSTRAINT report_within_limit ON job_attempt; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT report_within_limit ON tireless.job_attempt IS 'A report is at most 60000 characters (a forge comment holds 65536).';
+
+--
+-- Name: CONSTRAINT step_is_short ON job_attempt; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT step_is_short ON tireless.job_attempt IS 'A step is a line of at most 500 characters.';
+
+--
+-- Name: CONSTRAINT stop_has_its_note ON job_attempt; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT stop_has_its_note ON tireless.job_attempt IS 'A stop carries the note the attempt ends with.';
+
+--
+-- Name: CONSTRAINT stop_is_timeout_or_stalled ON job_attempt; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT stop_is_timeout_or_stalled ON tireless.job_attempt IS 'The watchdog stops an attempt for one of two reasons.';
+
+--
+-- Name: current_attempt(bigint, integer); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.current_attempt(job_id bigint, attempt integer) RETURNS tireless.job_attempt
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    result tireless.job_attempt;
+    claimed timestamptz;
+BEGIN
+    SELECT * INTO result FROM tireless.job_attempt a WHERE a.job_id = current_attempt.job_id;
+    IF FOUND AND result.attempt = current_attempt.attempt THEN
+        RETURN result;
+    END IF;
+    -- The job is claimed, so its newest event is its claim.
+    SELECT e.at INTO claimed FROM tireless.job_event e
+     WHERE e.job_id = current_attempt.job_id ORDER BY e.id DESC LIMIT 1;
+    INSERT INTO tireless.job_attempt AS a (job_id, attempt, started_at, progress_at)
+    VALUES (current_attempt.job_id, current_attempt.attempt, coalesce(claimed, now()), coalesce(claimed, now()))
+    ON CONFLICT ON CONSTRAINT job_attempt_pkey DO UPDATE
+       SET attempt = excluded.attempt, started_at = excluded.started_at, progress_at = excluded.progress_at,
+           step = NULL, stop = NULL, stop_note = NULL, report = NULL, report_cut = false
+    RETURNING a.* INTO result;
+    RETURN result;
+END;
+$$;
+
+--
+-- Name: FUNCTION current_attempt(job_id bigint, attempt integer); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.current_attempt(job_id bigint, attempt integer) IS 'The job_attempt row of the job''s attempt number attempt, made (started at the claim in the history) when the job has none or one of an older attempt. Called with the job''s row locked by its holder.';
+
+--
 -- Name: duration_bin(double precision); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -777,6 +997,36 @@ CREATE FUNCTION tireless.duration_bin(seconds double precision) RETURNS smallint
 --
 
 COMMENT ON FUNCTION tireless.duration_bin(seconds double precision) IS 'The histogram bin of a duration in seconds: bins grow by a factor of 2^(1/4) (19%); bin b holds the durations up to tireless.bin_bound(b). Everything under 10 ms is in the first bin.';
+
+--
+-- Name: end_stopped_attempt(bigint, text, uuid); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.end_stopped_attempt(job_id bigint, worker text, token uuid DEFAULT NULL::uuid) RETURNS tireless.job
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    job tireless.job := tireless.held_job(end_stopped_attempt.job_id, end_stopped_attempt.worker, end_stopped_attempt.token);
+    note text;
+BEGIN
+    SELECT a.stop_note INTO note FROM tireless.job_attempt a
+     WHERE a.job_id = job.id AND a.attempt = job.attempts AND a.stop IS NOT NULL;
+    IF note IS NULL THEN
+        RAISE EXCEPTION 'job %''s attempt % was not stopped by the watchdog', job.id, job.attempts
+            USING ERRCODE = 'TL002', HINT = 'Only an attempt whose heartbeat answered timeout or stalled ends this way.';
+    END IF;
+    -- A failure like any other: back to pending with backoff, failed when the attempts are spent,
+    -- counted by the lane's circuit breaker.
+    RETURN tireless.transition(job.id, 'pending', end_stopped_attempt.worker, note, end_stopped_attempt.token);
+END;
+$$;
+
+--
+-- Name: FUNCTION end_stopped_attempt(job_id bigint, worker text, token uuid); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.end_stopped_attempt(job_id bigint, worker text, token uuid) IS 'The holder ends an attempt the watchdog stopped (heartbeat answered timeout or stalled) as a failure, with the watchdog''s note (timed out after 2h; no progress for 30m (last: ran the tests)): as transition to pending does (backoff, the attempt budget, the breaker). TL002 when the watchdog did not stop it; TL001, TL004 as transition.';
 
 --
 -- Name: enqueue(jsonb); Type: FUNCTION; Schema: tireless; Owner: -
@@ -876,13 +1126,23 @@ DECLARE
     failed_lane text;
     sweep_lanes text[];
 BEGIN
-    -- One sweeper per lane at a time (a non-blocking advisory lock): a lane another sweeper holds
-    -- is left for the next sweep, so two sweepers never wait on each other, not even on the lane
-    -- row the circuit breaker counts in.
+    -- One sweeper per lane at a time, by its slot's row of tireless.sweep_slot (FOR NO KEY UPDATE
+    -- SKIP LOCKED): a lane another sweeper holds is left for the next sweep, so two sweepers never
+    -- wait on each other, not even on the lane row the circuit breaker counts in. A row only the
+    -- tireless functions can lock, not an advisory key any login could take: no outside login stops a sweep.
     SELECT coalesce(array_agg(s.lane), '{}') INTO sweep_lanes
       FROM (SELECT DISTINCT j.lane FROM tireless.job j
-             WHERE j.state = 'claimed' AND j.claim_expires_at < now()) AS s
-     WHERE pg_try_advisory_xact_lock(hashtext('tireless.expire_stale_claims'), hashtext(s.lane));
+             WHERE j.state = 'claimed' AND j.claim_expires_at < now()) AS s;
+    IF cardinality(sweep_lanes) = 0 THEN
+        RETURN 0;
+    END IF;
+    sweep_lanes := ARRAY(
+        WITH held AS (
+            SELECT k.slot FROM tireless.sweep_slot k
+             WHERE k.slot IN (SELECT hashtext(l) & 63 FROM unnest(sweep_lanes) AS l)
+             ORDER BY k.slot
+               FOR NO KEY UPDATE SKIP LOCKED)
+        SELECT l FROM unnest(sweep_lanes) AS l WHERE hashtext(l) & 63 IN (SELECT h.slot FROM held h));
     -- SKIP LOCKED: a job whose row another transaction holds is left as well; no job moves twice.
     -- A cancel-requested claim is cancelled, not retried: no failure for the breaker, no attempt spent.
     FOR expired IN
@@ -935,7 +1195,7 @@ $$;
 -- Name: FUNCTION expire_stale_claims(); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.expire_stale_claims() IS 'Returns every claimed job whose lease has passed to pending (after its backoff), fails it when the last attempt its budget counts is spent (give-backs are not counted), or cancels it when its issue withdrew its request (no failure counted); clears the claim, keeps the attempt count, and returns how many jobs it moved. Never waits on another sweeper: a job whose row is locked, or a lane another sweeper holds, is left for the next sweep.';
+COMMENT ON FUNCTION tireless.expire_stale_claims() IS 'Returns every claimed job whose lease has passed to pending (after its backoff), fails it when the last attempt its budget counts is spent (give-backs are not counted), or cancels it when its issue withdrew its request (no failure counted); clears the claim, keeps the attempt count, and returns how many jobs it moved. Never waits on another sweeper: a job whose row is locked, or a lane another sweeper holds (its tireless.sweep_slot row), is left for the next sweep. Locks only rows no login outside the tireless roles can lock.';
 
 --
 -- Name: roll_up_history(); Type: FUNCTION; Schema: tireless; Owner: -
@@ -953,11 +1213,15 @@ DECLARE
     target    bigint;
     counted   bigint;
 BEGIN
-    -- One rollup at a time; a second caller leaves it to the first. An advisory lock takes no
-    -- transaction id, so the horizons below are not held back by this transaction itself.
-    IF NOT pg_catalog.pg_try_advisory_xact_lock(pg_catalog.hashtext('tireless.roll_up_history')) THEN
+    -- One rollup at a time; a second caller leaves it to the first. A table lock, not a row lock:
+    -- it takes no transaction id, so the horizons below are not held back by this transaction
+    -- itself. EXCLUSIVE conflicts with itself, not with the ACCESS SHARE of a reader (the most a
+    -- login other than the owner may take on the table), so no one else can hold it.
+    BEGIN
+        LOCK TABLE tireless.history_rollup IN EXCLUSIVE MODE NOWAIT;
+    EXCEPTION WHEN lock_not_available THEN
         RETURN 0;
-    END IF;
+    END;
     SELECT r.* INTO state FROM tireless.history_rollup r;
     -- Each statement takes a new snapshot: every event id up to newest was drawn by a transaction
     -- that already had its transaction id, so one older than horizon.
@@ -1013,7 +1277,7 @@ $$;
 -- Name: FUNCTION roll_up_history(); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.roll_up_history() IS 'Counts the finished jobs of the history written since the last call into tireless.finished_jobs and tireless.finished_jobs_by_hour, and folds the same events into the dashboard''s roll-ups (tireless.fold_history); returns how many finished jobs it added. Reads only new events; an event of a transaction still open is counted by a later call. Returns 0 at once while another call is rolling up.';
+COMMENT ON FUNCTION tireless.roll_up_history() IS 'Counts the finished jobs of the history written since the last call into tireless.finished_jobs and tireless.finished_jobs_by_hour, and folds the same events into the dashboard''s roll-ups (tireless.fold_history); returns how many finished jobs it added. Reads only new events; an event of a transaction still open is counted by a later call. Returns 0 at once while another call is rolling up (it holds the table lock of tireless.history_rollup, which only the schema''s owner can take).';
 
 --
 -- Name: failure_count; Type: TABLE; Schema: tireless; Owner: -
@@ -1079,18 +1343,23 @@ CREATE FUNCTION tireless.finished_job_comment(job tireless.job) RETURNS text
     AS $$
     SELECT format('tireless: %s after %s attempt%s', job.state, job.attempts, CASE WHEN job.attempts = 1 THEN '' ELSE 's' END)
            || coalesce(' (' || holder.worker || ')', '')
-           || coalesce(': ' || CASE WHEN length(note.text) > 500 THEN left(note.text, 499) || '…' ELSE note.text END, '')
+           || CASE WHEN report.text IS NOT NULL
+                   THEN E'\n\n' || report.text || CASE WHEN report.cut THEN E'\n\n(report cut at 60000 characters)' ELSE '' END
+                   ELSE coalesce(': ' || CASE WHEN length(note.text) > 500 THEN left(note.text, 499) || '…' ELSE note.text END, '')
+              END
       FROM (SELECT nullif(regexp_replace(btrim(job.note), '\s+', ' ', 'g'), '') AS text) AS note
       LEFT JOIN LATERAL (SELECT e.worker FROM tireless.job_event e
                           WHERE e.job_id = job.id AND e.worker IS NOT NULL
-                          ORDER BY e.id DESC LIMIT 1) AS holder ON true;
+                          ORDER BY e.id DESC LIMIT 1) AS holder ON true
+      LEFT JOIN LATERAL (SELECT a.report AS text, a.report_cut AS cut FROM tireless.job_attempt a
+                          WHERE a.job_id = job.id AND a.attempt = job.attempts) AS report ON true;
 $$;
 
 --
 -- Name: FUNCTION finished_job_comment(job tireless.job); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.finished_job_comment(job tireless.job) IS 'The comment a finished job leaves on its issue: outcome, attempts, the last holder and the note on one line, trimmed to 500 characters (tireless: delivered after 2 attempts (host1-3): merged as #12).';
+COMMENT ON FUNCTION tireless.finished_job_comment(job tireless.job) IS 'The comment a finished job leaves on its issue: outcome, attempts and the last holder, then the report its last attempt attached (tireless.attach_report) when there is one, else the note on the same line trimmed to 500 characters (tireless: delivered after 2 attempts (host1-3): merged as #12).';
 
 --
 -- Name: is_terminal(tireless.job_state); Type: FUNCTION; Schema: tireless; Owner: -
@@ -1200,6 +1469,7 @@ CREATE TABLE tireless.job_event (
     worker text,
     attempt integer NOT NULL,
     note text,
+    login text,
     CONSTRAINT event_changes_state CHECK ((from_state IS DISTINCT FROM to_state))
 );
 
@@ -1208,6 +1478,12 @@ CREATE TABLE tireless.job_event (
 --
 
 COMMENT ON TABLE tireless.job_event IS 'Append-only history: one row per change of a job''s state (from_state is null when the job is created). worker is the holder the change concerns; attempt is the job''s attempt count after the change.';
+
+--
+-- Name: COLUMN job_event.login; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.job_event.login IS 'The database login (session_user) whose call made the change, beside worker, the holder the change concerns. Null for events written before 0019_holder_login.';
 
 --
 -- Name: CONSTRAINT event_changes_state ON job_event; Type: COMMENT; Schema: tireless; Owner: -
@@ -1364,6 +1640,34 @@ END;
 COMMENT ON FUNCTION tireless.fold_history(after_id bigint, upto_id bigint) IS 'Folds the events with after_id < id <= upto_id into activity_count, duration_count, failure_count, worker_seen and issue_run, and drops the buckets past their keeping time. Called by tireless.roll_up_history (and once by migration 0022).';
 
 --
+-- Name: forge_api_url(tireless.forge_kind, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.forge_api_url(kind tireless.forge_kind, base_url text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN CASE WHEN (kind = 'github'::tireless.forge_kind) THEN base_url ELSE (base_url || '/api/v1'::text) END;
+
+--
+-- Name: FUNCTION forge_api_url(kind tireless.forge_kind, base_url text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.forge_api_url(kind tireless.forge_kind, base_url text) IS 'A registered forge''s API root: base_url for GitHub (it is the API root), base_url/api/v1 for Gitea and Forgejo.';
+
+--
+-- Name: forge_clone_url(tireless.forge_kind, text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.forge_clone_url(kind tireless.forge_kind, base_url text, owner text, repo text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN (((((CASE WHEN ((kind = 'github'::tireless.forge_kind) AND (base_url = 'https://api.github.com'::text)) THEN 'https://github.com'::text WHEN (kind = 'github'::tireless.forge_kind) THEN regexp_replace(base_url, '/api/v3$'::text, ''::text) ELSE base_url END || '/'::text) || owner) || '/'::text) || repo) || '.git'::text);
+
+--
+-- Name: FUNCTION forge_clone_url(kind tireless.forge_kind, base_url text, owner text, repo text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.forge_clone_url(kind tireless.forge_kind, base_url text, owner text, repo text) IS 'A repository''s HTTPS clone URL: the forge''s web root (GitHub: github.com for api.github.com, HOST for HOST/api/v3), then /owner/repo.git.';
+
+--
 -- Name: forges(); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -1432,7 +1736,7 @@ $$;
 -- Name: FUNCTION give_back(job_id bigint, worker text, note text, token uuid); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.give_back(job_id bigint, worker text, note text, token uuid) IS 'The holder returns the job because the runner is stopping (SIGTERM, a deploy), not because the job failed: pending and claimable at once, no backoff, no failure for the circuit breaker, not counted against max_attempts (attempts keeps the claim; given_back counts it). The note starts with "given back". A job whose issue withdrew its request ends cancelled instead. TL004 unless worker (and token, when given) holds the claim.';
+COMMENT ON FUNCTION tireless.give_back(job_id bigint, worker text, note text, token uuid) IS 'The holder returns the job because the runner is stopping (SIGTERM, a deploy), not because the job failed: pending and claimable at once, no backoff, no failure for the circuit breaker, not counted against max_attempts (attempts keeps the claim; given_back counts it). The note starts with "given back". A job whose issue withdrew its request ends cancelled instead. TL004 unless worker (and token, when given) holds the claim and the caller is the login that claimed it (or an admin).';
 
 --
 -- Name: heartbeat(bigint, text, interval, uuid); Type: FUNCTION; Schema: tireless; Owner: -
@@ -1444,6 +1748,8 @@ CREATE FUNCTION tireless.heartbeat(job_id bigint, worker text, lease interval DE
     AS $$
 DECLARE
     requested timestamptz;
+    held_lane text;
+    held_attempt integer;
 BEGIN
     IF NOT (tireless.is_worker_name(heartbeat.worker) AND tireless.is_lease(heartbeat.lease)) THEN
         PERFORM tireless.check_worker(heartbeat.worker);
@@ -1455,9 +1761,13 @@ BEGIN
        AND j.state = 'claimed'
        AND j.claimed_by = heartbeat.worker
        AND (heartbeat.token IS NULL OR j.claim_token = heartbeat.token)
-    RETURNING j.cancel_requested_at INTO requested;
+       AND tireless.acts_for_login(j.claimed_login)
+    RETURNING j.cancel_requested_at, j.lane, j.attempts INTO requested, held_lane, held_attempt;
     IF FOUND THEN
-        RETURN CASE WHEN requested IS NULL THEN 'held' ELSE 'cancel' END;
+        IF requested IS NOT NULL THEN
+            RETURN 'cancel';
+        END IF;
+        RETURN tireless.watch_attempt(heartbeat.job_id, held_attempt, held_lane);
     END IF;
     IF NOT EXISTS (SELECT FROM tireless.job j WHERE j.id = heartbeat.job_id) THEN
         RAISE EXCEPTION 'no job with id %', coalesce(heartbeat.job_id::text, 'null') USING ERRCODE = 'TL001';
@@ -1470,7 +1780,32 @@ $$;
 -- Name: FUNCTION heartbeat(job_id bigint, worker text, lease interval, token uuid); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.heartbeat(job_id bigint, worker text, lease interval, token uuid) IS 'Renews like renew_claim and answers held, lost (worker, or token when given, no longer holds the claim) or cancel (the issue withdrew its request: the lease is still extended, so the holder can stop its agent and transition the job to cancelled). TL001 for an unknown job.';
+COMMENT ON FUNCTION tireless.heartbeat(job_id bigint, worker text, lease interval, token uuid) IS 'Renews like renew_claim and answers held, lost (worker, or token when given, no longer holds the claim, or the caller is not the login that claimed nor an admin), cancel (the issue withdrew its request), timeout (the attempt ran past its lane''s max_run) or stalled (no progress for its lane''s stall_after). On cancel, timeout and stalled the lease is still extended, so the holder can stop its agent: then transition to cancelled, or end_stopped_attempt. A runner treats an answer it does not know as cancel. TL001 for an unknown job.';
+
+--
+-- Name: held_job(bigint, text, uuid); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.held_job(job_id bigint, worker text, token uuid) RETURNS tireless.job
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    job tireless.job;
+BEGIN
+    SELECT * INTO job FROM tireless.job j WHERE j.id = held_job.job_id FOR NO KEY UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'no job with id %', coalesce(held_job.job_id::text, 'null') USING ERRCODE = 'TL001';
+    END IF;
+    PERFORM tireless.check_holder(job, held_job.worker, held_job.token);
+    RETURN job;
+END;
+$$;
+
+--
+-- Name: FUNCTION held_job(job_id bigint, worker text, token uuid); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.held_job(job_id bigint, worker text, token uuid) IS 'The job, locked (FOR NO KEY UPDATE), when worker (and token, when given) holds its claim; TL001 for an unknown job, TL004 (tireless.check_holder) otherwise.';
 
 --
 -- Name: repo_poll; Type: TABLE; Schema: tireless; Owner: -
@@ -1492,6 +1827,9 @@ CREATE TABLE tireless.repo_poll (
     last_poll_at timestamp with time zone,
     polled_by text,
     poll_lease_until timestamp with time zone,
+    moved_to text,
+    last_warning text,
+    last_warning_at timestamp with time zone,
     CONSTRAINT poll_counts_not_negative CHECK (((reads_since_full >= 0) AND (consecutive_failures >= 0))),
     CONSTRAINT poll_lease_has_holder_and_end CHECK (((polled_by IS NULL) = (poll_lease_until IS NULL)))
 );
@@ -1525,6 +1863,18 @@ COMMENT ON COLUMN tireless.repo_poll.reads_since_full IS 'Good reads since the l
 --
 
 COMMENT ON COLUMN tireless.repo_poll.polled_by IS 'The poller that holds the repository''s poll lease, until poll_lease_until.';
+
+--
+-- Name: COLUMN repo_poll.moved_to; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.repo_poll.moved_to IS 'owner/name the forge says the repository has now (it was renamed or transferred and the poller follows the forge''s redirect); the key stays as tracked.';
+
+--
+-- Name: COLUMN repo_poll.last_warning; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.repo_poll.last_warning IS 'What a good read could not do, say an issue too large to read that it skipped; kept until the next warning.';
 
 --
 -- Name: CONSTRAINT poll_counts_not_negative ON repo_poll; Type: COMMENT; Schema: tireless; Owner: -
@@ -1656,6 +2006,20 @@ CREATE FUNCTION tireless.is_worker_name(worker text) RETURNS boolean
 COMMENT ON FUNCTION tireless.is_worker_name(worker text) IS 'True when a text can name a worker: not blank, at most 200 characters (false for null).';
 
 --
+-- Name: issue_body_limit(); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.issue_body_limit() RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN 65536;
+
+--
+-- Name: FUNCTION issue_body_limit(); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.issue_body_limit() IS 'How many characters of an issue''s body the store keeps (GitHub''s own limit on a body); a longer one is cut and flagged.';
+
+--
 -- Name: issue_problem(jsonb); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -1703,6 +2067,8 @@ CREATE FUNCTION tireless.issue_problem(issue jsonb) RETURNS text
                  AND ((issue -> 'parent_id')::numeric NOT BETWEEN 1 AND 9223372036854775807
                       OR (issue -> 'parent_id')::numeric <> trunc((issue -> 'parent_id')::numeric))) THEN
             format('"parent_id" must be a job id, got %s', left((issue -> 'parent_id')::text, 100))
+        WHEN jsonb_typeof(issue -> 'body') NOT IN ('string', 'null') THEN
+            format('"body" must be a string or null, got %s', left((issue -> 'body')::text, 100))
     END;
 $_$;
 
@@ -1745,6 +2111,34 @@ END;
 --
 
 COMMENT ON FUNCTION tireless.issue_runs(job_id bigint) IS 'Every job the issue of job_id has had (a re-run, or a new request after one ended), in order, that the rollup has seen, and job_id itself; empty for an unknown job.';
+
+--
+-- Name: job_brief(bigint); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.job_brief(job_id bigint) RETURNS TABLE(issue_url text, api_url text, clone_url text, body text, body_cut boolean)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    RETURN QUERY
+    SELECT i.url, tireless.forge_api_url(f.kind, f.base_url), tireless.forge_clone_url(f.kind, f.base_url, j.owner, j.repo),
+           i.body, coalesce(i.body_cut, false)
+      FROM tireless.job j
+      LEFT JOIN tireless.issue i ON (i.forge, i.owner, i.repo, i.number) = (j.forge, j.owner, j.repo, j.number)
+      LEFT JOIN tireless.forge f ON f.name = j.forge
+     WHERE j.id = job_brief.job_id;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'no job with id %', coalesce(job_brief.job_id::text, 'null') USING ERRCODE = 'TL001';
+    END IF;
+END;
+$$;
+
+--
+-- Name: FUNCTION job_brief(job_id bigint); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.job_brief(job_id bigint) IS 'What an agent needs besides the job row: the issue''s web URL, the forge''s API root, the repository''s clone URL (null when the forge is not registered), and the issue''s body as last polled (its first 65536 characters, body_cut when cut). No token: the agent gets none. TL001 for an unknown job.';
 
 --
 -- Name: job_durations(interval); Type: FUNCTION; Schema: tireless; Owner: -
@@ -1967,14 +2361,16 @@ COMMENT ON FUNCTION tireless.lane_hands_out_work(paused boolean, tripped_until t
 CREATE FUNCTION tireless.lock_repo_issues(forge text, owner text, repo text) RETURNS void
     LANGUAGE sql
     AS $$
-    SELECT pg_advisory_xact_lock(hashtext('tireless.issue'), hashtext(jsonb_build_array(forge, owner, repo)::text));
+    SELECT FROM tireless.tracked_repo t
+     WHERE (t.forge, t.owner, t.repo) = (lock_repo_issues.forge, lock_repo_issues.owner, lock_repo_issues.repo)
+       FOR NO KEY UPDATE;
 $$;
 
 --
 -- Name: FUNCTION lock_repo_issues(forge text, owner text, repo text); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.lock_repo_issues(forge text, owner text, repo text) IS 'Takes the transaction''s lock on one repository''s issues (an advisory lock: it writes nothing). enqueue, record_poll and rerun take it, so two of them never judge the same issue at once.';
+COMMENT ON FUNCTION tireless.lock_repo_issues(forge text, owner text, repo text) IS 'Takes the transaction''s lock on one tracked repository''s issues: its tracked_repo row (FOR NO KEY UPDATE), which only the tireless functions can lock. enqueue, record_poll, rerun and the mirror take it, so two of them never judge the same issue at once.';
 
 --
 -- Name: may_cancel_pending(); Type: FUNCTION; Schema: tireless; Owner: -
@@ -2316,9 +2712,13 @@ CREATE TABLE tireless.lane (
     paused boolean DEFAULT false NOT NULL,
     consecutive_failures integer DEFAULT 0 NOT NULL,
     tripped_until timestamp with time zone,
+    max_run interval,
+    stall_after interval,
     CONSTRAINT capacity_not_negative CHECK ((capacity >= 0)),
     CONSTRAINT failures_not_negative CHECK ((consecutive_failures >= 0)),
-    CONSTRAINT lane_name_is_a_name CHECK (tireless.is_lane_name(name))
+    CONSTRAINT lane_name_is_a_name CHECK (tireless.is_lane_name(name)),
+    CONSTRAINT max_run_is_positive CHECK ((max_run > '00:00:00'::interval)),
+    CONSTRAINT stall_after_is_positive CHECK ((stall_after > '00:00:00'::interval))
 );
 
 --
@@ -2340,6 +2740,18 @@ COMMENT ON COLUMN tireless.lane.capacity IS 'At most this many claimed jobs in t
 COMMENT ON COLUMN tireless.lane.tripped_until IS 'Circuit breaker: while in the future, claim_next hands out nothing from the lane.';
 
 --
+-- Name: COLUMN lane.max_run; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.lane.max_run IS 'An attempt claimed longer ago than this is stopped: its heartbeat answers timeout. Null: no limit.';
+
+--
+-- Name: COLUMN lane.stall_after; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.lane.stall_after IS 'An attempt without progress for this long is stopped: its heartbeat answers stalled. Null: no watchdog.';
+
+--
 -- Name: CONSTRAINT capacity_not_negative ON lane; Type: COMMENT; Schema: tireless; Owner: -
 --
 
@@ -2356,6 +2768,18 @@ COMMENT ON CONSTRAINT failures_not_negative ON tireless.lane IS 'A count of fail
 --
 
 COMMENT ON CONSTRAINT lane_name_is_a_name ON tireless.lane IS 'A lane is a short name (see tireless.is_lane_name).';
+
+--
+-- Name: CONSTRAINT max_run_is_positive ON lane; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT max_run_is_positive ON tireless.lane IS 'A time limit is null (none) or more than 0.';
+
+--
+-- Name: CONSTRAINT stall_after_is_positive ON lane; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT stall_after_is_positive ON tireless.lane IS 'A stall limit is null (none) or more than 0.';
 
 --
 -- Name: pause_lane(text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -2391,11 +2815,13 @@ CREATE FUNCTION tireless.poll_soon(forge text, owner text, repo text) RETURNS bo
 BEGIN
     PERFORM tireless.check_repo(poll_soon.forge, poll_soon.owner, poll_soon.repo);
     UPDATE tireless.repo_poll rp SET next_poll_at = now()
-     WHERE (rp.forge, rp.owner, rp.repo) = (poll_soon.forge, poll_soon.owner, poll_soon.repo)
+      FROM tireless.tracked_key(poll_soon.forge, poll_soon.owner, poll_soon.repo) k
+     WHERE (rp.forge, rp.owner, rp.repo) = (k.forge, k.owner, k.repo)
        AND rp.next_poll_at > now();
     RETURN EXISTS (SELECT FROM tireless.repo_poll rp
-                    WHERE (rp.forge, rp.owner, rp.repo) = (poll_soon.forge, poll_soon.owner, poll_soon.repo)
-                      AND (rp.backoff_until IS NULL OR rp.backoff_until <= now()));
+                     JOIN tireless.tracked_key(poll_soon.forge, poll_soon.owner, poll_soon.repo) k
+                       ON (rp.forge, rp.owner, rp.repo) = (k.forge, k.owner, k.repo)
+                    WHERE rp.backoff_until IS NULL OR rp.backoff_until <= now());
 END;
 $$;
 
@@ -2403,7 +2829,7 @@ $$;
 -- Name: FUNCTION poll_soon(forge text, owner text, repo text); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.poll_soon(forge text, owner text, repo text) IS 'Makes a tracked repository due now (a webhook saw a change); a backoff still holds. True when it is due now, false when it is not tracked or is backing off.';
+COMMENT ON FUNCTION tireless.poll_soon(forge text, owner text, repo text) IS 'Makes a tracked repository due now (a webhook saw a change), its owner and name matched without case; a backoff still holds. True when it is due now, false when it is not tracked or is backing off.';
 
 --
 -- Name: poll_soon_once(text, text, text, bytea); Type: FUNCTION; Schema: tireless; Owner: -
@@ -2629,6 +3055,52 @@ $$;
 COMMENT ON FUNCTION tireless.record_forge_trouble(name text, error text, until timestamp with time zone) IS 'A rate limit or an auth failure: no repository of the forge is read before until, and error says why; a null error clears the stop. TL008 for a forge that is not registered.';
 
 --
+-- Name: record_issue_moved(text, text, text, text, integer, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.record_issue_moved(forge text, owner text, repo text, poller text, number integer, note text) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    ended integer;
+BEGIN
+    IF record_issue_moved.number IS NULL OR record_issue_moved.number < 1 THEN
+        RAISE EXCEPTION 'number must be a positive issue number, got %', coalesce(record_issue_moved.number::text, 'null')
+            USING ERRCODE = 'TL005';
+    END IF;
+    IF record_issue_moved.note IS NULL OR btrim(record_issue_moved.note) = '' THEN
+        RAISE EXCEPTION 'note must say where the issue went, got %', coalesce(quote_literal(record_issue_moved.note), 'null')
+            USING ERRCODE = 'TL005';
+    END IF;
+    PERFORM tireless.held_poll(record_issue_moved.forge, record_issue_moved.owner, record_issue_moved.repo,
+                               record_issue_moved.poller);
+    PERFORM tireless.lock_repo_issues(record_issue_moved.forge, record_issue_moved.owner, record_issue_moved.repo);
+    -- The issue is not in this repository any more: its request is withdrawn, as for a deleted one.
+    UPDATE tireless.issue s SET state = 'closed', asks_since = NULL, changed_at = now()
+     WHERE (s.forge, s.owner, s.repo, s.number)
+           = (record_issue_moved.forge, record_issue_moved.owner, record_issue_moved.repo, record_issue_moved.number)
+       AND (s.state <> 'closed' OR s.asks_since IS NOT NULL);
+    UPDATE tireless.job j
+       SET state = CASE WHEN j.state = 'pending' THEN 'cancelled' ELSE j.state END::tireless.job_state,
+           note = left(btrim(record_issue_moved.note), 2000),
+           cancel_requested_at = CASE WHEN j.state = 'claimed' THEN now() END,
+           updated_at = now()
+     WHERE (j.forge, j.owner, j.repo, j.number)
+           = (record_issue_moved.forge, record_issue_moved.owner, record_issue_moved.repo, record_issue_moved.number)
+       AND (j.state = 'pending' OR (j.state = 'claimed' AND j.cancel_requested_at IS NULL));
+    GET DIAGNOSTICS ended = ROW_COUNT;
+    RETURN ended;
+END;
+$$;
+
+--
+-- Name: FUNCTION record_issue_moved(forge text, owner text, repo text, poller text, number integer, note text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.record_issue_moved(forge text, owner text, repo text, poller text, number integer, note text) IS 'An issue the forge says has moved out of the repository (GitHub answers 301 for a transferred issue): its request is withdrawn, its pending job cancelled and its claimed job asked to stop, the note saying where it went; returns how many jobs it ended. TL004 without the poll lease, TL008 for an untracked repository.';
+
+--
 -- Name: record_job_event(); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -2639,8 +3111,9 @@ BEGIN
     -- OLD is null for an INSERT: the creation event has no from_state.
     -- clock_timestamp(), not now(): written under the row lock, so one job's events are in time order
     -- even when a transaction that started earlier changes the job later.
-    INSERT INTO tireless.job_event (job_id, at, from_state, to_state, worker, attempt, note)
-    VALUES (NEW.id, clock_timestamp(), OLD.state, NEW.state, coalesce(NEW.claimed_by, OLD.claimed_by), NEW.attempts, NEW.note);
+    INSERT INTO tireless.job_event (job_id, at, from_state, to_state, worker, attempt, note, login)
+    VALUES (NEW.id, clock_timestamp(), OLD.state, NEW.state, coalesce(NEW.claimed_by, OLD.claimed_by), NEW.attempts, NEW.note,
+            session_user);
     RETURN NULL;
 END;
 $$;
@@ -2649,7 +3122,7 @@ $$;
 -- Name: FUNCTION record_job_event(); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.record_job_event() IS 'Trigger: appends the change of state of a job to tireless.job_event.';
+COMMENT ON FUNCTION tireless.record_job_event() IS 'Trigger: appends the change of state of a job to tireless.job_event, with the login that made it.';
 
 --
 -- Name: record_lane_outcome(text, boolean); Type: FUNCTION; Schema: tireless; Owner: -
@@ -2921,6 +3394,36 @@ $$;
 COMMENT ON FUNCTION tireless.record_poll_failure(forge text, owner text, repo text, poller text, error text, retry_after interval) IS 'A failed read of a repository whose poll lease poller holds: keeps the cursor, counts the failure, records the error (trimmed to 2000 characters), backs off exponentially with jitter (at least retry_after), releases the lease; returns the end of the backoff. TL004 without the lease, TL008 for an untracked repository.';
 
 --
+-- Name: record_poll_notice(text, text, text, text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.record_poll_notice(forge text, owner text, repo text, poller text, moved_to text, warning text) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+BEGIN
+    IF length(record_poll_notice.moved_to) > 300 OR record_poll_notice.moved_to !~ '^[^/]+/[^/]+$' THEN
+        RAISE EXCEPTION 'moved_to must be owner/name, got %', quote_literal(left(record_poll_notice.moved_to, 300))
+            USING ERRCODE = 'TL005';
+    END IF;
+    PERFORM tireless.held_poll(record_poll_notice.forge, record_poll_notice.owner, record_poll_notice.repo,
+                               record_poll_notice.poller);
+    UPDATE tireless.repo_poll rp
+       SET moved_to = CASE WHEN lower(record_poll_notice.moved_to) = lower(rp.owner || '/' || rp.repo) THEN NULL
+                           ELSE coalesce(record_poll_notice.moved_to, rp.moved_to) END,
+           last_warning = coalesce(left(record_poll_notice.warning, 2000), rp.last_warning),
+           last_warning_at = CASE WHEN record_poll_notice.warning IS NOT NULL THEN now() ELSE rp.last_warning_at END
+     WHERE (rp.forge, rp.owner, rp.repo) = (record_poll_notice.forge, record_poll_notice.owner, record_poll_notice.repo);
+END;
+$_$;
+
+--
+-- Name: FUNCTION record_poll_notice(forge text, owner text, repo text, poller text, moved_to text, warning text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.record_poll_notice(forge text, owner text, repo text, poller text, moved_to text, warning text) IS 'What a read of a repository whose poll lease poller holds has to report beside its issues: the owner/name the forge now gives it (moved_to; its tracked name clears it) and a warning (say an issue skipped as too large); a null leaves that one as it was. TL004 without the lease, TL008 for an untracked repository.';
+
+--
 -- Name: refresh_lane(text, text, text, integer, text[]); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -3058,7 +3561,8 @@ BEGIN
      WHERE j.id = renew_claim.job_id
        AND j.state = 'claimed'
        AND j.claimed_by = renew_claim.worker
-       AND (renew_claim.token IS NULL OR j.claim_token = renew_claim.token);
+       AND (renew_claim.token IS NULL OR j.claim_token = renew_claim.token)
+       AND tireless.acts_for_login(j.claimed_login);
     IF FOUND THEN
         RETURN true;
     END IF;
@@ -3073,7 +3577,62 @@ $$;
 -- Name: FUNCTION renew_claim(job_id bigint, worker text, lease interval, token uuid); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.renew_claim(job_id bigint, worker text, lease interval, token uuid) IS 'Extends the lease to now() + lease while worker (and token, when given) holds the claim; false when the claim was lost. TL001 for an unknown job.';
+COMMENT ON FUNCTION tireless.renew_claim(job_id bigint, worker text, lease interval, token uuid) IS 'Extends the lease to now() + lease while worker (and token, when given) holds the claim and the caller is the login that claimed (or an admin); false when the claim was lost or is another login''s. TL001 for an unknown job.';
+
+--
+-- Name: renew_poll_leases(text, interval); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.renew_poll_leases(poller text, lease interval) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    renewed integer;
+BEGIN
+    PERFORM tireless.check_worker(renew_poll_leases.poller);
+    PERFORM tireless.check_lease(renew_poll_leases.lease);
+    -- Only leases still running: one that lapsed may already be another poller's to take.
+    UPDATE tireless.repo_poll rp SET poll_lease_until = now() + renew_poll_leases.lease
+     WHERE rp.polled_by = renew_poll_leases.poller AND rp.poll_lease_until > now();
+    GET DIAGNOSTICS renewed = ROW_COUNT;
+    RETURN renewed;
+END;
+$$;
+
+--
+-- Name: FUNCTION renew_poll_leases(poller text, lease interval); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.renew_poll_leases(poller text, lease interval) IS 'Extends to now() + lease every poll lease poller still holds (not one that has run out); returns how many. A poller calls it every third of its lease, so a dead poller''s repositories are free within one lease.';
+
+--
+-- Name: report_progress(bigint, text, text, uuid); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.report_progress(job_id bigint, worker text, step text DEFAULT NULL::text, token uuid DEFAULT NULL::uuid) RETURNS timestamp with time zone
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    job tireless.job := tireless.held_job(report_progress.job_id, report_progress.worker, report_progress.token);
+    result timestamptz;
+BEGIN
+    PERFORM tireless.current_attempt(job.id, job.attempts);
+    UPDATE tireless.job_attempt a
+       SET progress_at = now(),
+           step = coalesce(left(nullif(btrim(report_progress.step), ''), 500), a.step)
+     WHERE a.job_id = job.id
+    RETURNING a.progress_at INTO result;
+    RETURN result;
+END;
+$$;
+
+--
+-- Name: FUNCTION report_progress(job_id bigint, worker text, step text, token uuid); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.report_progress(job_id bigint, worker text, step text, token uuid) IS 'The holder says its attempt progresses (the stall watchdog counts from now): step, when given, becomes the attempt''s current step (its first 500 characters); without one the last step stays. Returns the time recorded. TL001 for an unknown job, TL004 when worker (or token) does not hold it.';
 
 --
 -- Name: request_cancel(bigint, text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -3379,6 +3938,56 @@ $$;
 COMMENT ON FUNCTION tireless.set_lane_capacity(lane text, capacity integer) IS 'At most capacity claimed jobs in the lane at once (null: unlimited; 0 holds the lane''s work back). Returns the lane.';
 
 --
+-- Name: set_lane_max_run(text, interval); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.set_lane_max_run(lane text, max_run interval) RETURNS tireless.lane
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    result tireless.lane;
+BEGIN
+    PERFORM tireless.check_run_limit('max_run', set_lane_max_run.max_run);
+    PERFORM tireless.ensure_lane(set_lane_max_run.lane);
+    UPDATE tireless.lane l SET max_run = set_lane_max_run.max_run
+     WHERE l.name = set_lane_max_run.lane RETURNING l.* INTO result;
+    RETURN result;
+END;
+$$;
+
+--
+-- Name: FUNCTION set_lane_max_run(lane text, max_run interval); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.set_lane_max_run(lane text, max_run interval) IS '(admin) The time limit of every attempt in the lane (null: none): past it, the holder''s heartbeat answers timeout and the attempt ends as a failure, note "timed out after 2h". Applies to running attempts too. Returns the lane.';
+
+--
+-- Name: set_lane_stall_after(text, interval); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.set_lane_stall_after(lane text, stall_after interval) RETURNS tireless.lane
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    result tireless.lane;
+BEGIN
+    PERFORM tireless.check_run_limit('stall_after', set_lane_stall_after.stall_after);
+    PERFORM tireless.ensure_lane(set_lane_stall_after.lane);
+    UPDATE tireless.lane l SET stall_after = set_lane_stall_after.stall_after
+     WHERE l.name = set_lane_stall_after.lane RETURNING l.* INTO result;
+    RETURN result;
+END;
+$$;
+
+--
+-- Name: FUNCTION set_lane_stall_after(lane text, stall_after interval); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.set_lane_stall_after(lane text, stall_after interval) IS '(admin) The progress watchdog of the lane (null: none): an attempt without progress for this long gets stalled from its heartbeat and ends as a failure, note "no progress for 30m (last: ran the tests)". Returns the lane.';
+
+--
 -- Name: set_mirror_comments(boolean); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -3512,6 +4121,25 @@ $_$;
 COMMENT ON FUNCTION tireless.set_policy(label_prefix text, backoff_base interval, backoff_cap interval, breaker_threshold integer, breaker_cooldown interval) IS 'Changes the store-wide settings named (a null argument leaves its setting as it is) and returns them.';
 
 --
+-- Name: short_duration(interval); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.short_duration(span interval) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+    SELECT CASE WHEN s.total = 0 THEN round(extract(epoch FROM span) * 1000)::bigint || 'ms'
+                ELSE concat(nullif(s.total / 86400, 0) || 'd', nullif(s.total % 86400 / 3600, 0) || 'h',
+                            nullif(s.total % 3600 / 60, 0) || 'm', nullif(s.total % 60, 0) || 's') END
+      FROM (SELECT floor(extract(epoch FROM span))::bigint AS total) AS s;
+$$;
+
+--
+-- Name: FUNCTION short_duration(span interval); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.short_duration(span interval) IS 'An interval written short, as the watchdog''s notes show it: 2h, 30m, 1h30m, 45s, 1d, 250ms (whole seconds above one second).';
+
+--
 -- Name: track_repo(text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -3543,6 +4171,25 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.track_repo(forge text, owner text, repo text) IS 'Starts tracking a repository, so enqueue accepts its issues, the poller reads it (due at once) and the mirror shows its jobs from now on; false if it was tracked already.';
+
+--
+-- Name: tracked_key(text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.tracked_key(forge text, owner text, repo text) RETURNS TABLE(forge text, owner text, repo text)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT t.forge, t.owner, t.repo FROM tireless.tracked_repo t
+     WHERE t.forge = tracked_key.forge
+       AND lower(t.owner) = lower(tracked_key.owner) AND lower(t.repo) = lower(tracked_key.repo);
+$$;
+
+--
+-- Name: FUNCTION tracked_key(forge text, owner text, repo text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.tracked_key(forge text, owner text, repo text) IS 'The key a repository is tracked under, matching owner and name without case (a webhook names it in the forge''s canonical case); no row when it is not tracked.';
 
 --
 -- Name: tracked_repos(); Type: FUNCTION; Schema: tireless; Owner: -
@@ -3599,6 +4246,7 @@ BEGIN
                AND j.state = 'claimed'
                AND j.claimed_by = transition.worker
                AND (transition.token IS NULL OR j.claim_token = transition.token)
+               AND tireless.acts_for_login(j.claimed_login)
             RETURNING j
         )
         -- Whether the lane must hear of it: a failure counts against its breaker, a delivery closes
@@ -3718,7 +4366,7 @@ $$;
 -- Name: FUNCTION transition(job_id bigint, to_state text, worker text, note text, token uuid); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.transition(job_id bigint, to_state text, worker text, note text, token uuid) IS 'Moves a job along its state machine and returns it. A worker that is given must hold the claim (and the token, when given), whatever the job''s state now is: else TL004. Leaving claimed (to pending, delivered, failed, cancelled) needs the holder; a release after the last attempt the budget counts fails the job, and a release of a job whose issue withdrew its request cancels it. A pending job can only be cancelled (by tireless_admin). Entering claimed, or leaving a terminal state, is refused.';
+COMMENT ON FUNCTION tireless.transition(job_id bigint, to_state text, worker text, note text, token uuid) IS 'Moves a job along its state machine and returns it. A worker that is given must hold the claim (and the token, when given) from the login that claimed (or an admin), whatever the job''s state now is: else TL004. Leaving claimed (to pending, delivered, failed, cancelled) needs the holder; a release after the last attempt the budget counts fails the job, and a release of a job whose issue withdrew its request cancels it. A pending job can only be cancelled (by tireless_admin). Entering claimed, or leaving a terminal state, is refused.';
 
 --
 -- Name: untrack_repo(text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -3741,6 +4389,49 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.untrack_repo(forge text, owner text, repo text) IS 'Stops tracking a repository; false if it was not tracked. Its jobs stay as they are.';
+
+--
+-- Name: watch_attempt(bigint, integer, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.watch_attempt(job_id bigint, attempt integer, lane text) RETURNS text
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    limits record;
+    current tireless.job_attempt;
+BEGIN
+    SELECT l.max_run, l.stall_after INTO limits FROM tireless.lane l WHERE l.name = watch_attempt.lane;
+    IF limits.max_run IS NULL AND limits.stall_after IS NULL THEN
+        -- No limit (the common case): only a stop already made stands.
+        RETURN coalesce((SELECT a.stop FROM tireless.job_attempt a
+                          WHERE a.job_id = watch_attempt.job_id AND a.attempt = watch_attempt.attempt), 'held');
+    END IF;
+    current := tireless.current_attempt(watch_attempt.job_id, watch_attempt.attempt);
+    IF current.stop IS NOT NULL THEN
+        RETURN current.stop;  -- a stop stands once made, as a cancel request does
+    END IF;
+    IF now() - current.started_at >= limits.max_run THEN
+        current.stop := 'timeout';
+        current.stop_note := 'timed out after ' || tireless.short_duration(limits.max_run);
+    ELSIF now() - current.progress_at >= limits.stall_after THEN
+        current.stop := 'stalled';
+        current.stop_note := 'no progress for ' || tireless.short_duration(limits.stall_after)
+                             || coalesce(' (last: ' || current.step || ')', '');
+    ELSE
+        RETURN 'held';
+    END IF;
+    UPDATE tireless.job_attempt a SET stop = current.stop, stop_note = current.stop_note
+     WHERE a.job_id = watch_attempt.job_id;
+    RETURN current.stop;
+END;
+$$;
+
+--
+-- Name: FUNCTION watch_attempt(job_id bigint, attempt integer, lane text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.watch_attempt(job_id bigint, attempt integer, lane text) IS 'The watchdog''s answer for a held attempt: held, timeout (claimed longer ago than the lane''s max_run) or stalled (no progress for the lane''s stall_after). A stop is recorded with its note and stands until the attempt ends.';
 
 --
 -- Name: worker_ran(bigint, text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -3777,7 +4468,8 @@ CREATE VIEW tireless.active_claims AS
     j.attempts,
     j.claim_expires_at,
     (j.claim_expires_at - now()) AS time_left,
-    j.updated_at
+    j.updated_at,
+    j.claimed_login
    FROM tireless.job j
   WHERE (j.state = 'claimed'::tireless.job_state)
   ORDER BY j.claim_expires_at;
@@ -3786,7 +4478,7 @@ CREATE VIEW tireless.active_claims AS
 -- Name: VIEW active_claims; Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON VIEW tireless.active_claims IS 'Claimed jobs with the time left on their lease (negative: past its lease, waiting for the sweeper).';
+COMMENT ON VIEW tireless.active_claims IS 'Claimed jobs with the time left on their lease (negative: past its lease, waiting for the sweeper), and the login that claimed each.';
 
 --
 -- Name: finished_count; Type: TABLE; Schema: tireless; Owner: -
@@ -3962,6 +4654,9 @@ CREATE TABLE tireless.issue (
     answered boolean DEFAULT false NOT NULL,
     first_seen_at timestamp with time zone DEFAULT now() NOT NULL,
     changed_at timestamp with time zone DEFAULT now() NOT NULL,
+    body text,
+    body_cut boolean DEFAULT false NOT NULL,
+    CONSTRAINT body_within_limit CHECK ((length(body) <= 65536)),
     CONSTRAINT issue_is_open_or_closed CHECK ((state = ANY (ARRAY['open'::text, 'closed'::text]))),
     CONSTRAINT issue_number_is_positive CHECK ((number > 0))
 );
@@ -3995,6 +4690,24 @@ COMMENT ON COLUMN tireless.issue.answered IS 'The current request has had its jo
 --
 
 COMMENT ON COLUMN tireless.issue.changed_at IS 'When the store last recorded a change of this issue.';
+
+--
+-- Name: COLUMN issue.body; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.issue.body IS 'The issue''s body as last shown, its first 65536 characters (tireless.issue_body_limit()); null when never given.';
+
+--
+-- Name: COLUMN issue.body_cut; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.issue.body_cut IS 'True when the body shown was longer than the limit and was cut.';
+
+--
+-- Name: CONSTRAINT body_within_limit ON issue; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT body_within_limit ON tireless.issue IS 'A body is kept up to tireless.issue_body_limit() characters.';
 
 --
 -- Name: CONSTRAINT issue_is_open_or_closed ON issue; Type: COMMENT; Schema: tireless; Owner: -
@@ -4064,6 +4777,27 @@ CREATE VIEW tireless.job_list AS
 --
 
 COMMENT ON VIEW tireless.job_list IS 'Every job as an operator sees it, without its claim token (a fencing secret of the holder); past_lease: claimed and its lease has run out. Readable by every role.';
+
+--
+-- Name: job_progress; Type: VIEW; Schema: tireless; Owner: -
+--
+
+CREATE VIEW tireless.job_progress AS
+ SELECT a.job_id,
+    a.attempt,
+    a.started_at,
+    a.progress_at,
+    a.step,
+    a.stop,
+    a.stop_note,
+    (a.report IS NOT NULL) AS reported
+   FROM tireless.job_attempt a;
+
+--
+-- Name: VIEW job_progress; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON VIEW tireless.job_progress IS 'Each job''s newest attempt as the watchdog sees it: when it was claimed, its last progress and step, the watchdog''s stop and note, and whether the agent attached a report. No row before the attempt''s first heartbeat under a limit, progress report or report.';
 
 --
 -- Name: lane_status; Type: VIEW; Schema: tireless; Owner: -
@@ -4230,7 +4964,10 @@ CREATE VIEW tireless.repo_status AS
     COALESCE(live.claimed, (0)::bigint) AS claimed,
     (COALESCE(queued.writes, (0)::bigint) + tireless.mirror_unread(rp.forge, rp.owner, rp.repo)) AS mirror_backlog,
     queued.last_error AS mirror_error,
-    queued.last_error_at AS mirror_error_at
+    queued.last_error_at AS mirror_error_at,
+    rp.moved_to,
+    rp.last_warning,
+    rp.last_warning_at
    FROM (((tireless.repo_poll rp
      LEFT JOIN tireless.forge f ON ((f.name = rp.forge)))
      LEFT JOIN LATERAL ( SELECT count(*) FILTER (WHERE (j.state = 'pending'::tireless.job_state)) AS pending,
@@ -4247,7 +4984,28 @@ CREATE VIEW tireless.repo_status AS
 -- Name: VIEW repo_status; Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON VIEW tireless.repo_status IS 'One row per tracked repository: its forge (registered or not, stopped until when and why), its last poll, last good read and last error, failures in a row, next poll, backoff, holder and cursor, its live jobs, and the mirror: how many issues still wait for a forge write (mirror_backlog) and the newest error of those.';
+COMMENT ON VIEW tireless.repo_status IS 'One row per tracked repository: its forge (registered or not, stopped until when and why), its last poll, last good read and last error, failures in a row, next poll, backoff, holder and cursor, its live jobs, the mirror: how many issues still wait for a forge write (mirror_backlog) and the newest error of those, and the poller''s notices: the owner/name the repository was moved to, the last warning of a good read.';
+
+--
+-- Name: sweep_slot; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.sweep_slot (
+    slot integer NOT NULL,
+    CONSTRAINT sweep_slot_in_range CHECK (((slot >= 0) AND (slot < 64)))
+);
+
+--
+-- Name: TABLE sweep_slot; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.sweep_slot IS 'The 64 rows a sweeper locks (FOR NO KEY UPDATE SKIP LOCKED) to sweep lanes alone: a lane''s slot is hashtext(lane) & 63. Only the tireless functions can lock them. Private.';
+
+--
+-- Name: CONSTRAINT sweep_slot_in_range ON sweep_slot; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT sweep_slot_in_range ON tireless.sweep_slot IS 'A slot is hashtext(lane) & 63.';
 
 --
 -- Name: tracked_repo; Type: TABLE; Schema: tireless; Owner: -
@@ -4417,6 +5175,13 @@ ALTER TABLE ONLY tireless.issue_run
     ADD CONSTRAINT issue_run_pkey PRIMARY KEY (forge, owner, repo, number, job_id);
 
 --
+-- Name: job_attempt job_attempt_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.job_attempt
+    ADD CONSTRAINT job_attempt_pkey PRIMARY KEY (job_id);
+
+--
 -- Name: job_event job_event_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
 --
 
@@ -4490,6 +5255,13 @@ ALTER TABLE ONLY tireless.policy
 
 ALTER TABLE ONLY tireless.repo_poll
     ADD CONSTRAINT repo_poll_pkey PRIMARY KEY (forge, owner, repo);
+
+--
+-- Name: sweep_slot sweep_slot_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.sweep_slot
+    ADD CONSTRAINT sweep_slot_pkey PRIMARY KEY (slot);
 
 --
 -- Name: tracked_repo tracked_repo_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
@@ -4597,6 +5369,18 @@ CREATE INDEX terminal_jobs_by_change ON tireless.job USING btree (updated_at) WH
 COMMENT ON INDEX tireless.terminal_jobs_by_change IS 'Terminal jobs by their last change: what prune deletes, and the recent window queue_stats counts.';
 
 --
+-- Name: tracked_repo_once_in_any_case; Type: INDEX; Schema: tireless; Owner: -
+--
+
+CREATE UNIQUE INDEX tracked_repo_once_in_any_case ON tireless.tracked_repo USING btree (forge, lower(owner), lower(repo));
+
+--
+-- Name: INDEX tracked_repo_once_in_any_case; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON INDEX tireless.tracked_repo_once_in_any_case IS 'A repository is tracked once per forge whatever the case of its owner and name (both forges ignore it): track_repo answers false for the same repository in another case.';
+
+--
 -- Name: webhook_delivery_by_age; Type: INDEX; Schema: tireless; Owner: -
 --
 
@@ -4681,6 +5465,19 @@ CREATE TRIGGER terminal_job_is_final BEFORE UPDATE ON tireless.job FOR EACH ROW 
 COMMENT ON TRIGGER terminal_job_is_final ON tireless.job IS 'Invariant 2: a terminal job never changes again.';
 
 --
+-- Name: job_attempt job_attempt_job_id_fkey; Type: FK CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.job_attempt
+    ADD CONSTRAINT job_attempt_job_id_fkey FOREIGN KEY (job_id) REFERENCES tireless.job(id) ON DELETE CASCADE;
+
+--
+-- Name: CONSTRAINT job_attempt_job_id_fkey ON job_attempt; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT job_attempt_job_id_fkey ON tireless.job_attempt IS 'An attempt row belongs to a job and goes with it (prune).';
+
+--
 -- Name: job_event job_event_job_id_fkey; Type: FK CONSTRAINT; Schema: tireless; Owner: -
 --
 
@@ -4763,6 +5560,12 @@ GRANT ALL ON FUNCTION tireless.activity_grain(span interval) TO tireless_poller;
 GRANT ALL ON FUNCTION tireless.activity_grain(span interval) TO tireless_admin;
 
 --
+-- Name: FUNCTION acts_for_login(claimed_login text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.acts_for_login(claimed_login text) FROM PUBLIC;
+
+--
 -- Name: FUNCTION add_forge(name text, kind text, base_url text); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -4780,6 +5583,13 @@ REVOKE ALL ON FUNCTION tireless.announce_work(lane text) FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION tireless.apply_work_rule(issues jsonb, OUT created integer, OUT cancelled integer, OUT rerouted integer, OUT seen integer) FROM PUBLIC;
+
+--
+-- Name: FUNCTION attach_report(job_id bigint, worker text, report text, token uuid); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.attach_report(job_id bigint, worker text, report text, token uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.attach_report(job_id bigint, worker text, report text, token uuid) TO tireless_runner;
 
 --
 -- Name: TABLE job; Type: ACL; Schema: tireless; Owner: -
@@ -4840,6 +5650,12 @@ REVOKE ALL ON FUNCTION tireless.check_lease(lease interval) FROM PUBLIC;
 REVOKE ALL ON FUNCTION tireless.check_repo(forge text, owner text, repo text) FROM PUBLIC;
 
 --
+-- Name: FUNCTION check_run_limit(name text, span interval); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.check_run_limit(name text, span interval) FROM PUBLIC;
+
+--
 -- Name: FUNCTION check_tracked(forge text, owner text, repo text); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -4866,6 +5682,18 @@ REVOKE ALL ON FUNCTION tireless.claim_repos_to_poll(poller text, lease interval,
 GRANT ALL ON FUNCTION tireless.claim_repos_to_poll(poller text, lease interval, max_repos integer) TO tireless_poller;
 
 --
+-- Name: TABLE job_attempt; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.job_attempt TO tireless_admin;
+
+--
+-- Name: FUNCTION current_attempt(job_id bigint, attempt integer); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.current_attempt(job_id bigint, attempt integer) FROM PUBLIC;
+
+--
 -- Name: FUNCTION duration_bin(seconds double precision); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -4873,6 +5701,13 @@ REVOKE ALL ON FUNCTION tireless.duration_bin(seconds double precision) FROM PUBL
 GRANT ALL ON FUNCTION tireless.duration_bin(seconds double precision) TO tireless_runner;
 GRANT ALL ON FUNCTION tireless.duration_bin(seconds double precision) TO tireless_poller;
 GRANT ALL ON FUNCTION tireless.duration_bin(seconds double precision) TO tireless_admin;
+
+--
+-- Name: FUNCTION end_stopped_attempt(job_id bigint, worker text, token uuid); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.end_stopped_attempt(job_id bigint, worker text, token uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.end_stopped_attempt(job_id bigint, worker text, token uuid) TO tireless_runner;
 
 --
 -- Name: FUNCTION enqueue(issues jsonb); Type: ACL; Schema: tireless; Owner: -
@@ -4976,6 +5811,18 @@ GRANT SELECT ON TABLE tireless.worker_seen TO tireless_admin;
 REVOKE ALL ON FUNCTION tireless.fold_history(after_id bigint, upto_id bigint) FROM PUBLIC;
 
 --
+-- Name: FUNCTION forge_api_url(kind tireless.forge_kind, base_url text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.forge_api_url(kind tireless.forge_kind, base_url text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION forge_clone_url(kind tireless.forge_kind, base_url text, owner text, repo text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.forge_clone_url(kind tireless.forge_kind, base_url text, owner text, repo text) FROM PUBLIC;
+
+--
 -- Name: FUNCTION forges(); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -4995,6 +5842,12 @@ GRANT ALL ON FUNCTION tireless.give_back(job_id bigint, worker text, note text, 
 
 REVOKE ALL ON FUNCTION tireless.heartbeat(job_id bigint, worker text, lease interval, token uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.heartbeat(job_id bigint, worker text, lease interval, token uuid) TO tireless_runner;
+
+--
+-- Name: FUNCTION held_job(job_id bigint, worker text, token uuid); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.held_job(job_id bigint, worker text, token uuid) FROM PUBLIC;
 
 --
 -- Name: TABLE repo_poll; Type: ACL; Schema: tireless; Owner: -
@@ -5041,6 +5894,12 @@ REVOKE ALL ON FUNCTION tireless.is_lease(lease interval) FROM PUBLIC;
 REVOKE ALL ON FUNCTION tireless.is_worker_name(worker text) FROM PUBLIC;
 
 --
+-- Name: FUNCTION issue_body_limit(); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.issue_body_limit() FROM PUBLIC;
+
+--
 -- Name: FUNCTION issue_problem(issue jsonb); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -5054,6 +5913,13 @@ REVOKE ALL ON FUNCTION tireless.issue_runs(job_id bigint) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.issue_runs(job_id bigint) TO tireless_runner;
 GRANT ALL ON FUNCTION tireless.issue_runs(job_id bigint) TO tireless_poller;
 GRANT ALL ON FUNCTION tireless.issue_runs(job_id bigint) TO tireless_admin;
+
+--
+-- Name: FUNCTION job_brief(job_id bigint); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.job_brief(job_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.job_brief(job_id bigint) TO tireless_runner;
 
 --
 -- Name: FUNCTION job_durations(span interval); Type: ACL; Schema: tireless; Owner: -
@@ -5230,6 +6096,14 @@ REVOKE ALL ON FUNCTION tireless.record_forge_trouble(name text, error text, unti
 GRANT ALL ON FUNCTION tireless.record_forge_trouble(name text, error text, until timestamp with time zone) TO tireless_poller;
 
 --
+-- Name: FUNCTION record_issue_moved(forge text, owner text, repo text, poller text, number integer, note text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.record_issue_moved(forge text, owner text, repo text, poller text, number integer, note text) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.record_issue_moved(forge text, owner text, repo text, poller text, number integer, note text) TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.record_issue_moved(forge text, owner text, repo text, poller text, number integer, note text) TO tireless_admin;
+
+--
 -- Name: FUNCTION record_job_event(); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -5270,6 +6144,14 @@ REVOKE ALL ON FUNCTION tireless.record_poll_failure(forge text, owner text, repo
 GRANT ALL ON FUNCTION tireless.record_poll_failure(forge text, owner text, repo text, poller text, error text, retry_after interval) TO tireless_poller;
 
 --
+-- Name: FUNCTION record_poll_notice(forge text, owner text, repo text, poller text, moved_to text, warning text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.record_poll_notice(forge text, owner text, repo text, poller text, moved_to text, warning text) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.record_poll_notice(forge text, owner text, repo text, poller text, moved_to text, warning text) TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.record_poll_notice(forge text, owner text, repo text, poller text, moved_to text, warning text) TO tireless_admin;
+
+--
 -- Name: FUNCTION refresh_lane(forge text, owner text, repo text, number integer, labels text[]); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -5307,6 +6189,21 @@ GRANT ALL ON FUNCTION tireless.remove_forge(name text) TO tireless_admin;
 
 REVOKE ALL ON FUNCTION tireless.renew_claim(job_id bigint, worker text, lease interval, token uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.renew_claim(job_id bigint, worker text, lease interval, token uuid) TO tireless_runner;
+
+--
+-- Name: FUNCTION renew_poll_leases(poller text, lease interval); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.renew_poll_leases(poller text, lease interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.renew_poll_leases(poller text, lease interval) TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.renew_poll_leases(poller text, lease interval) TO tireless_admin;
+
+--
+-- Name: FUNCTION report_progress(job_id bigint, worker text, step text, token uuid); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.report_progress(job_id bigint, worker text, step text, token uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.report_progress(job_id bigint, worker text, step text, token uuid) TO tireless_runner;
 
 --
 -- Name: FUNCTION request_cancel(job_id bigint, note text); Type: ACL; Schema: tireless; Owner: -
@@ -5370,6 +6267,20 @@ REVOKE ALL ON FUNCTION tireless.set_lane_capacity(lane text, capacity integer) F
 GRANT ALL ON FUNCTION tireless.set_lane_capacity(lane text, capacity integer) TO tireless_admin;
 
 --
+-- Name: FUNCTION set_lane_max_run(lane text, max_run interval); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.set_lane_max_run(lane text, max_run interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.set_lane_max_run(lane text, max_run interval) TO tireless_admin;
+
+--
+-- Name: FUNCTION set_lane_stall_after(lane text, stall_after interval); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.set_lane_stall_after(lane text, stall_after interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.set_lane_stall_after(lane text, stall_after interval) TO tireless_admin;
+
+--
 -- Name: FUNCTION set_mirror_comments(enabled boolean); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -5390,11 +6301,26 @@ REVOKE ALL ON FUNCTION tireless.set_policy(label_prefix text, backoff_base inter
 GRANT ALL ON FUNCTION tireless.set_policy(label_prefix text, backoff_base interval, backoff_cap interval, breaker_threshold integer, breaker_cooldown interval) TO tireless_admin;
 
 --
+-- Name: FUNCTION short_duration(span interval); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.short_duration(span interval) FROM PUBLIC;
+
+--
 -- Name: FUNCTION track_repo(forge text, owner text, repo text); Type: ACL; Schema: tireless; Owner: -
 --
 
 REVOKE ALL ON FUNCTION tireless.track_repo(forge text, owner text, repo text) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.track_repo(forge text, owner text, repo text) TO tireless_admin;
+
+--
+-- Name: FUNCTION tracked_key(forge text, owner text, repo text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.tracked_key(forge text, owner text, repo text) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.tracked_key(forge text, owner text, repo text) TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.tracked_key(forge text, owner text, repo text) TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.tracked_key(forge text, owner text, repo text) TO tireless_admin;
 
 --
 -- Name: FUNCTION tracked_repos(); Type: ACL; Schema: tireless; Owner: -
@@ -5416,6 +6342,12 @@ GRANT ALL ON FUNCTION tireless.transition(job_id bigint, to_state text, worker t
 
 REVOKE ALL ON FUNCTION tireless.untrack_repo(forge text, owner text, repo text) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.untrack_repo(forge text, owner text, repo text) TO tireless_admin;
+
+--
+-- Name: FUNCTION watch_attempt(job_id bigint, attempt integer, lane text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.watch_attempt(job_id bigint, attempt integer, lane text) FROM PUBLIC;
 
 --
 -- Name: FUNCTION worker_ran(job_id bigint, worker text); Type: ACL; Schema: tireless; Owner: -
@@ -5487,6 +6419,14 @@ GRANT SELECT ON TABLE tireless.issue TO tireless_admin;
 GRANT SELECT ON TABLE tireless.job_list TO tireless_runner;
 GRANT SELECT ON TABLE tireless.job_list TO tireless_poller;
 GRANT SELECT ON TABLE tireless.job_list TO tireless_admin;
+
+--
+-- Name: TABLE job_progress; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.job_progress TO tireless_runner;
+GRANT SELECT ON TABLE tireless.job_progress TO tireless_poller;
+GRANT SELECT ON TABLE tireless.job_progress TO tireless_admin;
 
 --
 -- Name: TABLE lane_status; Type: ACL; Schema: tireless; Owner: -

@@ -261,3 +261,25 @@ def test_wait_for_work_returns_the_lane_announced_or_none_after_its_timeout(
         any_store.enqueue([issue(1, *WORK, "tireless/agent:oc"), issue(2)])
         assert waiter.wait(timeout=30) == "cc"
         assert waiter.wait(timeout=0.05) is None
+
+
+def test_a_lease_the_watchdog_stops_calls_on_cancel_and_ends_as_a_failure(
+    any_store: JobStore, db: Database
+) -> None:
+    any_store.set_lane_max_run("cc", timedelta(hours=1))
+    enqueue_jobs(any_store, 1)
+    stopped = threading.Event()
+    with any_store.lease(
+        "w1", ["cc"], timedelta(milliseconds=600), on_cancel=lambda job: stopped.set()
+    ) as job:
+        assert job is not None
+        wait_until(lambda: db.scalar("SELECT count(*) FROM tireless.job_attempt") == 1, "a watch")
+        db.scalar(
+            "UPDATE tireless.job_attempt SET started_at = started_at - interval '2 hours'"
+            " RETURNING 1"
+        )
+        assert stopped.wait(30), "the watchdog's stop was not heard"
+        # The block ends normally (the agent stopped): still a failure, not a delivery.
+    assert db.scalar("SELECT (state::text, note)::text FROM tireless.job") == (
+        '(pending,"timed out after 1h")'
+    )

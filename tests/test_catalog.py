@@ -54,13 +54,19 @@ def test_forge_kind_is_one_vocabulary_in_sql_and_python(conn: psycopg.Connection
     assert enum_labels(conn, "tireless.forge_kind") == [kind.value for kind in ForgeKind]
 
 
-def test_heartbeat_answers_only_the_words_of_the_python_enum() -> None:
-    """heartbeat's answers are literals in its body: each is a Heartbeat value, and each value is
-    answered somewhere."""
-    body = (files("tireless") / "migrations" / "0007_work_rule.sql").read_text()
-    function = body[body.index("CREATE FUNCTION tireless.heartbeat") :]
-    function = function[: function.index("$$;")]
-    answered = set(re.findall(r"(?:RETURN|THEN|ELSE) '(\w+)'", function))
+def test_heartbeat_answers_only_the_words_of_the_python_enum(
+    conn: psycopg.Connection[Any],
+) -> None:
+    """heartbeat's answers are literals in its body and in its watchdog's (watch_attempt, whose
+    stops it records and returns): each is a Heartbeat value, and each value is answered somewhere."""
+    bodies = column(
+        conn,
+        "SELECT pg_get_functiondef(p.oid) FROM pg_proc p"
+        " WHERE p.pronamespace = 'tireless'::regnamespace"
+        " AND p.proname IN ('heartbeat', 'watch_attempt')",
+    )
+    assert len(bodies) == 2
+    answered = set(re.findall(r"(?:RETURN|THEN|ELSE|:=) '(\w+)'", "\n".join(bodies)))
     assert answered == {answer.value for answer in Heartbeat}
 
 

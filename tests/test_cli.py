@@ -232,6 +232,32 @@ def test_show_prints_a_job_and_its_history(store: JobStore, db: Database) -> Non
     )
 
 
+# What a hostile issue or agent may write: an OSC 52 clipboard write ended by BEL, a colour (ESC [),
+# a C1 CSI, a carriage return that would overwrite the line, a right-to-left override and isolate.
+HOSTILE = "ok\x1b]52;c;cm0gLXJmIH4=\x07\x1b[31mred\x9b2J\rback\u202eevil\u2066"
+SHOWN = "ok\\x1b]52;c;cm0gLXJmIH4=\\x07\\x1b[31mred\\x9b2J\\x0dback\\u202eevil\\u2066"
+
+
+def test_show_and_jobs_print_control_characters_visibly_never_raw(
+    store: JobStore, db: Database
+) -> None:
+    tracked(store)
+    store.enqueue([issue(1, title=f"title {HOSTILE}"), issue(2)])
+    worker = f"worker {HOSTILE}"
+    first, second = store.claim_next(worker, ["cc"]), store.claim_next(worker, ["cc"])
+    assert first is not None
+    assert second is not None
+    store.transition(first.id, "pending", worker, note=f"line one\nnote {HOSTILE}")
+    shown, listed = cli(db.url, "show", str(first.id)).stdout, cli(db.url, "jobs").stdout
+    for out in (shown, listed):
+        assert [c for c in out if c != "\n" and not c.isprintable()] == []
+        assert f"worker {SHOWN}" in out
+    assert f"title {SHOWN}" in shown
+    assert f"line one\nnote {SHOWN}" in shown, "a note's own lines stay lines"
+    # A table cell shows the note's last line: a carriage return ends a line there too.
+    assert "back\\u202eevil\\u2066" in listed
+
+
 def test_no_database_is_a_usage_error_and_an_unreachable_one_exits_4(db: Database) -> None:
     missing = cli(None, "status")
     assert missing.returncode == 2

@@ -91,4 +91,9 @@ def test_heartbeat_answers_in_the_database_vocabulary(store: JobStore, db: Datab
         "SELECT tireless.heartbeat(job_id => %(id)s, worker => 'w1')", {"id": job.id}
     )
     assert answer == "held"
-    assert {h.value for h in Heartbeat} == {"held", "lost", "cancel"}
+    assert {h.value for h in Heartbeat} == {"held", "lost", "cancel", "timeout", "stalled"}
+
+
+def test_an_answer_a_runner_does_not_know_reads_as_cancel() -> None:
+    """DESIGN.md: heartbeat may learn new answers; a runner that does not know one stops."""
+    assert Heartbeat("some-later-answer") is Heartbeat.CANCEL

@@ -236,7 +236,6 @@ BAD_INPUTS = [
     ("nul", "NUL or an unpaired surrogate"),
     ("surrogate", "NUL or an unpaired surrogate"),
     ("lying-total", "X-Total-Count"),
-    ("foreign-link", "Link to another host"),
 ]
 
 

@@ -152,3 +152,25 @@ def test_the_token_never_shows_in_output_errors_the_database_or_an_agents_enviro
     assert "TIRELESS_NUMBER" in seen[-1]  # the agent ran and wrote its environment
     for text in seen:
         assert TOKEN not in text
+
+
+def test_a_leaked_token_is_masked_in_the_note_and_in_the_comment_on_the_forge(
+    db: Database, forge: StandinForge
+) -> None:
+    number = forge.create_issue("acme", "widgets", "work", PLAN)
+    assert cli(db.url, "poll", "--once", **TOKEN_ENV).returncode == 0
+    with db.connect() as conn:  # one attempt: the failed run ends the job, and the mirror comments
+        conn.execute("SELECT tireless.set_kind_policy(kind => 'plan', max_attempts => 1)")
+    # An agent that learnt the token prints it and fails.
+    agent = ["sh", "-c", 'echo "the token is $1"; exit 1', "agent", TOKEN]
+    worked = cli(
+        db.url, "work", "--worker", "w1", "--lane", "cc", "--once", "--", *agent, **TOKEN_ENV
+    )
+    assert worked.returncode == 0, worked.stderr
+    assert rows(db, "SELECT state::text, note FROM tireless.job") == [
+        ("failed", "attempts exhausted (1 of 1); last: the token is ***")
+    ]
+    assert cli(db.url, "poll", "--once", **TOKEN_ENV).returncode == 0
+    (comment,) = forge.comments_of("acme", "widgets", number)
+    assert "the token is ***" in comment
+    assert TOKEN not in comment + worked.stdout + worked.stderr

@@ -274,3 +274,30 @@ def test_a_repeated_record_poll_writes_no_job_issue_or_event(
         ).fetchall()
         conn.commit()
     assert written == [("repo_poll", 1)]
+
+
+def test_poll_notices_and_moved_issues_need_the_lease_and_refuse_bad_input(
+    polled: JobStore, db: Database
+) -> None:
+    with pytest.raises(NotHolder):
+        polled.record_issue_moved(*TEST_REPO, "p1", 1, "issue moved to a/b#1")
+    with pytest.raises(NotHolder):
+        polled.record_poll_notice(*TEST_REPO, "p1", "a/b", None)
+    polled.claim_repos_to_poll("p1")
+    before = poll_state(db)
+    for bad in (
+        lambda: polled.record_issue_moved(*TEST_REPO, "p1", 0, "issue moved to a/b#1"),
+        lambda: polled.record_issue_moved(*TEST_REPO, "p1", 1, " "),
+        lambda: polled.record_poll_notice(*TEST_REPO, "p1", "not-a-name", None),
+    ):
+        with pytest.raises(InvalidArgument):
+            bad()
+    assert poll_state(db) == before
+    polled.record_poll_notice(*TEST_REPO, "p1", "Elsewhere/Name", "one skipped")
+    polled.record_poll_notice(*TEST_REPO, "p1", None, None)  # a null leaves each as it was
+    state = poll_state(db)
+    assert (state["moved_to"], state["last_warning"]) == ("Elsewhere/Name", "one skipped")
+    polled.record_poll_notice(*TEST_REPO, "p1", f"{TEST_REPO[1].upper()}/{TEST_REPO[2]}", None)
+    assert poll_state(db)["moved_to"] is None  # its own name again, in any case
+    assert polled.renew_poll_leases("p1", timedelta(minutes=1)) == 1
+    assert polled.renew_poll_leases("p2", timedelta(minutes=1)) == 0

@@ -13,9 +13,9 @@ import pytest
 from psycopg.conninfo import make_conninfo
 
 from tests.conftest import Database
-from tests.helpers import FORGE, OWNER, REPO, enqueue_jobs, issue, tracked
+from tests.helpers import FORGE, OWNER, REPO, enqueue_jobs, issue, rows, tracked
 from tireless import JobStore
-from tireless.errors import PermissionDenied
+from tireless.errors import NotHolder, PermissionDenied
 
 GROUPS = ("tireless_runner", "tireless_poller", "tireless_admin")
 # Each table the roles must not write, with a column an UPDATE would set.
@@ -30,20 +30,23 @@ LOCKED_TABLES = {
     "repo_poll": "etag",
 }
 
-Login = Callable[[str], str]
+
+Login = Callable[[str | None], str]
 
 
 @pytest.fixture
 def login(db: Database) -> Iterator[Login]:
-    """login(group) -> conninfo of a new LOGIN role that is a member of group. Roles belong to
-    the cluster, so each gets a unique name and is dropped (with what it owns) at teardown."""
+    """login(group) -> conninfo of a new LOGIN role that is a member of group (of none: an
+    outside login). Roles belong to the cluster, so each gets a unique name and is dropped (with
+    what it owns) at teardown."""
     created: list[str] = []
 
-    def make(group: str) -> str:
-        name = f"{group.removeprefix('tireless_')}_{uuid.uuid4().hex[:8]}"
+    def make(group: str | None) -> str:
+        name = f"{(group or 'outsider').removeprefix('tireless_')}_{uuid.uuid4().hex[:8]}"
         with db.connect() as conn:
             conn.execute(f'CREATE ROLE "{name}" LOGIN')
-            conn.execute(f'GRANT {group} TO "{name}"')
+            if group is not None:
+                conn.execute(f'GRANT {group} TO "{name}"')
         created.append(name)
         return make_conninfo(db.conninfo, user=name)
 
@@ -358,4 +361,82 @@ def test_a_hostile_search_path_changes_nothing(store: JobStore, login: Login, db
     assert db.scalar("SELECT array_agg(state::text ORDER BY id) FROM tireless.job") == [
         "delivered",
         "claimed",
+    ]
+
+
+def login_name(conninfo: str) -> str:
+    return str(psycopg.conninfo.conninfo_to_dict(conninfo)["user"])
+
+
+def test_another_runner_login_is_refused_on_every_holder_call(
+    store: JobStore, db: Database, login: Login
+) -> None:
+    """A holder is its worker name and the login that claimed: a second runner login that
+    presents the name and the token is not the holder, on every call a holder makes."""
+    enqueue_jobs(store, 1)
+    first, second = login("tireless_runner"), login("tireless_runner")
+    with JobStore(first) as host1, JobStore(second) as host2:
+        job = host1.claim_next("host1-w1", ["cc"])
+        assert job is not None
+        token = job.claim_token
+        assert host2.renew_claim(job.id, "host1-w1", token=token) is False
+        assert host2.renew_claim(job.id, "host1-w1") is False
+        assert host2.heartbeat(job.id, "host1-w1", token=token) == "lost"
+        for to_state in ("delivered", "failed", "cancelled", "pending"):
+            with pytest.raises(NotHolder) as refusal:
+                host2.transition(job.id, to_state, "host1-w1", token=token)
+            assert refusal.value.detail == (
+                f"The job was claimed by the login {login_name(first)}, not by {login_name(second)}."
+            )
+        with pytest.raises(NotHolder):
+            host2.transition(job.id, "delivered", "host1-w1")
+        with pytest.raises(NotHolder):
+            host2.give_back(job.id, "host1-w1", token=token)
+        assert host2.claim_next("host2-w1", ["cc"]) is None, "the job was never given back"
+        # The holder's own login goes on as before.
+        assert host1.heartbeat(job.id, "host1-w1", token=token) == "held"
+        assert host1.transition(job.id, "delivered", "host1-w1", token=token).state == "delivered"
+    assert rows(
+        db,
+        "SELECT to_state::text, worker, login FROM tireless.job_event WHERE job_id = %(id)s"
+        " ORDER BY id",
+        {"id": job.id},
+    ) == [
+        ("pending", None, "postgres"),
+        ("claimed", "host1-w1", login_name(first)),
+        ("delivered", "host1-w1", login_name(first)),
+    ]
+
+
+def test_an_admin_login_may_act_for_any_holder(store: JobStore, db: Database, login: Login) -> None:
+    enqueue_jobs(store, 2)
+    admin_login = login("tireless_admin")
+    with JobStore(login("tireless_runner")) as runner, JobStore(admin_login) as admin:
+        job = runner.claim_next("host1-w1", ["cc"])
+        other = runner.claim_next("host1-w2", ["cc"])
+        assert job is not None
+        assert other is not None
+        assert admin.renew_claim(job.id, "host1-w1", token=job.claim_token)
+        assert admin.heartbeat(job.id, "host1-w1") == "held"
+        assert admin.give_back(other.id, "host1-w2").state == "pending"
+        assert admin.transition(job.id, "failed", "host1-w1", note="stuck").state == "failed"
+    assert db.scalar(
+        "SELECT login FROM tireless.job_event WHERE job_id = %(id)s AND to_state = 'failed'",
+        {"id": job.id},
+    ) == login_name(admin_login)
+
+
+def test_the_job_row_names_the_login_that_claimed(
+    store: JobStore, db: Database, login: Login
+) -> None:
+    enqueue_jobs(store, 1)
+    conninfo = login("tireless_runner")
+    with JobStore(conninfo) as runner:
+        job = runner.claim_next("host1-w1", ["cc"])
+    assert job is not None
+    assert db.scalar(
+        "SELECT claimed_login FROM tireless.job WHERE id = %(id)s", {"id": job.id}
+    ) == login_name(conninfo)
+    assert rows(db, "SELECT claimed_by, claimed_login FROM tireless.active_claims") == [
+        ("host1-w1", login_name(conninfo))
     ]

@@ -110,3 +110,55 @@ def test_github_lists_pull_requests_among_issues_with_rate_limit_headers_and_an_
         )
         assert again.status_code == 304
         assert again.content == b""
+
+
+def test_a_renamed_repository_redirects_as_its_forge_does(
+    forge: StandinForge, http: httpx.Client
+) -> None:
+    forge.rename_repo("acme", "widgets", "acme", "gizmos")
+    moved = http.get(issues_path(forge), params={"state": "all"})
+    if forge.flavour == "gitea":  # 307, a path with the query kept (RedirectToRepo)
+        assert moved.status_code == 307
+        assert moved.headers["location"] == "/api/v1/repos/acme/gizmos/issues?state=all"
+    else:  # 301 to the repository by id (best practices: follow redirects)
+        assert moved.status_code == 301
+        assert moved.headers["location"].startswith(f"{forge.url}/repositories/")
+        assert moved.headers["location"].endswith("/issues?state=all")
+    followed = http.get(moved.headers["location"])
+    assert followed.status_code == 200
+    assert len(followed.json()) == 3  # max_page_size
+    repo = http.get(issues_path(forge).removesuffix("/issues"), follow_redirects=True)
+    assert repo.json()["full_name"] == "acme/gizmos"
+
+
+def test_a_transferred_github_issue_answers_301_to_its_new_place() -> None:
+    with StandinForge("github") as forge, httpx.Client(base_url=forge.url) as http:
+        forge.create_issue("acme", "widgets", "moving", [])
+        forge.create_repo("other", "place")
+        number = forge.transfer_issue("acme", "widgets", 1, "other", "place")
+        moved = http.get("/repos/acme/widgets/issues/1")
+        assert moved.status_code == 301
+        issue = http.get(moved.headers["location"]).json()
+        assert issue["number"] == number
+        assert issue["html_url"].endswith(f"/other/place/issues/{number}")
+
+
+def test_gitea_links_are_built_from_its_root_url() -> None:
+    with StandinForge("gitea", max_page_size=1, root_url="http://localhost:3000/") as forge:
+        forge.create_issue("acme", "widgets", "one", [])
+        forge.create_issue("acme", "widgets", "two", [])
+        answer = httpx.get(f"{forge.url}/api/v1/repos/acme/widgets/issues")
+        assert links(answer.headers)["next"].startswith(
+            "http://localhost:3000/api/v1/repos/acme/widgets/issues?"
+        )
+
+
+def test_githubs_secondary_rate_limit_has_no_retry_after_and_requests_left() -> None:
+    with StandinForge("github") as forge:
+        forge.create_repo("acme", "widgets")
+        forge.fault("secondary-limit")
+        answer = httpx.get(f"{forge.url}/repos/acme/widgets/issues")
+        assert answer.status_code == 403
+        assert "secondary rate limit" in answer.json()["message"]
+        assert "retry-after" not in answer.headers
+        assert answer.headers["x-ratelimit-remaining"] != "0"

@@ -182,6 +182,17 @@ def test_every_job_page_renders_its_row_timeline_and_family(
     assert token not in admin.get(f"/jobs/{jobs.claimed}").text, "the fencing token stays secret"
 
 
+def test_a_job_page_shows_the_step_its_agent_last_reported(
+    admin: TestClient, jobs: Jobs, store: JobStore
+) -> None:
+    assert 'id="step"' not in admin.get(f"/jobs/{jobs.claimed}").text, "no progress yet"
+    store.report_progress(jobs.claimed, "runner-c", "ran <b>the</b> tests")
+    page = admin.get(f"/jobs/{jobs.claimed}").text
+    step = re.search(r'<dd id="step">(.*?)</dd>', page, re.S)
+    assert step is not None
+    assert step.group(1).startswith("ran &lt;b&gt;the&lt;/b&gt; tests (attempt 1, last progress ")
+
+
 def test_an_unknown_job_is_404(admin: TestClient, jobs: Jobs) -> None:
     page = admin.get("/jobs/99999")
     assert page.status_code == 404

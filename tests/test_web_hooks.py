@@ -343,3 +343,25 @@ def test_a_digest_must_be_a_sha256(store: JobStore, db: Database) -> None:
             {"f": FORGE, "o": OWNER, "r": REPO, "d": b"short"},
         )
     assert db.scalar("SELECT count(*) FROM tireless.webhook_delivery") == 0
+
+
+def test_a_github_delivery_naming_the_repository_in_another_case_finds_it(
+    client: TestClient, store: JobStore, db: Database
+) -> None:
+    # GitHub's payloads name the repository in its canonical case; it was tracked in lower case.
+    store.track_repo("github", "codertocat", "hello-world")
+    not_due(db)
+    body = payload("Codertocat", "Hello-World")
+    response = client.post("/hooks/github", content=body, headers=github(body))
+    assert response.status_code == 202, response.text
+    assert response.json() == {
+        "forge": "github",
+        "owner": "codertocat",
+        "repo": "hello-world",
+        "poll_soon": True,
+    }
+    due = db.scalar(
+        "SELECT next_poll_at <= now() FROM tireless.repo_poll WHERE repo = 'hello-world'"
+    )
+    assert due is True
+    assert store.track_repo("github", "CODERTOCAT", "Hello-World") is False  # tracked already

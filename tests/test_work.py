@@ -45,6 +45,16 @@ LIBPQ_CREDENTIALS = {
 }
 
 
+BRIEF_OF_AN_UNREGISTERED_FORGE = {
+    "TIRELESS_ISSUE_URL": "",
+    "TIRELESS_API_URL": "",
+    "TIRELESS_CLONE_URL": "",
+    "TIRELESS_ISSUE_BODY_CUT": "false",
+}
+"""The brief's variables for an issue enqueued without url or body, of a forge not registered (the
+two files' paths aside)."""
+
+
 def work_args(*options: str) -> list[str]:
     return ["work", "--worker", "runner-1", "--lane", "cc", *options]
 
@@ -141,7 +151,9 @@ def test_a_command_that_exits_0_delivers_the_job_it_got_in_env_and_stdin(
     assert "agent done" in result.stdout
     assert f"delivered job {job_id}" in result.stderr
     env = dict(line.split("=", 1) for line in (tmp_path / "env").read_text().splitlines())
-    assert env == {
+    assert env == BRIEF_OF_AN_UNREGISTERED_FORGE | {
+        "TIRELESS_ISSUE_BODY_FILE": env["TIRELESS_ISSUE_BODY_FILE"],
+        "TIRELESS_REPORT_FILE": env["TIRELESS_REPORT_FILE"],
         "TIRELESS_ATTEMPT": "1",
         "TIRELESS_FORGE": "gitea",
         "TIRELESS_JOB_ID": str(job_id),

@@ -35,6 +35,7 @@ from tireless.models import (
     ForgeKind,
     Heartbeat,
     Job,
+    JobBrief,
     JobKind,
     JobState,
     Lane,
@@ -155,6 +156,27 @@ class AsyncJobStore:
         (lost), or stop and end the job `cancelled` because its issue withdrew its request (cancel)."""
         return await self._run(calls.heartbeat(job_id, worker, lease, token))
 
+    async def end_stopped_attempt(self, job_id: int, worker: str, token: UUID | None = None) -> Job:
+        """The holder ends an attempt the watchdog stopped (heartbeat answered timeout or
+        stalled) as a failure, with the watchdog's note."""
+        return await self._run(calls.end_stopped_attempt(job_id, worker, token))
+
+    async def report_progress(
+        self, job_id: int, worker: str, step: str | None = None, token: UUID | None = None
+    ) -> datetime:
+        """The holder's attempt progresses (and, with a step, is at that step now)."""
+        return await self._run(calls.report_progress(job_id, worker, step, token))
+
+    async def attach_report(
+        self, job_id: int, worker: str, report: str, token: UUID | None = None
+    ) -> bool:
+        """The holder attaches its agent's report (the outcome comment); True when it was cut."""
+        return await self._run(calls.attach_report(job_id, worker, report, token))
+
+    async def job_brief(self, job_id: int) -> JobBrief:
+        """The issue's URL and body, the forge's API root and the clone URL, for the agent."""
+        return await self._run(calls.job_brief(job_id))
+
     async def expire_stale_claims(self) -> int:
         return await self._run(calls.expire_stale_claims())
 
@@ -236,6 +258,27 @@ class AsyncJobStore:
         call = calls.record_poll_failure(forge, owner, repo, poller, error, retry_after)
         return await self._run(call)
 
+    async def renew_poll_leases(self, poller: str, lease: timedelta) -> int:
+        return await self._run(calls.renew_poll_leases(poller, lease))
+
+    async def record_poll_notice(
+        self,
+        forge: str,
+        owner: str,
+        repo: str,
+        poller: str,
+        moved_to: str | None,
+        warning: str | None,
+    ) -> None:
+        return await self._run(
+            calls.record_poll_notice(forge, owner, repo, poller, moved_to, warning)
+        )
+
+    async def record_issue_moved(
+        self, forge: str, owner: str, repo: str, poller: str, number: int, note: str
+    ) -> int:
+        return await self._run(calls.record_issue_moved(forge, owner, repo, poller, number, note))
+
     async def record_forge_trouble(
         self, name: str, error: str | None, until: datetime | None
     ) -> None:
@@ -283,6 +326,12 @@ class AsyncJobStore:
     # Lanes
     async def set_lane_capacity(self, lane: str, capacity: int | None) -> Lane:
         return await self._run(calls.set_lane_capacity(lane, capacity))
+
+    async def set_lane_max_run(self, lane: str, max_run: timedelta | None) -> Lane:
+        return await self._run(calls.set_lane_max_run(lane, max_run))
+
+    async def set_lane_stall_after(self, lane: str, stall_after: timedelta | None) -> Lane:
+        return await self._run(calls.set_lane_stall_after(lane, stall_after))
 
     async def pause_lane(self, lane: str) -> Lane:
         return await self._run(calls.pause_lane(lane))

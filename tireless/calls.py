@@ -30,6 +30,7 @@ from tireless.models import (
     ForgeKind,
     Heartbeat,
     Job,
+    JobBrief,
     JobKind,
     JobState,
     Lane,
@@ -42,7 +43,7 @@ from tireless.models import (
 
 DEFAULT_LEASE = timedelta(minutes=10)
 """How long a claim lasts without renewal, by default."""
-DEFAULT_POLL_LEASE = timedelta(minutes=5)
+DEFAULT_POLL_LEASE = timedelta(minutes=1)
 """How long a poller holds the repositories `claim_repos_to_poll` leases it, by default."""
 
 Query = LiteralString | sql.Composed | bytes
@@ -225,6 +226,48 @@ def heartbeat(
     return Call(HEARTBEAT, params, tuple_row, _heartbeat)
 
 
+END_STOPPED_ATTEMPT = _returning(
+    JOB_COLUMNS,
+    "tireless.end_stopped_attempt(job_id => %(job_id)s, worker => %(worker)s, token => %(token)s)",
+)
+
+
+def end_stopped_attempt(job_id: int, worker: str, token: UUID | None) -> Call[Job, Job]:
+    params = {"job_id": job_id, "worker": worker, "token": token}
+    return Call(END_STOPPED_ATTEMPT, params, JOB_ROW, _only)
+
+
+REPORT_PROGRESS = (
+    "SELECT tireless.report_progress(job_id => %(job_id)s, worker => %(worker)s,"
+    " step => %(step)s, token => %(token)s)"
+)
+
+
+def report_progress(
+    job_id: int, worker: str, step: str | None, token: UUID | None
+) -> Call[Any, datetime]:
+    params = {"job_id": job_id, "worker": worker, "step": step, "token": token}
+    return Call(REPORT_PROGRESS, params, tuple_row, _value)
+
+
+ATTACH_REPORT = (
+    "SELECT tireless.attach_report(job_id => %(job_id)s, worker => %(worker)s,"
+    " report => %(report)s, token => %(token)s)"
+)
+
+
+def attach_report(job_id: int, worker: str, report: str, token: UUID | None) -> Call[Any, bool]:
+    params = {"job_id": job_id, "worker": worker, "report": report, "token": token}
+    return Call(ATTACH_REPORT, params, tuple_row, _flag)
+
+
+JOB_BRIEF = "SELECT issue_url, api_url, clone_url, body, body_cut FROM tireless.job_brief(job_id => %(job_id)s)"
+
+
+def job_brief(job_id: int) -> Call[JobBrief, JobBrief]:
+    return Call(JOB_BRIEF, {"job_id": job_id}, class_row(JobBrief), _only)
+
+
 EXPIRE_STALE_CLAIMS = "SELECT tireless.expire_stale_claims()"
 
 
@@ -387,6 +430,43 @@ def record_poll_failure(
     return Call(RECORD_POLL_FAILURE, params, tuple_row, _value)
 
 
+RENEW_POLL_LEASES = "SELECT tireless.renew_poll_leases(poller => %(poller)s, lease => %(lease)s)"
+
+
+def renew_poll_leases(poller: str, lease: timedelta) -> Call[Any, int]:
+    return Call(RENEW_POLL_LEASES, {"poller": poller, "lease": lease}, tuple_row, _value)
+
+
+RECORD_POLL_NOTICE = (
+    "SELECT tireless.record_poll_notice(forge => %(forge)s, owner => %(owner)s, repo => %(repo)s,"
+    " poller => %(poller)s, moved_to => %(moved_to)s, warning => %(warning)s)"
+)
+
+
+def record_poll_notice(
+    forge: str, owner: str, repo: str, poller: str, moved_to: str | None, warning: str | None
+) -> Call[Any, None]:
+    params = _repo(forge, owner, repo) | {
+        "poller": poller,
+        "moved_to": moved_to,
+        "warning": warning,
+    }
+    return Call(RECORD_POLL_NOTICE, params, tuple_row, _nothing)
+
+
+RECORD_ISSUE_MOVED = (
+    "SELECT tireless.record_issue_moved(forge => %(forge)s, owner => %(owner)s, repo => %(repo)s,"
+    " poller => %(poller)s, number => %(number)s, note => %(note)s)"
+)
+
+
+def record_issue_moved(
+    forge: str, owner: str, repo: str, poller: str, number: int, note: str
+) -> Call[Any, int]:
+    params = _repo(forge, owner, repo) | {"poller": poller, "number": number, "note": note}
+    return Call(RECORD_ISSUE_MOVED, params, tuple_row, _value)
+
+
 RECORD_FORGE_TROUBLE = (
     "SELECT tireless.record_forge_trouble(name => %(name)s, error => %(error)s, until => %(until)s)"
 )
@@ -528,6 +608,24 @@ def reset_lane_breaker(lane: str) -> Call[Lane, Lane]:
     return Call(RESET_LANE_BREAKER, {"lane": lane}, _LANE, _only)
 
 
+SET_LANE_MAX_RUN = _returning(
+    LANE_COLUMNS, "tireless.set_lane_max_run(lane => %(lane)s, max_run => %(max_run)s)"
+)
+
+
+def set_lane_max_run(lane: str, max_run: timedelta | None) -> Call[Lane, Lane]:
+    return Call(SET_LANE_MAX_RUN, {"lane": lane, "max_run": max_run}, _LANE, _only)
+
+
+SET_LANE_STALL_AFTER = _returning(
+    LANE_COLUMNS, "tireless.set_lane_stall_after(lane => %(lane)s, stall_after => %(stall_after)s)"
+)
+
+
+def set_lane_stall_after(lane: str, stall_after: timedelta | None) -> Call[Lane, Lane]:
+    return Call(SET_LANE_STALL_AFTER, {"lane": lane, "stall_after": stall_after}, _LANE, _only)
+
+
 # Waiting for work: JobStore.listen runs these on the connection it holds.
 LISTEN = "LISTEN tireless_work"
 UNLISTEN = "UNLISTEN tireless_work"
@@ -573,6 +671,12 @@ JOB_EVENTS = (
     "SELECT e.id, e.at, e.from_state::text AS from_state, e.to_state::text AS to_state,"
     " e.worker, e.attempt, e.note FROM tireless.job_event e WHERE e.job_id = %(job_id)s ORDER BY e.id"
 )
+JOB_PROGRESS = (
+    "SELECT p.attempt, p.started_at, p.progress_at, p.step, p.stop_note, p.reported"
+    " FROM tireless.job_progress p WHERE p.job_id = %(job_id)s"
+)
+"""The job's newest attempt as the watchdog sees it (`tireless show`, the dashboard's job page):
+no row before its first heartbeat under a limit, progress report or report."""
 ENQUEUE_AND_LIST = sql.SQL("SELECT {} FROM tireless.enqueue_and_list(issues => %(issues)s)").format(
     JOB_COLUMNS
 )

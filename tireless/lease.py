@@ -1,7 +1,8 @@
 """Holding a job under a lease: claim it, renew it in the background at a third of its length
 (tireless.heartbeat), deliver it when the work ends normally, release it for retry when the work
 raises, give it back when the runner is stopping (ShuttingDown, KeyboardInterrupt, a cancelled
-asyncio task), and end it cancelled when a heartbeat says its issue withdrew its request.
+asyncio task), end it cancelled when a heartbeat says its issue withdrew its request, and end it
+as a failure with the watchdog's note when a heartbeat says timeout or stalled.
 
 `JobStore.lease(...)` returns a `HeldJob`, `AsyncJobStore.lease(...)` an `AsyncHeldJob`: context
 managers that build the calls claim_next, heartbeat, transition and give_back (tireless.calls),
@@ -125,6 +126,9 @@ class _Holding:
         self.on_cancel = on_cancel
         self.cancel_requested = False
         """True once a heartbeat answered cancel: stop the work; the lease ends the job cancelled."""
+        self.watchdog_stop: Heartbeat | None = None
+        """timeout or stalled once a heartbeat answered it: stop the work; the lease ends the attempt
+        as a failure with the watchdog's note (tireless.end_stopped_attempt)."""
         self.job: Job | None = None
         """The job as claimed; None when nothing was claimable."""
         self.finished: Job | None = None
@@ -155,6 +159,13 @@ class _Holding:
                 if self.on_cancel is not None:
                     self.on_cancel(job)
             return True
+        if answer.is_watchdog_stop:
+            if self.watchdog_stop is None:  # renewals go on while the work stops
+                self.watchdog_stop = answer
+                log.info("job %s: the watchdog stopped its attempt (%s)", job.id, answer)
+                if self.on_cancel is not None:
+                    self.on_cancel(job)
+            return True
         self.lost = True
         log.debug("lost the lease on job %s", job.id)
         if self.on_lost is not None:
@@ -170,6 +181,8 @@ class _Holding:
             return calls.transition(
                 job.id, JobState.CANCELLED, self.worker, CANCEL_NOTE, job.claim_token
             )
+        if self.watchdog_stop is not None:
+            return calls.end_stopped_attempt(job.id, self.worker, job.claim_token)
         if isinstance(error, STOPPING):
             self.given_back = True
             return calls.give_back(job.id, self.worker, reason(error), job.claim_token)
@@ -194,7 +207,7 @@ class _Holding:
 class HeldJob(_Holding):
     """`with store.lease(worker, lanes) as job:` — job is the claimed Job or None. A thread renews
     the lease; `on_lost(job)` is called from that thread when a heartbeat answers lost,
-    `on_cancel(job)` once when it answers cancel."""
+    `on_cancel(job)` once when it answers a stop (cancel, or the watchdog's timeout or stalled)."""
 
     def __init__(
         self,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from importlib.resources import as_file, files
 from urllib.parse import quote, urlencode
 
+import psycopg
 from psycopg.conninfo import conninfo_to_dict
 from yoyo import get_backend, read_migrations
 
@@ -25,11 +26,64 @@ def yoyo_uri(conninfo: str) -> str:
     return f"postgresql+psycopg://{credentials}/{quote(dbname, safe='')}{query}"
 
 
-def migrate(conninfo: str) -> list[str]:
+# Before a first install (no tireless schema yet), 0002_roles adopts the group roles that already
+# exist: roles belong to the cluster. Refused (SQLSTATE 55000, nothing applied) when one can log in
+# or is a superuser (whoever has its password is every runner, poller or admin of the store), or has
+# members the migration would not grant (another store's logins, or someone's planted one: each
+# would act on this store too), unless adopt_role_members says those members may.
+CHECK_ROLES_TO_ADOPT = b"""
+DO $$
+DECLARE
+    problem text;
+BEGIN
+    IF EXISTS (SELECT FROM pg_catalog.pg_namespace n WHERE n.nspname = 'tireless') THEN
+        RETURN;
+    END IF;
+    SELECT string_agg(p.what, '; ' ORDER BY p.what) INTO problem
+      FROM (SELECT format('%s can log in', r.rolname) AS what FROM pg_catalog.pg_roles r
+             WHERE r.rolname IN ('tireless_runner', 'tireless_poller', 'tireless_admin') AND r.rolcanlogin
+            UNION ALL
+            SELECT format('%s is a superuser', r.rolname) FROM pg_catalog.pg_roles r
+             WHERE r.rolname IN ('tireless_runner', 'tireless_poller', 'tireless_admin') AND r.rolsuper
+            UNION ALL
+            SELECT format('%s has the member %s', g.rolname, m.rolname)
+              FROM pg_catalog.pg_auth_members a
+              JOIN pg_catalog.pg_roles g ON g.oid = a.roleid
+              JOIN pg_catalog.pg_roles m ON m.oid = a.member
+             WHERE g.rolname IN ('tireless_runner', 'tireless_poller', 'tireless_admin')
+               AND NOT (m.rolname = 'tireless_admin' AND g.rolname IN ('tireless_runner', 'tireless_poller'))
+               AND current_setting('tireless.adopt_role_members', true) IS DISTINCT FROM 'on') AS p;
+    IF problem IS NOT NULL THEN
+        RAISE EXCEPTION 'refused to adopt the existing tireless roles: %', problem
+            USING ERRCODE = '55000',
+                  DETAIL = 'The roles belong to the whole cluster: their members act on every tireless store in it.',
+                  HINT = 'A group role must be NOLOGIN NOSUPERUSER: ALTER ROLE ... NOLOGIN NOSUPERUSER, or DROP ROLE '
+                         'it. Members: REVOKE the ones you did not grant; when they are the logins of another '
+                         'tireless store in this cluster, run this store in a cluster of its own, or migrate with '
+                         '--adopt-role-members if they may act on both stores (docs/operations.md).';
+    END IF;
+END;
+$$
+"""
+
+
+def check_roles_to_adopt(conninfo: str, adopt_role_members: bool = False) -> None:
+    """Refuse (psycopg's ObjectNotInPrerequisiteState, 55000) a first install that would adopt
+    an existing tireless role that can log in, is a superuser, or has members it did not grant;
+    `adopt_role_members` accepts the members (another store's logins in the same cluster)."""
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        if adopt_role_members:
+            conn.execute("SET tireless.adopt_role_members = on")
+        conn.execute(CHECK_ROLES_TO_ADOPT)
+
+
+def migrate(conninfo: str, adopt_role_members: bool = False) -> list[str]:
     """Apply every migration not yet applied, under yoyo's lock; returns the ids applied.
 
     Running it again applies nothing, and two processes migrating at once are serialised.
+    A first install refuses existing tireless roles it should not adopt (check_roles_to_adopt).
     """
+    check_roles_to_adopt(conninfo, adopt_role_members)
     with as_file(files("tireless") / "migrations") as directory:
         migrations = read_migrations(str(directory))
         backend = get_backend(yoyo_uri(conninfo))

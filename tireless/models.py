@@ -4,7 +4,7 @@ tests/test_catalog.py proves the two are one."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 from uuid import UUID
@@ -35,12 +35,24 @@ class JobKind(StrEnum):
 
 
 class Heartbeat(StrEnum):
-    """What `heartbeat` answers a holder: keep going, the claim is gone, or stop (the issue
-    withdrew its request; end the job `cancelled`)."""
+    """What `heartbeat` answers a holder: keep going, the claim is gone, stop (the issue withdrew
+    its request; end the job `cancelled`), or stop because the watchdog says so (the attempt ran
+    past its lane's max_run, or made no progress for its stall_after; end it with
+    `end_stopped_attempt`, a failure). An answer this version does not know reads as CANCEL."""
 
     HELD = "held"
     LOST = "lost"
     CANCEL = "cancel"
+    TIMEOUT = "timeout"
+    STALLED = "stalled"
+
+    @classmethod
+    def _missing_(cls, value: object) -> Heartbeat:
+        return cls.CANCEL  # DESIGN.md: a runner treats an answer it does not know as cancel
+
+    @property
+    def is_watchdog_stop(self) -> bool:
+        return self in (Heartbeat.TIMEOUT, Heartbeat.STALLED)
 
 
 class ForgeKind(StrEnum):
@@ -73,6 +85,9 @@ class DiscoveredIssue:
     url: str | None = None
     updated_at: datetime | None = None
     """The forge's own last change of the issue; aware (with its time zone)."""
+    body: str | None = None
+    """The issue's text, kept for the agent (cut at 65536 characters); None: not given, the store
+    keeps the body it was last shown."""
 
     def as_json(self) -> dict[str, Any]:
         """The element of `tireless.enqueue`'s JSON array."""
@@ -87,7 +102,7 @@ class DiscoveredIssue:
             "url": self.url,
             "updated_at": None if self.updated_at is None else self.updated_at.isoformat(),
             "parent_id": self.parent_id,
-        }
+        } | ({} if self.body is None else {"body": self.body})
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +163,22 @@ class Lane:
     paused: bool
     consecutive_failures: int
     tripped_until: datetime | None
+    max_run: timedelta | None = None
+    """An attempt running longer is stopped (heartbeat answers timeout); None: no limit."""
+    stall_after: timedelta | None = None
+    """An attempt without progress this long is stopped (heartbeat answers stalled); None: none."""
+
+
+@dataclass(frozen=True, slots=True)
+class JobBrief:
+    """What the agent is told about its job besides the row (`tireless.job_brief`): where the issue
+    is, the forge's API root, where to clone from, and the issue's body as last polled."""
+
+    issue_url: str | None
+    api_url: str | None
+    clone_url: str | None
+    body: str | None
+    body_cut: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,3 +273,8 @@ class RepoStatus:
     """Issues whose forge copy does not show their job's state yet (the mirror's queue)."""
     mirror_error: str | None
     mirror_error_at: datetime | None
+    moved_to: str | None
+    """owner/name the forge gives the repository now (renamed or transferred); the key stays."""
+    last_warning: str | None
+    """What the last good read with a warning could not do (an issue skipped as too large)."""
+    last_warning_at: datetime | None

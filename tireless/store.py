@@ -33,6 +33,7 @@ from tireless.models import (
     ForgeKind,
     Heartbeat,
     Job,
+    JobBrief,
     JobKind,
     JobState,
     Lane,
@@ -65,6 +66,11 @@ class JobStore:
             self._owned_pool = ConnectionPool(connections, open=False, **POOL_OPTIONS)
             connections = self._owned_pool
         self._connections: ConnectionPool | Connection[Any] = connections
+        # Over one connection, threads take turns (the poller reads its forges in threads): two
+        # calls at once would share one transaction state.
+        self._turn: AbstractContextManager[Any] = (
+            nullcontext() if isinstance(connections, ConnectionPool) else threading.Lock()
+        )
 
     def open(self) -> None:
         """Open the pool the store owns and wait for its first connection (PoolTimeout after
@@ -98,6 +104,7 @@ class JobStore:
 
     def _run(self, call: Call[Any, Answer]) -> Answer:
         with (
+            self._turn,
             translated_errors(),
             self._connection() as conn,
             atomic(conn),
@@ -153,6 +160,27 @@ class JobStore:
         """Renew the claim and learn whether to go on (held), stop because the claim is gone
         (lost), or stop and end the job `cancelled` because its issue withdrew its request (cancel)."""
         return self._run(calls.heartbeat(job_id, worker, lease, token))
+
+    def end_stopped_attempt(self, job_id: int, worker: str, token: UUID | None = None) -> Job:
+        """The holder ends an attempt the watchdog stopped (heartbeat answered timeout or
+        stalled) as a failure, with the watchdog's note."""
+        return self._run(calls.end_stopped_attempt(job_id, worker, token))
+
+    def report_progress(
+        self, job_id: int, worker: str, step: str | None = None, token: UUID | None = None
+    ) -> datetime:
+        """The holder's attempt progresses (and, with a step, is at that step now)."""
+        return self._run(calls.report_progress(job_id, worker, step, token))
+
+    def attach_report(
+        self, job_id: int, worker: str, report: str, token: UUID | None = None
+    ) -> bool:
+        """The holder attaches its agent's report (the outcome comment); True when it was cut."""
+        return self._run(calls.attach_report(job_id, worker, report, token))
+
+    def job_brief(self, job_id: int) -> JobBrief:
+        """The issue's URL and body, the forge's API root and the clone URL, for the agent."""
+        return self._run(calls.job_brief(job_id))
 
     def expire_stale_claims(self) -> int:
         return self._run(calls.expire_stale_claims())
@@ -235,6 +263,25 @@ class JobStore:
         call = calls.record_poll_failure(forge, owner, repo, poller, error, retry_after)
         return self._run(call)
 
+    def renew_poll_leases(self, poller: str, lease: timedelta) -> int:
+        return self._run(calls.renew_poll_leases(poller, lease))
+
+    def record_poll_notice(
+        self,
+        forge: str,
+        owner: str,
+        repo: str,
+        poller: str,
+        moved_to: str | None,
+        warning: str | None,
+    ) -> None:
+        return self._run(calls.record_poll_notice(forge, owner, repo, poller, moved_to, warning))
+
+    def record_issue_moved(
+        self, forge: str, owner: str, repo: str, poller: str, number: int, note: str
+    ) -> int:
+        return self._run(calls.record_issue_moved(forge, owner, repo, poller, number, note))
+
     def record_forge_trouble(self, name: str, error: str | None, until: datetime | None) -> None:
         return self._run(calls.record_forge_trouble(name, error, until))
 
@@ -280,6 +327,12 @@ class JobStore:
     # Lanes
     def set_lane_capacity(self, lane: str, capacity: int | None) -> Lane:
         return self._run(calls.set_lane_capacity(lane, capacity))
+
+    def set_lane_max_run(self, lane: str, max_run: timedelta | None) -> Lane:
+        return self._run(calls.set_lane_max_run(lane, max_run))
+
+    def set_lane_stall_after(self, lane: str, stall_after: timedelta | None) -> Lane:
+        return self._run(calls.set_lane_stall_after(lane, stall_after))
 
     def pause_lane(self, lane: str) -> Lane:
         return self._run(calls.pause_lane(lane))

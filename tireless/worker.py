@@ -1,15 +1,22 @@
 """`tireless work`: claim a job, run COMMAND on it under a renewed lease, report the outcome.
 
 COMMAND gets the job in TIRELESS_* environment variables and as JSON on stdin, and none of the
-worker's database credentials (every libpq PG* variable, DATABASE_URL and TIRELESS_TOKEN_* are
-dropped from its environment). Exit 0 delivers the job; any other exit releases it to pending
+worker's secrets: every libpq PG* variable, DATABASE_URL(_FILE), every other TIRELESS_* variable
+(forge tokens, webhook secrets) and systemd's CREDENTIALS_DIRECTORY are dropped from its
+environment; with an agent user (--agent-user) it runs as that Unix user, which can read neither
+the worker's credential files nor its /proc. Every secret value the worker knows is masked (`***`)
+in COMMAND's output, in the note and in the worker's log (tireless.masking). Exit 0 delivers the job; any other exit releases it to pending
 (the store fails it when its attempts are spent) with the tail of COMMAND's output as the note.
 A lost lease (a heartbeat answered lost, or a finish refused as not the holder) stops COMMAND,
 leaves the job to the store and goes on to the next job. A heartbeat that answers cancel (the
 issue withdrew its request) stops COMMAND and ends the job cancelled, note `issue withdrew its
-request`: a cancel is not a failure. SIGINT or SIGTERM stop COMMAND, give the
-job back (tireless.give_back: not a failure) and end the worker (exit 0); a signal that arrives
-while a claim is under way gives the claimed job back at once. The drain signal (--drain-on)
+request`: a cancel is not a failure. One that answers timeout or stalled (the lane's max_run or
+stall_after, the watchdog) stops COMMAND and ends the attempt as a failure with the watchdog's
+note. COMMAND also gets its brief (tireless.brief: the issue's URL and body, the API root, the
+clone URL) and may leave a report in TIRELESS_REPORT_FILE; its output counts as progress, and a
+line `::progress:: TEXT` names its current step (tireless.progress). SIGINT or SIGTERM stop
+COMMAND, give the job back (tireless.give_back: not a failure) and end the worker (exit 0); a
+signal that arrives while a claim is under way gives the claimed job back at once. The drain signal (--drain-on)
 lets the running job finish, claims no more, and ends the worker (exit 0). A connection lost
 while running (the database restarting) is retried. Built on JobStore.lease; between jobs it
 waits on JobStore.listen (LISTEN tireless_work), and at most until the earliest backed-off job of
@@ -25,6 +32,7 @@ import dataclasses
 import json
 import logging
 import os
+import pwd
 import re
 import shutil
 import signal
@@ -40,9 +48,14 @@ from typing import IO
 import psycopg
 from psycopg_pool import ConnectionPool
 
+from tireless.brief import AgentFiles
 from tireless.calls import POOL_OPEN_TIMEOUT, POOL_OPTIONS
-from tireless.lease import CANCEL_NOTE, NOTE_LIMIT, LeaseLost, Release, ShuttingDown
+from tireless.credentials import known_secrets
+from tireless.errors import NotHolder
+from tireless.lease import NOTE_LIMIT, LeaseLost, Release, ShuttingDown
+from tireless.masking import Masker, MaskingFilter, OutputMasker
 from tireless.models import Job, JobState
+from tireless.progress import ProgressReporter
 from tireless.store import JobStore
 
 log = logging.getLogger("tireless.work")
@@ -72,14 +85,31 @@ class Interrupted(BaseException):
     """A signal arrived while the worker was waiting for work."""
 
 
-CREDENTIALS = re.compile(r"PG[A-Z_]*|DATABASE_URL|TIRELESS_TOKEN_.*")
+WITHHELD = re.compile(r"PG[A-Z_]*|DATABASE_URL.*|TIRELESS_.*|CREDENTIALS_DIRECTORY")
 """Environment variables COMMAND never sees: libpq's (PGPASSWORD, PGPASSFILE, PGSERVICE,
-PGSERVICEFILE, PGUSER, PGHOST, ..., all named PG...), DATABASE_URL, and the forge tokens."""
+PGSERVICEFILE, PGUSER, PGHOST, ..., all named PG...), DATABASE_URL and DATABASE_URL_FILE, every
+TIRELESS_ variable of the worker (forge tokens, webhook secrets, their _FILE paths; COMMAND gets
+its own TIRELESS_* job variables) and systemd's credentials directory."""
 
 
-def command_environment(job: Job) -> dict[str, str]:
-    """The worker's environment without its credentials, plus the job's TIRELESS_* variables."""
-    kept = {k: v for k, v in os.environ.items() if not CREDENTIALS.fullmatch(k)}
+def agent_user(name: str) -> pwd.struct_passwd:
+    """The Unix user COMMAND runs as; OSError (a usage error) when it does not exist or the worker
+    cannot switch to it (only root can)."""
+    try:
+        user = pwd.getpwnam(name)
+    except KeyError:
+        raise OSError(f"--agent-user: no Unix user {name!r}") from None
+    if os.geteuid() != 0:
+        raise OSError(f"--agent-user {name}: the worker must run as root to run COMMAND as {name}")
+    return user
+
+
+def command_environment(job: Job, agent: pwd.struct_passwd | None = None) -> dict[str, str]:
+    """The worker's environment without its credentials, plus the job's TIRELESS_* variables;
+    an agent user's own HOME, USER and LOGNAME."""
+    kept = {k: v for k, v in os.environ.items() if not WITHHELD.fullmatch(k)}
+    if agent is not None:
+        kept |= {"HOME": agent.pw_dir, "USER": agent.pw_name, "LOGNAME": agent.pw_name}
     return kept | job_environment(job)
 
 
@@ -97,9 +127,9 @@ def job_environment(job: Job) -> dict[str, str]:
     }
 
 
-def job_json(job: Job) -> bytes:
-    """The job as COMMAND reads it on stdin: the row without its claim token."""
-    row = dataclasses.asdict(job)
+def job_json(job: Job, **brief: object) -> bytes:
+    """The job as COMMAND reads it on stdin: the row without its claim token, and its brief."""
+    row = dataclasses.asdict(job) | brief
     del row["claim_token"]
     return json.dumps(row, default=str).encode() + b"\n"
 
@@ -116,6 +146,9 @@ class Worker:
         poll: float,
         grace: float,
         drain_on: signal.Signals | None = None,
+        progress_every: float = 30.0,
+        masker: Masker | None = None,
+        agent: pwd.struct_passwd | None = None,
     ) -> None:
         self.store = store
         self.name = name
@@ -125,6 +158,9 @@ class Worker:
         self.poll = poll
         self.grace = grace
         self.drain_on = drain_on
+        self.progress_every = progress_every
+        self.masker = masker or Masker(())
+        self.agent = agent
         self.stop_signal: str | None = None
         self.drain_signal: str | None = None
         self.cannot_start: str | None = None
@@ -247,7 +283,17 @@ class Worker:
     # COMMAND
     def _run_command(self, job: Job) -> tuple[int, str]:
         """Run COMMAND on the job; its exit code and the tail of its output."""
-        env = command_environment(job)
+        with AgentFiles(job.id, self.store.job_brief(job.id)) as files:
+            if self.agent is not None:  # the agent user reads the brief and writes its report there
+                for path in (files.body_file.parent, files.body_file):
+                    os.chown(path, self.agent.pw_uid, self.agent.pw_gid)
+            code, output = self._run_in(job, files)
+            self._attach_report(job, files)
+            return code, output
+
+    def _run_in(self, job: Job, files: AgentFiles) -> tuple[int, str]:
+        env = command_environment(job, self.agent) | files.environment()
+        agent = self.agent  # COMMAND runs as its user and group, with no group of the worker's
         with self._lock:
             process = subprocess.Popen(
                 self.command,
@@ -256,6 +302,9 @@ class Worker:
                 stderr=subprocess.STDOUT,
                 env=env,
                 start_new_session=True,  # its own process group: stopping it stops its children
+                user=None if agent is None else agent.pw_uid,
+                group=None if agent is None else agent.pw_gid,
+                extra_groups=None if agent is None else [],
             )
             self._process = process
             if self.stop_signal is not None:
@@ -263,15 +312,23 @@ class Worker:
         assert process.stdin is not None
         assert process.stdout is not None
         tail = bytearray()
-        reader = threading.Thread(target=self._copy_output, args=(process.stdout, tail))
+        progress = ProgressReporter(
+            lambda step: self.store.report_progress(job.id, self.name, step, job.claim_token),
+            self.progress_every,
+        )
+        reader = threading.Thread(
+            target=self._copy_output,
+            args=(process.stdout, OutputMasker(self.masker), tail, progress),
+        )
         reader.start()
         try:
-            process.stdin.write(job_json(job))
+            process.stdin.write(job_json(job, **files.json_fields()))
             process.stdin.close()
         except BrokenPipeError:
             pass  # COMMAND does not read its stdin
         code = process.wait()
         reader.join()
+        progress.close()
         with self._lock:
             self._process = None
             if self._killer is not None:
@@ -280,13 +337,33 @@ class Worker:
         return code, tail.decode(errors="replace")[-NOTE_LIMIT:]
 
     @staticmethod
-    def _copy_output(stream: IO[bytes], tail: bytearray) -> None:
-        """Pass COMMAND's output through to ours, keeping its tail."""
-        while chunk := stream.read1(65536):  # type: ignore[attr-defined]
-            sys.stdout.buffer.write(chunk)
+    def _copy_output(
+        stream: IO[bytes], masked: OutputMasker, tail: bytearray, progress: ProgressReporter
+    ) -> None:
+        """Pass COMMAND's output through to ours with every secret masked, keeping its tail and
+        reporting progress (masked too)."""
+        while True:
+            chunk = stream.read1(65536)  # type: ignore[attr-defined]
+            out = masked.feed(chunk) if chunk else masked.end()
+            sys.stdout.buffer.write(out)
             sys.stdout.buffer.flush()
-            tail.extend(chunk)
+            tail.extend(out)
             del tail[:-OUTPUT_KEPT]
+            progress.saw(out)
+            if not chunk:
+                return
+
+    def _attach_report(self, job: Job, files: AgentFiles) -> None:
+        """The report COMMAND left, attached to the attempt before it is finished."""
+        report = files.report()
+        if report is None:
+            return
+        try:
+            masked = self.masker.mask(report)  # the mirror posts it on the issue
+            if self.store.attach_report(job.id, self.name, masked, job.claim_token):
+                log.info("%s: job %s: the report was cut to the store's limit", self.name, job.id)
+        except NotHolder:
+            log.info("%s: job %s: lease lost; its report is not kept", self.name, job.id)
 
     def _stop_command(self, why: str) -> None:
         """SIGTERM COMMAND's process group now, SIGKILL after the grace period."""
@@ -314,8 +391,9 @@ class Worker:
         self._stop_command(f"lease on job {job.id} lost")
 
     def _cancelled(self, job: Job) -> None:
-        """From the renewal thread: the issue withdrew its request; the lease ends the job cancelled."""
-        self._stop_command(f"job {job.id}: {CANCEL_NOTE}")
+        """From the renewal thread: the issue withdrew its request (the lease ends the job
+        cancelled) or the watchdog stopped the attempt (the lease ends it as a failure)."""
+        self._stop_command(f"job {job.id}: its heartbeat said stop")
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         name = signal.Signals(signum).name
@@ -339,10 +417,16 @@ def work(
     poll: float,
     grace: float,
     drain_on: signal.Signals | None = None,
+    progress_every: float = 30.0,
+    agent: pwd.struct_passwd | None = None,
 ) -> int:
     """`tireless work`: the exit code. Raises psycopg.OperationalError if the database cannot be
-    reached at the start (later, a lost connection is retried)."""
+    reached at the start (later, a lost connection is retried). COMMAND runs as `agent` when
+    given; every secret the worker knows is masked in what it logs and passes on."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
+    masker = Masker(known_secrets(conninfo))
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(MaskingFilter(masker))
     psycopg.connect(conninfo, connect_timeout=10).close()  # unreachable: fail now, not in the pool
     # One connection listens, one renews, one claims and finishes; each is checked before use,
     # so a connection the database dropped (a restart) is replaced instead of failing a call.
@@ -352,7 +436,8 @@ def work(
     try:
         worker = Worker(
             JobStore(pool), name, lanes, command,
-            lease=lease, poll=poll, grace=grace, drain_on=drain_on,
+            lease=lease, poll=poll, grace=grace, drain_on=drain_on, progress_every=progress_every,
+            masker=masker, agent=agent,
         )  # fmt: skip
         return worker.run(once=once)
     finally:

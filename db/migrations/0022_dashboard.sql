@@ -1,5 +1,5 @@
 -- The dashboard over time: queue depth, throughput, wait and run times per lane and kind, the workers seen, and the runs of an issue, all folded from the history at read time.
--- depends: 0017_webhook_replay
+-- depends: 0020_poll_paths
 
 -- Where the work goes: nothing here is written by the claim or finish paths. tireless.roll_up_history()
 -- (0010) already reads the events written since its last call, through the BRIN index on the id;
@@ -200,8 +200,8 @@ COMMENT ON FUNCTION tireless.fold_history(bigint, bigint) IS
     'Folds the events with after_id < id <= upto_id into activity_count, duration_count, failure_count, worker_seen and issue_run, '
     'and drops the buckets past their keeping time. Called by tireless.roll_up_history (and once by migration 0022).';
 
--- roll_up_history as in 0010, and it folds the same range of events for the dashboard (the one added line
--- is marked). Its position, its horizon and its lock are unchanged.
+-- roll_up_history as in 0019 (its table lock), and it folds the same range of events for the dashboard (the
+-- one added statement is marked). Its position, its horizon and its lock are unchanged.
 CREATE OR REPLACE FUNCTION tireless.roll_up_history() RETURNS bigint
     LANGUAGE plpgsql VOLATILE SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
@@ -214,11 +214,15 @@ DECLARE
     target    bigint;
     counted   bigint;
 BEGIN
-    -- One rollup at a time; a second caller leaves it to the first. An advisory lock takes no
-    -- transaction id, so the horizons below are not held back by this transaction itself.
-    IF NOT pg_catalog.pg_try_advisory_xact_lock(pg_catalog.hashtext('tireless.roll_up_history')) THEN
+    -- One rollup at a time; a second caller leaves it to the first. A table lock, not a row lock:
+    -- it takes no transaction id, so the horizons below are not held back by this transaction
+    -- itself. EXCLUSIVE conflicts with itself, not with the ACCESS SHARE of a reader (the most a
+    -- login other than the owner may take on the table), so no one else can hold it.
+    BEGIN
+        LOCK TABLE tireless.history_rollup IN EXCLUSIVE MODE NOWAIT;
+    EXCEPTION WHEN lock_not_available THEN
         RETURN 0;
-    END IF;
+    END;
     SELECT r.* INTO state FROM tireless.history_rollup r;
     -- Each statement takes a new snapshot: every event id up to newest was drawn by a transaction
     -- that already had its transaction id, so one older than horizon.
@@ -273,7 +277,8 @@ COMMENT ON FUNCTION tireless.roll_up_history() IS
     'Counts the finished jobs of the history written since the last call into tireless.finished_jobs and '
     'tireless.finished_jobs_by_hour, and folds the same events into the dashboard''s roll-ups (tireless.fold_history); '
     'returns how many finished jobs it added. Reads only new events; an event of a '
-    'transaction still open is counted by a later call. Returns 0 at once while another call is rolling up.';
+    'transaction still open is counted by a later call. Returns 0 at once while another call is rolling up (it holds the '
+    'table lock of tireless.history_rollup, which only the schema''s owner can take).';
 
 CREATE FUNCTION tireless.queue_activity(span interval)
     RETURNS TABLE (bucket timestamptz, lane text, pending bigint, claimed bigint,

@@ -43,6 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command_name is None:  # a bare `tireless`: what it can do
         command_line.print_help()
         return USAGE
+    args.command_line = sys.argv[1:] if argv is None else None  # this process is the command
     try:
         code: int = args.run(args)
         return code

@@ -43,9 +43,10 @@ from tireless.cli.session import (
     emit,
     stop_on_signals,
 )
+from tireless.credentials import keep_secrets_out_of_environment_block
 from tireless.errors import PermissionDenied, UnknownJob
 from tireless.forge import token_variable
-from tireless.forge.poll import Report, client_factory, poll_round
+from tireless.forge.poll import READ_DEADLINE_FACTOR, Report, client_factory, poll_round
 from tireless.migrate import migrate
 from tireless.models import Job, JobState, RepoStatus
 from tireless.store import JobStore
@@ -64,7 +65,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     with connect(args):
         pass  # reachable? (exit 4 if not), before yoyo opens its own connection
     try:
-        applied = migrate(database_url(args))
+        applied = migrate(database_url(args), args.adopt_role_members)
     except psycopg.errors.InsufficientPrivilege as denied:
         message = denied.diag.message_primary or str(denied)
         raise PermissionDenied(message, hint=MIGRATE_HINT) from denied
@@ -249,8 +250,10 @@ def cmd_show(args: argparse.Namespace) -> int:
         if not found:
             raise UnknownJob(f"no job with id {args.job}")
         history = fetch(conn, calls.JOB_EVENTS, {"job_id": args.job}, dict_row)
+        attempt = next(iter(fetch(conn, calls.JOB_PROGRESS, {"job_id": args.job}, dict_row)), None)
     job: Job = found[0]
-    emit(args, {"job": job, "history": history}, render_job(job, history))
+    shown = {"job": job, "attempt": attempt, "history": history}
+    emit(args, shown, render_job(job, history, attempt))
     return OK
 
 
@@ -301,6 +304,8 @@ def cmd_poll(args: argparse.Namespace) -> int:
                 args.poller,
                 clients=client_factory(args.timeout),
                 next_poll_in=next_poll_in,
+                lease=args.lease,
+                read_deadline=READ_DEADLINE_FACTOR * args.timeout,
                 log=poll_log(args),
             )
             stopping.wait(args.every)
@@ -321,7 +326,12 @@ def poll_once(args: argparse.Namespace, store: JobStore) -> int:
     """One round, then what it could not read and why: 1 when a repository failed, or when none
     could be read because its forge is stopped or not registered."""
     reports = poll_round(
-        store, args.poller, clients=client_factory(args.timeout), log=poll_log(args)
+        store,
+        args.poller,
+        clients=client_factory(args.timeout),
+        lease=args.lease,
+        read_deadline=READ_DEADLINE_FACTOR * args.timeout,
+        log=poll_log(args),
     )
     failed = sum(r.error is not None for r in reports)
     try:
@@ -455,7 +465,7 @@ def cmd_lane(args: argparse.Namespace) -> int:
 
 
 def cmd_work(args: argparse.Namespace) -> int:
-    from tireless.worker import CANNOT_START, unstartable, work  # the runner loads only for `work`
+    from tireless.worker import CANNOT_START, agent_user, unstartable, work  # only for `work`
 
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
@@ -463,6 +473,9 @@ def cmd_work(args: argparse.Namespace) -> int:
     if problem := unstartable(command):
         print(f"tireless: {problem}", file=sys.stderr)
         return CANNOT_START
+    if args.command_line is not None:
+        keep_secrets_out_of_environment_block(args.command_line)
+    user = None if args.agent_user is None else agent_user(args.agent_user)
     with connect(args):
         pass  # a malformed URL is a usage error (2), an unreachable database exit 4
     return work(
@@ -475,6 +488,8 @@ def cmd_work(args: argparse.Namespace) -> int:
         poll=args.poll,
         grace=args.grace,
         drain_on=args.drain_on,
+        progress_every=args.progress_every,
+        agent=user,
     )
 
 

@@ -12,7 +12,7 @@ from importlib.metadata import version
 from typing import NoReturn
 from uuid import UUID
 
-from tireless.calls import DEFAULT_LEASE
+from tireless.calls import DEFAULT_LEASE, DEFAULT_POLL_LEASE
 from tireless.cli.commands import (
     cmd_cancel,
     cmd_claim,
@@ -112,6 +112,12 @@ def parser() -> argparse.ArgumentParser:
             help="libpq URL or connection string (default: $DATABASE_URL)",
         )
         flags.add_argument(
+            "--database-file",
+            metavar="PATH",
+            default=none,
+            help="a file holding the URL or connection string (default: $DATABASE_URL_FILE)",
+        )
+        flags.add_argument(
             "--json",
             action="store_true",
             default=False if defaults else argparse.SUPPRESS,
@@ -157,7 +163,13 @@ def parser() -> argparse.ArgumentParser:
         sub.add_argument("owner", help="the repository's owner (user or organisation)")
         sub.add_argument("repo", help="the repository's name")
 
-    command("migrate", cmd_migrate, "apply the migrations not yet applied")
+    sub = command("migrate", cmd_migrate, "apply the migrations not yet applied")
+    sub.add_argument(
+        "--adopt-role-members",
+        action="store_true",
+        help="a first install: adopt the tireless roles although they have members (the logins of"
+        " another store in this cluster, which will act on this store too)",
+    )
     for name, help in (
         ("track", "start tracking a repository of a registered forge"),
         ("untrack", "stop tracking a repository"),
@@ -339,6 +351,19 @@ def parser() -> argparse.ArgumentParser:
         help="on this signal (e.g. SIGUSR1) finish the running job, claim no more, exit 0",
     )
     sub.add_argument(
+        "--agent-user",
+        metavar="NAME",
+        help="run COMMAND as this Unix user (the worker must be root): it can read neither the"
+        " worker's credential files nor its /proc",
+    )
+    sub.add_argument(
+        "--progress-every",
+        type=seconds,
+        default=30.0,
+        metavar="DURATION",
+        help="report COMMAND's output as progress at most this often (default 30s)",
+    )
+    sub.add_argument(
         "command",
         nargs=argparse.REMAINDER,
         metavar="-- COMMAND [ARGS...]",
@@ -391,5 +416,14 @@ def poller_arguments(sub: argparse.ArgumentParser) -> None:
         type=seconds,
         default=30.0,
         metavar="DURATION",
-        help="give a request up after this long (default 30s)",
+        help="give a request up after this long (default 30s); a repository's read after four"
+        " times that",
+    )
+    sub.add_argument(
+        "--lease",
+        type=duration,
+        default=DEFAULT_POLL_LEASE,
+        metavar="DURATION",
+        help="the poll lease, renewed every third of it while this poller lives: a dead poller's"
+        " repositories are read by another within it (default 1m)",
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import textwrap
+import unicodedata
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
@@ -30,12 +31,35 @@ def as_json(value: Any) -> str:
     return json.dumps(value, default=plain, indent=2)
 
 
+# Unicode's control (Cc: C0, DEL, C1), format (Cf: bidi overrides and isolates, zero-width
+# characters) and line/paragraph separator (Zl, Zp) categories: what a terminal may act on instead of
+# showing (ESC starts an escape sequence, BEL rings, OSC 52 writes the clipboard, U+202E reverses
+# the text after it).
+INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp"})
+
+
+def visible(text: str, *, newlines: bool = False) -> str:
+    """The text with every control, format and separator character shown as a Python-style escape
+    (`\\x1b`, `\\u202e`), never raw: titles, notes and names come from forges and agents. `newlines` keeps
+    line feeds as they are (a text of several lines); everything else printable is unchanged."""
+
+    def shown(char: str) -> str:
+        if unicodedata.category(char) not in INVISIBLE_CATEGORIES or (newlines and char == "\n"):
+            return char
+        code = ord(char)
+        if code < 0x100:
+            return f"\\x{code:02x}"
+        return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+    return "".join(map(shown, text)) if not text.isprintable() else text
+
+
 def table(
     rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, Callable[[Any], str]]]
 ) -> str:
     """A plain text table: each column is (header, the cell's text from a row)."""
     cells = [[header for header, _ in columns]] + [
-        [cell(row) for _, cell in columns] for row in rows
+        [visible(cell(row)) for _, cell in columns] for row in rows
     ]
     widths = [max(len(line[i]) for line in cells) for i in range(len(columns))]
     return "\n".join(
@@ -131,7 +155,7 @@ def render_repos(repos: Sequence[RepoStatus]) -> str:
     shown = table(
         rows,
         [
-            ("REPO", lambda r: f"{r['forge']}/{r['owner']}/{r['repo']}"),
+            ("REPO", lambda r: repo_name(r["status"])),
             ("KIND", lambda r: r["forge_kind"] or "unregistered"),
             ("LAST-POLL", lambda r: clock(r["last_poll_at"])),
             ("LAST-SUCCESS", lambda r: clock(r["last_success_at"])),
@@ -153,12 +177,19 @@ def render_repos(repos: Sequence[RepoStatus]) -> str:
     return "\n\n".join([shown, *errors])
 
 
+def repo_name(repo: RepoStatus) -> str:
+    """forge/owner/repo, and the name the forge gives it now when it was renamed."""
+    moved = f" (moved to {repo.moved_to})" if repo.moved_to else ""
+    return f"{repo.forge}/{repo.owner}/{repo.repo}{moved}"
+
+
 def repo_errors(repo: RepoStatus) -> list[tuple[str, str]]:
     """A repository's errors, whole: its forge's stop, its last read's, its mirror's."""
     found = [
         (f"forge stopped until {clock(repo.forge_limited_until)}", repo.forge_error),
         ("last error", repo.last_error),
         ("last mirror error", repo.mirror_error),
+        (f"last warning ({clock(repo.last_warning_at)})", repo.last_warning),
     ]
     return [(what, text) for what, text in found if text]
 
@@ -176,11 +207,24 @@ def as_plain(report: Report) -> dict[str, Any]:
     return {"repository": report.name, **plain}
 
 
-def render_job(job: Job, history: Sequence[dict[str, Any]]) -> str:
-    """A job's fields, then its history (tireless.job_event), oldest first."""
+def render_job(
+    job: Job, history: Sequence[dict[str, Any]], attempt: dict[str, Any] | None = None
+) -> str:
+    """A job's fields, its newest attempt's progress (tireless.job_attempt) when it has a record,
+    then its history (tireless.job_event), oldest first."""
     fields = "\n".join(
         f"{name:>17}: {field_text(value)}" for name, value in dataclasses.asdict(job).items()
     )
+    if attempt is not None:
+        fields += "\n" + "\n".join(
+            f"{name:>17}: {field_text(value)}"
+            for name, value in (
+                ("step", attempt["step"] or "-"),
+                ("last progress", clock(attempt["progress_at"])),
+                ("stopped", attempt["stop_note"] or "-"),
+                ("report", "attached" if attempt["reported"] else "-"),
+            )
+        )
     events = table(
         history,
         [

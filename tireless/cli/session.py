@@ -4,17 +4,18 @@ database connection, printing text or JSON, and stopping a long-running command 
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
-from tireless.cli.render import as_json
+from tireless.cli.render import as_json, visible
+from tireless.credentials import secret_from_environment
 
 OK, REFUSED, USAGE, NOTHING_TO_DO, UNREACHABLE = 0, 1, 2, 3, 4
 PRUNE_MAX = 100
@@ -30,9 +31,17 @@ class UsageError(Exception):
 
 
 def database_url(args: argparse.Namespace) -> str:
-    url: str | None = args.database or os.environ.get("DATABASE_URL")
+    """--database, else the file --database-file names, else $DATABASE_URL, else the file
+    $DATABASE_URL_FILE names (a file keeps the password out of the environment)."""
+    url: str | None = args.database
+    if not url and args.database_file:
+        url = Path(args.database_file).read_text().rstrip("\r\n")
+    url = url or secret_from_environment("DATABASE_URL")
     if not url:
-        raise UsageError("no database: pass --database URL or set DATABASE_URL")
+        raise UsageError(
+            "no database: pass --database URL or --database-file PATH, or set DATABASE_URL"
+            " or DATABASE_URL_FILE"
+        )
     return url
 
 
@@ -59,7 +68,7 @@ def checked_url(args: argparse.Namespace) -> str:
 
 
 def emit(args: argparse.Namespace, data: Any, text: str) -> None:
-    print(as_json(data) if args.json else text)
+    print(as_json(data) if args.json else visible(text, newlines=True))
 
 
 class Stop(BaseException):

@@ -53,8 +53,12 @@ FAULTS = (
     "surrogate",  # a title holding an unpaired surrogate (JSON "\ud800")
     "lying-total",  # X-Total-Count one more than the items there are (Gitea)
     "slow",  # the answer comes `seconds` late
-    "foreign-link",  # Link rel="next" to another host
+    # The poller's quirks (issue 21), cited where they are served:
+    "secondary-limit",  # GitHub: 403, a secondary rate limit, no retry-after (_poller_quirks)
+    "drip",  # the body sent one byte every `seconds` (Answer.drip)
 )
+STATUS_FAULTS = ("500", "429-seconds", "429-date", "401", "403", "secondary-limit")
+"""The faults that answer with a status of their own instead of the resource."""
 
 
 @dataclass
@@ -64,6 +68,9 @@ class StoredIssue:
     labels: list[str]
     state: str = "open"
     pull_request: bool = False
+    body: str = ""
+    """The issue's text: `body` in Gitea's swagger (templates/swagger/v1_json.tmpl, `Issue`) and in
+    GitHub's issue schema (REST docs, "Get an issue"), served as stored ("" when empty)."""
     created_at: datetime = field(default_factory=lambda: _now())
     updated_at: datetime = field(default_factory=lambda: _now())
     closed_at: datetime | None = None
@@ -125,6 +132,7 @@ class StandinForge:
         rate_limit: int = 5000,
         gitea_label_refs: Literal["ids", "both"] = "ids",
         port: int = 0,
+        root_url: str | None = None,
     ) -> None:
         self.flavour: Flavour = flavour
         self.gitea_label_refs = gitea_label_refs
@@ -146,6 +154,7 @@ class StandinForge:
         self._server = ThreadingHTTPServer(("127.0.0.1", port), _handler(self))
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._init_poller_quirks(root_url)
 
     # Life
     @property
@@ -178,12 +187,15 @@ class StandinForge:
         labels: list[str] | tuple[str, ...] = (),
         *,
         pull_request: bool = False,
+        body: str = "",
     ) -> int:
         """A new issue (or pull request: both forges number them in one sequence); its number."""
         with self._lock:
             issues = self._repos.setdefault((owner, repo), {})
             number = max(issues, default=0) + 1
-            issues[number] = StoredIssue(number, title, list(labels), pull_request=pull_request)
+            issues[number] = StoredIssue(
+                number, title, list(labels), pull_request=pull_request, body=body
+            )
             for name in labels:  # a human labelling an issue made the label first
                 self._repo_label(owner, repo, name)
             return number
@@ -297,6 +309,129 @@ class StandinForge:
         prefix = "/api/v1" if self.flavour == "gitea" else ""
         return f"{prefix}/repos/{owner}/{repo}/issues"
 
+    # The poller's quirks (issue 21): renamed repositories, transferred issues, ROOT_URL links,
+    # GitHub's secondary rate limit, huge bodies. Kept together so a reader can check each one
+    # against its source, named beside it.
+    def _init_poller_quirks(self, root_url: str | None) -> None:
+        self.root_url = root_url.rstrip("/") if root_url else None
+        self._repo_ids: dict[tuple[str, str], int] = {}
+        self._renamed: dict[tuple[str, str], tuple[str, str]] = {}
+        self._transferred: dict[tuple[str, str, int], tuple[str, str, int]] = {}
+
+    def set_issue_body(self, owner: str, repo: str, number: int, body: str) -> None:
+        """The issue's body is edited (a huge one makes its listing page huge)."""
+        self._change(owner, repo, number, body=body)
+
+    def rename_repo(self, owner: str, repo: str, new_owner: str, new_repo: str) -> None:
+        """The repository is renamed (or transferred to `new_owner`); its old name redirects."""
+        with self._lock:
+            old, new = (owner, repo), (new_owner, new_repo)
+            self._repos[new] = self._repos.pop(old)
+            self._labels[new] = self._labels.pop(old, {})
+            self._repo_ids[new] = self._repo_id(*old)  # GitHub: the id stays, the name goes
+            del self._repo_ids[old]
+            for o, r, n in list(self._comments):
+                if (o, r) == old:
+                    self._comments[(*new, n)] = self._comments.pop((o, r, n))
+            self._renamed[old] = new
+
+    def transfer_issue(
+        self, owner: str, repo: str, number: int, to_owner: str, to_repo: str
+    ) -> int:
+        """GitHub moves the issue to another repository, under a new number there; its old URL
+        answers 301 to the new one (docs.github.com/en/rest/issues/issues#get-an-issue: "If an
+        issue was transferred to another repository, the API returns 301 Moved Permanently")."""
+        with self._lock:
+            stored = self._repos[(owner, repo)].pop(number)
+            target = self._repos.setdefault((to_owner, to_repo), {})
+            new_number = max(target, default=0) + 1
+            target[new_number] = replace(stored, number=new_number, updated_at=_now())
+            self._transferred[(owner, repo, number)] = (to_owner, to_repo, new_number)
+            return new_number
+
+    def _repo_id(self, owner: str, repo: str) -> int:
+        """The repository's id (called under the lock), made at the first ask."""
+        if (owner, repo) not in self._repo_ids:
+            self._repo_ids[(owner, repo)] = 100 + self._next_id  # ids never repeat
+            self._next_id += 1
+        return self._repo_ids[(owner, repo)]
+
+    def _api_parts(self, path: str) -> tuple[str, list[str]]:
+        """The API prefix of the flavour and the parts after it."""
+        prefix = "/api/v1" if self.flavour == "gitea" else ""
+        return prefix, path[len(prefix) :].strip("/").split("/")
+
+    def _current_path(self, path: str) -> str:
+        """GitHub serves a repository by id as well: `/repositories/{id}/...` is what its
+        redirects for a renamed repository or a transferred issue point at."""
+        prefix, parts = self._api_parts(path)
+        if self.flavour != "github" or parts[0] != "repositories" or len(parts) < 2:
+            return path
+        with self._lock:
+            names = [name for name, id_ in self._repo_ids.items() if str(id_) == parts[1]]
+        if not names:
+            return path
+        return "/".join([prefix, "repos", *names[0], *parts[2:]])
+
+    def _moved_answer(self, method: str, path: str, query: dict[str, str]) -> Answer | None:
+        """A renamed repository's old name, or a transferred issue, answers a redirect. GitHub:
+        301 to `/repositories/{id}/...` (307 for a write) with the query kept (docs.github.com/
+        en/rest/using-the-rest-api/best-practices-for-using-the-rest-api#follow-redirects). Gitea:
+        307 to the new name's path, the query kept, no scheme or host (RedirectToRepo,
+        services/context/repo.go)."""
+        prefix, parts = self._api_parts(path)
+        if parts[0] != "repos" or len(parts) < 3:
+            return None
+        old, rest = (parts[1], parts[2]), parts[3:]
+        with self._lock:
+            issue = None
+            if len(rest) == 2 and rest[0] == "issues" and rest[1].isdigit():
+                issue = self._transferred.get((*old, int(rest[1])))
+            if issue is not None and self.flavour == "github":
+                rest = ["issues", str(issue[2])]
+                repo_id = self._repo_id(issue[0], issue[1])
+            elif old in self._renamed and old not in self._repos:
+                new = self._renamed[old]
+                while new in self._renamed and new not in self._repos:  # renamed again
+                    new = self._renamed[new]
+                repo_id = self._repo_id(*new)
+            else:
+                return None
+        suffix = "/".join(rest)
+        search = f"?{urlencode(query)}" if query else ""
+        if self.flavour == "gitea":
+            location = f"{prefix}/repos/{new[0]}/{new[1]}/{suffix}".rstrip("/") + search
+            return Answer(307, {"Location": location}, None, raw=b"")
+        location = f"{self.url}/repositories/{repo_id}/{suffix}".rstrip("/") + search
+        status = 301 if method == "GET" else 307
+        return Answer(status, {"Location": location}, {"message": "Moved Permanently"})
+
+    def _repo_answer(self, owner: str, repo: str) -> Answer:
+        """GET /repos/{owner}/{repo}: both forges name the repository `full_name` (owner/name)."""
+        with self._lock:
+            if (owner, repo) not in self._repos:
+                return self._error(404, "Not Found")
+            repo_id = self._repo_id(owner, repo)
+        owner_json = {"id": 1, "login": owner} | (
+            {"username": owner} if self.flavour == "gitea" else {}
+        )
+        body = {"id": repo_id, "name": repo, "full_name": f"{owner}/{repo}", "owner": owner_json}
+        return Answer(200, {}, body)
+
+    def _secondary_limit(self) -> Answer:
+        """GitHub's secondary rate limit: 403 (or 429) whose message says so, often with no
+        retry-after and x-ratelimit-remaining not 0 (docs.github.com/en/rest/using-the-rest-api/
+        rate-limits-for-the-rest-api#exceeding-the-rate-limit)."""
+        message = (
+            "You have exceeded a secondary rate limit. Please wait a few minutes before you try"
+            " again. If you reach out to GitHub Support for help, please include the request ID."
+        )
+        return Answer(
+            403,
+            self._rate_headers(),
+            {"message": message, "documentation_url": "https://docs.github.com/rest"},
+        )
+
     # Serving (called by the handler's threads)
     def _take_fault(
         self, owner: str, repo: str, number: int | None = None, write: bool = False
@@ -339,17 +474,24 @@ class StandinForge:
         gate = self._record(Request(method, path, query, authorized, body))
         if gate is not None:
             gate.wait(30)
+        path = self._current_path(path)
+        moved = self._moved_answer(method, path, query)
+        if moved is not None:
+            return moved
         mirror_route = self._mirror_route(path)
         if mirror_route is not None:
             return self._mirror_answer(method, mirror_route, query, body, authorized)
         if method != "GET":
             return self._error(405, "Method Not Allowed")
+        _, parts = self._api_parts(path)
+        if len(parts) == 3 and parts[0] == "repos":
+            return self._repo_answer(parts[1], parts[2])
         route = self._route(path)
         if route is None:
             return self._error(404, "Not Found")
         owner, repo, number = route
         fault = self._take_fault(owner, repo, number)
-        if fault is not None and fault.name in ("500", "429-seconds", "429-date", "401", "403"):
+        if fault is not None and fault.name in STATUS_FAULTS:
             return self._status_fault(fault)
         if not authorized:
             message = "token is required" if self.flavour == "gitea" else "Bad credentials"
@@ -421,7 +563,7 @@ class StandinForge:
     ) -> Answer:
         owner, repo, number, what, ref = route
         fault = self._take_fault(owner, repo, number, write=method != "GET")
-        if fault is not None and fault.name in ("500", "429-seconds", "429-date", "401", "403"):
+        if fault is not None and fault.name in STATUS_FAULTS:
             return self._status_fault(fault)
         if not authorized:
             message = "token is required" if self.flavour == "gitea" else "Bad credentials"
@@ -652,8 +794,10 @@ class StandinForge:
         return Answer(200, headers, items)
 
     def _link(self, owner: str, repo: str, query: dict[str, str], page: int, last: int) -> str:
-        def to(number: int, host: str | None = None) -> str:
-            return f"{host or self.url}{self._issues_path(owner, repo)}?" + urlencode(
+        def to(number: int) -> str:
+            # Gitea writes its Link headers from ROOT_URL, not from the address it was asked at:
+            # genAPILinks (services/context/api.go) is setting.AppURL + the request URI.
+            return f"{self.root_url or self.url}{self._issues_path(owner, repo)}?" + urlencode(
                 query | {"page": str(number)}
             )
 
@@ -676,7 +820,7 @@ class StandinForge:
             "number": issue.number,
             "user": user,
             "title": issue.title,
-            "body": "",
+            "body": issue.body,
             "state": issue.state,
             "comments": 0,
             "created_at": _time(issue.created_at),
@@ -767,6 +911,8 @@ class StandinForge:
             return replace(answer, headers={"Retry-After": format_datetime(when, usegmt=True)})
         if fault.name == "401":
             return self._error(401, "Bad credentials")
+        if fault.name == "secondary-limit":
+            return self._secondary_limit()
         # A 403 carrying no rate-limit sign: the token lacks a scope.
         return Answer(403, {}, {"message": "Resource not accessible by integration"})
 
@@ -787,14 +933,11 @@ class StandinForge:
         if fault.name == "slow":
             time.sleep(fault.seconds)
             return answer
+        if fault.name == "drip":
+            return replace(answer, drip=fault.seconds)
         if fault.name == "lying-total":
             count = int(answer.headers.get("X-Total-Count", "0")) + 1
             return replace(answer, headers=answer.headers | {"X-Total-Count": str(count)})
-        if fault.name == "foreign-link":
-            link = (
-                f'<http://forge.elsewhere.invalid{self._issues_path("x", "y")}?page=2>; rel="next"'
-            )
-            return replace(answer, headers=answer.headers | {"Link": link})
         if not isinstance(body, list) or not body:
             body = [self._issue_json("x", "y", StoredIssue(1, "an issue", []))]
         first = dict(body[0])
@@ -835,6 +978,8 @@ class Answer:
     body: Any
     raw: bytes | None = None
     content_type: str = "application/json;charset=utf-8"
+    drip: float = 0.0
+    """Seconds between the body's bytes (the `drip` fault): a server or proxy trickling it."""
 
     def encoded(self) -> bytes:
         if self.raw is not None:
@@ -872,7 +1017,7 @@ def _handler(forge: StandinForge) -> type[BaseHTTPRequestHandler]:
                     self._send(304, answer.headers | {"ETag": etag}, b"", None)
                     return
             headers = answer.headers | ({"ETag": etag} if etag else {})
-            self._send(answer.status, headers, body, answer.content_type)
+            self._send(answer.status, headers, body, answer.content_type, answer.drip)
 
         def _write(self) -> None:
             parts = urlsplit(self.path)
@@ -893,7 +1038,12 @@ def _handler(forge: StandinForge) -> type[BaseHTTPRequestHandler]:
         do_POST = do_PUT = do_PATCH = do_DELETE = _write
 
         def _send(
-            self, status: int, headers: dict[str, str], body: bytes, content_type: str | None
+            self,
+            status: int,
+            headers: dict[str, str],
+            body: bytes,
+            content_type: str | None,
+            drip: float = 0.0,
         ) -> None:
             try:
                 self.send_response(status)
@@ -903,7 +1053,13 @@ def _handler(forge: StandinForge) -> type[BaseHTTPRequestHandler]:
                     self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
-                self.wfile.write(body)
+                if drip:
+                    for byte in range(len(body)):
+                        self.wfile.write(body[byte : byte + 1])
+                        self.wfile.flush()
+                        time.sleep(drip)
+                else:
+                    self.wfile.write(body)
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up (a timeout test)
 

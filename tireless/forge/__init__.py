@@ -4,9 +4,9 @@ store)."""
 
 from __future__ import annotations
 
-import os
 import re
 
+from tireless.credentials import secret_from_environment
 from tireless.forge.client import ForgeClient
 from tireless.forge.gitea import GiteaClient
 from tireless.forge.github import GitHubClient
@@ -27,8 +27,9 @@ def is_token_variable(name: str) -> bool:
 
 
 def token_for(forge: str) -> str | None:
-    """The forge's token from the environment; None (unauthenticated reads) when unset or empty."""
-    return os.environ.get(token_variable(forge)) or None
+    """The forge's token from the environment, else from the file TIRELESS_TOKEN_<NAME>_FILE
+    names; None (unauthenticated reads) when neither is set or the token is empty."""
+    return secret_from_environment(token_variable(forge))
 
 
 def client_for(

@@ -23,6 +23,8 @@ class ForgeIssue:
     title: str
     url: str | None
     updated_at: datetime
+    body: str = ""
+    """The issue's text (empty when it has none), kept by the store for the agent."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +38,10 @@ class Listing:
     etag: str | None = None
     not_modified: bool = False
     limited_until: datetime | None = None
+    moved_to: str | None = None
+    """owner/name the forge gives the repository now, when it redirected the listing there."""
+    skipped: tuple[str, ...] = ()
+    """Items left out because even alone they were past the response-size limit, said why."""
 
 
 class ForgeClient(Protocol):
@@ -55,7 +61,12 @@ class ForgeClient(Protocol):
         ...
 
     def get_issue(self, owner: str, repo: str, number: int) -> ForgeIssue | None:
-        """One issue; None when the forge says it is gone (404 or 410)."""
+        """One issue; None when the forge says it is gone (404 or 410); IssueMoved when the
+        forge redirected it to an issue of another repository (GitHub: a transferred issue)."""
+        ...
+
+    def set_deadline(self, seconds: float | None) -> None:
+        """No request from now on outlives `seconds` from now (None: each its own timeout)."""
         ...
 
     def ensure_label(self, owner: str, repo: str, name: str, description: str) -> None:
@@ -112,6 +123,20 @@ class RateLimited(ForgeStopped):
     def __init__(self, message: str, until: datetime, retry_after: timedelta) -> None:
         super().__init__(message, until)
         self.retry_after = retry_after
+
+
+class TooLarge(BadResponse):
+    """A body past the response-size limit: a listing asks for that page again in smaller pages,
+    and skips (and reports) an item that is too large alone."""
+
+
+class IssueMoved(ReadFailed):
+    """The forge redirected an issue to one of another repository (GitHub answers 301 for a
+    transferred issue): its job ends, the note saying where it went (`to`: owner/name#number)."""
+
+    def __init__(self, message: str, to: str) -> None:
+        super().__init__(message)
+        self.to = to
 
 
 class WriteRefused(ReadFailed):

@@ -2,8 +2,9 @@
 state=...&since=...&page=N&limit=M` with `Authorization: token T`.
 
 Gitea clamps `limit` to its `[api] MAX_RESPONSE_ITEMS` (50 by default), so a page shorter than
-the limit asked for says nothing about the end: the pages are followed by `Link: rel="next"`, and
-their items must add up to the `X-Total-Count` the first page announced.
+the limit asked for says nothing about the end: the pages are followed by `Link: rel="next"`
+(tireless.forge.paging), and their items (with those skipped as too large) must add up to the
+`X-Total-Count` the first page announced.
 """
 
 from __future__ import annotations
@@ -14,12 +15,12 @@ from urllib.parse import quote
 
 from tireless.forge.client import BadResponse, ForgeIssue, Listing, WriteRefused
 from tireless.forge.http import MAX_BYTES, TIMEOUT, Http, Response
-from tireless.forge.validate import decode_json, is_pull_request, issue, issue_list
+from tireless.forge.paging import read_pages
+from tireless.forge.validate import decode_json, full_name, is_pull_request, issue, not_moved
 
 PAGE_SIZE = 50
 LABEL_COLOR = "#6a737d"
 """Gitea up to 1.20 wants a color as "#rrggbb" (binding Size(7)); newer ones take that too."""
-MAX_PAGES = 2000
 
 
 def rfc3339(when: datetime) -> str:
@@ -48,6 +49,9 @@ class GiteaClient:
 
     def _issues_url(self, owner: str, repo: str) -> str:
         return self._http.url(f"repos/{quote(owner, safe='')}/{quote(repo, safe='')}/issues")
+
+    def _repo_url(self, owner: str, repo: str) -> str:
+        return self._http.url(f"repos/{quote(owner, safe='')}/{quote(repo, safe='')}")
 
     def _labels_url(self, owner: str, repo: str) -> str:
         return self._http.url(f"repos/{quote(owner, safe='')}/{quote(repo, safe='')}/labels")
@@ -135,33 +139,37 @@ class GiteaClient:
         params = {"type": "issues", "state": state, "page": "1", "limit": str(PAGE_SIZE)}
         if since is not None:
             params["since"] = rfc3339(since)
-        url: str | None = self._issues_url(owner, repo)
-        issues: list[ForgeIssue] = []
-        pages = items = 0
-        total: int | None = None
-        while url is not None:
-            response = self._http.get(url, params if pages == 0 else None)
-            data = issue_list(_json(response), response.where)
-            if pages == 0:
-                total = _total_count(response)
-            pages += 1
-            items += len(data)
-            issues += [issue(item, response.where) for item in data if not is_pull_request(item)]
-            if pages >= MAX_PAGES:
-                raise BadResponse(f"{response.where}: more than {MAX_PAGES} pages")
-            url = self._http.next_page(response)
-        if total is not None and items != total:
+        pages = read_pages(self._http, self._issues_url(owner, repo), params, "limit")
+        # Gitea counts every matching item on each page: the first page's count, or another's
+        # when the first was too large and read in smaller pages.
+        counted = pages.first or pages.last
+        total = None if counted is None else _total_count(counted)
+        if total is not None and len(pages.items) + len(pages.skipped) != total:
             raise BadResponse(
                 f"GET {owner}/{repo} issues: X-Total-Count says {total},"
-                f" the {pages} page(s) held {items}"
+                f" the {pages.count} page(s) held {len(pages.items)}"
             )
-        return Listing(tuple(issues), pages)
+        where = f"GET {owner}/{repo} issues"
+        issues = [issue(item, where) for item in pages.items if not is_pull_request(item)]
+        moved_to = self.repository_name(owner, repo) if pages.moved else None
+        return Listing(tuple(issues), pages.count, moved_to=moved_to, skipped=tuple(pages.skipped))
 
     def get_issue(self, owner: str, repo: str, number: int) -> ForgeIssue | None:
         response = self._http.get(f"{self._issues_url(owner, repo)}/{number}")
         if response.status in (404, 410):
             return None
-        return issue(_json(response), response.where)
+        data = _json(response)
+        if response.moved:
+            not_moved(data, number, self.repository_name(owner, repo), response.where)
+        return issue(data, response.where)
+
+    def repository_name(self, owner: str, repo: str) -> str:
+        """owner/name as the forge calls the repository now (following a rename's redirect)."""
+        response = self._http.get(self._repo_url(owner, repo))
+        return full_name(_json(response), response.where)
+
+    def set_deadline(self, seconds: float | None) -> None:
+        self._http.set_deadline(seconds)
 
 
 def _json(response: Response) -> object:

@@ -11,11 +11,11 @@ from urllib.parse import quote
 
 from tireless.forge.client import BadResponse, ForgeIssue, Listing, WriteRefused
 from tireless.forge.http import MAX_BYTES, TIMEOUT, Http, Response, rate_limit_reset
-from tireless.forge.validate import decode_json, is_pull_request, issue, issue_list
+from tireless.forge.paging import read_pages
+from tireless.forge.validate import decode_json, full_name, is_pull_request, issue, not_moved
 
 PER_PAGE = 100
 LABEL_COLOR = "6a737d"
-MAX_PAGES = 2000
 
 
 class GitHubClient:
@@ -50,27 +50,42 @@ class GitHubClient:
     ) -> Listing:
         # Newest change first: any change to the listed set changes page 1, so page 1's ETag
         # answers for the whole listing.
-        params = {"state": state, "per_page": str(PER_PAGE), "sort": "updated", "direction": "desc"}
+        params = {
+            "state": state,
+            "per_page": str(PER_PAGE),
+            "sort": "updated",
+            "direction": "desc",
+            "page": "1",
+        }
         if since is not None:
             params["since"] = since.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         conditional = {"If-None-Match": etag} if etag else None
-        response = self._http.get(self._issues_url(owner, repo), params, conditional)
-        if response.status == 304:
-            return Listing((), 1, etag, not_modified=True, limited_until=_limit(response))
-        first_etag = response.headers.get("etag")
-        issues: list[ForgeIssue] = []
-        pages = 0
-        while True:
-            data = issue_list(_json(response), response.where)
-            pages += 1
-            issues += [issue(item, response.where) for item in data if not is_pull_request(item)]
-            url = self._http.next_page(response)
-            if url is None:
-                break
-            if pages >= MAX_PAGES:
-                raise BadResponse(f"{response.where}: more than {MAX_PAGES} pages")
-            response = self._http.get(url)
-        return Listing(tuple(issues), pages, first_etag, limited_until=_limit(response))
+        pages = read_pages(
+            self._http, self._issues_url(owner, repo), params, "per_page", conditional
+        )
+        if pages.first is not None and pages.first.status == 304:
+            return Listing((), 1, etag, not_modified=True, limited_until=_limit(pages.first))
+        where = f"GET {owner}/{repo} issues"
+        issues = [issue(item, where) for item in pages.items if not is_pull_request(item)]
+        # A first page too large to read has no ETag to keep: the next read lists again.
+        first_etag = None if pages.first is None else pages.first.headers.get("etag")
+        last = pages.last or pages.first
+        return Listing(
+            tuple(issues),
+            pages.count,
+            first_etag if not pages.skipped else None,
+            limited_until=None if last is None else _limit(last),
+            moved_to=self.repository_name(owner, repo) if pages.moved else None,
+            skipped=tuple(pages.skipped),
+        )
+
+    def repository_name(self, owner: str, repo: str) -> str:
+        """owner/name as the forge calls the repository now (following a rename's redirect)."""
+        response = self._http.get(self._repo_url(owner, repo))
+        return full_name(_json(response), response.where)
+
+    def set_deadline(self, seconds: float | None) -> None:
+        self._http.set_deadline(seconds)
 
     def _repo_url(self, owner: str, repo: str) -> str:
         return self._http.url(f"repos/{quote(owner, safe='')}/{quote(repo, safe='')}")
@@ -124,7 +139,10 @@ class GitHubClient:
         response = self._http.get(f"{self._issues_url(owner, repo)}/{number}")
         if response.status in (404, 410):
             return None
-        return issue(_json(response), response.where)
+        data = _json(response)
+        if response.moved:
+            not_moved(data, number, self.repository_name(owner, repo), response.where)
+        return issue(data, response.where)
 
 
 def _limit(response: Response) -> datetime | None:

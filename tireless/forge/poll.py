@@ -2,13 +2,23 @@
 each from its forge, and hands what it read to the store in one transaction per repository
 (`record_poll`), or records why it could not (`record_poll_failure`, `record_forge_trouble`).
 The rules (the work rule, backoff, leases) are the database's; this module only reads forges.
+
+Each forge is read in a thread of its own, its repositories one after another, so a slow or dead
+forge holds up only itself; every request has its timeout and every repository read a deadline
+(READ_DEADLINE_FACTOR timeouts), retries included. While the round runs, a keeper renews the
+poller's leases every third of the lease: the lease can be short (a minute), and a poller that
+dies frees its repositories within it.
 """
 
 from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Callable, Iterable, Sequence
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -16,7 +26,15 @@ from typing import Any
 from tireless.calls import DEFAULT_POLL_LEASE
 from tireless.errors import NotHolder, TirelessError
 from tireless.forge import client_for, token_for, token_variable
-from tireless.forge.client import AuthRefused, ForgeClient, ForgeIssue, ForgeStopped, ReadFailed
+from tireless.forge.client import (
+    AuthRefused,
+    ForgeClient,
+    ForgeIssue,
+    ForgeStopped,
+    IssueMoved,
+    ReadFailed,
+    TooLarge,
+)
 from tireless.forge.mirror import issue_row, mirror_repository
 from tireless.models import RepoToPoll
 from tireless.store import JobStore
@@ -25,6 +43,11 @@ OVERLAP = timedelta(minutes=1)
 """An incremental read asks for issues updated since the cursor minus this much: a change the
 forge stamped with an older time than one we saw (clocks, transactions committing late) is
 still read. Reading an issue again changes nothing in the store."""
+
+
+READ_DEADLINE_FACTOR = 4
+"""A repository's read (its listings, the issues fetched one by one, every retry) is given up after
+this many request timeouts: two minutes with the default 30 s."""
 
 
 def default_poller_name() -> str:
@@ -42,6 +65,12 @@ class Read:
     pages: int
     not_modified: bool
     limited_until: datetime | None
+    moved: tuple[tuple[int, str], ...] = ()
+    """Issues the forge says moved to another repository: (number, where to: owner/name#N)."""
+    moved_to: str | None = None
+    """owner/name the forge gives the repository now, when it redirected us there."""
+    skipped: tuple[str, ...] = ()
+    """Issues left out as too large to read, each said why."""
 
 
 @dataclass(slots=True)
@@ -61,6 +90,8 @@ class Report:
     mirrored: int = 0
     mirror_failed: int = 0
     mirror_error: str | None = None
+    moved_to: str | None = None
+    warning: str | None = None
     error: str | None = None
     retry_at: datetime | None = None
 
@@ -72,6 +103,8 @@ class Report:
     def did_something(self) -> bool:
         return bool(
             self.error
+            or self.warning
+            or self.moved_to
             or self.created
             or self.cancelled
             or self.rerouted
@@ -95,6 +128,10 @@ class Report:
             parts.append(f"{self.mirrored} issue{'s' if self.mirrored != 1 else ''} mirrored")
         if self.mirror_failed:
             parts.append(f"{self.mirror_failed} mirror write(s) failed: {self.mirror_error}")
+        if self.moved_to:
+            parts.append(f"moved to {self.moved_to}")
+        if self.warning:
+            parts.append(f"warning: {self.warning}")
         return f"{self.name}: " + ", ".join(parts)
 
 
@@ -110,6 +147,8 @@ def read_repository(client: ForgeClient, target: RepoToPoll) -> Read:
     etag = target.etag
     not_modified = False
     limited_until = None
+    moved_to: str | None = None
+    skipped: list[str] = []
 
     def keep(issues: Iterable[ForgeIssue]) -> None:
         for issue in issues:
@@ -128,23 +167,45 @@ def read_repository(client: ForgeClient, target: RepoToPoll) -> Read:
         )
         keep(listing.issues)
         cursor = _newest(cursor, listing.issues)
+        moved_to, skipped = listing.moved_to, list(listing.skipped)
     deleted: list[int] = []
+    moved: list[tuple[int, str]] = []
     if target.full_listing:
         everything_open = client.list_issues(owner, repo, since=None, state="open")
         pages += everything_open.pages
         limited_until = everything_open.limited_until or limited_until
         not_modified = False
         keep(everything_open.issues)
+        moved_to = everything_open.moved_to or moved_to
+        skipped += everything_open.skipped
         if target.cursor is None:
             cursor = _newest(cursor, everything_open.issues)
         for number in sorted(set(target.live_numbers) - found.keys()):
-            issue = client.get_issue(owner, repo, number)
+            try:
+                issue = client.get_issue(owner, repo, number)
+            except IssueMoved as gone:
+                moved.append((number, gone.to))
+                continue
+            except TooLarge as error:  # skipped in the listing too: said, not concluded
+                skipped.append(f"issue #{number} skipped: {error}")
+                continue
             if issue is None:
                 deleted.append(number)
             else:
                 found[number] = issue
     issues = tuple(found[number] for number in sorted(found))
-    return Read(issues, tuple(deleted), cursor, etag, pages, not_modified, limited_until)
+    return Read(
+        issues,
+        tuple(deleted),
+        cursor,
+        etag,
+        pages,
+        not_modified,
+        limited_until,
+        tuple(moved),
+        moved_to,
+        tuple(dict.fromkeys(skipped)),
+    )
 
 
 def _newest(cursor: datetime | None, issues: Iterable[ForgeIssue]) -> datetime | None:
@@ -154,8 +215,9 @@ def _newest(cursor: datetime | None, issues: Iterable[ForgeIssue]) -> datetime |
 
 
 def issue_rows(target: RepoToPoll, issues: Sequence[ForgeIssue]) -> list[dict[str, Any]]:
-    """The issues in the format `record_poll` (like `enqueue`) takes."""
-    return [issue_row(target, issue) for issue in issues]
+    """The issues in the format `record_poll` (like `enqueue`) takes, with their bodies (the
+    mirror's read-back leaves the body out, and the store keeps the one it has)."""
+    return [issue_row(target, issue) | {"body": issue.body} for issue in issues]
 
 
 ClientFactory = Callable[[RepoToPoll], ForgeClient]
@@ -178,32 +240,76 @@ def poll_round(
     next_poll_in: timedelta = timedelta(0),
     lease: timedelta = DEFAULT_POLL_LEASE,
     max_repos: int = 100,
+    read_deadline: float | None = None,
     log: Callable[[Report], None] = lambda report: None,
 ) -> list[Report]:
     """One round: every due repository this poller could lease, read and recorded; a report
-    each. A forge that stops (rate limit, refused credentials) is not asked again this round."""
+    each, in the order they were leased. Each forge is read in its own thread; a forge that stops
+    (rate limit, refused credentials) is not asked again this round. `read_deadline`: seconds a
+    repository's read may take (None: no deadline beyond each request's timeout)."""
     targets = store.claim_repos_to_poll(poller, lease, max_repos)
-    opened: dict[str, ForgeClient] = {}
-    stopped: dict[str, ForgeStopped] = {}
-    reports = []
+    by_forge: dict[str, list[RepoToPoll]] = {}
+    for target in targets:
+        by_forge.setdefault(target.forge, []).append(target)
+    reports = {id(target): Report(target.forge, target.owner, target.repo) for target in targets}
+    log_turn = threading.Lock()
+
+    def logged(report: Report) -> None:
+        with log_turn:
+            log(report)
+
+    def poll_forge(forge_targets: list[RepoToPoll]) -> None:
+        client: ForgeClient | None = None
+        stopped: dict[str, ForgeStopped] = {}
+        started = time.monotonic()
+        try:
+            for target in forge_targets:
+                report = reports[id(target)]
+                if target.forge in stopped:
+                    _fail(store, poller, target, report, stopped[target.forge])
+                elif read_deadline is not None and time.monotonic() - started > read_deadline:
+                    # A slow forge gets one read deadline to start its reads each round: the
+                    # round ends within two, and the repositories left wait for the next one.
+                    late = ReadFailed("not read: its forge was too slow this round")
+                    late.retry_after = timedelta(0)
+                    _fail(store, poller, target, report, late)
+                else:
+                    client = client or clients(target)
+                    _poll_one(
+                        store, poller, client, target, report, next_poll_in, read_deadline, stopped
+                    )
+                if report.did_something:
+                    logged(report)
+        finally:
+            if client is not None:
+                client.close()
+
+    if targets:
+        with _leases_kept(store, poller, lease), ThreadPoolExecutor(len(by_forge)) as pool:
+            for done in [pool.submit(poll_forge, group) for group in by_forge.values()]:
+                done.result()
+    return [reports[id(target)] for target in targets]
+
+
+@contextmanager
+def _leases_kept(store: JobStore, poller: str, lease: timedelta) -> Iterator[None]:
+    """Renews the poller's poll leases every third of `lease` while the block runs."""
+    done = threading.Event()
+
+    def keep() -> None:
+        while not done.wait(lease.total_seconds() / 3):
+            try:
+                store.renew_poll_leases(poller, lease)
+            except Exception:  # the database is away: the leases run out, others take over
+                continue
+
+    keeper = threading.Thread(target=keep, name="poll-lease-keeper", daemon=True)
+    keeper.start()
     try:
-        for target in targets:
-            report = Report(target.forge, target.owner, target.repo)
-            if target.forge in stopped:
-                _fail(store, poller, target, report, stopped[target.forge])
-            else:
-                if target.forge not in opened:
-                    opened[target.forge] = clients(target)
-                _poll_one(
-                    store, poller, opened[target.forge], target, report, next_poll_in, stopped
-                )
-            if report.did_something:
-                log(report)
-            reports.append(report)
+        yield
     finally:
-        for client in opened.values():
-            client.close()
-    return reports
+        done.set()
+        keeper.join()
 
 
 def _poll_one(
@@ -213,8 +319,12 @@ def _poll_one(
     target: RepoToPoll,
     report: Report,
     next_poll_in: timedelta,
+    read_deadline: float | None,
     stopped: dict[str, ForgeStopped],
 ) -> None:
+    # The mirror and the read each have `read_deadline`: a long backlog of writes to a slow forge
+    # does not eat the read's time.
+    client.set_deadline(read_deadline)
     # The mirror first, under the same poll lease: the read that follows then sees the issues as
     # the mirror left them, and a withdrawal it recorded is not undone by an older listing.
     try:
@@ -231,6 +341,7 @@ def _poll_one(
         report.mirrored, report.mirror_failed = mirrored.applied, mirrored.failed
         report.mirror_error = mirrored.last_error
     try:
+        client.set_deadline(read_deadline)
         read = read_repository(client, target)
     except ForgeStopped as stop:
         _stop_forge(store, poller, target, report, stop, stopped)
@@ -243,7 +354,18 @@ def _poll_one(
         return
     report.issues_read, report.pages = len(read.issues), read.pages
     report.not_modified, report.deleted = read.not_modified, len(read.deleted)
+    report.moved_to = read.moved_to
+    report.warning = "; ".join(read.skipped) or None
     try:
+        for number, to in read.moved:
+            note = f"issue moved to {to}"
+            report.cancelled += store.record_issue_moved(
+                target.forge, target.owner, target.repo, poller, number, note
+            )
+        if read.moved_to is not None or report.warning is not None:
+            store.record_poll_notice(
+                target.forge, target.owner, target.repo, poller, read.moved_to, report.warning
+            )
         outcome = store.record_poll(
             target.forge,
             target.owner,
@@ -262,11 +384,8 @@ def _poll_one(
     except TirelessError as refused:
         _fail(store, poller, target, report, ReadFailed(f"the store refused the read: {refused}"))
         return
-    report.created, report.cancelled, report.rerouted = (
-        outcome.created,
-        outcome.cancelled,
-        outcome.rerouted,
-    )
+    report.created, report.rerouted = outcome.created, outcome.rerouted
+    report.cancelled += outcome.cancelled
     if read.limited_until is not None:
         store.record_forge_trouble(
             target.forge, "no requests left until the rate limit resets", read.limited_until

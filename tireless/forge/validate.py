@@ -3,7 +3,8 @@
 Gitea's swagger (templates/swagger/v1_json.tmpl, definition `Issue`) and GitHub's REST
 description (schema `issue`) agree on the fields the poller reads: `number` (a positive integer),
 `state` (`open` or `closed`), `title`, `labels` (a list of objects with a `name`), `html_url`,
-`updated_at` (RFC 3339), and `pull_request` on the items that are pull requests.
+`updated_at` (RFC 3339), `body` (GitHub: a string or null when empty), and `pull_request` on the
+items that are pull requests.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import re
 from datetime import datetime
 from typing import Any
 
-from tireless.forge.client import BadResponse, ForgeIssue
+from tireless.forge.client import BadResponse, ForgeIssue, IssueMoved
 
 # A code point the database's text type refuses (NUL) or that is no character at all (a lone
 # surrogate, which json.loads makes from an escaped "\ud800").
@@ -71,10 +72,16 @@ def issue(item: Any, where: str) -> ForgeIssue:
     url = item.get("html_url")
     if url is not None and not isinstance(url, str):
         raise BadResponse(f"{at}: html_url is not a string")
+    body = item.get("body") or ""
+    if not isinstance(body, str):
+        raise BadResponse(f"{at}: body is not a string")
     for field, text in (("title", title), ("html_url", url or ""), *(("label", n) for n in names)):
         if _UNSAFE.search(text):
             raise BadResponse(f"{at}: its {field} holds NUL or an unpaired surrogate")
-    return ForgeIssue(number, state, names, title, url, timestamp(item.get("updated_at"), at))
+    # The body is the agent's reading, not a key: a character the database refuses is replaced.
+    body = _UNSAFE.sub("\ufffd", body)
+    updated_at = timestamp(item.get("updated_at"), at)
+    return ForgeIssue(number, state, names, title, url, updated_at, body)
 
 
 def timestamp(value: Any, where: str) -> datetime:
@@ -88,3 +95,24 @@ def timestamp(value: Any, where: str) -> datetime:
             if parsed.tzinfo is not None:
                 return parsed
     raise BadResponse(f"{where}: updated_at {value!r:.40} is not an RFC 3339 time")
+
+
+def full_name(data: Any, where: str) -> str:
+    """A repository's `full_name` (owner/name), as both APIs give it."""
+    name = data.get("full_name") if isinstance(data, dict) else None
+    if not isinstance(name, str) or name.count("/") != 1 or _UNSAFE.search(name):
+        raise BadResponse(f"{where}: the repository has no full_name owner/name")
+    return name
+
+
+def not_moved(item: Any, number: int, repository: str, where: str) -> None:
+    """An issue the forge redirected us to is the one asked for, in the repository under its
+    current name (`repository`: a renamed repository redirects its issues too); else IssueMoved.
+    Where it lives is read from its `html_url` (.../owner/name/issues/N on both forges)."""
+    url = item.get("html_url") if isinstance(item, dict) else None
+    parts = url.rstrip("/").split("/") if isinstance(url, str) else []
+    if len(parts) < 4 or not parts[-1].isdigit():
+        raise BadResponse(f"{where}: the issue we were redirected to has no html_url")
+    home, at = f"{parts[-4]}/{parts[-3]}", int(parts[-1])
+    if home.lower() != repository.lower() or at != number:
+        raise IssueMoved(f"{where}: issue moved to {home}#{at}", f"{home}#{at}")

@@ -102,8 +102,14 @@ async def receive(request: Request) -> Response:
     owner, repo = repository
     board, params = dashboard_of(request), {"forge": forge, "owner": owner, "repo": repo}
     try:
-        if not (await board.rows(reads.IS_TRACKED, params))[0]["tracked"]:
+        # Owner and name matched without case: GitHub names the repository in its canonical
+        # case (`Codertocat/Hello-World`), whatever case it was tracked in; the answer gives the
+        # key as tracked.
+        tracked = await board.rows(reads.TRACKED_KEY, params)
+        if not tracked:
             return refuse(404, "repository not tracked")
+        params = dict(tracked[0])
+        owner, repo = params["owner"], params["repo"]
         once = {**params, "digest": hashlib.sha256(body).digest()}
         due = (await board.rows(reads.POLL_SOON_ONCE, once))[0]["due"]
     except UnknownRepository:

@@ -270,6 +270,7 @@ async def job(request: Request) -> Response:
             "me": await who(request),
             "job": {**row, "url": issue_url(forges, row)},
             "history": await board.rows(reads.HISTORY, {"job_id": job_id}),
+            "progress": next(iter(await board.rows(calls.JOB_PROGRESS, {"job_id": job_id})), None),
             "parent": parent[0] if parent else None,
             "children": [
                 {**child, "url": issue_url(forges, child)}

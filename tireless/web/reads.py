@@ -72,9 +72,9 @@ HISTORY = (
     "SELECT h.event_id, h.at, h.from_state, h.to_state, h.worker, h.attempt, h.note, h.lasted"
     " FROM tireless.job_history(job_id => %(job_id)s) h"
 )
-IS_TRACKED = (
-    "SELECT EXISTS (SELECT FROM tireless.repo_status r"
-    " WHERE (r.forge, r.owner, r.repo) = (%(forge)s, %(owner)s, %(repo)s)) AS tracked"
+TRACKED_KEY = (
+    "SELECT k.forge, k.owner, k.repo"
+    " FROM tireless.tracked_key(forge => %(forge)s, owner => %(owner)s, repo => %(repo)s) k"
 )
 POLL_SOON_ONCE = (
     "SELECT tireless.poll_soon_once(forge => %(forge)s, owner => %(owner)s, repo => %(repo)s,"

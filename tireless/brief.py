@@ -1,0 +1,84 @@
+"""What `tireless work` hands COMMAND beside the job row, and what COMMAND hands back.
+
+The brief (tireless.job_brief): the issue's web URL, the forge's API root, the repository's clone
+URL and the issue's body as last polled, in TIRELESS_* variables and in the stdin JSON. The body
+goes in a file (TIRELESS_ISSUE_BODY_FILE): an environment variable holds at most 128 KiB on Linux.
+The report: COMMAND may write its outcome summary (markdown) to TIRELESS_REPORT_FILE; the worker
+attaches it to the attempt (tireless.attach_report) and the mirror posts it as the outcome comment.
+Both files live in a directory of the job's own, removed when COMMAND ends. No token is given."""
+
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from tireless.models import JobBrief
+
+REPORT_READ_LIMIT = 4 * 60000 + 4
+"""Bytes of the report file read: the store keeps 60000 characters (a UTF-8 character is at most 4
+bytes) and flags a longer report as cut."""
+
+
+class AgentFiles:
+    """`with AgentFiles(job_id, brief) as files:` a directory holding the issue's body
+    (issue.md) and the place for the report (report.md, which COMMAND creates if it reports)."""
+
+    def __init__(self, job_id: int, brief: JobBrief) -> None:
+        self.brief = brief
+        self._directory = tempfile.TemporaryDirectory(prefix=f"tireless-job-{job_id}-")
+        self.body_file = Path(self._directory.name) / "issue.md"
+        self.report_file = Path(self._directory.name) / "report.md"
+        self.body_file.write_text(brief.body or "", encoding="utf-8")
+
+    def __enter__(self) -> AgentFiles:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._directory.cleanup()
+
+    def environment(self) -> dict[str, str]:
+        """The brief's TIRELESS_* variables (an unknown URL is empty)."""
+        brief = self.brief
+        return {
+            "TIRELESS_ISSUE_URL": brief.issue_url or "",
+            "TIRELESS_API_URL": brief.api_url or "",
+            "TIRELESS_CLONE_URL": brief.clone_url or "",
+            "TIRELESS_ISSUE_BODY_FILE": str(self.body_file),
+            "TIRELESS_ISSUE_BODY_CUT": "true" if brief.body_cut else "false",
+            "TIRELESS_REPORT_FILE": str(self.report_file),
+        }
+
+    def json_fields(self) -> dict[str, Any]:
+        """The brief's fields of the stdin JSON."""
+        brief = self.brief
+        return {
+            "issue_url": brief.issue_url,
+            "api_url": brief.api_url,
+            "clone_url": brief.clone_url,
+            "body": brief.body,
+            "body_cut": brief.body_cut,
+            "report_file": str(self.report_file),
+        }
+
+    def report(self) -> str | None:
+        """What COMMAND wrote to its report file; None when it wrote nothing, or left anything but a
+        regular file there: a symbolic link could name a file of the worker's (its credentials)
+        and a FIFO would never end."""
+        try:
+            descriptor = os.open(self.report_file, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:  # none, a directory, or a symbolic link (ELOOP)
+            return None
+        with open(descriptor, "rb") as report:
+            if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+                return None
+            text = report.read(REPORT_READ_LIMIT).decode(errors="replace").replace("\x00", "")
+        return text if text.strip() else None
