@@ -1,4 +1,4 @@
-"""make bench, the dashboard's part: `/metrics` and the overview of `tireless web` on a store
+"""make bench, the dashboard's part: `/metrics` and the pages of `tireless web` on a store
 holding 1,000,000 finished jobs against one holding 1,000 (the same live jobs in both); the
 target is at most 1.5 times the small store's time. Writes bench/web-results.md (full run).
 
@@ -28,7 +28,15 @@ TARGET = 1.5
 SMALL = 1_000
 REQUESTS = 20
 ROUNDS = 7
-PATHS = {"/metrics": "/metrics", "/": "/ (overview)"}
+PATHS = {
+    "/metrics": "/metrics",
+    "/": "/ (overview)",
+    "/activity?window=1h": "/activity, 1 hour",
+    "/activity?window=7d": "/activity, 7 days",
+    "/failures?window=7d": "/failures, 7 days",
+    "/workers": "/workers",
+    "/jobs?q=nothing": "/jobs?q= (a search that scans)",
+}
 
 # Finished jobs spread over the last day (for the chart), 200 live ones in two lanes, and the
 # history the triggers would have written (loaded with the triggers off, as bench/scenarios.py does).
@@ -53,7 +61,10 @@ HISTORY = """
 INSERT INTO tireless.job_event (job_id, at, from_state, to_state, worker, attempt)
 SELECT j.id, j.created_at, NULL::tireless.job_state, 'pending'::tireless.job_state, NULL, 0 FROM tireless.job j
 UNION ALL
-SELECT j.id, j.updated_at, 'claimed', j.state, 'bench', 1 FROM tireless.job j WHERE tireless.is_terminal(j.state)
+SELECT j.id, j.created_at + interval '20 seconds', 'pending', 'claimed', coalesce(j.claimed_by, 'bench-' || j.id % 8), 1
+  FROM tireless.job j WHERE j.state <> 'pending'
+UNION ALL
+SELECT j.id, j.updated_at, 'claimed', j.state, 'bench-' || j.id % 8, 1 FROM tireless.job j WHERE tireless.is_terminal(j.state)
 ORDER BY 2"""
 
 MIRROR_CAUGHT_UP = (
@@ -137,7 +148,7 @@ def main() -> None:
             load(conninfos[finished], finished)
         results = measure(conninfos, ROUNDS, REQUESTS)
     lines = [
-        f"# tireless web: /metrics and the overview at {SMALL:,} and {big:,} finished jobs",
+        f"# tireless web: /metrics and the pages at {SMALL:,} and {big:,} finished jobs",
         "",
         f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC; the median of {ROUNDS} rounds (the two stores"
         f" alternating) of the median of {REQUESTS} requests through the app (Starlette's TestClient,"
@@ -149,7 +160,11 @@ def main() -> None:
     for name, small_ms in results[SMALL].items():
         big_ms = results[big][name]
         ratio = big_ms / small_ms
-        verdict = "(not a target)" if "once" in name else ("met" if ratio <= TARGET else "MISSED")
+        verdict = (
+            "(not a target)"
+            if "once" in name or "scans" in name
+            else ("met" if ratio <= TARGET else "MISSED")
+        )
         lines.append(f"| {name} | {small_ms:.2f} | {big_ms:.2f} | {ratio:.2f} | {verdict} |")
     text = "\n".join(lines) + "\n"
     print(text)

@@ -70,6 +70,29 @@ CREATE TYPE tireless.job_state AS ENUM (
 COMMENT ON TYPE tireless.job_state IS 'Where a job is: pending (waiting), claimed (held under a lease), or terminal (delivered, failed, cancelled).';
 
 --
+-- Name: activity_grain(interval); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.activity_grain(span interval) RETURNS interval
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    IF span IS NULL OR span <= interval '0' OR span > interval '8 days' THEN
+        RAISE EXCEPTION 'span must be more than 0 and at most 8 days, got %', coalesce(span::text, 'null')
+            USING ERRCODE = 'TL005';
+    END IF;
+    RETURN CASE WHEN span <= interval '2 hours' THEN interval '1 minute' ELSE interval '1 hour' END;
+END;
+$$;
+
+--
+-- Name: FUNCTION activity_grain(span interval); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.activity_grain(span interval) IS 'The bucket of a window: a minute up to 2 hours, else an hour; TL005 for a window that is not positive or longer than 8 days.';
+
+--
 -- Name: acts_for_login(text); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -384,6 +407,20 @@ CREATE FUNCTION tireless.attempts_spent(job tireless.job) RETURNS integer
 --
 
 COMMENT ON FUNCTION tireless.attempts_spent(job tireless.job) IS 'The attempts a job has used of its budget: its claims, less those given back by a stopping runner.';
+
+--
+-- Name: bin_bound(smallint); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.bin_bound(bin smallint) RETURNS interval
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN make_interval(secs => (round(power((2)::numeric, ((bin)::numeric / 4.0)), 3))::double precision);
+
+--
+-- Name: FUNCTION bin_bound(bin smallint); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.bin_bound(bin smallint) IS 'The longest duration of a histogram bin (see tireless.duration_bin).';
 
 --
 -- Name: check_forge(text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -962,6 +999,20 @@ $$;
 COMMENT ON FUNCTION tireless.current_attempt(job_id bigint, attempt integer) IS 'The job_attempt row of the job''s attempt number attempt, made (started at the claim in the history) when the job has none or one of an older attempt. Called with the job''s row locked by its holder.';
 
 --
+-- Name: duration_bin(double precision); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.duration_bin(seconds double precision) RETURNS smallint
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN (ceil((((4)::double precision * ln(GREATEST(seconds, (0.01)::double precision))) / ln((2)::double precision))))::smallint;
+
+--
+-- Name: FUNCTION duration_bin(seconds double precision); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.duration_bin(seconds double precision) IS 'The histogram bin of a duration in seconds: bins grow by a factor of 2^(1/4) (19%); bin b holds the durations up to tireless.bin_bound(b). Everything under 10 ms is in the first bin.';
+
+--
 -- Name: end_stopped_attempt(bigint, text, uuid); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -1161,6 +1212,143 @@ $$;
 COMMENT ON FUNCTION tireless.expire_stale_claims() IS 'Returns every claimed job whose lease has passed to pending (after its backoff), fails it when the last attempt its budget counts is spent (give-backs are not counted), or cancels it when its issue withdrew its request (no failure counted); clears the claim, keeps the attempt count, and returns how many jobs it moved. Never waits on another sweeper: a job whose row is locked, or a lane another sweeper holds (its tireless.sweep_slot row), is left for the next sweep. Locks only rows no login outside the tireless roles can lock.';
 
 --
+-- Name: roll_up_history(); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.roll_up_history() RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    state     tireless.history_rollup;
+    newest    bigint;
+    horizon   xid8;
+    oldest    xid8;
+    target    bigint;
+    counted   bigint;
+BEGIN
+    -- One rollup at a time; a second caller leaves it to the first. A table lock, not a row lock:
+    -- it takes no transaction id, so the horizons below are not held back by this transaction
+    -- itself. EXCLUSIVE conflicts with itself, not with the ACCESS SHARE of a reader (the most a
+    -- login other than the owner may take on the table), so no one else can hold it.
+    BEGIN
+        LOCK TABLE tireless.history_rollup IN EXCLUSIVE MODE NOWAIT;
+    EXCEPTION WHEN lock_not_available THEN
+        RETURN 0;
+    END;
+    SELECT r.* INTO state FROM tireless.history_rollup r;
+    -- Each statement takes a new snapshot: every event id up to newest was drawn by a transaction
+    -- that already had its transaction id, so one older than horizon.
+    SELECT CASE WHEN s.is_called THEN s.last_value ELSE 0 END INTO newest FROM tireless.job_event_id_seq s;
+    horizon := pg_catalog.pg_snapshot_xmax(pg_catalog.pg_current_snapshot());
+    oldest := pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot());
+    IF oldest >= horizon THEN
+        -- Every transaction that could hold an event up to newest has ended: count them all now.
+        target := newest;
+        state.waiting_to := NULL;
+        state.waiting_until := NULL;
+    ELSIF state.waiting_to IS NOT NULL AND oldest >= state.waiting_until THEN
+        target := state.waiting_to;
+        state.waiting_to := newest;
+        state.waiting_until := horizon;
+    ELSE
+        -- A transaction older than the stop is still open: count nothing yet, keep the stop.
+        target := state.counted_to;
+        IF state.waiting_to IS NULL THEN
+            state.waiting_to := newest;
+            state.waiting_until := horizon;
+        END IF;
+    END IF;
+
+    WITH finished AS (
+        SELECT date_trunc('hour', e.at) AS hour, j.lane, e.to_state AS outcome
+          FROM tireless.job_event e
+          JOIN tireless.job j ON j.id = e.job_id
+         WHERE e.id > state.counted_to AND e.id <= target AND tireless.is_terminal(e.to_state)
+    ), per_lane AS (
+        INSERT INTO tireless.finished_count AS c (lane, outcome, jobs)
+        SELECT f.lane, f.outcome, count(*) FROM finished f GROUP BY f.lane, f.outcome
+        ON CONFLICT (lane, outcome) DO UPDATE SET jobs = c.jobs + excluded.jobs
+    ), per_hour AS (
+        INSERT INTO tireless.finished_hourly AS h (hour, lane, outcome, jobs)
+        SELECT f.hour, f.lane, f.outcome, count(*) FROM finished f GROUP BY f.hour, f.lane, f.outcome
+        ON CONFLICT (hour, lane, outcome) DO UPDATE SET jobs = h.jobs + excluded.jobs
+    )
+    SELECT count(*) INTO counted FROM finished;
+    IF target > state.counted_to THEN
+        PERFORM tireless.fold_history(state.counted_to, target);  -- 0023: the dashboard's roll-ups
+    END IF;
+
+    DELETE FROM tireless.finished_hourly h WHERE h.hour < now() - interval '8 days';
+    UPDATE tireless.history_rollup r
+       SET counted_to = greatest(state.counted_to, target),
+           waiting_to = state.waiting_to, waiting_until = state.waiting_until;
+    RETURN counted;
+END;
+$$;
+
+--
+-- Name: FUNCTION roll_up_history(); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.roll_up_history() IS 'Counts the finished jobs of the history written since the last call into tireless.finished_jobs and tireless.finished_jobs_by_hour, and folds the same events into the dashboard''s roll-ups (tireless.fold_history); returns how many finished jobs it added. Reads only new events; an event of a transaction still open is counted by a later call. Returns 0 at once while another call is rolling up (it holds the table lock of tireless.history_rollup, which only the schema''s owner can take).';
+
+--
+-- Name: failure_count; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.failure_count (
+    grain interval NOT NULL,
+    bucket timestamp with time zone NOT NULL,
+    lane text NOT NULL,
+    error text NOT NULL,
+    jobs bigint NOT NULL,
+    latest bigint NOT NULL,
+    CONSTRAINT failure_grain_is_minute_or_hour CHECK ((grain = ANY (ARRAY['00:01:00'::interval, '01:00:00'::interval])))
+);
+
+--
+-- Name: TABLE failure_count; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.failure_count IS 'Per bucket and lane, how many jobs failed with each error (the first line of the note of the event that failed them) and the newest such job. Private: read tireless.failure_groups.';
+
+--
+-- Name: CONSTRAINT failure_grain_is_minute_or_hour ON failure_count; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT failure_grain_is_minute_or_hour ON tireless.failure_count IS 'Two grains: minutes and hours.';
+
+--
+-- Name: failure_groups(interval); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.failure_groups(span interval) RETURNS TABLE(error text, jobs bigint, latest bigint, lanes text[])
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    BEGIN ATOMIC
+ SELECT tireless.roll_up_history() AS roll_up_history;
+ WITH frame AS (
+          SELECT tireless.activity_grain(failure_groups.span) AS grain,
+             date_bin(tireless.activity_grain(failure_groups.span), now(), '2000-01-01 00:00:00+00'::timestamp with time zone) AS last
+         )
+  SELECT f.error,
+     (sum(f.jobs))::bigint AS sum,
+     max(f.latest) AS max,
+     array_agg(DISTINCT f.lane ORDER BY f.lane) AS array_agg
+    FROM (tireless.failure_count f
+      JOIN frame ON (((f.grain = frame.grain) AND (f.bucket > (frame.last - failure_groups.span)))))
+   GROUP BY f.error
+   ORDER BY (sum(f.jobs)) DESC, f.error;
+END;
+
+--
+-- Name: FUNCTION failure_groups(span interval); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.failure_groups(span interval) IS 'The failures of the last span (at most 8 days) grouped by their error (the first line of the note that failed the job): how many jobs, the newest, the lanes; most frequent first. Rolls the history up first and reads only the folded counts.';
+
+--
 -- Name: finish_and_claim(bigint, text, text, text[], interval, uuid, text); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -1218,6 +1406,284 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.finished_job_comment(job tireless.job) IS 'The comment a finished job leaves on its issue: the outcome and attempts on the first line, then the report its last attempt attached (tireless.attach_report; made safe by safe_report_text) when there is one, else the last holder and the note (blanks folded, cut to 500 characters, made safe by safe_comment_text) in a fenced code block with a fence longer than any backtick run inside, so nothing of it renders or notifies.';
+
+--
+-- Name: is_terminal(tireless.job_state); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.is_terminal(state tireless.job_state) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN (state = ANY (ARRAY['delivered'::tireless.job_state, 'failed'::tireless.job_state, 'cancelled'::tireless.job_state]));
+
+--
+-- Name: FUNCTION is_terminal(state tireless.job_state); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.is_terminal(state tireless.job_state) IS 'True for the states a job never leaves: delivered, failed, cancelled.';
+
+--
+-- Name: activity_count; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.activity_count (
+    grain interval NOT NULL,
+    bucket timestamp with time zone NOT NULL,
+    lane text NOT NULL,
+    kind tireless.job_kind NOT NULL,
+    pending_delta bigint NOT NULL,
+    claimed_delta bigint NOT NULL,
+    delivered bigint NOT NULL,
+    failed bigint NOT NULL,
+    cancelled bigint NOT NULL,
+    CONSTRAINT activity_grain_is_minute_or_hour CHECK ((grain = ANY (ARRAY['00:01:00'::interval, '01:00:00'::interval])))
+);
+
+--
+-- Name: TABLE activity_count; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.activity_count IS 'Per bucket (a minute or an hour), lane and kind: how the pending and claimed jobs changed (jobs that entered the state minus jobs that left it) and how many jobs ended in each terminal state. Private: read tireless.queue_activity.';
+
+--
+-- Name: CONSTRAINT activity_grain_is_minute_or_hour ON activity_count; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT activity_grain_is_minute_or_hour ON tireless.activity_count IS 'Two grains: minutes and hours.';
+
+--
+-- Name: duration_count; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.duration_count (
+    grain interval NOT NULL,
+    bucket timestamp with time zone NOT NULL,
+    lane text NOT NULL,
+    kind tireless.job_kind NOT NULL,
+    measure text NOT NULL,
+    bin smallint NOT NULL,
+    jobs bigint NOT NULL,
+    CONSTRAINT duration_grain_is_minute_or_hour CHECK ((grain = ANY (ARRAY['00:01:00'::interval, '01:00:00'::interval]))),
+    CONSTRAINT duration_measure_is_wait_or_run CHECK ((measure = ANY (ARRAY['wait'::text, 'run'::text])))
+);
+
+--
+-- Name: TABLE duration_count; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.duration_count IS 'A histogram per bucket, lane and kind: how many jobs waited (created to first claim, counted in the bucket of the claim) or ran (claim to finish, in the bucket of the finish) for a duration in each bin (tireless.duration_bin). Private: read tireless.job_durations.';
+
+--
+-- Name: CONSTRAINT duration_grain_is_minute_or_hour ON duration_count; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT duration_grain_is_minute_or_hour ON tireless.duration_count IS 'Two grains: minutes and hours.';
+
+--
+-- Name: CONSTRAINT duration_measure_is_wait_or_run ON duration_count; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT duration_measure_is_wait_or_run ON tireless.duration_count IS 'wait: created to first claim; run: claim to finish.';
+
+--
+-- Name: issue_run; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.issue_run (
+    forge text NOT NULL,
+    owner text NOT NULL,
+    repo text NOT NULL,
+    number integer NOT NULL,
+    job_id bigint NOT NULL
+);
+
+--
+-- Name: TABLE issue_run; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.issue_run IS 'Which jobs each issue has had, so a job page can link the runs before and after it. Kept by the rollup, not by an index on tireless.job: every change of state writes each index of that table (state is in the predicates of its partial indexes, so no update is HOT), and this costs the claim and finish paths nothing. Private: read tireless.issue_runs.';
+
+--
+-- Name: job_event; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.job_event (
+    id bigint NOT NULL,
+    job_id bigint NOT NULL,
+    at timestamp with time zone DEFAULT now() NOT NULL,
+    from_state tireless.job_state,
+    to_state tireless.job_state NOT NULL,
+    worker text,
+    attempt integer NOT NULL,
+    note text,
+    login text,
+    CONSTRAINT event_changes_state CHECK ((from_state IS DISTINCT FROM to_state))
+);
+
+--
+-- Name: TABLE job_event; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.job_event IS 'Append-only history: one row per change of a job''s state (from_state is null when the job is created). worker is the holder the change concerns; attempt is the job''s attempt count after the change.';
+
+--
+-- Name: COLUMN job_event.login; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.job_event.login IS 'The database login (session_user) whose call made the change, beside worker, the holder the change concerns. Null for events written before 0019_holder_login.';
+
+--
+-- Name: CONSTRAINT event_changes_state ON job_event; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT event_changes_state ON tireless.job_event IS 'Every event is a change of state.';
+
+--
+-- Name: worker_seen; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.worker_seen (
+    worker text NOT NULL,
+    lanes text[] NOT NULL,
+    first_seen timestamp with time zone NOT NULL,
+    last_seen timestamp with time zone NOT NULL
+);
+
+--
+-- Name: TABLE worker_seen; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.worker_seen IS 'Every worker the history names (claims, finishes, give-backs) in the last 8 days: the lanes it claimed from and when it was first and last named. Private: read tireless.workers.';
+
+--
+-- Name: fold_history(bigint, bigint); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.fold_history(after_id bigint, upto_id bigint) RETURNS void
+    LANGUAGE sql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    BEGIN ATOMIC
+ WITH moved AS (
+          SELECT e.at,
+             e.worker,
+             e.from_state,
+             e.to_state,
+             split_part(COALESCE(e.note, ''::text), '
+'::text, 1) AS error,
+             j.id AS job_id,
+             j.forge,
+             j.owner,
+             j.repo,
+             j.number,
+             j.lane,
+             j.kind,
+                 CASE
+                     WHEN ((e.to_state = 'claimed'::tireless.job_state) AND (e.attempt = 1)) THEN (EXTRACT(epoch FROM (e.at - j.created_at)))::double precision
+                     ELSE NULL::double precision
+                 END AS waited,
+             (EXTRACT(epoch FROM (e.at - claim.at)))::double precision AS ran
+            FROM ((tireless.job_event e
+              JOIN tireless.job j ON ((j.id = e.job_id)))
+              LEFT JOIN LATERAL ( SELECT p.at
+                    FROM tireless.job_event p
+                   WHERE ((e.from_state = 'claimed'::tireless.job_state) AND tireless.is_terminal(e.to_state) AND (p.job_id = e.job_id) AND (p.id < e.id))
+                   ORDER BY p.id DESC
+                  LIMIT 1) claim ON (true))
+           WHERE ((e.id > fold_history.after_id) AND (e.id <= fold_history.upto_id))
+         ), bucketed AS (
+          SELECT g.grain,
+             date_bin(g.grain, m.at, '2000-01-01 00:00:00+00'::timestamp with time zone) AS bucket,
+             m.lane,
+             m.kind,
+             m.from_state,
+             m.to_state,
+             m.waited,
+             m.ran,
+             m.error,
+             m.job_id
+            FROM (moved m
+              JOIN ( VALUES ('00:01:00'::interval,'03:00:00'::interval), ('01:00:00'::interval,'8 days'::interval)) g(grain, kept) ON ((m.at >= (now() - g.kept))))
+         ), flows AS (
+          INSERT INTO tireless.activity_count AS a (grain, bucket, lane, kind, pending_delta, claimed_delta, delivered, failed, cancelled)  SELECT b.grain,
+                     b.bucket,
+                     b.lane,
+                     b.kind,
+                     (count(*) FILTER (WHERE (b.to_state = 'pending'::tireless.job_state)) - count(*) FILTER (WHERE (b.from_state = 'pending'::tireless.job_state))),
+                     (count(*) FILTER (WHERE (b.to_state = 'claimed'::tireless.job_state)) - count(*) FILTER (WHERE (b.from_state = 'claimed'::tireless.job_state))),
+                     count(*) FILTER (WHERE (b.to_state = 'delivered'::tireless.job_state)) AS count,
+                     count(*) FILTER (WHERE (b.to_state = 'failed'::tireless.job_state)) AS count,
+                     count(*) FILTER (WHERE (b.to_state = 'cancelled'::tireless.job_state)) AS count
+                    FROM bucketed b
+                   GROUP BY b.grain, b.bucket, b.lane, b.kind ON CONFLICT(grain, bucket, lane, kind) DO UPDATE SET pending_delta = (a.pending_delta + excluded.pending_delta), claimed_delta = (a.claimed_delta + excluded.claimed_delta), delivered = (a.delivered + excluded.delivered), failed = (a.failed + excluded.failed), cancelled = (a.cancelled + excluded.cancelled)
+         ), durations AS (
+          INSERT INTO tireless.duration_count AS d (grain, bucket, lane, kind, measure, bin, jobs)  SELECT b.grain,
+                     b.bucket,
+                     b.lane,
+                     b.kind,
+                     x.measure,
+                     tireless.duration_bin(x.seconds) AS duration_bin,
+                     count(*) AS count
+                    FROM (bucketed b
+                      CROSS JOIN LATERAL ( VALUES ('wait'::text,b.waited), ('run'::text,b.ran)) x(measure, seconds))
+                   WHERE (x.seconds IS NOT NULL)
+                   GROUP BY b.grain, b.bucket, b.lane, b.kind, x.measure, (tireless.duration_bin(x.seconds)) ON CONFLICT(grain, bucket, lane, kind, measure, bin) DO UPDATE SET jobs = (d.jobs + excluded.jobs)
+         ), failures AS (
+          INSERT INTO tireless.failure_count AS f (grain, bucket, lane, error, jobs, latest)  SELECT b.grain,
+                     b.bucket,
+                     b.lane,
+                     b.error,
+                     count(*) AS count,
+                     max(b.job_id) AS max
+                    FROM bucketed b
+                   WHERE (b.to_state = 'failed'::tireless.job_state)
+                   GROUP BY b.grain, b.bucket, b.lane, b.error ON CONFLICT(grain, bucket, lane, error) DO UPDATE SET jobs = (f.jobs + excluded.jobs), latest = GREATEST(f.latest, excluded.latest)
+         ), seen AS (
+          INSERT INTO tireless.worker_seen AS w (worker, lanes, first_seen, last_seen)  SELECT m.worker,
+                     COALESCE(array_agg(DISTINCT m.lane) FILTER (WHERE (m.to_state = 'claimed'::tireless.job_state)), '{}'::text[]) AS "coalesce",
+                     min(m.at) AS min,
+                     max(m.at) AS max
+                    FROM moved m
+                   WHERE ((m.worker IS NOT NULL) AND (m.at >= (now() - '8 days'::interval)))
+                   GROUP BY m.worker ON CONFLICT(worker) DO UPDATE SET lanes = ARRAY( SELECT DISTINCT l.l
+                    FROM unnest((w.lanes || excluded.lanes)) l(l)
+                   ORDER BY l.l), first_seen = LEAST(w.first_seen, excluded.first_seen), last_seen = GREATEST(w.last_seen, excluded.last_seen)
+         ), runs AS (
+          INSERT INTO tireless.issue_run (forge, owner, repo, number, job_id)  SELECT m.forge,
+                     m.owner,
+                     m.repo,
+                     m.number,
+                     m.job_id
+                    FROM moved m
+                   WHERE (m.from_state IS NULL) ON CONFLICT DO NOTHING
+         )
+  SELECT count(*) AS count
+    FROM moved;
+ DELETE FROM tireless.activity_count a
+   WHERE (a.bucket < (now() -
+         CASE
+             WHEN (a.grain = '00:01:00'::interval) THEN '03:00:00'::interval
+             ELSE '8 days'::interval
+         END));
+ DELETE FROM tireless.duration_count d
+   WHERE (d.bucket < (now() -
+         CASE
+             WHEN (d.grain = '00:01:00'::interval) THEN '03:00:00'::interval
+             ELSE '8 days'::interval
+         END));
+ DELETE FROM tireless.failure_count f
+   WHERE (f.bucket < (now() -
+         CASE
+             WHEN (f.grain = '00:01:00'::interval) THEN '03:00:00'::interval
+             ELSE '8 days'::interval
+         END));
+ DELETE FROM tireless.worker_seen w
+   WHERE (w.last_seen < (now() - '8 days'::interval));
+END;
+
+--
+-- Name: FUNCTION fold_history(after_id bigint, upto_id bigint); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.fold_history(after_id bigint, upto_id bigint) IS 'Folds the events with after_id < id <= upto_id into activity_count, duration_count, failure_count, worker_seen and issue_run, and drops the buckets past their keeping time. Called by tireless.roll_up_history (and once by migration 0023).';
 
 --
 -- Name: forge_api_url(tireless.forge_kind, text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -1572,20 +2038,6 @@ CREATE FUNCTION tireless.is_lease(lease interval) RETURNS boolean
 COMMENT ON FUNCTION tireless.is_lease(lease interval) IS 'True when 0 < lease <= 1 day (false for null).';
 
 --
--- Name: is_terminal(tireless.job_state); Type: FUNCTION; Schema: tireless; Owner: -
---
-
-CREATE FUNCTION tireless.is_terminal(state tireless.job_state) RETURNS boolean
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    RETURN (state = ANY (ARRAY['delivered'::tireless.job_state, 'failed'::tireless.job_state, 'cancelled'::tireless.job_state]));
-
---
--- Name: FUNCTION is_terminal(state tireless.job_state); Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON FUNCTION tireless.is_terminal(state tireless.job_state) IS 'True for the states a job never leaves: delivered, failed, cancelled.';
-
---
 -- Name: is_worker_name(text); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -1673,6 +2125,40 @@ $_$;
 COMMENT ON FUNCTION tireless.issue_problem(issue jsonb) IS 'Why one element of an enqueue batch is malformed, or null when it is well formed.';
 
 --
+-- Name: issue_runs(bigint); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.issue_runs(job_id bigint) RETURNS TABLE(id bigint, state text, kind text, created_at timestamp with time zone, note text)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    BEGIN ATOMIC
+ SELECT j.id,
+     (j.state)::text AS state,
+     (j.kind)::text AS kind,
+     j.created_at,
+     j.note
+    FROM ((tireless.job me
+      JOIN tireless.issue_run r ON (((r.forge = me.forge) AND (r.owner = me.owner) AND (r.repo = me.repo) AND (r.number = me.number))))
+      JOIN tireless.job j ON ((j.id = r.job_id)))
+   WHERE (me.id = issue_runs.job_id)
+ UNION
+  SELECT me.id,
+     (me.state)::text AS state,
+     (me.kind)::text AS kind,
+     me.created_at,
+     me.note
+    FROM tireless.job me
+   WHERE (me.id = issue_runs.job_id)
+  ORDER BY 1;
+END;
+
+--
+-- Name: FUNCTION issue_runs(job_id bigint); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.issue_runs(job_id bigint) IS 'Every job the issue of job_id has had (a re-run, or a new request after one ended), in order, that the rollup has seen, and job_id itself; empty for an unknown job.';
+
+--
 -- Name: job_brief(bigint); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -1701,39 +2187,51 @@ $$;
 COMMENT ON FUNCTION tireless.job_brief(job_id bigint) IS 'What an agent needs besides the job row: the issue''s web URL, the forge''s API root, the repository''s clone URL (null when the forge is not registered), and the issue''s body as last polled (its first 65536 characters, body_cut when cut). No token: the agent gets none. TL001 for an unknown job.';
 
 --
--- Name: job_event; Type: TABLE; Schema: tireless; Owner: -
+-- Name: job_durations(interval); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
-CREATE TABLE tireless.job_event (
-    id bigint NOT NULL,
-    job_id bigint NOT NULL,
-    at timestamp with time zone DEFAULT now() NOT NULL,
-    from_state tireless.job_state,
-    to_state tireless.job_state NOT NULL,
-    worker text,
-    attempt integer NOT NULL,
-    note text,
-    login text,
-    CONSTRAINT event_changes_state CHECK ((from_state IS DISTINCT FROM to_state))
-);
+CREATE FUNCTION tireless.job_durations(span interval) RETURNS TABLE(lane text, kind text, measure text, jobs bigint, p50 interval, p95 interval)
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    BEGIN ATOMIC
+ SELECT tireless.roll_up_history() AS roll_up_history;
+ WITH frame AS (
+          SELECT tireless.activity_grain(job_durations.span) AS grain,
+             date_bin(tireless.activity_grain(job_durations.span), now(), '2000-01-01 00:00:00+00'::timestamp with time zone) AS last
+         ), bins AS (
+          SELECT d.lane,
+             d.kind,
+             d.measure,
+             d.bin,
+             sum(d.jobs) AS jobs
+            FROM (tireless.duration_count d
+              JOIN frame f ON (((d.grain = f.grain) AND (d.bucket > (f.last - job_durations.span)))))
+           GROUP BY d.lane, d.kind, d.measure, d.bin
+         ), running AS (
+          SELECT b.lane,
+             b.kind,
+             b.measure,
+             b.bin,
+             sum(b.jobs) OVER (PARTITION BY b.lane, b.kind, b.measure ORDER BY b.bin) AS upto,
+             sum(b.jobs) OVER (PARTITION BY b.lane, b.kind, b.measure) AS total
+            FROM bins b
+         )
+  SELECT r.lane,
+     (r.kind)::text AS kind,
+     r.measure,
+     (max(r.total))::bigint AS max,
+     tireless.bin_bound(min(r.bin) FILTER (WHERE ((r.upto)::double precision >= ceil(((0.5)::double precision * (r.total)::double precision))))) AS bin_bound,
+     tireless.bin_bound(min(r.bin) FILTER (WHERE ((r.upto)::double precision >= ceil(((0.95)::double precision * (r.total)::double precision))))) AS bin_bound
+    FROM running r
+   GROUP BY r.lane, r.kind, r.measure
+   ORDER BY r.lane, r.kind, r.measure;
+END;
 
 --
--- Name: TABLE job_event; Type: COMMENT; Schema: tireless; Owner: -
+-- Name: FUNCTION job_durations(span interval); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON TABLE tireless.job_event IS 'Append-only history: one row per change of a job''s state (from_state is null when the job is created). worker is the holder the change concerns; attempt is the job''s attempt count after the change.';
-
---
--- Name: COLUMN job_event.login; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.job_event.login IS 'The database login (session_user) whose call made the change, beside worker, the holder the change concerns. Null for events written before 0019_holder_login.';
-
---
--- Name: CONSTRAINT event_changes_state ON job_event; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT event_changes_state ON tireless.job_event IS 'Every event is a change of state.';
+COMMENT ON FUNCTION tireless.job_durations(span interval) IS 'Per lane, kind and measure (wait: created to first claim; run: claim to finish) over the last span (at most 8 days): how many jobs, and the median and 95th percentile as the upper bound of their histogram bin (within 19%). Rolls the history up first and reads only the folded histograms.';
 
 --
 -- Name: job_history(bigint); Type: FUNCTION; Schema: tireless; Owner: -
@@ -2576,6 +3074,74 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.prune_preview(older_than interval) IS '(admin) What prune(older_than) would delete now: how many jobs, and the oldest and newest last change among them. Deletes nothing.';
+
+--
+-- Name: queue_activity(interval); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.queue_activity(span interval) RETURNS TABLE(bucket timestamp with time zone, lane text, pending bigint, claimed bigint, delivered bigint, failed bigint, cancelled bigint)
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    BEGIN ATOMIC
+ SELECT tireless.roll_up_history() AS roll_up_history;
+ WITH frame AS (
+          SELECT tireless.activity_grain(queue_activity.span) AS grain,
+             date_bin(tireless.activity_grain(queue_activity.span), now(), '2000-01-01 00:00:00+00'::timestamp with time zone) AS last
+         ), counted AS (
+          SELECT a.bucket,
+             a.lane,
+             sum(a.pending_delta) AS pending_delta,
+             sum(a.claimed_delta) AS claimed_delta,
+             sum(a.delivered) AS delivered,
+             sum(a.failed) AS failed,
+             sum(a.cancelled) AS cancelled
+            FROM (tireless.activity_count a
+              JOIN frame f ON (((a.grain = f.grain) AND (a.bucket > (f.last - queue_activity.span)))))
+           GROUP BY a.bucket, a.lane
+         ), live AS (
+          SELECT j.lane,
+             count(*) FILTER (WHERE (j.state = 'pending'::tireless.job_state)) AS pending,
+             count(*) FILTER (WHERE (j.state = 'claimed'::tireless.job_state)) AS claimed
+            FROM tireless.job j
+           WHERE (j.state = ANY (ARRAY['pending'::tireless.job_state, 'claimed'::tireless.job_state]))
+           GROUP BY j.lane
+         ), lanes AS (
+          SELECT c.lane
+            FROM counted c
+         UNION
+          SELECT v_1.lane
+            FROM live v_1
+         ), grid AS (
+          SELECT s.bucket,
+             l.lane,
+             COALESCE(c.pending_delta, (0)::numeric) AS pending_delta,
+             COALESCE(c.claimed_delta, (0)::numeric) AS claimed_delta,
+             COALESCE(c.delivered, (0)::numeric) AS delivered,
+             COALESCE(c.failed, (0)::numeric) AS failed,
+             COALESCE(c.cancelled, (0)::numeric) AS cancelled
+            FROM (((frame f
+              CROSS JOIN LATERAL generate_series(((f.last - queue_activity.span) + f.grain), f.last, f.grain) s(bucket))
+              CROSS JOIN lanes l)
+              LEFT JOIN counted c ON (((c.bucket = s.bucket) AND (c.lane = l.lane))))
+         )
+  SELECT g.bucket,
+     g.lane,
+     (GREATEST((0)::numeric, ((COALESCE(v.pending, (0)::bigint))::numeric - COALESCE(sum(g.pending_delta) OVER later, (0)::numeric))))::bigint AS "greatest",
+     (GREATEST((0)::numeric, ((COALESCE(v.claimed, (0)::bigint))::numeric - COALESCE(sum(g.claimed_delta) OVER later, (0)::numeric))))::bigint AS "greatest",
+     (g.delivered)::bigint AS delivered,
+     (g.failed)::bigint AS failed,
+     (g.cancelled)::bigint AS cancelled
+    FROM (grid g
+      LEFT JOIN live v ON ((v.lane = g.lane)))
+   WINDOW later AS (PARTITION BY g.lane ORDER BY g.bucket DESC ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
+   ORDER BY g.lane, g.bucket;
+END;
+
+--
+-- Name: FUNCTION queue_activity(span interval); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.queue_activity(span interval) IS 'Each lane over the last span (at most 8 days) in buckets of a minute (span up to 2 hours) or an hour: its pending and claimed jobs at the end of each bucket and the jobs that ended delivered, failed or cancelled in it. Rolls the history up first (tireless.roll_up_history) and reads only the folded buckets and the live jobs. A job re-routed to another lane while pending counts in the lane it had when the rollup read its event.';
 
 --
 -- Name: record_forge_trouble(text, text, timestamp with time zone); Type: FUNCTION; Schema: tireless; Owner: -
@@ -3456,85 +4022,6 @@ $$;
 COMMENT ON FUNCTION tireless.retry_forge(name text) IS '(admin) Clears a forge''s stop (a rate limit or refused credentials, as record_forge_trouble set it) and makes each of its repositories due now, backoff ended: the next poll round reads them. Returns how many repositories that is. TL008 for a forge that is not registered.';
 
 --
--- Name: roll_up_history(); Type: FUNCTION; Schema: tireless; Owner: -
---
-
-CREATE FUNCTION tireless.roll_up_history() RETURNS bigint
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-DECLARE
-    state     tireless.history_rollup;
-    newest    bigint;
-    horizon   xid8;
-    oldest    xid8;
-    target    bigint;
-    counted   bigint;
-BEGIN
-    -- One rollup at a time; a second caller leaves it to the first. A table lock, not a row lock:
-    -- it takes no transaction id, so the horizons below are not held back by this transaction
-    -- itself. EXCLUSIVE conflicts with itself, not with the ACCESS SHARE of a reader (the most a
-    -- login other than the owner may take on the table), so no one else can hold it.
-    BEGIN
-        LOCK TABLE tireless.history_rollup IN EXCLUSIVE MODE NOWAIT;
-    EXCEPTION WHEN lock_not_available THEN
-        RETURN 0;
-    END;
-    SELECT r.* INTO state FROM tireless.history_rollup r;
-    -- Each statement takes a new snapshot: every event id up to newest was drawn by a transaction
-    -- that already had its transaction id, so one older than horizon.
-    SELECT CASE WHEN s.is_called THEN s.last_value ELSE 0 END INTO newest FROM tireless.job_event_id_seq s;
-    horizon := pg_catalog.pg_snapshot_xmax(pg_catalog.pg_current_snapshot());
-    oldest := pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot());
-    IF oldest >= horizon THEN
-        -- Every transaction that could hold an event up to newest has ended: count them all now.
-        target := newest;
-        state.waiting_to := NULL;
-        state.waiting_until := NULL;
-    ELSIF state.waiting_to IS NOT NULL AND oldest >= state.waiting_until THEN
-        target := state.waiting_to;
-        state.waiting_to := newest;
-        state.waiting_until := horizon;
-    ELSE
-        -- A transaction older than the stop is still open: count nothing yet, keep the stop.
-        target := state.counted_to;
-        IF state.waiting_to IS NULL THEN
-            state.waiting_to := newest;
-            state.waiting_until := horizon;
-        END IF;
-    END IF;
-
-    WITH finished AS (
-        SELECT date_trunc('hour', e.at) AS hour, j.lane, e.to_state AS outcome
-          FROM tireless.job_event e
-          JOIN tireless.job j ON j.id = e.job_id
-         WHERE e.id > state.counted_to AND e.id <= target AND tireless.is_terminal(e.to_state)
-    ), per_lane AS (
-        INSERT INTO tireless.finished_count AS c (lane, outcome, jobs)
-        SELECT f.lane, f.outcome, count(*) FROM finished f GROUP BY f.lane, f.outcome
-        ON CONFLICT (lane, outcome) DO UPDATE SET jobs = c.jobs + excluded.jobs
-    ), per_hour AS (
-        INSERT INTO tireless.finished_hourly AS h (hour, lane, outcome, jobs)
-        SELECT f.hour, f.lane, f.outcome, count(*) FROM finished f GROUP BY f.hour, f.lane, f.outcome
-        ON CONFLICT (hour, lane, outcome) DO UPDATE SET jobs = h.jobs + excluded.jobs
-    )
-    SELECT count(*) INTO counted FROM finished;
-
-    DELETE FROM tireless.finished_hourly h WHERE h.hour < now() - interval '8 days';
-    UPDATE tireless.history_rollup r
-       SET counted_to = greatest(state.counted_to, target),
-           waiting_to = state.waiting_to, waiting_until = state.waiting_until;
-    RETURN counted;
-END;
-$$;
-
---
--- Name: FUNCTION roll_up_history(); Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON FUNCTION tireless.roll_up_history() IS 'Counts the finished jobs of the history written since the last call into tireless.finished_jobs and tireless.finished_jobs_by_hour; returns how many it added. Reads only new events; an event of a transaction still open is counted by a later call. Returns 0 at once while another call is rolling up (it holds the table lock of tireless.history_rollup, which only the schema''s owner can take).';
-
---
 -- Name: safe_comment_text(text); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -4159,6 +4646,25 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.watch_attempt(job_id bigint, attempt integer, lane text) IS 'The watchdog''s answer for a held attempt: held, timeout (claimed longer ago than the lane''s max_run) or stalled (no progress for the lane''s stall_after). A stop is recorded with its note and stands until the attempt ends.';
+
+--
+-- Name: worker_ran(bigint, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.worker_ran(job_id bigint, worker text) RETURNS boolean
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    BEGIN ATOMIC
+ SELECT (EXISTS ( SELECT
+            FROM tireless.job_event e
+           WHERE ((e.job_id = worker_ran.job_id) AND (e.worker = worker_ran.worker)))) AS "exists";
+END;
+
+--
+-- Name: FUNCTION worker_ran(job_id bigint, worker text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.worker_ran(job_id bigint, worker text) IS 'True when the history of job_id names worker (it claimed, finished or gave back the job); reads that job''s events only.';
 
 --
 -- Name: active_claims; Type: VIEW; Schema: tireless; Owner: -
@@ -4792,6 +5298,91 @@ COMMENT ON TABLE tireless.webhook_delivery IS 'The SHA-256 of each signed webhoo
 COMMENT ON CONSTRAINT digest_is_sha256 ON tireless.webhook_delivery IS 'A digest is the 32 bytes of a SHA-256.';
 
 --
+-- Name: workers; Type: VIEW; Schema: tireless; Owner: -
+--
+
+CREATE VIEW tireless.workers AS
+ WITH held AS (
+         SELECT j.claimed_by AS worker,
+            j.id AS job_id,
+            j.lane,
+            j.claim_expires_at,
+            j.updated_at,
+            ( SELECT e.at
+                   FROM tireless.job_event e
+                  WHERE (e.job_id = j.id)
+                  ORDER BY e.id DESC
+                 LIMIT 1) AS held_since
+           FROM tireless.job j
+          WHERE (j.state = 'claimed'::tireless.job_state)
+        ), holding AS (
+         SELECT DISTINCT ON (h_1.worker) h_1.worker,
+            h_1.job_id,
+            h_1.lane,
+            h_1.held_since,
+            h_1.claim_expires_at,
+                CASE
+                    WHEN (h_1.updated_at > h_1.held_since) THEN h_1.updated_at
+                    ELSE NULL::timestamp with time zone
+                END AS last_heartbeat,
+            count(*) OVER (PARTITION BY h_1.worker) AS jobs_held,
+            bool_or((h_1.claim_expires_at < now())) OVER (PARTITION BY h_1.worker) AS past_lease
+           FROM held h_1
+          ORDER BY h_1.worker, h_1.held_since DESC
+        )
+ SELECT COALESCE(w.worker, h.worker) AS worker,
+    ARRAY( SELECT DISTINCT l.l
+           FROM unnest((COALESCE(w.lanes, '{}'::text[]) || h.lane)) l(l)
+          WHERE (l.l IS NOT NULL)
+          ORDER BY l.l) AS lanes,
+    h.job_id,
+    COALESCE(h.jobs_held, (0)::bigint) AS jobs_held,
+    h.held_since,
+    h.last_heartbeat,
+    h.claim_expires_at AS lease_ends,
+    GREATEST(w.last_seen, h.held_since, h.last_heartbeat) AS last_seen,
+    w.first_seen,
+        CASE
+            WHEN h.past_lease THEN 'stopped heartbeating'::text
+            WHEN (h.job_id IS NOT NULL) THEN 'working'::text
+            ELSE 'idle'::text
+        END AS status
+   FROM (( SELECT s.worker,
+            s.lanes,
+            s.first_seen,
+            s.last_seen
+           FROM tireless.worker_seen s
+          WHERE (s.last_seen >= (now() - '24:00:00'::interval))) w
+     FULL JOIN holding h ON ((h.worker = w.worker)));
+
+--
+-- Name: VIEW workers; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON VIEW tireless.workers IS 'Every worker named by the history in the last 24 hours or holding a job now: the lanes it claimed from, the job it holds (the newest of jobs_held) since when, its last heartbeat (null until the first after the claim), when its lease ends, and its status: working, stopped heartbeating (a lease it holds ran out) or idle. As of the last tireless.roll_up_history() for the workers that hold nothing.';
+
+--
+-- Name: activity_count activity_count_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.activity_count
+    ADD CONSTRAINT activity_count_pkey PRIMARY KEY (grain, bucket, lane, kind);
+
+--
+-- Name: duration_count duration_count_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.duration_count
+    ADD CONSTRAINT duration_count_pkey PRIMARY KEY (grain, bucket, lane, kind, measure, bin);
+
+--
+-- Name: failure_count failure_count_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.failure_count
+    ADD CONSTRAINT failure_count_pkey PRIMARY KEY (grain, bucket, lane, error);
+
+--
 -- Name: finished_count finished_count_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
 --
 
@@ -4825,6 +5416,13 @@ ALTER TABLE ONLY tireless.history_rollup
 
 ALTER TABLE ONLY tireless.issue
     ADD CONSTRAINT issue_pkey PRIMARY KEY (forge, owner, repo, number);
+
+--
+-- Name: issue_run issue_run_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.issue_run
+    ADD CONSTRAINT issue_run_pkey PRIMARY KEY (forge, owner, repo, number, job_id);
 
 --
 -- Name: job_attempt job_attempt_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
@@ -4935,6 +5533,13 @@ ALTER TABLE ONLY tireless.tracked_repo
 
 ALTER TABLE ONLY tireless.webhook_delivery
     ADD CONSTRAINT webhook_delivery_pkey PRIMARY KEY (forge, digest);
+
+--
+-- Name: worker_seen worker_seen_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.worker_seen
+    ADD CONSTRAINT worker_seen_pkey PRIMARY KEY (worker);
 
 --
 -- Name: claimed_jobs_by_expiry; Type: INDEX; Schema: tireless; Owner: -
@@ -5252,6 +5857,15 @@ GRANT USAGE ON SCHEMA tireless TO tireless_poller;
 GRANT USAGE ON SCHEMA tireless TO tireless_admin;
 
 --
+-- Name: FUNCTION activity_grain(span interval); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.activity_grain(span interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.activity_grain(span interval) TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.activity_grain(span interval) TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.activity_grain(span interval) TO tireless_admin;
+
+--
 -- Name: FUNCTION acts_for_login(claimed_login text); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -5294,6 +5908,15 @@ GRANT SELECT ON TABLE tireless.job TO tireless_admin;
 --
 
 REVOKE ALL ON FUNCTION tireless.attempts_spent(job tireless.job) FROM PUBLIC;
+
+--
+-- Name: FUNCTION bin_bound(bin smallint); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.bin_bound(bin smallint) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.bin_bound(bin smallint) TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.bin_bound(bin smallint) TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.bin_bound(bin smallint) TO tireless_admin;
 
 --
 -- Name: FUNCTION check_forge(name text); Type: ACL; Schema: tireless; Owner: -
@@ -5383,6 +6006,15 @@ GRANT SELECT ON TABLE tireless.job_attempt TO tireless_admin;
 REVOKE ALL ON FUNCTION tireless.current_attempt(job_id bigint, attempt integer) FROM PUBLIC;
 
 --
+-- Name: FUNCTION duration_bin(seconds double precision); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.duration_bin(seconds double precision) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.duration_bin(seconds double precision) TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.duration_bin(seconds double precision) TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.duration_bin(seconds double precision) TO tireless_admin;
+
+--
 -- Name: FUNCTION end_stopped_attempt(job_id bigint, worker text, token uuid); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -5417,6 +6049,30 @@ REVOKE ALL ON FUNCTION tireless.expire_stale_claims() FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.expire_stale_claims() TO tireless_runner;
 
 --
+-- Name: FUNCTION roll_up_history(); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.roll_up_history() FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.roll_up_history() TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.roll_up_history() TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.roll_up_history() TO tireless_admin;
+
+--
+-- Name: TABLE failure_count; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.failure_count TO tireless_admin;
+
+--
+-- Name: FUNCTION failure_groups(span interval); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.failure_groups(span interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.failure_groups(span interval) TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.failure_groups(span interval) TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.failure_groups(span interval) TO tireless_admin;
+
+--
 -- Name: FUNCTION finish_and_claim(job_id bigint, to_state text, worker text, lanes text[], lease interval, claim_token uuid, note text); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -5428,6 +6084,50 @@ GRANT ALL ON FUNCTION tireless.finish_and_claim(job_id bigint, to_state text, wo
 --
 
 REVOKE ALL ON FUNCTION tireless.finished_job_comment(job tireless.job) FROM PUBLIC;
+
+--
+-- Name: FUNCTION is_terminal(state tireless.job_state); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.is_terminal(state tireless.job_state) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.is_terminal(state tireless.job_state) TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.is_terminal(state tireless.job_state) TO tireless_poller;
+
+--
+-- Name: TABLE activity_count; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.activity_count TO tireless_admin;
+
+--
+-- Name: TABLE duration_count; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.duration_count TO tireless_admin;
+
+--
+-- Name: TABLE issue_run; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.issue_run TO tireless_admin;
+
+--
+-- Name: TABLE job_event; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.job_event TO tireless_admin;
+
+--
+-- Name: TABLE worker_seen; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.worker_seen TO tireless_admin;
+
+--
+-- Name: FUNCTION fold_history(after_id bigint, upto_id bigint); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.fold_history(after_id bigint, upto_id bigint) FROM PUBLIC;
 
 --
 -- Name: FUNCTION forge_api_url(kind tireless.forge_kind, base_url text); Type: ACL; Schema: tireless; Owner: -
@@ -5507,14 +6207,6 @@ GRANT ALL ON FUNCTION tireless.is_lane_name(name text) TO tireless_poller;
 REVOKE ALL ON FUNCTION tireless.is_lease(lease interval) FROM PUBLIC;
 
 --
--- Name: FUNCTION is_terminal(state tireless.job_state); Type: ACL; Schema: tireless; Owner: -
---
-
-REVOKE ALL ON FUNCTION tireless.is_terminal(state tireless.job_state) FROM PUBLIC;
-GRANT ALL ON FUNCTION tireless.is_terminal(state tireless.job_state) TO tireless_runner;
-GRANT ALL ON FUNCTION tireless.is_terminal(state tireless.job_state) TO tireless_poller;
-
---
 -- Name: FUNCTION is_worker_name(worker text); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -5533,6 +6225,15 @@ REVOKE ALL ON FUNCTION tireless.issue_body_limit() FROM PUBLIC;
 REVOKE ALL ON FUNCTION tireless.issue_problem(issue jsonb) FROM PUBLIC;
 
 --
+-- Name: FUNCTION issue_runs(job_id bigint); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.issue_runs(job_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.issue_runs(job_id bigint) TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.issue_runs(job_id bigint) TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.issue_runs(job_id bigint) TO tireless_admin;
+
+--
 -- Name: FUNCTION job_brief(job_id bigint); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -5540,10 +6241,13 @@ REVOKE ALL ON FUNCTION tireless.job_brief(job_id bigint) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.job_brief(job_id bigint) TO tireless_runner;
 
 --
--- Name: TABLE job_event; Type: ACL; Schema: tireless; Owner: -
+-- Name: FUNCTION job_durations(span interval); Type: ACL; Schema: tireless; Owner: -
 --
 
-GRANT SELECT ON TABLE tireless.job_event TO tireless_admin;
+REVOKE ALL ON FUNCTION tireless.job_durations(span interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.job_durations(span interval) TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.job_durations(span interval) TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.job_durations(span interval) TO tireless_admin;
 
 --
 -- Name: FUNCTION job_history(job_id bigint); Type: ACL; Schema: tireless; Owner: -
@@ -5706,6 +6410,15 @@ GRANT ALL ON FUNCTION tireless.prune(older_than interval, max_jobs integer) TO t
 
 REVOKE ALL ON FUNCTION tireless.prune_preview(older_than interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.prune_preview(older_than interval) TO tireless_admin;
+
+--
+-- Name: FUNCTION queue_activity(span interval); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.queue_activity(span interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.queue_activity(span interval) TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.queue_activity(span interval) TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.queue_activity(span interval) TO tireless_admin;
 
 --
 -- Name: FUNCTION record_forge_trouble(name text, error text, until timestamp with time zone); Type: ACL; Schema: tireless; Owner: -
@@ -5873,15 +6586,6 @@ REVOKE ALL ON FUNCTION tireless.retry_forge(name text) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.retry_forge(name text) TO tireless_admin;
 
 --
--- Name: FUNCTION roll_up_history(); Type: ACL; Schema: tireless; Owner: -
---
-
-REVOKE ALL ON FUNCTION tireless.roll_up_history() FROM PUBLIC;
-GRANT ALL ON FUNCTION tireless.roll_up_history() TO tireless_runner;
-GRANT ALL ON FUNCTION tireless.roll_up_history() TO tireless_poller;
-GRANT ALL ON FUNCTION tireless.roll_up_history() TO tireless_admin;
-
---
 -- Name: FUNCTION safe_comment_text(body text); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -5995,6 +6699,15 @@ GRANT ALL ON FUNCTION tireless.untrack_repo(forge text, owner text, repo text) T
 --
 
 REVOKE ALL ON FUNCTION tireless.watch_attempt(job_id bigint, attempt integer, lane text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION worker_ran(job_id bigint, worker text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.worker_ran(job_id bigint, worker text) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.worker_ran(job_id bigint, worker text) TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.worker_ran(job_id bigint, worker text) TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.worker_ran(job_id bigint, worker text) TO tireless_admin;
 
 --
 -- Name: TABLE active_claims; Type: ACL; Schema: tireless; Owner: -
@@ -6115,6 +6828,14 @@ GRANT SELECT ON TABLE tireless.repo_status TO tireless_admin;
 --
 
 GRANT SELECT ON TABLE tireless.tracked_repo TO tireless_admin;
+
+--
+-- Name: TABLE workers; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.workers TO tireless_runner;
+GRANT SELECT ON TABLE tireless.workers TO tireless_poller;
+GRANT SELECT ON TABLE tireless.workers TO tireless_admin;
 
 --
 -- PostgreSQL database dump complete

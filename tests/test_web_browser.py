@@ -143,6 +143,147 @@ def test_a_person_sees_the_lanes_and_a_jobs_timeline(
     assert (tmp_path / "overview.png").stat().st_size > 0
 
 
+def screenshot(driver: object, tmp_path: Path, name: str) -> None:
+    """Into the test's tmp dir; also into the directory TIRELESS_SCREENSHOTS names (docs/web.md's
+    pictures: `TIRELESS_SCREENSHOTS=docs/images pytest tests/test_web_browser.py`)."""
+    from selenium.webdriver import Chrome
+
+    assert isinstance(driver, Chrome)
+    targets = [tmp_path / f"{name}.png"]
+    if os.environ.get("TIRELESS_SCREENSHOTS"):
+        folder = Path(os.environ["TIRELESS_SCREENSHOTS"])
+        folder.mkdir(parents=True, exist_ok=True)
+        targets.append(folder / f"web-{name}.png")
+    for target in targets:
+        assert driver.save_screenshot(str(target))
+
+
+def follow(driver: object, element: object, *keys: str) -> None:
+    """Click element (or type keys into it) and wait until the browser shows the next page."""
+    from selenium.webdriver import Chrome
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.remote.webelement import WebElement
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    assert isinstance(driver, Chrome)
+    assert isinstance(element, WebElement)
+    page = driver.find_element(By.TAG_NAME, "html")
+    if keys:
+        element.send_keys(*keys)
+    else:
+        element.click()
+    WebDriverWait(driver, 30).until(expected_conditions.staleness_of(page))
+
+
+def test_a_person_finds_acts_on_and_follows_the_fleet(
+    store: JobStore, db: Database, dashboard: str, chromium: object, tmp_path: Path
+) -> None:
+    from selenium.webdriver import Chrome
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    assert isinstance(chromium, Chrome)
+    driver = chromium
+    jobs: Jobs = populate(store, db)
+
+    # The overview: times in the browser's zone and as "ago", a pausable auto-refresh.
+    driver.get(dashboard)
+    stamp = driver.find_element(By.CSS_SELECTOR, "main p.muted time")
+    assert "ago" in stamp.text or "now" in stamp.text, stamp.text
+    toggle = driver.find_element(By.ID, "refresh-toggle")
+    assert toggle.is_displayed()
+    assert toggle.text.startswith("Pause auto-refresh")
+    toggle.click()
+    assert toggle.text == "Resume auto-refresh"
+    assert driver.find_element(By.ID, "finished-chart").is_displayed()
+    assert len(driver.find_elements(By.CSS_SELECTOR, "#finished-chart polyline.depth")) == 2
+    screenshot(driver, tmp_path, "overview")
+
+    # Activity over a week, with the wait and run times.
+    follow(driver, driver.find_element(By.LINK_TEXT, "Activity"))
+    follow(driver, driver.find_element(By.LINK_TEXT, "7d"))
+    assert driver.find_element(By.CSS_SELECTOR, "nav.windows b").text == "7d"
+    durations = driver.find_element(By.ID, "durations")
+    assert [th.text for th in durations.find_elements(By.TAG_NAME, "th")][:4] == [
+        "Lane",
+        "Kind",
+        "Claimed",
+        "Wait p50",
+    ]
+    assert driver.find_element(By.ID, "lane-chart-cc").is_displayed()
+    assert driver.save_screenshot(str(tmp_path / "activity.png"))
+
+    # Why it failed: the group, then its jobs.
+    follow(driver, driver.find_element(By.LINK_TEXT, "Failures"))
+    follow(driver, driver.find_element(By.LINK_TEXT, "tests failed"))
+    failed = driver.find_element(By.ID, "failures")
+    assert "tests failed" in failed.text
+    assert failed.find_element(By.LINK_TEXT, str(jobs.failed)).is_displayed()
+
+    # Workers: the one whose lease ran out stopped heartbeating.
+    follow(driver, driver.find_element(By.LINK_TEXT, "Workers"))
+    row = driver.find_element(By.CSS_SELECTOR, "#workers tr.worker-stopped-heartbeating")
+    assert "runner-d" in row.text
+    assert f"job {jobs.past_lease}" in row.text
+    assert driver.save_screenshot(str(tmp_path / "workers.png"))
+
+    # Find: an issue by its number, typed and sent with the keyboard.
+    follow(driver, driver.find_element(By.LINK_TEXT, "Jobs"))
+    search = driver.find_element(By.NAME, "q")
+    follow(driver, search, "#5", Keys.ENTER)
+    found = driver.find_elements(By.CSS_SELECTOR, "#jobs tbody tr")
+    assert [tr.find_elements(By.TAG_NAME, "td")[1].text for tr in found] == [str(jobs.pending)]
+
+    # Act: cancel two jobs at once, confirmed with the keyboard, and read what changed.
+    driver.get(dashboard + "jobs")
+    screenshot(driver, tmp_path, "jobs")
+    for job_id in (jobs.pending, jobs.child):
+        driver.find_element(By.CSS_SELECTOR, f'input[name="job"][value="{job_id}"]').click()
+    follow(driver, driver.find_element(By.XPATH, "//button[@value='cancel']"))
+    assert driver.title.startswith("Confirm: Cancel 2 job(s)")
+    confirm = driver.find_element(By.ID, "confirm")
+    assert driver.switch_to.active_element == confirm, "the confirmation has the focus"
+    follow(driver, confirm, Keys.ENTER)
+    message = driver.find_element(By.ID, "flash")
+    assert message.text == f"Cancelled job {jobs.pending}; cancelled job {jobs.child}."
+
+    # A re-run links to the run before it, and back.
+    driver.find_element(By.CSS_SELECTOR, f'input[name="job"][value="{jobs.failed}"]').click()
+    follow(driver, driver.find_element(By.XPATH, "//button[@value='rerun']"))
+    follow(driver, driver.find_element(By.ID, "confirm"))
+    flash = driver.find_element(By.ID, "flash").text
+    assert flash.startswith(f"Re-ran job {jobs.failed} as job ")
+    new_job = flash.removeprefix(f"Re-ran job {jobs.failed} as job ").rstrip(".")
+    follow(driver, driver.find_element(By.LINK_TEXT, new_job))
+    runs = driver.find_element(By.ID, "runs")
+    assert f"re-run of job {jobs.failed}" in runs.text
+    follow(driver, runs.find_element(By.LINK_TEXT, f"job {jobs.failed}"))
+    assert f"re-run as job {new_job}" in driver.find_element(By.ID, "runs").text
+    screenshot(driver, tmp_path, "job")
+
+    # Dark mode follows the system.
+    driver.execute_cdp_cmd(
+        "Emulation.setEmulatedMedia",
+        {"features": [{"name": "prefers-color-scheme", "value": "dark"}]},
+    )
+    driver.get(dashboard + "activity")
+    background = driver.execute_script("return getComputedStyle(document.body).backgroundColor")
+    assert background == "rgb(21, 24, 30)", background
+    assert driver.save_screenshot(str(tmp_path / "dark.png"))
+
+    # On a phone: nothing wider than the screen but the tables' own scrolling.
+    driver.set_window_size(390, 844)
+    for path in ("", "jobs", f"jobs/{jobs.failed}", "activity", "failures", "workers"):
+        driver.get(dashboard + path)
+        width = driver.execute_script("return document.documentElement.scrollWidth")
+        inner = driver.execute_script("return window.innerWidth")
+        assert width <= inner + 1, (path, width, inner)
+
+    console = driver.get_log("browser")  # type: ignore[no-untyped-call]  # untyped in selenium
+    assert [entry for entry in console if entry["level"] == "SEVERE"] == []
+
+
 @contextmanager
 def framing_site(target: str) -> Iterator[str]:
     """Another origin (a port of its own) whose page shows target in a frame."""

@@ -121,7 +121,7 @@ def test_every_answer_carries_the_security_headers(
         admin.get("/jobs?state=nonsense"),
         admin.get("/metrics"),
         admin.get("/static/style.css"),
-        admin.get("/static/reload.js"),
+        admin.get("/static/dashboard.js"),
         admin.get("/nowhere"),
         admin.get("/", headers={"Host": "rebind.attacker.example"}),
         admin.post("/lanes/cc/pause", data={}, headers={"Origin": "http://evil.example"}),
@@ -139,13 +139,21 @@ def test_every_answer_carries_the_security_headers(
 
 
 def test_no_page_holds_an_inline_script_or_style(admin: TestClient, jobs: Jobs) -> None:
-    for path in ("/", "/jobs", f"/jobs/{jobs.delivered}", "/jobs/424242"):
+    for path in (
+        "/",
+        "/jobs",
+        f"/jobs/{jobs.delivered}",
+        "/jobs/424242",
+        "/activity",
+        "/failures",
+        "/workers",
+    ):
         page = admin.get(path).text
         assert not re.search(r"<script(?![^>]*\bsrc=)", page), path
         assert "<style" not in page, path
         assert not re.search(r"\sstyle=", page), path
         assert not re.search(r"\son[a-z]+=", page), path  # no event handler attributes
-    assert '<script src="/static/reload.js"></script>' in admin.get("/").text
+    assert '<script src="/static/dashboard.js" defer></script>' in admin.get("/").text
 
 
 def test_with_a_token_every_page_asks_for_the_login(db: Database, jobs: Jobs) -> None:

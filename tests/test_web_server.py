@@ -122,7 +122,7 @@ def test_a_client_that_trickles_its_header_is_cut_off(db: Database, tmp_path: Pa
         with socket.create_connection(address(dashboard), timeout=60) as sock:
             trickle(sock)
         kept = http.client.HTTPConnection(*address(dashboard), timeout=60)
-        kept.request("GET", "/static/reload.js")
+        kept.request("GET", "/static/dashboard.js")
         with kept.getresponse() as first:
             assert first.status == 200
             first.read()

@@ -27,7 +27,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from tireless.errors import InvalidArgument, translated_errors
-from tireless.web import connections, hooks, metrics, pages
+from tireless.web import bulk, connections, fleet, hooks, metrics, pages
 from tireless.web.csrf import Csrf
 from tireless.web.guard import Guard, SettingRefused, allowed_hosts, token_from_environment
 
@@ -109,6 +109,10 @@ def create_app(
             Route("/", pages.overview),
             Route("/jobs", pages.jobs),
             Route("/jobs/{job_id:int}", pages.job),
+            Route("/jobs/bulk", bulk.bulk, methods=["POST"]),
+            Route("/activity", fleet.activity),
+            Route("/failures", fleet.failures),
+            Route("/workers", fleet.workers),
             Route("/jobs/{job_id:int}/{action:str}", pages.job_action, methods=["POST"]),
             Route("/lanes/{lane:str}/{action:str}", pages.lane_action, methods=["POST"]),
             Route("/forges/{forge:str}/{action:str}", pages.forge_action, methods=["POST"]),

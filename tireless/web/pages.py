@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
+from markupsafe import Markup
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
@@ -15,7 +16,7 @@ from starlette.responses import RedirectResponse, Response
 from tireless import calls
 from tireless.errors import TirelessError, translated_errors
 from tireless.models import JobKind, JobState
-from tireless.web import chart, reads
+from tireless.web import chart, flash, reads
 
 if TYPE_CHECKING:
     from tireless.web.app import Dashboard
@@ -44,11 +45,36 @@ def age(value: timedelta | float | None) -> str:
     return f"{sign}{total // 86400}d{total % 86400 // 3600:02d}h"
 
 
+def at_most(value: timedelta | None) -> str:
+    """A percentile read from a histogram: the upper bound of its bin."""
+    if value is None:
+        return "-"
+    return "< 1s" if value < timedelta(seconds=1) else f"≤ {age(value)}"
+
+
 def clock(value: datetime | None) -> str:
-    return "-" if value is None else value.astimezone().strftime("%Y-%m-%d %H:%M:%S")
+    return "-" if value is None else value.astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")
 
 
-FILTERS: dict[str, Callable[..., str]] = {"age": age, "clock": clock}
+def when(value: datetime | None) -> Markup:
+    """A time the browser's script shows in its own zone and as "3 min ago" (the server's clock
+    and zone without script)."""
+    if value is None:
+        return Markup("-")
+    return Markup('<time datetime="{}">{}</time>').format(value.isoformat(), clock(value))
+
+
+def first_line(value: str | None) -> str:
+    return "" if not value else value.split("\n", 1)[0]
+
+
+FILTERS: dict[str, Callable[..., str]] = {
+    "age": age,
+    "at_most": at_most,
+    "clock": clock,
+    "when": when,
+    "first_line": first_line,
+}
 
 
 async def who(request: Request) -> dict[str, Any]:
@@ -87,13 +113,21 @@ def render(
     """A page; every page carries the role banner, the database label and a CSRF token."""
     board = dashboard_of(request)
     session = board.csrf.session(request)
+    message = flash.taken(request, board.csrf)
     response = board.templates.TemplateResponse(
         request,
         template,
-        {"database": board.database_label, "csrf": board.csrf.token(session), **context},
+        {
+            "database": board.database_label,
+            "csrf": board.csrf.token(session),
+            "flash": message,
+            **context,
+        },
         status_code=status_code,
     )
     board.csrf.keep(response, session)
+    if message is not None:
+        flash.clear(response)
     return response
 
 
@@ -106,14 +140,14 @@ def problem(request: Request, status: int, message: str) -> Response:
 async def overview(request: Request) -> Response:
     board = dashboard_of(request)
     me = await who(request)
+    activity = await board.rows(reads.ACTIVITY, {"span": chart.WINDOWS["24h"]})  # rolls up first
     lanes = await board.rows(reads.LANES)
     try:
         repos: list[dict[str, Any]] | None = await board.rows(reads.REPOS)
     except TirelessError:
         repos = None  # this role may not read the repositories
-    await board.rows(reads.ROLL_UP_HISTORY)
     now = (await board.rows("SELECT now() AS now"))[0]["now"]
-    finished = chart.finished_per_hour(await board.rows(reads.FINISHED_BY_HOUR), now)
+    finished = chart.activity(activity, chart.GRAINS["24h"], chart.WINDOWS["24h"])
     return render(
         request,
         "overview.html",
@@ -129,7 +163,8 @@ def job_filters(request: Request) -> dict[str, Any]:
         raise HTTPException(400, f"no job state {state!r}")
     if kind is not None and kind not in set(JobKind):
         raise HTTPException(400, f"no job kind {kind!r}")
-    repo_text = query.get("repo") or ""
+    search = searched(query.get("q") or "")
+    repo_text = query.get("repo") or search.pop("repo", "")
     owner, _, repo = repo_text.partition("/")
     if repo_text and not (owner and repo):
         raise HTTPException(400, f"repo takes OWNER/REPO, got {repo_text!r}")
@@ -140,7 +175,22 @@ def job_filters(request: Request) -> dict[str, Any]:
         "forge": query.get("forge") or None,
         "owner": owner or None,
         "repo": repo or None,
+        "worker": query.get("worker") or None,
+        "number": search.get("number"),
+        "words": search.get("words"),
     }
+
+
+def searched(text: str) -> dict[str, Any]:
+    """The search box: `#12` or `12` is an issue number, `owner/repo` a repository, anything
+    else words that the title holds (all of them, in any case)."""
+    words = text.split()
+    number = words[0].lstrip("#") if len(words) == 1 else ""
+    if number.isascii() and number.isdigit() and len(number) < 10:
+        return {"number": int(number)}
+    if len(words) == 1 and words[0].count("/") == 1:
+        return {"repo": words[0]}
+    return {"words": words} if words else {}
 
 
 def job_id_of(request: Request) -> int:
@@ -174,11 +224,13 @@ async def jobs(request: Request) -> Response:
         more_older, found = len(found) > PAGE_SIZE, found[:PAGE_SIZE]
         more_newer = before is not None
     form = {
+        "q": request.query_params.get("q") or None,
         "state": filters["state"],
         "kind": filters["kind"],
         "lane": filters["lane"],
         "forge": filters["forge"],
         "repo": request.query_params.get("repo") or None,
+        "worker": filters["worker"],
     }
     shown = {key: value for key, value in form.items() if value}
     older = urlencode({**shown, "before": found[-1]["id"]}) if found and more_older else None
@@ -195,6 +247,7 @@ async def jobs(request: Request) -> Response:
             "kinds": [str(k) for k in JobKind],
             "older": older,
             "newer": newer,
+            "here": request.url.path + (f"?{request.url.query}" if request.url.query else ""),
         },
     )
 
@@ -208,6 +261,7 @@ async def job(request: Request) -> Response:
     row = found[0]
     forges = await issue_links(request)
     parent = await board.rows(reads.JOB, {"job_id": row["parent_id"]}) if row["parent_id"] else []
+    await board.rows(reads.ROLL_UP_HISTORY)  # the issue's runs are folded from the history
     now = (await board.rows("SELECT now() AS now"))[0]["now"]
     return render(
         request,
@@ -222,6 +276,7 @@ async def job(request: Request) -> Response:
                 {**child, "url": issue_url(forges, child)}
                 for child in await board.rows(reads.CHILDREN, {"job_id": job_id})
             ],
+            "runs": await board.rows(reads.ISSUE_RUNS, {"job_id": job_id}),
             "now": now,
         },
     )
@@ -247,10 +302,9 @@ def back_to(form: Mapping[str, str], default: str) -> str:
     return target if target.startswith("/") and not target.startswith("//") else default
 
 
-async def run_action(
-    request: Request, query: Any, params: dict[str, Any], back: Callable[[Any], str]
-) -> Response:
-    """Run the action's call; back(the first column of its answer) is where the browser goes."""
+async def attempt(request: Request, query: Any, params: dict[str, Any]) -> tuple[Any, str | None]:
+    """Run one call in its own transaction: (the first column of its answer, None), or (None,
+    the store's refusal with its SQLSTATE)."""
     board = dashboard_of(request)
     try:
         async with board.pool.connection() as conn, conn.cursor() as cur:
@@ -258,13 +312,18 @@ async def run_action(
                 await cur.execute(query, params)
                 answer = await cur.fetchone()
     except TirelessError as refusal:
-        return render(
-            request,
-            "problem.html",
-            {"status": 409, "message": f"refused ({refusal.sqlstate}): {refusal}", "me": None},
-            409,
-        )
-    return RedirectResponse(back(answer[0] if answer else None), status_code=303)
+        return None, f"refused ({refusal.sqlstate}): {refusal}"
+    return (answer[0] if answer else None), None
+
+
+async def run_action(
+    request: Request, query: Any, params: dict[str, Any], back: Callable[[Any], str]
+) -> Response:
+    """Run the action's call; back(the first column of its answer) is where the browser goes."""
+    answer, refusal = await attempt(request, query, params)
+    if refusal is not None:
+        return render(request, "problem.html", {"status": 409, "message": refusal, "me": None}, 409)
+    return RedirectResponse(back(answer), status_code=303)
 
 
 LANE_ACTIONS = {

@@ -8,11 +8,16 @@ WHO_AM_I = (
     "SELECT current_user AS role, pg_has_role(current_user, 'tireless_admin', 'MEMBER') AS admin"
 )
 LANES = """
-SELECT s.lane, s.capacity, s.paused, s.breaker, s.consecutive_failures, s.tripped_until,
-       s.pending, s.ready, s.claimed, s.past_lease, s.oldest_pending_seconds
-  FROM tireless.lane_summary s
- ORDER BY s.lane"""
-"""Every lane `tireless status` lists: with settings, live jobs, or jobs finished in 24 hours."""
+SELECT every.lane, s.capacity, coalesce(s.paused, false) AS paused,
+       coalesce(s.breaker, 'closed') AS breaker, coalesce(s.consecutive_failures, 0) AS consecutive_failures,
+       s.tripped_until, coalesce(s.pending, 0) AS pending, coalesce(s.ready, 0) AS ready,
+       coalesce(s.claimed, 0) AS claimed, coalesce(s.past_lease, 0) AS past_lease,
+       extract(epoch FROM s.oldest_pending_age)::float8 AS oldest_pending_seconds
+  FROM (SELECT l.lane FROM tireless.lane_status l UNION SELECT f.lane FROM tireless.finished_jobs f) AS every
+  LEFT JOIN tireless.lane_status s ON s.lane = every.lane
+ ORDER BY every.lane"""
+"""Every lane: with settings or live jobs (lane_status), or that ever finished a job (the
+rolled-up counters: every lane `tireless status` lists, without reading a day of finished jobs)."""
 REPOS = """
 SELECT r.forge, r.owner, r.repo, r.last_poll_at, r.last_success_at, r.last_error, r.last_error_at,
        r.consecutive_failures, r.next_poll_at, r.backoff_until, r.registered,
@@ -21,11 +26,6 @@ SELECT r.forge, r.owner, r.repo, r.last_poll_at, r.last_success_at, r.last_error
   FROM tireless.repo_status r
  ORDER BY r.forge, r.owner, r.repo"""
 ROLL_UP_HISTORY = "SELECT tireless.roll_up_history()"
-FINISHED_BY_HOUR = """
-SELECT h.hour, h.outcome, sum(h.jobs)::bigint AS jobs
-  FROM tireless.finished_jobs_by_hour h
- WHERE h.hour >= date_trunc('hour', now()) - interval '23 hours'
- GROUP BY h.hour, h.outcome"""
 FINISHED = (
     "SELECT f.lane, f.outcome, f.jobs FROM tireless.finished_jobs f ORDER BY f.lane, f.outcome"
 )
@@ -41,6 +41,11 @@ _JOB_FILTERS = (
     " AND (%(kind)s::tireless.job_kind IS NULL OR j.kind = %(kind)s::tireless.job_kind)"
     " AND (%(forge)s::text IS NULL OR j.forge = %(forge)s)"
     " AND (%(owner)s::text IS NULL OR (j.owner, j.repo) = (%(owner)s, %(repo)s))"
+    " AND (%(number)s::integer IS NULL OR j.number = %(number)s)"
+    " AND (%(words)s::text[] IS NULL OR NOT EXISTS (SELECT FROM unnest(%(words)s::text[]) AS w"
+    " WHERE strpos(lower(coalesce(j.title, '')), lower(w)) = 0))"
+    " AND (%(worker)s::text IS NULL OR j.claimed_by = %(worker)s"
+    " OR tireless.worker_ran(j.id, %(worker)s))"
 )
 # Keyset paging: a page is the jobs just below `before` (newest first) or just above `after`.
 JOBS_BEFORE = (
@@ -74,4 +79,34 @@ TRACKED_KEY = (
 POLL_SOON_ONCE = (
     "SELECT tireless.poll_soon_once(forge => %(forge)s, owner => %(owner)s, repo => %(repo)s,"
     " digest => %(digest)s) AS due"
+)
+
+# The dashboard over time, the failures, the workers, an issue's runs (migration 0023).
+ACTIVITY = "SELECT a.* FROM tireless.queue_activity(%(span)s::interval) a"
+DURATIONS = "SELECT d.* FROM tireless.job_durations(%(span)s::interval) d"
+WORKERS = """
+SELECT w.worker, w.lanes, w.job_id, w.jobs_held, w.held_since, w.last_heartbeat, w.lease_ends,
+       w.last_seen, w.first_seen, w.status
+  FROM tireless.workers w
+ ORDER BY w.status = 'idle', w.status = 'working', w.last_seen DESC NULLS LAST, w.worker"""
+FAILURE_GROUPS = "SELECT g.error, g.jobs, g.latest, g.lanes FROM tireless.failure_groups(%(span)s::interval) g LIMIT 50"
+# Failed in the window, newest first (the index of terminal jobs by their last change), and
+# live jobs on a later attempt (retried after a failure or a lost lease).
+FAILED = (
+    "SELECT " + JOB_COLUMNS + " FROM tireless.job_list j"
+    " WHERE j.state = 'failed' AND j.updated_at >= now() - %(span)s::interval"
+    " AND (%(error)s::text IS NULL OR split_part(coalesce(j.note, ''), E'\\n', 1) = %(error)s)"
+    " ORDER BY j.updated_at DESC LIMIT 100"
+)
+RETRIED = (
+    "SELECT " + JOB_COLUMNS + " FROM tireless.job_list j"
+    " WHERE j.state IN ('pending', 'claimed') AND j.attempts > (j.state = 'claimed')::int"
+    " AND (%(error)s::text IS NULL OR split_part(coalesce(j.note, ''), E'\\n', 1) = %(error)s)"
+    " ORDER BY j.id DESC LIMIT 100"
+)
+ISSUE_RUNS = (
+    "SELECT r.id, r.state, r.kind, r.created_at, r.note FROM tireless.issue_runs(%(job_id)s) r"
+)
+JOBS_BY_ID = (
+    "SELECT " + JOB_COLUMNS + " FROM tireless.job_list j WHERE j.id = ANY (%(ids)s) ORDER BY j.id"
 )
