@@ -642,6 +642,7 @@ DECLARE
     turn tireless.lane_repo;
     after_at timestamptz := '-infinity';
     after_id bigint := 0;
+    next_job bigint;
 BEGIN
     LOOP
         SELECT * INTO turn FROM tireless.lane_repo r
@@ -649,43 +650,16 @@ BEGIN
          ORDER BY r.last_claimed_at, r.id
          LIMIT 1
            FOR UPDATE SKIP LOCKED;
-        IF NOT FOUND THEN
-            RETURN;
-        END IF;
+        EXIT WHEN NOT FOUND;
         IF NOT turn.limited OR tireless.repo_has_room(turn.forge, turn.owner, turn.repo) THEN
-            -- Invariant 4: one row transition; the row lock (SKIP LOCKED) and the write share the statement.
-            RETURN QUERY
-            WITH candidate AS (
-                SELECT j.id FROM tireless.job j
-                 WHERE j.state = 'pending' AND j.lane = turn.lane
-                   AND (j.forge, j.owner, j.repo) = (turn.forge, turn.owner, turn.repo) AND j.available_at <= now()
-                 ORDER BY j.lane, j.forge, j.owner, j.repo, j.id
-                 LIMIT 1
-                   FOR UPDATE SKIP LOCKED
-            ), claimed AS (
-                UPDATE tireless.job j
-                   SET state = 'claimed',
-                       claimed_by = claim_in_turn.worker,
-                       claim_expires_at = now() + claim_in_turn.lease,
-                       claim_token = gen_random_uuid(),
-                       attempts = j.attempts + 1,
-                       note = NULL,
-                       updated_at = now()
-                  FROM candidate
-                 WHERE j.id = candidate.id
-                RETURNING j.*
-            ), counted AS (
-                UPDATE tireless.lane_repo r
-                   SET last_claimed_at = clock_timestamp(),
-                       runs = CASE WHEN r.spend_day = tireless.spend_day() THEN r.runs + 1 ELSE 1 END,
-                       agent_time = CASE WHEN r.spend_day = tireless.spend_day() THEN r.agent_time ELSE interval '0' END,
-                       spend_day = tireless.spend_day()
-                 WHERE r.id = turn.id AND EXISTS (SELECT FROM claimed)
-            )
-            SELECT * FROM claimed;
-            IF FOUND THEN
-                RETURN;
-            END IF;
+            SELECT j.id INTO next_job FROM tireless.job j
+             WHERE j.state = 'pending' AND j.available_at <= now()
+               AND (j.lane, j.forge, j.owner, j.repo) >= (turn.lane, turn.forge, turn.owner, turn.repo)
+               AND (j.lane, j.forge, j.owner, j.repo) <= (turn.lane, turn.forge, turn.owner, turn.repo)
+             ORDER BY j.lane, j.forge, j.owner, j.repo, j.id
+             LIMIT 1
+               FOR UPDATE SKIP LOCKED;
+            EXIT WHEN FOUND;
         END IF;
         -- Nothing claimable here (in backoff, locked, or no room): a repository with no pending job left
         -- in the lane leaves the walk until one becomes pending again.
@@ -696,7 +670,51 @@ BEGIN
                               AND (j.forge, j.owner, j.repo) = (turn.forge, turn.owner, turn.repo));
         after_at := turn.last_claimed_at;
         after_id := turn.id;
+        turn := NULL;
     END LOOP;
+    IF next_job IS NULL THEN
+        -- Every repository with work is taken by another claimer at this moment (several runners, few
+        -- repositories): the lane's oldest ready job of a repository without limits, as before turns,
+        -- rather than nothing. A limited lane never gets here: its claims take turns under its row lock.
+        IF EXISTS (SELECT FROM tireless.lane l WHERE l.name = claim_in_turn.lane AND l.limited) THEN
+            RETURN;
+        END IF;
+        SELECT j.id INTO next_job FROM tireless.job j
+         WHERE j.state = 'pending' AND j.lane = ANY (ARRAY[claim_in_turn.lane]) AND j.available_at <= now()
+           AND NOT EXISTS (SELECT FROM tireless.repo_limit l WHERE (l.forge, l.owner, l.repo) = (j.forge, j.owner, j.repo))
+         ORDER BY j.lane, j.id
+         LIMIT 1
+           FOR UPDATE OF j SKIP LOCKED;
+        IF NOT FOUND THEN
+            RETURN;
+        END IF;
+        -- Its turn is counted when no other claimer holds it (that one moves it to the back anyway).
+        SELECT r.* INTO turn FROM tireless.lane_repo r JOIN tireless.job j USING (lane, forge, owner, repo)
+         WHERE j.id = next_job
+           FOR UPDATE OF r SKIP LOCKED;
+    END IF;
+    -- Invariant 4: the job's row lock (SKIP LOCKED above) is held until the claim commits.
+    RETURN QUERY
+    WITH claimed AS (
+        UPDATE tireless.job j
+           SET state = 'claimed',
+               claimed_by = claim_in_turn.worker,
+               claim_expires_at = now() + claim_in_turn.lease,
+               claim_token = gen_random_uuid(),
+               attempts = j.attempts + 1,
+               note = NULL,
+               updated_at = now()
+         WHERE j.id = next_job
+        RETURNING j.*
+    ), counted AS (
+        UPDATE tireless.lane_repo r
+           SET last_claimed_at = clock_timestamp(),
+               runs = CASE WHEN r.spend_day = (now() AT TIME ZONE 'UTC')::date THEN r.runs + 1 ELSE 1 END,
+               agent_time = CASE WHEN r.spend_day = (now() AT TIME ZONE 'UTC')::date THEN r.agent_time ELSE interval '0' END,
+               spend_day = (now() AT TIME ZONE 'UTC')::date
+         WHERE r.id = turn.id
+    )
+    SELECT * FROM claimed;
 END;
 $$;
 
@@ -1299,6 +1317,29 @@ $$;
 COMMENT ON FUNCTION tireless.give_back(job_id bigint, worker text, note text, token uuid) IS 'The holder returns the job because the runner is stopping (SIGTERM, a deploy), not because the job failed: pending and claimable at once, no backoff, no failure for the circuit breaker, not counted against max_attempts (attempts keeps the claim; given_back counts it). The note starts with "given back". A job whose issue withdrew its request ends cancelled instead. TL004 unless worker (and token, when given) holds the claim.';
 
 --
+-- Name: give_turns(); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.give_turns() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    INSERT INTO tireless.lane_repo AS r (lane, forge, owner, repo, limited)
+    SELECT DISTINCT n.lane, n.forge, n.owner, n.repo,
+           EXISTS (SELECT FROM tireless.repo_limit l WHERE (l.forge, l.owner, l.repo) = (n.forge, n.owner, n.repo))
+      FROM created n WHERE n.state = 'pending'
+    ON CONFLICT ON CONSTRAINT one_turn_per_lane_and_repo DO UPDATE SET has_work = true WHERE NOT r.has_work;
+    RETURN NULL;
+END;
+$$;
+
+--
+-- Name: FUNCTION give_turns(); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.give_turns() IS 'Trigger of tireless.job (per insert statement): the repositories of the new pending jobs get a turn with work in their lanes.';
+
+--
 -- Name: heartbeat(bigint, text, interval, uuid); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -1794,32 +1835,23 @@ COMMENT ON FUNCTION tireless.job_rules_hold(job tireless.job) IS 'The rules ever
 CREATE FUNCTION tireless.keep_turns() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
-DECLARE
-    held interval := interval '0';
 BEGIN
-    IF TG_OP = 'INSERT' THEN
-        INSERT INTO tireless.lane_repo AS r (lane, forge, owner, repo, limited)
-        SELECT DISTINCT n.lane, n.forge, n.owner, n.repo,
-               EXISTS (SELECT FROM tireless.repo_limit l WHERE (l.forge, l.owner, l.repo) = (n.forge, n.owner, n.repo))
-          FROM created n WHERE n.state = 'pending'
-        ON CONFLICT ON CONSTRAINT one_turn_per_lane_and_repo DO UPDATE SET has_work = true WHERE NOT r.has_work;
-        RETURN NULL;
-    END IF;
-    IF OLD.state = 'claimed' THEN
-        -- The attempt began at the job's newest claim in its history.
-        SELECT now() - e.at INTO held FROM tireless.job_event e
-         WHERE e.job_id = NEW.id AND e.to_state = 'claimed' ORDER BY e.id DESC LIMIT 1;
-    END IF;
-    INSERT INTO tireless.lane_repo AS r (lane, forge, owner, repo, has_work, limited, agent_time)
-    VALUES (NEW.lane, NEW.forge, NEW.owner, NEW.repo, NEW.state = 'pending',
-            EXISTS (SELECT FROM tireless.repo_limit l WHERE (l.forge, l.owner, l.repo) = (NEW.forge, NEW.owner, NEW.repo)),
-            coalesce(held, interval '0'))
-    ON CONFLICT ON CONSTRAINT one_turn_per_lane_and_repo DO UPDATE
+    UPDATE tireless.lane_repo r
        SET has_work = r.has_work OR NEW.state = 'pending',
-           agent_time = CASE WHEN r.spend_day = tireless.spend_day() THEN r.agent_time ELSE interval '0' END
-                        + excluded.agent_time,
-           runs = CASE WHEN r.spend_day = tireless.spend_day() THEN r.runs ELSE 0 END,
-           spend_day = tireless.spend_day();
+           -- The attempt began at the job's newest claim in its history.
+           agent_time = CASE WHEN r.spend_day = (now() AT TIME ZONE 'UTC')::date THEN r.agent_time ELSE interval '0' END
+                        + coalesce((SELECT now() - e.at FROM tireless.job_event e
+                                     WHERE OLD.state = 'claimed' AND e.job_id = NEW.id AND e.to_state = 'claimed'
+                                     ORDER BY e.id DESC LIMIT 1), interval '0'),
+           runs = CASE WHEN r.spend_day = (now() AT TIME ZONE 'UTC')::date THEN r.runs ELSE 0 END,
+           spend_day = (now() AT TIME ZONE 'UTC')::date
+     WHERE (r.lane, r.forge, r.owner, r.repo) = (NEW.lane, NEW.forge, NEW.owner, NEW.repo);
+    IF NOT FOUND THEN
+        INSERT INTO tireless.lane_repo AS r (lane, forge, owner, repo, has_work, limited)
+        VALUES (NEW.lane, NEW.forge, NEW.owner, NEW.repo, NEW.state = 'pending',
+                EXISTS (SELECT FROM tireless.repo_limit l WHERE (l.forge, l.owner, l.repo) = (NEW.forge, NEW.owner, NEW.repo)))
+        ON CONFLICT ON CONSTRAINT one_turn_per_lane_and_repo DO UPDATE SET has_work = r.has_work OR excluded.has_work;
+    END IF;
     RETURN NULL;
 END;
 $$;
@@ -1828,7 +1860,7 @@ $$;
 -- Name: FUNCTION keep_turns(); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.keep_turns() IS 'Trigger of tireless.job: jobs that become pending (created, returned, re-routed) give their repository a turn with work in their lane; an attempt that ends adds how long it held its claim to the lane and repository''s agent time of today.';
+COMMENT ON FUNCTION tireless.keep_turns() IS 'Trigger of tireless.job (per changed row): a job returned to pending or re-routed gives its repository a turn with work in its lane; an attempt that ends adds how long it held its claim to the lane and repository''s agent time of today (UTC).';
 
 --
 -- Name: labels_problem(text[]); Type: FUNCTION; Schema: tireless; Owner: -
@@ -5160,7 +5192,7 @@ COMMENT ON TRIGGER changed_jobs_take_turns ON tireless.job IS 'A job returned to
 -- Name: job created_jobs_take_turns; Type: TRIGGER; Schema: tireless; Owner: -
 --
 
-CREATE TRIGGER created_jobs_take_turns AFTER INSERT ON tireless.job REFERENCING NEW TABLE AS created FOR EACH STATEMENT EXECUTE FUNCTION tireless.keep_turns();
+CREATE TRIGGER created_jobs_take_turns AFTER INSERT ON tireless.job REFERENCING NEW TABLE AS created FOR EACH STATEMENT EXECUTE FUNCTION tireless.give_turns();
 
 ALTER TABLE tireless.job ENABLE ALWAYS TRIGGER created_jobs_take_turns;
 
@@ -5530,6 +5562,12 @@ GRANT ALL ON FUNCTION tireless.forges() TO tireless_poller;
 
 REVOKE ALL ON FUNCTION tireless.give_back(job_id bigint, worker text, note text, token uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.give_back(job_id bigint, worker text, note text, token uuid) TO tireless_runner;
+
+--
+-- Name: FUNCTION give_turns(); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.give_turns() FROM PUBLIC;
 
 --
 -- Name: FUNCTION heartbeat(job_id bigint, worker text, lease interval, token uuid); Type: ACL; Schema: tireless; Owner: -
