@@ -3826,7 +3826,8 @@ CREATE TABLE tireless.repo_limit (
     agent_time_per_day interval,
     CONSTRAINT repo_agent_time_per_day_positive CHECK ((agent_time_per_day > '00:00:00'::interval)),
     CONSTRAINT repo_capacity_not_negative CHECK ((capacity >= 0)),
-    CONSTRAINT repo_runs_per_day_not_negative CHECK ((runs_per_day >= 0))
+    CONSTRAINT repo_runs_per_day_not_negative CHECK ((runs_per_day >= 0)),
+    CONSTRAINT some_limit_is_set CHECK ((num_nonnulls(capacity, runs_per_day, agent_time_per_day) > 0))
 );
 
 --
@@ -3870,6 +3871,12 @@ COMMENT ON CONSTRAINT repo_capacity_not_negative ON tireless.repo_limit IS 'A ca
 --
 
 COMMENT ON CONSTRAINT repo_runs_per_day_not_negative ON tireless.repo_limit IS 'A budget of runs is null (none) or 0 or more.';
+
+--
+-- Name: CONSTRAINT some_limit_is_set ON repo_limit; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT some_limit_is_set ON tireless.repo_limit IS 'A repository without any limit has no row (claim_next treats it as any other).';
 
 --
 -- Name: set_repo_budget(text, text, text, integer, interval); Type: FUNCTION; Schema: tireless; Owner: -
@@ -3935,13 +3942,16 @@ DECLARE
     result tireless.repo_limit;
 BEGIN
     PERFORM tireless.check_tracked(set_repo_limit.forge, set_repo_limit.owner, set_repo_limit.repo);
-    INSERT INTO tireless.repo_limit AS l (forge, owner, repo, capacity, runs_per_day, agent_time_per_day)
-    VALUES (set_repo_limit.forge, set_repo_limit.owner, set_repo_limit.repo, set_repo_limit.capacity,
-            set_repo_limit.runs_per_day, set_repo_limit.agent_time_per_day)
-    ON CONFLICT (forge, owner, repo) DO UPDATE
-       SET capacity = excluded.capacity, runs_per_day = excluded.runs_per_day,
-           agent_time_per_day = excluded.agent_time_per_day
-    RETURNING l.* INTO result;
+    result := ROW(set_repo_limit.forge, set_repo_limit.owner, set_repo_limit.repo, set_repo_limit.capacity,
+                  set_repo_limit.runs_per_day, set_repo_limit.agent_time_per_day);
+    IF num_nonnulls(result.capacity, result.runs_per_day, result.agent_time_per_day) = 0 THEN
+        DELETE FROM tireless.repo_limit l WHERE (l.forge, l.owner, l.repo) = (result.forge, result.owner, result.repo);
+    ELSE
+        INSERT INTO tireless.repo_limit AS l VALUES (result.*)
+        ON CONFLICT ON CONSTRAINT one_limit_row_per_repo DO UPDATE
+           SET capacity = excluded.capacity, runs_per_day = excluded.runs_per_day,
+               agent_time_per_day = excluded.agent_time_per_day;
+    END IF;
     UPDATE tireless.lane_repo r
        SET limited = num_nonnulls(result.capacity, result.runs_per_day, result.agent_time_per_day) > 0
      WHERE (r.forge, r.owner, r.repo) = (result.forge, result.owner, result.repo);
@@ -3953,7 +3963,7 @@ $$;
 -- Name: FUNCTION set_repo_limit(forge text, owner text, repo text, capacity integer, runs_per_day integer, agent_time_per_day interval); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.set_repo_limit(forge text, owner text, repo text, capacity integer, runs_per_day integer, agent_time_per_day interval) IS 'Writes a tracked repository''s capacity and budgets, and tells its turns whether they are limited. TL008 when it is not tracked.';
+COMMENT ON FUNCTION tireless.set_repo_limit(forge text, owner text, repo text, capacity integer, runs_per_day integer, agent_time_per_day interval) IS 'Writes a tracked repository''s capacity and budgets (no row when all are null), and tells its turns whether they are limited. TL008 when it is not tracked.';
 
 --
 -- Name: short_duration(interval); Type: FUNCTION; Schema: tireless; Owner: -
@@ -4995,6 +5005,19 @@ ALTER TABLE ONLY tireless.mirror_repo
     ADD CONSTRAINT mirror_repo_pkey PRIMARY KEY (forge, owner, repo);
 
 --
+-- Name: repo_limit one_limit_row_per_repo; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.repo_limit
+    ADD CONSTRAINT one_limit_row_per_repo PRIMARY KEY (forge, owner, repo);
+
+--
+-- Name: CONSTRAINT one_limit_row_per_repo ON repo_limit; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT one_limit_row_per_repo ON tireless.repo_limit IS 'A repository has one set of limits.';
+
+--
 -- Name: lane_repo one_turn_per_lane_and_repo; Type: CONSTRAINT; Schema: tireless; Owner: -
 --
 
@@ -5013,13 +5036,6 @@ COMMENT ON CONSTRAINT one_turn_per_lane_and_repo ON tireless.lane_repo IS 'A rep
 
 ALTER TABLE ONLY tireless.policy
     ADD CONSTRAINT policy_pkey PRIMARY KEY (singleton);
-
---
--- Name: repo_limit repo_limit_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
---
-
-ALTER TABLE ONLY tireless.repo_limit
-    ADD CONSTRAINT repo_limit_pkey PRIMARY KEY (forge, owner, repo);
 
 --
 -- Name: repo_poll repo_poll_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -

@@ -61,7 +61,8 @@ CREATE TABLE tireless.repo_limit (
     capacity           integer,
     runs_per_day       integer,
     agent_time_per_day interval,
-    PRIMARY KEY (forge, owner, repo),
+    CONSTRAINT one_limit_row_per_repo PRIMARY KEY (forge, owner, repo),
+    CONSTRAINT some_limit_is_set CHECK (num_nonnulls(capacity, runs_per_day, agent_time_per_day) > 0),
     CONSTRAINT repo_capacity_not_negative CHECK (capacity >= 0),
     CONSTRAINT repo_runs_per_day_not_negative CHECK (runs_per_day >= 0),
     CONSTRAINT repo_agent_time_per_day_positive CHECK (agent_time_per_day > interval '0')
@@ -73,6 +74,9 @@ COMMENT ON COLUMN tireless.repo_limit.capacity IS 'At most this many claimed job
 COMMENT ON COLUMN tireless.repo_limit.runs_per_day IS 'At most this many claims of the repository''s jobs per UTC day; null: no budget.';
 COMMENT ON COLUMN tireless.repo_limit.agent_time_per_day IS
     'No claim once the repository''s attempts ended today held their claims this long in all; null: no budget.';
+COMMENT ON CONSTRAINT one_limit_row_per_repo ON tireless.repo_limit IS 'A repository has one set of limits.';
+COMMENT ON CONSTRAINT some_limit_is_set ON tireless.repo_limit IS
+    'A repository without any limit has no row (claim_next treats it as any other).';
 COMMENT ON CONSTRAINT repo_capacity_not_negative ON tireless.repo_limit IS 'A capacity is null (none) or 0 or more.';
 COMMENT ON CONSTRAINT repo_runs_per_day_not_negative ON tireless.repo_limit IS 'A budget of runs is null (none) or 0 or more.';
 COMMENT ON CONSTRAINT repo_agent_time_per_day_positive ON tireless.repo_limit IS 'A budget of agent time is null (none) or more than 0.';
@@ -468,13 +472,16 @@ DECLARE
     result tireless.repo_limit;
 BEGIN
     PERFORM tireless.check_tracked(set_repo_limit.forge, set_repo_limit.owner, set_repo_limit.repo);
-    INSERT INTO tireless.repo_limit AS l (forge, owner, repo, capacity, runs_per_day, agent_time_per_day)
-    VALUES (set_repo_limit.forge, set_repo_limit.owner, set_repo_limit.repo, set_repo_limit.capacity,
-            set_repo_limit.runs_per_day, set_repo_limit.agent_time_per_day)
-    ON CONFLICT (forge, owner, repo) DO UPDATE
-       SET capacity = excluded.capacity, runs_per_day = excluded.runs_per_day,
-           agent_time_per_day = excluded.agent_time_per_day
-    RETURNING l.* INTO result;
+    result := ROW(set_repo_limit.forge, set_repo_limit.owner, set_repo_limit.repo, set_repo_limit.capacity,
+                  set_repo_limit.runs_per_day, set_repo_limit.agent_time_per_day);
+    IF num_nonnulls(result.capacity, result.runs_per_day, result.agent_time_per_day) = 0 THEN
+        DELETE FROM tireless.repo_limit l WHERE (l.forge, l.owner, l.repo) = (result.forge, result.owner, result.repo);
+    ELSE
+        INSERT INTO tireless.repo_limit AS l VALUES (result.*)
+        ON CONFLICT ON CONSTRAINT one_limit_row_per_repo DO UPDATE
+           SET capacity = excluded.capacity, runs_per_day = excluded.runs_per_day,
+               agent_time_per_day = excluded.agent_time_per_day;
+    END IF;
     UPDATE tireless.lane_repo r
        SET limited = num_nonnulls(result.capacity, result.runs_per_day, result.agent_time_per_day) > 0
      WHERE (r.forge, r.owner, r.repo) = (result.forge, result.owner, result.repo);
@@ -482,8 +489,8 @@ BEGIN
 END;
 $$;
 COMMENT ON FUNCTION tireless.set_repo_limit(text, text, text, integer, integer, interval) IS
-    'Writes a tracked repository''s capacity and budgets, and tells its turns whether they are limited. TL008 when '
-    'it is not tracked.';
+    'Writes a tracked repository''s capacity and budgets (no row when all are null), and tells its turns whether '
+    'they are limited. TL008 when it is not tracked.';
 
 CREATE FUNCTION tireless.set_repo_capacity(forge text, owner text, repo text, capacity integer)
     RETURNS tireless.repo_limit
