@@ -36,6 +36,7 @@ soak: install pg-binaries
 
 bench: install pg-binaries
 	$(PY) bench/run.py $(if $(QUICK),--quick)
+	$(PY) bench/fairness.py $(if $(QUICK),--quick)
 	$(PY) bench/web.py $(if $(QUICK),--quick)
 	cd bench && ../$(PY) poll.py $(if $(QUICK),--issues 100 --batch 1000 --repeats 1)
 

@@ -1328,7 +1328,7 @@ BEGIN
     SELECT DISTINCT n.lane, n.forge, n.owner, n.repo,
            EXISTS (SELECT FROM tireless.repo_limit l WHERE (l.forge, l.owner, l.repo) = (n.forge, n.owner, n.repo))
       FROM created n WHERE n.state = 'pending'
-    ON CONFLICT ON CONSTRAINT one_turn_per_lane_and_repo DO UPDATE SET has_work = true WHERE NOT r.has_work;
+    ON CONFLICT ON CONSTRAINT one_turn_per_lane_and_repo DO UPDATE SET has_work = true;
     RETURN NULL;
 END;
 $$;
@@ -1836,21 +1836,26 @@ CREATE FUNCTION tireless.keep_turns() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 BEGIN
-    UPDATE tireless.lane_repo r
-       SET has_work = r.has_work OR NEW.state = 'pending',
-           -- The attempt began at the job's newest claim in its history.
-           agent_time = CASE WHEN r.spend_day = (now() AT TIME ZONE 'UTC')::date THEN r.agent_time ELSE interval '0' END
-                        + coalesce((SELECT now() - e.at FROM tireless.job_event e
-                                     WHERE OLD.state = 'claimed' AND e.job_id = NEW.id AND e.to_state = 'claimed'
-                                     ORDER BY e.id DESC LIMIT 1), interval '0'),
-           runs = CASE WHEN r.spend_day = (now() AT TIME ZONE 'UTC')::date THEN r.runs ELSE 0 END,
-           spend_day = (now() AT TIME ZONE 'UTC')::date
-     WHERE (r.lane, r.forge, r.owner, r.repo) = (NEW.lane, NEW.forge, NEW.owner, NEW.repo);
-    IF NOT FOUND THEN
-        INSERT INTO tireless.lane_repo AS r (lane, forge, owner, repo, has_work, limited)
-        VALUES (NEW.lane, NEW.forge, NEW.owner, NEW.repo, NEW.state = 'pending',
+    IF NEW.state = 'pending' THEN
+        INSERT INTO tireless.lane_repo AS r (lane, forge, owner, repo, limited)
+        VALUES (NEW.lane, NEW.forge, NEW.owner, NEW.repo,
                 EXISTS (SELECT FROM tireless.repo_limit l WHERE (l.forge, l.owner, l.repo) = (NEW.forge, NEW.owner, NEW.repo)))
-        ON CONFLICT ON CONSTRAINT one_turn_per_lane_and_repo DO UPDATE SET has_work = r.has_work OR excluded.has_work;
+        ON CONFLICT ON CONSTRAINT one_turn_per_lane_and_repo DO UPDATE SET has_work = true;
+    END IF;
+    IF OLD.state = 'claimed'
+       AND (EXISTS (SELECT FROM tireless.lane l WHERE l.name = OLD.lane AND l.agent_time_per_day IS NOT NULL)
+            OR EXISTS (SELECT FROM tireless.repo_limit l
+                        WHERE (l.forge, l.owner, l.repo) = (OLD.forge, OLD.owner, OLD.repo)
+                          AND l.agent_time_per_day IS NOT NULL)) THEN
+        UPDATE tireless.lane_repo r
+           SET agent_time = CASE WHEN r.spend_day = (now() AT TIME ZONE 'UTC')::date THEN r.agent_time ELSE interval '0' END
+                            -- The attempt began at the job's newest claim in its history.
+                            + coalesce((SELECT now() - e.at FROM tireless.job_event e
+                                         WHERE e.job_id = OLD.id AND e.to_state = 'claimed'
+                                         ORDER BY e.id DESC LIMIT 1), interval '0'),
+               runs = CASE WHEN r.spend_day = (now() AT TIME ZONE 'UTC')::date THEN r.runs ELSE 0 END,
+               spend_day = (now() AT TIME ZONE 'UTC')::date
+         WHERE (r.lane, r.forge, r.owner, r.repo) = (OLD.lane, OLD.forge, OLD.owner, OLD.repo);
     END IF;
     RETURN NULL;
 END;
@@ -1860,7 +1865,7 @@ $$;
 -- Name: FUNCTION keep_turns(); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.keep_turns() IS 'Trigger of tireless.job (per changed row): a job returned to pending or re-routed gives its repository a turn with work in its lane; an attempt that ends adds how long it held its claim to the lane and repository''s agent time of today (UTC).';
+COMMENT ON FUNCTION tireless.keep_turns() IS 'Trigger of tireless.job (per changed row): a job returned to pending or re-routed gives its repository a turn with work in its lane; an attempt under an agent-time budget (its lane''s or its repository''s) that ends adds how long it held its claim to the lane and repository''s agent time of today (UTC).';
 
 --
 -- Name: labels_problem(text[]); Type: FUNCTION; Schema: tireless; Owner: -
@@ -2007,7 +2012,7 @@ COMMENT ON COLUMN tireless.lane_repo.runs IS 'Jobs of the repository claimed in 
 -- Name: COLUMN lane_repo.agent_time; Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON COLUMN tireless.lane_repo.agent_time IS 'Time the repository''s attempts in the lane held their claim, counted when each attempt ended on spend_day.';
+COMMENT ON COLUMN tireless.lane_repo.agent_time IS 'Time the repository''s attempts in the lane held their claim, counted when each attempt ended on spend_day under an agent-time budget (the lane''s or the repository''s).';
 
 --
 -- Name: CONSTRAINT spend_not_negative ON lane_repo; Type: COMMENT; Schema: tireless; Owner: -

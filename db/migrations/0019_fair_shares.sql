@@ -33,7 +33,8 @@ COMMENT ON COLUMN tireless.lane_repo.limited IS
 COMMENT ON COLUMN tireless.lane_repo.spend_day IS 'The UTC calendar day that runs and agent_time count; a new day starts them at 0.';
 COMMENT ON COLUMN tireless.lane_repo.runs IS 'Jobs of the repository claimed in the lane on spend_day (each claim is a run).';
 COMMENT ON COLUMN tireless.lane_repo.agent_time IS
-    'Time the repository''s attempts in the lane held their claim, counted when each attempt ended on spend_day.';
+    'Time the repository''s attempts in the lane held their claim, counted when each attempt ended on spend_day '
+    'under an agent-time budget (the lane''s or the repository''s).';
 COMMENT ON CONSTRAINT one_turn_per_lane_and_repo ON tireless.lane_repo IS 'A repository has one turn per lane.';
 COMMENT ON CONSTRAINT spend_not_negative ON tireless.lane_repo IS 'Runs and agent time are counts of what happened.';
 -- claim_next's walk: the lane's repositories with work, the longest-waiting first.
@@ -130,6 +131,8 @@ COMMENT ON FUNCTION tireless.repo_spend(text, text, text) IS 'How many runs and 
 -- 4. The trigger that keeps the turns: a job that becomes pending gives its repository a turn with
 -- work in its lane; an attempt that ends adds the time it held its claim to today's agent_time.
 -- ENABLE ALWAYS: a bulk load with session_replication_role = replica still gives its jobs their turn.
+-- A job that becomes pending sets has_work under the turn's row lock (waiting for a claimer that holds
+-- the turn to commit), so it is never lost to a claimer clearing the hint at the same moment.
 CREATE FUNCTION tireless.give_turns() RETURNS trigger
     LANGUAGE plpgsql
 AS $$
@@ -138,42 +141,48 @@ BEGIN
     SELECT DISTINCT n.lane, n.forge, n.owner, n.repo,
            EXISTS (SELECT FROM tireless.repo_limit l WHERE (l.forge, l.owner, l.repo) = (n.forge, n.owner, n.repo))
       FROM created n WHERE n.state = 'pending'
-    ON CONFLICT ON CONSTRAINT one_turn_per_lane_and_repo DO UPDATE SET has_work = true WHERE NOT r.has_work;
+    ON CONFLICT ON CONSTRAINT one_turn_per_lane_and_repo DO UPDATE SET has_work = true;
     RETURN NULL;
 END;
 $$;
 COMMENT ON FUNCTION tireless.give_turns() IS
     'Trigger of tireless.job (per insert statement): the repositories of the new pending jobs get a turn with work in their lanes.';
 
--- One statement in the common case (the turn exists): an attempt that ends is the finish of every
--- claim, so this runs in the hot path.
+-- On the hot path (every finish), so the common case is one test: agent time is counted only for an
+-- attempt under an agent-time budget (of its lane or its repository), the one case that needs it; a
+-- count kept for every finish would make the finishes of one repository wait for each other.
 CREATE FUNCTION tireless.keep_turns() RETURNS trigger
     LANGUAGE plpgsql
 AS $$
 BEGIN
-    UPDATE tireless.lane_repo r
-       SET has_work = r.has_work OR NEW.state = 'pending',
-           -- The attempt began at the job's newest claim in its history.
-           agent_time = CASE WHEN r.spend_day = (now() AT TIME ZONE 'UTC')::date THEN r.agent_time ELSE interval '0' END
-                        + coalesce((SELECT now() - e.at FROM tireless.job_event e
-                                     WHERE OLD.state = 'claimed' AND e.job_id = NEW.id AND e.to_state = 'claimed'
-                                     ORDER BY e.id DESC LIMIT 1), interval '0'),
-           runs = CASE WHEN r.spend_day = (now() AT TIME ZONE 'UTC')::date THEN r.runs ELSE 0 END,
-           spend_day = (now() AT TIME ZONE 'UTC')::date
-     WHERE (r.lane, r.forge, r.owner, r.repo) = (NEW.lane, NEW.forge, NEW.owner, NEW.repo);
-    IF NOT FOUND THEN
-        INSERT INTO tireless.lane_repo AS r (lane, forge, owner, repo, has_work, limited)
-        VALUES (NEW.lane, NEW.forge, NEW.owner, NEW.repo, NEW.state = 'pending',
+    IF NEW.state = 'pending' THEN
+        INSERT INTO tireless.lane_repo AS r (lane, forge, owner, repo, limited)
+        VALUES (NEW.lane, NEW.forge, NEW.owner, NEW.repo,
                 EXISTS (SELECT FROM tireless.repo_limit l WHERE (l.forge, l.owner, l.repo) = (NEW.forge, NEW.owner, NEW.repo)))
-        ON CONFLICT ON CONSTRAINT one_turn_per_lane_and_repo DO UPDATE SET has_work = r.has_work OR excluded.has_work;
+        ON CONFLICT ON CONSTRAINT one_turn_per_lane_and_repo DO UPDATE SET has_work = true;
+    END IF;
+    IF OLD.state = 'claimed'
+       AND (EXISTS (SELECT FROM tireless.lane l WHERE l.name = OLD.lane AND l.agent_time_per_day IS NOT NULL)
+            OR EXISTS (SELECT FROM tireless.repo_limit l
+                        WHERE (l.forge, l.owner, l.repo) = (OLD.forge, OLD.owner, OLD.repo)
+                          AND l.agent_time_per_day IS NOT NULL)) THEN
+        UPDATE tireless.lane_repo r
+           SET agent_time = CASE WHEN r.spend_day = (now() AT TIME ZONE 'UTC')::date THEN r.agent_time ELSE interval '0' END
+                            -- The attempt began at the job's newest claim in its history.
+                            + coalesce((SELECT now() - e.at FROM tireless.job_event e
+                                         WHERE e.job_id = OLD.id AND e.to_state = 'claimed'
+                                         ORDER BY e.id DESC LIMIT 1), interval '0'),
+               runs = CASE WHEN r.spend_day = (now() AT TIME ZONE 'UTC')::date THEN r.runs ELSE 0 END,
+               spend_day = (now() AT TIME ZONE 'UTC')::date
+         WHERE (r.lane, r.forge, r.owner, r.repo) = (OLD.lane, OLD.forge, OLD.owner, OLD.repo);
     END IF;
     RETURN NULL;
 END;
 $$;
 COMMENT ON FUNCTION tireless.keep_turns() IS
     'Trigger of tireless.job (per changed row): a job returned to pending or re-routed gives its repository a turn '
-    'with work in its lane; an attempt that ends adds how long it held its claim to the lane and repository''s '
-    'agent time of today (UTC).';
+    'with work in its lane; an attempt under an agent-time budget (its lane''s or its repository''s) that ends adds '
+    'how long it held its claim to the lane and repository''s agent time of today (UTC).';
 
 CREATE TRIGGER created_jobs_take_turns
     AFTER INSERT ON tireless.job

@@ -9,7 +9,8 @@ WHO_AM_I = (
 )
 LANES = """
 SELECT s.lane, s.capacity, s.paused, s.breaker, s.consecutive_failures, s.tripped_until,
-       s.pending, s.ready, s.claimed, s.past_lease, s.oldest_pending_seconds
+       s.pending, s.ready, s.claimed, s.past_lease, s.oldest_pending_seconds,
+       s.runs_today, s.agent_seconds_today, s.runs_per_day, s.agent_seconds_per_day, s.budget_resets_at
   FROM tireless.lane_summary s
  ORDER BY s.lane"""
 """Every lane `tireless status` lists: with settings, live jobs, or jobs finished in 24 hours."""
