@@ -5027,13 +5027,13 @@ COMMENT ON CONSTRAINT one_limit_row_per_repo ON tireless.repo_limit IS 'A reposi
 --
 
 ALTER TABLE ONLY tireless.lane_repo
-    ADD CONSTRAINT one_turn_per_lane_and_repo UNIQUE (lane, forge, owner, repo);
+    ADD CONSTRAINT one_turn_per_lane_and_repo UNIQUE (forge, owner, repo, lane);
 
 --
 -- Name: CONSTRAINT one_turn_per_lane_and_repo ON lane_repo; Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON CONSTRAINT one_turn_per_lane_and_repo ON tireless.lane_repo IS 'A repository has one turn per lane.';
+COMMENT ON CONSTRAINT one_turn_per_lane_and_repo ON tireless.lane_repo IS 'A repository has one turn per lane. Repository first: its limits and spend read its turns in every lane. Every claim writes its turn, so the table has no other index but the walk''s (a lane''s spend, read only for a lane with a budget, scans the table).';
 
 --
 -- Name: policy policy_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
@@ -5170,18 +5170,6 @@ CREATE INDEX terminal_jobs_by_change ON tireless.job USING btree (updated_at) WH
 --
 
 COMMENT ON INDEX tireless.terminal_jobs_by_change IS 'Terminal jobs by their last change: what prune deletes, and the recent window queue_stats counts.';
-
---
--- Name: turns_by_repo; Type: INDEX; Schema: tireless; Owner: -
---
-
-CREATE INDEX turns_by_repo ON tireless.lane_repo USING btree (forge, owner, repo);
-
---
--- Name: INDEX turns_by_repo; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON INDEX tireless.turns_by_repo IS 'A repository''s turns in every lane: its limits and its spend.';
 
 --
 -- Name: webhook_delivery_by_age; Type: INDEX; Schema: tireless; Owner: -

@@ -16,7 +16,7 @@ CREATE TABLE tireless.lane_repo (
     spend_day       date        NOT NULL DEFAULT (now() AT TIME ZONE 'UTC')::date,
     runs            integer     NOT NULL DEFAULT 0,
     agent_time      interval    NOT NULL DEFAULT '0',
-    CONSTRAINT one_turn_per_lane_and_repo UNIQUE (lane, forge, owner, repo),
+    CONSTRAINT one_turn_per_lane_and_repo UNIQUE (forge, owner, repo, lane),
     CONSTRAINT spend_not_negative CHECK (runs >= 0 AND agent_time >= interval '0')
 );
 COMMENT ON TABLE tireless.lane_repo IS
@@ -35,13 +35,14 @@ COMMENT ON COLUMN tireless.lane_repo.runs IS 'Jobs of the repository claimed in 
 COMMENT ON COLUMN tireless.lane_repo.agent_time IS
     'Time the repository''s attempts in the lane held their claim, counted when each attempt ended on spend_day '
     'under an agent-time budget (the lane''s or the repository''s).';
-COMMENT ON CONSTRAINT one_turn_per_lane_and_repo ON tireless.lane_repo IS 'A repository has one turn per lane.';
+COMMENT ON CONSTRAINT one_turn_per_lane_and_repo ON tireless.lane_repo IS
+    'A repository has one turn per lane. Repository first: its limits and spend read its turns in every lane. '
+    'Every claim writes its turn, so the table has no other index but the walk''s (a lane''s spend, read only for '
+    'a lane with a budget, scans the table).';
 COMMENT ON CONSTRAINT spend_not_negative ON tireless.lane_repo IS 'Runs and agent time are counts of what happened.';
 -- claim_next's walk: the lane's repositories with work, the longest-waiting first.
 CREATE INDEX repos_in_turn_order ON tireless.lane_repo (lane, last_claimed_at, id) WHERE has_work;
 COMMENT ON INDEX tireless.repos_in_turn_order IS 'claim_next: the lane''s repositories that have work, longest-waiting first.';
-CREATE INDEX turns_by_repo ON tireless.lane_repo (forge, owner, repo);
-COMMENT ON INDEX tireless.turns_by_repo IS 'A repository''s turns in every lane: its limits and its spend.';
 
 -- The oldest pending job of one repository in one lane: the existing claim order with the repository.
 CREATE INDEX pending_jobs_in_repo_order ON tireless.job (lane, forge, owner, repo, id) WHERE state = 'pending';
