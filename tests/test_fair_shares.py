@@ -334,7 +334,11 @@ def test_the_command_line_sets_budgets_limits_and_repository_shares(
 
 
 def test_a_job_returned_to_pending_takes_its_turn_again(db: Database, store: JobStore) -> None:
+    """With a limit, a repository's jobs are claimed only through its turns (never as the lane's
+    oldest job when every turn is taken), so the job must give its repository its turn back."""
     enqueue_repos(store, {"a": 1, "b": 1})
+    for repo in ("a", "b"):
+        store.set_repo_capacity(FORGE, OWNER, repo, 5)
     first = store.claim_next("w1", ["cc"])
     second = store.claim_next("w1", ["cc"])
     assert first is not None
@@ -345,3 +349,15 @@ def test_a_job_returned_to_pending_takes_its_turn_again(db: Database, store: Job
     assert again is not None
     assert again.id == first.id
     assert again.state is JobState.CLAIMED
+
+
+def test_a_job_routed_to_another_lane_takes_its_turn_there(store: JobStore) -> None:
+    """With a limit, a repository's jobs are claimed only through its turns: the new lane's turn
+    must exist for the re-routed job to be claimed."""
+    enqueue_repos(store, {"widgets": 1})
+    store.set_repo_capacity(FORGE, OWNER, "widgets", 1)
+    assert store.refresh_lane(FORGE, OWNER, "widgets", 1, [*WORK, "tireless/agent:oc"]) == "oc"
+    assert store.claim_next("w1", ["cc"]) is None
+    job = store.claim_next("w1", ["oc"])
+    assert job is not None
+    assert job.lane == "oc"
