@@ -423,6 +423,46 @@ CREATE FUNCTION tireless.bin_bound(bin smallint) RETURNS interval
 COMMENT ON FUNCTION tireless.bin_bound(bin smallint) IS 'The longest duration of a histogram bin (see tireless.duration_bin).';
 
 --
+-- Name: budget_spent(bigint, interval, integer, interval); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.budget_spent(runs bigint, agent_time interval, runs_per_day integer, agent_time_per_day interval) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN (COALESCE((runs >= runs_per_day), false) OR COALESCE((agent_time >= agent_time_per_day), false));
+
+--
+-- Name: FUNCTION budget_spent(runs bigint, agent_time interval, runs_per_day integer, agent_time_per_day interval); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.budget_spent(runs bigint, agent_time interval, runs_per_day integer, agent_time_per_day interval) IS 'True when today''s runs or agent time reached its budget (a null budget is never spent).';
+
+--
+-- Name: check_budget(integer, interval); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.check_budget(runs_per_day integer, agent_time_per_day interval) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    AS $$
+BEGIN
+    IF check_budget.runs_per_day < 0 THEN
+        RAISE EXCEPTION 'runs_per_day must be null (no budget) or at least 0, got %', check_budget.runs_per_day
+            USING ERRCODE = 'TL005';
+    END IF;
+    IF check_budget.agent_time_per_day <= interval '0' OR check_budget.agent_time_per_day > interval '1000 days' THEN
+        RAISE EXCEPTION 'agent_time_per_day must be null (no budget) or more than 0 and at most 1000 days, got %',
+            check_budget.agent_time_per_day
+            USING ERRCODE = 'TL005';
+    END IF;
+END;
+$$;
+
+--
+-- Name: FUNCTION check_budget(runs_per_day integer, agent_time_per_day interval); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.check_budget(runs_per_day integer, agent_time_per_day interval) IS 'Raises TL005 (naming the setting) unless runs_per_day is null or >= 0 and agent_time_per_day null or in (0, 1000 days].';
+
+--
 -- Name: check_forge(text); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -670,6 +710,100 @@ $$;
 COMMENT ON FUNCTION tireless.check_worker(worker text) IS 'Raises TL005 unless worker is a non-blank name of at most 200 characters (tireless.is_worker_name).';
 
 --
+-- Name: claim_in_turn(text, text, interval); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.claim_in_turn(worker text, lane text, lease interval) RETURNS SETOF tireless.job
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    turn tireless.lane_repo;
+    after_at timestamptz := '-infinity';
+    after_id bigint := 0;
+    next_job bigint;
+BEGIN
+    LOOP
+        SELECT * INTO turn FROM tireless.lane_repo r
+         WHERE r.lane = claim_in_turn.lane AND r.has_work AND (r.last_claimed_at, r.id) > (after_at, after_id)
+         ORDER BY r.last_claimed_at, r.id
+         LIMIT 1
+           FOR UPDATE SKIP LOCKED;
+        EXIT WHEN NOT FOUND;
+        IF NOT turn.limited OR tireless.repo_has_room(turn.forge, turn.owner, turn.repo) THEN
+            SELECT j.id INTO next_job FROM tireless.job j
+             WHERE j.state = 'pending' AND j.available_at <= now()
+               AND (j.lane, j.forge, j.owner, j.repo) >= (turn.lane, turn.forge, turn.owner, turn.repo)
+               AND (j.lane, j.forge, j.owner, j.repo) <= (turn.lane, turn.forge, turn.owner, turn.repo)
+             ORDER BY j.lane, j.forge, j.owner, j.repo, j.id
+             LIMIT 1
+               FOR UPDATE SKIP LOCKED;
+            EXIT WHEN FOUND;
+        END IF;
+        -- Nothing claimable here (in backoff, locked, or no room): a repository with no pending job left
+        -- in the lane leaves the walk until one becomes pending again.
+        UPDATE tireless.lane_repo r SET has_work = false
+         WHERE r.id = turn.id
+           AND NOT EXISTS (SELECT FROM tireless.job j
+                            WHERE j.state = 'pending' AND j.lane = turn.lane
+                              AND (j.forge, j.owner, j.repo) = (turn.forge, turn.owner, turn.repo));
+        after_at := turn.last_claimed_at;
+        after_id := turn.id;
+        turn := NULL;
+    END LOOP;
+    IF next_job IS NULL THEN
+        -- Every repository with work is taken by another claimer at this moment (several runners, few
+        -- repositories): the lane's oldest ready job of a repository without limits, as before turns,
+        -- rather than nothing. A limited lane never gets here: its claims take turns under its row lock.
+        IF EXISTS (SELECT FROM tireless.lane l WHERE l.name = claim_in_turn.lane AND l.limited) THEN
+            RETURN;
+        END IF;
+        SELECT j.id INTO next_job FROM tireless.job j
+         WHERE j.state = 'pending' AND j.lane = ANY (ARRAY[claim_in_turn.lane]) AND j.available_at <= now()
+           AND NOT EXISTS (SELECT FROM tireless.repo_limit l WHERE (l.forge, l.owner, l.repo) = (j.forge, j.owner, j.repo))
+         ORDER BY j.lane, j.id
+         LIMIT 1
+           FOR UPDATE OF j SKIP LOCKED;
+        IF NOT FOUND THEN
+            RETURN;
+        END IF;
+        -- Its turn is counted when no other claimer holds it (that one moves it to the back anyway).
+        SELECT r.* INTO turn FROM tireless.lane_repo r JOIN tireless.job j USING (lane, forge, owner, repo)
+         WHERE j.id = next_job
+           FOR UPDATE OF r SKIP LOCKED;
+    END IF;
+    -- Invariant 4: the job's row lock (SKIP LOCKED above) is held until the claim commits.
+    RETURN QUERY
+    WITH claimed AS (
+        UPDATE tireless.job j
+           SET state = 'claimed',
+               claimed_by = claim_in_turn.worker,
+               claimed_login = session_user,  -- one login, one runner (0019_holder_login)
+               claim_expires_at = now() + claim_in_turn.lease,
+               claim_token = gen_random_uuid(),
+               attempts = j.attempts + 1,
+               note = NULL,
+               updated_at = now()
+         WHERE j.id = next_job
+        RETURNING j.*
+    ), counted AS (
+        UPDATE tireless.lane_repo r
+           SET last_claimed_at = clock_timestamp(),
+               runs = CASE WHEN r.spend_day = (now() AT TIME ZONE 'UTC')::date THEN r.runs + 1 ELSE 1 END,
+               agent_time = CASE WHEN r.spend_day = (now() AT TIME ZONE 'UTC')::date THEN r.agent_time ELSE interval '0' END,
+               spend_day = (now() AT TIME ZONE 'UTC')::date
+         WHERE r.id = turn.id
+    )
+    SELECT * FROM claimed;
+END;
+$$;
+
+--
+-- Name: FUNCTION claim_in_turn(worker text, lane text, lease interval); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.claim_in_turn(worker text, lane text, lease interval) IS 'claim_next in one lane: the oldest ready pending job of the repository whose last claim in the lane is oldest (round-robin), skipping repositories that are locked by another claimer, at their capacity or out of budget; moves that repository to the back and counts the run. Zero rows when nothing is claimable.';
+
+--
 -- Name: claim_next(text, text[], interval); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -682,46 +816,23 @@ DECLARE
     open_lanes text[];
     any_capped boolean;
     capped record;
+    spent record;
     next_lane text;
 BEGIN
-    -- The common case, one test and one statement: a well-formed call for one lane that hands out
-    -- work without a count (no settings row, or one that is unlimited, not paused and not tripped).
-    -- The lane test is a one-time filter of the statement, so a lane that has settings costs no scan
-    -- here. One test, not one per argument: PL/pgSQL prepares each expression again in every
-    -- transaction, and every claim is a transaction of its own.
+    -- The common case: a well-formed call for one lane that hands out work without a count (no
+    -- settings row, or one that is unlimited, not paused and not tripped). One test, not one per
+    -- argument: PL/pgSQL prepares each expression again in every transaction, and every claim is a
+    -- transaction of its own.
     IF tireless.is_worker_name(claim_next.worker) AND tireless.is_lease(claim_next.lease)
        AND cardinality(claim_next.lanes) = 1 AND tireless.is_lane_name(claim_next.lanes[1]) THEN
-        -- Invariant 4: one row transition; the row lock (SKIP LOCKED) and the write share the statement.
-        RETURN QUERY
-        WITH candidate AS (
-            SELECT j.id FROM tireless.job j
-             WHERE j.state = 'pending' AND j.lane = ANY (ARRAY[claim_next.lanes[1]]) AND j.available_at <= now()
-               AND NOT EXISTS (SELECT FROM tireless.lane l
-                                WHERE l.name = claim_next.lanes[1]
-                                  AND (l.capacity IS NOT NULL OR NOT tireless.lane_hands_out_work(l.paused, l.tripped_until)))
-             ORDER BY j.lane, j.id
-             LIMIT 1
-               FOR UPDATE SKIP LOCKED
-        )
-        UPDATE tireless.job j
-           SET state = 'claimed',
-               claimed_by = claim_next.worker,
-               claimed_login = session_user,
-               claim_expires_at = now() + claim_next.lease,
-               claim_token = gen_random_uuid(),
-               attempts = j.attempts + 1,
-               note = NULL,
-               updated_at = now()
-          FROM candidate
-         WHERE j.id = candidate.id
-        RETURNING j.*;
-        -- Nothing claimed: the lane is empty, paused or tripped (the general path would find nothing
-        -- either), or it has a capacity, which only the general path counts. Two tests, not one
-        -- condition: FOUND alone is a plain expression, the look at the lane a statement of its own.
-        IF FOUND THEN
+        IF NOT EXISTS (SELECT FROM tireless.lane l
+                        WHERE l.name = claim_next.lanes[1]
+                          AND (l.limited OR NOT tireless.lane_hands_out_work(l.paused, l.tripped_until))) THEN
+            RETURN QUERY SELECT * FROM tireless.claim_in_turn(claim_next.worker, claim_next.lanes[1], claim_next.lease);
             RETURN;
         END IF;
-        IF NOT EXISTS (SELECT FROM tireless.lane l WHERE l.name = claim_next.lanes[1] AND l.capacity IS NOT NULL) THEN
+        -- Paused or tripped: nothing. Limited: the general path counts it.
+        IF NOT EXISTS (SELECT FROM tireless.lane l WHERE l.name = claim_next.lanes[1] AND l.limited) THEN
             RETURN;
         END IF;
     ELSE
@@ -736,12 +847,12 @@ BEGIN
     END IF;
 
     -- One look at the lanes: is a name malformed, which lanes are open without a lock (no settings
-    -- row, or unlimited, not paused and not tripped), and does any have a capacity.
+    -- row, or unlimited, not paused and not tripped), and does any have a capacity or a budget.
     SELECT bool_or(r.name IS NULL OR NOT tireless.is_lane_name(r.name)),
            coalesce(array_agg(DISTINCT r.name) FILTER (
                WHERE l.name IS NULL
-                  OR (l.capacity IS NULL AND tireless.lane_hands_out_work(l.paused, l.tripped_until))), '{}'),
-           bool_or(l.capacity IS NOT NULL)
+                  OR (NOT l.limited AND tireless.lane_hands_out_work(l.paused, l.tripped_until))), '{}'),
+           bool_or(l.limited)
       INTO malformed, open_lanes, any_capped
       FROM unnest(claim_next.lanes) AS r(name)
       LEFT JOIN tireless.lane l ON l.name = r.name;
@@ -749,17 +860,22 @@ BEGIN
         PERFORM tireless.check_lane(r.name) FROM unnest(claim_next.lanes) AS r(name);
     END IF;
 
-    -- A lane with a capacity is counted under its row lock, so concurrent claimers take its free
-    -- slots one at a time and never hold more claims than the capacity.
+    -- A lane with a capacity or a budget is counted under its row lock, so concurrent claimers take
+    -- its free slots one at a time and never hold more claims than the capacity or the budget allows.
     IF any_capped THEN
         FOR capped IN
-            SELECT l.name, l.capacity FROM tireless.lane l
+            SELECT l.name, l.capacity, l.runs_per_day, l.agent_time_per_day FROM tireless.lane l
              WHERE l.name = ANY (claim_next.lanes)
-               AND l.capacity IS NOT NULL AND tireless.lane_hands_out_work(l.paused, l.tripped_until)
+               AND l.limited AND tireless.lane_hands_out_work(l.paused, l.tripped_until)
              ORDER BY l.name
                FOR UPDATE
         LOOP
-            IF (SELECT count(*) FROM tireless.job j WHERE j.state = 'claimed' AND j.lane = capped.name) < capped.capacity THEN
+            IF capped.capacity IS NOT NULL
+               AND (SELECT count(*) FROM tireless.job j WHERE j.state = 'claimed' AND j.lane = capped.name) >= capped.capacity THEN
+                CONTINUE;
+            END IF;
+            spent := tireless.lane_spend(capped.name);
+            IF NOT tireless.budget_spent(spent.runs, spent.agent_time, capped.runs_per_day, capped.agent_time_per_day) THEN
                 open_lanes := open_lanes || capped.name;
             END IF;
         END LOOP;
@@ -782,27 +898,7 @@ BEGIN
                         ORDER BY j.lane, j.id LIMIT 1) NULLS LAST);
     END IF;
     FOREACH next_lane IN ARRAY open_lanes LOOP
-        -- Invariant 4: one row transition; the row lock (SKIP LOCKED) and the write share the statement.
-        RETURN QUERY
-        WITH candidate AS (
-            SELECT j.id FROM tireless.job j
-             WHERE j.state = 'pending' AND j.lane = ANY (ARRAY[next_lane]) AND j.available_at <= now()
-             ORDER BY j.lane, j.id
-             LIMIT 1
-               FOR UPDATE SKIP LOCKED
-        )
-        UPDATE tireless.job j
-           SET state = 'claimed',
-               claimed_by = claim_next.worker,
-               claimed_login = session_user,
-               claim_expires_at = now() + claim_next.lease,
-               claim_token = gen_random_uuid(),
-               attempts = j.attempts + 1,
-               note = NULL,
-               updated_at = now()
-          FROM candidate
-         WHERE j.id = candidate.id
-        RETURNING j.*;
+        RETURN QUERY SELECT * FROM tireless.claim_in_turn(claim_next.worker, next_lane, claim_next.lease);
         IF FOUND THEN
             RETURN;
         END IF;
@@ -814,7 +910,7 @@ $$;
 -- Name: FUNCTION claim_next(worker text, lanes text[], lease interval); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.claim_next(worker text, lanes text[], lease interval) IS 'Claims the oldest claimable pending job in the given lanes for worker: state claimed, a lease of lease, a fresh claim_token, attempts + 1, and the caller''s login as claimed_login. Skips paused, tripped and full lanes and jobs still in backoff. Zero rows when nothing is claimable; a lane nobody has configured simply holds no work.';
+COMMENT ON FUNCTION tireless.claim_next(worker text, lanes text[], lease interval) IS 'Claims a claimable pending job in the given lanes for worker: state claimed, a lease of lease, a fresh claim_token, attempts + 1. The lane whose oldest ready job is oldest first; within a lane, the oldest ready job of the repository that has waited longest since its last claim (round-robin between repositories). Skips paused, tripped and full lanes, lanes and repositories at their capacity or out of today''s budget, and jobs still in backoff. Zero rows when nothing is claimable; a lane nobody has configured simply holds no work.';
 
 --
 -- Name: claim_repos_to_poll(text, interval, integer); Type: FUNCTION; Schema: tireless; Owner: -
@@ -1785,6 +1881,29 @@ $$;
 COMMENT ON FUNCTION tireless.give_back(job_id bigint, worker text, note text, token uuid) IS 'The holder returns the job because the runner is stopping (SIGTERM, a deploy), not because the job failed: pending and claimable at once, no backoff, no failure for the circuit breaker, not counted against max_attempts (attempts keeps the claim; given_back counts it). The note starts with "given back". A job whose issue withdrew its request ends cancelled instead. TL004 unless worker (and token, when given) holds the claim and the caller is the login that claimed it (or an admin).';
 
 --
+-- Name: give_turns(); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.give_turns() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    INSERT INTO tireless.lane_repo AS r (lane, forge, owner, repo, limited)
+    SELECT DISTINCT n.lane, n.forge, n.owner, n.repo,
+           EXISTS (SELECT FROM tireless.repo_limit l WHERE (l.forge, l.owner, l.repo) = (n.forge, n.owner, n.repo))
+      FROM created n WHERE n.state = 'pending'
+    ON CONFLICT ON CONSTRAINT one_turn_per_lane_and_repo DO UPDATE SET has_work = true;
+    RETURN NULL;
+END;
+$$;
+
+--
+-- Name: FUNCTION give_turns(); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.give_turns() IS 'Trigger of tireless.job (per insert statement): the repositories of the new pending jobs get a turn with work in their lanes.';
+
+--
 -- Name: heartbeat(bigint, text, interval, uuid); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -2359,6 +2478,45 @@ $$;
 COMMENT ON FUNCTION tireless.keep_history_with_its_job() IS 'Trigger: refuses a DELETE of jobs whose history remains, and any TRUNCATE of tireless.job (23503, history_belongs_to_a_job): every event belongs to a job.';
 
 --
+-- Name: keep_turns(); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.keep_turns() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    IF NEW.state = 'pending' THEN
+        INSERT INTO tireless.lane_repo AS r (lane, forge, owner, repo, limited)
+        VALUES (NEW.lane, NEW.forge, NEW.owner, NEW.repo,
+                EXISTS (SELECT FROM tireless.repo_limit l WHERE (l.forge, l.owner, l.repo) = (NEW.forge, NEW.owner, NEW.repo)))
+        ON CONFLICT ON CONSTRAINT one_turn_per_lane_and_repo DO UPDATE SET has_work = true;
+    END IF;
+    IF OLD.state = 'claimed'
+       AND (EXISTS (SELECT FROM tireless.lane l WHERE l.name = OLD.lane AND l.agent_time_per_day IS NOT NULL)
+            OR EXISTS (SELECT FROM tireless.repo_limit l
+                        WHERE (l.forge, l.owner, l.repo) = (OLD.forge, OLD.owner, OLD.repo)
+                          AND l.agent_time_per_day IS NOT NULL)) THEN
+        UPDATE tireless.lane_repo r
+           SET agent_time = CASE WHEN r.spend_day = (now() AT TIME ZONE 'UTC')::date THEN r.agent_time ELSE interval '0' END
+                            -- The attempt began at the job's newest claim in its history.
+                            + coalesce((SELECT now() - e.at FROM tireless.job_event e
+                                         WHERE e.job_id = OLD.id AND e.to_state = 'claimed'
+                                         ORDER BY e.id DESC LIMIT 1), interval '0'),
+               runs = CASE WHEN r.spend_day = (now() AT TIME ZONE 'UTC')::date THEN r.runs ELSE 0 END,
+               spend_day = (now() AT TIME ZONE 'UTC')::date
+         WHERE (r.lane, r.forge, r.owner, r.repo) = (OLD.lane, OLD.forge, OLD.owner, OLD.repo);
+    END IF;
+    RETURN NULL;
+END;
+$$;
+
+--
+-- Name: FUNCTION keep_turns(); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.keep_turns() IS 'Trigger of tireless.job (per changed row): a job returned to pending or re-routed gives its repository a turn with work in its lane; an attempt under an agent-time budget (its lane''s or its repository''s) that ends adds how long it held its claim to the lane and repository''s agent time of today (UTC).';
+
+--
 -- Name: labels_problem(text[]); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -2429,6 +2587,106 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.lane_hands_out_work(paused boolean, tripped_until timestamp with time zone) IS 'True when a lane with these settings hands out work now: not paused, and its circuit breaker not tripped.';
+
+--
+-- Name: spend_day(); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.spend_day() RETURNS date
+    LANGUAGE sql STABLE PARALLEL SAFE
+    RETURN ((now() AT TIME ZONE 'UTC'::text))::date;
+
+--
+-- Name: FUNCTION spend_day(); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.spend_day() IS 'Today in UTC: the window of the daily budgets (they reset at midnight UTC).';
+
+--
+-- Name: lane_repo; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.lane_repo (
+    id bigint NOT NULL,
+    lane text NOT NULL,
+    forge text NOT NULL,
+    owner text NOT NULL,
+    repo text NOT NULL,
+    last_claimed_at timestamp with time zone DEFAULT '-infinity'::timestamp with time zone NOT NULL,
+    has_work boolean DEFAULT true NOT NULL,
+    limited boolean DEFAULT false NOT NULL,
+    spend_day date DEFAULT ((now() AT TIME ZONE 'UTC'::text))::date NOT NULL,
+    runs integer DEFAULT 0 NOT NULL,
+    agent_time interval DEFAULT '00:00:00'::interval NOT NULL,
+    CONSTRAINT spend_not_negative CHECK (((runs >= 0) AND (agent_time >= '00:00:00'::interval)))
+);
+
+--
+-- Name: TABLE lane_repo; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.lane_repo IS 'Each repository''s turn in each lane (claim_next serves the repository whose last claim is oldest first) and what it spent on its spend_day. Private: claim_next and the trigger job_waits_its_turn keep it; read tireless.repo_shares.';
+
+--
+-- Name: COLUMN lane_repo.last_claimed_at; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.lane_repo.last_claimed_at IS 'When claim_next last claimed a job of the repository in the lane (-infinity: never): the oldest goes first.';
+
+--
+-- Name: COLUMN lane_repo.has_work; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.lane_repo.has_work IS 'True when the repository may have a pending job in the lane: set whenever one becomes pending, cleared by claim_next when it finds none. Only rows with work are walked.';
+
+--
+-- Name: COLUMN lane_repo.limited; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.lane_repo.limited IS 'The repository has a capacity or a budget (tireless.repo_limit): claim_next counts before it claims.';
+
+--
+-- Name: COLUMN lane_repo.spend_day; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.lane_repo.spend_day IS 'The UTC calendar day that runs and agent_time count; a new day starts them at 0.';
+
+--
+-- Name: COLUMN lane_repo.runs; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.lane_repo.runs IS 'Jobs of the repository claimed in the lane on spend_day (each claim is a run).';
+
+--
+-- Name: COLUMN lane_repo.agent_time; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.lane_repo.agent_time IS 'Time the repository''s attempts in the lane held their claim, counted when each attempt ended on spend_day under an agent-time budget (the lane''s or the repository''s).';
+
+--
+-- Name: CONSTRAINT spend_not_negative ON lane_repo; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT spend_not_negative ON tireless.lane_repo IS 'Runs and agent time are counts of what happened.';
+
+--
+-- Name: lane_spend(text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.lane_spend(lane text, OUT runs bigint, OUT agent_time interval) RETURNS record
+    LANGUAGE sql STABLE
+    BEGIN ATOMIC
+ SELECT COALESCE(sum(r.runs), (0)::bigint) AS "coalesce",
+     COALESCE(sum(r.agent_time), '00:00:00'::interval) AS "coalesce"
+    FROM tireless.lane_repo r
+   WHERE ((r.lane = lane_spend.lane) AND (r.spend_day = tireless.spend_day()));
+END;
+
+--
+-- Name: FUNCTION lane_spend(lane text, OUT runs bigint, OUT agent_time interval); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.lane_spend(lane text, OUT runs bigint, OUT agent_time interval) IS 'How many runs and how much agent time the lane spent today (UTC).';
 
 --
 -- Name: lock_repo_issues(text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -2836,10 +3094,15 @@ CREATE TABLE tireless.lane (
     tripped_until timestamp with time zone,
     max_run interval,
     stall_after interval,
+    runs_per_day integer,
+    agent_time_per_day interval,
+    limited boolean GENERATED ALWAYS AS (((capacity IS NOT NULL) OR (runs_per_day IS NOT NULL) OR (agent_time_per_day IS NOT NULL))) STORED,
+    CONSTRAINT agent_time_per_day_positive CHECK ((agent_time_per_day > '00:00:00'::interval)),
     CONSTRAINT capacity_not_negative CHECK ((capacity >= 0)),
     CONSTRAINT failures_not_negative CHECK ((consecutive_failures >= 0)),
     CONSTRAINT lane_name_is_a_name CHECK (tireless.is_lane_name(name)),
     CONSTRAINT max_run_is_positive CHECK ((max_run > '00:00:00'::interval)),
+    CONSTRAINT runs_per_day_not_negative CHECK ((runs_per_day >= 0)),
     CONSTRAINT stall_after_is_positive CHECK ((stall_after > '00:00:00'::interval))
 );
 
@@ -2874,6 +3137,30 @@ COMMENT ON COLUMN tireless.lane.max_run IS 'An attempt claimed longer ago than t
 COMMENT ON COLUMN tireless.lane.stall_after IS 'An attempt without progress for this long is stopped: its heartbeat answers stalled. Null: no watchdog.';
 
 --
+-- Name: COLUMN lane.runs_per_day; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.lane.runs_per_day IS 'At most this many claims in the lane per UTC day; null: no budget.';
+
+--
+-- Name: COLUMN lane.agent_time_per_day; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.lane.agent_time_per_day IS 'No claim once the lane''s attempts ended today held their claims this long in all; null: no budget.';
+
+--
+-- Name: COLUMN lane.limited; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.lane.limited IS 'The lane has a capacity or a budget: claim_next counts it under the lane''s row lock.';
+
+--
+-- Name: CONSTRAINT agent_time_per_day_positive ON lane; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT agent_time_per_day_positive ON tireless.lane IS 'A budget of agent time is null (none) or more than 0.';
+
+--
 -- Name: CONSTRAINT capacity_not_negative ON lane; Type: COMMENT; Schema: tireless; Owner: -
 --
 
@@ -2896,6 +3183,12 @@ COMMENT ON CONSTRAINT lane_name_is_a_name ON tireless.lane IS 'A lane is a short
 --
 
 COMMENT ON CONSTRAINT max_run_is_positive ON tireless.lane IS 'A time limit is null (none) or more than 0.';
+
+--
+-- Name: CONSTRAINT runs_per_day_not_negative ON lane; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT runs_per_day_not_negative ON tireless.lane IS 'A budget of runs is null (none) or 0 or more.';
 
 --
 -- Name: CONSTRAINT stall_after_is_positive ON lane; Type: COMMENT; Schema: tireless; Owner: -
@@ -3783,6 +4076,59 @@ $$;
 COMMENT ON FUNCTION tireless.renew_poll_leases(poller text, lease interval) IS 'Extends to now() + lease every poll lease poller still holds (not one that has run out); returns how many. A poller calls it every third of its lease, so a dead poller''s repositories are free within one lease.';
 
 --
+-- Name: repo_has_room(text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.repo_has_room(forge text, owner text, repo text) RETURNS boolean
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    limits tireless.repo_limit;
+    spent record;
+BEGIN
+    SELECT * INTO limits FROM tireless.repo_limit l
+     WHERE (l.forge, l.owner, l.repo) = (repo_has_room.forge, repo_has_room.owner, repo_has_room.repo)
+       FOR UPDATE;
+    IF NOT FOUND THEN
+        RETURN true;
+    END IF;
+    IF limits.capacity IS NOT NULL
+       AND (SELECT count(*) FROM tireless.job j
+             WHERE j.state = 'claimed'
+               AND (j.forge, j.owner, j.repo) = (limits.forge, limits.owner, limits.repo)) >= limits.capacity THEN
+        RETURN false;
+    END IF;
+    spent := tireless.repo_spend(limits.forge, limits.owner, limits.repo);
+    RETURN NOT tireless.budget_spent(spent.runs, spent.agent_time, limits.runs_per_day, limits.agent_time_per_day);
+END;
+$$;
+
+--
+-- Name: FUNCTION repo_has_room(forge text, owner text, repo text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.repo_has_room(forge text, owner text, repo text) IS 'True when a job of the repository may be claimed now: fewer claimed jobs than its capacity and its budget of today not spent. Takes the repository''s limit row lock until the transaction ends.';
+
+--
+-- Name: repo_spend(text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.repo_spend(forge text, owner text, repo text, OUT runs bigint, OUT agent_time interval) RETURNS record
+    LANGUAGE sql STABLE
+    BEGIN ATOMIC
+ SELECT COALESCE(sum(r.runs), (0)::bigint) AS "coalesce",
+     COALESCE(sum(r.agent_time), '00:00:00'::interval) AS "coalesce"
+    FROM tireless.lane_repo r
+   WHERE (((r.forge = repo_spend.forge) AND (r.owner = repo_spend.owner) AND (r.repo = repo_spend.repo)) AND (r.spend_day = tireless.spend_day()));
+END;
+
+--
+-- Name: FUNCTION repo_spend(forge text, owner text, repo text, OUT runs bigint, OUT agent_time interval); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.repo_spend(forge text, owner text, repo text, OUT runs bigint, OUT agent_time interval) IS 'How many runs and how much agent time the repository spent today (UTC), all lanes.';
+
+--
 -- Name: report_progress(bigint, text, text, uuid); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -4123,6 +4469,33 @@ $$;
 COMMENT ON FUNCTION tireless.set_kind_policy(kind text, default_lane text, max_attempts integer) IS 'Sets a kind''s default lane and attempt budget (a null argument leaves it as it is); returns the row.';
 
 --
+-- Name: set_lane_budget(text, integer, interval); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.set_lane_budget(lane text, runs_per_day integer, agent_time_per_day interval) RETURNS tireless.lane
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    result tireless.lane;
+BEGIN
+    PERFORM tireless.check_budget(set_lane_budget.runs_per_day, set_lane_budget.agent_time_per_day);
+    PERFORM tireless.ensure_lane(set_lane_budget.lane);
+    UPDATE tireless.lane l
+       SET runs_per_day = set_lane_budget.runs_per_day, agent_time_per_day = set_lane_budget.agent_time_per_day
+     WHERE l.name = set_lane_budget.lane RETURNING l.* INTO result;
+    PERFORM tireless.announce_work(result.name);
+    RETURN result;
+END;
+$$;
+
+--
+-- Name: FUNCTION set_lane_budget(lane text, runs_per_day integer, agent_time_per_day interval); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.set_lane_budget(lane text, runs_per_day integer, agent_time_per_day interval) IS '(admin) The lane''s daily budget (the UTC calendar day): at most runs_per_day claims, and no claim once its attempts ended today held their claims agent_time_per_day in all (null: no budget of that kind). When spent, its jobs stay pending until midnight UTC. Returns the lane.';
+
+--
 -- Name: set_lane_capacity(text, integer); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -4333,6 +4706,158 @@ $_$;
 --
 
 COMMENT ON FUNCTION tireless.set_policy(label_prefix text, backoff_base interval, backoff_cap interval, breaker_threshold integer, breaker_cooldown interval) IS 'Changes the store-wide settings named (a null argument leaves its setting as it is) and returns them.';
+
+--
+-- Name: repo_limit; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.repo_limit (
+    forge text NOT NULL,
+    owner text NOT NULL,
+    repo text NOT NULL,
+    capacity integer,
+    runs_per_day integer,
+    agent_time_per_day interval,
+    CONSTRAINT repo_agent_time_per_day_positive CHECK ((agent_time_per_day > '00:00:00'::interval)),
+    CONSTRAINT repo_capacity_not_negative CHECK ((capacity >= 0)),
+    CONSTRAINT repo_runs_per_day_not_negative CHECK ((runs_per_day >= 0)),
+    CONSTRAINT some_limit_is_set CHECK ((num_nonnulls(capacity, runs_per_day, agent_time_per_day) > 0))
+);
+
+--
+-- Name: TABLE repo_limit; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.repo_limit IS 'A repository''s capacity and daily budgets, all lanes together. Private: set_repo_capacity and set_repo_budget keep it; read tireless.repo_shares.';
+
+--
+-- Name: COLUMN repo_limit.capacity; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.repo_limit.capacity IS 'At most this many claimed jobs of the repository at once; null: unlimited.';
+
+--
+-- Name: COLUMN repo_limit.runs_per_day; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.repo_limit.runs_per_day IS 'At most this many claims of the repository''s jobs per UTC day; null: no budget.';
+
+--
+-- Name: COLUMN repo_limit.agent_time_per_day; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.repo_limit.agent_time_per_day IS 'No claim once the repository''s attempts ended today held their claims this long in all; null: no budget.';
+
+--
+-- Name: CONSTRAINT repo_agent_time_per_day_positive ON repo_limit; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT repo_agent_time_per_day_positive ON tireless.repo_limit IS 'A budget of agent time is null (none) or more than 0.';
+
+--
+-- Name: CONSTRAINT repo_capacity_not_negative ON repo_limit; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT repo_capacity_not_negative ON tireless.repo_limit IS 'A capacity is null (none) or 0 or more.';
+
+--
+-- Name: CONSTRAINT repo_runs_per_day_not_negative ON repo_limit; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT repo_runs_per_day_not_negative ON tireless.repo_limit IS 'A budget of runs is null (none) or 0 or more.';
+
+--
+-- Name: CONSTRAINT some_limit_is_set ON repo_limit; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT some_limit_is_set ON tireless.repo_limit IS 'A repository without any limit has no row (claim_next treats it as any other).';
+
+--
+-- Name: set_repo_budget(text, text, text, integer, interval); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.set_repo_budget(forge text, owner text, repo text, runs_per_day integer, agent_time_per_day interval) RETURNS tireless.repo_limit
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    current tireless.repo_limit;
+BEGIN
+    PERFORM tireless.check_budget(set_repo_budget.runs_per_day, set_repo_budget.agent_time_per_day);
+    SELECT * INTO current FROM tireless.repo_limit l
+     WHERE (l.forge, l.owner, l.repo) = (set_repo_budget.forge, set_repo_budget.owner, set_repo_budget.repo);
+    RETURN tireless.set_repo_limit(set_repo_budget.forge, set_repo_budget.owner, set_repo_budget.repo,
+                                   current.capacity, set_repo_budget.runs_per_day, set_repo_budget.agent_time_per_day);
+END;
+$$;
+
+--
+-- Name: FUNCTION set_repo_budget(forge text, owner text, repo text, runs_per_day integer, agent_time_per_day interval); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.set_repo_budget(forge text, owner text, repo text, runs_per_day integer, agent_time_per_day interval) IS '(admin) The tracked repository''s daily budget, all lanes together (the UTC calendar day): at most runs_per_day claims, and no claim once its attempts ended today held their claims agent_time_per_day in all (null: no budget of that kind). Returns its limits. TL005 for a bad budget, TL008 when it is not tracked.';
+
+--
+-- Name: set_repo_capacity(text, text, text, integer); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.set_repo_capacity(forge text, owner text, repo text, capacity integer) RETURNS tireless.repo_limit
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    current tireless.repo_limit;
+BEGIN
+    IF set_repo_capacity.capacity < 0 THEN
+        RAISE EXCEPTION 'capacity must be null (unlimited) or at least 0, got %', set_repo_capacity.capacity
+            USING ERRCODE = 'TL005';
+    END IF;
+    SELECT * INTO current FROM tireless.repo_limit l
+     WHERE (l.forge, l.owner, l.repo) = (set_repo_capacity.forge, set_repo_capacity.owner, set_repo_capacity.repo);
+    RETURN tireless.set_repo_limit(set_repo_capacity.forge, set_repo_capacity.owner, set_repo_capacity.repo,
+                                   set_repo_capacity.capacity, current.runs_per_day, current.agent_time_per_day);
+END;
+$$;
+
+--
+-- Name: FUNCTION set_repo_capacity(forge text, owner text, repo text, capacity integer); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.set_repo_capacity(forge text, owner text, repo text, capacity integer) IS '(admin) At most capacity claimed jobs of the tracked repository at once, all lanes together (null: unlimited; 0 holds its work back). Returns its limits. TL005 for a negative capacity, TL008 when it is not tracked.';
+
+--
+-- Name: set_repo_limit(text, text, text, integer, integer, interval); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.set_repo_limit(forge text, owner text, repo text, capacity integer, runs_per_day integer, agent_time_per_day interval) RETURNS tireless.repo_limit
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    result tireless.repo_limit;
+BEGIN
+    PERFORM tireless.check_tracked(set_repo_limit.forge, set_repo_limit.owner, set_repo_limit.repo);
+    result := ROW(set_repo_limit.forge, set_repo_limit.owner, set_repo_limit.repo, set_repo_limit.capacity,
+                  set_repo_limit.runs_per_day, set_repo_limit.agent_time_per_day);
+    IF num_nonnulls(result.capacity, result.runs_per_day, result.agent_time_per_day) = 0 THEN
+        DELETE FROM tireless.repo_limit l WHERE (l.forge, l.owner, l.repo) = (result.forge, result.owner, result.repo);
+    ELSE
+        INSERT INTO tireless.repo_limit AS l VALUES (result.*)
+        ON CONFLICT ON CONSTRAINT one_limit_row_per_repo DO UPDATE
+           SET capacity = excluded.capacity, runs_per_day = excluded.runs_per_day,
+               agent_time_per_day = excluded.agent_time_per_day;
+    END IF;
+    UPDATE tireless.lane_repo r
+       SET limited = num_nonnulls(result.capacity, result.runs_per_day, result.agent_time_per_day) > 0
+     WHERE (r.forge, r.owner, r.repo) = (result.forge, result.owner, result.repo);
+    RETURN result;
+END;
+$$;
+
+--
+-- Name: FUNCTION set_repo_limit(forge text, owner text, repo text, capacity integer, runs_per_day integer, agent_time_per_day interval); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.set_repo_limit(forge text, owner text, repo text, capacity integer, runs_per_day integer, agent_time_per_day interval) IS 'Writes a tracked repository''s capacity and budgets (no row when all are null), and tells its turns whether they are limited. TL008 when it is not tracked.';
 
 --
 -- Name: short_duration(interval); Type: FUNCTION; Schema: tireless; Owner: -
@@ -5014,6 +5539,45 @@ CREATE VIEW tireless.job_progress AS
 COMMENT ON VIEW tireless.job_progress IS 'Each job''s newest attempt as the watchdog sees it: when it was claimed, its last progress and step, the watchdog''s stop and note, and whether the agent attached a report. No row before the attempt''s first heartbeat under a limit, progress report or report.';
 
 --
+-- Name: lane_budget; Type: VIEW; Schema: tireless; Owner: -
+--
+
+CREATE VIEW tireless.lane_budget AS
+ SELECT l.name AS lane,
+    spent.runs AS runs_today,
+    (EXTRACT(epoch FROM spent.agent_time))::double precision AS agent_seconds_today,
+    l.runs_per_day,
+    (EXTRACT(epoch FROM l.agent_time_per_day))::double precision AS agent_seconds_per_day,
+        CASE
+            WHEN (COALESCE((spent.runs >= l.runs_per_day), false) OR COALESCE((spent.agent_time >= l.agent_time_per_day), false)) THEN (((((now() AT TIME ZONE 'UTC'::text))::date + 1))::timestamp without time zone AT TIME ZONE 'UTC'::text)
+            ELSE NULL::timestamp with time zone
+        END AS budget_resets_at
+   FROM (tireless.lane l
+     CROSS JOIN LATERAL ( SELECT COALESCE(sum(r.runs), (0)::bigint) AS runs,
+            COALESCE(sum(r.agent_time), '00:00:00'::interval) AS agent_time
+           FROM tireless.lane_repo r
+          WHERE ((r.lane = l.name) AND (r.spend_day = ((now() AT TIME ZONE 'UTC'::text))::date))) spent);
+
+--
+-- Name: VIEW lane_budget; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON VIEW tireless.lane_budget IS 'One row per lane with settings: today''s spend (UTC: runs_today, agent_seconds_today) against its daily budgets, with budget_resets_at (the next midnight UTC) while a budget is spent.';
+
+--
+-- Name: lane_repo_id_seq; Type: SEQUENCE; Schema: tireless; Owner: -
+--
+
+ALTER TABLE tireless.lane_repo ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME tireless.lane_repo_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+--
 -- Name: lane_status; Type: VIEW; Schema: tireless; Owner: -
 --
 
@@ -5101,20 +5665,26 @@ CREATE VIEW tireless.lane_summary AS
     COALESCE(s.paused, false) AS paused,
     s.capacity,
     s.tripped_until,
-    COALESCE(s.consecutive_failures, 0) AS consecutive_failures
-   FROM (tireless.lane_status s
+    COALESCE(s.consecutive_failures, 0) AS consecutive_failures,
+    COALESCE(b.runs_today, (0)::bigint) AS runs_today,
+    COALESCE(b.agent_seconds_today, (0)::double precision) AS agent_seconds_today,
+    b.runs_per_day,
+    b.agent_seconds_per_day,
+    b.budget_resets_at
+   FROM ((tireless.lane_status s
      FULL JOIN ( SELECT st.lane,
             (sum(st.jobs) FILTER (WHERE (st.state = 'delivered'::tireless.job_state)))::bigint AS delivered,
             (sum(st.jobs) FILTER (WHERE (st.state = 'failed'::tireless.job_state)))::bigint AS failed,
             (sum(st.jobs) FILTER (WHERE (st.state = 'cancelled'::tireless.job_state)))::bigint AS cancelled
            FROM tireless.queue_stats st
-          GROUP BY st.lane) q ON ((q.lane = s.lane)));
+          GROUP BY st.lane) q ON ((q.lane = s.lane)))
+     LEFT JOIN tireless.lane_budget b ON ((b.lane = COALESCE(s.lane, q.lane))));
 
 --
 -- Name: VIEW lane_summary; Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON VIEW tireless.lane_summary IS 'One row per lane that has live jobs, settings or jobs finished in the last 24 hours: lane_status (live jobs, the oldest pending job''s age in seconds, breaker, its failures in a row, paused, capacity) beside queue_stats''s delivered, failed and cancelled counts. What `tireless status` and the dashboard''s overview show.';
+COMMENT ON VIEW tireless.lane_summary IS 'One row per lane that has live jobs, settings or jobs finished in the last 24 hours: lane_status (live jobs, the oldest pending job''s age in seconds, breaker, its failures in a row, paused, capacity) beside queue_stats''s delivered, failed and cancelled counts, and today''s spend (UTC: runs_today, agent_seconds_today) against the lane''s daily budgets, with budget_resets_at (the next midnight UTC) while a budget is spent. What `tireless status` and the dashboard''s overview show.';
 
 --
 -- Name: mirror_comment; Type: TABLE; Schema: tireless; Owner: -
@@ -5188,6 +5758,46 @@ COMMENT ON COLUMN tireless.mirror_repo.scanned_to IS 'The newest job_event id th
 --
 
 COMMENT ON CONSTRAINT cursor_not_past_the_scan ON tireless.mirror_repo IS 'The cursor never passes what was scanned.';
+
+--
+-- Name: repo_shares; Type: VIEW; Schema: tireless; Owner: -
+--
+
+CREATE VIEW tireless.repo_shares AS
+ SELECT r.lane,
+    r.forge,
+    r.owner,
+    r.repo,
+    r.last_claimed_at,
+    r.has_work,
+        CASE
+            WHEN (r.spend_day = ((now() AT TIME ZONE 'UTC'::text))::date) THEN r.runs
+            ELSE 0
+        END AS runs_today,
+    (
+        CASE
+            WHEN (r.spend_day = ((now() AT TIME ZONE 'UTC'::text))::date) THEN EXTRACT(epoch FROM r.agent_time)
+            ELSE (0)::numeric
+        END)::double precision AS agent_seconds_today,
+    l.capacity,
+    l.runs_per_day,
+    (EXTRACT(epoch FROM l.agent_time_per_day))::double precision AS agent_seconds_per_day,
+        CASE
+            WHEN (COALESCE((t.runs >= l.runs_per_day), false) OR COALESCE((t.agent_time >= l.agent_time_per_day), false)) THEN (((((now() AT TIME ZONE 'UTC'::text))::date + 1))::timestamp without time zone AT TIME ZONE 'UTC'::text)
+            ELSE NULL::timestamp with time zone
+        END AS budget_resets_at
+   FROM ((tireless.lane_repo r
+     LEFT JOIN tireless.repo_limit l ON (((l.forge = r.forge) AND (l.owner = r.owner) AND (l.repo = r.repo))))
+     LEFT JOIN LATERAL ( SELECT sum(o.runs) AS runs,
+            sum(o.agent_time) AS agent_time
+           FROM tireless.lane_repo o
+          WHERE (((o.forge = r.forge) AND (o.owner = r.owner) AND (o.repo = r.repo)) AND (o.spend_day = ((now() AT TIME ZONE 'UTC'::text))::date))) t ON ((l.forge IS NOT NULL)));
+
+--
+-- Name: VIEW repo_shares; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON VIEW tireless.repo_shares IS 'One row per lane and repository that has had pending work: its last claim (the longest-waiting goes first), whether it has work, its runs and agent seconds in the lane today (UTC), the repository''s capacity and daily budgets (all lanes), and budget_resets_at (the next midnight UTC) while its budget is spent.';
 
 --
 -- Name: repo_status; Type: VIEW; Schema: tireless; Owner: -
@@ -5479,6 +6089,13 @@ ALTER TABLE ONLY tireless.lane
     ADD CONSTRAINT lane_pkey PRIMARY KEY (name);
 
 --
+-- Name: lane_repo lane_repo_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.lane_repo
+    ADD CONSTRAINT lane_repo_pkey PRIMARY KEY (id);
+
+--
 -- Name: mirror_comment mirror_comment_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
 --
 
@@ -5498,6 +6115,32 @@ ALTER TABLE ONLY tireless.mirror_issue
 
 ALTER TABLE ONLY tireless.mirror_repo
     ADD CONSTRAINT mirror_repo_pkey PRIMARY KEY (forge, owner, repo);
+
+--
+-- Name: repo_limit one_limit_row_per_repo; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.repo_limit
+    ADD CONSTRAINT one_limit_row_per_repo PRIMARY KEY (forge, owner, repo);
+
+--
+-- Name: CONSTRAINT one_limit_row_per_repo ON repo_limit; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT one_limit_row_per_repo ON tireless.repo_limit IS 'A repository has one set of limits.';
+
+--
+-- Name: lane_repo one_turn_per_lane_and_repo; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.lane_repo
+    ADD CONSTRAINT one_turn_per_lane_and_repo UNIQUE (forge, owner, repo, lane);
+
+--
+-- Name: CONSTRAINT one_turn_per_lane_and_repo ON lane_repo; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT one_turn_per_lane_and_repo ON tireless.lane_repo IS 'A repository has one turn per lane. Repository first: its limits and spend read its turns in every lane. Every claim writes its turn, so the table has no other index but the walk''s (a lane''s spend, read only for a lane with a budget, scans the table).';
 
 --
 -- Name: policy policy_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
@@ -5626,6 +6269,30 @@ CREATE INDEX pending_jobs_in_claim_order ON tireless.job USING btree (lane, id) 
 COMMENT ON INDEX tireless.pending_jobs_in_claim_order IS 'claim_next: pending jobs of a lane, oldest first.';
 
 --
+-- Name: pending_jobs_in_repo_order; Type: INDEX; Schema: tireless; Owner: -
+--
+
+CREATE INDEX pending_jobs_in_repo_order ON tireless.job USING btree (lane, forge, owner, repo, id) WHERE (state = 'pending'::tireless.job_state);
+
+--
+-- Name: INDEX pending_jobs_in_repo_order; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON INDEX tireless.pending_jobs_in_repo_order IS 'claim_next: a repository''s oldest pending job in a lane, one probe whatever the backlog.';
+
+--
+-- Name: repos_in_turn_order; Type: INDEX; Schema: tireless; Owner: -
+--
+
+CREATE INDEX repos_in_turn_order ON tireless.lane_repo USING btree (lane, last_claimed_at, id) WHERE has_work;
+
+--
+-- Name: INDEX repos_in_turn_order; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON INDEX tireless.repos_in_turn_order IS 'claim_next: the lane''s repositories that have work, longest-waiting first.';
+
+--
 -- Name: terminal_jobs_by_change; Type: INDEX; Schema: tireless; Owner: -
 --
 
@@ -5660,6 +6327,34 @@ CREATE INDEX webhook_delivery_by_age ON tireless.webhook_delivery USING btree (r
 --
 
 COMMENT ON INDEX tireless.webhook_delivery_by_age IS 'The bodies past the seven days, found to be forgotten.';
+
+--
+-- Name: job changed_jobs_take_turns; Type: TRIGGER; Schema: tireless; Owner: -
+--
+
+CREATE TRIGGER changed_jobs_take_turns AFTER UPDATE OF state, lane ON tireless.job FOR EACH ROW WHEN (((old.state = 'claimed'::tireless.job_state) OR ((new.state = 'pending'::tireless.job_state) AND ((old.state <> 'pending'::tireless.job_state) OR (old.lane <> new.lane))))) EXECUTE FUNCTION tireless.keep_turns();
+
+ALTER TABLE tireless.job ENABLE ALWAYS TRIGGER changed_jobs_take_turns;
+
+--
+-- Name: TRIGGER changed_jobs_take_turns ON job; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TRIGGER changed_jobs_take_turns ON tireless.job IS 'A job returned to pending or re-routed gives its repository a turn with work; an ended attempt counts its agent time.';
+
+--
+-- Name: job created_jobs_take_turns; Type: TRIGGER; Schema: tireless; Owner: -
+--
+
+CREATE TRIGGER created_jobs_take_turns AFTER INSERT ON tireless.job REFERENCING NEW TABLE AS created FOR EACH STATEMENT EXECUTE FUNCTION tireless.give_turns();
+
+ALTER TABLE tireless.job ENABLE ALWAYS TRIGGER created_jobs_take_turns;
+
+--
+-- Name: TRIGGER created_jobs_take_turns ON job; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TRIGGER created_jobs_take_turns ON tireless.job IS 'New pending jobs give their repository a turn with work in their lane (one statement per insert).';
 
 --
 -- Name: job history_belongs_to_a_job; Type: TRIGGER; Schema: tireless; Owner: -
@@ -5919,6 +6614,18 @@ GRANT ALL ON FUNCTION tireless.bin_bound(bin smallint) TO tireless_poller;
 GRANT ALL ON FUNCTION tireless.bin_bound(bin smallint) TO tireless_admin;
 
 --
+-- Name: FUNCTION budget_spent(runs bigint, agent_time interval, runs_per_day integer, agent_time_per_day interval); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.budget_spent(runs bigint, agent_time interval, runs_per_day integer, agent_time_per_day interval) FROM PUBLIC;
+
+--
+-- Name: FUNCTION check_budget(runs_per_day integer, agent_time_per_day interval); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.check_budget(runs_per_day integer, agent_time_per_day interval) FROM PUBLIC;
+
+--
 -- Name: FUNCTION check_forge(name text); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -5972,6 +6679,12 @@ REVOKE ALL ON FUNCTION tireless.check_tracked(forge text, owner text, repo text)
 --
 
 REVOKE ALL ON FUNCTION tireless.check_worker(worker text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION claim_in_turn(worker text, lane text, lease interval); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.claim_in_turn(worker text, lane text, lease interval) FROM PUBLIC;
 
 --
 -- Name: FUNCTION claim_next(worker text, lanes text[], lease interval); Type: ACL; Schema: tireless; Owner: -
@@ -6156,6 +6869,12 @@ REVOKE ALL ON FUNCTION tireless.give_back(job_id bigint, worker text, note text,
 GRANT ALL ON FUNCTION tireless.give_back(job_id bigint, worker text, note text, token uuid) TO tireless_runner;
 
 --
+-- Name: FUNCTION give_turns(); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.give_turns() FROM PUBLIC;
+
+--
 -- Name: FUNCTION heartbeat(job_id bigint, worker text, lease interval, token uuid); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -6279,6 +6998,12 @@ REVOKE ALL ON FUNCTION tireless.job_rules_hold(job tireless.job) FROM PUBLIC;
 REVOKE ALL ON FUNCTION tireless.keep_history_with_its_job() FROM PUBLIC;
 
 --
+-- Name: FUNCTION keep_turns(); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.keep_turns() FROM PUBLIC;
+
+--
 -- Name: FUNCTION labels_problem(labels text[]); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -6297,6 +7022,18 @@ GRANT ALL ON FUNCTION tireless.lane_for(kind text, labels text[]) TO tireless_po
 --
 
 REVOKE ALL ON FUNCTION tireless.lane_hands_out_work(paused boolean, tripped_until timestamp with time zone) FROM PUBLIC;
+
+--
+-- Name: FUNCTION spend_day(); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.spend_day() FROM PUBLIC;
+
+--
+-- Name: FUNCTION lane_spend(lane text, OUT runs bigint, OUT agent_time interval); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.lane_spend(lane text, OUT runs bigint, OUT agent_time interval) FROM PUBLIC;
 
 --
 -- Name: FUNCTION lock_repo_issues(forge text, owner text, repo text); Type: ACL; Schema: tireless; Owner: -
@@ -6538,6 +7275,18 @@ GRANT ALL ON FUNCTION tireless.renew_poll_leases(poller text, lease interval) TO
 GRANT ALL ON FUNCTION tireless.renew_poll_leases(poller text, lease interval) TO tireless_admin;
 
 --
+-- Name: FUNCTION repo_has_room(forge text, owner text, repo text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.repo_has_room(forge text, owner text, repo text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION repo_spend(forge text, owner text, repo text, OUT runs bigint, OUT agent_time interval); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.repo_spend(forge text, owner text, repo text, OUT runs bigint, OUT agent_time interval) FROM PUBLIC;
+
+--
 -- Name: FUNCTION report_progress(job_id bigint, worker text, step text, token uuid); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -6611,6 +7360,13 @@ REVOKE ALL ON FUNCTION tireless.set_kind_policy(kind text, default_lane text, ma
 GRANT ALL ON FUNCTION tireless.set_kind_policy(kind text, default_lane text, max_attempts integer) TO tireless_admin;
 
 --
+-- Name: FUNCTION set_lane_budget(lane text, runs_per_day integer, agent_time_per_day interval); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.set_lane_budget(lane text, runs_per_day integer, agent_time_per_day interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.set_lane_budget(lane text, runs_per_day integer, agent_time_per_day interval) TO tireless_admin;
+
+--
 -- Name: FUNCTION set_lane_capacity(lane text, capacity integer); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -6650,6 +7406,26 @@ GRANT SELECT ON TABLE tireless.policy TO tireless_admin;
 
 REVOKE ALL ON FUNCTION tireless.set_policy(label_prefix text, backoff_base interval, backoff_cap interval, breaker_threshold integer, breaker_cooldown interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.set_policy(label_prefix text, backoff_base interval, backoff_cap interval, breaker_threshold integer, breaker_cooldown interval) TO tireless_admin;
+
+--
+-- Name: FUNCTION set_repo_budget(forge text, owner text, repo text, runs_per_day integer, agent_time_per_day interval); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.set_repo_budget(forge text, owner text, repo text, runs_per_day integer, agent_time_per_day interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.set_repo_budget(forge text, owner text, repo text, runs_per_day integer, agent_time_per_day interval) TO tireless_admin;
+
+--
+-- Name: FUNCTION set_repo_capacity(forge text, owner text, repo text, capacity integer); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.set_repo_capacity(forge text, owner text, repo text, capacity integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.set_repo_capacity(forge text, owner text, repo text, capacity integer) TO tireless_admin;
+
+--
+-- Name: FUNCTION set_repo_limit(forge text, owner text, repo text, capacity integer, runs_per_day integer, agent_time_per_day interval); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.set_repo_limit(forge text, owner text, repo text, capacity integer, runs_per_day integer, agent_time_per_day interval) FROM PUBLIC;
 
 --
 -- Name: FUNCTION short_duration(span interval); Type: ACL; Schema: tireless; Owner: -
@@ -6780,6 +7556,14 @@ GRANT SELECT ON TABLE tireless.job_progress TO tireless_poller;
 GRANT SELECT ON TABLE tireless.job_progress TO tireless_admin;
 
 --
+-- Name: TABLE lane_budget; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.lane_budget TO tireless_runner;
+GRANT SELECT ON TABLE tireless.lane_budget TO tireless_poller;
+GRANT SELECT ON TABLE tireless.lane_budget TO tireless_admin;
+
+--
 -- Name: TABLE lane_status; Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -6814,6 +7598,14 @@ GRANT SELECT ON TABLE tireless.mirror_comment TO tireless_admin;
 --
 
 GRANT SELECT ON TABLE tireless.mirror_repo TO tireless_admin;
+
+--
+-- Name: TABLE repo_shares; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.repo_shares TO tireless_runner;
+GRANT SELECT ON TABLE tireless.repo_shares TO tireless_poller;
+GRANT SELECT ON TABLE tireless.repo_shares TO tireless_admin;
 
 --
 -- Name: TABLE repo_status; Type: ACL; Schema: tireless; Owner: -

@@ -33,7 +33,7 @@ class Statement:
     wrap: str = "{}"  # how the test runs it: the statement in a query that supplies its outer rows
 
     def prepared(self) -> str:
-        text = self.text
+        text = self.text.replace(" INTO next_job", "")  # PL/pgSQL's target, not SQL
         for n, variable in enumerate(self.variables, start=1):
             text = re.sub(rf"\b{re.escape(variable)}\b", f"${n}", text)
         return self.wrap.format(text)
@@ -43,19 +43,19 @@ CLAIM_LANE_ORDER = """SELECT l.name FROM unnest(open_lanes) AS l(name)
          ORDER BY (SELECT j.id FROM tireless.job j
                     WHERE j.state = 'pending' AND j.lane = ANY (ARRAY[l.name]) AND j.available_at <= now()
                     ORDER BY j.lane, j.id LIMIT 1) NULLS LAST"""
-CLAIM_CANDIDATE = """SELECT j.id FROM tireless.job j
-             WHERE j.state = 'pending' AND j.lane = ANY (ARRAY[next_lane]) AND j.available_at <= now()
-             ORDER BY j.lane, j.id
+CLAIM_IN_TURN = """SELECT j.id INTO next_job FROM tireless.job j
+             WHERE j.state = 'pending' AND j.available_at <= now()
+               AND (j.lane, j.forge, j.owner, j.repo) >= (turn.lane, turn.forge, turn.owner, turn.repo)
+               AND (j.lane, j.forge, j.owner, j.repo) <= (turn.lane, turn.forge, turn.owner, turn.repo)
+             ORDER BY j.lane, j.forge, j.owner, j.repo, j.id
              LIMIT 1
                FOR UPDATE SKIP LOCKED"""
-CLAIM_ONE_LANE = """SELECT j.id FROM tireless.job j
-             WHERE j.state = 'pending' AND j.lane = ANY (ARRAY[claim_next.lanes[1]]) AND j.available_at <= now()
-               AND NOT EXISTS (SELECT FROM tireless.lane l
-                                WHERE l.name = claim_next.lanes[1]
-                                  AND (l.capacity IS NOT NULL OR NOT tireless.lane_hands_out_work(l.paused, l.tripped_until)))
-             ORDER BY j.lane, j.id
-             LIMIT 1
-               FOR UPDATE SKIP LOCKED"""
+CLAIM_ANY_TURN = """SELECT j.id INTO next_job FROM tireless.job j
+         WHERE j.state = 'pending' AND j.lane = ANY (ARRAY[claim_in_turn.lane]) AND j.available_at <= now()
+           AND NOT EXISTS (SELECT FROM tireless.repo_limit l WHERE (l.forge, l.owner, l.repo) = (j.forge, j.owner, j.repo))
+         ORDER BY j.lane, j.id
+         LIMIT 1
+           FOR UPDATE OF j SKIP LOCKED"""
 CAPACITY_COUNT = (
     "SELECT count(*) FROM tireless.job j WHERE j.state = 'claimed' AND j.lane = capped.name"
 )
@@ -70,6 +70,7 @@ ONE_LIVE_JOB = """SELECT j.id FROM tireless.job j
                                 AND j.state IN ('pending', 'claimed')"""
 
 CLAIM_NEXT = "tireless.claim_next(text,text[],interval)"
+CLAIM_IN_TURN_FUNCTION = "tireless.claim_in_turn(text,text,interval)"
 EXPIRE = "tireless.expire_stale_claims()"
 WORK_RULE = "tireless.apply_work_rule(jsonb)"
 STATEMENTS = {
@@ -79,9 +80,19 @@ STATEMENTS = {
     "claim lane order, several lanes": Statement(
         CLAIM_NEXT, CLAIM_LANE_ORDER, ("open_lanes",), ("text[]",), (["cc", "oc", "zz"],)
     ),
-    "claim candidate": Statement(CLAIM_NEXT, CLAIM_CANDIDATE, ("next_lane",), ("text",), ("oc",)),
-    "claim candidate, one lane": Statement(
-        CLAIM_NEXT, CLAIM_ONE_LANE, ("claim_next.lanes",), ("text[]",), (["oc"],)
+    "claim candidate, in turn": Statement(
+        CLAIM_IN_TURN_FUNCTION,
+        CLAIM_IN_TURN,
+        ("turn.lane", "turn.forge", "turn.owner", "turn.repo"),
+        ("text", "text", "text", "text"),
+        ("oc", "gitea", "acme", "widgets"),
+    ),
+    "claim candidate, every turn taken": Statement(
+        CLAIM_IN_TURN_FUNCTION,
+        CLAIM_ANY_TURN,
+        ("claim_in_turn.lane",),
+        ("text",),
+        ("oc",),
     ),
     "capacity count": Statement(CLAIM_NEXT, CAPACITY_COUNT, ("capped.name",), ("text",), ("cc",)),
     "lanes with expired claims": Statement(EXPIRE, EXPIRED_LANES, (), (), ()),
@@ -187,8 +198,7 @@ def test_statement_reads_the_job_table_through_an_index(
     [
         "claim lane order, one lane",
         "claim lane order, several lanes",
-        "claim candidate",
-        "claim candidate, one lane",
+        "claim candidate, every turn taken",
     ],
 )
 def test_claim_reads_each_lane_in_order_from_the_pending_index(conninfo: str, name: str) -> None:
@@ -200,6 +210,17 @@ def test_claim_reads_each_lane_in_order_from_the_pending_index(conninfo: str, na
     assert "'Index Cond': '(lane = " in str(top), "the lane is an index condition, not a filter"
     sorts = [n for n in re.findall(r"'Node Type': '(\w+)'", str(top)) if n == "Sort"]
     assert len(sorts) == (1 if "lane order" in name else 0), "only the lanes are sorted"
+
+
+def test_a_turn_reads_its_repository_oldest_job_first_from_the_repository_pending_index(
+    conninfo: str,
+) -> None:
+    """The oldest ready job of one repository in a lane: an ordered scan of that repository's part
+    of the pending index, stopped at the first match, whatever the backlog of other repositories."""
+    top = plan(conninfo, STATEMENTS["claim candidate, in turn"], "force_generic_plan")
+    assert list(job_reads(top)) == [("Index Scan", "pending_jobs_in_repo_order")]
+    assert "'Index Cond': '((ROW(lane, forge, owner, repo) >=" in str(top)
+    assert "Sort" not in re.findall(r"'Node Type': '(\w+)'", str(top))
 
 
 @pytest.mark.parametrize("function", sorted({s.function for s in STATEMENTS.values()}))

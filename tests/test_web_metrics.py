@@ -178,3 +178,18 @@ def test_a_second_rollup_at_the_same_time_leaves_it_to_the_first(
         assert second.execute("SELECT tireless.roll_up_history()").fetchone() == (0,)
         first.commit()
     assert db.scalar("SELECT sum(jobs) FROM tireless.finished_jobs") == 1
+
+
+def test_a_spent_daily_budget_shows_in_metrics_and_on_the_overview(
+    client: TestClient, store: JobStore
+) -> None:
+    enqueue_jobs(store, 2)
+    store.set_lane_budget("cc", 1, None)
+    claimed(store)
+    assert store.claim_next("w2", ["cc"]) is None
+    samples, _ = scrape(client)
+    assert value(samples, "tireless_lane_runs_today", lane="cc") == 1
+    assert 0 < value(samples, "tireless_lane_budget_reset_seconds", lane="cc") <= 86400
+    overview = client.get("/").text
+    assert "1/1 runs" in overview
+    assert "resets at" in overview

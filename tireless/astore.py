@@ -42,6 +42,7 @@ from tireless.models import (
     MirrorComment,
     MirrorWrite,
     PollOutcome,
+    RepoLimit,
     RepoRef,
     RepoStatus,
     RepoToPoll,
@@ -361,6 +362,29 @@ class AsyncJobStore:
 
     async def set_lane_stall_after(self, lane: str, stall_after: timedelta | None) -> Lane:
         return await self._run(calls.set_lane_stall_after(lane, stall_after))
+
+    async def set_lane_budget(
+        self, lane: str, runs_per_day: int | None, agent_time_per_day: timedelta | None
+    ) -> Lane:
+        return await self._run(calls.set_lane_budget(lane, runs_per_day, agent_time_per_day))
+
+    # Repositories' shares
+    async def set_repo_capacity(
+        self, forge: str, owner: str, repo: str, capacity: int | None
+    ) -> RepoLimit:
+        return await self._run(calls.set_repo_capacity(forge, owner, repo, capacity))
+
+    async def set_repo_budget(
+        self,
+        forge: str,
+        owner: str,
+        repo: str,
+        runs_per_day: int | None,
+        agent_time_per_day: timedelta | None,
+    ) -> RepoLimit:
+        return await self._run(
+            calls.set_repo_budget(forge, owner, repo, runs_per_day, agent_time_per_day)
+        )
 
     async def pause_lane(self, lane: str) -> Lane:
         return await self._run(calls.pause_lane(lane))

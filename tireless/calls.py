@@ -37,6 +37,7 @@ from tireless.models import (
     MirrorComment,
     MirrorWrite,
     PollOutcome,
+    RepoLimit,
     RepoRef,
     RepoStatus,
     RepoToPoll,
@@ -124,6 +125,8 @@ REPO_STATUS_COLUMNS = sql.SQL(", ").join(sql.Identifier(f.name) for f in fields(
 JOB_ROW = args_row(Job.from_row)
 """Rows of tireless.job's columns (JOB_COLUMNS, in this order) as Jobs."""
 _LANE = class_row(Lane)
+REPO_LIMIT_COLUMNS = sql.SQL(", ").join(sql.Identifier(f.name) for f in fields(RepoLimit))
+_REPO_LIMIT = class_row(RepoLimit)
 
 
 # Rendered to bytes once: psycopg would compose a sql.Composed again at every execute (bench/results.md).
@@ -685,6 +688,58 @@ def set_lane_stall_after(lane: str, stall_after: timedelta | None) -> Call[Lane,
     return Call(SET_LANE_STALL_AFTER, {"lane": lane, "stall_after": stall_after}, _LANE, _only)
 
 
+SET_LANE_BUDGET = _returning(
+    LANE_COLUMNS,
+    "tireless.set_lane_budget(lane => %(lane)s, runs_per_day => %(runs_per_day)s,"
+    " agent_time_per_day => %(agent_time_per_day)s)",
+)
+
+
+def set_lane_budget(
+    lane: str, runs_per_day: int | None, agent_time_per_day: timedelta | None
+) -> Call[Lane, Lane]:
+    params = {"lane": lane, "runs_per_day": runs_per_day, "agent_time_per_day": agent_time_per_day}
+    return Call(SET_LANE_BUDGET, params, _LANE, _only)
+
+
+SET_REPO_CAPACITY = _returning(
+    REPO_LIMIT_COLUMNS,
+    "tireless.set_repo_capacity(forge => %(forge)s, owner => %(owner)s, repo => %(repo)s,"
+    " capacity => %(capacity)s)",
+)
+
+
+def set_repo_capacity(
+    forge: str, owner: str, repo: str, capacity: int | None
+) -> Call[RepoLimit, RepoLimit]:
+    params = {"forge": forge, "owner": owner, "repo": repo, "capacity": capacity}
+    return Call(SET_REPO_CAPACITY, params, _REPO_LIMIT, _only)
+
+
+SET_REPO_BUDGET = _returning(
+    REPO_LIMIT_COLUMNS,
+    "tireless.set_repo_budget(forge => %(forge)s, owner => %(owner)s, repo => %(repo)s,"
+    " runs_per_day => %(runs_per_day)s, agent_time_per_day => %(agent_time_per_day)s)",
+)
+
+
+def set_repo_budget(
+    forge: str,
+    owner: str,
+    repo: str,
+    runs_per_day: int | None,
+    agent_time_per_day: timedelta | None,
+) -> Call[RepoLimit, RepoLimit]:
+    params = {
+        "forge": forge,
+        "owner": owner,
+        "repo": repo,
+        "runs_per_day": runs_per_day,
+        "agent_time_per_day": agent_time_per_day,
+    }
+    return Call(SET_REPO_BUDGET, params, _REPO_LIMIT, _only)
+
+
 # Waiting for work: JobStore.listen runs these on the connection it holds.
 LISTEN = "LISTEN tireless_work"
 UNLISTEN = "UNLISTEN tireless_work"
@@ -699,7 +754,8 @@ SET_POLICY = (
 )
 STATUS = (
     "SELECT lane, pending, ready, claimed, past_lease, delivered, failed, cancelled,"
-    " oldest_pending_seconds, breaker, paused, capacity, tripped_until, consecutive_failures"
+    " oldest_pending_seconds, breaker, paused, capacity, tripped_until, consecutive_failures,"
+    " runs_today, agent_seconds_today, runs_per_day, agent_seconds_per_day, budget_resets_at"
     " FROM tireless.lane_summary ORDER BY lane"
 )
 _JOB_FILTERS = (

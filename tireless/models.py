@@ -167,6 +167,25 @@ class Lane:
     """An attempt running longer is stopped (heartbeat answers timeout); None: no limit."""
     stall_after: timedelta | None = None
     """An attempt without progress this long is stopped (heartbeat answers stalled); None: none."""
+    runs_per_day: int | None = None
+    """At most this many claims per UTC day; None: no budget."""
+    agent_time_per_day: timedelta | None = None
+    """No claim once the attempts ended today held their claims this long; None: no budget."""
+
+
+@dataclass(frozen=True, slots=True)
+class RepoLimit:
+    """A row of `tireless.repo_limit`: a repository's capacity and daily budgets, all lanes."""
+
+    forge: str
+    owner: str
+    repo: str
+    capacity: int | None
+    """At most this many claimed jobs of the repository at once; None: unlimited."""
+    runs_per_day: int | None
+    """At most this many claims per UTC day; None: no budget."""
+    agent_time_per_day: timedelta | None
+    """No claim once the attempts ended today held their claims this long; None: no budget."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,6 +28,7 @@ from tireless.cli.render import (
     job_table,
     render_forges,
     render_job,
+    render_repo_limit,
     render_repos,
     render_status,
     span,
@@ -103,6 +104,20 @@ def cmd_repos(args: argparse.Namespace) -> int:
     with connect(args) as conn:
         repos = JobStore(conn).repo_status()
     emit(args, repos, render_repos(repos) if repos else "no tracked repositories")
+    return OK
+
+
+def cmd_repo(args: argparse.Namespace) -> int:
+    """`repo capacity|budget`: a tracked repository's share of its lanes."""
+    with connect(args) as conn:
+        store = JobStore(conn)
+        if args.repo_action == "capacity":
+            limits = store.set_repo_capacity(args.forge, args.owner, args.repo, args.capacity)
+        else:
+            limits = store.set_repo_budget(
+                args.forge, args.owner, args.repo, args.runs_per_day, args.agent_time_per_day
+            )
+    emit(args, limits, render_repo_limit(limits))
     return OK
 
 
@@ -447,7 +462,8 @@ def cmd_cancel(args: argparse.Namespace) -> int:
 
 
 def cmd_lane(args: argparse.Namespace) -> int:
-    """`lane pause|resume|capacity|show`: a lane's settings, and its row of `tireless status`."""
+    """`lane pause|resume|capacity|budget|max-run|stall-after|show`: a lane's settings, and its row
+    of `tireless status`."""
     with connect(args) as conn:
         store = JobStore(conn)
         if args.lane_action == "pause":
@@ -456,6 +472,12 @@ def cmd_lane(args: argparse.Namespace) -> int:
             store.resume_lane(args.lane)
         elif args.lane_action == "capacity":
             store.set_lane_capacity(args.lane, args.capacity)
+        elif args.lane_action == "budget":
+            store.set_lane_budget(args.lane, args.runs_per_day, args.agent_time_per_day)
+        elif args.lane_action == "max-run":
+            store.set_lane_max_run(args.lane, args.max_run)
+        elif args.lane_action == "stall-after":
+            store.set_lane_stall_after(args.lane, args.stall_after)
         rows = [row for row in status_rows(conn) if args.lane in (None, row["lane"])]
     if not rows:
         emit(args, rows, f"lane {args.lane} has no settings and no live or recent jobs")

@@ -24,6 +24,7 @@ from tireless.cli.commands import (
     cmd_poll,
     cmd_prune,
     cmd_renew,
+    cmd_repo,
     cmd_repos,
     cmd_rerun,
     cmd_show,
@@ -72,6 +73,11 @@ def seconds(text: str) -> float:
 def capacity(text: str) -> int | None:
     """A lane's capacity: a count of 0 or more, or `none` for no limit."""
     return None if text.strip().lower() == "none" else count(text)
+
+
+def limit(text: str) -> timedelta | None:
+    """A time limit or budget: a duration, or `none` for no limit."""
+    return None if text.strip().lower() == "none" else duration(text)
 
 
 def count(text: str) -> int:
@@ -158,6 +164,17 @@ def parser() -> argparse.ArgumentParser:
 
         return action
 
+    def budget_arguments(sub: argparse.ArgumentParser) -> None:
+        sub.add_argument(
+            "runs_per_day", type=capacity, metavar="RUNS|none", help="claims a day; none: no budget"
+        )
+        sub.add_argument(
+            "agent_time_per_day",
+            type=limit,
+            metavar="AGENT-TIME|none",
+            help="time attempts held their claims a day, e.g. 8h; none: no budget",
+        )
+
     def repository(sub: argparse.ArgumentParser) -> None:
         sub.add_argument("forge", help="the forge's short name, e.g. gitea (see `forge list`)")
         sub.add_argument("owner", help="the repository's owner (user or organisation)")
@@ -176,6 +193,16 @@ def parser() -> argparse.ArgumentParser:
     ):
         repository(command(name, cmd_track, help))
     command("repos", cmd_repos, "the tracked repositories: last poll, last error, next poll")
+    repo = actions(
+        command("repo", cmd_repo, "(admin) a tracked repository's share: capacity, budget"),
+        "repo_action",
+    )
+    sub = repo("capacity", "at most N claimed jobs of the repository at once, all lanes")
+    repository(sub)
+    sub.add_argument("capacity", type=capacity, metavar="N|none", help="a count, or none: no limit")
+    sub = repo("budget", "at most RUNS claims and AGENT-TIME of attempts a day (UTC), all lanes")
+    repository(sub)
+    budget_arguments(sub)
     forge = actions(
         command("forge", cmd_forge, "the forge registry: add, list, remove, retry"), "forge_action"
     )
@@ -261,7 +288,11 @@ def parser() -> argparse.ArgumentParser:
         "lanes by state: queue, claims past their lease, paused or tripped lanes",
     )
     lane = actions(
-        command("lane", cmd_lane, "(admin) a lane's settings: pause, resume, capacity, show"),
+        command(
+            "lane",
+            cmd_lane,
+            "(admin) a lane's settings: pause, resume, capacity, budget, max-run, stall-after, show",
+        ),
         "lane_action",
     )
     for name, help in (
@@ -272,6 +303,18 @@ def parser() -> argparse.ArgumentParser:
     sub = lane("capacity", "at most N claimed jobs in the lane at once")
     sub.add_argument("lane", help="the lane's name, e.g. cc")
     sub.add_argument("capacity", type=capacity, metavar="N|none", help="a count, or none: no limit")
+    sub = lane("budget", "at most RUNS claims and AGENT-TIME of attempts a day (UTC)")
+    sub.add_argument("lane", help="the lane's name, e.g. cc")
+    budget_arguments(sub)
+    for name, setting, help in (
+        ("max-run", "max_run", "stop an attempt that runs longer than DURATION"),
+        ("stall-after", "stall_after", "stop an attempt without progress for DURATION"),
+    ):
+        sub = lane(name, help)
+        sub.add_argument("lane", help="the lane's name, e.g. cc")
+        sub.add_argument(
+            setting, type=limit, metavar="DURATION|none", help="e.g. 2h, 30m; none: no limit"
+        )
     sub = lane("show", "a lane's queue and settings (all lanes when none is named)")
     sub.add_argument("lane", nargs="?", help="the lane's name (default: every lane)")
     sub = command("jobs", cmd_jobs, "list jobs, oldest first (--newest: newest first)")

@@ -13,7 +13,7 @@ from uuid import UUID
 
 from tireless.forge import token_variable
 from tireless.forge.poll import Report
-from tireless.models import Forge, Job, RepoStatus
+from tireless.models import Forge, Job, RepoLimit, RepoStatus
 
 
 def as_json(value: Any) -> str:
@@ -112,6 +112,13 @@ def render_status(rows: Sequence[dict[str, Any]]) -> str:
             )
         if row["capacity"] is not None:
             marks.append(f"capacity {row['capacity']}")
+        if row["runs_per_day"] is not None:
+            marks.append(f"runs today {row['runs_today']}/{row['runs_per_day']}")
+        if row["agent_seconds_per_day"] is not None:
+            spent, budget = row["agent_seconds_today"], row["agent_seconds_per_day"]
+            marks.append(f"agent time today {age(spent)}/{age(budget)}")
+        if row["budget_resets_at"] is not None:
+            marks.append(f"budget spent until {clock(row['budget_resets_at'])}")
         return ", ".join(marks) or "-"
 
     columns: list[tuple[str, Callable[[dict[str, Any]], str]]] = [("LANE", count("lane"))]
@@ -269,3 +276,17 @@ def span(length: timedelta) -> str:
     parts = [(seconds // 86400, "d"), (seconds % 86400 // 3600, "h"), (seconds % 3600 // 60, "m")]
     text = "".join(f"{n}{unit}" for n, unit in [*parts, (seconds % 60, "s")] if n)
     return text or f"{length.total_seconds():g}s"
+
+
+def render_repo_limit(limits: RepoLimit) -> str:
+    """A repository's capacity and daily budgets, one line."""
+
+    def shown(value: object, what: str) -> str:
+        return f"{what} {value}" if value is not None else f"no {what}"
+
+    agent_time = limits.agent_time_per_day
+    return (
+        f"{limits.forge}/{limits.owner}/{limits.repo}: {shown(limits.capacity, 'capacity')}, "
+        f"{shown(limits.runs_per_day, 'runs a day')}, "
+        f"{shown(None if agent_time is None else age(agent_time.total_seconds()), 'agent time a day')}"
+    )

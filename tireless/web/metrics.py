@@ -90,6 +90,32 @@ def lane_families(out: Exposition, lanes: list[dict[str, Any]], now: datetime) -
         ),
     )
     out.family(
+        "tireless_lane_runs_today",
+        "gauge",
+        "Claims in the lane today (the UTC day of the daily budget).",
+        (({"lane": lane["lane"]}, lane["runs_today"]) for lane in lanes),
+    )
+    out.family(
+        "tireless_lane_agent_seconds_today",
+        "gauge",
+        "Seconds the lane's attempts that ended today (UTC) held their claims.",
+        (({"lane": lane["lane"]}, lane["agent_seconds_today"]) for lane in lanes),
+    )
+    out.family(
+        "tireless_lane_budget_reset_seconds",
+        "gauge",
+        "Seconds until a spent daily budget resets at midnight UTC (0 while none is spent).",
+        (
+            (
+                {"lane": lane["lane"]},
+                max(0.0, (lane["budget_resets_at"] - now).total_seconds())
+                if lane["budget_resets_at"]
+                else 0,
+            )
+            for lane in lanes
+        ),
+    )
+    out.family(
         "tireless_lane_paused",
         "gauge",
         "1 while the lane is paused.",

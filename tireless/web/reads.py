@@ -12,12 +12,16 @@ SELECT every.lane, s.capacity, coalesce(s.paused, false) AS paused,
        coalesce(s.breaker, 'closed') AS breaker, coalesce(s.consecutive_failures, 0) AS consecutive_failures,
        s.tripped_until, coalesce(s.pending, 0) AS pending, coalesce(s.ready, 0) AS ready,
        coalesce(s.claimed, 0) AS claimed, coalesce(s.past_lease, 0) AS past_lease,
-       extract(epoch FROM s.oldest_pending_age)::float8 AS oldest_pending_seconds
+       extract(epoch FROM s.oldest_pending_age)::float8 AS oldest_pending_seconds,
+       coalesce(b.runs_today, 0) AS runs_today, coalesce(b.agent_seconds_today, 0) AS agent_seconds_today,
+       b.runs_per_day, b.agent_seconds_per_day, b.budget_resets_at
   FROM (SELECT l.lane FROM tireless.lane_status l UNION SELECT f.lane FROM tireless.finished_jobs f) AS every
   LEFT JOIN tireless.lane_status s ON s.lane = every.lane
+  LEFT JOIN tireless.lane_budget b ON b.lane = every.lane
  ORDER BY every.lane"""
 """Every lane: with settings or live jobs (lane_status), or that ever finished a job (the
-rolled-up counters: every lane `tireless status` lists, without reading a day of finished jobs)."""
+rolled-up counters: every lane `tireless status` lists, without reading a day of finished jobs),
+with today's spend against its daily budgets (lane_budget)."""
 REPOS = """
 SELECT r.forge, r.owner, r.repo, r.last_poll_at, r.last_success_at, r.last_error, r.last_error_at,
        r.consecutive_failures, r.next_poll_at, r.backoff_until, r.registered,
