@@ -117,8 +117,8 @@ def test_a_person_sees_the_lanes_and_a_jobs_timeline(
         )
     }
     assert rows["cc"][1:5] == ["3", "3", "2", "1"]
-    assert "open" in rows["oc"][8]
-    assert "paused" in rows["oc"][7]
+    assert "open" in rows["oc"][9]
+    assert "paused" in rows["oc"][8]
     chart = driver.find_element(By.ID, "finished-chart")
     assert chart.is_displayed()
     assert len(chart.find_elements(By.CSS_SELECTOR, "rect.bar")) == 3
