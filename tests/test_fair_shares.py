@@ -286,6 +286,107 @@ def test_agent_time_spent_stops_claims_and_counts_the_attempts_held_time(
     assert store.claim_next("w1", ["cc"]) is not None
 
 
+def agent_time_count(db: Database) -> str:
+    """The state of the trigger that counts ended attempts' agent time: A (enabled) or D."""
+    return str(
+        db.scalar(
+            "SELECT tgenabled FROM pg_trigger WHERE tgrelid = 'tireless.job'::regclass"
+            " AND tgname = 'ended_attempts_count_agent_time'"
+        )
+    )
+
+
+def test_agent_time_is_counted_only_while_some_budget_of_agent_time_exists(
+    db: Database, store: JobStore
+) -> None:
+    """0025: a finish pays for the count of agent time only while a lane or a repository has a
+    budget of it; the setters switch the count in their own transaction."""
+    enqueue_repos(store, {"a": 1})
+    assert agent_time_count(db) == "D"
+    store.set_lane_budget("cc", 5, None)  # runs only: nothing to count
+    store.set_repo_capacity(FORGE, OWNER, "a", 3)
+    assert agent_time_count(db) == "D"
+    store.set_lane_budget("cc", None, timedelta(hours=1))
+    assert agent_time_count(db) == "A"
+    store.set_repo_budget(FORGE, OWNER, "a", None, timedelta(hours=2))
+    store.set_lane_budget("cc", None, None)
+    assert agent_time_count(db) == "A"  # the repository's budget remains
+    store.set_repo_budget(FORGE, OWNER, "a", None, None)
+    assert agent_time_count(db) == "D"
+    with db.connect(autocommit=False) as conn:  # a setter's switch is undone with its transaction
+        conn.execute("SELECT tireless.set_lane_budget('cc', NULL, interval '1 hour')")
+        assert conn.execute(
+            "SELECT tgenabled FROM pg_trigger WHERE tgname = 'ended_attempts_count_agent_time'"
+        ).fetchone() == ("A",)
+        conn.rollback()
+    assert agent_time_count(db) == "D"
+
+
+def test_a_repository_budget_of_agent_time_counts_the_attempts_that_end_after_it_is_set(
+    db: Database, store: JobStore
+) -> None:
+    enqueue_repos(store, {"a": 3})
+    before = store.claim_next("w1", ["cc"])
+    assert before is not None
+    store.transition(before.id, "delivered", "w1")  # ended before any budget: not counted
+    store.set_repo_budget(FORGE, OWNER, "a", None, timedelta(hours=1))
+    job = store.claim_next("w1", ["cc"])
+    assert job is not None
+    with (
+        db.connect() as conn
+    ):  # the attempt began 90 minutes ago (replica: past the history's guard)
+        conn.execute("SET session_replication_role = replica")
+        conn.execute(
+            "UPDATE tireless.job_event SET at = at - interval '90 minutes'"
+            " WHERE job_id = %(id)s AND to_state = 'claimed'",
+            {"id": job.id},
+        )
+    store.transition(job.id, "delivered", "w1")
+    spent = db.scalar("SELECT agent_seconds_today FROM tireless.repo_shares WHERE repo = 'a'")
+    assert 90 * 60 <= spent < 100 * 60
+    assert store.claim_next("w1", ["cc"]) is None
+
+
+def test_a_budget_of_agent_time_set_while_a_runner_finishes_waits_for_it_then_counts(
+    db: Database, store: JobStore
+) -> None:
+    """The setter locks tireless.job before it writes a lane: it waits for a runner's open
+    transaction (never the other way round, so no deadlock), and the attempts that end after it
+    commits are counted."""
+    enqueue_repos(store, {"a": 2})
+    first = store.claim_next("w1", ["cc"])
+    second = store.claim_next("w2", ["cc"])
+    assert first is not None
+    assert second is not None
+    done: list[object] = []
+    with db.connect() as runner, db.connect(lock_timeout="60s") as admin:
+        with runner.transaction():
+            runner.execute(
+                "SELECT tireless.transition(%(id)s, 'delivered', 'w1')", {"id": first.id}
+            )
+            setter = threading.Thread(
+                target=lambda: done.append(
+                    admin.execute(
+                        "SELECT tireless.set_lane_budget('cc', NULL, interval '1 hour')"
+                    ).fetchone()
+                )
+            )
+            setter.start()
+            waiting = (
+                "SELECT count(*) FROM pg_stat_activity"
+                " WHERE wait_event_type = 'Lock' AND query LIKE '%%set_lane_budget%%'"
+            )
+            while db.scalar(waiting) == 0:
+                assert setter.is_alive(), "the setter did not wait for the runner"
+        setter.join(timeout=60)
+    assert len(done) == 1
+    assert agent_time_count(db) == "A"
+    store.transition(second.id, "delivered", "w2")
+    counted = db.scalar("SELECT agent_seconds_today FROM tireless.repo_shares WHERE repo = 'a'")
+    assert counted is not None
+    assert counted > 0
+
+
 def test_a_repository_out_of_budget_waits_while_the_others_go_on(
     db: Database, store: JobStore
 ) -> None:
