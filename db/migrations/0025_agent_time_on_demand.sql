@@ -81,9 +81,10 @@ CREATE FUNCTION tireless.agent_time_budgeted() RETURNS boolean
         OR EXISTS (SELECT FROM tireless.repo_limit l WHERE l.agent_time_per_day IS NOT NULL);
 COMMENT ON FUNCTION tireless.agent_time_budgeted() IS 'True when some lane or repository has a daily budget of agent time.';
 
--- Called by the setters after they changed a budget of agent time, under the lock they took first
--- (tireless.lock_for_agent_time): two admins changing budgets at once take turns, so the last one to
--- commit switches the trigger on what both did.
+-- Called by the setters after they wrote a budget of agent time (set, changed or removed), under the
+-- lock they took first (tireless.lock_for_agent_time): two admins writing such budgets at once take
+-- turns, so the last one to commit switches the trigger on what both did. A setter whose lane or
+-- repository has no budget of agent time before or after takes no lock and switches nothing.
 CREATE FUNCTION tireless.arm_agent_time_count() RETURNS void
     LANGUAGE plpgsql VOLATILE
 AS $$
@@ -128,8 +129,11 @@ DECLARE
     agent_time_changes boolean;
 BEGIN
     PERFORM tireless.check_budget(set_lane_budget.runs_per_day, set_lane_budget.agent_time_per_day);
-    agent_time_changes := (SELECT l.agent_time_per_day FROM tireless.lane l WHERE l.name = set_lane_budget.lane)
-                          IS DISTINCT FROM set_lane_budget.agent_time_per_day;
+    -- Whenever a budget of agent time is on either side, not only when it differs from the value read
+    -- here: a concurrent setter may change it before this one writes.
+    agent_time_changes := set_lane_budget.agent_time_per_day IS NOT NULL
+                          OR EXISTS (SELECT FROM tireless.lane l
+                                      WHERE l.name = set_lane_budget.lane AND l.agent_time_per_day IS NOT NULL);
     IF agent_time_changes THEN
         PERFORM tireless.lock_for_agent_time();
     END IF;
@@ -159,9 +163,10 @@ DECLARE
     agent_time_changes boolean;
 BEGIN
     PERFORM tireless.check_tracked(set_repo_limit.forge, set_repo_limit.owner, set_repo_limit.repo);
-    agent_time_changes := (SELECT l.agent_time_per_day FROM tireless.repo_limit l
-                            WHERE (l.forge, l.owner, l.repo) = (set_repo_limit.forge, set_repo_limit.owner, set_repo_limit.repo))
-                          IS DISTINCT FROM set_repo_limit.agent_time_per_day;
+    agent_time_changes := set_repo_limit.agent_time_per_day IS NOT NULL
+                          OR EXISTS (SELECT FROM tireless.repo_limit l
+                                      WHERE (l.forge, l.owner, l.repo) = (set_repo_limit.forge, set_repo_limit.owner, set_repo_limit.repo)
+                                        AND l.agent_time_per_day IS NOT NULL);
     IF agent_time_changes THEN
         PERFORM tireless.lock_for_agent_time();
     END IF;
