@@ -149,6 +149,213 @@ $_$;
 COMMENT ON FUNCTION tireless.add_forge(name text, kind text, base_url text) IS 'Registers a forge (kind gitea, forgejo or github; base_url http(s)://, a trailing slash dropped) or changes its entry; true when it created or changed it, false when it was already so. TL005 for a bad argument.';
 
 --
+-- Name: is_lane_name(text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.is_lane_name(name text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN (name ~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$'::text);
+
+--
+-- Name: FUNCTION is_lane_name(name text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.is_lane_name(name text) IS 'True when a text can name a lane: 1 to 63 letters, digits, dot, dash or underscore, starting with a letter or digit.';
+
+--
+-- Name: lane; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.lane (
+    name text NOT NULL,
+    capacity integer,
+    paused boolean DEFAULT false NOT NULL,
+    consecutive_failures integer DEFAULT 0 NOT NULL,
+    tripped_until timestamp with time zone,
+    max_run interval,
+    stall_after interval,
+    runs_per_day integer,
+    agent_time_per_day interval,
+    limited boolean GENERATED ALWAYS AS (((capacity IS NOT NULL) OR (runs_per_day IS NOT NULL) OR (agent_time_per_day IS NOT NULL))) STORED,
+    CONSTRAINT agent_time_per_day_positive CHECK ((agent_time_per_day > '00:00:00'::interval)),
+    CONSTRAINT capacity_not_negative CHECK ((capacity >= 0)),
+    CONSTRAINT failures_not_negative CHECK ((consecutive_failures >= 0)),
+    CONSTRAINT lane_name_is_a_name CHECK (tireless.is_lane_name(name)),
+    CONSTRAINT max_run_is_positive CHECK ((max_run > '00:00:00'::interval)),
+    CONSTRAINT runs_per_day_not_negative CHECK ((runs_per_day >= 0)),
+    CONSTRAINT stall_after_is_positive CHECK ((stall_after > '00:00:00'::interval))
+);
+
+--
+-- Name: TABLE lane; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.lane IS 'Lanes that have settings or breaker state. A lane with no row is open and unlimited.';
+
+--
+-- Name: COLUMN lane.capacity; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.lane.capacity IS 'At most this many claimed jobs in the lane at once; null: unlimited.';
+
+--
+-- Name: COLUMN lane.tripped_until; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.lane.tripped_until IS 'Circuit breaker: while in the future, claim_next hands out nothing from the lane.';
+
+--
+-- Name: COLUMN lane.max_run; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.lane.max_run IS 'An attempt claimed longer ago than this is stopped: its heartbeat answers timeout. Null: no limit.';
+
+--
+-- Name: COLUMN lane.stall_after; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.lane.stall_after IS 'An attempt without progress for this long is stopped: its heartbeat answers stalled. Null: no watchdog.';
+
+--
+-- Name: COLUMN lane.runs_per_day; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.lane.runs_per_day IS 'At most this many claims in the lane per UTC day; null: no budget.';
+
+--
+-- Name: COLUMN lane.agent_time_per_day; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.lane.agent_time_per_day IS 'No claim once the lane''s attempts ended today held their claims this long in all; null: no budget.';
+
+--
+-- Name: COLUMN lane.limited; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.lane.limited IS 'The lane has a capacity or a budget: claim_next counts it under the lane''s row lock.';
+
+--
+-- Name: CONSTRAINT agent_time_per_day_positive ON lane; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT agent_time_per_day_positive ON tireless.lane IS 'A budget of agent time is null (none) or more than 0.';
+
+--
+-- Name: CONSTRAINT capacity_not_negative ON lane; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT capacity_not_negative ON tireless.lane IS 'Capacity is null (unlimited) or not negative.';
+
+--
+-- Name: CONSTRAINT failures_not_negative ON lane; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT failures_not_negative ON tireless.lane IS 'A count of failures is not negative.';
+
+--
+-- Name: CONSTRAINT lane_name_is_a_name ON lane; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT lane_name_is_a_name ON tireless.lane IS 'A lane is a short name (see tireless.is_lane_name).';
+
+--
+-- Name: CONSTRAINT max_run_is_positive ON lane; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT max_run_is_positive ON tireless.lane IS 'A time limit is null (none) or more than 0.';
+
+--
+-- Name: CONSTRAINT runs_per_day_not_negative ON lane; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT runs_per_day_not_negative ON tireless.lane IS 'A budget of runs is null (none) or 0 or more.';
+
+--
+-- Name: CONSTRAINT stall_after_is_positive ON lane; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT stall_after_is_positive ON tireless.lane IS 'A stall limit is null (none) or more than 0.';
+
+--
+-- Name: repo_limit; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.repo_limit (
+    forge text NOT NULL,
+    owner text NOT NULL,
+    repo text NOT NULL,
+    capacity integer,
+    runs_per_day integer,
+    agent_time_per_day interval,
+    CONSTRAINT repo_agent_time_per_day_positive CHECK ((agent_time_per_day > '00:00:00'::interval)),
+    CONSTRAINT repo_capacity_not_negative CHECK ((capacity >= 0)),
+    CONSTRAINT repo_runs_per_day_not_negative CHECK ((runs_per_day >= 0)),
+    CONSTRAINT some_limit_is_set CHECK ((num_nonnulls(capacity, runs_per_day, agent_time_per_day) > 0))
+);
+
+--
+-- Name: TABLE repo_limit; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.repo_limit IS 'A repository''s capacity and daily budgets, all lanes together. Private: set_repo_capacity and set_repo_budget keep it; read tireless.repo_shares.';
+
+--
+-- Name: COLUMN repo_limit.capacity; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.repo_limit.capacity IS 'At most this many claimed jobs of the repository at once; null: unlimited.';
+
+--
+-- Name: COLUMN repo_limit.runs_per_day; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.repo_limit.runs_per_day IS 'At most this many claims of the repository''s jobs per UTC day; null: no budget.';
+
+--
+-- Name: COLUMN repo_limit.agent_time_per_day; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.repo_limit.agent_time_per_day IS 'No claim once the repository''s attempts ended today held their claims this long in all; null: no budget.';
+
+--
+-- Name: CONSTRAINT repo_agent_time_per_day_positive ON repo_limit; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT repo_agent_time_per_day_positive ON tireless.repo_limit IS 'A budget of agent time is null (none) or more than 0.';
+
+--
+-- Name: CONSTRAINT repo_capacity_not_negative ON repo_limit; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT repo_capacity_not_negative ON tireless.repo_limit IS 'A capacity is null (none) or 0 or more.';
+
+--
+-- Name: CONSTRAINT repo_runs_per_day_not_negative ON repo_limit; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT repo_runs_per_day_not_negative ON tireless.repo_limit IS 'A budget of runs is null (none) or 0 or more.';
+
+--
+-- Name: CONSTRAINT some_limit_is_set ON repo_limit; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT some_limit_is_set ON tireless.repo_limit IS 'A repository without any limit has no row (claim_next treats it as any other).';
+
+--
+-- Name: agent_time_budgeted(); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.agent_time_budgeted() RETURNS boolean
+    LANGUAGE sql STABLE
+    RETURN ((EXISTS (SELECT FROM tireless.lane l WHERE (l.agent_time_per_day IS NOT NULL))) OR (EXISTS (SELECT FROM tireless.repo_limit l WHERE (l.agent_time_per_day IS NOT NULL))));
+
+--
+-- Name: FUNCTION agent_time_budgeted(); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.agent_time_budgeted() IS 'True when some lane or repository has a daily budget of agent time.';
+
+--
 -- Name: announce_work(text); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -288,6 +495,31 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.apply_work_rule(issues jsonb, OUT created integer, OUT cancelled integer, OUT rerouted integer, OUT seen integer) IS 'The work rule on a checked batch of issues of tracked repositories: a pending job for an issue that asks for work and whose request has had none; withdrawal cancels a pending job or requests the cancel of a claimed one; relabelling re-routes a pending job. An issue shown as it was before writes nothing. Returns what it did.';
+
+--
+-- Name: arm_agent_time_count(); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.arm_agent_time_count() RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    armed boolean := (SELECT t.tgenabled = 'A' FROM pg_catalog.pg_trigger t
+                       WHERE t.tgrelid = 'tireless.job'::regclass AND t.tgname = 'ended_attempts_count_agent_time');
+BEGIN
+    IF tireless.agent_time_budgeted() AND NOT armed THEN
+        ALTER TABLE tireless.job ENABLE ALWAYS TRIGGER ended_attempts_count_agent_time;
+    ELSIF NOT tireless.agent_time_budgeted() AND armed THEN
+        ALTER TABLE tireless.job DISABLE TRIGGER ended_attempts_count_agent_time;
+    END IF;
+END;
+$$;
+
+--
+-- Name: FUNCTION arm_agent_time_count(); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.arm_agent_time_count() IS 'Enables the trigger ended_attempts_count_agent_time when some budget of agent time exists, disables it when none does. Run under tireless.lock_for_agent_time.';
 
 --
 -- Name: attach_report(bigint, text, text, uuid); Type: FUNCTION; Schema: tireless; Owner: -
@@ -973,6 +1205,38 @@ CREATE FUNCTION tireless.comment_marker(job_id bigint) RETURNS text
 --
 
 COMMENT ON FUNCTION tireless.comment_marker(job_id bigint) IS 'The hidden last line of a job''s outcome comment; the mirror counts it only in a comment written by its own forge account.';
+
+--
+-- Name: count_agent_time(); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.count_agent_time() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    IF EXISTS (SELECT FROM tireless.lane l WHERE l.name = OLD.lane AND l.agent_time_per_day IS NOT NULL)
+       OR EXISTS (SELECT FROM tireless.repo_limit l
+                   WHERE (l.forge, l.owner, l.repo) = (OLD.forge, OLD.owner, OLD.repo)
+                     AND l.agent_time_per_day IS NOT NULL) THEN
+        UPDATE tireless.lane_repo r
+           SET agent_time = CASE WHEN r.spend_day = (now() AT TIME ZONE 'UTC')::date THEN r.agent_time ELSE interval '0' END
+                            -- The attempt began at the job's newest claim in its history.
+                            + coalesce((SELECT now() - e.at FROM tireless.job_event e
+                                         WHERE e.job_id = OLD.id AND e.to_state = 'claimed'
+                                         ORDER BY e.id DESC LIMIT 1), interval '0'),
+               runs = CASE WHEN r.spend_day = (now() AT TIME ZONE 'UTC')::date THEN r.runs ELSE 0 END,
+               spend_day = (now() AT TIME ZONE 'UTC')::date
+         WHERE (r.lane, r.forge, r.owner, r.repo) = (OLD.lane, OLD.forge, OLD.owner, OLD.repo);
+    END IF;
+    RETURN NULL;
+END;
+$$;
+
+--
+-- Name: FUNCTION count_agent_time(); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.count_agent_time() IS 'Trigger of tireless.job (per ended attempt, enabled only while a budget of agent time exists): when the attempt''s lane or repository has a budget of agent time, adds how long it held its claim to the lane and repository''s agent time of today (UTC).';
 
 --
 -- Name: job_attempt; Type: TABLE; Schema: tireless; Owner: -
@@ -2129,20 +2393,6 @@ $_$;
 COMMENT ON FUNCTION tireless.is_forge_timestamp(value text) IS 'True for an ISO 8601 timestamp with its time zone, as forges write them (2024-05-01T12:00:00Z, 2024-05-01T14:00:00+02:00), naming a real date and time.';
 
 --
--- Name: is_lane_name(text); Type: FUNCTION; Schema: tireless; Owner: -
---
-
-CREATE FUNCTION tireless.is_lane_name(name text) RETURNS boolean
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    RETURN (name ~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$'::text);
-
---
--- Name: FUNCTION is_lane_name(name text); Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON FUNCTION tireless.is_lane_name(name text) IS 'True when a text can name a lane: 1 to 63 letters, digits, dot, dash or underscore, starting with a letter or digit.';
-
---
 -- Name: is_lease(interval); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -2485,27 +2735,10 @@ CREATE FUNCTION tireless.keep_turns() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 BEGIN
-    IF NEW.state = 'pending' THEN
-        INSERT INTO tireless.lane_repo AS r (lane, forge, owner, repo, limited)
-        VALUES (NEW.lane, NEW.forge, NEW.owner, NEW.repo,
-                EXISTS (SELECT FROM tireless.repo_limit l WHERE (l.forge, l.owner, l.repo) = (NEW.forge, NEW.owner, NEW.repo)))
-        ON CONFLICT ON CONSTRAINT one_turn_per_lane_and_repo DO UPDATE SET has_work = true;
-    END IF;
-    IF OLD.state = 'claimed'
-       AND (EXISTS (SELECT FROM tireless.lane l WHERE l.name = OLD.lane AND l.agent_time_per_day IS NOT NULL)
-            OR EXISTS (SELECT FROM tireless.repo_limit l
-                        WHERE (l.forge, l.owner, l.repo) = (OLD.forge, OLD.owner, OLD.repo)
-                          AND l.agent_time_per_day IS NOT NULL)) THEN
-        UPDATE tireless.lane_repo r
-           SET agent_time = CASE WHEN r.spend_day = (now() AT TIME ZONE 'UTC')::date THEN r.agent_time ELSE interval '0' END
-                            -- The attempt began at the job's newest claim in its history.
-                            + coalesce((SELECT now() - e.at FROM tireless.job_event e
-                                         WHERE e.job_id = OLD.id AND e.to_state = 'claimed'
-                                         ORDER BY e.id DESC LIMIT 1), interval '0'),
-               runs = CASE WHEN r.spend_day = (now() AT TIME ZONE 'UTC')::date THEN r.runs ELSE 0 END,
-               spend_day = (now() AT TIME ZONE 'UTC')::date
-         WHERE (r.lane, r.forge, r.owner, r.repo) = (OLD.lane, OLD.forge, OLD.owner, OLD.repo);
-    END IF;
+    INSERT INTO tireless.lane_repo AS r (lane, forge, owner, repo, limited)
+    VALUES (NEW.lane, NEW.forge, NEW.owner, NEW.repo,
+            EXISTS (SELECT FROM tireless.repo_limit l WHERE (l.forge, l.owner, l.repo) = (NEW.forge, NEW.owner, NEW.repo)))
+    ON CONFLICT ON CONSTRAINT one_turn_per_lane_and_repo DO UPDATE SET has_work = true;
     RETURN NULL;
 END;
 $$;
@@ -2514,7 +2747,7 @@ $$;
 -- Name: FUNCTION keep_turns(); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.keep_turns() IS 'Trigger of tireless.job (per changed row): a job returned to pending or re-routed gives its repository a turn with work in its lane; an attempt under an agent-time budget (its lane''s or its repository''s) that ends adds how long it held its claim to the lane and repository''s agent time of today (UTC).';
+COMMENT ON FUNCTION tireless.keep_turns() IS 'Trigger of tireless.job (per changed row): a job returned to pending or re-routed gives its repository a turn with work in its lane.';
 
 --
 -- Name: labels_problem(text[]); Type: FUNCTION; Schema: tireless; Owner: -
@@ -2687,6 +2920,24 @@ END;
 --
 
 COMMENT ON FUNCTION tireless.lane_spend(lane text, OUT runs bigint, OUT agent_time interval) IS 'How many runs and how much agent time the lane spent today (UTC).';
+
+--
+-- Name: lock_for_agent_time(); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.lock_for_agent_time() RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    LOCK TABLE tireless.job IN SHARE ROW EXCLUSIVE MODE;
+END;
+$$;
+
+--
+-- Name: FUNCTION lock_for_agent_time(); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.lock_for_agent_time() IS 'Takes the lock a change of a budget of agent time needs before anything else (SHARE ROW EXCLUSIVE on tireless.job, until the transaction ends): arm_agent_time_count may then switch the trigger.';
 
 --
 -- Name: lock_repo_issues(text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -3081,120 +3332,6 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.parse_state(name text) IS 'The job state named by a text; TL005 for an unknown name.';
-
---
--- Name: lane; Type: TABLE; Schema: tireless; Owner: -
---
-
-CREATE TABLE tireless.lane (
-    name text NOT NULL,
-    capacity integer,
-    paused boolean DEFAULT false NOT NULL,
-    consecutive_failures integer DEFAULT 0 NOT NULL,
-    tripped_until timestamp with time zone,
-    max_run interval,
-    stall_after interval,
-    runs_per_day integer,
-    agent_time_per_day interval,
-    limited boolean GENERATED ALWAYS AS (((capacity IS NOT NULL) OR (runs_per_day IS NOT NULL) OR (agent_time_per_day IS NOT NULL))) STORED,
-    CONSTRAINT agent_time_per_day_positive CHECK ((agent_time_per_day > '00:00:00'::interval)),
-    CONSTRAINT capacity_not_negative CHECK ((capacity >= 0)),
-    CONSTRAINT failures_not_negative CHECK ((consecutive_failures >= 0)),
-    CONSTRAINT lane_name_is_a_name CHECK (tireless.is_lane_name(name)),
-    CONSTRAINT max_run_is_positive CHECK ((max_run > '00:00:00'::interval)),
-    CONSTRAINT runs_per_day_not_negative CHECK ((runs_per_day >= 0)),
-    CONSTRAINT stall_after_is_positive CHECK ((stall_after > '00:00:00'::interval))
-);
-
---
--- Name: TABLE lane; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON TABLE tireless.lane IS 'Lanes that have settings or breaker state. A lane with no row is open and unlimited.';
-
---
--- Name: COLUMN lane.capacity; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.lane.capacity IS 'At most this many claimed jobs in the lane at once; null: unlimited.';
-
---
--- Name: COLUMN lane.tripped_until; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.lane.tripped_until IS 'Circuit breaker: while in the future, claim_next hands out nothing from the lane.';
-
---
--- Name: COLUMN lane.max_run; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.lane.max_run IS 'An attempt claimed longer ago than this is stopped: its heartbeat answers timeout. Null: no limit.';
-
---
--- Name: COLUMN lane.stall_after; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.lane.stall_after IS 'An attempt without progress for this long is stopped: its heartbeat answers stalled. Null: no watchdog.';
-
---
--- Name: COLUMN lane.runs_per_day; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.lane.runs_per_day IS 'At most this many claims in the lane per UTC day; null: no budget.';
-
---
--- Name: COLUMN lane.agent_time_per_day; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.lane.agent_time_per_day IS 'No claim once the lane''s attempts ended today held their claims this long in all; null: no budget.';
-
---
--- Name: COLUMN lane.limited; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.lane.limited IS 'The lane has a capacity or a budget: claim_next counts it under the lane''s row lock.';
-
---
--- Name: CONSTRAINT agent_time_per_day_positive ON lane; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT agent_time_per_day_positive ON tireless.lane IS 'A budget of agent time is null (none) or more than 0.';
-
---
--- Name: CONSTRAINT capacity_not_negative ON lane; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT capacity_not_negative ON tireless.lane IS 'Capacity is null (unlimited) or not negative.';
-
---
--- Name: CONSTRAINT failures_not_negative ON lane; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT failures_not_negative ON tireless.lane IS 'A count of failures is not negative.';
-
---
--- Name: CONSTRAINT lane_name_is_a_name ON lane; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT lane_name_is_a_name ON tireless.lane IS 'A lane is a short name (see tireless.is_lane_name).';
-
---
--- Name: CONSTRAINT max_run_is_positive ON lane; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT max_run_is_positive ON tireless.lane IS 'A time limit is null (none) or more than 0.';
-
---
--- Name: CONSTRAINT runs_per_day_not_negative ON lane; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT runs_per_day_not_negative ON tireless.lane IS 'A budget of runs is null (none) or 0 or more.';
-
---
--- Name: CONSTRAINT stall_after_is_positive ON lane; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT stall_after_is_positive ON tireless.lane IS 'A stall limit is null (none) or more than 0.';
 
 --
 -- Name: pause_lane(text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -4478,12 +4615,24 @@ CREATE FUNCTION tireless.set_lane_budget(lane text, runs_per_day integer, agent_
     AS $$
 DECLARE
     result tireless.lane;
+    agent_time_changes boolean;
 BEGIN
     PERFORM tireless.check_budget(set_lane_budget.runs_per_day, set_lane_budget.agent_time_per_day);
+    -- Whenever a budget of agent time is on either side, not only when it differs from the value read
+    -- here: a concurrent setter may change it before this one writes.
+    agent_time_changes := set_lane_budget.agent_time_per_day IS NOT NULL
+                          OR EXISTS (SELECT FROM tireless.lane l
+                                      WHERE l.name = set_lane_budget.lane AND l.agent_time_per_day IS NOT NULL);
+    IF agent_time_changes THEN
+        PERFORM tireless.lock_for_agent_time();
+    END IF;
     PERFORM tireless.ensure_lane(set_lane_budget.lane);
     UPDATE tireless.lane l
        SET runs_per_day = set_lane_budget.runs_per_day, agent_time_per_day = set_lane_budget.agent_time_per_day
      WHERE l.name = set_lane_budget.lane RETURNING l.* INTO result;
+    IF agent_time_changes THEN
+        PERFORM tireless.arm_agent_time_count();
+    END IF;
     PERFORM tireless.announce_work(result.name);
     RETURN result;
 END;
@@ -4708,71 +4857,6 @@ $_$;
 COMMENT ON FUNCTION tireless.set_policy(label_prefix text, backoff_base interval, backoff_cap interval, breaker_threshold integer, breaker_cooldown interval) IS 'Changes the store-wide settings named (a null argument leaves its setting as it is) and returns them.';
 
 --
--- Name: repo_limit; Type: TABLE; Schema: tireless; Owner: -
---
-
-CREATE TABLE tireless.repo_limit (
-    forge text NOT NULL,
-    owner text NOT NULL,
-    repo text NOT NULL,
-    capacity integer,
-    runs_per_day integer,
-    agent_time_per_day interval,
-    CONSTRAINT repo_agent_time_per_day_positive CHECK ((agent_time_per_day > '00:00:00'::interval)),
-    CONSTRAINT repo_capacity_not_negative CHECK ((capacity >= 0)),
-    CONSTRAINT repo_runs_per_day_not_negative CHECK ((runs_per_day >= 0)),
-    CONSTRAINT some_limit_is_set CHECK ((num_nonnulls(capacity, runs_per_day, agent_time_per_day) > 0))
-);
-
---
--- Name: TABLE repo_limit; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON TABLE tireless.repo_limit IS 'A repository''s capacity and daily budgets, all lanes together. Private: set_repo_capacity and set_repo_budget keep it; read tireless.repo_shares.';
-
---
--- Name: COLUMN repo_limit.capacity; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.repo_limit.capacity IS 'At most this many claimed jobs of the repository at once; null: unlimited.';
-
---
--- Name: COLUMN repo_limit.runs_per_day; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.repo_limit.runs_per_day IS 'At most this many claims of the repository''s jobs per UTC day; null: no budget.';
-
---
--- Name: COLUMN repo_limit.agent_time_per_day; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.repo_limit.agent_time_per_day IS 'No claim once the repository''s attempts ended today held their claims this long in all; null: no budget.';
-
---
--- Name: CONSTRAINT repo_agent_time_per_day_positive ON repo_limit; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT repo_agent_time_per_day_positive ON tireless.repo_limit IS 'A budget of agent time is null (none) or more than 0.';
-
---
--- Name: CONSTRAINT repo_capacity_not_negative ON repo_limit; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT repo_capacity_not_negative ON tireless.repo_limit IS 'A capacity is null (none) or 0 or more.';
-
---
--- Name: CONSTRAINT repo_runs_per_day_not_negative ON repo_limit; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT repo_runs_per_day_not_negative ON tireless.repo_limit IS 'A budget of runs is null (none) or 0 or more.';
-
---
--- Name: CONSTRAINT some_limit_is_set ON repo_limit; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT some_limit_is_set ON tireless.repo_limit IS 'A repository without any limit has no row (claim_next treats it as any other).';
-
---
 -- Name: set_repo_budget(text, text, text, integer, interval); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -4834,8 +4918,16 @@ CREATE FUNCTION tireless.set_repo_limit(forge text, owner text, repo text, capac
     AS $$
 DECLARE
     result tireless.repo_limit;
+    agent_time_changes boolean;
 BEGIN
     PERFORM tireless.check_tracked(set_repo_limit.forge, set_repo_limit.owner, set_repo_limit.repo);
+    agent_time_changes := set_repo_limit.agent_time_per_day IS NOT NULL
+                          OR EXISTS (SELECT FROM tireless.repo_limit l
+                                      WHERE (l.forge, l.owner, l.repo) = (set_repo_limit.forge, set_repo_limit.owner, set_repo_limit.repo)
+                                        AND l.agent_time_per_day IS NOT NULL);
+    IF agent_time_changes THEN
+        PERFORM tireless.lock_for_agent_time();
+    END IF;
     result := ROW(set_repo_limit.forge, set_repo_limit.owner, set_repo_limit.repo, set_repo_limit.capacity,
                   set_repo_limit.runs_per_day, set_repo_limit.agent_time_per_day);
     IF num_nonnulls(result.capacity, result.runs_per_day, result.agent_time_per_day) = 0 THEN
@@ -4849,6 +4941,9 @@ BEGIN
     UPDATE tireless.lane_repo r
        SET limited = num_nonnulls(result.capacity, result.runs_per_day, result.agent_time_per_day) > 0
      WHERE (r.forge, r.owner, r.repo) = (result.forge, result.owner, result.repo);
+    IF agent_time_changes THEN
+        PERFORM tireless.arm_agent_time_count();
+    END IF;
     RETURN result;
 END;
 $$;
@@ -4857,7 +4952,7 @@ $$;
 -- Name: FUNCTION set_repo_limit(forge text, owner text, repo text, capacity integer, runs_per_day integer, agent_time_per_day interval); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.set_repo_limit(forge text, owner text, repo text, capacity integer, runs_per_day integer, agent_time_per_day interval) IS 'Writes a tracked repository''s capacity and budgets (no row when all are null), and tells its turns whether they are limited. TL008 when it is not tracked.';
+COMMENT ON FUNCTION tireless.set_repo_limit(forge text, owner text, repo text, capacity integer, runs_per_day integer, agent_time_per_day interval) IS 'Writes a tracked repository''s capacity and budgets (no row when all are null), and tells its turns whether they are limited (switching the count of agent time when its budget of agent time changes). TL008 when it is not tracked.';
 
 --
 -- Name: short_duration(interval); Type: FUNCTION; Schema: tireless; Owner: -
@@ -6332,7 +6427,7 @@ COMMENT ON INDEX tireless.webhook_delivery_by_age IS 'The bodies past the seven 
 -- Name: job changed_jobs_take_turns; Type: TRIGGER; Schema: tireless; Owner: -
 --
 
-CREATE TRIGGER changed_jobs_take_turns AFTER UPDATE OF state, lane ON tireless.job FOR EACH ROW WHEN (((old.state = 'claimed'::tireless.job_state) OR ((new.state = 'pending'::tireless.job_state) AND ((old.state <> 'pending'::tireless.job_state) OR (old.lane <> new.lane))))) EXECUTE FUNCTION tireless.keep_turns();
+CREATE TRIGGER changed_jobs_take_turns AFTER UPDATE OF state, lane ON tireless.job FOR EACH ROW WHEN (((new.state = 'pending'::tireless.job_state) AND ((old.state <> 'pending'::tireless.job_state) OR (old.lane <> new.lane)))) EXECUTE FUNCTION tireless.keep_turns();
 
 ALTER TABLE tireless.job ENABLE ALWAYS TRIGGER changed_jobs_take_turns;
 
@@ -6340,7 +6435,7 @@ ALTER TABLE tireless.job ENABLE ALWAYS TRIGGER changed_jobs_take_turns;
 -- Name: TRIGGER changed_jobs_take_turns ON job; Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON TRIGGER changed_jobs_take_turns ON tireless.job IS 'A job returned to pending or re-routed gives its repository a turn with work; an ended attempt counts its agent time.';
+COMMENT ON TRIGGER changed_jobs_take_turns ON tireless.job IS 'A job returned to pending or re-routed gives its repository a turn with work in its lane.';
 
 --
 -- Name: job created_jobs_take_turns; Type: TRIGGER; Schema: tireless; Owner: -
@@ -6355,6 +6450,20 @@ ALTER TABLE tireless.job ENABLE ALWAYS TRIGGER created_jobs_take_turns;
 --
 
 COMMENT ON TRIGGER created_jobs_take_turns ON tireless.job IS 'New pending jobs give their repository a turn with work in their lane (one statement per insert).';
+
+--
+-- Name: job ended_attempts_count_agent_time; Type: TRIGGER; Schema: tireless; Owner: -
+--
+
+CREATE TRIGGER ended_attempts_count_agent_time AFTER UPDATE OF state ON tireless.job FOR EACH ROW WHEN ((old.state = 'claimed'::tireless.job_state)) EXECUTE FUNCTION tireless.count_agent_time();
+
+ALTER TABLE tireless.job DISABLE TRIGGER ended_attempts_count_agent_time;
+
+--
+-- Name: TRIGGER ended_attempts_count_agent_time ON job; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TRIGGER ended_attempts_count_agent_time ON tireless.job IS 'An ended attempt counts its held time against the budgets of agent time of its lane and repository. Enabled (ALWAYS) only while some lane or repository has such a budget (tireless.arm_agent_time_count).';
 
 --
 -- Name: job history_belongs_to_a_job; Type: TRIGGER; Schema: tireless; Owner: -
@@ -6574,6 +6683,26 @@ REVOKE ALL ON FUNCTION tireless.add_forge(name text, kind text, base_url text) F
 GRANT ALL ON FUNCTION tireless.add_forge(name text, kind text, base_url text) TO tireless_admin;
 
 --
+-- Name: FUNCTION is_lane_name(name text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.is_lane_name(name text) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.is_lane_name(name text) TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.is_lane_name(name text) TO tireless_poller;
+
+--
+-- Name: TABLE lane; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.lane TO tireless_admin;
+
+--
+-- Name: FUNCTION agent_time_budgeted(); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.agent_time_budgeted() FROM PUBLIC;
+
+--
 -- Name: FUNCTION announce_work(lane text); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -6584,6 +6713,12 @@ REVOKE ALL ON FUNCTION tireless.announce_work(lane text) FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION tireless.apply_work_rule(issues jsonb, OUT created integer, OUT cancelled integer, OUT rerouted integer, OUT seen integer) FROM PUBLIC;
+
+--
+-- Name: FUNCTION arm_agent_time_count(); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.arm_agent_time_count() FROM PUBLIC;
 
 --
 -- Name: FUNCTION attach_report(job_id bigint, worker text, report text, token uuid); Type: ACL; Schema: tireless; Owner: -
@@ -6705,6 +6840,12 @@ GRANT ALL ON FUNCTION tireless.claim_repos_to_poll(poller text, lease interval, 
 --
 
 REVOKE ALL ON FUNCTION tireless.comment_marker(job_id bigint) FROM PUBLIC;
+
+--
+-- Name: FUNCTION count_agent_time(); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.count_agent_time() FROM PUBLIC;
 
 --
 -- Name: TABLE job_attempt; Type: ACL; Schema: tireless; Owner: -
@@ -6912,14 +7053,6 @@ REVOKE ALL ON FUNCTION tireless.history_top() FROM PUBLIC;
 REVOKE ALL ON FUNCTION tireless.is_forge_timestamp(value text) FROM PUBLIC;
 
 --
--- Name: FUNCTION is_lane_name(name text); Type: ACL; Schema: tireless; Owner: -
---
-
-REVOKE ALL ON FUNCTION tireless.is_lane_name(name text) FROM PUBLIC;
-GRANT ALL ON FUNCTION tireless.is_lane_name(name text) TO tireless_runner;
-GRANT ALL ON FUNCTION tireless.is_lane_name(name text) TO tireless_poller;
-
---
 -- Name: FUNCTION is_lease(lease interval); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -7036,6 +7169,12 @@ REVOKE ALL ON FUNCTION tireless.spend_day() FROM PUBLIC;
 REVOKE ALL ON FUNCTION tireless.lane_spend(lane text, OUT runs bigint, OUT agent_time interval) FROM PUBLIC;
 
 --
+-- Name: FUNCTION lock_for_agent_time(); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.lock_for_agent_time() FROM PUBLIC;
+
+--
 -- Name: FUNCTION lock_repo_issues(forge text, owner text, repo text); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -7106,12 +7245,6 @@ REVOKE ALL ON FUNCTION tireless.parse_kind(name text) FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION tireless.parse_state(name text) FROM PUBLIC;
-
---
--- Name: TABLE lane; Type: ACL; Schema: tireless; Owner: -
---
-
-GRANT SELECT ON TABLE tireless.lane TO tireless_admin;
 
 --
 -- Name: FUNCTION pause_lane(lane text); Type: ACL; Schema: tireless; Owner: -
