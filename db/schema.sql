@@ -519,7 +519,7 @@ $$;
 -- Name: FUNCTION arm_agent_time_count(); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.arm_agent_time_count() IS 'Enables the trigger ended_attempts_count_agent_time when some budget of agent time exists, disables it when none does. Run under tireless.lock_for_agent_time.';
+COMMENT ON FUNCTION tireless.arm_agent_time_count() IS 'Enables the trigger ended_attempts_count_agent_time when some budget of agent time exists, disables it when none does. Run under tireless.lock_jobs_for_a_budget.';
 
 --
 -- Name: attach_report(bigint, text, text, uuid); Type: FUNCTION; Schema: tireless; Owner: -
@@ -1057,6 +1057,46 @@ BEGIN
     -- transaction of its own.
     IF tireless.is_worker_name(claim_next.worker) AND tireless.is_lease(claim_next.lease)
        AND cardinality(claim_next.lanes) = 1 AND tireless.is_lane_name(claim_next.lanes[1]) THEN
+        -- A lane where one repository has work has no turns to take: its oldest ready job, in one
+        -- statement, as before 0024, and no write of the turn (a lane with a budget of runs, or a
+        -- repository with a limit, is counted on the general path). sole_turn is that repository,
+        -- or no row when the lane's turns with work are several, or one that is limited; then the
+        -- statement claims nothing (a one-time filter: no job is read) and the walk below decides.
+        RETURN QUERY
+        WITH sole_turn AS (
+            SELECT min(t.forge) AS forge, min(t.owner) AS owner, min(t.repo) AS repo
+              FROM (SELECT r.forge, r.owner, r.repo, r.limited FROM tireless.lane_repo r
+                     WHERE r.lane = claim_next.lanes[1] AND r.has_work
+                     LIMIT 2) t
+            HAVING count(*) = 1 AND NOT bool_or(t.limited)
+        ), candidate AS (
+            SELECT j.id FROM tireless.job j
+             WHERE j.state = 'pending' AND j.lane = ANY (ARRAY[claim_next.lanes[1]]) AND j.available_at <= now()
+               AND EXISTS (SELECT FROM sole_turn)
+               AND (j.forge, j.owner, j.repo) = (SELECT s.forge, s.owner, s.repo FROM sole_turn s)
+               AND NOT EXISTS (SELECT FROM tireless.lane l
+                                WHERE l.name = claim_next.lanes[1]
+                                  AND (l.limited OR NOT tireless.lane_hands_out_work(l.paused, l.tripped_until)))
+             ORDER BY j.lane, j.id
+             LIMIT 1
+               FOR UPDATE SKIP LOCKED
+        )
+        UPDATE tireless.job j
+           SET state = 'claimed',
+               claimed_by = claim_next.worker,
+               claimed_login = session_user,
+               claim_expires_at = now() + claim_next.lease,
+               claim_token = gen_random_uuid(),
+               attempts = j.attempts + 1,
+               note = NULL,
+               updated_at = now()
+          FROM candidate
+         WHERE j.id = candidate.id
+        RETURNING j.*;
+        IF FOUND THEN
+            RETURN;
+        END IF;
+        -- Several repositories, or nothing ready in the one: their turns (claim_in_turn).
         IF NOT EXISTS (SELECT FROM tireless.lane l
                         WHERE l.name = claim_next.lanes[1]
                           AND (l.limited OR NOT tireless.lane_hands_out_work(l.paused, l.tripped_until))) THEN
@@ -1142,7 +1182,7 @@ $$;
 -- Name: FUNCTION claim_next(worker text, lanes text[], lease interval); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.claim_next(worker text, lanes text[], lease interval) IS 'Claims a claimable pending job in the given lanes for worker: state claimed, a lease of lease, a fresh claim_token, attempts + 1. The lane whose oldest ready job is oldest first; within a lane, the oldest ready job of the repository that has waited longest since its last claim (round-robin between repositories). Skips paused, tripped and full lanes, lanes and repositories at their capacity or out of today''s budget, and jobs still in backoff. Zero rows when nothing is claimable; a lane nobody has configured simply holds no work.';
+COMMENT ON FUNCTION tireless.claim_next(worker text, lanes text[], lease interval) IS 'Claims a claimable pending job in the given lanes for worker: state claimed, a lease of lease, a fresh claim_token, attempts + 1. The lane whose oldest ready job is oldest first; within a lane, the oldest ready job of the repository that has waited longest since its last claim (round-robin between repositories; a lane where one repository has work takes its oldest ready job without a turn). Skips paused, tripped and full lanes, lanes and repositories at their capacity or out of today''s budget, and jobs still in backoff. Zero rows when nothing is claimable; a lane nobody has configured simply holds no work.';
 
 --
 -- Name: claim_repos_to_poll(text, interval, integer); Type: FUNCTION; Schema: tireless; Owner: -
@@ -2922,10 +2962,10 @@ END;
 COMMENT ON FUNCTION tireless.lane_spend(lane text, OUT runs bigint, OUT agent_time interval) IS 'How many runs and how much agent time the lane spent today (UTC).';
 
 --
--- Name: lock_for_agent_time(); Type: FUNCTION; Schema: tireless; Owner: -
+-- Name: lock_jobs_for_a_budget(); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
-CREATE FUNCTION tireless.lock_for_agent_time() RETURNS void
+CREATE FUNCTION tireless.lock_jobs_for_a_budget() RETURNS void
     LANGUAGE plpgsql
     AS $$
 BEGIN
@@ -2934,10 +2974,10 @@ END;
 $$;
 
 --
--- Name: FUNCTION lock_for_agent_time(); Type: COMMENT; Schema: tireless; Owner: -
+-- Name: FUNCTION lock_jobs_for_a_budget(); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.lock_for_agent_time() IS 'Takes the lock a change of a budget of agent time needs before anything else (SHARE ROW EXCLUSIVE on tireless.job, until the transaction ends): arm_agent_time_count may then switch the trigger.';
+COMMENT ON FUNCTION tireless.lock_jobs_for_a_budget() IS 'Takes the lock a budget setter needs before anything else (SHARE ROW EXCLUSIVE on tireless.job, until the transaction ends): the claims in flight have ended, and arm_agent_time_count may switch the trigger.';
 
 --
 -- Name: lock_repo_issues(text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -4614,17 +4654,19 @@ CREATE FUNCTION tireless.set_lane_budget(lane text, runs_per_day integer, agent_
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
+    before tireless.lane;
     result tireless.lane;
     agent_time_changes boolean;
+    runs_start boolean;
 BEGIN
     PERFORM tireless.check_budget(set_lane_budget.runs_per_day, set_lane_budget.agent_time_per_day);
+    SELECT * INTO before FROM tireless.lane l WHERE l.name = set_lane_budget.lane;
     -- Whenever a budget of agent time is on either side, not only when it differs from the value read
     -- here: a concurrent setter may change it before this one writes.
-    agent_time_changes := set_lane_budget.agent_time_per_day IS NOT NULL
-                          OR EXISTS (SELECT FROM tireless.lane l
-                                      WHERE l.name = set_lane_budget.lane AND l.agent_time_per_day IS NOT NULL);
-    IF agent_time_changes THEN
-        PERFORM tireless.lock_for_agent_time();
+    agent_time_changes := set_lane_budget.agent_time_per_day IS NOT NULL OR before.agent_time_per_day IS NOT NULL;
+    runs_start := set_lane_budget.runs_per_day IS NOT NULL AND before.runs_per_day IS NULL;
+    IF agent_time_changes OR runs_start THEN
+        PERFORM tireless.lock_jobs_for_a_budget();
     END IF;
     PERFORM tireless.ensure_lane(set_lane_budget.lane);
     UPDATE tireless.lane l
@@ -4632,6 +4674,9 @@ BEGIN
      WHERE l.name = set_lane_budget.lane RETURNING l.* INTO result;
     IF agent_time_changes THEN
         PERFORM tireless.arm_agent_time_count();
+    END IF;
+    IF runs_start THEN
+        PERFORM tireless.start_counting_runs(result.name, NULL, NULL, NULL);
     END IF;
     PERFORM tireless.announce_work(result.name);
     RETURN result;
@@ -4642,7 +4687,7 @@ $$;
 -- Name: FUNCTION set_lane_budget(lane text, runs_per_day integer, agent_time_per_day interval); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.set_lane_budget(lane text, runs_per_day integer, agent_time_per_day interval) IS '(admin) The lane''s daily budget (the UTC calendar day): at most runs_per_day claims, and no claim once its attempts ended today held their claims agent_time_per_day in all (null: no budget of that kind). When spent, its jobs stay pending until midnight UTC. Returns the lane.';
+COMMENT ON FUNCTION tireless.set_lane_budget(lane text, runs_per_day integer, agent_time_per_day interval) IS '(admin) The lane''s daily budget (the UTC calendar day): at most runs_per_day claims, and no claim once its attempts ended today held their claims agent_time_per_day in all (null: no budget of that kind); each counts from the moment it is set. When spent, its jobs stay pending until midnight UTC. Returns the lane.';
 
 --
 -- Name: set_lane_capacity(text, integer); Type: FUNCTION; Schema: tireless; Owner: -
@@ -4917,16 +4962,18 @@ CREATE FUNCTION tireless.set_repo_limit(forge text, owner text, repo text, capac
     LANGUAGE plpgsql
     AS $$
 DECLARE
+    before tireless.repo_limit;
     result tireless.repo_limit;
     agent_time_changes boolean;
+    runs_start boolean;
 BEGIN
     PERFORM tireless.check_tracked(set_repo_limit.forge, set_repo_limit.owner, set_repo_limit.repo);
-    agent_time_changes := set_repo_limit.agent_time_per_day IS NOT NULL
-                          OR EXISTS (SELECT FROM tireless.repo_limit l
-                                      WHERE (l.forge, l.owner, l.repo) = (set_repo_limit.forge, set_repo_limit.owner, set_repo_limit.repo)
-                                        AND l.agent_time_per_day IS NOT NULL);
-    IF agent_time_changes THEN
-        PERFORM tireless.lock_for_agent_time();
+    SELECT * INTO before FROM tireless.repo_limit l
+     WHERE (l.forge, l.owner, l.repo) = (set_repo_limit.forge, set_repo_limit.owner, set_repo_limit.repo);
+    agent_time_changes := set_repo_limit.agent_time_per_day IS NOT NULL OR before.agent_time_per_day IS NOT NULL;
+    runs_start := set_repo_limit.runs_per_day IS NOT NULL AND before.runs_per_day IS NULL;
+    IF agent_time_changes OR runs_start THEN
+        PERFORM tireless.lock_jobs_for_a_budget();
     END IF;
     result := ROW(set_repo_limit.forge, set_repo_limit.owner, set_repo_limit.repo, set_repo_limit.capacity,
                   set_repo_limit.runs_per_day, set_repo_limit.agent_time_per_day);
@@ -4944,6 +4991,9 @@ BEGIN
     IF agent_time_changes THEN
         PERFORM tireless.arm_agent_time_count();
     END IF;
+    IF runs_start THEN
+        PERFORM tireless.start_counting_runs(NULL, result.forge, result.owner, result.repo);
+    END IF;
     RETURN result;
 END;
 $$;
@@ -4952,7 +5002,7 @@ $$;
 -- Name: FUNCTION set_repo_limit(forge text, owner text, repo text, capacity integer, runs_per_day integer, agent_time_per_day interval); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.set_repo_limit(forge text, owner text, repo text, capacity integer, runs_per_day integer, agent_time_per_day interval) IS 'Writes a tracked repository''s capacity and budgets (no row when all are null), and tells its turns whether they are limited (switching the count of agent time when its budget of agent time changes). TL008 when it is not tracked.';
+COMMENT ON FUNCTION tireless.set_repo_limit(forge text, owner text, repo text, capacity integer, runs_per_day integer, agent_time_per_day interval) IS 'Writes a tracked repository''s capacity and budgets (no row when all are null), tells its turns whether they are limited, switches the count of agent time when a budget of agent time is written, and starts counting runs when a budget of runs starts. TL008 when it is not tracked.';
 
 --
 -- Name: short_duration(interval); Type: FUNCTION; Schema: tireless; Owner: -
@@ -4972,6 +5022,35 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.short_duration(span interval) IS 'An interval written short, as the watchdog''s notes show it: 2h, 30m, 1h30m, 45s, 1d, 250ms (whole seconds above one second).';
+
+--
+-- Name: start_counting_runs(text, text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.start_counting_runs(lane text, forge text, owner text, repo text) RETURNS void
+    LANGUAGE sql
+    BEGIN ATOMIC
+ UPDATE tireless.lane_repo r SET runs = 0, agent_time =
+         CASE
+             WHEN (r.spend_day = ((now() AT TIME ZONE 'UTC'::text))::date) THEN r.agent_time
+             ELSE '00:00:00'::interval
+         END, spend_day = ((now() AT TIME ZONE 'UTC'::text))::date
+   WHERE
+         CASE
+             WHEN (start_counting_runs.lane IS NOT NULL) THEN ((r.lane = start_counting_runs.lane) AND (NOT (EXISTS ( SELECT
+                FROM tireless.repo_limit l
+               WHERE (((l.forge = r.forge) AND (l.owner = r.owner) AND (l.repo = r.repo)) AND (l.runs_per_day IS NOT NULL))))))
+             ELSE (((r.forge = start_counting_runs.forge) AND (r.owner = start_counting_runs.owner) AND (r.repo = start_counting_runs.repo)) AND (NOT (EXISTS ( SELECT
+                FROM tireless.lane l
+               WHERE ((l.name = r.lane) AND (l.runs_per_day IS NOT NULL))))))
+         END;
+END;
+
+--
+-- Name: FUNCTION start_counting_runs(lane text, forge text, owner text, repo text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.start_counting_runs(lane text, forge text, owner text, repo text) IS 'A new budget of runs starts counting: today''s runs of the lane''s turns (lane given) or of the repository''s (lane null) become 0, except turns the other kind of budget of runs already counts.';
 
 --
 -- Name: track_repo(text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -5639,7 +5718,10 @@ COMMENT ON VIEW tireless.job_progress IS 'Each job''s newest attempt as the watc
 
 CREATE VIEW tireless.lane_budget AS
  SELECT l.name AS lane,
-    spent.runs AS runs_today,
+        CASE
+            WHEN (l.runs_per_day IS NOT NULL) THEN spent.runs
+            ELSE NULL::bigint
+        END AS runs_today,
     (EXTRACT(epoch FROM spent.agent_time))::double precision AS agent_seconds_today,
     l.runs_per_day,
     (EXTRACT(epoch FROM l.agent_time_per_day))::double precision AS agent_seconds_per_day,
@@ -5657,7 +5739,7 @@ CREATE VIEW tireless.lane_budget AS
 -- Name: VIEW lane_budget; Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON VIEW tireless.lane_budget IS 'One row per lane with settings: today''s spend (UTC: runs_today, agent_seconds_today) against its daily budgets, with budget_resets_at (the next midnight UTC) while a budget is spent.';
+COMMENT ON VIEW tireless.lane_budget IS 'One row per lane with settings: today''s spend (UTC: runs_today, null without a budget of runs; agent_seconds_today) against its daily budgets, with budget_resets_at (the next midnight UTC) while a budget is spent.';
 
 --
 -- Name: lane_repo_id_seq; Type: SEQUENCE; Schema: tireless; Owner: -
@@ -5761,7 +5843,7 @@ CREATE VIEW tireless.lane_summary AS
     s.capacity,
     s.tripped_until,
     COALESCE(s.consecutive_failures, 0) AS consecutive_failures,
-    COALESCE(b.runs_today, (0)::bigint) AS runs_today,
+    b.runs_today,
     COALESCE(b.agent_seconds_today, (0)::double precision) AS agent_seconds_today,
     b.runs_per_day,
     b.agent_seconds_per_day,
@@ -5779,7 +5861,7 @@ CREATE VIEW tireless.lane_summary AS
 -- Name: VIEW lane_summary; Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON VIEW tireless.lane_summary IS 'One row per lane that has live jobs, settings or jobs finished in the last 24 hours: lane_status (live jobs, the oldest pending job''s age in seconds, breaker, its failures in a row, paused, capacity) beside queue_stats''s delivered, failed and cancelled counts, and today''s spend (UTC: runs_today, agent_seconds_today) against the lane''s daily budgets, with budget_resets_at (the next midnight UTC) while a budget is spent. What `tireless status` and the dashboard''s overview show.';
+COMMENT ON VIEW tireless.lane_summary IS 'One row per lane that has live jobs, settings or jobs finished in the last 24 hours: lane_status (live jobs, the oldest pending job''s age in seconds, breaker, its failures in a row, paused, capacity) beside queue_stats''s delivered, failed and cancelled counts, and today''s spend (UTC: runs_today, counted under a budget of runs, agent_seconds_today) against the lane''s daily budgets, with budget_resets_at (the next midnight UTC) while a budget is spent. What `tireless status` and the dashboard''s overview show.';
 
 --
 -- Name: mirror_comment; Type: TABLE; Schema: tireless; Owner: -
@@ -5866,6 +5948,9 @@ CREATE VIEW tireless.repo_shares AS
     r.last_claimed_at,
     r.has_work,
         CASE
+            WHEN ((l.runs_per_day IS NULL) AND (NOT (EXISTS ( SELECT
+               FROM tireless.lane b
+              WHERE ((b.name = r.lane) AND (b.runs_per_day IS NOT NULL)))))) THEN NULL::integer
             WHEN (r.spend_day = ((now() AT TIME ZONE 'UTC'::text))::date) THEN r.runs
             ELSE 0
         END AS runs_today,
@@ -5892,7 +5977,7 @@ CREATE VIEW tireless.repo_shares AS
 -- Name: VIEW repo_shares; Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON VIEW tireless.repo_shares IS 'One row per lane and repository that has had pending work: its last claim (the longest-waiting goes first), whether it has work, its runs and agent seconds in the lane today (UTC), the repository''s capacity and daily budgets (all lanes), and budget_resets_at (the next midnight UTC) while its budget is spent.';
+COMMENT ON VIEW tireless.repo_shares IS 'One row per lane and repository that has had pending work: its last claim (the longest-waiting goes first), whether it has work, its runs (under a budget of runs; null without) and agent seconds in the lane today (UTC), the repository''s capacity and daily budgets (all lanes), and budget_resets_at (the next midnight UTC) while its budget is spent.';
 
 --
 -- Name: repo_status; Type: VIEW; Schema: tireless; Owner: -
@@ -7169,10 +7254,10 @@ REVOKE ALL ON FUNCTION tireless.spend_day() FROM PUBLIC;
 REVOKE ALL ON FUNCTION tireless.lane_spend(lane text, OUT runs bigint, OUT agent_time interval) FROM PUBLIC;
 
 --
--- Name: FUNCTION lock_for_agent_time(); Type: ACL; Schema: tireless; Owner: -
+-- Name: FUNCTION lock_jobs_for_a_budget(); Type: ACL; Schema: tireless; Owner: -
 --
 
-REVOKE ALL ON FUNCTION tireless.lock_for_agent_time() FROM PUBLIC;
+REVOKE ALL ON FUNCTION tireless.lock_jobs_for_a_budget() FROM PUBLIC;
 
 --
 -- Name: FUNCTION lock_repo_issues(forge text, owner text, repo text); Type: ACL; Schema: tireless; Owner: -
@@ -7565,6 +7650,12 @@ REVOKE ALL ON FUNCTION tireless.set_repo_limit(forge text, owner text, repo text
 --
 
 REVOKE ALL ON FUNCTION tireless.short_duration(span interval) FROM PUBLIC;
+
+--
+-- Name: FUNCTION start_counting_runs(lane text, forge text, owner text, repo text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.start_counting_runs(lane text, forge text, owner text, repo text) FROM PUBLIC;
 
 --
 -- Name: FUNCTION track_repo(forge text, owner text, repo text); Type: ACL; Schema: tireless; Owner: -

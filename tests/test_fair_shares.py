@@ -66,6 +66,38 @@ def test_claims_take_turns_between_repositories_oldest_job_first_within_each(
     ]
 
 
+def test_a_lane_where_one_repository_has_work_claims_without_a_turn(
+    db: Database, store: JobStore
+) -> None:
+    """0025: with one repository there are no turns to take, so its claims write no turn (nor
+    count runs nobody budgets); a second repository with work brings the turns back. Neither has
+    ever taken a turn, so the first to have had one goes first: the newcomer waits one claim."""
+    enqueue_repos(store, {"alone": 4})
+    first = store.claim_next("w1", ["cc"])
+    second = store.claim_next("w2", ["cc"])
+    assert (first.number if first else None, second.number if second else None) == (1, 2)
+    turns = "SELECT last_claimed_at = '-infinity', runs_today FROM tireless.repo_shares"
+    assert rows(db, turns) == [(True, None)]
+    enqueue_repos(store, {"newcomer": 2})
+    assert [job.repo for job in claim_all(store)] == ["alone", "newcomer", "alone", "newcomer"]
+
+
+def test_a_budget_of_runs_counts_the_claims_from_the_moment_it_is_set(
+    db: Database, store: JobStore
+) -> None:
+    enqueue_repos(store, {"a": 6})
+    assert store.claim_next("w1", ["cc"]) is not None  # no budget: not counted
+    assert db.scalar("SELECT runs_today FROM tireless.lane_summary WHERE lane = 'cc'") is None
+    store.set_lane_budget("cc", 2, None)
+    assert [job.number for job in claim_all(store)] == [2, 3]
+    assert db.scalar("SELECT runs_today FROM tireless.lane_summary WHERE lane = 'cc'") == 2
+    store.set_lane_budget("cc", 3, None)  # a new value of a running budget keeps its count
+    assert [job.number for job in claim_all(store)] == [4]
+    store.set_lane_budget("cc", None, None)
+    assert db.scalar("SELECT runs_today FROM tireless.lane_summary WHERE lane = 'cc'") is None
+    assert [job.number for job in claim_all(store)] == [5, 6]
+
+
 def test_a_repository_that_gets_work_again_goes_first_having_waited_longest(
     store: JobStore,
 ) -> None:

@@ -92,8 +92,13 @@ def lane_families(out: Exposition, lanes: list[dict[str, Any]], now: datetime) -
     out.family(
         "tireless_lane_runs_today",
         "gauge",
-        "Claims in the lane today (the UTC day of the daily budget).",
-        (({"lane": lane["lane"]}, lane["runs_today"]) for lane in lanes),
+        "Claims in the lane today (the UTC day), counted against its daily budget of runs:"
+        " lanes with one only.",
+        (
+            ({"lane": lane["lane"]}, lane["runs_today"])
+            for lane in lanes
+            if lane["runs_per_day"] is not None
+        ),
     )
     out.family(
         "tireless_lane_agent_seconds_today",
