@@ -240,3 +240,23 @@ def test_the_history_trigger_sees_every_change_of_state_and_no_role_can_go_aroun
             WHERE c.oid IN ('tireless.job'::regclass, 'tireless.job_event'::regclass)""",
     )
     assert [owner for owner in owners if owner.startswith("tireless_")] == []
+
+
+def test_finish_and_claim_claims_with_claim_next_s_own_first_statement(
+    conn: psycopg.Connection[Any],
+) -> None:
+    """finish_and_claim carries a copy of claim_next's first statement (one lane where one
+    repository has work, docs/performance.md): the copy must stay the statement it copies."""
+
+    def claim_statement(function: str) -> str:
+        source = column(conn, f"SELECT prosrc FROM pg_proc WHERE oid = '{function}'::regprocedure")
+        start = source[0].index("WITH sole_turn AS (")
+        end = source[0].index("RETURNING j.*;", start)
+        return " ".join(source[0][start:end].split())
+
+    original = claim_statement("tireless.claim_next(text, text[], interval)")
+    copy = claim_statement(
+        "tireless.finish_and_claim(bigint, text, text, text[], interval, uuid, text)"
+    )
+    assert "claim_next.lanes[1]" in original
+    assert copy == original.replace("claim_next.", "finish_and_claim.")

@@ -205,6 +205,31 @@ def test_a_failure_that_trips_the_breaker_claims_nothing(db: Database, store: Jo
     assert db.scalar("SELECT tripped_until > now() FROM tireless.lane WHERE name = 'cc'") is True
 
 
+def test_a_delivery_after_failures_closes_the_breaker_s_count_as_transition_does(
+    db: Database, store: JobStore
+) -> None:
+    """A delivery in a lane whose breaker counted failures is transition's to finish (the lane
+    hears of it); a delivery in a quiet lane takes finish_and_claim's own statement. Both the
+    same: the count goes back to 0, the history has each change once."""
+    db.scalar("SELECT tireless.set_policy(breaker_threshold => 3)")
+    enqueue_jobs(store, 4)
+    first = claimed(store)
+    second = finish_and_claim(store, first, "failed", note="agent crashed")
+    assert db.scalar("SELECT consecutive_failures FROM tireless.lane WHERE name = 'cc'") == 1
+    third = finish_and_claim(store, second, "delivered")
+    assert db.scalar("SELECT consecutive_failures FROM tireless.lane WHERE name = 'cc'") == 0
+    fourth = finish_and_claim(store, third, "delivered")  # a quiet lane now: the copy's statement
+    assert fourth is not None
+    assert db.scalar(
+        "SELECT state::text FROM tireless.job WHERE id = %(id)s", {"id": third.id}
+    ) == ("delivered")
+    assert [event[0:2] for event in history(db, third.id)] == [
+        (None, "pending"),
+        ("pending", "claimed"),
+        ("claimed", "delivered"),
+    ]
+
+
 PROCESSES, JOBS = 4, 1000
 
 
