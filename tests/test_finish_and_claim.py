@@ -215,8 +215,10 @@ def test_a_delivery_after_failures_closes_the_breaker_s_count_as_transition_does
     enqueue_jobs(store, 4)
     first = claimed(store)
     second = finish_and_claim(store, first, "failed", note="agent crashed")
+    assert second is not None
     assert db.scalar("SELECT consecutive_failures FROM tireless.lane WHERE name = 'cc'") == 1
     third = finish_and_claim(store, second, "delivered")
+    assert third is not None
     assert db.scalar("SELECT consecutive_failures FROM tireless.lane WHERE name = 'cc'") == 0
     fourth = finish_and_claim(store, third, "delivered")  # a quiet lane now: the copy's statement
     assert fourth is not None
