@@ -13,6 +13,9 @@ own CPU time (/proc/PID/schedstat), so other load on the machine changes it litt
 - + functions: tireless.claim_next and tireless.transition, as the peers' harness calls them;
 - + functions before 0015: the same on the schema of 0014_lane_summary (the migrations before).
 
+With --schemas it prints instead the runner's cycle (finish_and_claim, one call) on the schema
+each recent migration left: what fair shares (0024) cost, and what 0025 took back.
+
 With --guarantees it prints instead what each guarantee costs: the same cycle through the functions
 on a database with everything, and on databases that each lack one guarantee (a trigger, a
 constraint, an index taken away, for the measurement only); the difference is its price.
@@ -58,6 +61,23 @@ LAYERS: dict[str, tuple[str | None, list[str], str, str]] = {
     "+ history": (None, [], TABLE_CLAIM, TABLE_FINISH),
     "+ functions": (None, [], SQL_CLAIM, SQL_FINISH),
     "+ functions before 0015": ("0014_lane_summary", [], SQL_CLAIM, SQL_FINISH),
+}
+
+
+# The runner's cycle, one call: the first claim, then each finish claims the next.
+FIRST_CLAIM = (
+    "SELECT id, claim_token FROM tireless.claim_next(worker => %(worker)s, lanes => %(lanes)s,"
+    " lease => %(lease)s)"
+)
+ONE_CALL = (
+    "SELECT id, claim_token FROM tireless.finish_and_claim(job_id => %(id)s, to_state => 'delivered',"
+    " worker => %(worker)s, lanes => %(lanes)s, lease => %(lease)s, claim_token => %(token)s)"
+)
+# schema: (its last migration, no setup, the first claim, the call)
+SCHEMAS: dict[str, tuple[str | None, list[str], str, str]] = {
+    "0023_dashboard (before fair shares)": ("0023_dashboard", [], FIRST_CLAIM, ONE_CALL),
+    "0024_fair_shares": ("0024_fair_shares", [], FIRST_CLAIM, ONE_CALL),
+    "0025_lean_turns_and_budgets (all)": (None, [], FIRST_CLAIM, ONE_CALL),
 }
 
 
@@ -118,9 +138,15 @@ def cpu_per_cycle(conninfo: str, claim: str, finish: str, cycles: int) -> float:
         on_cpu: Callable[[], int] = lambda: int(schedstat.read_text().split()[0])  # noqa: E731
         params: dict[str, Any] = {"worker": "costs", "lane": "cc", "lanes": ["cc"], "lease": LEASE}
         warmup = cycles // 10
+        one_call = finish == ONE_CALL
+        row = conn.execute(claim, params).fetchone() if one_call else None
         for n in range(warmup + cycles):
             if n == warmup:
                 began = on_cpu()
+            if one_call:
+                assert row is not None, "the queue ran dry"
+                row = conn.execute(finish, params | {"id": row[0], "token": row[1]}).fetchone()
+                continue
             row = conn.execute(claim, params).fetchone()
             assert row is not None, "the queue ran dry"
             conn.execute(finish, params | {"id": row[0]})
@@ -156,6 +182,9 @@ def main() -> None:
     parser.add_argument("--cycles", type=int, default=1000)
     parser.add_argument("--reps", type=int, default=7)
     parser.add_argument("--guarantees", action="store_true", help="what each guarantee costs")
+    parser.add_argument(
+        "--schemas", action="store_true", help="the runner's cycle on each recent schema"
+    )
     args = parser.parse_args()
     print(
         f"Backend CPU per claim-and-deliver cycle: one connection, synchronous_commit off, "
@@ -179,6 +208,14 @@ def main() -> None:
                 f"| the whole cycle (floor: {cost['floor']:.0f}) | {cost['everything']:.0f} "
                 f"| 100% | {cost['everything'] / cost['floor']:.2f} |"
             )
+            return
+        if args.schemas:
+            cost = measure(server, SCHEMAS, args.reps, args.cycles)
+            baseline = cost[next(iter(SCHEMAS))]
+            print("| schema (finish_and_claim, one call a cycle) | µs per cycle | ratio to 0023 |")
+            print("|---|---:|---:|")
+            for schema in SCHEMAS:
+                print(f"| {schema} | {cost[schema]:.0f} | {cost[schema] / baseline:.2f} |")
             return
         cost = measure(server, LAYERS, args.reps, args.cycles)
     print("| layer | µs per cycle | ratio to floor |")

@@ -545,6 +545,6 @@ COMMENT ON FUNCTION tireless.finish_and_claim(bigint, text, text, text[], interv
 
 -- The trigger starts as the budgets stand.
 ALTER TABLE tireless.job DISABLE TRIGGER ended_attempts_count_agent_time;
-SELECT tireless.arm_agent_time_count();
+DO $$ BEGIN PERFORM tireless.arm_agent_time_count(); END $$;
 
 REVOKE ALL ON ALL FUNCTIONS IN SCHEMA tireless FROM PUBLIC;
