@@ -98,10 +98,11 @@ AS $$
 DECLARE
     armed boolean := (SELECT t.tgenabled = 'A' FROM pg_catalog.pg_trigger t
                        WHERE t.tgrelid = 'tireless.job'::regclass AND t.tgname = 'ended_attempts_count_agent_time');
+    wanted boolean := tireless.agent_time_budgeted();
 BEGIN
-    IF tireless.agent_time_budgeted() AND NOT armed THEN
+    IF wanted AND NOT armed THEN
         ALTER TABLE tireless.job ENABLE ALWAYS TRIGGER ended_attempts_count_agent_time;
-    ELSIF NOT tireless.agent_time_budgeted() AND armed THEN
+    ELSIF armed AND NOT wanted THEN
         ALTER TABLE tireless.job DISABLE TRIGGER ended_attempts_count_agent_time;
     END IF;
 END;
@@ -137,8 +138,8 @@ CREATE FUNCTION tireless.start_counting_runs(lane text, forge text, owner text, 
 BEGIN ATOMIC
     UPDATE tireless.lane_repo r
        SET runs = 0,
-           agent_time = CASE WHEN r.spend_day = (now() AT TIME ZONE 'UTC')::date THEN r.agent_time ELSE interval '0' END,
-           spend_day = (now() AT TIME ZONE 'UTC')::date
+           agent_time = CASE WHEN r.spend_day = tireless.spend_day() THEN r.agent_time ELSE interval '0' END,
+           spend_day = tireless.spend_day()
      WHERE CASE WHEN start_counting_runs.lane IS NOT NULL
                 THEN r.lane = start_counting_runs.lane
                      AND NOT EXISTS (SELECT FROM tireless.repo_limit l

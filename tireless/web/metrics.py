@@ -97,7 +97,7 @@ def lane_families(out: Exposition, lanes: list[dict[str, Any]], now: datetime) -
         (
             ({"lane": lane["lane"]}, lane["runs_today"])
             for lane in lanes
-            if lane["runs_per_day"] is not None
+            if lane["runs_today"] is not None  # counted under a budget of runs only (lane_budget)
         ),
     )
     out.family(

@@ -13,7 +13,7 @@ SELECT every.lane, s.capacity, coalesce(s.paused, false) AS paused,
        s.tripped_until, coalesce(s.pending, 0) AS pending, coalesce(s.ready, 0) AS ready,
        coalesce(s.claimed, 0) AS claimed, coalesce(s.past_lease, 0) AS past_lease,
        extract(epoch FROM s.oldest_pending_age)::float8 AS oldest_pending_seconds,
-       coalesce(b.runs_today, 0) AS runs_today, coalesce(b.agent_seconds_today, 0) AS agent_seconds_today,
+       b.runs_today, coalesce(b.agent_seconds_today, 0) AS agent_seconds_today,
        b.runs_per_day, b.agent_seconds_per_day, b.budget_resets_at
   FROM (SELECT l.lane FROM tireless.lane_status l UNION SELECT f.lane FROM tireless.finished_jobs f) AS every
   LEFT JOIN tireless.lane_status s ON s.lane = every.lane
