@@ -154,7 +154,7 @@ def test_no_tireless_function_is_executable_by_public(conn: psycopg.Connection[A
 
 
 def sqlstates_raised_by_the_migrations() -> set[str]:
-    directory = files("tireless") / "migrations"
+    directory = files("tireless") / "db" / "migrations"
     text = "\n".join(p.read_text() for p in directory.iterdir() if p.name.endswith(".sql"))
     return set(re.findall(r"ERRCODE\s*=\s*'([0-9A-Z]{5})'", text))
 

@@ -50,7 +50,7 @@ def test_migrations_apply_to_an_empty_database_and_a_second_run_changes_nothing(
 def test_migration_versions_are_unique_and_ascending_from_one() -> None:
     names = sorted(
         p.name
-        for p in (files("tireless") / "migrations").iterdir()
+        for p in (files("tireless") / "db" / "migrations").iterdir()
         if p.name.endswith(".sql") and not p.name.endswith(".rollback.sql")
     )
     versions = [int(re.match(r"(\d{4})_[a-z0-9_]+\.sql$", name).group(1)) for name in names]  # type: ignore[union-attr]
@@ -59,7 +59,7 @@ def test_migration_versions_are_unique_and_ascending_from_one() -> None:
 
 
 def test_each_migration_depends_on_the_one_before() -> None:
-    directory = files("tireless") / "migrations"
+    directory = files("tireless") / "db" / "migrations"
     names = sorted(p.name for p in directory.iterdir() if p.name.endswith(".sql"))
     assert names, "there are migrations"
     previous = ""
@@ -72,7 +72,7 @@ def test_each_migration_depends_on_the_one_before() -> None:
 
 def test_the_test_database_is_a_migrated_copy_of_the_template(db: Database) -> None:
     applied = db.scalar("SELECT count(*) FROM _yoyo_migration")
-    names = [p.name for p in (files("tireless") / "migrations").iterdir()]
+    names = [p.name for p in (files("tireless") / "db" / "migrations").iterdir()]
     assert applied == len([n for n in names if n.endswith(".sql") and ".rollback." not in n])
 
 

@@ -363,7 +363,7 @@ def test_an_issue_of_an_untracked_repository_is_not_remembered(
 # Upgrading.
 def migrate_to(conninfo: str, last: str) -> None:
     """Apply the migrations up to and including `last`, as a database of that version holds them."""
-    with as_file(files("tireless") / "migrations") as directory:
+    with as_file(files("tireless") / "db" / "migrations") as directory:
         migrations = read_migrations(str(directory))
         backend = get_backend(yoyo_uri(conninfo))
         try:

@@ -1,4 +1,4 @@
-"""Apply the migrations in db/migrations (shipped in the wheel as tireless/migrations) with yoyo."""
+"""Apply the migrations in db/migrations (shipped in the wheel as tireless/db/migrations) with yoyo."""
 
 from __future__ import annotations
 
@@ -84,7 +84,7 @@ def migrate(conninfo: str, adopt_role_members: bool = False) -> list[str]:
     A first install refuses existing tireless roles it should not adopt (check_roles_to_adopt).
     """
     check_roles_to_adopt(conninfo, adopt_role_members)
-    with as_file(files("tireless") / "migrations") as directory:
+    with as_file(files("tireless") / "db" / "migrations") as directory:
         migrations = read_migrations(str(directory))
         backend = get_backend(yoyo_uri(conninfo))
         try:
