@@ -1,6 +1,6 @@
--- The schema as db/migrations leave it: pg_dump --schema-only of a freshly migrated
--- database, normalised. Do not edit: `make schema` regenerates it (tests/schema_dump.py),
--- and tests/test_schema_file.py fails when a migration changed the schema without it.
+-- The schema as `tireless migrate` leaves it (db/migrations, then the SQL files of db/):
+-- pg_dump --schema-only of a freshly migrated database, normalised. Do not edit: `make schema`
+-- regenerates it (tests/schema_dump.py), and a test fails when a change to db/ left it behind.
 -- Dumped with PostgreSQL 15 (another major version prints some things differently).
 
 --
@@ -6093,6 +6093,36 @@ CREATE VIEW tireless.repo_status AS
 COMMENT ON VIEW tireless.repo_status IS 'One row per tracked repository: its forge (registered or not, stopped until when and why), its last poll, last good read and last error, failures in a row, next poll, backoff, holder and cursor, its live jobs, the mirror: how many issues still wait for a forge write (mirror_backlog) and the newest error of those, and the poller''s notices: the owner/name the repository was moved to, the last warning of a good read.';
 
 --
+-- Name: sql_file; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.sql_file (
+    name text NOT NULL,
+    sha256 text NOT NULL,
+    applied_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT sql_file_is_a_file_of_db CHECK ((name ~ '^[a-z_]+\.sql$'::text)),
+    CONSTRAINT sql_file_sha256_is_hex CHECK ((sha256 ~ '^[0-9a-f]{64}$'::text))
+);
+
+--
+-- Name: TABLE sql_file; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.sql_file IS 'The SQL files of db/ as tireless.migrate last applied them: a file whose checksum differs is applied again.';
+
+--
+-- Name: CONSTRAINT sql_file_is_a_file_of_db ON sql_file; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT sql_file_is_a_file_of_db ON tireless.sql_file IS 'A file of db/, named by concern: claim.sql.';
+
+--
+-- Name: CONSTRAINT sql_file_sha256_is_hex ON sql_file; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT sql_file_sha256_is_hex ON tireless.sql_file IS 'The SHA-256 of the file''s text, in hex.';
+
+--
 -- Name: sweep_slot; Type: TABLE; Schema: tireless; Owner: -
 --
 
@@ -6401,6 +6431,13 @@ ALTER TABLE ONLY tireless.policy
 
 ALTER TABLE ONLY tireless.repo_poll
     ADD CONSTRAINT repo_poll_pkey PRIMARY KEY (forge, owner, repo);
+
+--
+-- Name: sql_file sql_file_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.sql_file
+    ADD CONSTRAINT sql_file_pkey PRIMARY KEY (name);
 
 --
 -- Name: sweep_slot sweep_slot_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
@@ -7904,6 +7941,12 @@ GRANT SELECT ON TABLE tireless.repo_shares TO tireless_admin;
 GRANT SELECT ON TABLE tireless.repo_status TO tireless_runner;
 GRANT SELECT ON TABLE tireless.repo_status TO tireless_poller;
 GRANT SELECT ON TABLE tireless.repo_status TO tireless_admin;
+
+--
+-- Name: TABLE sql_file; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.sql_file TO tireless_admin;
 
 --
 -- Name: TABLE tracked_repo; Type: ACL; Schema: tireless; Owner: -

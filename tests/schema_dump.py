@@ -1,4 +1,4 @@
-"""db/schema.sql: the schema as the migrations leave it, so a reader need not replay them.
+"""db/schema.sql: the schema as `tireless migrate` leaves it, so a reader need not replay the migrations.
 
 `make schema` (`python -m tests.schema_dump`) migrates a fresh database on an embedded
 PostgreSQL and writes the file; tests/test_schema_file.py dumps the test template the same way
@@ -21,9 +21,9 @@ from tireless.devtools.embedded import EmbeddedPostgres, find_server_binaries
 
 SCHEMA_FILE = Path(__file__).resolve().parent.parent / "db" / "schema.sql"
 HEADER = (
-    "-- The schema as db/migrations leave it: pg_dump --schema-only of a freshly migrated\n"
-    "-- database, normalised. Do not edit: `make schema` regenerates it (tests/schema_dump.py),\n"
-    "-- and tests/test_schema_file.py fails when a migration changed the schema without it.\n"
+    "-- The schema as `tireless migrate` leaves it (db/migrations, then the SQL files of db/):\n"
+    "-- pg_dump --schema-only of a freshly migrated database, normalised. Do not edit: `make schema`\n"
+    "-- regenerates it (tests/schema_dump.py), and a test fails when a change to db/ left it behind.\n"
     "-- Dumped with PostgreSQL {major} (another major version prints some things differently).\n"
 )
 WRITTEN_MAJOR = re.compile(r"^-- Dumped with PostgreSQL (\d+) ", re.MULTILINE)

@@ -1,8 +1,11 @@
-"""Apply the migrations in db/migrations (shipped in the wheel as tireless/db/migrations) with yoyo."""
+"""Apply the migrations in db/migrations with yoyo, then the SQL files of db/ that hold the current
+functions, views and triggers (the wheel carries db/ as tireless/db)."""
 
 from __future__ import annotations
 
+import hashlib
 from importlib.resources import as_file, files
+from importlib.resources.abc import Traversable
 from urllib.parse import quote, urlencode
 
 import psycopg
@@ -77,8 +80,63 @@ def check_roles_to_adopt(conninfo: str, adopt_role_members: bool = False) -> Non
         conn.execute(CHECK_ROLES_TO_ADOPT)
 
 
+# The SQL files of db/, in the order they are applied: a file may use what an earlier one defines.
+SQL_FILES = (
+    "checks.sql",
+    "job.sql",
+    "history.sql",
+    "policy.sql",
+    "fleet.sql",
+    "budgets.sql",
+    "claim.sql",
+    "lease.sql",
+    "brief.sql",
+    "transition.sql",
+    "work_rule.sql",
+    "poll.sql",
+    "mirror.sql",
+    "dashboard.sql",
+)
+
+
+def sql_file_texts(directory: Traversable | None = None) -> dict[str, str]:
+    """Each SQL file of db/ (or of `directory`) by name, in the order they are applied."""
+    db = directory if directory is not None else files("tireless") / "db"
+    return {name: (db / name).read_text() for name in SQL_FILES}
+
+
+def apply_sql_files(
+    conninfo: str, *, always: bool = False, directory: Traversable | None = None
+) -> list[str]:
+    """Apply every SQL file of db/, in order and in one transaction, when one of them differs from
+    the version the database last applied (tireless.sql_file) or when `always` (a migration ran:
+    it may have dropped a view to change a table); returns the names of the files that differed."""
+    texts = sql_file_texts(directory)
+    digests = {name: hashlib.sha256(text.encode()).hexdigest() for name, text in texts.items()}
+    with psycopg.connect(conninfo) as conn:
+        recorded = dict(conn.execute("SELECT name, sha256 FROM tireless.sql_file").fetchall())
+        changed = [name for name, digest in digests.items() if recorded.get(name) != digest]
+        if not (always or changed or recorded.keys() - digests.keys()):
+            return []
+        for name, text in texts.items():
+            conn.execute(text.encode())  # bytes: a file is many statements, sent as they are
+        conn.execute(
+            "DELETE FROM tireless.sql_file WHERE name <> ALL (%(names)s)", {"names": list(texts)}
+        )
+        for name, digest in digests.items():
+            conn.execute(
+                """INSERT INTO tireless.sql_file AS f (name, sha256) VALUES (%(name)s, %(digest)s)
+                   ON CONFLICT (name) DO UPDATE SET sha256 = excluded.sha256, applied_at = now()
+                    WHERE f.sha256 <> excluded.sha256""",
+                {"name": name, "digest": digest},
+            )
+    return [f"db/{name}" for name in changed]
+
+
 def migrate(conninfo: str, adopt_role_members: bool = False) -> list[str]:
-    """Apply every migration not yet applied, under yoyo's lock; returns the ids applied.
+    """Apply every migration not yet applied, then the SQL files of db/ when a migration ran or a
+    file changed, all under yoyo's lock; returns the ids of the migrations applied and the names
+    of the files that changed (`db/claim.sql`).
 
     Running it again applies nothing, and two processes migrating at once are serialised.
     A first install refuses existing tireless roles it should not adopt (check_roles_to_adopt).
@@ -91,6 +149,7 @@ def migrate(conninfo: str, adopt_role_members: bool = False) -> list[str]:
             with backend.lock():
                 pending = backend.to_apply(migrations)
                 backend.apply_migrations(pending)
+                files_applied = apply_sql_files(conninfo, always=bool(pending))
         finally:
             backend.connection.close()
-    return [migration.id for migration in pending]
+    return [migration.id for migration in pending] + files_applied

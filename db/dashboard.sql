@@ -1,0 +1,339 @@
+-- What psql users, the dashboard and `tireless status` read: the views and the statistics.
+--
+-- The current definition of each function, view and trigger here, with its comment and grants.
+-- tireless.migrate applies the files of db/ in a fixed order after the migrations (db/README.md).
+
+CREATE OR REPLACE VIEW tireless.lane_status AS
+WITH live AS (
+    SELECT j.lane,
+           count(*) FILTER (WHERE j.state = 'pending') AS pending,
+           count(*) FILTER (WHERE j.state = 'pending' AND j.available_at <= now()) AS ready,
+           count(*) FILTER (WHERE j.state = 'claimed') AS claimed,
+           count(*) FILTER (WHERE j.state = 'claimed' AND j.claim_expires_at < now()) AS past_lease,
+           now() - min(j.created_at) FILTER (WHERE j.state = 'pending') AS oldest_pending_age
+      FROM tireless.job j
+     WHERE j.state IN ('pending', 'claimed')
+     GROUP BY j.lane
+)
+SELECT coalesce(l.name, live.lane) AS lane,
+       l.capacity,
+       coalesce(l.paused, false) AS paused,
+       CASE WHEN l.tripped_until > now() THEN 'open'
+            WHEN l.consecutive_failures >= p.breaker_threshold THEN 'half-open'
+            ELSE 'closed' END AS breaker,
+       coalesce(l.consecutive_failures, 0) AS consecutive_failures,
+       l.tripped_until,
+       coalesce(live.pending, 0) AS pending,
+       coalesce(live.ready, 0) AS ready,
+       coalesce(live.claimed, 0) AS claimed,
+       coalesce(live.past_lease, 0) AS past_lease,
+       live.oldest_pending_age
+  FROM tireless.lane l
+  FULL JOIN live ON live.lane = l.name
+ CROSS JOIN tireless.policy p;
+COMMENT ON VIEW tireless.lane_status IS
+    'One row per lane that has settings or live jobs: capacity, paused, circuit breaker (closed, open while tripped, '
+    'half-open after the cool-down until a success), and its pending, ready, claimed and past-lease jobs.';
+REVOKE ALL ON tireless.lane_status FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT SELECT ON tireless.lane_status TO tireless_runner, tireless_poller, tireless_admin;
+
+-- Statistics that do not grow with the history: live jobs, and terminal jobs of the last 24 hours.
+CREATE OR REPLACE VIEW tireless.queue_stats AS
+SELECT j.lane, j.state, count(*) AS jobs, min(j.created_at) AS oldest, max(j.updated_at) AS latest_change
+  FROM tireless.job j
+ WHERE j.state IN ('pending', 'claimed')
+ GROUP BY j.lane, j.state
+UNION ALL
+SELECT j.lane, j.state, count(*) AS jobs, min(j.created_at) AS oldest, max(j.updated_at) AS latest_change
+  FROM tireless.job j
+ WHERE j.state IN ('delivered', 'failed', 'cancelled') AND j.updated_at > now() - interval '24 hours'
+ GROUP BY j.lane, j.state;
+COMMENT ON VIEW tireless.queue_stats IS
+    'How many jobs each lane holds in each live state, and how many reached each terminal state in the last 24 hours '
+    '(reads the live jobs and that window only, never the whole history).';
+REVOKE ALL ON tireless.queue_stats FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT SELECT ON tireless.queue_stats TO tireless_runner, tireless_poller, tireless_admin;
+
+-- Which login holds each claim, beside the worker name. A new column goes at the end, so that
+-- CREATE OR REPLACE VIEW keeps the view's earlier columns as they were.
+CREATE OR REPLACE VIEW tireless.active_claims AS
+SELECT j.id, j.forge, j.owner, j.repo, j.number, j.kind, j.lane, j.claimed_by, j.attempts,
+       j.claim_expires_at, j.claim_expires_at - now() AS time_left, j.updated_at, j.claimed_login
+  FROM tireless.job j
+ WHERE j.state = 'claimed'
+ ORDER BY j.claim_expires_at;
+COMMENT ON VIEW tireless.active_claims IS
+    'Claimed jobs with the time left on their lease (negative: past its lease, waiting for the sweeper), '
+    'and the login that claimed each.';
+REVOKE ALL ON tireless.active_claims FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT SELECT ON tireless.active_claims TO tireless_runner, tireless_poller, tireless_admin;
+
+CREATE OR REPLACE VIEW tireless.job_list AS
+SELECT j.id, j.forge, j.owner, j.repo, j.number, j.title, j.kind, j.lane, j.state, j.parent_id,
+       j.claimed_by, j.claim_expires_at, j.attempts, j.available_at, j.note, j.created_at, j.updated_at,
+       (j.state = 'claimed' AND j.claim_expires_at < now()) AS past_lease
+  FROM tireless.job j;
+COMMENT ON VIEW tireless.job_list IS
+    'Every job as an operator sees it, without its claim token (a fencing secret of the holder); past_lease: '
+    'claimed and its lease has run out. Readable by every role.';
+REVOKE ALL ON tireless.job_list FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT SELECT ON tireless.job_list TO tireless_runner, tireless_poller, tireless_admin;
+
+CREATE OR REPLACE VIEW tireless.finished_jobs AS
+SELECT c.lane, c.outcome::text AS outcome, c.jobs FROM tireless.finished_count c;
+COMMENT ON VIEW tireless.finished_jobs IS
+    'Jobs finished per lane and outcome since the store began (a counter), as of the last tireless.roll_up_history().';
+REVOKE ALL ON tireless.finished_jobs FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT SELECT ON tireless.finished_jobs TO tireless_runner, tireless_poller, tireless_admin;
+
+CREATE OR REPLACE VIEW tireless.finished_jobs_by_hour AS
+SELECT h.hour, h.lane, h.outcome::text AS outcome, h.jobs FROM tireless.finished_hourly h;
+COMMENT ON VIEW tireless.finished_jobs_by_hour IS
+    'Jobs finished per hour, lane and outcome over the last 8 days, as of the last tireless.roll_up_history().';
+REVOKE ALL ON tireless.finished_jobs_by_hour FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT SELECT ON tireless.finished_jobs_by_hour TO tireless_runner, tireless_poller, tireless_admin;
+
+CREATE OR REPLACE VIEW tireless.lane_summary AS
+SELECT coalesce(s.lane, q.lane) AS lane,
+       coalesce(s.pending, 0) AS pending, coalesce(s.ready, 0) AS ready,
+       coalesce(s.claimed, 0) AS claimed, coalesce(s.past_lease, 0) AS past_lease,
+       coalesce(q.delivered, 0) AS delivered, coalesce(q.failed, 0) AS failed,
+       coalesce(q.cancelled, 0) AS cancelled,
+       extract(epoch FROM s.oldest_pending_age)::float8 AS oldest_pending_seconds,
+       coalesce(s.breaker, 'closed') AS breaker, coalesce(s.paused, false) AS paused,
+       s.capacity, s.tripped_until,
+       coalesce(s.consecutive_failures, 0) AS consecutive_failures,
+       b.runs_today,
+       coalesce(b.agent_seconds_today, 0)::float8 AS agent_seconds_today,
+       b.runs_per_day, b.agent_seconds_per_day, b.budget_resets_at
+  FROM tireless.lane_status s
+  FULL JOIN (SELECT st.lane,
+                    sum(st.jobs) FILTER (WHERE st.state = 'delivered')::bigint AS delivered,
+                    sum(st.jobs) FILTER (WHERE st.state = 'failed')::bigint AS failed,
+                    sum(st.jobs) FILTER (WHERE st.state = 'cancelled')::bigint AS cancelled
+               FROM tireless.queue_stats st GROUP BY st.lane) q ON q.lane = s.lane
+  LEFT JOIN tireless.lane_budget b ON b.lane = coalesce(s.lane, q.lane);
+COMMENT ON VIEW tireless.lane_summary IS
+    'One row per lane that has live jobs, settings or jobs finished in the last 24 hours: lane_status (live jobs, '
+    'the oldest pending job''s age in seconds, breaker, its failures in a row, paused, capacity) beside '
+    'queue_stats''s delivered, failed and cancelled counts, and today''s spend (UTC: runs_today, counted under a budget of runs, '
+    'agent_seconds_today) against the lane''s daily budgets, with budget_resets_at (the next midnight UTC) while a '
+    'budget is spent. What `tireless status` and the dashboard''s overview show.';
+REVOKE ALL ON tireless.lane_summary FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT SELECT ON tireless.lane_summary TO tireless_runner, tireless_poller, tireless_admin;
+
+-- What psql users, `tireless show` and the dashboard read of an attempt.
+CREATE OR REPLACE VIEW tireless.job_progress AS
+SELECT a.job_id, a.attempt, a.started_at, a.progress_at, a.step, a.stop, a.stop_note,
+       a.report IS NOT NULL AS reported
+  FROM tireless.job_attempt a;
+COMMENT ON VIEW tireless.job_progress IS
+    'Each job''s newest attempt as the watchdog sees it: when it was claimed, its last progress and step, the '
+    'watchdog''s stop and note, and whether the agent attached a report. No row before the attempt''s first '
+    'heartbeat under a limit, progress report or report.';
+REVOKE ALL ON tireless.job_progress FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT SELECT ON tireless.job_progress TO tireless_runner, tireless_poller, tireless_admin;
+
+CREATE OR REPLACE FUNCTION tireless.duration_bin(seconds float8) RETURNS smallint
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN ceil(4 * ln(greatest(seconds, 0.01)) / ln(2))::smallint;
+COMMENT ON FUNCTION tireless.duration_bin(float8) IS
+    'The histogram bin of a duration in seconds: bins grow by a factor of 2^(1/4) (19%); bin b holds the '
+    'durations up to tireless.bin_bound(b). Everything under 10 ms is in the first bin.';
+REVOKE ALL ON FUNCTION tireless.duration_bin(double precision) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.duration_bin(double precision) TO tireless_runner, tireless_poller, tireless_admin;
+
+CREATE OR REPLACE FUNCTION tireless.bin_bound(bin smallint) RETURNS interval
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN make_interval(secs => round(power(2, bin / 4.0)::numeric, 3)::float8);
+COMMENT ON FUNCTION tireless.bin_bound(smallint) IS 'The longest duration of a histogram bin (see tireless.duration_bin).';
+REVOKE ALL ON FUNCTION tireless.bin_bound(smallint) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.bin_bound(smallint) TO tireless_runner, tireless_poller, tireless_admin;
+
+CREATE OR REPLACE FUNCTION tireless.activity_grain(span interval) RETURNS interval
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF span IS NULL OR span <= interval '0' OR span > interval '8 days' THEN
+        RAISE EXCEPTION 'span must be more than 0 and at most 8 days, got %', coalesce(span::text, 'null')
+            USING ERRCODE = 'TL005';
+    END IF;
+    RETURN CASE WHEN span <= interval '2 hours' THEN interval '1 minute' ELSE interval '1 hour' END;
+END;
+$$;
+COMMENT ON FUNCTION tireless.activity_grain(interval) IS
+    'The bucket of a window: a minute up to 2 hours, else an hour; TL005 for a window that is not positive or longer than 8 days.';
+REVOKE ALL ON FUNCTION tireless.activity_grain(interval) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.activity_grain(interval) TO tireless_runner, tireless_poller, tireless_admin;
+
+CREATE OR REPLACE FUNCTION tireless.queue_activity(span interval)
+    RETURNS TABLE (bucket timestamptz, lane text, pending bigint, claimed bigint,
+                   delivered bigint, failed bigint, cancelled bigint)
+    LANGUAGE sql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+    SELECT tireless.roll_up_history();
+    WITH frame AS (
+        SELECT tireless.activity_grain(queue_activity.span) AS grain,
+               date_bin(tireless.activity_grain(queue_activity.span), now(),
+                        timestamptz '2000-01-01 00:00:00+00') AS last
+    ), counted AS (
+        SELECT a.bucket, a.lane, sum(a.pending_delta) AS pending_delta, sum(a.claimed_delta) AS claimed_delta,
+               sum(a.delivered) AS delivered, sum(a.failed) AS failed, sum(a.cancelled) AS cancelled
+          FROM tireless.activity_count a
+          JOIN frame f ON a.grain = f.grain AND a.bucket > f.last - queue_activity.span
+         GROUP BY a.bucket, a.lane
+    ), live AS (
+        SELECT j.lane, count(*) FILTER (WHERE j.state = 'pending') AS pending,
+               count(*) FILTER (WHERE j.state = 'claimed') AS claimed
+          FROM tireless.job j
+         WHERE j.state IN ('pending', 'claimed')
+         GROUP BY j.lane
+    ), lanes AS (
+        SELECT c.lane FROM counted c UNION SELECT v.lane FROM live v
+    ), grid AS (
+        SELECT s.bucket, l.lane, coalesce(c.pending_delta, 0) AS pending_delta,
+               coalesce(c.claimed_delta, 0) AS claimed_delta, coalesce(c.delivered, 0) AS delivered,
+               coalesce(c.failed, 0) AS failed, coalesce(c.cancelled, 0) AS cancelled
+          FROM frame f
+         CROSS JOIN generate_series(f.last - queue_activity.span + f.grain, f.last, f.grain) AS s (bucket)
+         CROSS JOIN lanes l
+          LEFT JOIN counted c ON (c.bucket, c.lane) = (s.bucket, l.lane)
+    )
+    -- The depth at a bucket's end: the live jobs now, less what every later bucket added.
+    SELECT g.bucket, g.lane,
+           greatest(0, coalesce(v.pending, 0) - coalesce(sum(g.pending_delta) OVER later, 0))::bigint,
+           greatest(0, coalesce(v.claimed, 0) - coalesce(sum(g.claimed_delta) OVER later, 0))::bigint,
+           g.delivered::bigint, g.failed::bigint, g.cancelled::bigint
+      FROM grid g
+      LEFT JOIN live v ON v.lane = g.lane
+    WINDOW later AS (PARTITION BY g.lane ORDER BY g.bucket DESC ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
+     ORDER BY g.lane, g.bucket;
+END;
+COMMENT ON FUNCTION tireless.queue_activity(interval) IS
+    'Each lane over the last span (at most 8 days) in buckets of a minute (span up to 2 hours) or an hour: its '
+    'pending and claimed jobs at the end of each bucket and the jobs that ended delivered, failed or cancelled in it. '
+    'Rolls the history up first (tireless.roll_up_history) and reads only the folded buckets and the live jobs. '
+    'A job re-routed to another lane while pending counts in the lane it had when the rollup read its event.';
+REVOKE ALL ON FUNCTION tireless.queue_activity(interval) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.queue_activity(interval) TO tireless_runner, tireless_poller, tireless_admin;
+
+CREATE OR REPLACE FUNCTION tireless.job_durations(span interval)
+    RETURNS TABLE (lane text, kind text, measure text, jobs bigint, p50 interval, p95 interval)
+    LANGUAGE sql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+    SELECT tireless.roll_up_history();
+    WITH frame AS (
+        SELECT tireless.activity_grain(job_durations.span) AS grain,
+               date_bin(tireless.activity_grain(job_durations.span), now(),
+                        timestamptz '2000-01-01 00:00:00+00') AS last
+    ), bins AS (
+        SELECT d.lane, d.kind, d.measure, d.bin, sum(d.jobs) AS jobs
+          FROM tireless.duration_count d
+          JOIN frame f ON d.grain = f.grain AND d.bucket > f.last - job_durations.span
+         GROUP BY d.lane, d.kind, d.measure, d.bin
+    ), running AS (
+        SELECT b.lane, b.kind, b.measure, b.bin,
+               sum(b.jobs) OVER (PARTITION BY b.lane, b.kind, b.measure ORDER BY b.bin) AS upto,
+               sum(b.jobs) OVER (PARTITION BY b.lane, b.kind, b.measure) AS total
+          FROM bins b
+    )
+    -- As percentile_disc: the bin of the ceil(p * n)-th shortest duration.
+    SELECT r.lane, r.kind::text, r.measure, max(r.total)::bigint,
+           tireless.bin_bound(min(r.bin) FILTER (WHERE r.upto >= ceil(0.5::float8 * r.total::float8))),
+           tireless.bin_bound(min(r.bin) FILTER (WHERE r.upto >= ceil(0.95::float8 * r.total::float8)))
+      FROM running r
+     GROUP BY r.lane, r.kind, r.measure
+     ORDER BY r.lane, r.kind, r.measure;
+END;
+COMMENT ON FUNCTION tireless.job_durations(interval) IS
+    'Per lane, kind and measure (wait: created to first claim; run: claim to finish) over the last span (at most '
+    '8 days): how many jobs, and the median and 95th percentile as the upper bound of their histogram bin '
+    '(within 19%). Rolls the history up first and reads only the folded histograms.';
+REVOKE ALL ON FUNCTION tireless.job_durations(interval) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.job_durations(interval) TO tireless_runner, tireless_poller, tireless_admin;
+
+CREATE OR REPLACE FUNCTION tireless.failure_groups(span interval)
+    RETURNS TABLE (error text, jobs bigint, latest bigint, lanes text[])
+    LANGUAGE sql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+    SELECT tireless.roll_up_history();
+    WITH frame AS (
+        SELECT tireless.activity_grain(failure_groups.span) AS grain,
+               date_bin(tireless.activity_grain(failure_groups.span), now(),
+                        timestamptz '2000-01-01 00:00:00+00') AS last
+    )
+    SELECT f.error, sum(f.jobs)::bigint, max(f.latest), array_agg(DISTINCT f.lane ORDER BY f.lane)
+      FROM tireless.failure_count f
+      JOIN frame ON f.grain = frame.grain AND f.bucket > frame.last - failure_groups.span
+     GROUP BY f.error
+     ORDER BY sum(f.jobs) DESC, f.error;
+END;
+COMMENT ON FUNCTION tireless.failure_groups(interval) IS
+    'The failures of the last span (at most 8 days) grouped by their error (the first line of the note that failed the '
+    'job): how many jobs, the newest, the lanes; most frequent first. Rolls the history up first and reads only the folded counts.';
+REVOKE ALL ON FUNCTION tireless.failure_groups(interval) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.failure_groups(interval) TO tireless_runner, tireless_poller, tireless_admin;
+
+CREATE OR REPLACE VIEW tireless.workers AS
+WITH held AS (
+    SELECT j.claimed_by AS worker, j.id AS job_id, j.lane, j.claim_expires_at, j.updated_at,
+           (SELECT e.at FROM tireless.job_event e WHERE e.job_id = j.id ORDER BY e.id DESC LIMIT 1) AS held_since
+      FROM tireless.job j
+     WHERE j.state = 'claimed'
+), holding AS (
+    SELECT DISTINCT ON (h.worker) h.worker, h.job_id, h.lane, h.held_since, h.claim_expires_at,
+           CASE WHEN h.updated_at > h.held_since THEN h.updated_at END AS last_heartbeat,
+           count(*) OVER (PARTITION BY h.worker) AS jobs_held,
+           bool_or(h.claim_expires_at < now()) OVER (PARTITION BY h.worker) AS past_lease
+      FROM held h
+     ORDER BY h.worker, h.held_since DESC
+)
+SELECT coalesce(w.worker, h.worker) AS worker,
+       ARRAY(SELECT DISTINCT l FROM unnest(coalesce(w.lanes, '{}') || h.lane) AS l WHERE l IS NOT NULL ORDER BY l) AS lanes,
+       h.job_id, coalesce(h.jobs_held, 0) AS jobs_held, h.held_since, h.last_heartbeat, h.claim_expires_at AS lease_ends,
+       greatest(w.last_seen, h.held_since, h.last_heartbeat) AS last_seen, w.first_seen,
+       CASE WHEN h.past_lease THEN 'stopped heartbeating' WHEN h.job_id IS NOT NULL THEN 'working' ELSE 'idle' END AS status
+  FROM (SELECT * FROM tireless.worker_seen s WHERE s.last_seen >= now() - interval '24 hours') AS w
+  FULL JOIN holding h ON h.worker = w.worker;
+COMMENT ON VIEW tireless.workers IS
+    'Every worker named by the history in the last 24 hours or holding a job now: the lanes it claimed from, the job '
+    'it holds (the newest of jobs_held) since when, its last heartbeat (null until the first after the claim), when '
+    'its lease ends, and its status: working, stopped heartbeating (a lease it holds ran out) or idle. As of the last '
+    'tireless.roll_up_history() for the workers that hold nothing.';
+REVOKE ALL ON tireless.workers FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT SELECT ON tireless.workers TO tireless_runner, tireless_poller, tireless_admin;
+
+CREATE OR REPLACE FUNCTION tireless.issue_runs(job_id bigint)
+    RETURNS TABLE (id bigint, state text, kind text, created_at timestamptz, note text)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+    SELECT j.id, j.state::text, j.kind::text, j.created_at, j.note
+      FROM tireless.job me
+      JOIN tireless.issue_run r ON (r.forge, r.owner, r.repo, r.number) = (me.forge, me.owner, me.repo, me.number)
+      JOIN tireless.job j ON j.id = r.job_id
+     WHERE me.id = issue_runs.job_id
+    UNION
+    SELECT me.id, me.state::text, me.kind::text, me.created_at, me.note FROM tireless.job me WHERE me.id = issue_runs.job_id
+     ORDER BY 1;
+END;
+COMMENT ON FUNCTION tireless.issue_runs(bigint) IS
+    'Every job the issue of job_id has had (a re-run, or a new request after one ended), in order, that the rollup '
+    'has seen, and job_id itself; empty for an unknown job.';
+REVOKE ALL ON FUNCTION tireless.issue_runs(bigint) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.issue_runs(bigint) TO tireless_runner, tireless_poller, tireless_admin;
+
+CREATE OR REPLACE FUNCTION tireless.worker_ran(job_id bigint, worker text) RETURNS boolean
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+    SELECT EXISTS (SELECT FROM tireless.job_event e WHERE e.job_id = worker_ran.job_id AND e.worker = worker_ran.worker);
+END;
+COMMENT ON FUNCTION tireless.worker_ran(bigint, text) IS
+    'True when the history of job_id names worker (it claimed, finished or gave back the job); reads that job''s events only.';
+REVOKE ALL ON FUNCTION tireless.worker_ran(bigint, text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.worker_ran(bigint, text) TO tireless_runner, tireless_poller, tireless_admin;

@@ -1,0 +1,181 @@
+-- Lanes: the wake-up notice, capacity, pause and resume, the circuit breaker, time limits.
+--
+-- The current definition of each function, view and trigger here, with its comment and grants.
+-- tireless.migrate applies the files of db/ in a fixed order after the migrations (db/README.md).
+
+CREATE OR REPLACE FUNCTION tireless.lane_hands_out_work(paused boolean, tripped_until timestamptz) RETURNS boolean
+    LANGUAGE sql STABLE
+AS $$
+    SELECT NOT paused AND (tripped_until IS NULL OR tripped_until <= now());
+$$;
+COMMENT ON FUNCTION tireless.lane_hands_out_work(boolean, timestamptz) IS
+    'True when a lane with these settings hands out work now: not paused, and its circuit breaker not tripped.';
+REVOKE ALL ON FUNCTION tireless.lane_hands_out_work(boolean, timestamp with time zone) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+
+-- Wake-up: runners LISTEN on channel tireless_work; the payload is the lane.
+CREATE OR REPLACE FUNCTION tireless.announce_work(lane text) RETURNS void
+    LANGUAGE sql VOLATILE
+AS $$
+    SELECT pg_notify('tireless_work', announce_work.lane);
+$$;
+COMMENT ON FUNCTION tireless.announce_work(text) IS
+    'NOTIFY tireless_work with the lane as payload: work may be claimable there now. Sent at commit.';
+REVOKE ALL ON FUNCTION tireless.announce_work(text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+
+-- The circuit breaker counts consecutive failed or expired attempts per lane.
+CREATE OR REPLACE FUNCTION tireless.record_lane_outcome(lane text, succeeded boolean) RETURNS void
+    LANGUAGE plpgsql VOLATILE
+AS $$
+BEGIN
+    IF succeeded THEN
+        -- Written only when there is something to reset, so deliveries do not contend on the lane row.
+        UPDATE tireless.lane l SET consecutive_failures = 0, tripped_until = NULL
+         WHERE l.name = record_lane_outcome.lane
+           AND (l.consecutive_failures <> 0 OR l.tripped_until IS NOT NULL);
+        RETURN;
+    END IF;
+    INSERT INTO tireless.lane AS l (name, consecutive_failures, tripped_until)
+    SELECT record_lane_outcome.lane, 1,
+           CASE WHEN p.breaker_threshold <= 1 THEN now() + p.breaker_cooldown END
+      FROM tireless.policy p
+    ON CONFLICT (name) DO UPDATE
+       SET consecutive_failures = l.consecutive_failures + 1,
+           tripped_until = CASE
+               WHEN l.consecutive_failures + 1 >= (SELECT p.breaker_threshold FROM tireless.policy p)
+               THEN now() + (SELECT p.breaker_cooldown FROM tireless.policy p)
+               ELSE l.tripped_until END;
+END;
+$$;
+COMMENT ON FUNCTION tireless.record_lane_outcome(text, boolean) IS
+    'Circuit breaker bookkeeping: a success closes the lane''s breaker; a failure counts, and the '
+    'threshold-th consecutive one trips the lane for the cool-down.';
+REVOKE ALL ON FUNCTION tireless.record_lane_outcome(text, boolean) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+
+CREATE OR REPLACE FUNCTION tireless.set_lane_capacity(lane text, capacity integer) RETURNS tireless.lane
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    result tireless.lane;
+BEGIN
+    IF set_lane_capacity.capacity < 0 THEN
+        RAISE EXCEPTION 'capacity must be null (unlimited) or at least 0, got %', set_lane_capacity.capacity
+            USING ERRCODE = 'TL005';
+    END IF;
+    PERFORM tireless.ensure_lane(set_lane_capacity.lane);
+    UPDATE tireless.lane l SET capacity = set_lane_capacity.capacity
+     WHERE l.name = set_lane_capacity.lane RETURNING l.* INTO result;
+    PERFORM tireless.announce_work(result.name);
+    RETURN result;
+END;
+$$;
+COMMENT ON FUNCTION tireless.set_lane_capacity(text, integer) IS
+    'At most capacity claimed jobs in the lane at once (null: unlimited; 0 holds the lane''s work back). Returns the lane.';
+REVOKE ALL ON FUNCTION tireless.set_lane_capacity(text, integer) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.set_lane_capacity(text, integer) TO tireless_admin;
+
+CREATE OR REPLACE FUNCTION tireless.pause_lane(lane text) RETURNS tireless.lane
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    result tireless.lane;
+BEGIN
+    PERFORM tireless.ensure_lane(pause_lane.lane);
+    UPDATE tireless.lane l SET paused = true WHERE l.name = pause_lane.lane RETURNING l.* INTO result;
+    RETURN result;
+END;
+$$;
+COMMENT ON FUNCTION tireless.pause_lane(text) IS
+    'claim_next hands out nothing from the lane until resume_lane; claims already held run on. Returns the lane.';
+REVOKE ALL ON FUNCTION tireless.pause_lane(text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.pause_lane(text) TO tireless_admin;
+
+CREATE OR REPLACE FUNCTION tireless.resume_lane(lane text) RETURNS tireless.lane
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    result tireless.lane;
+BEGIN
+    PERFORM tireless.ensure_lane(resume_lane.lane);
+    UPDATE tireless.lane l SET paused = false WHERE l.name = resume_lane.lane RETURNING l.* INTO result;
+    PERFORM tireless.announce_work(result.name);
+    RETURN result;
+END;
+$$;
+COMMENT ON FUNCTION tireless.resume_lane(text) IS 'Undoes pause_lane and wakes the lane''s runners. Returns the lane.';
+REVOKE ALL ON FUNCTION tireless.resume_lane(text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.resume_lane(text) TO tireless_admin;
+
+CREATE OR REPLACE FUNCTION tireless.reset_lane_breaker(lane text) RETURNS tireless.lane
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    result tireless.lane;
+BEGIN
+    PERFORM tireless.ensure_lane(reset_lane_breaker.lane);
+    UPDATE tireless.lane l SET consecutive_failures = 0, tripped_until = NULL
+     WHERE l.name = reset_lane_breaker.lane RETURNING l.* INTO result;
+    PERFORM tireless.announce_work(result.name);
+    RETURN result;
+END;
+$$;
+COMMENT ON FUNCTION tireless.reset_lane_breaker(text) IS
+    'Closes the lane''s circuit breaker and forgets its failures, then wakes its runners. Returns the lane.';
+REVOKE ALL ON FUNCTION tireless.reset_lane_breaker(text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.reset_lane_breaker(text) TO tireless_admin;
+
+CREATE OR REPLACE FUNCTION tireless.next_ready_at(lanes text[]) RETURNS timestamptz
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+    SELECT min(j.available_at) FROM tireless.job j
+     WHERE j.state = 'pending' AND j.lane = ANY (next_ready_at.lanes) AND j.available_at > now();
+END;
+COMMENT ON FUNCTION tireless.next_ready_at(text[]) IS
+    'When the earliest backed-off pending job in the lanes becomes claimable (null: none is waiting out a '
+    'backoff): an idle runner sleeps until then at most, since the end of a backoff sends no notification.';
+REVOKE ALL ON FUNCTION tireless.next_ready_at(text[]) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.next_ready_at(text[]) TO tireless_runner;
+
+CREATE OR REPLACE FUNCTION tireless.set_lane_max_run(lane text, max_run interval) RETURNS tireless.lane
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    result tireless.lane;
+BEGIN
+    PERFORM tireless.check_run_limit('max_run', set_lane_max_run.max_run);
+    PERFORM tireless.ensure_lane(set_lane_max_run.lane);
+    UPDATE tireless.lane l SET max_run = set_lane_max_run.max_run
+     WHERE l.name = set_lane_max_run.lane RETURNING l.* INTO result;
+    RETURN result;
+END;
+$$;
+COMMENT ON FUNCTION tireless.set_lane_max_run(text, interval) IS
+    '(admin) The time limit of every attempt in the lane (null: none): past it, the holder''s heartbeat answers '
+    'timeout and the attempt ends as a failure, note "timed out after 2h". Applies to running attempts too. Returns the lane.';
+REVOKE ALL ON FUNCTION tireless.set_lane_max_run(text, interval) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.set_lane_max_run(text, interval) TO tireless_admin;
+
+CREATE OR REPLACE FUNCTION tireless.set_lane_stall_after(lane text, stall_after interval) RETURNS tireless.lane
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    result tireless.lane;
+BEGIN
+    PERFORM tireless.check_run_limit('stall_after', set_lane_stall_after.stall_after);
+    PERFORM tireless.ensure_lane(set_lane_stall_after.lane);
+    UPDATE tireless.lane l SET stall_after = set_lane_stall_after.stall_after
+     WHERE l.name = set_lane_stall_after.lane RETURNING l.* INTO result;
+    RETURN result;
+END;
+$$;
+COMMENT ON FUNCTION tireless.set_lane_stall_after(text, interval) IS
+    '(admin) The progress watchdog of the lane (null: none): an attempt without progress for this long gets '
+    'stalled from its heartbeat and ends as a failure, note "no progress for 30m (last: ran the tests)". Returns the lane.';
+REVOKE ALL ON FUNCTION tireless.set_lane_stall_after(text, interval) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.set_lane_stall_after(text, interval) TO tireless_admin;

@@ -1,0 +1,455 @@
+-- The mirror: the labels and comments each issue should show, the writes still to make, and
+-- the making-safe of what reaches a forge.
+--
+-- The current definition of each function, view and trigger here, with its comment and grants.
+-- tireless.migrate applies the files of db/ in a fixed order after the migrations (db/README.md).
+
+CREATE OR REPLACE FUNCTION tireless.mirror_labels(OUT prefix text, OUT mode_labels text[], OUT state_labels text[])
+    LANGUAGE sql STABLE
+AS $$
+    SELECT p.label_prefix,
+           ARRAY(SELECT p.label_prefix || '/' || k::text FROM unnest(enum_range(NULL::tireless.job_kind)) AS k),
+           ARRAY(SELECT p.label_prefix || '/state:' || s::text FROM unnest(enum_range(NULL::tireless.job_state)) AS s)
+      FROM tireless.policy p;
+$$;
+COMMENT ON FUNCTION tireless.mirror_labels() IS
+    'The label prefix, its mode labels (<prefix>/discover, ...) and its state labels (<prefix>/state:pending, ...).';
+REVOKE ALL ON FUNCTION tireless.mirror_labels() FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+
+CREATE OR REPLACE FUNCTION tireless.finished_job_comment(job tireless.job) RETURNS text
+    LANGUAGE sql STABLE
+AS $$
+    -- The outcome on the first line (no text from a runner there). Then the report the job's last
+    -- attempt attached, when there is one (made safe, rendered as markdown); else the last holder
+    -- and the note in a fenced code block whose fence is longer than any run of backticks inside
+    -- it: nothing in it renders (HTML, images, links, headings) and nothing closes it early.
+    SELECT format('tireless: %s after %s attempt%s', job.state, job.attempts, CASE WHEN job.attempts = 1 THEN '' ELSE 's' END)
+           || CASE WHEN report.text IS NOT NULL
+                   THEN E'\n\n' || tireless.safe_report_text(report.text)
+                        || CASE WHEN report.cut THEN E'\n\n(report cut at 60000 characters)' ELSE '' END
+                   ELSE coalesce(E'\n\n' || fence.marks || E'\n' || quoted.text || E'\n' || fence.marks, '')
+              END
+      FROM (SELECT nullif(tireless.safe_comment_text(regexp_replace(btrim(job.note), '\s+', ' ', 'g')), '') AS text) AS note
+      LEFT JOIN LATERAL (SELECT e.worker FROM tireless.job_event e
+                          WHERE e.job_id = job.id AND e.worker IS NOT NULL
+                          ORDER BY e.id DESC LIMIT 1) AS holder ON true
+      LEFT JOIN LATERAL (SELECT a.report AS text, a.report_cut AS cut FROM tireless.job_attempt a
+                          WHERE a.job_id = job.id AND a.attempt = job.attempts) AS report ON true
+     CROSS JOIN LATERAL (SELECT nullif(concat_ws(': ', tireless.safe_comment_text(regexp_replace(btrim(holder.worker), '\s+', ' ', 'g')),
+                                                 CASE WHEN length(note.text) > 500 THEN left(note.text, 499) || '…' ELSE note.text END),
+                                       '') AS text) AS quoted
+     CROSS JOIN LATERAL (SELECT repeat('`', greatest(3, 1 + coalesce(
+                             (SELECT max(length(m[1])) FROM regexp_matches(quoted.text, '(`+)', 'g') AS m), 0))) AS marks) AS fence;
+$$;
+COMMENT ON FUNCTION tireless.finished_job_comment(tireless.job) IS
+    'The comment a finished job leaves on its issue: the outcome and attempts on the first line, then the report its '
+    'last attempt attached (tireless.attach_report; made safe by safe_report_text) when there is one, else the last '
+    'holder and the note (blanks folded, cut to 500 characters, made safe by safe_comment_text) in a fenced code block '
+    'with a fence longer than any backtick run inside, so nothing of it renders or notifies.';
+REVOKE ALL ON FUNCTION tireless.finished_job_comment(tireless.job) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+
+CREATE OR REPLACE FUNCTION tireless.mirror_writes(
+    forge text, owner text, repo text, poller text, max_writes integer DEFAULT 100, settle interval DEFAULT '2 minutes'
+) RETURNS TABLE (number integer, job_id bigint, state text, state_label text, drop_labels text[],
+                 job_began timestamptz, job_labels text[], opt_in text, mode_labels text[])
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    mirror tireless.mirror_repo;
+    labels record;
+    newest bigint;
+    settled bigint;
+    tracked_since timestamptz;
+BEGIN
+    IF mirror_writes.max_writes IS NULL OR mirror_writes.max_writes NOT BETWEEN 1 AND 10000 THEN
+        RAISE EXCEPTION 'max_writes must be from 1 to 10000, got %', coalesce(mirror_writes.max_writes::text, 'null')
+            USING ERRCODE = 'TL005';
+    END IF;
+    IF mirror_writes.settle IS NULL OR mirror_writes.settle < interval '0' OR mirror_writes.settle > interval '1 day' THEN
+        RAISE EXCEPTION 'settle must be from 0 to 1 day, got %', coalesce(mirror_writes.settle::text, 'null')
+            USING ERRCODE = 'TL005';
+    END IF;
+    PERFORM tireless.held_poll(mirror_writes.forge, mirror_writes.owner, mirror_writes.repo, mirror_writes.poller);
+    INSERT INTO tireless.mirror_repo (forge, owner, repo)
+    VALUES (mirror_writes.forge, mirror_writes.owner, mirror_writes.repo)
+    ON CONFLICT DO NOTHING;
+    SELECT * INTO mirror FROM tireless.mirror_repo m
+     WHERE (m.forge, m.owner, m.repo) = (mirror_writes.forge, mirror_writes.owner, mirror_writes.repo)
+       FOR UPDATE;
+    SELECT t.tracked_at INTO tracked_since FROM tireless.tracked_repo t
+     WHERE (t.forge, t.owner, t.repo) = (mirror.forge, mirror.owner, mirror.repo);
+
+    -- Every issue whose jobs changed since the cursor now wants its newest job's current state; an
+    -- older wanted state is replaced (job ids of one issue grow: a new job starts after the last ended).
+    -- Every finished job read, newest of its issue or not, gets its own outcome comment, queued once.
+    WITH touched AS MATERIALIZED (
+        SELECT DISTINCT j.id, j.number, j.state
+          FROM tireless.job_event e
+          JOIN tireless.job j ON j.id = e.job_id
+         WHERE e.id > mirror.event_cursor
+           AND (j.forge, j.owner, j.repo) = (mirror_writes.forge, mirror_writes.owner, mirror_writes.repo)
+           -- A repository tracked again does not mirror what happened before: no comment on old issues.
+           AND e.at >= tracked_since
+    ), wanted AS (
+        INSERT INTO tireless.mirror_issue AS mi (forge, owner, repo, number, job_id, state)
+        SELECT DISTINCT ON (t.number) mirror_writes.forge, mirror_writes.owner, mirror_writes.repo, t.number, t.id, t.state
+          FROM touched t
+         ORDER BY t.number, t.id DESC
+        ON CONFLICT ON CONSTRAINT mirror_issue_pkey DO UPDATE
+           SET job_id = excluded.job_id, state = excluded.state, failures = 0, next_try_at = now()
+         WHERE excluded.job_id > mi.job_id OR (excluded.job_id = mi.job_id AND excluded.state <> mi.state)
+    )
+    INSERT INTO tireless.mirror_comment (job_id, forge, owner, repo, number)
+    SELECT t.id, mirror_writes.forge, mirror_writes.owner, mirror_writes.repo, t.number
+      FROM touched t
+     CROSS JOIN tireless.policy p
+     WHERE p.mirror_comments AND tireless.is_terminal(t.state)
+    ON CONFLICT ON CONSTRAINT mirror_comment_pkey DO NOTHING;
+
+    -- The cursor passes only events older than the settle time: a transaction that commits later
+    -- than an event with a greater id is still read by the next scan. Reading an event again is harmless.
+    SELECT max(e.id), max(e.id) FILTER (WHERE e.at < now() - mirror_writes.settle) INTO newest, settled
+      FROM tireless.job_event e WHERE e.id > mirror.event_cursor;
+    UPDATE tireless.mirror_repo m
+       SET event_cursor = greatest(m.event_cursor, coalesce(settled, m.event_cursor)),
+           scanned_to = greatest(m.scanned_to, coalesce(newest, m.scanned_to))
+     WHERE (m.forge, m.owner, m.repo) = (mirror.forge, mirror.owner, mirror.repo);
+
+    -- A job pruned before the forge showed it leaves nothing to show.
+    UPDATE tireless.mirror_issue mi SET applied_job_id = mi.job_id, applied_state = mi.state, applied_at = now()
+     WHERE (mi.forge, mi.owner, mi.repo) = (mirror.forge, mirror.owner, mirror.repo)
+       AND (mi.applied_job_id, mi.applied_state) IS DISTINCT FROM (mi.job_id, mi.state)
+       AND NOT EXISTS (SELECT FROM tireless.job j WHERE j.id = mi.job_id);
+
+    SELECT * INTO labels FROM tireless.mirror_labels();
+    RETURN QUERY
+    SELECT mi.number, mi.job_id, mi.state::text,
+           labels.prefix || '/state:' || mi.state::text,
+           ARRAY(SELECT l FROM unnest(labels.state_labels) AS l WHERE l <> labels.prefix || '/state:' || mi.state::text)
+           -- A finished job withdraws its own request, never a newer one the store has already seen
+           -- (asked again after the job was made: it gets its own job, rule 1).
+           || CASE WHEN tireless.is_terminal(mi.state)
+                    AND NOT EXISTS (SELECT FROM tireless.issue s
+                                     WHERE (s.forge, s.owner, s.repo, s.number) = (mi.forge, mi.owner, mi.repo, mi.number)
+                                       AND s.asks_since > j.created_at)
+                   THEN labels.mode_labels ELSE '{}' END,
+           j.created_at, j.labels, labels.prefix, labels.mode_labels
+      FROM tireless.mirror_issue mi
+      JOIN tireless.job j ON j.id = mi.job_id
+     WHERE (mi.forge, mi.owner, mi.repo) = (mirror.forge, mirror.owner, mirror.repo)
+       AND (mi.applied_job_id, mi.applied_state) IS DISTINCT FROM (mi.job_id, mi.state)
+       AND mi.next_try_at <= now()
+     ORDER BY mi.next_try_at, mi.number
+     LIMIT mirror_writes.max_writes;
+END;
+$$;
+COMMENT ON FUNCTION tireless.mirror_writes(text, text, text, text, integer, interval) IS
+    'For a poller holding the repository''s poll lease: reads the job history since the repository''s cursor '
+    '(each changed issue now wants its newest job''s state, replacing any older wanted state; each finished job '
+    'read gets its outcome comment queued) and returns the label writes due (at most max_writes): per issue its '
+    'job and state, the state label to show, the labels to take off (the other state labels, and the mode labels '
+    'once the job ended, unless the issue asked again since the job was made), when the job was made and with '
+    'which labels, the opt-in and the mode labels. The cursor passes only events older than settle. TL004 without '
+    'the lease.';
+REVOKE ALL ON FUNCTION tireless.mirror_writes(text, text, text, text, integer, interval) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.mirror_writes(text, text, text, text, integer, interval) TO tireless_poller;
+
+CREATE OR REPLACE FUNCTION tireless.mirror_issue_row(forge text, owner text, repo text, number integer, job_id bigint, state text)
+    RETURNS tireless.mirror_issue
+    LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    queued tireless.mirror_issue;
+BEGIN
+    PERFORM tireless.parse_state(mirror_issue_row.state);
+    SELECT * INTO queued FROM tireless.mirror_issue mi
+     WHERE (mi.forge, mi.owner, mi.repo, mi.number)
+           = (mirror_issue_row.forge, mirror_issue_row.owner, mirror_issue_row.repo, mirror_issue_row.number)
+       FOR UPDATE;
+    IF NOT FOUND OR queued.job_id < mirror_issue_row.job_id THEN
+        RAISE EXCEPTION 'issue %/%/%#% has no mirror write for job %', mirror_issue_row.forge, mirror_issue_row.owner,
+            mirror_issue_row.repo, mirror_issue_row.number, coalesce(mirror_issue_row.job_id::text, 'null')
+            USING ERRCODE = 'TL005', HINT = 'Record the writes mirror_writes returned.';
+    END IF;
+    RETURN queued;
+END;
+$$;
+COMMENT ON FUNCTION tireless.mirror_issue_row(text, text, text, integer, bigint, text) IS
+    'The issue''s mirror row, locked; TL005 when mirror_writes never queued a write for that job.';
+REVOKE ALL ON FUNCTION tireless.mirror_issue_row(text, text, text, integer, bigint, text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+
+-- A withdrawal is recorded only when the forge confirmed the writes (the issue as it shows after
+-- them is given) and only for the request the job answered: a request the store saw after the job
+-- was made stands, and gets its own job at the next poll.
+CREATE OR REPLACE FUNCTION tireless.record_mirror_write(
+    forge text, owner text, repo text, poller text, number integer, job_id bigint, state text, issue jsonb DEFAULT NULL
+) RETURNS boolean
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    queued tireless.mirror_issue;
+    withdrawn boolean;
+BEGIN
+    PERFORM tireless.held_poll(record_mirror_write.forge, record_mirror_write.owner, record_mirror_write.repo,
+                               record_mirror_write.poller);
+    queued := tireless.mirror_issue_row(record_mirror_write.forge, record_mirror_write.owner, record_mirror_write.repo,
+                                     record_mirror_write.number, record_mirror_write.job_id, record_mirror_write.state);
+    IF record_mirror_write.issue IS NOT NULL THEN
+        PERFORM tireless.check_issue_batch(jsonb_build_array(record_mirror_write.issue));
+        IF (record_mirror_write.issue ->> 'forge', record_mirror_write.issue ->> 'owner', record_mirror_write.issue ->> 'repo',
+            (record_mirror_write.issue ->> 'number')::integer)
+           IS DISTINCT FROM (record_mirror_write.forge, record_mirror_write.owner, record_mirror_write.repo, record_mirror_write.number) THEN
+            RAISE EXCEPTION 'malformed issue: it is not %/%/%#%', record_mirror_write.forge, record_mirror_write.owner,
+                record_mirror_write.repo, record_mirror_write.number USING ERRCODE = 'TL006';
+        END IF;
+    END IF;
+    -- What the forge confirmed (an older job or state than wanted leaves the newer one due).
+    UPDATE tireless.mirror_issue mi
+       SET applied_job_id = record_mirror_write.job_id, applied_state = record_mirror_write.state::tireless.job_state,
+           applied_at = now(), failures = 0, next_try_at = now(), last_error = NULL, last_error_at = NULL
+     WHERE (mi.forge, mi.owner, mi.repo, mi.number) = (queued.forge, queued.owner, queued.repo, queued.number);
+
+    -- A finished job's mode labels are off the issue: its request is withdrawn. The store records it
+    -- now, so the next poll sees no change (no job), and a human who adds a mode label again asks again.
+    IF tireless.is_terminal(record_mirror_write.state::tireless.job_state) THEN
+        -- The issue's row as the last poll left it (a poll of this repository waits for us, or we for it).
+        PERFORM tireless.lock_repo_issues(queued.forge, queued.owner, queued.repo);
+    END IF;
+    withdrawn := tireless.is_terminal(record_mirror_write.state::tireless.job_state)
+                 AND record_mirror_write.issue IS NOT NULL
+                 AND NOT EXISTS (SELECT FROM tireless.job j
+                                  WHERE (j.forge, j.owner, j.repo, j.number) = (queued.forge, queued.owner, queued.repo, queued.number)
+                                    AND j.state IN ('pending', 'claimed'))
+                 AND NOT EXISTS (SELECT FROM tireless.issue s JOIN tireless.job j ON j.id = record_mirror_write.job_id
+                                  WHERE (s.forge, s.owner, s.repo, s.number) = (queued.forge, queued.owner, queued.repo, queued.number)
+                                    AND s.asks_since > j.created_at);
+    IF withdrawn THEN
+        UPDATE tireless.issue s
+           SET labels = ARRAY(SELECT l FROM unnest(s.labels) AS l WHERE NOT l = ANY ((tireless.mirror_labels()).mode_labels)),
+               asks_since = NULL, answered = false, changed_at = now()
+         WHERE (s.forge, s.owner, s.repo, s.number) = (queued.forge, queued.owner, queued.repo, queued.number);
+        -- The issue as the forge shows it after the writes, judged by the work rule like a poll: a
+        -- mode label still on it is one a person put back after the job was made, a new request.
+        PERFORM tireless.apply_work_rule(jsonb_build_array(record_mirror_write.issue));
+    END IF;
+    RETURN withdrawn;
+END;
+$$;
+COMMENT ON FUNCTION tireless.record_mirror_write(text, text, text, text, integer, bigint, text, jsonb) IS
+    'The forge confirmed the issue shows job_id in state: recorded as applied, its error cleared. For a finished job '
+    'with no live successor, given issue (the forge''s issue after the writes, enqueue''s format) and no newer '
+    'request seen since the job was made, the request is recorded as withdrawn (mode labels off, no longer asking) '
+    'and issue is judged by the work rule as a poll would (a mode label a person put back is a new request); '
+    'returns whether it recorded a withdrawal. TL004 without the poll lease, TL005 for a write never queued.';
+REVOKE ALL ON FUNCTION tireless.record_mirror_write(text, text, text, text, integer, bigint, text, jsonb) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.record_mirror_write(text, text, text, text, integer, bigint, text, jsonb) TO tireless_poller;
+
+CREATE OR REPLACE FUNCTION tireless.record_mirror_failure(
+    forge text, owner text, repo text, poller text, number integer, job_id bigint, state text, error text
+) RETURNS timestamptz
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    queued tireless.mirror_issue;
+    until timestamptz;
+BEGIN
+    IF record_mirror_failure.error IS NULL OR btrim(record_mirror_failure.error) = '' THEN
+        RAISE EXCEPTION 'error must say what failed, got %', coalesce(quote_literal(record_mirror_failure.error), 'null')
+            USING ERRCODE = 'TL005';
+    END IF;
+    PERFORM tireless.held_poll(record_mirror_failure.forge, record_mirror_failure.owner, record_mirror_failure.repo,
+                               record_mirror_failure.poller);
+    queued := tireless.mirror_issue_row(record_mirror_failure.forge, record_mirror_failure.owner, record_mirror_failure.repo,
+                                     record_mirror_failure.number, record_mirror_failure.job_id, record_mirror_failure.state);
+    -- 15 s doubling per failure in a row, capped at an hour, jittered to between half and all of it.
+    until := now() + least(interval '1 hour', interval '15 seconds' * (2::float8 ^ least(queued.failures, 20)))
+                     * (0.5 + random() / 2);
+    UPDATE tireless.mirror_issue mi
+       SET failures = mi.failures + 1, next_try_at = until,
+           last_error = left(btrim(record_mirror_failure.error), 2000), last_error_at = now()
+     WHERE (mi.forge, mi.owner, mi.repo, mi.number) = (queued.forge, queued.owner, queued.repo, queued.number);
+    RETURN until;
+END;
+$$;
+COMMENT ON FUNCTION tireless.record_mirror_failure(text, text, text, text, integer, bigint, text, text) IS
+    'A mirror write to one issue failed: counts it, records the error (trimmed to 2000 characters) and backs that '
+    'issue off exponentially with jitter; returns when it is tried again. Other issues and the polls go on. TL004 '
+    'without the poll lease, TL005 for a write never queued.';
+REVOKE ALL ON FUNCTION tireless.record_mirror_failure(text, text, text, text, integer, bigint, text, text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.record_mirror_failure(text, text, text, text, integer, bigint, text, text) TO tireless_poller;
+
+CREATE OR REPLACE FUNCTION tireless.set_mirror_comments(enabled boolean) RETURNS boolean
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF set_mirror_comments.enabled IS NULL THEN
+        RAISE EXCEPTION 'enabled must be true or false, got null' USING ERRCODE = 'TL005';
+    END IF;
+    UPDATE tireless.policy p SET mirror_comments = set_mirror_comments.enabled;
+    RETURN set_mirror_comments.enabled;
+END;
+$$;
+COMMENT ON FUNCTION tireless.set_mirror_comments(boolean) IS
+    '(admin) Turns the mirror''s comment on finished jobs on or off (the state labels stay); returns the setting.';
+REVOKE ALL ON FUNCTION tireless.set_mirror_comments(boolean) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.set_mirror_comments(boolean) TO tireless_admin;
+
+-- The mirror's backlog of an issue's repository: the writes still to make, outcome comments included.
+CREATE OR REPLACE FUNCTION tireless.mirror_unread(forge text, owner text, repo text) RETURNS bigint
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    scanned bigint;
+    since timestamptz;
+BEGIN
+    SELECT m.scanned_to INTO scanned FROM tireless.mirror_repo m
+     WHERE (m.forge, m.owner, m.repo) = (mirror_unread.forge, mirror_unread.owner, mirror_unread.repo);
+    SELECT t.tracked_at INTO since FROM tireless.tracked_repo t
+     WHERE (t.forge, t.owner, t.repo) = (mirror_unread.forge, mirror_unread.owner, mirror_unread.repo);
+    IF since IS NULL THEN
+        RETURN 0;  -- not tracked: nothing is mirrored
+    END IF;
+    -- The events after the last scan first (the BRIN index on the id; planned with the actual
+    -- position, so the planner knows they are few), then each one's job by its key: a LATERAL
+    -- subquery it may not flatten (OFFSET 0), so that it never starts at the repository's jobs,
+    -- which no index finds (a scan of every job ever run). Issues with a write already queued are
+    -- counted by the caller.
+    RETURN (
+        SELECT count(DISTINCT j.number)
+          FROM tireless.job_event e
+         CROSS JOIN LATERAL (
+               SELECT j.forge, j.owner, j.repo, j.number FROM tireless.job j
+                WHERE j.id = e.job_id
+                  AND (j.forge, j.owner, j.repo) = (mirror_unread.forge, mirror_unread.owner, mirror_unread.repo)
+               OFFSET 0) AS j
+         WHERE e.id > coalesce(scanned, 0)
+           AND e.at >= since
+           AND NOT EXISTS (SELECT FROM tireless.mirror_issue mi
+                            WHERE (mi.forge, mi.owner, mi.repo, mi.number) = (j.forge, j.owner, j.repo, j.number)
+                              AND (mi.applied_job_id, mi.applied_state) IS DISTINCT FROM (mi.job_id, mi.state)))
+         + (SELECT count(*) FROM tireless.mirror_comment c
+             WHERE (c.forge, c.owner, c.repo) = (mirror_unread.forge, mirror_unread.owner, mirror_unread.repo)
+               AND c.written_at IS NULL);
+END;
+$$;
+COMMENT ON FUNCTION tireless.mirror_unread(text, text, text) IS
+    'How many issues of a tracked repository changed after the mirror''s last scan and have no write queued yet, '
+    'plus the outcome comments still to write (part of repo_status.mirror_backlog); reads only the history after '
+    'that scan and the comments'' partial index.';
+REVOKE ALL ON FUNCTION tireless.mirror_unread(text, text, text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.mirror_unread(text, text, text) TO tireless_runner, tireless_poller, tireless_admin;
+
+CREATE OR REPLACE FUNCTION tireless.safe_comment_text(body text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    -- Control characters (ESC, BEL, ...) and the bidirectional overrides and isolates dropped;
+    -- a zero-width joiner after each @, so that no mention notifies even outside the code block.
+    SELECT replace(regexp_replace(safe_comment_text.body,
+                                  '[\x01-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]', '', 'g'),
+                   '@', '@' || U&'\200D');
+$$;
+COMMENT ON FUNCTION tireless.safe_comment_text(text) IS
+    'Text from a runner made safe to quote on a forge: control and bidirectional-override characters dropped, a '
+    'zero-width joiner after every @ (no mention notifies).';
+REVOKE ALL ON FUNCTION tireless.safe_comment_text(text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+
+-- The agent's report (tireless.attach_report) is markdown meant to render, so it is not fenced; it is
+-- made safe as the note is, and no HTML tag or image in it renders either.
+CREATE OR REPLACE FUNCTION tireless.safe_report_text(body text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    -- A zero-width space after each < and between ! and [: no tag opens, no image loads; links stay.
+    SELECT replace(replace(tireless.safe_comment_text(safe_report_text.body), '<', '<' || U&'\200B'),
+                   '![', '!' || U&'\200B' || '[');
+$$;
+COMMENT ON FUNCTION tireless.safe_report_text(text) IS
+    'An agent''s report made safe to post as markdown: safe_comment_text, and a zero-width space after every < and '
+    'inside every ![ so that no HTML tag opens and no image loads.';
+REVOKE ALL ON FUNCTION tireless.safe_report_text(text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+
+CREATE OR REPLACE FUNCTION tireless.comment_marker(job_id bigint) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN format('<!-- tireless:job:%s -->', comment_marker.job_id);
+COMMENT ON FUNCTION tireless.comment_marker(bigint) IS
+    'The hidden last line of a job''s outcome comment; the mirror counts it only in a comment written by its own forge account.';
+REVOKE ALL ON FUNCTION tireless.comment_marker(bigint) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+
+CREATE OR REPLACE FUNCTION tireless.mirror_comments_due(forge text, owner text, repo text, poller text, max_comments integer DEFAULT 100)
+    RETURNS TABLE (job_id bigint, number integer, body text, marker text)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF mirror_comments_due.max_comments IS NULL OR mirror_comments_due.max_comments NOT BETWEEN 1 AND 10000 THEN
+        RAISE EXCEPTION 'max_comments must be from 1 to 10000, got %', coalesce(mirror_comments_due.max_comments::text, 'null')
+            USING ERRCODE = 'TL005';
+    END IF;
+    PERFORM tireless.held_poll(mirror_comments_due.forge, mirror_comments_due.owner, mirror_comments_due.repo,
+                               mirror_comments_due.poller);
+    RETURN QUERY
+    SELECT c.job_id, c.number, tireless.finished_job_comment(j) || E'\n\n' || tireless.comment_marker(j.id),
+           tireless.comment_marker(j.id)
+      FROM tireless.mirror_comment c
+      JOIN tireless.job j ON j.id = c.job_id
+     WHERE (c.forge, c.owner, c.repo) = (mirror_comments_due.forge, mirror_comments_due.owner, mirror_comments_due.repo)
+       AND c.written_at IS NULL AND c.next_try_at <= now()
+     ORDER BY c.next_try_at, c.job_id
+     LIMIT mirror_comments_due.max_comments;
+END;
+$$;
+COMMENT ON FUNCTION tireless.mirror_comments_due(text, text, text, text, integer) IS
+    'For a poller holding the repository''s poll lease: the outcome comments still to write (at most max_comments), '
+    'oldest job first: the job, its issue, the body ending with its marker line, and the marker. TL004 without the lease.';
+REVOKE ALL ON FUNCTION tireless.mirror_comments_due(text, text, text, text, integer) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.mirror_comments_due(text, text, text, text, integer) TO tireless_poller;
+
+CREATE OR REPLACE FUNCTION tireless.record_mirror_comment(
+    forge text, owner text, repo text, poller text, job_id bigint, error text DEFAULT NULL
+) RETURNS timestamptz
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    queued tireless.mirror_comment;
+    until timestamptz;
+BEGIN
+    IF record_mirror_comment.error IS NOT NULL AND btrim(record_mirror_comment.error) = '' THEN
+        RAISE EXCEPTION 'error must say what failed, got %', quote_literal(record_mirror_comment.error) USING ERRCODE = 'TL005';
+    END IF;
+    PERFORM tireless.held_poll(record_mirror_comment.forge, record_mirror_comment.owner, record_mirror_comment.repo,
+                               record_mirror_comment.poller);
+    SELECT * INTO queued FROM tireless.mirror_comment c
+     WHERE c.job_id = record_mirror_comment.job_id
+       AND (c.forge, c.owner, c.repo) = (record_mirror_comment.forge, record_mirror_comment.owner, record_mirror_comment.repo)
+       FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'job % of %/%/% has no outcome comment queued', coalesce(record_mirror_comment.job_id::text, 'null'),
+            record_mirror_comment.forge, record_mirror_comment.owner, record_mirror_comment.repo
+            USING ERRCODE = 'TL005', HINT = 'Record the comments mirror_comments_due returned.';
+    END IF;
+    IF record_mirror_comment.error IS NULL THEN
+        UPDATE tireless.mirror_comment c SET written_at = coalesce(c.written_at, now()), last_error = NULL, last_error_at = NULL
+         WHERE c.job_id = queued.job_id;
+        RETURN NULL;
+    END IF;
+    -- 15 s doubling per failure in a row, capped at an hour, jittered to between half and all of it.
+    until := now() + least(interval '1 hour', interval '15 seconds' * (2::float8 ^ least(queued.failures, 20)))
+                     * (0.5 + random() / 2);
+    UPDATE tireless.mirror_comment c
+       SET failures = c.failures + 1, next_try_at = until,
+           last_error = left(btrim(record_mirror_comment.error), 2000), last_error_at = now()
+     WHERE c.job_id = queued.job_id;
+    RETURN until;
+END;
+$$;
+COMMENT ON FUNCTION tireless.record_mirror_comment(text, text, text, text, bigint, text) IS
+    'The forge confirmed job_id''s outcome comment (error null: recorded as written, never queued again; returns '
+    'null), or posting it failed (error: counted, backed off exponentially with jitter; returns when it is tried '
+    'again). TL004 without the poll lease, TL005 for a comment never queued.';
+REVOKE ALL ON FUNCTION tireless.record_mirror_comment(text, text, text, text, bigint, text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.record_mirror_comment(text, text, text, text, bigint, text) TO tireless_poller;

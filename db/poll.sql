@@ -1,0 +1,498 @@
+-- The forge registry and the poll's bookkeeping: which repositories are due, their cursors,
+-- errors, backoff and webhooks.
+--
+-- The current definition of each function, view and trigger here, with its comment and grants.
+-- tireless.migrate applies the files of db/ in a fixed order after the migrations (db/README.md).
+
+CREATE OR REPLACE FUNCTION tireless.add_forge(name text, kind text, base_url text) RETURNS boolean
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    url text := rtrim(add_forge.base_url, '/');
+BEGIN
+    IF add_forge.name IS NULL OR add_forge.name !~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$' THEN
+        RAISE EXCEPTION 'forge name must be 1 to 100 letters, digits, ".", "-" or "_", got %',
+            coalesce(quote_literal(left(add_forge.name, 120)), 'null') USING ERRCODE = 'TL005';
+    END IF;
+    IF add_forge.kind IS NULL OR NOT add_forge.kind = ANY (enum_range(NULL::tireless.forge_kind)::text[]) THEN
+        RAISE EXCEPTION 'unknown forge kind %', coalesce(quote_literal(left(add_forge.kind, 80)), 'null')
+            USING ERRCODE = 'TL005', DETAIL = format('The kinds are %s.', array_to_string(enum_range(NULL::tireless.forge_kind), ', '));
+    END IF;
+    IF url IS NULL OR length(url) > 2000 OR url !~ '^https?://[^/?#[:space:][:cntrl:]]+(/[^?#[:space:][:cntrl:]]*)?$' THEN
+        RAISE EXCEPTION 'base_url must be an http:// or https:// URL without query or fragment, got %',
+            coalesce(quote_literal(left(add_forge.base_url, 200)), 'null') USING ERRCODE = 'TL005';
+    END IF;
+    INSERT INTO tireless.forge AS f (name, kind, base_url)
+    VALUES (add_forge.name, add_forge.kind::tireless.forge_kind, url)
+    ON CONFLICT ON CONSTRAINT forge_pkey DO UPDATE
+       SET kind = excluded.kind, base_url = excluded.base_url
+     WHERE (f.kind, f.base_url) IS DISTINCT FROM (excluded.kind, excluded.base_url);
+    RETURN FOUND;
+END;
+$$;
+COMMENT ON FUNCTION tireless.add_forge(text, text, text) IS
+    'Registers a forge (kind gitea, forgejo or github; base_url http(s)://, a trailing slash dropped) or changes '
+    'its entry; true when it created or changed it, false when it was already so. TL005 for a bad argument.';
+REVOKE ALL ON FUNCTION tireless.add_forge(text, text, text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.add_forge(text, text, text) TO tireless_admin;
+
+CREATE OR REPLACE FUNCTION tireless.remove_forge(name text) RETURNS boolean
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    DELETE FROM tireless.forge f WHERE f.name = remove_forge.name;
+    RETURN FOUND;
+END;
+$$;
+COMMENT ON FUNCTION tireless.remove_forge(text) IS
+    'Removes a forge from the registry (its repositories stay tracked, unread until it is added again); true when it removed one.';
+REVOKE ALL ON FUNCTION tireless.remove_forge(text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.remove_forge(text) TO tireless_admin;
+
+CREATE OR REPLACE FUNCTION tireless.forges() RETURNS TABLE (name text, kind text, base_url text)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT f.name, f.kind::text, f.base_url FROM tireless.forge f ORDER BY f.name;
+$$;
+COMMENT ON FUNCTION tireless.forges() IS 'The registered forges, by name: name, kind and base_url.';
+REVOKE ALL ON FUNCTION tireless.forges() FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.forges() TO tireless_poller;
+
+-- The poll bookkeeping: pollers lease the repositories that are due.
+CREATE OR REPLACE FUNCTION tireless.claim_repos_to_poll(poller text, lease interval DEFAULT '5 minutes', max_repos integer DEFAULT 100)
+    RETURNS TABLE (forge text, owner text, repo text, kind text, base_url text, cursor timestamptz, etag text, full_listing boolean,
+                  live_numbers integer[])
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM tireless.check_worker(claim_repos_to_poll.poller);
+    PERFORM tireless.check_lease(claim_repos_to_poll.lease);
+    IF claim_repos_to_poll.max_repos IS NULL OR claim_repos_to_poll.max_repos NOT BETWEEN 1 AND 10000 THEN
+        RAISE EXCEPTION 'max_repos must be from 1 to 10000, got %', coalesce(claim_repos_to_poll.max_repos::text, 'null')
+            USING ERRCODE = 'TL005';
+    END IF;
+    RETURN QUERY
+    WITH due AS (
+        SELECT rp.forge, rp.owner, rp.repo
+          FROM tireless.repo_poll rp
+          JOIN tireless.forge f ON f.name = rp.forge
+         WHERE rp.next_poll_at <= now()
+           AND (rp.backoff_until IS NULL OR rp.backoff_until <= now())
+           AND (rp.poll_lease_until IS NULL OR rp.poll_lease_until <= now())
+           AND (f.limited_until IS NULL OR f.limited_until <= now())
+         ORDER BY rp.next_poll_at, rp.forge, rp.owner, rp.repo
+         LIMIT claim_repos_to_poll.max_repos
+           FOR UPDATE OF rp SKIP LOCKED
+    )
+    UPDATE tireless.repo_poll rp
+       SET polled_by = claim_repos_to_poll.poller, poll_lease_until = now() + claim_repos_to_poll.lease
+      FROM due, tireless.forge f
+     WHERE (rp.forge, rp.owner, rp.repo) = (due.forge, due.owner, due.repo) AND f.name = rp.forge
+    RETURNING rp.forge, rp.owner, rp.repo, f.kind::text, f.base_url, rp.cursor, rp.etag,
+              rp.last_success_at IS NULL OR rp.reads_since_full >= 9,
+              -- A full listing fetches on its own each live job's issue it did not show.
+              ARRAY(SELECT j.number FROM tireless.job j
+                     WHERE (j.forge, j.owner, j.repo) = (rp.forge, rp.owner, rp.repo)
+                       AND j.state IN ('pending', 'claimed')
+                     ORDER BY j.number);
+END;
+$$;
+COMMENT ON FUNCTION tireless.claim_repos_to_poll(text, interval, integer) IS
+    'Leases to poller (for lease) up to max_repos due repositories of registered forges that are not stopped: '
+    'next poll time reached, not backing off, lease free or expired; FOR UPDATE SKIP LOCKED, so two pollers never '
+    'get the same one. Returns each with its forge kind and URL, cursor, ETag and whether to list it in full '
+    '(the first read and every tenth), and the issue numbers of its live jobs.';
+REVOKE ALL ON FUNCTION tireless.claim_repos_to_poll(text, interval, integer) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.claim_repos_to_poll(text, interval, integer) TO tireless_poller;
+
+CREATE OR REPLACE FUNCTION tireless.held_poll(forge text, owner text, repo text, poller text) RETURNS tireless.repo_poll
+    LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    poll tireless.repo_poll;
+BEGIN
+    PERFORM tireless.check_repo(held_poll.forge, held_poll.owner, held_poll.repo);
+    PERFORM tireless.check_worker(held_poll.poller);
+    SELECT * INTO poll FROM tireless.repo_poll rp
+     WHERE (rp.forge, rp.owner, rp.repo) = (held_poll.forge, held_poll.owner, held_poll.repo)
+       FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'repository %/%/% is not tracked', held_poll.forge, held_poll.owner, held_poll.repo
+            USING ERRCODE = 'TL008';
+    END IF;
+    IF poll.polled_by IS DISTINCT FROM held_poll.poller THEN
+        RAISE EXCEPTION 'poller % does not hold the poll lease of %/%/%', quote_literal(held_poll.poller),
+            held_poll.forge, held_poll.owner, held_poll.repo
+            USING ERRCODE = 'TL004',
+                  DETAIL = coalesce(format('The lease is held by %L.', poll.polled_by), 'Nobody holds the lease.');
+    END IF;
+    RETURN poll;
+END;
+$$;
+COMMENT ON FUNCTION tireless.held_poll(text, text, text, text) IS
+    'The repository''s poll state, locked, when poller holds its poll lease; TL008 for an untracked repository, '
+    'TL004 when another poller (or none) holds the lease.';
+REVOKE ALL ON FUNCTION tireless.held_poll(text, text, text, text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+
+CREATE OR REPLACE FUNCTION tireless.record_poll(
+    forge text, owner text, repo text, poller text, issues jsonb, cursor timestamptz, etag text,
+    full_listing boolean, deleted integer[] DEFAULT '{}', next_poll_in interval DEFAULT '0',
+    OUT created integer, OUT cancelled integer, OUT rerouted integer, OUT seen integer
+)
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    outcome record;
+    bad record;
+    gone integer;
+BEGIN
+    IF record_poll.full_listing IS NULL THEN
+        RAISE EXCEPTION 'full_listing must be true or false, got null' USING ERRCODE = 'TL005';
+    END IF;
+    IF record_poll.next_poll_in IS NULL OR record_poll.next_poll_in < interval '0' OR record_poll.next_poll_in > interval '1 day' THEN
+        RAISE EXCEPTION 'next_poll_in must be from 0 to 1 day, got %', coalesce(record_poll.next_poll_in::text, 'null')
+            USING ERRCODE = 'TL005';
+    END IF;
+    IF length(record_poll.etag) > 1000 THEN
+        RAISE EXCEPTION 'etag must be at most 1000 characters, got %', length(record_poll.etag) USING ERRCODE = 'TL005';
+    END IF;
+    IF record_poll.deleted IS NULL OR cardinality(record_poll.deleted) > 50000
+       OR EXISTS (SELECT FROM unnest(record_poll.deleted) AS d(number) WHERE d.number IS NULL OR d.number < 1) THEN
+        RAISE EXCEPTION 'deleted must be an array of at most 50000 positive issue numbers, got %',
+            coalesce(left(record_poll.deleted::text, 100), 'null') USING ERRCODE = 'TL005';
+    END IF;
+    PERFORM tireless.held_poll(record_poll.forge, record_poll.owner, record_poll.repo, record_poll.poller);
+    PERFORM tireless.check_issue_batch(record_poll.issues);
+    SELECT e.position - 1 AS position, e.issue ->> 'forge' AS forge, e.issue ->> 'owner' AS owner, e.issue ->> 'repo' AS repo
+      INTO bad
+      FROM jsonb_array_elements(record_poll.issues) WITH ORDINALITY AS e(issue, position)
+     WHERE (e.issue ->> 'forge', e.issue ->> 'owner', e.issue ->> 'repo')
+           IS DISTINCT FROM (record_poll.forge, record_poll.owner, record_poll.repo)
+     ORDER BY e.position
+     LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'malformed issue at index %: it is of %/%/%, not of the polled repository %/%/%',
+            bad.position, bad.forge, bad.owner, bad.repo, record_poll.forge, record_poll.owner, record_poll.repo
+            USING ERRCODE = 'TL006';
+    END IF;
+
+    PERFORM tireless.lock_repo_issues(record_poll.forge, record_poll.owner, record_poll.repo);
+    SELECT * INTO outcome FROM tireless.apply_work_rule(record_poll.issues);
+
+    -- A deleted issue withdraws its request: its pending job is cancelled, its claimed job asked to stop.
+    WITH gone_issues AS (
+        SELECT DISTINCT d.number FROM unnest(record_poll.deleted) AS d(number)
+    ), forgotten AS (
+        UPDATE tireless.issue s SET state = 'closed', asks_since = NULL, changed_at = now()
+          FROM gone_issues g
+         WHERE (s.forge, s.owner, s.repo, s.number) = (record_poll.forge, record_poll.owner, record_poll.repo, g.number)
+           AND (s.state <> 'closed' OR s.asks_since IS NOT NULL)
+    ), ended AS (
+        UPDATE tireless.job j
+           SET state = CASE WHEN j.state = 'pending' THEN 'cancelled' ELSE j.state END::tireless.job_state,
+               note = CASE WHEN j.state = 'pending' THEN 'issue deleted' ELSE j.note END,
+               cancel_requested_at = CASE WHEN j.state = 'claimed' THEN now() END,
+               updated_at = now()
+          FROM gone_issues g
+         WHERE (j.forge, j.owner, j.repo, j.number) = (record_poll.forge, record_poll.owner, record_poll.repo, g.number)
+           AND (j.state = 'pending' OR (j.state = 'claimed' AND j.cancel_requested_at IS NULL))
+        RETURNING j.id
+    )
+    SELECT count(*) INTO gone FROM ended;
+
+    UPDATE tireless.repo_poll rp
+       SET cursor = greatest(rp.cursor, record_poll.cursor),
+           etag = record_poll.etag,
+           reads_since_full = CASE WHEN record_poll.full_listing THEN 0 ELSE rp.reads_since_full + 1 END,
+           consecutive_failures = 0,
+           last_error = NULL,
+           backoff_until = NULL,
+           last_success_at = now(),
+           last_poll_at = now(),
+           next_poll_at = now() + record_poll.next_poll_in,
+           polled_by = NULL,
+           poll_lease_until = NULL
+     WHERE (rp.forge, rp.owner, rp.repo) = (record_poll.forge, record_poll.owner, record_poll.repo);
+
+    record_poll.created := outcome.created;
+    record_poll.cancelled := outcome.cancelled + gone;
+    record_poll.rerouted := outcome.rerouted;
+    record_poll.seen := outcome.seen;
+END;
+$$;
+COMMENT ON FUNCTION tireless.record_poll(text, text, text, text, jsonb, timestamptz, text, boolean, integer[], interval) IS
+    'What a poller read of one repository, in one transaction: the work rule applied to issues (enqueue''s format '
+    'and checks; every issue of this repository), the live jobs of deleted issue numbers cancelled (note issue '
+    'deleted), the cursor (never moved back) and ETag stored, the error cleared, the next poll in next_poll_in, '
+    'the lease released. Returns created, cancelled, rerouted and seen. TL004 when poller does not hold the '
+    'repository''s poll lease, TL008 when it is not tracked.';
+REVOKE ALL ON FUNCTION tireless.record_poll(text, text, text, text, jsonb, timestamp with time zone, text, boolean, integer[], interval) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.record_poll(text, text, text, text, jsonb, timestamp with time zone, text, boolean, integer[], interval) TO tireless_poller;
+
+CREATE OR REPLACE FUNCTION tireless.record_poll_failure(
+    forge text, owner text, repo text, poller text, error text, retry_after interval DEFAULT NULL
+) RETURNS timestamptz
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    poll tireless.repo_poll;
+    delay interval;
+    until timestamptz;
+BEGIN
+    IF record_poll_failure.error IS NULL OR btrim(record_poll_failure.error, E' \t\r\n') = '' THEN
+        RAISE EXCEPTION 'error must say what failed, got %', coalesce(quote_literal(record_poll_failure.error), 'null')
+            USING ERRCODE = 'TL005';
+    END IF;
+    IF record_poll_failure.retry_after < interval '0' THEN
+        RAISE EXCEPTION 'retry_after must not be negative, got %', record_poll_failure.retry_after USING ERRCODE = 'TL005';
+    END IF;
+    poll := tireless.held_poll(record_poll_failure.forge, record_poll_failure.owner, record_poll_failure.repo,
+                               record_poll_failure.poller);
+    -- 15 s doubling per consecutive failure, capped at an hour; jitter takes it to between half and all of that.
+    delay := least(interval '1 hour', interval '15 seconds' * (2::float8 ^ least(poll.consecutive_failures, 20)))
+             * (0.5 + random() / 2);
+    until := now() + greatest(delay, coalesce(record_poll_failure.retry_after, interval '0'));
+    UPDATE tireless.repo_poll rp
+       SET consecutive_failures = rp.consecutive_failures + 1,
+           last_error = left(btrim(record_poll_failure.error, E' \t\r\n'), 2000),
+           last_error_at = now(),
+           last_poll_at = now(),
+           backoff_until = until,
+           next_poll_at = greatest(rp.next_poll_at, until),
+           polled_by = NULL,
+           poll_lease_until = NULL
+     WHERE (rp.forge, rp.owner, rp.repo) = (poll.forge, poll.owner, poll.repo);
+    RETURN until;
+END;
+$$;
+COMMENT ON FUNCTION tireless.record_poll_failure(text, text, text, text, text, interval) IS
+    'A failed read of a repository whose poll lease poller holds: keeps the cursor, counts the failure, records the '
+    'error (trimmed to 2000 characters), backs off exponentially with jitter (at least retry_after), releases the '
+    'lease; returns the end of the backoff. TL004 without the lease, TL008 for an untracked repository.';
+REVOKE ALL ON FUNCTION tireless.record_poll_failure(text, text, text, text, text, interval) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.record_poll_failure(text, text, text, text, text, interval) TO tireless_poller;
+
+CREATE OR REPLACE FUNCTION tireless.record_forge_trouble(name text, error text, until timestamptz) RETURNS void
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF record_forge_trouble.error IS NOT NULL AND record_forge_trouble.until IS NULL THEN
+        RAISE EXCEPTION 'until must say when to ask the forge % again, got null', quote_literal(record_forge_trouble.name)
+            USING ERRCODE = 'TL005';
+    END IF;
+    IF NOT EXISTS (SELECT FROM tireless.forge f WHERE f.name = record_forge_trouble.name) THEN
+        RAISE EXCEPTION 'forge % is not registered', coalesce(quote_literal(left(record_forge_trouble.name, 120)), 'null')
+            USING ERRCODE = 'TL008', HINT = 'Register it with tireless.add_forge.';
+    END IF;
+    UPDATE tireless.forge f
+       SET limited_until = CASE WHEN record_forge_trouble.error IS NOT NULL THEN record_forge_trouble.until END,
+           last_error = left(btrim(record_forge_trouble.error, E' \t\r\n'), 2000)
+     WHERE f.name = record_forge_trouble.name
+       AND (f.limited_until, f.last_error) IS DISTINCT FROM
+           (CASE WHEN record_forge_trouble.error IS NOT NULL THEN record_forge_trouble.until END,
+            left(btrim(record_forge_trouble.error, E' \t\r\n'), 2000));
+END;
+$$;
+COMMENT ON FUNCTION tireless.record_forge_trouble(text, text, timestamptz) IS
+    'A rate limit or an auth failure: no repository of the forge is read before until, and error says why; a null '
+    'error clears the stop. TL008 for a forge that is not registered.';
+REVOKE ALL ON FUNCTION tireless.record_forge_trouble(text, text, timestamp with time zone) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.record_forge_trouble(text, text, timestamp with time zone) TO tireless_poller;
+
+CREATE OR REPLACE FUNCTION tireless.poll_soon(forge text, owner text, repo text) RETURNS boolean
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM tireless.check_repo(poll_soon.forge, poll_soon.owner, poll_soon.repo);
+    UPDATE tireless.repo_poll rp SET next_poll_at = now()
+      FROM tireless.tracked_key(poll_soon.forge, poll_soon.owner, poll_soon.repo) k
+     WHERE (rp.forge, rp.owner, rp.repo) = (k.forge, k.owner, k.repo)
+       AND rp.next_poll_at > now();
+    RETURN EXISTS (SELECT FROM tireless.repo_poll rp
+                     JOIN tireless.tracked_key(poll_soon.forge, poll_soon.owner, poll_soon.repo) k
+                       ON (rp.forge, rp.owner, rp.repo) = (k.forge, k.owner, k.repo)
+                    WHERE rp.backoff_until IS NULL OR rp.backoff_until <= now());
+END;
+$$;
+COMMENT ON FUNCTION tireless.poll_soon(text, text, text) IS
+    'Makes a tracked repository due now (a webhook saw a change), its owner and name matched without case; a '
+    'backoff still holds. True when it is due now, false when it is not tracked or is backing off.';
+REVOKE ALL ON FUNCTION tireless.poll_soon(text, text, text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.poll_soon(text, text, text) TO tireless_poller;
+
+-- repo_status shows where a repository moved and the last warning of its reads (a new column goes last:
+-- CREATE OR REPLACE VIEW only adds columns at the end).
+CREATE OR REPLACE VIEW tireless.repo_status AS
+SELECT rp.forge, rp.owner, rp.repo,
+       f.kind::text AS forge_kind,
+       f.name IS NOT NULL AS registered,
+       rp.last_poll_at, rp.last_success_at, rp.last_error, rp.last_error_at, rp.consecutive_failures,
+       rp.next_poll_at, rp.backoff_until, rp.polled_by, rp.cursor,
+       f.limited_until AS forge_limited_until, f.last_error AS forge_error,
+       coalesce(live.pending, 0) AS pending, coalesce(live.claimed, 0) AS claimed,
+       coalesce(queued.writes, 0) + tireless.mirror_unread(rp.forge, rp.owner, rp.repo) AS mirror_backlog,
+       queued.last_error AS mirror_error, queued.last_error_at AS mirror_error_at,
+       rp.moved_to, rp.last_warning, rp.last_warning_at
+  FROM tireless.repo_poll rp
+  LEFT JOIN tireless.forge f ON f.name = rp.forge
+  LEFT JOIN LATERAL (
+      SELECT count(*) FILTER (WHERE j.state = 'pending') AS pending,
+             count(*) FILTER (WHERE j.state = 'claimed') AS claimed
+        FROM tireless.job j
+       WHERE (j.forge, j.owner, j.repo) = (rp.forge, rp.owner, rp.repo) AND j.state IN ('pending', 'claimed')
+  ) AS live ON true
+  LEFT JOIN LATERAL (
+      SELECT count(*) AS writes,
+             (array_agg(mi.last_error ORDER BY mi.last_error_at DESC) FILTER (WHERE mi.last_error IS NOT NULL))[1] AS last_error,
+             max(mi.last_error_at) AS last_error_at
+        FROM tireless.mirror_issue mi
+       WHERE (mi.forge, mi.owner, mi.repo) = (rp.forge, rp.owner, rp.repo)
+         AND (mi.applied_job_id, mi.applied_state) IS DISTINCT FROM (mi.job_id, mi.state)
+  ) AS queued ON true;
+COMMENT ON VIEW tireless.repo_status IS
+    'One row per tracked repository: its forge (registered or not, stopped until when and why), its last poll, '
+    'last good read and last error, failures in a row, next poll, backoff, holder and cursor, its live jobs, '
+    'the mirror: how many issues still wait for a forge write (mirror_backlog) and the newest error of those, '
+    'and the poller''s notices: the owner/name the repository was moved to, the last warning of a good read.';
+REVOKE ALL ON tireless.repo_status FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT SELECT ON tireless.repo_status TO tireless_runner, tireless_poller, tireless_admin;
+
+CREATE OR REPLACE FUNCTION tireless.check_forge(name text) RETURNS void
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF NOT EXISTS (SELECT FROM tireless.forge f WHERE f.name = check_forge.name) THEN
+        RAISE EXCEPTION 'forge % is not registered', coalesce(quote_literal(left(check_forge.name, 120)), 'null')
+            USING ERRCODE = 'TL008',
+                  HINT = format('Register it first: tireless forge add %s --kind gitea|forgejo|github --url URL '
+                                '(see tireless forge list).', left(check_forge.name, 120));
+    END IF;
+END;
+$$;
+COMMENT ON FUNCTION tireless.check_forge(text) IS
+    'Raises TL008, with the command that registers it, unless the forge is registered (what `tireless track` checks '
+    'first: track_repo itself accepts a forge registered later).';
+REVOKE ALL ON FUNCTION tireless.check_forge(text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.check_forge(text) TO tireless_admin;
+
+CREATE OR REPLACE FUNCTION tireless.retry_forge(name text) RETURNS integer
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    made_due integer;
+BEGIN
+    PERFORM tireless.check_forge(retry_forge.name);
+    UPDATE tireless.forge f SET limited_until = NULL, last_error = NULL WHERE f.name = retry_forge.name;
+    UPDATE tireless.repo_poll rp SET next_poll_at = least(rp.next_poll_at, now()), backoff_until = NULL
+     WHERE rp.forge = retry_forge.name;
+    GET DIAGNOSTICS made_due = ROW_COUNT;
+    RETURN made_due;
+END;
+$$;
+COMMENT ON FUNCTION tireless.retry_forge(text) IS
+    '(admin) Clears a forge''s stop (a rate limit or refused credentials, as record_forge_trouble set it) and makes '
+    'each of its repositories due now, backoff ended: the next poll round reads them. Returns how many repositories '
+    'that is. TL008 for a forge that is not registered.';
+REVOKE ALL ON FUNCTION tireless.retry_forge(text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.retry_forge(text) TO tireless_admin;
+
+CREATE OR REPLACE FUNCTION tireless.poll_soon_once(forge text, owner text, repo text, digest bytea) RETURNS boolean
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM tireless.check_tracked(poll_soon_once.forge, poll_soon_once.owner, poll_soon_once.repo);
+    IF octet_length(poll_soon_once.digest) IS DISTINCT FROM 32 THEN
+        RAISE EXCEPTION 'digest must be the 32 bytes of a SHA-256, got %',
+            coalesce(octet_length(poll_soon_once.digest)::text || ' bytes', 'null')
+            USING ERRCODE = 'TL005';
+    END IF;
+    -- The window: a body older than seven days is forgotten, so the table holds a week of deliveries.
+    DELETE FROM tireless.webhook_delivery d WHERE d.received_at < now() - interval '7 days';
+    -- Two copies at once: the second waits for the first's row and then finds it (or, if the
+    -- first rolled back, inserts its own).
+    INSERT INTO tireless.webhook_delivery AS d (forge, digest)
+    VALUES (poll_soon_once.forge, poll_soon_once.digest)
+    ON CONFLICT DO NOTHING;
+    IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+    RETURN tireless.poll_soon(poll_soon_once.forge, poll_soon_once.owner, poll_soon_once.repo);
+END;
+$$;
+COMMENT ON FUNCTION tireless.poll_soon_once(text, text, text, bytea) IS
+    'tireless.poll_soon for a webhook delivery whose body has SHA-256 digest: null, and nothing done, when the same '
+    'body reached this forge in the last seven days (a replay); TL008 for a repository that is not tracked, '
+    'TL005 for a digest that is not 32 bytes.';
+REVOKE ALL ON FUNCTION tireless.poll_soon_once(text, text, text, bytea) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.poll_soon_once(text, text, text, bytea) TO tireless_poller;
+
+-- A forge's API root: the base URL for GitHub, /api/v1 under it for Gitea and Forgejo.
+CREATE OR REPLACE FUNCTION tireless.forge_api_url(kind tireless.forge_kind, base_url text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN CASE WHEN kind = 'github' THEN base_url ELSE base_url || '/api/v1' END;
+COMMENT ON FUNCTION tireless.forge_api_url(tireless.forge_kind, text) IS
+    'A registered forge''s API root: base_url for GitHub (it is the API root), base_url/api/v1 for Gitea and Forgejo.';
+REVOKE ALL ON FUNCTION tireless.forge_api_url(tireless.forge_kind, text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+
+-- A poller renews the leases it holds every third of the lease while it lives (tireless.forge.poll),
+-- so the lease can be short: a poller that dies leaves its repositories to the others within one
+-- lease (a minute by default) instead of the five minutes a whole round once needed.
+CREATE OR REPLACE FUNCTION tireless.renew_poll_leases(poller text, lease interval) RETURNS integer
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    renewed integer;
+BEGIN
+    PERFORM tireless.check_worker(renew_poll_leases.poller);
+    PERFORM tireless.check_lease(renew_poll_leases.lease);
+    -- Only leases still running: one that lapsed may already be another poller's to take.
+    UPDATE tireless.repo_poll rp SET poll_lease_until = now() + renew_poll_leases.lease
+     WHERE rp.polled_by = renew_poll_leases.poller AND rp.poll_lease_until > now();
+    GET DIAGNOSTICS renewed = ROW_COUNT;
+    RETURN renewed;
+END;
+$$;
+COMMENT ON FUNCTION tireless.renew_poll_leases(text, interval) IS
+    'Extends to now() + lease every poll lease poller still holds (not one that has run out); returns how many. '
+    'A poller calls it every third of its lease, so a dead poller''s repositories are free within one lease.';
+REVOKE ALL ON FUNCTION tireless.renew_poll_leases(text, interval) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.renew_poll_leases(text, interval) TO tireless_poller, tireless_admin;
+
+CREATE OR REPLACE FUNCTION tireless.record_poll_notice(forge text, owner text, repo text, poller text, moved_to text,
+                                            warning text) RETURNS void
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF length(record_poll_notice.moved_to) > 300 OR record_poll_notice.moved_to !~ '^[^/]+/[^/]+$' THEN
+        RAISE EXCEPTION 'moved_to must be owner/name, got %', quote_literal(left(record_poll_notice.moved_to, 300))
+            USING ERRCODE = 'TL005';
+    END IF;
+    PERFORM tireless.held_poll(record_poll_notice.forge, record_poll_notice.owner, record_poll_notice.repo,
+                               record_poll_notice.poller);
+    UPDATE tireless.repo_poll rp
+       SET moved_to = CASE WHEN lower(record_poll_notice.moved_to) = lower(rp.owner || '/' || rp.repo) THEN NULL
+                           ELSE coalesce(record_poll_notice.moved_to, rp.moved_to) END,
+           last_warning = coalesce(left(record_poll_notice.warning, 2000), rp.last_warning),
+           last_warning_at = CASE WHEN record_poll_notice.warning IS NOT NULL THEN now() ELSE rp.last_warning_at END
+     WHERE (rp.forge, rp.owner, rp.repo) = (record_poll_notice.forge, record_poll_notice.owner, record_poll_notice.repo);
+END;
+$$;
+COMMENT ON FUNCTION tireless.record_poll_notice(text, text, text, text, text, text) IS
+    'What a read of a repository whose poll lease poller holds has to report beside its issues: the owner/name '
+    'the forge now gives it (moved_to; its tracked name clears it) and a warning (say an issue skipped as too '
+    'large); a null leaves that one as it was. TL004 without the lease, TL008 for an untracked repository.';
+REVOKE ALL ON FUNCTION tireless.record_poll_notice(text, text, text, text, text, text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.record_poll_notice(text, text, text, text, text, text) TO tireless_poller, tireless_admin;
