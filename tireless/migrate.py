@@ -114,12 +114,17 @@ def apply_sql_files(
     texts = sql_file_texts(directory)
     digests = {name: hashlib.sha256(text.encode()).hexdigest() for name, text in texts.items()}
     with psycopg.connect(conninfo) as conn:
-        recorded = dict(conn.execute("SELECT name, sha256 FROM tireless.sql_file").fetchall())
+        rows = conn.execute("SELECT name, sha256 FROM tireless.sql_file").fetchall()
+        recorded: dict[str, str] = dict(rows)
         changed = [name for name, digest in digests.items() if recorded.get(name) != digest]
         if not (always or changed or recorded.keys() - digests.keys()):
             return []
         for name, text in texts.items():
-            conn.execute(text.encode())  # bytes: a file is many statements, sent as they are
+            try:
+                conn.execute(text.encode())  # bytes: a file is many statements, sent as they are
+            except psycopg.Error as error:
+                error.add_note(f"while applying db/{name}")
+                raise
         conn.execute(
             "DELETE FROM tireless.sql_file WHERE name <> ALL (%(names)s)", {"names": list(texts)}
         )
