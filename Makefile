@@ -52,7 +52,7 @@ run: install pg-binaries
 stop: install
 	$(PY) -m tireless.devtools.demo --stop
 
-# db/schema.sql, the schema as the migrations leave it (tests/test_schema_file.py checks it)
+# db/schema.sql, the schema as the migrations leave it (tests/sql/test_schema_file.py checks it)
 schema: install pg-binaries
 	$(PY) -m tests.schema_dump
 

@@ -13,8 +13,9 @@ import psycopg
 from psycopg.types.json import Jsonb
 from workloads import FLOOR_SCHEMA, LEASE, SQL_CLAIM, SQL_FINISH
 
-from tireless import calls, migrate
+from tireless import migrate
 from tireless.devtools.embedded import EmbeddedPostgres
+from tireless.store import calls
 
 
 def fresh_database(server: EmbeddedPostgres, name: str, *, floor: bool = False) -> str:
@@ -333,7 +334,7 @@ def load_history(conninfo: str, pending: int, finished: int, spread: str) -> Non
 
 
 def status_p50(conninfo: str, runs: int) -> float:
-    """Median time (ms) of the query `tireless status` runs (tireless.calls.STATUS)."""
+    """Median time (ms) of the query `tireless status` runs (tireless.store.calls.STATUS)."""
     timings: list[float] = []
     with psycopg.connect(conninfo, autocommit=True) as conn:
         for _ in range(runs):

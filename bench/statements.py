@@ -23,16 +23,18 @@ from workloads import FLOOR_CLAIM, FLOOR_FINISH, FLOOR_SCHEMA, LEASE, SQL_CLAIM,
 from yoyo import get_backend, read_migrations
 
 from tireless.devtools.embedded import embedded_postgres
-from tireless.migrate import yoyo_uri
+from tireless.migrate import migrate, yoyo_uri
 
 MIGRATIONS = Path(__file__).resolve().parent.parent / "db" / "migrations"
 
 
 def migrate_until(conninfo: str, until: str | None) -> None:
-    """Apply db/migrations, or only those up to and including `until`."""
-    migrations = read_migrations(str(MIGRATIONS))
-    if until is not None:
-        migrations = migrations.filter(lambda m: m.id <= until)
+    """Migrate as `tireless migrate` does, or apply only the migrations up to and including `until`
+    (the schema as that version left it: before 0026_sql_files, the migrations held the functions)."""
+    if until is None:
+        migrate(conninfo)
+        return
+    migrations = read_migrations(str(MIGRATIONS)).filter(lambda m: m.id <= until)
     backend = get_backend(yoyo_uri(conninfo))
     try:
         with backend.lock():

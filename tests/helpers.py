@@ -17,7 +17,7 @@ from psycopg import sql
 
 from tests.conftest import Database
 from tireless import DiscoveredIssue, Job, JobStore
-from tireless.calls import JOB_COLUMNS, JOB_ROW
+from tireless.store.calls import JOB_COLUMNS, JOB_ROW
 
 FORGE, OWNER, REPO = "gitea", "acme", "widgets"
 TEST_REPO = (FORGE, OWNER, REPO)

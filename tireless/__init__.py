@@ -3,10 +3,7 @@
 The rules live in PostgreSQL (schema `tireless`); this package is a thin adapter.
 """
 
-from tireless.astore import AsyncJobStore, AsyncWorkWaiter
-from tireless.calls import DEFAULT_LEASE, DEFAULT_POLL_LEASE
 from tireless.errors import TirelessError
-from tireless.lease import AsyncHeldJob, HeldJob, LeaseLost, Release
 from tireless.migrate import migrate
 from tireless.models import (
     DiscoveredIssue,
@@ -24,7 +21,18 @@ from tireless.models import (
     RepoStatus,
     RepoToPoll,
 )
-from tireless.store import JobStore, WorkWaiter
+from tireless.store import (
+    DEFAULT_LEASE,
+    DEFAULT_POLL_LEASE,
+    AsyncHeldJob,
+    AsyncJobStore,
+    AsyncWorkWaiter,
+    HeldJob,
+    JobStore,
+    LeaseLost,
+    Release,
+    WorkWaiter,
+)
 
 __all__ = [
     "DEFAULT_LEASE",

@@ -1,5 +1,5 @@
 """The vocabulary and the typed rows. The database holds the same vocabulary (enum types);
-tests/test_catalog.py proves the two are one."""
+tests/sql/test_catalog.py proves the two are one."""
 
 from __future__ import annotations
 
@@ -136,7 +136,7 @@ class Job:
     @classmethod
     def from_row(cls, *values: Any) -> Job:
         """Build a Job from the values of a row whose columns are the Job's fields in order
-        (tireless.calls.JOB_COLUMNS), turning the enum texts into enums. By position, not by
+        (tireless.store.calls.JOB_COLUMNS), turning the enum texts into enums. By position, not by
         name: a row factory by name decodes the column names again at every call."""
         (id_, forge, owner, repo, number, title, labels, kind, lane, state, *rest) = values
         return cls(

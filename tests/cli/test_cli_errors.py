@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import Database
 from tests.helpers import claimed, enqueue_jobs, tireless_cli
-from tests.test_roles import Login, login  # noqa: F401  (the fixture)
+from tests.sql.test_roles import Login, login  # noqa: F401  (the fixture)
 from tireless import JobStore
 
 

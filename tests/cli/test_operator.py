@@ -22,6 +22,7 @@ import pytest
 from psycopg.conninfo import make_conninfo
 from starlette.testclient import TestClient
 
+from tests.cli.test_poll_cli import PLAN, TOKEN, TOKEN_ENV
 from tests.conftest import Database
 from tests.helpers import (
     FORGE,
@@ -36,10 +37,7 @@ from tests.helpers import (
     tracked,
     wait_until,
 )
-from tests.test_poll_cli import PLAN, TOKEN, TOKEN_ENV
-from tests.test_roles import Login, login  # noqa: F401 (the fixture)
-from tests.test_web import browser
-from tests.test_work import (
+from tests.runner.test_work import (
     agent,
     read_log_until,
     start_sleeping_agent,
@@ -48,6 +46,8 @@ from tests.test_work import (
     work_args,
     worker_process,  # noqa: F401 (the fixture)
 )
+from tests.sql.test_roles import Login, login  # noqa: F401 (the fixture)
+from tests.web.test_web import browser
 from tireless import JobStore
 from tireless.cli.parse import parser
 from tireless.devtools.standin_forge import StandinForge
@@ -225,7 +225,7 @@ def test_the_dashboard_cancels_every_live_job(
     assert store.heartbeat(held.id, "w1").value == "cancel"
 
 
-# 5. durations carry units (prune's preview and --max: tests/test_prune.py)
+# 5. durations carry units (prune's preview and --max: tests/sql/test_prune.py)
 @pytest.mark.parametrize("bad", ["90", "2mo", "15 minutes"])
 def test_a_duration_without_a_known_unit_is_refused_with_an_example(db: Database, bad: str) -> None:
     result = tireless_cli(db.url, "prune", "--older-than", bad)
@@ -269,7 +269,7 @@ def test_an_idle_worker_wakes_when_a_backoff_ends(
     wait_until(lambda: state_of(db, 1) == "delivered", "the job to be delivered", timeout=60)
 
 
-# 8. make run shows the forge once the mirror caught up (tests/test_demo.py); its poller, stopped
+# 8. make run shows the forge once the mirror caught up (tests/cli/test_demo.py); its poller, stopped
 # mid-round, leaves no repository leased, so the demo's last rounds can read it at once.
 def test_a_poller_stopped_mid_round_finishes_the_round_and_leaves_no_lease(
     db: Database, forge: StandinForge

@@ -13,10 +13,10 @@ import httpx
 import pytest
 
 from tests.conftest import Database
+from tests.forge.test_poll import NAMES, OWNER, PLAN, TOKEN, Setup
+from tests.forge.test_standin_forge import validator
 from tests.helpers import rows
 from tests.helpers import tireless_cli as cli
-from tests.test_poll import NAMES, OWNER, PLAN, TOKEN, Setup
-from tests.test_standin_forge import validator
 from tireless import JobStore
 from tireless.cli.render import render_repos
 from tireless.devtools.standin_forge import Flavour, StandinForge

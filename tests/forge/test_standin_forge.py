@@ -17,7 +17,7 @@ from referencing import Registry, Resource
 from tireless.devtools.standin_forge import StandinForge
 from tireless.forge.http import links
 
-SCHEMAS = Path(__file__).parent / "forge_schemas"
+SCHEMAS = Path(__file__).resolve().parent.parent / "forge_schemas"
 TOKEN = "schema-token"
 
 

@@ -1,11 +1,12 @@
-"""The worker's progress reports (tireless.progress), without a database: output is progress, a
-`::progress::` line names the step, and writes are throttled without losing the last step."""
+"""The worker's progress reports (tireless.runner.progress), without a database: output is
+progress, a `::progress::` line names the step, and writes are throttled without losing the last
+step."""
 
 from __future__ import annotations
 
 import threading
 
-from tireless.progress import ProgressReporter, last_step
+from tireless.runner.progress import ProgressReporter, last_step
 
 
 def test_the_last_progress_line_names_the_step() -> None:

@@ -15,11 +15,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Database
+from tests.forge.test_mirror import comments, one_round
+from tests.forge.test_poll import NAMES, OWNER, PLAN, TOKEN, Setup
 from tests.helpers import enqueue_jobs, history, issue, tireless_cli, tracked, wait_until_sql
-from tests.test_mirror import comments, one_round
-from tests.test_poll import NAMES, OWNER, PLAN, TOKEN, Setup
-from tests.test_watchdog import set_back
-from tests.test_work import (
+from tests.runner.test_work import (
     agent,
     exits_0_with_its_command,
     start_sleeping_agent,
@@ -28,6 +27,7 @@ from tests.test_work import (
     work_args,
     worker_process,
 )
+from tests.sql.test_watchdog import set_back
 from tireless import JobStore
 from tireless.devtools.standin_forge import StandinForge
 from tireless.forge import token_variable

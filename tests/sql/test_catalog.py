@@ -222,7 +222,7 @@ def test_the_history_trigger_sees_every_change_of_state_and_no_role_can_go_aroun
 ) -> None:
     """Every writer of a job's state goes through the history trigger: it fires for each row
     inserted and each UPDATE of state, it is enabled, and no tireless role owns the tables (only
-    an owner can disable a trigger) or may write them directly (tests/test_roles.py)."""
+    an owner can disable a trigger) or may write them directly (tests/sql/test_roles.py)."""
     triggers = conn.execute(
         """SELECT t.tgname, t.tgenabled, pg_get_triggerdef(t.oid) FROM pg_trigger t
             WHERE t.tgrelid = 'tireless.job'::regclass AND NOT t.tgisinternal

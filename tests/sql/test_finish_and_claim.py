@@ -23,8 +23,8 @@ from tests.helpers import (
     rows,
     tireless_cli,
 )
-from tests.test_async import any_store  # noqa: F401  (the fixture: every lease test runs sync and async)
-from tests.test_roles import Login, login  # noqa: F401  (the fixture: new runner logins)
+from tests.sql.test_roles import Login, login  # noqa: F401  (the fixture: new runner logins)
+from tests.store.test_async import any_store  # noqa: F401  (the fixture: every lease test runs sync and async)
 from tests.workers import SPAWN, all_exit_0, reports, start
 from tireless import Job, JobState, JobStore
 from tireless.errors import (

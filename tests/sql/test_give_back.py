@@ -19,10 +19,10 @@ from tests.helpers import (
     make_available,
     wait_until,
 )
-from tests.test_roles import Login, login  # noqa: F401  (the fixture)
+from tests.sql.test_roles import Login, login  # noqa: F401  (the fixture)
 from tireless import Job, JobState, JobStore
 from tireless.errors import NotHolder, PermissionDenied, UnknownJob
-from tireless.lease import ShuttingDown
+from tireless.store.lease import ShuttingDown
 
 
 def lane_failures(db: Database) -> int:

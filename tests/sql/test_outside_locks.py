@@ -12,7 +12,7 @@ from psycopg.conninfo import make_conninfo
 
 from tests.conftest import Database
 from tests.helpers import FORGE, OWNER, REPO, end_lease, enqueue_jobs, issue, tracked
-from tests.test_roles import Login, login  # noqa: F401  (the fixture)
+from tests.sql.test_roles import Login, login  # noqa: F401  (the fixture)
 from tireless import JobStore
 from tireless.errors import MalformedIssue
 

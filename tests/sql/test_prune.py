@@ -14,7 +14,7 @@ import pytest
 
 from tests.conftest import Database
 from tests.helpers import claimed, enqueue_jobs, rows, tireless_cli
-from tests.test_roles import GROUPS, Login, login  # noqa: F401  (the fixture)
+from tests.sql.test_roles import GROUPS, Login, login  # noqa: F401  (the fixture)
 from tireless import JobStore
 from tireless.errors import InvalidArgument, PermissionDenied
 

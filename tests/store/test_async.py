@@ -34,9 +34,9 @@ from tireless import (
     PollOutcome,
     RepoRef,
 )
-from tireless.astore import AsyncJobStore
 from tireless.errors import DuplicateLiveJob, MalformedIssue, NotHolder, UnknownJob
-from tireless.lease import LeaseLost, Release
+from tireless.store.asynchronous import AsyncJobStore
+from tireless.store.lease import LeaseLost, Release
 
 
 class Blocking:

@@ -15,9 +15,10 @@ from starlette.testclient import TestClient
 
 from tests.conftest import Database
 from tests.helpers import FORGE, OWNER, REPO, claimed, end_lease, issue, tracked
-from tests.test_roles import Login, login  # noqa: F401 (the fixture)
+from tests.sql.test_roles import Login, login  # noqa: F401 (the fixture)
 from tireless import JobStore
-from tireless.web.app import Dashboard, create_app
+from tireless.web.app import create_app
+from tireless.web.dashboard import Dashboard
 from tireless.web.guard import Guard
 
 Client = Callable[[str], TestClient]

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from tests.conftest import Database
-from tests.test_web import Jobs, populate
+from tests.web.test_web import Jobs, populate
 from tireless import JobStore
 
 REBIND = "rebind.attacker.example"  # the browser resolves it to 127.0.0.1, as a rebinding DNS would
@@ -145,7 +145,7 @@ def test_a_person_sees_the_lanes_and_a_jobs_timeline(
 
 def screenshot(driver: object, tmp_path: Path, name: str) -> None:
     """Into the test's tmp dir; also into the directory TIRELESS_SCREENSHOTS names (docs/web.md's
-    pictures: `TIRELESS_SCREENSHOTS=docs/images pytest tests/test_web_browser.py`)."""
+    pictures: `TIRELESS_SCREENSHOTS=docs/images pytest tests/web/test_web_browser.py`)."""
     from selenium.webdriver import Chrome
 
     assert isinstance(driver, Chrome)

@@ -13,11 +13,12 @@ from starlette.testclient import TestClient
 
 from tests.conftest import Database
 from tests.helpers import claimed, issue
-from tests.test_roles import Login, login  # noqa: F401 (the fixture)
-from tests.test_web import Jobs, browser, csrf_of, job_ids, populate
+from tests.sql.test_roles import Login, login  # noqa: F401 (the fixture)
+from tests.web.test_web import Jobs, browser, csrf_of, job_ids, populate
 from tireless import JobStore
 from tireless.web import flash
-from tireless.web.app import Dashboard, create_app
+from tireless.web.app import create_app
+from tireless.web.dashboard import Dashboard
 
 
 @pytest.fixture

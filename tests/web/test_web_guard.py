@@ -20,7 +20,7 @@ from starlette.testclient import TestClient
 from starlette.types import Receive
 
 from tests.conftest import Database
-from tests.test_web import SITE, Jobs, browser, csrf_of, lane_row, populate
+from tests.web.test_web import SITE, Jobs, browser, csrf_of, lane_row, populate
 from tireless import JobStore
 from tireless.web import guard
 from tireless.web.app import create_app

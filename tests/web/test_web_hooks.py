@@ -18,9 +18,9 @@ from starlette.testclient import TestClient
 
 from tests.conftest import Database
 from tests.helpers import FORGE, OWNER, REPO, tracked
-from tests.test_roles import Login, login  # noqa: F401 (the fixture)
-from tests.test_web import browser
-from tests.test_web_guard import asgi_post
+from tests.sql.test_roles import Login, login  # noqa: F401 (the fixture)
+from tests.web.test_web import browser
+from tests.web.test_web_guard import asgi_post
 from tireless import JobStore
 from tireless.errors import InvalidArgument, translated_errors
 from tireless.web.app import create_app

@@ -13,7 +13,7 @@ from starlette.testclient import TestClient
 
 from tests.conftest import Database
 from tests.helpers import claimed, enqueue_jobs
-from tests.test_web import Jobs, browser, populate
+from tests.web.test_web import Jobs, browser, populate
 from tireless import JobStore
 from tireless.web.app import create_app
 

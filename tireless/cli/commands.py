@@ -17,8 +17,6 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
-from tireless import calls
-from tireless.calls import JOB_ROW, issues_json
 from tireless.cli.reads import fetch, status_rows
 from tireless.cli.render import (
     as_json,
@@ -44,13 +42,14 @@ from tireless.cli.session import (
     emit,
     stop_on_signals,
 )
-from tireless.credentials import keep_secrets_out_of_environment_block
 from tireless.errors import PermissionDenied, UnknownJob
 from tireless.forge import token_variable
 from tireless.forge.poll import READ_DEADLINE_FACTOR, Report, client_factory, poll_round
 from tireless.migrate import migrate
 from tireless.models import Job, JobState, RepoStatus
-from tireless.store import JobStore
+from tireless.runner.credentials import keep_secrets_out_of_environment_block
+from tireless.store import JobStore, calls
+from tireless.store.calls import JOB_ROW, issues_json
 
 PRUNE_BATCH = 1000
 """`tireless prune` deletes at most this many jobs per transaction."""
@@ -70,10 +69,12 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     except psycopg.errors.InsufficientPrivilege as denied:
         message = denied.diag.message_primary or str(denied)
         raise PermissionDenied(message, hint=MIGRATE_HINT) from denied
+    changed_files = [name for name in applied if name.startswith("db/")]
     emit(
         args,
         {"applied": applied},
-        f"applied {len(applied)} migration(s)" + (": " + ", ".join(applied) if applied else ""),
+        f"applied {len(applied) - len(changed_files)} migration(s) and {len(changed_files)}"
+        " changed SQL file(s)" + (": " + ", ".join(applied) if applied else ""),
     )
     return OK
 
@@ -487,7 +488,12 @@ def cmd_lane(args: argparse.Namespace) -> int:
 
 
 def cmd_work(args: argparse.Namespace) -> int:
-    from tireless.worker import CANNOT_START, agent_user, unstartable, work  # only for `work`
+    from tireless.runner.worker import (  # only for `work`
+        CANNOT_START,
+        agent_user,
+        unstartable,
+        work,
+    )
 
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:

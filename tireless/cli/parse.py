@@ -12,7 +12,6 @@ from importlib.metadata import version
 from typing import NoReturn
 from uuid import UUID
 
-from tireless.calls import DEFAULT_LEASE, DEFAULT_POLL_LEASE
 from tireless.cli.commands import (
     cmd_cancel,
     cmd_claim,
@@ -38,6 +37,7 @@ from tireless.cli.commands import (
 from tireless.cli.session import PRUNE_MAX, USAGE
 from tireless.forge.poll import default_poller_name
 from tireless.models import JobKind, JobState
+from tireless.store.calls import DEFAULT_LEASE, DEFAULT_POLL_LEASE
 
 DESCRIPTION = """The `tireless` command (also `python -m tireless`): see and steer the store from a shell.
 

@@ -8,9 +8,9 @@ from typing import Any
 import psycopg
 from psycopg.rows import RowFactory, dict_row
 
-from tireless import calls
-from tireless.calls import Query
 from tireless.errors import translated_errors
+from tireless.store import calls
+from tireless.store.calls import Query
 
 
 def fetch(

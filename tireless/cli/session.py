@@ -15,7 +15,7 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
 from tireless.cli.render import as_json, visible
-from tireless.credentials import secret_from_environment
+from tireless.runner.credentials import secret_from_environment
 
 OK, REFUSED, USAGE, NOTHING_TO_DO, UNREACHABLE = 0, 1, 2, 3, 4
 PRUNE_MAX = 100

@@ -49,8 +49,6 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import dict_row
 
-from tireless import calls
-from tireless.calls import JOB_ROW
 from tireless.cli.reads import fetch, status_rows
 from tireless.cli.render import job_table, render_status
 from tireless.devtools.embedded import EmbeddedPostgres
@@ -60,7 +58,8 @@ from tireless.forge.client import ForgeClient
 from tireless.forge.poll import poll_round
 from tireless.migrate import migrate
 from tireless.models import Job, RepoToPoll
-from tireless.store import JobStore
+from tireless.store import JobStore, calls
+from tireless.store.calls import JOB_ROW
 from tireless.web.launch import start_dashboard
 
 HOME = Path(".tireless")

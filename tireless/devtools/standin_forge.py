@@ -1,7 +1,7 @@
 """A stand-in forge for the tests and `make run`: a real HTTP server on 127.0.0.1 that speaks the
 parts of the Gitea/Forgejo API v1 or of the GitHub REST API the poller uses, with their quirks,
 and faults a test can switch on. Its responses follow Gitea's swagger (templates/swagger/
-v1_json.tmpl in go-gitea/gitea) and GitHub's REST description; tests/test_standin_forge.py checks
+v1_json.tmpl in go-gitea/gitea) and GitHub's REST description; tests/forge/test_standin_forge.py checks
 them against the JSON schemas in tests/forge_schemas/.
 
     with StandinForge("gitea", token="s3cret") as forge:

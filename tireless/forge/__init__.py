@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import re
 
-from tireless.credentials import secret_from_environment
 from tireless.forge.client import ForgeClient
 from tireless.forge.gitea import GiteaClient
 from tireless.forge.github import GitHubClient
 from tireless.forge.http import MAX_BYTES, TIMEOUT
+from tireless.runner.credentials import secret_from_environment
 
 KINDS = ("gitea", "forgejo", "github")
 

@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from tireless.calls import DEFAULT_POLL_LEASE
 from tireless.errors import NotHolder, TirelessError
 from tireless.forge import client_for, token_for, token_variable
 from tireless.forge.client import (
@@ -38,6 +37,7 @@ from tireless.forge.client import (
 from tireless.forge.mirror import issue_row, mirror_repository
 from tireless.models import RepoToPoll
 from tireless.store import JobStore
+from tireless.store.calls import DEFAULT_POLL_LEASE
 
 OVERLAP = timedelta(minutes=1)
 """An incremental read asks for issues updated since the cursor minus this much: a change the

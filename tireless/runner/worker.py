@@ -5,16 +5,16 @@ worker's secrets: every libpq PG* variable, DATABASE_URL(_FILE), every other TIR
 (forge tokens, webhook secrets) and systemd's CREDENTIALS_DIRECTORY are dropped from its
 environment; with an agent user (--agent-user) it runs as that Unix user, which can read neither
 the worker's credential files nor its /proc. Every secret value the worker knows is masked (`***`)
-in COMMAND's output, in the note and in the worker's log (tireless.masking). Exit 0 delivers the job; any other exit releases it to pending
+in COMMAND's output, in the note and in the worker's log (tireless.runner.masking). Exit 0 delivers the job; any other exit releases it to pending
 (the store fails it when its attempts are spent) with the tail of COMMAND's output as the note.
 A lost lease (a heartbeat answered lost, or a finish refused as not the holder) stops COMMAND,
 leaves the job to the store and goes on to the next job. A heartbeat that answers cancel (the
 issue withdrew its request) stops COMMAND and ends the job cancelled, note `issue withdrew its
 request`: a cancel is not a failure. One that answers timeout or stalled (the lane's max_run or
 stall_after, the watchdog) stops COMMAND and ends the attempt as a failure with the watchdog's
-note. COMMAND also gets its brief (tireless.brief: the issue's URL and body, the API root, the
+note. COMMAND also gets its brief (tireless.runner.brief: the issue's URL and body, the API root, the
 clone URL) and may leave a report in TIRELESS_REPORT_FILE; its output counts as progress, and a
-line `::progress:: TEXT` names its current step (tireless.progress). SIGINT or SIGTERM stop
+line `::progress:: TEXT` names its current step (tireless.runner.progress). SIGINT or SIGTERM stop
 COMMAND, give the job back (tireless.give_back: not a failure) and end the worker (exit 0); a
 signal that arrives while a claim is under way gives the claimed job back at once. The drain signal (--drain-on)
 lets the running job finish, claims no more, and ends the worker (exit 0). A connection lost
@@ -49,15 +49,15 @@ from typing import IO
 import psycopg
 from psycopg_pool import ConnectionPool
 
-from tireless.brief import AgentFiles
-from tireless.calls import POOL_OPEN_TIMEOUT, POOL_OPTIONS
-from tireless.credentials import known_secrets
 from tireless.errors import NotHolder
-from tireless.lease import NOTE_LIMIT, LeaseLost, Release, ShuttingDown
-from tireless.masking import Masker, MaskingFilter, OutputMasker
 from tireless.models import Job, JobState
-from tireless.progress import ProgressReporter
+from tireless.runner.brief import AgentFiles
+from tireless.runner.credentials import known_secrets
+from tireless.runner.masking import Masker, MaskingFilter, OutputMasker
+from tireless.runner.progress import ProgressReporter
 from tireless.store import JobStore
+from tireless.store.calls import POOL_OPEN_TIMEOUT, POOL_OPTIONS
+from tireless.store.lease import NOTE_LIMIT, LeaseLost, Release, ShuttingDown
 
 log = logging.getLogger("tireless.work")
 

@@ -1,8 +1,8 @@
 """AsyncJobStore: JobStore's methods over psycopg's AsyncConnection / AsyncConnectionPool.
 
 It shares everything but the awaiting with the sync store: each method's call, its SQL, row shape
-and answer, and the connection policy (tireless.calls), the error translation (tireless.errors)
-and the lease logic (tireless.lease)."""
+and answer, and the connection policy (tireless.store.calls), the error translation
+(tireless.errors) and the lease logic (tireless.store.lease)."""
 
 from __future__ import annotations
 
@@ -18,17 +18,7 @@ import psycopg
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
-from tireless import calls
-from tireless.calls import (
-    DEFAULT_LEASE,
-    DEFAULT_POLL_LEASE,
-    POOL_OPEN_TIMEOUT,
-    POOL_OPTIONS,
-    Call,
-    needs_transaction,
-)
 from tireless.errors import translated_errors
-from tireless.lease import NEEDS_A_POOL, AsyncHeldJob, OnCancel, OnLost, ThenClaim
 from tireless.models import (
     DiscoveredIssue,
     Forge,
@@ -47,12 +37,22 @@ from tireless.models import (
     RepoStatus,
     RepoToPoll,
 )
+from tireless.store import calls
+from tireless.store.calls import (
+    DEFAULT_LEASE,
+    DEFAULT_POLL_LEASE,
+    POOL_OPEN_TIMEOUT,
+    POOL_OPTIONS,
+    Call,
+    needs_transaction,
+)
+from tireless.store.lease import NEEDS_A_POOL, AsyncHeldJob, OnCancel, OnLost, ThenClaim
 
 Answer = TypeVar("Answer")
 
 
 def atomic(conn: AsyncConnection[Any]) -> AbstractAsyncContextManager[Any]:
-    """A transaction block only where one statement needs it (tireless.calls.needs_transaction)."""
+    """A transaction block only where one statement needs it (tireless.store.calls.needs_transaction)."""
     return conn.transaction() if needs_transaction(conn) else nullcontext()
 
 

@@ -2,11 +2,11 @@
 
 For each store method a builder returns its `Call`: the SQL (one database function, named
 placeholders, nothing built from values), the parameters, the row factory and how the rows become
-the method's answer. JobStore and AsyncJobStore only run these calls (tireless.store,
-tireless.astore), and the lease helper runs the same ones (tireless.lease). The operator's reads
-(the `tireless` command, the demo, the dashboard) close the file: statements without a builder,
-run by their callers over their own connections. The head of the file says how a store uses its
-connections: the pool it opens, and when one statement needs a transaction block.
+the method's answer. JobStore and AsyncJobStore only run these calls (tireless.store.sync,
+tireless.store.asynchronous), and the lease helper runs the same ones (tireless.store.lease). The
+operator's reads (the `tireless` command, the demo, the dashboard) close the file: statements
+without a builder, run by their callers over their own connections. The head of the file says how
+a store uses its connections: the pool it opens, and when one statement needs a transaction block.
 
 The families follow the store's sections: tracking, the queue, forges and polling (with the
 mirror), routing, lanes, waiting for work, operator reads."""

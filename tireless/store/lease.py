@@ -5,7 +5,7 @@ asyncio task), end it cancelled when a heartbeat says its issue withdrew its req
 as a failure with the watchdog's note when a heartbeat says timeout or stalled.
 
 `JobStore.lease(...)` returns a `HeldJob`, `AsyncJobStore.lease(...)` an `AsyncHeldJob`: context
-managers that build the calls claim_next, heartbeat, transition and give_back (tireless.calls),
+managers that build the calls claim_next, heartbeat, transition and give_back (tireless.store.calls),
 always with the claim's token, and hand them to the runner the store gives them, which runs each
 on a connection of its pool. They share every decision below. A runner that goes on to claim
 passes `then_claim`: when the block ends and `then_claim()` says to go on, the finish is
@@ -24,10 +24,10 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from datetime import timedelta
 from typing import Any, Protocol, TypeVar
 
-from tireless import calls
-from tireless.calls import Call
 from tireless.errors import NotHolder
 from tireless.models import Heartbeat, Job, JobState
+from tireless.store import calls
+from tireless.store.calls import Call
 
 log = logging.getLogger(__name__)
 

@@ -1,5 +1,5 @@
 """JobStore: the thin synchronous adapter. One method per database function, each running the
-call tireless.calls builds for it (its SQL, parameters and row shape) in its own transaction;
+call tireless.store.calls builds for it (its SQL, parameters and row shape) in its own transaction;
 rows become typed objects. It holds no rule and no SQL of its own."""
 
 from __future__ import annotations
@@ -16,17 +16,7 @@ import psycopg
 from psycopg import Connection
 from psycopg_pool import ConnectionPool
 
-from tireless import calls
-from tireless.calls import (
-    DEFAULT_LEASE,
-    DEFAULT_POLL_LEASE,
-    POOL_OPEN_TIMEOUT,
-    POOL_OPTIONS,
-    Call,
-    needs_transaction,
-)
 from tireless.errors import translated_errors
-from tireless.lease import NEEDS_A_POOL, HeldJob, OnCancel, OnLost, ThenClaim
 from tireless.models import (
     DiscoveredIssue,
     Forge,
@@ -45,12 +35,22 @@ from tireless.models import (
     RepoStatus,
     RepoToPoll,
 )
+from tireless.store import calls
+from tireless.store.calls import (
+    DEFAULT_LEASE,
+    DEFAULT_POLL_LEASE,
+    POOL_OPEN_TIMEOUT,
+    POOL_OPTIONS,
+    Call,
+    needs_transaction,
+)
+from tireless.store.lease import NEEDS_A_POOL, HeldJob, OnCancel, OnLost, ThenClaim
 
 Answer = TypeVar("Answer")
 
 
 def atomic(conn: Connection[Any]) -> AbstractContextManager[Any]:
-    """A transaction block only where one statement needs it (tireless.calls.needs_transaction)."""
+    """A transaction block only where one statement needs it (tireless.store.calls.needs_transaction)."""
     return conn.transaction() if needs_transaction(conn) else nullcontext()
 
 
@@ -408,7 +408,7 @@ class JobStore:
         """`with store.lease(worker, lanes) as job:` claims a job (None: nothing claimable), renews
         it in a thread at a third of the lease (heartbeat), delivers it when the block ends
         normally and releases it to pending, the exception as note, when the block raises
-        (tireless.lease). Raising ShuttingDown in the block gives the job back instead (the runner
+        (tireless.store.lease). Raising ShuttingDown in the block gives the job back instead (the runner
         is stopping). When a heartbeat says the issue withdrew its request, `on_cancel(job)` is
         called and the lease ends the job cancelled, however the block ends. A runner that goes on
         to claim passes `then_claim`: when it answers True at the block's end, the finish also

@@ -9,14 +9,11 @@ import socket
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
-from typing import Any
 
 import jinja2
 import psycopg
 import uvicorn
 from psycopg.conninfo import conninfo_to_dict
-from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -26,29 +23,12 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
-from tireless.errors import InvalidArgument, translated_errors
+from tireless.errors import InvalidArgument
 from tireless.web import bulk, connections, fleet, hooks, metrics, pages
-from tireless.web.csrf import Csrf
+from tireless.web.dashboard import Dashboard
 from tireless.web.guard import Guard, SettingRefused, allowed_hosts, token_from_environment
 
 log = logging.getLogger("tireless.web")
-
-
-@dataclass
-class Dashboard:
-    """What the handlers share: the pool, the templates, the CSRF key."""
-
-    pool: AsyncConnectionPool
-    database_label: str
-    templates: Jinja2Templates
-    csrf: Csrf = field(default_factory=Csrf)
-
-    async def rows(self, query: Any, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-        """The rows of one read, as dicts; a refusal is raised as its TirelessError."""
-        async with self.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
-            with translated_errors():
-                await cur.execute(query, params or {})
-            return await cur.fetchall()
 
 
 def database_label(conninfo: str) -> str:

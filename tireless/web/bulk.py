@@ -13,9 +13,10 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from tireless import calls
+from tireless.store import calls
 from tireless.web import flash, reads
-from tireless.web.pages import action_form, attempt, back_to, dashboard_of, render, who
+from tireless.web.dashboard import dashboard_of
+from tireless.web.pages import action_form, attempt, back_to, render, who
 
 ACTIONS = {"rerun": "Re-run", "cancel": "Cancel"}
 MAX_JOBS = 200

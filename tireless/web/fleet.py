@@ -13,7 +13,8 @@ from starlette.responses import Response
 
 from tireless.web import chart, reads
 from tireless.web.chart import GRAINS, WINDOWS
-from tireless.web.pages import dashboard_of, issue_links, issue_url, render, who
+from tireless.web.dashboard import dashboard_of
+from tireless.web.pages import issue_links, issue_url, render, who
 
 
 def window_of(request: Request, default: str = "24h") -> str:

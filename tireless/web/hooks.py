@@ -24,7 +24,7 @@ from starlette.responses import JSONResponse, Response
 
 from tireless.errors import PermissionDenied, UnknownRepository
 from tireless.web import reads
-from tireless.web.pages import dashboard_of
+from tireless.web.dashboard import dashboard_of
 
 log = logging.getLogger("tireless.web.hooks")
 

@@ -13,7 +13,7 @@ from starlette.responses import Response
 
 from tireless.errors import TirelessError
 from tireless.web import reads
-from tireless.web.pages import dashboard_of
+from tireless.web.dashboard import dashboard_of
 
 BREAKER_STATES = ("closed", "half-open", "open")
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"

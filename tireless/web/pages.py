@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from markupsafe import Markup
@@ -13,21 +13,14 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from tireless import calls
 from tireless.errors import TirelessError, translated_errors
 from tireless.models import JobKind, JobState
+from tireless.store import calls
 from tireless.web import chart, flash, reads
-
-if TYPE_CHECKING:
-    from tireless.web.app import Dashboard
+from tireless.web.dashboard import dashboard_of
 
 PAGE_SIZE = 50
 BIGGEST_ID = 2**63 - 1  # a job id is a bigint
-
-
-def dashboard_of(request: Request) -> Dashboard:
-    found: Dashboard = request.app.state.dashboard
-    return found
 
 
 # Filters for the templates

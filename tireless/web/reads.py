@@ -1,6 +1,6 @@
 """The SQL of the dashboard's pages: the views and functions a psql user reads, named
 placeholders, nothing built from values. The calls it shares with the store (forges, rerun,
-poll_soon, the lane and job actions) are tireless.calls'."""
+poll_soon, the lane and job actions) are tireless.store.calls'."""
 
 from __future__ import annotations
 

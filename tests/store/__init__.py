@@ -1,0 +1,2 @@
+"""The Python adapter (tireless/store/): JobStore and AsyncJobStore alike, their pools, the
+refusals as exceptions, listen()."""
