@@ -1,7 +1,7 @@
 """db/schema.sql: the schema as `tireless migrate` leaves it, so a reader need not replay the migrations.
 
 `make schema` (`python -m tests.schema_dump`) migrates a fresh database on an embedded
-PostgreSQL and writes the file; tests/test_schema_file.py dumps the test template the same way
+PostgreSQL and writes the file; tests/sql/test_schema_file.py dumps the test template the same way
 and fails when the file is out of date. Both go through `dump_schema`, the one place that
 decides what the file holds: `pg_dump --schema-only` of schema `tireless` (so yoyo's
 bookkeeping tables in `public` stay out), without owners (whoever migrated), with the grants,

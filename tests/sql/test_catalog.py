@@ -153,14 +153,18 @@ def test_no_tireless_function_is_executable_by_public(conn: psycopg.Connection[A
     assert public == []
 
 
-def sqlstates_raised_by_the_migrations() -> set[str]:
-    directory = files("tireless") / "db" / "migrations"
-    text = "\n".join(p.read_text() for p in directory.iterdir() if p.name.endswith(".sql"))
+def sqlstates_raised_by_the_sql() -> set[str]:
+    """The SQLSTATEs the SQL files of db/ and the migrations (their DO blocks) raise."""
+    db = files("tireless") / "db"
+    sources = [*db.iterdir(), *(db / "migrations").iterdir()]
+    text = "\n".join(
+        p.read_text() for p in sources if p.name.endswith(".sql") and p.name != "schema.sql"
+    )
     return set(re.findall(r"ERRCODE\s*=\s*'([0-9A-Z]{5})'", text))
 
 
 def test_every_sqlstate_the_sql_raises_has_its_python_class() -> None:
-    raised = sqlstates_raised_by_the_migrations()
+    raised = sqlstates_raised_by_the_sql()
     assert "TL001" in raised
     assert raised - SQLSTATE_TO_ERROR.keys() == set()
     ours = {code for code in SQLSTATE_TO_ERROR if code.startswith("TL")}
