@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import signal
 import socket
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from types import FrameType
 
 import jinja2
 import psycopg
@@ -145,10 +147,6 @@ def serve(
         )
     named = address.rpartition(":")[0]  # as given: a name, or an address in its own spelling
     app = create_app(conninfo, allowed_hosts(host, (named, *extra_hosts)), token)
-    print(
-        f"tireless web: dashboard at {address_of(sock)} (database {database_label(conninfo)})",
-        flush=True,
-    )
     config = uvicorn.Config(
         app,
         log_level="warning",
@@ -160,5 +158,18 @@ def serve(
         timeout_keep_alive=connections.KEEP_ALIVE,
         h11_max_incomplete_event_size=connections.MAX_HEADER_BYTES,
     )
-    uvicorn.Server(config).run(sockets=[sock])
+    server = uvicorn.Server(config)
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        # A flag, not an exception: a signal that comes before uvicorn listens for signals itself
+        # (or after it stopped listening) must not be lost in whatever Python was running then.
+        server.should_exit = True
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    print(
+        f"tireless web: dashboard at {address_of(sock)} (database {database_label(conninfo)})",
+        flush=True,
+    )
+    server.run(sockets=[sock])
     sys.stdout.flush()
