@@ -12,17 +12,26 @@ them against the JSON schemas in tests/forge_schemas/.
 Run on its own (`python -m tireless.devtools.standin_forge --port 3000 --seed issues.json`) it
 serves until SIGINT/SIGTERM, to try the `tireless` command against; `--seed` reads
 `{"repos": [{"owner": "acme", "repo": "widgets", "labels": ["tireless"],
-"issues": [{"title": "Add a flag", "labels": ["tireless", "tireless/plan"]}]}]}` (see docs/demo.md).
+"issues": [{"title": "Add a flag", "labels": ["tireless", "tireless/plan"]}]}]}` (see docs/demo.md);
+a repository's `"files": {"README.md": "..."}` become its git's first commit on `main`.
 
 It also takes the mirror's writes: repository labels (GET/POST `/repos/{o}/{r}/labels`; GitHub
 also GET `/labels/{name}`), an issue's labels (POST to add, DELETE one), and comments (GET/POST
 `/issues/{n}/comments`). Gitea's issue-labels endpoints take label ids (`labels: [int64]` up to
 1.20; newer ones also take names: `gitea_label_refs="both"`), GitHub's take names; a Gitea label
 created `exclusive: true` knocks the other labels of its scope off the issue it is added to.
+
+And it takes delivery's (issue 33): it serves git at the clone URL tireless computes for it
+(`tireless.forge_clone_url`: `{url}/{owner}/{repo}.git`, both flavours) through git's own
+`git http-backend` (tireless.devtools.standin_git), the token checked as each forge checks it,
+branch protection a real pre-receive hook; and pull requests (`/repos/{o}/{r}/pulls`: create,
+list, get, edit), numbered with the issues. `seed_git`, `branch_head`, `commits_of`,
+`protect_branch`, `pulls_of` let tests set the scene and read what happened.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import threading
@@ -34,6 +43,8 @@ from email.utils import format_datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 from urllib.parse import parse_qs, unquote, urlencode, urlsplit
+
+from tireless.devtools.standin_git import SERVICES, CgiAnswer, GitCommit, StandinGit
 
 Flavour = Literal["gitea", "github"]
 
@@ -63,6 +74,11 @@ FAULTS = (
 )
 STATUS_FAULTS = ("500", "429-seconds", "429-date", "401", "403", "secondary-limit")
 """The faults that answer with a status of their own instead of the resource."""
+BODY_FAULTS = ("html", "invalid-json", "slow", "drip")
+"""The content faults that make sense for any answer, not only a listing of issues."""
+GITEA_WIP_PREFIXES = ("WIP:", "[WIP]")
+"""Gitea's `[repository.pull-request] WORK_IN_PROGRESS_PREFIXES` default (modules/setting/
+repository.go): a pull request whose title starts with one is a draft."""
 MIRROR_LOGIN = "tireless-bot"
 """The account the token belongs to (GET /user): the mirror writes as it."""
 PERSON = "alice"
@@ -82,6 +98,33 @@ class StoredIssue:
     created_at: datetime = field(default_factory=lambda: _now())
     updated_at: datetime = field(default_factory=lambda: _now())
     closed_at: datetime | None = None
+
+
+@dataclass
+class StoredPull:
+    """What a pull request has beyond its issue. Its number, title, body and state are those of
+    its StoredIssue (`pull_request=True`): both forges number pull requests in the issues'
+    sequence, and GitHub's and Gitea's issue endpoints answer for a pull request's number too."""
+
+    head: str
+    base: str
+    draft: bool = False
+    """GitHub's flag (POST .../pulls `draft`); a Gitea draft is a title prefix instead."""
+    author: str = MIRROR_LOGIN
+
+
+@dataclass(frozen=True)
+class PullView:
+    """A pull request as a test reads it (pulls_of)."""
+
+    number: int
+    head: str
+    base: str
+    title: str
+    body: str
+    state: str
+    draft: bool
+    author: str
 
 
 @dataclass
@@ -171,6 +214,11 @@ class StandinForge:
         self._org_labels: dict[str, dict[str, RepoLabel]] = {}
         self._duplicate_labels: dict[tuple[str, str], list[RepoLabel]] = {}
         self._events: dict[tuple[str, str, int], list[Event]] = {}
+        self._pulls: dict[tuple[str, str, int], StoredPull] = {}
+        self.git = StandinGit(flavour)
+        """The bare repositories behind the clone URLs (tireless.devtools.standin_git)."""
+        self.git_requests: list[Request] = []
+        """The git requests received (kept apart from `requests`: `writes()` counts API writes)."""
         self._write_hook: Callable[[Request], None] | None = None
         # (writes, seconds): at most that many writes in any window of that many seconds.
         self.write_limit = write_limit
@@ -183,7 +231,11 @@ class StandinForge:
         self._gate: threading.Event | None = None
         self._server = ThreadingHTTPServer(("127.0.0.1", port), _handler(self))
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        # serve_forever looks for shutdown() every poll interval (0.5 s by default): every stop
+        # waited up to half a second for it.
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
         self._init_poller_quirks(root_url)
 
     # Life
@@ -201,6 +253,7 @@ class StandinForge:
         self.open_gate()
         self._server.shutdown()
         self._server.server_close()
+        self.git.close()
 
     def __enter__(self) -> StandinForge:
         return self.start()
@@ -391,6 +444,104 @@ class StandinForge:
             del self._repos[(owner, repo)][number]
             self._deleted.add((owner, repo, number))
 
+    # Git and pull requests (issue 33): the public side, for tests and the demo.
+    def clone_url(self, owner: str, repo: str) -> str:
+        """Where the stand-in serves the repository's git: what `tireless.forge_clone_url` gives
+        for this forge's base URL, `{url}/{owner}/{repo}.git` in both flavours (Gitea's web root
+        is its base URL; a GitHub API root other than api.github.com or HOST/api/v3 is taken as
+        its own web root, which the stand-in's is)."""
+        return f"{self.url}/{owner}/{repo}.git"
+
+    def seed_git(
+        self,
+        owner: str,
+        repo: str,
+        files: dict[str, str],
+        commits: int = 1,
+        *,
+        branch: str | None = None,
+        message: str = "seed",
+    ) -> str:
+        """Commits in the repository's git (made, with the repository, when missing): the first
+        writes `files`, each further one appends a line to every file; on `branch` (default: the
+        default branch) on top of its head. Returns the new head commit."""
+        self.create_repo(owner, repo)
+        return self.git.seed(owner, repo, files, commits=commits, branch=branch, message=message)
+
+    def branch_head(self, owner: str, repo: str, branch: str) -> str | None:
+        """The branch's head commit in the stand-in's git, None when there is no such branch."""
+        return self.git.branch_head(owner, repo, branch)
+
+    def branches(self, owner: str, repo: str) -> dict[str, str]:
+        """Every branch of the repository's git and its head commit."""
+        return self.git.branches(owner, repo)
+
+    def commits_of(self, owner: str, repo: str, ref: str) -> list[GitCommit]:
+        """The commits reachable from a branch (or any ref or commit), newest first."""
+        return self.git.commits(owner, repo, ref)
+
+    def file_at(self, owner: str, repo: str, ref: str, path: str) -> str | None:
+        """A file's text at a branch or commit, None when it has no such file."""
+        return self.git.file_at(owner, repo, ref, path)
+
+    def protect_branch(self, owner: str, repo: str, branch: str) -> None:
+        """A push that updates or deletes `branch` is refused, in the forge's words, by git
+        itself (a pre-receive hook in the bare repository)."""
+        self.create_repo(owner, repo)
+        self.git.protect(owner, repo, branch)
+
+    def unprotect_branch(self, owner: str, repo: str, branch: str) -> None:
+        self.git.unprotect(owner, repo, branch)
+
+    def set_default_branch(self, owner: str, repo: str, branch: str) -> None:
+        """The repository's default branch (its git HEAD, and `default_branch` in the API)."""
+        self.create_repo(owner, repo)
+        self.git.set_default_branch(owner, repo, branch)
+
+    def open_pull(
+        self,
+        owner: str,
+        repo: str,
+        head: str,
+        base: str,
+        title: str,
+        body: str = "",
+        *,
+        draft: bool = False,
+        author: str = PERSON,
+    ) -> int:
+        """A pull request someone opened (no checks: a test's scene); its number."""
+        with self._lock:
+            number = self._new_pull(owner, repo, title, body, StoredPull(head, base, draft, author))
+        return number
+
+    def pulls_of(self, owner: str, repo: str) -> list[PullView]:
+        """The repository's pull requests, oldest first."""
+        with self._lock:
+            issues = self._repos.get((owner, repo), {})
+            return [
+                PullView(
+                    n,
+                    pull.head,
+                    pull.base,
+                    issues[n].title,
+                    issues[n].body,
+                    issues[n].state,
+                    self._is_draft(issues[n].title, pull),
+                    pull.author,
+                )
+                for (o, r, n), pull in sorted(self._pulls.items())
+                if (o, r) == (owner, repo) and n in issues
+            ]
+
+    def pull_creates(self, owner: str, repo: str) -> list[Request]:
+        """The POST .../pulls requests received for the repository (answered or not)."""
+        path = f"{self._api_prefix()}/repos/{owner}/{repo}/pulls"
+        return [r for r in self.writes() if r.method == "POST" and r.path == path]
+
+    def close_pull(self, owner: str, repo: str, number: int) -> None:
+        self.close_issue(owner, repo, number)
+
     # Faults and observation
     def fault(
         self,
@@ -464,7 +615,11 @@ class StandinForge:
             for o, r, n in list(self._comments):
                 if (o, r) == old:
                     self._comments[(*new, n)] = self._comments.pop((o, r, n))
+            for o, r, n in list(self._pulls):
+                if (o, r) == old:
+                    self._pulls[(*new, n)] = self._pulls.pop((o, r, n))
             self._renamed[old] = new
+        self.git.rename(owner, repo, new_owner, new_repo)
 
     def transfer_issue(
         self, owner: str, repo: str, number: int, to_owner: str, to_repo: str
@@ -538,16 +693,30 @@ class StandinForge:
         return Answer(status, {"Location": location}, {"message": "Moved Permanently"})
 
     def _repo_answer(self, owner: str, repo: str) -> Answer:
-        """GET /repos/{owner}/{repo}: both forges name the repository `full_name` (owner/name)."""
+        """GET /repos/{owner}/{repo}: both forges name the repository `full_name` (owner/name)
+        and give its `default_branch` and `clone_url` (Gitea's swagger `Repository`, GitHub's
+        `full-repository`)."""
         with self._lock:
             if (owner, repo) not in self._repos:
                 return self._error(404, "Not Found")
+        return Answer(200, {}, self._repo_json(owner, repo))
+
+    def _repo_json(self, owner: str, repo: str) -> dict[str, Any]:
+        with self._lock:
             repo_id = self._repo_id(owner, repo)
         owner_json = {"id": 1, "login": owner} | (
             {"username": owner} if self.flavour == "gitea" else {}
         )
-        body = {"id": repo_id, "name": repo, "full_name": f"{owner}/{repo}", "owner": owner_json}
-        return Answer(200, {}, body)
+        return {
+            "id": repo_id,
+            "name": repo,
+            "full_name": f"{owner}/{repo}",
+            "owner": owner_json,
+            "private": self.token is not None,
+            "html_url": f"{self.url}/{owner}/{repo}",
+            "clone_url": self.clone_url(owner, repo),
+            "default_branch": self.git.default_branch(owner, repo),
+        }
 
     def _secondary_limit(self) -> Answer:
         """GitHub's secondary rate limit: 403 (or 429) whose message says so, often with no
@@ -626,6 +795,9 @@ class StandinForge:
         mirror_route = self._mirror_route(path)
         if mirror_route is not None:
             return self._mirror_answer(method, mirror_route, query, body, authorized)
+        pulls_route = self._pulls_route(path)
+        if pulls_route is not None:
+            return self._pulls_answer(method, *pulls_route, query, body, authorized)
         if method != "GET":
             return self._error(405, "Method Not Allowed")
         _, parts = self._api_parts(path)
@@ -1044,6 +1216,421 @@ class StandinForge:
             "author_association": "NONE",
         }
 
+    # Pull requests (issue 33), each quirk cited where it is served.
+    def _api_prefix(self) -> str:
+        return "/api/v1" if self.flavour == "gitea" else ""
+
+    def _pull_web_url(self, owner: str, repo: str, number: int) -> str:
+        # A pull request's page: Gitea's is .../pulls/N (Issue.HTMLURL, models/issues/issue.go),
+        # GitHub's .../pull/N (singular, the `html_url` of its pull-request schema).
+        kind = "pulls" if self.flavour == "gitea" else "pull"
+        return f"{self.url}/{owner}/{repo}/{kind}/{number}"
+
+    def _is_draft(self, title: str, pull: StoredPull) -> bool:
+        """GitHub: the pull request's own flag. Gitea has none: a pull request is a draft (work
+        in progress) when its title starts with one of `[repository.pull-request]
+        WORK_IN_PROGRESS_PREFIXES`, "WIP:" and "[WIP]" by default (modules/setting/
+        repository.go), compared case-insensitively (HasWorkInProgressPrefix, models/issues/
+        pull.go); newer versions serve that as `draft` (services/convert/pull.go)."""
+        if self.flavour == "github":
+            return pull.draft
+        return title.upper().startswith(GITEA_WIP_PREFIXES)
+
+    def _new_pull(self, owner: str, repo: str, title: str, body: str, pull: StoredPull) -> int:
+        """Stores a pull request under the next issue number (called under the lock)."""
+        issues = self._repos.setdefault((owner, repo), {})
+        number = max(issues, default=0) + 1
+        issues[number] = StoredIssue(number, title, [], pull_request=True, body=body)
+        self._pulls[(owner, repo, number)] = pull
+        return number
+
+    def _pulls_route(self, path: str) -> tuple[str, str, int | None] | None:
+        """(owner, repo, number or None) of /repos/{o}/{r}/pulls[/{n}]."""
+        _, parts = self._api_parts(path)
+        if len(parts) not in (4, 5) or parts[0] != "repos" or parts[3] != "pulls":
+            return None
+        if len(parts) == 5:
+            return (parts[1], parts[2], int(parts[4])) if parts[4].isdigit() else None
+        return parts[1], parts[2], None
+
+    def _pulls_answer(
+        self,
+        method: str,
+        owner: str,
+        repo: str,
+        number: int | None,
+        query: dict[str, str],
+        body: Any,
+        authorized: bool,
+    ) -> Answer:
+        fault = self._take_fault(owner, repo, number, write=method != "GET")
+        if fault is not None and fault.name in STATUS_FAULTS:
+            return self._status_fault(fault)
+        if not authorized:
+            message = "token is required" if self.flavour == "gitea" else "Bad credentials"
+            return self._error(401, message)
+        with self._lock:
+            if (owner, repo) not in self._repos:
+                return self._error(404, "Not Found")
+            if number is None and method == "GET":
+                answer = self._pull_list(owner, repo, query)
+            elif number is None and method == "POST":
+                answer = self._pull_create(owner, repo, body)
+            elif number is not None and (owner, repo, number) not in self._pulls:
+                answer = self._not_found()  # an issue's number is no pull request's
+            elif method == "GET":
+                answer = Answer(200, {}, self._pull_json(owner, repo, number or 0))
+            elif method == "PATCH":
+                answer = self._pull_edit(owner, repo, number or 0, body)
+            else:
+                answer = self._error(405, "Method Not Allowed")
+        if fault is not None and fault.name == "applied-then-reset":
+            return replace(answer, drop=True)
+        if fault is not None and fault.name == "applied-then-slow":
+            time.sleep(fault.seconds)  # stored; the answer comes too late for the client
+        elif fault is not None and (isinstance(answer.body, list) or fault.name in BODY_FAULTS):
+            answer = self._content_fault(fault, answer)
+        return self._count_rate(answer, query)
+
+    def _not_found(self) -> Answer:
+        """Gitea's APIErrorNotFound without a message (services/context/api.go): "The target
+        couldn't be found." with an empty `errors`; GitHub's plain "Not Found"."""
+        if self.flavour == "gitea":
+            answer = self._error(404, "The target couldn't be found.")
+            return replace(answer, body=answer.body | {"errors": []})
+        return self._error(404, "Not Found")
+
+    def _github_invalid(self, *errors: dict[str, str]) -> Answer:
+        """GitHub's 422 for a request it understood but refuses: "Validation Failed" and why, in
+        `errors` (docs.github.com/en/rest/using-the-rest-api/troubleshooting-the-rest-api)."""
+        docs = "https://docs.github.com/rest/pulls/pulls#create-a-pull-request"
+        return Answer(
+            422,
+            {},
+            {"message": "Validation Failed", "errors": list(errors), "documentation_url": docs},
+        )
+
+    def _pull_create(self, owner: str, repo: str, body: Any) -> Answer:
+        """POST /repos/{o}/{r}/pulls (called under the lock). `head` is a branch of this
+        repository, or `owner:branch`; the stand-in serves no forks."""
+        form = body if isinstance(body, dict) else {}
+        head, base, title = form.get("head"), form.get("base"), form.get("title")
+        text = form.get("body") or ""
+        if not (
+            isinstance(head, str)
+            and isinstance(base, str)
+            and isinstance(title, str)
+            and isinstance(text, str)
+            and head
+            and base
+            and title
+        ):
+            if self.flavour == "gitea":  # binding:"Required" on head, base and title
+                return self._error(422, "[Head]: Required; [Base]: Required; [Title]: Required")
+            return self._github_invalid({"resource": "PullRequest", "code": "missing_field"})
+        head_owner, _, branch = head.rpartition(":")
+        same_repo = head_owner in ("", owner)
+        head_sha = self.git.branch_head(owner, repo, branch) if same_repo else None
+        base_sha = self.git.branch_head(owner, repo, base)
+        open_from_head = [
+            n
+            for (o, r, n), pull in self._pulls.items()
+            if (o, r) == (owner, repo)
+            and pull.head == branch
+            and pull.base == base
+            and self._repos[(owner, repo)][n].state == "open"
+        ]
+        if self.flavour == "gitea":
+            # CreatePullRequest (routers/api/v1/repo/pull.go): head == base is a 422; a head or
+            # base that is no branch (parseCompareInfo, UnstableGuessRefByShortName) a 404 with
+            # APIErrorNotFound; an open pull request with the same head and base a 409 whose
+            # message is ErrPullRequestAlreadyExists (models/issues/pull.go).
+            if head == base:
+                return self._error(
+                    422, "Invalid PullRequest: There are no changes between the head and the base"
+                )
+            if head_sha is None or base_sha is None:
+                return self._not_found()
+            if open_from_head:
+                repo_id = self._repo_id(owner, repo)
+                return self._error(
+                    409,
+                    "pull request already exists for these targets [id: "
+                    f"{5000 + open_from_head[0]}, issue_id: {open_from_head[0]}, head_repo_id:"
+                    f" {repo_id}, base_repo_id: {repo_id}, head_branch: {branch}, base_branch:"
+                    f" {base}]",
+                )
+            draft = False
+        else:
+            # GitHub (docs.github.com/en/rest/pulls/pulls#create-a-pull-request): a head that is
+            # no branch is 422 {"resource":"PullRequest","field":"head","code":"invalid"}
+            # (as seen in shepherd-tools/shepherd#51); a second open pull request from the same
+            # head to the same base is 422 code "custom", "A pull request already exists for
+            # owner:branch." (github/VisualStudio#453, vsoch/pull-request-action#86); a head with
+            # nothing the base lacks is "No commits between main and branch"
+            # (peter-evans/create-pull-request#4088).
+            if head_sha is None:
+                return self._github_invalid(
+                    {"resource": "PullRequest", "field": "head", "code": "invalid"}
+                )
+            if base_sha is None:
+                return self._github_invalid(
+                    {"resource": "PullRequest", "field": "base", "code": "invalid"}
+                )
+            if open_from_head:
+                message = f"A pull request already exists for {owner}:{branch}."
+                return self._github_invalid(
+                    {"resource": "PullRequest", "code": "custom", "message": message}
+                )
+            if self.git.is_ancestor(owner, repo, head_sha, base_sha):
+                message = f"No commits between {base} and {branch}"
+                return self._github_invalid(
+                    {"resource": "PullRequest", "code": "custom", "message": message}
+                )
+            draft = form.get("draft") is True
+        number = self._new_pull(owner, repo, title, text, StoredPull(branch, base, draft))
+        headers = {}
+        if self.flavour == "github":  # 201 Created with the new resource's Location
+            headers["Location"] = f"{self.url}/repos/{owner}/{repo}/pulls/{number}"
+        return Answer(201, headers, self._pull_json(owner, repo, number))
+
+    def _pull_edit(self, owner: str, repo: str, number: int, body: Any) -> Answer:
+        """PATCH .../pulls/{n} (called under the lock): `title`, `body`, `state`. Gitea answers
+        201, not 200 (EditPullRequest, routers/api/v1/repo/pull.go: "TODO this should be 200,
+        not 201") and ignores an empty title (`if len(form.Title) > 0`); GitHub answers 200."""
+        form = body if isinstance(body, dict) else {}
+        changes: dict[str, Any] = {}
+        title, text, state = form.get("title"), form.get("body"), form.get("state")
+        if isinstance(title, str) and title:
+            changes["title"] = title
+        if isinstance(text, str):
+            changes["body"] = text
+        if state is not None:
+            if state not in ("open", "closed"):
+                if self.flavour == "gitea":
+                    return self._error(422, "[State]: invalid")
+                return self._github_invalid(
+                    {"resource": "PullRequest", "field": "state", "code": "invalid"}
+                )
+            changes["state"] = state
+            changes["closed_at"] = _now() if state == "closed" else None
+        if changes:
+            self._change(owner, repo, number, MIRROR_LOGIN, **changes)
+        status = 201 if self.flavour == "gitea" else 200
+        return Answer(status, {}, self._pull_json(owner, repo, number))
+
+    def _pull_list(self, owner: str, repo: str, query: dict[str, str]) -> Answer:
+        """GET .../pulls (called under the lock), newest first. Gitea: `state` (open unless
+        told), paged by `page`/`limit` (clamped to MAX_RESPONSE_ITEMS) with Link and
+        X-Total-Count (ListPullRequests, routers/api/v1/repo/pull.go: SetLinkHeader,
+        SetTotalCountHeader); no head filter. GitHub: `state`, `head` as `user:ref-name` and
+        `base` filters, `per_page` up to 100, Link pages (docs.github.com/en/rest/pulls/
+        pulls#list-pull-requests). A `head` without `user:` matches nothing here: the format the
+        docs give is the one a client must send."""
+        state = query.get("state", "open")
+        issues = self._repos[(owner, repo)]
+        chosen = [
+            n
+            for (o, r, n), pull in self._pulls.items()
+            if (o, r) == (owner, repo)
+            and n in issues
+            and (state == "all" or issues[n].state == state)
+            and (
+                self.flavour == "gitea"
+                or "head" not in query
+                or query["head"] == f"{owner}:{pull.head}"
+            )
+            and (self.flavour == "gitea" or query.get("base", pull.base) == pull.base)
+        ]
+        chosen.sort(reverse=True)
+        size_key = "limit" if self.flavour == "gitea" else "per_page"
+        asked = int(query.get(size_key, "0") or 0)
+        size = min(asked if asked > 0 else 30, self.max_page_size)
+        page = max(int(query.get("page", "1") or 1), 1)
+        last = max((len(chosen) + size - 1) // size, 1)
+        shown = chosen[(page - 1) * size : page * size]
+        heads, repo_json = self.git.branches(owner, repo), self._repo_json(owner, repo)
+        items = [self._pull_json(owner, repo, n, heads, repo_json) for n in shown]
+        headers: dict[str, str] = {}
+        if page < last:
+            path = f"{self._api_prefix()}/repos/{owner}/{repo}/pulls"
+            after = f"{self.url}{path}?" + urlencode(query | {"page": str(page + 1)})
+            headers["Link"] = f'<{after}>; rel="next"'
+        if self.flavour == "gitea":
+            headers["X-Total-Count"] = str(len(chosen))
+        return Answer(200, headers, items)
+
+    def _pull_json(
+        self,
+        owner: str,
+        repo: str,
+        number: int,
+        heads: dict[str, str] | None = None,
+        repo_json: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """A pull request as each forge serves it (called under the lock). Gitea's
+        `PullRequest` (modules/structs/pull.go; services/convert/pull.go ToAPIPullRequest):
+        `url` is the web page too, `head.label` is the branch name, `head.ref` the branch when
+        it exists and `refs/pull/N/head` when it is gone. GitHub's `pull-request`: `head.label`
+        is `owner:branch`, `head.ref` the branch, `body` null when empty, `draft` a flag."""
+        issue = self._repos[(owner, repo)][number]
+        pull = self._pulls[(owner, repo, number)]
+        web = self._pull_web_url(owner, repo, number)
+        repo_json = repo_json or self._repo_json(owner, repo)
+        heads = self.git.branches(owner, repo) if heads is None else heads
+        head_sha, base_sha = heads.get(pull.head), heads.get(pull.base, "")
+        user = {"id": 2 if pull.author == MIRROR_LOGIN else 3, "login": pull.author}
+        common: dict[str, Any] = {
+            "id": 5000 + number,
+            "number": number,
+            "user": user,
+            "title": issue.title,
+            "state": issue.state,
+            "labels": [],
+            "milestone": None,
+            "assignee": None,
+            "html_url": web,
+            "diff_url": f"{web}.diff",
+            "patch_url": f"{web}.patch",
+            "merged_at": None,
+            "merge_commit_sha": None,
+            "draft": self._is_draft(issue.title, pull),
+            "created_at": _time(issue.created_at),
+            "updated_at": _time(issue.updated_at),
+            "closed_at": _time(issue.closed_at),
+        }
+        if self.flavour == "gitea":
+            branch = {"repo_id": repo_json["id"], "repo": repo_json}
+            return common | {
+                "url": web,
+                "body": issue.body,
+                "assignees": None,
+                "is_locked": False,
+                "comments": 0,
+                "mergeable": True,
+                "merged": False,
+                "merged_by": None,
+                "allow_maintainer_edit": False,
+                "merge_base": base_sha,
+                "due_date": None,
+                "head": branch
+                | {
+                    "label": pull.head,
+                    "ref": pull.head if head_sha else f"refs/pull/{number}/head",
+                    "sha": head_sha or "",
+                },
+                "base": branch | {"label": pull.base, "ref": pull.base, "sha": base_sha},
+            }
+        api = f"{self.url}/repos/{owner}/{repo}"
+        owner_json = {"login": owner, "id": 1}
+        return common | {
+            "url": f"{api}/pulls/{number}",
+            "node_id": f"PR_{number}",
+            "issue_url": f"{api}/issues/{number}",
+            "body": issue.body or None,
+            "locked": False,
+            "active_lock_reason": None,
+            "assignees": [],
+            "requested_reviewers": [],
+            "requested_teams": [],
+            "author_association": "OWNER",
+            "auto_merge": None,
+            "merged": False,
+            "mergeable": None,
+            "head": {
+                "label": f"{owner}:{pull.head}",
+                "ref": pull.head,
+                "sha": head_sha or "",
+                "user": owner_json,
+                "repo": repo_json,
+            },
+            "base": {
+                "label": f"{owner}:{pull.base}",
+                "ref": pull.base,
+                "sha": base_sha,
+                "user": owner_json,
+                "repo": repo_json,
+            },
+        }
+
+    # Git over HTTP (issue 33)
+    def git_route(self, path: str) -> tuple[str, str, str] | None:
+        """(owner, repo, service) of a smart-HTTP path `/{owner}/{repo}.git/{service}`, the
+        clone URL's own paths; None for the API's."""
+        parts = path.strip("/").split("/")
+        if len(parts) < 3 or not parts[1].endswith(".git") or len(parts[1]) <= 4:
+            return None
+        service = "/".join(parts[2:])
+        if service not in SERVICES:
+            return None
+        return parts[0], parts[1][: -len(".git")], service
+
+    def _git_account(self, authorization: str | None) -> str | None:
+        """The account whose token a git request carries, None when refused. Both forges take
+        the token over HTTP Basic: Gitea as the password, or as the username with an empty
+        password or "x-oauth-basic" (Basic.Verify, services/auth/basic.go); GitHub as the
+        password under any username, `x-access-token` for an app's token (docs.github.com/en/
+        apps/creating-github-apps/authenticating-with-a-github-app/authenticating-as-a-github-
+        app-installation; a personal token "instead of your password", docs.github.com/en/
+        get-started/git-basics/about-remote-repositories#cloning-with-https-urls)."""
+        user, password = "", ""
+        if authorization and authorization[:6].lower() == "basic ":
+            try:
+                decoded = base64.b64decode(authorization[6:].strip(), validate=True).decode()
+            except (ValueError, UnicodeDecodeError):
+                return None
+            user, _, password = decoded.partition(":")
+        if self.token is None:  # the stand-in takes any token, or none
+            return user or MIRROR_LOGIN
+        if password == self.token:
+            return MIRROR_LOGIN
+        if self.flavour == "gitea" and user == self.token and password in ("", "x-oauth-basic"):
+            return MIRROR_LOGIN
+        return None
+
+    def git_answer(
+        self,
+        owner: str,
+        repo: str,
+        service: str,
+        method: str,
+        query: str,
+        headers: dict[str, str],
+        body: bytes,
+    ) -> CgiAnswer:
+        """One smart-HTTP request: the credentials checked, then git-http-backend."""
+        account = self._git_account(headers.get("authorization"))
+        with self._lock:
+            asked = {k: v[-1] for k, v in parse_qs(query).items()}
+            path = f"/{owner}/{repo}.git/{service}"
+            self.git_requests.append(Request(method, path, asked, account is not None))
+            known = (owner, repo) in self._repos
+        if account is None:
+            # A fetch or push without the right credentials: 401 and a Basic challenge, so git
+            # asks its credential helper or GIT_ASKPASS. Gitea: `Basic realm="Gitea"` (httpBase,
+            # routers/web/repo/githttp.go); GitHub: `Basic realm="GitHub"` (what GitHub
+            # Desktop's credential helper tells a GitHub host by, desktop/desktop getEndpointKind).
+            realm = "Gitea" if self.flavour == "gitea" else "GitHub"
+            return CgiAnswer(
+                401,
+                {"WWW-Authenticate": f'Basic realm="{realm}"', "Content-Type": "text/plain"},
+                b"Unauthorized\n",
+            )
+        if not known:
+            return CgiAnswer(404, {"Content-Type": "text/plain"}, b"Repository not found\n")
+        return self.git.serve(
+            owner,
+            repo,
+            service,
+            method=method,
+            query=query,
+            content_type=headers.get("content-type"),
+            body=body,
+            remote_user=account,
+            content_encoding=headers.get("content-encoding"),
+            git_protocol=headers.get("git-protocol"),
+        )
+
     def _listing(
         self, owner: str, repo: str, issues: dict[int, StoredIssue], query: dict[str, str]
     ) -> Answer:
@@ -1090,7 +1677,9 @@ class StandinForge:
         return ", ".join(rels)
 
     def _issue_json(self, owner: str, repo: str, issue: StoredIssue) -> dict[str, Any]:
-        web = f"{self.url}/{owner}/{repo}/{'pulls' if issue.pull_request else 'issues'}/{issue.number}"
+        web = f"{self.url}/{owner}/{repo}/issues/{issue.number}"
+        if issue.pull_request:
+            web = self._pull_web_url(owner, repo, issue.number)
         api = f"{self.url}{self._issues_path(owner, repo)}/{issue.number}"
         user = {"id": 1, "login": "alice"}
         ids = {name: label.id for name, label in self._org_labels.get(owner, {}).items()}
@@ -1286,6 +1875,8 @@ def _handler(forge: StandinForge) -> type[BaseHTTPRequestHandler]:
 
         def do_GET(self) -> None:
             parts = urlsplit(self.path)
+            if self._git(parts.path, parts.query):
+                return
             query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
             answer = forge.answer(parts.path, query, self.headers.get("Authorization"))
             body = answer.encoded()
@@ -1304,9 +1895,10 @@ def _handler(forge: StandinForge) -> type[BaseHTTPRequestHandler]:
 
         def _write(self) -> None:
             parts = urlsplit(self.path)
+            if self._git(parts.path, parts.query):
+                return
             query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
-            length = int(self.headers.get("Content-Length") or 0)
-            raw = self.rfile.read(length) if length else b""
+            raw = self._body()
             try:
                 body = json.loads(raw) if raw else None
             except ValueError:
@@ -1322,6 +1914,32 @@ def _handler(forge: StandinForge) -> type[BaseHTTPRequestHandler]:
             self._send(answer.status, answer.headers, answer.encoded(), content_type)
 
         do_POST = do_PUT = do_PATCH = do_DELETE = _write
+
+        def _git(self, path: str, query: str) -> bool:
+            """Serves a smart-HTTP git request (True), or leaves the path to the API (False)."""
+            route = forge.git_route(path)
+            if route is None:
+                return False
+            headers = {name.lower(): value for name, value in self.headers.items()}
+            answer = forge.git_answer(*route, self.command, query, headers, self._body())
+            self._send(answer.status, answer.headers, answer.body, None)
+            return True
+
+        def _body(self) -> bytes:
+            """The request's body, by Content-Length or chunked (git streams a large push in
+            chunks: Transfer-Encoding: chunked past its http.postBuffer)."""
+            if "chunked" not in self.headers.get("Transfer-Encoding", "").lower():
+                length = int(self.headers.get("Content-Length") or 0)
+                return self.rfile.read(length) if length else b""
+            chunks = bytearray()
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass  # trailers
+                    return bytes(chunks)
+                chunks += self.rfile.read(size)
+                self.rfile.readline()
 
         def _send(
             self,
@@ -1368,6 +1986,8 @@ def seed(forge: StandinForge, plan: dict[str, Any]) -> int:
     for entry in plan.get("repos", []):
         owner, repo = entry["owner"], entry["repo"]
         forge.create_repo(owner, repo)
+        if entry.get("files"):
+            forge.seed_git(owner, repo, dict(entry["files"]))
         with forge._lock:
             for name in entry.get("labels", []):
                 forge._repo_label(owner, repo, name)

@@ -3,7 +3,8 @@
 A client reads; it never touches the store. Everything it returns has been validated
 (tireless.forge.validate), so the poller hands the store only well-formed issues. The mirror's
 writes (a state label, mode labels off, one comment per finished job) are here too; which labels
-and which comment is the store's decision (tireless.mirror_writes), not the client's.
+and which comment is the store's decision (tireless.mirror_writes), not the client's. So are
+delivery's: the default branch, and the one pull request from a branch, found, opened, updated.
 """
 
 from __future__ import annotations
@@ -63,6 +64,23 @@ class Listing:
     """Items left out because even alone they were past the response-size limit, said why."""
 
 
+@dataclass(frozen=True, slots=True)
+class PullRequest:
+    """One pull request as the forge showed it. `number` is in the issues' sequence (a pull
+    request is an issue on both forges); `url` its web page (`html_url`); `head` and `base`
+    branch names of the repository; `title` without Gitea's draft prefix (`WIP: `), which
+    `draft` says instead."""
+
+    number: int
+    url: str
+    head: str
+    base: str
+    state: str  # "open" or "closed"
+    draft: bool
+    title: str
+    body: str
+
+
 class ForgeClient(Protocol):
     """A forge's issues, read over its HTTP API."""
 
@@ -114,6 +132,38 @@ class ForgeClient(Protocol):
 
     def add_comment(self, owner: str, repo: str, number: int, body: str) -> None:
         """A new comment (never retried blindly: a retry first looks for it)."""
+        ...
+
+    def default_branch(self, owner: str, repo: str) -> str:
+        """The repository's default branch; WriteRefused (404) when the token cannot see it."""
+        ...
+
+    def find_pull(self, owner: str, repo: str, head_branch: str) -> PullRequest | None:
+        """The open pull request from `head_branch` of the same repository (the oldest, should
+        there be several), every page looked at; None when there is none."""
+        ...
+
+    def create_pull(
+        self,
+        owner: str,
+        repo: str,
+        *,
+        head: str,
+        base: str,
+        title: str,
+        body: str,
+        draft: bool = False,
+    ) -> PullRequest:
+        """A pull request from `head` to `base`, opened unless one is open from `head` already:
+        a create the forge refuses as a duplicate, or whose answer was lost, is followed by
+        find_pull, and what it finds is returned instead of a second one. WriteRefused when the
+        forge refuses it and none is open (the head is no branch, nothing to merge, no right)."""
+        ...
+
+    def update_pull(
+        self, owner: str, repo: str, number: int, *, title: str, body: str
+    ) -> PullRequest:
+        """The pull request's title and body set (a draft stays a draft)."""
         ...
 
     def close(self) -> None: ...

@@ -5,10 +5,15 @@ Gitea clamps `limit` to its `[api] MAX_RESPONSE_ITEMS` (50 by default), so a pag
 the limit asked for says nothing about the end: the pages are followed by `Link: rel="next"`
 (tireless.forge.paging), and their items (with those skipped as too large) must add up to the
 `X-Total-Count` the first page announced.
+
+Delivery's calls: `GET /repos/{o}/{r}` (its `default_branch`), `GET .../pulls?state=open` (every
+page, the one from a branch picked by its head), `POST .../pulls`, `GET` and `PATCH
+.../pulls/{index}`. A Gitea draft is a title prefix, not a flag (see `WIP_PREFIXES`).
 """
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
@@ -20,7 +25,9 @@ from tireless.forge.client import (
     ForgeStopped,
     IssueEvent,
     Listing,
+    PullRequest,
     ReadFailed,
+    Unavailable,
     WriteRefused,
 )
 from tireless.forge.http import MAX_BYTES, QUICK_RETRIES, TIMEOUT, Http, Response
@@ -37,6 +44,13 @@ from tireless.forge.validate import (
 )
 
 PAGE_SIZE = 50
+WIP_PREFIXES = ("WIP:", "[WIP]")
+"""Gitea has no draft flag: a pull request whose title starts with one of `[repository.
+pull-request] WORK_IN_PROGRESS_PREFIXES` ("WIP:" and "[WIP]" by default, modules/setting/
+repository.go; compared case-insensitively, HasWorkInProgressPrefix in models/issues/pull.go) is
+a work in progress; newer versions serve that as `draft` (services/convert/pull.go), older ones
+not at all, so the prefix is what the client writes and, without `draft`, what it reads."""
+DRAFT_PREFIX = "WIP: "
 LABEL_COLOR = "#6a737d"
 """Gitea up to 1.20 wants a color as "#rrggbb" (binding Size(7)); newer ones take that too."""
 MAX_PAGES = 2000
@@ -257,6 +271,177 @@ class GiteaClient:
 
     def set_deadline(self, seconds: float | None) -> None:
         self._http.set_deadline(seconds)
+
+    # Delivery: the default branch and the pull request from a branch.
+    def _pulls_url(self, owner: str, repo: str) -> str:
+        return self._http.url(f"repos/{quote(owner, safe='')}/{quote(repo, safe='')}/pulls")
+
+    def default_branch(self, owner: str, repo: str) -> str:
+        response = self._http.get(self._repo_url(owner, repo))
+        _not_missing(response)
+        data = _json(response)
+        branch = data.get("default_branch") if isinstance(data, dict) else None
+        if not isinstance(branch, str) or not _is_name(branch):
+            raise BadResponse(f"{response.where}: the repository has no default_branch")
+        return branch
+
+    def find_pull(self, owner: str, repo: str, head_branch: str) -> PullRequest | None:
+        # Gitea's pull request list has no head filter (ListPullRequests, routers/api/v1/repo/
+        # pull.go: state, sort, milestone, labels, poster, base_branch); GET .../pulls/{base}/
+        # {head} (1.22+, GetPullRequestByBaseHead) needs the base and finds closed ones too. So
+        # every open one is listed, paged by Link (SetLinkHeader), and picked by its head:
+        # `head.label` is the branch name (PRBranchInfo.Name, modules/structs/pull.go), while
+        # `head.ref` turns into refs/pull/N/head once the branch is gone.
+        url = self._pulls_url(owner, repo)
+        params: dict[str, str] | None = {"state": "open", "page": "1", "limit": str(PAGE_SIZE)}
+        matches: list[dict[str, Any]] = []
+        for _ in range(MAX_PAGES):
+            response = self._http.get(url, params)
+            _not_missing(response)
+            matches += [item for item in _json_list(response) if _is_from(item, head_branch)]
+            next_url = self._http.next_page(response)
+            if next_url is None:
+                return _pull(min(matches, key=_number), response.where) if matches else None
+            url, params = next_url, None
+        raise BadResponse(f"GET {owner}/{repo} pulls: more than {MAX_PAGES} pages")
+
+    def create_pull(
+        self,
+        owner: str,
+        repo: str,
+        *,
+        head: str,
+        base: str,
+        title: str,
+        body: str,
+        draft: bool = False,
+    ) -> PullRequest:
+        # Never retried blindly: a second open pull request from the same head to the same base
+        # is refused with 409 (CreatePullRequest: ErrPullRequestAlreadyExists), but one to
+        # another base would be made. A create refused, or whose answer was lost, is looked up
+        # by its head before anything else; only a lost answer with nothing found is sent again.
+        if draft and not _wip_prefix(title):
+            title = DRAFT_PREFIX + title
+        payload = {"head": head, "base": base, "title": title, "body": body}
+        for attempt in range(QUICK_RETRIES + 1):
+            try:
+                response = self._http.send(
+                    "POST", self._pulls_url(owner, repo), payload, retry=False
+                )
+                break
+            except ForgeStopped:
+                raise
+            except ReadFailed as failure:
+                existing = self.find_pull(owner, repo, head)
+                if existing is not None:
+                    return existing
+                if not isinstance(failure, Unavailable) or attempt == QUICK_RETRIES:
+                    raise
+        return _pull(_sent_json(response), response.where)
+
+    def update_pull(
+        self, owner: str, repo: str, number: int, *, title: str, body: str
+    ) -> PullRequest:
+        # The draft prefix is part of the title: it is kept, or the edit would make the pull
+        # request ready. EditPullRequest answers 201 (its own "TODO this should be 200").
+        url = f"{self._pulls_url(owner, repo)}/{number}"
+        response = self._http.get(url)
+        _not_missing(response)
+        current = _json(response)
+        shown = current.get("title") if isinstance(current, dict) else None
+        prefix = _wip_prefix(shown) if isinstance(shown, str) else ""
+        if not prefix and isinstance(current, dict) and current.get("draft") is True:
+            prefix = DRAFT_PREFIX
+        if prefix and not _wip_prefix(title):
+            title = prefix + title
+        response = self._http.send("PATCH", url, {"title": title, "body": body})
+        return _pull(_sent_json(response), response.where)
+
+
+def _not_missing(response: Response) -> None:
+    """A 404 (or 410) for a repository or pull request: refused, not retried as a failure."""
+    if response.status in (404, 410):
+        raise WriteRefused(
+            f"{response.where}: HTTP {response.status}: not found (or the token cannot see it)",
+            response.status,
+        )
+
+
+def _sent_json(response: Response) -> object:
+    """The body of a write's 2xx answer."""
+    return decode_json(response.body, response.headers.get("content-type", ""), response.where)
+
+
+_UNSAFE = re.compile("[\x00\ud800-\udfff]")
+
+
+def _is_name(name: str) -> bool:
+    return bool(name) and not _UNSAFE.search(name)
+
+
+def _wip_prefix(title: str) -> str:
+    """The work-in-progress prefix a title starts with (and the blanks after it), else ""."""
+    for prefix in WIP_PREFIXES:
+        if title.upper().startswith(prefix):
+            return title[: len(title) - len(title[len(prefix) :].lstrip())]
+    return ""
+
+
+def _number(item: dict[str, Any]) -> int:
+    number = item.get("number")
+    return number if type(number) is int else 0
+
+
+def _is_from(item: dict[str, Any], branch: str) -> bool:
+    """Whether a listed pull request comes from `branch` of the repository it is in: its head's
+    label is the branch, and its head repository is its base repository (not a fork's)."""
+    head, base = item.get("head"), item.get("base")
+    if not isinstance(head, dict) or not isinstance(base, dict) or head.get("label") != branch:
+        return False
+    head_repo, base_repo = head.get("repo"), base.get("repo")
+    if not isinstance(head_repo, dict) or not isinstance(base_repo, dict):
+        return False  # a fork since deleted: not this repository's branch
+    name, other = head_repo.get("full_name"), base_repo.get("full_name")
+    return isinstance(name, str) and isinstance(other, str) and name.lower() == other.lower()
+
+
+def _pull(item: object, where: str) -> PullRequest:
+    """A pull request object (Gitea's swagger `PullRequest`), every field delivery reads checked."""
+    if not isinstance(item, dict):
+        raise BadResponse(f"{where}: a pull request is {type(item).__name__}, not an object")
+    number = item.get("number")
+    if type(number) is not int or number <= 0:
+        raise BadResponse(f"{where}: a pull request has no positive integer number")
+    at = f"{where}: pull request {number}"
+    url = item.get("html_url") or item.get("url")
+    state, title, body = item.get("state"), item.get("title"), item.get("body") or ""
+    head, base = item.get("head"), item.get("base")
+    if not isinstance(url, str) or not url:
+        raise BadResponse(f"{at}: no html_url")
+    if state not in ("open", "closed"):
+        raise BadResponse(f"{at}: state {state!r:.40} is neither open nor closed")
+    if not isinstance(title, str) or not isinstance(body, str):
+        raise BadResponse(f"{at}: title or body is not a string")
+    branches = []
+    for side in (head, base):
+        name = side.get("label") if isinstance(side, dict) else None
+        if not isinstance(name, str) or not _is_name(name):
+            raise BadResponse(f"{at}: head or base has no branch name (label)")
+        branches.append(name)
+    prefix = _wip_prefix(title)
+    draft = item.get("draft")
+    if not isinstance(draft, bool):  # Gitea before `draft` was served
+        draft = bool(prefix)
+    return PullRequest(
+        number,
+        url,
+        branches[0],
+        branches[1],
+        str(state),
+        draft,
+        _UNSAFE.sub("\ufffd", title[len(prefix) :] if draft else title),
+        _UNSAFE.sub("\ufffd", body),
+    )
 
 
 def _json(response: Response) -> object:

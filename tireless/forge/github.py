@@ -2,11 +2,16 @@
 `Authorization: Bearer T`, pages by `Link: rel="next"`. The first page carries an ETag; asking
 again with `If-None-Match` answers 304 when nothing changed, and a 304 costs no rate limit.
 Pull requests are listed among issues (they carry `pull_request`) and are skipped.
+
+Delivery's calls: `GET /repos/{o}/{r}` (its `default_branch`), `GET .../pulls?state=open&head=
+owner:branch`, `POST .../pulls` (with `draft`), `PATCH .../pulls/{number}`.
 """
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
+from typing import Any
 from urllib.parse import quote
 
 from tireless.forge.client import (
@@ -16,7 +21,9 @@ from tireless.forge.client import (
     ForgeStopped,
     IssueEvent,
     Listing,
+    PullRequest,
     ReadFailed,
+    Unavailable,
     WriteRefused,
 )
 from tireless.forge.http import (
@@ -211,6 +218,163 @@ class GitHubClient:
         if response.moved:
             not_moved(data, number, self.repository_name(owner, repo), response.where)
         return issue(data, response.where)
+
+    # Delivery: the default branch and the pull request from a branch.
+    def _pulls_url(self, owner: str, repo: str) -> str:
+        return f"{self._repo_url(owner, repo)}/pulls"
+
+    def default_branch(self, owner: str, repo: str) -> str:
+        response = self._http.get(self._repo_url(owner, repo))
+        _not_missing(response)
+        data = _json(response)
+        branch = data.get("default_branch") if isinstance(data, dict) else None
+        if not isinstance(branch, str) or not _is_name(branch):
+            raise BadResponse(f"{response.where}: the repository has no default_branch")
+        return branch
+
+    def find_pull(self, owner: str, repo: str, head_branch: str) -> PullRequest | None:
+        # GET .../pulls filters by `head` in the form user:ref-name (docs.github.com/en/rest/
+        # pulls/pulls#list-pull-requests); the items are still checked (head.ref, same
+        # repository), every page read.
+        url = self._pulls_url(owner, repo)
+        params: dict[str, str] | None = {
+            "state": "open",
+            "head": f"{owner}:{head_branch}",
+            "per_page": str(PER_PAGE),
+        }
+        matches: list[dict[str, Any]] = []
+        for _ in range(MAX_PAGES):
+            response = self._http.get(url, params)
+            _not_missing(response)
+            data = _json(response)
+            if not isinstance(data, list) or not all(isinstance(item, dict) for item in data):
+                raise BadResponse(f"{response.where}: expected a JSON array of objects")
+            matches += [item for item in data if _is_from(item, head_branch)]
+            next_url = self._http.next_page(response)
+            if next_url is None:
+                return _pull(min(matches, key=_number), response.where) if matches else None
+            url, params = next_url, None
+        raise BadResponse(f"GET {owner}/{repo} pulls: more than {MAX_PAGES} pages")
+
+    def create_pull(
+        self,
+        owner: str,
+        repo: str,
+        *,
+        head: str,
+        base: str,
+        title: str,
+        body: str,
+        draft: bool = False,
+    ) -> PullRequest:
+        # Never retried blindly. A second open pull request from the same head to the same base
+        # is refused: 422 "Validation Failed", errors [{"resource": "PullRequest", "code":
+        # "custom", "message": "A pull request already exists for owner:branch."}] (as GitHub
+        # answers it: github/VisualStudio#453, vsoch/pull-request-action#86). A create refused,
+        # or whose answer was lost, is looked up by its head before anything else; only a lost
+        # answer with nothing found is sent again.
+        payload = {"head": head, "base": base, "title": title, "body": body, "draft": draft}
+        for attempt in range(QUICK_RETRIES + 1):
+            try:
+                response = self._http.send(
+                    "POST", self._pulls_url(owner, repo), payload, retry=False
+                )
+                break
+            except ForgeStopped:
+                raise
+            except ReadFailed as failure:
+                existing = self.find_pull(owner, repo, head)
+                if existing is not None:
+                    return existing
+                if not isinstance(failure, Unavailable) or attempt == QUICK_RETRIES:
+                    raise
+        return _pull(_sent_json(response), response.where)
+
+    def update_pull(
+        self, owner: str, repo: str, number: int, *, title: str, body: str
+    ) -> PullRequest:
+        # PATCH leaves `draft` alone (a draft is made ready only through GraphQL's
+        # markPullRequestReadyForReview), so a draft stays one.
+        url = f"{self._pulls_url(owner, repo)}/{number}"
+        response = self._http.send("PATCH", url, {"title": title, "body": body})
+        return _pull(_sent_json(response), response.where)
+
+
+def _sent_json(response: Response) -> object:
+    """The body of a write's 2xx answer."""
+    return decode_json(response.body, response.headers.get("content-type", ""), response.where)
+
+
+def _not_missing(response: Response) -> None:
+    """A 404 (or 410) for a repository or pull request: refused, not retried as a failure
+    (GitHub answers 404, not 403, for a private repository the token cannot see)."""
+    if response.status in (404, 410):
+        raise WriteRefused(
+            f"{response.where}: HTTP {response.status}: not found (or the token cannot see it)",
+            response.status,
+        )
+
+
+_UNSAFE = re.compile("[\x00\ud800-\udfff]")
+
+
+def _is_name(name: str) -> bool:
+    return bool(name) and not _UNSAFE.search(name)
+
+
+def _number(item: dict[str, Any]) -> int:
+    number = item.get("number")
+    return number if type(number) is int else 0
+
+
+def _is_from(item: dict[str, Any], branch: str) -> bool:
+    """Whether a listed pull request comes from `branch` of the repository it is in: its head's
+    `ref` is the branch, and its head repository is its base repository (not a fork, whose
+    `head.repo` is null once the fork is deleted)."""
+    head, base = item.get("head"), item.get("base")
+    if not isinstance(head, dict) or not isinstance(base, dict) or head.get("ref") != branch:
+        return False
+    head_repo, base_repo = head.get("repo"), base.get("repo")
+    if not isinstance(head_repo, dict) or not isinstance(base_repo, dict):
+        return False
+    name, other = head_repo.get("full_name"), base_repo.get("full_name")
+    return isinstance(name, str) and isinstance(other, str) and name.lower() == other.lower()
+
+
+def _pull(item: object, where: str) -> PullRequest:
+    """A `pull-request` object (GitHub's REST description), every field delivery reads checked:
+    `html_url` (.../pull/N), `head.ref` and `base.ref` (branch names; `label` is owner:branch),
+    `body` (null when empty), `draft`."""
+    if not isinstance(item, dict):
+        raise BadResponse(f"{where}: a pull request is {type(item).__name__}, not an object")
+    number = item.get("number")
+    if type(number) is not int or number <= 0:
+        raise BadResponse(f"{where}: a pull request has no positive integer number")
+    at = f"{where}: pull request {number}"
+    url, state, title = item.get("html_url"), item.get("state"), item.get("title")
+    body, draft = item.get("body") or "", item.get("draft", False)
+    if not isinstance(url, str) or not url:
+        raise BadResponse(f"{at}: no html_url")
+    if state not in ("open", "closed"):
+        raise BadResponse(f"{at}: state {state!r:.40} is neither open nor closed")
+    if not isinstance(title, str) or not isinstance(body, str) or not isinstance(draft, bool):
+        raise BadResponse(f"{at}: title, body or draft is not of its type")
+    branches = []
+    for side in (item.get("head"), item.get("base")):
+        ref = side.get("ref") if isinstance(side, dict) else None
+        if not isinstance(ref, str) or not _is_name(ref):
+            raise BadResponse(f"{at}: head or base has no branch name (ref)")
+        branches.append(ref)
+    return PullRequest(
+        number,
+        url,
+        branches[0],
+        branches[1],
+        str(state),
+        draft,
+        _UNSAFE.sub("\ufffd", title),
+        _UNSAFE.sub("\ufffd", body),
+    )
 
 
 def _limit(response: Response) -> datetime | None:

@@ -365,12 +365,32 @@ def _warn_once(key: tuple[str, str], message: str) -> None:
 
 
 def _message(response: Response) -> str:
-    """The forge's own `message` from an error body, quoted briefly (it never holds a header)."""
+    """The forge's own `message` from an error body, quoted briefly (it never holds a header),
+    with its `errors` after it: GitHub's 422 says only "Validation Failed", the reason is there
+    ({"resource": "PullRequest", "field": "head", "code": "invalid"}, or a `message`:
+    docs.github.com/en/rest/using-the-rest-api/troubleshooting-the-rest-api); Gitea's APIError
+    lists strings (services/context/api.go)."""
     try:
-        message = json.loads(response.body).get("message")
+        data = json.loads(response.body)
+        message = data.get("message")
     except (ValueError, AttributeError):
         return ""
-    return f": {message:.200}" if isinstance(message, str) else ""
+    if not isinstance(message, str):
+        return ""
+    errors = data.get("errors")
+    reasons = [
+        error
+        if isinstance(error, str)  # Gitea's `errors` are strings
+        else str(error.get("message") or " ".join(str(error[k]) for k in _ERROR_KEYS if k in error))
+        for error in (errors if isinstance(errors, list) else [])
+        if isinstance(error, str | dict) and error
+    ]
+    if reasons:
+        message = f"{message} ({'; '.join(reasons)})"
+    return f": {message:.300}"
+
+
+_ERROR_KEYS = ("resource", "field", "code")
 
 
 def _origin(url: str) -> str:
