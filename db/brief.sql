@@ -1,4 +1,5 @@
--- The agent's brief: where its issue is, where to clone from, and what the issue says.
+-- The agent's brief: where its issue is, where to clone from, what the issue says, and what tireless last
+-- pushed for it (the branch, its head, the pull request, the job's checkpoint).
 --
 -- The current definition of each function, view and trigger here, with its comment and grants.
 -- tireless.migrate applies the files of db/ in a fixed order after the migrations (db/README.md).
@@ -21,18 +22,48 @@ COMMENT ON FUNCTION tireless.forge_clone_url(tireless.forge_kind, text, text, te
     'HOST/api/v3), then /owner/repo.git.';
 REVOKE ALL ON FUNCTION tireless.forge_clone_url(tireless.forge_kind, text, text, text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 
+-- What tireless last pushed for an issue: the runner reuses the branch, pushes with lease over that
+-- head, and updates the pull request it knows.
+CREATE OR REPLACE FUNCTION tireless.issue_push(forge text, owner text, repo text, number integer)
+    RETURNS TABLE (branch text, head text, pull_number integer, pull_url text)
+    LANGUAGE sql STABLE
+AS $$
+    SELECT coalesce(last.branch, p.label_prefix || '/' || issue_push.number), last.head, pull.pull_number, pull.pull_url
+      FROM tireless.policy p
+      LEFT JOIN LATERAL (SELECT d.branch, d.head FROM tireless.delivery d
+                          WHERE (d.forge, d.owner, d.repo, d.number)
+                                = (issue_push.forge, issue_push.owner, issue_push.repo, issue_push.number)
+                            AND d.branch IS NOT NULL
+                          ORDER BY d.job_id DESC LIMIT 1) AS last ON true
+      LEFT JOIN LATERAL (SELECT d.pull_number, d.pull_url FROM tireless.delivery d
+                          WHERE (d.forge, d.owner, d.repo, d.number)
+                                = (issue_push.forge, issue_push.owner, issue_push.repo, issue_push.number)
+                            AND d.branch = last.branch AND d.pull_number IS NOT NULL
+                          ORDER BY d.job_id DESC LIMIT 1) AS pull ON true;
+$$;
+COMMENT ON FUNCTION tireless.issue_push(text, text, text, integer) IS
+    'What tireless last pushed for an issue: the branch of its newest delivery that pushed one (else '
+    '<label_prefix>/<number>, not pushed yet), that delivery''s head (null: never pushed), and the newest pull '
+    'request the mirror recorded for that branch (null: none known; it may have been merged or closed since).';
+REVOKE ALL ON FUNCTION tireless.issue_push(text, text, text, integer) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+
 CREATE OR REPLACE FUNCTION tireless.job_brief(job_id bigint)
-    RETURNS TABLE (issue_url text, api_url text, clone_url text, body text, body_cut boolean)
+    RETURNS TABLE (issue_url text, api_url text, clone_url text, body text, body_cut boolean,
+                   branch text, branch_head text, pull_number integer, pull_url text,
+                   checkpoint_ref text, checkpoint_commit text)
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     RETURN QUERY
     SELECT i.url, tireless.forge_api_url(f.kind, f.base_url), tireless.forge_clone_url(f.kind, f.base_url, j.owner, j.repo),
-           i.body, coalesce(i.body_cut, false)
+           i.body, coalesce(i.body_cut, false),
+           push.branch, push.head, push.pull_number, push.pull_url, c.ref, c.commit
       FROM tireless.job j
       LEFT JOIN tireless.issue i ON (i.forge, i.owner, i.repo, i.number) = (j.forge, j.owner, j.repo, j.number)
       LEFT JOIN tireless.forge f ON f.name = j.forge
+      LEFT JOIN tireless.checkpoint c ON c.job_id = j.id
+     CROSS JOIN LATERAL tireless.issue_push(j.forge, j.owner, j.repo, j.number) AS push
      WHERE j.id = job_brief.job_id;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'no job with id %', coalesce(job_brief.job_id::text, 'null') USING ERRCODE = 'TL001';
@@ -42,6 +73,9 @@ $$;
 COMMENT ON FUNCTION tireless.job_brief(bigint) IS
     'What an agent needs besides the job row: the issue''s web URL, the forge''s API root, the repository''s clone '
     'URL (null when the forge is not registered), and the issue''s body as last polled (its first 65536 characters, '
-    'body_cut when cut). No token: the agent gets none. TL001 for an unknown job.';
+    'body_cut when cut). For the runner, what tireless last pushed for the issue (tireless.issue_push): the branch '
+    'to push to, branch_head (the head to push with lease over; null: the branch was never pushed) and the pull '
+    'request the mirror last recorded for it; and the job''s last checkpoint (ref and commit, from an earlier '
+    'attempt: the workspace starts there). No token: the agent gets none. TL001 for an unknown job.';
 REVOKE ALL ON FUNCTION tireless.job_brief(bigint) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT EXECUTE ON FUNCTION tireless.job_brief(bigint) TO tireless_runner;

@@ -185,3 +185,54 @@ COMMENT ON FUNCTION tireless.tracked_key(text, text, text) IS
     'forge''s canonical case); no row when it is not tracked.';
 REVOKE ALL ON FUNCTION tireless.tracked_key(text, text, text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT EXECUTE ON FUNCTION tireless.tracked_key(text, text, text) TO tireless_runner, tireless_poller, tireless_admin;
+
+-- What a delivery and a checkpoint name: the same rules as the constraints of tireless.delivery and
+-- tireless.checkpoint (0027_delivery), tested here first so that a refusal names the value (TL009)
+-- and changes nothing; tests/sql/test_delivery.py proves the function and the constraints agree.
+CREATE OR REPLACE FUNCTION tireless.is_ref_name(name text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN name ~ '^[^\x01-\x20\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069~^:?*[\\`<>"]{1,255}$'
+           AND name !~ '^[-/]|/$|//|(^|/)\.|\.\.|@\{|\.lock(/|$)|\.$' AND name <> '@';
+COMMENT ON FUNCTION tireless.is_ref_name(text) IS
+    'True when a text is a git ref name as git check-ref-format allows one (no blank or control character, no '
+    '~ ^ : ? * [ \, no .. or @{, no component starting with . or ending with .lock, not starting with - or /, '
+    'not ending with / or .), of at most 255 characters and without `, <, > or " (so it quotes safely in '
+    'markdown and HTML); null for null.';
+REVOKE ALL ON FUNCTION tireless.is_ref_name(text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+
+CREATE OR REPLACE FUNCTION tireless.is_commit_id(id text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN id ~ '^([0-9a-f]{40}|[0-9a-f]{64})$';
+COMMENT ON FUNCTION tireless.is_commit_id(text) IS
+    'True when a text is a full commit id: 40 (SHA-1) or 64 (SHA-256) lowercase hex digits; null for null.';
+REVOKE ALL ON FUNCTION tireless.is_commit_id(text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+
+CREATE OR REPLACE FUNCTION tireless.check_ref_name(what text, name text) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+AS $$
+BEGIN
+    IF name IS NULL OR NOT tireless.is_ref_name(name) THEN
+        RAISE EXCEPTION '% must be a git ref name, got %', what, coalesce(quote_literal(left(name, 300)), 'null')
+            USING ERRCODE = 'TL009',
+                  HINT = 'A ref name as git check-ref-format allows, at most 255 characters, without blanks, '
+                         'control characters, `, <, > or ".';
+    END IF;
+END;
+$$;
+COMMENT ON FUNCTION tireless.check_ref_name(text, text) IS
+    'Raises TL009 naming the argument (what) and its value unless name is a ref name (tireless.is_ref_name).';
+REVOKE ALL ON FUNCTION tireless.check_ref_name(text, text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+
+CREATE OR REPLACE FUNCTION tireless.check_commit_id(what text, id text) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+AS $$
+BEGIN
+    IF id IS NULL OR NOT tireless.is_commit_id(id) THEN
+        RAISE EXCEPTION '% must be a full commit id, got %', what, coalesce(quote_literal(left(id, 100)), 'null')
+            USING ERRCODE = 'TL009', HINT = 'A commit id is 40 (SHA-1) or 64 (SHA-256) lowercase hex digits: git rev-parse HEAD.';
+    END IF;
+END;
+$$;
+COMMENT ON FUNCTION tireless.check_commit_id(text, text) IS
+    'Raises TL009 naming the argument (what) and its value unless id is a full commit id (tireless.is_commit_id).';
+REVOKE ALL ON FUNCTION tireless.check_commit_id(text, text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;

@@ -68,14 +68,19 @@ COMMENT ON VIEW tireless.active_claims IS
 REVOKE ALL ON tireless.active_claims FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT SELECT ON tireless.active_claims TO tireless_runner, tireless_poller, tireless_admin;
 
+-- A delivery's columns come last (CREATE OR REPLACE VIEW only adds columns at the end); a read that
+-- names none of them does not join (the delivery is unique per job).
 CREATE OR REPLACE VIEW tireless.job_list AS
 SELECT j.id, j.forge, j.owner, j.repo, j.number, j.title, j.kind, j.lane, j.state, j.parent_id,
        j.claimed_by, j.claim_expires_at, j.attempts, j.available_at, j.note, j.created_at, j.updated_at,
-       (j.state = 'claimed' AND j.claim_expires_at < now()) AS past_lease
-  FROM tireless.job j;
+       (j.state = 'claimed' AND j.claim_expires_at < now()) AS past_lease,
+       d.branch, d.head, d.pull_number, d.pull_url
+  FROM tireless.job j
+  LEFT JOIN tireless.delivery d ON d.job_id = j.id;
 COMMENT ON VIEW tireless.job_list IS
     'Every job as an operator sees it, without its claim token (a fencing secret of the holder); past_lease: '
-    'claimed and its lease has run out. Readable by every role.';
+    'claimed and its lease has run out; for a job delivered by tireless.deliver, the branch and head it pushed and '
+    'its pull request once the mirror recorded it (tireless.deliveries has the rest). Readable by every role.';
 REVOKE ALL ON tireless.job_list FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT SELECT ON tireless.job_list TO tireless_runner, tireless_poller, tireless_admin;
 
@@ -133,6 +138,30 @@ COMMENT ON VIEW tireless.job_progress IS
     'heartbeat under a limit, progress report or report.';
 REVOKE ALL ON tireless.job_progress FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT SELECT ON tireless.job_progress TO tireless_runner, tireless_poller, tireless_admin;
+
+-- What psql users, `tireless show`, `tireless jobs --json` and the dashboard read of a delivery.
+CREATE OR REPLACE VIEW tireless.deliveries AS
+SELECT d.job_id, d.forge, d.owner, d.repo, d.number, d.delivered_at, d.branch IS NOT NULL AS changed,
+       d.branch, d.head, d.base_branch, d.base, d.draft, d.pull_number, d.pull_url, d.pull_known_at,
+       w.queued_at AS pull_queued_at, w.written_at AS pull_written_at, coalesce(w.failures, 0) AS pull_failures,
+       w.last_error AS pull_error, w.last_error_at AS pull_error_at
+  FROM tireless.delivery d
+  LEFT JOIN tireless.mirror_pull w ON w.job_id = d.job_id;
+COMMENT ON VIEW tireless.deliveries IS
+    'What each job delivered through tireless.deliver: changed (false: delivered with no change), the branch and '
+    'head pushed, the base branch and commit, draft, the pull request once the mirror recorded it (number, URL, '
+    'when), and the mirror''s write of it: when it was queued and written (pull_written_at null and '
+    'pull_queued_at null: the repository was not tracked, nothing is mirrored), its failures in a row and last error.';
+REVOKE ALL ON tireless.deliveries FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT SELECT ON tireless.deliveries TO tireless_runner, tireless_poller, tireless_admin;
+
+CREATE OR REPLACE VIEW tireless.checkpoints AS
+SELECT c.job_id, c.attempt, c.ref, c.commit, c.recorded_at FROM tireless.checkpoint c;
+COMMENT ON VIEW tireless.checkpoints IS
+    'Each job''s last checkpoint (tireless.record_checkpoint): the attempt that made it, the ref and commit pushed, '
+    'and when; a later attempt of the job starts from it.';
+REVOKE ALL ON tireless.checkpoints FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT SELECT ON tireless.checkpoints TO tireless_runner, tireless_poller, tireless_admin;
 
 CREATE OR REPLACE FUNCTION tireless.duration_bin(seconds float8) RETURNS smallint
     LANGUAGE sql IMMUTABLE PARALLEL SAFE

@@ -1,5 +1,5 @@
--- The mirror: the labels and comments each issue should show, the writes still to make, and
--- the making-safe of what reaches a forge.
+-- The mirror: the labels and comments each issue should show, the pull request of each delivery, the
+-- writes still to make, and the making-safe of what reaches a forge.
 --
 -- The current definition of each function, view and trigger here, with its comment and grants.
 -- tireless.migrate applies the files of db/ in a fixed order after the migrations (db/README.md).
@@ -19,11 +19,16 @@ REVOKE ALL ON FUNCTION tireless.mirror_labels() FROM PUBLIC, tireless_runner, ti
 CREATE OR REPLACE FUNCTION tireless.finished_job_comment(job tireless.job) RETURNS text
     LANGUAGE sql STABLE
 AS $$
-    -- The outcome on the first line (no text from a runner there). Then the report the job's last
+    -- The outcome on the first line (no text from a runner there: a delivery's branch is a ref name
+    -- without backticks, quoted as code, and its pull request a number). Then the report the job's last
     -- attempt attached, when there is one (made safe, rendered as markdown); else the last holder
     -- and the note in a fenced code block whose fence is longer than any run of backticks inside
     -- it: nothing in it renders (HTML, images, links, headings) and nothing closes it early.
-    SELECT format('tireless: %s after %s attempt%s', job.state, job.attempts, CASE WHEN job.attempts = 1 THEN '' ELSE 's' END)
+    SELECT format('tireless: %s%s after %s attempt%s', job.state,
+                  CASE WHEN delivered.branch IS NOT NULL
+                       THEN coalesce(' as #' || delivered.pull_number, '') || format(' (branch `%s`)', delivered.branch)
+                       ELSE '' END,
+                  job.attempts, CASE WHEN job.attempts = 1 THEN '' ELSE 's' END)
            || CASE WHEN report.text IS NOT NULL
                    THEN E'\n\n' || tireless.safe_report_text(report.text)
                         || CASE WHEN report.cut THEN E'\n\n(report cut at 60000 characters)' ELSE '' END
@@ -35,6 +40,7 @@ AS $$
                           ORDER BY e.id DESC LIMIT 1) AS holder ON true
       LEFT JOIN LATERAL (SELECT a.report AS text, a.report_cut AS cut FROM tireless.job_attempt a
                           WHERE a.job_id = job.id AND a.attempt = job.attempts) AS report ON true
+      LEFT JOIN tireless.delivery delivered ON delivered.job_id = job.id
      CROSS JOIN LATERAL (SELECT nullif(concat_ws(': ', tireless.safe_comment_text(regexp_replace(btrim(holder.worker), '\s+', ' ', 'g')),
                                                  CASE WHEN length(note.text) > 500 THEN left(note.text, 499) || '…' ELSE note.text END),
                                        '') AS text) AS quoted
@@ -42,7 +48,9 @@ AS $$
                              (SELECT max(length(m[1])) FROM regexp_matches(quoted.text, '(`+)', 'g') AS m), 0))) AS marks) AS fence;
 $$;
 COMMENT ON FUNCTION tireless.finished_job_comment(tireless.job) IS
-    'The comment a finished job leaves on its issue: the outcome and attempts on the first line, then the report its '
+    'The comment a finished job leaves on its issue: the outcome and attempts on the first line (a delivery that '
+    'pushed names its pull request once the mirror recorded it, and its branch: delivered as #12 (branch '
+    '`tireless/7`) after 1 attempt), then the report its '
     'last attempt attached (tireless.attach_report; made safe by safe_report_text) when there is one, else the last '
     'holder and the note (blanks folded, cut to 500 characters, made safe by safe_comment_text) in a fenced code block '
     'with a fence longer than any backtick run inside, so nothing of it renders or notifies.';
@@ -298,7 +306,8 @@ COMMENT ON FUNCTION tireless.set_mirror_comments(boolean) IS
 REVOKE ALL ON FUNCTION tireless.set_mirror_comments(boolean) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT EXECUTE ON FUNCTION tireless.set_mirror_comments(boolean) TO tireless_admin;
 
--- The mirror's backlog of an issue's repository: the writes still to make, outcome comments included.
+-- The mirror's backlog of an issue's repository: the writes still to make, outcome comments and pull
+-- requests included.
 CREATE OR REPLACE FUNCTION tireless.mirror_unread(forge text, owner text, repo text) RETURNS bigint
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
@@ -334,13 +343,16 @@ BEGIN
                               AND (mi.applied_job_id, mi.applied_state) IS DISTINCT FROM (mi.job_id, mi.state)))
          + (SELECT count(*) FROM tireless.mirror_comment c
              WHERE (c.forge, c.owner, c.repo) = (mirror_unread.forge, mirror_unread.owner, mirror_unread.repo)
-               AND c.written_at IS NULL);
+               AND c.written_at IS NULL)
+         + (SELECT count(*) FROM tireless.mirror_pull p
+             WHERE (p.forge, p.owner, p.repo) = (mirror_unread.forge, mirror_unread.owner, mirror_unread.repo)
+               AND p.written_at IS NULL);
 END;
 $$;
 COMMENT ON FUNCTION tireless.mirror_unread(text, text, text) IS
     'How many issues of a tracked repository changed after the mirror''s last scan and have no write queued yet, '
-    'plus the outcome comments still to write (part of repo_status.mirror_backlog); reads only the history after '
-    'that scan and the comments'' partial index.';
+    'plus the outcome comments and pull requests still to write (part of repo_status.mirror_backlog); reads only '
+    'the history after that scan and the comments'' and pull requests'' partial indexes.';
 REVOKE ALL ON FUNCTION tireless.mirror_unread(text, text, text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT EXECUTE ON FUNCTION tireless.mirror_unread(text, text, text) TO tireless_runner, tireless_poller, tireless_admin;
 
@@ -398,13 +410,20 @@ BEGIN
       JOIN tireless.job j ON j.id = c.job_id
      WHERE (c.forge, c.owner, c.repo) = (mirror_comments_due.forge, mirror_comments_due.owner, mirror_comments_due.repo)
        AND c.written_at IS NULL AND c.next_try_at <= now()
+       -- A delivery's comment names its pull request: it waits for the pull request's write, unless
+       -- that failed three times in a row or was queued an hour ago (then it names the branch only).
+       AND NOT EXISTS (SELECT FROM tireless.mirror_pull p
+                        WHERE p.job_id = c.job_id AND p.written_at IS NULL
+                          AND p.failures < 3 AND p.queued_at > now() - interval '1 hour')
      ORDER BY c.next_try_at, c.job_id
      LIMIT mirror_comments_due.max_comments;
 END;
 $$;
 COMMENT ON FUNCTION tireless.mirror_comments_due(text, text, text, text, integer) IS
     'For a poller holding the repository''s poll lease: the outcome comments still to write (at most max_comments), '
-    'oldest job first: the job, its issue, the body ending with its marker line, and the marker. TL004 without the lease.';
+    'oldest job first: the job, its issue, the body ending with its marker line, and the marker. A delivered job''s '
+    'comment waits for its pull request''s write (mirror_pulls_due) so that it names it, unless that write failed '
+    'three times in a row or was queued an hour ago. TL004 without the lease.';
 REVOKE ALL ON FUNCTION tireless.mirror_comments_due(text, text, text, text, integer) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT EXECUTE ON FUNCTION tireless.mirror_comments_due(text, text, text, text, integer) TO tireless_poller;
 
@@ -453,3 +472,162 @@ COMMENT ON FUNCTION tireless.record_mirror_comment(text, text, text, text, bigin
     'again). TL004 without the poll lease, TL005 for a comment never queued.';
 REVOKE ALL ON FUNCTION tireless.record_mirror_comment(text, text, text, text, bigint, text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT EXECUTE ON FUNCTION tireless.record_mirror_comment(text, text, text, text, bigint, text) TO tireless_poller;
+
+-- The pull request of a delivery. One per issue, from its branch to the base branch: a write per
+-- delivery that pushed, of which the mirror makes only the issue's newest (it carries every older push
+-- of the branch); recorded once, with the pull request's number and URL, which the outcome comment
+-- then names.
+CREATE OR REPLACE FUNCTION tireless.pull_marker(number integer) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN format('<!-- tireless:pull:%s -->', pull_marker.number);
+COMMENT ON FUNCTION tireless.pull_marker(integer) IS
+    'The hidden last line of the body of the pull request tireless opens for issue number (the same for every '
+    'delivery of the issue); the mirror counts it only in a pull request opened by its own forge account.';
+REVOKE ALL ON FUNCTION tireless.pull_marker(integer) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+
+CREATE OR REPLACE FUNCTION tireless.pull_request_text(job tireless.job, OUT title text, OUT body text)
+    LANGUAGE sql STABLE
+AS $$
+    -- The title is the issue's (its blanks folded, made safe, cut to 200 characters); the body closes
+    -- the issue on merge, quotes the report of the job's last attempt made safe as the outcome comment
+    -- does, says which job made it, and ends with the marker.
+    SELECT 'Fix #' || job.number || coalesce(': ' || CASE WHEN length(named.title) > 200 THEN left(named.title, 199) || '…'
+                                                          ELSE named.title END, ''),
+           'Closes #' || job.number
+           || coalesce(E'\n\n' || tireless.safe_report_text(report.text)
+                       || CASE WHEN report.cut THEN E'\n\n(report cut at 60000 characters)' ELSE '' END, '')
+           || format(E'\n\nDelivered by tireless: job %s, attempt %s.', job.id, job.attempts)
+           || E'\n\n' || tireless.pull_marker(job.number)
+      FROM (SELECT nullif(tireless.safe_comment_text(regexp_replace(btrim(coalesce(
+                   (SELECT i.title FROM tireless.issue i
+                     WHERE (i.forge, i.owner, i.repo, i.number) = (job.forge, job.owner, job.repo, job.number)),
+                   job.title)), '\s+', ' ', 'g')), '') AS title) AS named
+      LEFT JOIN LATERAL (SELECT a.report AS text, a.report_cut AS cut FROM tireless.job_attempt a
+                          WHERE a.job_id = job.id AND a.attempt = job.attempts) AS report ON true;
+$$;
+COMMENT ON FUNCTION tireless.pull_request_text(tireless.job) IS
+    'The title and body of the pull request of a delivered job: "Fix #7: <the issue''s title>" (blanks folded, made '
+    'safe by safe_comment_text, cut to 200 characters); "Closes #7", the report of the job''s last attempt made safe '
+    'by safe_report_text, which job and attempt made it, and the marker line (tireless.pull_marker).';
+REVOKE ALL ON FUNCTION tireless.pull_request_text(tireless.job) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+
+CREATE OR REPLACE FUNCTION tireless.mirror_pulls_due(forge text, owner text, repo text, poller text, max_pulls integer DEFAULT 100)
+    RETURNS TABLE (job_id bigint, number integer, action text, pull_number integer, head_branch text, head text,
+                   base_branch text, title text, body text, marker text, draft boolean)
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF mirror_pulls_due.max_pulls IS NULL OR mirror_pulls_due.max_pulls NOT BETWEEN 1 AND 10000 THEN
+        RAISE EXCEPTION 'max_pulls must be from 1 to 10000, got %', coalesce(mirror_pulls_due.max_pulls::text, 'null')
+            USING ERRCODE = 'TL005';
+    END IF;
+    PERFORM tireless.held_poll(mirror_pulls_due.forge, mirror_pulls_due.owner, mirror_pulls_due.repo, mirror_pulls_due.poller);
+    RETURN QUERY
+    SELECT w.job_id, w.number, CASE WHEN known.pull_number IS NULL THEN 'open' ELSE 'update' END, known.pull_number,
+           d.branch, d.head, d.base_branch, pr.title, pr.body, tireless.pull_marker(w.number), d.draft
+      -- Per issue its newest delivery still to write: its push carries the older ones.
+      FROM (SELECT DISTINCT ON (p.number) p.job_id, p.number, p.next_try_at
+              FROM tireless.mirror_pull p
+             WHERE (p.forge, p.owner, p.repo) = (mirror_pulls_due.forge, mirror_pulls_due.owner, mirror_pulls_due.repo)
+               AND p.written_at IS NULL
+             ORDER BY p.number, p.job_id DESC) AS w
+      JOIN tireless.delivery d ON d.job_id = w.job_id
+      JOIN tireless.job j ON j.id = w.job_id
+      LEFT JOIN LATERAL (SELECT o.pull_number FROM tireless.delivery o
+                          WHERE (o.forge, o.owner, o.repo, o.number) = (d.forge, d.owner, d.repo, d.number)
+                            AND o.branch = d.branch AND o.pull_number IS NOT NULL
+                          ORDER BY o.job_id DESC LIMIT 1) AS known ON true
+     CROSS JOIN LATERAL tireless.pull_request_text(j) AS pr
+     WHERE w.next_try_at <= now()
+     ORDER BY w.next_try_at, w.job_id
+     LIMIT mirror_pulls_due.max_pulls;
+END;
+$$;
+COMMENT ON FUNCTION tireless.mirror_pulls_due(text, text, text, text, integer) IS
+    'For a poller holding the repository''s poll lease: the pull requests to open or update (at most max_pulls), '
+    'one per issue, for its newest delivery not yet written: the job, the issue, the action (open: no pull request '
+    'known for the branch; update: pull_number, the one last recorded, which may have been closed since), the '
+    'head branch and commit, the base branch, the title and body (tireless.pull_request_text), the marker the body '
+    'ends with, and whether to open it as a draft. Listed until record_mirror_pull records it. TL004 without the lease.';
+REVOKE ALL ON FUNCTION tireless.mirror_pulls_due(text, text, text, text, integer) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.mirror_pulls_due(text, text, text, text, integer) TO tireless_poller;
+
+CREATE OR REPLACE FUNCTION tireless.record_mirror_pull(
+    forge text, owner text, repo text, poller text, job_id bigint,
+    pull_number integer DEFAULT NULL, pull_url text DEFAULT NULL, error text DEFAULT NULL
+) RETURNS timestamptz
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    queued tireless.mirror_pull;
+    pushed tireless.delivery;
+    until timestamptz;
+BEGIN
+    IF record_mirror_pull.error IS NOT NULL THEN
+        IF btrim(record_mirror_pull.error) = '' THEN
+            RAISE EXCEPTION 'error must say what failed, got %', quote_literal(record_mirror_pull.error) USING ERRCODE = 'TL005';
+        END IF;
+        IF record_mirror_pull.pull_number IS NOT NULL OR record_mirror_pull.pull_url IS NOT NULL THEN
+            RAISE EXCEPTION 'a failed write has no pull request: give error, or pull_number and pull_url'
+                USING ERRCODE = 'TL005';
+        END IF;
+    ELSE
+        IF record_mirror_pull.pull_number IS NULL OR record_mirror_pull.pull_number <= 0 THEN
+            RAISE EXCEPTION 'pull_number must be a positive integer, got %', coalesce(record_mirror_pull.pull_number::text, 'null')
+                USING ERRCODE = 'TL009';
+        END IF;
+        IF record_mirror_pull.pull_url IS NULL OR record_mirror_pull.pull_url !~ '^https?://[^\x01-\x20\x7f-\x9f]+$'
+           OR length(record_mirror_pull.pull_url) > 2000 THEN
+            RAISE EXCEPTION 'pull_url must be an http(s) URL of at most 2000 characters, got %',
+                coalesce(quote_literal(left(record_mirror_pull.pull_url, 300)), 'null') USING ERRCODE = 'TL009';
+        END IF;
+    END IF;
+    PERFORM tireless.held_poll(record_mirror_pull.forge, record_mirror_pull.owner, record_mirror_pull.repo,
+                               record_mirror_pull.poller);
+    SELECT * INTO queued FROM tireless.mirror_pull p
+     WHERE p.job_id = record_mirror_pull.job_id
+       AND (p.forge, p.owner, p.repo) = (record_mirror_pull.forge, record_mirror_pull.owner, record_mirror_pull.repo)
+       FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'job % of %/%/% has no pull request queued', coalesce(record_mirror_pull.job_id::text, 'null'),
+            record_mirror_pull.forge, record_mirror_pull.owner, record_mirror_pull.repo
+            USING ERRCODE = 'TL005', HINT = 'Record the pull requests mirror_pulls_due returned.';
+    END IF;
+    IF record_mirror_pull.error IS NOT NULL THEN
+        -- 15 s doubling per failure in a row, capped at an hour, jittered to between half and all of it.
+        until := now() + least(interval '1 hour', interval '15 seconds' * (2::float8 ^ least(queued.failures, 20)))
+                         * (0.5 + random() / 2);
+        UPDATE tireless.mirror_pull p
+           SET failures = p.failures + 1, next_try_at = until,
+               last_error = left(btrim(record_mirror_pull.error), 2000), last_error_at = now()
+         WHERE p.job_id = queued.job_id;
+        RETURN until;
+    END IF;
+    -- The pull request shows this push and every older one of the branch still waiting: those
+    -- deliveries are in it too, and their writes are done.
+    SELECT * INTO pushed FROM tireless.delivery d WHERE d.job_id = queued.job_id;
+    UPDATE tireless.delivery d
+       SET pull_number = record_mirror_pull.pull_number, pull_url = record_mirror_pull.pull_url, pull_known_at = now()
+     WHERE (d.forge, d.owner, d.repo, d.number) = (pushed.forge, pushed.owner, pushed.repo, pushed.number)
+       AND d.branch = pushed.branch
+       AND (d.job_id = pushed.job_id
+            OR (d.job_id < pushed.job_id
+                AND EXISTS (SELECT FROM tireless.mirror_pull p WHERE p.job_id = d.job_id AND p.written_at IS NULL)));
+    UPDATE tireless.mirror_pull p
+       SET written_at = coalesce(p.written_at, now()), failures = 0, last_error = NULL, last_error_at = NULL
+     WHERE (p.forge, p.owner, p.repo, p.number) = (queued.forge, queued.owner, queued.repo, queued.number)
+       AND (p.job_id = queued.job_id OR (p.job_id < queued.job_id AND p.written_at IS NULL))
+       AND EXISTS (SELECT FROM tireless.delivery d WHERE d.job_id = p.job_id AND d.branch = pushed.branch);
+    RETURN NULL;
+END;
+$$;
+COMMENT ON FUNCTION tireless.record_mirror_pull(text, text, text, text, bigint, integer, text, text) IS
+    'The forge opened, found or updated the pull request of job_id''s delivery (pull_number and pull_url): recorded '
+    'on the delivery, and on the older deliveries of the branch still waiting for theirs (the pull request carries '
+    'their pushes), whose writes are done too; never listed again; returns null. Or the write failed (error): '
+    'counted, backed off exponentially with jitter; returns when it is tried again. TL004 without the poll lease, '
+    'TL005 for a write never queued, TL009 for a malformed pull_number or pull_url.';
+REVOKE ALL ON FUNCTION tireless.record_mirror_pull(text, text, text, text, bigint, integer, text, text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.record_mirror_pull(text, text, text, text, bigint, integer, text, text) TO tireless_poller;

@@ -696,6 +696,27 @@ $$;
 COMMENT ON FUNCTION tireless.check_budget(runs_per_day integer, agent_time_per_day interval) IS 'Raises TL005 (naming the setting) unless runs_per_day is null or >= 0 and agent_time_per_day null or in (0, 1000 days].';
 
 --
+-- Name: check_commit_id(text, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.check_commit_id(what text, id text) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    AS $$
+BEGIN
+    IF id IS NULL OR NOT tireless.is_commit_id(id) THEN
+        RAISE EXCEPTION '% must be a full commit id, got %', what, coalesce(quote_literal(left(id, 100)), 'null')
+            USING ERRCODE = 'TL009', HINT = 'A commit id is 40 (SHA-1) or 64 (SHA-256) lowercase hex digits: git rev-parse HEAD.';
+    END IF;
+END;
+$$;
+
+--
+-- Name: FUNCTION check_commit_id(what text, id text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.check_commit_id(what text, id text) IS 'Raises TL009 naming the argument (what) and its value unless id is a full commit id (tireless.is_commit_id).';
+
+--
 -- Name: check_forge(text); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -850,6 +871,29 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.check_lease(lease interval) IS 'Raises TL005 unless 0 < lease <= 1 day (tireless.is_lease).';
+
+--
+-- Name: check_ref_name(text, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.check_ref_name(what text, name text) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    AS $$
+BEGIN
+    IF name IS NULL OR NOT tireless.is_ref_name(name) THEN
+        RAISE EXCEPTION '% must be a git ref name, got %', what, coalesce(quote_literal(left(name, 300)), 'null')
+            USING ERRCODE = 'TL009',
+                  HINT = 'A ref name as git check-ref-format allows, at most 255 characters, without blanks, '
+                         'control characters, `, <, > or ".';
+    END IF;
+END;
+$$;
+
+--
+-- Name: FUNCTION check_ref_name(what text, name text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.check_ref_name(what text, name text) IS 'Raises TL009 naming the argument (what) and its value unless name is a ref name (tireless.is_ref_name).';
 
 --
 -- Name: check_repo(text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -1400,6 +1444,88 @@ $$;
 COMMENT ON FUNCTION tireless.current_attempt(job_id bigint, attempt integer) IS 'The job_attempt row of the job''s attempt number attempt, made (started at the claim in the history) when the job has none or one of an older attempt. Called with the job''s row locked by its holder.';
 
 --
+-- Name: deliver(bigint, text, text, text, text, text, uuid, text, boolean); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.deliver(job_id bigint, worker text, branch text DEFAULT NULL::text, head text DEFAULT NULL::text, base_branch text DEFAULT NULL::text, base text DEFAULT NULL::text, token uuid DEFAULT NULL::uuid, note text DEFAULT NULL::text, draft boolean DEFAULT false) RETURNS tireless.job
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    changed CONSTANT boolean := num_nonnulls(deliver.branch, deliver.head, deliver.base_branch, deliver.base) > 0;
+    result tireless.job;
+BEGIN
+    -- Malformed values first: refused before any lock, naming the value.
+    IF changed THEN
+        PERFORM tireless.check_ref_name('branch', deliver.branch);
+        PERFORM tireless.check_commit_id('head', deliver.head);
+        PERFORM tireless.check_ref_name('base_branch', deliver.base_branch);
+        PERFORM tireless.check_commit_id('base', deliver.base);
+        IF deliver.branch = deliver.base_branch THEN
+            RAISE EXCEPTION 'branch % is the base branch; a pull request goes from its branch to another',
+                quote_literal(deliver.branch) USING ERRCODE = 'TL009';
+        END IF;
+        IF deliver.head = deliver.base THEN
+            RAISE EXCEPTION 'head % is the base commit: nothing was committed', deliver.head
+                USING ERRCODE = 'TL009', HINT = 'Deliver with no change: no branch, head, base_branch or base.';
+        END IF;
+    END IF;
+    result := tireless.transition(deliver.job_id, 'delivered', deliver.worker,
+                                  CASE WHEN changed THEN deliver.note ELSE coalesce(deliver.note, 'no change') END,
+                                  deliver.token);
+    INSERT INTO tireless.delivery (job_id, forge, owner, repo, number, branch, head, base_branch, base, draft)
+    VALUES (result.id, result.forge, result.owner, result.repo, result.number, deliver.branch, deliver.head,
+            deliver.base_branch, deliver.base, changed AND coalesce(deliver.draft, false));
+    IF changed THEN
+        -- The mirror opens or updates the pull request; an untracked repository is not mirrored.
+        INSERT INTO tireless.mirror_pull (job_id, forge, owner, repo, number)
+        SELECT result.id, t.forge, t.owner, t.repo, result.number FROM tireless.tracked_repo t
+         WHERE (t.forge, t.owner, t.repo) = (result.forge, result.owner, result.repo);
+    END IF;
+    RETURN result;
+END;
+$$;
+
+--
+-- Name: FUNCTION deliver(job_id bigint, worker text, branch text, head text, base_branch text, base text, token uuid, note text, draft boolean); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.deliver(job_id bigint, worker text, branch text, head text, base_branch text, base text, token uuid, note text, draft boolean) IS 'The holder delivers the job with what it pushed, in one transaction: exactly transition(job_id, ''delivered'', worker, note, token) (its refusals: TL004 unless worker, token and login hold the claim, TL003 for a finished job, TL001, TL005), then the delivery recorded (branch, head, base_branch, base, draft) and, for a tracked repository, the pull request queued for the mirror (mirror_pulls_due). Without branch, head, base_branch and base: delivered with no change (note ''no change'' unless given), no pull request. TL009 for a malformed branch or commit, a branch that is its own base, or a head that is its base; nothing changes.';
+
+--
+-- Name: delivery_of_a_delivered_job(); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.delivery_of_a_delivered_job() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    job record;
+    broken text;
+BEGIN
+    SELECT j.state, j.forge, j.owner, j.repo, j.number INTO job FROM tireless.job j WHERE j.id = NEW.job_id;
+    broken := CASE
+        WHEN job.state IS DISTINCT FROM 'delivered' THEN 'delivery_of_a_delivered_job'
+        WHEN (job.forge, job.owner, job.repo, job.number) IS DISTINCT FROM (NEW.forge, NEW.owner, NEW.repo, NEW.number)
+            THEN 'delivery_names_its_job_s_issue'
+    END;
+    IF broken IS NULL THEN
+        RETURN NEW;
+    END IF;
+    RAISE EXCEPTION 'new row for relation "delivery" violates check constraint "%"', broken
+        USING ERRCODE = 'check_violation', CONSTRAINT = broken, SCHEMA = 'tireless', TABLE = 'delivery',
+              DETAIL = format('Job %s is %s, of %s/%s/%s#%s.', NEW.job_id, coalesce(job.state::text, 'not a job'),
+                              job.forge, job.owner, job.repo, job.number);
+END;
+$$;
+
+--
+-- Name: FUNCTION delivery_of_a_delivered_job(); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.delivery_of_a_delivered_job() IS 'Trigger of tireless.delivery: a delivery belongs to a delivered job (delivery_of_a_delivered_job) and names that job''s issue (delivery_names_its_job_s_issue); else check_violation (23514) naming the rule. A delivered job never changes again, so the rule holds for good once the row is in.';
+
+--
 -- Name: duration_bin(double precision); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -1844,11 +1970,16 @@ COMMENT ON FUNCTION tireless.finish_and_claim(job_id bigint, to_state text, work
 CREATE FUNCTION tireless.finished_job_comment(job tireless.job) RETURNS text
     LANGUAGE sql STABLE
     AS $$
-    -- The outcome on the first line (no text from a runner there). Then the report the job's last
+    -- The outcome on the first line (no text from a runner there: a delivery's branch is a ref name
+    -- without backticks, quoted as code, and its pull request a number). Then the report the job's last
     -- attempt attached, when there is one (made safe, rendered as markdown); else the last holder
     -- and the note in a fenced code block whose fence is longer than any run of backticks inside
     -- it: nothing in it renders (HTML, images, links, headings) and nothing closes it early.
-    SELECT format('tireless: %s after %s attempt%s', job.state, job.attempts, CASE WHEN job.attempts = 1 THEN '' ELSE 's' END)
+    SELECT format('tireless: %s%s after %s attempt%s', job.state,
+                  CASE WHEN delivered.branch IS NOT NULL
+                       THEN coalesce(' as #' || delivered.pull_number, '') || format(' (branch `%s`)', delivered.branch)
+                       ELSE '' END,
+                  job.attempts, CASE WHEN job.attempts = 1 THEN '' ELSE 's' END)
            || CASE WHEN report.text IS NOT NULL
                    THEN E'\n\n' || tireless.safe_report_text(report.text)
                         || CASE WHEN report.cut THEN E'\n\n(report cut at 60000 characters)' ELSE '' END
@@ -1860,6 +1991,7 @@ CREATE FUNCTION tireless.finished_job_comment(job tireless.job) RETURNS text
                           ORDER BY e.id DESC LIMIT 1) AS holder ON true
       LEFT JOIN LATERAL (SELECT a.report AS text, a.report_cut AS cut FROM tireless.job_attempt a
                           WHERE a.job_id = job.id AND a.attempt = job.attempts) AS report ON true
+      LEFT JOIN tireless.delivery delivered ON delivered.job_id = job.id
      CROSS JOIN LATERAL (SELECT nullif(concat_ws(': ', tireless.safe_comment_text(regexp_replace(btrim(holder.worker), '\s+', ' ', 'g')),
                                                  CASE WHEN length(note.text) > 500 THEN left(note.text, 499) || '…' ELSE note.text END),
                                        '') AS text) AS quoted
@@ -1871,7 +2003,7 @@ $$;
 -- Name: FUNCTION finished_job_comment(job tireless.job); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.finished_job_comment(job tireless.job) IS 'The comment a finished job leaves on its issue: the outcome and attempts on the first line, then the report its last attempt attached (tireless.attach_report; made safe by safe_report_text) when there is one, else the last holder and the note (blanks folded, cut to 500 characters, made safe by safe_comment_text) in a fenced code block with a fence longer than any backtick run inside, so nothing of it renders or notifies.';
+COMMENT ON FUNCTION tireless.finished_job_comment(job tireless.job) IS 'The comment a finished job leaves on its issue: the outcome and attempts on the first line (a delivery that pushed names its pull request once the mirror recorded it, and its branch: delivered as #12 (branch `tireless/7`) after 1 attempt), then the report its last attempt attached (tireless.attach_report; made safe by safe_report_text) when there is one, else the last holder and the note (blanks folded, cut to 500 characters, made safe by safe_comment_text) in a fenced code block with a fence longer than any backtick run inside, so nothing of it renders or notifies.';
 
 --
 -- Name: is_terminal(tireless.job_state); Type: FUNCTION; Schema: tireless; Owner: -
@@ -2476,6 +2608,20 @@ $$;
 COMMENT ON FUNCTION tireless.history_top() IS 'The newest job_event id drawn so far (0 before the first), read from the sequence without scanning the history.';
 
 --
+-- Name: is_commit_id(text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.is_commit_id(id text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN (id ~ '^([0-9a-f]{40}|[0-9a-f]{64})$'::text);
+
+--
+-- Name: FUNCTION is_commit_id(id text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.is_commit_id(id text) IS 'True when a text is a full commit id: 40 (SHA-1) or 64 (SHA-256) lowercase hex digits; null for null.';
+
+--
 -- Name: is_forge_timestamp(text); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -2511,6 +2657,20 @@ CREATE FUNCTION tireless.is_lease(lease interval) RETURNS boolean
 --
 
 COMMENT ON FUNCTION tireless.is_lease(lease interval) IS 'True when 0 < lease <= 1 day (false for null).';
+
+--
+-- Name: is_ref_name(text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.is_ref_name(name text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN ((name ~ '^[^\x01-\x20\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069~^:?*[\\`<>"]{1,255}$'::text) AND (name !~ '^[-/]|/$|//|(^|/)\.|\.\.|@\{|\.lock(/|$)|\.$'::text) AND (name <> '@'::text));
+
+--
+-- Name: FUNCTION is_ref_name(name text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.is_ref_name(name text) IS 'True when a text is a git ref name as git check-ref-format allows one (no blank or control character, no ~ ^ : ? * [ \, no .. or @{, no component starting with . or ending with .lock, not starting with - or /, not ending with / or .), of at most 255 characters and without `, <, > or " (so it quotes safely in markdown and HTML); null for null.';
 
 --
 -- Name: is_worker_name(text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -2600,6 +2760,33 @@ $_$;
 COMMENT ON FUNCTION tireless.issue_problem(issue jsonb) IS 'Why one element of an enqueue batch is malformed, or null when it is well formed.';
 
 --
+-- Name: issue_push(text, text, text, integer); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.issue_push(forge text, owner text, repo text, number integer) RETURNS TABLE(branch text, head text, pull_number integer, pull_url text)
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT coalesce(last.branch, p.label_prefix || '/' || issue_push.number), last.head, pull.pull_number, pull.pull_url
+      FROM tireless.policy p
+      LEFT JOIN LATERAL (SELECT d.branch, d.head FROM tireless.delivery d
+                          WHERE (d.forge, d.owner, d.repo, d.number)
+                                = (issue_push.forge, issue_push.owner, issue_push.repo, issue_push.number)
+                            AND d.branch IS NOT NULL
+                          ORDER BY d.job_id DESC LIMIT 1) AS last ON true
+      LEFT JOIN LATERAL (SELECT d.pull_number, d.pull_url FROM tireless.delivery d
+                          WHERE (d.forge, d.owner, d.repo, d.number)
+                                = (issue_push.forge, issue_push.owner, issue_push.repo, issue_push.number)
+                            AND d.branch = last.branch AND d.pull_number IS NOT NULL
+                          ORDER BY d.job_id DESC LIMIT 1) AS pull ON true;
+$$;
+
+--
+-- Name: FUNCTION issue_push(forge text, owner text, repo text, number integer); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.issue_push(forge text, owner text, repo text, number integer) IS 'What tireless last pushed for an issue: the branch of its newest delivery that pushed one (else <label_prefix>/<number>, not pushed yet), that delivery''s head (null: never pushed), and the newest pull request the mirror recorded for that branch (null: none known; it may have been merged or closed since).';
+
+--
 -- Name: issue_runs(bigint); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -2637,17 +2824,20 @@ COMMENT ON FUNCTION tireless.issue_runs(job_id bigint) IS 'Every job the issue o
 -- Name: job_brief(bigint); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
-CREATE FUNCTION tireless.job_brief(job_id bigint) RETURNS TABLE(issue_url text, api_url text, clone_url text, body text, body_cut boolean)
+CREATE FUNCTION tireless.job_brief(job_id bigint) RETURNS TABLE(issue_url text, api_url text, clone_url text, body text, body_cut boolean, branch text, branch_head text, pull_number integer, pull_url text, checkpoint_ref text, checkpoint_commit text)
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 BEGIN
     RETURN QUERY
     SELECT i.url, tireless.forge_api_url(f.kind, f.base_url), tireless.forge_clone_url(f.kind, f.base_url, j.owner, j.repo),
-           i.body, coalesce(i.body_cut, false)
+           i.body, coalesce(i.body_cut, false),
+           push.branch, push.head, push.pull_number, push.pull_url, c.ref, c.commit
       FROM tireless.job j
       LEFT JOIN tireless.issue i ON (i.forge, i.owner, i.repo, i.number) = (j.forge, j.owner, j.repo, j.number)
       LEFT JOIN tireless.forge f ON f.name = j.forge
+      LEFT JOIN tireless.checkpoint c ON c.job_id = j.id
+     CROSS JOIN LATERAL tireless.issue_push(j.forge, j.owner, j.repo, j.number) AS push
      WHERE j.id = job_brief.job_id;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'no job with id %', coalesce(job_brief.job_id::text, 'null') USING ERRCODE = 'TL001';
@@ -2659,7 +2849,7 @@ $$;
 -- Name: FUNCTION job_brief(job_id bigint); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.job_brief(job_id bigint) IS 'What an agent needs besides the job row: the issue''s web URL, the forge''s API root, the repository''s clone URL (null when the forge is not registered), and the issue''s body as last polled (its first 65536 characters, body_cut when cut). No token: the agent gets none. TL001 for an unknown job.';
+COMMENT ON FUNCTION tireless.job_brief(job_id bigint) IS 'What an agent needs besides the job row: the issue''s web URL, the forge''s API root, the repository''s clone URL (null when the forge is not registered), and the issue''s body as last polled (its first 65536 characters, body_cut when cut). For the runner, what tireless last pushed for the issue (tireless.issue_push): the branch to push to, branch_head (the head to push with lease over; null: the branch was never pushed) and the pull request the mirror last recorded for it; and the job''s last checkpoint (ref and commit, from an earlier attempt: the workspace starts there). No token: the agent gets none. TL001 for an unknown job.';
 
 --
 -- Name: job_durations(interval); Type: FUNCTION; Schema: tireless; Owner: -
@@ -3105,6 +3295,11 @@ BEGIN
       JOIN tireless.job j ON j.id = c.job_id
      WHERE (c.forge, c.owner, c.repo) = (mirror_comments_due.forge, mirror_comments_due.owner, mirror_comments_due.repo)
        AND c.written_at IS NULL AND c.next_try_at <= now()
+       -- A delivery's comment names its pull request: it waits for the pull request's write, unless
+       -- that failed three times in a row or was queued an hour ago (then it names the branch only).
+       AND NOT EXISTS (SELECT FROM tireless.mirror_pull p
+                        WHERE p.job_id = c.job_id AND p.written_at IS NULL
+                          AND p.failures < 3 AND p.queued_at > now() - interval '1 hour')
      ORDER BY c.next_try_at, c.job_id
      LIMIT mirror_comments_due.max_comments;
 END;
@@ -3114,7 +3309,7 @@ $$;
 -- Name: FUNCTION mirror_comments_due(forge text, owner text, repo text, poller text, max_comments integer); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.mirror_comments_due(forge text, owner text, repo text, poller text, max_comments integer) IS 'For a poller holding the repository''s poll lease: the outcome comments still to write (at most max_comments), oldest job first: the job, its issue, the body ending with its marker line, and the marker. TL004 without the lease.';
+COMMENT ON FUNCTION tireless.mirror_comments_due(forge text, owner text, repo text, poller text, max_comments integer) IS 'For a poller holding the repository''s poll lease: the outcome comments still to write (at most max_comments), oldest job first: the job, its issue, the body ending with its marker line, and the marker. A delivered job''s comment waits for its pull request''s write (mirror_pulls_due) so that it names it, unless that write failed three times in a row or was queued an hour ago. TL004 without the lease.';
 
 --
 -- Name: mirror_issue; Type: TABLE; Schema: tireless; Owner: -
@@ -3224,6 +3419,48 @@ $$;
 COMMENT ON FUNCTION tireless.mirror_labels(OUT prefix text, OUT mode_labels text[], OUT state_labels text[]) IS 'The label prefix, its mode labels (<prefix>/discover, ...) and its state labels (<prefix>/state:pending, ...).';
 
 --
+-- Name: mirror_pulls_due(text, text, text, text, integer); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.mirror_pulls_due(forge text, owner text, repo text, poller text, max_pulls integer DEFAULT 100) RETURNS TABLE(job_id bigint, number integer, action text, pull_number integer, head_branch text, head text, base_branch text, title text, body text, marker text, draft boolean)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    IF mirror_pulls_due.max_pulls IS NULL OR mirror_pulls_due.max_pulls NOT BETWEEN 1 AND 10000 THEN
+        RAISE EXCEPTION 'max_pulls must be from 1 to 10000, got %', coalesce(mirror_pulls_due.max_pulls::text, 'null')
+            USING ERRCODE = 'TL005';
+    END IF;
+    PERFORM tireless.held_poll(mirror_pulls_due.forge, mirror_pulls_due.owner, mirror_pulls_due.repo, mirror_pulls_due.poller);
+    RETURN QUERY
+    SELECT w.job_id, w.number, CASE WHEN known.pull_number IS NULL THEN 'open' ELSE 'update' END, known.pull_number,
+           d.branch, d.head, d.base_branch, pr.title, pr.body, tireless.pull_marker(w.number), d.draft
+      -- Per issue its newest delivery still to write: its push carries the older ones.
+      FROM (SELECT DISTINCT ON (p.number) p.job_id, p.number, p.next_try_at
+              FROM tireless.mirror_pull p
+             WHERE (p.forge, p.owner, p.repo) = (mirror_pulls_due.forge, mirror_pulls_due.owner, mirror_pulls_due.repo)
+               AND p.written_at IS NULL
+             ORDER BY p.number, p.job_id DESC) AS w
+      JOIN tireless.delivery d ON d.job_id = w.job_id
+      JOIN tireless.job j ON j.id = w.job_id
+      LEFT JOIN LATERAL (SELECT o.pull_number FROM tireless.delivery o
+                          WHERE (o.forge, o.owner, o.repo, o.number) = (d.forge, d.owner, d.repo, d.number)
+                            AND o.branch = d.branch AND o.pull_number IS NOT NULL
+                          ORDER BY o.job_id DESC LIMIT 1) AS known ON true
+     CROSS JOIN LATERAL tireless.pull_request_text(j) AS pr
+     WHERE w.next_try_at <= now()
+     ORDER BY w.next_try_at, w.job_id
+     LIMIT mirror_pulls_due.max_pulls;
+END;
+$$;
+
+--
+-- Name: FUNCTION mirror_pulls_due(forge text, owner text, repo text, poller text, max_pulls integer); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.mirror_pulls_due(forge text, owner text, repo text, poller text, max_pulls integer) IS 'For a poller holding the repository''s poll lease: the pull requests to open or update (at most max_pulls), one per issue, for its newest delivery not yet written: the job, the issue, the action (open: no pull request known for the branch; update: pull_number, the one last recorded, which may have been closed since), the head branch and commit, the base branch, the title and body (tireless.pull_request_text), the marker the body ends with, and whether to open it as a draft. Listed until record_mirror_pull records it. TL004 without the lease.';
+
+--
 -- Name: mirror_unread(text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -3262,7 +3499,10 @@ BEGIN
                               AND (mi.applied_job_id, mi.applied_state) IS DISTINCT FROM (mi.job_id, mi.state)))
          + (SELECT count(*) FROM tireless.mirror_comment c
              WHERE (c.forge, c.owner, c.repo) = (mirror_unread.forge, mirror_unread.owner, mirror_unread.repo)
-               AND c.written_at IS NULL);
+               AND c.written_at IS NULL)
+         + (SELECT count(*) FROM tireless.mirror_pull p
+             WHERE (p.forge, p.owner, p.repo) = (mirror_unread.forge, mirror_unread.owner, mirror_unread.repo)
+               AND p.written_at IS NULL);
 END;
 $$;
 
@@ -3270,7 +3510,7 @@ $$;
 -- Name: FUNCTION mirror_unread(forge text, owner text, repo text); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.mirror_unread(forge text, owner text, repo text) IS 'How many issues of a tracked repository changed after the mirror''s last scan and have no write queued yet, plus the outcome comments still to write (part of repo_status.mirror_backlog); reads only the history after that scan and the comments'' partial index.';
+COMMENT ON FUNCTION tireless.mirror_unread(forge text, owner text, repo text) IS 'How many issues of a tracked repository changed after the mirror''s last scan and have no write queued yet, plus the outcome comments and pull requests still to write (part of repo_status.mirror_backlog); reads only the history after that scan and the comments'' and pull requests'' partial indexes.';
 
 --
 -- Name: mirror_writes(text, text, text, text, integer, interval); Type: FUNCTION; Schema: tireless; Owner: -
@@ -3612,6 +3852,51 @@ $$;
 COMMENT ON FUNCTION tireless.prune_preview(older_than interval) IS '(admin) What prune(older_than) would delete now: how many jobs, and the oldest and newest last change among them. Deletes nothing.';
 
 --
+-- Name: pull_marker(integer); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.pull_marker(number integer) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN format('<!-- tireless:pull:%s -->'::text, number);
+
+--
+-- Name: FUNCTION pull_marker(number integer); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.pull_marker(number integer) IS 'The hidden last line of the body of the pull request tireless opens for issue number (the same for every delivery of the issue); the mirror counts it only in a pull request opened by its own forge account.';
+
+--
+-- Name: pull_request_text(tireless.job); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.pull_request_text(job tireless.job, OUT title text, OUT body text) RETURNS record
+    LANGUAGE sql STABLE
+    AS $$
+    -- The title is the issue's (its blanks folded, made safe, cut to 200 characters); the body closes
+    -- the issue on merge, quotes the report of the job's last attempt made safe as the outcome comment
+    -- does, says which job made it, and ends with the marker.
+    SELECT 'Fix #' || job.number || coalesce(': ' || CASE WHEN length(named.title) > 200 THEN left(named.title, 199) || '…'
+                                                          ELSE named.title END, ''),
+           'Closes #' || job.number
+           || coalesce(E'\n\n' || tireless.safe_report_text(report.text)
+                       || CASE WHEN report.cut THEN E'\n\n(report cut at 60000 characters)' ELSE '' END, '')
+           || format(E'\n\nDelivered by tireless: job %s, attempt %s.', job.id, job.attempts)
+           || E'\n\n' || tireless.pull_marker(job.number)
+      FROM (SELECT nullif(tireless.safe_comment_text(regexp_replace(btrim(coalesce(
+                   (SELECT i.title FROM tireless.issue i
+                     WHERE (i.forge, i.owner, i.repo, i.number) = (job.forge, job.owner, job.repo, job.number)),
+                   job.title)), '\s+', ' ', 'g')), '') AS title) AS named
+      LEFT JOIN LATERAL (SELECT a.report AS text, a.report_cut AS cut FROM tireless.job_attempt a
+                          WHERE a.job_id = job.id AND a.attempt = job.attempts) AS report ON true;
+$$;
+
+--
+-- Name: FUNCTION pull_request_text(job tireless.job, OUT title text, OUT body text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.pull_request_text(job tireless.job, OUT title text, OUT body text) IS 'The title and body of the pull request of a delivered job: "Fix #7: <the issue''s title>" (blanks folded, made safe by safe_comment_text, cut to 200 characters); "Closes #7", the report of the job''s last attempt made safe by safe_report_text, which job and attempt made it, and the marker line (tireless.pull_marker).';
+
+--
 -- Name: queue_activity(interval); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -3678,6 +3963,43 @@ END;
 --
 
 COMMENT ON FUNCTION tireless.queue_activity(span interval) IS 'Each lane over the last span (at most 8 days) in buckets of a minute (span up to 2 hours) or an hour: its pending and claimed jobs at the end of each bucket and the jobs that ended delivered, failed or cancelled in it. Rolls the history up first (tireless.roll_up_history) and reads only the folded buckets and the live jobs. A job re-routed to another lane while pending counts in the lane it had when the rollup read its event.';
+
+--
+-- Name: record_checkpoint(bigint, text, text, text, uuid); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.record_checkpoint(job_id bigint, worker text, ref text, commit text, token uuid DEFAULT NULL::uuid) RETURNS timestamp with time zone
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    job tireless.job;
+    branch text;
+    result timestamptz;
+BEGIN
+    PERFORM tireless.check_ref_name('ref', record_checkpoint.ref);
+    PERFORM tireless.check_commit_id('commit', record_checkpoint.commit);
+    job := tireless.held_job(record_checkpoint.job_id, record_checkpoint.worker, record_checkpoint.token);
+    SELECT p.branch INTO branch FROM tireless.issue_push(job.forge, job.owner, job.repo, job.number) p;
+    IF record_checkpoint.ref IN (branch, 'refs/heads/' || branch) THEN
+        RAISE EXCEPTION 'ref % is the pull request''s branch; a checkpoint goes to a ref of its own',
+            quote_literal(record_checkpoint.ref)
+            USING ERRCODE = 'TL009', HINT = 'Push checkpoints to a ref such as refs/tireless/checkpoints/<job id>.';
+    END IF;
+    INSERT INTO tireless.checkpoint AS c (job_id, attempt, ref, commit)
+    VALUES (job.id, job.attempts, record_checkpoint.ref, record_checkpoint.commit)
+    ON CONFLICT ON CONSTRAINT checkpoint_pkey DO UPDATE
+       SET attempt = excluded.attempt, ref = excluded.ref, commit = excluded.commit, recorded_at = now()
+    RETURNING c.recorded_at INTO result;
+    RETURN result;
+END;
+$$;
+
+--
+-- Name: FUNCTION record_checkpoint(job_id bigint, worker text, ref text, commit text, token uuid); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.record_checkpoint(job_id bigint, worker text, ref text, commit text, token uuid) IS 'The holder pushed its workspace''s commits so far to ref (a ref of tireless''s own, never the pull request''s branch) at commit: kept as the job''s last checkpoint, with the attempt, replacing the one before; job_brief hands it to the job''s later attempts. Returns the time recorded. TL009 for a malformed ref or commit, or the pull request''s branch; TL001 for an unknown job, TL004 when worker (or token, or the login) does not hold it.';
 
 --
 -- Name: record_forge_trouble(text, text, timestamp with time zone); Type: FUNCTION; Schema: tireless; Owner: -
@@ -3900,6 +4222,84 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.record_mirror_failure(forge text, owner text, repo text, poller text, number integer, job_id bigint, state text, error text) IS 'A mirror write to one issue failed: counts it, records the error (trimmed to 2000 characters) and backs that issue off exponentially with jitter; returns when it is tried again. Other issues and the polls go on. TL004 without the poll lease, TL005 for a write never queued.';
+
+--
+-- Name: record_mirror_pull(text, text, text, text, bigint, integer, text, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.record_mirror_pull(forge text, owner text, repo text, poller text, job_id bigint, pull_number integer DEFAULT NULL::integer, pull_url text DEFAULT NULL::text, error text DEFAULT NULL::text) RETURNS timestamp with time zone
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+DECLARE
+    queued tireless.mirror_pull;
+    pushed tireless.delivery;
+    until timestamptz;
+BEGIN
+    IF record_mirror_pull.error IS NOT NULL THEN
+        IF btrim(record_mirror_pull.error) = '' THEN
+            RAISE EXCEPTION 'error must say what failed, got %', quote_literal(record_mirror_pull.error) USING ERRCODE = 'TL005';
+        END IF;
+        IF record_mirror_pull.pull_number IS NOT NULL OR record_mirror_pull.pull_url IS NOT NULL THEN
+            RAISE EXCEPTION 'a failed write has no pull request: give error, or pull_number and pull_url'
+                USING ERRCODE = 'TL005';
+        END IF;
+    ELSE
+        IF record_mirror_pull.pull_number IS NULL OR record_mirror_pull.pull_number <= 0 THEN
+            RAISE EXCEPTION 'pull_number must be a positive integer, got %', coalesce(record_mirror_pull.pull_number::text, 'null')
+                USING ERRCODE = 'TL009';
+        END IF;
+        IF record_mirror_pull.pull_url IS NULL OR record_mirror_pull.pull_url !~ '^https?://[^\x01-\x20\x7f-\x9f]+$'
+           OR length(record_mirror_pull.pull_url) > 2000 THEN
+            RAISE EXCEPTION 'pull_url must be an http(s) URL of at most 2000 characters, got %',
+                coalesce(quote_literal(left(record_mirror_pull.pull_url, 300)), 'null') USING ERRCODE = 'TL009';
+        END IF;
+    END IF;
+    PERFORM tireless.held_poll(record_mirror_pull.forge, record_mirror_pull.owner, record_mirror_pull.repo,
+                               record_mirror_pull.poller);
+    SELECT * INTO queued FROM tireless.mirror_pull p
+     WHERE p.job_id = record_mirror_pull.job_id
+       AND (p.forge, p.owner, p.repo) = (record_mirror_pull.forge, record_mirror_pull.owner, record_mirror_pull.repo)
+       FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'job % of %/%/% has no pull request queued', coalesce(record_mirror_pull.job_id::text, 'null'),
+            record_mirror_pull.forge, record_mirror_pull.owner, record_mirror_pull.repo
+            USING ERRCODE = 'TL005', HINT = 'Record the pull requests mirror_pulls_due returned.';
+    END IF;
+    IF record_mirror_pull.error IS NOT NULL THEN
+        -- 15 s doubling per failure in a row, capped at an hour, jittered to between half and all of it.
+        until := now() + least(interval '1 hour', interval '15 seconds' * (2::float8 ^ least(queued.failures, 20)))
+                         * (0.5 + random() / 2);
+        UPDATE tireless.mirror_pull p
+           SET failures = p.failures + 1, next_try_at = until,
+               last_error = left(btrim(record_mirror_pull.error), 2000), last_error_at = now()
+         WHERE p.job_id = queued.job_id;
+        RETURN until;
+    END IF;
+    -- The pull request shows this push and every older one of the branch still waiting: those
+    -- deliveries are in it too, and their writes are done.
+    SELECT * INTO pushed FROM tireless.delivery d WHERE d.job_id = queued.job_id;
+    UPDATE tireless.delivery d
+       SET pull_number = record_mirror_pull.pull_number, pull_url = record_mirror_pull.pull_url, pull_known_at = now()
+     WHERE (d.forge, d.owner, d.repo, d.number) = (pushed.forge, pushed.owner, pushed.repo, pushed.number)
+       AND d.branch = pushed.branch
+       AND (d.job_id = pushed.job_id
+            OR (d.job_id < pushed.job_id
+                AND EXISTS (SELECT FROM tireless.mirror_pull p WHERE p.job_id = d.job_id AND p.written_at IS NULL)));
+    UPDATE tireless.mirror_pull p
+       SET written_at = coalesce(p.written_at, now()), failures = 0, last_error = NULL, last_error_at = NULL
+     WHERE (p.forge, p.owner, p.repo, p.number) = (queued.forge, queued.owner, queued.repo, queued.number)
+       AND (p.job_id = queued.job_id OR (p.job_id < queued.job_id AND p.written_at IS NULL))
+       AND EXISTS (SELECT FROM tireless.delivery d WHERE d.job_id = p.job_id AND d.branch = pushed.branch);
+    RETURN NULL;
+END;
+$_$;
+
+--
+-- Name: FUNCTION record_mirror_pull(forge text, owner text, repo text, poller text, job_id bigint, pull_number integer, pull_url text, error text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.record_mirror_pull(forge text, owner text, repo text, poller text, job_id bigint, pull_number integer, pull_url text, error text) IS 'The forge opened, found or updated the pull request of job_id''s delivery (pull_number and pull_url): recorded on the delivery, and on the older deliveries of the branch still waiting for theirs (the pull request carries their pushes), whose writes are done too; never listed again; returns null. Or the write failed (error): counted, backed off exponentially with jitter; returns when it is tried again. TL004 without the poll lease, TL005 for a write never queued, TL009 for a malformed pull_number or pull_url.';
 
 --
 -- Name: record_mirror_write(text, text, text, text, integer, bigint, text, jsonb); Type: FUNCTION; Schema: tireless; Owner: -
@@ -5460,6 +5860,268 @@ CREATE VIEW tireless.active_claims AS
 COMMENT ON VIEW tireless.active_claims IS 'Claimed jobs with the time left on their lease (negative: past its lease, waiting for the sweeper), and the login that claimed each.';
 
 --
+-- Name: checkpoint; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.checkpoint (
+    job_id bigint NOT NULL,
+    attempt integer NOT NULL,
+    ref text NOT NULL,
+    commit text NOT NULL,
+    recorded_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT checkpoint_attempt_positive CHECK ((attempt > 0)),
+    CONSTRAINT checkpoint_commit_is_a_commit_id CHECK ((commit ~ '^([0-9a-f]{40}|[0-9a-f]{64})$'::text)),
+    CONSTRAINT checkpoint_ref_is_a_ref_name CHECK (((ref ~ '^[^\x01-\x20\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069~^:?*[\\`<>"]{1,255}$'::text) AND (ref !~ '^[-/]|/$|//|(^|/)\.|\.\.|@\{|\.lock(/|$)|\.$'::text) AND (ref <> '@'::text)))
+);
+
+--
+-- Name: TABLE checkpoint; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.checkpoint IS 'A job''s last checkpoint (tireless.record_checkpoint): the ref of tireless''s own the holder pushed the workspace''s commits to, the commit, and in which attempt. A later attempt of the job starts from it (job_brief). Private: record_checkpoint writes it.';
+
+--
+-- Name: CONSTRAINT checkpoint_attempt_positive ON checkpoint; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT checkpoint_attempt_positive ON tireless.checkpoint IS 'A checkpoint is made by a claimed attempt, counted from 1.';
+
+--
+-- Name: CONSTRAINT checkpoint_commit_is_a_commit_id ON checkpoint; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT checkpoint_commit_is_a_commit_id ON tireless.checkpoint IS 'A checkpoint commit is 40 (SHA-1) or 64 (SHA-256) lowercase hex digits.';
+
+--
+-- Name: CONSTRAINT checkpoint_ref_is_a_ref_name ON checkpoint; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT checkpoint_ref_is_a_ref_name ON tireless.checkpoint IS 'A checkpoint ref is a git ref name (git check-ref-format), without `, <, > or ".';
+
+--
+-- Name: checkpoints; Type: VIEW; Schema: tireless; Owner: -
+--
+
+CREATE VIEW tireless.checkpoints AS
+ SELECT c.job_id,
+    c.attempt,
+    c.ref,
+    c.commit,
+    c.recorded_at
+   FROM tireless.checkpoint c;
+
+--
+-- Name: VIEW checkpoints; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON VIEW tireless.checkpoints IS 'Each job''s last checkpoint (tireless.record_checkpoint): the attempt that made it, the ref and commit pushed, and when; a later attempt of the job starts from it.';
+
+--
+-- Name: delivery; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.delivery (
+    job_id bigint NOT NULL,
+    forge text NOT NULL,
+    owner text NOT NULL,
+    repo text NOT NULL,
+    number integer NOT NULL,
+    branch text,
+    head text,
+    base_branch text,
+    base text,
+    draft boolean DEFAULT false NOT NULL,
+    delivered_at timestamp with time zone DEFAULT now() NOT NULL,
+    pull_number integer,
+    pull_url text,
+    pull_known_at timestamp with time zone,
+    CONSTRAINT a_change_moves_past_its_base CHECK ((head <> base)),
+    CONSTRAINT a_change_names_branch_head_and_base CHECK ((num_nonnulls(branch, head, base_branch, base) = ANY (ARRAY[0, 4]))),
+    CONSTRAINT base_branch_is_a_ref_name CHECK (((base_branch ~ '^[^\x01-\x20\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069~^:?*[\\`<>"]{1,255}$'::text) AND (base_branch !~ '^[-/]|/$|//|(^|/)\.|\.\.|@\{|\.lock(/|$)|\.$'::text) AND (base_branch <> '@'::text))),
+    CONSTRAINT base_is_a_commit_id CHECK ((base ~ '^([0-9a-f]{40}|[0-9a-f]{64})$'::text)),
+    CONSTRAINT branch_is_a_ref_name CHECK (((branch ~ '^[^\x01-\x20\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069~^:?*[\\`<>"]{1,255}$'::text) AND (branch !~ '^[-/]|/$|//|(^|/)\.|\.\.|@\{|\.lock(/|$)|\.$'::text) AND (branch <> '@'::text))),
+    CONSTRAINT head_is_a_commit_id CHECK ((head ~ '^([0-9a-f]{40}|[0-9a-f]{64})$'::text)),
+    CONSTRAINT no_change_opens_no_pull_request CHECK (((branch IS NOT NULL) OR ((pull_number IS NULL) AND (NOT draft)))),
+    CONSTRAINT pull_number_positive CHECK ((pull_number > 0)),
+    CONSTRAINT pull_number_url_and_time_together CHECK ((num_nonnulls(pull_number, pull_url, pull_known_at) = ANY (ARRAY[0, 3]))),
+    CONSTRAINT pull_request_is_not_its_own_base CHECK ((branch <> base_branch)),
+    CONSTRAINT pull_url_is_a_web_url CHECK (((pull_url ~ '^https?://[^\x01-\x20\x7f-\x9f]+$'::text) AND (length(pull_url) <= 2000)))
+);
+
+--
+-- Name: TABLE delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.delivery IS 'What a delivered job delivered, written by tireless.deliver in the transaction that delivers it: the branch pushed, its head commit, the base branch and commit it was made on, whether its pull request is a draft, and that pull request''s number and URL once the mirror recorded them (record_mirror_pull); no branch: delivered with no change. Private: deliver, record_mirror_pull and the views tireless.deliveries and job_list read it.';
+
+--
+-- Name: COLUMN delivery.branch; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.delivery.branch IS 'The branch pushed (<prefix>/<number>, the same across attempts and re-requests); null: no change.';
+
+--
+-- Name: COLUMN delivery.head; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.delivery.head IS 'The commit the branch was pushed to.';
+
+--
+-- Name: COLUMN delivery.base_branch; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.delivery.base_branch IS 'The branch the pull request goes to (the default branch).';
+
+--
+-- Name: COLUMN delivery.base; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.delivery.base IS 'The commit of base_branch the work started from.';
+
+--
+-- Name: COLUMN delivery.pull_known_at; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.delivery.pull_known_at IS 'When the mirror recorded the pull request (opened, found or updated for this delivery).';
+
+--
+-- Name: CONSTRAINT a_change_moves_past_its_base ON delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT a_change_moves_past_its_base ON tireless.delivery IS 'A change has a head other than its base: no commit is no change.';
+
+--
+-- Name: CONSTRAINT a_change_names_branch_head_and_base ON delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT a_change_names_branch_head_and_base ON tireless.delivery IS 'A change names its branch, head, base branch and base commit; no change names none of them.';
+
+--
+-- Name: CONSTRAINT base_branch_is_a_ref_name ON delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT base_branch_is_a_ref_name ON tireless.delivery IS 'A base branch is a git ref name (git check-ref-format), without `, <, > or ".';
+
+--
+-- Name: CONSTRAINT base_is_a_commit_id ON delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT base_is_a_commit_id ON tireless.delivery IS 'A base commit is 40 (SHA-1) or 64 (SHA-256) lowercase hex digits.';
+
+--
+-- Name: CONSTRAINT branch_is_a_ref_name ON delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT branch_is_a_ref_name ON tireless.delivery IS 'A branch is a git ref name (git check-ref-format), without `, <, > or ", so that it quotes safely in markdown.';
+
+--
+-- Name: CONSTRAINT head_is_a_commit_id ON delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT head_is_a_commit_id ON tireless.delivery IS 'A head commit is 40 (SHA-1) or 64 (SHA-256) lowercase hex digits.';
+
+--
+-- Name: CONSTRAINT no_change_opens_no_pull_request ON delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT no_change_opens_no_pull_request ON tireless.delivery IS 'A delivery with no change has no pull request, draft or not.';
+
+--
+-- Name: CONSTRAINT pull_number_positive ON delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT pull_number_positive ON tireless.delivery IS 'A pull request number is positive.';
+
+--
+-- Name: CONSTRAINT pull_number_url_and_time_together ON delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT pull_number_url_and_time_together ON tireless.delivery IS 'A pull request is known by its number, its URL and when it was recorded, or not at all.';
+
+--
+-- Name: CONSTRAINT pull_request_is_not_its_own_base ON delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT pull_request_is_not_its_own_base ON tireless.delivery IS 'A pull request goes from its branch to another.';
+
+--
+-- Name: CONSTRAINT pull_url_is_a_web_url ON delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT pull_url_is_a_web_url ON tireless.delivery IS 'A pull request URL is an http(s) URL of at most 2000 characters, no blank in it.';
+
+--
+-- Name: mirror_pull; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.mirror_pull (
+    job_id bigint NOT NULL,
+    forge text NOT NULL,
+    owner text NOT NULL,
+    repo text NOT NULL,
+    number integer NOT NULL,
+    queued_at timestamp with time zone DEFAULT now() NOT NULL,
+    written_at timestamp with time zone,
+    failures integer DEFAULT 0 NOT NULL,
+    next_try_at timestamp with time zone DEFAULT now() NOT NULL,
+    last_error text,
+    last_error_at timestamp with time zone,
+    CONSTRAINT mirror_pull_failures_not_negative CHECK ((failures >= 0))
+);
+
+--
+-- Name: TABLE mirror_pull; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.mirror_pull IS 'Per delivery that pushed a branch of a tracked repository: the pull request the mirror must open or update for it, written once (written_at, also when a newer delivery of the issue was written first) and the retries of a failing write. Private: deliver queues it, mirror_pulls_due and record_mirror_pull keep it.';
+
+--
+-- Name: COLUMN mirror_pull.written_at; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.mirror_pull.written_at IS 'When the forge confirmed the pull request for this push (null: still to write).';
+
+--
+-- Name: CONSTRAINT mirror_pull_failures_not_negative ON mirror_pull; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT mirror_pull_failures_not_negative ON tireless.mirror_pull IS 'Failures in a row are not negative.';
+
+--
+-- Name: deliveries; Type: VIEW; Schema: tireless; Owner: -
+--
+
+CREATE VIEW tireless.deliveries AS
+ SELECT d.job_id,
+    d.forge,
+    d.owner,
+    d.repo,
+    d.number,
+    d.delivered_at,
+    (d.branch IS NOT NULL) AS changed,
+    d.branch,
+    d.head,
+    d.base_branch,
+    d.base,
+    d.draft,
+    d.pull_number,
+    d.pull_url,
+    d.pull_known_at,
+    w.queued_at AS pull_queued_at,
+    w.written_at AS pull_written_at,
+    COALESCE(w.failures, 0) AS pull_failures,
+    w.last_error AS pull_error,
+    w.last_error_at AS pull_error_at
+   FROM (tireless.delivery d
+     LEFT JOIN tireless.mirror_pull w ON ((w.job_id = d.job_id)));
+
+--
+-- Name: VIEW deliveries; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON VIEW tireless.deliveries IS 'What each job delivered through tireless.deliver: changed (false: delivered with no change), the branch and head pushed, the base branch and commit, draft, the pull request once the mirror recorded it (number, URL, when), and the mirror''s write of it: when it was queued and written (pull_written_at null and pull_queued_at null: the repository was not tracked, nothing is mirrored), its failures in a row and last error.';
+
+--
 -- Name: finished_count; Type: TABLE; Schema: tireless; Owner: -
 --
 
@@ -5748,14 +6410,19 @@ CREATE VIEW tireless.job_list AS
     j.note,
     j.created_at,
     j.updated_at,
-    ((j.state = 'claimed'::tireless.job_state) AND (j.claim_expires_at < now())) AS past_lease
-   FROM tireless.job j;
+    ((j.state = 'claimed'::tireless.job_state) AND (j.claim_expires_at < now())) AS past_lease,
+    d.branch,
+    d.head,
+    d.pull_number,
+    d.pull_url
+   FROM (tireless.job j
+     LEFT JOIN tireless.delivery d ON ((d.job_id = j.id)));
 
 --
 -- Name: VIEW job_list; Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON VIEW tireless.job_list IS 'Every job as an operator sees it, without its claim token (a fencing secret of the holder); past_lease: claimed and its lease has run out. Readable by every role.';
+COMMENT ON VIEW tireless.job_list IS 'Every job as an operator sees it, without its claim token (a fencing secret of the holder); past_lease: claimed and its lease has run out; for a job delivered by tireless.deliver, the branch and head it pushed and its pull request once the mirror recorded it (tireless.deliveries has the rest). Readable by every role.';
 
 --
 -- Name: job_progress; Type: VIEW; Schema: tireless; Owner: -
@@ -6255,6 +6922,20 @@ ALTER TABLE ONLY tireless.activity_count
     ADD CONSTRAINT activity_count_pkey PRIMARY KEY (grain, bucket, lane, kind);
 
 --
+-- Name: checkpoint checkpoint_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.checkpoint
+    ADD CONSTRAINT checkpoint_pkey PRIMARY KEY (job_id);
+
+--
+-- Name: delivery delivery_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.delivery
+    ADD CONSTRAINT delivery_pkey PRIMARY KEY (job_id);
+
+--
 -- Name: duration_count duration_count_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
 --
 
@@ -6386,6 +7067,13 @@ ALTER TABLE ONLY tireless.mirror_issue
     ADD CONSTRAINT mirror_issue_pkey PRIMARY KEY (forge, owner, repo, number);
 
 --
+-- Name: mirror_pull mirror_pull_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.mirror_pull
+    ADD CONSTRAINT mirror_pull_pkey PRIMARY KEY (job_id);
+
+--
 -- Name: mirror_repo mirror_repo_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
 --
 
@@ -6480,6 +7168,18 @@ CREATE INDEX claimed_jobs_by_expiry ON tireless.job USING btree (claim_expires_a
 COMMENT ON INDEX tireless.claimed_jobs_by_expiry IS 'expire_stale_claims and lane capacity: claimed jobs by lease end.';
 
 --
+-- Name: deliveries_by_issue; Type: INDEX; Schema: tireless; Owner: -
+--
+
+CREATE INDEX deliveries_by_issue ON tireless.delivery USING btree (forge, owner, repo, number, job_id);
+
+--
+-- Name: INDEX deliveries_by_issue; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON INDEX tireless.deliveries_by_issue IS 'An issue''s deliveries, newest last: what tireless last pushed for it.';
+
+--
 -- Name: job_events_by_id; Type: INDEX; Schema: tireless; Owner: -
 --
 
@@ -6514,6 +7214,18 @@ CREATE INDEX mirror_comments_due ON tireless.mirror_comment USING btree (forge, 
 --
 
 COMMENT ON INDEX tireless.mirror_comments_due IS 'The comments still to write, per repository, by when they are due.';
+
+--
+-- Name: mirror_pulls_due; Type: INDEX; Schema: tireless; Owner: -
+--
+
+CREATE INDEX mirror_pulls_due ON tireless.mirror_pull USING btree (forge, owner, repo, number, job_id) WHERE (written_at IS NULL);
+
+--
+-- Name: INDEX mirror_pulls_due; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON INDEX tireless.mirror_pulls_due IS 'The pull-request writes still to make, per issue, newest last.';
 
 --
 -- Name: mirror_writes_due; Type: INDEX; Schema: tireless; Owner: -
@@ -6640,6 +7352,18 @@ ALTER TABLE tireless.job ENABLE ALWAYS TRIGGER created_jobs_take_turns;
 COMMENT ON TRIGGER created_jobs_take_turns ON tireless.job IS 'New pending jobs give their repository a turn with work in their lane (one statement per insert).';
 
 --
+-- Name: delivery delivery_of_a_delivered_job; Type: TRIGGER; Schema: tireless; Owner: -
+--
+
+CREATE TRIGGER delivery_of_a_delivered_job BEFORE INSERT OR UPDATE OF job_id, forge, owner, repo, number ON tireless.delivery FOR EACH ROW EXECUTE FUNCTION tireless.delivery_of_a_delivered_job();
+
+--
+-- Name: TRIGGER delivery_of_a_delivered_job ON delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TRIGGER delivery_of_a_delivered_job ON tireless.delivery IS 'A delivery belongs to a delivered job and names its issue (tireless.delivery_of_a_delivered_job).';
+
+--
 -- Name: job ended_attempts_count_agent_time; Type: TRIGGER; Schema: tireless; Owner: -
 --
 
@@ -6750,6 +7474,32 @@ CREATE TRIGGER terminal_job_is_final BEFORE UPDATE ON tireless.job FOR EACH ROW 
 COMMENT ON TRIGGER terminal_job_is_final ON tireless.job IS 'Invariant 2: a terminal job never changes again.';
 
 --
+-- Name: checkpoint checkpoint_of_a_job; Type: FK CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.checkpoint
+    ADD CONSTRAINT checkpoint_of_a_job FOREIGN KEY (job_id) REFERENCES tireless.job(id) ON DELETE CASCADE;
+
+--
+-- Name: CONSTRAINT checkpoint_of_a_job ON checkpoint; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT checkpoint_of_a_job ON tireless.checkpoint IS 'A checkpoint belongs to its job and goes with it (prune).';
+
+--
+-- Name: delivery delivery_of_a_job; Type: FK CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.delivery
+    ADD CONSTRAINT delivery_of_a_job FOREIGN KEY (job_id) REFERENCES tireless.job(id) ON DELETE CASCADE;
+
+--
+-- Name: CONSTRAINT delivery_of_a_job ON delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT delivery_of_a_job ON tireless.delivery IS 'A delivery belongs to its job and goes with it (prune).';
+
+--
 -- Name: job_attempt job_attempt_job_id_fkey; Type: FK CONSTRAINT; Schema: tireless; Owner: -
 --
 
@@ -6813,6 +7563,32 @@ ALTER TABLE ONLY tireless.mirror_repo
 --
 
 COMMENT ON CONSTRAINT mirror_of_a_tracked_repo ON tireless.mirror_repo IS 'Mirror state belongs to a tracked repository and goes with it.';
+
+--
+-- Name: mirror_pull mirror_pull_of_a_delivery; Type: FK CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.mirror_pull
+    ADD CONSTRAINT mirror_pull_of_a_delivery FOREIGN KEY (job_id) REFERENCES tireless.delivery(job_id) ON DELETE CASCADE;
+
+--
+-- Name: CONSTRAINT mirror_pull_of_a_delivery ON mirror_pull; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT mirror_pull_of_a_delivery ON tireless.mirror_pull IS 'A pull-request write is of a delivery and goes with it (prune).';
+
+--
+-- Name: mirror_pull mirror_pull_of_a_tracked_repo; Type: FK CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.mirror_pull
+    ADD CONSTRAINT mirror_pull_of_a_tracked_repo FOREIGN KEY (forge, owner, repo) REFERENCES tireless.tracked_repo(forge, owner, repo) ON DELETE CASCADE;
+
+--
+-- Name: CONSTRAINT mirror_pull_of_a_tracked_repo ON mirror_pull; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT mirror_pull_of_a_tracked_repo ON tireless.mirror_pull IS 'Mirror state belongs to a tracked repository and goes with it.';
 
 --
 -- Name: job parent_is_a_job; Type: FK CONSTRAINT; Schema: tireless; Owner: -
@@ -6949,6 +7725,12 @@ REVOKE ALL ON FUNCTION tireless.budget_spent(runs bigint, agent_time interval, r
 REVOKE ALL ON FUNCTION tireless.check_budget(runs_per_day integer, agent_time_per_day interval) FROM PUBLIC;
 
 --
+-- Name: FUNCTION check_commit_id(what text, id text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.check_commit_id(what text, id text) FROM PUBLIC;
+
+--
 -- Name: FUNCTION check_forge(name text); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -6978,6 +7760,12 @@ REVOKE ALL ON FUNCTION tireless.check_lane(lane text) FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION tireless.check_lease(lease interval) FROM PUBLIC;
+
+--
+-- Name: FUNCTION check_ref_name(what text, name text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.check_ref_name(what text, name text) FROM PUBLIC;
 
 --
 -- Name: FUNCTION check_repo(forge text, owner text, repo text); Type: ACL; Schema: tireless; Owner: -
@@ -7046,6 +7834,19 @@ GRANT SELECT ON TABLE tireless.job_attempt TO tireless_admin;
 --
 
 REVOKE ALL ON FUNCTION tireless.current_attempt(job_id bigint, attempt integer) FROM PUBLIC;
+
+--
+-- Name: FUNCTION deliver(job_id bigint, worker text, branch text, head text, base_branch text, base text, token uuid, note text, draft boolean); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.deliver(job_id bigint, worker text, branch text, head text, base_branch text, base text, token uuid, note text, draft boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.deliver(job_id bigint, worker text, branch text, head text, base_branch text, base text, token uuid, note text, draft boolean) TO tireless_runner;
+
+--
+-- Name: FUNCTION delivery_of_a_delivered_job(); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.delivery_of_a_delivered_job() FROM PUBLIC;
 
 --
 -- Name: FUNCTION duration_bin(seconds double precision); Type: ACL; Schema: tireless; Owner: -
@@ -7235,6 +8036,12 @@ REVOKE ALL ON FUNCTION tireless.held_poll(forge text, owner text, repo text, pol
 REVOKE ALL ON FUNCTION tireless.history_top() FROM PUBLIC;
 
 --
+-- Name: FUNCTION is_commit_id(id text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.is_commit_id(id text) FROM PUBLIC;
+
+--
 -- Name: FUNCTION is_forge_timestamp(value text); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -7245,6 +8052,12 @@ REVOKE ALL ON FUNCTION tireless.is_forge_timestamp(value text) FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION tireless.is_lease(lease interval) FROM PUBLIC;
+
+--
+-- Name: FUNCTION is_ref_name(name text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.is_ref_name(name text) FROM PUBLIC;
 
 --
 -- Name: FUNCTION is_worker_name(worker text); Type: ACL; Schema: tireless; Owner: -
@@ -7263,6 +8076,12 @@ REVOKE ALL ON FUNCTION tireless.issue_body_limit() FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION tireless.issue_problem(issue jsonb) FROM PUBLIC;
+
+--
+-- Name: FUNCTION issue_push(forge text, owner text, repo text, number integer); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.issue_push(forge text, owner text, repo text, number integer) FROM PUBLIC;
 
 --
 -- Name: FUNCTION issue_runs(job_id bigint); Type: ACL; Schema: tireless; Owner: -
@@ -7400,6 +8219,13 @@ REVOKE ALL ON FUNCTION tireless.mirror_issue_row(forge text, owner text, repo te
 REVOKE ALL ON FUNCTION tireless.mirror_labels(OUT prefix text, OUT mode_labels text[], OUT state_labels text[]) FROM PUBLIC;
 
 --
+-- Name: FUNCTION mirror_pulls_due(forge text, owner text, repo text, poller text, max_pulls integer); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.mirror_pulls_due(forge text, owner text, repo text, poller text, max_pulls integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.mirror_pulls_due(forge text, owner text, repo text, poller text, max_pulls integer) TO tireless_poller;
+
+--
 -- Name: FUNCTION mirror_unread(forge text, owner text, repo text); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -7470,6 +8296,18 @@ REVOKE ALL ON FUNCTION tireless.prune_preview(older_than interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.prune_preview(older_than interval) TO tireless_admin;
 
 --
+-- Name: FUNCTION pull_marker(number integer); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.pull_marker(number integer) FROM PUBLIC;
+
+--
+-- Name: FUNCTION pull_request_text(job tireless.job, OUT title text, OUT body text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.pull_request_text(job tireless.job, OUT title text, OUT body text) FROM PUBLIC;
+
+--
 -- Name: FUNCTION queue_activity(span interval); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -7477,6 +8315,13 @@ REVOKE ALL ON FUNCTION tireless.queue_activity(span interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.queue_activity(span interval) TO tireless_runner;
 GRANT ALL ON FUNCTION tireless.queue_activity(span interval) TO tireless_poller;
 GRANT ALL ON FUNCTION tireless.queue_activity(span interval) TO tireless_admin;
+
+--
+-- Name: FUNCTION record_checkpoint(job_id bigint, worker text, ref text, commit text, token uuid); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.record_checkpoint(job_id bigint, worker text, ref text, commit text, token uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.record_checkpoint(job_id bigint, worker text, ref text, commit text, token uuid) TO tireless_runner;
 
 --
 -- Name: FUNCTION record_forge_trouble(name text, error text, until timestamp with time zone); Type: ACL; Schema: tireless; Owner: -
@@ -7518,6 +8363,13 @@ GRANT ALL ON FUNCTION tireless.record_mirror_comment(forge text, owner text, rep
 
 REVOKE ALL ON FUNCTION tireless.record_mirror_failure(forge text, owner text, repo text, poller text, number integer, job_id bigint, state text, error text) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.record_mirror_failure(forge text, owner text, repo text, poller text, number integer, job_id bigint, state text, error text) TO tireless_poller;
+
+--
+-- Name: FUNCTION record_mirror_pull(forge text, owner text, repo text, poller text, job_id bigint, pull_number integer, pull_url text, error text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.record_mirror_pull(forge text, owner text, repo text, poller text, job_id bigint, pull_number integer, pull_url text, error text) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.record_mirror_pull(forge text, owner text, repo text, poller text, job_id bigint, pull_number integer, pull_url text, error text) TO tireless_poller;
 
 --
 -- Name: FUNCTION record_mirror_write(forge text, owner text, repo text, poller text, number integer, job_id bigint, state text, issue jsonb); Type: ACL; Schema: tireless; Owner: -
@@ -7819,6 +8671,22 @@ GRANT ALL ON FUNCTION tireless.worker_ran(job_id bigint, worker text) TO tireles
 GRANT SELECT ON TABLE tireless.active_claims TO tireless_runner;
 GRANT SELECT ON TABLE tireless.active_claims TO tireless_poller;
 GRANT SELECT ON TABLE tireless.active_claims TO tireless_admin;
+
+--
+-- Name: TABLE checkpoints; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.checkpoints TO tireless_runner;
+GRANT SELECT ON TABLE tireless.checkpoints TO tireless_poller;
+GRANT SELECT ON TABLE tireless.checkpoints TO tireless_admin;
+
+--
+-- Name: TABLE deliveries; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.deliveries TO tireless_runner;
+GRANT SELECT ON TABLE tireless.deliveries TO tireless_poller;
+GRANT SELECT ON TABLE tireless.deliveries TO tireless_admin;
 
 --
 -- Name: TABLE finished_count; Type: ACL; Schema: tireless; Owner: -

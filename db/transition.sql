@@ -1,4 +1,5 @@
--- The state machine: transition, an admin's cancel, and prune.
+-- The state machine: transition, deliver (the holder's delivery with what it pushed), an admin's
+-- cancel, and prune.
 --
 -- The current definition of each function, view and trigger here, with its comment and grants.
 -- tireless.migrate applies the files of db/ in a fixed order after the migrations (db/README.md).
@@ -179,6 +180,96 @@ COMMENT ON FUNCTION tireless.transition(bigint, text, text, text, uuid) IS
     'A pending job can only be cancelled (by tireless_admin). Entering claimed, or leaving a terminal state, is refused.';
 REVOKE ALL ON FUNCTION tireless.transition(bigint, text, text, text, uuid) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT EXECUTE ON FUNCTION tireless.transition(bigint, text, text, text, uuid) TO tireless_runner;
+
+-- A delivery belongs to its job: a delivered job (which never changes again) of the same issue. Kept by
+-- a trigger, not a foreign key to (id, state): that would need a unique index on tireless.job, paid
+-- at every claim and every finish.
+CREATE OR REPLACE FUNCTION tireless.delivery_of_a_delivered_job() RETURNS trigger
+    LANGUAGE plpgsql
+AS $$
+DECLARE
+    job record;
+    broken text;
+BEGIN
+    SELECT j.state, j.forge, j.owner, j.repo, j.number INTO job FROM tireless.job j WHERE j.id = NEW.job_id;
+    broken := CASE
+        WHEN job.state IS DISTINCT FROM 'delivered' THEN 'delivery_of_a_delivered_job'
+        WHEN (job.forge, job.owner, job.repo, job.number) IS DISTINCT FROM (NEW.forge, NEW.owner, NEW.repo, NEW.number)
+            THEN 'delivery_names_its_job_s_issue'
+    END;
+    IF broken IS NULL THEN
+        RETURN NEW;
+    END IF;
+    RAISE EXCEPTION 'new row for relation "delivery" violates check constraint "%"', broken
+        USING ERRCODE = 'check_violation', CONSTRAINT = broken, SCHEMA = 'tireless', TABLE = 'delivery',
+              DETAIL = format('Job %s is %s, of %s/%s/%s#%s.', NEW.job_id, coalesce(job.state::text, 'not a job'),
+                              job.forge, job.owner, job.repo, job.number);
+END;
+$$;
+COMMENT ON FUNCTION tireless.delivery_of_a_delivered_job() IS
+    'Trigger of tireless.delivery: a delivery belongs to a delivered job (delivery_of_a_delivered_job) and names '
+    'that job''s issue (delivery_names_its_job_s_issue); else check_violation (23514) naming the rule. A delivered '
+    'job never changes again, so the rule holds for good once the row is in.';
+REVOKE ALL ON FUNCTION tireless.delivery_of_a_delivered_job() FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+
+CREATE OR REPLACE TRIGGER delivery_of_a_delivered_job
+    BEFORE INSERT OR UPDATE OF job_id, forge, owner, repo, number ON tireless.delivery
+    FOR EACH ROW EXECUTE FUNCTION tireless.delivery_of_a_delivered_job();
+COMMENT ON TRIGGER delivery_of_a_delivered_job ON tireless.delivery IS
+    'A delivery belongs to a delivered job and names its issue (tireless.delivery_of_a_delivered_job).';
+
+-- The holder's delivery: transition's own refusals (it is called as is), then what was pushed, and
+-- the pull request queued for the mirror, all in the transaction that delivers.
+CREATE OR REPLACE FUNCTION tireless.deliver(
+    job_id bigint, worker text, branch text DEFAULT NULL, head text DEFAULT NULL, base_branch text DEFAULT NULL,
+    base text DEFAULT NULL, token uuid DEFAULT NULL, note text DEFAULT NULL, draft boolean DEFAULT false
+) RETURNS tireless.job
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    changed CONSTANT boolean := num_nonnulls(deliver.branch, deliver.head, deliver.base_branch, deliver.base) > 0;
+    result tireless.job;
+BEGIN
+    -- Malformed values first: refused before any lock, naming the value.
+    IF changed THEN
+        PERFORM tireless.check_ref_name('branch', deliver.branch);
+        PERFORM tireless.check_commit_id('head', deliver.head);
+        PERFORM tireless.check_ref_name('base_branch', deliver.base_branch);
+        PERFORM tireless.check_commit_id('base', deliver.base);
+        IF deliver.branch = deliver.base_branch THEN
+            RAISE EXCEPTION 'branch % is the base branch; a pull request goes from its branch to another',
+                quote_literal(deliver.branch) USING ERRCODE = 'TL009';
+        END IF;
+        IF deliver.head = deliver.base THEN
+            RAISE EXCEPTION 'head % is the base commit: nothing was committed', deliver.head
+                USING ERRCODE = 'TL009', HINT = 'Deliver with no change: no branch, head, base_branch or base.';
+        END IF;
+    END IF;
+    result := tireless.transition(deliver.job_id, 'delivered', deliver.worker,
+                                  CASE WHEN changed THEN deliver.note ELSE coalesce(deliver.note, 'no change') END,
+                                  deliver.token);
+    INSERT INTO tireless.delivery (job_id, forge, owner, repo, number, branch, head, base_branch, base, draft)
+    VALUES (result.id, result.forge, result.owner, result.repo, result.number, deliver.branch, deliver.head,
+            deliver.base_branch, deliver.base, changed AND coalesce(deliver.draft, false));
+    IF changed THEN
+        -- The mirror opens or updates the pull request; an untracked repository is not mirrored.
+        INSERT INTO tireless.mirror_pull (job_id, forge, owner, repo, number)
+        SELECT result.id, t.forge, t.owner, t.repo, result.number FROM tireless.tracked_repo t
+         WHERE (t.forge, t.owner, t.repo) = (result.forge, result.owner, result.repo);
+    END IF;
+    RETURN result;
+END;
+$$;
+COMMENT ON FUNCTION tireless.deliver(bigint, text, text, text, text, text, uuid, text, boolean) IS
+    'The holder delivers the job with what it pushed, in one transaction: exactly transition(job_id, ''delivered'', '
+    'worker, note, token) (its refusals: TL004 unless worker, token and login hold the claim, TL003 for a finished '
+    'job, TL001, TL005), then the delivery recorded (branch, head, base_branch, base, draft) and, for a tracked '
+    'repository, the pull request queued for the mirror (mirror_pulls_due). Without branch, head, base_branch and '
+    'base: delivered with no change (note ''no change'' unless given), no pull request. TL009 for a malformed '
+    'branch or commit, a branch that is its own base, or a head that is its base; nothing changes.';
+REVOKE ALL ON FUNCTION tireless.deliver(bigint, text, text, text, text, text, uuid, text, boolean) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.deliver(bigint, text, text, text, text, text, uuid, text, boolean) TO tireless_runner;
 
 CREATE OR REPLACE FUNCTION tireless.prune(older_than interval, max_jobs integer DEFAULT NULL) RETURNS bigint
     LANGUAGE plpgsql VOLATILE SECURITY DEFINER

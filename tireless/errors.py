@@ -1,7 +1,7 @@
 """Every SQLSTATE the store raises, and the one exception class each maps to.
 
-The codes are listed once in the SQL (db/migrations/0003_policy.sql) and mirrored in
-`SQLSTATE_TO_ERROR` below; the adapter translates by `sqlstate`, never by message text.
+The codes are listed once in the SQL (db/migrations/0003_policy.sql; TL009 in 0027_delivery.sql) and
+mirrored in `SQLSTATE_TO_ERROR` below; the adapter translates by `sqlstate`, never by message text.
 """
 
 from __future__ import annotations
@@ -83,6 +83,13 @@ class UnknownRepository(TirelessError):
     sqlstate = "TL008"
 
 
+class MalformedDelivery(TirelessError):
+    """TL009: a branch, ref, commit, pull request number or URL given for a delivery or a
+    checkpoint is not one (the message names it); nothing was recorded."""
+
+    sqlstate = "TL009"
+
+
 class InvariantViolated(TirelessError):
     """23514: a row broke a named check constraint; `constraint` names it. Also every other
     integrity violation (class 23: a unique index other than one_live_job_per_issue, a foreign
@@ -112,6 +119,7 @@ ERROR_CLASSES: tuple[type[TirelessError], ...] = (
     MalformedIssue,
     HistoryIsAppendOnly,
     UnknownRepository,
+    MalformedDelivery,
     InvariantViolated,
     DuplicateLiveJob,
     PermissionDenied,

@@ -63,6 +63,14 @@ class ForgeKind(StrEnum):
     GITHUB = "github"
 
 
+class PullAction(StrEnum):
+    """What the mirror does for a delivery's pull request (`tireless.mirror_pulls_due`): open one
+    (none known for the branch), or update the one last recorded."""
+
+    OPEN = "open"
+    UPDATE = "update"
+
+
 @dataclass(frozen=True, slots=True)
 class RepoRef:
     forge: str
@@ -191,13 +199,24 @@ class RepoLimit:
 @dataclass(frozen=True, slots=True)
 class JobBrief:
     """What the agent is told about its job besides the row (`tireless.job_brief`): where the issue
-    is, the forge's API root, where to clone from, and the issue's body as last polled."""
+    is, the forge's API root, where to clone from, and the issue's body as last polled; and, for the
+    runner, what tireless last pushed for the issue and the job's last checkpoint."""
 
     issue_url: str | None
     api_url: str | None
     clone_url: str | None
     body: str | None
     body_cut: bool
+    branch: str | None = None
+    """The branch to push to: the one tireless last pushed for the issue, else <prefix>/<number>."""
+    branch_head: str | None = None
+    """The commit tireless last pushed to `branch` (push with lease over it); None: never pushed."""
+    pull_number: int | None = None
+    """The pull request the mirror last recorded for `branch` (it may be closed since); None: none."""
+    pull_url: str | None = None
+    checkpoint_ref: str | None = None
+    """Where an earlier attempt of the job saved its commits (`record_checkpoint`); None: nowhere."""
+    checkpoint_commit: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,6 +299,31 @@ class MirrorComment:
     number: int
     body: str
     marker: str
+
+
+@dataclass(frozen=True, slots=True)
+class MirrorPull:
+    """A pull request the mirror must open or update (`tireless.mirror_pulls_due`): the newest
+    delivery of issue `number` not yet written. `action` is "open" when no pull request is known for
+    the branch, "update" with the `pull_number` last recorded (find it by its head branch either way:
+    it may have been closed, or a lost answer may have opened one). The body ends with `marker`."""
+
+    job_id: int
+    number: int
+    action: PullAction
+    pull_number: int | None
+    head_branch: str
+    head: str
+    base_branch: str
+    title: str
+    body: str
+    marker: str
+    draft: bool
+
+    @classmethod
+    def from_row(cls, **columns: Any) -> MirrorPull:
+        columns["action"] = PullAction(columns["action"])
+        return cls(**columns)
 
 
 @dataclass(frozen=True, slots=True)

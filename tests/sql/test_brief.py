@@ -30,6 +30,7 @@ def test_the_brief_carries_the_urls_and_the_body_of_the_last_poll(
         clone_url="https://git.example.com/acme/widgets.git",
         body="Fix the widget.\n\nSteps: ...",
         body_cut=False,
+        branch="tireless/1",  # never pushed: no head, no pull request, no checkpoint
     )
     store.enqueue([issue(1, url=URL, body="Fix the widget, both of them.")])
     assert brief_of_issue_1(store, db).body == "Fix the widget, both of them."

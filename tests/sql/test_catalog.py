@@ -16,7 +16,14 @@ import pytest
 from tests.conftest import Database
 from tests.helpers import insert_job
 from tireless.errors import ERROR_CLASSES, SQLSTATE_TO_ERROR, TirelessError
-from tireless.models import TERMINAL_STATES, ForgeKind, Heartbeat, JobKind, JobState
+from tireless.models import (
+    TERMINAL_STATES,
+    ForgeKind,
+    Heartbeat,
+    JobKind,
+    JobState,
+    PullAction,
+)
 
 PINNED_SEARCH_PATH = "search_path=pg_catalog, pg_temp"
 IN_TIRELESS = "p.pronamespace = 'tireless'::regnamespace"
@@ -52,6 +59,19 @@ def test_job_kind_is_one_vocabulary_and_its_order_is_routing_precedence(
 
 def test_forge_kind_is_one_vocabulary_in_sql_and_python(conn: psycopg.Connection[Any]) -> None:
     assert enum_labels(conn, "tireless.forge_kind") == [kind.value for kind in ForgeKind]
+
+
+def test_pull_action_answers_only_the_words_of_the_python_enum(
+    conn: psycopg.Connection[Any],
+) -> None:
+    """mirror_pulls_due's actions are literals in its body: exactly the PullAction values."""
+    body = column(
+        conn,
+        "SELECT prosrc FROM pg_proc WHERE oid ="
+        " 'tireless.mirror_pulls_due(text, text, text, text, integer)'::regprocedure",
+    )[0]
+    answered = set(re.findall(r"(?:THEN|ELSE) '(\w+)'", body))
+    assert answered == {action.value for action in PullAction}
 
 
 def test_heartbeat_answers_only_the_words_of_the_python_enum(

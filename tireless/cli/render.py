@@ -215,10 +215,15 @@ def as_plain(report: Report) -> dict[str, Any]:
 
 
 def render_job(
-    job: Job, history: Sequence[dict[str, Any]], attempt: dict[str, Any] | None = None
+    job: Job,
+    history: Sequence[dict[str, Any]],
+    attempt: dict[str, Any] | None = None,
+    delivery: dict[str, Any] | None = None,
+    checkpoint: dict[str, Any] | None = None,
 ) -> str:
     """A job's fields, its newest attempt's progress (tireless.job_attempt) when it has a record,
-    then its history (tireless.job_event), oldest first."""
+    what it delivered (tireless.deliveries) and its last checkpoint (tireless.checkpoints) when it
+    has them, then its history (tireless.job_event), oldest first."""
     fields = "\n".join(
         f"{name:>17}: {field_text(value)}" for name, value in dataclasses.asdict(job).items()
     )
@@ -232,6 +237,14 @@ def render_job(
                 ("report", "attached" if attempt["reported"] else "-"),
             )
         )
+    if delivery is not None:
+        fields += "\n" + "\n".join(
+            f"{name:>17}: {field_text(value)}" for name, value in delivery_lines(delivery)
+        )
+    if checkpoint is not None:
+        saved = f"{checkpoint['ref']} at {checkpoint['commit']}"
+        when = f"attempt {checkpoint['attempt']}, {clock(checkpoint['recorded_at'])}"
+        fields += f"\n{'checkpoint':>17}: {saved} ({when})"
     events = table(
         history,
         [
@@ -244,6 +257,27 @@ def render_job(
         ],
     )
     return f"{fields}\n\nhistory:\n{events}"
+
+
+def delivery_lines(delivery: dict[str, Any]) -> list[tuple[str, str]]:
+    """What a job delivered (a row of tireless.deliveries), as `tireless show` prints it."""
+    if not delivery["changed"]:
+        return [("delivery", "no change")]
+    pushed = f"{delivery['branch']} at {delivery['head']}"
+    base = f"{delivery['base_branch']} at {delivery['base']}"
+    if delivery["pull_number"] is not None:
+        pull = f"#{delivery['pull_number']} {delivery['pull_url']}"
+    elif delivery["pull_queued_at"] is None:
+        pull = "none (the repository was not tracked)"
+    elif delivery["pull_error"]:
+        pull = f"not written yet ({delivery['pull_failures']} failures; {delivery['pull_error']})"
+    else:
+        pull = "not written yet"
+    return [
+        ("delivery", pushed),
+        ("base", base),
+        ("pull request", pull + (" (draft)" if delivery["draft"] else "")),
+    ]
 
 
 def field_text(value: Any) -> str:

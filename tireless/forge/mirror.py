@@ -1,8 +1,10 @@
 """The mirror: the poller applies, to a repository it holds, the writes the store says its issues
 need (`tireless.mirror_writes`: each issue's newest job state, older wanted states already
-superseded) and the outcome comments of finished jobs (`tireless.mirror_comments_due`), and
-reports each back (`record_mirror_write`, `record_mirror_failure`, `record_mirror_comment`). Which
-label and which comment is the store's decision; this module only talks to the forge.
+superseded), the pull requests of delivered jobs (`tireless.mirror_pulls_due`) and the outcome
+comments of finished jobs (`tireless.mirror_comments_due`), and reports each back
+(`record_mirror_write`, `record_mirror_failure`, `record_mirror_pull`, `record_mirror_comment`).
+Which label, which pull request and which comment is the store's decision; this module only
+talks to the forge.
 
 Each write is idempotent: the issue is read first, a label already there is not added again, a
 label already gone is not removed, and a comment is posted only when no comment *by the mirror's
@@ -23,10 +25,11 @@ from tireless.forge.client import (
     ForgeIssue,
     ForgeStopped,
     IssueEvent,
+    PullRequest,
     ReadFailed,
     WriteRefused,
 )
-from tireless.models import MirrorComment, MirrorWrite, RepoToPoll
+from tireless.models import MirrorComment, MirrorPull, MirrorWrite, RepoToPoll
 from tireless.store import JobStore
 
 STATE_LABEL_DESCRIPTION = "Set by tireless: the state of this issue's job (never read to decide)"
@@ -41,8 +44,9 @@ class MirrorOutcome:
     """What one repository's mirror writes did this round."""
 
     applied: int = 0  # label writes
+    pulled: int = 0  # pull requests opened or updated
     commented: int = 0
-    failed: int = 0  # label writes and comments
+    failed: int = 0  # label writes, pull requests and comments
     last_error: str | None = None
 
 
@@ -77,6 +81,21 @@ def mirror_repository(
         store.record_mirror_write(forge, owner, repo, poller, write, issue)
         outcome.applied += 1
     deadline = max(deadline, time.monotonic())
+    # The pull requests before the comments: a delivered job's outcome comment names its pull request.
+    for pull in store.mirror_pulls_due(forge, owner, repo, poller, max_writes):
+        if outcome.pulled and time.monotonic() > deadline:
+            break
+        try:
+            opened = apply_pull(client, owner, repo, pull)
+        except ForgeStopped:
+            raise
+        except ReadFailed as failure:
+            store.record_mirror_pull(forge, owner, repo, poller, pull.job_id, error=str(failure))
+            _failed(outcome, pull.number, failure)
+            continue
+        store.record_mirror_pull(forge, owner, repo, poller, pull.job_id, opened.number, opened.url)
+        outcome.pulled += 1
+    deadline = max(deadline, time.monotonic())
     posted = 0
     for comment in store.mirror_comments_due(forge, owner, repo, poller, max_writes):
         if posted and time.monotonic() > deadline:
@@ -98,6 +117,21 @@ def mirror_repository(
 def _failed(outcome: MirrorOutcome, number: int, failure: ReadFailed) -> None:
     outcome.failed += 1
     outcome.last_error = f"#{number}: {failure}"
+
+
+def apply_pull(client: ForgeClient, owner: str, repo: str, pull: MirrorPull) -> PullRequest:
+    """The delivery's pull request, opened or brought up to date: the open one from its head branch
+    is found first (a create whose answer was lost made it, or a person reopened it), and
+    create_pull finds it again when the forge says it exists, so one branch never gets two."""
+    found = client.find_pull(owner, repo, pull.head_branch)
+    if found is None:
+        return client.create_pull(
+            owner, repo, head=pull.head_branch, base=pull.base_branch,
+            title=pull.title, body=pull.body, draft=pull.draft,
+        )  # fmt: skip
+    if (found.title, found.body) == (pull.title, pull.body):
+        return found
+    return client.update_pull(owner, repo, found.number, title=pull.title, body=pull.body)
 
 
 def apply_write(

@@ -30,6 +30,7 @@ from tireless.models import (
     JobState,
     Lane,
     MirrorComment,
+    MirrorPull,
     MirrorWrite,
     PollOutcome,
     RepoLimit,
@@ -192,8 +193,35 @@ class AsyncJobStore:
         """The holder attaches its agent's report (the outcome comment); True when it was cut."""
         return await self._run(calls.attach_report(job_id, worker, report, token))
 
+    async def deliver(
+        self,
+        job_id: int,
+        worker: str,
+        branch: str | None = None,
+        head: str | None = None,
+        base_branch: str | None = None,
+        base: str | None = None,
+        token: UUID | None = None,
+        note: str | None = None,
+        draft: bool = False,
+    ) -> Job:
+        """The holder delivers the job with what it pushed (branch at head, made on base_branch at
+        base), as `transition(job_id, "delivered", ...)` would and with its refusals, and queues
+        the pull request for the mirror, in one transaction. Without branch, head, base_branch and
+        base: delivered with no change (note "no change" unless given), no pull request."""
+        call = calls.deliver(job_id, worker, branch, head, base_branch, base, token, note, draft)
+        return await self._run(call)
+
+    async def record_checkpoint(
+        self, job_id: int, worker: str, ref: str, commit: str, token: UUID | None = None
+    ) -> datetime:
+        """The holder pushed its workspace's commits so far to ref (never the pull request's
+        branch) at commit: the job's last checkpoint, where its later attempts start."""
+        return await self._run(calls.record_checkpoint(job_id, worker, ref, commit, token))
+
     async def job_brief(self, job_id: int) -> JobBrief:
-        """The issue's URL and body, the forge's API root and the clone URL, for the agent."""
+        """The issue's URL and body, the forge's API root and the clone URL, for the agent; what
+        tireless last pushed for the issue and the job's last checkpoint, for the runner."""
         return await self._run(calls.job_brief(job_id))
 
     async def expire_stale_claims(self) -> int:
@@ -335,6 +363,30 @@ class AsyncJobStore:
         self, forge: str, owner: str, repo: str, poller: str, job_id: int, error: str | None = None
     ) -> datetime | None:
         call = calls.record_mirror_comment(forge, owner, repo, poller, job_id, error)
+        return await self._run(call)
+
+    async def mirror_pulls_due(
+        self, forge: str, owner: str, repo: str, poller: str, max_pulls: int = 100
+    ) -> list[MirrorPull]:
+        """The pull requests to open or update: per issue, its newest delivery not yet written."""
+        return await self._run(calls.mirror_pulls_due(forge, owner, repo, poller, max_pulls))
+
+    async def record_mirror_pull(
+        self,
+        forge: str,
+        owner: str,
+        repo: str,
+        poller: str,
+        job_id: int,
+        pull_number: int | None = None,
+        pull_url: str | None = None,
+        error: str | None = None,
+    ) -> datetime | None:
+        """The forge opened, found or updated job_id's pull request (pull_number, pull_url; None
+        back), or the write failed (error; when it is tried again)."""
+        call = calls.record_mirror_pull(
+            forge, owner, repo, poller, job_id, pull_number, pull_url, error
+        )
         return await self._run(call)
 
     async def set_mirror_comments(self, enabled: bool) -> bool:

@@ -35,6 +35,7 @@ from tireless.models import (
     JobState,
     Lane,
     MirrorComment,
+    MirrorPull,
     MirrorWrite,
     PollOutcome,
     RepoLimit,
@@ -295,11 +296,60 @@ def attach_report(job_id: int, worker: str, report: str, token: UUID | None) -> 
     return Call(ATTACH_REPORT, params, tuple_row, _flag)
 
 
-JOB_BRIEF = "SELECT issue_url, api_url, clone_url, body, body_cut FROM tireless.job_brief(job_id => %(job_id)s)"
+JOB_BRIEF = (
+    "SELECT issue_url, api_url, clone_url, body, body_cut, branch, branch_head, pull_number,"
+    " pull_url, checkpoint_ref, checkpoint_commit FROM tireless.job_brief(job_id => %(job_id)s)"
+)
 
 
 def job_brief(job_id: int) -> Call[JobBrief, JobBrief]:
     return Call(JOB_BRIEF, {"job_id": job_id}, class_row(JobBrief), _only)
+
+
+DELIVER = _returning(
+    JOB_COLUMNS,
+    "tireless.deliver(job_id => %(job_id)s, worker => %(worker)s, branch => %(branch)s,"
+    " head => %(head)s, base_branch => %(base_branch)s, base => %(base)s, token => %(token)s,"
+    " note => %(note)s, draft => %(draft)s)",
+)
+
+
+def deliver(
+    job_id: int,
+    worker: str,
+    branch: str | None,
+    head: str | None,
+    base_branch: str | None,
+    base: str | None,
+    token: UUID | None,
+    note: str | None,
+    draft: bool,
+) -> Call[Job, Job]:
+    params = {
+        "job_id": job_id,
+        "worker": worker,
+        "branch": branch,
+        "head": head,
+        "base_branch": base_branch,
+        "base": base,
+        "token": token,
+        "note": note,
+        "draft": draft,
+    }
+    return Call(DELIVER, params, JOB_ROW, _only)
+
+
+RECORD_CHECKPOINT = (
+    "SELECT tireless.record_checkpoint(job_id => %(job_id)s, worker => %(worker)s, ref => %(ref)s,"
+    " commit => %(commit)s, token => %(token)s)"
+)
+
+
+def record_checkpoint(
+    job_id: int, worker: str, ref: str, commit: str, token: UUID | None
+) -> Call[Any, datetime]:
+    params = {"job_id": job_id, "worker": worker, "ref": ref, "commit": commit, "token": token}
+    return Call(RECORD_CHECKPOINT, params, tuple_row, _value)
 
 
 EXPIRE_STALE_CLAIMS = "SELECT tireless.expire_stale_claims()"
@@ -598,6 +648,47 @@ def record_mirror_comment(
     return Call(RECORD_MIRROR_COMMENT, params, tuple_row, _value)
 
 
+MIRROR_PULLS_DUE = (
+    "SELECT job_id, number, action, pull_number, head_branch, head, base_branch, title, body,"
+    " marker, draft FROM tireless.mirror_pulls_due(forge => %(forge)s, owner => %(owner)s,"
+    " repo => %(repo)s, poller => %(poller)s, max_pulls => %(max_pulls)s)"
+)
+
+
+def mirror_pulls_due(
+    forge: str, owner: str, repo: str, poller: str, max_pulls: int
+) -> Call[MirrorPull, list[MirrorPull]]:
+    params = _repo(forge, owner, repo) | {"poller": poller, "max_pulls": max_pulls}
+    return Call(MIRROR_PULLS_DUE, params, kwargs_row(MirrorPull.from_row), _rows)
+
+
+RECORD_MIRROR_PULL = (
+    "SELECT tireless.record_mirror_pull(forge => %(forge)s, owner => %(owner)s, repo => %(repo)s,"
+    " poller => %(poller)s, job_id => %(job_id)s, pull_number => %(pull_number)s,"
+    " pull_url => %(pull_url)s, error => %(error)s)"
+)
+
+
+def record_mirror_pull(
+    forge: str,
+    owner: str,
+    repo: str,
+    poller: str,
+    job_id: int,
+    pull_number: int | None,
+    pull_url: str | None,
+    error: str | None,
+) -> Call[Any, datetime | None]:
+    params = _repo(forge, owner, repo) | {
+        "poller": poller,
+        "job_id": job_id,
+        "pull_number": pull_number,
+        "pull_url": pull_url,
+        "error": error,
+    }
+    return Call(RECORD_MIRROR_PULL, params, tuple_row, _value)
+
+
 SET_MIRROR_COMMENTS = "SELECT tireless.set_mirror_comments(enabled => %(enabled)s)"
 
 
@@ -792,6 +883,25 @@ JOB_PROGRESS = (
 )
 """The job's newest attempt as the watchdog sees it (`tireless show`, the dashboard's job page):
 no row before its first heartbeat under a limit, progress report or report."""
+DELIVERY_COLUMNS = (
+    "d.job_id, d.delivered_at, d.changed, d.branch, d.head, d.base_branch, d.base, d.draft,"
+    " d.pull_number, d.pull_url, d.pull_known_at, d.pull_queued_at, d.pull_written_at,"
+    " d.pull_failures, d.pull_error, d.pull_error_at"
+)
+JOB_DELIVERY = (
+    "SELECT " + DELIVERY_COLUMNS + " FROM tireless.deliveries d WHERE d.job_id = %(job_id)s"
+)
+"""What the job delivered through `deliver` (`tireless show`, the dashboard's job page): no row
+for a job that was not delivered, or was delivered by `transition`."""
+JOB_DELIVERIES = (
+    "SELECT " + DELIVERY_COLUMNS + " FROM tireless.deliveries d WHERE d.job_id = ANY (%(job_ids)s)"
+)
+"""The deliveries of the jobs `tireless jobs --json` lists."""
+JOB_CHECKPOINT = (
+    "SELECT c.attempt, c.ref, c.commit, c.recorded_at"
+    " FROM tireless.checkpoints c WHERE c.job_id = %(job_id)s"
+)
+"""The job's last checkpoint (`tireless show`, the dashboard's job page): no row without one."""
 ENQUEUE_AND_LIST = sql.SQL("SELECT {} FROM tireless.enqueue_and_list(issues => %(issues)s)").format(
     JOB_COLUMNS
 )

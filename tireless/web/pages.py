@@ -264,6 +264,10 @@ async def job(request: Request) -> Response:
             "job": {**row, "url": issue_url(forges, row)},
             "history": await board.rows(reads.HISTORY, {"job_id": job_id}),
             "progress": next(iter(await board.rows(calls.JOB_PROGRESS, {"job_id": job_id})), None),
+            "delivery": next(iter(await board.rows(calls.JOB_DELIVERY, {"job_id": job_id})), None),
+            "checkpoint": next(
+                iter(await board.rows(calls.JOB_CHECKPOINT, {"job_id": job_id})), None
+            ),
             "parent": parent[0] if parent else None,
             "children": [
                 {**child, "url": issue_url(forges, child)}
