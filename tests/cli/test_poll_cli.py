@@ -144,9 +144,10 @@ def test_the_token_never_shows_in_output_errors_the_database_or_an_agents_enviro
         "-c",
         f"import os; open({str(environment)!r}, 'w').write(repr(dict(os.environ)))",
     ]
-    worked = cli(
-        db.url, "work", "--worker", "w1", "--lane", "cc", "--once", "--", *agent, **TOKEN_ENV
-    )
+    worked = cli(  # no sandbox: the agent writes where the test reads
+        db.url, "work", "--worker", "w1", "--lane", "cc", "--once", "--sandbox", "none", "--",
+        *agent, **TOKEN_ENV,
+    )  # fmt: skip
     assert worked.returncode == 0, worked.stderr
     seen += [worked.stdout, worked.stderr, environment.read_text()]
     assert "TIRELESS_NUMBER" in seen[-1]  # the agent ran and wrote its environment

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 
-from tireless.runner.progress import ProgressReporter, last_step
+from tireless.runner.progress import AT_MOST_EVERY, ProgressReporter, last_step
 
 
 def test_the_last_progress_line_names_the_step() -> None:
@@ -37,13 +37,23 @@ class Blocked:
         assert writing.wait(10), "the first output is written at once"
 
 
-def test_writes_are_throttled_to_one_per_interval() -> None:
+def test_writes_are_throttled_and_the_last_step_is_written_at_close() -> None:
     blocked = Blocked(every=3600)
     blocked.reporter.saw(b"::progress:: two\n")
     blocked.reporter.saw(b"::progress:: three\nplain output")
     blocked.release.set()
-    blocked.reporter.close()  # the next write was due in an hour: it never happens
-    assert blocked.written == ["one"]
+    blocked.reporter.close()  # the next write was not due yet: close writes the last step
+    assert blocked.written == ["one", "three"]
+
+
+def test_a_long_interval_still_writes_once_a_second() -> None:
+    """The lane's stall_after, which the runner cannot read, may be a few seconds."""
+    blocked = Blocked(every=3600)
+    blocked.reporter.saw(b"::progress:: two\n")
+    blocked.release.set()
+    assert blocked.again.wait(AT_MOST_EVERY + 5), "the next write came within the second"
+    blocked.reporter.close()
+    assert blocked.written == ["one", "two"]
 
 
 def test_the_step_seen_while_throttled_is_written_when_allowed() -> None:

@@ -3,6 +3,7 @@ the lease is renewed while it runs, a lost lease stops it, and SIGTERM releases 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -10,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,11 +22,19 @@ from tests.helpers import enqueue_jobs, history, issue, rows, tireless_cli, wait
 from tireless import JobStore
 
 
+@pytest.fixture(autouse=True)
+def in_the_tests_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each worker runs in the test's own directory, COMMAND's working directory: the sandbox
+    (bwrap: a private /tmp) leaves it writable, so the files an agent leaves for the test are
+    where both sides see them."""
+    monkeypatch.chdir(tmp_path)
+
+
 def agent(tmp_path: Path, body: str) -> list[str]:
-    """A COMMAND running `body` in sh, with $OUT a directory for what the test reads back."""
-    script = tmp_path / "agent.sh"
-    script.write_text(f'OUT="{tmp_path}"\n{body}\n')
-    return ["sh", str(script)]
+    """A COMMAND running `body` in sh (given on its command line, so a sandbox's private /tmp
+    does not hide it; arguments appended are $1, ...), with $OUT a directory for what the test
+    reads back (COMMAND's working directory, where a sandbox lets it write)."""
+    return ["sh", "-c", f'OUT="{tmp_path}"\n{body}\n', "agent"]
 
 
 # Credentials the worker may hold in its environment (each harmless to its own connection here:
@@ -55,6 +65,12 @@ BRIEF_OF_AN_UNREGISTERED_FORGE = {
 two files' paths aside)."""
 
 
+def over_tcp(db: Database) -> str:
+    """The test database's URL over TCP: the sandbox's /tmp, where its socket is, is private."""
+    dbname = db.scalar("SELECT current_database()")
+    return f"postgresql://postgres@127.0.0.1:{db.server.port}/{dbname}"
+
+
 def work_args(*options: str) -> list[str]:
     return ["work", "--worker", "runner-1", "--lane", "cc", *options]
 
@@ -70,12 +86,19 @@ def worker_process(db: Database) -> Iterator[list[subprocess.Popen[str]]]:
 
 
 def start_worker(
-    db: Database, started: list[subprocess.Popen[str]], *args: str
+    db: Database,
+    started: list[subprocess.Popen[str]],
+    *args: str,
+    cwd: Path | None = None,
+    extra: dict[str, str] | None = None,
 ) -> subprocess.Popen[str]:
+    """`tireless work ARGS` in `cwd` (COMMAND's working directory), with the test's environment
+    and `extra`."""
     env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"} | {"DATABASE_URL": db.url}
     process = subprocess.Popen(
         [sys.executable, "-m", "tireless", *args],
-        env=env,
+        cwd=cwd,
+        env=env | (extra or {}),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -105,33 +128,51 @@ def state_of(db: Database, job_id: int) -> str:
     return state
 
 
-def gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    return False
+MARKER = "JOB_MARKER_OF_THE_TEST"
+"""A variable of the worker's environment that COMMAND, and every process it starts, inherits:
+how a test finds the job's processes (in a PID namespace, the pid a process knows is not ours)."""
+
+
+def marked() -> dict[str, str]:
+    """A fresh marker for the job's processes, for start_worker's environment."""
+    return {MARKER: uuid.uuid4().hex}
+
+
+def processes_marked(marker: str) -> list[int]:
+    """The live processes carrying the marker in their environment."""
+    needle = f"{MARKER}={marker}".encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) != os.getpid():
+            with contextlib.suppress(OSError):
+                if needle in Path(f"/proc/{entry}/environ").read_bytes().split(b"\0"):
+                    found.append(int(entry))
+    return found
 
 
 def start_sleeping_agent(
     db: Database, started: list[subprocess.Popen[str]], tmp_path: Path, *options: str
 ) -> tuple[subprocess.Popen[str], Path]:
-    """A worker (`work OPTIONS -- COMMAND`) whose COMMAND writes its pid to a file, then sleeps a
-    minute; returned with that file once the command runs."""
+    """A worker (`work OPTIONS -- COMMAND`) whose COMMAND writes the marker of its processes to a
+    file, then sleeps a minute; returned with that file once the command runs."""
     command = agent(
-        tmp_path, 'echo $$ > "$OUT/pid.tmp"\nmv "$OUT/pid.tmp" "$OUT/pid"\nexec sleep 60'
+        tmp_path,
+        f'echo "${MARKER}" > "$OUT/started.tmp"\nmv "$OUT/started.tmp" "$OUT/started"\n'
+        "exec sleep 60",
     )
-    worker = start_worker(db, started, *work_args(*options, "--"), *command)
-    pid_file = tmp_path / "pid"
-    wait_until(pid_file.exists, "the command to start")
-    return worker, pid_file
+    worker = start_worker(
+        db, started, *work_args(*options, "--"), *command, cwd=tmp_path, extra=marked()
+    )
+    started_file = tmp_path / "started"
+    wait_until(started_file.exists, "the command to start")
+    return worker, started_file
 
 
-def exits_0_with_its_command(worker: subprocess.Popen[str], pid_file: Path) -> str:
+def exits_0_with_its_command(worker: subprocess.Popen[str], started_file: Path) -> str:
     """Wait for the worker; assert it exited 0 and its command is gone too. Returns its stderr."""
     _, err = worker.communicate(timeout=30)
     assert worker.returncode == 0, err
-    assert gone(int(pid_file.read_text()))
+    assert processes_marked(started_file.read_text().strip()) == []
     return err
 
 
@@ -197,7 +238,7 @@ def test_a_command_that_outlives_its_lease_keeps_it_renewed_and_delivers(
         f'timeout 4 "{sys.executable}" -m tireless --database "$SWEEP_URL" sweep --every 0.2s\nexit 0',
     )
     result = tireless_cli(
-        db.url, *work_args("--once", "--lease", "2s", "--"), *command, SWEEP_URL=db.url
+        db.url, *work_args("--once", "--lease", "2s", "--"), *command, SWEEP_URL=over_tcp(db)
     )
     assert result.returncode == 0, result.stderr
     job_id = db.scalar("SELECT id FROM tireless.job")
@@ -221,11 +262,11 @@ def test_five_graceful_stops_in_a_row_give_the_job_back_without_a_failure(
     enqueue_jobs(store, 1)
     job_id = db.scalar("SELECT id FROM tireless.job")
     for stop in range(5):
-        (tmp_path / "pid").unlink(missing_ok=True)
+        (tmp_path / "started").unlink(missing_ok=True)
         signum = signal.SIGTERM if stop % 2 == 0 else signal.SIGINT
-        worker, pid_file = start_sleeping_agent(db, worker_process, tmp_path, "--poll", "1s")
+        worker, started = start_sleeping_agent(db, worker_process, tmp_path, "--poll", "1s")
         worker.send_signal(signum)
-        err = exits_0_with_its_command(worker, pid_file)
+        err = exits_0_with_its_command(worker, started)
         assert f"gave job {job_id} back" in err
         assert f"stopped ({signum.name})" in err
     assert db.scalar("SELECT row(state, attempts, given_back)::text FROM tireless.job") == (
@@ -324,7 +365,7 @@ def test_a_lost_lease_stops_the_command_and_leaves_the_job_to_its_new_holder(
     worker_process: list[subprocess.Popen[str]],
 ) -> None:
     enqueue_jobs(store, 1)
-    worker, pid_file = start_sleeping_agent(
+    worker, started = start_sleeping_agent(
         db, worker_process, tmp_path, "--once", "--lease", "1500ms"
     )
     # Take the claim away, as an expiry, a sweep and another runner's claim would.
@@ -332,7 +373,7 @@ def test_a_lost_lease_stops_the_command_and_leaves_the_job_to_its_new_holder(
         "UPDATE tireless.job SET claimed_by = 'thief', claim_token = gen_random_uuid()"
         " RETURNING claim_token"
     )
-    err = exits_0_with_its_command(worker, pid_file)
+    err = exits_0_with_its_command(worker, started)
     assert "lease on job" in err
     assert "lease lost on job" in err
     job_id = db.scalar("SELECT id FROM tireless.job")
@@ -424,11 +465,11 @@ def test_a_job_whose_issue_is_closed_mid_run_is_stopped_and_ends_cancelled(
     worker_process: list[subprocess.Popen[str]],
 ) -> None:
     enqueue_jobs(store, 1)
-    worker, pid_file = start_sleeping_agent(
+    worker, started = start_sleeping_agent(
         db, worker_process, tmp_path, "--once", "--lease", "1500ms"
     )
     assert store.enqueue([issue(1, state="closed")]) == 0  # the request is withdrawn
-    err = exits_0_with_its_command(worker, pid_file)
+    err = exits_0_with_its_command(worker, started)
     job_id = db.scalar("SELECT id FROM tireless.job")
     assert f"job {job_id} cancelled: issue withdrew its request" in err
     assert db.scalar("SELECT row(state, note, attempts)::text FROM tireless.job") == (

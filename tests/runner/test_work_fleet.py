@@ -21,6 +21,7 @@ from tests.helpers import enqueue_jobs, history, issue, tireless_cli, tracked, w
 from tests.runner.test_work import (
     agent,
     exits_0_with_its_command,
+    in_the_tests_directory,
     start_sleeping_agent,
     start_worker,
     state_of,
@@ -32,7 +33,7 @@ from tireless import JobStore
 from tireless.devtools.standin_forge import StandinForge
 from tireless.forge import token_variable
 
-__all__ = ["worker_process"]  # the fixture, used by name
+__all__ = ["in_the_tests_directory", "worker_process"]  # the fixtures, used by name
 
 FAST = ("--once", "--lease", "1500ms")
 """One job, renewed (and watched) every half second."""
@@ -71,12 +72,12 @@ def test_an_agent_past_its_lanes_limit_is_stopped_and_failed_with_the_note(
     else:
         store.set_lane_stall_after("cc", timedelta(minutes=30))
     enqueue_jobs(store, 1)
-    worker, pid_file = start_sleeping_agent(db, worker_process, tmp_path, *FAST)
+    worker, started = start_sleeping_agent(db, worker_process, tmp_path, *FAST)
     job_id = db.scalar("SELECT id FROM tireless.job")
     wait_until_sql(db.url, FIRST_HEARTBEAT)
     assert state_of(db, job_id) == "claimed", "not stopped before its clock moved"
     set_back(db, job_id, clock, set_back_by)
-    err = exits_0_with_its_command(worker, pid_file)
+    err = exits_0_with_its_command(worker, started)
     assert f"the watchdog stopped its attempt ({answer})" in err
     assert (state_of(db, job_id), note_of(db, job_id)) == ("pending", note)
     assert history(db, job_id)[-1][:5] == ("claimed", "pending", "runner-1", 1, note)

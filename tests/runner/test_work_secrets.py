@@ -44,6 +44,11 @@ dump="$1"; shift
 """
 
 
+NO_SANDBOX = ("--sandbox", "none")
+"""The worker's own defences, tested where the agent can see its ancestors' /proc (a sandbox's
+PID namespace hides them: tests/runner/test_containment.py)."""
+
+
 @pytest.fixture
 def public_dir() -> Iterator[Path]:
     """A directory any user may read and write (the agent user's dump goes there)."""
@@ -108,7 +113,8 @@ def test_an_agent_user_reaches_no_secret_in_the_documented_setup(
         "TIRELESS_WEBHOOK_SECRET_GITEA_FILE": str(tmp_path / "gitea-webhook"),
     }
     command, dump = snooping_agent(public_dir, *(tmp_path / name for name in files))
-    done = run_worker(env, public_dir, "--agent-user", "nobody", command=command)
+    # The agent user on its own: in a sandbox the agent would not see its ancestors at all.
+    done = run_worker(env, public_dir, "--agent-user", "nobody", *NO_SANDBOX, command=command)
     assert done.returncode == 0, done.stderr
     found = dump.read_bytes()
     assert f"uid {pwd.getpwnam('nobody').pw_uid}\n".encode() in found
@@ -133,7 +139,7 @@ def test_secrets_given_in_the_environment_leave_the_workers_environment_block(
     }
     url = make_conninfo(db.conninfo, password=values["dbpassword"])
     command, dump = snooping_agent(public_dir)
-    done = run_worker(env, public_dir, "--database", url, command=command)
+    done = run_worker(env, public_dir, "--database", url, *NO_SANDBOX, command=command)
     assert done.returncode == 0, done.stderr
     found = dump.read_bytes()
     assert b"PATH=" in found.split(b"== env")[0], "the agent read its ancestors' environment"

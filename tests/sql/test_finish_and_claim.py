@@ -322,10 +322,11 @@ def test_tireless_work_finishes_each_job_and_claims_the_next_in_one_transaction(
     # --once would stop after the first job; this worker stops when the queue is empty, by
     # draining itself (its command sends the drain signal, SIGUSR1, on the last job).
     last = db.scalar("SELECT max(id) FROM tireless.job")
+    # No sandbox: a contained agent can neither see nor signal its worker.
     command = ["sh", "-c", f'[ "$TIRELESS_JOB_ID" = {last} ] && kill -USR1 $PPID; true']
     result = tireless_cli(
-        db.url, "work", "--worker", "runner-1", "--lane", "cc", "--drain-on", "SIGUSR1", "--",
-        *command,
+        db.url, "work", "--worker", "runner-1", "--lane", "cc", "--drain-on", "SIGUSR1",
+        "--sandbox", "none", "--", *command,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     ids = [r[0] for r in rows(db, "SELECT id FROM tireless.job ORDER BY id")]

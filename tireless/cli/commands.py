@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import signal
 import sys
@@ -246,7 +247,11 @@ def cmd_jobs(args: argparse.Namespace) -> int:
     }
     with connect(args) as conn, admin_read():
         jobs = fetch(conn, calls.NEWEST_JOBS if args.newest else calls.JOBS, params, JOB_ROW)
-    emit(args, jobs, job_table(jobs) if jobs else "no jobs")
+        delivered = [job.id for job in jobs if job.state is JobState.DELIVERED]
+        found = fetch(conn, calls.JOB_DELIVERIES, {"job_ids": delivered}, dict_row)
+    deliveries = {row.pop("job_id"): row for row in found}
+    listed = [dataclasses.asdict(job) | {"delivery": deliveries.get(job.id)} for job in jobs]
+    emit(args, listed, job_table(jobs) if jobs else "no jobs")
     return OK
 
 
@@ -267,9 +272,21 @@ def cmd_show(args: argparse.Namespace) -> int:
             raise UnknownJob(f"no job with id {args.job}")
         history = fetch(conn, calls.JOB_EVENTS, {"job_id": args.job}, dict_row)
         attempt = next(iter(fetch(conn, calls.JOB_PROGRESS, {"job_id": args.job}, dict_row)), None)
+        delivery = next(iter(fetch(conn, calls.JOB_DELIVERY, {"job_id": args.job}, dict_row)), None)
+        checkpoint = next(
+            iter(fetch(conn, calls.JOB_CHECKPOINT, {"job_id": args.job}, dict_row)), None
+        )
     job: Job = found[0]
-    shown = {"job": job, "attempt": attempt, "history": history}
-    emit(args, shown, render_job(job, history, attempt))
+    if delivery is not None:
+        delivery.pop("job_id")
+    shown = {
+        "job": job,
+        "attempt": attempt,
+        "delivery": delivery,
+        "checkpoint": checkpoint,
+        "history": history,
+    }
+    emit(args, shown, render_job(job, history, attempt, delivery, checkpoint))
     return OK
 
 
@@ -488,7 +505,8 @@ def cmd_lane(args: argparse.Namespace) -> int:
 
 
 def cmd_work(args: argparse.Namespace) -> int:
-    from tireless.runner.worker import (  # only for `work`
+    from tireless.runner.sandbox import choose  # only for `work`
+    from tireless.runner.worker import (
         CANNOT_START,
         agent_user,
         unstartable,
@@ -504,6 +522,7 @@ def cmd_work(args: argparse.Namespace) -> int:
     if args.command_line is not None:
         keep_secrets_out_of_environment_block(args.command_line)
     user = None if args.agent_user is None else agent_user(args.agent_user)
+    sandbox = choose(args.sandbox, user)  # one that cannot run here: a usage error
     with connect(args):
         pass  # a malformed URL is a usage error (2), an unreachable database exit 4
     return work(
@@ -518,6 +537,7 @@ def cmd_work(args: argparse.Namespace) -> int:
         drain_on=args.drain_on,
         progress_every=args.progress_every,
         agent=user,
+        sandbox=sandbox,
     )
 
 

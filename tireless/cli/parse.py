@@ -400,6 +400,13 @@ def parser() -> argparse.ArgumentParser:
         " worker's credential files nor its /proc",
     )
     sub.add_argument(
+        "--sandbox",
+        choices=["auto", "bwrap", "unshare", "none"],
+        default="auto",
+        help="how COMMAND is contained (default auto: bwrap, else unshare as root, else none);"
+        " docs/runners.md#containment",
+    )
+    sub.add_argument(
         "--progress-every",
         type=seconds,
         default=30.0,

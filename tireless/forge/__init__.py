@@ -4,32 +4,15 @@ store)."""
 
 from __future__ import annotations
 
-import re
-
 from tireless.forge.client import ForgeClient
 from tireless.forge.gitea import GiteaClient
 from tireless.forge.github import GitHubClient
 from tireless.forge.http import MAX_BYTES, TIMEOUT
-from tireless.runner.credentials import secret_from_environment
+from tireless.runner.credentials import is_token_variable, token_for, token_variable
+
+__all__ = ["KINDS", "client_for", "is_token_variable", "token_for", "token_variable"]
 
 KINDS = ("gitea", "forgejo", "github")
-
-
-def token_variable(forge: str) -> str:
-    """`TIRELESS_TOKEN_<NAME>`: the forge name upper-cased, every other character than a letter or
-    digit as `_` (DESIGN.md)."""
-    return "TIRELESS_TOKEN_" + re.sub(r"[^A-Za-z0-9]", "_", forge).upper()
-
-
-def is_token_variable(name: str) -> bool:
-    """Whether an environment variable may hold a forge token (kept from every agent)."""
-    return name.startswith("TIRELESS_TOKEN_")
-
-
-def token_for(forge: str) -> str | None:
-    """The forge's token from the environment, else from the file TIRELESS_TOKEN_<NAME>_FILE
-    names; None (unauthenticated reads) when neither is set or the token is empty."""
-    return secret_from_environment(token_variable(forge))
 
 
 def client_for(

@@ -57,6 +57,24 @@ def secret_from_environment(variable: str) -> str | None:
     return None
 
 
+def token_variable(forge: str) -> str:
+    """`TIRELESS_TOKEN_<NAME>`: the forge name upper-cased, every other character than a letter or
+    digit as `_` (DESIGN.md)."""
+    return "TIRELESS_TOKEN_" + re.sub(r"[^A-Za-z0-9]", "_", forge).upper()
+
+
+def is_token_variable(name: str) -> bool:
+    """Whether an environment variable may hold a forge token (kept from every agent)."""
+    return name.startswith("TIRELESS_TOKEN_")
+
+
+def token_for(forge: str) -> str | None:
+    """The forge's token from the environment, else from the file TIRELESS_TOKEN_<NAME>_FILE
+    names; None (unauthenticated reads) when neither is set or the token is empty. The poller
+    reads the forge with it, and the runner's own git fetches and pushes with it."""
+    return secret_from_environment(token_variable(forge))
+
+
 def without_database_flag(argv: Sequence[str]) -> tuple[list[str], str | None]:
     """The command line without `--database URL` (the world can read a command line:
     /proc/PID/cmdline), and that URL."""

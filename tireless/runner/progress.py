@@ -1,7 +1,9 @@
 """The progress of a running COMMAND, as `tireless work` reports it to the store
 (tireless.report_progress): any output is progress, and a line `::progress:: TEXT` names the step
-the agent is at now. Writes are throttled, at most one per `every` seconds; output seen meanwhile
-is written when the throttle allows (a timer), so the last step is never lost."""
+the agent is at now. Writes are throttled, at most one per `every` seconds but never fewer than one
+a second while output comes (the lane's stall_after, which the runner cannot read, may be a few
+seconds); output seen meanwhile is written when the throttle allows (a timer), and a step still
+unwritten when COMMAND ends is written then, so the last step is never lost."""
 
 from __future__ import annotations
 
@@ -14,6 +16,10 @@ log = logging.getLogger(__name__)
 
 PROGRESS_PREFIX = b"::progress::"
 """A line of COMMAND's output starting with this (after blanks) names its current step."""
+
+AT_MOST_EVERY = 1.0
+"""Seconds: the longest throttle, whatever `every` says, so that an agent's output reaches the store
+well before any stall_after of two seconds or more runs out."""
 
 LONGEST_LINE = 4096
 """Bytes of an unfinished line kept while waiting for its end; a step is cut to 500 characters
@@ -32,12 +38,13 @@ def last_step(lines: list[bytes]) -> str | None:
 
 class ProgressReporter:
     """Fed COMMAND's output chunk by chunk (`saw`); calls `report(step)` (step None: output
-    without a new step) at most once per `every` seconds until `close`. The writes run on a timer
-    thread, never on the caller's: the reader of COMMAND's output never waits for the database."""
+    without a new step) at most once per `every` seconds (at most AT_MOST_EVERY) until `close`.
+    The writes run on a timer thread, never on the caller's: the reader of COMMAND's output never
+    waits for the database."""
 
     def __init__(self, report: Callable[[str | None], object], every: float) -> None:
         self._report = report
-        self._every = every
+        self._every = min(every, AT_MOST_EVERY)
         self._lock = threading.Lock()
         self._last_write = -float("inf")
         self._pending = False
@@ -57,14 +64,18 @@ class ProgressReporter:
             self._schedule()
 
     def close(self) -> None:
-        """COMMAND ended: no more writes; a write under way is waited for, so none follows the
-        job's finish."""
+        """COMMAND ended: a write under way is waited for, a step not written yet is written now
+        (on the caller's thread), and no write follows, so none comes after the job's finish."""
         with self._lock:
             self._closed = True
             timer = self._timer
         if timer is not None:
             timer.cancel()
             timer.join()
+        with self._lock:
+            step, self._step = self._step, None
+        if step is not None:
+            self._call(step)
 
     def _schedule(self) -> None:
         """With the lock held: a write when the throttle allows, unless one is already due."""
@@ -79,10 +90,13 @@ class ProgressReporter:
         with self._lock:
             step, self._step, self._pending = self._step, None, False
             self._last_write = time.monotonic()
+        self._call(step)
+        with self._lock:
+            self._timer = None
+            self._schedule()
+
+    def _call(self, step: str | None) -> None:
         try:
             self._report(step)
         except Exception:  # the claim may be gone; the heartbeat is what notices that
             log.warning("reporting progress failed", exc_info=True)
-        with self._lock:
-            self._timer = None
-            self._schedule()

@@ -4,7 +4,8 @@ COMMAND gets the job in TIRELESS_* environment variables and as JSON on stdin, a
 worker's secrets: every libpq PG* variable, DATABASE_URL(_FILE), every other TIRELESS_* variable
 (forge tokens, webhook secrets) and systemd's CREDENTIALS_DIRECTORY are dropped from its
 environment; with an agent user (--agent-user) it runs as that Unix user, which can read neither
-the worker's credential files nor its /proc. Every secret value the worker knows is masked (`***`)
+the worker's credential files nor its /proc. COMMAND runs in a sandbox (tireless.runner.sandbox):
+nothing it starts outlives its job. Every secret value the worker knows is masked (`***`)
 in COMMAND's output, in the note and in the worker's log (tireless.runner.masking). Exit 0 delivers the job; any other exit releases it to pending
 (the store fails it when its attempts are spent) with the tail of COMMAND's output as the note.
 A lost lease (a heartbeat answered lost, or a finish refused as not the holder) stops COMMAND,
@@ -35,16 +36,16 @@ import logging
 import os
 import pwd
 import re
+import select
 import shutil
 import signal
-import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
 from datetime import timedelta
+from pathlib import Path
 from types import FrameType
-from typing import IO
 
 import psycopg
 from psycopg_pool import ConnectionPool
@@ -55,6 +56,7 @@ from tireless.runner.brief import AgentFiles
 from tireless.runner.credentials import known_secrets
 from tireless.runner.masking import Masker, MaskingFilter, OutputMasker
 from tireless.runner.progress import ProgressReporter
+from tireless.runner.sandbox import Contained, Sandbox, choose
 from tireless.store import JobStore
 from tireless.store.calls import POOL_OPEN_TIMEOUT, POOL_OPTIONS
 from tireless.store.lease import NOTE_LIMIT, LeaseLost, Release, ShuttingDown
@@ -135,6 +137,68 @@ def job_json(job: Job, **brief: object) -> bytes:
     return json.dumps(row, default=str).encode() + b"\n"
 
 
+def with_output(why: str, output: str) -> str:
+    """A note: why, then as much of the tail of COMMAND's output as fits the note."""
+    output = output.rstrip()
+    room = NOTE_LIMIT - len(why) - 1
+    return f"{why}\n{output[-room:]}" if output and room > 0 else why
+
+
+class Output(threading.Thread):
+    """Passes COMMAND's output through to ours with every secret masked, keeping its tail and
+    reporting progress (masked too), until its end or until `stop`: once COMMAND's processes are
+    gone, what is buffered is taken and nothing more is waited for (a process of the job that
+    got out of the sandbox's reach, holding the pipe, delays nothing)."""
+
+    def __init__(
+        self, fd: int, masked: OutputMasker, tail: bytearray, progress: ProgressReporter
+    ) -> None:
+        super().__init__(daemon=True)
+        self._fd = fd
+        self._masked = masked
+        self._tail = tail
+        self._progress = progress
+        self._wakeup, self._wake = os.pipe()  # written by `stop`
+
+    def run(self) -> None:
+        poller = select.poll()
+        poller.register(self._fd, select.POLLIN)
+        poller.register(self._wakeup, select.POLLIN)
+        try:
+            while True:
+                ready = dict(poller.poll())
+                if self._fd in ready:
+                    if not self._pass(os.read(self._fd, 65536)):
+                        return
+                elif self._wakeup in ready:
+                    os.set_blocking(self._fd, False)
+                    for _ in range(64):  # bounded: a writer outside the job cannot hold it
+                        with contextlib.suppress(BlockingIOError):
+                            if self._pass(os.read(self._fd, 65536)):
+                                continue
+                        return
+                    return
+        finally:
+            self._pass(b"")  # the end: what the masker held back
+
+    def _pass(self, chunk: bytes) -> bool:
+        """Pass a chunk on (b"": the end, what the masker held back); False when it was empty."""
+        out = self._masked.feed(chunk) if chunk else self._masked.end()
+        sys.stdout.buffer.write(out)
+        sys.stdout.buffer.flush()
+        self._tail.extend(out)
+        del self._tail[:-OUTPUT_KEPT]
+        self._progress.saw(out)
+        return bool(chunk)
+
+    def stop(self) -> None:
+        """COMMAND's processes are gone: take what is buffered and end; returns once ended."""
+        os.write(self._wake, b"x")
+        self.join()
+        os.close(self._wakeup)
+        os.close(self._wake)
+
+
 class Worker:
     def __init__(
         self,
@@ -150,6 +214,7 @@ class Worker:
         progress_every: float = 30.0,
         masker: Masker | None = None,
         agent: pwd.struct_passwd | None = None,
+        sandbox: Sandbox | None = None,
     ) -> None:
         self.store = store
         self.name = name
@@ -162,13 +227,14 @@ class Worker:
         self.progress_every = progress_every
         self.masker = masker or Masker(())
         self.agent = agent
+        self.sandbox = sandbox or choose("auto", agent)
         self.stop_signal: str | None = None
         self.drain_signal: str | None = None
         self.cannot_start: str | None = None
         """Why COMMAND failed to start on a claimed job (given back): the worker stops."""
         self._waiting = False
         self._lock = threading.RLock()  # the signal handler and the renewal thread stop COMMAND
-        self._process: subprocess.Popen[bytes] | None = None
+        self._contained: Contained | None = None  # COMMAND's processes, while its job runs
         self._killer: threading.Timer | None = None
         self._chain = False  # whether a finish also claims the next job (not with --once)
         self._next: Job | None = None  # the job the last finish claimed, to run next
@@ -265,7 +331,7 @@ class Worker:
                     self.cannot_start = f"cannot start COMMAND {self.command[0]!r}: {error}"
                     raise ShuttingDown(self.cannot_start) from error
                 if self.stop_signal is not None:
-                    raise ShuttingDown(f"worker stopped by {self.stop_signal}")
+                    raise ShuttingDown(with_output(f"worker stopped by {self.stop_signal}", output))
                 if code != 0:
                     log.info("%s: command exited with %s on job %s", self.name, code, job.id)
                     raise Release(output.rstrip() or f"command exited with {code}")
@@ -305,22 +371,15 @@ class Worker:
 
     def _run_in(self, job: Job, files: AgentFiles) -> tuple[int, str]:
         env = command_environment(job, self.agent) | files.environment()
-        agent = self.agent  # COMMAND runs as its user and group, with no group of the worker's
         with self._lock:
-            process = subprocess.Popen(
-                self.command,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                env=env,
-                start_new_session=True,  # its own process group: stopping it stops its children
-                user=None if agent is None else agent.pw_uid,
-                group=None if agent is None else agent.pw_gid,
-                extra_groups=None if agent is None else [],
-            )
-            self._process = process
+            contained = self.sandbox.start(
+                self.command, cwd=Path.cwd(), writable=[files.body_file.parent], env=env,
+                agent=self.agent,  # its user and group, with no group of the worker's
+            )  # fmt: skip
+            self._contained = contained
             if self.stop_signal is not None:
                 self._stop_command(f"worker stopped by {self.stop_signal}")
+        process = contained.process
         assert process.stdin is not None
         assert process.stdout is not None
         tail = bytearray()
@@ -328,42 +387,33 @@ class Worker:
             lambda step: self.store.report_progress(job.id, self.name, step, job.claim_token),
             self.progress_every,
         )
-        reader = threading.Thread(
-            target=self._copy_output,
-            args=(process.stdout, OutputMasker(self.masker), tail, progress),
-        )
-        reader.start()
+        output = Output(process.stdout.fileno(), OutputMasker(self.masker), tail, progress)
+        output.start()
         try:
             process.stdin.write(job_json(job, **files.json_fields()))
             process.stdin.close()
         except BrokenPipeError:
             pass  # COMMAND does not read its stdin
-        code = process.wait()
-        reader.join()
-        progress.close()
-        with self._lock:
-            self._process = None
-            if self._killer is not None:
-                self._killer.cancel()
-                self._killer = None
+        never_ran: OSError | None = None
+        try:
+            code = process.wait()
+            try:
+                contained.end()  # nothing of the job is left, whatever it started
+            except OSError as error:
+                never_ran = error
+        finally:
+            output.stop()  # what is still buffered, and no more: no process of the job is left
+            process.stdout.close()
+            progress.close()
+            with self._lock:
+                self._contained = None
+                if self._killer is not None:
+                    self._killer.cancel()
+                    self._killer = None
+        if never_ran is not None:  # its output (the sandbox's) says why
+            lines = tail.decode(errors="replace").strip().splitlines()
+            raise OSError(lines[-1] if lines else str(never_ran)) from never_ran
         return code, tail.decode(errors="replace")[-NOTE_LIMIT:]
-
-    @staticmethod
-    def _copy_output(
-        stream: IO[bytes], masked: OutputMasker, tail: bytearray, progress: ProgressReporter
-    ) -> None:
-        """Pass COMMAND's output through to ours with every secret masked, keeping its tail and
-        reporting progress (masked too)."""
-        while True:
-            chunk = stream.read1(65536)  # type: ignore[attr-defined]
-            out = masked.feed(chunk) if chunk else masked.end()
-            sys.stdout.buffer.write(out)
-            sys.stdout.buffer.flush()
-            tail.extend(out)
-            del tail[:-OUTPUT_KEPT]
-            progress.saw(out)
-            if not chunk:
-                return
 
     def _attach_report(self, job: Job, files: AgentFiles) -> None:
         """The report COMMAND left, attached to the attempt before it is finished."""
@@ -378,24 +428,17 @@ class Worker:
             log.info("%s: job %s: lease lost; its report is not kept", self.name, job.id)
 
     def _stop_command(self, why: str) -> None:
-        """SIGTERM COMMAND's process group now, SIGKILL after the grace period."""
+        """SIGTERM every process of COMMAND's now, SIGKILL what remains after the grace period;
+        also when COMMAND's top process has exited and something it started has not."""
         with self._lock:
-            process = self._process
-            if process is None or process.returncode is not None or self._killer is not None:
+            contained = self._contained
+            if contained is None or self._killer is not None:
                 return
             log.info("%s: stopping the command: %s", self.name, why)
-            self._signal_group(process, signal.SIGTERM)
-            self._killer = threading.Timer(
-                self.grace, self._signal_group, args=(process, signal.SIGKILL)
-            )
+            contained.signal(signal.SIGTERM)
+            self._killer = threading.Timer(self.grace, contained.signal, args=(signal.SIGKILL,))
             self._killer.daemon = True
             self._killer.start()
-
-    @staticmethod
-    def _signal_group(process: subprocess.Popen[bytes], signum: signal.Signals) -> None:
-        if process.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signum)
 
     # Events from elsewhere
     def _lease_lost(self, job: Job) -> None:
@@ -431,6 +474,7 @@ def work(
     drain_on: signal.Signals | None = None,
     progress_every: float = 30.0,
     agent: pwd.struct_passwd | None = None,
+    sandbox: Sandbox | None = None,
 ) -> int:
     """`tireless work`: the exit code. Raises psycopg.OperationalError if the database cannot be
     reached at the start (later, a lost connection is retried). COMMAND runs as `agent` when
@@ -439,6 +483,8 @@ def work(
     masker = Masker(known_secrets(conninfo))
     for handler in logging.getLogger().handlers:
         handler.addFilter(MaskingFilter(masker))
+    sandbox = sandbox or choose("auto", agent)
+    log.info("%s: containment: %s", name, sandbox.describe())
     psycopg.connect(conninfo, connect_timeout=10).close()  # unreachable: fail now, not in the pool
     # One connection listens, one renews, one claims and finishes; each is checked before use,
     # so a connection the database dropped (a restart) is replaced instead of failing a call.
@@ -449,7 +495,7 @@ def work(
         worker = Worker(
             JobStore(pool), name, lanes, command,
             lease=lease, poll=poll, grace=grace, drain_on=drain_on, progress_every=progress_every,
-            masker=masker, agent=agent,
+            masker=masker, agent=agent, sandbox=sandbox,
         )  # fmt: skip
         return worker.run(once=once)
     finally:

@@ -1,0 +1,431 @@
+"""Containment: no process COMMAND started outlives its job (docs/runners.md, "Containment").
+
+A `Sandbox` starts COMMAND for a job (`start`, a `Contained`), signals every process of it
+(`Contained.signal`) and makes sure nothing of it is left when its job ends (`Contained.end`).
+`bwrap` and `unshare` run COMMAND in a PID namespace of its own, which the kernel empties when its
+first process ends: when COMMAND's top process exits, and when the worker dies, even by SIGKILL
+(a parent-death signal). `none` keeps COMMAND's process group and makes the worker a child
+subreaper, so what COMMAND leaves behind (double-forked or `setsid` included) is the worker's to
+kill at the job's end; a SIGKILL of the worker leaves it running."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import pwd
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import IO
+
+SANDBOXES = ("auto", "bwrap", "unshare", "none")
+"""The choices of `tireless work --sandbox`; auto takes the first of bwrap, unshare, none that works."""
+
+PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
+END_WAIT = 5.0
+"""Seconds `end` waits for what it killed to be gone (a process in uninterruptible sleep)."""
+
+
+class Unavailable(OSError):
+    """The sandbox asked for cannot run here (a usage error of `tireless work`)."""
+
+
+def secret_paths(environ: Mapping[str, str]) -> tuple[list[str], list[str]]:
+    """The worker's secret files and directories, as COMMAND must not see them: the files the
+    `*_FILE` variables of the worker's credentials name (DATABASE_URL_FILE,
+    TIRELESS_TOKEN_<NAME>_FILE, TIRELESS_WEBHOOK_SECRET_<NAME>_FILE, ...), libpq's password and
+    service files, and systemd's credentials directory; only those that exist, resolved."""
+    files = [
+        value
+        for name, value in environ.items()
+        if name.endswith("_FILE") and (name.startswith(("TIRELESS_", "DATABASE_URL", "PG")))
+    ]
+    home = Path.home()
+    files.append(environ.get("PGPASSFILE") or str(home / ".pgpass"))
+    files.append(environ.get("PGSERVICEFILE") or str(home / ".pg_service.conf"))
+    if key := environ.get("PGSSLKEY"):
+        files.append(key)
+    directories = [environ["CREDENTIALS_DIRECTORY"]] if environ.get("CREDENTIALS_DIRECTORY") else []
+    found = sorted({os.path.realpath(f) for f in files if f and os.path.isfile(f)})
+    hidden = sorted({os.path.realpath(d) for d in directories if os.path.isdir(d)})
+    return found, hidden
+
+
+def _drop_to(agent: pwd.struct_passwd) -> list[str]:
+    """util-linux setpriv, as the last step before COMMAND: the agent's user and group, none of the
+    worker's groups or capabilities."""
+    return [
+        "setpriv", f"--reuid={agent.pw_uid}", f"--regid={agent.pw_gid}", "--clear-groups",
+        "--inh-caps=-all", "--bounding-set=-all", "--",
+    ]  # fmt: skip
+
+
+def _children(pid: int) -> list[int]:
+    """The children of a process (Linux's /proc/PID/task/PID/children, else every process's
+    parent as /proc/PID/stat names it)."""
+    try:
+        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except FileNotFoundError:
+        return [child for child, parent in _parents().items() if parent == pid]
+    except OSError:
+        return []
+
+
+def _pids() -> Iterator[int]:
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            yield int(entry)
+
+
+def _parents() -> dict[int, int]:
+    """Every process's parent."""
+    parents = {}
+    for pid in _pids():
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            parents[pid] = int(stat[stat.rindex(")") + 2 :].split()[1])  # (comm) may hold spaces
+    return parents
+
+
+def _kill(pid: int, signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signum)
+
+
+class Contained:
+    """COMMAND running for one job: `process` is what the worker started (COMMAND itself, or the
+    sandbox around it); its stdin, stdout and exit code are COMMAND's."""
+
+    def __init__(self, process: subprocess.Popen[bytes]) -> None:
+        self.process = process
+        self.ended = False
+
+    def signal(self, signum: signal.Signals) -> None:
+        """SIGTERM: ask every process of the job to stop; SIGKILL: end them all now. Acts while
+        anything of the job remains, whether or not COMMAND's top process has exited."""
+        raise NotImplementedError
+
+    def end(self) -> None:
+        """After COMMAND's top process exited: nothing of the job is left when this returns.
+        Raises OSError when COMMAND could not be started (the runner's fault, not the job's)."""
+        raise NotImplementedError
+
+
+class Sandbox:
+    """How `tireless work` starts COMMAND: `start` a job's COMMAND, `describe` in one line."""
+
+    name = ""
+
+    def describe(self) -> str:
+        raise NotImplementedError
+
+    def start(
+        self,
+        command: Sequence[str],
+        *,
+        cwd: Path,
+        writable: Sequence[Path],
+        env: Mapping[str, str],
+        agent: pwd.struct_passwd | None,
+    ) -> Contained:
+        """COMMAND started in `cwd` with `env` (as `agent` when given), stdin and stdout pipes,
+        stderr on stdout; it may write in `cwd` and `writable` (and in a sandbox's own /tmp)."""
+        raise NotImplementedError
+
+
+# PID namespaces: bwrap and unshare
+class _InNamespace(Contained):
+    """A job whose processes are a PID namespace: its first process (`init`, in the worker's
+    numbering) is the sandbox's; when it ends, the kernel kills everything else in it."""
+
+    def __init__(self, process: subprocess.Popen[bytes], init: int | None = None) -> None:
+        super().__init__(process)
+        self._init = init
+        self.signalled = False
+
+    def init(self) -> int | None:
+        """The namespace's first process, once the sandbox made it (the child of `process`)."""
+        if self._init is None and self.process.poll() is None:
+            self._init = next(iter(_children(self.process.pid)), None)
+        return self._init
+
+    def members(self, init: int) -> list[int]:
+        """Every process of the namespace but its first."""
+        try:
+            namespace = os.readlink(f"/proc/{init}/ns/pid")
+        except OSError:
+            return []
+        found = []
+        for pid in _pids():
+            with contextlib.suppress(OSError):
+                if pid != init and os.readlink(f"/proc/{pid}/ns/pid") == namespace:
+                    found.append(pid)
+        return found
+
+    def signal(self, signum: signal.Signals) -> None:
+        if self.ended or self.process.poll() is not None:
+            return  # the namespace ended with its first process
+        self.signalled = True
+        init = self.init()
+        members = [] if init is None else self.members(init)
+        if signum == signal.SIGKILL or not members:  # nothing of COMMAND runs yet: end it now
+            _kill(self.process.pid if init is None else init, signal.SIGKILL)
+            return
+        for pid in members:  # the first process would not hear a SIGTERM; the others do
+            _kill(pid, signum)
+
+    def end(self) -> None:
+        if self.process.poll() is None:
+            self.signal(signal.SIGKILL)
+            self.process.wait()
+        self.ended = True  # the namespace is empty: its first process waited for all the others
+
+
+class Bubblewrap(Sandbox):
+    """bubblewrap: a PID namespace, a read-only view of / with a private /tmp, COMMAND's working
+    directory and the job's files writable, the worker's secret files hidden."""
+
+    name = "bwrap"
+
+    def __init__(self, environ: Mapping[str, str] | None = None) -> None:
+        self.secret_files, self.secret_dirs = secret_paths(
+            os.environ if environ is None else environ
+        )
+
+    def describe(self) -> str:
+        return (
+            "bwrap (a PID namespace that ends with COMMAND or the worker; / read-only, a private"
+            " /tmp, the worker's secret files hidden)"
+        )
+
+    def argv(
+        self,
+        command: Sequence[str],
+        *,
+        cwd: Path,
+        writable: Sequence[Path],
+        agent: pwd.struct_passwd | None,
+        status_fd: int | None = None,
+    ) -> list[str]:
+        """The bwrap command line that runs COMMAND for a job."""
+        argv = ["bwrap", "--unshare-pid", "--die-with-parent", "--new-session"]
+        if status_fd is not None:
+            argv += ["--json-status-fd", str(status_fd)]
+        if os.geteuid() == 0 and agent is None:
+            argv += ["--cap-drop", "ALL"]  # root without capabilities cannot undo the view
+        argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+        own = [cwd, *writable]
+        if agent is not None and agent.pw_dir not in ("", "/") and os.path.isdir(agent.pw_dir):
+            own.append(Path(agent.pw_dir))  # the agent's own home
+        for path in map(str, own):
+            if path != "/":  # a worker started in / (systemd's default) does not make / writable
+                argv += ["--bind", path, path]
+        for secret in self.secret_files:
+            argv += ["--ro-bind", "/dev/null", secret]
+        for secret in self.secret_dirs:
+            argv += ["--tmpfs", secret]
+        argv += ["--chdir", str(cwd), "--"]
+        return argv + (_drop_to(agent) if agent is not None else []) + list(command)
+
+    def start(
+        self,
+        command: Sequence[str],
+        *,
+        cwd: Path,
+        writable: Sequence[Path],
+        env: Mapping[str, str],
+        agent: pwd.struct_passwd | None,
+    ) -> Contained:
+        status, status_writer = os.pipe()
+        try:
+            argv = self.argv(
+                command, cwd=cwd, writable=writable, agent=agent, status_fd=status_writer
+            )
+            process = subprocess.Popen(
+                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                env=dict(env), start_new_session=True, pass_fds=[status_writer],
+            )  # fmt: skip
+        except BaseException:
+            os.close(status)
+            raise
+        finally:
+            os.close(status_writer)
+        return _Bubblewrapped(process, os.fdopen(status, "rb"))
+
+
+class _Bubblewrapped(_InNamespace):
+    """bwrap's --json-status-fd says the namespace's first process (`child-pid`) at once and, when
+    it ends, `exit-code` only if COMMAND was executed: so an exec that failed is told apart."""
+
+    def __init__(self, process: subprocess.Popen[bytes], status: IO[bytes]) -> None:
+        self._status = status
+        first = self._status.readline()  # written as soon as the namespace exists
+        self._reports = [first]
+        init = json.loads(first).get("child-pid") if first.strip() else None
+        super().__init__(process, init)
+
+    def end(self) -> None:
+        super().end()
+        with self._status:
+            self._reports += self._status.readlines()
+        if not self.signalled and not any(b'"exit-code"' in r for r in self._reports):
+            raise OSError("bwrap could not start it (its output says why)")
+
+
+class Unshare(Sandbox):
+    """util-linux unshare as root: a PID namespace (and a mount namespace for its /proc), the
+    filesystem as it is. `setsid --fork --wait` is the namespace's first process, so COMMAND is
+    not PID 1 and hears SIGTERM as it would anywhere."""
+
+    name = "unshare"
+
+    def describe(self) -> str:
+        return (
+            "unshare (a PID namespace that ends with COMMAND or the worker; the filesystem and"
+            " the worker's secret files as they are)"
+        )
+
+    def argv(self, command: Sequence[str], agent: pwd.struct_passwd | None) -> list[str]:
+        outer = ["setpriv", "--pdeathsig", "KILL", "--"]  # unshare dies with the worker
+        inner = ["unshare", "--pid", "--fork", "--kill-child", "--mount-proc", "--"]
+        first = ["setsid", "--fork", "--wait", "--"]
+        return (
+            outer + inner + first + (_drop_to(agent) if agent is not None else []) + list(command)
+        )
+
+    def start(
+        self,
+        command: Sequence[str],
+        *,
+        cwd: Path,
+        writable: Sequence[Path],
+        env: Mapping[str, str],
+        agent: pwd.struct_passwd | None,
+    ) -> Contained:
+        process = subprocess.Popen(
+            self.argv(command, agent), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, env=dict(env), cwd=cwd, start_new_session=True,
+        )  # fmt: skip
+        return _InNamespace(process)
+
+
+# No namespace: a process group and a subreaper
+class ProcessGroup(Sandbox):
+    """COMMAND in a process group of its own, the worker a child subreaper (orphans of COMMAND,
+    double-forked or `setsid` ones too, become the worker's children): whatever descends from the
+    worker is COMMAND's, stopped with it and killed when its job ends."""
+
+    name = "none"
+
+    def __init__(self) -> None:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+            raise Unavailable(os.strerror(ctypes.get_errno()))
+
+    def describe(self) -> str:
+        return (
+            "none (COMMAND's process group, and the worker a subreaper that kills what COMMAND"
+            " leaves when its job ends; a SIGKILL of the worker leaves it running)"
+        )
+
+    def start(
+        self,
+        command: Sequence[str],
+        *,
+        cwd: Path,
+        writable: Sequence[Path],
+        env: Mapping[str, str],
+        agent: pwd.struct_passwd | None,
+    ) -> Contained:
+        process = subprocess.Popen(
+            list(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, env=dict(env), cwd=cwd,
+            start_new_session=True,  # its own process group: stopping it stops its children
+            user=None if agent is None else agent.pw_uid,
+            group=None if agent is None else agent.pw_gid,
+            extra_groups=None if agent is None else [],  # none of the worker's groups
+        )  # fmt: skip
+        return _Descendants(process)
+
+
+class _Descendants(Contained):
+    """A job whose processes are every descendant of the worker (the subreaper)."""
+
+    def descendants(self) -> list[int]:
+        parents = _parents()
+        found: list[int] = []
+        frontier = [os.getpid()]
+        while frontier:
+            parent = frontier.pop()
+            children = [pid for pid, of in parents.items() if of == parent]
+            found += children
+            frontier += children
+        return found
+
+    def signal(self, signum: signal.Signals) -> None:
+        if self.ended:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.process.pid, signum)
+        for pid in self.descendants():
+            _kill(pid, signum)
+
+    def end(self) -> None:
+        """Kill every descendant and reap the ones the worker inherited, until none is left."""
+        deadline = time.monotonic() + END_WAIT
+        top = self.process.pid
+        while (left := [pid for pid in self.descendants() if pid != top]) and (
+            time.monotonic() < deadline
+        ):
+            for pid in left:
+                _kill(pid, signal.SIGKILL)
+            for pid in left:  # those the worker inherited; the others are reaped by their parent
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(pid, os.WNOHANG)
+            time.sleep(0.01)
+        self.ended = True
+
+
+# Choosing
+def _works(argv: Sequence[str]) -> bool:
+    """Whether a sandbox's command line runs `true` here (it can make its namespaces)."""
+    try:
+        done = subprocess.run(
+            [*argv, "true"], stdin=subprocess.DEVNULL, capture_output=True, timeout=30
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
+
+
+def choose(name: str, agent: pwd.struct_passwd | None = None) -> Sandbox:
+    """The sandbox `--sandbox NAME` asks for, tried here; auto: bwrap, else unshare, else none.
+    Unavailable (a usage error) when the one asked for cannot run."""
+    if name not in SANDBOXES:
+        raise Unavailable(f"--sandbox: one of {', '.join(SANDBOXES)}, got {name!r}")
+    needs_setpriv = agent is not None and shutil.which("setpriv") is None
+    if name in ("auto", "bwrap"):
+        bwrap = Bubblewrap()
+        probe = bwrap.argv([], cwd=Path("/"), writable=[], agent=None)
+        if shutil.which("bwrap") and _works(probe) and not needs_setpriv:
+            return bwrap
+        if name == "bwrap":
+            raise Unavailable(
+                "--sandbox bwrap: bubblewrap is missing or cannot make its namespaces here"
+                + (" (and --agent-user needs util-linux's setpriv)" if needs_setpriv else "")
+            )
+    if name in ("auto", "unshare"):
+        unshare = Unshare()
+        tools = all(map(shutil.which, ("unshare", "setpriv", "setsid")))
+        if os.geteuid() == 0 and tools and _works(unshare.argv([], None)):
+            return unshare
+        if name == "unshare":
+            raise Unavailable(
+                "--sandbox unshare: needs root and util-linux's unshare, setpriv and setsid"
+            )
+    return ProcessGroup()
