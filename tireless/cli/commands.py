@@ -505,7 +505,8 @@ def cmd_lane(args: argparse.Namespace) -> int:
 
 
 def cmd_work(args: argparse.Namespace) -> int:
-    from tireless.runner.sandbox import choose  # only for `work`
+    from tireless.runner.delivery import Delivery, state_directory  # only for `work`
+    from tireless.runner.sandbox import choose
     from tireless.runner.worker import (
         CANNOT_START,
         agent_user,
@@ -523,6 +524,13 @@ def cmd_work(args: argparse.Namespace) -> int:
         keep_secrets_out_of_environment_block(args.command_line)
     user = None if args.agent_user is None else agent_user(args.agent_user)
     sandbox = choose(args.sandbox, user)  # one that cannot run here: a usage error
+    delivery = None
+    if args.deliver:
+        state_dir = args.state_dir or state_directory()
+        try:
+            delivery = Delivery(state_dir, args.git_cache_max, agent=user)
+        except OSError as error:
+            raise UsageError(f"--state-dir {state_dir}: {error}") from error
     with connect(args):
         pass  # a malformed URL is a usage error (2), an unreachable database exit 4
     return work(
@@ -538,6 +546,7 @@ def cmd_work(args: argparse.Namespace) -> int:
         progress_every=args.progress_every,
         agent=user,
         sandbox=sandbox,
+        delivery=delivery,
     )
 
 

@@ -9,6 +9,7 @@ import signal
 from collections.abc import Callable
 from datetime import timedelta
 from importlib.metadata import version
+from pathlib import Path
 from typing import NoReturn
 from uuid import UUID
 
@@ -68,6 +69,22 @@ def duration(text: str) -> timedelta:
 
 def seconds(text: str) -> float:
     return duration(text).total_seconds()
+
+
+SIZE_UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def size(text: str) -> int | None:
+    """`500M`, `10G`, `1T` (powers of 1024), or `none` for no bound."""
+    if text.strip().lower() == "none":
+        return None
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)([KMGT])", text.strip().upper())
+    if match is None:
+        raise argparse.ArgumentTypeError(
+            f"not a size: {text!r}: give a number and its unit, e.g. 500M or 10G (K, M, G, T),"
+            " or none"
+        )
+    return int(float(match.group(1)) * SIZE_UNITS[match.group(2)])
 
 
 def capacity(text: str) -> int | None:
@@ -405,6 +422,28 @@ def parser() -> argparse.ArgumentParser:
         default="auto",
         help="how COMMAND is contained (default auto: bwrap, else unshare as root, else none);"
         " docs/runners.md#containment",
+    )
+    sub.add_argument(
+        "--deliver",
+        action="store_true",
+        help="run COMMAND in a workspace of the issue's repository and push what an implement"
+        " job changed to the issue's branch, for one pull request per issue (docs/runners.md#delivery)",
+    )
+    sub.add_argument(
+        "--state-dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="the cache of repositories (git/) and the jobs' workspaces (workspaces/) (default"
+        " /var/lib/tireless as root, else ~/.local/state/tireless)",
+    )
+    sub.add_argument(
+        "--git-cache-max",
+        type=size,
+        default=10 << 30,
+        metavar="SIZE",
+        help="the cache's bound: the least recently used repositories are evicted past it"
+        " (default 10G; none: no bound)",
     )
     sub.add_argument(
         "--progress-every",

@@ -1618,6 +1618,11 @@ class StandinForge:
             )
         if not known:
             return CgiAnswer(404, {"Content-Type": "text/plain"}, b"Repository not found\n")
+        with self._lock:  # (reentrant) two first requests at once initialise it once
+            if not self.git.exists(owner, repo):
+                # A repository made with its issues and no git yet: initialised with a README,
+                # as the forges' "Initialize repository" (Gitea's and GitHub's auto_init) does.
+                self.seed_git(owner, repo, {"README.md": f"# {repo}\n"}, message="Initial commit")
         return self.git.serve(
             owner,
             repo,

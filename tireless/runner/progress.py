@@ -17,6 +17,9 @@ log = logging.getLogger(__name__)
 PROGRESS_PREFIX = b"::progress::"
 """A line of COMMAND's output starting with this (after blanks) names its current step."""
 
+DRAFT_LINE = b"::draft::"
+"""A line of COMMAND's output that is this (blanks aside) asks for its pull request as a draft."""
+
 AT_MOST_EVERY = 1.0
 """Seconds: the longest throttle, whatever `every` says, so that an agent's output reaches the store
 well before any stall_after of two seconds or more runs out."""
@@ -52,12 +55,15 @@ class ProgressReporter:
         self._partial = b""
         self._timer: threading.Timer | None = None
         self._closed = False
+        self.draft = False
+        """Whether COMMAND asked for a draft pull request (a line `::draft::`)."""
 
     def saw(self, chunk: bytes) -> None:
         """COMMAND wrote `chunk`: progress, and maybe a new step."""
         lines = (self._partial + chunk).split(b"\n")
         self._partial = lines.pop()[-LONGEST_LINE:]
         step = last_step(lines)
+        self.draft = self.draft or any(line.strip() == DRAFT_LINE for line in lines)
         with self._lock:
             self._pending = True
             self._step = step or self._step

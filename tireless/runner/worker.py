@@ -51,15 +51,17 @@ import psycopg
 from psycopg_pool import ConnectionPool
 
 from tireless.errors import NotHolder
-from tireless.models import Job, JobState
+from tireless.models import Job, JobBrief, JobState
 from tireless.runner.brief import AgentFiles
 from tireless.runner.credentials import known_secrets
+from tireless.runner.delivery import Delivery
 from tireless.runner.masking import Masker, MaskingFilter, OutputMasker
 from tireless.runner.progress import ProgressReporter
 from tireless.runner.sandbox import Contained, Sandbox, choose
+from tireless.runner.workspace import Workspace
 from tireless.store import JobStore
 from tireless.store.calls import POOL_OPEN_TIMEOUT, POOL_OPTIONS
-from tireless.store.lease import NOTE_LIMIT, LeaseLost, Release, ShuttingDown
+from tireless.store.lease import NOTE_LIMIT, HeldJob, LeaseLost, Release, ShuttingDown
 
 log = logging.getLogger("tireless.work")
 
@@ -215,6 +217,7 @@ class Worker:
         masker: Masker | None = None,
         agent: pwd.struct_passwd | None = None,
         sandbox: Sandbox | None = None,
+        delivery: Delivery | None = None,
     ) -> None:
         self.store = store
         self.name = name
@@ -228,6 +231,8 @@ class Worker:
         self.masker = masker or Masker(())
         self.agent = agent
         self.sandbox = sandbox or choose("auto", agent)
+        self.delivery = delivery
+        """The workspaces and the trusted push; None: COMMAND runs in the worker's directory."""
         self.stop_signal: str | None = None
         self.drain_signal: str | None = None
         self.cannot_start: str | None = None
@@ -326,7 +331,7 @@ class Worker:
                     job.kind, job.lane, job.attempts,
                 )  # fmt: skip
                 try:
-                    code, output = self._run_command(job)
+                    code, output = self._run_command(job, held)
                 except OSError as error:  # the runner's fault: give the job back, then stop
                     self.cannot_start = f"cannot start COMMAND {self.command[0]!r}: {error}"
                     raise ShuttingDown(self.cannot_start) from error
@@ -359,21 +364,46 @@ class Worker:
         return True
 
     # COMMAND
-    def _run_command(self, job: Job) -> tuple[int, str]:
-        """Run COMMAND on the job; its exit code and the tail of its output."""
-        with AgentFiles(job.id, self.store.job_brief(job.id)) as files:
+    def _run_command(self, job: Job, held: HeldJob) -> tuple[int, str]:
+        """Run COMMAND on the job, in its workspace; its exit code and the tail of its output.
+        When it exits 0 and the job is still the worker's to deliver, its change is pushed and
+        `held.pushed` says what, for the delivery (Release: refused, or not pushed)."""
+        brief = self.store.job_brief(job.id)
+        with AgentFiles(job.id, brief) as files, self._workspace(job, brief) as made:
             if self.agent is not None:  # the agent user reads the brief and writes its report there
                 for path in (files.body_file.parent, files.body_file):
                     os.chown(path, self.agent.pw_uid, self.agent.pw_gid)
-            code, output = self._run_in(job, files)
+            code, output, draft = self._run_in(job, files, made)
             self._attach_report(job, files)
+            if code == 0 and made is not None and self._still_delivers(held):
+                assert self.delivery is not None
+                held.pushed = self.delivery.push(job, brief, made, draft)
             return code, output
 
-    def _run_in(self, job: Job, files: AgentFiles) -> tuple[int, str]:
+    def _workspace(
+        self, job: Job, brief: JobBrief
+    ) -> contextlib.AbstractContextManager[Workspace | None]:
+        """The job's workspace, or none when the worker delivers nothing (COMMAND runs where the
+        worker runs)."""
+        if self.delivery is None:
+            return contextlib.nullcontext(None)
+        return self.delivery.workspace(job, brief)
+
+    def _still_delivers(self, held: HeldJob) -> bool:
+        """No stop, cancel, time limit or lost lease came while COMMAND ran: its work is pushed."""
+        stopped = held.cancel_requested or held.watchdog_stop is not None or held.lost
+        return self.stop_signal is None and not stopped
+
+    def _run_in(
+        self, job: Job, files: AgentFiles, workspace: Workspace | None
+    ) -> tuple[int, str, bool]:
         env = command_environment(job, self.agent) | files.environment()
+        cwd = Path.cwd() if workspace is None else workspace.path
+        if workspace is not None:
+            env["TIRELESS_WORKSPACE"] = str(workspace.path)
         with self._lock:
             contained = self.sandbox.start(
-                self.command, cwd=Path.cwd(), writable=[files.body_file.parent], env=env,
+                self.command, cwd=cwd, writable=[files.body_file.parent], env=env,
                 agent=self.agent,  # its user and group, with no group of the worker's
             )  # fmt: skip
             self._contained = contained
@@ -413,7 +443,7 @@ class Worker:
         if never_ran is not None:  # its output (the sandbox's) says why
             lines = tail.decode(errors="replace").strip().splitlines()
             raise OSError(lines[-1] if lines else str(never_ran)) from never_ran
-        return code, tail.decode(errors="replace")[-NOTE_LIMIT:]
+        return code, tail.decode(errors="replace")[-NOTE_LIMIT:], progress.draft
 
     def _attach_report(self, job: Job, files: AgentFiles) -> None:
         """The report COMMAND left, attached to the attempt before it is finished."""
@@ -475,6 +505,7 @@ def work(
     progress_every: float = 30.0,
     agent: pwd.struct_passwd | None = None,
     sandbox: Sandbox | None = None,
+    delivery: Delivery | None = None,
 ) -> int:
     """`tireless work`: the exit code. Raises psycopg.OperationalError if the database cannot be
     reached at the start (later, a lost connection is retried). COMMAND runs as `agent` when
@@ -495,7 +526,7 @@ def work(
         worker = Worker(
             JobStore(pool), name, lanes, command,
             lease=lease, poll=poll, grace=grace, drain_on=drain_on, progress_every=progress_every,
-            masker=masker, agent=agent, sandbox=sandbox,
+            masker=masker, agent=agent, sandbox=sandbox, delivery=delivery,
         )  # fmt: skip
         return worker.run(once=once)
     finally:

@@ -21,6 +21,7 @@ import contextlib
 import logging
 import threading
 from collections.abc import Awaitable, Callable, Iterator, Sequence
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Protocol, TypeVar
 
@@ -46,6 +47,18 @@ ThenClaim = Callable[[], bool]
 
 CANCEL_NOTE = "issue withdrew its request"
 """The note of a job a lease ends cancelled because a heartbeat answered `cancel`."""
+
+
+@dataclass(frozen=True, slots=True)
+class Pushed:
+    """What the holder pushed before the block ended, for `tireless.deliver`: `branch` at `head`,
+    made on `base_branch` at `base`. No branch: the work changed nothing (delivered `no change`)."""
+
+    branch: str | None = None
+    head: str | None = None
+    base_branch: str | None = None
+    base: str | None = None
+    draft: bool = False
 
 
 class Release(Exception):
@@ -151,6 +164,8 @@ class _Holding:
         self.lost = False
         self.given_back = False
         """True when the lease gave the job back (the runner was stopping)."""
+        self.pushed: Pushed | None = None
+        """Set by the block when it pushed the work: a delivery then records it (tireless.deliver)."""
 
     def _claim(self) -> Call[Job, Job | None]:
         return calls.claim_next(self.worker, self.lanes, self.lease)
@@ -201,6 +216,11 @@ class _Holding:
                 return calls.give_back(job.id, self.worker, reason(error), job.claim_token)
         state, note = (JobState.CANCELLED, CANCEL_NOTE) if self.cancel_requested else outcome(error)
         self.ended_as = state
+        if state is JobState.DELIVERED and (pushed := self.pushed) is not None:
+            return calls.deliver(
+                job.id, self.worker, pushed.branch, pushed.head, pushed.base_branch, pushed.base,
+                job.claim_token, note, pushed.draft,
+            )  # fmt: skip
         if not isinstance(error, STOPPING) and self.then_claim is not None and self.then_claim():
             self._claims_next = True
             return calls.finish_and_claim(

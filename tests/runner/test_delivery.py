@@ -1,0 +1,189 @@
+"""Delivery through `tireless work --deliver` against the stand-in forge on 127.0.0.1, which serves
+git through git's own http-backend: an implement job's agent edits its workspace, and tireless, not
+the agent, pushes the issue's branch; the mirror opens one pull request. The token never reaches
+the agent, nothing the agent planted in its repository runs, and the branch is never forced over
+someone else's commit."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Database
+from tests.forge.test_mirror import comments, one_round
+from tests.forge.test_poll import OWNER, TOKEN, Setup
+from tests.helpers import tireless_cli
+from tireless import JobStore
+from tireless.devtools.standin_forge import StandinForge
+from tireless.forge import token_variable
+
+REPO = "widgets"
+FORGE = "gitea"
+IMPLEMENT = ["tireless", "tireless/implement"]
+
+
+@pytest.fixture
+def setup(db: Database, store: JobStore, monkeypatch: pytest.MonkeyPatch) -> Iterator[Setup]:
+    monkeypatch.setenv(token_variable(FORGE), TOKEN)
+    with StandinForge("gitea", token=TOKEN) as forge:
+        store.add_forge(FORGE, "gitea", forge.url)
+        setup = Setup(db, store, forge, FORGE)
+        setup.track(REPO)
+        forge.seed_git(OWNER, REPO, {"README.md": "widgets\n", "paint.txt": "red\n"})
+        yield setup
+
+
+def asked(setup: Setup, title: str = "Paint the widgets blue") -> int:
+    number = setup.forge.create_issue(OWNER, REPO, title, IMPLEMENT)
+    one_round(setup)  # the poll makes the job
+    return number
+
+
+def work(setup: Setup, tmp_path: Path, script: str, *args: str) -> str:
+    """One job run by `tireless work --once --deliver` with `script` as its agent (sh, in its
+    workspace, `args` as $1...); the worker's log."""
+    result = tireless_cli(
+        setup.db.url, "work", "--worker", "runner-1", "--lane", "cc", "--once", "--deliver",
+        "--state-dir", str(tmp_path / "state"), "--", "sh", "-c", script, "agent", *args,
+        **{token_variable(FORGE): TOKEN},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return result.stderr
+
+
+def job(setup: Setup, number: int) -> tuple[str, str | None]:
+    state, note = setup.db.scalar(
+        "SELECT ARRAY[state::text, note] FROM tireless.job WHERE number = %(n)s ORDER BY id DESC"
+        " LIMIT 1",
+        {"n": number},
+    )
+    return state, note
+
+
+def test_an_implement_job_ends_as_one_pull_request_that_tireless_pushed(
+    setup: Setup, tmp_path: Path
+) -> None:
+    number = asked(setup)
+    work(setup, tmp_path, 'echo blue > paint.txt; echo "# Paint" > NOTES.md; echo done')
+    assert job(setup, number) == ("delivered", None)
+    branch = f"tireless/{number}"
+    assert setup.forge.file_at(OWNER, REPO, branch, "paint.txt") == "blue\n"
+    assert setup.forge.file_at(OWNER, REPO, branch, "NOTES.md") == "# Paint\n", "new files too"
+    one_round(setup)
+    (pull,) = setup.forge.pulls_of(OWNER, REPO)
+    assert (pull.head, pull.base, pull.state) == (branch, "main", "open")
+    assert f"Closes #{number}" in pull.body
+    (comment,) = comments(setup, number)
+    assert f"#{pull.number}" in comment
+    shown = json.loads(
+        tireless_cli(setup.db.url, "show", "1", "--json").stdout  # the job's delivery
+    )["delivery"]
+    assert (shown["branch"], shown["pull_number"]) == (branch, pull.number)
+
+
+def test_the_token_reaches_no_file_environment_or_git_config_of_the_agent(
+    setup: Setup, tmp_path: Path
+) -> None:
+    number = asked(setup)
+    work(  # the agent learns what to look for (reversed: its own command line must not hold it)
+        setup, tmp_path,
+        't=$(printf %s "$1" | rev); [ -n "$t" ] || exit 2\n'
+        'found=""\n'
+        'grep -rqF -- "$t" . && found="$found workspace"\n'
+        'for p in /proc/$$ /proc/1 /proc/$PPID; do  # (not /proc/self: that is grep)\n'
+        '  for f in environ cmdline; do grep -qaF -- "$t" $p/$f 2>/dev/null && found="$found $p/$f"; done\n'
+        'done\n'
+        'git config --list --show-origin | grep -qiF -e "$t" -e extraheader -e authorization'
+        ' && found="$found git-config"\n'
+        'git remote -v | grep -qF "@" && found="$found remote-url"\n'
+        'env | grep -qF -- "$t" && found="$found env"\n'
+        'if [ -n "$found" ]; then echo "found the token in:$found"; exit 1; fi\n'
+        "echo searched > searched.txt",
+        TOKEN[::-1],
+    )  # fmt: skip
+    assert job(setup, number) == ("delivered", None)
+    assert setup.forge.file_at(OWNER, REPO, f"tireless/{number}", "searched.txt") == "searched\n"
+
+
+def test_what_the_agent_planted_in_its_repository_runs_nothing_when_tireless_pushes(
+    setup: Setup, tmp_path: Path
+) -> None:
+    marker = tmp_path / "ran"
+    number = asked(setup)
+    work(
+        setup, tmp_path,
+        f'plant="touch {marker}"\n'
+        'printf "#!/bin/sh\\n%s\\n" "$plant" > .git/hooks/pre-push\n'
+        "cp .git/hooks/pre-push .git/hooks/post-commit; chmod +x .git/hooks/*\n"
+        'git config core.fsmonitor "$plant"\n'
+        'git config core.sshCommand "$plant"\n'
+        'git config credential.helper "!$plant"\n'
+        'git config filter.evil.clean "$plant"\n'
+        'printf "[core]\\n\\thooksPath = /nowhere\\n" > ../included; git config include.path ../included\n'
+        'echo "* filter=evil" > .gitattributes\n'
+        f"mkdir -p {tmp_path}/elsewhere; echo {tmp_path}/elsewhere >> .git/objects/info/alternates\n"
+        "echo blue > paint.txt",
+    )  # fmt: skip
+    assert job(setup, number) == ("delivered", None)
+    assert not marker.exists(), "a hook, a filter or a config of the agent's ran"
+    assert setup.forge.file_at(OWNER, REPO, f"tireless/{number}", "paint.txt") == "blue\n"
+
+
+def test_no_change_delivers_with_no_branch_and_no_pull_request(
+    setup: Setup, tmp_path: Path
+) -> None:
+    number = asked(setup)
+    work(setup, tmp_path, "echo looked and found nothing to do")
+    assert job(setup, number) == ("delivered", "no change")
+    assert f"tireless/{number}" not in setup.forge.branches(OWNER, REPO)
+    one_round(setup)
+    assert setup.forge.pulls_of(OWNER, REPO) == []
+
+
+def test_a_change_to_a_workflow_file_is_refused_and_nothing_is_pushed(
+    setup: Setup, tmp_path: Path
+) -> None:
+    setup.db.scalar("SELECT tireless.set_kind_policy(kind => 'implement', max_attempts => 1)")
+    number = asked(setup)
+    work(setup, tmp_path, "mkdir -p .github/workflows; echo 'on: push' > .github/workflows/ci.yml")
+    state, note = job(setup, number)
+    assert state == "failed"
+    assert ".github/workflows/ci.yml" in str(note)
+    assert f"tireless/{number}" not in setup.forge.branches(OWNER, REPO)
+
+
+def test_a_re_request_starts_from_the_pull_request_and_updates_it(
+    setup: Setup, store: JobStore, tmp_path: Path
+) -> None:
+    number = asked(setup)
+    work(setup, tmp_path, "echo blue > paint.txt")
+    one_round(setup)
+    (first,) = setup.forge.pulls_of(OWNER, REPO)
+    store.rerun(FORGE, OWNER, REPO, number)
+    # The second attempt starts from the pull request's head: it sees the first one's work.
+    work(setup, tmp_path, 'grep -q blue paint.txt || exit 1; echo "and shiny" >> paint.txt')
+    assert job(setup, number) == ("delivered", None)
+    branch = f"tireless/{number}"
+    assert setup.forge.file_at(OWNER, REPO, branch, "paint.txt") == "blue\nand shiny\n"
+    one_round(setup)
+    assert [p.number for p in setup.forge.pulls_of(OWNER, REPO)] == [first.number]
+    assert len(setup.forge.pull_creates(OWNER, REPO)) == 1
+
+
+def test_someone_elses_commit_on_the_branch_is_never_overwritten(
+    setup: Setup, store: JobStore, tmp_path: Path
+) -> None:
+    setup.db.scalar("SELECT tireless.set_kind_policy(kind => 'implement', max_attempts => 1)")
+    number = asked(setup)
+    work(setup, tmp_path, "echo blue > paint.txt")
+    branch = f"tireless/{number}"
+    theirs = setup.forge.seed_git(OWNER, REPO, {"theirs.txt": "mine\n"}, branch=branch)
+    store.rerun(FORGE, OWNER, REPO, number)
+    work(setup, tmp_path, "echo green > paint.txt")
+    state, note = job(setup, number)
+    assert state == "failed"
+    assert theirs[:7] in str(note)
+    assert setup.forge.branch_head(OWNER, REPO, branch) == theirs

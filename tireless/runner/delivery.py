@@ -1,0 +1,174 @@
+"""The job's delivery for `tireless work` (DESIGN.md, "Delivery"): the workspace COMMAND works in,
+made from the host's cache of the issue's repository, and, when an `implement` job's COMMAND exits
+0, its change pushed by the runner (publish.py) to the issue's branch, for the store to record
+with `tireless.deliver` when the lease delivers the job. Every kind gets a workspace; only
+`implement` pushes. A job whose forge is not registered (no clone URL) runs as before, in the
+worker's directory, with nothing to push."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import pwd
+import secrets
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tireless.models import Job, JobBrief, JobKind
+from tireless.runner.credentials import token_for, token_variable
+from tireless.runner.publish import (
+    Identity,
+    PublishPolicy,
+    PublishRefused,
+    PushFailed,
+    push_change,
+    take_change,
+)
+from tireless.runner.workspace import (
+    GitAuth,
+    GitError,
+    RepoCache,
+    Workspace,
+    WorkspaceError,
+    prepare_workspace,
+)
+from tireless.store.lease import Pushed, Release
+
+log = logging.getLogger(__name__)
+
+PUSH_TRIES = 4
+"""A push that does not get through (a timeout, a 5xx) is tried this many times, 1, 2 and 4 s
+apart, before the attempt is released: the agent is not run again for it."""
+
+BOT = Identity("tireless", "tireless@localhost")
+"""The author and committer of what the runner commits for the agent (`--git-identity`)."""
+
+
+def state_directory() -> Path:
+    """Where `tireless work` keeps its cache of repositories and the jobs' workspaces by default:
+    /var/lib/tireless as root, else $XDG_STATE_HOME/tireless (~/.local/state/tireless)."""
+    if os.geteuid() == 0:
+        return Path("/var/lib/tireless")
+    return Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "tireless"
+
+
+def git_auth(forge: str) -> GitAuth | None:
+    """The runner's git credentials for a forge, from TIRELESS_TOKEN_<NAME>[_FILE]; None when the
+    runner has none. `x-access-token` is GitHub's user name for a token over HTTPS, and Gitea and
+    Forgejo take the token as the password whatever the user name (tireless/runner/workspace.py)."""
+    token = token_for(forge)
+    return None if token is None else GitAuth.github(token)
+
+
+@dataclass
+class Delivery:
+    """Where the runner keeps its cache of repositories and the jobs' workspaces, and what it pushes
+    as."""
+
+    state_dir: Path
+    cache_max_bytes: int | None = None
+    identity: Identity = BOT
+    policy: PublishPolicy = field(default_factory=PublishPolicy)
+    agent: pwd.struct_passwd | None = None
+
+    def __post_init__(self) -> None:
+        for directory in (self.state_dir, self.state_dir / "workspaces"):
+            directory.mkdir(parents=True, exist_ok=True)
+            directory.chmod(0o755)  # the agent's user goes through to its workspace
+        self.cache = RepoCache(self.state_dir / "git", self.cache_max_bytes)
+
+    @contextlib.contextmanager
+    def workspace(self, job: Job, brief: JobBrief) -> Iterator[Workspace | None]:
+        """The job's workspace for as long as the block runs, removed after it; None when the job's
+        forge is not registered. Raises Release (a failed attempt, with a note) when it cannot be
+        made: no token for the forge, the forge unreachable, the repository empty."""
+        if brief.clone_url is None:
+            yield None
+            return
+        auth = git_auth(job.forge)
+        if auth is None:
+            raise Release(
+                f"this runner has no token for forge {job.forge!r}: set {token_variable(job.forge)}"
+                f" or {token_variable(job.forge)}_FILE where `tireless work` runs"
+            )
+        # A name of its own: job ids repeat across stores, and a dead worker's workspace may remain.
+        unique = secrets.token_hex(4)
+        dest = self.state_dir / "workspaces" / f"job-{job.id}-attempt-{job.attempts}-{unique}"
+        owner = None if self.agent is None else (self.agent.pw_uid, self.agent.pw_gid)
+        made = None
+        try:
+            base = default_branch(self.cache.refresh(brief.clone_url, auth))
+            for start in starting_points(brief):
+                try:
+                    made = prepare_workspace(
+                        self.cache, brief.clone_url, auth, dest, start=start,
+                        base=None if start is None else base, branch=brief.branch, owner=owner,
+                        refresh=False,
+                    )  # fmt: skip
+                    break
+                except WorkspaceError as missing:  # a checkpoint or a branch that is gone
+                    log.info("job %s: not from %s (%s); trying the next", job.id, start, missing)
+        except GitError as failed:
+            raise Release(f"workspace: {failed}") from failed
+        if made is None:
+            raise Release(f"workspace: nothing to start from in {brief.clone_url}")
+        try:
+            yield made
+        finally:
+            made.remove()
+
+    def push(self, job: Job, brief: JobBrief, workspace: Workspace, draft: bool) -> Pushed | None:
+        """After COMMAND exited 0: an `implement` job's change on the forge (its branch and head),
+        or Pushed with no branch when it changed nothing; None for a kind that does not push.
+        Raises Release with the note when the change is refused (a CI file, a limit, someone
+        else's commit on the branch, the forge's refusal) or the push never got through."""
+        if job.kind is not JobKind.IMPLEMENT:
+            return None
+        assert brief.branch is not None, "the brief names the branch of an issue with a clone URL"
+        auth = git_auth(job.forge)
+        base_branch = default_branch(workspace.mirror)
+        try:
+            with take_change(
+                workspace, identity=self.identity, job_id=job.id, attempt=job.attempts,
+                policy=self.policy,
+            ) as change:  # fmt: skip
+                if change.empty:
+                    return Pushed()
+                for tried in range(1, PUSH_TRIES + 1):
+                    try:
+                        head = push_change(
+                            change, auth=auth, ref=f"refs/heads/{brief.branch}",
+                            expected=brief.branch_head,
+                        )  # fmt: skip
+                        break
+                    except PushFailed as failed:
+                        if not failed.transient or tried == PUSH_TRIES:
+                            raise
+                        log.info("job %s: push failed (%s); again in %ss", job.id, failed, tried)
+                        time.sleep(2 ** (tried - 1))
+                return Pushed(brief.branch, head, base_branch, change.base, draft)
+        except (PublishRefused, PushFailed) as refused:
+            raise Release(refused.note) from refused
+        except GitError as failed:
+            raise Release(f"publish: {failed}") from failed
+
+
+def starting_points(brief: JobBrief) -> list[str | None]:
+    """Where the workspace starts, best first: the job's last checkpoint, the issue's branch when
+    tireless pushed it and its pull request is known (the pull request's head), the default
+    branch (None)."""
+    points: list[str | None] = []
+    if brief.checkpoint_ref is not None:
+        points.append(brief.checkpoint_ref)
+    if brief.branch is not None and brief.branch_head is not None and brief.pull_number is not None:
+        points.append(brief.branch)
+    return [*points, None]
+
+
+def default_branch(mirror: Path) -> str:
+    """The repository's default branch, as the cache's mirror of the forge names it."""
+    head = (mirror / "HEAD").read_text().strip()
+    return head.removeprefix("ref: refs/heads/") if head.startswith("ref: ") else "main"
