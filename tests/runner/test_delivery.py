@@ -7,6 +7,9 @@ someone else's commit."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,7 +18,7 @@ import pytest
 from tests.conftest import Database
 from tests.forge.test_mirror import comments, one_round
 from tests.forge.test_poll import OWNER, TOKEN, Setup
-from tests.helpers import tireless_cli
+from tests.helpers import tireless_cli, wait_until
 from tireless import JobStore
 from tireless.devtools.standin_forge import StandinForge
 from tireless.forge import token_variable
@@ -187,3 +190,31 @@ def test_someone_elses_commit_on_the_branch_is_never_overwritten(
     assert state == "failed"
     assert theirs[:7] in str(note)
     assert setup.forge.branch_head(OWNER, REPO, branch) == theirs
+
+
+def test_an_attempt_killed_after_its_checkpoint_resumes_from_it(
+    setup: Setup, tmp_path: Path
+) -> None:
+    number = asked(setup)
+    first = subprocess.Popen(
+        [sys.executable, "-m", "tireless", "work", "--worker", "runner-1", "--lane", "cc",
+         "--deliver", "--state-dir", str(tmp_path / "state"), "--", "sh", "-c",
+         "echo step1 > work.txt; echo ::checkpoint::; sleep 60"],
+        env=os.environ | {"DATABASE_URL": setup.db.url, token_variable(FORGE): TOKEN},
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        wait_until(
+            lambda: setup.db.scalar("SELECT count(*) FROM tireless.checkpoint") == 1,
+            "the first attempt's checkpoint to be recorded",
+        )
+    finally:
+        first.kill()  # SIGKILL: the worker says nothing; its sandbox dies with it
+        first.wait()
+    with setup.db.connect() as sweeper:  # the lease runs out, and the sweeper returns the job
+        sweeper.execute("UPDATE tireless.job SET claim_expires_at = now() - interval '1 second'")
+        assert sweeper.execute("SELECT tireless.expire_stale_claims()").fetchone() == (1,)
+        sweeper.execute("UPDATE tireless.job SET available_at = now()")  # its backoff, spent
+    work(setup, tmp_path, "grep -qx step1 work.txt || exit 1; echo step2 >> work.txt")
+    assert job(setup, number) == ("delivered", None)
+    assert setup.forge.file_at(OWNER, REPO, f"tireless/{number}", "work.txt") == "step1\nstep2\n"

@@ -11,20 +11,24 @@ import contextlib
 import logging
 import os
 import pwd
+import queue
 import secrets
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tireless.models import Job, JobBrief, JobKind
 from tireless.runner.credentials import token_for, token_variable
 from tireless.runner.publish import (
+    Checkpoint,
     Identity,
     PublishPolicy,
     PublishRefused,
     PushFailed,
     push_change,
+    save_checkpoint,
     take_change,
 )
 from tireless.runner.workspace import (
@@ -154,6 +158,63 @@ class Delivery:
             raise Release(refused.note) from refused
         except GitError as failed:
             raise Release(f"publish: {failed}") from failed
+
+    def checkpoint(self, job: Job, workspace: Workspace, expected: str | None) -> Checkpoint | None:
+        """The workspace's work so far saved in the job's checkpoint ref on the forge (lease:
+        `expected`, the job's last checkpoint); None when there was nothing new to save or it could
+        not be saved (said in the log: a checkpoint is a help, never the job's failure)."""
+        try:
+            saved = save_checkpoint(
+                workspace, auth=git_auth(job.forge), expected=expected, identity=self.identity,
+                job_id=job.id, attempt=job.attempts, policy=self.policy,
+            )  # fmt: skip
+        except (PublishRefused, PushFailed, GitError) as failed:
+            log.warning("job %s: the checkpoint was not saved: %s", job.id, failed)
+            return None
+        return saved if isinstance(saved, Checkpoint) else None
+
+
+class Checkpoints:
+    """Saves the workspace's work each time COMMAND asks (`::checkpoint::`), one save at a time on
+    a thread of its own (the reader of COMMAND's output never waits; asks that come during a save
+    make one more save), and hands each saved checkpoint to `record` (the store)."""
+
+    def __init__(
+        self,
+        save: Callable[[str | None], Checkpoint | None],
+        record: Callable[[Checkpoint], object],
+        last: str | None,
+    ) -> None:
+        self._save = save
+        self._record = record
+        self._last = last
+        self._asked: queue.SimpleQueue[bool] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name="checkpoints", daemon=True)
+        self._thread.start()
+
+    def ask(self) -> None:
+        self._asked.put(True)
+
+    def close(self) -> None:
+        """Once the saves asked for so far are done: COMMAND ended, its work is pushed next."""
+        self._asked.put(False)
+        self._thread.join()
+
+    def _run(self) -> None:
+        while self._asked.get():
+            while not self._asked.empty():  # asks that came meanwhile: one save covers them
+                if not self._asked.get():
+                    self._asked.put(False)
+                    break
+            saved = self._save(self._last)
+            if saved is not None:
+                try:
+                    self._record(saved)
+                    self._last = saved.head_commit
+                except (
+                    Exception
+                ):  # the lease lost, the database away: the next attempt starts earlier
+                    log.warning("the checkpoint %s was not recorded", saved.ref, exc_info=True)
 
 
 def starting_points(brief: JobBrief) -> list[str | None]:

@@ -20,6 +20,9 @@ PROGRESS_PREFIX = b"::progress::"
 DRAFT_LINE = b"::draft::"
 """A line of COMMAND's output that is this (blanks aside) asks for its pull request as a draft."""
 
+CHECKPOINT_LINE = b"::checkpoint::"
+"""A line of COMMAND's output that is this (blanks aside) asks the runner to save its work so far."""
+
 AT_MOST_EVERY = 1.0
 """Seconds: the longest throttle, whatever `every` says, so that an agent's output reaches the store
 well before any stall_after of two seconds or more runs out."""
@@ -45,8 +48,15 @@ class ProgressReporter:
     The writes run on a timer thread, never on the caller's: the reader of COMMAND's output never
     waits for the database."""
 
-    def __init__(self, report: Callable[[str | None], object], every: float) -> None:
+    def __init__(
+        self,
+        report: Callable[[str | None], object],
+        every: float,
+        checkpoint: Callable[[], object] | None = None,
+    ) -> None:
         self._report = report
+        self._checkpoint = checkpoint
+        """Called (on the reader's thread: it must not wait) for each `::checkpoint::` line."""
         self._every = min(every, AT_MOST_EVERY)
         self._lock = threading.Lock()
         self._last_write = -float("inf")
@@ -64,6 +74,8 @@ class ProgressReporter:
         self._partial = lines.pop()[-LONGEST_LINE:]
         step = last_step(lines)
         self.draft = self.draft or any(line.strip() == DRAFT_LINE for line in lines)
+        if self._checkpoint is not None and any(line.strip() == CHECKPOINT_LINE for line in lines):
+            self._checkpoint()
         with self._lock:
             self._pending = True
             self._step = step or self._step

@@ -54,7 +54,7 @@ from tireless.errors import NotHolder
 from tireless.models import Job, JobBrief, JobState
 from tireless.runner.brief import AgentFiles
 from tireless.runner.credentials import known_secrets
-from tireless.runner.delivery import Delivery
+from tireless.runner.delivery import Checkpoints, Delivery
 from tireless.runner.masking import Masker, MaskingFilter, OutputMasker
 from tireless.runner.progress import ProgressReporter
 from tireless.runner.sandbox import Contained, Sandbox, choose
@@ -373,7 +373,23 @@ class Worker:
             if self.agent is not None:  # the agent user reads the brief and writes its report there
                 for path in (files.body_file.parent, files.body_file):
                     os.chown(path, self.agent.pw_uid, self.agent.pw_gid)
-            code, output, draft = self._run_in(job, files, made)
+            checkpoints = None
+            if made is not None and self.delivery is not None:
+                delivery, workspace = self.delivery, made
+                checkpoints = Checkpoints(
+                    lambda last: delivery.checkpoint(job, workspace, last),
+                    lambda saved: self.store.record_checkpoint(
+                        job.id, self.name, saved.ref, saved.head_commit, job.claim_token
+                    ),
+                    brief.checkpoint_commit,
+                )
+            try:
+                code, output, draft = self._run_in(
+                    job, files, made, None if checkpoints is None else checkpoints.ask
+                )
+            finally:
+                if checkpoints is not None:
+                    checkpoints.close()
             self._attach_report(job, files)
             if code == 0 and made is not None and self._still_delivers(held):
                 assert self.delivery is not None
@@ -395,7 +411,11 @@ class Worker:
         return self.stop_signal is None and not stopped
 
     def _run_in(
-        self, job: Job, files: AgentFiles, workspace: Workspace | None
+        self,
+        job: Job,
+        files: AgentFiles,
+        workspace: Workspace | None,
+        checkpoint: Callable[[], object] | None,
     ) -> tuple[int, str, bool]:
         env = command_environment(job, self.agent) | files.environment()
         cwd = Path.cwd() if workspace is None else workspace.path
@@ -416,6 +436,7 @@ class Worker:
         progress = ProgressReporter(
             lambda step: self.store.report_progress(job.id, self.name, step, job.claim_token),
             self.progress_every,
+            checkpoint,
         )
         output = Output(process.stdout.fileno(), OutputMasker(self.masker), tail, progress)
         output.start()
