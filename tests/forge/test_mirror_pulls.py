@@ -90,3 +90,23 @@ def test_a_later_delivery_of_the_issue_updates_the_same_pull_request(
     assert pull.number == first.number
     assert f"job {second.id}," in pull.body
     assert len(setup.forge.pull_creates(OWNER, REPO)) == 1
+
+
+def test_a_job_delivered_while_the_forge_is_down_gets_its_pull_request_once_it_is_back(
+    setup: Setup,
+) -> None:
+    number = asked_to_implement(setup)
+    delivered(setup, claim(setup.store, WORKER), "one")
+    setup.forge.fault("500", times=None, writes_only=True)  # every write fails: the forge is down
+    setup.round()
+    assert setup.forge.pulls_of(OWNER, REPO) == []
+    assert setup.db.scalar("SELECT pull_failures FROM tireless.deliveries") >= 1, (
+        "kept, with its error"
+    )
+    setup.forge.clear_faults()
+    setup.db.scalar(
+        "UPDATE tireless.mirror_pull SET next_try_at = now() RETURNING 1"
+    )  # its backoff
+    one_round(setup)
+    (pull,) = setup.forge.pulls_of(OWNER, REPO)
+    assert pull.head == f"tireless/{number}"
