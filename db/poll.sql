@@ -57,9 +57,9 @@ CREATE OR REPLACE FUNCTION tireless.forges() RETURNS TABLE (name text, kind text
 AS $$
     SELECT f.name, f.kind::text, f.base_url FROM tireless.forge f ORDER BY f.name;
 $$;
-COMMENT ON FUNCTION tireless.forges() IS 'The registered forges, by name: name, kind and base_url.';
+COMMENT ON FUNCTION tireless.forges() IS 'The registered forges, by name: name, kind and base_url (a runner that delivers says at start which it has no token for).';
 REVOKE ALL ON FUNCTION tireless.forges() FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
-GRANT EXECUTE ON FUNCTION tireless.forges() TO tireless_poller;
+GRANT EXECUTE ON FUNCTION tireless.forges() TO tireless_runner, tireless_poller;
 
 -- The poll bookkeeping: pollers lease the repositories that are due.
 CREATE OR REPLACE FUNCTION tireless.claim_repos_to_poll(poller text, lease interval DEFAULT '5 minutes', max_repos integer DEFAULT 100)

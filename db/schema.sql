@@ -2326,7 +2326,7 @@ $$;
 -- Name: FUNCTION forges(); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.forges() IS 'The registered forges, by name: name, kind and base_url.';
+COMMENT ON FUNCTION tireless.forges() IS 'The registered forges, by name: name, kind and base_url (a runner that delivers says at start which it has no token for).';
 
 --
 -- Name: give_back(bigint, text, text, uuid); Type: FUNCTION; Schema: tireless; Owner: -
@@ -7989,6 +7989,7 @@ REVOKE ALL ON FUNCTION tireless.forge_clone_url(kind tireless.forge_kind, base_u
 --
 
 REVOKE ALL ON FUNCTION tireless.forges() FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.forges() TO tireless_runner;
 GRANT ALL ON FUNCTION tireless.forges() TO tireless_poller;
 
 --

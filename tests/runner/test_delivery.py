@@ -218,3 +218,19 @@ def test_an_attempt_killed_after_its_checkpoint_resumes_from_it(
     work(setup, tmp_path, "grep -qx step1 work.txt || exit 1; echo step2 >> work.txt")
     assert job(setup, number) == ("delivered", None)
     assert setup.forge.file_at(OWNER, REPO, f"tireless/{number}", "work.txt") == "step1\nstep2\n"
+
+
+def test_a_runner_without_the_forges_token_says_so_at_start_and_releases_its_jobs(
+    setup: Setup, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    number = asked(setup)
+    monkeypatch.delenv(token_variable(FORGE))  # the poller had it; the runner has not
+    result = tireless_cli(
+        setup.db.url, "work", "--worker", "runner-1", "--lane", "cc", "--once", "--deliver",
+        "--state-dir", str(tmp_path / "state"), "--", "true",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert f"no token for forge {FORGE} (set {token_variable(FORGE)}" in result.stderr
+    state, note = job(setup, number)
+    assert state == "pending"
+    assert f"this runner has no token for forge '{FORGE}'" in str(note)

@@ -254,7 +254,6 @@ def test_every_role_reads_what_the_dashboard_reads(
             "tireless_runner",
             "SELECT tireless.poll_soon(forge => 'gitea', owner => 'acme', repo => 'widgets')",
         ),
-        ("tireless_runner", "SELECT * FROM tireless.forges()"),
         ("tireless_poller", "SELECT tireless.heartbeat(job_id => 1, worker => 'p')"),
         (
             "tireless_poller",

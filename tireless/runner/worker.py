@@ -53,8 +53,8 @@ from psycopg_pool import ConnectionPool
 from tireless.errors import NotHolder
 from tireless.models import Job, JobBrief, JobState
 from tireless.runner.brief import AgentFiles
-from tireless.runner.credentials import known_secrets
-from tireless.runner.delivery import Checkpoints, Delivery
+from tireless.runner.credentials import known_secrets, token_variable
+from tireless.runner.delivery import Checkpoints, Delivery, git_auth
 from tireless.runner.masking import Masker, MaskingFilter, OutputMasker
 from tireless.runner.progress import ProgressReporter
 from tireless.runner.sandbox import Contained, Sandbox, choose
@@ -544,8 +544,16 @@ def work(
     pool = ConnectionPool(conninfo, open=False, **options)
     pool.open(wait=True, timeout=POOL_OPEN_TIMEOUT)
     try:
+        store = JobStore(pool)
+        if delivery is not None:
+            for forge in store.forges():
+                if git_auth(forge.name) is None:
+                    log.warning(
+                        "%s: no token for forge %s (set %s or %s_FILE): its jobs are released",
+                        name, forge.name, token_variable(forge.name), token_variable(forge.name),
+                    )  # fmt: skip
         worker = Worker(
-            JobStore(pool), name, lanes, command,
+            store, name, lanes, command,
             lease=lease, poll=poll, grace=grace, drain_on=drain_on, progress_every=progress_every,
             masker=masker, agent=agent, sandbox=sandbox, delivery=delivery,
         )  # fmt: skip
