@@ -27,10 +27,9 @@ from tireless.forge.client import (
     Listing,
     PullRequest,
     ReadFailed,
-    Unavailable,
     WriteRefused,
 )
-from tireless.forge.http import MAX_BYTES, QUICK_RETRIES, TIMEOUT, Http, Response
+from tireless.forge.http import MAX_BYTES, QUICK_RETRIES, TIMEOUT, Http, Response, sent_or_found
 from tireless.forge.paging import read_pages
 from tireless.forge.validate import (
     comment,
@@ -323,21 +322,13 @@ class GiteaClient:
         if draft and not _wip_prefix(title):
             title = DRAFT_PREFIX + title
         payload = {"head": head, "base": base, "title": title, "body": body}
-        for attempt in range(QUICK_RETRIES + 1):
-            try:
-                response = self._http.send(
-                    "POST", self._pulls_url(owner, repo), payload, retry=False
-                )
-                break
-            except ForgeStopped:
-                raise
-            except ReadFailed as failure:
-                existing = self.find_pull(owner, repo, head)
-                if existing is not None:
-                    return existing
-                if not isinstance(failure, Unavailable) or attempt == QUICK_RETRIES:
-                    raise
-        return _pull(_sent_json(response), response.where)
+        answer = sent_or_found(
+            lambda: self._http.send("POST", self._pulls_url(owner, repo), payload, retry=False),
+            lambda: self.find_pull(owner, repo, head),
+        )
+        if isinstance(answer, PullRequest):
+            return answer
+        return _pull(_sent_json(answer), answer.where)
 
     def update_pull(
         self, owner: str, repo: str, number: int, *, title: str, body: str

@@ -23,7 +23,6 @@ from tireless.forge.client import (
     Listing,
     PullRequest,
     ReadFailed,
-    Unavailable,
     WriteRefused,
 )
 from tireless.forge.http import (
@@ -33,6 +32,7 @@ from tireless.forge.http import (
     Http,
     Response,
     rate_limit_reset,
+    sent_or_found,
 )
 from tireless.forge.paging import read_pages
 from tireless.forge.validate import (
@@ -274,21 +274,13 @@ class GitHubClient:
         # or whose answer was lost, is looked up by its head before anything else; only a lost
         # answer with nothing found is sent again.
         payload = {"head": head, "base": base, "title": title, "body": body, "draft": draft}
-        for attempt in range(QUICK_RETRIES + 1):
-            try:
-                response = self._http.send(
-                    "POST", self._pulls_url(owner, repo), payload, retry=False
-                )
-                break
-            except ForgeStopped:
-                raise
-            except ReadFailed as failure:
-                existing = self.find_pull(owner, repo, head)
-                if existing is not None:
-                    return existing
-                if not isinstance(failure, Unavailable) or attempt == QUICK_RETRIES:
-                    raise
-        return _pull(_sent_json(response), response.where)
+        answer = sent_or_found(
+            lambda: self._http.send("POST", self._pulls_url(owner, repo), payload, retry=False),
+            lambda: self.find_pull(owner, repo, head),
+        )
+        if isinstance(answer, PullRequest):
+            return answer
+        return _pull(_sent_json(answer), answer.where)
 
     def update_pull(
         self, owner: str, repo: str, number: int, *, title: str, body: str

@@ -12,9 +12,11 @@ import random
 import re
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
+from typing import TypeVar
 from urllib.parse import urlencode, urljoin, urlsplit, urlunsplit
 
 import httpx
@@ -22,7 +24,9 @@ import httpx
 from tireless.forge.client import (
     AuthRefused,
     BadResponse,
+    ForgeStopped,
     RateLimited,
+    ReadFailed,
     TooLarge,
     Unavailable,
     WriteRefused,
@@ -396,3 +400,26 @@ _ERROR_KEYS = ("resource", "field", "code")
 def _origin(url: str) -> str:
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.netloc}".lower()
+
+
+Found = TypeVar("Found")
+
+
+def sent_or_found(
+    send: Callable[[], Response], find: Callable[[], Found | None]
+) -> Response | Found:
+    """A create that is never sent twice blindly: when the forge refuses it or its answer is lost,
+    what it would have made is looked up first (`find`: a duplicate's refusal, or a create that was
+    stored before the connection dropped); only a lost answer with nothing found is sent again."""
+    for attempt in range(QUICK_RETRIES + 1):
+        try:
+            return send()
+        except ForgeStopped:
+            raise
+        except ReadFailed as failure:
+            found = find()
+            if found is not None:
+                return found
+            if not isinstance(failure, Unavailable) or attempt == QUICK_RETRIES:
+                raise
+    raise AssertionError("the last attempt returns or raises")
