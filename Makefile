@@ -46,6 +46,7 @@ bench: install pg-binaries
 	cd bench && ../$(PY) poll.py $(if $(QUICK),--issues 100 --repos 100 --batch 1000 --repeats 1)
 	cd bench && ../$(PY) mirror.py $(if $(QUICK),--issues 20 --repeats 1)
 	$(PY) bench/workspace.py $(if $(QUICK),--commits 2000 --repeats 3)
+	$(PY) bench/delivery.py $(if $(QUICK),--jobs 5)
 
 run: install pg-binaries
 	$(PY) -m tireless.devtools.demo
