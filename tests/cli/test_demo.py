@@ -3,7 +3,9 @@ forge and read by `tireless poll --every 1s`: every job it creates settles, each
 examples/agent.sh says it should, the job whose runner the demo kills mid-job comes back through
 the sweeper and is delivered by a second attempt, the issue closed while pending and the one
 closed while its agent ran end cancelled, and the delivered issue is run again only once its mode
-label was taken off and put back."""
+label was taken off and put back. The workers run with --deliver: each implement job that changed
+its workspace ends as a branch tireless pushed and a pull request the mirror opened (the demo exits
+1 otherwise), one that changed nothing as `no change`, and plan and discover jobs push nothing."""
 
 from __future__ import annotations
 
@@ -83,13 +85,42 @@ def test_the_small_demo_settles_every_job_and_recovers_the_crashed_one(
     assert "#5 'Speed up the cold start' (open): tireless, tireless/state:failed" in result.stdout
     assert "    tireless: failed after 3 attempts: worker-" in result.stdout
     # ... only once the mirror has caught up: each issue shown carries its last job's state.
-    assert "the mirror has written every job's state" in result.stdout
+    assert "the mirror has written every job's state and pull request" in result.stdout
     shown = re.findall(
         r"^#(\d+) '.*' \((?:open|closed)\): .*tireless/state:(\w+)", result.stdout, re.M
     )
-    assert len(shown) == 5
+    assert len(shown) == 6
     for number, state in shown:
         assert state == outcomes[int(number)][-1], f"#{number} shows {state}"
+
+    # The implement jobs: 3 (on its second attempt), 4 and 8 changed their workspace, so tireless
+    # pushed tireless/<number> and the mirror opened a pull request (8's a draft: its agent said
+    # ::draft::); 7 changed nothing. Plan and discover jobs, and the cancelled ones, pushed nothing.
+    with db.connect() as conn:
+        deliveries = conn.execute(
+            "SELECT j.number, j.note, d.changed, d.branch, d.pull_number, d.draft"
+            " FROM tireless.deliveries d JOIN tireless.job j ON j.id = d.job_id ORDER BY j.number"
+        ).fetchall()
+    pulls = {number: pull for number, _, changed, _, pull, _ in deliveries if changed}
+    assert [row[0] for row in deliveries] == [3, 4, 7, 8]
+    for number, note, changed, branch, pull, draft in deliveries:
+        if number == 7:
+            assert (note, changed, branch, pull) == ("no change", False, None, None)
+            assert "#7: job 7 delivered with no change: no branch, no pull request" in result.stdout
+            continue
+        assert (note, changed, branch, draft) == (None, True, f"tireless/{number}", number == 8)
+        assert pull > 12, "a pull request is numbered after the issues (Gitea's sequence)"
+        (job_id,) = [job_id for job_id, state, _, _ in jobs[number] if state == "delivered"]
+        named = f"#{number}: job {job_id} delivered as {'draft ' if draft else ''}PR #{pull}"
+        assert f"{named} (branch tireless/{number})" in result.stdout
+    assert len(set(pulls.values())) == 3
+    # The issue's comment names its pull request, and quotes the agent's report.
+    assert (
+        f"    tireless: delivered as #{pulls[3]} (branch `tireless/3`) after 2 attempts;"
+        " report: Added notes/3.md and a line to CHANGELOG.md."
+    ) in result.stdout
+    assert "; report: A plan for #1, from the 3 files of example/widgets at " in result.stdout
+    assert (tmp_path / ".tireless" / "state" / "workspaces").is_dir()
 
     crashed = jobs[CRASH_ISSUE][0][0]
     created, claimed, expired, reclaimed, delivered = history(db, crashed)

@@ -7,23 +7,30 @@ short and, when we are root, the postgres user can reach it wherever the project
 recreates the database tireless_demo in it; with DATABASE_URL it runs there. It migrates, sets a
 short backoff, starts `tireless web` on 127.0.0.1:8080 (or a free port when that one is taken)
 in the background, starts the stand-in forge (a Gitea on 127.0.0.1,
-tireless.devtools.standin_forge), registers it (`add_forge`), tracks gitea/example/widgets, opens there the issues of
-examples/issues.json and two of its own, and runs `tireless poll --every 1s` (the forge's token in
-its environment only), two `tireless work` processes on examples/agent.sh and a
-`tireless sweep --every 1s`, showing `tireless status` until every job is settled and every scene
-played; then it prints each job's outcome and what each scene showed. The scenes, midway:
+tireless.devtools.standin_forge), registers it (`add_forge`), tracks gitea/example/widgets, seeds
+its git with a README, a source file and a changelog, opens there the issues of
+examples/issues.json and two of its own, and runs `tireless poll --every 1s`, two
+`tireless work --deliver` processes on examples/agent.sh (their workspaces and cache of
+repositories in .tireless/state; the forge's token in the poller's and the workers' environments
+only, never the agent's) and a `tireless sweep --every 1s`, showing `tireless status` until every
+job is settled and every scene played; then it prints each job's outcome and what each scene
+showed. The scenes, midway:
 - it crashes a runner: once a worker holds issue 6's job and runs its agent, it SIGKILLs both and
   starts worker-c in its place; the sweeper returns the job when its lease runs out;
 - it closes an issue whose job is pending (lane gm, which no runner here serves): cancelled;
 - it closes an issue whose agent is running (a long job): the worker learns it from `heartbeat`,
-  stops the agent and ends the job cancelled;
+  stops the agent and ends the job cancelled (nothing pushed);
 - once issue 1 is delivered the mirror takes its mode label off (the request is withdrawn); three
   polls pass (no new job), then a human puts the label back: the new request gets a new job.
-At the end it polls until the mirror has written every state (or says how many are left), then prints a few issues as the forge
-shows them: one `tireless/state:<state>` label each and one comment per finished job.
+At the end it polls until the mirror has written every state and opened every pull request (or
+says how many writes are left), then prints a few issues as the forge shows them (one
+`tireless/state:<state>` label each and one comment per finished job) and each delivered implement
+job's pull request: the branch tireless pushed, the pull request that closes the issue with the
+agent's report, or `no change`.
 
 TIRELESS_DEMO_SIZE=small opens only the first 10 example issues; TIRELESS_DEMO_TIMEOUT (seconds,
-default 240) bounds the wait. Exit 0 when every job settled, 1 when the time ran out, 130 on Ctrl-C.
+default 240) bounds the wait. Exit 0 when every job settled and every change delivered is a pull
+request on the forge, 1 when the time ran out or one is not, 130 on Ctrl-C.
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ import hashlib
 import json
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -57,7 +65,7 @@ from tireless.forge import client_for, token_variable
 from tireless.forge.client import ForgeClient
 from tireless.forge.poll import poll_round
 from tireless.migrate import migrate
-from tireless.models import Job, RepoToPoll
+from tireless.models import Job, JobKind, JobState, RepoToPoll
 from tireless.store import JobStore, calls
 from tireless.store.calls import JOB_ROW
 from tireless.web.launch import start_dashboard
@@ -66,12 +74,22 @@ HOME = Path(".tireless")
 PROJECT_DIGEST = hashlib.sha1(str(Path.cwd().resolve()).encode()).hexdigest()[:10]
 PGDATA = Path(tempfile.gettempdir()) / f"tireless-demo-{PROJECT_DIGEST}"
 LOGS = HOME / "logs"
+# The workers' cache of repositories and the jobs' workspaces (`tireless work --state-dir`).
+STATE = HOME / "state"
 DASHBOARD_PID = HOME / "dashboard.pid"
 # `tireless web` on 127.0.0.1:8080 (TIRELESS_DEMO_BIND overrides), or on a free port when taken.
 DASHBOARD_BIND = "127.0.0.1:8080"
 EXAMPLES = Path(__file__).resolve().parent / "examples"
+AGENT = EXAMPLES / "agent.sh"
 DEMO_DATABASE = "tireless_demo"
 FORGE, OWNER, REPO = "gitea", "example", "widgets"
+# The stand-in repository's git, on its default branch main, before any job: what the workspaces
+# start from.
+SEED_FILES = {
+    "README.md": "# widgets\n\nSmall parts for big machines.\n",
+    "widgets.py": 'def widget(name: str) -> str:\n    return f"a {name} widget"\n',
+    "CHANGELOG.md": "# Changes\n\n",
+}
 WORKERS = ("worker-a", "worker-b")
 SWEEPER = "sweeper"
 POLLER = "poller"
@@ -82,6 +100,9 @@ REPLACEMENT = "worker-c"
 # The issue delivered (the mirror withdraws it), polled again (nothing happens), relabelled (a new job).
 RELABELLED_ISSUE = 1
 POLLS_AFTER_DELIVERY = 3
+# An implement issue shown as the forge shows it: its comment names its pull request (examples/
+# agent.sh fails its first attempt, changes two files on the second).
+IMPLEMENTED_ISSUE = 3
 # The demo's own issues, opened after the examples: one for a lane no runner here serves (its job
 # waits until the issue is closed), one whose agent works 20 s (its issue is closed meanwhile).
 UNSERVED = (
@@ -93,6 +114,10 @@ HOLDER = "SELECT claimed_by FROM tireless.active_claims WHERE id = %(job_id)s"
 JOBS_OF_ISSUE = (
     "SELECT id, state::text, note FROM tireless.job"
     " WHERE (forge, owner, repo, number) = (%(forge)s, %(owner)s, %(repo)s, %(number)s) ORDER BY id"
+)
+REPORTS = (
+    "SELECT j.id, a.report FROM tireless.job j JOIN tireless.job_attempt a"
+    " ON (a.job_id, a.attempt) = (j.id, j.attempts) WHERE j.id = ANY (%(job_ids)s)"
 )
 LAST_POLL = (
     "SELECT last_success_at FROM tireless.repo_status"
@@ -171,7 +196,8 @@ def open_issues(forge: StandinForge, small: bool) -> tuple[int, int, int]:
 
 
 def command(name: str) -> list[str]:
-    """The poller's command, the sweeper's, or a worker's: `tireless work` on examples/agent.sh."""
+    """The poller's command, the sweeper's, or a worker's: `tireless work --deliver` on
+    examples/agent.sh, its workspaces and cache of repositories in the demo's STATE."""
     tireless = [sys.executable, "-m", "tireless"]
     if name == POLLER:
         return [*tireless, "poll", "--every", "1s", "--poller", POLLER]
@@ -179,13 +205,16 @@ def command(name: str) -> list[str]:
         return [*tireless, "sweep", "--every", "1s"]
     lanes = ["--lane", "cc", "--lane", "oc"]
     timing = ["--lease", "2s", "--poll", "1s", "--grace", "2s"]
-    agent = ["sh", str(EXAMPLES / "agent.sh")]
-    return [*tireless, "work", "--worker", name, *lanes, *timing, "--", *agent]
+    deliver = ["--deliver", "--state-dir", str(STATE.resolve())]
+    agent = ["sh", str(AGENT)]
+    return [*tireless, "work", "--worker", name, *lanes, *timing, *deliver, "--", *agent]
 
 
 class Crew:
     """The poller, the workers and the sweeper, each logging to .tireless/logs/NAME.log; leaving
-    the `with` block stops (SIGTERM) those still running. Only the poller gets the forge's token."""
+    the `with` block stops (SIGTERM) those still running. The poller and the workers get the
+    forge's token (the workers fetch and push with it; their agent never sees it), the sweeper
+    not."""
 
     def __init__(self, url: str, token: str) -> None:
         plain = {k: v for k, v in os.environ.items() if not k.startswith("TIRELESS_TOKEN_")}
@@ -195,18 +224,23 @@ class Crew:
 
     def start(self, name: str) -> None:
         LOGS.mkdir(parents=True, exist_ok=True)
-        env = self.env | (self.token if name == POLLER else {})
+        env = self.env | (self.token if name != SWEEPER else {})
         with (LOGS / f"{name}.log").open("wb") as log:
             self.running[name] = subprocess.Popen(
                 command(name), env=env, stdout=log, stderr=subprocess.STDOUT
             )
 
     def agent_of(self, name: str) -> int | None:
-        """The pid of the agent the worker runs now, if any (Linux: /proc lists its children).
-        `tireless work` starts each agent in a process group of its own, with that pid as id."""
+        """The pid of the agent the worker runs now, if any (Linux: /proc lists its children, and
+        their command lines tell the agent, in its sandbox, from the git that makes a workspace or
+        pushes). `tireless work` starts each agent in a process group of its own, with that pid
+        as id."""
         pid = self.running[name].pid
-        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-        return int(children[0]) if children else None
+        for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
+            with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+                if str(AGENT).encode() in Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0"):
+                    return int(child)
+        return None
 
     def kill(self, name: str, agent: int) -> None:
         """SIGKILL the worker and its agent's process group, as a crash would: nothing finishes
@@ -447,7 +481,8 @@ def watch(
 
 def mirror_once_more(store: JobStore, token: str) -> int:
     """The poller has stopped: rounds here until the mirror has written every job's last state
-    (its backlog is empty), 20 at most; returns how many issues it still has to write."""
+    and opened every delivery's pull request (its backlog is empty), 20 at most; returns how many
+    writes it still has to make."""
 
     def clients(target: RepoToPoll) -> ForgeClient:
         return client_for(target.kind, target.base_url, token)
@@ -463,16 +498,70 @@ def mirror_once_more(store: JobStore, token: str) -> int:
 
 def forge_view(forge: StandinForge, numbers: Sequence[int]) -> str:
     """Issues as the stand-in forge shows them: title, labels, and each comment's outcome line
-    with the holder and note it quotes (the line inside its code block)."""
+    with the holder and note it quotes (the line inside its code block), or the first line of the
+    agent's report that follows it."""
     lines = []
     for number in numbers:
         (issue,) = [i for i in issues_of(forge, OWNER, REPO) if i.number == number]
         lines.append(f"#{number} {issue.title!r} ({issue.state}): {', '.join(issue.labels)}")
         for body in forge.comments_of(OWNER, REPO, number):
             outcome, *rest = body.splitlines()
-            quoted = rest[2] if len(rest) > 3 and rest[1].startswith("```") else None
-            lines.append(f"    {outcome}" + (f": {quoted}" if quoted else ""))
+            if len(rest) > 3 and rest[1].startswith("```"):
+                lines.append(f"    {outcome}: {rest[2]}")
+            elif len(rest) > 1 and not rest[1].startswith("<!--"):
+                lines.append(f"    {outcome}; report: {rest[1]}")
+            else:
+                lines.append(f"    {outcome}")
     return "\n".join(lines)
+
+
+def pull_requests(
+    conn: psycopg.Connection[Any], forge: StandinForge, jobs: Sequence[Job], seeded: set[str]
+) -> tuple[list[str], list[str]]:
+    """What each delivered implement job left on the forge (its pull request, or no change), as
+    tireless.deliveries records it and the stand-in shows it, and what is amiss: a change with no
+    pull request of its branch that closes its issue, or a branch no delivery pushed (a plan or
+    discover job pushes nothing, nor does a failed or cancelled one)."""
+    implement = sorted(
+        (j for j in jobs if j.kind is JobKind.IMPLEMENT and j.state is JobState.DELIVERED),
+        key=lambda job: (job.number, job.id),
+    )
+    ids = {"job_ids": [job.id for job in implement]}
+    recorded = {row["job_id"]: row for row in fetch(conn, calls.JOB_DELIVERIES, ids, dict_row)}
+    reports = dict(conn.execute(REPORTS, ids).fetchall())
+    pulls = {pull.head: pull for pull in forge.pulls_of(OWNER, REPO)}
+    branches = forge.branches(OWNER, REPO)
+    shown: list[str] = []
+    amiss: list[str] = []
+    for job in implement:
+        told = f"#{job.number}: job {job.id} delivered"
+        delivery = recorded.get(job.id)
+        if delivery is None:
+            amiss.append(f"{told} with no delivery recorded")
+            continue
+        if not delivery["changed"]:
+            shown.append(f"{told} with no change: no branch, no pull request")
+            continue
+        branch = delivery["branch"]
+        pull = pulls.get(branch)
+        report = (reports.get(job.id) or "").strip()
+        if pull is None or pull.state != "open" or f"Closes #{job.number}" not in pull.body:
+            amiss.append(f"{told} to {branch}, but no open pull request of it closes #{job.number}")
+        elif report not in pull.body:
+            amiss.append(f"{told} as PR #{pull.number}, whose body lacks the agent's report")
+        elif branches.get(branch) != delivery["head"]:
+            amiss.append(
+                f"{told} {branch} at {delivery['head']}, the forge has {branches.get(branch)}"
+            )
+        elif delivery["pull_number"] != pull.number:
+            amiss.append(f"{told} as PR #{pull.number}, the store says #{delivery['pull_number']}")
+        else:
+            draft = "draft " if pull.draft else ""
+            shown.append(f"{told} as {draft}PR #{pull.number} (branch {branch})")
+    pushed = {row["branch"] for row in recorded.values() if row["changed"]}
+    if stray := sorted(set(branches) - seeded - pushed):
+        amiss.append(f"branches no delivered change explains: {', '.join(stray)}")
+    return shown, amiss
 
 
 def interrupt(signum: int, frame: FrameType | None) -> None:
@@ -483,6 +572,7 @@ def run() -> int:
     small = os.environ.get("TIRELESS_DEMO_SIZE", "") == "small"
     deadline = time.monotonic() + float(os.environ.get("TIRELESS_DEMO_TIMEOUT", "240"))
     stop_web()  # a previous run's: it holds connections to the database about to be recreated
+    shutil.rmtree(STATE, ignore_errors=True)  # a previous run's cache: of a forge gone since
     url, psql = database()
     migrate(url)
     if dashboard := start_web(url):
@@ -507,10 +597,13 @@ def run() -> int:
         store = JobStore(conn)
         store.add_forge(FORGE, "gitea", forge.url)
         store.track_repo(FORGE, OWNER, REPO)
+        forge.seed_git(OWNER, REPO, SEED_FILES)
+        seeded = set(forge.branches(OWNER, REPO))
         count, unserved, long_job = open_issues(forge, small)
         say(
-            f"stand-in Gitea at {forge.url}: registered as {FORGE}, tracking {OWNER}/{REPO},"
-            f" {count + 2} issues opened there; `tireless poll --every 1s` turns them into jobs"
+            f"stand-in Gitea at {forge.url}: registered as {FORGE}, tracking {OWNER}/{REPO}"
+            f" (its git: {', '.join(SEED_FILES)}), {count + 2} issues opened there;"
+            " `tireless poll --every 1s` turns them into jobs"
         )
         scenes: list[Scene] = [
             Crash(),
@@ -522,11 +615,21 @@ def run() -> int:
             final = watch(conn, deadline, crew, forge, scenes)
         say("\n" + job_table(final))
         if left := mirror_once_more(store, token):
-            say(f"\nthe mirror still has {left} issue(s) to write: the forge may show older states")
+            say(f"\nthe mirror still has {left} write(s) to make: the forge may show older states")
         else:
-            say("\nthe mirror has written every job's state")
+            say("\nthe mirror has written every job's state and pull request")
         say("as the forge shows them (the mirror's labels and comments):")
-        say(forge_view(forge, sorted({RELABELLED_ISSUE, CRASH_ISSUE, 5, unserved, long_job})))
+        say(
+            forge_view(
+                forge,
+                sorted({RELABELLED_ISSUE, IMPLEMENTED_ISSUE, 5, CRASH_ISSUE, unserved, long_job}),
+            )
+        )
+        shown, amiss = pull_requests(conn, forge, final, seeded)
+        say(
+            "the implement jobs' pull requests (tireless pushed each branch, the mirror opened them):"
+        )
+        say("\n".join([*shown, *amiss]))
         played = [scene.done(conn) for scene in scenes]
         for scene, done in zip(scenes, played, strict=True):
             if done:
@@ -547,6 +650,9 @@ def run() -> int:
     unsettled = outcomes["pending"] + outcomes["claimed"]
     if unsettled or not all(played):
         say(f"{unsettled} job(s) not settled")
+        return 1
+    if amiss:
+        say(f"{len(amiss)} delivery problem(s) on the forge (see above)")
         return 1
     return 0
 

@@ -153,6 +153,7 @@ class Delivery:
                             raise
                         log.info("job %s: push failed (%s); again in %ss", job.id, failed, tried)
                         time.sleep(2 ** (tried - 1))
+                log.info("job %s: pushed %s at %s", job.id, brief.branch, head[:12])
                 return Pushed(brief.branch, head, base_branch, change.base, draft)
         except (PublishRefused, PushFailed) as refused:
             raise Release(refused.note) from refused

@@ -1,13 +1,20 @@
 #!/bin/sh
-# A stand-in coding agent for `make run`, run by `tireless work` once per job: the job arrives in
-# TIRELESS_* variables and as JSON on stdin; exit 0 delivers it, anything else asks for a retry.
-# It behaves by issue number and attempt, so every run tells the same story:
+# A stand-in coding agent for `make run`, run by `tireless work --deliver` once per job: the job
+# arrives in TIRELESS_* variables and as JSON on stdin, in a workspace of the issue's repository
+# (its working directory, TIRELESS_WORKSPACE); exit 0 delivers it, anything else asks for a retry.
+# It holds no token and pushes nothing: for an implement job tireless commits what it changed,
+# pushes the branch tireless/<number> and opens the pull request, with the report it leaves in
+# TIRELESS_REPORT_FILE. It behaves by issue number, title and attempt, so every run tells the same
+# story:
 #   numbers 5 and 31 always fail (the store fails them once their 3 attempts are spent);
 #   numbers ending in 3 fail their first attempt, then succeed;
 #   numbers 6, 14, 22, 30 hang past the 2 s lease on their first attempt (the worker renews it);
 #     make run kills the worker that runs 6's, so its lease runs out and the sweeper returns it;
 #   an issue whose title says "(a long job)" works 20 s (make run closes its issue meanwhile);
-#   the rest work for a moment and succeed.
+#   the rest work for a moment and succeed. An implement job adds notes/<number>.md and a line to
+#   CHANGELOG.md, except "Explore a plugin system" (it changes nothing: delivered, no change), and
+#   "Plan the 2.0 migration" asks for a draft pull request; plan and discover jobs read their
+#   workspace and report, changing nothing.
 n=$TIRELESS_NUMBER
 attempt=$TIRELESS_ATTEMPT
 title=$(sed -n 's/.*"title": "\([^"]*\)".*/\1/p')
@@ -16,23 +23,43 @@ echo "agent: $TIRELESS_KIND $TIRELESS_OWNER/$TIRELESS_REPO#$n \"$title\" (lane $
 case $title in *"(a long job)"*)
     echo "agent: a long job (20 s)"
     sleep 20
-    echo "agent: opened a pull request for #$n"
-    exit 0
+    ;;
+*)
+    if [ $((n % 13)) -eq 5 ]; then
+        sleep 0.3
+        echo "agent: the test suite fails on main; giving up"
+        exit 1
+    fi
+    if [ $((n % 10)) -eq 3 ] && [ "$attempt" -eq 1 ]; then
+        sleep 0.3
+        echo "agent: 2 tests failed after the change"
+        exit 2
+    fi
+    if [ $((n % 8)) -eq 6 ] && [ "$attempt" -eq 1 ]; then
+        echo "agent: a long build (5 s, past the lease; the worker keeps renewing it)"
+        sleep 5
+    fi
+    sleep "0.$((n * 37 % 8 + 2))"
 esac
 
-if [ $((n % 13)) -eq 5 ]; then
-    sleep 0.3
-    echo "agent: the test suite fails on main; giving up"
-    exit 1
+if [ "$TIRELESS_KIND" != implement ]; then
+    case $TIRELESS_KIND in plan) what="A plan" ;; *) what="Findings" ;; esac
+    printf '%s for #%s, from the %s files of %s/%s at %s.\n' "$what" "$n" \
+        "$(git ls-files | wc -l)" "$TIRELESS_OWNER" "$TIRELESS_REPO" "$(git rev-parse --short HEAD)" \
+        > "$TIRELESS_REPORT_FILE"
+    echo "agent: reported on #$n"
+    exit 0
 fi
-if [ $((n % 10)) -eq 3 ] && [ "$attempt" -eq 1 ]; then
-    sleep 0.3
-    echo "agent: 2 tests failed after the change"
-    exit 2
-fi
-if [ $((n % 8)) -eq 6 ] && [ "$attempt" -eq 1 ]; then
-    echo "agent: a long build (5 s, past the lease; the worker keeps renewing it)"
-    sleep 5
-fi
-sleep "0.$((n * 37 % 8 + 2))"
-echo "agent: opened a pull request for #$n"
+case $title in "Explore a plugin system")
+    echo "Explored: the widgets need no plugin system yet; nothing to change." > "$TIRELESS_REPORT_FILE"
+    echo "agent: nothing to change for #$n"
+    exit 0
+esac
+mkdir -p notes
+printf '# %s\n\nWhat changed for #%s, and why.\n' "$title" "$n" > "notes/$n.md"
+echo "- $title (#$n)" >> CHANGELOG.md
+printf 'Added notes/%s.md and a line to CHANGELOG.md.\n' "$n" > "$TIRELESS_REPORT_FILE"
+case $title in "Plan the 2.0 migration")
+    echo "::draft::"  # a draft pull request: a person finishes it
+esac
+echo "agent: changed notes/$n.md and CHANGELOG.md for #$n"
