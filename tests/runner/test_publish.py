@@ -309,6 +309,25 @@ def test_a_retry_publishes_again_with_the_lease_of_tireless_last_push(forge: For
         assert isinstance(deliver(ws, expected=pushed), Published)
 
 
+def test_a_push_whose_delivery_was_never_recorded_is_tireless_own_and_pushed_over(
+    forge: Forge,
+) -> None:
+    with forge.workspace() as ws:
+        (ws.path / "one.txt").write_text("1\n")
+        first = deliver(ws)  # pushed; then the runner died before the store recorded it
+        assert isinstance(first, Published)
+    with forge.workspace("again") as ws:
+        (ws.path / "two.txt").write_text("2\n")
+        with take_change(ws, identity=BOT, job_id=41, attempt=2) as change:
+            ref = "refs/heads/tireless/7"
+            with pytest.raises(PublishRefused, match="that tireless did not push"):
+                push_change(change, auth=None, ref=ref, expected=None)
+            pushed = push_change(
+                change, auth=None, ref=ref, expected=None, ours={first.head_commit}
+            )
+    assert on_forge(forge, "rev-parse", "refs/heads/tireless/7") == pushed
+
+
 def test_ci_definitions_and_protected_paths_are_refused_and_named(forge: Forge) -> None:
     with forge.workspace() as ws:
         (ws.path / ".github/workflows").mkdir(parents=True)

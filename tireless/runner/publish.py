@@ -44,7 +44,7 @@ import stat
 import subprocess
 import tempfile
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -857,16 +857,25 @@ write access, a token without the scope): pushing again changes nothing."""
 
 
 def push_change(
-    change: Change, *, auth: GitAuth | None, ref: str, expected: str | None, url: str | None = None
+    change: Change,
+    *,
+    auth: GitAuth | None,
+    ref: str,
+    expected: str | None,
+    url: str | None = None,
+    ours: Collection[str] = (),
 ) -> str:
     """Push `change.head` to `ref` of the forge (the workspace's clone URL unless `url`) with a
     lease: the ref must hold `expected` (tireless's last push of it), or not exist when None.
     Returns the commit pushed. A ref that holds a commit tireless did not push is left as it is
-    (PublishRefused naming it); a ref someone deleted is made again; a push the forge refuses
-    raises PublishRefused with its words; one that did not get through raises PushFailed."""
+    (PublishRefused naming it); one that holds a commit of `ours` (tireless pushed it, in an
+    attempt whose delivery was never recorded: its runner died after the push) is pushed over; a
+    ref someone deleted is made again; a push the forge refuses raises PublishRefused with its
+    words; one that did not get through raises PushFailed."""
     url = url or change.workspace.clone_url
     masker = Masker(auth.secrets() if auth is not None else [])
-    for lease in (expected, None):
+    lease = expected
+    for _ in range(3):  # the lease given, then what the ref holds when that is tireless's own
         refused = _push(change, auth, url, ref, lease, masker)
         if refused is None:
             change.workspace.pushed[change.head] = change.tree
@@ -877,14 +886,20 @@ def push_change(
         if there == change.head:  # pushed already: an earlier answer was lost
             change.workspace.pushed[change.head] = change.tree
             return change.head
-        if there is not None or lease is None:
-            raise PublishRefused(
-                f"{_short(ref)} has commit {(there or '?')[:12]} that tireless did not push "
-                f"(tireless's last push: {(expected or 'none')[:12]}); nothing was pushed and "
-                "nothing of theirs was overwritten"
-            )
-        # Someone deleted the ref since tireless pushed it: nothing of theirs to keep; make it again.
-    raise AssertionError("unreachable")
+        if there is None and lease is not None:
+            lease = None  # someone deleted the ref since tireless pushed it: make it again
+            continue
+        if there is not None and there in ours and there != lease:
+            lease = there
+            continue
+        raise PublishRefused(
+            f"{_short(ref)} has commit {(there or '?')[:12]} that tireless did not push "
+            f"(tireless's last push: {(expected or 'none')[:12]}); nothing was pushed and "
+            "nothing of theirs was overwritten"
+        )
+    raise PublishRefused(
+        f"{_short(ref)} kept moving while tireless pushed; nothing was overwritten"
+    )
 
 
 def _push(
