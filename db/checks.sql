@@ -236,3 +236,33 @@ $$;
 COMMENT ON FUNCTION tireless.check_commit_id(text, text) IS
     'Raises TL009 naming the argument (what) and its value unless id is a full commit id (tireless.is_commit_id).';
 REVOKE ALL ON FUNCTION tireless.check_commit_id(text, text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+
+-- A repository's delivery policy: its path globs (tireless.repo_delivery).
+CREATE OR REPLACE FUNCTION tireless.check_path_globs(what text, globs text[]) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+AS $$
+DECLARE
+    glob text;
+BEGIN
+    IF array_ndims(globs) > 1 THEN
+        RAISE EXCEPTION '% must be a list of globs, got an array of % dimensions', what, array_ndims(globs)
+            USING ERRCODE = 'TL005';
+    END IF;
+    IF cardinality(globs) > 100 THEN
+        RAISE EXCEPTION '% must be at most 100 globs, got %', what, cardinality(globs) USING ERRCODE = 'TL005';
+    END IF;
+    FOREACH glob IN ARRAY coalesce(globs, '{}') LOOP
+        IF glob IS NULL OR glob !~ '^[^/\x01-\x1f\x7f][^\x01-\x1f\x7f]{0,254}$' THEN
+            RAISE EXCEPTION '% glob must be 1 to 255 characters, no control character, not starting with /, got %',
+                what, coalesce(quote_literal(left(glob, 300)), 'null')
+                USING ERRCODE = 'TL005',
+                      HINT = 'A glob matches a path of the repository (no leading /): * matches / too, '
+                             'and a glob ending in / matches everything under it (.github/, docs/*.md).';
+        END IF;
+    END LOOP;
+END;
+$$;
+COMMENT ON FUNCTION tireless.check_path_globs(text, text[]) IS
+    'Raises TL005 naming the setting (what) and the glob unless globs is null or a list of at most 100 path '
+    'globs, each 1 to 255 characters, no control character, not starting with /.';
+REVOKE ALL ON FUNCTION tireless.check_path_globs(text, text[]) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;

@@ -873,6 +873,41 @@ $$;
 COMMENT ON FUNCTION tireless.check_lease(lease interval) IS 'Raises TL005 unless 0 < lease <= 1 day (tireless.is_lease).';
 
 --
+-- Name: check_path_globs(text, text[]); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.check_path_globs(what text, globs text[]) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    AS $_$
+DECLARE
+    glob text;
+BEGIN
+    IF array_ndims(globs) > 1 THEN
+        RAISE EXCEPTION '% must be a list of globs, got an array of % dimensions', what, array_ndims(globs)
+            USING ERRCODE = 'TL005';
+    END IF;
+    IF cardinality(globs) > 100 THEN
+        RAISE EXCEPTION '% must be at most 100 globs, got %', what, cardinality(globs) USING ERRCODE = 'TL005';
+    END IF;
+    FOREACH glob IN ARRAY coalesce(globs, '{}') LOOP
+        IF glob IS NULL OR glob !~ '^[^/\x01-\x1f\x7f][^\x01-\x1f\x7f]{0,254}$' THEN
+            RAISE EXCEPTION '% glob must be 1 to 255 characters, no control character, not starting with /, got %',
+                what, coalesce(quote_literal(left(glob, 300)), 'null')
+                USING ERRCODE = 'TL005',
+                      HINT = 'A glob matches a path of the repository (no leading /): * matches / too, '
+                             'and a glob ending in / matches everything under it (.github/, docs/*.md).';
+        END IF;
+    END LOOP;
+END;
+$_$;
+
+--
+-- Name: FUNCTION check_path_globs(what text, globs text[]); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.check_path_globs(what text, globs text[]) IS 'Raises TL005 naming the setting (what) and the glob unless globs is null or a list of at most 100 path globs, each 1 to 255 characters, no control character, not starting with /.';
+
+--
 -- Name: check_ref_name(text, text); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -2824,7 +2859,7 @@ COMMENT ON FUNCTION tireless.issue_runs(job_id bigint) IS 'Every job the issue o
 -- Name: job_brief(bigint); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
-CREATE FUNCTION tireless.job_brief(job_id bigint) RETURNS TABLE(issue_url text, api_url text, clone_url text, body text, body_cut boolean, branch text, branch_head text, pull_number integer, pull_url text, checkpoint_ref text, checkpoint_commit text)
+CREATE FUNCTION tireless.job_brief(job_id bigint) RETURNS TABLE(issue_url text, api_url text, clone_url text, body text, body_cut boolean, branch text, branch_head text, pull_number integer, pull_url text, checkpoint_ref text, checkpoint_commit text, protected_paths text[], allowed_paths text[], allow_ci boolean, max_files integer, max_bytes bigint)
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -2832,11 +2867,13 @@ BEGIN
     RETURN QUERY
     SELECT i.url, tireless.forge_api_url(f.kind, f.base_url), tireless.forge_clone_url(f.kind, f.base_url, j.owner, j.repo),
            i.body, coalesce(i.body_cut, false),
-           push.branch, push.head, push.pull_number, push.pull_url, c.ref, c.commit
+           push.branch, push.head, push.pull_number, push.pull_url, c.ref, c.commit,
+           coalesce(d.protected, '{}'), coalesce(d.allowed, '{}'), coalesce(d.allow_ci, false), d.max_files, d.max_bytes
       FROM tireless.job j
       LEFT JOIN tireless.issue i ON (i.forge, i.owner, i.repo, i.number) = (j.forge, j.owner, j.repo, j.number)
       LEFT JOIN tireless.forge f ON f.name = j.forge
       LEFT JOIN tireless.checkpoint c ON c.job_id = j.id
+      LEFT JOIN tireless.repo_delivery d ON (d.forge, d.owner, d.repo) = (j.forge, j.owner, j.repo)
      CROSS JOIN LATERAL tireless.issue_push(j.forge, j.owner, j.repo, j.number) AS push
      WHERE j.id = job_brief.job_id;
     IF NOT FOUND THEN
@@ -2849,7 +2886,7 @@ $$;
 -- Name: FUNCTION job_brief(job_id bigint); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.job_brief(job_id bigint) IS 'What an agent needs besides the job row: the issue''s web URL, the forge''s API root, the repository''s clone URL (null when the forge is not registered), and the issue''s body as last polled (its first 65536 characters, body_cut when cut). For the runner, what tireless last pushed for the issue (tireless.issue_push): the branch to push to, branch_head (the head to push with lease over; null: the branch was never pushed) and the pull request the mirror last recorded for it; and the job''s last checkpoint (ref and commit, from an earlier attempt: the workspace starts there). No token: the agent gets none. TL001 for an unknown job.';
+COMMENT ON FUNCTION tireless.job_brief(job_id bigint) IS 'What an agent needs besides the job row: the issue''s web URL, the forge''s API root, the repository''s clone URL (null when the forge is not registered), and the issue''s body as last polled (its first 65536 characters, body_cut when cut). For the runner, what tireless last pushed for the issue (tireless.issue_push): the branch to push to, branch_head (the head to push with lease over; null: the branch was never pushed) and the pull request the mirror last recorded for it; and the job''s last checkpoint (ref and commit, from an earlier attempt: the workspace starts there); and the repository''s delivery policy (set_repo_delivery; none set: no globs, allow_ci false, null limits, the runner''s defaults). No token: the agent gets none. TL001 for an unknown job.';
 
 --
 -- Name: job_durations(interval); Type: FUNCTION; Schema: tireless; Owner: -
@@ -5421,6 +5458,156 @@ $$;
 COMMENT ON FUNCTION tireless.set_repo_capacity(forge text, owner text, repo text, capacity integer) IS '(admin) At most capacity claimed jobs of the tracked repository at once, all lanes together (null: unlimited; 0 holds its work back). Returns its limits. TL005 for a negative capacity, TL008 when it is not tracked.';
 
 --
+-- Name: repo_delivery; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.repo_delivery (
+    forge text NOT NULL,
+    owner text NOT NULL,
+    repo text NOT NULL,
+    protected text[] DEFAULT '{}'::text[] NOT NULL,
+    allowed text[] DEFAULT '{}'::text[] NOT NULL,
+    allow_ci boolean DEFAULT false NOT NULL,
+    max_files integer,
+    max_bytes bigint,
+    CONSTRAINT allowed_globs_are_path_globs CHECK (((COALESCE(array_ndims(allowed), 1) = 1) AND ((cardinality(allowed) = 0) OR (array_to_string(allowed, '
+'::text, ''::text) ~ '^[^/\x01-\x1f\x7f][^\x01-\x1f\x7f]{0,254}(\n[^/\x01-\x1f\x7f][^\x01-\x1f\x7f]{0,254})*$'::text)))),
+    CONSTRAINT at_most_100_allowed_globs CHECK ((cardinality(allowed) <= 100)),
+    CONSTRAINT at_most_100_protected_globs CHECK ((cardinality(protected) <= 100)),
+    CONSTRAINT delivery_max_bytes_positive CHECK ((max_bytes > 0)),
+    CONSTRAINT delivery_max_files_positive CHECK ((max_files > 0)),
+    CONSTRAINT protected_globs_are_path_globs CHECK (((COALESCE(array_ndims(protected), 1) = 1) AND ((cardinality(protected) = 0) OR (array_to_string(protected, '
+'::text, ''::text) ~ '^[^/\x01-\x1f\x7f][^\x01-\x1f\x7f]{0,254}(\n[^/\x01-\x1f\x7f][^\x01-\x1f\x7f]{0,254})*$'::text))))
+);
+
+--
+-- Name: TABLE repo_delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.repo_delivery IS 'A repository''s delivery policy, over the runner''s defaults: the globs of paths a change may not touch, those it may touch all the same, whether it may change the forge''s CI definitions, and its limits. Private: set_repo_delivery keeps it; job_brief hands it to the runner.';
+
+--
+-- Name: COLUMN repo_delivery.protected; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.repo_delivery.protected IS 'Globs of paths a change may not touch (fnmatch on the whole path, * matching / too; a glob ending in / matches everything under it).';
+
+--
+-- Name: COLUMN repo_delivery.allowed; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.repo_delivery.allowed IS 'Globs of paths a change may touch all the same, even when protected or a CI definition.';
+
+--
+-- Name: COLUMN repo_delivery.allow_ci; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.repo_delivery.allow_ci IS 'Whether a change may touch the forge''s CI definitions (.github/workflows/, .gitea/workflows/, .forgejo/workflows/): a CI file can read the repository''s secrets.';
+
+--
+-- Name: COLUMN repo_delivery.max_files; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.repo_delivery.max_files IS 'At most this many files added, modified or deleted; null: the runner''s default.';
+
+--
+-- Name: COLUMN repo_delivery.max_bytes; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.repo_delivery.max_bytes IS 'At most this many bytes of the files added or modified; null: the runner''s default.';
+
+--
+-- Name: CONSTRAINT allowed_globs_are_path_globs ON repo_delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT allowed_globs_are_path_globs ON tireless.repo_delivery IS 'An allowed glob is 1 to 255 characters, no control character, not starting with /; a list of them has one dimension and no null.';
+
+--
+-- Name: CONSTRAINT at_most_100_allowed_globs ON repo_delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT at_most_100_allowed_globs ON tireless.repo_delivery IS 'A repository allows at most 100 globs.';
+
+--
+-- Name: CONSTRAINT at_most_100_protected_globs ON repo_delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT at_most_100_protected_globs ON tireless.repo_delivery IS 'A repository protects at most 100 globs.';
+
+--
+-- Name: CONSTRAINT delivery_max_bytes_positive ON repo_delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT delivery_max_bytes_positive ON tireless.repo_delivery IS 'A limit of bytes is null (the runner''s default) or positive.';
+
+--
+-- Name: CONSTRAINT delivery_max_files_positive ON repo_delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT delivery_max_files_positive ON tireless.repo_delivery IS 'A limit of files is null (the runner''s default) or positive.';
+
+--
+-- Name: CONSTRAINT protected_globs_are_path_globs ON repo_delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT protected_globs_are_path_globs ON tireless.repo_delivery IS 'A protected glob is 1 to 255 characters, no control character, not starting with / (a path in a repository never does); a list of them has one dimension and no null.';
+
+--
+-- Name: set_repo_delivery(text, text, text, text[], text[], boolean, integer, bigint); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.set_repo_delivery(forge text, owner text, repo text, protected text[] DEFAULT NULL::text[], allowed text[] DEFAULT NULL::text[], allow_ci boolean DEFAULT NULL::boolean, max_files integer DEFAULT NULL::integer, max_bytes bigint DEFAULT NULL::bigint) RETURNS tireless.repo_delivery
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    result tireless.repo_delivery;
+BEGIN
+    PERFORM tireless.check_path_globs('protected', set_repo_delivery.protected);
+    PERFORM tireless.check_path_globs('allowed', set_repo_delivery.allowed);
+    IF set_repo_delivery.max_files < 0 THEN
+        RAISE EXCEPTION 'max_files must be null (as it is), 0 (the runner''s default) or positive, got %',
+            set_repo_delivery.max_files USING ERRCODE = 'TL005';
+    END IF;
+    IF set_repo_delivery.max_bytes < 0 THEN
+        RAISE EXCEPTION 'max_bytes must be null (as it is), 0 (the runner''s default) or positive, got %',
+            set_repo_delivery.max_bytes USING ERRCODE = 'TL005';
+    END IF;
+    PERFORM tireless.check_tracked(set_repo_delivery.forge, set_repo_delivery.owner, set_repo_delivery.repo);
+    IF num_nonnulls(set_repo_delivery.protected, set_repo_delivery.allowed, set_repo_delivery.allow_ci,
+                    set_repo_delivery.max_files, set_repo_delivery.max_bytes) = 0 THEN
+        -- Nothing to change: the policy as it is (the defaults when none was set), and no row written.
+        SELECT * INTO result FROM tireless.repo_delivery d
+         WHERE (d.forge, d.owner, d.repo) = (set_repo_delivery.forge, set_repo_delivery.owner, set_repo_delivery.repo);
+        IF NOT FOUND THEN
+            result := ROW(set_repo_delivery.forge, set_repo_delivery.owner, set_repo_delivery.repo, '{}', '{}', false, NULL, NULL);
+        END IF;
+        RETURN result;
+    END IF;
+    -- One statement under the row's lock: concurrent setters of different settings both land.
+    INSERT INTO tireless.repo_delivery AS d (forge, owner, repo, protected, allowed, allow_ci, max_files, max_bytes)
+    VALUES (set_repo_delivery.forge, set_repo_delivery.owner, set_repo_delivery.repo,
+            coalesce(set_repo_delivery.protected, '{}'), coalesce(set_repo_delivery.allowed, '{}'),
+            coalesce(set_repo_delivery.allow_ci, false),
+            nullif(set_repo_delivery.max_files, 0), nullif(set_repo_delivery.max_bytes, 0))
+    ON CONFLICT ON CONSTRAINT one_delivery_policy_per_repo DO UPDATE
+       SET protected = coalesce(set_repo_delivery.protected, d.protected),
+           allowed = coalesce(set_repo_delivery.allowed, d.allowed),
+           allow_ci = coalesce(set_repo_delivery.allow_ci, d.allow_ci),
+           max_files = CASE WHEN set_repo_delivery.max_files IS NULL THEN d.max_files ELSE excluded.max_files END,
+           max_bytes = CASE WHEN set_repo_delivery.max_bytes IS NULL THEN d.max_bytes ELSE excluded.max_bytes END
+    RETURNING d.* INTO result;
+    RETURN result;
+END;
+$$;
+
+--
+-- Name: FUNCTION set_repo_delivery(forge text, owner text, repo text, protected text[], allowed text[], allow_ci boolean, max_files integer, max_bytes bigint); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.set_repo_delivery(forge text, owner text, repo text, protected text[], allowed text[], allow_ci boolean, max_files integer, max_bytes bigint) IS '(admin) The tracked repository''s delivery policy, which the runner checks an agent''s change against (job_brief): the globs of paths it may not touch (protected), those it may touch all the same (allowed), whether it may change the forge''s CI definitions (allow_ci), at most max_files files and max_bytes bytes (0: the runner''s default). A null argument leaves its setting as it is; a list replaces the list. Returns the policy. TL005 for a bad glob or limit, TL008 when the repository is not tracked.';
+
+--
 -- Name: set_repo_limit(text, text, text, integer, integer, interval); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -7081,6 +7268,19 @@ ALTER TABLE ONLY tireless.mirror_repo
     ADD CONSTRAINT mirror_repo_pkey PRIMARY KEY (forge, owner, repo);
 
 --
+-- Name: repo_delivery one_delivery_policy_per_repo; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.repo_delivery
+    ADD CONSTRAINT one_delivery_policy_per_repo PRIMARY KEY (forge, owner, repo);
+
+--
+-- Name: CONSTRAINT one_delivery_policy_per_repo ON repo_delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT one_delivery_policy_per_repo ON tireless.repo_delivery IS 'A repository has one delivery policy.';
+
+--
 -- Name: repo_limit one_limit_row_per_repo; Type: CONSTRAINT; Schema: tireless; Owner: -
 --
 
@@ -7760,6 +7960,12 @@ REVOKE ALL ON FUNCTION tireless.check_lane(lane text) FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION tireless.check_lease(lease interval) FROM PUBLIC;
+
+--
+-- Name: FUNCTION check_path_globs(what text, globs text[]); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.check_path_globs(what text, globs text[]) FROM PUBLIC;
 
 --
 -- Name: FUNCTION check_ref_name(what text, name text); Type: ACL; Schema: tireless; Owner: -
@@ -8594,6 +8800,13 @@ GRANT ALL ON FUNCTION tireless.set_repo_budget(forge text, owner text, repo text
 
 REVOKE ALL ON FUNCTION tireless.set_repo_capacity(forge text, owner text, repo text, capacity integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.set_repo_capacity(forge text, owner text, repo text, capacity integer) TO tireless_admin;
+
+--
+-- Name: FUNCTION set_repo_delivery(forge text, owner text, repo text, protected text[], allowed text[], allow_ci boolean, max_files integer, max_bytes bigint); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.set_repo_delivery(forge text, owner text, repo text, protected text[], allowed text[], allow_ci boolean, max_files integer, max_bytes bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.set_repo_delivery(forge text, owner text, repo text, protected text[], allowed text[], allow_ci boolean, max_files integer, max_bytes bigint) TO tireless_admin;
 
 --
 -- Name: FUNCTION set_repo_limit(forge text, owner text, repo text, capacity integer, runs_per_day integer, agent_time_per_day interval); Type: ACL; Schema: tireless; Owner: -

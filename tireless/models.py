@@ -217,6 +217,48 @@ class JobBrief:
     checkpoint_ref: str | None = None
     """Where an earlier attempt of the job saved its commits (`record_checkpoint`); None: nowhere."""
     checkpoint_commit: str | None = None
+    protected_paths: tuple[str, ...] = ()
+    """The repository's delivery policy (`set_repo_delivery`): globs of paths a change may not touch."""
+    allowed_paths: tuple[str, ...] = ()
+    """Globs of paths a change may touch all the same (a CI file, a protected path)."""
+    allow_ci: bool = False
+    """Whether a change may touch the forge's CI definitions."""
+    max_files: int | None = None
+    """At most this many files changed; None: the runner's default."""
+    max_bytes: int | None = None
+    """At most this many bytes added or modified; None: the runner's default."""
+
+    @classmethod
+    def from_row(cls, **columns: Any) -> JobBrief:
+        for name in ("protected_paths", "allowed_paths"):
+            columns[name] = tuple(columns[name])
+        return cls(**columns)
+
+
+@dataclass(frozen=True, slots=True)
+class RepoDelivery:
+    """A tracked repository's delivery policy (`tireless.set_repo_delivery`), over the runner's
+    defaults: what an agent's change may touch, and how much of it."""
+
+    forge: str
+    owner: str
+    repo: str
+    protected: tuple[str, ...]
+    """Globs of paths a change may not touch (fnmatch on the whole path; `dir/`: all under it)."""
+    allowed: tuple[str, ...]
+    """Globs of paths a change may touch all the same, protected or a CI definition."""
+    allow_ci: bool
+    """Whether a change may touch the forge's CI definitions (`.github/workflows/`, ...)."""
+    max_files: int | None
+    """At most this many files changed; None: the runner's default."""
+    max_bytes: int | None
+    """At most this many bytes added or modified; None: the runner's default."""
+
+    @classmethod
+    def from_row(cls, **columns: Any) -> RepoDelivery:
+        for name in ("protected", "allowed"):
+            columns[name] = tuple(columns[name])
+        return cls(**columns)
 
 
 @dataclass(frozen=True, slots=True)

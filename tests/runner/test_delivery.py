@@ -234,3 +234,21 @@ def test_a_runner_without_the_forges_token_says_so_at_start_and_releases_its_job
     state, note = job(setup, number)
     assert state == "pending"
     assert f"this runner has no token for forge '{FORGE}'" in str(note)
+
+
+def test_the_repositorys_policy_refuses_a_protected_path_and_may_allow_a_workflow_change(
+    setup: Setup, store: JobStore, tmp_path: Path
+) -> None:
+    setup.db.scalar("SELECT tireless.set_kind_policy(kind => 'implement', max_attempts => 1)")
+    store.set_repo_delivery(FORGE, OWNER, REPO, protected=["secrets/"], allow_ci=True)
+    number = asked(setup)
+    work(setup, tmp_path, "mkdir secrets; echo hunter2 > secrets/key.txt; echo blue > paint.txt")
+    state, note = job(setup, number)
+    assert state == "failed"
+    assert "secrets/key.txt" in str(note)
+    assert f"tireless/{number}" not in setup.forge.branches(OWNER, REPO)
+    store.rerun(FORGE, OWNER, REPO, number)
+    work(setup, tmp_path, "mkdir -p .github/workflows; echo 'on: push' > .github/workflows/ci.yml")
+    assert job(setup, number) == ("delivered", None)
+    pushed = setup.forge.file_at(OWNER, REPO, f"tireless/{number}", ".github/workflows/ci.yml")
+    assert pushed == "on: push\n"

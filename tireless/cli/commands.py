@@ -27,6 +27,7 @@ from tireless.cli.render import (
     job_table,
     render_forges,
     render_job,
+    render_repo_delivery,
     render_repo_limit,
     render_repos,
     render_status,
@@ -110,9 +111,17 @@ def cmd_repos(args: argparse.Namespace) -> int:
 
 
 def cmd_repo(args: argparse.Namespace) -> int:
-    """`repo capacity|budget`: a tracked repository's share of its lanes."""
+    """`repo capacity|budget`: a tracked repository's share of its lanes; `repo delivery`: what an
+    agent's change to it may touch."""
     with connect(args) as conn:
         store = JobStore(conn)
+        if args.repo_action == "delivery":
+            policy = store.set_repo_delivery(
+                args.forge, args.owner, args.repo, args.protected, args.allowed, args.allow_ci,
+                args.max_files, args.max_bytes,
+            )  # fmt: skip
+            emit(args, policy, render_repo_delivery(policy))
+            return OK
         if args.repo_action == "capacity":
             limits = store.set_repo_capacity(args.forge, args.owner, args.repo, args.capacity)
         else:

@@ -87,6 +87,21 @@ def size(text: str) -> int | None:
     return int(float(match.group(1)) * SIZE_UNITS[match.group(2)])
 
 
+def delivery_limit(parse: Callable[[str], int | None]) -> Callable[[str], int]:
+    """A repository's limit of a change (`repo delivery --max-files`, `--max-bytes`): what `parse`
+    reads, or `default` (0: back to the runner's default)."""
+
+    def read(text: str) -> int:
+        if text.strip().lower() == "default":
+            return 0
+        value = parse(text)
+        if not value:
+            raise argparse.ArgumentTypeError(f"not a positive limit: {text!r} (or default)")
+        return value
+
+    return read
+
+
 def capacity(text: str) -> int | None:
     """A lane's capacity: a count of 0 or more, or `none` for no limit."""
     return None if text.strip().lower() == "none" else count(text)
@@ -211,7 +226,11 @@ def parser() -> argparse.ArgumentParser:
         repository(command(name, cmd_track, help))
     command("repos", cmd_repos, "the tracked repositories: last poll, last error, next poll")
     repo = actions(
-        command("repo", cmd_repo, "(admin) a tracked repository's share: capacity, budget"),
+        command(
+            "repo",
+            cmd_repo,
+            "(admin) a tracked repository's share and delivery policy: capacity, budget, delivery",
+        ),
         "repo_action",
     )
     sub = repo("capacity", "at most N claimed jobs of the repository at once, all lanes")
@@ -220,6 +239,55 @@ def parser() -> argparse.ArgumentParser:
     sub = repo("budget", "at most RUNS claims and AGENT-TIME of attempts a day (UTC), all lanes")
     repository(sub)
     budget_arguments(sub)
+    sub = repo(
+        "delivery",
+        "what an agent's change to the repository may touch, and how much; prints its policy",
+    )
+    repository(sub)
+    sub.add_argument(
+        "--protect",
+        dest="protected",
+        action="append",
+        metavar="GLOB",
+        help="a path the change may not touch (fnmatch on the whole path; dir/: all under it);"
+        " repeat it: the globs given replace the list",
+    )
+    sub.add_argument(
+        "--no-protect",
+        dest="protected",
+        action="store_const",
+        const=[],
+        help="protect no path (the list emptied)",
+    )
+    sub.add_argument(
+        "--allow",
+        dest="allowed",
+        action="append",
+        metavar="GLOB",
+        help="a path the change may touch all the same (protected, or a CI definition);"
+        " repeat it: the globs given replace the list",
+    )
+    sub.add_argument(
+        "--no-allow", dest="allowed", action="store_const", const=[], help="allow no path"
+    )
+    sub.add_argument(
+        "--allow-ci",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="whether the change may touch the forge's CI definitions (.github/workflows/, ...)",
+    )
+    sub.add_argument(
+        "--max-files",
+        type=delivery_limit(count),
+        metavar="N|default",
+        help="at most N files added, modified or deleted; default: the runner's (1000)",
+    )
+    sub.add_argument(
+        "--max-bytes",
+        type=delivery_limit(size),
+        metavar="SIZE|default",
+        help="at most SIZE of files added or modified, e.g. 200M; default: the runner's (50M)",
+    )
     forge = actions(
         command("forge", cmd_forge, "the forge registry: add, list, remove, retry"), "forge_action"
     )

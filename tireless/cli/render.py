@@ -13,7 +13,7 @@ from uuid import UUID
 
 from tireless.forge import token_variable
 from tireless.forge.poll import Report
-from tireless.models import Forge, Job, RepoLimit, RepoStatus
+from tireless.models import Forge, Job, RepoDelivery, RepoLimit, RepoStatus
 
 
 def as_json(value: Any) -> str:
@@ -323,4 +323,22 @@ def render_repo_limit(limits: RepoLimit) -> str:
         f"{limits.forge}/{limits.owner}/{limits.repo}: {shown(limits.capacity, 'capacity')}, "
         f"{shown(limits.runs_per_day, 'runs a day')}, "
         f"{shown(None if agent_time is None else age(agent_time.total_seconds()), 'agent time a day')}"
+    )
+
+
+def render_repo_delivery(policy: RepoDelivery) -> str:
+    """A repository's delivery policy, a line per setting."""
+
+    def shown(value: object) -> str:
+        return "the runner's default" if value is None else str(value)
+
+    return "\n".join(
+        [
+            f"{policy.forge}/{policy.owner}/{policy.repo}:",
+            f"  protected: {', '.join(policy.protected) or 'none'}",
+            f"  allowed: {', '.join(policy.allowed) or 'none'}",
+            f"  CI definitions: {'may change' if policy.allow_ci else 'may not change'}",
+            f"  max files: {shown(policy.max_files)}",
+            f"  max bytes: {shown(policy.max_bytes)}",
+        ]
     )

@@ -16,7 +16,7 @@ import secrets
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tireless.models import Job, JobBrief, JobKind
@@ -76,6 +76,7 @@ class Delivery:
     cache_max_bytes: int | None = None
     identity: Identity = BOT
     policy: PublishPolicy = field(default_factory=PublishPolicy)
+    """The defaults; each repository's delivery policy (its job's brief) goes over them."""
     agent: pwd.struct_passwd | None = None
 
     def __post_init__(self) -> None:
@@ -124,6 +125,18 @@ class Delivery:
         finally:
             made.remove()
 
+    def policy_for(self, brief: JobBrief) -> PublishPolicy:
+        """The repository's delivery policy (`tireless.set_repo_delivery`, in the brief) over the
+        defaults: its globs added to theirs, its limits in place of theirs where it sets them."""
+        return replace(
+            self.policy,
+            protected=(*self.policy.protected, *brief.protected_paths),
+            allowed=(*self.policy.allowed, *brief.allowed_paths),
+            allow_ci=self.policy.allow_ci or brief.allow_ci,
+            max_files=brief.max_files or self.policy.max_files,
+            max_bytes=brief.max_bytes or self.policy.max_bytes,
+        )
+
     def push(self, job: Job, brief: JobBrief, workspace: Workspace, draft: bool) -> Pushed | None:
         """After COMMAND exited 0: an `implement` job's change on the forge (its branch and head),
         or Pushed with no branch when it changed nothing; None for a kind that does not push.
@@ -137,7 +150,7 @@ class Delivery:
         try:
             with take_change(
                 workspace, identity=self.identity, job_id=job.id, attempt=job.attempts,
-                policy=self.policy,
+                policy=self.policy_for(brief),
             ) as change:  # fmt: skip
                 if change.empty:
                     return Pushed()
@@ -160,14 +173,16 @@ class Delivery:
         except GitError as failed:
             raise Release(f"publish: {failed}") from failed
 
-    def checkpoint(self, job: Job, workspace: Workspace, expected: str | None) -> Checkpoint | None:
+    def checkpoint(
+        self, job: Job, brief: JobBrief, workspace: Workspace, expected: str | None
+    ) -> Checkpoint | None:
         """The workspace's work so far saved in the job's checkpoint ref on the forge (lease:
         `expected`, the job's last checkpoint); None when there was nothing new to save or it could
         not be saved (said in the log: a checkpoint is a help, never the job's failure)."""
         try:
             saved = save_checkpoint(
                 workspace, auth=git_auth(job.forge), expected=expected, identity=self.identity,
-                job_id=job.id, attempt=job.attempts, policy=self.policy,
+                job_id=job.id, attempt=job.attempts, policy=self.policy_for(brief),
             )  # fmt: skip
         except (PublishRefused, PushFailed, GitError) as failed:
             log.warning("job %s: the checkpoint was not saved: %s", job.id, failed)

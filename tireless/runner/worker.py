@@ -377,7 +377,7 @@ class Worker:
             if made is not None and self.delivery is not None:
                 delivery, workspace = self.delivery, made
                 checkpoints = Checkpoints(
-                    lambda last: delivery.checkpoint(job, workspace, last),
+                    lambda last: delivery.checkpoint(job, brief, workspace, last),
                     lambda saved: self.store.record_checkpoint(
                         job.id, self.name, saved.ref, saved.head_commit, job.claim_token
                     ),

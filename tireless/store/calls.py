@@ -38,6 +38,7 @@ from tireless.models import (
     MirrorPull,
     MirrorWrite,
     PollOutcome,
+    RepoDelivery,
     RepoLimit,
     RepoRef,
     RepoStatus,
@@ -128,6 +129,7 @@ JOB_ROW = args_row(Job.from_row)
 _LANE = class_row(Lane)
 REPO_LIMIT_COLUMNS = sql.SQL(", ").join(sql.Identifier(f.name) for f in fields(RepoLimit))
 _REPO_LIMIT = class_row(RepoLimit)
+REPO_DELIVERY_COLUMNS = sql.SQL(", ").join(sql.Identifier(f.name) for f in fields(RepoDelivery))
 
 
 # Rendered to bytes once: psycopg would compose a sql.Composed again at every execute (bench/results.md).
@@ -298,12 +300,13 @@ def attach_report(job_id: int, worker: str, report: str, token: UUID | None) -> 
 
 JOB_BRIEF = (
     "SELECT issue_url, api_url, clone_url, body, body_cut, branch, branch_head, pull_number,"
-    " pull_url, checkpoint_ref, checkpoint_commit FROM tireless.job_brief(job_id => %(job_id)s)"
+    " pull_url, checkpoint_ref, checkpoint_commit, protected_paths, allowed_paths, allow_ci,"
+    " max_files, max_bytes FROM tireless.job_brief(job_id => %(job_id)s)"
 )
 
 
 def job_brief(job_id: int) -> Call[JobBrief, JobBrief]:
-    return Call(JOB_BRIEF, {"job_id": job_id}, class_row(JobBrief), _only)
+    return Call(JOB_BRIEF, {"job_id": job_id}, kwargs_row(JobBrief.from_row), _only)
 
 
 DELIVER = _returning(
@@ -829,6 +832,34 @@ def set_repo_budget(
         "agent_time_per_day": agent_time_per_day,
     }
     return Call(SET_REPO_BUDGET, params, _REPO_LIMIT, _only)
+
+
+SET_REPO_DELIVERY = _returning(
+    REPO_DELIVERY_COLUMNS,
+    "tireless.set_repo_delivery(forge => %(forge)s, owner => %(owner)s, repo => %(repo)s,"
+    " protected => %(protected)s::text[], allowed => %(allowed)s::text[],"
+    " allow_ci => %(allow_ci)s, max_files => %(max_files)s, max_bytes => %(max_bytes)s)",
+)
+
+
+def set_repo_delivery(
+    forge: str,
+    owner: str,
+    repo: str,
+    protected: Sequence[str] | None = None,
+    allowed: Sequence[str] | None = None,
+    allow_ci: bool | None = None,
+    max_files: int | None = None,
+    max_bytes: int | None = None,
+) -> Call[RepoDelivery, RepoDelivery]:
+    params = _repo(forge, owner, repo) | {
+        "protected": None if protected is None else list(protected),
+        "allowed": None if allowed is None else list(allowed),
+        "allow_ci": allow_ci,
+        "max_files": max_files,
+        "max_bytes": max_bytes,
+    }
+    return Call(SET_REPO_DELIVERY, params, kwargs_row(RepoDelivery.from_row), _only)
 
 
 # Waiting for work: JobStore.listen runs these on the connection it holds.

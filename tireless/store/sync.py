@@ -31,6 +31,7 @@ from tireless.models import (
     MirrorPull,
     MirrorWrite,
     PollOutcome,
+    RepoDelivery,
     RepoLimit,
     RepoRef,
     RepoStatus,
@@ -435,6 +436,25 @@ class JobStore:
     ) -> RepoLimit:
         return self._run(
             calls.set_repo_budget(forge, owner, repo, runs_per_day, agent_time_per_day)
+        )
+
+    def set_repo_delivery(
+        self,
+        forge: str,
+        owner: str,
+        repo: str,
+        protected: Sequence[str] | None = None,
+        allowed: Sequence[str] | None = None,
+        allow_ci: bool | None = None,
+        max_files: int | None = None,
+        max_bytes: int | None = None,
+    ) -> RepoDelivery:
+        """(admin) The tracked repository's delivery policy: a None leaves its setting as it is, a
+        list replaces the list, a limit of 0 goes back to the runner's default."""
+        return self._run(
+            calls.set_repo_delivery(
+                forge, owner, repo, protected, allowed, allow_ci, max_files, max_bytes
+            )
         )
 
     def pause_lane(self, lane: str) -> Lane:
