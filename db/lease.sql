@@ -432,6 +432,44 @@ COMMENT ON FUNCTION tireless.record_checkpoint(bigint, text, text, text, uuid) I
 REVOKE ALL ON FUNCTION tireless.record_checkpoint(bigint, text, text, text, uuid) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT EXECUTE ON FUNCTION tireless.record_checkpoint(bigint, text, text, text, uuid) TO tireless_runner;
 
+-- Recorded before the push, not after: a runner that dies after its push and before tireless.deliver
+-- leaves a head on the branch that no delivery names; the next attempt may push over it as its own.
+CREATE OR REPLACE FUNCTION tireless.record_push(job_id bigint, worker text, branch text, head text, token uuid DEFAULT NULL)
+    RETURNS text[]
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    job tireless.job;
+    heads text[];
+BEGIN
+    PERFORM tireless.check_ref_name('branch', record_push.branch);
+    PERFORM tireless.check_commit_id('head', record_push.head);
+    job := tireless.held_job(record_push.job_id, record_push.worker, record_push.token);
+    INSERT INTO tireless.push (job_id, branch, head) VALUES (job.id, record_push.branch, record_push.head)
+    ON CONFLICT ON CONSTRAINT one_record_per_pushed_head DO NOTHING;
+    SELECT array_agg(o.head ORDER BY o.at DESC) INTO heads
+      FROM (SELECT p.head, max(p.recorded_at) AS at
+              FROM tireless.push p JOIN tireless.job j ON j.id = p.job_id
+             WHERE (j.forge, j.owner, j.repo, j.number) = (job.forge, job.owner, job.repo, job.number)
+               AND p.branch = record_push.branch
+             GROUP BY p.head
+             UNION ALL
+            SELECT d.head, d.delivered_at
+              FROM tireless.delivery d
+             WHERE (d.forge, d.owner, d.repo, d.number) = (job.forge, job.owner, job.repo, job.number)
+               AND d.branch = record_push.branch) o;
+    RETURN heads;
+END;
+$$;
+COMMENT ON FUNCTION tireless.record_push(bigint, text, text, text, uuid) IS
+    'The holder is about to push head to its issue''s branch: recorded first, so that a runner dying after the push '
+    'leaves a commit the next attempt knows as tireless''s own. Returns every head tireless pushed or delivered on '
+    'that branch for the issue, newest first: the commits a push may go over. TL009 for a malformed branch or head; '
+    'TL001 for an unknown job, TL004 when worker (or token, or the login) does not hold it.';
+REVOKE ALL ON FUNCTION tireless.record_push(bigint, text, text, text, uuid) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.record_push(bigint, text, text, text, uuid) TO tireless_runner;
+
 CREATE OR REPLACE FUNCTION tireless.end_stopped_attempt(job_id bigint, worker text, token uuid DEFAULT NULL)
     RETURNS tireless.job
     LANGUAGE plpgsql VOLATILE SECURITY DEFINER

@@ -4573,6 +4573,44 @@ $_$;
 COMMENT ON FUNCTION tireless.record_poll_notice(forge text, owner text, repo text, poller text, moved_to text, warning text) IS 'What a read of a repository whose poll lease poller holds has to report beside its issues: the owner/name the forge now gives it (moved_to; its tracked name clears it) and a warning (say an issue skipped as too large); a null leaves that one as it was. TL004 without the lease, TL008 for an untracked repository.';
 
 --
+-- Name: record_push(bigint, text, text, text, uuid); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.record_push(job_id bigint, worker text, branch text, head text, token uuid DEFAULT NULL::uuid) RETURNS text[]
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    job tireless.job;
+    heads text[];
+BEGIN
+    PERFORM tireless.check_ref_name('branch', record_push.branch);
+    PERFORM tireless.check_commit_id('head', record_push.head);
+    job := tireless.held_job(record_push.job_id, record_push.worker, record_push.token);
+    INSERT INTO tireless.push (job_id, branch, head) VALUES (job.id, record_push.branch, record_push.head)
+    ON CONFLICT ON CONSTRAINT one_record_per_pushed_head DO NOTHING;
+    SELECT array_agg(o.head ORDER BY o.at DESC) INTO heads
+      FROM (SELECT p.head, max(p.recorded_at) AS at
+              FROM tireless.push p JOIN tireless.job j ON j.id = p.job_id
+             WHERE (j.forge, j.owner, j.repo, j.number) = (job.forge, job.owner, job.repo, job.number)
+               AND p.branch = record_push.branch
+             GROUP BY p.head
+             UNION ALL
+            SELECT d.head, d.delivered_at
+              FROM tireless.delivery d
+             WHERE (d.forge, d.owner, d.repo, d.number) = (job.forge, job.owner, job.repo, job.number)
+               AND d.branch = record_push.branch) o;
+    RETURN heads;
+END;
+$$;
+
+--
+-- Name: FUNCTION record_push(job_id bigint, worker text, branch text, head text, token uuid); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.record_push(job_id bigint, worker text, branch text, head text, token uuid) IS 'The holder is about to push head to its issue''s branch: recorded first, so that a runner dying after the push leaves a commit the next attempt knows as tireless''s own. Returns every head tireless pushed or delivered on that branch for the issue, newest first: the commits a push may go over. TL009 for a malformed branch or head; TL001 for an unknown job, TL004 when worker (or token, or the login) does not hold it.';
+
+--
 -- Name: refresh_lane(text, text, text, integer, text[]); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -6857,6 +6895,37 @@ COMMENT ON COLUMN tireless.mirror_repo.scanned_to IS 'The newest job_event id th
 COMMENT ON CONSTRAINT cursor_not_past_the_scan ON tireless.mirror_repo IS 'The cursor never passes what was scanned.';
 
 --
+-- Name: push; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.push (
+    job_id bigint NOT NULL,
+    branch text NOT NULL,
+    head text NOT NULL,
+    recorded_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT pushed_branch_is_named CHECK (((length(branch) >= 1) AND (length(branch) <= 255))),
+    CONSTRAINT pushed_head_is_a_commit_id CHECK ((head ~ '^([0-9a-f]{40}|[0-9a-f]{64})$'::text))
+);
+
+--
+-- Name: TABLE push; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.push IS 'Each head a holder was about to push to its issue''s branch (tireless.record_push), recorded before the push: the commits a later push of the branch may go over, whether or not the delivery that pushed them was recorded. Private: record_push reads and writes it.';
+
+--
+-- Name: CONSTRAINT pushed_branch_is_named ON push; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT pushed_branch_is_named ON tireless.push IS 'The branch is a name of 1 to 255 characters (record_push checks it is a ref name).';
+
+--
+-- Name: CONSTRAINT pushed_head_is_a_commit_id ON push; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT pushed_head_is_a_commit_id ON tireless.push IS 'A head is a full commit id, 40 or 64 lowercase hex digits.';
+
+--
 -- Name: repo_shares; Type: VIEW; Schema: tireless; Owner: -
 --
 
@@ -7292,6 +7361,19 @@ ALTER TABLE ONLY tireless.repo_limit
 --
 
 COMMENT ON CONSTRAINT one_limit_row_per_repo ON tireless.repo_limit IS 'A repository has one set of limits.';
+
+--
+-- Name: push one_record_per_pushed_head; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.push
+    ADD CONSTRAINT one_record_per_pushed_head PRIMARY KEY (job_id, branch, head);
+
+--
+-- Name: CONSTRAINT one_record_per_pushed_head ON push; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT one_record_per_pushed_head ON tireless.push IS 'A head is recorded once per job and branch.';
 
 --
 -- Name: lane_repo one_turn_per_lane_and_repo; Type: CONSTRAINT; Schema: tireless; Owner: -
@@ -7815,6 +7897,19 @@ ALTER TABLE ONLY tireless.repo_poll
 --
 
 COMMENT ON CONSTRAINT poll_of_a_tracked_repo ON tireless.repo_poll IS 'Poll state belongs to a tracked repository and goes with it.';
+
+--
+-- Name: push push_of_a_job; Type: FK CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.push
+    ADD CONSTRAINT push_of_a_job FOREIGN KEY (job_id) REFERENCES tireless.job(id) ON DELETE CASCADE;
+
+--
+-- Name: CONSTRAINT push_of_a_job ON push; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT push_of_a_job ON tireless.push IS 'A recorded push belongs to its job and goes with it (prune).';
 
 --
 -- Name: SCHEMA tireless; Type: ACL; Schema: -; Owner: -
@@ -8608,6 +8703,13 @@ GRANT ALL ON FUNCTION tireless.record_poll_notice(forge text, owner text, repo t
 GRANT ALL ON FUNCTION tireless.record_poll_notice(forge text, owner text, repo text, poller text, moved_to text, warning text) TO tireless_admin;
 
 --
+-- Name: FUNCTION record_push(job_id bigint, worker text, branch text, head text, token uuid); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.record_push(job_id bigint, worker text, branch text, head text, token uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.record_push(job_id bigint, worker text, branch text, head text, token uuid) TO tireless_runner;
+
+--
 -- Name: FUNCTION refresh_lane(forge text, owner text, repo text, number integer, labels text[]); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -9007,6 +9109,12 @@ GRANT SELECT ON TABLE tireless.mirror_comment TO tireless_admin;
 --
 
 GRANT SELECT ON TABLE tireless.mirror_repo TO tireless_admin;
+
+--
+-- Name: TABLE push; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.push TO tireless_admin;
 
 --
 -- Name: TABLE repo_shares; Type: ACL; Schema: tireless; Owner: -

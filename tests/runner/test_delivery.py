@@ -252,3 +252,23 @@ def test_the_repositorys_policy_refuses_a_protected_path_and_may_allow_a_workflo
     assert job(setup, number) == ("delivered", None)
     pushed = setup.forge.file_at(OWNER, REPO, f"tireless/{number}", ".github/workflows/ci.yml")
     assert pushed == "on: push\n"
+
+
+def test_a_push_whose_runner_died_before_delivering_is_pushed_over_by_the_next_attempt(
+    setup: Setup, store: JobStore, tmp_path: Path
+) -> None:
+    number = asked(setup)
+    first = store.claim_next("runner-0", ["cc"])
+    assert first is not None
+    branch = store.job_brief(first.id).branch
+    assert branch is not None
+    # What runner-0 did before it died: recorded its push, then pushed; no delivery recorded it.
+    orphan = setup.forge.seed_git(OWNER, REPO, {"half.txt": "half done\n"}, branch=branch)
+    assert store.record_push(first.id, "runner-0", branch, orphan, first.claim_token) == [orphan]
+    with setup.db.connect() as sweeper:  # its lease runs out, and the sweeper returns the job
+        sweeper.execute("UPDATE tireless.job SET claim_expires_at = now() - interval '1 second'")
+        assert sweeper.execute("SELECT tireless.expire_stale_claims()").fetchone() == (1,)
+        sweeper.execute("UPDATE tireless.job SET available_at = now()")
+    work(setup, tmp_path, "echo blue > paint.txt")
+    assert job(setup, number) == ("delivered", None)
+    assert setup.forge.file_at(OWNER, REPO, branch, "paint.txt") == "blue\n"

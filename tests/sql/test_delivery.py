@@ -582,3 +582,21 @@ def test_recording_a_pull_request_does_not_hold_back_the_issue_s_next_delivery(
         12,
         LATER,
     )
+
+
+def test_record_push_is_the_holders_and_answers_every_head_tireless_put_on_the_branch(
+    db: Database, store: JobStore
+) -> None:
+    tracked(store)
+    store.enqueue([issue(7)])
+    job = store.claim_next("w1", ["cc"])
+    assert job is not None
+    one, two = "1" * 40, "2" * 40
+    with pytest.raises(NotHolder):
+        store.record_push(job.id, "w2", "tireless/7", one, job.claim_token)
+    with pytest.raises(MalformedDelivery):
+        store.record_push(job.id, "w1", "tireless/7", "not-a-commit", job.claim_token)
+    assert db.scalar("SELECT count(*) FROM tireless.push") == 0, "a refusal records nothing"
+    assert store.record_push(job.id, "w1", "tireless/7", one, job.claim_token) == [one]
+    assert store.record_push(job.id, "w1", "tireless/7", two, job.claim_token) == [two, one]
+    assert store.record_push(job.id, "w1", "tireless/other", one, job.claim_token) == [one]

@@ -15,7 +15,7 @@ import queue
 import secrets
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -137,10 +137,19 @@ class Delivery:
             max_bytes=brief.max_bytes or self.policy.max_bytes,
         )
 
-    def push(self, job: Job, brief: JobBrief, workspace: Workspace, draft: bool) -> Pushed | None:
+    def push(
+        self,
+        job: Job,
+        brief: JobBrief,
+        workspace: Workspace,
+        draft: bool,
+        record: Callable[[str, str], Collection[str]],
+    ) -> Pushed | None:
         """After COMMAND exited 0: an `implement` job's change on the forge (its branch and head),
         or Pushed with no branch when it changed nothing; None for a kind that does not push.
-        Raises Release with the note when the change is refused (a CI file, a limit, someone
+        `record(branch, head)` records the push in the store before it is made and answers the
+        heads tireless pushed to the branch before (tireless.record_push), which the push may go
+        over. Raises Release with the note when the change is refused (a CI file, a limit, someone
         else's commit on the branch, the forge's refusal) or the push never got through."""
         if job.kind is not JobKind.IMPLEMENT:
             return None
@@ -154,11 +163,12 @@ class Delivery:
             ) as change:  # fmt: skip
                 if change.empty:
                     return Pushed()
+                ours = record(brief.branch, change.head)
                 for tried in range(1, PUSH_TRIES + 1):
                     try:
                         head = push_change(
                             change, auth=auth, ref=f"refs/heads/{brief.branch}",
-                            expected=brief.branch_head,
+                            expected=brief.branch_head, ours=ours,
                         )  # fmt: skip
                         break
                     except PushFailed as failed:

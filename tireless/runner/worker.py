@@ -393,7 +393,12 @@ class Worker:
             self._attach_report(job, files)
             if code == 0 and made is not None and self._still_delivers(held):
                 assert self.delivery is not None
-                held.pushed = self.delivery.push(job, brief, made, draft)
+                held.pushed = self.delivery.push(
+                    job, brief, made, draft,
+                    lambda branch, head: self.store.record_push(
+                        job.id, self.name, branch, head, job.claim_token
+                    ),
+                )  # fmt: skip
             return code, output
 
     def _workspace(

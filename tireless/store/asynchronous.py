@@ -220,6 +220,14 @@ class AsyncJobStore:
         branch) at commit: the job's last checkpoint, where its later attempts start."""
         return await self._run(calls.record_checkpoint(job_id, worker, ref, commit, token))
 
+    async def record_push(
+        self, job_id: int, worker: str, branch: str, head: str, token: UUID | None = None
+    ) -> list[str]:
+        """The holder is about to push head to its issue's branch: recorded first (a runner that
+        dies after the push leaves a commit the next attempt knows as tireless's); every head
+        tireless pushed or delivered on the branch, newest first: what a push may go over."""
+        return await self._run(calls.record_push(job_id, worker, branch, head, token))
+
     async def job_brief(self, job_id: int) -> JobBrief:
         """The issue's URL and body, the forge's API root and the clone URL, for the agent; what
         tireless last pushed for the issue and the job's last checkpoint, for the runner."""

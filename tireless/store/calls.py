@@ -355,6 +355,23 @@ def record_checkpoint(
     return Call(RECORD_CHECKPOINT, params, tuple_row, _value)
 
 
+RECORD_PUSH = (
+    "SELECT tireless.record_push(job_id => %(job_id)s, worker => %(worker)s, branch => %(branch)s,"
+    " head => %(head)s, token => %(token)s)"
+)
+
+
+def record_push(
+    job_id: int, worker: str, branch: str, head: str, token: UUID | None
+) -> Call[Any, list[str]]:
+    params = {"job_id": job_id, "worker": worker, "branch": branch, "head": head, "token": token}
+    return Call(RECORD_PUSH, params, tuple_row, _heads)
+
+
+def _heads(rows: list[tuple[Any, ...]]) -> list[str]:
+    return list(rows[0][0] or []) if rows else []
+
+
 EXPIRE_STALE_CLAIMS = "SELECT tireless.expire_stale_claims()"
 
 
