@@ -308,3 +308,19 @@ def test_bwrap_runs_command_as_the_agent_user_without_capabilities(
         "CapEff:", "0000000000000000", "CapBnd:", "0000000000000000", "NoNewPrivs:", "1",
     ]  # fmt: skip
     assert db.scalar("SELECT state::text FROM tireless.job") == "delivered"
+
+
+def test_a_command_kept_under_tmp_still_runs_in_the_private_tmp_of_bwrap(
+    store: JobStore, db: Database, tmp_path: Path, bwrap: None
+) -> None:
+    """A clone of the project under /tmp (CI's) runs the demo's agent from there: the program and
+    the files COMMAND names stay visible, read-only, though /tmp is private."""
+    enqueue_jobs(store, 1)
+    script = tmp_path / "agent.sh"
+    script.write_text('echo ran > "$PWD/ran.txt"\n')
+    result = tireless_cli(
+        db.url, *work_args("--once", "--sandbox", "bwrap", "--"), "sh", str(script)
+    )
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "ran.txt").read_text() == "ran\n"
+    assert db.scalar("SELECT state::text FROM tireless.job") == "delivered"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import signal
 import sys
 import threading
@@ -526,6 +527,8 @@ def cmd_work(args: argparse.Namespace) -> int:
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         raise UsageError("work needs a COMMAND after --")
+    if os.sep in command[0]:  # `./run-agent.sh` names it from here, not from a job's workspace
+        command = [os.path.abspath(command[0]), *command[1:]]
     if problem := unstartable(command):
         print(f"tireless: {problem}", file=sys.stderr)
         return CANNOT_START

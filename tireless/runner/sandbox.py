@@ -219,6 +219,8 @@ class Bubblewrap(Sandbox):
         if os.geteuid() == 0 and agent is None:
             argv += ["--cap-drop", "ALL"]  # root without capabilities cannot undo the view
         argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+        for named in _named_files(command):  # COMMAND's program and files stay visible, read-only
+            argv += ["--ro-bind", named, named]
         own = [cwd, *writable]
         if agent is not None and agent.pw_dir not in ("", "/") and os.path.isdir(agent.pw_dir):
             own.append(Path(agent.pw_dir))  # the agent's own home
@@ -429,3 +431,16 @@ def choose(name: str, agent: pwd.struct_passwd | None = None) -> Sandbox:
                 "--sandbox unshare: needs root and util-linux's unshare, setpriv and setsid"
             )
     return ProcessGroup()
+
+
+def _named_files(command: Sequence[str]) -> list[str]:
+    """The files under /tmp that COMMAND names (its program, found on PATH or by its path, and the
+    absolute paths among its arguments: `sh /tmp/x/agent.sh`): the private /tmp would hide them."""
+    program = shutil.which(command[0]) if command else None
+    named = [program] if program is not None else []
+    named += [arg for arg in command[1:] if os.path.isabs(arg)]
+    return [
+        path
+        for path in dict.fromkeys(os.path.realpath(p) for p in named)
+        if (path == "/tmp" or path.startswith("/tmp/")) and os.path.isfile(path)
+    ]
