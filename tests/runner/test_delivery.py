@@ -215,7 +215,10 @@ def test_an_attempt_killed_after_its_checkpoint_resumes_from_it(
         sweeper.execute("UPDATE tireless.job SET claim_expires_at = now() - interval '1 second'")
         assert sweeper.execute("SELECT tireless.expire_stale_claims()").fetchone() == (1,)
         sweeper.execute("UPDATE tireless.job SET available_at = now()")  # its backoff, spent
+    workspaces = tmp_path / "state" / "workspaces"
+    assert len(list(workspaces.iterdir())) == 1, "the killed run's workspace is left"
     work(setup, tmp_path, "grep -qx step1 work.txt || exit 1; echo step2 >> work.txt")
+    assert list(workspaces.iterdir()) == [], "runner-1 removed it when it started again"
     assert job(setup, number) == ("delivered", None)
     assert setup.forge.file_at(OWNER, REPO, f"tireless/{number}", "work.txt") == "step1\nstep2\n"
 

@@ -540,7 +540,7 @@ def cmd_work(args: argparse.Namespace) -> int:
     if args.deliver:
         state_dir = args.state_dir or state_directory()
         try:
-            delivery = Delivery(state_dir, args.git_cache_max, agent=user)
+            delivery = Delivery(state_dir, args.git_cache_max, agent=user, worker=args.worker)
         except OSError as error:
             raise UsageError(f"--state-dir {state_dir}: {error}") from error
     with connect(args):

@@ -8,10 +8,12 @@ worker's directory, with nothing to push."""
 from __future__ import annotations
 
 import contextlib
+import glob
 import logging
 import os
 import pwd
 import queue
+import re
 import secrets
 import threading
 import time
@@ -38,6 +40,7 @@ from tireless.runner.workspace import (
     Workspace,
     WorkspaceError,
     prepare_workspace,
+    remove_tree,
 )
 from tireless.store.lease import Pushed, Release
 
@@ -78,12 +81,19 @@ class Delivery:
     policy: PublishPolicy = field(default_factory=PublishPolicy)
     """The defaults; each repository's delivery policy (its job's brief) goes over them."""
     agent: pwd.struct_passwd | None = None
+    worker: str = "worker"
+    """The worker's name: its workspaces are named after it, so that it removes, when it starts,
+    those a killed run of it left behind (one worker name is one running worker)."""
 
     def __post_init__(self) -> None:
         for directory in (self.state_dir, self.state_dir / "workspaces"):
             directory.mkdir(parents=True, exist_ok=True)
             directory.chmod(0o755)  # the agent's user goes through to its workspace
         self.cache = RepoCache(self.state_dir / "git", self.cache_max_bytes)
+        self._prefix = re.sub(r"[^A-Za-z0-9._-]", "_", self.worker) + "--"
+        for left in (self.state_dir / "workspaces").glob(f"{glob.escape(self._prefix)}*"):
+            log.info("%s: removing the workspace %s its last run left", self.worker, left.name)
+            remove_tree(left)
 
     @contextlib.contextmanager
     def workspace(self, job: Job, brief: JobBrief) -> Iterator[Workspace | None]:
@@ -101,7 +111,8 @@ class Delivery:
             )
         # A name of its own: job ids repeat across stores, and a dead worker's workspace may remain.
         unique = secrets.token_hex(4)
-        dest = self.state_dir / "workspaces" / f"job-{job.id}-attempt-{job.attempts}-{unique}"
+        name = f"{self._prefix}job-{job.id}-attempt-{job.attempts}-{unique}"
+        dest = self.state_dir / "workspaces" / name
         owner = None if self.agent is None else (self.agent.pw_uid, self.agent.pw_gid)
         made = None
         try:
