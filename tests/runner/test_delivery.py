@@ -57,21 +57,12 @@ def work(setup: Setup, tmp_path: Path, script: str, *args: str) -> str:
     return result.stderr
 
 
-def job(setup: Setup, number: int) -> tuple[str, str | None]:
-    state, note = setup.db.scalar(
-        "SELECT ARRAY[state::text, note] FROM tireless.job WHERE number = %(n)s ORDER BY id DESC"
-        " LIMIT 1",
-        {"n": number},
-    )
-    return state, note
-
-
 def test_an_implement_job_ends_as_one_pull_request_that_tireless_pushed(
     setup: Setup, tmp_path: Path
 ) -> None:
     number = asked(setup)
     work(setup, tmp_path, 'echo blue > paint.txt; echo "# Paint" > NOTES.md; echo done')
-    assert job(setup, number) == ("delivered", None)
+    assert setup.jobs(REPO)[number] == ("delivered", None)
     branch = f"tireless/{number}"
     assert setup.forge.file_at(OWNER, REPO, branch, "paint.txt") == "blue\n"
     assert setup.forge.file_at(OWNER, REPO, branch, "NOTES.md") == "# Paint\n", "new files too"
@@ -107,7 +98,7 @@ def test_the_token_reaches_no_file_environment_or_git_config_of_the_agent(
         "echo searched > searched.txt",
         TOKEN[::-1],
     )  # fmt: skip
-    assert job(setup, number) == ("delivered", None)
+    assert setup.jobs(REPO)[number] == ("delivered", None)
     assert setup.forge.file_at(OWNER, REPO, f"tireless/{number}", "searched.txt") == "searched\n"
 
 
@@ -130,7 +121,7 @@ def test_what_the_agent_planted_in_its_repository_runs_nothing_when_tireless_pus
         f"mkdir -p {tmp_path}/elsewhere; echo {tmp_path}/elsewhere >> .git/objects/info/alternates\n"
         "echo blue > paint.txt",
     )  # fmt: skip
-    assert job(setup, number) == ("delivered", None)
+    assert setup.jobs(REPO)[number] == ("delivered", None)
     assert not marker.exists(), "a hook, a filter or a config of the agent's ran"
     assert setup.forge.file_at(OWNER, REPO, f"tireless/{number}", "paint.txt") == "blue\n"
 
@@ -140,7 +131,7 @@ def test_no_change_delivers_with_no_branch_and_no_pull_request(
 ) -> None:
     number = asked(setup)
     work(setup, tmp_path, "echo looked and found nothing to do")
-    assert job(setup, number) == ("delivered", "no change")
+    assert setup.jobs(REPO)[number] == ("delivered", "no change")
     assert f"tireless/{number}" not in setup.forge.branches(OWNER, REPO)
     one_round(setup)
     assert setup.forge.pulls_of(OWNER, REPO) == []
@@ -152,7 +143,7 @@ def test_a_change_to_a_workflow_file_is_refused_and_nothing_is_pushed(
     setup.db.scalar("SELECT tireless.set_kind_policy(kind => 'implement', max_attempts => 1)")
     number = asked(setup)
     work(setup, tmp_path, "mkdir -p .github/workflows; echo 'on: push' > .github/workflows/ci.yml")
-    state, note = job(setup, number)
+    state, note = setup.jobs(REPO)[number]
     assert state == "failed"
     assert ".github/workflows/ci.yml" in str(note)
     assert f"tireless/{number}" not in setup.forge.branches(OWNER, REPO)
@@ -168,7 +159,7 @@ def test_a_re_request_starts_from_the_pull_request_and_updates_it(
     store.rerun(FORGE, OWNER, REPO, number)
     # The second attempt starts from the pull request's head: it sees the first one's work.
     work(setup, tmp_path, 'grep -q blue paint.txt || exit 1; echo "and shiny" >> paint.txt')
-    assert job(setup, number) == ("delivered", None)
+    assert setup.jobs(REPO)[number] == ("delivered", None)
     branch = f"tireless/{number}"
     assert setup.forge.file_at(OWNER, REPO, branch, "paint.txt") == "blue\nand shiny\n"
     one_round(setup)
@@ -186,7 +177,7 @@ def test_someone_elses_commit_on_the_branch_is_never_overwritten(
     theirs = setup.forge.seed_git(OWNER, REPO, {"theirs.txt": "mine\n"}, branch=branch)
     store.rerun(FORGE, OWNER, REPO, number)
     work(setup, tmp_path, "echo green > paint.txt")
-    state, note = job(setup, number)
+    state, note = setup.jobs(REPO)[number]
     assert state == "failed"
     assert theirs[:7] in str(note)
     assert setup.forge.branch_head(OWNER, REPO, branch) == theirs
@@ -219,7 +210,7 @@ def test_an_attempt_killed_after_its_checkpoint_resumes_from_it(
     assert len(list(workspaces.iterdir())) == 1, "the killed run's workspace is left"
     work(setup, tmp_path, "grep -qx step1 work.txt || exit 1; echo step2 >> work.txt")
     assert list(workspaces.iterdir()) == [], "runner-1 removed it when it started again"
-    assert job(setup, number) == ("delivered", None)
+    assert setup.jobs(REPO)[number] == ("delivered", None)
     assert setup.forge.file_at(OWNER, REPO, f"tireless/{number}", "work.txt") == "step1\nstep2\n"
 
 
@@ -234,7 +225,7 @@ def test_a_runner_without_the_forges_token_says_so_at_start_and_releases_its_job
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert f"no token for forge {FORGE} (set {token_variable(FORGE)}" in result.stderr
-    state, note = job(setup, number)
+    state, note = setup.jobs(REPO)[number]
     assert state == "pending"
     assert f"this runner has no token for forge '{FORGE}'" in str(note)
 
@@ -246,13 +237,13 @@ def test_the_repositorys_policy_refuses_a_protected_path_and_may_allow_a_workflo
     store.set_repo_delivery(FORGE, OWNER, REPO, protected=["secrets/"], allow_ci=True)
     number = asked(setup)
     work(setup, tmp_path, "mkdir secrets; echo hunter2 > secrets/key.txt; echo blue > paint.txt")
-    state, note = job(setup, number)
+    state, note = setup.jobs(REPO)[number]
     assert state == "failed"
     assert "secrets/key.txt" in str(note)
     assert f"tireless/{number}" not in setup.forge.branches(OWNER, REPO)
     store.rerun(FORGE, OWNER, REPO, number)
     work(setup, tmp_path, "mkdir -p .github/workflows; echo 'on: push' > .github/workflows/ci.yml")
-    assert job(setup, number) == ("delivered", None)
+    assert setup.jobs(REPO)[number] == ("delivered", None)
     pushed = setup.forge.file_at(OWNER, REPO, f"tireless/{number}", ".github/workflows/ci.yml")
     assert pushed == "on: push\n"
 
@@ -273,5 +264,5 @@ def test_a_push_whose_runner_died_before_delivering_is_pushed_over_by_the_next_a
         assert sweeper.execute("SELECT tireless.expire_stale_claims()").fetchone() == (1,)
         sweeper.execute("UPDATE tireless.job SET available_at = now()")
     work(setup, tmp_path, "echo blue > paint.txt")
-    assert job(setup, number) == ("delivered", None)
+    assert setup.jobs(REPO)[number] == ("delivered", None)
     assert setup.forge.file_at(OWNER, REPO, branch, "paint.txt") == "blue\n"
