@@ -39,6 +39,7 @@ from tireless.cli.session import (
     OK,
     REFUSED,
     Stop,
+    StopSignals,
     UsageError,
     connect,
     database_url,
@@ -198,22 +199,20 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             moved = JobStore(conn).expire_stale_claims()
         emit(args, {"expired": moved}, f"returned {moved} expired claim(s)")
         return OK
-    stop_on_signals()
-    try:
-        with connect(args) as conn:
-            store = JobStore(conn)
-            while True:
-                moved = store.expire_stale_claims()
-                if moved:
-                    emit(
-                        args,
-                        {"expired": moved, "at": datetime.now().astimezone()},
-                        f"{clock(datetime.now())} returned {moved} expired claim(s)",
-                    )
-                    sys.stdout.flush()
-                threading.Event().wait(args.every)
-    except Stop:
-        return OK
+    stop = StopSignals()
+    with connect(args) as conn:
+        store = JobStore(conn)
+        while not stop.stopped:
+            moved = store.expire_stale_claims()
+            if moved:
+                emit(
+                    args,
+                    {"expired": moved, "at": datetime.now().astimezone()},
+                    f"{clock(datetime.now())} returned {moved} expired claim(s)",
+                )
+                sys.stdout.flush()
+            stop.wait(args.every)
+    return OK
 
 
 def cmd_status(args: argparse.Namespace) -> int:

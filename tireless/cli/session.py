@@ -4,9 +4,11 @@ database connection, printing text or JSON, and stopping a long-running command 
 from __future__ import annotations
 
 import argparse
+import os
+import select
 import signal
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -81,3 +83,26 @@ def stop_on_signals() -> None:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+
+
+class StopSignals:
+    """SIGTERM or SIGINT, for a loop that stops at its next turn: a flag and a byte in a pipe that
+    `wait` watches, not an exception (a signal handler that raises may land in a weakref callback
+    or a finaliser, where Python prints the exception and drops it, and the loop never stops)."""
+
+    def __init__(self) -> None:
+        self.stopped = False
+        self._wakeup, self._wake = os.pipe()
+        os.set_blocking(self._wake, False)
+        signal.signal(signal.SIGTERM, self._stop)
+        signal.signal(signal.SIGINT, self._stop)
+
+    def _stop(self, signum: int, frame: FrameType | None) -> None:
+        self.stopped = True
+        with suppress(BlockingIOError):
+            os.write(self._wake, b"\0")
+
+    def wait(self, seconds: float) -> None:
+        """Sleep `seconds`, or less when a stop signal comes."""
+        if not self.stopped:
+            select.select([self._wakeup], [], [], seconds)
