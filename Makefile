@@ -47,6 +47,7 @@ bench: install pg-binaries
 	cd bench && ../$(PY) mirror.py $(if $(QUICK),--issues 20 --repeats 1)
 	$(PY) bench/workspace.py $(if $(QUICK),--commits 2000 --repeats 3)
 	$(PY) bench/delivery.py $(if $(QUICK),--jobs 5)
+	$(PY) bench/conversation.py $(if $(QUICK),--samples 3 --repos 20 --pulls 4)
 
 run: install pg-binaries
 	$(PY) -m tireless.devtools.demo

@@ -78,6 +78,7 @@ def first_claims(server: EmbeddedPostgres, workers: int, claims: int) -> Counter
     """One repository of 500 jobs enqueued first, nine of 5; the repositories of the first claims."""
     conninfo = fresh_database(server, "fair_shares")
     with JobStore(conninfo) as store:
+        store.add_forge("gitea", "gitea", "https://gitea.invalid")  # track_repo needs it
         for repo, jobs in [("big", 500)] + [(f"small-{n}", 5) for n in range(9)]:
             store.track_repo("gitea", "bench", repo)
             store.enqueue(

@@ -222,6 +222,10 @@ def enqueues(server_conninfo: Callable[[str], str], size: int, repeats: int) -> 
             old = schema == "0006"
             at = datetime.now(UTC)
             with psycopg.connect(conninfo, autocommit=True) as conn:
+                if not old:  # track_repo needs a registered forge since 0030's release
+                    conn.execute(
+                        "SELECT tireless.add_forge('gitea', 'gitea', 'https://gitea.invalid')"
+                    )
                 conn.execute("SELECT tireless.track_repo('gitea', 'acme', 'gadgets')")
                 conn.execute("SELECT tireless.enqueue(%s)", (batch(size, 0, at, old),))
                 second = batch(size, changed, at, old)

@@ -28,6 +28,8 @@ def fresh_database(server: EmbeddedPostgres, name: str, *, floor: bool = False) 
         with psycopg.connect(conninfo, autocommit=True) as conn:
             conn.execute(FLOOR_SCHEMA)
     with psycopg.connect(conninfo, autocommit=True) as conn:
+        # track_repo needs a registered forge; nothing polls it
+        conn.execute("SELECT tireless.add_forge('gitea', 'gitea', 'https://gitea.invalid')")
         conn.execute("SELECT tireless.track_repo('gitea', 'bench', 'work')")
     return conninfo
 
@@ -167,6 +169,8 @@ def enqueue_rates(conninfo: str, count: int, rep: int) -> tuple[float, float]:
     """(issues/s of the first poll, issues/s of a repeated poll) for a fresh repository."""
     repo = f"poll{rep}"
     with psycopg.connect(conninfo, autocommit=True) as conn:
+        # track_repo needs a registered forge; nothing polls it
+        conn.execute("SELECT tireless.add_forge('gitea', 'gitea', 'https://gitea.invalid')")
         conn.execute("SELECT tireless.track_repo('gitea', 'bench', %s)", [repo])
         batch = issues(repo, count)
         first, created = timed_enqueue(conn, batch)

@@ -57,6 +57,8 @@ def one_line(query: str, width: int = 110) -> str:
 def profile(conninfo: str, cycles: int) -> list[tuple[str, float, float, float]]:
     """(statement, calls per cycle, mean ms, ms per cycle) of every statement the cycles ran."""
     with psycopg.connect(conninfo, autocommit=True) as conn:
+        # track_repo needs a registered forge; nothing polls it
+        conn.execute("SELECT tireless.add_forge('gitea', 'gitea', 'https://gitea.invalid')")
         conn.execute("SELECT tireless.track_repo('gitea', 'bench', 'work')")
         conn.execute(
             """SELECT tireless.enqueue((SELECT jsonb_agg(jsonb_build_object(

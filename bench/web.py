@@ -83,6 +83,8 @@ def load(conninfo: str, finished: int) -> None:
         conn.execute(FINISHED_JOBS, {"finished": finished})
         conn.execute(LIVE_JOBS, {"finished": finished})
         conn.execute(HISTORY)
+        # track_repo needs a registered forge; nothing polls it
+        conn.execute("SELECT tireless.add_forge('gitea', 'gitea', 'https://gitea.invalid')")
         conn.execute("SELECT tireless.track_repo('gitea', 'bench', 'other')")
         # As a running poller leaves it: the mirror has read the history (the backlog counts the
         # changes after its last scan, so a mirror nobody ran for a year would read a year).

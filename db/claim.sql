@@ -179,7 +179,9 @@ BEGIN
                claimed_by = NULL,
                claim_expires_at = NULL,
                claim_token = NULL,
-               note = finish_and_claim.note,
+               note = CASE WHEN j.cancel_requested_at IS NULL THEN finish_and_claim.note
+                           ELSE tireless.stop_finish_note(finish_and_claim.to_state, finish_and_claim.note,
+                                                          j.cancel_requested_at, j.cancel_note) END,
                updated_at = now()
          WHERE j.id = finish_and_claim.job_id
            AND j.state = 'claimed'

@@ -27,13 +27,15 @@ SELECT coalesce(l.name, live.lane) AS lane,
        coalesce(live.ready, 0) AS ready,
        coalesce(live.claimed, 0) AS claimed,
        coalesce(live.past_lease, 0) AS past_lease,
-       live.oldest_pending_age
+       live.oldest_pending_age,
+       l.max_run, l.stall_after
   FROM tireless.lane l
   FULL JOIN live ON live.lane = l.name
  CROSS JOIN tireless.policy p;
 COMMENT ON VIEW tireless.lane_status IS
     'One row per lane that has settings or live jobs: capacity, paused, circuit breaker (closed, open while tripped, '
-    'half-open after the cool-down until a success), and its pending, ready, claimed and past-lease jobs.';
+    'half-open after the cool-down until a success), its pending, ready, claimed and past-lease jobs, and its time '
+    'limits (max_run, stall_after; null: none).';
 REVOKE ALL ON tireless.lane_status FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT SELECT ON tireless.lane_status TO tireless_runner, tireless_poller, tireless_admin;
 
@@ -110,7 +112,8 @@ SELECT coalesce(s.lane, q.lane) AS lane,
        coalesce(s.consecutive_failures, 0) AS consecutive_failures,
        b.runs_today,
        coalesce(b.agent_seconds_today, 0)::float8 AS agent_seconds_today,
-       b.runs_per_day, b.agent_seconds_per_day, b.budget_resets_at
+       b.runs_per_day, b.agent_seconds_per_day, b.budget_resets_at,
+       s.max_run, s.stall_after
   FROM tireless.lane_status s
   FULL JOIN (SELECT st.lane,
                     sum(st.jobs) FILTER (WHERE st.state = 'delivered')::bigint AS delivered,
@@ -123,7 +126,8 @@ COMMENT ON VIEW tireless.lane_summary IS
     'the oldest pending job''s age in seconds, breaker, its failures in a row, paused, capacity) beside '
     'queue_stats''s delivered, failed and cancelled counts, and today''s spend (UTC: runs_today, counted under a budget of runs, '
     'agent_seconds_today) against the lane''s daily budgets, with budget_resets_at (the next midnight UTC) while a '
-    'budget is spent. What `tireless status` and the dashboard''s overview show.';
+    'budget is spent, and its time limits (max_run, stall_after). What `tireless status`, `tireless lane show` and '
+    'the dashboard''s overview show.';
 REVOKE ALL ON tireless.lane_summary FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT SELECT ON tireless.lane_summary TO tireless_runner, tireless_poller, tireless_admin;
 

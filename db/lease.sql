@@ -83,7 +83,8 @@ BEGIN
                available_at = CASE WHEN j.cancel_requested_at IS NOT NULL OR tireless.attempts_spent(j) >= kp.max_attempts THEN j.available_at
                                    ELSE now() + tireless.retry_delay(tireless.attempts_spent(j)) END,
                note = CASE WHEN j.cancel_requested_at IS NOT NULL
-                           THEN format('issue withdrew its request; lease of %s expired at %s', j.claimed_by, j.claim_expires_at)
+                           THEN format('%s; lease of %s expired at %s', coalesce(j.cancel_note, 'issue withdrew its request'),
+                                       j.claimed_by, j.claim_expires_at)
                            WHEN tireless.attempts_spent(j) >= kp.max_attempts
                            THEN format('attempts exhausted (%s of %s); last: lease of %s expired at %s',
                                        tireless.attempts_spent(j), kp.max_attempts, j.claimed_by, j.claim_expires_at)
@@ -113,8 +114,8 @@ END;
 $$;
 COMMENT ON FUNCTION tireless.expire_stale_claims() IS
     'Returns every claimed job whose lease has passed to pending (after its backoff), fails it when the last '
-    'attempt its budget counts is spent (give-backs are not counted), or cancels it when its issue withdrew its '
-    'request (no failure counted); clears the claim, keeps the attempt count, and returns how many jobs it moved. '
+    'attempt its budget counts is spent (give-backs are not counted), or cancels it, with the stop''s note, when it '
+    'was asked to stop (no failure counted); clears the claim, keeps the attempt count, and returns how many jobs it moved. '
     'Never waits on another sweeper: a job whose row is locked, or a lane another sweeper holds (its '
     'tireless.sweep_slot row), is left for the next sweep. Locks only rows no login outside the tireless roles can lock.';
 REVOKE ALL ON FUNCTION tireless.expire_stale_claims() FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
@@ -157,7 +158,7 @@ $$;
 COMMENT ON FUNCTION tireless.heartbeat(bigint, text, interval, uuid) IS
     'Renews like renew_claim and answers held, lost (worker, or token when given, no longer holds the claim, or the '
     'caller is not the login that claimed nor an admin), '
-    'cancel (the issue withdrew its request), timeout (the attempt ran past its lane''s max_run) or stalled (no '
+    'cancel (the job was asked to stop: its issue withdrew its request, an admin cancelled it), timeout (the attempt ran past its lane''s max_run) or stalled (no '
     'progress for its lane''s stall_after). On cancel, timeout and stalled the lease is still extended, so the holder '
     'can stop its agent: then transition to cancelled, or end_stopped_attempt. A runner treats an answer it does '
     'not know as cancel. TL001 for an unknown job.';
@@ -215,7 +216,7 @@ BEGIN
         -- A cancel request stands (0007_work_rule): the job ends cancelled instead of running again.
         UPDATE tireless.job j
            SET state = 'cancelled', claimed_by = NULL, claim_expires_at = NULL, claim_token = NULL,
-               note = 'issue withdrew its request' || coalesce('; given back: ' || give_back.note, ''),
+               note = coalesce(job.cancel_note, 'issue withdrew its request') || coalesce('; given back: ' || give_back.note, ''),
                updated_at = now()
          WHERE j.id = job.id
         RETURNING j.* INTO result;
@@ -240,8 +241,8 @@ $$;
 COMMENT ON FUNCTION tireless.give_back(bigint, text, text, uuid) IS
     'The holder returns the job because the runner is stopping (SIGTERM, a deploy), not because the job failed: '
     'pending and claimable at once, no backoff, no failure for the circuit breaker, not counted against max_attempts '
-    '(attempts keeps the claim; given_back counts it). The note starts with "given back". A job whose issue withdrew '
-    'its request ends cancelled instead. TL004 unless worker (and token, when given) holds the claim and the caller '
+    '(attempts keeps the claim; given_back counts it). The note starts with "given back". A job asked to stop ends '
+    'cancelled instead, with the stop''s note. TL004 unless worker (and token, when given) holds the claim and the caller '
     'is the login that claimed it (or an admin).';
 REVOKE ALL ON FUNCTION tireless.give_back(bigint, text, text, uuid) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT EXECUTE ON FUNCTION tireless.give_back(bigint, text, text, uuid) TO tireless_runner;
@@ -326,6 +327,28 @@ COMMENT ON FUNCTION tireless.watch_attempt(bigint, integer, text) IS
     'The watchdog''s answer for a held attempt: held, timeout (claimed longer ago than the lane''s max_run) or '
     'stalled (no progress for the lane''s stall_after). A stop is recorded with its note and stands until the attempt ends.';
 REVOKE ALL ON FUNCTION tireless.watch_attempt(bigint, integer, text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+
+-- When the watchdog may next stop a claimed attempt, so that its holder heartbeats then rather than up
+-- to a third of a lease later: the attempt's start (its claim, before its first watch) plus the lane's
+-- max_run, or its last progress plus stall_after, whichever comes first.
+CREATE OR REPLACE FUNCTION tireless.watchdog_due_at(job_id bigint) RETURNS timestamptz
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT least(coalesce(a.started_at, claim.at) + l.max_run, coalesce(a.progress_at, claim.at) + l.stall_after)
+      FROM tireless.job j
+      JOIN tireless.lane l ON l.name = j.lane AND (l.max_run IS NOT NULL OR l.stall_after IS NOT NULL)
+      -- The job is claimed, so its newest event is its claim (as current_attempt reads it).
+      CROSS JOIN LATERAL (SELECT e.at FROM tireless.job_event e WHERE e.job_id = j.id ORDER BY e.id DESC LIMIT 1) AS claim
+      LEFT JOIN tireless.job_attempt a ON a.job_id = j.id AND a.attempt = j.attempts
+     WHERE j.id = watchdog_due_at.job_id AND j.state = 'claimed';
+$$;
+COMMENT ON FUNCTION tireless.watchdog_due_at(bigint) IS
+    'When the watchdog may next stop the claimed job''s attempt: its start plus its lane''s max_run, or its last '
+    'progress plus stall_after, whichever is first (a heartbeat then answers timeout or stalled, unless progress came '
+    'since). Null when the job is not claimed or its lane has neither limit. The runner heartbeats at that time.';
+REVOKE ALL ON FUNCTION tireless.watchdog_due_at(bigint) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.watchdog_due_at(bigint) TO tireless_runner;
 
 -- The holder's lock on its claimed job, or TL001/TL004.
 CREATE OR REPLACE FUNCTION tireless.held_job(job_id bigint, worker text, token uuid) RETURNS tireless.job

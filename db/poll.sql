@@ -89,7 +89,8 @@ BEGIN
            FOR UPDATE OF rp SKIP LOCKED
     )
     UPDATE tireless.repo_poll rp
-       SET polled_by = claim_repos_to_poll.poller, poll_lease_until = now() + claim_repos_to_poll.lease
+       SET polled_by = claim_repos_to_poll.poller, poll_lease_until = now() + claim_repos_to_poll.lease,
+           poll_again = false
       FROM due, tireless.forge f
      WHERE (rp.forge, rp.owner, rp.repo) = (due.forge, due.owner, due.repo) AND f.name = rp.forge
     RETURNING rp.forge, rp.owner, rp.repo, f.kind::text, f.base_url, rp.cursor, rp.etag,
@@ -108,6 +109,23 @@ COMMENT ON FUNCTION tireless.claim_repos_to_poll(text, interval, integer) IS
     '(the first read and every tenth), and the issue numbers of its live jobs.';
 REVOKE ALL ON FUNCTION tireless.claim_repos_to_poll(text, interval, integer) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT EXECUTE ON FUNCTION tireless.claim_repos_to_poll(text, interval, integer) TO tireless_poller;
+
+-- A poller that waits between rounds (`tireless poll --every`) wakes at this time at the latest, as a
+-- runner does at tireless.next_ready_at: no notification says that a backoff or a forge's stop ended.
+CREATE OR REPLACE FUNCTION tireless.next_poll_due_at() RETURNS timestamptz
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT min(greatest(rp.next_poll_at, rp.backoff_until, rp.poll_lease_until, f.limited_until))
+      FROM tireless.repo_poll rp
+      JOIN tireless.forge f ON f.name = rp.forge;
+$$;
+COMMENT ON FUNCTION tireless.next_poll_due_at() IS
+    'The earliest time claim_repos_to_poll hands out a tracked repository of a registered forge: its next poll, '
+    'backoff, another poller''s lease and its forge''s stop all passed (in the past: one is due now). Null when no '
+    'repository of a registered forge is tracked.';
+REVOKE ALL ON FUNCTION tireless.next_poll_due_at() FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.next_poll_due_at() TO tireless_poller;
 
 CREATE OR REPLACE FUNCTION tireless.held_poll(forge text, owner text, repo text, poller text) RETURNS tireless.repo_poll
     LANGUAGE plpgsql VOLATILE
@@ -150,6 +168,7 @@ DECLARE
     outcome record;
     bad record;
     gone integer;
+    answered integer;
 BEGIN
     IF record_poll.full_listing IS NULL THEN
         RAISE EXCEPTION 'full_listing must be true or false, got null' USING ERRCODE = 'TL005';
@@ -197,6 +216,7 @@ BEGIN
            SET state = CASE WHEN j.state = 'pending' THEN 'cancelled' ELSE j.state END::tireless.job_state,
                note = CASE WHEN j.state = 'pending' THEN 'issue deleted' ELSE j.note END,
                cancel_requested_at = CASE WHEN j.state = 'claimed' THEN now() END,
+               cancel_note = CASE WHEN j.state = 'claimed' THEN 'issue deleted' END,
                updated_at = now()
           FROM gone_issues g
          WHERE (j.forge, j.owner, j.repo, j.number) = (record_poll.forge, record_poll.owner, record_poll.repo, g.number)
@@ -204,6 +224,10 @@ BEGIN
         RETURNING j.id
     )
     SELECT count(*) INTO gone FROM ended;
+
+    -- The conversation's asks that wait for a job (record_conversation ran just before, under this
+    -- lease): a command on an issue this poll recorded for the first time, or whose live job has ended.
+    answered := tireless.answer_waiting_asks(record_poll.forge, record_poll.owner, record_poll.repo);
 
     UPDATE tireless.repo_poll rp
        SET cursor = greatest(rp.cursor, record_poll.cursor),
@@ -214,12 +238,13 @@ BEGIN
            backoff_until = NULL,
            last_success_at = now(),
            last_poll_at = now(),
-           next_poll_at = now() + record_poll.next_poll_in,
+           next_poll_at = now() + CASE WHEN rp.poll_again THEN interval '0' ELSE record_poll.next_poll_in END,
+           poll_again = false,
            polled_by = NULL,
            poll_lease_until = NULL
      WHERE (rp.forge, rp.owner, rp.repo) = (record_poll.forge, record_poll.owner, record_poll.repo);
 
-    record_poll.created := outcome.created;
+    record_poll.created := outcome.created + answered;
     record_poll.cancelled := outcome.cancelled + gone;
     record_poll.rerouted := outcome.rerouted;
     record_poll.seen := outcome.seen;
@@ -228,8 +253,8 @@ $$;
 COMMENT ON FUNCTION tireless.record_poll(text, text, text, text, jsonb, timestamptz, text, boolean, integer[], interval) IS
     'What a poller read of one repository, in one transaction: the work rule applied to issues (enqueue''s format '
     'and checks; every issue of this repository), the live jobs of deleted issue numbers cancelled (note issue '
-    'deleted), the cursor (never moved back) and ETag stored, the error cleared, the next poll in next_poll_in, '
-    'the lease released. Returns created, cancelled, rerouted and seen. TL004 when poller does not hold the '
+    'deleted), a job for each open issue whose conversation asks wait and that has no live job (answer_waiting_asks), the cursor (never moved back) and ETag stored, the error cleared, the next poll in next_poll_in, '
+    'the lease released (due at once when a webhook came during the read: poll_again). Returns created, cancelled, rerouted and seen. TL004 when poller does not hold the '
     'repository''s poll lease, TL008 when it is not tracked.';
 REVOKE ALL ON FUNCTION tireless.record_poll(text, text, text, text, jsonb, timestamp with time zone, text, boolean, integer[], interval) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT EXECUTE ON FUNCTION tireless.record_poll(text, text, text, text, jsonb, timestamp with time zone, text, boolean, integer[], interval) TO tireless_poller;
@@ -306,25 +331,46 @@ COMMENT ON FUNCTION tireless.record_forge_trouble(text, text, timestamptz) IS
 REVOKE ALL ON FUNCTION tireless.record_forge_trouble(text, text, timestamp with time zone) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT EXECUTE ON FUNCTION tireless.record_forge_trouble(text, text, timestamp with time zone) TO tireless_poller;
 
+-- Wake-up: pollers (`tireless poll --every`) LISTEN on channel tireless_poll; the payload is the forge.
+CREATE OR REPLACE FUNCTION tireless.announce_poll(forge text) RETURNS void
+    LANGUAGE sql VOLATILE
+AS $$
+    SELECT pg_notify('tireless_poll', announce_poll.forge);
+$$;
+COMMENT ON FUNCTION tireless.announce_poll(text) IS
+    'NOTIFY tireless_poll with the forge as payload: a repository of it is due now. Sent at commit.';
+REVOKE ALL ON FUNCTION tireless.announce_poll(text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+
 CREATE OR REPLACE FUNCTION tireless.poll_soon(forge text, owner text, repo text) RETURNS boolean
     LANGUAGE plpgsql VOLATILE SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+    due boolean;
 BEGIN
     PERFORM tireless.check_repo(poll_soon.forge, poll_soon.owner, poll_soon.repo);
-    UPDATE tireless.repo_poll rp SET next_poll_at = now()
+    -- A read under way may have listed the forge before this change: it asks for another at once.
+    UPDATE tireless.repo_poll rp
+       SET next_poll_at = least(rp.next_poll_at, now()),
+           poll_again = rp.poll_again OR coalesce(rp.poll_lease_until > now(), false)
       FROM tireless.tracked_key(poll_soon.forge, poll_soon.owner, poll_soon.repo) k
      WHERE (rp.forge, rp.owner, rp.repo) = (k.forge, k.owner, k.repo)
-       AND rp.next_poll_at > now();
-    RETURN EXISTS (SELECT FROM tireless.repo_poll rp
+       AND (rp.next_poll_at > now() OR (rp.poll_lease_until > now() AND NOT rp.poll_again));
+    due := EXISTS (SELECT FROM tireless.repo_poll rp
                      JOIN tireless.tracked_key(poll_soon.forge, poll_soon.owner, poll_soon.repo) k
                        ON (rp.forge, rp.owner, rp.repo) = (k.forge, k.owner, k.repo)
                     WHERE rp.backoff_until IS NULL OR rp.backoff_until <= now());
+    IF due THEN
+        PERFORM tireless.announce_poll(poll_soon.forge);
+    END IF;
+    RETURN due;
 END;
 $$;
 COMMENT ON FUNCTION tireless.poll_soon(text, text, text) IS
-    'Makes a tracked repository due now (a webhook saw a change), its owner and name matched without case; a '
-    'backoff still holds. True when it is due now, false when it is not tracked or is backing off.';
+    'Makes a tracked repository due now (a webhook saw a change), its owner and name matched without case (while a '
+    'poller reads it: due again as soon as that read is recorded, poll_again), and '
+    'wakes the pollers (NOTIFY tireless_poll, payload the forge); a backoff still holds. True when it is due now, '
+    'false when it is not tracked or is backing off (then no notification).';
 REVOKE ALL ON FUNCTION tireless.poll_soon(text, text, text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT EXECUTE ON FUNCTION tireless.poll_soon(text, text, text) TO tireless_poller;
 
@@ -379,8 +425,7 @@ BEGIN
 END;
 $$;
 COMMENT ON FUNCTION tireless.check_forge(text) IS
-    'Raises TL008, with the command that registers it, unless the forge is registered (what `tireless track` checks '
-    'first: track_repo itself accepts a forge registered later).';
+    'Raises TL008, with the command that registers it, unless the forge is registered (track_repo, retry_forge).';
 REVOKE ALL ON FUNCTION tireless.check_forge(text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT EXECUTE ON FUNCTION tireless.check_forge(text) TO tireless_admin;
 
@@ -396,12 +441,15 @@ BEGIN
     UPDATE tireless.repo_poll rp SET next_poll_at = least(rp.next_poll_at, now()), backoff_until = NULL
      WHERE rp.forge = retry_forge.name;
     GET DIAGNOSTICS made_due = ROW_COUNT;
+    IF made_due > 0 THEN
+        PERFORM tireless.announce_poll(retry_forge.name);
+    END IF;
     RETURN made_due;
 END;
 $$;
 COMMENT ON FUNCTION tireless.retry_forge(text) IS
     '(admin) Clears a forge''s stop (a rate limit or refused credentials, as record_forge_trouble set it) and makes '
-    'each of its repositories due now, backoff ended: the next poll round reads them. Returns how many repositories '
+    'each of its repositories due now, backoff ended, and wakes the pollers: the next poll round reads them. Returns how many repositories '
     'that is. TL008 for a forge that is not registered.';
 REVOKE ALL ON FUNCTION tireless.retry_forge(text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT EXECUTE ON FUNCTION tireless.retry_forge(text) TO tireless_admin;

@@ -356,6 +356,41 @@ CREATE FUNCTION tireless.agent_time_budgeted() RETURNS boolean
 COMMENT ON FUNCTION tireless.agent_time_budgeted() IS 'True when some lane or repository has a daily budget of agent time.';
 
 --
+-- Name: announce_poll(text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.announce_poll(forge text) RETURNS void
+    LANGUAGE sql
+    AS $$
+    SELECT pg_notify('tireless_poll', announce_poll.forge);
+$$;
+
+--
+-- Name: FUNCTION announce_poll(forge text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.announce_poll(forge text) IS 'NOTIFY tireless_poll with the forge as payload: a repository of it is due now. Sent at commit.';
+
+--
+-- Name: announce_stop(); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.announce_stop() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    PERFORM pg_notify('tireless_stop', NEW.id::text);
+    RETURN NULL;
+END;
+$$;
+
+--
+-- Name: FUNCTION announce_stop(); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.announce_stop() IS 'Trigger: NOTIFY tireless_stop with the job''s id as payload when a claimed job is asked to stop. Sent at commit.';
+
+--
 -- Name: announce_work(text); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -370,6 +405,75 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.announce_work(lane text) IS 'NOTIFY tireless_work with the lane as payload: work may be claimable there now. Sent at commit.';
+
+--
+-- Name: answer_waiting_asks(text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.answer_waiting_asks(forge text, owner text, repo text) RETURNS integer
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    waiting record;
+    made tireless.job;
+    created integer := 0;
+BEGIN
+    FOR waiting IN
+        SELECT a.number,
+               (array_agg(a.verb ORDER BY a.id DESC) FILTER (WHERE a.verb IN ('implement', 'plan', 'discover')))[1] AS mode,
+               (array_agg(a ORDER BY a.id DESC))[1] AS newest
+          FROM tireless.ask a
+         WHERE (a.forge, a.owner, a.repo) = (answer_waiting_asks.forge, answer_waiting_asks.owner, answer_waiting_asks.repo)
+           AND a.outcome = 'waiting'
+           AND EXISTS (SELECT FROM tireless.issue i
+                        WHERE (i.forge, i.owner, i.repo, i.number) = (a.forge, a.owner, a.repo, a.number) AND i.state = 'open')
+           AND NOT EXISTS (SELECT FROM tireless.job j
+                            WHERE (j.forge, j.owner, j.repo, j.number) = (a.forge, a.owner, a.repo, a.number)
+                              AND j.state IN ('pending', 'claimed'))
+         GROUP BY a.number
+         ORDER BY a.number
+    LOOP
+        INSERT INTO tireless.job (forge, owner, repo, number, title, labels, kind, lane, note)
+        SELECT answer_waiting_asks.forge, answer_waiting_asks.owner, answer_waiting_asks.repo, waiting.number, i.title,
+               coalesce(i.labels, '{}'), coalesce(waiting.mode, 'implement')::tireless.job_kind,
+               tireless.lane_for(coalesce(waiting.mode, 'implement'), coalesce(i.labels, '{}')),
+               CASE WHEN waiting.mode IS NOT NULL
+                    THEN format('asked by %s in comment %s', (waiting.newest).author, (waiting.newest).source_id)
+                    ELSE format('revision %s of #%s, asked %s',
+                                tireless.revisions_since_asked(answer_waiting_asks.forge, answer_waiting_asks.owner,
+                                                               answer_waiting_asks.repo, waiting.number) + 1,
+                                waiting.number,
+                                CASE (waiting.newest).source
+                                    WHEN 'checks' THEN format('by failed checks on %s', left((waiting.newest).source_id, 12))
+                                    ELSE format('by %s in %s %s', (waiting.newest).author, (waiting.newest).source,
+                                                (waiting.newest).source_id) END) END
+          FROM tireless.issue i
+         WHERE (i.forge, i.owner, i.repo, i.number)
+               = (answer_waiting_asks.forge, answer_waiting_asks.owner, answer_waiting_asks.repo, waiting.number)
+        RETURNING * INTO made;
+        IF waiting.mode IS NOT NULL THEN
+            -- The command answered the issue's request: its mode label, if it carries one, asks no second job.
+            UPDATE tireless.issue i SET answered = true, changed_at = now()
+             WHERE (i.forge, i.owner, i.repo, i.number)
+                   = (answer_waiting_asks.forge, answer_waiting_asks.owner, answer_waiting_asks.repo, waiting.number)
+               AND i.asks_since IS NOT NULL AND NOT i.answered;
+        END IF;
+        UPDATE tireless.ask a SET outcome = 'answered', job_id = made.id
+         WHERE (a.forge, a.owner, a.repo, a.number)
+               = (answer_waiting_asks.forge, answer_waiting_asks.owner, answer_waiting_asks.repo, waiting.number)
+           AND a.outcome = 'waiting';
+        PERFORM tireless.announce_work(made.lane);
+        created := created + 1;
+    END LOOP;
+    RETURN created;
+END;
+$$;
+
+--
+-- Name: FUNCTION answer_waiting_asks(forge text, owner text, repo text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.answer_waiting_asks(forge text, owner text, repo text) IS 'Rule 1 for the conversation: a pending job for each open issue the store has read whose asks wait and that has no live job, answering all of them: of the kind a command on the issue asked for, else an implement revision (note: "revision 2 of #14, asked by alice in review 123"); its lane from the issue''s labels. Returns how many.';
 
 --
 -- Name: apply_work_rule(jsonb); Type: FUNCTION; Schema: tireless; Owner: -
@@ -432,7 +536,8 @@ BEGIN
     ), decided AS MATERIALIZED (
         SELECT jd.*,
                jd.kind IS NOT NULL AND jd.asks_since IS NULL AS rising,
-               jd.kind IS NULL AND jd.asks_since IS NOT NULL AS withdrawn,
+               -- Closing ends the live job whatever asked for it: labels, a review, a command.
+               (jd.kind IS NULL AND jd.asks_since IS NOT NULL) OR (jd.state = 'closed' AND jd.live_id IS NOT NULL) AS withdrawn,
                -- Rule 1: a job per request, made while no job is live.
                jd.kind IS NOT NULL AND jd.live_id IS NULL AND (jd.asks_since IS NULL OR NOT jd.answered) AS makes_job,
                CASE WHEN jd.kind IS NOT NULL THEN tireless.lane_for(jd.kind, jd.labels) END AS lane
@@ -459,6 +564,9 @@ BEGIN
                            WHEN d.state = 'closed' THEN 'issue closed'
                            ELSE 'issue no longer asks for work' END,
                cancel_requested_at = CASE WHEN j.state = 'claimed' THEN now() END,
+               cancel_note = CASE WHEN j.state <> 'claimed' THEN NULL
+                                  WHEN d.state = 'closed' THEN 'issue closed'
+                                  ELSE 'issue no longer asks for work' END,
                updated_at = now()
           FROM decided d
          WHERE d.withdrawn AND j.id = d.live_id
@@ -494,7 +602,7 @@ $$;
 -- Name: FUNCTION apply_work_rule(issues jsonb, OUT created integer, OUT cancelled integer, OUT rerouted integer, OUT seen integer); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.apply_work_rule(issues jsonb, OUT created integer, OUT cancelled integer, OUT rerouted integer, OUT seen integer) IS 'The work rule on a checked batch of issues of tracked repositories: a pending job for an issue that asks for work and whose request has had none; withdrawal cancels a pending job or requests the cancel of a claimed one; relabelling re-routes a pending job. An issue shown as it was before writes nothing. Returns what it did.';
+COMMENT ON FUNCTION tireless.apply_work_rule(issues jsonb, OUT created integer, OUT cancelled integer, OUT rerouted integer, OUT seen integer) IS 'The work rule on a checked batch of issues of tracked repositories: a pending job for an issue that asks for work and whose request has had none; withdrawal cancels a pending job or requests the cancel of a claimed one (note, and cancel_note: issue closed, or issue no longer asks for work); relabelling re-routes a pending job. An issue shown as it was before writes nothing. Returns what it did.';
 
 --
 -- Name: arm_agent_time_count(); Type: FUNCTION; Schema: tireless; Owner: -
@@ -521,6 +629,259 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.arm_agent_time_count() IS 'Enables the trigger ended_attempts_count_agent_time when some budget of agent time exists, disables it when none does. Run under tireless.lock_jobs_for_a_budget.';
+
+--
+-- Name: ask_problem(jsonb); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.ask_problem(ask jsonb) RETURNS text
+    LANGUAGE sql STABLE
+    AS $_$
+    SELECT CASE
+        WHEN jsonb_typeof(ask) IS DISTINCT FROM 'object' THEN
+            format('must be a JSON object, got %s', left(ask::text, 100))
+        WHEN ask ->> 'source' IS NULL OR ask ->> 'source' NOT IN ('review', 'comment', 'checks') THEN
+            format('"source" must be "review", "comment" or "checks", got %s', left(coalesce(ask -> 'source', 'null')::text, 100))
+        WHEN jsonb_typeof(ask -> 'id') NOT IN ('string', 'number') OR length(ask ->> 'id') NOT BETWEEN 1 AND 100 THEN
+            format('"id" must be a string or number of 1 to 100 characters, got %s', left(coalesce(ask -> 'id', 'null')::text, 120))
+        WHEN jsonb_typeof(ask -> 'number') IS DISTINCT FROM 'number'
+             OR (ask -> 'number')::numeric NOT BETWEEN 1 AND 2147483647
+             OR (ask -> 'number')::numeric <> trunc((ask -> 'number')::numeric) THEN
+            format('"number" must be an integer from 1 to 2147483647, got %s', left(coalesce(ask -> 'number', 'null')::text, 100))
+        WHEN jsonb_typeof(ask -> 'author') NOT IN ('string', 'null') OR length(ask ->> 'author') > 200 THEN
+            format('"author" must be a login of at most 200 characters, got %s', left((ask -> 'author')::text, 100))
+        WHEN jsonb_typeof(ask -> 'permission') NOT IN ('string', 'null')
+             OR ask ->> 'permission' NOT IN ('admin', 'write', 'read', 'none') THEN
+            format('"permission" must be "admin", "write", "read" or "none", got %s', left((ask -> 'permission')::text, 100))
+        WHEN jsonb_typeof(ask -> 'created_at') IS DISTINCT FROM 'string' OR NOT tireless.is_forge_timestamp(ask ->> 'created_at') THEN
+            format('"created_at" must be an ISO 8601 timestamp with a time zone, got %s', left(coalesce(ask -> 'created_at', 'null')::text, 100))
+        WHEN jsonb_typeof(ask -> 'body') NOT IN ('string', 'null') THEN
+            format('"body" must be a string or null, got %s', left((ask -> 'body')::text, 100))
+        WHEN ask ->> 'source' = 'review' AND jsonb_typeof(ask -> 'state') IS DISTINCT FROM 'string' THEN
+            format('"state" of a review must be a string, got %s', left(coalesce(ask -> 'state', 'null')::text, 100))
+        WHEN jsonb_typeof(ask -> 'comments') NOT IN ('array', 'null')
+             OR jsonb_path_exists(ask, '$.comments[*] ? (@.type() != "object" || @.path.type() != "string" || @.body.type() != "string")') THEN
+            format('"comments" must be a list of {path, line, body}, got %s', left((ask -> 'comments')::text, 100))
+        WHEN ask ->> 'source' = 'checks' AND NOT tireless.is_commit_id(ask ->> 'head') THEN
+            format('"head" of checks must be a commit id, got %s', left(coalesce(ask -> 'head', 'null')::text, 100))
+        WHEN ask ->> 'source' = 'checks'
+             AND (jsonb_typeof(ask -> 'checks') IS DISTINCT FROM 'array'
+                  OR jsonb_path_exists(ask, '$.checks[*] ? (@.type() != "object" || @.name.type() != "string" || !(@.state == "passed" || @.state == "failed" || @.state == "pending"))')) THEN
+            format('"checks" must be a list of {name, state: passed|failed|pending, summary?, url?}, got %s',
+                   left(coalesce(ask -> 'checks', 'null')::text, 100))
+    END;
+$_$;
+
+--
+-- Name: FUNCTION ask_problem(ask jsonb); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.ask_problem(ask jsonb) IS 'Why one element of a record_conversation batch is malformed, or null when it is well formed.';
+
+--
+-- Name: ask; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.ask (
+    id bigint NOT NULL,
+    forge text NOT NULL,
+    owner text NOT NULL,
+    repo text NOT NULL,
+    number integer NOT NULL,
+    source text NOT NULL,
+    source_id text NOT NULL,
+    pull_number integer,
+    verb text NOT NULL,
+    author text,
+    body text DEFAULT ''::text NOT NULL,
+    detail jsonb DEFAULT '[]'::jsonb NOT NULL,
+    asked_at timestamp with time zone NOT NULL,
+    seen_at timestamp with time zone DEFAULT now() NOT NULL,
+    outcome text NOT NULL,
+    refusal text,
+    job_id bigint,
+    reply text,
+    replied_at timestamp with time zone,
+    reply_failures integer DEFAULT 0 NOT NULL,
+    next_reply_at timestamp with time zone DEFAULT now() NOT NULL,
+    reply_error text,
+    CONSTRAINT a_refusal_says_why CHECK (((outcome = 'refused'::text) = (refusal IS NOT NULL))),
+    CONSTRAINT ask_body_bounded CHECK ((length(body) <= 65536)),
+    CONSTRAINT ask_detail_is_a_list CHECK ((jsonb_typeof(detail) = 'array'::text)),
+    CONSTRAINT ask_numbers_positive CHECK (((number > 0) AND (pull_number > 0))),
+    CONSTRAINT ask_outcome_known CHECK ((outcome = ANY (ARRAY['waiting'::text, 'answered'::text, 'refused'::text, 'withdrawn'::text, 'done'::text]))),
+    CONSTRAINT ask_reply_failures_not_negative CHECK ((reply_failures >= 0)),
+    CONSTRAINT ask_reply_known CHECK ((reply = ANY (ARRAY['react'::text, 'comment'::text]))),
+    CONSTRAINT ask_source_id_bounded CHECK (((length(source_id) >= 1) AND (length(source_id) <= 100))),
+    CONSTRAINT ask_source_known CHECK ((source = ANY (ARRAY['review'::text, 'comment'::text, 'checks'::text]))),
+    CONSTRAINT ask_verb_known CHECK ((verb = ANY (ARRAY['revise'::text, 'stop'::text, 'implement'::text, 'plan'::text, 'discover'::text])))
+);
+
+--
+-- Name: TABLE ask; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.ask IS 'Each request made in the conversation (a review requesting changes, a `/tireless` command, a failing set of checks), once per forge item, whatever became of it: waiting for the issue''s live job to end, answered by a job, refused (and why), withdrawn by a stop, or done (a stop that was carried out). Private: record_conversation writes it; job_asks hands an answering job''s asks to the runner.';
+
+--
+-- Name: COLUMN ask.number; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.ask.number IS 'The issue the ask is about (a pull request''s issue, for an ask made on the pull request).';
+
+--
+-- Name: COLUMN ask.source; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.ask.source IS 'review, comment (a `/tireless` command) or checks (the failed checks of one head).';
+
+--
+-- Name: COLUMN ask.source_id; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.ask.source_id IS 'The forge''s id of the review or comment, or the head commit whose checks failed.';
+
+--
+-- Name: COLUMN ask.pull_number; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.ask.pull_number IS 'The pull request the ask was made on; null: made on the issue.';
+
+--
+-- Name: COLUMN ask.verb; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.ask.verb IS 'What it asks: revise, stop, or implement, plan, discover (on the issue).';
+
+--
+-- Name: COLUMN ask.body; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.ask.body IS 'The review''s text, or the instruction after the command (at most 65536 characters).';
+
+--
+-- Name: COLUMN ask.detail; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.ask.detail IS 'A review''s inline comments [{path, line, body}], or the failed checks [{name, summary, url}].';
+
+--
+-- Name: COLUMN ask.asked_at; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.ask.asked_at IS 'When it was made on the forge (a review''s submission, a comment''s creation, the read of the checks).';
+
+--
+-- Name: COLUMN ask.refusal; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.ask.refusal IS 'Why it asks nothing: no write access, the revision limit, the same failure as the head before.';
+
+--
+-- Name: COLUMN ask.job_id; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.ask.job_id IS 'The job that answers it (or, for a stop, the job it stopped).';
+
+--
+-- Name: COLUMN ask.reply; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.ask.reply IS 'What the mirror owes on the forge: react (a +1 on the command) or comment (a refusal said once).';
+
+--
+-- Name: COLUMN ask.replied_at; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.ask.replied_at IS 'When the forge confirmed the reply; null: still owed (when reply is set).';
+
+--
+-- Name: CONSTRAINT a_refusal_says_why ON ask; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT a_refusal_says_why ON tireless.ask IS 'A refused ask says why; no other ask has a refusal.';
+
+--
+-- Name: CONSTRAINT ask_body_bounded ON ask; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT ask_body_bounded ON tireless.ask IS 'An ask keeps at most 65536 characters of text, as an issue''s body.';
+
+--
+-- Name: CONSTRAINT ask_detail_is_a_list ON ask; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT ask_detail_is_a_list ON tireless.ask IS 'The detail is a JSON array.';
+
+--
+-- Name: CONSTRAINT ask_numbers_positive ON ask; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT ask_numbers_positive ON tireless.ask IS 'Issue and pull request numbers are positive.';
+
+--
+-- Name: CONSTRAINT ask_outcome_known ON ask; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT ask_outcome_known ON tireless.ask IS 'An ask is waiting, answered, refused, withdrawn or done.';
+
+--
+-- Name: CONSTRAINT ask_reply_failures_not_negative ON ask; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT ask_reply_failures_not_negative ON tireless.ask IS 'Failures of the reply are counted from 0.';
+
+--
+-- Name: CONSTRAINT ask_reply_known ON ask; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT ask_reply_known ON tireless.ask IS 'A reply is a reaction or a comment.';
+
+--
+-- Name: CONSTRAINT ask_source_id_bounded ON ask; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT ask_source_id_bounded ON tireless.ask IS 'A source id is 1 to 100 characters.';
+
+--
+-- Name: CONSTRAINT ask_source_known ON ask; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT ask_source_known ON tireless.ask IS 'An ask comes from a review, a comment or the checks.';
+
+--
+-- Name: CONSTRAINT ask_verb_known ON ask; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT ask_verb_known ON tireless.ask IS 'An ask is revise, stop, implement, plan or discover.';
+
+--
+-- Name: ask_reply_text(tireless.ask); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.ask_reply_text(ask tireless.ask) RETURNS text
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT tireless.safe_comment_text(CASE
+        WHEN ask.refusal LIKE '% has no write access %' THEN
+            format('Only people with write access to %s/%s can ask tireless for work: `/tireless %s` by %s asks nothing.',
+                   ask.owner, ask.repo, ask.verb, coalesce(ask.author, 'an unknown account'))
+        WHEN ask.refusal LIKE '%(max_revisions)' THEN
+            format('No revision of #%s is asked: %s. Nothing more is asked until a person with write access asks again '
+                   'on the issue (its mode label, or `/tireless implement` there).', ask.number, ask.refusal)
+        ELSE
+            format('No revision is asked for the failed checks on %s (%s): %s. A review or `/tireless revise` still '
+                   'asks for one.', left(ask.source_id, 12),
+                   (SELECT string_agg(c ->> 'name', ', ' ORDER BY c ->> 'name') FROM jsonb_array_elements(ask.detail) AS c),
+                   ask.refusal)
+    END) || E'\n\n' || format('<!-- tireless:ask:%s -->', ask.id);
+$$;
+
+--
+-- Name: FUNCTION ask_reply_text(ask tireless.ask); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.ask_reply_text(ask tireless.ask) IS 'The comment that answers a refused ask, made safe to post (safe_comment_text), ending with its marker line.';
 
 --
 -- Name: attach_report(bigint, text, text, uuid); Type: FUNCTION; Schema: tireless; Owner: -
@@ -575,6 +936,7 @@ CREATE TABLE tireless.job (
     cancel_requested_at timestamp with time zone,
     given_back integer DEFAULT 0 NOT NULL,
     claimed_login text,
+    cancel_note text,
     CONSTRAINT pending_holds_no_claim CHECK (((state <> 'pending'::tireless.job_state) OR ((claimed_by IS NULL) AND (claim_expires_at IS NULL) AND (claim_token IS NULL))))
 )
 WITH (fillfactor='80', autovacuum_vacuum_scale_factor='0.02', autovacuum_analyze_scale_factor='0.02');
@@ -620,6 +982,12 @@ COMMENT ON COLUMN tireless.job.given_back IS 'How many of the job''s attempts en
 --
 
 COMMENT ON COLUMN tireless.job.claimed_login IS 'The database login (session_user) that made the job''s latest claim; kept after the claim ends, like attempts. While the job is claimed only that login (or an admin) may renew, heartbeat, give back or finish it. Null: claimed before 0019_holder_login, or never claimed.';
+
+--
+-- Name: COLUMN job.cancel_note; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.job.cancel_note IS 'Why a claimed job was asked to stop, set with cancel_requested_at by whoever asked (request_cancel, the work rule, the poll): the note the job ends cancelled with, or that its delivery records as come too late. Null without a request.';
 
 --
 -- Name: CONSTRAINT pending_holds_no_claim ON job; Type: COMMENT; Schema: tireless; Owner: -
@@ -738,7 +1106,7 @@ $$;
 -- Name: FUNCTION check_forge(name text); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.check_forge(name text) IS 'Raises TL008, with the command that registers it, unless the forge is registered (what `tireless track` checks first: track_repo itself accepts a forge registered later).';
+COMMENT ON FUNCTION tireless.check_forge(name text) IS 'Raises TL008, with the command that registers it, unless the forge is registered (track_repo, retry_forge).';
 
 --
 -- Name: check_holder(tireless.job, text, uuid); Type: FUNCTION; Schema: tireless; Owner: -
@@ -1293,7 +1661,8 @@ BEGIN
            FOR UPDATE OF rp SKIP LOCKED
     )
     UPDATE tireless.repo_poll rp
-       SET polled_by = claim_repos_to_poll.poller, poll_lease_until = now() + claim_repos_to_poll.lease
+       SET polled_by = claim_repos_to_poll.poller, poll_lease_until = now() + claim_repos_to_poll.lease,
+           poll_again = false
       FROM due, tireless.forge f
      WHERE (rp.forge, rp.owner, rp.repo) = (due.forge, due.owner, due.repo) AND f.name = rp.forge
     RETURNING rp.forge, rp.owner, rp.repo, f.kind::text, f.base_url, rp.cursor, rp.etag,
@@ -1313,6 +1682,26 @@ $$;
 COMMENT ON FUNCTION tireless.claim_repos_to_poll(poller text, lease interval, max_repos integer) IS 'Leases to poller (for lease) up to max_repos due repositories of registered forges that are not stopped: next poll time reached, not backing off, lease free or expired; FOR UPDATE SKIP LOCKED, so two pollers never get the same one. Returns each with its forge kind and URL, cursor, ETag and whether to list it in full (the first read and every tenth), and the issue numbers of its live jobs.';
 
 --
+-- Name: command_in(text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.command_in(body text, OUT verb text, OUT instruction text) RETURNS record
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $_$
+    -- The first line that is not blank must be the command; the instruction is the rest of that
+    -- line and every line after it.
+    SELECT lower(m[1]), btrim(m[2], E' \t\r\n')
+      FROM regexp_match(coalesce(command_in.body, ''),
+                        '^[ \t\r\n]*/tireless[ \t]+(revise|stop|implement|plan|discover)(?![[:alnum:]_-])(.*)$', 'i') AS m;
+$_$;
+
+--
+-- Name: FUNCTION command_in(body text, OUT verb text, OUT instruction text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.command_in(body text, OUT verb text, OUT instruction text) IS 'The `/tireless` command a comment starts with (revise, stop, implement, plan or discover, any case) and the instruction after it (the rest of its text, trimmed); nulls when the comment is no command.';
+
+--
 -- Name: comment_marker(bigint); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -1325,6 +1714,92 @@ CREATE FUNCTION tireless.comment_marker(job_id bigint) RETURNS text
 --
 
 COMMENT ON FUNCTION tireless.comment_marker(job_id bigint) IS 'The hidden last line of a job''s outcome comment; the mirror counts it only in a comment written by its own forge account.';
+
+--
+-- Name: conversation_replies_due(text, text, text, text, integer); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.conversation_replies_due(forge text, owner text, repo text, poller text, max_replies integer DEFAULT 100) RETURNS TABLE(ask_id bigint, number integer, reply text, comment_id bigint, body text, marker text)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+BEGIN
+    IF conversation_replies_due.max_replies IS NULL OR conversation_replies_due.max_replies NOT BETWEEN 1 AND 10000 THEN
+        RAISE EXCEPTION 'max_replies must be from 1 to 10000, got %', coalesce(conversation_replies_due.max_replies::text, 'null')
+            USING ERRCODE = 'TL005';
+    END IF;
+    PERFORM tireless.held_poll(conversation_replies_due.forge, conversation_replies_due.owner, conversation_replies_due.repo,
+                               conversation_replies_due.poller);
+    RETURN QUERY
+    SELECT a.id, coalesce(a.pull_number, a.number), a.reply,
+           CASE WHEN a.source = 'comment' AND a.source_id ~ '^[0-9]{1,18}$' THEN a.source_id::bigint END,
+           CASE WHEN a.reply = 'comment' THEN tireless.ask_reply_text(a) END,
+           CASE WHEN a.reply = 'comment' THEN format('<!-- tireless:ask:%s -->', a.id) END
+      FROM tireless.ask a
+     WHERE (a.forge, a.owner, a.repo) = (conversation_replies_due.forge, conversation_replies_due.owner, conversation_replies_due.repo)
+       AND a.reply IS NOT NULL AND a.replied_at IS NULL AND a.next_reply_at <= now()
+       AND (a.reply = 'comment' OR a.source_id ~ '^[0-9]{1,18}$')
+     ORDER BY a.next_reply_at, a.id
+     LIMIT conversation_replies_due.max_replies;
+END;
+$_$;
+
+--
+-- Name: FUNCTION conversation_replies_due(forge text, owner text, repo text, poller text, max_replies integer); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.conversation_replies_due(forge text, owner text, repo text, poller text, max_replies integer) IS 'For a poller holding the repository''s poll lease: the replies the mirror owes (at most max_replies), soonest first: a reaction (react: +1 on the command comment_id) for a command acted on, or a comment (body, ending with marker) on the pull request or issue where a refused ask was made. TL004 without the lease.';
+
+--
+-- Name: conversation_to_read(text, text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.conversation_to_read(forge text, owner text, repo text, poller text, OUT comments_cursor timestamp with time zone, OUT comments_etag text, OUT pulls jsonb, OUT waiting boolean) RETURNS record
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    checks_wanted boolean;
+BEGIN
+    PERFORM tireless.held_poll(conversation_to_read.forge, conversation_to_read.owner, conversation_to_read.repo,
+                               conversation_to_read.poller);
+    -- A repository read for the first time starts from now: commands written before ask nothing.
+    INSERT INTO tireless.conversation_read (forge, owner, repo)
+    VALUES (conversation_to_read.forge, conversation_to_read.owner, conversation_to_read.repo)
+    ON CONFLICT DO NOTHING;
+    SELECT r.comments_cursor, r.comments_etag INTO conversation_to_read.comments_cursor, conversation_to_read.comments_etag
+      FROM tireless.conversation_read r
+     WHERE (r.forge, r.owner, r.repo) = (conversation_to_read.forge, conversation_to_read.owner, conversation_to_read.repo);
+    SELECT coalesce(rr.revise_on_failed_checks, false) INTO checks_wanted
+      FROM (SELECT) AS one
+      LEFT JOIN tireless.repo_revisions rr
+        ON (rr.forge, rr.owner, rr.repo) = (conversation_to_read.forge, conversation_to_read.owner, conversation_to_read.repo);
+    SELECT coalesce(jsonb_agg(jsonb_build_object(
+               'number', p.number, 'pull', p.pull_number, 'head', p.head, 'reviews_etag', pr.reviews_etag,
+               'read_to', pr.read_to,
+               'read_checks', checks_wanted AND p.head IS DISTINCT FROM pr.checks_head,
+               'seen_reviews', ARRAY(SELECT a.source_id::bigint FROM tireless.ask a
+                                      WHERE (a.forge, a.owner, a.repo, a.pull_number)
+                                            = (conversation_to_read.forge, conversation_to_read.owner, conversation_to_read.repo, p.pull_number)
+                                        AND a.source = 'review' ORDER BY a.id))
+               ORDER BY p.number), '[]')
+      INTO conversation_to_read.pulls
+      FROM tireless.open_pulls(conversation_to_read.forge, conversation_to_read.owner, conversation_to_read.repo) AS p
+      LEFT JOIN tireless.pull_read pr
+        ON (pr.forge, pr.owner, pr.repo, pr.pull_number)
+           = (conversation_to_read.forge, conversation_to_read.owner, conversation_to_read.repo, p.pull_number);
+    conversation_to_read.waiting := EXISTS (
+        SELECT FROM tireless.ask a
+         WHERE (a.forge, a.owner, a.repo) = (conversation_to_read.forge, conversation_to_read.owner, conversation_to_read.repo)
+           AND a.outcome = 'waiting');
+END;
+$$;
+
+--
+-- Name: FUNCTION conversation_to_read(forge text, owner text, repo text, poller text, OUT comments_cursor timestamp with time zone, OUT comments_etag text, OUT pulls jsonb, OUT waiting boolean); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.conversation_to_read(forge text, owner text, repo text, poller text, OUT comments_cursor timestamp with time zone, OUT comments_etag text, OUT pulls jsonb, OUT waiting boolean) IS 'For a poller holding the repository''s poll lease, what to read of its conversation: the comments written or edited since comments_cursor (with the listing''s ETag), and each open issue''s pull request (number, pull, head, reviews_etag, read_to: the updated_at it was last read at, read_checks: whether its head''s checks are still to read, the policy asking for them; seen_reviews: the ids of its reviews already judged), and whether asks wait for a job (then record_conversation makes it once the issue''s live job has ended, even with nothing new read). TL004 without the lease, TL008 for an untracked repository.';
 
 --
 -- Name: count_agent_time(); Type: FUNCTION; Schema: tireless; Owner: -
@@ -1738,7 +2213,8 @@ BEGIN
                available_at = CASE WHEN j.cancel_requested_at IS NOT NULL OR tireless.attempts_spent(j) >= kp.max_attempts THEN j.available_at
                                    ELSE now() + tireless.retry_delay(tireless.attempts_spent(j)) END,
                note = CASE WHEN j.cancel_requested_at IS NOT NULL
-                           THEN format('issue withdrew its request; lease of %s expired at %s', j.claimed_by, j.claim_expires_at)
+                           THEN format('%s; lease of %s expired at %s', coalesce(j.cancel_note, 'issue withdrew its request'),
+                                       j.claimed_by, j.claim_expires_at)
                            WHEN tireless.attempts_spent(j) >= kp.max_attempts
                            THEN format('attempts exhausted (%s of %s); last: lease of %s expired at %s',
                                        tireless.attempts_spent(j), kp.max_attempts, j.claimed_by, j.claim_expires_at)
@@ -1771,7 +2247,7 @@ $$;
 -- Name: FUNCTION expire_stale_claims(); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.expire_stale_claims() IS 'Returns every claimed job whose lease has passed to pending (after its backoff), fails it when the last attempt its budget counts is spent (give-backs are not counted), or cancels it when its issue withdrew its request (no failure counted); clears the claim, keeps the attempt count, and returns how many jobs it moved. Never waits on another sweeper: a job whose row is locked, or a lane another sweeper holds (its tireless.sweep_slot row), is left for the next sweep. Locks only rows no login outside the tireless roles can lock.';
+COMMENT ON FUNCTION tireless.expire_stale_claims() IS 'Returns every claimed job whose lease has passed to pending (after its backoff), fails it when the last attempt its budget counts is spent (give-backs are not counted), or cancels it, with the stop''s note, when it was asked to stop (no failure counted); clears the claim, keeps the attempt count, and returns how many jobs it moved. Never waits on another sweeper: a job whose row is locked, or a lane another sweeper holds (its tireless.sweep_slot row), is left for the next sweep. Locks only rows no login outside the tireless roles can lock.';
 
 --
 -- Name: roll_up_history(); Type: FUNCTION; Schema: tireless; Owner: -
@@ -1931,7 +2407,9 @@ BEGIN
                claimed_by = NULL,
                claim_expires_at = NULL,
                claim_token = NULL,
-               note = finish_and_claim.note,
+               note = CASE WHEN j.cancel_requested_at IS NULL THEN finish_and_claim.note
+                           ELSE tireless.stop_finish_note(finish_and_claim.to_state, finish_and_claim.note,
+                                                          j.cancel_requested_at, j.cancel_note) END,
                updated_at = now()
          WHERE j.id = finish_and_claim.job_id
            AND j.state = 'claimed'
@@ -2388,7 +2866,7 @@ BEGIN
         -- A cancel request stands (0007_work_rule): the job ends cancelled instead of running again.
         UPDATE tireless.job j
            SET state = 'cancelled', claimed_by = NULL, claim_expires_at = NULL, claim_token = NULL,
-               note = 'issue withdrew its request' || coalesce('; given back: ' || give_back.note, ''),
+               note = coalesce(job.cancel_note, 'issue withdrew its request') || coalesce('; given back: ' || give_back.note, ''),
                updated_at = now()
          WHERE j.id = job.id
         RETURNING j.* INTO result;
@@ -2415,7 +2893,7 @@ $$;
 -- Name: FUNCTION give_back(job_id bigint, worker text, note text, token uuid); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.give_back(job_id bigint, worker text, note text, token uuid) IS 'The holder returns the job because the runner is stopping (SIGTERM, a deploy), not because the job failed: pending and claimable at once, no backoff, no failure for the circuit breaker, not counted against max_attempts (attempts keeps the claim; given_back counts it). The note starts with "given back". A job whose issue withdrew its request ends cancelled instead. TL004 unless worker (and token, when given) holds the claim and the caller is the login that claimed it (or an admin).';
+COMMENT ON FUNCTION tireless.give_back(job_id bigint, worker text, note text, token uuid) IS 'The holder returns the job because the runner is stopping (SIGTERM, a deploy), not because the job failed: pending and claimable at once, no backoff, no failure for the circuit breaker, not counted against max_attempts (attempts keeps the claim; given_back counts it). The note starts with "given back". A job asked to stop ends cancelled instead, with the stop''s note. TL004 unless worker (and token, when given) holds the claim and the caller is the login that claimed it (or an admin).';
 
 --
 -- Name: give_turns(); Type: FUNCTION; Schema: tireless; Owner: -
@@ -2482,7 +2960,7 @@ $$;
 -- Name: FUNCTION heartbeat(job_id bigint, worker text, lease interval, token uuid); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.heartbeat(job_id bigint, worker text, lease interval, token uuid) IS 'Renews like renew_claim and answers held, lost (worker, or token when given, no longer holds the claim, or the caller is not the login that claimed nor an admin), cancel (the issue withdrew its request), timeout (the attempt ran past its lane''s max_run) or stalled (no progress for its lane''s stall_after). On cancel, timeout and stalled the lease is still extended, so the holder can stop its agent: then transition to cancelled, or end_stopped_attempt. A runner treats an answer it does not know as cancel. TL001 for an unknown job.';
+COMMENT ON FUNCTION tireless.heartbeat(job_id bigint, worker text, lease interval, token uuid) IS 'Renews like renew_claim and answers held, lost (worker, or token when given, no longer holds the claim, or the caller is not the login that claimed nor an admin), cancel (the job was asked to stop: its issue withdrew its request, an admin cancelled it), timeout (the attempt ran past its lane''s max_run) or stalled (no progress for its lane''s stall_after). On cancel, timeout and stalled the lease is still extended, so the holder can stop its agent: then transition to cancelled, or end_stopped_attempt. A runner treats an answer it does not know as cancel. TL001 for an unknown job.';
 
 --
 -- Name: held_job(bigint, text, uuid); Type: FUNCTION; Schema: tireless; Owner: -
@@ -2532,6 +3010,7 @@ CREATE TABLE tireless.repo_poll (
     moved_to text,
     last_warning text,
     last_warning_at timestamp with time zone,
+    poll_again boolean DEFAULT false NOT NULL,
     CONSTRAINT poll_counts_not_negative CHECK (((reads_since_full >= 0) AND (consecutive_failures >= 0))),
     CONSTRAINT poll_lease_has_holder_and_end CHECK (((polled_by IS NULL) = (poll_lease_until IS NULL)))
 );
@@ -2577,6 +3056,12 @@ COMMENT ON COLUMN tireless.repo_poll.moved_to IS 'owner/name the forge says the 
 --
 
 COMMENT ON COLUMN tireless.repo_poll.last_warning IS 'What a good read could not do, say an issue too large to read that it skipped; kept until the next warning.';
+
+--
+-- Name: COLUMN repo_poll.poll_again; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.repo_poll.poll_again IS 'poll_soon came while a poller held the repository''s lease: the read under way may predate the change, so record_poll makes the repository due at once instead of in next_poll_in.';
 
 --
 -- Name: CONSTRAINT poll_counts_not_negative ON repo_poll; Type: COMMENT; Schema: tireless; Owner: -
@@ -2856,6 +3341,26 @@ END;
 COMMENT ON FUNCTION tireless.issue_runs(job_id bigint) IS 'Every job the issue of job_id has had (a re-run, or a new request after one ended), in order, that the rollup has seen, and job_id itself; empty for an unknown job.';
 
 --
+-- Name: job_asks(bigint); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.job_asks(job_id bigint) RETURNS TABLE(ask_id bigint, source text, source_id text, pull_number integer, verb text, author text, body text, detail jsonb, asked_at timestamp with time zone, outcome text)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT a.id, a.source, a.source_id, a.pull_number, a.verb, a.author, a.body, a.detail, a.asked_at, a.outcome
+      FROM tireless.ask a
+     WHERE a.job_id = job_asks.job_id
+     ORDER BY a.id;
+$$;
+
+--
+-- Name: FUNCTION job_asks(job_id bigint); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.job_asks(job_id bigint) IS 'The asks a job answers, oldest first (for a revision: the reviews, commands and failed checks that asked for it, which the runner hands the agent in TIRELESS_REVIEW_FILE), or the stop that stopped it; empty for a job asked by its labels.';
+
+--
 -- Name: job_brief(bigint); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -3029,6 +3534,163 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.job_rules_hold(job tireless.job) IS 'The rules every job row keeps, each by its name: attempts_not_negative, claimed_holds_claim, claimed_job_counts_an_attempt, given_back_within_attempts, issue_number_positive, lane_is_a_name, not_its_own_parent, pending_holds_no_cancel_request, terminal_holds_no_claim. True when the row keeps them; else raises check_violation (23514) naming the rule it breaks. Called by the constraint job_rules_hold.';
+
+--
+-- Name: judge_ask(text, text, text, text, jsonb, timestamp with time zone); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.judge_ask(forge text, owner text, repo text, login text, item jsonb, read_from timestamp with time zone) RETURNS text
+    LANGUAGE plpgsql
+    AS $_$
+DECLARE
+    ask_source text := item ->> 'source';
+    made_on integer := (item ->> 'number')::integer;
+    ask_author text := item ->> 'author';
+    ask_time timestamptz := (item ->> 'created_at')::timestamptz;
+    issue_no integer;
+    pull_no integer;
+    ask_verb text;
+    ask_text text := coalesce(item ->> 'body', '');
+    ask_detail jsonb := '[]';
+    ask_outcome text := 'waiting';
+    ask_refusal text;
+    ask_reply text;
+    limit_of integer;
+    before tireless.ask;
+    failed jsonb;
+BEGIN
+    IF EXISTS (SELECT FROM tireless.ask a
+                WHERE (a.forge, a.owner, a.repo, a.source, a.source_id)
+                      = (judge_ask.forge, judge_ask.owner, judge_ask.repo, ask_source,
+                         CASE WHEN ask_source = 'checks' THEN item ->> 'head' ELSE item ->> 'id' END)) THEN
+        RETURN NULL;  -- seen before: a redelivery, or a poll reading it again
+    END IF;
+    IF ask_source <> 'checks' AND lower(ask_author) IS NOT DISTINCT FROM lower(judge_ask.login) THEN
+        RETURN NULL;  -- tireless's own words never ask
+    END IF;
+    -- Where it was made: one of tireless's pull requests (its issue is the delivery's), or an issue.
+    SELECT d.number, d.pull_number INTO issue_no, pull_no
+      FROM tireless.delivery d
+     WHERE (d.forge, d.owner, d.repo, d.pull_number) = (judge_ask.forge, judge_ask.owner, judge_ask.repo, made_on)
+     ORDER BY d.job_id DESC LIMIT 1;
+    IF issue_no IS NULL AND ask_source = 'comment' THEN
+        -- An issue, maybe one this poll is about to record for the first time. A pull request that is
+        -- not tireless's is no issue of the store, so what is asked there never gets a job.
+        issue_no := made_on;
+    END IF;
+    IF issue_no IS NULL THEN
+        RETURN NULL;  -- a review or checks of a pull request that is not tireless's
+    END IF;
+
+    IF ask_source = 'comment' THEN
+        SELECT c.verb, c.instruction INTO ask_verb, ask_text FROM tireless.command_in(item ->> 'body') AS c;
+        IF ask_verb IS NULL OR ask_time < judge_ask.read_from - interval '1 minute' THEN
+            RETURN NULL;  -- no command, or an old comment edited since: an edit asks nothing
+        END IF;
+        IF pull_no IS NULL AND ask_verb = 'revise' THEN
+            SELECT p.pull_number INTO pull_no FROM tireless.open_pulls(judge_ask.forge, judge_ask.owner, judge_ask.repo) AS p
+             WHERE p.number = issue_no;
+            IF pull_no IS NULL THEN
+                RETURN NULL;  -- nothing to revise
+            END IF;
+        ELSIF pull_no IS NOT NULL AND ask_verb IN ('implement', 'plan', 'discover') THEN
+            RETURN NULL;  -- the modes are asked for on the issue
+        END IF;
+        ask_reply := 'react';
+    ELSIF ask_source = 'review' THEN
+        IF lower(item ->> 'state') <> 'changes_requested' OR pull_no IS NULL THEN
+            RETURN NULL;
+        END IF;
+        ask_verb := 'revise';
+        ask_detail := coalesce(item -> 'comments', '[]');
+    ELSE
+        IF pull_no IS NULL OR NOT coalesce((SELECT rr.revise_on_failed_checks FROM tireless.repo_revisions rr
+                                          WHERE (rr.forge, rr.owner, rr.repo) = (judge_ask.forge, judge_ask.owner, judge_ask.repo)), false)
+           OR jsonb_path_exists(item, '$.checks[*] ? (@.state == "pending")') THEN
+            RETURN NULL;  -- not asked for, or not finished: read again next time
+        END IF;
+        SELECT coalesce(jsonb_agg(jsonb_build_object('name', c ->> 'name', 'summary', coalesce(c ->> 'summary', ''),
+                                                     'url', c -> 'url') ORDER BY c ->> 'name'), '[]')
+          INTO failed
+          FROM jsonb_array_elements(item -> 'checks') AS c
+         WHERE c ->> 'state' = 'failed';
+        IF jsonb_array_length(failed) = 0 THEN
+            RETURN NULL;  -- every check passed
+        END IF;
+        ask_verb := 'revise';
+        ask_detail := failed;
+        ask_text := '';
+        ask_author := NULL;
+        ask_time := now();
+        -- The same failure on two heads in a row asks no more.
+        SELECT * INTO before FROM tireless.ask a
+         WHERE (a.forge, a.owner, a.repo, a.number) = (judge_ask.forge, judge_ask.owner, judge_ask.repo, issue_no)
+           AND a.source = 'checks'
+         ORDER BY a.id DESC LIMIT 1;
+        IF FOUND AND (SELECT array_agg(c ->> 'name' ORDER BY c ->> 'name') FROM jsonb_array_elements(before.detail) AS c)
+                     = (SELECT array_agg(c ->> 'name' ORDER BY c ->> 'name') FROM jsonb_array_elements(failed) AS c) THEN
+            ask_outcome := 'refused';
+            ask_refusal := format('the same checks failed as on %s before it', left(before.source_id, 12));
+            ask_reply := 'comment';
+        END IF;
+    END IF;
+
+    IF ask_outcome = 'waiting' AND ask_source <> 'checks' AND coalesce(item ->> 'permission', 'none') NOT IN ('admin', 'write') THEN
+        ask_outcome := 'refused';
+        ask_refusal := format('%s has no write access to %s/%s', coalesce(ask_author, 'an unknown account'), judge_ask.owner, judge_ask.repo);
+        -- Said once to each person on each issue: a second refused command gets no second answer.
+        ask_reply := CASE WHEN ask_source = 'comment' AND NOT EXISTS (
+                          SELECT FROM tireless.ask a
+                           WHERE (a.forge, a.owner, a.repo, a.number) = (judge_ask.forge, judge_ask.owner, judge_ask.repo, issue_no)
+                             AND a.outcome = 'refused' AND a.reply = 'comment' AND lower(a.author) = lower(ask_author)
+                             AND a.refusal LIKE '% has no write access %')
+                      THEN 'comment' END;
+    END IF;
+
+    IF ask_outcome = 'waiting' AND ask_verb = 'revise'
+       AND NOT EXISTS (SELECT FROM tireless.ask a
+                        WHERE (a.forge, a.owner, a.repo, a.number) = (judge_ask.forge, judge_ask.owner, judge_ask.repo, issue_no)
+                          AND a.outcome = 'waiting') THEN
+        limit_of := coalesce((SELECT rr.max_revisions FROM tireless.repo_revisions rr
+                               WHERE (rr.forge, rr.owner, rr.repo) = (judge_ask.forge, judge_ask.owner, judge_ask.repo)), 5);
+        IF tireless.revisions_since_asked(judge_ask.forge, judge_ask.owner, judge_ask.repo, issue_no) >= limit_of THEN
+            ask_outcome := 'refused';
+            ask_refusal := format('the issue has had its %s revisions (max_revisions)', limit_of);
+            -- Said in one comment until a person asks on the issue again (its newest job is then no revision).
+            ask_reply := CASE WHEN NOT EXISTS (
+                              SELECT FROM tireless.ask a
+                               WHERE (a.forge, a.owner, a.repo, a.number) = (judge_ask.forge, judge_ask.owner, judge_ask.repo, issue_no)
+                                 AND a.outcome = 'refused' AND a.reply = 'comment' AND a.refusal LIKE '%(max_revisions)'
+                                 AND a.seen_at > coalesce((SELECT max(j.created_at) FROM tireless.job j
+                                                            WHERE (j.forge, j.owner, j.repo, j.number) = (a.forge, a.owner, a.repo, a.number)
+                                                              AND NOT EXISTS (SELECT FROM tireless.ask r WHERE r.job_id = j.id AND r.verb = 'revise')),
+                                                           '-infinity'))
+                          THEN 'comment' END;
+        END IF;
+    END IF;
+
+    IF ask_outcome = 'waiting' AND ask_verb = 'stop' THEN
+        ask_outcome := 'done';
+    END IF;
+
+    INSERT INTO tireless.ask (forge, owner, repo, number, source, source_id, pull_number, verb, author, body, detail,
+                              asked_at, outcome, refusal, reply,
+                              job_id)
+    VALUES (judge_ask.forge, judge_ask.owner, judge_ask.repo, issue_no, ask_source,
+            CASE WHEN ask_source = 'checks' THEN item ->> 'head' ELSE item ->> 'id' END,
+            pull_no, ask_verb, ask_author, left(ask_text, tireless.issue_body_limit()), ask_detail, ask_time, ask_outcome, ask_refusal, ask_reply,
+            CASE WHEN ask_outcome = 'done'
+                 THEN tireless.stop_issue_work(judge_ask.forge, judge_ask.owner, judge_ask.repo, issue_no,
+                                               format('stopped by %s (/tireless stop)', ask_author)) END);
+    RETURN ask_outcome;
+END;
+$_$;
+
+--
+-- Name: FUNCTION judge_ask(forge text, owner text, repo text, login text, item jsonb, read_from timestamp with time zone); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.judge_ask(forge text, owner text, repo text, login text, item jsonb, read_from timestamp with time zone) IS 'The conversation''s rule for one well-formed ask of record_conversation (docs/conversation.md): kept once per forge item, and only when it asks for something: a `/tireless` command or a review requesting changes by a person with write access other than tireless''s login, on tireless''s pull request or the issue; failed checks on the head, when the repository''s policy asks for them. Refused when the author may not ask, the issue had its max_revisions, or the same checks failed as on the head before; a stop is carried out at once. Returns the outcome kept, or null for an ask that asks nothing.';
 
 --
 -- Name: keep_history_with_its_job(); Type: FUNCTION; Schema: tireless; Owner: -
@@ -3654,6 +4316,25 @@ $$;
 COMMENT ON FUNCTION tireless.mirror_writes(forge text, owner text, repo text, poller text, max_writes integer, settle interval) IS 'For a poller holding the repository''s poll lease: reads the job history since the repository''s cursor (each changed issue now wants its newest job''s state, replacing any older wanted state; each finished job read gets its outcome comment queued) and returns the label writes due (at most max_writes): per issue its job and state, the state label to show, the labels to take off (the other state labels, and the mode labels once the job ended, unless the issue asked again since the job was made), when the job was made and with which labels, the opt-in and the mode labels. The cursor passes only events older than settle. TL004 without the lease.';
 
 --
+-- Name: next_poll_due_at(); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.next_poll_due_at() RETURNS timestamp with time zone
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT min(greatest(rp.next_poll_at, rp.backoff_until, rp.poll_lease_until, f.limited_until))
+      FROM tireless.repo_poll rp
+      JOIN tireless.forge f ON f.name = rp.forge;
+$$;
+
+--
+-- Name: FUNCTION next_poll_due_at(); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.next_poll_due_at() IS 'The earliest time claim_repos_to_poll hands out a tracked repository of a registered forge: its next poll, backoff, another poller''s lease and its forge''s stop all passed (in the past: one is due now). Null when no repository of a registered forge is tracked.';
+
+--
 -- Name: next_ready_at(text[]); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -3671,6 +4352,31 @@ END;
 --
 
 COMMENT ON FUNCTION tireless.next_ready_at(lanes text[]) IS 'When the earliest backed-off pending job in the lanes becomes claimable (null: none is waiting out a backoff): an idle runner sleeps until then at most, since the end of a backoff sends no notification.';
+
+--
+-- Name: open_pulls(text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.open_pulls(forge text, owner text, repo text) RETURNS TABLE(number integer, pull_number integer, head text)
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT i.number, push.pull_number, push.head
+      FROM tireless.issue i
+     CROSS JOIN LATERAL tireless.issue_push(i.forge, i.owner, i.repo, i.number) AS push
+     WHERE (i.forge, i.owner, i.repo) = (open_pulls.forge, open_pulls.owner, open_pulls.repo)
+       AND i.state = 'open'
+       AND push.pull_number IS NOT NULL
+       AND EXISTS (SELECT FROM tireless.delivery d
+                    WHERE (d.forge, d.owner, d.repo, d.number) = (i.forge, i.owner, i.repo, i.number)
+                      AND d.pull_number IS NOT NULL)
+     ORDER BY i.number;
+$$;
+
+--
+-- Name: FUNCTION open_pulls(forge text, owner text, repo text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.open_pulls(forge text, owner text, repo text) IS 'Each open issue of the repository with a pull request the mirror recorded: its number, the pull request''s and the head tireless last pushed to its branch.';
 
 --
 -- Name: parse_kind(text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -3747,16 +4453,25 @@ CREATE FUNCTION tireless.poll_soon(forge text, owner text, repo text) RETURNS bo
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
+DECLARE
+    due boolean;
 BEGIN
     PERFORM tireless.check_repo(poll_soon.forge, poll_soon.owner, poll_soon.repo);
-    UPDATE tireless.repo_poll rp SET next_poll_at = now()
+    -- A read under way may have listed the forge before this change: it asks for another at once.
+    UPDATE tireless.repo_poll rp
+       SET next_poll_at = least(rp.next_poll_at, now()),
+           poll_again = rp.poll_again OR coalesce(rp.poll_lease_until > now(), false)
       FROM tireless.tracked_key(poll_soon.forge, poll_soon.owner, poll_soon.repo) k
      WHERE (rp.forge, rp.owner, rp.repo) = (k.forge, k.owner, k.repo)
-       AND rp.next_poll_at > now();
-    RETURN EXISTS (SELECT FROM tireless.repo_poll rp
+       AND (rp.next_poll_at > now() OR (rp.poll_lease_until > now() AND NOT rp.poll_again));
+    due := EXISTS (SELECT FROM tireless.repo_poll rp
                      JOIN tireless.tracked_key(poll_soon.forge, poll_soon.owner, poll_soon.repo) k
                        ON (rp.forge, rp.owner, rp.repo) = (k.forge, k.owner, k.repo)
                     WHERE rp.backoff_until IS NULL OR rp.backoff_until <= now());
+    IF due THEN
+        PERFORM tireless.announce_poll(poll_soon.forge);
+    END IF;
+    RETURN due;
 END;
 $$;
 
@@ -3764,7 +4479,7 @@ $$;
 -- Name: FUNCTION poll_soon(forge text, owner text, repo text); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.poll_soon(forge text, owner text, repo text) IS 'Makes a tracked repository due now (a webhook saw a change), its owner and name matched without case; a backoff still holds. True when it is due now, false when it is not tracked or is backing off.';
+COMMENT ON FUNCTION tireless.poll_soon(forge text, owner text, repo text) IS 'Makes a tracked repository due now (a webhook saw a change), its owner and name matched without case (while a poller reads it: due again as soon as that read is recorded, poll_again), and wakes the pollers (NOTIFY tireless_poll, payload the forge); a backoff still holds. True when it is due now, false when it is not tracked or is backing off (then no notification).';
 
 --
 -- Name: poll_soon_once(text, text, text, bytea); Type: FUNCTION; Schema: tireless; Owner: -
@@ -4039,6 +4754,145 @@ $$;
 COMMENT ON FUNCTION tireless.record_checkpoint(job_id bigint, worker text, ref text, commit text, token uuid) IS 'The holder pushed its workspace''s commits so far to ref (a ref of tireless''s own, never the pull request''s branch) at commit: kept as the job''s last checkpoint, with the attempt, replacing the one before; job_brief hands it to the job''s later attempts. Returns the time recorded. TL009 for a malformed ref or commit, or the pull request''s branch; TL001 for an unknown job, TL004 when worker (or token, or the login) does not hold it.';
 
 --
+-- Name: record_conversation(text, text, text, text, text, jsonb, timestamp with time zone, text, jsonb); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.record_conversation(forge text, owner text, repo text, poller text, login text, asks jsonb, comments_cursor timestamp with time zone DEFAULT NULL::timestamp with time zone, comments_etag text DEFAULT NULL::text, pulls jsonb DEFAULT '[]'::jsonb, OUT asked integer, OUT refused integer, OUT created integer, OUT stopped integer, OUT skipped text[]) RETURNS record
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+DECLARE
+    item record;
+    problem text;
+    judged text;
+    read_from timestamptz;
+BEGIN
+    IF jsonb_typeof(record_conversation.asks) IS DISTINCT FROM 'array' THEN
+        RAISE EXCEPTION 'asks must be a JSON array, got %', left(coalesce(record_conversation.asks::text, 'null'), 100)
+            USING ERRCODE = 'TL010';
+    END IF;
+    IF jsonb_array_length(record_conversation.asks) > 10000 THEN
+        RAISE EXCEPTION 'a batch holds at most 10000 asks, got %', jsonb_array_length(record_conversation.asks)
+            USING ERRCODE = 'TL010';
+    END IF;
+    IF jsonb_typeof(record_conversation.pulls) IS DISTINCT FROM 'array'
+       OR jsonb_path_exists(record_conversation.pulls, '$[*] ? (@.type() != "object" || @.pull.type() != "number")') THEN
+        RAISE EXCEPTION 'pulls must be a JSON array of {pull, reviews_etag?, read_to?, checks_head?}, got %',
+            left(coalesce(record_conversation.pulls::text, 'null'), 100) USING ERRCODE = 'TL010';
+    END IF;
+    IF length(record_conversation.comments_etag) > 1000 THEN
+        RAISE EXCEPTION 'comments_etag must be at most 1000 characters, got %', length(record_conversation.comments_etag)
+            USING ERRCODE = 'TL005';
+    END IF;
+    IF length(record_conversation.login) NOT BETWEEN 1 AND 200 THEN
+        RAISE EXCEPTION 'login must be tireless''s own account on the forge (null: unknown), got %',
+            coalesce(quote_literal(left(record_conversation.login, 220)), 'null') USING ERRCODE = 'TL005';
+    END IF;
+    PERFORM tireless.held_poll(record_conversation.forge, record_conversation.owner, record_conversation.repo,
+                               record_conversation.poller);
+    PERFORM tireless.lock_repo_issues(record_conversation.forge, record_conversation.owner, record_conversation.repo);
+    INSERT INTO tireless.conversation_read (forge, owner, repo)
+    VALUES (record_conversation.forge, record_conversation.owner, record_conversation.repo)
+    ON CONFLICT DO NOTHING;
+    SELECT r.comments_cursor INTO read_from FROM tireless.conversation_read r
+     WHERE (r.forge, r.owner, r.repo) = (record_conversation.forge, record_conversation.owner, record_conversation.repo)
+       FOR UPDATE;
+
+    asked := 0;
+    refused := 0;
+    stopped := 0;
+    skipped := '{}';
+    FOR item IN
+        SELECT e.value, e.position - 1 AS position
+          FROM jsonb_array_elements(record_conversation.asks) WITH ORDINALITY AS e(value, position)
+         ORDER BY CASE WHEN tireless.ask_problem(e.value) IS NULL THEN e.value ->> 'created_at' END, e.position
+    LOOP
+        problem := tireless.ask_problem(item.value);
+        IF problem IS NOT NULL THEN
+            -- Input from a forge: one odd item is reported and skipped, never blocks the others.
+            skipped := skipped || format('ask at index %s: %s', item.position, problem);
+            CONTINUE;
+        END IF;
+        judged := tireless.judge_ask(record_conversation.forge, record_conversation.owner, record_conversation.repo,
+                                     record_conversation.login, item.value, read_from);
+        asked := asked + coalesce(judged IN ('waiting', 'done'), false)::integer;
+        refused := refused + coalesce(judged = 'refused', false)::integer;
+        stopped := stopped + coalesce(judged = 'done', false)::integer;
+    END LOOP;
+
+    UPDATE tireless.conversation_read r
+       SET comments_cursor = greatest(r.comments_cursor, record_conversation.comments_cursor),
+           comments_etag = coalesce(record_conversation.comments_etag, r.comments_etag)
+     WHERE (r.forge, r.owner, r.repo) = (record_conversation.forge, record_conversation.owner, record_conversation.repo);
+    INSERT INTO tireless.pull_read AS pr (forge, owner, repo, pull_number, reviews_etag, read_to, checks_head)
+    SELECT record_conversation.forge, record_conversation.owner, record_conversation.repo, (p ->> 'pull')::integer,
+           left(p ->> 'reviews_etag', 1000),
+           CASE WHEN tireless.is_forge_timestamp(p ->> 'read_to') THEN (p ->> 'read_to')::timestamptz END,
+           CASE WHEN tireless.is_commit_id(p ->> 'checks_head') THEN p ->> 'checks_head' END
+      FROM jsonb_array_elements(record_conversation.pulls) AS p
+    ON CONFLICT ON CONSTRAINT one_read_per_pull DO UPDATE
+       SET reviews_etag = coalesce(excluded.reviews_etag, pr.reviews_etag),
+           read_to = greatest(excluded.read_to, pr.read_to),
+           checks_head = coalesce(excluded.checks_head, pr.checks_head);
+
+    created := tireless.answer_waiting_asks(record_conversation.forge, record_conversation.owner, record_conversation.repo);
+END;
+$_$;
+
+--
+-- Name: FUNCTION record_conversation(forge text, owner text, repo text, poller text, login text, asks jsonb, comments_cursor timestamp with time zone, comments_etag text, pulls jsonb, OUT asked integer, OUT refused integer, OUT created integer, OUT stopped integer, OUT skipped text[]); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.record_conversation(forge text, owner text, repo text, poller text, login text, asks jsonb, comments_cursor timestamp with time zone, comments_etag text, pulls jsonb, OUT asked integer, OUT refused integer, OUT created integer, OUT stopped integer, OUT skipped text[]) IS 'What a poller holding the repository''s poll lease read of its conversation, in one transaction: asks, a JSON array of {source: review|comment|checks, id, number (the pull request or issue it was made on), author, permission (admin|write|read|none), created_at, body, state (a review''s), comments [{path, line, body}], head and checks [{name, state: passed|failed|pending, summary, url}] (checks)}, each judged by judge_ask (login: tireless''s own account, whose words never ask; null when the forge would not say); then a job for each issue whose asks wait and that has no live job. Stores the comments cursor (never moved back) and ETag, and per pull request {pull, reviews_etag, read_to, checks_head}. A malformed ask is skipped and reported in skipped. Returns asked, refused, created, stopped. TL010 when asks or pulls is not an array, TL004 without the lease, TL008 for an untracked repository.';
+
+--
+-- Name: record_conversation_reply(text, text, text, text, bigint, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.record_conversation_reply(forge text, owner text, repo text, poller text, ask_id bigint, error text DEFAULT NULL::text) RETURNS timestamp with time zone
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    owed tireless.ask;
+    until timestamptz;
+BEGIN
+    IF record_conversation_reply.error IS NOT NULL AND btrim(record_conversation_reply.error) = '' THEN
+        RAISE EXCEPTION 'error must say what failed, got %', quote_literal(record_conversation_reply.error) USING ERRCODE = 'TL005';
+    END IF;
+    PERFORM tireless.held_poll(record_conversation_reply.forge, record_conversation_reply.owner, record_conversation_reply.repo,
+                               record_conversation_reply.poller);
+    SELECT * INTO owed FROM tireless.ask a
+     WHERE a.id = record_conversation_reply.ask_id
+       AND (a.forge, a.owner, a.repo) = (record_conversation_reply.forge, record_conversation_reply.owner, record_conversation_reply.repo)
+       AND a.reply IS NOT NULL
+       FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'ask % of %/%/% owes no reply', coalesce(record_conversation_reply.ask_id::text, 'null'),
+            record_conversation_reply.forge, record_conversation_reply.owner, record_conversation_reply.repo
+            USING ERRCODE = 'TL005', HINT = 'Record the replies conversation_replies_due returned.';
+    END IF;
+    IF record_conversation_reply.error IS NULL THEN
+        UPDATE tireless.ask a SET replied_at = coalesce(a.replied_at, now()), reply_error = NULL WHERE a.id = owed.id;
+        RETURN NULL;
+    END IF;
+    until := now() + least(interval '1 hour', interval '15 seconds' * (2::float8 ^ least(owed.reply_failures, 20)))
+                     * (0.5 + random() / 2);
+    UPDATE tireless.ask a
+       SET reply_failures = a.reply_failures + 1, next_reply_at = until,
+           reply_error = left(btrim(record_conversation_reply.error), 2000)
+     WHERE a.id = owed.id;
+    RETURN until;
+END;
+$$;
+
+--
+-- Name: FUNCTION record_conversation_reply(forge text, owner text, repo text, poller text, ask_id bigint, error text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.record_conversation_reply(forge text, owner text, repo text, poller text, ask_id bigint, error text) IS 'The forge confirmed the reply owed for ask_id (error null: never owed again; returns null), or writing it failed (error: counted, backed off exponentially with jitter; returns when it is tried again). TL004 without the poll lease, TL005 for an ask that owes no reply.';
+
+--
 -- Name: record_forge_trouble(text, text, timestamp with time zone); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -4102,6 +4956,7 @@ BEGIN
        SET state = CASE WHEN j.state = 'pending' THEN 'cancelled' ELSE j.state END::tireless.job_state,
            note = left(btrim(record_issue_moved.note), 2000),
            cancel_requested_at = CASE WHEN j.state = 'claimed' THEN now() END,
+           cancel_note = CASE WHEN j.state = 'claimed' THEN left(btrim(record_issue_moved.note), 2000) END,
            updated_at = now()
      WHERE (j.forge, j.owner, j.repo, j.number)
            = (record_issue_moved.forge, record_issue_moved.owner, record_issue_moved.repo, record_issue_moved.number)
@@ -4414,6 +5269,7 @@ DECLARE
     outcome record;
     bad record;
     gone integer;
+    answered integer;
 BEGIN
     IF record_poll.full_listing IS NULL THEN
         RAISE EXCEPTION 'full_listing must be true or false, got null' USING ERRCODE = 'TL005';
@@ -4461,6 +5317,7 @@ BEGIN
            SET state = CASE WHEN j.state = 'pending' THEN 'cancelled' ELSE j.state END::tireless.job_state,
                note = CASE WHEN j.state = 'pending' THEN 'issue deleted' ELSE j.note END,
                cancel_requested_at = CASE WHEN j.state = 'claimed' THEN now() END,
+               cancel_note = CASE WHEN j.state = 'claimed' THEN 'issue deleted' END,
                updated_at = now()
           FROM gone_issues g
          WHERE (j.forge, j.owner, j.repo, j.number) = (record_poll.forge, record_poll.owner, record_poll.repo, g.number)
@@ -4468,6 +5325,10 @@ BEGIN
         RETURNING j.id
     )
     SELECT count(*) INTO gone FROM ended;
+
+    -- The conversation's asks that wait for a job (record_conversation ran just before, under this
+    -- lease): a command on an issue this poll recorded for the first time, or whose live job has ended.
+    answered := tireless.answer_waiting_asks(record_poll.forge, record_poll.owner, record_poll.repo);
 
     UPDATE tireless.repo_poll rp
        SET cursor = greatest(rp.cursor, record_poll.cursor),
@@ -4478,12 +5339,13 @@ BEGIN
            backoff_until = NULL,
            last_success_at = now(),
            last_poll_at = now(),
-           next_poll_at = now() + record_poll.next_poll_in,
+           next_poll_at = now() + CASE WHEN rp.poll_again THEN interval '0' ELSE record_poll.next_poll_in END,
+           poll_again = false,
            polled_by = NULL,
            poll_lease_until = NULL
      WHERE (rp.forge, rp.owner, rp.repo) = (record_poll.forge, record_poll.owner, record_poll.repo);
 
-    record_poll.created := outcome.created;
+    record_poll.created := outcome.created + answered;
     record_poll.cancelled := outcome.cancelled + gone;
     record_poll.rerouted := outcome.rerouted;
     record_poll.seen := outcome.seen;
@@ -4494,7 +5356,7 @@ $$;
 -- Name: FUNCTION record_poll(forge text, owner text, repo text, poller text, issues jsonb, cursor timestamp with time zone, etag text, full_listing boolean, deleted integer[], next_poll_in interval, OUT created integer, OUT cancelled integer, OUT rerouted integer, OUT seen integer); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.record_poll(forge text, owner text, repo text, poller text, issues jsonb, cursor timestamp with time zone, etag text, full_listing boolean, deleted integer[], next_poll_in interval, OUT created integer, OUT cancelled integer, OUT rerouted integer, OUT seen integer) IS 'What a poller read of one repository, in one transaction: the work rule applied to issues (enqueue''s format and checks; every issue of this repository), the live jobs of deleted issue numbers cancelled (note issue deleted), the cursor (never moved back) and ETag stored, the error cleared, the next poll in next_poll_in, the lease released. Returns created, cancelled, rerouted and seen. TL004 when poller does not hold the repository''s poll lease, TL008 when it is not tracked.';
+COMMENT ON FUNCTION tireless.record_poll(forge text, owner text, repo text, poller text, issues jsonb, cursor timestamp with time zone, etag text, full_listing boolean, deleted integer[], next_poll_in interval, OUT created integer, OUT cancelled integer, OUT rerouted integer, OUT seen integer) IS 'What a poller read of one repository, in one transaction: the work rule applied to issues (enqueue''s format and checks; every issue of this repository), the live jobs of deleted issue numbers cancelled (note issue deleted), a job for each open issue whose conversation asks wait and that has no live job (answer_waiting_asks), the cursor (never moved back) and ETag stored, the error cleared, the next poll in next_poll_in, the lease released (due at once when a webhook came during the read: poll_again). Returns created, cancelled, rerouted and seen. TL004 when poller does not hold the repository''s poll lease, TL008 when it is not tracked.';
 
 --
 -- Name: record_poll_failure(text, text, text, text, text, interval); Type: FUNCTION; Schema: tireless; Owner: -
@@ -4898,11 +5760,13 @@ BEGIN
         RAISE EXCEPTION 'job % is % and never changes again; nothing to cancel', job.id, job.state
             USING ERRCODE = 'TL003', HINT = 'Only a pending or claimed job can be cancelled.';
     END IF;
-    -- A pending job ends at once; a claimed one keeps its holder, who learns of the request from
-    -- heartbeat (as for a withdrawn issue) and ends it cancelled, or the sweeper does at its lease's end.
+    -- A pending job ends at once; a claimed one keeps its holder, who hears of the request at once
+    -- (tireless_stop) and ends it cancelled with this note, or the sweeper does at its lease's end.
+    -- A request stands once made: a second one keeps the first's time and note.
     UPDATE tireless.job j
        SET state = CASE WHEN j.state = 'pending' THEN 'cancelled' ELSE j.state END::tireless.job_state,
            cancel_requested_at = CASE WHEN j.state = 'claimed' THEN coalesce(j.cancel_requested_at, now()) END,
+           cancel_note = CASE WHEN j.state = 'claimed' THEN coalesce(j.cancel_note, why) END,
            note = why,
            updated_at = now()
      WHERE j.id = job.id
@@ -4915,7 +5779,7 @@ $$;
 -- Name: FUNCTION request_cancel(job_id bigint, note text); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.request_cancel(job_id bigint, note text) IS '(admin) Cancels a job: a pending job ends cancelled at once, with the note; a claimed job gets a cancel request (the note says who asked), which its holder learns from heartbeat as for a withdrawn issue. TL001 for an unknown job, TL003 for a finished one.';
+COMMENT ON FUNCTION tireless.request_cancel(job_id bigint, note text) IS '(admin) Cancels a job: a pending job ends cancelled at once, with the note; a claimed job gets a cancel request whose note (default "cancelled by <login>") it ends with, which its holder hears at once (tireless_stop) and heartbeat answers. TL001 for an unknown job, TL003 for a finished one.';
 
 --
 -- Name: rerun(text, text, text, integer, text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -5075,6 +5939,9 @@ BEGIN
     UPDATE tireless.repo_poll rp SET next_poll_at = least(rp.next_poll_at, now()), backoff_until = NULL
      WHERE rp.forge = retry_forge.name;
     GET DIAGNOSTICS made_due = ROW_COUNT;
+    IF made_due > 0 THEN
+        PERFORM tireless.announce_poll(retry_forge.name);
+    END IF;
     RETURN made_due;
 END;
 $$;
@@ -5083,7 +5950,32 @@ $$;
 -- Name: FUNCTION retry_forge(name text); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.retry_forge(name text) IS '(admin) Clears a forge''s stop (a rate limit or refused credentials, as record_forge_trouble set it) and makes each of its repositories due now, backoff ended: the next poll round reads them. Returns how many repositories that is. TL008 for a forge that is not registered.';
+COMMENT ON FUNCTION tireless.retry_forge(name text) IS '(admin) Clears a forge''s stop (a rate limit or refused credentials, as record_forge_trouble set it) and makes each of its repositories due now, backoff ended, and wakes the pollers: the next poll round reads them. Returns how many repositories that is. TL008 for a forge that is not registered.';
+
+--
+-- Name: revisions_since_asked(text, text, text, integer); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.revisions_since_asked(forge text, owner text, repo text, number integer) RETURNS integer
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT count(DISTINCT a.job_id)::integer
+      FROM tireless.ask a
+     WHERE (a.forge, a.owner, a.repo, a.number)
+           = (revisions_since_asked.forge, revisions_since_asked.owner, revisions_since_asked.repo, revisions_since_asked.number)
+       AND a.verb = 'revise' AND a.job_id IS NOT NULL
+       AND a.job_id > coalesce((SELECT max(j.id) FROM tireless.job j
+                                 WHERE (j.forge, j.owner, j.repo, j.number)
+                                       = (a.forge, a.owner, a.repo, a.number)
+                                   AND NOT EXISTS (SELECT FROM tireless.ask r
+                                                    WHERE r.job_id = j.id AND r.verb = 'revise')), 0);
+$$;
+
+--
+-- Name: FUNCTION revisions_since_asked(forge text, owner text, repo text, number integer); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.revisions_since_asked(forge text, owner text, repo text, number integer) IS 'How many revision jobs the issue had since a person last asked on the issue itself (the newest job that answers no revise ask: a mode label, a rerun, `/tireless implement`).';
 
 --
 -- Name: safe_comment_text(text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -5696,6 +6588,83 @@ $$;
 COMMENT ON FUNCTION tireless.set_repo_limit(forge text, owner text, repo text, capacity integer, runs_per_day integer, agent_time_per_day interval) IS 'Writes a tracked repository''s capacity and budgets (no row when all are null), tells its turns whether they are limited, switches the count of agent time when a budget of agent time is written, and starts counting runs when a budget of runs starts. TL008 when it is not tracked.';
 
 --
+-- Name: repo_revisions; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.repo_revisions (
+    forge text NOT NULL,
+    owner text NOT NULL,
+    repo text NOT NULL,
+    revise_on_failed_checks boolean DEFAULT false NOT NULL,
+    max_revisions integer DEFAULT 5 NOT NULL,
+    CONSTRAINT max_revisions_in_range CHECK (((max_revisions >= 0) AND (max_revisions <= 100)))
+);
+
+--
+-- Name: TABLE repo_revisions; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.repo_revisions IS 'A repository''s revision policy (tireless.set_repo_revisions); a repository without a row: no revision for failed checks, at most 5 revisions per issue. Kept when the repository is untracked, as its delivery policy is.';
+
+--
+-- Name: COLUMN repo_revisions.revise_on_failed_checks; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.repo_revisions.revise_on_failed_checks IS 'Whether failed checks on a pull request''s head ask for a revision.';
+
+--
+-- Name: COLUMN repo_revisions.max_revisions; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.repo_revisions.max_revisions IS 'How many revisions an issue gets after a person last asked on the issue (its mode label, or a command there).';
+
+--
+-- Name: CONSTRAINT max_revisions_in_range ON repo_revisions; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT max_revisions_in_range ON tireless.repo_revisions IS 'At most 100 revisions per request (0: none).';
+
+--
+-- Name: set_repo_revisions(text, text, text, boolean, integer); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.set_repo_revisions(forge text, owner text, repo text, revise_on_failed_checks boolean DEFAULT NULL::boolean, max_revisions integer DEFAULT NULL::integer) RETURNS tireless.repo_revisions
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    result tireless.repo_revisions;
+BEGIN
+    IF set_repo_revisions.max_revisions NOT BETWEEN 0 AND 100 THEN
+        RAISE EXCEPTION 'max_revisions must be from 0 to 100, got %', set_repo_revisions.max_revisions USING ERRCODE = 'TL005';
+    END IF;
+    PERFORM tireless.check_tracked(set_repo_revisions.forge, set_repo_revisions.owner, set_repo_revisions.repo);
+    IF num_nonnulls(set_repo_revisions.revise_on_failed_checks, set_repo_revisions.max_revisions) = 0 THEN
+        SELECT * INTO result FROM tireless.repo_revisions rr
+         WHERE (rr.forge, rr.owner, rr.repo) = (set_repo_revisions.forge, set_repo_revisions.owner, set_repo_revisions.repo);
+        IF NOT FOUND THEN
+            result := ROW(set_repo_revisions.forge, set_repo_revisions.owner, set_repo_revisions.repo, false, 5);
+        END IF;
+        RETURN result;
+    END IF;
+    INSERT INTO tireless.repo_revisions AS rr (forge, owner, repo, revise_on_failed_checks, max_revisions)
+    VALUES (set_repo_revisions.forge, set_repo_revisions.owner, set_repo_revisions.repo,
+            coalesce(set_repo_revisions.revise_on_failed_checks, false), coalesce(set_repo_revisions.max_revisions, 5))
+    ON CONFLICT ON CONSTRAINT one_revision_policy_per_repo DO UPDATE
+       SET revise_on_failed_checks = coalesce(set_repo_revisions.revise_on_failed_checks, rr.revise_on_failed_checks),
+           max_revisions = coalesce(set_repo_revisions.max_revisions, rr.max_revisions)
+    RETURNING rr.* INTO result;
+    RETURN result;
+END;
+$$;
+
+--
+-- Name: FUNCTION set_repo_revisions(forge text, owner text, repo text, revise_on_failed_checks boolean, max_revisions integer); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.set_repo_revisions(forge text, owner text, repo text, revise_on_failed_checks boolean, max_revisions integer) IS '(admin) The tracked repository''s revision policy: whether failed checks on tireless''s pull request ask for a revision (revise_on_failed_checks, default false) and how many revisions an issue gets after a person last asked on it (max_revisions, 0 to 100, default 5). A null argument leaves its setting as it is. Returns the policy. TL005 for a bad limit, TL008 when the repository is not tracked.';
+
+--
 -- Name: short_duration(interval); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -5744,6 +6713,63 @@ END;
 COMMENT ON FUNCTION tireless.start_counting_runs(lane text, forge text, owner text, repo text) IS 'A new budget of runs starts counting: today''s runs of the lane''s turns (lane given) or of the repository''s (lane null) become 0, except turns the other kind of budget of runs already counts.';
 
 --
+-- Name: stop_finish_note(text, text, timestamp with time zone, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.stop_finish_note(to_state text, note text, cancel_requested_at timestamp with time zone, cancel_note text) RETURNS text
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT CASE
+        WHEN stop_finish_note.cancel_requested_at IS NULL THEN stop_finish_note.note
+        WHEN stop_finish_note.to_state = 'cancelled'
+            THEN coalesce(stop_finish_note.cancel_note, stop_finish_note.note, 'issue withdrew its request')
+        WHEN stop_finish_note.to_state = 'delivered'
+            THEN concat_ws('; ', stop_finish_note.note,
+                           format('the cancel requested at %s (%s) came after the work was done',
+                                  to_char(stop_finish_note.cancel_requested_at AT TIME ZONE 'UTC', 'HH24:MI:SS"Z"'),
+                                  coalesce(stop_finish_note.cancel_note, 'issue withdrew its request')))
+        ELSE stop_finish_note.note END;
+$$;
+
+--
+-- Name: FUNCTION stop_finish_note(to_state text, note text, cancel_requested_at timestamp with time zone, cancel_note text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.stop_finish_note(to_state text, note text, cancel_requested_at timestamp with time zone, cancel_note text) IS 'The note a holder''s finish leaves on a job: its own note, unless the job was asked to stop (cancel_requested_at): then ended cancelled, the stop''s note (cancel_note); delivered anyway, the holder''s note and "the cancel requested at 12:00:03Z (cancelled by alice) came after the work was done".';
+
+--
+-- Name: stop_issue_work(text, text, text, integer, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.stop_issue_work(forge text, owner text, repo text, number integer, note text) RETURNS bigint
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    stopped bigint;
+BEGIN
+    UPDATE tireless.job j
+       SET state = CASE WHEN j.state = 'pending' THEN 'cancelled' ELSE j.state END::tireless.job_state,
+           note = CASE WHEN j.state = 'pending' THEN stop_issue_work.note ELSE j.note END,
+           cancel_requested_at = CASE WHEN j.state = 'claimed' THEN now() END,
+           cancel_note = CASE WHEN j.state = 'claimed' THEN stop_issue_work.note END,
+           updated_at = now()
+     WHERE (j.forge, j.owner, j.repo, j.number) = (stop_issue_work.forge, stop_issue_work.owner, stop_issue_work.repo, stop_issue_work.number)
+       AND (j.state = 'pending' OR (j.state = 'claimed' AND j.cancel_requested_at IS NULL))
+    RETURNING j.id INTO stopped;
+    UPDATE tireless.ask a SET outcome = 'withdrawn'
+     WHERE (a.forge, a.owner, a.repo, a.number) = (stop_issue_work.forge, stop_issue_work.owner, stop_issue_work.repo, stop_issue_work.number)
+       AND a.outcome = 'waiting';
+    RETURN stopped;
+END;
+$$;
+
+--
+-- Name: FUNCTION stop_issue_work(forge text, owner text, repo text, number integer, note text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.stop_issue_work(forge text, owner text, repo text, number integer, note text) IS 'Rule 2 for a `/tireless stop`: the issue''s pending job is cancelled and a claimed one asked to stop (its holder hears it at once), with note; its waiting asks are withdrawn. Returns the job it stopped, or null.';
+
+--
 -- Name: track_repo(text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -5755,6 +6781,7 @@ DECLARE
     top bigint;
 BEGIN
     PERFORM tireless.check_repo(track_repo.forge, track_repo.owner, track_repo.repo);
+    PERFORM tireless.check_forge(track_repo.forge);
     INSERT INTO tireless.tracked_repo (forge, owner, repo)
     VALUES (track_repo.forge, track_repo.owner, track_repo.repo)
     ON CONFLICT DO NOTHING;
@@ -5766,6 +6793,7 @@ BEGIN
     top := tireless.history_top();
     INSERT INTO tireless.mirror_repo (forge, owner, repo, event_cursor, scanned_to)
     VALUES (track_repo.forge, track_repo.owner, track_repo.repo, top, top);
+    PERFORM tireless.announce_poll(track_repo.forge);
     RETURN true;
 END;
 $$;
@@ -5774,7 +6802,7 @@ $$;
 -- Name: FUNCTION track_repo(forge text, owner text, repo text); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.track_repo(forge text, owner text, repo text) IS 'Starts tracking a repository, so enqueue accepts its issues, the poller reads it (due at once) and the mirror shows its jobs from now on; false if it was tracked already.';
+COMMENT ON FUNCTION tireless.track_repo(forge text, owner text, repo text) IS 'Starts tracking a repository of a registered forge, so enqueue accepts its issues, the poller reads it (due at once, and woken: tireless_poll) and the mirror shows its jobs from now on; false if it was tracked already (its owner and name in any case: tracked_key says under which). TL008, with the command that registers it, for a forge that is not registered; TL005 for a malformed key.';
 
 --
 -- Name: tracked_key(text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -5844,7 +6872,9 @@ BEGIN
                    claimed_by = NULL,
                    claim_expires_at = NULL,
                    claim_token = NULL,
-                   note = transition.note,
+                   note = CASE WHEN j.cancel_requested_at IS NULL THEN transition.note
+                               ELSE tireless.stop_finish_note(transition.to_state, transition.note,
+                                                              j.cancel_requested_at, j.cancel_note) END,
                    updated_at = now()
              WHERE j.id = transition.job_id
                AND j.state = 'claimed'
@@ -5924,7 +6954,8 @@ BEGIN
         IF target = 'pending' AND job.cancel_requested_at IS NOT NULL THEN
             -- A cancel request stands (0007_work_rule): released, the job ends cancelled, not retried.
             final_state := 'cancelled';
-            final_note := 'issue withdrew its request' || coalesce('; released: ' || transition.note, '');
+            final_note := coalesce(job.cancel_note, 'issue withdrew its request')
+                          || coalesce('; released: ' || transition.note, '');
         ELSIF target = 'pending' THEN
             SELECT kp.max_attempts INTO budget FROM tireless.kind_policy kp WHERE kp.kind = job.kind;
             IF tireless.attempts_spent(job) >= budget THEN
@@ -5932,6 +6963,8 @@ BEGIN
                 final_note := format('attempts exhausted (%s of %s); last: %s',
                                      tireless.attempts_spent(job), budget, coalesce(transition.note, 'released'));
             END IF;
+        ELSIF job.cancel_requested_at IS NOT NULL THEN
+            final_note := tireless.stop_finish_note(target::text, transition.note, job.cancel_requested_at, job.cancel_note);
         END IF;
     END IF;
 
@@ -5970,7 +7003,7 @@ $$;
 -- Name: FUNCTION transition(job_id bigint, to_state text, worker text, note text, token uuid); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.transition(job_id bigint, to_state text, worker text, note text, token uuid) IS 'Moves a job along its state machine and returns it. A worker that is given must hold the claim (and the token, when given) from the login that claimed (or an admin), whatever the job''s state now is: else TL004. Leaving claimed (to pending, delivered, failed, cancelled) needs the holder; a release after the last attempt the budget counts fails the job, and a release of a job whose issue withdrew its request cancels it. A pending job can only be cancelled (by tireless_admin). Entering claimed, or leaving a terminal state, is refused.';
+COMMENT ON FUNCTION tireless.transition(job_id bigint, to_state text, worker text, note text, token uuid) IS 'Moves a job along its state machine and returns it. A worker that is given must hold the claim (and the token, when given) from the login that claimed (or an admin), whatever the job''s state now is: else TL004. Leaving claimed (to pending, delivered, failed, cancelled) needs the holder; a release after the last attempt the budget counts fails the job, and a release of a job asked to stop cancels it. A job asked to stop ends cancelled with the stop''s note (cancel_note), whatever note the holder gives, or delivered with a note saying the stop came after the work was done. A pending job can only be cancelled (by tireless_admin). Entering claimed, or leaving a terminal state, is refused.';
 
 --
 -- Name: untrack_repo(text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -6038,6 +7071,29 @@ $$;
 COMMENT ON FUNCTION tireless.watch_attempt(job_id bigint, attempt integer, lane text) IS 'The watchdog''s answer for a held attempt: held, timeout (claimed longer ago than the lane''s max_run) or stalled (no progress for the lane''s stall_after). A stop is recorded with its note and stands until the attempt ends.';
 
 --
+-- Name: watchdog_due_at(bigint); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.watchdog_due_at(job_id bigint) RETURNS timestamp with time zone
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT least(coalesce(a.started_at, claim.at) + l.max_run, coalesce(a.progress_at, claim.at) + l.stall_after)
+      FROM tireless.job j
+      JOIN tireless.lane l ON l.name = j.lane AND (l.max_run IS NOT NULL OR l.stall_after IS NOT NULL)
+      -- The job is claimed, so its newest event is its claim (as current_attempt reads it).
+      CROSS JOIN LATERAL (SELECT e.at FROM tireless.job_event e WHERE e.job_id = j.id ORDER BY e.id DESC LIMIT 1) AS claim
+      LEFT JOIN tireless.job_attempt a ON a.job_id = j.id AND a.attempt = j.attempts
+     WHERE j.id = watchdog_due_at.job_id AND j.state = 'claimed';
+$$;
+
+--
+-- Name: FUNCTION watchdog_due_at(job_id bigint); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.watchdog_due_at(job_id bigint) IS 'When the watchdog may next stop the claimed job''s attempt: its start plus its lane''s max_run, or its last progress plus stall_after, whichever is first (a heartbeat then answers timeout or stalled, unless progress came since). Null when the job is not claimed or its lane has neither limit. The runner heartbeats at that time.';
+
+--
 -- Name: worker_ran(bigint, text); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -6083,6 +7139,19 @@ CREATE VIEW tireless.active_claims AS
 --
 
 COMMENT ON VIEW tireless.active_claims IS 'Claimed jobs with the time left on their lease (negative: past its lease, waiting for the sweeper), and the login that claimed each.';
+
+--
+-- Name: ask_id_seq; Type: SEQUENCE; Schema: tireless; Owner: -
+--
+
+ALTER TABLE tireless.ask ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME tireless.ask_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
 
 --
 -- Name: checkpoint; Type: TABLE; Schema: tireless; Owner: -
@@ -6140,6 +7209,31 @@ CREATE VIEW tireless.checkpoints AS
 --
 
 COMMENT ON VIEW tireless.checkpoints IS 'Each job''s last checkpoint (tireless.record_checkpoint): the attempt that made it, the ref and commit pushed, and when; a later attempt of the job starts from it.';
+
+--
+-- Name: conversation_read; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.conversation_read (
+    forge text NOT NULL,
+    owner text NOT NULL,
+    repo text NOT NULL,
+    comments_cursor timestamp with time zone DEFAULT now() NOT NULL,
+    comments_etag text,
+    CONSTRAINT comments_etag_bounded CHECK ((length(comments_etag) <= 1000))
+);
+
+--
+-- Name: TABLE conversation_read; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.conversation_read IS 'Where the poller''s reads of a repository''s comments stand: the newest comment time read (a comment written before it and edited since is an edit, never a new command) and the listing''s ETag. Private: conversation_to_read and record_conversation keep it.';
+
+--
+-- Name: CONSTRAINT comments_etag_bounded ON conversation_read; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT comments_etag_bounded ON tireless.conversation_read IS 'An ETag is at most 1000 characters.';
 
 --
 -- Name: delivery; Type: TABLE; Schema: tireless; Owner: -
@@ -6742,7 +7836,9 @@ CREATE VIEW tireless.lane_status AS
     COALESCE(live.ready, (0)::bigint) AS ready,
     COALESCE(live.claimed, (0)::bigint) AS claimed,
     COALESCE(live.past_lease, (0)::bigint) AS past_lease,
-    live.oldest_pending_age
+    live.oldest_pending_age,
+    l.max_run,
+    l.stall_after
    FROM ((tireless.lane l
      FULL JOIN live ON ((live.lane = l.name)))
      CROSS JOIN tireless.policy p);
@@ -6751,7 +7847,7 @@ CREATE VIEW tireless.lane_status AS
 -- Name: VIEW lane_status; Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON VIEW tireless.lane_status IS 'One row per lane that has settings or live jobs: capacity, paused, circuit breaker (closed, open while tripped, half-open after the cool-down until a success), and its pending, ready, claimed and past-lease jobs.';
+COMMENT ON VIEW tireless.lane_status IS 'One row per lane that has settings or live jobs: capacity, paused, circuit breaker (closed, open while tripped, half-open after the cool-down until a success), its pending, ready, claimed and past-lease jobs, and its time limits (max_run, stall_after; null: none).';
 
 --
 -- Name: queue_stats; Type: VIEW; Schema: tireless; Owner: -
@@ -6805,7 +7901,9 @@ CREATE VIEW tireless.lane_summary AS
     COALESCE(b.agent_seconds_today, (0)::double precision) AS agent_seconds_today,
     b.runs_per_day,
     b.agent_seconds_per_day,
-    b.budget_resets_at
+    b.budget_resets_at,
+    s.max_run,
+    s.stall_after
    FROM ((tireless.lane_status s
      FULL JOIN ( SELECT st.lane,
             (sum(st.jobs) FILTER (WHERE (st.state = 'delivered'::tireless.job_state)))::bigint AS delivered,
@@ -6819,7 +7917,7 @@ CREATE VIEW tireless.lane_summary AS
 -- Name: VIEW lane_summary; Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON VIEW tireless.lane_summary IS 'One row per lane that has live jobs, settings or jobs finished in the last 24 hours: lane_status (live jobs, the oldest pending job''s age in seconds, breaker, its failures in a row, paused, capacity) beside queue_stats''s delivered, failed and cancelled counts, and today''s spend (UTC: runs_today, counted under a budget of runs, agent_seconds_today) against the lane''s daily budgets, with budget_resets_at (the next midnight UTC) while a budget is spent. What `tireless status` and the dashboard''s overview show.';
+COMMENT ON VIEW tireless.lane_summary IS 'One row per lane that has live jobs, settings or jobs finished in the last 24 hours: lane_status (live jobs, the oldest pending job''s age in seconds, breaker, its failures in a row, paused, capacity) beside queue_stats''s delivered, failed and cancelled counts, and today''s spend (UTC: runs_today, counted under a budget of runs, agent_seconds_today) against the lane''s daily budgets, with budget_resets_at (the next midnight UTC) while a budget is spent, and its time limits (max_run, stall_after). What `tireless status`, `tireless lane show` and the dashboard''s overview show.';
 
 --
 -- Name: mirror_comment; Type: TABLE; Schema: tireless; Owner: -
@@ -6893,6 +7991,52 @@ COMMENT ON COLUMN tireless.mirror_repo.scanned_to IS 'The newest job_event id th
 --
 
 COMMENT ON CONSTRAINT cursor_not_past_the_scan ON tireless.mirror_repo IS 'The cursor never passes what was scanned.';
+
+--
+-- Name: pull_read; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.pull_read (
+    forge text NOT NULL,
+    owner text NOT NULL,
+    repo text NOT NULL,
+    pull_number integer NOT NULL,
+    reviews_etag text,
+    read_to timestamp with time zone,
+    checks_head text,
+    CONSTRAINT checks_head_is_a_commit_id CHECK ((checks_head ~ '^([0-9a-f]{40}|[0-9a-f]{64})$'::text)),
+    CONSTRAINT reviews_etag_bounded CHECK ((length(reviews_etag) <= 1000))
+);
+
+--
+-- Name: TABLE pull_read; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.pull_read IS 'Where the poller''s reads of one of tireless''s pull requests stand: the ETag of its reviews (GitHub answers 304 to it at no cost), the updated_at it was last read at, and the last head whose checks had all finished (read no more). Private: conversation_to_read and record_conversation keep it.';
+
+--
+-- Name: COLUMN pull_read.read_to; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.pull_read.read_to IS 'The pull request''s updated_at when its conversation was last read: a listing showing it no newer reads nothing.';
+
+--
+-- Name: COLUMN pull_read.checks_head; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.pull_read.checks_head IS 'The head commit whose checks had all finished when last read: not read again.';
+
+--
+-- Name: CONSTRAINT checks_head_is_a_commit_id ON pull_read; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT checks_head_is_a_commit_id ON tireless.pull_read IS 'A head is a full commit id.';
+
+--
+-- Name: CONSTRAINT reviews_etag_bounded ON pull_read; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT reviews_etag_bounded ON tireless.pull_read IS 'An ETag is at most 1000 characters.';
 
 --
 -- Name: push; Type: TABLE; Schema: tireless; Owner: -
@@ -7178,6 +8322,13 @@ ALTER TABLE ONLY tireless.activity_count
     ADD CONSTRAINT activity_count_pkey PRIMARY KEY (grain, bucket, lane, kind);
 
 --
+-- Name: ask ask_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.ask
+    ADD CONSTRAINT ask_pkey PRIMARY KEY (id);
+
+--
 -- Name: checkpoint checkpoint_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
 --
 
@@ -7337,6 +8488,32 @@ ALTER TABLE ONLY tireless.mirror_repo
     ADD CONSTRAINT mirror_repo_pkey PRIMARY KEY (forge, owner, repo);
 
 --
+-- Name: ask one_ask_per_forge_item; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.ask
+    ADD CONSTRAINT one_ask_per_forge_item UNIQUE (forge, owner, repo, source, source_id);
+
+--
+-- Name: CONSTRAINT one_ask_per_forge_item ON ask; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT one_ask_per_forge_item ON tireless.ask IS 'A review, comment or head asks once: a webhook redelivery or a poll that reads it again asks nothing more.';
+
+--
+-- Name: conversation_read one_conversation_read_per_repo; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.conversation_read
+    ADD CONSTRAINT one_conversation_read_per_repo PRIMARY KEY (forge, owner, repo);
+
+--
+-- Name: CONSTRAINT one_conversation_read_per_repo ON conversation_read; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT one_conversation_read_per_repo ON tireless.conversation_read IS 'One read position per repository.';
+
+--
 -- Name: repo_delivery one_delivery_policy_per_repo; Type: CONSTRAINT; Schema: tireless; Owner: -
 --
 
@@ -7363,6 +8540,19 @@ ALTER TABLE ONLY tireless.repo_limit
 COMMENT ON CONSTRAINT one_limit_row_per_repo ON tireless.repo_limit IS 'A repository has one set of limits.';
 
 --
+-- Name: pull_read one_read_per_pull; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.pull_read
+    ADD CONSTRAINT one_read_per_pull PRIMARY KEY (forge, owner, repo, pull_number);
+
+--
+-- Name: CONSTRAINT one_read_per_pull ON pull_read; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT one_read_per_pull ON tireless.pull_read IS 'One read position per pull request.';
+
+--
 -- Name: push one_record_per_pushed_head; Type: CONSTRAINT; Schema: tireless; Owner: -
 --
 
@@ -7374,6 +8564,19 @@ ALTER TABLE ONLY tireless.push
 --
 
 COMMENT ON CONSTRAINT one_record_per_pushed_head ON tireless.push IS 'A head is recorded once per job and branch.';
+
+--
+-- Name: repo_revisions one_revision_policy_per_repo; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.repo_revisions
+    ADD CONSTRAINT one_revision_policy_per_repo PRIMARY KEY (forge, owner, repo);
+
+--
+-- Name: CONSTRAINT one_revision_policy_per_repo ON repo_revisions; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT one_revision_policy_per_repo ON tireless.repo_revisions IS 'A repository has one revision policy.';
 
 --
 -- Name: lane_repo one_turn_per_lane_and_repo; Type: CONSTRAINT; Schema: tireless; Owner: -
@@ -7436,6 +8639,42 @@ ALTER TABLE ONLY tireless.webhook_delivery
 
 ALTER TABLE ONLY tireless.worker_seen
     ADD CONSTRAINT worker_seen_pkey PRIMARY KEY (worker);
+
+--
+-- Name: asks_by_issue; Type: INDEX; Schema: tireless; Owner: -
+--
+
+CREATE INDEX asks_by_issue ON tireless.ask USING btree (forge, owner, repo, number, id);
+
+--
+-- Name: INDEX asks_by_issue; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON INDEX tireless.asks_by_issue IS 'An issue''s asks, oldest first: the revisions counted, the failure before.';
+
+--
+-- Name: asks_by_job; Type: INDEX; Schema: tireless; Owner: -
+--
+
+CREATE INDEX asks_by_job ON tireless.ask USING btree (job_id) WHERE (job_id IS NOT NULL);
+
+--
+-- Name: INDEX asks_by_job; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON INDEX tireless.asks_by_job IS 'The asks a job answers (its brief, tireless show).';
+
+--
+-- Name: asks_waiting; Type: INDEX; Schema: tireless; Owner: -
+--
+
+CREATE INDEX asks_waiting ON tireless.ask USING btree (forge, owner, repo, number) WHERE (outcome = 'waiting'::text);
+
+--
+-- Name: INDEX asks_waiting; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON INDEX tireless.asks_waiting IS 'The asks still waiting for their issue''s live job to end.';
 
 --
 -- Name: claimed_jobs_by_expiry; Type: INDEX; Schema: tireless; Owner: -
@@ -7556,6 +8795,18 @@ CREATE INDEX pending_jobs_in_repo_order ON tireless.job USING btree (lane, forge
 --
 
 COMMENT ON INDEX tireless.pending_jobs_in_repo_order IS 'claim_next: a repository''s oldest pending job in a lane, one probe whatever the backlog.';
+
+--
+-- Name: replies_due; Type: INDEX; Schema: tireless; Owner: -
+--
+
+CREATE INDEX replies_due ON tireless.ask USING btree (forge, owner, repo, next_reply_at) WHERE ((reply IS NOT NULL) AND (replied_at IS NULL));
+
+--
+-- Name: INDEX replies_due; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON INDEX tireless.replies_due IS 'The mirror''s replies still owed, per repository, soonest first.';
 
 --
 -- Name: repos_in_turn_order; Type: INDEX; Schema: tireless; Owner: -
@@ -7744,6 +8995,18 @@ CREATE TRIGGER live_job_is_never_deleted BEFORE DELETE ON tireless.job FOR EACH 
 COMMENT ON TRIGGER live_job_is_never_deleted ON tireless.job IS 'A live job is never lost by a DELETE.';
 
 --
+-- Name: job stop_reaches_its_holder; Type: TRIGGER; Schema: tireless; Owner: -
+--
+
+CREATE TRIGGER stop_reaches_its_holder AFTER UPDATE OF cancel_requested_at ON tireless.job FOR EACH ROW WHEN (((old.cancel_requested_at IS NULL) AND (new.cancel_requested_at IS NOT NULL))) EXECUTE FUNCTION tireless.announce_stop();
+
+--
+-- Name: TRIGGER stop_reaches_its_holder ON job; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TRIGGER stop_reaches_its_holder ON tireless.job IS 'A claimed job asked to stop (cancel_requested_at set) is announced on tireless_stop, so its holder hears it at once.';
+
+--
 -- Name: job terminal_job_is_final; Type: TRIGGER; Schema: tireless; Owner: -
 --
 
@@ -7754,6 +9017,32 @@ CREATE TRIGGER terminal_job_is_final BEFORE UPDATE ON tireless.job FOR EACH ROW 
 --
 
 COMMENT ON TRIGGER terminal_job_is_final ON tireless.job IS 'Invariant 2: a terminal job never changes again.';
+
+--
+-- Name: ask ask_answered_by_a_job; Type: FK CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.ask
+    ADD CONSTRAINT ask_answered_by_a_job FOREIGN KEY (job_id) REFERENCES tireless.job(id) ON DELETE SET NULL;
+
+--
+-- Name: CONSTRAINT ask_answered_by_a_job ON ask; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT ask_answered_by_a_job ON tireless.ask IS 'A pruned job leaves its asks, unanswered by any job.';
+
+--
+-- Name: ask ask_of_a_tracked_repo; Type: FK CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.ask
+    ADD CONSTRAINT ask_of_a_tracked_repo FOREIGN KEY (forge, owner, repo) REFERENCES tireless.tracked_repo(forge, owner, repo) ON DELETE CASCADE;
+
+--
+-- Name: CONSTRAINT ask_of_a_tracked_repo ON ask; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT ask_of_a_tracked_repo ON tireless.ask IS 'Asks are kept while their repository is tracked.';
 
 --
 -- Name: checkpoint checkpoint_of_a_job; Type: FK CONSTRAINT; Schema: tireless; Owner: -
@@ -7767,6 +9056,19 @@ ALTER TABLE ONLY tireless.checkpoint
 --
 
 COMMENT ON CONSTRAINT checkpoint_of_a_job ON tireless.checkpoint IS 'A checkpoint belongs to its job and goes with it (prune).';
+
+--
+-- Name: conversation_read conversation_read_of_a_tracked_repo; Type: FK CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.conversation_read
+    ADD CONSTRAINT conversation_read_of_a_tracked_repo FOREIGN KEY (forge, owner, repo) REFERENCES tireless.tracked_repo(forge, owner, repo) ON DELETE CASCADE;
+
+--
+-- Name: CONSTRAINT conversation_read_of_a_tracked_repo ON conversation_read; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT conversation_read_of_a_tracked_repo ON tireless.conversation_read IS 'Kept while the repository is tracked.';
 
 --
 -- Name: delivery delivery_of_a_job; Type: FK CONSTRAINT; Schema: tireless; Owner: -
@@ -7899,6 +9201,19 @@ ALTER TABLE ONLY tireless.repo_poll
 COMMENT ON CONSTRAINT poll_of_a_tracked_repo ON tireless.repo_poll IS 'Poll state belongs to a tracked repository and goes with it.';
 
 --
+-- Name: pull_read pull_read_of_a_tracked_repo; Type: FK CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.pull_read
+    ADD CONSTRAINT pull_read_of_a_tracked_repo FOREIGN KEY (forge, owner, repo) REFERENCES tireless.tracked_repo(forge, owner, repo) ON DELETE CASCADE;
+
+--
+-- Name: CONSTRAINT pull_read_of_a_tracked_repo ON pull_read; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT pull_read_of_a_tracked_repo ON tireless.pull_read IS 'Kept while the repository is tracked.';
+
+--
 -- Name: push push_of_a_job; Type: FK CONSTRAINT; Schema: tireless; Owner: -
 --
 
@@ -7962,10 +9277,28 @@ GRANT SELECT ON TABLE tireless.lane TO tireless_admin;
 REVOKE ALL ON FUNCTION tireless.agent_time_budgeted() FROM PUBLIC;
 
 --
+-- Name: FUNCTION announce_poll(forge text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.announce_poll(forge text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION announce_stop(); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.announce_stop() FROM PUBLIC;
+
+--
 -- Name: FUNCTION announce_work(lane text); Type: ACL; Schema: tireless; Owner: -
 --
 
 REVOKE ALL ON FUNCTION tireless.announce_work(lane text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION answer_waiting_asks(forge text, owner text, repo text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.answer_waiting_asks(forge text, owner text, repo text) FROM PUBLIC;
 
 --
 -- Name: FUNCTION apply_work_rule(issues jsonb, OUT created integer, OUT cancelled integer, OUT rerouted integer, OUT seen integer); Type: ACL; Schema: tireless; Owner: -
@@ -7978,6 +9311,24 @@ REVOKE ALL ON FUNCTION tireless.apply_work_rule(issues jsonb, OUT created intege
 --
 
 REVOKE ALL ON FUNCTION tireless.arm_agent_time_count() FROM PUBLIC;
+
+--
+-- Name: FUNCTION ask_problem(ask jsonb); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.ask_problem(ask jsonb) FROM PUBLIC;
+
+--
+-- Name: TABLE ask; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.ask TO tireless_admin;
+
+--
+-- Name: FUNCTION ask_reply_text(ask tireless.ask); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.ask_reply_text(ask tireless.ask) FROM PUBLIC;
 
 --
 -- Name: FUNCTION attach_report(job_id bigint, worker text, report text, token uuid); Type: ACL; Schema: tireless; Owner: -
@@ -8113,10 +9464,33 @@ REVOKE ALL ON FUNCTION tireless.claim_repos_to_poll(poller text, lease interval,
 GRANT ALL ON FUNCTION tireless.claim_repos_to_poll(poller text, lease interval, max_repos integer) TO tireless_poller;
 
 --
+-- Name: FUNCTION command_in(body text, OUT verb text, OUT instruction text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.command_in(body text, OUT verb text, OUT instruction text) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.command_in(body text, OUT verb text, OUT instruction text) TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.command_in(body text, OUT verb text, OUT instruction text) TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.command_in(body text, OUT verb text, OUT instruction text) TO tireless_admin;
+
+--
 -- Name: FUNCTION comment_marker(job_id bigint); Type: ACL; Schema: tireless; Owner: -
 --
 
 REVOKE ALL ON FUNCTION tireless.comment_marker(job_id bigint) FROM PUBLIC;
+
+--
+-- Name: FUNCTION conversation_replies_due(forge text, owner text, repo text, poller text, max_replies integer); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.conversation_replies_due(forge text, owner text, repo text, poller text, max_replies integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.conversation_replies_due(forge text, owner text, repo text, poller text, max_replies integer) TO tireless_poller;
+
+--
+-- Name: FUNCTION conversation_to_read(forge text, owner text, repo text, poller text, OUT comments_cursor timestamp with time zone, OUT comments_etag text, OUT pulls jsonb, OUT waiting boolean); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.conversation_to_read(forge text, owner text, repo text, poller text, OUT comments_cursor timestamp with time zone, OUT comments_etag text, OUT pulls jsonb, OUT waiting boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.conversation_to_read(forge text, owner text, repo text, poller text, OUT comments_cursor timestamp with time zone, OUT comments_etag text, OUT pulls jsonb, OUT waiting boolean) TO tireless_poller;
 
 --
 -- Name: FUNCTION count_agent_time(); Type: ACL; Schema: tireless; Owner: -
@@ -8395,6 +9769,15 @@ GRANT ALL ON FUNCTION tireless.issue_runs(job_id bigint) TO tireless_poller;
 GRANT ALL ON FUNCTION tireless.issue_runs(job_id bigint) TO tireless_admin;
 
 --
+-- Name: FUNCTION job_asks(job_id bigint); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.job_asks(job_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.job_asks(job_id bigint) TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.job_asks(job_id bigint) TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.job_asks(job_id bigint) TO tireless_admin;
+
+--
 -- Name: FUNCTION job_brief(job_id bigint); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -8432,6 +9815,12 @@ GRANT ALL ON FUNCTION tireless.job_kind_for(labels text[]) TO tireless_poller;
 --
 
 REVOKE ALL ON FUNCTION tireless.job_rules_hold(job tireless.job) FROM PUBLIC;
+
+--
+-- Name: FUNCTION judge_ask(forge text, owner text, repo text, login text, item jsonb, read_from timestamp with time zone); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.judge_ask(forge text, owner text, repo text, login text, item jsonb, read_from timestamp with time zone) FROM PUBLIC;
 
 --
 -- Name: FUNCTION keep_history_with_its_job(); Type: ACL; Schema: tireless; Owner: -
@@ -8544,11 +9933,24 @@ REVOKE ALL ON FUNCTION tireless.mirror_writes(forge text, owner text, repo text,
 GRANT ALL ON FUNCTION tireless.mirror_writes(forge text, owner text, repo text, poller text, max_writes integer, settle interval) TO tireless_poller;
 
 --
+-- Name: FUNCTION next_poll_due_at(); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.next_poll_due_at() FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.next_poll_due_at() TO tireless_poller;
+
+--
 -- Name: FUNCTION next_ready_at(lanes text[]); Type: ACL; Schema: tireless; Owner: -
 --
 
 REVOKE ALL ON FUNCTION tireless.next_ready_at(lanes text[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.next_ready_at(lanes text[]) TO tireless_runner;
+
+--
+-- Name: FUNCTION open_pulls(forge text, owner text, repo text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.open_pulls(forge text, owner text, repo text) FROM PUBLIC;
 
 --
 -- Name: FUNCTION parse_kind(name text); Type: ACL; Schema: tireless; Owner: -
@@ -8624,6 +10026,20 @@ GRANT ALL ON FUNCTION tireless.queue_activity(span interval) TO tireless_admin;
 
 REVOKE ALL ON FUNCTION tireless.record_checkpoint(job_id bigint, worker text, ref text, commit text, token uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.record_checkpoint(job_id bigint, worker text, ref text, commit text, token uuid) TO tireless_runner;
+
+--
+-- Name: FUNCTION record_conversation(forge text, owner text, repo text, poller text, login text, asks jsonb, comments_cursor timestamp with time zone, comments_etag text, pulls jsonb, OUT asked integer, OUT refused integer, OUT created integer, OUT stopped integer, OUT skipped text[]); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.record_conversation(forge text, owner text, repo text, poller text, login text, asks jsonb, comments_cursor timestamp with time zone, comments_etag text, pulls jsonb, OUT asked integer, OUT refused integer, OUT created integer, OUT stopped integer, OUT skipped text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.record_conversation(forge text, owner text, repo text, poller text, login text, asks jsonb, comments_cursor timestamp with time zone, comments_etag text, pulls jsonb, OUT asked integer, OUT refused integer, OUT created integer, OUT stopped integer, OUT skipped text[]) TO tireless_poller;
+
+--
+-- Name: FUNCTION record_conversation_reply(forge text, owner text, repo text, poller text, ask_id bigint, error text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.record_conversation_reply(forge text, owner text, repo text, poller text, ask_id bigint, error text) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.record_conversation_reply(forge text, owner text, repo text, poller text, ask_id bigint, error text) TO tireless_poller;
 
 --
 -- Name: FUNCTION record_forge_trouble(name text, error text, until timestamp with time zone); Type: ACL; Schema: tireless; Owner: -
@@ -8817,6 +10233,12 @@ REVOKE ALL ON FUNCTION tireless.retry_forge(name text) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.retry_forge(name text) TO tireless_admin;
 
 --
+-- Name: FUNCTION revisions_since_asked(forge text, owner text, repo text, number integer); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.revisions_since_asked(forge text, owner text, repo text, number integer) FROM PUBLIC;
+
+--
 -- Name: FUNCTION safe_comment_text(body text); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -8917,6 +10339,13 @@ GRANT ALL ON FUNCTION tireless.set_repo_delivery(forge text, owner text, repo te
 REVOKE ALL ON FUNCTION tireless.set_repo_limit(forge text, owner text, repo text, capacity integer, runs_per_day integer, agent_time_per_day interval) FROM PUBLIC;
 
 --
+-- Name: FUNCTION set_repo_revisions(forge text, owner text, repo text, revise_on_failed_checks boolean, max_revisions integer); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.set_repo_revisions(forge text, owner text, repo text, revise_on_failed_checks boolean, max_revisions integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.set_repo_revisions(forge text, owner text, repo text, revise_on_failed_checks boolean, max_revisions integer) TO tireless_admin;
+
+--
 -- Name: FUNCTION short_duration(span interval); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -8927,6 +10356,18 @@ REVOKE ALL ON FUNCTION tireless.short_duration(span interval) FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION tireless.start_counting_runs(lane text, forge text, owner text, repo text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION stop_finish_note(to_state text, note text, cancel_requested_at timestamp with time zone, cancel_note text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.stop_finish_note(to_state text, note text, cancel_requested_at timestamp with time zone, cancel_note text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION stop_issue_work(forge text, owner text, repo text, number integer, note text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.stop_issue_work(forge text, owner text, repo text, number integer, note text) FROM PUBLIC;
 
 --
 -- Name: FUNCTION track_repo(forge text, owner text, repo text); Type: ACL; Schema: tireless; Owner: -
@@ -8970,6 +10411,13 @@ GRANT ALL ON FUNCTION tireless.untrack_repo(forge text, owner text, repo text) T
 --
 
 REVOKE ALL ON FUNCTION tireless.watch_attempt(job_id bigint, attempt integer, lane text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION watchdog_due_at(job_id bigint); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.watchdog_due_at(job_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.watchdog_due_at(job_id bigint) TO tireless_runner;
 
 --
 -- Name: FUNCTION worker_ran(job_id bigint, worker text); Type: ACL; Schema: tireless; Owner: -

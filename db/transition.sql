@@ -21,6 +21,53 @@ COMMENT ON FUNCTION tireless.may_cancel_pending() IS
     'or of the schema''s owner.';
 REVOKE ALL ON FUNCTION tireless.may_cancel_pending() FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 
+-- A stop keeps its own note (0030_stop_notes): the note a holder's finish leaves on a job that was
+-- asked to stop is chosen here, not by the runner.
+CREATE OR REPLACE FUNCTION tireless.stop_finish_note(
+    to_state text, note text, cancel_requested_at timestamptz, cancel_note text
+) RETURNS text
+    LANGUAGE sql STABLE
+AS $$
+    SELECT CASE
+        WHEN stop_finish_note.cancel_requested_at IS NULL THEN stop_finish_note.note
+        WHEN stop_finish_note.to_state = 'cancelled'
+            THEN coalesce(stop_finish_note.cancel_note, stop_finish_note.note, 'issue withdrew its request')
+        WHEN stop_finish_note.to_state = 'delivered'
+            THEN concat_ws('; ', stop_finish_note.note,
+                           format('the cancel requested at %s (%s) came after the work was done',
+                                  to_char(stop_finish_note.cancel_requested_at AT TIME ZONE 'UTC', 'HH24:MI:SS"Z"'),
+                                  coalesce(stop_finish_note.cancel_note, 'issue withdrew its request')))
+        ELSE stop_finish_note.note END;
+$$;
+COMMENT ON FUNCTION tireless.stop_finish_note(text, text, timestamptz, text) IS
+    'The note a holder''s finish leaves on a job: its own note, unless the job was asked to stop '
+    '(cancel_requested_at): then ended cancelled, the stop''s note (cancel_note); delivered anyway, the holder''s '
+    'note and "the cancel requested at 12:00:03Z (cancelled by alice) came after the work was done".';
+REVOKE ALL ON FUNCTION tireless.stop_finish_note(text, text, timestamp with time zone, text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+
+-- A stop reaches its holder at once: the runner LISTENs on tireless_stop while its agent works, and
+-- heartbeats when its job's id comes, instead of at its next renewal. Whoever asks a claimed job to
+-- stop (request_cancel, the work rule, the poll, the conversation) sets cancel_requested_at: this
+-- trigger is the one place that announces it.
+CREATE OR REPLACE FUNCTION tireless.announce_stop() RETURNS trigger
+    LANGUAGE plpgsql
+AS $$
+BEGIN
+    PERFORM pg_notify('tireless_stop', NEW.id::text);
+    RETURN NULL;
+END;
+$$;
+COMMENT ON FUNCTION tireless.announce_stop() IS
+    'Trigger: NOTIFY tireless_stop with the job''s id as payload when a claimed job is asked to stop. Sent at commit.';
+REVOKE ALL ON FUNCTION tireless.announce_stop() FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+
+CREATE OR REPLACE TRIGGER stop_reaches_its_holder
+    AFTER UPDATE OF cancel_requested_at ON tireless.job
+    FOR EACH ROW WHEN (OLD.cancel_requested_at IS NULL AND NEW.cancel_requested_at IS NOT NULL)
+    EXECUTE FUNCTION tireless.announce_stop();
+COMMENT ON TRIGGER stop_reaches_its_holder ON tireless.job IS
+    'A claimed job asked to stop (cancel_requested_at set) is announced on tireless_stop, so its holder hears it at once.';
+
 CREATE OR REPLACE FUNCTION tireless.transition(
     job_id bigint, to_state text, worker text DEFAULT NULL, note text DEFAULT NULL, token uuid DEFAULT NULL
 ) RETURNS tireless.job
@@ -51,7 +98,9 @@ BEGIN
                    claimed_by = NULL,
                    claim_expires_at = NULL,
                    claim_token = NULL,
-                   note = transition.note,
+                   note = CASE WHEN j.cancel_requested_at IS NULL THEN transition.note
+                               ELSE tireless.stop_finish_note(transition.to_state, transition.note,
+                                                              j.cancel_requested_at, j.cancel_note) END,
                    updated_at = now()
              WHERE j.id = transition.job_id
                AND j.state = 'claimed'
@@ -131,7 +180,8 @@ BEGIN
         IF target = 'pending' AND job.cancel_requested_at IS NOT NULL THEN
             -- A cancel request stands (0007_work_rule): released, the job ends cancelled, not retried.
             final_state := 'cancelled';
-            final_note := 'issue withdrew its request' || coalesce('; released: ' || transition.note, '');
+            final_note := coalesce(job.cancel_note, 'issue withdrew its request')
+                          || coalesce('; released: ' || transition.note, '');
         ELSIF target = 'pending' THEN
             SELECT kp.max_attempts INTO budget FROM tireless.kind_policy kp WHERE kp.kind = job.kind;
             IF tireless.attempts_spent(job) >= budget THEN
@@ -139,6 +189,8 @@ BEGIN
                 final_note := format('attempts exhausted (%s of %s); last: %s',
                                      tireless.attempts_spent(job), budget, coalesce(transition.note, 'released'));
             END IF;
+        ELSIF job.cancel_requested_at IS NOT NULL THEN
+            final_note := tireless.stop_finish_note(target::text, transition.note, job.cancel_requested_at, job.cancel_note);
         END IF;
     END IF;
 
@@ -176,7 +228,8 @@ COMMENT ON FUNCTION tireless.transition(bigint, text, text, text, uuid) IS
     'Moves a job along its state machine and returns it. A worker that is given must hold the claim (and the '
     'token, when given) from the login that claimed (or an admin), whatever the job''s state now is: else TL004. Leaving claimed (to pending, delivered, '
     'failed, cancelled) needs the holder; a release after the last attempt the budget counts fails the job, and a '
-    'release of a job whose issue withdrew its request cancels it. '
+    'release of a job asked to stop cancels it. A job asked to stop ends cancelled with the stop''s note (cancel_note), '
+    'whatever note the holder gives, or delivered with a note saying the stop came after the work was done. '
     'A pending job can only be cancelled (by tireless_admin). Entering claimed, or leaving a terminal state, is refused.';
 REVOKE ALL ON FUNCTION tireless.transition(bigint, text, text, text, uuid) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT EXECUTE ON FUNCTION tireless.transition(bigint, text, text, text, uuid) TO tireless_runner;
@@ -338,11 +391,13 @@ BEGIN
         RAISE EXCEPTION 'job % is % and never changes again; nothing to cancel', job.id, job.state
             USING ERRCODE = 'TL003', HINT = 'Only a pending or claimed job can be cancelled.';
     END IF;
-    -- A pending job ends at once; a claimed one keeps its holder, who learns of the request from
-    -- heartbeat (as for a withdrawn issue) and ends it cancelled, or the sweeper does at its lease's end.
+    -- A pending job ends at once; a claimed one keeps its holder, who hears of the request at once
+    -- (tireless_stop) and ends it cancelled with this note, or the sweeper does at its lease's end.
+    -- A request stands once made: a second one keeps the first's time and note.
     UPDATE tireless.job j
        SET state = CASE WHEN j.state = 'pending' THEN 'cancelled' ELSE j.state END::tireless.job_state,
            cancel_requested_at = CASE WHEN j.state = 'claimed' THEN coalesce(j.cancel_requested_at, now()) END,
+           cancel_note = CASE WHEN j.state = 'claimed' THEN coalesce(j.cancel_note, why) END,
            note = why,
            updated_at = now()
      WHERE j.id = job.id
@@ -352,8 +407,8 @@ END;
 $$;
 COMMENT ON FUNCTION tireless.request_cancel(bigint, text) IS
     '(admin) Cancels a job: a pending job ends cancelled at once, with the note; a claimed job gets a cancel request '
-    '(the note says who asked), which its holder learns from heartbeat as for a withdrawn issue. TL001 for an '
-    'unknown job, TL003 for a finished one.';
+    'whose note (default "cancelled by <login>") it ends with, which its holder hears at once (tireless_stop) and '
+    'heartbeat answers. TL001 for an unknown job, TL003 for a finished one.';
 REVOKE ALL ON FUNCTION tireless.request_cancel(bigint, text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT EXECUTE ON FUNCTION tireless.request_cancel(bigint, text) TO tireless_admin;
 

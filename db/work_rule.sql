@@ -60,6 +60,7 @@ DECLARE
     top bigint;
 BEGIN
     PERFORM tireless.check_repo(track_repo.forge, track_repo.owner, track_repo.repo);
+    PERFORM tireless.check_forge(track_repo.forge);
     INSERT INTO tireless.tracked_repo (forge, owner, repo)
     VALUES (track_repo.forge, track_repo.owner, track_repo.repo)
     ON CONFLICT DO NOTHING;
@@ -71,12 +72,15 @@ BEGIN
     top := tireless.history_top();
     INSERT INTO tireless.mirror_repo (forge, owner, repo, event_cursor, scanned_to)
     VALUES (track_repo.forge, track_repo.owner, track_repo.repo, top, top);
+    PERFORM tireless.announce_poll(track_repo.forge);
     RETURN true;
 END;
 $$;
 COMMENT ON FUNCTION tireless.track_repo(text, text, text) IS
-    'Starts tracking a repository, so enqueue accepts its issues, the poller reads it (due at once) and the mirror '
-    'shows its jobs from now on; false if it was tracked already.';
+    'Starts tracking a repository of a registered forge, so enqueue accepts its issues, the poller reads it (due at '
+    'once, and woken: tireless_poll) and the mirror shows its jobs from now on; false if it was tracked already '
+    '(its owner and name in any case: tracked_key says under which). TL008, with the command that registers it, '
+    'for a forge that is not registered; TL005 for a malformed key.';
 REVOKE ALL ON FUNCTION tireless.track_repo(text, text, text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT EXECUTE ON FUNCTION tireless.track_repo(text, text, text) TO tireless_admin;
 
@@ -356,7 +360,8 @@ BEGIN
     ), decided AS MATERIALIZED (
         SELECT jd.*,
                jd.kind IS NOT NULL AND jd.asks_since IS NULL AS rising,
-               jd.kind IS NULL AND jd.asks_since IS NOT NULL AS withdrawn,
+               -- Closing ends the live job whatever asked for it: labels, a review, a command.
+               (jd.kind IS NULL AND jd.asks_since IS NOT NULL) OR (jd.state = 'closed' AND jd.live_id IS NOT NULL) AS withdrawn,
                -- Rule 1: a job per request, made while no job is live.
                jd.kind IS NOT NULL AND jd.live_id IS NULL AND (jd.asks_since IS NULL OR NOT jd.answered) AS makes_job,
                CASE WHEN jd.kind IS NOT NULL THEN tireless.lane_for(jd.kind, jd.labels) END AS lane
@@ -383,6 +388,9 @@ BEGIN
                            WHEN d.state = 'closed' THEN 'issue closed'
                            ELSE 'issue no longer asks for work' END,
                cancel_requested_at = CASE WHEN j.state = 'claimed' THEN now() END,
+               cancel_note = CASE WHEN j.state <> 'claimed' THEN NULL
+                                  WHEN d.state = 'closed' THEN 'issue closed'
+                                  ELSE 'issue no longer asks for work' END,
                updated_at = now()
           FROM decided d
          WHERE d.withdrawn AND j.id = d.live_id
@@ -415,7 +423,8 @@ END;
 $$;
 COMMENT ON FUNCTION tireless.apply_work_rule(jsonb) IS
     'The work rule on a checked batch of issues of tracked repositories: a pending job for an issue that asks for '
-    'work and whose request has had none; withdrawal cancels a pending job or requests the cancel of a claimed one; '
+    'work and whose request has had none; withdrawal cancels a pending job or requests the cancel of a claimed one '
+    '(note, and cancel_note: issue closed, or issue no longer asks for work); '
     'relabelling re-routes a pending job. An issue shown as it was before writes nothing. Returns what it did.';
 REVOKE ALL ON FUNCTION tireless.apply_work_rule(jsonb) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 
@@ -557,6 +566,7 @@ BEGIN
        SET state = CASE WHEN j.state = 'pending' THEN 'cancelled' ELSE j.state END::tireless.job_state,
            note = left(btrim(record_issue_moved.note), 2000),
            cancel_requested_at = CASE WHEN j.state = 'claimed' THEN now() END,
+           cancel_note = CASE WHEN j.state = 'claimed' THEN left(btrim(record_issue_moved.note), 2000) END,
            updated_at = now()
      WHERE (j.forge, j.owner, j.repo, j.number)
            = (record_issue_moved.forge, record_issue_moved.owner, record_issue_moved.repo, record_issue_moved.number)

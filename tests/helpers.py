@@ -32,9 +32,28 @@ def issue(
     return DiscoveredIssue(FORGE, OWNER, repo, number, state=state, labels=labels or WORK, **extra)
 
 
+REGISTER_FORGE = "SELECT tireless.add_forge(name => 'gitea', kind => 'gitea', base_url => 'https://gitea.invalid')"
+"""`registered` in SQL, for a test on a connection of its own: the test repository's forge."""
+
+
+def track(store: JobStore, forge: str, owner: str, repo: str) -> bool:
+    """`store.track_repo` for a test that registers no forge of its own: track_repo refuses a forge
+    that is not registered, so the forge is registered for the call and removed again, leaving the
+    store as the test set it up but for the tracking (no poll reads it, no mirror writes wait for
+    it). A forge the test registered (its stand-in) stays as it is."""
+    known = any(registered.name == forge for registered in store.forges())
+    if not known:
+        store.add_forge(forge, "gitea", f"https://{forge}.invalid")
+    try:
+        return store.track_repo(forge, owner, repo)
+    finally:
+        if not known:
+            store.remove_forge(forge)
+
+
 def tracked(store: JobStore, repo: str = REPO) -> JobStore:
-    """The store with the test repository tracked."""
-    store.track_repo(FORGE, OWNER, repo)
+    """The store with the test repository tracked (`track`: its forge as the test left it)."""
+    track(store, FORGE, OWNER, repo)
     return store
 
 

@@ -1,6 +1,7 @@
 """Every SQLSTATE the store raises, and the one exception class each maps to.
 
-The codes are listed once in the SQL (db/migrations/0003_policy.sql; TL009 in 0027_delivery.sql) and
+The codes are listed once in the SQL (db/migrations/0003_policy.sql; TL009 in 0027_delivery.sql, TL010 in
+0031_conversation.sql) and
 mirrored in `SQLSTATE_TO_ERROR` below; the adapter translates by `sqlstate`, never by message text.
 """
 
@@ -90,6 +91,13 @@ class MalformedDelivery(TirelessError):
     sqlstate = "TL009"
 
 
+class MalformedConversation(TirelessError):
+    """TL010: what a poller read of a repository's conversation is not a list of asks (one malformed
+    ask in a good list is skipped and reported instead); nothing was recorded."""
+
+    sqlstate = "TL010"
+
+
 class InvariantViolated(TirelessError):
     """23514: a row broke a named check constraint; `constraint` names it. Also every other
     integrity violation (class 23: a unique index other than one_live_job_per_issue, a foreign
@@ -120,6 +128,7 @@ ERROR_CLASSES: tuple[type[TirelessError], ...] = (
     HistoryIsAppendOnly,
     UnknownRepository,
     MalformedDelivery,
+    MalformedConversation,
     InvariantViolated,
     DuplicateLiveJob,
     PermissionDenied,

@@ -95,6 +95,7 @@ SQL_FILES = (
     "work_rule.sql",
     "poll.sql",
     "mirror.sql",
+    "conversation.sql",
     "dashboard.sql",
 )
 

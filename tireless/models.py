@@ -137,9 +137,13 @@ class Job:
     created_at: datetime
     updated_at: datetime
     cancel_requested_at: datetime | None
-    """When the issue withdrew its request while the job was claimed; the job then ends cancelled."""
+    """When the claimed job was asked to stop (its issue withdrew its request, an admin cancelled it);
+    the job then ends cancelled."""
     given_back: int = 0
     """How many of `attempts` were given back by a stopping runner (not counted by the budget)."""
+    cancel_note: str | None = None
+    """Why the claimed job was asked to stop (`cancelled by alice`, `issue closed`): its note when it
+    ends cancelled, chosen by whoever asked, not by the runner."""
 
     @classmethod
     def from_row(cls, *values: Any) -> Job:
@@ -399,3 +403,130 @@ class RepoStatus:
     last_warning: str | None
     """What the last good read with a warning could not do (an issue skipped as too large)."""
     last_warning_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class PullToRead:
+    """One of tireless's pull requests whose conversation the poller reads: the issue it is for,
+    its number, the head tireless last pushed, the ETag of its reviews, and whether its head's
+    checks are still to read (the repository's policy asks for them and they had not all ended)."""
+
+    number: int
+    pull: int
+    head: str | None
+    reviews_etag: str | None
+    read_checks: bool
+    seen_reviews: tuple[int, ...]
+    """The ids of its reviews already judged: not read again."""
+    read_to: datetime | None
+    """The `updated_at` the listing showed when its conversation was last read."""
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationToRead:
+    """What to read of a repository's conversation (`tireless.conversation_to_read`): the
+    comments written or edited since `comments_cursor`, and each open issue's pull request."""
+
+    comments_cursor: datetime
+    comments_etag: str | None
+    pulls: tuple[PullToRead, ...]
+    waiting: bool
+    """Asks wait for a job: record_conversation makes it once the issue's live job has ended."""
+
+    @classmethod
+    def from_row(
+        cls,
+        comments_cursor: datetime,
+        comments_etag: str | None,
+        pulls: list[dict[str, Any]],
+        waiting: bool,
+    ) -> ConversationToRead:
+        read = tuple(
+            PullToRead(
+                **(
+                    pull
+                    | {
+                        "seen_reviews": tuple(pull["seen_reviews"]),
+                        "read_to": None
+                        if pull["read_to"] is None
+                        else datetime.fromisoformat(pull["read_to"]),
+                    }
+                )
+            )
+            for pull in pulls
+        )
+        return cls(comments_cursor, comments_etag, read, waiting)
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationOutcome:
+    """What `record_conversation` did: asks kept (a stop among them), refused, jobs created,
+    jobs stopped, and each malformed ask it skipped, said why."""
+
+    asked: int
+    refused: int
+    created: int
+    stopped: int
+    skipped: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationReply:
+    """A reply the mirror owes (`tireless.conversation_replies_due`): `react` (+1 on the command
+    `comment_id`) or `comment` (`body`, ending with `marker`) on the issue or pull request
+    `number`."""
+
+    ask_id: int
+    number: int
+    reply: str
+    comment_id: int | None
+    body: str | None
+    marker: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class JobAsk:
+    """A review, command or failing set of checks a job answers (`tireless.job_asks`)."""
+
+    ask_id: int
+    source: str
+    """review, comment or checks."""
+    source_id: str
+    pull_number: int | None
+    verb: str
+    author: str | None
+    body: str
+    detail: list[dict[str, Any]]
+    """A review's inline comments ({path, line, body}) or the failed checks ({name, summary, url})."""
+    asked_at: datetime
+    outcome: str
+
+    def as_json(self) -> dict[str, Any]:
+        """The ask as the agent gets it (TIRELESS_REVIEW_FILE, the `review` key of the JSON)."""
+        return {
+            "source": self.source,
+            "id": self.source_id,
+            "pull_number": self.pull_number,
+            "verb": self.verb,
+            "author": self.author,
+            "body": self.body,
+            "comments" if self.source != "checks" else "checks": self.detail,
+            "asked_at": self.asked_at.isoformat(),
+        }
+
+    def line(self) -> str:
+        """`review 123 by alice`, `comment 456 by bob`, `failed checks on 1a2b3c4d5e6f`."""
+        if self.source == "checks":
+            return f"failed checks on {self.source_id[:12]}"
+        return f"{self.source} {self.source_id} by {self.author}"
+
+
+@dataclass(frozen=True, slots=True)
+class RepoRevisions:
+    """A tracked repository's revision policy (`tireless.set_repo_revisions`)."""
+
+    forge: str
+    owner: str
+    repo: str
+    revise_on_failed_checks: bool
+    max_revisions: int

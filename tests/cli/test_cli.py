@@ -185,7 +185,7 @@ def test_status_shows_lanes_by_state_with_claims_past_lease_and_paused_lanes(
 
 def test_jobs_filters_by_state_lane_and_repo(store: JobStore, db: Database) -> None:
     enqueue_jobs(store, 2)
-    store.track_repo(FORGE, OWNER, "gadgets")
+    tracked(store, "gadgets")
     store.enqueue([issue(1, repo="gadgets"), issue(2, *WORK, "tireless/agent:oc", repo="gadgets")])
     claimed = store.claim_next("w1", ["cc"])
     assert claimed is not None

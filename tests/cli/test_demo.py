@@ -2,10 +2,12 @@
 forge and read by `tireless poll --every 1s`: every job it creates settles, each ends as
 examples/agent.sh says it should, the job whose runner the demo kills mid-job comes back through
 the sweeper and is delivered by a second attempt, the issue closed while pending and the one
-closed while its agent ran end cancelled, and the delivered issue is run again only once its mode
-label was taken off and put back. The workers run with --deliver: each implement job that changed
-its workspace ends as a branch tireless pushed and a pull request the mirror opened (the demo exits
-1 otherwise), one that changed nothing as `no change`, and plan and discover jobs push nothing."""
+closed while its agent ran end cancelled, the delivered issue is run again only once its mode
+label was taken off and put back, and a review requesting changes on a pull request makes one
+revision job whose push is a second commit of the same pull request. The workers run with
+--deliver: each implement job that changed its workspace ends as a branch tireless pushed and a
+pull request the mirror opened (the demo exits 1 otherwise), one that changed nothing as
+`no change`, and plan and discover jobs push nothing."""
 
 from __future__ import annotations
 
@@ -21,7 +23,14 @@ import pytest
 
 from tests.conftest import Database
 from tests.helpers import history
-from tireless.devtools.demo import CRASH_ISSUE, POLLS_AFTER_DELIVERY, REPLACEMENT, WORKERS
+from tireless.devtools.demo import (
+    CRASH_ISSUE,
+    POLLS_AFTER_DELIVERY,
+    REPLACEMENT,
+    REVIEWED_ISSUE,
+    REVIEWER,
+    WORKERS,
+)
 
 
 def test_the_small_demo_settles_every_job_and_recovers_the_crashed_one(
@@ -62,10 +71,12 @@ def test_the_small_demo_settles_every_job_and_recovers_the_crashed_one(
     attempts = {number: found[0][2] for number, found in jobs.items()}
     # Issue 9 asks for no work; 5 always fails, so its 3 attempts are spent; 3 fails once; 6's
     # runner is killed, so its first attempt ends when the lease does. Issue 1 is delivered, the
-    # mirror takes its mode label off, a human puts it back: a second job. 11 waits in lane gm until it is closed; 12's agent runs until its
-    # issue is closed.
-    assert outcomes == {n: ["delivered"] for n in (2, 3, 4, 6, 7, 8, 10)} | {
+    # mirror takes its mode label off, a human puts it back: a second job. 4's pull request gets a
+    # review that requests changes: a second job, its revision. 11 waits in lane gm until it is
+    # closed; 12's agent runs until its issue is closed.
+    assert outcomes == {n: ["delivered"] for n in (2, 3, 6, 7, 8, 10)} | {
         1: ["delivered", "delivered"],
+        REVIEWED_ISSUE: ["delivered", "delivered"],
         5: ["failed"],
         11: ["cancelled"],
         12: ["cancelled"],
@@ -74,9 +85,9 @@ def test_the_small_demo_settles_every_job_and_recovers_the_crashed_one(
     assert attempts[3] >= 2
     assert attempts[CRASH_ISSUE] == 2
     assert jobs[11][0][3] == "issue closed"
-    assert jobs[12][0][3] == "issue withdrew its request"
+    assert jobs[12][0][3] == "issue closed"
     assert attempts[12] == 1  # a cancel is not a failure: not retried
-    assert "9 delivered, 1 failed, 2 cancelled" in result.stdout
+    assert "10 delivered, 1 failed, 2 cancelled" in result.stdout
     assert "closed #11 on the forge while its job" in result.stdout
     assert "closed #12 on the forge while worker-" in result.stdout
     assert f"#1: {POLLS_AFTER_DELIVERY} polls since its job" in result.stdout
@@ -89,31 +100,50 @@ def test_the_small_demo_settles_every_job_and_recovers_the_crashed_one(
     shown = re.findall(
         r"^#(\d+) '.*' \((?:open|closed)\): .*tireless/state:(\w+)", result.stdout, re.M
     )
-    assert len(shown) == 6
+    assert len(shown) == 7
     for number, state in shown:
         assert state == outcomes[int(number)][-1], f"#{number} shows {state}"
 
     # The implement jobs: 3 (on its second attempt), 4 and 8 changed their workspace, so tireless
     # pushed tireless/<number> and the mirror opened a pull request (8's a draft: its agent said
-    # ::draft::); 7 changed nothing. Plan and discover jobs, and the cancelled ones, pushed nothing.
+    # ::draft::); 7 changed nothing; 4's revision pushed to the same branch, updating its pull
+    # request. Plan and discover jobs, and the cancelled ones, pushed nothing.
     with db.connect() as conn:
         deliveries = conn.execute(
-            "SELECT j.number, j.note, d.changed, d.branch, d.pull_number, d.draft"
-            " FROM tireless.deliveries d JOIN tireless.job j ON j.id = d.job_id ORDER BY j.number"
+            "SELECT j.number, j.id, j.note, d.changed, d.branch, d.pull_number, d.draft"
+            " FROM tireless.deliveries d JOIN tireless.job j ON j.id = d.job_id ORDER BY j.id"
         ).fetchall()
-    pulls = {number: pull for number, _, changed, _, pull, _ in deliveries if changed}
-    assert [row[0] for row in deliveries] == [3, 4, 7, 8]
-    for number, note, changed, branch, pull, draft in deliveries:
+    pulls = {number: pull for number, _, _, changed, _, pull, _ in deliveries if changed}
+    assert sorted(row[0] for row in deliveries) == [3, 4, 4, 7, 8]
+    for number, job_id, note, changed, branch, pull, draft in deliveries:
         if number == 7:
             assert (note, changed, branch, pull) == ("no change", False, None, None)
             assert "#7: job 7 delivered with no change: no branch, no pull request" in result.stdout
             continue
         assert (note, changed, branch, draft) == (None, True, f"tireless/{number}", number == 8)
         assert pull > 12, "a pull request is numbered after the issues (Gitea's sequence)"
-        (job_id,) = [job_id for job_id, state, _, _ in jobs[number] if state == "delivered"]
         named = f"#{number}: job {job_id} delivered as {'draft ' if draft else ''}PR #{pull}"
         assert f"{named} (branch tireless/{number})" in result.stdout
     assert len(set(pulls.values())) == 3
+    # The review round: carol's review made one revision job, which pushed a second commit to the
+    # same pull request (both deliveries of #4 name it) and answered the inline comment.
+    (first, revision) = [job_id for job_id, _, _, _ in jobs[REVIEWED_ISSUE]]
+    assert {pull for number, *_, pull, _ in deliveries if number == REVIEWED_ISSUE} == {
+        pulls[REVIEWED_ISSUE]
+    }
+    made = history(db, revision)[0]
+    assert re.fullmatch(
+        rf"revision 1 of #{REVIEWED_ISSUE}, asked by {REVIEWER} in review \d+", made[4]
+    )
+    assert f"job {first} delivered as PR #{pulls[REVIEWED_ISSUE]}" in result.stdout
+    assert f"; job {revision} revised it" in result.stdout
+    assert re.search(
+        rf"^#{REVIEWED_ISSUE}: review \d+ by {REVIEWER} asked for a change; revision job {revision}"
+        rf" pushed a second commit to PR #{pulls[REVIEWED_ISSUE]} \(tireless/{REVIEWED_ISSUE} at"
+        rf" \w+: notes/{REVIEWED_ISSUE}\.md answers the comment\)$",
+        result.stdout,
+        re.M,
+    )
     # The issue's comment names its pull request, and quotes the agent's report.
     assert (
         f"    tireless: delivered as #{pulls[3]} (branch `tireless/3`) after 2 attempts;"

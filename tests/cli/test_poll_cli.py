@@ -5,15 +5,20 @@ the forge's token never showing anywhere it could leak."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import Database
-from tests.helpers import cli_json, rows
+from tests.helpers import cli_json, rows, wait_until
 from tests.helpers import tireless_cli as cli
+from tireless import JobStore
 from tireless.devtools.standin_forge import StandinForge
 
 TOKEN = "tok-cli-93be0f51d2"
@@ -30,6 +35,35 @@ def forge(db: Database) -> Iterator[StandinForge]:
         cli_json(db.url, "track", "gitea", "acme", "widgets")
         cli_json(db.url, "track", "gitea", "acme", "gadgets")
         yield standin
+
+
+def test_poll_every_reads_a_repository_a_webhook_made_due_at_once(
+    db: Database, forge: StandinForge, store: JobStore
+) -> None:
+    """`poll --every 300s` would wait five minutes for its next round; poll_soon (what a signed
+    webhook calls) wakes it through tireless_poll, so a labelled issue is a job within seconds.
+    SIGTERM still ends it at once."""
+    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"} | TOKEN_ENV
+    command = [sys.executable, "-m", "tireless", "--database", db.url, "poll", "--every", "300s"]
+    read = "SELECT count(*) FROM tireless.repo_poll WHERE last_success_at IS NOT NULL"
+    with subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True) as poller:
+        try:
+            wait_until(lambda: db.scalar(read) == 2, "the first round to read both repositories")
+            forge.create_issue("acme", "widgets", "a plan", PLAN)
+            asked = time.monotonic()
+            assert store.poll_soon("gitea", "acme", "widgets") is True
+            wait_until(
+                lambda: db.scalar("SELECT count(*) FROM tireless.job") == 1, "the job", timeout=60
+            )
+            made = time.monotonic() - asked
+            assert made < 5.0, f"the job came {made:.2f}s after poll_soon"
+            asked = time.monotonic()
+            poller.send_signal(signal.SIGTERM)
+            assert poller.wait(timeout=30) == 0
+            ended = time.monotonic() - asked
+            assert ended < 5.0, f"the poller ended {ended:.2f}s after SIGTERM"
+        finally:
+            poller.kill()
 
 
 def test_forge_add_list_remove(db: Database) -> None:

@@ -15,7 +15,7 @@ import pytest
 from tests.conftest import Database
 from tests.forge.test_poll import NAMES, OWNER, PLAN, TOKEN, Setup
 from tests.forge.test_standin_forge import validator
-from tests.helpers import rows
+from tests.helpers import rows, track
 from tests.helpers import tireless_cli as cli
 from tireless import JobStore
 from tireless.cli.render import render_repos
@@ -426,7 +426,7 @@ def test_the_mirror_backlog_scans_no_job_table_and_none_of_the_old_history(
             conn.execute("SET LOCAL session_replication_role = replica")  # as loaded, no triggers
             conn.execute(OLD_HISTORY)
         conn.execute("VACUUM ANALYZE tireless.job_event")  # summarises the BRIN index on the id
-        store.track_repo("nowhere", OWNER, "fresh")
+        track(store, "nowhere", OWNER, "fresh")
         before = table_reads(conn)
         backlog = conn.execute("SELECT mirror_backlog FROM tireless.repo_status").fetchall()
         after = table_reads(conn)

@@ -237,7 +237,9 @@ def test_track_matches_repository_names_without_case(db: Database) -> None:
     cli_json(db.url, "forge", "add", "gh", "--kind", "github", "--url", "https://api.github.com")
     assert cli_json(db.url, "track", "gh", "codertocat", "hello-world")["changed"] is True
     again = cli_json(db.url, "track", "gh", "Codertocat", "Hello-World")
-    assert again["changed"] is False
+    assert again == {"forge": "gh", "owner": "codertocat", "repo": "hello-world", "changed": False}
+    said = cli(db.url, "track", "gh", "Codertocat", "Hello-World").stdout.strip()
+    assert said == "gh/codertocat/hello-world was already tracked", "the key, not what was typed"
     assert [(r["owner"], r["repo"]) for r in cli_json(db.url, "repos")] == [
         ("codertocat", "hello-world")
     ]

@@ -60,9 +60,10 @@ BRIEF_OF_AN_UNREGISTERED_FORGE = {
     "TIRELESS_API_URL": "",
     "TIRELESS_CLONE_URL": "",
     "TIRELESS_ISSUE_BODY_CUT": "false",
+    "TIRELESS_REVIEW_FILE": "",
 }
 """The brief's variables for an issue enqueued without url or body, of a forge not registered (the
-two files' paths aside)."""
+two files' paths aside), asked for by its labels (no review to answer)."""
 
 
 def over_tcp(db: Database) -> str:
@@ -209,6 +210,7 @@ def test_a_command_that_exits_0_delivers_the_job_it_got_in_env_and_stdin(
         job_id, "claimed", "runner-1", ["tireless", "tireless/implement"]
     )  # fmt: skip
     assert "claim_token" not in stdin
+    assert stdin["review"] is None
 
 
 def test_a_failing_command_releases_the_job_with_the_tail_of_its_output(
@@ -458,6 +460,34 @@ def test_a_worker_whose_lease_lapsed_in_a_restart_logs_lease_lost_and_claims_the
     assert states == [(first, "pending", None), (first + 1, "delivered", None)]
 
 
+def test_a_cancel_stops_a_running_command_at_once_under_the_default_lease(
+    store: JobStore,
+    db: Database,
+    tmp_path: Path,
+    worker_process: list[subprocess.Popen[str]],
+) -> None:
+    """The default lease of 10 minutes renews every 200 s; the worker hears the cancel on
+    tireless_stop instead, so COMMAND is gone and the job cancelled, with the admin's note,
+    within a couple of seconds."""
+    enqueue_jobs(store, 1)
+    worker, started = start_sleeping_agent(db, worker_process, tmp_path, "--once")
+    job_id = db.scalar("SELECT id FROM tireless.job")
+    marker = started.read_text().strip()
+    asked = time.monotonic()
+    store.request_cancel(job_id, "wrong repo")
+    wait_until(
+        lambda: state_of(db, job_id) == "cancelled" and processes_marked(marker) == [],
+        "COMMAND to stop and the job to end cancelled",
+    )
+    stopped = time.monotonic() - asked
+    assert stopped < 2.0, f"stopped {stopped:.2f}s after the cancel"
+    err = exits_0_with_its_command(worker, started)
+    assert f"job {job_id} cancelled: wrong repo" in err
+    assert db.scalar("SELECT row(state, note, attempts)::text FROM tireless.job") == (
+        '(cancelled,"wrong repo",1)'
+    )
+
+
 def test_a_job_whose_issue_is_closed_mid_run_is_stopped_and_ends_cancelled(
     store: JobStore,
     db: Database,
@@ -471,8 +501,8 @@ def test_a_job_whose_issue_is_closed_mid_run_is_stopped_and_ends_cancelled(
     assert store.enqueue([issue(1, state="closed")]) == 0  # the request is withdrawn
     err = exits_0_with_its_command(worker, started)
     job_id = db.scalar("SELECT id FROM tireless.job")
-    assert f"job {job_id} cancelled: issue withdrew its request" in err
+    assert f"job {job_id} cancelled: issue closed" in err
     assert db.scalar("SELECT row(state, note, attempts)::text FROM tireless.job") == (
-        '(cancelled,"issue withdrew its request",1)'
+        '(cancelled,"issue closed",1)'
     )
     assert db.scalar("SELECT coalesce(max(consecutive_failures), 0) FROM tireless.lane") == 0

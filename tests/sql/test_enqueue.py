@@ -15,6 +15,7 @@ from tests.conftest import Database
 from tests.helpers import (
     FORGE,
     OWNER,
+    REGISTER_FORGE,
     REPO,
     TEST_REPO,
     WORK,
@@ -315,6 +316,7 @@ def test_enqueue_and_list_returns_exactly_the_jobs_this_call_created(db: Databas
     before, in that transaction, is not this call's."""
     batch = [issue(1), issue(2), issue(3, state="closed")]
     with db.connect() as conn, conn.transaction():
+        conn.execute(REGISTER_FORGE)
         conn.execute("SELECT tireless.track_repo(forge => %s, owner => %s, repo => %s)", TEST_REPO)
         assert enqueue_sql(conn, Jsonb([issue(1).as_json()])) == 1
         listed = conn.execute(

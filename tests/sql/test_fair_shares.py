@@ -448,8 +448,13 @@ def test_the_command_line_sets_budgets_limits_and_repository_shares(
     cli_json(db.url, "lane", "stall-after", "cc", "30m")
     limits = rows(db, "SELECT max_run, stall_after FROM tireless.lane WHERE name = 'cc'")
     assert limits == [(timedelta(hours=2), timedelta(minutes=30))]
+    (shown,) = cli_json(db.url, "lane", "show", "cc")
+    assert (shown["max_run"], shown["stall_after"]) == (7200, 1800)
+    assert "max run 2h00m, stall after 30m" in tireless_cli(db.url, "lane", "show", "cc").stdout
     cli_json(db.url, "lane", "stall-after", "cc", "none")
     assert db.scalar("SELECT stall_after FROM tireless.lane WHERE name = 'cc'") is None
+    (shown,) = cli_json(db.url, "lane", "show", "cc")
+    assert (shown["max_run"], shown["stall_after"]) == (7200, None)
     capped = cli_json(db.url, "repo", "capacity", FORGE, OWNER, "widgets", "0")
     assert capped["capacity"] == 0
     budget = cli_json(db.url, "repo", "budget", FORGE, OWNER, "widgets", "5", "none")

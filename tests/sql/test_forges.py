@@ -98,10 +98,20 @@ def test_forge_trouble_needs_a_registered_forge_and_an_end(store: JobStore) -> N
         store.record_forge_trouble("gitea", "rate limited", None)
 
 
-def test_the_repositories_of_an_unregistered_forge_are_tracked_but_not_polled(
+def test_a_repository_of_an_unregistered_forge_is_not_tracked(store: JobStore) -> None:
+    """track_repo refuses it as `tireless track` does (TL008), naming the command that registers it."""
+    with pytest.raises(UnknownRepository, match="forge 'gitea' is not registered") as refused:
+        store.track_repo("gitea", "acme", "a")
+    assert "tireless forge add gitea" in str(refused.value.hint)
+    assert store.tracked_repos() == []
+
+
+def test_the_repositories_of_a_removed_forge_stay_tracked_but_are_not_polled(
     store: JobStore,
 ) -> None:
+    store.add_forge("gitea", "gitea", GITEA)
     store.track_repo("gitea", "acme", "a")
+    store.remove_forge("gitea")
     assert store.claim_repos_to_poll("p1") == []
     (status,) = store.repo_status()
     assert (status.registered, status.forge_kind) == (False, None)

@@ -22,7 +22,7 @@ from tests.helpers import (
 from tests.sql.test_roles import Login, login  # noqa: F401  (the fixture)
 from tireless import Job, JobState, JobStore
 from tireless.errors import NotHolder, PermissionDenied, UnknownJob
-from tireless.store.lease import ShuttingDown
+from tireless.store.lease import Pushed, ShuttingDown
 
 
 def lane_failures(db: Database) -> int:
@@ -188,7 +188,7 @@ def test_a_cancel_requested_job_given_back_or_released_ends_cancelled(
     ended = FINISHES[finish](store, job)
     assert isinstance(ended, Job)
     assert (ended.state, ended.given_back) == (JobState.CANCELLED, 0)
-    assert str(ended.note).startswith("issue withdrew its request")
+    assert ended.note == "issue closed"
     assert lane_failures(db) == 0
 
 
@@ -204,7 +204,22 @@ def test_a_lease_ends_a_cancel_requested_job_cancelled(store: JobStore) -> None:
     assert job is not None
     assert cancels == [job.id]
     assert held.finished is not None
-    assert (held.finished.state, held.finished.note) == (
-        JobState.CANCELLED,
-        "issue withdrew its request",
-    )
+    assert (held.finished.state, held.finished.note) == (JobState.CANCELLED, "issue closed")
+
+
+def test_a_stop_heard_after_the_work_was_pushed_delivers_it_and_notes_the_late_stop(
+    store: JobStore,
+) -> None:
+    """The agent exited 0 and its work was pushed while the cancel came: the work is on the forge,
+    so the job is delivered, and its note says the stop came too late."""
+    enqueue_jobs(store, 1)
+    held = store.lease("w1", ["cc"], timedelta(minutes=10))
+    with held as job:
+        assert job is not None
+        store.request_cancel(job.id, "wrong repo")
+        wait_until(lambda: held.cancel_requested, "the stop to be heard")
+        held.pushed = Pushed()  # what the push left: nothing changed, as the lease knows it
+    assert held.finished is not None
+    assert held.finished.state is JobState.DELIVERED
+    assert str(held.finished.note).startswith("no change; the cancel requested at ")
+    assert str(held.finished.note).endswith(" (wrong repo) came after the work was done")

@@ -7,6 +7,7 @@ import subprocess
 from tests.conftest import Database
 
 LIFECYCLE = """
+SELECT tireless.add_forge(name => 'gitea', kind => 'gitea', base_url => 'https://gitea.example.com');
 SELECT tireless.track_repo(forge => 'gitea', owner => 'acme', repo => 'widgets');
 SELECT tireless.enqueue(issues => '[{"forge": "gitea", "owner": "acme", "repo": "widgets",
     "number": 7, "state": "open", "labels": ["tireless", "tireless/implement"]}]');
@@ -39,6 +40,7 @@ def test_an_operator_tracks_enqueues_claims_and_delivers_in_psql(db: Database) -
     assert (result.returncode, result.stderr) == (0, "")
     job = db.scalar("SELECT id FROM tireless.job")
     assert result.stdout.splitlines() == [
+        "t",
         "t",
         "1",
         f"claimed {job} by ops, attempt 1",

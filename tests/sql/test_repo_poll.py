@@ -254,6 +254,17 @@ def test_poll_soon_makes_a_tracked_repository_due(polled: JobStore, db: Database
     assert not polled.poll_soon(FORGE, OWNER, "untracked")
 
 
+def test_a_webhook_during_a_read_makes_the_repository_due_again_once_it_is_recorded(
+    polled: JobStore,
+) -> None:
+    polled.claim_repos_to_poll("p1")
+    assert polled.poll_soon(*TEST_REPO)  # the read under way may have listed before the change
+    record(polled, [], next_poll_in=timedelta(hours=1))
+    assert [r.repo for r in polled.claim_repos_to_poll("p2")] == [REPO]
+    record(polled, [], poller="p2", next_poll_in=timedelta(hours=1))
+    assert polled.claim_repos_to_poll("p3") == [], "without one, the next read waits its turn"
+
+
 def test_a_repeated_record_poll_writes_no_job_issue_or_event(
     polled: JobStore, db: Database
 ) -> None:

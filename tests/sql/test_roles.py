@@ -145,8 +145,8 @@ def test_an_admin_may_do_everything(store: JobStore, login: Login) -> None:
         JobStore(login("tireless_admin")) as admin,
         psycopg.connect(login("tireless_admin"), autocommit=True) as conn,
     ):
-        assert admin.track_repo(FORGE, OWNER, REPO)
         assert admin.add_forge(FORGE, "gitea", "https://gitea.example.com")
+        assert admin.track_repo(FORGE, OWNER, REPO)
         assert admin.enqueue([issue(1), issue(2)]) == 2
         job = admin.claim_next("admin-host", ["cc"])
         assert job is not None

@@ -7,7 +7,7 @@ import threading
 from collections.abc import Callable
 
 from tests.conftest import Database
-from tests.helpers import claimed, end_lease, enqueue_jobs, issue, wait_until
+from tests.helpers import claimed, end_lease, enqueue_jobs, issue, tracked, wait_until
 from tireless import JobStore
 
 AGENT_OC = ("tireless", "tireless/implement", "tireless/agent:oc")
@@ -80,8 +80,7 @@ def test_work_announced_between_listen_and_wait_is_not_missed(store: JobStore) -
 
 def test_the_wake_up_is_sent_when_the_enqueue_commits(db: Database, store: JobStore) -> None:
     with store.listen(["cc"]) as runner, db.connect() as conn:
-        tracked_store = JobStore(conn)
-        tracked_store.track_repo("gitea", "acme", "widgets")
+        tracked_store = tracked(JobStore(conn))
         with conn.transaction():
             tracked_store.enqueue([issue(1)])
             assert runner.wait(NOTHING) is None

@@ -136,10 +136,11 @@ def test_closing_while_claimed_asks_the_holder_to_stop_and_its_cancel_counts_no_
     assert store.renew_claim(job.id, "w1", token=job.claim_token), "renew_claim still holds it"
     assert store.enqueue([issue(1, state="closed")]) == 0
     assert only_job(db).cancel_requested_at == requested.cancel_requested_at, "made once"
+    # The note is the stop's, whatever the holder says (a runner before 0030 said this one).
     ended = store.transition(
         job.id, "cancelled", "w1", note="issue withdrew its request", token=job.claim_token
     )
-    assert (ended.state, ended.note) == (JobState.CANCELLED, "issue withdrew its request")
+    assert (ended.state, ended.note) == (JobState.CANCELLED, "issue closed")
     assert db.scalar("SELECT count(*) FROM tireless.lane WHERE consecutive_failures > 0") == 0
 
 
@@ -154,7 +155,7 @@ def test_the_sweeper_cancels_an_expired_cancel_requested_claim_without_a_failure
     swept = only_job(db)
     assert (swept.state, swept.attempts, swept.claimed_by) == (JobState.CANCELLED, 1, None)
     assert swept.note is not None
-    assert swept.note.startswith("issue withdrew its request; lease of w1 expired at ")
+    assert swept.note.startswith("issue no longer asks for work; lease of w1 expired at ")
     assert db.scalar("SELECT count(*) FROM tireless.lane WHERE consecutive_failures > 0") == 0
     assert store.claim_next("w2", ["cc"]) is None, "not retried"
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import threading
+import time
 from collections.abc import Coroutine, Iterator
 from datetime import datetime, timedelta
 from typing import Any, cast
@@ -21,6 +22,7 @@ from tests.helpers import (
     end_lease,
     enqueue_jobs,
     issue,
+    track,
     tracked,
     wait_until,
 )
@@ -141,8 +143,8 @@ def test_refusals_raise_the_mapped_exceptions(any_store: JobStore) -> None:
 
 
 def test_tracking_routing_and_lanes(any_store: JobStore, db: Database) -> None:
-    assert any_store.track_repo(*TEST_REPO) is True
-    assert any_store.track_repo(*TEST_REPO) is False
+    assert track(any_store, *TEST_REPO) is True
+    assert track(any_store, *TEST_REPO) is False
     assert any_store.tracked_repos() == [RepoRef(*TEST_REPO)]
     assert any_store.job_kind_for(["tireless", "tireless/plan"]) is JobKind.PLAN
     assert any_store.lane_for("plan", ["tireless/agent:oc"]) == "oc"
@@ -282,4 +284,50 @@ def test_a_lease_the_watchdog_stops_calls_on_cancel_and_ends_as_a_failure(
         # The block ends normally (the agent stopped): still a failure, not a delivery.
     assert db.scalar("SELECT (state::text, note)::text FROM tireless.job") == (
         '(pending,"timed out after 1h")'
+    )
+
+
+HEARD_WITHIN = 2.0
+"""Seconds within which a holder under the default lease (a heartbeat every 200 s) hears a stop."""
+
+
+def test_a_lease_hears_a_stop_at_once_and_ends_the_job_with_the_stops_note(
+    any_store: JobStore, db: Database
+) -> None:
+    """The renewer LISTENs on tireless_stop: a cancel reaches it in well under a second, not at
+    its next renewal a third of the lease later."""
+    enqueue_jobs(any_store, 1)
+    stopped = threading.Event()
+    with any_store.lease(
+        "w1", ["cc"], timedelta(minutes=10), on_cancel=lambda job: stopped.set()
+    ) as job:
+        assert job is not None
+        asked = time.monotonic()
+        any_store.request_cancel(job.id, "wrong repo")
+        assert stopped.wait(30), "the stop was not heard"
+        heard = time.monotonic() - asked
+    assert heard < HEARD_WITHIN, f"the stop was heard after {heard:.2f}s"
+    assert db.scalar("SELECT (state::text, note)::text FROM tireless.job") == (
+        '(cancelled,"wrong repo")'
+    )
+
+
+def test_a_lease_hears_its_lanes_time_limit_when_it_passes(
+    any_store: JobStore, db: Database
+) -> None:
+    """The renewer heartbeats at the time the lane's max_run ends the attempt, not up to a third
+    of the lease later."""
+    any_store.set_lane_max_run("cc", timedelta(seconds=1))
+    enqueue_jobs(any_store, 1)
+    stopped = threading.Event()
+    with any_store.lease(
+        "w1", ["cc"], timedelta(minutes=10), on_cancel=lambda job: stopped.set()
+    ) as job:
+        assert job is not None
+        began = time.monotonic()
+        assert stopped.wait(30), "the time limit was not heard"
+        heard = time.monotonic() - began
+    assert heard < 1 + HEARD_WITHIN, f"the time limit was heard after {heard:.2f}s"
+    assert db.scalar("SELECT (state::text, note)::text FROM tireless.job") == (
+        '(pending,"timed out after 1s")'
     )

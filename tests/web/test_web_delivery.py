@@ -56,3 +56,23 @@ def test_a_job_page_shows_its_delivery_its_pull_request_and_its_checkpoint(
     assert field(page, "delivery") == "no change"
     assert 'id="pull"' not in page
     assert 'id="checkpoint"' not in page
+
+
+def test_a_revision_page_says_what_it_answers_with_the_askers_text_escaped(
+    store: JobStore, dashboard: TestClient
+) -> None:
+    store.add_forge(FORGE, "gitea", "https://git.example.com")
+    tracked(store).enqueue([issue(1)])
+    job = claimed(store)
+    store.deliver(job.id, "w1", "tireless/1", HEAD, "main", BASE)
+    store.claim_repos_to_poll("p1")
+    store.record_mirror_pull(FORGE, OWNER, REPO, "p1", job.id, 12, URL)
+    review = {
+        "source": "review", "id": 501, "number": 12, "author": "<b>alice</b>", "permission": "write",
+        "state": "changes_requested", "created_at": "2099-01-01T00:00:00Z", "body": "rename it",
+    }  # fmt: skip
+    store.record_conversation(FORGE, OWNER, REPO, "p1", "tireless-bot", [review])
+    revision = claimed(store)
+    page = dashboard.get(f"/jobs/{revision.id}").text
+    assert field(page, "asks") == "review 501 by &lt;b&gt;alice&lt;/b&gt; on #12"
+    assert 'id="asks"' not in dashboard.get(f"/jobs/{job.id}").text

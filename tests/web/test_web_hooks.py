@@ -17,7 +17,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from tests.conftest import Database
-from tests.helpers import FORGE, OWNER, REPO, tracked
+from tests.helpers import FORGE, OWNER, REPO, track, tracked
 from tests.sql.test_roles import Login, login  # noqa: F401 (the fixture)
 from tests.web.test_web import browser
 from tests.web.test_web_guard import asgi_post
@@ -36,7 +36,7 @@ def client(db: Database, store: JobStore, monkeypatch: pytest.MonkeyPatch) -> It
     monkeypatch.setenv("TIRELESS_WEBHOOK_SECRET_GITEA", SECRET)
     monkeypatch.setenv("TIRELESS_WEBHOOK_SECRET_GITHUB", GITHUB_SECRET)
     tracked(store)
-    store.track_repo("github", OWNER, REPO)
+    track(store, "github", OWNER, REPO)
     not_due(db)
     with browser(create_app(db.conninfo)) as test_client:
         yield test_client
@@ -215,7 +215,7 @@ def test_a_named_forge_uses_its_own_secret(
     client: TestClient, db: Database, store: JobStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("TIRELESS_WEBHOOK_SECRET_CODE_EXAMPLE", "its-own")
-    store.track_repo("code.example", OWNER, REPO)
+    track(store, "code.example", OWNER, REPO)
     not_due(db)
     body = payload()
     assert (
@@ -349,7 +349,7 @@ def test_a_github_delivery_naming_the_repository_in_another_case_finds_it(
     client: TestClient, store: JobStore, db: Database
 ) -> None:
     # GitHub's payloads name the repository in its canonical case; it was tracked in lower case.
-    store.track_repo("github", "codertocat", "hello-world")
+    track(store, "github", "codertocat", "hello-world")
     not_due(db)
     body = payload("Codertocat", "Hello-World")
     response = client.post("/hooks/github", content=body, headers=github(body))
@@ -364,4 +364,4 @@ def test_a_github_delivery_naming_the_repository_in_another_case_finds_it(
         "SELECT next_poll_at <= now() FROM tireless.repo_poll WHERE repo = 'hello-world'"
     )
     assert due is True
-    assert store.track_repo("github", "CODERTOCAT", "Hello-World") is False  # tracked already
+    assert track(store, "github", "CODERTOCAT", "Hello-World") is False  # tracked already

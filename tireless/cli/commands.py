@@ -7,9 +7,7 @@ import argparse
 import dataclasses
 import json
 import os
-import signal
 import sys
-import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime, timedelta
@@ -86,22 +84,19 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 def cmd_track(args: argparse.Namespace) -> int:
     """`track` and `untrack`: the store call and the two outcomes differ, the rest is one."""
     tracking = args.command_name == "track"
+    key = {"forge": args.forge, "owner": args.owner, "repo": args.repo}
     with connect(args) as conn:
         store = JobStore(conn)
-        if tracking:
-            store.check_forge(args.forge)  # track_repo accepts a forge registered later; we do not
         change = store.track_repo if tracking else store.untrack_repo
         changed = change(args.forge, args.owner, args.repo)
-    name = f"{args.forge}/{args.owner}/{args.repo}"
+        if tracking:  # the key it is tracked under: `Acme Widgets` may be tracked as acme/widgets
+            key = next(iter(fetch(conn, calls.TRACKED_KEY, key, dict_row)), key)
+    name = f"{key['forge']}/{key['owner']}/{key['repo']}"
     if tracking:
         text = f"tracking {name}" if changed else f"{name} was already tracked"
     else:
         text = f"no longer tracking {name}" if changed else f"{name} was not tracked"
-    emit(
-        args,
-        {"forge": args.forge, "owner": args.owner, "repo": args.repo, "changed": changed},
-        text,
-    )
+    emit(args, key | {"changed": changed}, text)
     return OK
 
 
@@ -114,7 +109,7 @@ def cmd_repos(args: argparse.Namespace) -> int:
 
 def cmd_repo(args: argparse.Namespace) -> int:
     """`repo capacity|budget`: a tracked repository's share of its lanes; `repo delivery`: what an
-    agent's change to it may touch."""
+    agent's change to it may touch; `repo revisions`: what asks for a revision of its pull requests."""
     with connect(args) as conn:
         store = JobStore(conn)
         if args.repo_action == "delivery":
@@ -123,6 +118,17 @@ def cmd_repo(args: argparse.Namespace) -> int:
                 args.max_files, args.max_bytes,
             )  # fmt: skip
             emit(args, policy, render_repo_delivery(policy))
+            return OK
+        if args.repo_action == "revisions":
+            revisions = store.set_repo_revisions(
+                args.forge, args.owner, args.repo, args.revise_on_failed_checks, args.max_revisions
+            )
+            checks = "ask" if revisions.revise_on_failed_checks else "do not ask"
+            text = (
+                f"{revisions.forge}/{revisions.owner}/{revisions.repo}: failed checks {checks} for"
+                f" a revision; at most {revisions.max_revisions} revisions per request"
+            )
+            emit(args, revisions, text)
             return OK
         if args.repo_action == "capacity":
             limits = store.set_repo_capacity(args.forge, args.owner, args.repo, args.capacity)
@@ -285,6 +291,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         checkpoint = next(
             iter(fetch(conn, calls.JOB_CHECKPOINT, {"job_id": args.job}, dict_row)), None
         )
+        asks = fetch(conn, calls.JOB_ASKS, {"job_id": args.job}, dict_row)
     job: Job = found[0]
     if delivery is not None:
         delivery.pop("job_id")
@@ -293,9 +300,10 @@ def cmd_show(args: argparse.Namespace) -> int:
         "attempt": attempt,
         "delivery": delivery,
         "checkpoint": checkpoint,
+        "asks": asks,
         "history": history,
     }
-    emit(args, shown, render_job(job, history, attempt, delivery, checkpoint))
+    emit(args, shown, render_job(job, history, attempt, delivery, checkpoint, asks))
     return OK
 
 
@@ -328,30 +336,49 @@ def cmd_forge(args: argparse.Namespace) -> int:
 
 
 def cmd_poll(args: argparse.Namespace) -> int:
-    """One round (`--once`) or a round every `--every`: read the due repositories. SIGINT or
-    SIGTERM let the round under way finish (no repository stays leased to a poller that is
-    gone), then end the command (exit 0)."""
+    """One round (`--once`) or a round every `--every`: read the due repositories. Between rounds
+    it LISTENs on tireless_poll: a webhook (poll_soon), a new tracking or `forge retry` starts the
+    next round at once, and so does the end of a backoff or of a forge's stop when it comes
+    before `--every` (tireless.next_poll_due_at). SIGINT or SIGTERM let the round under way finish
+    (no repository stays leased to a poller that is gone), then end the command (exit 0)."""
     if args.every is None:
         with connect(args) as conn:
             return poll_once(args, JobStore(conn))
-    stopping = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda signum, frame: stopping.set())
+    stop = StopSignals()
     next_poll_in = timedelta(seconds=args.every)
     with connect(args) as conn:
         store = JobStore(conn)
-        while not stopping.is_set():
-            poll_round(
-                store,
-                args.poller,
-                clients=client_factory(args.timeout),
-                next_poll_in=next_poll_in,
-                lease=args.lease,
-                read_deadline=READ_DEADLINE_FACTOR * args.timeout,
-                log=poll_log(args),
-            )
-            stopping.wait(args.every)
+        # Listening from before the first round: a repository made due during a round is read next.
+        with store.listen_for_polls() as due:
+            while not stop.stopped:
+                poll_round(
+                    store,
+                    args.poller,
+                    clients=client_factory(args.timeout),
+                    next_poll_in=next_poll_in,
+                    lease=args.lease,
+                    read_deadline=READ_DEADLINE_FACTOR * args.timeout,
+                    log=poll_log(args),
+                )
+                if not stop.stopped:
+                    stop.listen(due, until_next_round(store, args.every))
     return OK
+
+
+POLL_WAKE_MARGIN = 0.05
+"""Seconds past a repository's due time that an idle poller wakes, so the round finds it due."""
+POLL_WAIT_FLOOR = 0.5
+"""The shortest timed wait between two rounds: a repository due at once is read by the next round
+already, and the floor keeps an edge case from spinning."""
+
+
+def until_next_round(store: JobStore, every: float) -> float:
+    """Seconds until the next round without a notification: --every, or sooner when a repository
+    becomes due before (a backoff or a forge's stop ends: no notification says so)."""
+    due_in = store.next_poll_in()
+    if due_in is None:
+        return every
+    return min(every, max(due_in + POLL_WAKE_MARGIN, POLL_WAIT_FLOOR))
 
 
 def poll_log(args: argparse.Namespace) -> Callable[[Report], None]:

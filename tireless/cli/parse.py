@@ -229,7 +229,8 @@ def parser() -> argparse.ArgumentParser:
         command(
             "repo",
             cmd_repo,
-            "(admin) a tracked repository's share and delivery policy: capacity, budget, delivery",
+            "(admin) a tracked repository's share and policies: capacity, budget, delivery,"
+            " revisions",
         ),
         "repo_action",
     )
@@ -287,6 +288,25 @@ def parser() -> argparse.ArgumentParser:
         type=delivery_limit(size),
         metavar="SIZE|default",
         help="at most SIZE of files added or modified, e.g. 200M; default: the runner's (50M)",
+    )
+    sub = repo(
+        "revisions",
+        "whether failed checks ask for a revision, and how many an issue gets; prints its policy",
+    )
+    repository(sub)
+    sub.add_argument(
+        "--on-failed-checks",
+        dest="revise_on_failed_checks",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="whether failed checks on tireless's pull request ask for a revision (default: no)",
+    )
+    sub.add_argument(
+        "--max",
+        dest="max_revisions",
+        type=int,
+        metavar="N",
+        help="at most N revisions after a person last asked on the issue, 0 to 100 (default 5)",
     )
     forge = actions(
         command("forge", cmd_forge, "the forge registry: add, list, remove, retry"), "forge_action"

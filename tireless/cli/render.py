@@ -119,6 +119,10 @@ def render_status(rows: Sequence[dict[str, Any]]) -> str:
             marks.append(f"agent time today {age(spent)}/{age(budget)}")
         if row["budget_resets_at"] is not None:
             marks.append(f"budget spent until {clock(row['budget_resets_at'])}")
+        if row["max_run"] is not None:
+            marks.append(f"max run {age(row['max_run'].total_seconds())}")
+        if row["stall_after"] is not None:
+            marks.append(f"stall after {age(row['stall_after'].total_seconds())}")
         return ", ".join(marks) or "-"
 
     columns: list[tuple[str, Callable[[dict[str, Any]], str]]] = [("LANE", count("lane"))]
@@ -220,6 +224,7 @@ def render_job(
     attempt: dict[str, Any] | None = None,
     delivery: dict[str, Any] | None = None,
     checkpoint: dict[str, Any] | None = None,
+    asks: Sequence[dict[str, Any]] = (),
 ) -> str:
     """A job's fields, its newest attempt's progress (tireless.job_attempt) when it has a record,
     what it delivered (tireless.deliveries) and its last checkpoint (tireless.checkpoints) when it
@@ -245,6 +250,8 @@ def render_job(
         saved = f"{checkpoint['ref']} at {checkpoint['commit']}"
         when = f"attempt {checkpoint['attempt']}, {clock(checkpoint['recorded_at'])}"
         fields += f"\n{'checkpoint':>17}: {saved} ({when})"
+    if asks:
+        fields += f"\n{'asked in':>17}: " + "; ".join(ask_text(ask) for ask in asks)
     events = table(
         history,
         [
@@ -342,3 +349,12 @@ def render_repo_delivery(policy: RepoDelivery) -> str:
             f"  max bytes: {shown(policy.max_bytes)}",
         ]
     )
+
+
+def ask_text(ask: dict[str, Any]) -> str:
+    """`review 123 by alice on #12`, `comment 456 by bob on #7`, `failed checks on 1a2b3c4d5e6f`
+    (a row of tireless.job_asks)."""
+    if ask["source"] == "checks":
+        return f"failed checks on {ask['source_id'][:12]}"
+    where = f" on #{ask['pull_number']}" if ask["pull_number"] else ""
+    return f"{ask['source']} {ask['source_id']} by {ask['author']}{where}"

@@ -18,6 +18,7 @@ from psycopg.conninfo import conninfo_to_dict
 
 from tireless.cli.render import as_json, visible
 from tireless.runner.credentials import secret_from_environment
+from tireless.store.sync import Notifications
 
 OK, REFUSED, USAGE, NOTHING_TO_DO, UNREACHABLE = 0, 1, 2, 3, 4
 PRUNE_MAX = 100
@@ -106,3 +107,8 @@ class StopSignals:
         """Sleep `seconds`, or less when a stop signal comes."""
         if not self.stopped:
             select.select([self._wakeup], [], [], seconds)
+
+    def listen(self, heard: Notifications, seconds: float) -> str | None:
+        """Wait `seconds` for a notification (returns its payload), or less when a stop signal
+        comes (returns None)."""
+        return None if self.stopped else heard.wait(seconds, wakeup=self._wakeup)

@@ -21,7 +21,10 @@ showed. The scenes, midway:
 - it closes an issue whose agent is running (a long job): the worker learns it from `heartbeat`,
   stops the agent and ends the job cancelled (nothing pushed);
 - once issue 1 is delivered the mirror takes its mode label off (the request is withdrawn); three
-  polls pass (no new job), then a human puts the label back: the new request gets a new job.
+  polls pass (no new job), then a human puts the label back: the new request gets a new job;
+- once issue 4's pull request is open, carol (who may write to the repository) requests changes
+  with one inline comment: the poller reads the review and makes one revision job, whose agent
+  answers it from the pull request's head, and whose push is the same pull request's second commit.
 At the end it polls until the mirror has written every state and opened every pull request (or
 says how many writes are left), then prints a few issues as the forge shows them (one
 `tireless/state:<state>` label each and one comment per finished job) and each delivered implement
@@ -103,6 +106,12 @@ POLLS_AFTER_DELIVERY = 3
 # An implement issue shown as the forge shows it: its comment names its pull request (examples/
 # agent.sh fails its first attempt, changes two files on the second).
 IMPLEMENTED_ISSUE = 3
+# The issue whose pull request gets a review round: a person with write access requests changes
+# with one inline comment (on the note examples/agent.sh wrote); one revision job answers it.
+REVIEWED_ISSUE = 4
+REVIEWER = "carol"
+REVIEW = "Almost: the note should say how this is tested."
+REVIEW_COMMENT = ("notes/4.md", 3, "Which test covers the webhook?")
 # The demo's own issues, opened after the examples: one for a lane no runner here serves (its job
 # waits until the issue is closed), one whose agent works 20 s (its issue is closed meanwhile).
 UNSERVED = (
@@ -119,6 +128,7 @@ REPORTS = (
     "SELECT j.id, a.report FROM tireless.job j JOIN tireless.job_attempt a"
     " ON (a.job_id, a.attempt) = (j.id, j.attempts) WHERE j.id = ANY (%(job_ids)s)"
 )
+PULL_OF_JOB = "SELECT pull_number FROM tireless.deliveries WHERE job_id = %(job_id)s"
 LAST_POLL = (
     "SELECT last_success_at FROM tireless.repo_status"
     " WHERE (forge, owner, repo) = (%(forge)s, %(owner)s, %(repo)s)"
@@ -438,6 +448,76 @@ class Relabel(Scene):
         )
 
 
+class ReviewRound(Scene):
+    """Issue 4: once its pull request is open, a reviewer with write access requests changes with
+    one inline comment; the poller reads the review and makes one revision job, which a worker
+    runs from the pull request's head and pushes to the same branch."""
+
+    def __init__(self, forge: StandinForge) -> None:
+        self.number = REVIEWED_ISSUE
+        self.forge = forge
+        self.pull: int | None = None
+        self.review: int | None = None
+        self.revision: int | None = None
+        forge.set_permission(OWNER, REPO, REVIEWER, "write")
+
+    def act(self, conn: psycopg.Connection[Any], crew: Crew, forge: StandinForge) -> str | None:
+        jobs = jobs_of(conn, self.number)
+        if self.review is None:
+            if not jobs or jobs[0]["state"] != "delivered":
+                return None
+            (pull,) = conn.execute(PULL_OF_JOB, {"job_id": jobs[0]["id"]}).fetchone() or (None,)
+            shown = {p.number for p in forge.pulls_of(OWNER, REPO) if p.state == "open"}
+            if pull not in shown:  # the mirror has not opened it yet
+                return None
+            path, line, text = REVIEW_COMMENT
+            self.pull = pull
+            self.review = forge.submit_review(
+                OWNER, REPO, pull, REVIEWER, "changes_requested", REVIEW, comments=[REVIEW_COMMENT]
+            )
+            return (
+                f"#{self.number}: {REVIEWER} (write access) requested changes on PR #{pull}"
+                f" in review {self.review}, with a comment on {path} line {line}: {text!r}"
+            )
+        if self.revision is None and len(jobs) > 1:
+            self.revision = jobs[1]["id"]
+            (made, *_) = fetch(conn, calls.JOB_EVENTS, {"job_id": self.revision}, dict_row)
+            return (
+                f"#{self.number}: the poller read the review: job {self.revision}, {made['note']}"
+            )
+        return None
+
+    def done(self, conn: psycopg.Connection[Any]) -> bool:
+        return self.revision is not None and super().done(conn)
+
+    def story(self, conn: psycopg.Connection[Any]) -> str:
+        """What the revision left on the forge: the commits of its branch past main, its head, the
+        pull request it delivered to, and whether the commented file answers the comment."""
+        told = f"#{self.number}: review {self.review} by {REVIEWER} asked for a change"
+        jobs = jobs_of(conn, self.number)
+        if len(jobs) != 2:
+            return f"{told}; {len(jobs)} jobs were made for #{self.number}, not 2"
+        revision = jobs[1]
+        ids = {"job_ids": [revision["id"]]}
+        (delivery,) = fetch(conn, calls.JOB_DELIVERIES, ids, dict_row) or (None,)
+        if delivery is None or not delivery["changed"]:
+            return f"{told}; revision job {revision['id']} {revision['state']}, nothing pushed"
+        branch = delivery["branch"]
+        main = {commit.sha for commit in self.forge.commits_of(OWNER, REPO, "main")}
+        ahead = [c for c in self.forge.commits_of(OWNER, REPO, branch) if c.sha not in main]
+        nth = {1: "a first", 2: "a second", 3: "a third"}.get(len(ahead), f"commit {len(ahead)}")
+        pull = delivery["pull_number"]
+        where = f"PR #{pull}" if pull == self.pull else f"PR #{pull}, not #{self.pull}"
+        head = self.forge.branch_head(OWNER, REPO, branch) or "nothing"
+        at = f"{branch} at {head[:7]}" + ("" if head == delivery["head"] else ", not its push")
+        path, _, text = REVIEW_COMMENT
+        answered = text in (self.forge.file_at(OWNER, REPO, branch, path) or "")
+        said = f"{path} answers the comment" if answered else f"{path} does not answer the comment"
+        return (
+            f"{told}; revision job {revision['id']} pushed {nth} commit to {where} ({at}: {said})"
+        )
+
+
 def watch(
     conn: psycopg.Connection[Any],
     deadline: float,
@@ -521,7 +601,8 @@ def pull_requests(
     """What each delivered implement job left on the forge (its pull request, or no change), as
     tireless.deliveries records it and the stand-in shows it, and what is amiss: a change with no
     pull request of its branch that closes its issue, or a branch no delivery pushed (a plan or
-    discover job pushes nothing, nor does a failed or cancelled one)."""
+    discover job pushes nothing, nor does a failed or cancelled one). A branch delivered again (a
+    revision) must be at its newest delivery's head, which carries the older ones."""
     implement = sorted(
         (j for j in jobs if j.kind is JobKind.IMPLEMENT and j.state is JobState.DELIVERED),
         key=lambda job: (job.number, job.id),
@@ -531,6 +612,7 @@ def pull_requests(
     reports = dict(conn.execute(REPORTS, ids).fetchall())
     pulls = {pull.head: pull for pull in forge.pulls_of(OWNER, REPO)}
     branches = forge.branches(OWNER, REPO)
+    newest = {row["branch"]: job_id for job_id, row in sorted(recorded.items()) if row["changed"]}
     shown: list[str] = []
     amiss: list[str] = []
     for job in implement:
@@ -547,6 +629,18 @@ def pull_requests(
         report = (reports.get(job.id) or "").strip()
         if pull is None or pull.state != "open" or f"Closes #{job.number}" not in pull.body:
             amiss.append(f"{told} to {branch}, but no open pull request of it closes #{job.number}")
+        elif (later := newest[branch]) != job.id:
+            carried = {commit.sha for commit in forge.commits_of(OWNER, REPO, branch)}
+            if delivery["head"] not in carried:
+                amiss.append(f"{told} {branch} at {delivery['head']}, gone from the forge's")
+            elif delivery["pull_number"] != pull.number:
+                amiss.append(
+                    f"{told} as PR #{pull.number}, the store says #{delivery['pull_number']}"
+                )
+            else:
+                shown.append(
+                    f"{told} as PR #{pull.number} (branch {branch}); job {later} revised it"
+                )
         elif report not in pull.body:
             amiss.append(f"{told} as PR #{pull.number}, whose body lacks the agent's report")
         elif branches.get(branch) != delivery["head"]:
@@ -610,6 +704,7 @@ def run() -> int:
             CloseWhilePending(unserved),
             CloseWhileRunning(long_job),
             Relabel(forge),
+            ReviewRound(forge),
         ]
         with Crew(url, token) as crew:
             final = watch(conn, deadline, crew, forge, scenes)
@@ -622,7 +717,10 @@ def run() -> int:
         say(
             forge_view(
                 forge,
-                sorted({RELABELLED_ISSUE, IMPLEMENTED_ISSUE, 5, CRASH_ISSUE, unserved, long_job}),
+                sorted(
+                    {RELABELLED_ISSUE, IMPLEMENTED_ISSUE, REVIEWED_ISSUE, 5, CRASH_ISSUE}
+                    | {unserved, long_job}
+                ),
             )
         )
         shown, amiss = pull_requests(conn, forge, final, seeded)

@@ -44,6 +44,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
+from tireless.devtools.standin_conversation import ConversationRoutes
 from tireless.devtools.standin_git import SERVICES, CgiAnswer, GitCommit, StandinGit
 
 Flavour = Literal["gitea", "github"]
@@ -142,6 +143,7 @@ class Comment:
     body: str
     created_at: datetime = field(default_factory=lambda: _now())
     author: str = MIRROR_LOGIN
+    updated_at: datetime | None = None  # edited (edit_comment): None is created_at
 
 
 @dataclass(frozen=True)
@@ -184,8 +186,10 @@ def _time(when: datetime | None) -> str | None:
     return None if when is None else when.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-class StandinForge:
-    """A Gitea (also Forgejo) or a GitHub on 127.0.0.1, with its issues in memory."""
+class StandinForge(ConversationRoutes):
+    """A Gitea (also Forgejo) or a GitHub on 127.0.0.1, with its issues in memory; the
+    conversation on pull requests (reviews, permissions, checks, reactions) comes from
+    tireless.devtools.standin_conversation."""
 
     def __init__(
         self,
@@ -237,6 +241,7 @@ class StandinForge:
             target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
         )
         self._init_poller_quirks(root_url)
+        self._init_conversation()
 
     # Life
     @property
@@ -398,13 +403,15 @@ class StandinForge:
         with self._lock:
             return list(self._events.get((owner, repo, number), []))
 
-    def add_comment_as(self, owner: str, repo: str, number: int, author: str, body: str) -> None:
-        """A comment someone other than the mirror's account wrote."""
+    def add_comment_as(self, owner: str, repo: str, number: int, author: str, body: str) -> int:
+        """A comment someone other than the mirror's account wrote; its id. The issue's
+        updated_at moves on, as a new comment moves it on both forges."""
         with self._lock:
-            self._comments.setdefault((owner, repo, number), []).append(
-                Comment(self._next_id, body, author=author)
-            )
+            comment = Comment(self._next_id, body, author=author)
+            self._comments.setdefault((owner, repo, number), []).append(comment)
             self._next_id += 1
+        self._change(owner, repo, number, author)
+        return comment.id
 
     # Quirks the mirror copes with (issue 21), each cited where it is served.
     def create_org_label(self, org: str, name: str) -> int:
@@ -792,6 +799,9 @@ class StandinForge:
         moved = self._moved_answer(method, path, query)
         if moved is not None:
             return moved
+        said = self._conversation_answer(method, path, query, body, authorized)
+        if said is not None:
+            return self._count_rate(Answer(said.status, said.headers, said.body), query)
         mirror_route = self._mirror_route(path)
         if mirror_route is not None:
             return self._mirror_answer(method, mirror_route, query, body, authorized)
@@ -1198,12 +1208,17 @@ class StandinForge:
             "body": comment.body,
             "user": user,
             "created_at": _time(comment.created_at),
-            "updated_at": _time(comment.created_at),
+            "updated_at": _time(comment.updated_at or comment.created_at),
         }
         if self.flavour == "gitea":
+            # A pull request's comment has no issue_url but a pull_request_url, both web pages
+            # (models/issues/comment.go IssueURL, PRURL).
+            issue = self._repos.get((owner, repo), {}).get(number)
+            pull = issue is not None and issue.pull_request
+            web = f"{self.url}/{owner}/{repo}/issues/{number}"
             return common | {
-                "issue_url": f"{self.url}/{owner}/{repo}/issues/{number}",
-                "pull_request_url": "",
+                "issue_url": "" if pull else web,
+                "pull_request_url": self._pull_web_url(owner, repo, number) if pull else "",
                 "original_author": "",
                 "original_author_id": 0,
                 "assets": [],
@@ -1877,6 +1892,9 @@ def _is_color(color: str, flavour: Flavour) -> bool:
 def _handler(forge: StandinForge) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # Headers and body go out in separate writes: with Nagle's algorithm the body waits for the
+        # client's delayed ACK (about 40 ms a request on Linux). Real forges answer at once.
+        disable_nagle_algorithm = True
 
         def do_GET(self) -> None:
             parts = urlsplit(self.path)

@@ -5,6 +5,8 @@ A client reads; it never touches the store. Everything it returns has been valid
 writes (a state label, mode labels off, one comment per finished job) are here too; which labels
 and which comment is the store's decision (tireless.mirror_writes), not the client's. So are
 delivery's: the default branch, and the one pull request from a branch, found, opened, updated.
+And the conversation's (issue 34): comments since a time, a pull request's reviews and their
+inline comments, a login's permission, a commit's checks, a reaction on a comment.
 """
 
 from __future__ import annotations
@@ -62,6 +64,9 @@ class Listing:
     """owner/name the forge gives the repository now, when it redirected the listing there."""
     skipped: tuple[str, ...] = ()
     """Items left out because even alone they were past the response-size limit, said why."""
+    pulls: tuple[tuple[int, datetime], ...] = ()
+    """The pull requests the listing showed, each with its `updated_at` (both forges list them
+    among issues): a review or a comment on one moves it, so its conversation may have changed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +86,67 @@ class PullRequest:
     body: str
 
 
+@dataclass(frozen=True, slots=True)
+class ForgeNote:
+    """One comment on an issue or pull request (both are issues on both forges), with its id:
+    what a person said in the conversation, `/tireless ...` commands included. `number` is the
+    issue's or pull request's; `updated_at` moves when the comment is edited."""
+
+    id: int
+    number: int
+    author: str | None
+    body: str
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewComment:
+    """One inline comment of a review: the file, the line of it the forge names (None when it
+    names none, say on a line the pull request no longer has), the text."""
+
+    path: str
+    line: int | None
+    body: str
+
+
+@dataclass(frozen=True, slots=True)
+class Review:
+    """One review of a pull request. `state` is normalised across forges: "changes_requested",
+    "approved", "commented", "pending" (not submitted yet, or a review only requested) or
+    "dismissed"; `commit` the head commit it reviewed (`commit_id`), when the forge gives it."""
+
+    id: int
+    author: str | None
+    state: str
+    body: str
+    submitted_at: datetime | None
+    commit: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Reviews:
+    """Every review of a pull request. `not_modified`: the forge answered 304 to our ETag, so
+    nothing changed since the last read and `reviews` is empty (GitHub only; Gitea sends none)."""
+
+    reviews: tuple[Review, ...]
+    etag: str | None = None
+    not_modified: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """One check of a commit: a commit status (its `context`) or a GitHub check run (its
+    `name`). `state` is normalised: "passed", "failed" or "pending" (no verdict yet); `summary`
+    a status's description or a run's output title and summary ("" when none); `url` where its
+    details are (`target_url`, `details_url`, `html_url`)."""
+
+    name: str
+    state: str
+    summary: str
+    url: str | None
+
+
 class ForgeClient(Protocol):
     """A forge's issues, read over its HTTP API."""
 
@@ -94,7 +160,8 @@ class ForgeClient(Protocol):
         etag: str | None = None,
     ) -> Listing:
         """Every issue (not pull request) in `state` ("all" or "open") updated at or after
-        `since` (None: every one), across all pages; with `etag`, a 304 gives `not_modified`."""
+        `since` (None: every one), across all pages, and the numbers of the pull requests listed
+        with them (`pulls`); with `etag`, a 304 gives `not_modified`."""
         ...
 
     def get_issue(self, owner: str, repo: str, number: int) -> ForgeIssue | None:
@@ -164,6 +231,39 @@ class ForgeClient(Protocol):
         self, owner: str, repo: str, number: int, *, title: str, body: str
     ) -> PullRequest:
         """The pull request's title and body set (a draft stays a draft)."""
+        ...
+
+    def comments_since(self, owner: str, repo: str, since: datetime | None) -> list[ForgeNote]:
+        """The repository's issue and pull-request comments (the conversation, not a review's
+        inline comments) created or edited at or after `since` (None: every one), every page,
+        oldest change first."""
+        ...
+
+    def pull_reviews(self, owner: str, repo: str, pull: int, etag: str | None = None) -> Reviews:
+        """Every review of the pull request, oldest first; with `etag` (GitHub), a 304 gives
+        `not_modified`."""
+        ...
+
+    def review_comments(
+        self, owner: str, repo: str, pull: int, review_id: int
+    ) -> list[ReviewComment]:
+        """The inline comments of one review of the pull request."""
+        ...
+
+    def permission(self, owner: str, repo: str, login: str) -> str:
+        """The login's permission on the repository: "admin", "write", "read" or "none" (no such
+        user, or not a collaborator). WriteRefused (403) when the token may not ask for someone
+        else's (Gitea: only site and repository admins may; GitHub: push access is needed)."""
+        ...
+
+    def checks(self, owner: str, repo: str, ref: str) -> list[Check]:
+        """The checks of a commit (or branch): its commit statuses, the latest of each context,
+        and on GitHub its check runs, every page."""
+        ...
+
+    def add_reaction(self, owner: str, repo: str, comment_id: int, content: str) -> None:
+        """A reaction (`+1`, `eyes`, ...) of the token's account on an issue or pull-request
+        comment; adding it twice is harmless."""
         ...
 
     def close(self) -> None: ...

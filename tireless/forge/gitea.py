@@ -1,5 +1,8 @@
-"""Gitea and Forgejo (API v1): `GET {base}/api/v1/repos/{owner}/{repo}/issues?type=issues&
-state=...&since=...&page=N&limit=M` with `Authorization: token T`.
+"""Gitea and Forgejo (API v1): `GET {base}/api/v1/repos/{owner}/{repo}/issues?state=...&since=...&
+page=N&limit=M` with `Authorization: token T`. Without `type` the listing holds pull requests too
+(`routers/api/v1/repo/issue.go` ListIssues filters by type only when it is given): their numbers
+say whose conversation changed, since every comment, a review's included, moves its issue's
+`updated_unix` (`models/issues/comment.go` updateCommentInfos).
 
 Gitea clamps `limit` to its `[api] MAX_RESPONSE_ITEMS` (50 by default), so a page shorter than
 the limit asked for says nothing about the end: the pages are followed by `Link: rel="next"`
@@ -9,6 +12,10 @@ the limit asked for says nothing about the end: the pages are followed by `Link:
 Delivery's calls: `GET /repos/{o}/{r}` (its `default_branch`), `GET .../pulls?state=open` (every
 page, the one from a branch picked by its head), `POST .../pulls`, `GET` and `PATCH
 .../pulls/{index}`. A Gitea draft is a title prefix, not a flag (see `WIP_PREFIXES`).
+
+The conversation's: `GET .../issues/comments?since=`, `GET .../pulls/{index}/reviews` and
+`.../reviews/{id}/comments`, `GET .../collaborators/{login}/permission`, `GET
+.../commits/{ref}/status`, `POST .../issues/comments/{id}/reactions`.
 """
 
 from __future__ import annotations
@@ -20,25 +27,36 @@ from urllib.parse import quote
 
 from tireless.forge.client import (
     BadResponse,
+    Check,
     ForgeComment,
     ForgeIssue,
+    ForgeNote,
     ForgeStopped,
     IssueEvent,
     Listing,
     PullRequest,
     ReadFailed,
+    ReviewComment,
+    Reviews,
     WriteRefused,
 )
 from tireless.forge.http import MAX_BYTES, QUICK_RETRIES, TIMEOUT, Http, Response, sent_or_found
 from tireless.forge.paging import read_pages
 from tireless.forge.validate import (
+    check,
     comment,
     decode_json,
     full_name,
+    in_order,
     is_pull_request,
     issue,
     login_of,
     not_moved,
+    note,
+    permission_level,
+    pull_updates,
+    review,
+    review_comment,
     timestamp,
 )
 
@@ -61,6 +79,27 @@ _TIMELINE_KINDS = {
     ("reopen", False): "reopened",
     ("reopen", True): "reopened",
 }
+REVIEW_STATES = {
+    "REQUEST_CHANGES": "changes_requested",
+    "APPROVED": "approved",
+    "COMMENT": "commented",
+    "PENDING": "pending",
+    "REQUEST_REVIEW": "pending",
+}
+"""Gitea's review states (modules/structs/pull_review.go ReviewStateType; services/convert/
+pull_review.go ToPullReview): REQUEST_REVIEW is a review asked of someone, not yet given."""
+STATUS_STATES = {
+    "pending": "pending",
+    "success": "passed",
+    "warning": "passed",
+    "skipped": "passed",
+    "error": "failed",
+    "failure": "failed",
+}
+"""A commit status's state (modules/structs/commit_status.go: pending, success, error, failure,
+warning; skipped in newer versions). Error and failure are the verdicts against the commit;
+a warning passed with remarks (Gitea ranks it above failure), skipped ran nothing. A state we do
+not know (the combined-only `running_with_failure`, one to come) asks for nothing: pending."""
 
 
 def rfc3339(when: datetime) -> str:
@@ -119,23 +158,39 @@ class GiteaClient:
         """Every label of a list. Gitea's label lists page by `page`/`limit` with X-Total-Count
         and send no Link header, sorted by name, at most 50 a page (routers/api/v1/repo/label.go
         ListLabels: SetTotalCountHeader only; Gitea issue #21158)."""
+        return [
+            item
+            for item in self._counted_pages(url, missing_ok=missing_ok)
+            if isinstance(item.get("name"), str) and type(item.get("id")) is int
+        ]
+
+    def _counted_pages(
+        self,
+        url: str,
+        params: dict[str, str] | None = None,
+        *,
+        key: str | None = None,
+        missing_ok: bool = False,
+    ) -> list[dict[str, Any]]:
+        """Every item of a list Gitea pages by `page`/`limit` and counts in X-Total-Count with no
+        Link header (SetTotalCountHeader only): pages are asked for until they hold the count, or
+        one is empty (its MAX_RESPONSE_ITEMS may clamp `limit` below ours). `key`: each page is an
+        object with its items under that key (null when none); `missing_ok`: a 404 is no items
+        (an owner that is a user has no organisation labels)."""
         found: list[dict[str, Any]] = []
         for page in range(1, MAX_PAGES + 1):
-            response = self._http.get(url, {"page": str(page), "limit": str(PAGE_SIZE)})
-            if response.status == 404 and missing_ok:  # the owner is a user: no organisation
+            asked = (params or {}) | {"page": str(page), "limit": str(PAGE_SIZE)}
+            response = self._http.get(url, asked)
+            if response.status == 404 and missing_ok:
                 return []
-            items = _json_list(response)
-            found += [
-                item
-                for item in items
-                if isinstance(item.get("name"), str) and type(item.get("id")) is int
-            ]
+            items = _json_list(response) if key is None else _listed_under(response, key)
+            found += items
             total = _total_count(response)
-            if not items or (total is not None and page * PAGE_SIZE >= total):
+            if not items or (total is not None and len(found) >= total):
                 return found
             if total is None and self._http.next_page(response) is None and len(items) < PAGE_SIZE:
                 return found
-        raise BadResponse(f"GET {url}: more than {MAX_PAGES} pages of labels")
+        raise BadResponse(f"GET {url}: more than {MAX_PAGES} pages")
 
     def ensure_label(self, owner: str, repo: str, name: str, description: str) -> None:
         if name in self._labels(owner, repo) or name in self._labels(owner, repo, fresh=True):
@@ -218,6 +273,76 @@ class GiteaClient:
                 return sorted(events, key=lambda event: event.at)
         raise BadResponse(f"GET {url}: more than {MAX_PAGES} pages of events")
 
+    # The conversation on a pull request (issue 34).
+    def comments_since(self, owner: str, repo: str, since: datetime | None) -> list[ForgeNote]:
+        # ListRepoIssueComments (routers/api/v1/repo/issue_comment.go): the plain comments of
+        # issues and pull requests alike, `since` compared with their updated time, oldest
+        # created first, paged by page/limit with X-Total-Count and no Link.
+        params = {} if since is None else {"since": rfc3339(since)}
+        where = f"GET {owner}/{repo} comments"
+        items = self._counted_pages(f"{self._issues_url(owner, repo)}/comments", params)
+        return in_order([note(item, where) for item in items])
+
+    def pull_reviews(self, owner: str, repo: str, pull: int, etag: str | None = None) -> Reviews:
+        # ListPullReviews (routers/api/v1/repo/pull_review.go): paged by page/limit with
+        # X-Total-Count and no Link, and no ETag; another's pending review is not shown
+        # (services/convert/pull_review.go ToPullReviewList).
+        url = f"{self._pulls_url(owner, repo)}/{pull}/reviews"
+        where = f"GET {owner}/{repo} pull {pull} reviews"
+        items = self._counted_pages(url)
+        return Reviews(tuple(review(item, where, REVIEW_STATES) for item in items))
+
+    def review_comments(
+        self, owner: str, repo: str, pull: int, review_id: int
+    ) -> list[ReviewComment]:
+        # GetPullReviewComments (routers/api/v1/repo/pull_review.go): one unpaged array. The line
+        # is `position` on the new side, `original_position` on the old (services/convert/
+        # pull_review.go ToPullReviewCommentList: the other one is 0).
+        url = f"{self._pulls_url(owner, repo)}/{pull}/reviews/{review_id}/comments"
+        response = self._http.get(url)
+        lines = ("position", "original_position")
+        return [review_comment(item, response.where, lines) for item in _json_list(response)]
+
+    def permission(self, owner: str, repo: str, login: str) -> str:
+        # GetRepoPermissions (routers/api/v1/repo/collaborators.go): 404 for a login that is no
+        # user; 403 when the token's account is neither a site admin, nor the repository's
+        # admin, nor asking about itself: a refusal of this read, which says nothing of `login`
+        # (so it is not taken as "none"). Sent as `send` so that 403 and 404 refuse this read
+        # only (WriteRefused) where `get` would stop the whole forge (AuthRefused).
+        url = f"{self._repo_url(owner, repo)}/collaborators/{quote(login, safe='')}/permission"
+        try:
+            response = self._http.send("GET", url)
+        except WriteRefused as refused:
+            if refused.status == 404:
+                return "none"
+            raise
+        return permission_level(_sent_json(response), response.where)
+
+    def checks(self, owner: str, repo: str, ref: str) -> list[Check]:
+        # GetCombinedCommitStatusByRef (routers/api/v1/repo/status.go): the latest status of each
+        # context under `statuses`, each state under the key `status` (modules/structs/status.go
+        # CommitStatus), paged by page/limit with X-Total-Count and no Link; with no status at
+        # all an empty CombinedStatus (`statuses` null), or, up to Gitea 1.14, 200 and no body.
+        url = f"{self._repo_url(owner, repo)}/commits/{quote(ref, safe='')}/status"
+        where = f"GET {owner}/{repo} status of {ref}"
+        return [
+            check(
+                item.get("context"),
+                STATUS_STATES.get(str(item.get("status", item.get("state"))), "pending"),
+                item.get("description"),
+                item.get("target_url"),
+                where,
+            )
+            for item in self._counted_pages(url, key="statuses")
+        ]
+
+    def add_reaction(self, owner: str, repo: str, comment_id: int, content: str) -> None:
+        # PostIssueCommentReaction (routers/api/v1/repo/issue_reaction.go): 201 when made, 200
+        # when the account's reaction is there already, so a retry is harmless (before 1.10.2 a
+        # 500: go-gitea/gitea#9544, #9550); 403 for a reaction not in `[ui] REACTIONS`.
+        url = f"{self._issues_url(owner, repo)}/comments/{comment_id}/reactions"
+        self._http.send("POST", url, {"content": content})
+
     def whoami(self) -> str:
         if self._login is None:
             response = self._http.get(self._http.url("user"))
@@ -236,7 +361,7 @@ class GiteaClient:
         state: str = "all",
         etag: str | None = None,  # Gitea sends no ETag for listings
     ) -> Listing:
-        params = {"type": "issues", "state": state, "page": "1", "limit": str(PAGE_SIZE)}
+        params = {"state": state, "page": "1", "limit": str(PAGE_SIZE)}
         if since is not None:
             params["since"] = rfc3339(since)
         pages = read_pages(self._http, self._issues_url(owner, repo), params, "limit")
@@ -252,7 +377,13 @@ class GiteaClient:
         where = f"GET {owner}/{repo} issues"
         issues = [issue(item, where) for item in pages.items if not is_pull_request(item)]
         moved_to = self.repository_name(owner, repo) if pages.moved else None
-        return Listing(tuple(issues), pages.count, moved_to=moved_to, skipped=tuple(pages.skipped))
+        return Listing(
+            tuple(issues),
+            pages.count,
+            moved_to=moved_to,
+            skipped=tuple(pages.skipped),
+            pulls=pull_updates(pages.items, where),
+        )
 
     def get_issue(self, owner: str, repo: str, number: int) -> ForgeIssue | None:
         response = self._http.get(f"{self._issues_url(owner, repo)}/{number}")
@@ -455,3 +586,19 @@ def _total_count(response: Response) -> int | None:
     if not value.strip().isdigit():
         raise BadResponse(f"{response.where}: X-Total-Count {value!r:.20} is not a count")
     return int(value)
+
+
+def _listed_under(response: Response, key: str) -> list[dict[str, Any]]:
+    """The items under `key` of a page that is an object (null: none); a 200 with no body at all
+    is no items (Gitea up to 1.14 answers a commit without statuses so)."""
+    if response.status == 200 and not response.body.strip():
+        return []
+    data = _json(response)
+    if not isinstance(data, dict):
+        raise BadResponse(f"{response.where}: expected a JSON object, got {type(data).__name__}")
+    items = data.get(key)
+    if items is None:
+        return []
+    if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
+        raise BadResponse(f"{response.where}: expected an object with a list {key}")
+    return items

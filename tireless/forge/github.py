@@ -1,10 +1,16 @@
 """GitHub (REST): `GET {api}/repos/{owner}/{repo}/issues?state=...&since=...&per_page=100` with
 `Authorization: Bearer T`, pages by `Link: rel="next"`. The first page carries an ETag; asking
 again with `If-None-Match` answers 304 when nothing changed, and a 304 costs no rate limit.
-Pull requests are listed among issues (they carry `pull_request`) and are skipped.
+Pull requests are listed among issues (they carry `pull_request`): skipped as issues, their
+numbers say whose conversation changed.
 
 Delivery's calls: `GET /repos/{o}/{r}` (its `default_branch`), `GET .../pulls?state=open&head=
 owner:branch`, `POST .../pulls` (with `draft`), `PATCH .../pulls/{number}`.
+
+The conversation's: `GET .../issues/comments?since=&sort=updated&direction=asc`, `GET
+.../pulls/{n}/reviews` (conditional) and `.../reviews/{id}/comments`, `GET
+.../collaborators/{login}/permission`, `GET .../commits/{ref}/status` and `.../check-runs`, `POST
+.../issues/comments/{id}/reactions`.
 """
 
 from __future__ import annotations
@@ -16,13 +22,17 @@ from urllib.parse import quote
 
 from tireless.forge.client import (
     BadResponse,
+    Check,
     ForgeComment,
     ForgeIssue,
+    ForgeNote,
     ForgeStopped,
     IssueEvent,
     Listing,
     PullRequest,
     ReadFailed,
+    ReviewComment,
+    Reviews,
     WriteRefused,
 )
 from tireless.forge.http import (
@@ -36,13 +46,20 @@ from tireless.forge.http import (
 )
 from tireless.forge.paging import read_pages
 from tireless.forge.validate import (
+    check,
     comment,
     decode_json,
     full_name,
+    in_order,
     is_pull_request,
     issue,
     login_of,
     not_moved,
+    note,
+    permission_level,
+    pull_updates,
+    review,
+    review_comment,
     timestamp,
 )
 
@@ -50,6 +67,27 @@ PER_PAGE = 100
 LABEL_COLOR = "6a737d"
 MAX_PAGES = 2000
 _EVENT_KINDS = ("labeled", "unlabeled", "closed", "reopened")
+REVIEW_STATES = {
+    "CHANGES_REQUESTED": "changes_requested",
+    "APPROVED": "approved",
+    "COMMENTED": "commented",
+    "PENDING": "pending",
+    "DISMISSED": "dismissed",
+}
+"""A review's `state` (docs.github.com/en/rest/pulls/reviews: APPROVED, CHANGES_REQUESTED,
+COMMENTED, DISMISSED, PENDING)."""
+STATUS_STATES = {"success": "passed", "pending": "pending", "failure": "failed", "error": "failed"}
+"""A commit status's `state` (docs.github.com/en/rest/commits/statuses: error, failure, pending,
+success); one we do not know asks for nothing: pending."""
+CHECK_RUN_PASSED = ("success", "neutral", "skipped")
+"""A completed check run's conclusions that pass, as a required check passes with them (docs.
+github.com/en/repositories/configuring-branches-and-merges-in-your-repository/managing-
+protected-branches/about-protected-branches#require-status-checks-before-merging: "successful,
+skipped, or neutral"). Every other conclusion is a failure: failure, timed_out and
+startup_failure are verdicts against the head (startup_failure: its workflow could not start,
+say a broken workflow file); cancelled, action_required and stale would block a merge as well,
+so a revision is asked with the run's summary (DESIGN: one failure on two heads in a row asks no
+more). A run not completed (queued, in_progress, waiting, requested, pending) is pending."""
 
 
 class GitHubClient:
@@ -112,6 +150,7 @@ class GitHubClient:
             limited_until=None if last is None else _limit(last),
             moved_to=self.repository_name(owner, repo) if pages.moved else None,
             skipped=tuple(pages.skipped),
+            pulls=pull_updates(pages.items, where),
         )
 
     def repository_name(self, owner: str, repo: str) -> str:
@@ -160,14 +199,17 @@ class GitHubClient:
             if refused.status != 404:
                 raise
 
-    def _pages(self, url: str) -> list[object]:
-        """Every item of a list that pages by Link, 100 a page."""
+    def _pages(self, url: str, key: str | None = None) -> list[object]:
+        """Every item of a list that pages by Link, 100 a page. `key`: each page is an object
+        holding its items under that key (a commit's combined status, its check runs)."""
         next_url: str | None = url
         params: dict[str, str] | None = {"per_page": str(PER_PAGE)}
         items: list[object] = []
         while next_url is not None:
             response = self._http.get(next_url, params)
             data = _json(response)
+            if key is not None:
+                data = data.get(key) if isinstance(data, dict) else None
             if not isinstance(data, list):
                 raise BadResponse(f"{response.where}: expected a JSON array")
             items += data
@@ -200,6 +242,94 @@ class GitHubClient:
             if at >= since:
                 events.append(IssueEvent(at, login_of(item, "actor"), kind, name))
         return sorted(events, key=lambda event: event.at)
+
+    # The conversation on a pull request (issue 34).
+    def comments_since(self, owner: str, repo: str, since: datetime | None) -> list[ForgeNote]:
+        # GET .../issues/comments (docs.github.com/en/rest/issues/comments#list-issue-comments-
+        # for-a-repository): issues' and pull requests' comments, `since` compared with their
+        # updated time, sorted by it, paged by Link.
+        params = {"sort": "updated", "direction": "asc", "per_page": str(PER_PAGE), "page": "1"}
+        if since is not None:
+            params["since"] = since.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        url = f"{self._issues_url(owner, repo)}/comments"
+        pages = read_pages(self._http, url, params, "per_page")
+        where = f"GET {owner}/{repo} comments"
+        return in_order([note(item, where) for item in pages.items])
+
+    def pull_reviews(self, owner: str, repo: str, pull: int, etag: str | None = None) -> Reviews:
+        # GET .../pulls/{n}/reviews (docs.github.com/en/rest/pulls/reviews): oldest first, paged
+        # by Link, no sort parameter. With If-None-Match a 304 costs no rate limit. A new review
+        # lands on the last page, so page 1's ETag answers for the whole list only when it is
+        # the only page; a longer list is read again each time.
+        url = f"{self._pulls_url(owner, repo)}/{pull}/reviews"
+        conditional = {"If-None-Match": etag} if etag else None
+        params = {"per_page": str(PER_PAGE), "page": "1"}
+        pages = read_pages(self._http, url, params, "per_page", conditional)
+        if pages.first is not None and pages.first.status == 304:
+            return Reviews((), etag, not_modified=True)
+        where = f"GET {owner}/{repo} pull {pull} reviews"
+        found = tuple(review(item, where, REVIEW_STATES) for item in pages.items)
+        whole = pages.first is not None and pages.count == 1 and not pages.skipped
+        return Reviews(found, pages.first.headers.get("etag") if whole and pages.first else None)
+
+    def review_comments(
+        self, owner: str, repo: str, pull: int, review_id: int
+    ) -> list[ReviewComment]:
+        # GET .../pulls/{n}/reviews/{id}/comments (docs.github.com/en/rest/pulls/reviews#list-
+        # comments-for-a-pull-request-review): `line` is the file's line (null once outdated),
+        # `original_line` the one it was written on; `position` counts lines of the diff, not of
+        # the file, and is not read.
+        url = f"{self._pulls_url(owner, repo)}/{pull}/reviews/{review_id}/comments"
+        return [review_comment(item, url, ("line", "original_line")) for item in self._pages(url)]
+
+    def permission(self, owner: str, repo: str, login: str) -> str:
+        # GET .../collaborators/{login}/permission (docs.github.com/en/rest/collaborators/
+        # collaborators#get-repository-permissions-for-a-user): 404 for a login that is not a
+        # collaborator or no user; 403 "Must have push access to view collaborator permission."
+        # when the token lacks push access (yegor256/rultor#1407): a refusal of this read that
+        # says nothing of `login`. Sent as `send` so that 403 and 404 refuse this read only
+        # (WriteRefused) where `get` would stop the whole forge (AuthRefused).
+        url = f"{self._repo_url(owner, repo)}/collaborators/{quote(login, safe='')}/permission"
+        try:
+            response = self._http.send("GET", url)
+        except WriteRefused as refused:
+            if refused.status == 404:
+                return "none"
+            raise
+        return permission_level(_sent_json(response), response.where)
+
+    def checks(self, owner: str, repo: str, ref: str) -> list[Check]:
+        # The combined status (docs.github.com/en/rest/commits/statuses#get-the-combined-status-
+        # for-a-specific-reference: the latest status of each context) and the check runs
+        # (docs.github.com/en/rest/checks/runs#list-check-runs-for-a-git-reference: the latest
+        # of each name), each an object paged by Link.
+        commit = f"{self._repo_url(owner, repo)}/commits/{quote(ref, safe='')}"
+        where = f"GET {owner}/{repo} checks of {ref}"
+        found: list[Check] = []
+        for item in self._pages(f"{commit}/status", "statuses"):
+            if not isinstance(item, dict):
+                raise BadResponse(f"{where}: a status is not an object")
+            state = STATUS_STATES.get(str(item.get("state")), "pending")
+            summary, url = item.get("description"), item.get("target_url")
+            found.append(check(item.get("context"), state, summary, url, where))
+        for item in self._pages(f"{commit}/check-runs", "check_runs"):
+            if not isinstance(item, dict):
+                raise BadResponse(f"{where}: a check run is not an object")
+            output = item.get("output")
+            if not isinstance(output, dict):
+                output = {}
+            parts = [output.get("title"), output.get("summary")]
+            summary = "\n\n".join(p for p in parts if isinstance(p, str) and p)
+            url = item.get("details_url") or item.get("html_url")
+            found.append(check(item.get("name"), _run_state(item), summary, url, where))
+        return found
+
+    def add_reaction(self, owner: str, repo: str, comment_id: int, content: str) -> None:
+        # POST .../issues/comments/{id}/reactions (docs.github.com/en/rest/reactions/reactions#
+        # create-reaction-for-an-issue-comment): 201 when made, 200 "Reaction exists", so a
+        # retry is harmless.
+        url = f"{self._issues_url(owner, repo)}/comments/{comment_id}/reactions"
+        self._http.send("POST", url, {"content": content})
 
     def whoami(self) -> str:
         if self._login is None:
@@ -367,6 +497,14 @@ def _pull(item: object, where: str) -> PullRequest:
         _UNSAFE.sub("\ufffd", title),
         _UNSAFE.sub("\ufffd", body),
     )
+
+
+def _run_state(run: dict[str, Any]) -> str:
+    """A check run's state: pending until `status` is completed, then by its conclusion
+    (CHECK_RUN_PASSED)."""
+    if run.get("status") != "completed":
+        return "pending"
+    return "passed" if run.get("conclusion") in CHECK_RUN_PASSED else "failed"
 
 
 def _limit(response: Response) -> datetime | None:

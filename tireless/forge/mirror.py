@@ -29,6 +29,7 @@ from tireless.forge.client import (
     ReadFailed,
     WriteRefused,
 )
+from tireless.forge.conversation import mirror_login, post_reply
 from tireless.models import MirrorComment, MirrorPull, MirrorWrite, RepoToPoll
 from tireless.store import JobStore
 
@@ -46,7 +47,8 @@ class MirrorOutcome:
     applied: int = 0  # label writes
     pulled: int = 0  # pull requests opened or updated
     commented: int = 0
-    failed: int = 0  # label writes, pull requests and comments
+    replied: int = 0  # the conversation's reactions and refusals
+    failed: int = 0  # label writes, pull requests, comments and replies
     last_error: str | None = None
 
 
@@ -111,6 +113,23 @@ def mirror_repository(
             continue
         store.record_mirror_comment(forge, owner, repo, poller, comment.job_id)
         outcome.commented += 1
+    deadline = max(deadline, time.monotonic())
+    # The conversation's replies: a +1 on each command acted on, one comment per refusal said.
+    replied = 0
+    for reply in store.conversation_replies_due(forge, owner, repo, poller, max_writes):
+        if replied and time.monotonic() > deadline:
+            break
+        replied += 1
+        try:
+            post_reply(client, owner, repo, reply, mirror_login(client))
+        except ForgeStopped:
+            raise
+        except ReadFailed as failure:
+            store.record_conversation_reply(forge, owner, repo, poller, reply.ask_id, str(failure))
+            _failed(outcome, reply.number, failure)
+            continue
+        store.record_conversation_reply(forge, owner, repo, poller, reply.ask_id)
+        outcome.replied += 1
     return outcome
 
 

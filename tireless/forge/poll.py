@@ -34,6 +34,7 @@ from tireless.forge.client import (
     ReadFailed,
     TooLarge,
 )
+from tireless.forge.conversation import read_conversation
 from tireless.forge.mirror import issue_row, mirror_repository
 from tireless.models import RepoToPoll
 from tireless.store import JobStore
@@ -71,6 +72,9 @@ class Read:
     """owner/name the forge gives the repository now, when it redirected us there."""
     skipped: tuple[str, ...] = ()
     """Issues left out as too large to read, each said why."""
+    pulls: tuple[tuple[int, datetime], ...] = ()
+    """Pull requests the listings showed, with their `updated_at`: their conversation may have
+    changed."""
 
 
 @dataclass(slots=True)
@@ -86,6 +90,13 @@ class Report:
     cancelled: int = 0
     rerouted: int = 0
     deleted: int = 0
+    revisions: int = 0
+    """Jobs the conversation asked for (reviews, commands, failed checks)."""
+    refused: int = 0
+    """Asks of the conversation refused (no write access, the revision limit, the same failure)."""
+    stopped: int = 0
+    """Jobs a `/tireless stop` stopped."""
+    conversation_requests: int = 0
     not_modified: bool = False
     mirrored: int = 0
     mirror_failed: int = 0
@@ -106,6 +117,9 @@ class Report:
             or self.warning
             or self.moved_to
             or self.created
+            or self.revisions
+            or self.refused
+            or self.stopped
             or self.cancelled
             or self.rerouted
             or self.mirrored
@@ -122,6 +136,12 @@ class Report:
             parts.append(f"{self.cancelled} cancelled")
         if self.rerouted:
             parts.append(f"{self.rerouted} re-routed")
+        if self.revisions:
+            parts.append(f"{self.revisions} asked in the conversation")
+        if self.stopped:
+            parts.append(f"{self.stopped} stopped by /tireless stop")
+        if self.refused:
+            parts.append(f"{self.refused} refused in the conversation")
         read = f"{self.issues_read} issue{'s' if self.issues_read != 1 else ''} read"
         parts.append(f"{read} in {self.pages} page{'s' if self.pages != 1 else ''}")
         if self.mirrored:
@@ -149,6 +169,7 @@ def read_repository(client: ForgeClient, target: RepoToPoll) -> Read:
     limited_until = None
     moved_to: str | None = None
     skipped: list[str] = []
+    pulls: dict[int, datetime] = {}
 
     def keep(issues: Iterable[ForgeIssue]) -> None:
         for issue in issues:
@@ -166,6 +187,7 @@ def read_repository(client: ForgeClient, target: RepoToPoll) -> Read:
             listing.limited_until,
         )
         keep(listing.issues)
+        _newer(pulls, listing.pulls)
         cursor = _newest(cursor, listing.issues)
         moved_to, skipped = listing.moved_to, list(listing.skipped)
     deleted: list[int] = []
@@ -176,6 +198,7 @@ def read_repository(client: ForgeClient, target: RepoToPoll) -> Read:
         limited_until = everything_open.limited_until or limited_until
         not_modified = False
         keep(everything_open.issues)
+        _newer(pulls, everything_open.pulls)
         moved_to = everything_open.moved_to or moved_to
         skipped += everything_open.skipped
         if target.cursor is None:
@@ -205,7 +228,14 @@ def read_repository(client: ForgeClient, target: RepoToPoll) -> Read:
         tuple(moved),
         moved_to,
         tuple(dict.fromkeys(skipped)),
+        tuple(pulls.items()),
     )
+
+
+def _newer(pulls: dict[int, datetime], listed: Iterable[tuple[int, datetime]]) -> None:
+    """Keeps each pull request's newest `updated_at` among those listed."""
+    for number, at in listed:
+        pulls[number] = max(at, pulls.get(number, at))
 
 
 def _newest(cursor: datetime | None, issues: Iterable[ForgeIssue]) -> datetime | None:
@@ -356,6 +386,31 @@ def _poll_one(
     report.not_modified, report.deleted = read.not_modified, len(read.deleted)
     report.moved_to = read.moved_to
     report.warning = "; ".join(read.skipped) or None
+    # The conversation before the issues are recorded, under the same lease (record_poll releases it):
+    # record_poll then makes the job a command asked for on an issue it records for the first time.
+    try:
+        talk = read_conversation(
+            store,
+            poller,
+            client,
+            target,
+            issues_updated=[issue.updated_at for issue in read.issues],
+            pulls_changed=read.pulls,
+        )
+    except ForgeStopped as stop:
+        _stop_forge(store, poller, target, report, stop, stopped)
+        return
+    except NotHolder as lost:
+        report.error = f"lost the poll lease: {lost}"
+        return
+    except Exception as error:  # the issues are recorded all the same; the conversation next time
+        failed = f"the conversation was not read: {type(error).__name__}: {error}"
+        report.warning = "; ".join(filter(None, (report.warning, failed)))
+    else:
+        report.revisions, report.refused, report.stopped = talk.created, talk.refused, talk.stopped
+        report.conversation_requests = talk.requests
+        if talk.skipped:
+            report.warning = "; ".join(filter(None, (report.warning, *talk.skipped)))
     try:
         for number, to in read.moved:
             note = f"issue moved to {to}"

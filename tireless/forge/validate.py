@@ -11,10 +11,20 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from tireless.forge.client import BadResponse, ForgeComment, ForgeIssue, IssueMoved
+from tireless.forge.client import (
+    BadResponse,
+    Check,
+    ForgeComment,
+    ForgeIssue,
+    ForgeNote,
+    IssueMoved,
+    Review,
+    ReviewComment,
+)
 
 # A code point the database's text type refuses (NUL) or that is no character at all (a lone
 # surrogate, which json.loads makes from an escaped "\ud800").
@@ -47,6 +57,21 @@ def issue_list(data: Any, where: str) -> list[dict[str, Any]]:
 def is_pull_request(item: dict[str, Any]) -> bool:
     """GitHub lists pull requests among issues, marked by a `pull_request` key."""
     return item.get("pull_request") is not None
+
+
+def pull_updates(items: list[dict[str, Any]], where: str) -> tuple[tuple[int, datetime], ...]:
+    """Each pull request among listed issues: its number and `updated_at` (one without a positive
+    integer number or a time is left out: it is only a hint to read its conversation)."""
+    found = []
+    for item in items:
+        number = item.get("number")
+        if not is_pull_request(item) or not isinstance(number, int) or isinstance(number, bool):
+            continue
+        try:
+            found.append((number, timestamp(item.get("updated_at"), where)))
+        except BadResponse:
+            continue
+    return tuple((number, at) for number, at in found if number > 0)
 
 
 def issue(item: Any, where: str) -> ForgeIssue:
@@ -84,7 +109,7 @@ def issue(item: Any, where: str) -> ForgeIssue:
     return ForgeIssue(number, state, names, title, url, updated_at, body)
 
 
-def timestamp(value: Any, where: str) -> datetime:
+def timestamp(value: Any, where: str, field: str = "updated_at") -> datetime:
     """An RFC 3339 time with its offset (`Z` or `+02:00`), as both APIs write `updated_at`."""
     if isinstance(value, str):
         try:
@@ -94,7 +119,7 @@ def timestamp(value: Any, where: str) -> datetime:
         else:
             if parsed.tzinfo is not None:
                 return parsed
-    raise BadResponse(f"{where}: updated_at {value!r:.40} is not an RFC 3339 time")
+    raise BadResponse(f"{where}: {field} {value!r:.40} is not an RFC 3339 time")
 
 
 def full_name(data: Any, where: str) -> str:
@@ -130,3 +155,122 @@ def comment(item: Any, where: str) -> ForgeComment:
     if not isinstance(item, dict) or not isinstance(item.get("body"), str):
         raise BadResponse(f"{where}: a comment is not an object with a body")
     return ForgeComment(login_of(item, "user"), item["body"])
+
+
+def _positive_id(item: Any, what: str, where: str) -> int:
+    ident = item.get("id") if isinstance(item, dict) else None
+    if type(ident) is not int or ident <= 0:
+        raise BadResponse(f"{where}: {what} has no positive integer id: {ident!r:.40}")
+    return ident
+
+
+def _text(item: dict[str, Any], key: str, at: str) -> str:
+    """A text field a person wrote (null or missing: ""); a character the database refuses is
+    replaced, as in an issue's body."""
+    text = item.get(key) or ""
+    if not isinstance(text, str):
+        raise BadResponse(f"{at}: {key} is not a string")
+    return _UNSAFE.sub("\ufffd", text)
+
+
+def note(item: Any, where: str) -> ForgeNote:
+    """One comment of a repository's comment listing: `id`, `user.login`, `body`, `created_at`,
+    `updated_at`, and the number of its issue or pull request, the last part of `issue_url`
+    (GitHub: the API's .../issues/N for both) or, when that is empty, of `pull_request_url`
+    (Gitea: a pull request's comment has `issue_url` "" and `pull_request_url` .../pulls/N,
+    models/issues/comment.go IssueURL and PRURL)."""
+    ident = _positive_id(item, "a comment", where)
+    at = f"{where}: comment {ident}"
+    url = item.get("issue_url") or item.get("pull_request_url")
+    last = url.rstrip("/").rpartition("/")[2] if isinstance(url, str) else ""
+    if not last.isdigit() or int(last) <= 0:
+        raise BadResponse(f"{at}: neither issue_url nor pull_request_url ends in a number")
+    return ForgeNote(
+        ident,
+        int(last),
+        login_of(item, "user"),
+        _text(item, "body", at),
+        timestamp(item.get("created_at"), at, "created_at"),
+        timestamp(item.get("updated_at"), at),
+    )
+
+
+def in_order(notes: list[ForgeNote]) -> list[ForgeNote]:
+    """Each comment once (one edited while the pages were read can be on two), oldest change
+    first."""
+    return sorted({n.id: n for n in notes}.values(), key=lambda n: (n.updated_at, n.id))
+
+
+def review(item: Any, where: str, states: Mapping[str, str]) -> Review:
+    """One review: `id`, `user.login` (Gitea: null for a review requested of a team), `state`
+    normalised by `states` (an unknown one is refused), `body`, `submitted_at` (GitHub leaves it
+    out of a pending review), `commit_id`. Gitea keeps a dismissed review's state and says
+    `dismissed: true` (modules/structs/pull_review.go PullReview.Dismissed): "dismissed"."""
+    ident = _positive_id(item, "a review", where)
+    at = f"{where}: review {ident}"
+    state = states.get(str(item.get("state")))
+    if state is None:
+        raise BadResponse(f"{at}: state {item.get('state')!r:.40} is not a review state")
+    if item.get("dismissed") is True:
+        state = "dismissed"
+    submitted = item.get("submitted_at")
+    commit = item.get("commit_id")
+    return Review(
+        ident,
+        login_of(item, "user"),
+        state,
+        _text(item, "body", at),
+        None if submitted is None else timestamp(submitted, at, "submitted_at"),
+        commit if isinstance(commit, str) and commit and not _UNSAFE.search(commit) else None,
+    )
+
+
+def review_comment(item: Any, where: str, line_keys: tuple[str, ...]) -> ReviewComment:
+    """One inline comment of a review: `path`, `body`, and the first of `line_keys` the forge
+    gives as a positive line number (GitHub: `line`, then `original_line`; Gitea: `position`,
+    then `original_position`, 0 when not given)."""
+    if not isinstance(item, dict) or not isinstance(item.get("path"), str):
+        raise BadResponse(f"{where}: a review comment is not an object with a path")
+    lines = [item.get(key) for key in line_keys]
+    line = next((n for n in lines if type(n) is int and n > 0), None)
+    return ReviewComment(_UNSAFE.sub("\ufffd", item["path"]), line, _text(item, "body", where))
+
+
+# A collaborator's permission. Gitea: the access mode's name, none, read, write, admin or owner
+# (models/perm/access_mode.go ToString; services/convert/user.go ToUserAndPermission). GitHub:
+# admin, write, read or none, "where the maintain role is mapped to write and the triage role is
+# mapped to read" (docs.github.com/en/rest/collaborators/collaborators#get-repository-
+# permissions-for-a-user); maintain and triage are taken too, should they come.
+_PERMISSIONS = {
+    "owner": "admin",
+    "admin": "admin",
+    "maintain": "write",
+    "write": "write",
+    "triage": "read",
+    "read": "read",
+    "none": "none",
+}
+
+
+def permission_level(data: Any, where: str) -> str:
+    """The `permission` of a collaborator-permission answer, normalised to admin, write, read
+    or none."""
+    given = data.get("permission") if isinstance(data, dict) else None
+    found = _PERMISSIONS.get(given) if isinstance(given, str) else None
+    if found is None:
+        raise BadResponse(f"{where}: permission {given!r:.40} is not one we know")
+    return found
+
+
+def check(name: Any, state: str, summary: Any, url: Any, where: str) -> Check:
+    """A check of a commit from a status's or check run's fields: its name (a status's context, a
+    run's name) must be text (Gitea takes a status without a context: ""); a summary or URL that
+    is not text is none."""
+    if not isinstance(name, str):
+        raise BadResponse(f"{where}: a check has no name")
+    return Check(
+        _UNSAFE.sub("\ufffd", name),
+        state,
+        _UNSAFE.sub("\ufffd", summary) if isinstance(summary, str) else "",
+        url if isinstance(url, str) and url and not _UNSAFE.search(url) else None,
+    )

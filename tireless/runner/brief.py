@@ -3,6 +3,9 @@
 The brief (tireless.job_brief): the issue's web URL, the forge's API root, the repository's clone
 URL and the issue's body as last polled, in TIRELESS_* variables and in the stdin JSON. The body
 goes in a file (TIRELESS_ISSUE_BODY_FILE): an environment variable holds at most 128 KiB on Linux.
+A revision (a review, a `/tireless revise` or failed checks asked for it: tireless.job_asks) also
+gets what it answers, as markdown in TIRELESS_REVIEW_FILE (review.md) and as a list under the
+`review` key of the JSON; a job asked for by its labels gets an empty variable and null.
 The report: COMMAND may write its outcome summary (markdown) to TIRELESS_REPORT_FILE; the worker
 attaches it to the attempt (tireless.attach_report) and the mirror posts it as the outcome comment.
 Both files live in a directory of the job's own, removed when COMMAND ends. No token is given."""
@@ -12,11 +15,12 @@ from __future__ import annotations
 import os
 import stat
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from tireless.models import JobBrief
+from tireless.models import JobAsk, JobBrief
 
 REPORT_READ_LIMIT = 4 * 60000 + 4
 """Bytes of the report file read: the store keeps 60000 characters (a UTF-8 character is at most 4
@@ -27,12 +31,16 @@ class AgentFiles:
     """`with AgentFiles(job_id, brief) as files:` a directory holding the issue's body
     (issue.md) and the place for the report (report.md, which COMMAND creates if it reports)."""
 
-    def __init__(self, job_id: int, brief: JobBrief) -> None:
+    def __init__(self, job_id: int, brief: JobBrief, asks: Sequence[JobAsk] = ()) -> None:
         self.brief = brief
+        self.asks = tuple(asks)
         self._directory = tempfile.TemporaryDirectory(prefix=f"tireless-job-{job_id}-")
         self.body_file = Path(self._directory.name) / "issue.md"
         self.report_file = Path(self._directory.name) / "report.md"
+        self.review_file = Path(self._directory.name) / "review.md" if self.asks else None
         self.body_file.write_text(brief.body or "", encoding="utf-8")
+        if self.review_file is not None:
+            self.review_file.write_text(review_text(self.asks), encoding="utf-8")
 
     def __enter__(self) -> AgentFiles:
         return self
@@ -55,6 +63,7 @@ class AgentFiles:
             "TIRELESS_ISSUE_BODY_FILE": str(self.body_file),
             "TIRELESS_ISSUE_BODY_CUT": "true" if brief.body_cut else "false",
             "TIRELESS_REPORT_FILE": str(self.report_file),
+            "TIRELESS_REVIEW_FILE": "" if self.review_file is None else str(self.review_file),
         }
 
     def json_fields(self) -> dict[str, Any]:
@@ -67,6 +76,7 @@ class AgentFiles:
             "body": brief.body,
             "body_cut": brief.body_cut,
             "report_file": str(self.report_file),
+            "review": [ask.as_json() for ask in self.asks] if self.asks else None,
         }
 
     def report(self) -> str | None:
@@ -82,3 +92,30 @@ class AgentFiles:
                 return None
             text = report.read(REPORT_READ_LIMIT).decode(errors="replace").replace("\x00", "")
         return text if text.strip() else None
+
+
+def review_text(asks: Sequence[JobAsk]) -> str:
+    """What a revision answers, as markdown for the agent: each review with its inline comments,
+    each command's instruction, each failed check with its summary and link."""
+    parts: list[str] = []
+    for ask in asks:
+        if ask.source == "checks":
+            lines = [f"## Failed checks on {ask.source_id}"]
+            lines += [
+                f"- {check.get('name')}: {check.get('summary') or 'failed'}"
+                + (f" ({check['url']})" if check.get("url") else "")
+                for check in ask.detail
+            ]
+        else:
+            what = "Review" if ask.source == "review" else "Comment"
+            where = f" on pull request #{ask.pull_number}" if ask.pull_number else ""
+            lines = [
+                f"## {what} {ask.source_id} by {ask.author}{where}",
+                "",
+                ask.body or "(no text)",
+            ]
+            for comment in ask.detail:
+                line = f":{comment['line']}" if comment.get("line") is not None else ""
+                lines += ["", f"### {comment.get('path')}{line}", "", str(comment.get("body", ""))]
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts) + "\n"

@@ -10,10 +10,11 @@ in COMMAND's output, in the note and in the worker's log (tireless.runner.maskin
 (the store fails it when its attempts are spent) with the tail of COMMAND's output as the note.
 A lost lease (a heartbeat answered lost, or a finish refused as not the holder) stops COMMAND,
 leaves the job to the store and goes on to the next job. A heartbeat that answers cancel (the
-issue withdrew its request) stops COMMAND and ends the job cancelled, note `issue withdrew its
-request`: a cancel is not a failure. One that answers timeout or stalled (the lane's max_run or
-stall_after, the watchdog) stops COMMAND and ends the attempt as a failure with the watchdog's
-note. COMMAND also gets its brief (tireless.runner.brief: the issue's URL and body, the API root, the
+job was asked to stop: its issue withdrew its request, an admin cancelled it) stops COMMAND and
+ends the job cancelled with the stop's note (the database's, not the worker's): a cancel is not a
+failure. One that answers timeout or stalled (the lane's max_run or stall_after, the watchdog)
+stops COMMAND and ends the attempt as a failure with the watchdog's note. A stop is heard at once
+(the lease LISTENs on tireless_stop while COMMAND runs), a time limit when it passes. COMMAND also gets its brief (tireless.runner.brief: the issue's URL and body, the API root, the
 clone URL) and may leave a report in TIRELESS_REPORT_FILE; its output counts as progress, and a
 line `::progress:: TEXT` names its current step (tireless.runner.progress). SIGINT or SIGTERM stop
 COMMAND, give the job back (tireless.give_back: not a failure) and end the worker (exit 0); a
@@ -243,6 +244,7 @@ class Worker:
         self._killer: threading.Timer | None = None
         self._chain = False  # whether a finish also claims the next job (not with --once)
         self._next: Job | None = None  # the job the last finish claimed, to run next
+        self._job_stop: str | None = None  # why its lease said the running job must stop
 
     # The loop
     def run(self, *, once: bool) -> int:
@@ -315,6 +317,8 @@ class Worker:
         """Claim a job (or take the one the last finish claimed) and run COMMAND on it; False when
         there was nothing to claim."""
         claimed, self._next = self._next, None
+        with self._lock:
+            self._job_stop = None
         held = self.store.lease(
             self.name, self.lanes, self.lease, on_lost=self._lease_lost, on_cancel=self._cancelled,
             job=claimed, then_claim=self._going_on if self._chain else None,
@@ -369,7 +373,8 @@ class Worker:
         When it exits 0 and the job is still the worker's to deliver, its change is pushed and
         `held.pushed` says what, for the delivery (Release: refused, or not pushed)."""
         brief = self.store.job_brief(job.id)
-        with AgentFiles(job.id, brief) as files, self._workspace(job, brief) as made:
+        asks = self.store.job_asks(job.id)
+        with AgentFiles(job.id, brief, asks) as files, self._workspace(job, brief) as made:
             if self.agent is not None:  # the agent user reads the brief and writes its report there
                 for path in (files.body_file.parent, files.body_file):
                     os.chown(path, self.agent.pw_uid, self.agent.pw_gid)
@@ -434,6 +439,8 @@ class Worker:
             self._contained = contained
             if self.stop_signal is not None:
                 self._stop_command(f"worker stopped by {self.stop_signal}")
+            elif self._job_stop is not None:  # heard while the job was being prepared
+                self._stop_command(self._job_stop)
         process = contained.process
         assert process.stdin is not None
         assert process.stdout is not None
@@ -499,12 +506,18 @@ class Worker:
     # Events from elsewhere
     def _lease_lost(self, job: Job) -> None:
         """From the renewal thread: the claim is gone, so the work is wasted; stop it."""
-        self._stop_command(f"lease on job {job.id} lost")
+        self._stop_job(f"lease on job {job.id} lost")
 
     def _cancelled(self, job: Job) -> None:
-        """From the renewal thread: the issue withdrew its request (the lease ends the job
-        cancelled) or the watchdog stopped the attempt (the lease ends it as a failure)."""
-        self._stop_command(f"job {job.id}: its heartbeat said stop")
+        """From the renewal thread: the job was asked to stop (the lease ends it cancelled) or the
+        watchdog stopped the attempt (the lease ends it as a failure)."""
+        self._stop_job(f"job {job.id}: its heartbeat said stop")
+
+    def _stop_job(self, why: str) -> None:
+        """Stop COMMAND now, or as soon as it starts when the job is still being prepared."""
+        with self._lock:
+            self._job_stop = why
+            self._stop_command(why)
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         name = signal.Signals(signum).name
@@ -543,9 +556,10 @@ def work(
     sandbox = sandbox or choose("auto", agent)
     log.info("%s: containment: %s", name, sandbox.describe())
     psycopg.connect(conninfo, connect_timeout=10).close()  # unreachable: fail now, not in the pool
-    # One connection listens, one renews, one claims and finishes; each is checked before use,
-    # so a connection the database dropped (a restart) is replaced instead of failing a call.
-    options = POOL_OPTIONS | {"max_size": 3, "check": ConnectionPool.check_connection}
+    # One connection listens for work, one for a stop of the running job, one renews, one claims
+    # and finishes; each is checked before use, so a connection the database dropped (a restart)
+    # is replaced instead of failing a call.
+    options = POOL_OPTIONS | {"max_size": 4, "check": ConnectionPool.check_connection}
     pool = ConnectionPool(conninfo, open=False, **options)
     pool.open(wait=True, timeout=POOL_OPEN_TIMEOUT)
     try:

@@ -11,7 +11,7 @@ import contextlib
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any, LiteralString, TypeVar
 from uuid import UUID
 
 import psycopg
@@ -20,11 +20,15 @@ from psycopg_pool import AsyncConnectionPool
 
 from tireless.errors import translated_errors
 from tireless.models import (
+    ConversationOutcome,
+    ConversationReply,
+    ConversationToRead,
     DiscoveredIssue,
     Forge,
     ForgeKind,
     Heartbeat,
     Job,
+    JobAsk,
     JobBrief,
     JobKind,
     JobState,
@@ -36,6 +40,7 @@ from tireless.models import (
     RepoDelivery,
     RepoLimit,
     RepoRef,
+    RepoRevisions,
     RepoStatus,
     RepoToPoll,
 )
@@ -261,6 +266,10 @@ class AsyncJobStore:
         """Seconds until the earliest backed-off job in the lanes is claimable; None: none waits."""
         return await self._run(calls.next_ready_in(lanes))
 
+    async def next_poll_in(self) -> float | None:
+        """JobStore.next_poll_in: seconds until a tracked repository is due; None: there is none."""
+        return await self._run(calls.next_poll_in())
+
     # Forges and polling
     async def add_forge(self, name: str, kind: ForgeKind | str, base_url: str) -> bool:
         return await self._run(calls.add_forge(name, kind, base_url))
@@ -466,6 +475,59 @@ class AsyncJobStore:
             )
         )
 
+    async def set_repo_revisions(
+        self,
+        forge: str,
+        owner: str,
+        repo: str,
+        revise_on_failed_checks: bool | None = None,
+        max_revisions: int | None = None,
+    ) -> RepoRevisions:
+        """(admin) The tracked repository's revision policy: whether failed checks ask for a
+        revision, and how many an issue gets; a None leaves its setting as it is."""
+        call = calls.set_repo_revisions(forge, owner, repo, revise_on_failed_checks, max_revisions)
+        return await self._run(call)
+
+    async def conversation_to_read(
+        self, forge: str, owner: str, repo: str, poller: str
+    ) -> ConversationToRead:
+        return await self._run(calls.conversation_to_read(forge, owner, repo, poller))
+
+    async def record_conversation(
+        self,
+        forge: str,
+        owner: str,
+        repo: str,
+        poller: str,
+        login: str | None,
+        asks: Sequence[Mapping[str, Any]],
+        comments_cursor: datetime | None = None,
+        comments_etag: str | None = None,
+        pulls: Sequence[Mapping[str, Any]] = (),
+    ) -> ConversationOutcome:
+        """What the poller read of the repository's conversation (tireless.record_conversation)."""
+        call = calls.record_conversation(
+            forge, owner, repo, poller, login, asks, comments_cursor, comments_etag, pulls
+        )
+        return await self._run(call)
+
+    async def conversation_replies_due(
+        self, forge: str, owner: str, repo: str, poller: str, max_replies: int = 100
+    ) -> list[ConversationReply]:
+        return await self._run(
+            calls.conversation_replies_due(forge, owner, repo, poller, max_replies)
+        )
+
+    async def record_conversation_reply(
+        self, forge: str, owner: str, repo: str, poller: str, ask_id: int, error: str | None = None
+    ) -> datetime | None:
+        call = calls.record_conversation_reply(forge, owner, repo, poller, ask_id, error)
+        return await self._run(call)
+
+    async def job_asks(self, job_id: int) -> list[JobAsk]:
+        """The reviews, commands and failed checks the job answers, oldest first."""
+        return await self._run(calls.job_asks(job_id))
+
     async def pause_lane(self, lane: str) -> Lane:
         return await self._run(calls.pause_lane(lane))
 
@@ -489,28 +551,54 @@ class AsyncJobStore:
         """`async with store.lease(worker, lanes) as job:` — JobStore.lease, renewing in a task."""
         if not isinstance(self._connections, AsyncConnectionPool):
             raise TypeError(NEEDS_A_POOL)
-        return AsyncHeldJob(self._run, worker, lanes, lease, on_lost, on_cancel, job, then_claim)
+        return AsyncHeldJob(
+            self._run, worker, lanes, lease, on_lost, on_cancel, job, then_claim,
+            listen=self.listen_for_stops,
+        )  # fmt: skip
 
     # Wake-up
     @asynccontextmanager
     async def listen(self, lanes: Sequence[str]) -> AsyncIterator[AsyncWorkWaiter]:
         """JobStore.listen: LISTEN on tireless_work for the block's length, on a connection of
         its own; notifications sent after the block starts wait for `await waiter.wait(...)`."""
+        async with self._listening(calls.LISTEN, calls.UNLISTEN) as conn:
+            yield AsyncWorkWaiter(conn, lanes)
+
+    @asynccontextmanager
+    async def listen_for_stops(self) -> AsyncIterator[AsyncNotifications]:
+        """JobStore.listen_for_stops: LISTEN on tireless_stop (payload: the id of a claimed job
+        asked to stop) on a connection of its own; a lease's renewal task waits on it."""
+        async with self._listening(calls.LISTEN_STOPS, calls.UNLISTEN_STOPS) as conn:
+            yield AsyncNotifications(conn)
+
+    @asynccontextmanager
+    async def listen_for_polls(self) -> AsyncIterator[AsyncNotifications]:
+        """JobStore.listen_for_polls: LISTEN on tireless_poll (payload: the forge of a repository
+        due for a poll now)."""
+        async with self._listening(calls.LISTEN_POLLS, calls.UNLISTEN_POLLS) as conn:
+            yield AsyncNotifications(conn)
+
+    @asynccontextmanager
+    async def _listening(
+        self, listen: LiteralString, unlisten: LiteralString
+    ) -> AsyncIterator[AsyncConnection[Any]]:
         async with self._connection() as conn:
             was_autocommit = conn.autocommit
             await conn.set_autocommit(True)
             try:
-                await conn.execute(calls.LISTEN)
-                yield AsyncWorkWaiter(conn, lanes)
+                await conn.execute(listen)
+                yield conn
             except BaseException:
                 with contextlib.suppress(psycopg.Error):  # as in JobStore.listen
-                    await self._stop_listening(conn, was_autocommit)
+                    await self._stop_listening(conn, unlisten, was_autocommit)
                 raise
-            await self._stop_listening(conn, was_autocommit)
+            await self._stop_listening(conn, unlisten, was_autocommit)
 
     @staticmethod
-    async def _stop_listening(conn: AsyncConnection[Any], was_autocommit: bool) -> None:
-        await conn.execute(calls.UNLISTEN)
+    async def _stop_listening(
+        conn: AsyncConnection[Any], unlisten: LiteralString, was_autocommit: bool
+    ) -> None:
+        await conn.execute(unlisten)
         async for _ in conn.notifies(timeout=0):
             pass  # drop what arrived before the UNLISTEN: the next listener starts clean
         await conn.set_autocommit(was_autocommit)
@@ -533,4 +621,21 @@ class AsyncWorkWaiter:
         async for notify in self._conn.notifies(timeout=timeout):
             if notify.payload in self._lanes:
                 return notify.payload
+        return None
+
+
+class AsyncNotifications:
+    """The waiting half of `AsyncJobStore.listen_for_stops` and `listen_for_polls`."""
+
+    def __init__(self, conn: AsyncConnection[Any]) -> None:
+        self._conn = conn
+
+    async def wait(self, timeout: float, payload: str | None = None) -> str | None:
+        """Notifications.wait: the payload of the first notification (that is `payload`, when
+        given); None after `timeout` seconds. A cancelled task ends the wait."""
+        # Closed however the wait ends: the generator holds the connection's lock until then.
+        async with contextlib.aclosing(self._conn.notifies(timeout=max(timeout, 0.0))) as heard:
+            async for notify in heard:
+                if payload is None or notify.payload == payload:
+                    return notify.payload
         return None

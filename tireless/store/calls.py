@@ -25,11 +25,15 @@ from psycopg.rows import BaseRowFactory, args_row, class_row, kwargs_row, tuple_
 from psycopg.types.json import Jsonb
 
 from tireless.models import (
+    ConversationOutcome,
+    ConversationReply,
+    ConversationToRead,
     DiscoveredIssue,
     Forge,
     ForgeKind,
     Heartbeat,
     Job,
+    JobAsk,
     JobBrief,
     JobKind,
     JobState,
@@ -41,6 +45,7 @@ from tireless.models import (
     RepoDelivery,
     RepoLimit,
     RepoRef,
+    RepoRevisions,
     RepoStatus,
     RepoToPoll,
 )
@@ -261,6 +266,17 @@ def heartbeat(
 ) -> Call[Any, Heartbeat]:
     params = {"job_id": job_id, "worker": worker, "lease": lease, "token": token}
     return Call(HEARTBEAT, params, tuple_row, _heartbeat)
+
+
+WATCHDOG_DUE_IN = (
+    "SELECT extract(epoch FROM tireless.watchdog_due_at(job_id => %(job_id)s) - now())::float8"
+)
+
+
+def watchdog_due_in(job_id: int) -> Call[Any, float | None]:
+    """Seconds until the watchdog may stop the claimed job's attempt (its lane's max_run or
+    stall_after; negative: already); None when its lane has no limit or it is not claimed."""
+    return Call(WATCHDOG_DUE_IN, {"job_id": job_id}, tuple_row, _value)
 
 
 END_STOPPED_ATTEMPT = _returning(
@@ -723,6 +739,15 @@ def poll_soon(forge: str, owner: str, repo: str) -> Call[Any, bool]:
     return Call(POLL_SOON, _repo(forge, owner, repo), tuple_row, _flag)
 
 
+NEXT_POLL_IN = "SELECT extract(epoch FROM tireless.next_poll_due_at() - now())::float8"
+
+
+def next_poll_in() -> Call[Any, float | None]:
+    """Seconds until a tracked repository of a registered forge is due (negative: one is due
+    now); None when there is none."""
+    return Call(NEXT_POLL_IN, {}, tuple_row, _value)
+
+
 REPO_STATUS = (
     sql.SQL("SELECT {} FROM tireless.repo_status ORDER BY forge, owner, repo")
     .format(REPO_STATUS_COLUMNS)
@@ -879,9 +904,118 @@ def set_repo_delivery(
     return Call(SET_REPO_DELIVERY, params, kwargs_row(RepoDelivery.from_row), _only)
 
 
+# The conversation (db/conversation.sql): what a poller reads of it and hands the store, the
+# mirror's replies, what a job answers, the repository's revision policy.
+CONVERSATION_TO_READ = (
+    "SELECT comments_cursor, comments_etag, pulls, waiting FROM tireless.conversation_to_read("
+    "forge => %(forge)s, owner => %(owner)s, repo => %(repo)s, poller => %(poller)s)"
+)
+
+
+def conversation_to_read(
+    forge: str, owner: str, repo: str, poller: str
+) -> Call[ConversationToRead, ConversationToRead]:
+    params = _repo(forge, owner, repo) | {"poller": poller}
+    return Call(CONVERSATION_TO_READ, params, args_row(ConversationToRead.from_row), _only)
+
+
+RECORD_CONVERSATION = (
+    "SELECT asked, refused, created, stopped, skipped FROM tireless.record_conversation("
+    "forge => %(forge)s, owner => %(owner)s, repo => %(repo)s, poller => %(poller)s,"
+    " login => %(login)s, asks => %(asks)s, comments_cursor => %(comments_cursor)s,"
+    " comments_etag => %(comments_etag)s, pulls => %(pulls)s)"
+)
+
+
+def record_conversation(
+    forge: str,
+    owner: str,
+    repo: str,
+    poller: str,
+    login: str | None,
+    asks: Sequence[Mapping[str, Any]],
+    comments_cursor: datetime | None = None,
+    comments_etag: str | None = None,
+    pulls: Sequence[Mapping[str, Any]] = (),
+) -> Call[ConversationOutcome, ConversationOutcome]:
+    params = _repo(forge, owner, repo) | {
+        "poller": poller,
+        "login": login,
+        "asks": Jsonb([dict(ask) for ask in asks]),
+        "comments_cursor": comments_cursor,
+        "comments_etag": comments_etag,
+        "pulls": Jsonb([dict(pull) for pull in pulls]),
+    }
+    return Call(RECORD_CONVERSATION, params, class_row(ConversationOutcome), _only)
+
+
+CONVERSATION_REPLIES_DUE = (
+    "SELECT ask_id, number, reply, comment_id, body, marker FROM tireless.conversation_replies_due("
+    "forge => %(forge)s, owner => %(owner)s, repo => %(repo)s, poller => %(poller)s,"
+    " max_replies => %(max_replies)s)"
+)
+
+
+def conversation_replies_due(
+    forge: str, owner: str, repo: str, poller: str, max_replies: int
+) -> Call[ConversationReply, list[ConversationReply]]:
+    params = _repo(forge, owner, repo) | {"poller": poller, "max_replies": max_replies}
+    return Call(CONVERSATION_REPLIES_DUE, params, class_row(ConversationReply), _rows)
+
+
+RECORD_CONVERSATION_REPLY = (
+    "SELECT tireless.record_conversation_reply(forge => %(forge)s, owner => %(owner)s,"
+    " repo => %(repo)s, poller => %(poller)s, ask_id => %(ask_id)s, error => %(error)s)"
+)
+
+
+def record_conversation_reply(
+    forge: str, owner: str, repo: str, poller: str, ask_id: int, error: str | None
+) -> Call[Any, datetime | None]:
+    params = _repo(forge, owner, repo) | {"poller": poller, "ask_id": ask_id, "error": error}
+    return Call(RECORD_CONVERSATION_REPLY, params, tuple_row, _value)
+
+
+JOB_ASKS = (
+    "SELECT ask_id, source, source_id, pull_number, verb, author, body, detail, asked_at, outcome"
+    " FROM tireless.job_asks(job_id => %(job_id)s)"
+)
+
+
+def job_asks(job_id: int) -> Call[JobAsk, list[JobAsk]]:
+    return Call(JOB_ASKS, {"job_id": job_id}, class_row(JobAsk), _rows)
+
+
+SET_REPO_REVISIONS = (
+    "SELECT forge, owner, repo, revise_on_failed_checks, max_revisions"
+    " FROM tireless.set_repo_revisions(forge => %(forge)s, owner => %(owner)s, repo => %(repo)s,"
+    " revise_on_failed_checks => %(revise_on_failed_checks)s, max_revisions => %(max_revisions)s)"
+)
+
+
+def set_repo_revisions(
+    forge: str,
+    owner: str,
+    repo: str,
+    revise_on_failed_checks: bool | None = None,
+    max_revisions: int | None = None,
+) -> Call[RepoRevisions, RepoRevisions]:
+    params = _repo(forge, owner, repo) | {
+        "revise_on_failed_checks": revise_on_failed_checks,
+        "max_revisions": max_revisions,
+    }
+    return Call(SET_REPO_REVISIONS, params, class_row(RepoRevisions), _only)
+
+
 # Waiting for work: JobStore.listen runs these on the connection it holds.
 LISTEN = "LISTEN tireless_work"
 UNLISTEN = "UNLISTEN tireless_work"
+# A claimed job asked to stop (payload: its id), and a repository due for a poll (payload: its forge):
+# JobStore.listen_for_stops and listen_for_polls.
+LISTEN_STOPS = "LISTEN tireless_stop"
+UNLISTEN_STOPS = "UNLISTEN tireless_stop"
+LISTEN_POLLS = "LISTEN tireless_poll"
+UNLISTEN_POLLS = "UNLISTEN tireless_poll"
 
 # Operator reads and settings (the `tireless` command, the demo, the dashboard's actions): run by
 # their callers over their own connections, rows as JOB_ROW or dicts.
@@ -894,8 +1028,13 @@ SET_POLICY = (
 STATUS = (
     "SELECT lane, pending, ready, claimed, past_lease, delivered, failed, cancelled,"
     " oldest_pending_seconds, breaker, paused, capacity, tripped_until, consecutive_failures,"
-    " runs_today, agent_seconds_today, runs_per_day, agent_seconds_per_day, budget_resets_at"
+    " runs_today, agent_seconds_today, runs_per_day, agent_seconds_per_day, budget_resets_at,"
+    " max_run, stall_after"
     " FROM tireless.lane_summary ORDER BY lane"
+)
+TRACKED_KEY = (
+    "SELECT k.forge, k.owner, k.repo"
+    " FROM tireless.tracked_key(forge => %(forge)s, owner => %(owner)s, repo => %(repo)s) k"
 )
 _JOB_FILTERS = (
     " WHERE (%(state)s::text IS NULL OR j.state::text = %(state)s)"

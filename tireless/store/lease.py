@@ -1,8 +1,12 @@
 """Holding a job under a lease: claim it, renew it in the background at a third of its length
 (tireless.heartbeat), deliver it when the work ends normally, release it for retry when the work
 raises, give it back when the runner is stopping (ShuttingDown, KeyboardInterrupt, a cancelled
-asyncio task), end it cancelled when a heartbeat says its issue withdrew its request, and end it
-as a failure with the watchdog's note when a heartbeat says timeout or stalled.
+asyncio task), end it cancelled when a heartbeat says it was asked to stop (the note is the stop's,
+chosen by the database), and end it as a failure with the watchdog's note when a heartbeat says
+timeout or stalled. The renewer does not wait a third of a lease to hear a stop: it LISTENs on
+tireless_stop on a connection of its own and heartbeats at once when its job's id comes, and it
+heartbeats when the lane's time limit or progress watchdog may stop the attempt
+(tireless.watchdog_due_at).
 
 `JobStore.lease(...)` returns a `HeldJob`, `AsyncJobStore.lease(...)` an `AsyncHeldJob`: context
 managers that build the calls claim_next, heartbeat, transition and give_back (tireless.store.calls),
@@ -19,8 +23,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import threading
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Protocol, TypeVar
@@ -45,8 +51,26 @@ OnLost = Callable[[Job], None]
 OnCancel = Callable[[Job], None]
 ThenClaim = Callable[[], bool]
 
-CANCEL_NOTE = "issue withdrew its request"
-"""The note of a job a lease ends cancelled because a heartbeat answered `cancel`."""
+WAKE_MARGIN = 0.05
+"""Seconds past the watchdog's time that the renewer heartbeats, so the heartbeat finds it passed."""
+
+
+class StopListener(Protocol):
+    """A LISTEN on tireless_stop (JobStore.listen_for_stops): the holder's renewer waits on it."""
+
+    def wait(
+        self, timeout: float, payload: str | None = None, wakeup: int | None = None
+    ) -> str | None: ...
+
+
+class AsyncStopListener(Protocol):
+    """A LISTEN on tireless_stop (AsyncJobStore.listen_for_stops)."""
+
+    async def wait(self, timeout: float, payload: str | None = None) -> str | None: ...
+
+
+ListenForStops = Callable[[], AbstractContextManager[StopListener]]
+AsyncListenForStops = Callable[[], AbstractAsyncContextManager[AsyncStopListener]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,6 +198,19 @@ class _Holding:
         """The heartbeat of the job by its holder, for the lease's length, with the claim's token."""
         return calls.heartbeat(job.id, self.worker, self.lease, job.claim_token)
 
+    def _watching(self) -> bool:
+        """Whether the next heartbeat may have to come before a third of the lease, at the time
+        the watchdog may stop the attempt: not once a stop was heard or the lease was lost."""
+        return not (self.cancel_requested or self.watchdog_stop is not None or self.lost)
+
+    def _pause(self, watchdog_due_in: float | None) -> float:
+        """Seconds until the next heartbeat: a third of the lease, or just past the time the
+        lane's max_run or stall_after may stop the attempt when that comes first."""
+        interval = renewal_interval(self.lease)
+        if watchdog_due_in is None:
+            return interval
+        return min(interval, max(watchdog_due_in, 0.0) + WAKE_MARGIN)
+
     def _renewed(self, job: Job, answer: Heartbeat | Exception | None) -> bool:
         """Record a heartbeat's answer (None: none yet; an exception: it failed, try again at the
         next interval); False means stop renewing."""
@@ -185,7 +222,7 @@ class _Holding:
         if answer is Heartbeat.CANCEL:
             if not self.cancel_requested:  # renewals go on while the work stops
                 self.cancel_requested = True
-                log.debug("job %s: its issue withdrew its request", job.id)
+                log.debug("job %s: asked to stop", job.id)
                 if self.on_cancel is not None:
                     self.on_cancel(job)
             return True
@@ -214,7 +251,10 @@ class _Holding:
             if isinstance(error, STOPPING):
                 self.given_back = True
                 return calls.give_back(job.id, self.worker, reason(error), job.claim_token)
-        state, note = (JobState.CANCELLED, CANCEL_NOTE) if self.cancel_requested else outcome(error)
+        # A cancel heard once the work was pushed came too late to stop it: the job is delivered, and
+        # the database notes the late stop. The note of a cancelled job is the stop's, not ours.
+        cancelled = self.cancel_requested and (error is not None or self.pushed is None)
+        state, note = (JobState.CANCELLED, None) if cancelled else outcome(error)
         self.ended_as = state
         if state is JobState.DELIVERED and (pushed := self.pushed) is not None:
             return calls.deliver(
@@ -253,7 +293,8 @@ class _Holding:
 class HeldJob(_Holding):
     """`with store.lease(worker, lanes) as job:` — job is the claimed Job or None. A thread renews
     the lease; `on_lost(job)` is called from that thread when a heartbeat answers lost,
-    `on_cancel(job)` once when it answers a stop (cancel, or the watchdog's timeout or stalled)."""
+    `on_cancel(job)` once when it answers a stop (cancel, or the watchdog's timeout or stalled).
+    With `listen` (JobStore.listen_for_stops) the thread also hears a stop at once."""
 
     def __init__(
         self,
@@ -265,16 +306,21 @@ class HeldJob(_Holding):
         on_cancel: OnCancel | None = None,
         job: Job | None = None,
         then_claim: ThenClaim | None = None,
+        listen: ListenForStops | None = None,
     ) -> None:
         super().__init__(worker, lanes, lease, on_lost, on_cancel, job, then_claim)
         self._run = run
+        self._listen = listen
         self._stop = threading.Event()
+        self._wakeup: tuple[int, int] | None = None  # a pipe: a byte in it ends the renewer's wait
         self._renewer: threading.Thread | None = None
 
     def __enter__(self) -> Job | None:
         if self.job is None:
             self.job = self._run(self._claim())
         if self.job is not None:
+            if self._listen is not None:
+                self._wakeup = os.pipe()
             self._renewer = threading.Thread(
                 target=self._renew, args=(self.job,), name=f"renew-job-{self.job.id}", daemon=True
             )
@@ -282,20 +328,74 @@ class HeldJob(_Holding):
         return self.job
 
     def _renew(self, job: Job) -> None:
-        answer: Heartbeat | Exception | None = None
-        while self._renewed(job, answer) and not self._stop.wait(renewal_interval(self.lease)):
+        with self._listening(job) as stops:
+            # A stop asked before the LISTEN began sent nothing it hears: the first heartbeat is now.
+            answer = None if stops is None else self._heartbeat(job)
+            while self._renewed(job, answer):
+                stops = self._wait(job, stops)
+                if self._stop.is_set():
+                    return
+                answer = self._heartbeat(job)
+
+    def _heartbeat(self, job: Job) -> Heartbeat | Exception:
+        try:
+            return self._run(self._renewal(job))
+        except Exception as failed:
+            return failed
+
+    def _wait(self, job: Job, stops: StopListener | None) -> StopListener | None:
+        """Wait until the next heartbeat is due, a stop of the job is announced or the lease ends;
+        the listener to wait on next time (None once it failed)."""
+        due_in = None
+        if self._watching():
+            with contextlib.suppress(Exception):  # the heartbeat after the pause reports failures
+                due_in = self._run(calls.watchdog_due_in(job.id))
+        seconds = self._pause(due_in)
+        if stops is not None and self._wakeup is not None:
             try:
-                answer = self._run(self._renewal(job))
-            except Exception as failed:
-                answer = failed
+                stops.wait(seconds, str(job.id), self._wakeup[0])
+                return stops
+            except Exception:
+                log.warning(
+                    "job %s: listening for a stop failed; it is heard at the next renewal",
+                    job.id, exc_info=True,
+                )  # fmt: skip
+        self._stop.wait(seconds)
+        return None
+
+    @contextlib.contextmanager
+    def _listening(self, job: Job) -> Iterator[StopListener | None]:
+        """A LISTEN for stops on a connection of its own; None without `listen` or when it could not
+        start (then the renewals alone carry a stop, as before)."""
+        if self._listen is None:
+            yield None
+            return
+        try:
+            listening = self._listen()
+            stops = listening.__enter__()
+        except Exception:
+            log.warning("job %s: cannot listen for a stop; it is heard at the next renewal", job.id)
+            yield None
+            return
+        try:
+            yield stops
+        finally:
+            with contextlib.suppress(Exception):  # a connection that died has nothing to unlisten
+                listening.__exit__(None, None, None)
 
     def __exit__(self, kind: object, error: BaseException | None, tb: object) -> bool:
         job = self.job
         if job is None:
             return False
         self._stop.set()
+        if self._wakeup is not None:
+            os.write(self._wakeup[1], b"x")
         if self._renewer is not None:
             self._renewer.join()
+        if self._wakeup is not None:
+            for fd in self._wakeup:
+                os.close(fd)
+            self._wakeup = None
         with self._finishing(job):
             self._ended(self._run(self._finish(job, error)))
         return self._swallowed(error)
@@ -314,9 +414,11 @@ class AsyncHeldJob(_Holding):
         on_cancel: OnCancel | None = None,
         job: Job | None = None,
         then_claim: ThenClaim | None = None,
+        listen: AsyncListenForStops | None = None,
     ) -> None:
         super().__init__(worker, lanes, lease, on_lost, on_cancel, job, then_claim)
         self._run = run
+        self._listen = listen
         self._renewer: asyncio.Task[None] | None = None
 
     async def __aenter__(self) -> Job | None:
@@ -327,13 +429,57 @@ class AsyncHeldJob(_Holding):
         return self.job
 
     async def _renew(self, job: Job) -> None:
-        answer: Heartbeat | Exception | None = None
-        while self._renewed(job, answer):
-            await asyncio.sleep(renewal_interval(self.lease))
+        async with self._listening(job) as stops:
+            # A stop asked before the LISTEN began sent nothing it hears: the first heartbeat is now.
+            answer = None if stops is None else await self._heartbeat(job)
+            while self._renewed(job, answer):
+                stops = await self._wait(job, stops)
+                answer = await self._heartbeat(job)
+
+    async def _heartbeat(self, job: Job) -> Heartbeat | Exception:
+        try:
+            return await self._run(self._renewal(job))
+        except Exception as failed:
+            return failed
+
+    async def _wait(self, job: Job, stops: AsyncStopListener | None) -> AsyncStopListener | None:
+        """HeldJob._wait: until the next heartbeat, or a stop of the job (the lease's end cancels
+        the task)."""
+        due_in = None
+        if self._watching():
+            with contextlib.suppress(Exception):  # the heartbeat after the pause reports failures
+                due_in = await self._run(calls.watchdog_due_in(job.id))
+        seconds = self._pause(due_in)
+        if stops is not None:
             try:
-                answer = await self._run(self._renewal(job))
-            except Exception as failed:
-                answer = failed
+                await stops.wait(seconds, str(job.id))
+                return stops
+            except Exception:
+                log.warning(
+                    "job %s: listening for a stop failed; it is heard at the next renewal",
+                    job.id, exc_info=True,
+                )  # fmt: skip
+        await asyncio.sleep(seconds)
+        return None
+
+    @contextlib.asynccontextmanager
+    async def _listening(self, job: Job) -> AsyncIterator[AsyncStopListener | None]:
+        """HeldJob._listening."""
+        if self._listen is None:
+            yield None
+            return
+        try:
+            listening = self._listen()
+            stops = await listening.__aenter__()
+        except Exception:
+            log.warning("job %s: cannot listen for a stop; it is heard at the next renewal", job.id)
+            yield None
+            return
+        try:
+            yield stops
+        finally:
+            with contextlib.suppress(Exception):  # a connection that died has nothing to unlisten
+                await listening.__aexit__(None, None, None)
 
     async def __aexit__(self, kind: object, error: BaseException | None, tb: object) -> bool:
         job = self.job

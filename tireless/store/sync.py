@@ -5,11 +5,13 @@ rows become typed objects. It holds no rule and no SQL of its own."""
 from __future__ import annotations
 
 import contextlib
+import select
 import threading
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any, LiteralString, TypeVar
 from uuid import UUID
 
 import psycopg
@@ -18,11 +20,15 @@ from psycopg_pool import ConnectionPool
 
 from tireless.errors import translated_errors
 from tireless.models import (
+    ConversationOutcome,
+    ConversationReply,
+    ConversationToRead,
     DiscoveredIssue,
     Forge,
     ForgeKind,
     Heartbeat,
     Job,
+    JobAsk,
     JobBrief,
     JobKind,
     JobState,
@@ -34,6 +40,7 @@ from tireless.models import (
     RepoDelivery,
     RepoLimit,
     RepoRef,
+    RepoRevisions,
     RepoStatus,
     RepoToPoll,
 )
@@ -264,6 +271,11 @@ class JobStore:
         """Seconds until the earliest backed-off job in the lanes is claimable; None: none waits."""
         return self._run(calls.next_ready_in(lanes))
 
+    def next_poll_in(self) -> float | None:
+        """Seconds until a tracked repository of a registered forge is due for a poll (negative:
+        one is due now); None when there is none."""
+        return self._run(calls.next_poll_in())
+
     # Forges and polling
     def add_forge(self, name: str, kind: ForgeKind | str, base_url: str) -> bool:
         return self._run(calls.add_forge(name, kind, base_url))
@@ -465,6 +477,57 @@ class JobStore:
             )
         )
 
+    def set_repo_revisions(
+        self,
+        forge: str,
+        owner: str,
+        repo: str,
+        revise_on_failed_checks: bool | None = None,
+        max_revisions: int | None = None,
+    ) -> RepoRevisions:
+        """(admin) The tracked repository's revision policy: whether failed checks ask for a
+        revision, and how many an issue gets; a None leaves its setting as it is."""
+        call = calls.set_repo_revisions(forge, owner, repo, revise_on_failed_checks, max_revisions)
+        return self._run(call)
+
+    def conversation_to_read(
+        self, forge: str, owner: str, repo: str, poller: str
+    ) -> ConversationToRead:
+        return self._run(calls.conversation_to_read(forge, owner, repo, poller))
+
+    def record_conversation(
+        self,
+        forge: str,
+        owner: str,
+        repo: str,
+        poller: str,
+        login: str | None,
+        asks: Sequence[Mapping[str, Any]],
+        comments_cursor: datetime | None = None,
+        comments_etag: str | None = None,
+        pulls: Sequence[Mapping[str, Any]] = (),
+    ) -> ConversationOutcome:
+        """What the poller read of the repository's conversation (tireless.record_conversation)."""
+        call = calls.record_conversation(
+            forge, owner, repo, poller, login, asks, comments_cursor, comments_etag, pulls
+        )
+        return self._run(call)
+
+    def conversation_replies_due(
+        self, forge: str, owner: str, repo: str, poller: str, max_replies: int = 100
+    ) -> list[ConversationReply]:
+        return self._run(calls.conversation_replies_due(forge, owner, repo, poller, max_replies))
+
+    def record_conversation_reply(
+        self, forge: str, owner: str, repo: str, poller: str, ask_id: int, error: str | None = None
+    ) -> datetime | None:
+        call = calls.record_conversation_reply(forge, owner, repo, poller, ask_id, error)
+        return self._run(call)
+
+    def job_asks(self, job_id: int) -> list[JobAsk]:
+        """The reviews, commands and failed checks the job answers, oldest first."""
+        return self._run(calls.job_asks(job_id))
+
     def pause_lane(self, lane: str) -> Lane:
         return self._run(calls.pause_lane(lane))
 
@@ -489,15 +552,21 @@ class JobStore:
         it in a thread at a third of the lease (heartbeat), delivers it when the block ends
         normally and releases it to pending, the exception as note, when the block raises
         (tireless.store.lease). Raising ShuttingDown in the block gives the job back instead (the runner
-        is stopping). When a heartbeat says the issue withdrew its request, `on_cancel(job)` is
-        called and the lease ends the job cancelled, however the block ends. A runner that goes on
+        is stopping). When a heartbeat says the job was asked to stop (heard at once: the renewer
+        LISTENs on tireless_stop, listen_for_stops), `on_cancel(job)` is called and the lease ends
+        the job cancelled with the stop's note, however the block ends (unless it pushed the work:
+        then it is delivered, the late stop noted). A runner that goes on
         to claim passes `then_claim`: when it answers True at the block's end, the finish also
         claims the next job in one transaction (finish_and_claim), `held.next`, which the runner's
         next lease holds (`job=`) instead of claiming.
-        Needs a store over a pool or connection string: the renewals run on their own connection."""
+        Needs a store over a pool or connection string: the renewals run on their own connection,
+        and the LISTEN for a stop holds one of its own while the block runs."""
         if not isinstance(self._connections, ConnectionPool):
             raise TypeError(NEEDS_A_POOL)
-        return HeldJob(self._run, worker, lanes, lease, on_lost, on_cancel, job, then_claim)
+        return HeldJob(
+            self._run, worker, lanes, lease, on_lost, on_cancel, job, then_claim,
+            listen=self.listen_for_stops,
+        )  # fmt: skip
 
     # Wake-up
     @contextmanager
@@ -506,23 +575,49 @@ class JobStore:
         pool, or the store's one connection, switched to autocommit meanwhile). Every
         notification sent after the block starts is kept until a `wait` takes it, so a runner
         that claims inside the block and waits when the claim found nothing misses no work."""
+        with self._listening(calls.LISTEN, calls.UNLISTEN) as conn:
+            yield WorkWaiter(conn, lanes)
+
+    @contextmanager
+    def listen_for_stops(self) -> Iterator[Notifications]:
+        """LISTEN on tireless_stop (a claimed job was asked to stop; the payload is its id) for
+        the block's length, on a connection of its own: a lease's renewer waits on it."""
+        with self._listening(calls.LISTEN_STOPS, calls.UNLISTEN_STOPS) as conn:
+            yield Notifications(conn)
+
+    @contextmanager
+    def listen_for_polls(self) -> Iterator[Notifications]:
+        """LISTEN on tireless_poll (a repository is due for a poll now; the payload is its forge)
+        for the block's length: `tireless poll --every` waits on it between rounds. On the store's
+        one connection, what arrives while a round runs is kept for the next wait."""
+        with self._listening(calls.LISTEN_POLLS, calls.UNLISTEN_POLLS) as conn:
+            yield Notifications(conn)
+
+    @contextmanager
+    def _listening(
+        self, listen: LiteralString, unlisten: LiteralString
+    ) -> Iterator[Connection[Any]]:
+        """A connection of its own (of the pool, or the store's one connection, switched to
+        autocommit meanwhile) that LISTENs for the block's length."""
         with self._connection() as conn:
             was_autocommit = conn.autocommit
             conn.autocommit = True
             try:
-                conn.execute(calls.LISTEN)
-                yield WorkWaiter(conn, lanes)
+                conn.execute(listen)
+                yield conn
             except BaseException:
                 # The block's error is the one to see: cleaning up a connection that died with it
                 # would only raise again ("the connection is closed") and hide it.
                 with contextlib.suppress(psycopg.Error):
-                    self._stop_listening(conn, was_autocommit)
+                    self._stop_listening(conn, unlisten, was_autocommit)
                 raise
-            self._stop_listening(conn, was_autocommit)
+            self._stop_listening(conn, unlisten, was_autocommit)
 
     @staticmethod
-    def _stop_listening(conn: Connection[Any], was_autocommit: bool) -> None:
-        conn.execute(calls.UNLISTEN)
+    def _stop_listening(
+        conn: Connection[Any], unlisten: LiteralString, was_autocommit: bool
+    ) -> None:
+        conn.execute(unlisten)
         for _ in conn.notifies(timeout=0):
             pass  # drop what arrived before the UNLISTEN: the next listener starts clean
         conn.autocommit = was_autocommit
@@ -549,3 +644,30 @@ class WorkWaiter:
             if notify.payload in self._lanes:
                 return notify.payload
         return None
+
+
+class Notifications:
+    """The waiting half of `JobStore.listen_for_stops` and `listen_for_polls`: one LISTEN."""
+
+    def __init__(self, conn: Connection[Any]) -> None:
+        self._conn = conn
+
+    def wait(
+        self, timeout: float, payload: str | None = None, wakeup: int | None = None
+    ) -> str | None:
+        """The payload of the first notification (the first that is `payload`, when given), taking
+        those kept since the last wait first; None when none comes within `timeout` seconds, or at
+        once when the file descriptor `wakeup` is readable (a signal, the end of a lease)."""
+        deadline = time.monotonic() + max(timeout, 0.0)
+        watched = [self._conn.fileno()] + ([] if wakeup is None else [wakeup])
+        while True:
+            # Each wait takes all that arrived: no notification is left half-read.
+            for notify in list(self._conn.notifies(timeout=0)):
+                if payload is None or notify.payload == payload:
+                    return notify.payload
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            ready, _, _ = select.select(watched, [], [], left)
+            if wakeup is not None and wakeup in ready:
+                return None

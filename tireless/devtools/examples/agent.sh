@@ -15,6 +15,9 @@
 #   CHANGELOG.md, except "Explore a plugin system" (it changes nothing: delivered, no change), and
 #   "Plan the 2.0 migration" asks for a draft pull request; plan and discover jobs read their
 #   workspace and report, changing nothing.
+# A revision (a review asked for changes: TIRELESS_REVIEW_FILE names its markdown) starts from the
+# pull request's head; it answers each inline comment in notes/<number>.md, and tireless pushes
+# that as a second commit of the same pull request.
 n=$TIRELESS_NUMBER
 attempt=$TIRELESS_ATTEMPT
 title=$(sed -n 's/.*"title": "\([^"]*\)".*/\1/p')
@@ -48,6 +51,22 @@ if [ "$TIRELESS_KIND" != implement ]; then
         "$(git ls-files | wc -l)" "$TIRELESS_OWNER" "$TIRELESS_REPO" "$(git rev-parse --short HEAD)" \
         > "$TIRELESS_REPORT_FILE"
     echo "agent: reported on #$n"
+    exit 0
+fi
+if [ -n "${TIRELESS_REVIEW_FILE:-}" ] && [ -s "$TIRELESS_REVIEW_FILE" ]; then
+    # review.md: "## Review <id> by <login> on pull request #<n>", its text, then per inline
+    # comment "### <path>:<line>" and the comment's text.
+    asked=$(awk '/^## (Review|Comment) /{print tolower($2) " " $3 " by " $5; exit}' "$TIRELESS_REVIEW_FILE")
+    inline=$(grep -c '^### ' "$TIRELESS_REVIEW_FILE")
+    [ "$inline" -eq 1 ] && comments="inline comment" || comments="inline comments"
+    {
+        printf '\n## After %s\n\n' "${asked:-the review}"
+        awk '/^### /{at = substr($0, 5); next} at != "" && NF {print "- " at ": \"" $0 "\": done."; at = ""}' \
+            "$TIRELESS_REVIEW_FILE"
+    } >> "notes/$n.md"
+    printf 'Answered %s (%s %s) in notes/%s.md.\n' "${asked:-the review}" "$inline" "$comments" "$n" \
+        > "$TIRELESS_REPORT_FILE"
+    echo "agent: answered ${asked:-the review} in notes/$n.md"
     exit 0
 fi
 case $title in "Explore a plugin system")
