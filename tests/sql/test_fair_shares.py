@@ -141,11 +141,14 @@ def test_concurrent_claimers_take_turns_between_repositories(db: Database, store
     order = claims_in_order(db)
     assert Counter(order) == Counter(repos)
     # Claim k of a repository comes before every repository had its turn k times over, give or take
-    # the claims other workers held at that moment; oldest-first would take repo-0's three first.
+    # the claims the other workers made meanwhile: a claim's event id is taken after its turn is
+    # locked, so a claimer descheduled between the two (a loaded 2-core machine) lets each other
+    # worker claim up to twice ahead of it. Oldest-first would still fail: repo-9's first claim at 27.
+    slack = 2 * (workers - 1)
     for repo in repos:
         positions = [n for n, claimed in enumerate(order) if claimed == repo]
         for k, position in enumerate(positions):
-            assert position < (k + 1) * len(repos) + workers - 1, (repo, positions)
+            assert position < (k + 1) * len(repos) + slack, (repo, positions)
 
 
 def test_one_big_repository_leaves_room_for_nine_small_ones(db: Database, store: JobStore) -> None:
