@@ -72,8 +72,8 @@ BEGIN
 END;
 $$;
 COMMENT ON FUNCTION tireless.keep_turns() IS
-    'Trigger of tireless.job (per changed row): a job returned to pending or re-routed gives its repository a turn '
-    'with work in its lane.';
+    'Trigger of tireless.job (per changed row): a job returned to pending, re-routed or released from its wait '
+    'gives its repository a turn with work in its lane.';
 REVOKE ALL ON FUNCTION tireless.keep_turns() FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 
 CREATE OR REPLACE TRIGGER created_jobs_take_turns
@@ -85,11 +85,13 @@ COMMENT ON TRIGGER created_jobs_take_turns ON tireless.job IS
 ALTER TABLE tireless.job ENABLE ALWAYS TRIGGER created_jobs_take_turns;
 
 CREATE OR REPLACE TRIGGER changed_jobs_take_turns
-    AFTER UPDATE OF state, lane ON tireless.job
-    FOR EACH ROW WHEN (NEW.state = 'pending' AND (OLD.state <> 'pending' OR OLD.lane <> NEW.lane))
+    AFTER UPDATE OF state, lane, waiting_on ON tireless.job
+    FOR EACH ROW WHEN (NEW.state = 'pending' AND NEW.waiting_on IS NULL
+                       AND (OLD.state <> 'pending' OR OLD.lane <> NEW.lane OR OLD.waiting_on IS NOT NULL))
     EXECUTE FUNCTION tireless.keep_turns();
 COMMENT ON TRIGGER changed_jobs_take_turns ON tireless.job IS
-    'A job returned to pending or re-routed gives its repository a turn with work in its lane.';
+    'A job returned to pending, re-routed or released from its wait for a dependency gives its repository a turn '
+    'with work in its lane.';
 ALTER TABLE tireless.job ENABLE ALWAYS TRIGGER changed_jobs_take_turns;
 
 -- May a job of this repository be claimed now? Under the repository's limit row lock, so

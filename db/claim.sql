@@ -38,7 +38,7 @@ BEGIN
             HAVING count(*) = 1 AND NOT bool_or(t.limited)
         ), candidate AS (
             SELECT j.id FROM tireless.job j
-             WHERE j.state = 'pending' AND j.lane = ANY (ARRAY[claim_next.lanes[1]]) AND j.available_at <= now()
+             WHERE j.state = 'pending' AND j.lane = ANY (ARRAY[claim_next.lanes[1]]) AND j.available_at <= now() AND j.waiting_on IS NULL
                AND EXISTS (SELECT FROM sole_turn)
                AND (j.forge, j.owner, j.repo) = (SELECT s.forge, s.owner, s.repo FROM sole_turn s)
                AND NOT EXISTS (SELECT FROM tireless.lane l
@@ -133,7 +133,7 @@ BEGIN
         open_lanes := ARRAY(
             SELECT l.name FROM unnest(open_lanes) AS l(name)
              ORDER BY (SELECT j.id FROM tireless.job j
-                        WHERE j.state = 'pending' AND j.lane = ANY (ARRAY[l.name]) AND j.available_at <= now()
+                        WHERE j.state = 'pending' AND j.lane = ANY (ARRAY[l.name]) AND j.available_at <= now() AND j.waiting_on IS NULL
                         ORDER BY j.lane, j.id LIMIT 1) NULLS LAST);
     END IF;
     FOREACH next_lane IN ARRAY open_lanes LOOP
@@ -211,7 +211,7 @@ BEGIN
             HAVING count(*) = 1 AND NOT bool_or(t.limited)
         ), candidate AS (
             SELECT j.id FROM tireless.job j
-             WHERE j.state = 'pending' AND j.lane = ANY (ARRAY[finish_and_claim.lanes[1]]) AND j.available_at <= now()
+             WHERE j.state = 'pending' AND j.lane = ANY (ARRAY[finish_and_claim.lanes[1]]) AND j.available_at <= now() AND j.waiting_on IS NULL
                AND EXISTS (SELECT FROM sole_turn)
                AND (j.forge, j.owner, j.repo) = (SELECT s.forge, s.owner, s.repo FROM sole_turn s)
                AND NOT EXISTS (SELECT FROM tireless.lane l
@@ -273,7 +273,7 @@ BEGIN
         EXIT WHEN NOT FOUND;
         IF NOT turn.limited OR tireless.repo_has_room(turn.forge, turn.owner, turn.repo) THEN
             SELECT j.id INTO next_job FROM tireless.job j
-             WHERE j.state = 'pending' AND j.available_at <= now()
+             WHERE j.state = 'pending' AND j.available_at <= now() AND j.waiting_on IS NULL
                AND (j.lane, j.forge, j.owner, j.repo) >= (turn.lane, turn.forge, turn.owner, turn.repo)
                AND (j.lane, j.forge, j.owner, j.repo) <= (turn.lane, turn.forge, turn.owner, turn.repo)
              ORDER BY j.lane, j.forge, j.owner, j.repo, j.id
@@ -282,11 +282,12 @@ BEGIN
             EXIT WHEN FOUND;
         END IF;
         -- Nothing claimable here (in backoff, locked, or no room): a repository with no pending job left
-        -- in the lane leaves the walk until one becomes pending again.
+        -- in the lane that waits for nothing leaves the walk until one becomes pending, or is released
+        -- from its wait, again (changed_jobs_take_turns).
         UPDATE tireless.lane_repo r SET has_work = false
          WHERE r.id = turn.id
            AND NOT EXISTS (SELECT FROM tireless.job j
-                            WHERE j.state = 'pending' AND j.lane = turn.lane
+                            WHERE j.state = 'pending' AND j.waiting_on IS NULL AND j.lane = turn.lane
                               AND (j.forge, j.owner, j.repo) = (turn.forge, turn.owner, turn.repo));
         after_at := turn.last_claimed_at;
         after_id := turn.id;
@@ -300,7 +301,7 @@ BEGIN
             RETURN;
         END IF;
         SELECT j.id INTO next_job FROM tireless.job j
-         WHERE j.state = 'pending' AND j.lane = ANY (ARRAY[claim_in_turn.lane]) AND j.available_at <= now()
+         WHERE j.state = 'pending' AND j.lane = ANY (ARRAY[claim_in_turn.lane]) AND j.available_at <= now() AND j.waiting_on IS NULL
            AND NOT EXISTS (SELECT FROM tireless.repo_limit l WHERE (l.forge, l.owner, l.repo) = (j.forge, j.owner, j.repo))
          ORDER BY j.lane, j.id
          LIMIT 1

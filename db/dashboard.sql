@@ -7,10 +7,11 @@ CREATE OR REPLACE VIEW tireless.lane_status AS
 WITH live AS (
     SELECT j.lane,
            count(*) FILTER (WHERE j.state = 'pending') AS pending,
-           count(*) FILTER (WHERE j.state = 'pending' AND j.available_at <= now()) AS ready,
+           count(*) FILTER (WHERE j.state = 'pending' AND j.available_at <= now() AND j.waiting_on IS NULL) AS ready,
            count(*) FILTER (WHERE j.state = 'claimed') AS claimed,
            count(*) FILTER (WHERE j.state = 'claimed' AND j.claim_expires_at < now()) AS past_lease,
-           now() - min(j.created_at) FILTER (WHERE j.state = 'pending') AS oldest_pending_age
+           now() - min(j.created_at) FILTER (WHERE j.state = 'pending') AS oldest_pending_age,
+           count(*) FILTER (WHERE j.state = 'pending' AND j.waiting_on IS NOT NULL) AS waiting
       FROM tireless.job j
      WHERE j.state IN ('pending', 'claimed')
      GROUP BY j.lane
@@ -28,14 +29,15 @@ SELECT coalesce(l.name, live.lane) AS lane,
        coalesce(live.claimed, 0) AS claimed,
        coalesce(live.past_lease, 0) AS past_lease,
        live.oldest_pending_age,
-       l.max_run, l.stall_after
+       l.max_run, l.stall_after,
+       coalesce(live.waiting, 0) AS waiting
   FROM tireless.lane l
   FULL JOIN live ON live.lane = l.name
  CROSS JOIN tireless.policy p;
 COMMENT ON VIEW tireless.lane_status IS
     'One row per lane that has settings or live jobs: capacity, paused, circuit breaker (closed, open while tripped, '
-    'half-open after the cool-down until a success), its pending, ready, claimed and past-lease jobs, and its time '
-    'limits (max_run, stall_after; null: none).';
+    'half-open after the cool-down until a success), its pending, ready, claimed and past-lease jobs, its time '
+    'limits (max_run, stall_after; null: none), and its pending jobs waiting for a dependency (waiting; never ready).';
 REVOKE ALL ON tireless.lane_status FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT SELECT ON tireless.lane_status TO tireless_runner, tireless_poller, tireless_admin;
 
@@ -76,13 +78,15 @@ CREATE OR REPLACE VIEW tireless.job_list AS
 SELECT j.id, j.forge, j.owner, j.repo, j.number, j.title, j.kind, j.lane, j.state, j.parent_id,
        j.claimed_by, j.claim_expires_at, j.attempts, j.available_at, j.note, j.created_at, j.updated_at,
        (j.state = 'claimed' AND j.claim_expires_at < now()) AS past_lease,
-       d.branch, d.head, d.pull_number, d.pull_url
+       d.branch, d.head, d.pull_number, d.pull_url,
+       CASE WHEN j.state = 'pending' THEN j.waiting_on END AS waiting_on
   FROM tireless.job j
   LEFT JOIN tireless.delivery d ON d.job_id = j.id;
 COMMENT ON VIEW tireless.job_list IS
     'Every job as an operator sees it, without its claim token (a fencing secret of the holder); past_lease: '
     'claimed and its lease has run out; for a job delivered by tireless.deliver, the branch and head it pushed and '
-    'its pull request once the mirror recorded it (tireless.deliveries has the rest). Readable by every role.';
+    'its pull request once the mirror recorded it (tireless.deliveries has the rest); waiting_on: the open '
+    'dependencies a pending job waits for (#3, owner/repo#7; null: none, tireless.job_waits says more). Readable by every role.';
 REVOKE ALL ON tireless.job_list FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT SELECT ON tireless.job_list TO tireless_runner, tireless_poller, tireless_admin;
 
@@ -113,7 +117,8 @@ SELECT coalesce(s.lane, q.lane) AS lane,
        b.runs_today,
        coalesce(b.agent_seconds_today, 0)::float8 AS agent_seconds_today,
        b.runs_per_day, b.agent_seconds_per_day, b.budget_resets_at,
-       s.max_run, s.stall_after
+       s.max_run, s.stall_after,
+       coalesce(s.waiting, 0) AS waiting
   FROM tireless.lane_status s
   FULL JOIN (SELECT st.lane,
                     sum(st.jobs) FILTER (WHERE st.state = 'delivered')::bigint AS delivered,
@@ -126,8 +131,8 @@ COMMENT ON VIEW tireless.lane_summary IS
     'the oldest pending job''s age in seconds, breaker, its failures in a row, paused, capacity) beside '
     'queue_stats''s delivered, failed and cancelled counts, and today''s spend (UTC: runs_today, counted under a budget of runs, '
     'agent_seconds_today) against the lane''s daily budgets, with budget_resets_at (the next midnight UTC) while a '
-    'budget is spent, and its time limits (max_run, stall_after). What `tireless status`, `tireless lane show` and '
-    'the dashboard''s overview show.';
+    'budget is spent, its time limits (max_run, stall_after), and its pending jobs waiting for a dependency '
+    '(waiting). What `tireless status`, `tireless lane show` and the dashboard''s overview show.';
 REVOKE ALL ON tireless.lane_summary FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT SELECT ON tireless.lane_summary TO tireless_runner, tireless_poller, tireless_admin;
 

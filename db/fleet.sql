@@ -132,11 +132,12 @@ CREATE OR REPLACE FUNCTION tireless.next_ready_at(lanes text[]) RETURNS timestam
     SET search_path = pg_catalog, pg_temp
 BEGIN ATOMIC
     SELECT min(j.available_at) FROM tireless.job j
-     WHERE j.state = 'pending' AND j.lane = ANY (next_ready_at.lanes) AND j.available_at > now();
+     WHERE j.state = 'pending' AND j.lane = ANY (next_ready_at.lanes) AND j.available_at > now() AND j.waiting_on IS NULL;
 END;
 COMMENT ON FUNCTION tireless.next_ready_at(text[]) IS
     'When the earliest backed-off pending job in the lanes becomes claimable (null: none is waiting out a '
-    'backoff): an idle runner sleeps until then at most, since the end of a backoff sends no notification.';
+    'backoff): an idle runner sleeps until then at most, since the end of a backoff sends no notification. A job '
+    'waiting for a dependency is left out: its release sends the lane''s notification.';
 REVOKE ALL ON FUNCTION tireless.next_ready_at(text[]) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT EXECUTE ON FUNCTION tireless.next_ready_at(text[]) TO tireless_runner;
 

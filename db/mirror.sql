@@ -10,10 +10,12 @@ AS $$
     SELECT p.label_prefix,
            ARRAY(SELECT p.label_prefix || '/' || k::text FROM unnest(enum_range(NULL::tireless.job_kind)) AS k),
            ARRAY(SELECT p.label_prefix || '/state:' || s::text FROM unnest(enum_range(NULL::tireless.job_state)) AS s)
+           || (p.label_prefix || '/state:waiting')
       FROM tireless.policy p;
 $$;
 COMMENT ON FUNCTION tireless.mirror_labels() IS
-    'The label prefix, its mode labels (<prefix>/discover, ...) and its state labels (<prefix>/state:pending, ...).';
+    'The label prefix, its mode labels (<prefix>/discover, ...) and its state labels (<prefix>/state:pending, ..., '
+    'and <prefix>/state:waiting: pending, waiting for a dependency).';
 REVOKE ALL ON FUNCTION tireless.mirror_labels() FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 
 CREATE OR REPLACE FUNCTION tireless.finished_job_comment(job tireless.job) RETURNS text
@@ -92,7 +94,7 @@ BEGIN
     -- older wanted state is replaced (job ids of one issue grow: a new job starts after the last ended).
     -- Every finished job read, newest of its issue or not, gets its own outcome comment, queued once.
     WITH touched AS MATERIALIZED (
-        SELECT DISTINCT j.id, j.number, j.state
+        SELECT DISTINCT j.id, j.number, j.state, j.state = 'pending' AND j.waiting_on IS NOT NULL AS waiting
           FROM tireless.job_event e
           JOIN tireless.job j ON j.id = e.job_id
          WHERE e.id > mirror.event_cursor
@@ -100,13 +102,15 @@ BEGIN
            -- A repository tracked again does not mirror what happened before: no comment on old issues.
            AND e.at >= tracked_since
     ), wanted AS (
-        INSERT INTO tireless.mirror_issue AS mi (forge, owner, repo, number, job_id, state)
-        SELECT DISTINCT ON (t.number) mirror_writes.forge, mirror_writes.owner, mirror_writes.repo, t.number, t.id, t.state
+        INSERT INTO tireless.mirror_issue AS mi (forge, owner, repo, number, job_id, state, waiting)
+        SELECT DISTINCT ON (t.number) mirror_writes.forge, mirror_writes.owner, mirror_writes.repo, t.number, t.id, t.state,
+               t.waiting
           FROM touched t
          ORDER BY t.number, t.id DESC
         ON CONFLICT ON CONSTRAINT mirror_issue_pkey DO UPDATE
-           SET job_id = excluded.job_id, state = excluded.state, failures = 0, next_try_at = now()
-         WHERE excluded.job_id > mi.job_id OR (excluded.job_id = mi.job_id AND excluded.state <> mi.state)
+           SET job_id = excluded.job_id, state = excluded.state, waiting = excluded.waiting, failures = 0, next_try_at = now()
+         WHERE excluded.job_id > mi.job_id
+            OR (excluded.job_id = mi.job_id AND (excluded.state <> mi.state OR excluded.waiting <> mi.waiting))
     )
     INSERT INTO tireless.mirror_comment (job_id, forge, owner, repo, number)
     SELECT t.id, mirror_writes.forge, mirror_writes.owner, mirror_writes.repo, t.number
@@ -125,16 +129,18 @@ BEGIN
      WHERE (m.forge, m.owner, m.repo) = (mirror.forge, mirror.owner, mirror.repo);
 
     -- A job pruned before the forge showed it leaves nothing to show.
-    UPDATE tireless.mirror_issue mi SET applied_job_id = mi.job_id, applied_state = mi.state, applied_at = now()
+    UPDATE tireless.mirror_issue mi
+       SET applied_job_id = mi.job_id, applied_state = mi.state, applied_waiting = mi.waiting, applied_at = now()
      WHERE (mi.forge, mi.owner, mi.repo) = (mirror.forge, mirror.owner, mirror.repo)
-       AND (mi.applied_job_id, mi.applied_state) IS DISTINCT FROM (mi.job_id, mi.state)
+       AND ((mi.applied_job_id, mi.applied_state) IS DISTINCT FROM (mi.job_id, mi.state) OR mi.applied_waiting <> mi.waiting)
        AND NOT EXISTS (SELECT FROM tireless.job j WHERE j.id = mi.job_id);
 
     SELECT * INTO labels FROM tireless.mirror_labels();
     RETURN QUERY
     SELECT mi.number, mi.job_id, mi.state::text,
-           labels.prefix || '/state:' || mi.state::text,
-           ARRAY(SELECT l FROM unnest(labels.state_labels) AS l WHERE l <> labels.prefix || '/state:' || mi.state::text)
+           labels.prefix || '/state:' || CASE WHEN mi.waiting THEN 'waiting' ELSE mi.state::text END,
+           ARRAY(SELECT l FROM unnest(labels.state_labels) AS l
+                  WHERE l <> labels.prefix || '/state:' || CASE WHEN mi.waiting THEN 'waiting' ELSE mi.state::text END)
            -- A finished job withdraws its own request, never a newer one the store has already seen
            -- (asked again after the job was made: it gets its own job, rule 1).
            || CASE WHEN tireless.is_terminal(mi.state)
@@ -146,7 +152,7 @@ BEGIN
       FROM tireless.mirror_issue mi
       JOIN tireless.job j ON j.id = mi.job_id
      WHERE (mi.forge, mi.owner, mi.repo) = (mirror.forge, mirror.owner, mirror.repo)
-       AND (mi.applied_job_id, mi.applied_state) IS DISTINCT FROM (mi.job_id, mi.state)
+       AND ((mi.applied_job_id, mi.applied_state) IS DISTINCT FROM (mi.job_id, mi.state) OR mi.applied_waiting <> mi.waiting)
        AND mi.next_try_at <= now()
      ORDER BY mi.next_try_at, mi.number
      LIMIT mirror_writes.max_writes;
@@ -216,6 +222,9 @@ BEGIN
     -- What the forge confirmed (an older job or state than wanted leaves the newer one due).
     UPDATE tireless.mirror_issue mi
        SET applied_job_id = record_mirror_write.job_id, applied_state = record_mirror_write.state::tireless.job_state,
+           -- The wait as mirror_writes handed it out: it changes only under this repository's poll lease,
+           -- or by a dependency of another repository closing at this moment (the next change writes again).
+           applied_waiting = mi.waiting AND (mi.job_id, mi.state) = (record_mirror_write.job_id, record_mirror_write.state::tireless.job_state),
            applied_at = now(), failures = 0, next_try_at = now(), last_error = NULL, last_error_at = NULL
      WHERE (mi.forge, mi.owner, mi.repo, mi.number) = (queued.forge, queued.owner, queued.repo, queued.number);
 
@@ -340,7 +349,8 @@ BEGIN
            AND e.at >= since
            AND NOT EXISTS (SELECT FROM tireless.mirror_issue mi
                             WHERE (mi.forge, mi.owner, mi.repo, mi.number) = (j.forge, j.owner, j.repo, j.number)
-                              AND (mi.applied_job_id, mi.applied_state) IS DISTINCT FROM (mi.job_id, mi.state)))
+                              AND ((mi.applied_job_id, mi.applied_state) IS DISTINCT FROM (mi.job_id, mi.state)
+                                   OR mi.applied_waiting <> mi.waiting)))
          + (SELECT count(*) FROM tireless.mirror_comment c
              WHERE (c.forge, c.owner, c.repo) = (mirror_unread.forge, mirror_unread.owner, mirror_unread.repo)
                AND c.written_at IS NULL)

@@ -95,18 +95,31 @@ BEGIN
      WHERE (rp.forge, rp.owner, rp.repo) = (due.forge, due.owner, due.repo) AND f.name = rp.forge
     RETURNING rp.forge, rp.owner, rp.repo, f.kind::text, f.base_url, rp.cursor, rp.etag,
               rp.last_success_at IS NULL OR rp.reads_since_full >= 9,
-              -- A full listing fetches on its own each live job's issue it did not show.
+              -- A full listing fetches on its own each live job's issue it did not show, and each
+              -- issue of this repository a waiting job (of any repository of the forge) depends on
+              -- that the store has never read (a closed one is in no listing of open issues): read
+              -- once, then known.
               ARRAY(SELECT j.number FROM tireless.job j
                      WHERE (j.forge, j.owner, j.repo) = (rp.forge, rp.owner, rp.repo)
                        AND j.state IN ('pending', 'claimed')
-                     ORDER BY j.number);
+                    UNION
+                    SELECT d.depends_on_number FROM tireless.issue_dependency d
+                      JOIN tireless.job j
+                        ON (j.forge, j.owner, j.repo, j.number) = (d.forge, d.owner, d.repo, d.number)
+                     WHERE (d.forge, d.depends_on_owner, d.depends_on_repo) = (rp.forge, rp.owner, rp.repo)
+                       AND j.state = 'pending' AND j.waiting_on IS NOT NULL
+                       AND NOT EXISTS (SELECT FROM tireless.issue s
+                                        WHERE (s.forge, s.owner, s.repo, s.number)
+                                              = (d.forge, d.depends_on_owner, d.depends_on_repo, d.depends_on_number))
+                     ORDER BY 1);
 END;
 $$;
 COMMENT ON FUNCTION tireless.claim_repos_to_poll(text, interval, integer) IS
     'Leases to poller (for lease) up to max_repos due repositories of registered forges that are not stopped: '
     'next poll time reached, not backing off, lease free or expired; FOR UPDATE SKIP LOCKED, so two pollers never '
     'get the same one. Returns each with its forge kind and URL, cursor, ETag and whether to list it in full '
-    '(the first read and every tenth), and the issue numbers of its live jobs.';
+    '(the first read and every tenth), and the issue numbers of its live jobs and of the issues of the repository '
+    'waiting jobs depend on that the store has never read.';
 REVOKE ALL ON FUNCTION tireless.claim_repos_to_poll(text, interval, integer) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT EXECUTE ON FUNCTION tireless.claim_repos_to_poll(text, interval, integer) TO tireless_poller;
 
@@ -228,6 +241,21 @@ BEGIN
     -- The conversation's asks that wait for a job (record_conversation ran just before, under this
     -- lease): a command on an issue this poll recorded for the first time, or whose live job has ended.
     answered := tireless.answer_waiting_asks(record_poll.forge, record_poll.owner, record_poll.repo);
+
+    -- Dependencies (dependencies.sql): a deleted issue is closed for the issues that depend on it; a
+    -- job the asks made above waits like any; a full listing looks again at every waiting job of the
+    -- repository (a dependency may have closed elsewhere, or been read since).
+    IF cardinality(record_poll.deleted) > 0 OR answered > 0 OR record_poll.full_listing THEN
+        PERFORM tireless.settle_dependencies(coalesce(jsonb_agg(jsonb_build_object(
+                    'forge', record_poll.forge, 'owner', record_poll.owner, 'repo', record_poll.repo,
+                    'number', k.number, 'body', false)), '[]'))
+           FROM (SELECT d.number FROM unnest(record_poll.deleted) AS d(number)
+                 UNION
+                 SELECT j.number FROM tireless.job j
+                  WHERE (j.forge, j.owner, j.repo) = (record_poll.forge, record_poll.owner, record_poll.repo)
+                    AND j.state = 'pending'
+                    AND (j.created_at = now() OR (record_poll.full_listing AND j.waiting_on IS NOT NULL))) AS k;
+    END IF;
 
     UPDATE tireless.repo_poll rp
        SET cursor = greatest(rp.cursor, record_poll.cursor),
@@ -401,7 +429,7 @@ SELECT rp.forge, rp.owner, rp.repo,
              max(mi.last_error_at) AS last_error_at
         FROM tireless.mirror_issue mi
        WHERE (mi.forge, mi.owner, mi.repo) = (rp.forge, rp.owner, rp.repo)
-         AND (mi.applied_job_id, mi.applied_state) IS DISTINCT FROM (mi.job_id, mi.state)
+         AND ((mi.applied_job_id, mi.applied_state) IS DISTINCT FROM (mi.job_id, mi.state) OR mi.applied_waiting <> mi.waiting)
   ) AS queued ON true;
 COMMENT ON VIEW tireless.repo_status IS
     'One row per tracked repository: its forge (registered or not, stopped until when and why), its last poll, '

@@ -484,6 +484,7 @@ CREATE FUNCTION tireless.apply_work_rule(issues jsonb, OUT created integer, OUT 
     AS $$
 DECLARE
     woken text[];
+    touched jsonb;
 BEGIN
     -- Repositories in key order, so two batches that share several never deadlock on their locks.
     PERFORM tireless.lock_repo_issues(r.forge, r.owner, r.repo)
@@ -582,7 +583,10 @@ BEGIN
         RETURNING j.lane
     ), made AS (
         INSERT INTO tireless.job (forge, owner, repo, number, title, labels, kind, lane, parent_id)
-        SELECT d.forge, d.owner, d.repo, d.number, d.title, d.labels, d.kind::tireless.job_kind, d.lane, d.parent_id
+        SELECT d.forge, d.owner, d.repo, d.number, d.title, d.labels, d.kind::tireless.job_kind, d.lane,
+               -- A plan's child (plans.sql) records the plan's job as its parent.
+               coalesce(d.parent_id, (SELECT t.job_id FROM tireless.plan_task t
+                                       WHERE (t.forge, t.owner, t.repo, t.child_number) = (d.forge, d.owner, d.repo, d.number)))
           FROM decided d
          WHERE d.makes_job
          ORDER BY d.forge, d.owner, d.repo, d.number
@@ -591,9 +595,16 @@ BEGIN
     )
     SELECT (SELECT count(*) FROM made), (SELECT count(*) FROM ended), (SELECT count(*) FROM moved),
            (SELECT count(*) FROM shown),
-           ARRAY(SELECT m.lane FROM made m UNION SELECT m.lane FROM moved m)
-      INTO apply_work_rule.created, apply_work_rule.cancelled, apply_work_rule.rerouted, apply_work_rule.seen, woken;
+           ARRAY(SELECT m.lane FROM made m UNION SELECT m.lane FROM moved m),
+           -- What dependencies.sql settles next: the issues judged (a body shown changed is read again).
+           (SELECT coalesce(jsonb_agg(jsonb_build_object('forge', jd.forge, 'owner', jd.owner, 'repo', jd.repo,
+                                                         'number', jd.number, 'body', jd.changed AND jd.has_body)), '[]')
+              FROM judged jd)
+      INTO apply_work_rule.created, apply_work_rule.cancelled, apply_work_rule.rerouted, apply_work_rule.seen, woken, touched;
 
+    -- Dependencies gate claims: the jobs of these issues, and of the issues that depend on them,
+    -- wait or are released (a new statement: it sees the issues and jobs written above).
+    PERFORM tireless.settle_dependencies(touched);
     PERFORM tireless.announce_work(l) FROM unnest(woken) AS l;
 END;
 $$;
@@ -602,7 +613,7 @@ $$;
 -- Name: FUNCTION apply_work_rule(issues jsonb, OUT created integer, OUT cancelled integer, OUT rerouted integer, OUT seen integer); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.apply_work_rule(issues jsonb, OUT created integer, OUT cancelled integer, OUT rerouted integer, OUT seen integer) IS 'The work rule on a checked batch of issues of tracked repositories: a pending job for an issue that asks for work and whose request has had none; withdrawal cancels a pending job or requests the cancel of a claimed one (note, and cancel_note: issue closed, or issue no longer asks for work); relabelling re-routes a pending job. An issue shown as it was before writes nothing. Returns what it did.';
+COMMENT ON FUNCTION tireless.apply_work_rule(issues jsonb, OUT created integer, OUT cancelled integer, OUT rerouted integer, OUT seen integer) IS 'The work rule on a checked batch of issues of tracked repositories: a pending job for an issue that asks for work and whose request has had none; withdrawal cancels a pending job or requests the cancel of a claimed one (note, and cancel_note: issue closed, or issue no longer asks for work); relabelling re-routes a pending job; the pending jobs of the issues judged and of their dependents wait for their open dependencies or are released (settle_dependencies). An issue shown as it was before writes nothing. Returns what it did.';
 
 --
 -- Name: arm_agent_time_count(); Type: FUNCTION; Schema: tireless; Owner: -
@@ -884,6 +895,46 @@ $$;
 COMMENT ON FUNCTION tireless.ask_reply_text(ask tireless.ask) IS 'The comment that answers a refused ask, made safe to post (safe_comment_text), ending with its marker line.';
 
 --
+-- Name: attach_plan(bigint, text, jsonb, uuid); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.attach_plan(job_id bigint, worker text, plan jsonb, token uuid DEFAULT NULL::uuid) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    job tireless.job := tireless.held_job(attach_plan.job_id, attach_plan.worker, attach_plan.token);
+    problem text;
+    attached integer;
+BEGIN
+    IF job.kind::text NOT IN ('plan', 'discover') THEN
+        RAISE EXCEPTION 'job % is a % job; only a plan or discover job hands back tasks', job.id, job.kind
+            USING ERRCODE = 'TL005';
+    END IF;
+    problem := tireless.plan_problem(attach_plan.plan);
+    IF problem IS NOT NULL THEN
+        RAISE EXCEPTION 'malformed %: %', CASE WHEN job.kind::text = 'plan' THEN 'plan' ELSE 'proposals' END, problem
+            USING ERRCODE = 'TL011',
+                  HINT = 'A list of at most 50 tasks {title, body, lane?, depends_on: [index or "#N"]}, without a cycle.';
+    END IF;
+    -- The attempt's tasks replace those of an earlier attempt (none of which was opened: the job is live).
+    DELETE FROM tireless.plan_task t WHERE t.job_id = job.id AND t.child_number IS NULL;
+    INSERT INTO tireless.plan_task (job_id, task, forge, owner, repo, attempt, proposal, title, body, lane, depends_on)
+    SELECT job.id, e.position - 1, job.forge, job.owner, job.repo, job.attempts, job.kind::text = 'discover',
+           e.t ->> 'title', e.t ->> 'body', nullif(e.t ->> 'lane', ''), coalesce(e.t -> 'depends_on', '[]')
+      FROM jsonb_array_elements(attach_plan.plan) WITH ORDINALITY AS e(t, position);
+    GET DIAGNOSTICS attached = ROW_COUNT;
+    RETURN attached;
+END;
+$$;
+
+--
+-- Name: FUNCTION attach_plan(job_id bigint, worker text, plan jsonb, token uuid); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.attach_plan(job_id bigint, worker text, plan jsonb, token uuid) IS 'The holder of a plan (or discover) job attaches the tasks its agent wrote, before delivering it; they replace those of an earlier attempt, and once the job is delivered the mirror opens an issue for each (plan_tasks_due). Returns how many. TL011 naming the task and the field for a malformed plan (tireless.plan_problem): the runner then fails the attempt with that note; TL005 for a job of another kind, TL001 for an unknown job, TL004 when worker (or token) does not hold it.';
+
+--
 -- Name: attach_report(bigint, text, text, uuid); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -937,6 +988,7 @@ CREATE TABLE tireless.job (
     given_back integer DEFAULT 0 NOT NULL,
     claimed_login text,
     cancel_note text,
+    waiting_on text[],
     CONSTRAINT pending_holds_no_claim CHECK (((state <> 'pending'::tireless.job_state) OR ((claimed_by IS NULL) AND (claim_expires_at IS NULL) AND (claim_token IS NULL))))
 )
 WITH (fillfactor='80', autovacuum_vacuum_scale_factor='0.02', autovacuum_analyze_scale_factor='0.02');
@@ -990,6 +1042,12 @@ COMMENT ON COLUMN tireless.job.claimed_login IS 'The database login (session_use
 COMMENT ON COLUMN tireless.job.cancel_note IS 'Why a claimed job was asked to stop, set with cancel_requested_at by whoever asked (request_cancel, the work rule, the poll): the note the job ends cancelled with, or that its delivery records as come too late. Null without a request.';
 
 --
+-- Name: COLUMN job.waiting_on; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.job.waiting_on IS 'For a pending job: the open dependencies of its issue that it waits for (#3, owner/repo#7), not claimable until the last one closes; null when it waits for nothing. Kept by dependencies.sql.';
+
+--
 -- Name: CONSTRAINT pending_holds_no_claim ON job; Type: COMMENT; Schema: tireless; Owner: -
 --
 
@@ -1022,6 +1080,33 @@ CREATE FUNCTION tireless.bin_bound(bin smallint) RETURNS interval
 --
 
 COMMENT ON FUNCTION tireless.bin_bound(bin smallint) IS 'The longest duration of a histogram bin (see tireless.duration_bin).';
+
+--
+-- Name: body_dependencies(text, text, text, integer); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.body_dependencies(body text, owner text, repo text, number integer) RETURNS TABLE(depends_on_owner text, depends_on_repo text, depends_on_number integer)
+    LANGUAGE sql IMMUTABLE
+    AS $_$
+    SELECT DISTINCT d.o, d.r, d.n
+      FROM regexp_matches(coalesce(body_dependencies.body, ''),
+                          '^[ \t>*-]*depends[ \t]+on[ \t:]+([^\n]*)$', 'gin') AS line(m)
+     CROSS JOIN LATERAL regexp_matches(line.m[1],
+                          '(?:^|[^A-Za-z0-9_./#-])(?:([A-Za-z0-9_.-]{1,200})/([A-Za-z0-9_.-]{1,200}))?#([0-9]{1,9})(?![0-9])', 'g')
+                        AS ref(m)
+     CROSS JOIN LATERAL (SELECT coalesce(ref.m[1], body_dependencies.owner), coalesce(ref.m[2], body_dependencies.repo),
+                                ref.m[3]::integer) AS d(o, r, n)
+     WHERE d.n > 0
+       AND (d.o, d.r, d.n) IS DISTINCT FROM (body_dependencies.owner, body_dependencies.repo, body_dependencies.number)
+     ORDER BY d.o, d.r, d.n
+     LIMIT 100;
+$_$;
+
+--
+-- Name: FUNCTION body_dependencies(body text, owner text, repo text, number integer); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.body_dependencies(body text, owner text, repo text, number integer) IS 'The issues a body says issue number of owner/repo depends on: each `Depends on #N` or `Depends on owner/repo#N` (any case, several per line and per body; the same forge), not the issue itself, at most 100.';
 
 --
 -- Name: budget_spent(bigint, interval, integer, interval); Type: FUNCTION; Schema: tireless; Owner: -
@@ -1411,7 +1496,7 @@ BEGIN
         EXIT WHEN NOT FOUND;
         IF NOT turn.limited OR tireless.repo_has_room(turn.forge, turn.owner, turn.repo) THEN
             SELECT j.id INTO next_job FROM tireless.job j
-             WHERE j.state = 'pending' AND j.available_at <= now()
+             WHERE j.state = 'pending' AND j.available_at <= now() AND j.waiting_on IS NULL
                AND (j.lane, j.forge, j.owner, j.repo) >= (turn.lane, turn.forge, turn.owner, turn.repo)
                AND (j.lane, j.forge, j.owner, j.repo) <= (turn.lane, turn.forge, turn.owner, turn.repo)
              ORDER BY j.lane, j.forge, j.owner, j.repo, j.id
@@ -1420,11 +1505,12 @@ BEGIN
             EXIT WHEN FOUND;
         END IF;
         -- Nothing claimable here (in backoff, locked, or no room): a repository with no pending job left
-        -- in the lane leaves the walk until one becomes pending again.
+        -- in the lane that waits for nothing leaves the walk until one becomes pending, or is released
+        -- from its wait, again (changed_jobs_take_turns).
         UPDATE tireless.lane_repo r SET has_work = false
          WHERE r.id = turn.id
            AND NOT EXISTS (SELECT FROM tireless.job j
-                            WHERE j.state = 'pending' AND j.lane = turn.lane
+                            WHERE j.state = 'pending' AND j.waiting_on IS NULL AND j.lane = turn.lane
                               AND (j.forge, j.owner, j.repo) = (turn.forge, turn.owner, turn.repo));
         after_at := turn.last_claimed_at;
         after_id := turn.id;
@@ -1438,7 +1524,7 @@ BEGIN
             RETURN;
         END IF;
         SELECT j.id INTO next_job FROM tireless.job j
-         WHERE j.state = 'pending' AND j.lane = ANY (ARRAY[claim_in_turn.lane]) AND j.available_at <= now()
+         WHERE j.state = 'pending' AND j.lane = ANY (ARRAY[claim_in_turn.lane]) AND j.available_at <= now() AND j.waiting_on IS NULL
            AND NOT EXISTS (SELECT FROM tireless.repo_limit l WHERE (l.forge, l.owner, l.repo) = (j.forge, j.owner, j.repo))
          ORDER BY j.lane, j.id
          LIMIT 1
@@ -1519,7 +1605,7 @@ BEGIN
             HAVING count(*) = 1 AND NOT bool_or(t.limited)
         ), candidate AS (
             SELECT j.id FROM tireless.job j
-             WHERE j.state = 'pending' AND j.lane = ANY (ARRAY[claim_next.lanes[1]]) AND j.available_at <= now()
+             WHERE j.state = 'pending' AND j.lane = ANY (ARRAY[claim_next.lanes[1]]) AND j.available_at <= now() AND j.waiting_on IS NULL
                AND EXISTS (SELECT FROM sole_turn)
                AND (j.forge, j.owner, j.repo) = (SELECT s.forge, s.owner, s.repo FROM sole_turn s)
                AND NOT EXISTS (SELECT FROM tireless.lane l
@@ -1614,7 +1700,7 @@ BEGIN
         open_lanes := ARRAY(
             SELECT l.name FROM unnest(open_lanes) AS l(name)
              ORDER BY (SELECT j.id FROM tireless.job j
-                        WHERE j.state = 'pending' AND j.lane = ANY (ARRAY[l.name]) AND j.available_at <= now()
+                        WHERE j.state = 'pending' AND j.lane = ANY (ARRAY[l.name]) AND j.available_at <= now() AND j.waiting_on IS NULL
                         ORDER BY j.lane, j.id LIMIT 1) NULLS LAST);
     END IF;
     FOREACH next_lane IN ARRAY open_lanes LOOP
@@ -1667,11 +1753,23 @@ BEGIN
      WHERE (rp.forge, rp.owner, rp.repo) = (due.forge, due.owner, due.repo) AND f.name = rp.forge
     RETURNING rp.forge, rp.owner, rp.repo, f.kind::text, f.base_url, rp.cursor, rp.etag,
               rp.last_success_at IS NULL OR rp.reads_since_full >= 9,
-              -- A full listing fetches on its own each live job's issue it did not show.
+              -- A full listing fetches on its own each live job's issue it did not show, and each
+              -- issue of this repository a waiting job (of any repository of the forge) depends on
+              -- that the store has never read (a closed one is in no listing of open issues): read
+              -- once, then known.
               ARRAY(SELECT j.number FROM tireless.job j
                      WHERE (j.forge, j.owner, j.repo) = (rp.forge, rp.owner, rp.repo)
                        AND j.state IN ('pending', 'claimed')
-                     ORDER BY j.number);
+                    UNION
+                    SELECT d.depends_on_number FROM tireless.issue_dependency d
+                      JOIN tireless.job j
+                        ON (j.forge, j.owner, j.repo, j.number) = (d.forge, d.owner, d.repo, d.number)
+                     WHERE (d.forge, d.depends_on_owner, d.depends_on_repo) = (rp.forge, rp.owner, rp.repo)
+                       AND j.state = 'pending' AND j.waiting_on IS NOT NULL
+                       AND NOT EXISTS (SELECT FROM tireless.issue s
+                                        WHERE (s.forge, s.owner, s.repo, s.number)
+                                              = (d.forge, d.depends_on_owner, d.depends_on_repo, d.depends_on_number))
+                     ORDER BY 1);
 END;
 $$;
 
@@ -1679,7 +1777,7 @@ $$;
 -- Name: FUNCTION claim_repos_to_poll(poller text, lease interval, max_repos integer); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.claim_repos_to_poll(poller text, lease interval, max_repos integer) IS 'Leases to poller (for lease) up to max_repos due repositories of registered forges that are not stopped: next poll time reached, not backing off, lease free or expired; FOR UPDATE SKIP LOCKED, so two pollers never get the same one. Returns each with its forge kind and URL, cursor, ETag and whether to list it in full (the first read and every tenth), and the issue numbers of its live jobs.';
+COMMENT ON FUNCTION tireless.claim_repos_to_poll(poller text, lease interval, max_repos integer) IS 'Leases to poller (for lease) up to max_repos due repositories of registered forges that are not stopped: next poll time reached, not backing off, lease free or expired; FOR UPDATE SKIP LOCKED, so two pollers never get the same one. Returns each with its forge kind and URL, cursor, ETag and whether to list it in full (the first read and every tenth), and the issue numbers of its live jobs and of the issues of the repository waiting jobs depend on that the store has never read.';
 
 --
 -- Name: command_in(text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -2034,6 +2132,49 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.delivery_of_a_delivered_job() IS 'Trigger of tireless.delivery: a delivery belongs to a delivered job (delivery_of_a_delivered_job) and names that job''s issue (delivery_names_its_job_s_issue); else check_violation (23514) naming the rule. A delivered job never changes again, so the rule holds for good once the row is in.';
+
+--
+-- Name: dependency_cycle(text, text, text, integer); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.dependency_cycle(forge text, owner text, repo text, number integer) RETURNS text
+    LANGUAGE sql STABLE
+    AS $$
+    WITH RECURSIVE edge AS (
+        SELECT d.owner, d.repo, d.number, d.depends_on_owner, d.depends_on_repo, d.depends_on_number
+          FROM tireless.issue_dependency d
+          LEFT JOIN tireless.issue s
+                 ON (s.forge, s.owner, s.repo, s.number) = (d.forge, d.depends_on_owner, d.depends_on_repo, d.depends_on_number)
+         WHERE d.forge = dependency_cycle.forge AND s.state IS DISTINCT FROM 'closed'
+    ), walk (owner, repo, number, path, seen) AS (
+        SELECT e.depends_on_owner, e.depends_on_repo, e.depends_on_number,
+               ARRAY[tireless.issue_ref(dependency_cycle.owner, dependency_cycle.repo,
+                                        e.depends_on_owner, e.depends_on_repo, e.depends_on_number)],
+               ARRAY[e.depends_on_owner || '/' || e.depends_on_repo || '#' || e.depends_on_number]
+          FROM edge e
+         WHERE (e.owner, e.repo, e.number) = (dependency_cycle.owner, dependency_cycle.repo, dependency_cycle.number)
+        UNION ALL
+        SELECT e.depends_on_owner, e.depends_on_repo, e.depends_on_number,
+               w.path || tireless.issue_ref(dependency_cycle.owner, dependency_cycle.repo,
+                                            e.depends_on_owner, e.depends_on_repo, e.depends_on_number),
+               w.seen || (e.depends_on_owner || '/' || e.depends_on_repo || '#' || e.depends_on_number)
+          FROM walk w
+          JOIN edge e ON (e.owner, e.repo, e.number) = (w.owner, w.repo, w.number)
+         WHERE (w.owner, w.repo, w.number) <> (dependency_cycle.owner, dependency_cycle.repo, dependency_cycle.number)
+           AND (e.depends_on_owner || '/' || e.depends_on_repo || '#' || e.depends_on_number) <> ALL (w.seen)
+           AND cardinality(w.path) < 20
+    )
+    SELECT '#' || dependency_cycle.number || ' → ' || array_to_string(w.path, ' → ')
+      FROM walk w
+     WHERE (w.owner, w.repo, w.number) = (dependency_cycle.owner, dependency_cycle.repo, dependency_cycle.number)
+     LIMIT 1;
+$$;
+
+--
+-- Name: FUNCTION dependency_cycle(forge text, owner text, repo text, number integer); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.dependency_cycle(forge text, owner text, repo text, number integer) IS 'The cycle of open dependencies the issue is on, as `#3 → #4 → #3` (the shortest, at most 20 steps); null when it is on none.';
 
 --
 -- Name: duration_bin(double precision); Type: FUNCTION; Schema: tireless; Owner: -
@@ -2439,7 +2580,7 @@ BEGIN
             HAVING count(*) = 1 AND NOT bool_or(t.limited)
         ), candidate AS (
             SELECT j.id FROM tireless.job j
-             WHERE j.state = 'pending' AND j.lane = ANY (ARRAY[finish_and_claim.lanes[1]]) AND j.available_at <= now()
+             WHERE j.state = 'pending' AND j.lane = ANY (ARRAY[finish_and_claim.lanes[1]]) AND j.available_at <= now() AND j.waiting_on IS NULL
                AND EXISTS (SELECT FROM sole_turn)
                AND (j.forge, j.owner, j.repo) = (SELECT s.forge, s.owner, s.repo FROM sole_turn s)
                AND NOT EXISTS (SELECT FROM tireless.lane l
@@ -3307,6 +3448,24 @@ $$;
 COMMENT ON FUNCTION tireless.issue_push(forge text, owner text, repo text, number integer) IS 'What tireless last pushed for an issue: the branch of its newest delivery that pushed one (else <label_prefix>/<number>, not pushed yet), that delivery''s head (null: never pushed), and the newest pull request the mirror recorded for that branch (null: none known; it may have been merged or closed since).';
 
 --
+-- Name: issue_ref(text, text, text, text, integer); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.issue_ref(owner text, repo text, to_owner text, to_repo text, to_number integer) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+    SELECT CASE WHEN (issue_ref.owner, issue_ref.repo) = (issue_ref.to_owner, issue_ref.to_repo) THEN ''
+                ELSE issue_ref.to_owner || '/' || issue_ref.to_repo END
+           || '#' || issue_ref.to_number;
+$$;
+
+--
+-- Name: FUNCTION issue_ref(owner text, repo text, to_owner text, to_repo text, to_number integer); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.issue_ref(owner text, repo text, to_owner text, to_repo text, to_number integer) IS 'How an issue of owner/repo names issue to_number of to_owner/to_repo: #N in its own repository, else owner/repo#N.';
+
+--
 -- Name: issue_runs(bigint); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -3536,6 +3695,53 @@ $$;
 COMMENT ON FUNCTION tireless.job_rules_hold(job tireless.job) IS 'The rules every job row keeps, each by its name: attempts_not_negative, claimed_holds_claim, claimed_job_counts_an_attempt, given_back_within_attempts, issue_number_positive, lane_is_a_name, not_its_own_parent, pending_holds_no_cancel_request, terminal_holds_no_claim. True when the row keeps them; else raises check_violation (23514) naming the rule it breaks. Called by the constraint job_rules_hold.';
 
 --
+-- Name: job_tasks(bigint); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.job_tasks(job_id bigint) RETURNS TABLE(task integer, proposal boolean, title text, lane text, depends_on jsonb, child_number integer, opened_at timestamp with time zone, failures integer, last_error text)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT t.task, t.proposal, t.title, t.lane, t.depends_on, t.child_number, t.opened_at, t.failures, t.last_error
+      FROM tireless.plan_task t
+     WHERE t.job_id = job_tasks.job_id
+     ORDER BY t.task;
+$$;
+
+--
+-- Name: FUNCTION job_tasks(job_id bigint); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.job_tasks(job_id bigint) IS 'The tasks a plan or discover job handed back (tireless.attach_plan), in the file''s order: each with the issue the mirror opened for it (null until then) and why its last try failed.';
+
+--
+-- Name: job_waits(bigint); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.job_waits(job_id bigint) RETURNS TABLE(depends_on text, state text, source text, cycle text)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT tireless.issue_ref(d.owner, d.repo, d.depends_on_owner, d.depends_on_repo, d.depends_on_number),
+           coalesce(s.state, 'unseen'),
+           string_agg(d.source, ', ' ORDER BY d.source),
+           tireless.dependency_cycle(j.forge, j.owner, j.repo, j.number)
+      FROM tireless.job j
+      JOIN tireless.issue_dependency d ON (d.forge, d.owner, d.repo, d.number) = (j.forge, j.owner, j.repo, j.number)
+      LEFT JOIN tireless.issue s
+             ON (s.forge, s.owner, s.repo, s.number) = (d.forge, d.depends_on_owner, d.depends_on_repo, d.depends_on_number)
+     WHERE j.id = job_waits.job_id
+     GROUP BY j.forge, j.owner, j.repo, j.number, d.owner, d.repo, d.depends_on_owner, d.depends_on_repo, d.depends_on_number, s.state
+     ORDER BY (d.depends_on_owner, d.depends_on_repo) <> (d.owner, d.repo), d.depends_on_owner, d.depends_on_repo, d.depends_on_number;
+$$;
+
+--
+-- Name: FUNCTION job_waits(job_id bigint); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.job_waits(job_id bigint) IS 'The dependencies of a job''s issue: each as #N or owner/repo#N, its state as last seen (open, closed, or unseen: never read, so open), where it was said (body, forge) and the cycle of open dependencies the issue is on, if any. No row: the issue depends on nothing. Why a job waits, for psql users and tireless show.';
+
+--
 -- Name: judge_ask(text, text, text, text, jsonb, timestamp with time zone); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -3742,7 +3948,7 @@ $$;
 -- Name: FUNCTION keep_turns(); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.keep_turns() IS 'Trigger of tireless.job (per changed row): a job returned to pending or re-routed gives its repository a turn with work in its lane.';
+COMMENT ON FUNCTION tireless.keep_turns() IS 'Trigger of tireless.job (per changed row): a job returned to pending, re-routed or released from its wait gives its repository a turn with work in its lane.';
 
 --
 -- Name: labels_problem(text[]); Type: FUNCTION; Schema: tireless; Owner: -
@@ -4028,6 +4234,8 @@ CREATE TABLE tireless.mirror_issue (
     next_try_at timestamp with time zone DEFAULT now() NOT NULL,
     last_error text,
     last_error_at timestamp with time zone,
+    waiting boolean DEFAULT false NOT NULL,
+    applied_waiting boolean DEFAULT false NOT NULL,
     CONSTRAINT applied_job_and_state_together CHECK (((applied_job_id IS NULL) = (applied_state IS NULL))),
     CONSTRAINT mirror_failures_not_negative CHECK ((failures >= 0))
 );
@@ -4055,6 +4263,18 @@ COMMENT ON COLUMN tireless.mirror_issue.applied_job_id IS 'The job whose state t
 --
 
 COMMENT ON COLUMN tireless.mirror_issue.next_try_at IS 'A failed write is not tried again before this time.';
+
+--
+-- Name: COLUMN mirror_issue.waiting; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.mirror_issue.waiting IS 'The job is pending and waits for a dependency: the issue should show <prefix>/state:waiting, not state:pending.';
+
+--
+-- Name: COLUMN mirror_issue.applied_waiting; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.mirror_issue.applied_waiting IS 'Whether the state the forge last confirmed was waiting.';
 
 --
 -- Name: CONSTRAINT applied_job_and_state_together ON mirror_issue; Type: COMMENT; Schema: tireless; Owner: -
@@ -4108,6 +4328,7 @@ CREATE FUNCTION tireless.mirror_labels(OUT prefix text, OUT mode_labels text[], 
     SELECT p.label_prefix,
            ARRAY(SELECT p.label_prefix || '/' || k::text FROM unnest(enum_range(NULL::tireless.job_kind)) AS k),
            ARRAY(SELECT p.label_prefix || '/state:' || s::text FROM unnest(enum_range(NULL::tireless.job_state)) AS s)
+           || (p.label_prefix || '/state:waiting')
       FROM tireless.policy p;
 $$;
 
@@ -4115,7 +4336,7 @@ $$;
 -- Name: FUNCTION mirror_labels(OUT prefix text, OUT mode_labels text[], OUT state_labels text[]); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.mirror_labels(OUT prefix text, OUT mode_labels text[], OUT state_labels text[]) IS 'The label prefix, its mode labels (<prefix>/discover, ...) and its state labels (<prefix>/state:pending, ...).';
+COMMENT ON FUNCTION tireless.mirror_labels(OUT prefix text, OUT mode_labels text[], OUT state_labels text[]) IS 'The label prefix, its mode labels (<prefix>/discover, ...) and its state labels (<prefix>/state:pending, ..., and <prefix>/state:waiting: pending, waiting for a dependency).';
 
 --
 -- Name: mirror_pulls_due(text, text, text, text, integer); Type: FUNCTION; Schema: tireless; Owner: -
@@ -4195,7 +4416,8 @@ BEGIN
            AND e.at >= since
            AND NOT EXISTS (SELECT FROM tireless.mirror_issue mi
                             WHERE (mi.forge, mi.owner, mi.repo, mi.number) = (j.forge, j.owner, j.repo, j.number)
-                              AND (mi.applied_job_id, mi.applied_state) IS DISTINCT FROM (mi.job_id, mi.state)))
+                              AND ((mi.applied_job_id, mi.applied_state) IS DISTINCT FROM (mi.job_id, mi.state)
+                                   OR mi.applied_waiting <> mi.waiting)))
          + (SELECT count(*) FROM tireless.mirror_comment c
              WHERE (c.forge, c.owner, c.repo) = (mirror_unread.forge, mirror_unread.owner, mirror_unread.repo)
                AND c.written_at IS NULL)
@@ -4248,7 +4470,7 @@ BEGIN
     -- older wanted state is replaced (job ids of one issue grow: a new job starts after the last ended).
     -- Every finished job read, newest of its issue or not, gets its own outcome comment, queued once.
     WITH touched AS MATERIALIZED (
-        SELECT DISTINCT j.id, j.number, j.state
+        SELECT DISTINCT j.id, j.number, j.state, j.state = 'pending' AND j.waiting_on IS NOT NULL AS waiting
           FROM tireless.job_event e
           JOIN tireless.job j ON j.id = e.job_id
          WHERE e.id > mirror.event_cursor
@@ -4256,13 +4478,15 @@ BEGIN
            -- A repository tracked again does not mirror what happened before: no comment on old issues.
            AND e.at >= tracked_since
     ), wanted AS (
-        INSERT INTO tireless.mirror_issue AS mi (forge, owner, repo, number, job_id, state)
-        SELECT DISTINCT ON (t.number) mirror_writes.forge, mirror_writes.owner, mirror_writes.repo, t.number, t.id, t.state
+        INSERT INTO tireless.mirror_issue AS mi (forge, owner, repo, number, job_id, state, waiting)
+        SELECT DISTINCT ON (t.number) mirror_writes.forge, mirror_writes.owner, mirror_writes.repo, t.number, t.id, t.state,
+               t.waiting
           FROM touched t
          ORDER BY t.number, t.id DESC
         ON CONFLICT ON CONSTRAINT mirror_issue_pkey DO UPDATE
-           SET job_id = excluded.job_id, state = excluded.state, failures = 0, next_try_at = now()
-         WHERE excluded.job_id > mi.job_id OR (excluded.job_id = mi.job_id AND excluded.state <> mi.state)
+           SET job_id = excluded.job_id, state = excluded.state, waiting = excluded.waiting, failures = 0, next_try_at = now()
+         WHERE excluded.job_id > mi.job_id
+            OR (excluded.job_id = mi.job_id AND (excluded.state <> mi.state OR excluded.waiting <> mi.waiting))
     )
     INSERT INTO tireless.mirror_comment (job_id, forge, owner, repo, number)
     SELECT t.id, mirror_writes.forge, mirror_writes.owner, mirror_writes.repo, t.number
@@ -4281,16 +4505,18 @@ BEGIN
      WHERE (m.forge, m.owner, m.repo) = (mirror.forge, mirror.owner, mirror.repo);
 
     -- A job pruned before the forge showed it leaves nothing to show.
-    UPDATE tireless.mirror_issue mi SET applied_job_id = mi.job_id, applied_state = mi.state, applied_at = now()
+    UPDATE tireless.mirror_issue mi
+       SET applied_job_id = mi.job_id, applied_state = mi.state, applied_waiting = mi.waiting, applied_at = now()
      WHERE (mi.forge, mi.owner, mi.repo) = (mirror.forge, mirror.owner, mirror.repo)
-       AND (mi.applied_job_id, mi.applied_state) IS DISTINCT FROM (mi.job_id, mi.state)
+       AND ((mi.applied_job_id, mi.applied_state) IS DISTINCT FROM (mi.job_id, mi.state) OR mi.applied_waiting <> mi.waiting)
        AND NOT EXISTS (SELECT FROM tireless.job j WHERE j.id = mi.job_id);
 
     SELECT * INTO labels FROM tireless.mirror_labels();
     RETURN QUERY
     SELECT mi.number, mi.job_id, mi.state::text,
-           labels.prefix || '/state:' || mi.state::text,
-           ARRAY(SELECT l FROM unnest(labels.state_labels) AS l WHERE l <> labels.prefix || '/state:' || mi.state::text)
+           labels.prefix || '/state:' || CASE WHEN mi.waiting THEN 'waiting' ELSE mi.state::text END,
+           ARRAY(SELECT l FROM unnest(labels.state_labels) AS l
+                  WHERE l <> labels.prefix || '/state:' || CASE WHEN mi.waiting THEN 'waiting' ELSE mi.state::text END)
            -- A finished job withdraws its own request, never a newer one the store has already seen
            -- (asked again after the job was made: it gets its own job, rule 1).
            || CASE WHEN tireless.is_terminal(mi.state)
@@ -4302,7 +4528,7 @@ BEGIN
       FROM tireless.mirror_issue mi
       JOIN tireless.job j ON j.id = mi.job_id
      WHERE (mi.forge, mi.owner, mi.repo) = (mirror.forge, mirror.owner, mirror.repo)
-       AND (mi.applied_job_id, mi.applied_state) IS DISTINCT FROM (mi.job_id, mi.state)
+       AND ((mi.applied_job_id, mi.applied_state) IS DISTINCT FROM (mi.job_id, mi.state) OR mi.applied_waiting <> mi.waiting)
        AND mi.next_try_at <= now()
      ORDER BY mi.next_try_at, mi.number
      LIMIT mirror_writes.max_writes;
@@ -4344,14 +4570,40 @@ CREATE FUNCTION tireless.next_ready_at(lanes text[]) RETURNS timestamp with time
     BEGIN ATOMIC
  SELECT min(j.available_at) AS min
     FROM tireless.job j
-   WHERE ((j.state = 'pending'::tireless.job_state) AND (j.lane = ANY (next_ready_at.lanes)) AND (j.available_at > now()));
+   WHERE ((j.state = 'pending'::tireless.job_state) AND (j.lane = ANY (next_ready_at.lanes)) AND (j.available_at > now()) AND (j.waiting_on IS NULL));
 END;
 
 --
 -- Name: FUNCTION next_ready_at(lanes text[]); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.next_ready_at(lanes text[]) IS 'When the earliest backed-off pending job in the lanes becomes claimable (null: none is waiting out a backoff): an idle runner sleeps until then at most, since the end of a backoff sends no notification.';
+COMMENT ON FUNCTION tireless.next_ready_at(lanes text[]) IS 'When the earliest backed-off pending job in the lanes becomes claimable (null: none is waiting out a backoff): an idle runner sleeps until then at most, since the end of a backoff sends no notification. A job waiting for a dependency is left out: its release sends the lane''s notification.';
+
+--
+-- Name: open_dependencies(text, text, text, integer); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.open_dependencies(forge text, owner text, repo text, number integer) RETURNS text[]
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT nullif(ARRAY(
+        SELECT tireless.issue_ref(x.owner, x.repo, x.depends_on_owner, x.depends_on_repo, x.depends_on_number)
+          FROM (SELECT DISTINCT d.owner, d.repo, d.depends_on_owner, d.depends_on_repo, d.depends_on_number
+                  FROM tireless.issue_dependency d
+                  LEFT JOIN tireless.issue s
+                         ON (s.forge, s.owner, s.repo, s.number) = (d.forge, d.depends_on_owner, d.depends_on_repo, d.depends_on_number)
+                 WHERE (d.forge, d.owner, d.repo, d.number)
+                       = (open_dependencies.forge, open_dependencies.owner, open_dependencies.repo, open_dependencies.number)
+                   AND s.state IS DISTINCT FROM 'closed') AS x
+         ORDER BY (x.depends_on_owner, x.depends_on_repo) <> (x.owner, x.repo), x.depends_on_owner, x.depends_on_repo,
+                  x.depends_on_number), '{}');
+$$;
+
+--
+-- Name: FUNCTION open_dependencies(forge text, owner text, repo text, number integer); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.open_dependencies(forge text, owner text, repo text, number integer) IS 'The dependencies of an issue that are still open (not seen closed: one never read is open), as #N or owner/repo#N, its own repository first; null when none is open.';
 
 --
 -- Name: open_pulls(text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -4444,6 +4696,141 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.pause_lane(lane text) IS 'claim_next hands out nothing from the lane until resume_lane; claims already held run on. Returns the lane.';
+
+--
+-- Name: plan_problem(jsonb); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.plan_problem(plan jsonb) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE
+    AS $_$
+DECLARE
+    tasks integer;
+    task record;
+    dep record;
+    cycle integer;
+BEGIN
+    IF plan_problem.plan IS NULL OR jsonb_typeof(plan_problem.plan) <> 'array' THEN
+        RETURN format('the plan must be a JSON list of tasks, got %s', coalesce(jsonb_typeof(plan_problem.plan), 'null'));
+    END IF;
+    tasks := jsonb_array_length(plan_problem.plan);
+    IF tasks > 50 THEN
+        RETURN format('the plan has %s tasks; at most 50', tasks);
+    END IF;
+    FOR task IN SELECT e.position - 1 AS i, e.t FROM jsonb_array_elements(plan_problem.plan) WITH ORDINALITY AS e(t, position) LOOP
+        IF jsonb_typeof(task.t) <> 'object' THEN
+            RETURN format('task %s must be an object {title, body, lane?, depends_on?}, got %s', task.i, jsonb_typeof(task.t));
+        END IF;
+        IF EXISTS (SELECT FROM jsonb_object_keys(task.t) AS k WHERE k NOT IN ('title', 'body', 'lane', 'depends_on')) THEN
+            RETURN format('task %s: unknown field %s (title, body, lane, depends_on)', task.i,
+                          (SELECT quote_literal(left(k, 40)) FROM jsonb_object_keys(task.t) AS k
+                            WHERE k NOT IN ('title', 'body', 'lane', 'depends_on') ORDER BY k LIMIT 1));
+        END IF;
+        IF jsonb_typeof(task.t -> 'title') IS DISTINCT FROM 'string'
+           OR length(btrim(task.t ->> 'title')) = 0 OR length(task.t ->> 'title') > 200 THEN
+            RETURN format('task %s: "title" must be 1 to 200 characters', task.i);
+        END IF;
+        IF jsonb_typeof(task.t -> 'body') IS DISTINCT FROM 'string' OR length(task.t ->> 'body') > 65536 THEN
+            RETURN format('task %s: "body" must be text of at most 65536 characters', task.i);
+        END IF;
+        IF task.t ? 'lane' AND jsonb_typeof(task.t -> 'lane') <> 'null'
+           AND (jsonb_typeof(task.t -> 'lane') <> 'string' OR NOT tireless.is_lane_name(task.t ->> 'lane')) THEN
+            RETURN format('task %s: "lane" must be 1 to 63 letters, digits, ".", "-" or "_", got %s', task.i,
+                          left((task.t -> 'lane')::text, 80));
+        END IF;
+        IF task.t ? 'depends_on' AND jsonb_typeof(task.t -> 'depends_on') <> 'array' THEN
+            RETURN format('task %s: "depends_on" must be a list of task indexes and "#N"', task.i);
+        END IF;
+        IF jsonb_array_length(coalesce(task.t -> 'depends_on', '[]')) > 50 THEN
+            RETURN format('task %s: "depends_on" has %s entries; at most 50', task.i, jsonb_array_length(task.t -> 'depends_on'));
+        END IF;
+        FOR dep IN SELECT d.position - 1 AS n, d.v FROM jsonb_array_elements(coalesce(task.t -> 'depends_on', '[]')) WITH ORDINALITY AS d(v, position) LOOP
+            IF NOT ((jsonb_typeof(dep.v) = 'number' AND dep.v::numeric = trunc(dep.v::numeric)
+                     AND dep.v::numeric BETWEEN 0 AND tasks - 1 AND dep.v::numeric <> task.i)
+                    OR (jsonb_typeof(dep.v) = 'string' AND dep.v #>> '{}' ~ '^#[1-9][0-9]{0,8}$')) THEN
+                RETURN format('task %s: "depends_on" entry %s must be the index of another task (0 to %s) or "#N", got %s',
+                              task.i, dep.n, tasks - 1, left(dep.v::text, 80));
+            END IF;
+        END LOOP;
+    END LOOP;
+    -- No cycle among the indexes: a task that reaches itself.
+    WITH RECURSIVE edge(task, dep) AS (
+        SELECT e.position - 1, (d.v)::numeric::integer
+          FROM jsonb_array_elements(plan_problem.plan) WITH ORDINALITY AS e(t, position)
+         CROSS JOIN jsonb_array_elements(coalesce(e.t -> 'depends_on', '[]')) AS d(v)
+         WHERE jsonb_typeof(d.v) = 'number'
+    ), reach(task, dep) AS (
+        SELECT edge.task, edge.dep FROM edge
+        UNION
+        SELECT r.task, edge.dep FROM reach r JOIN edge ON edge.task = r.dep
+    )
+    SELECT min(r.task) INTO cycle FROM reach r WHERE r.task = r.dep;
+    IF cycle IS NOT NULL THEN
+        RETURN format('task %s: "depends_on" makes a cycle (task %s depends on itself through others)', cycle, cycle);
+    END IF;
+    RETURN NULL;
+END;
+$_$;
+
+--
+-- Name: FUNCTION plan_problem(plan jsonb); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.plan_problem(plan jsonb) IS 'The first fault of a plan (or proposals) file, naming the task (its index, from 0) and the field; null when it is a list of at most 50 tasks {title: 1 to 200 characters, body: at most 65536, lane?: a lane name, depends_on?: at most 50 indexes of other tasks or "#N"} without a cycle.';
+
+--
+-- Name: plan_tasks_due(text, text, text, text, integer); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.plan_tasks_due(forge text, owner text, repo text, poller text, max_tasks integer DEFAULT 100) RETURNS TABLE(job_id bigint, task integer, parent_number integer, title text, body text, labels text[], marker text, since timestamp with time zone)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    IF plan_tasks_due.max_tasks IS NULL OR plan_tasks_due.max_tasks NOT BETWEEN 1 AND 10000 THEN
+        RAISE EXCEPTION 'max_tasks must be from 1 to 10000, got %', coalesce(plan_tasks_due.max_tasks::text, 'null')
+            USING ERRCODE = 'TL005';
+    END IF;
+    PERFORM tireless.held_poll(plan_tasks_due.forge, plan_tasks_due.owner, plan_tasks_due.repo, plan_tasks_due.poller);
+    RETURN QUERY
+    SELECT t.job_id, t.task, j.number,
+           left(regexp_replace(btrim(tireless.safe_comment_text(t.title)), '\s+', ' ', 'g'), 200),
+           coalesce(nullif(tireless.safe_report_text(t.body), '') || E'\n\n', '')
+           || 'Part of #' || j.number
+           || coalesce(E'\n\n' || (SELECT string_agg('Depends on #' || CASE WHEN jsonb_typeof(d.v) = 'number'
+                                                   THEN (SELECT o.child_number::text FROM tireless.plan_task o
+                                                          WHERE o.job_id = t.job_id AND o.task = (d.v)::numeric::integer)
+                                                   ELSE substr(d.v #>> '{}', 2) END, E'\n' ORDER BY d.position)
+                                     FROM jsonb_array_elements(t.depends_on) WITH ORDINALITY AS d(v, position)), '')
+           || E'\n\n' || format('Opened by tireless for job %s (%s %s).', t.job_id,
+                                CASE WHEN t.proposal THEN 'proposal' ELSE 'task' END, t.task)
+           || E'\n\n' || tireless.task_marker(t.job_id, t.task),
+           ARRAY(SELECT l FROM unnest(ARRAY[CASE WHEN NOT t.proposal THEN p.label_prefix END,
+                                            p.label_prefix || '/implement',
+                                            p.label_prefix || '/agent:' || t.lane]) AS l WHERE l IS NOT NULL),
+           tireless.task_marker(t.job_id, t.task),
+           j.updated_at - interval '5 minutes'
+      FROM tireless.plan_task t
+      JOIN tireless.job j ON j.id = t.job_id
+     CROSS JOIN tireless.policy p
+     WHERE (t.forge, t.owner, t.repo) = (plan_tasks_due.forge, plan_tasks_due.owner, plan_tasks_due.repo)
+       AND t.child_number IS NULL AND t.next_try_at <= now()
+       AND j.state = 'delivered' AND t.attempt = j.attempts
+       -- A dependency is opened before its dependents: its number goes in their bodies.
+       AND NOT EXISTS (SELECT FROM jsonb_array_elements(t.depends_on) AS d(v)
+                        JOIN tireless.plan_task o ON o.job_id = t.job_id
+                              AND o.task = CASE WHEN jsonb_typeof(d.v) = 'number' THEN (d.v)::numeric::integer END
+                       WHERE o.child_number IS NULL)
+     ORDER BY t.job_id, t.task
+     LIMIT plan_tasks_due.max_tasks;
+END;
+$$;
+
+--
+-- Name: FUNCTION plan_tasks_due(forge text, owner text, repo text, poller text, max_tasks integer); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.plan_tasks_due(forge text, owner text, repo text, poller text, max_tasks integer) IS 'For a poller holding the repository''s poll lease: the tasks of delivered plan and discover jobs whose issue is still to open (at most max_tasks), those whose task dependencies are opened: the job, the task, the parent issue, the title and body (the task''s made safe, "Part of #P", a "Depends on #N" line per dependency, the marker line), the labels (the opt-in for a plan''s child, not for a proposal; <prefix>/implement; the agent label of its lane), the marker, and since when to look for an issue already opened with it. TL004 without the lease.';
 
 --
 -- Name: poll_soon(text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -5221,6 +5608,9 @@ BEGIN
     -- What the forge confirmed (an older job or state than wanted leaves the newer one due).
     UPDATE tireless.mirror_issue mi
        SET applied_job_id = record_mirror_write.job_id, applied_state = record_mirror_write.state::tireless.job_state,
+           -- The wait as mirror_writes handed it out: it changes only under this repository's poll lease,
+           -- or by a dependency of another repository closing at this moment (the next change writes again).
+           applied_waiting = mi.waiting AND (mi.job_id, mi.state) = (record_mirror_write.job_id, record_mirror_write.state::tireless.job_state),
            applied_at = now(), failures = 0, next_try_at = now(), last_error = NULL, last_error_at = NULL
      WHERE (mi.forge, mi.owner, mi.repo, mi.number) = (queued.forge, queued.owner, queued.repo, queued.number);
 
@@ -5256,6 +5646,66 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.record_mirror_write(forge text, owner text, repo text, poller text, number integer, job_id bigint, state text, issue jsonb) IS 'The forge confirmed the issue shows job_id in state: recorded as applied, its error cleared. For a finished job with no live successor, given issue (the forge''s issue after the writes, enqueue''s format) and no newer request seen since the job was made, the request is recorded as withdrawn (mode labels off, no longer asking) and issue is judged by the work rule as a poll would (a mode label a person put back is a new request); returns whether it recorded a withdrawal. TL004 without the poll lease, TL005 for a write never queued.';
+
+--
+-- Name: record_plan_task(text, text, text, text, bigint, integer, integer, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.record_plan_task(forge text, owner text, repo text, poller text, job_id bigint, task integer, number integer DEFAULT NULL::integer, error text DEFAULT NULL::text) RETURNS timestamp with time zone
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    queued tireless.plan_task;
+    until timestamptz;
+BEGIN
+    IF (record_plan_task.number IS NULL) = (record_plan_task.error IS NULL) OR btrim(record_plan_task.error) = ''
+       OR record_plan_task.number < 1 THEN
+        RAISE EXCEPTION 'give the child issue''s number or the error that says what failed, got number %, error %',
+            coalesce(record_plan_task.number::text, 'null'), coalesce(quote_literal(record_plan_task.error), 'null')
+            USING ERRCODE = 'TL005';
+    END IF;
+    PERFORM tireless.held_poll(record_plan_task.forge, record_plan_task.owner, record_plan_task.repo, record_plan_task.poller);
+    PERFORM tireless.lock_repo_issues(record_plan_task.forge, record_plan_task.owner, record_plan_task.repo);
+    SELECT * INTO queued FROM tireless.plan_task t
+     WHERE (t.job_id, t.task) = (record_plan_task.job_id, record_plan_task.task)
+       AND (t.forge, t.owner, t.repo) = (record_plan_task.forge, record_plan_task.owner, record_plan_task.repo)
+       FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'job % of %/%/% has no task %', coalesce(record_plan_task.job_id::text, 'null'),
+            record_plan_task.forge, record_plan_task.owner, record_plan_task.repo, coalesce(record_plan_task.task::text, 'null')
+            USING ERRCODE = 'TL005', HINT = 'Record the tasks plan_tasks_due returned.';
+    END IF;
+    IF record_plan_task.error IS NULL THEN
+        IF queued.child_number IS NULL THEN
+            UPDATE tireless.plan_task t
+               SET child_number = record_plan_task.number, opened_at = now(), failures = 0,
+                   last_error = NULL, last_error_at = NULL
+             WHERE (t.job_id, t.task) = (queued.job_id, queued.task);
+            -- A job the poller made for the child before this was recorded (a create whose answer was
+            -- lost, then read) gets its parent now.
+            UPDATE tireless.job j SET parent_id = queued.job_id, updated_at = now()
+             WHERE (j.forge, j.owner, j.repo, j.number) = (queued.forge, queued.owner, queued.repo, record_plan_task.number)
+               AND j.state IN ('pending', 'claimed') AND j.parent_id IS NULL AND j.id <> queued.job_id;
+        END IF;
+        RETURN NULL;
+    END IF;
+    -- 15 s doubling per failure in a row, capped at an hour, jittered to between half and all of it.
+    until := now() + least(interval '1 hour', interval '15 seconds' * (2::float8 ^ least(queued.failures, 20)))
+                     * (0.5 + random() / 2);
+    UPDATE tireless.plan_task t
+       SET failures = t.failures + 1, next_try_at = until,
+           last_error = left(btrim(record_plan_task.error), 2000), last_error_at = now()
+     WHERE (t.job_id, t.task) = (queued.job_id, queued.task);
+    RETURN until;
+END;
+$$;
+
+--
+-- Name: FUNCTION record_plan_task(forge text, owner text, repo text, poller text, job_id bigint, task integer, number integer, error text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.record_plan_task(forge text, owner text, repo text, poller text, job_id bigint, task integer, number integer, error text) IS 'The mirror opened (or found by its marker) issue number for a task of job_id (recorded once; a live job of that issue without a parent gets job_id as its parent; returns null), or opening it failed (error: counted, backed off exponentially with jitter; returns when it is tried again). TL004 without the poll lease, TL005 for a task never attached or neither a number nor an error.';
 
 --
 -- Name: record_poll(text, text, text, text, jsonb, timestamp with time zone, text, boolean, integer[], interval); Type: FUNCTION; Schema: tireless; Owner: -
@@ -5329,6 +5779,21 @@ BEGIN
     -- The conversation's asks that wait for a job (record_conversation ran just before, under this
     -- lease): a command on an issue this poll recorded for the first time, or whose live job has ended.
     answered := tireless.answer_waiting_asks(record_poll.forge, record_poll.owner, record_poll.repo);
+
+    -- Dependencies (dependencies.sql): a deleted issue is closed for the issues that depend on it; a
+    -- job the asks made above waits like any; a full listing looks again at every waiting job of the
+    -- repository (a dependency may have closed elsewhere, or been read since).
+    IF cardinality(record_poll.deleted) > 0 OR answered > 0 OR record_poll.full_listing THEN
+        PERFORM tireless.settle_dependencies(coalesce(jsonb_agg(jsonb_build_object(
+                    'forge', record_poll.forge, 'owner', record_poll.owner, 'repo', record_poll.repo,
+                    'number', k.number, 'body', false)), '[]'))
+           FROM (SELECT d.number FROM unnest(record_poll.deleted) AS d(number)
+                 UNION
+                 SELECT j.number FROM tireless.job j
+                  WHERE (j.forge, j.owner, j.repo) = (record_poll.forge, record_poll.owner, record_poll.repo)
+                    AND j.state = 'pending'
+                    AND (j.created_at = now() OR (record_poll.full_listing AND j.waiting_on IS NOT NULL))) AS k;
+    END IF;
 
     UPDATE tireless.repo_poll rp
        SET cursor = greatest(rp.cursor, record_poll.cursor),
@@ -5842,6 +6307,9 @@ BEGIN
     UPDATE tireless.issue s SET answered = true, changed_at = now()
      WHERE (s.forge, s.owner, s.repo, s.number) = (rerun.forge, rerun.owner, rerun.repo, rerun.number)
        AND NOT s.answered;
+    -- A rerun of an issue with an open dependency waits for it like any job.
+    PERFORM tireless.settle_dependencies(jsonb_build_array(jsonb_build_object(
+        'forge', rerun.forge, 'owner', rerun.owner, 'repo', rerun.repo, 'number', rerun.number, 'body', false)));
     PERFORM tireless.announce_work(job.lane);
     RETURN job.id;
 END;
@@ -6665,6 +7133,90 @@ $$;
 COMMENT ON FUNCTION tireless.set_repo_revisions(forge text, owner text, repo text, revise_on_failed_checks boolean, max_revisions integer) IS '(admin) The tracked repository''s revision policy: whether failed checks on tireless''s pull request ask for a revision (revise_on_failed_checks, default false) and how many revisions an issue gets after a person last asked on it (max_revisions, 0 to 100, default 5). A null argument leaves its setting as it is. Returns the policy. TL005 for a bad limit, TL008 when the repository is not tracked.';
 
 --
+-- Name: settle_dependencies(jsonb); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.settle_dependencies(touched jsonb) RETURNS integer
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    released integer;
+    woken text[];
+BEGIN
+    IF touched IS NULL OR jsonb_array_length(touched) = 0 THEN
+        RETURN 0;
+    END IF;
+    WITH t AS (
+        SELECT x.forge, x.owner, x.repo, x.number
+          FROM jsonb_to_recordset(settle_dependencies.touched) AS x(forge text, owner text, repo text, number integer, body boolean)
+         WHERE x.body
+    ), parsed AS (
+        SELECT t.forge, t.owner, t.repo, t.number, b.depends_on_owner, b.depends_on_repo, b.depends_on_number
+          FROM t
+          JOIN tireless.issue s ON (s.forge, s.owner, s.repo, s.number) = (t.forge, t.owner, t.repo, t.number)
+         CROSS JOIN LATERAL tireless.body_dependencies(s.body, t.owner, t.repo, t.number) AS b
+    ), dropped AS (
+        DELETE FROM tireless.issue_dependency d
+         USING t
+         WHERE (d.forge, d.owner, d.repo, d.number) = (t.forge, t.owner, t.repo, t.number) AND d.source = 'body'
+           AND NOT EXISTS (SELECT FROM parsed p
+                            WHERE (p.forge, p.owner, p.repo, p.number, p.depends_on_owner, p.depends_on_repo, p.depends_on_number)
+                                  = (d.forge, d.owner, d.repo, d.number, d.depends_on_owner, d.depends_on_repo, d.depends_on_number))
+    )
+    INSERT INTO tireless.issue_dependency (forge, owner, repo, number, depends_on_owner, depends_on_repo, depends_on_number, source)
+    SELECT p.forge, p.owner, p.repo, p.number, p.depends_on_owner, p.depends_on_repo, p.depends_on_number, 'body'
+      FROM parsed p
+    ON CONFLICT DO NOTHING;
+
+    -- A new statement: it sees the dependencies written above.
+    WITH t AS (
+        SELECT DISTINCT x.forge, x.owner, x.repo, x.number
+          FROM jsonb_to_recordset(settle_dependencies.touched) AS x(forge text, owner text, repo text, number integer)
+    ), affected AS (
+        SELECT t.forge, t.owner, t.repo, t.number FROM t
+        UNION
+        SELECT d.forge, d.owner, d.repo, d.number
+          FROM t JOIN tireless.issue_dependency d
+                   ON (d.forge, d.depends_on_owner, d.depends_on_repo, d.depends_on_number) = (t.forge, t.owner, t.repo, t.number)
+    ), judged AS (
+        SELECT j.id, w.waiting_on,
+               CASE WHEN w.waiting_on IS NOT NULL
+                    THEN tireless.waiting_note(w.waiting_on, tireless.dependency_cycle(j.forge, j.owner, j.repo, j.number))
+                    WHEN j.note LIKE 'waiting on %' THEN NULL
+                    ELSE j.note END AS note
+          FROM affected a
+          JOIN tireless.job j ON (j.forge, j.owner, j.repo, j.number) = (a.forge, a.owner, a.repo, a.number)
+         CROSS JOIN LATERAL (SELECT tireless.open_dependencies(j.forge, j.owner, j.repo, j.number)) AS w(waiting_on)
+         WHERE j.state = 'pending'
+    ), changed AS (
+        UPDATE tireless.job j
+           SET waiting_on = jd.waiting_on, note = jd.note, updated_at = now()
+          FROM judged jd
+         WHERE j.id = jd.id AND j.state = 'pending'
+           AND (j.waiting_on, j.note) IS DISTINCT FROM (jd.waiting_on, jd.note)
+        RETURNING j.id, j.forge, j.owner, j.repo, j.number, j.lane, jd.waiting_on IS NULL AS free
+    ), mirrored AS (
+        -- The mirror shows <prefix>/state:waiting while the job waits (no event: the job stays pending).
+        UPDATE tireless.mirror_issue mi SET waiting = NOT c.free
+          FROM changed c
+         WHERE (mi.forge, mi.owner, mi.repo, mi.number) = (c.forge, c.owner, c.repo, c.number)
+           AND mi.job_id = c.id AND mi.state = 'pending' AND mi.waiting = c.free
+    )
+    SELECT count(*) FILTER (WHERE c.free), coalesce(array_agg(DISTINCT c.lane) FILTER (WHERE c.free), '{}')
+      INTO released, woken
+      FROM changed c;
+    PERFORM tireless.announce_work(l) FROM unnest(woken) AS l;
+    RETURN released;
+END;
+$$;
+
+--
+-- Name: FUNCTION settle_dependencies(touched jsonb); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.settle_dependencies(touched jsonb) IS 'After the work rule stored a batch (touched: [{forge, owner, repo, number, body}]): records the `Depends on` lines of each body shown, then sets job.waiting_on (and the note `waiting on #3, #7`, with the cycle if any) of the pending jobs of those issues and of the issues that depend on them; a job whose dependencies have all closed is released and its lane woken. Returns how many jobs it released. Private: apply_work_rule calls it.';
+
+--
 -- Name: short_duration(interval); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -6768,6 +7320,20 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.stop_issue_work(forge text, owner text, repo text, number integer, note text) IS 'Rule 2 for a `/tireless stop`: the issue''s pending job is cancelled and a claimed one asked to stop (its holder hears it at once), with note; its waiting asks are withdrawn. Returns the job it stopped, or null.';
+
+--
+-- Name: task_marker(bigint, integer); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.task_marker(job_id bigint, task integer) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN format('<!-- tireless:task:%s:%s -->'::text, job_id, task);
+
+--
+-- Name: FUNCTION task_marker(job_id bigint, task integer); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.task_marker(job_id bigint, task integer) IS 'The hidden last line of the body of the issue opened for a plan''s task; the mirror counts it only in an issue opened by its own forge account.';
 
 --
 -- Name: track_repo(text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -7026,6 +7592,24 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.untrack_repo(forge text, owner text, repo text) IS 'Stops tracking a repository; false if it was not tracked. Its jobs stay as they are.';
+
+--
+-- Name: waiting_note(text[], text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.waiting_note(waiting_on text[], cycle text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+    SELECT left('waiting on ' || array_to_string(waiting_note.waiting_on, ', ')
+           || CASE WHEN waiting_note.cycle IS NOT NULL
+                   THEN ' (a cycle: ' || waiting_note.cycle || '; break it on the forge)' ELSE '' END, 2000);
+$$;
+
+--
+-- Name: FUNCTION waiting_note(waiting_on text[], cycle text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.waiting_note(waiting_on text[], cycle text) IS 'The note of a waiting job: `waiting on #3, #7`, and the cycle it is on, if any.';
 
 --
 -- Name: watch_attempt(bigint, integer, text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -7682,6 +8266,78 @@ COMMENT ON CONSTRAINT issue_is_open_or_closed ON tireless.issue IS 'An issue is 
 COMMENT ON CONSTRAINT issue_number_is_positive ON tireless.issue IS 'Issue numbers start at 1.';
 
 --
+-- Name: issue_dependency; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.issue_dependency (
+    forge text NOT NULL,
+    owner text NOT NULL,
+    repo text NOT NULL,
+    number integer NOT NULL,
+    depends_on_owner text NOT NULL,
+    depends_on_repo text NOT NULL,
+    depends_on_number integer NOT NULL,
+    source text NOT NULL,
+    CONSTRAINT dependency_not_on_itself CHECK ((((owner IS DISTINCT FROM depends_on_owner) OR (repo IS DISTINCT FROM depends_on_repo)) OR (number IS DISTINCT FROM depends_on_number))),
+    CONSTRAINT dependency_numbers_positive CHECK (((number > 0) AND (depends_on_number > 0))),
+    CONSTRAINT dependency_source_known CHECK ((source = ANY (ARRAY['body'::text, 'forge'::text])))
+);
+
+--
+-- Name: TABLE issue_dependency; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.issue_dependency IS 'What each issue depends on (the same forge), as its body says (`Depends on #N`, `Depends on owner/repo#N`) or as the forge''s own relations say. Private: record_poll and enqueue keep it (dependencies.sql); a pending job whose issue has an open dependency waits (job.waiting_on).';
+
+--
+-- Name: COLUMN issue_dependency.number; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.issue_dependency.number IS 'The issue that depends (the dependent).';
+
+--
+-- Name: COLUMN issue_dependency.depends_on_owner; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.issue_dependency.depends_on_owner IS 'The owner of the issue it depends on (same forge).';
+
+--
+-- Name: COLUMN issue_dependency.depends_on_repo; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.issue_dependency.depends_on_repo IS 'The repository of the issue it depends on (same forge).';
+
+--
+-- Name: COLUMN issue_dependency.depends_on_number; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.issue_dependency.depends_on_number IS 'The number of the issue it depends on; open until the store has seen it closed.';
+
+--
+-- Name: COLUMN issue_dependency.source; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.issue_dependency.source IS 'body (a `Depends on` line of the dependent''s body) or forge (the forge''s own dependency relation).';
+
+--
+-- Name: CONSTRAINT dependency_not_on_itself ON issue_dependency; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT dependency_not_on_itself ON tireless.issue_dependency IS 'An issue never depends on itself (body_dependencies leaves such a line out).';
+
+--
+-- Name: CONSTRAINT dependency_numbers_positive ON issue_dependency; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT dependency_numbers_positive ON tireless.issue_dependency IS 'Issue numbers are positive.';
+
+--
+-- Name: CONSTRAINT dependency_source_known ON issue_dependency; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT dependency_source_known ON tireless.issue_dependency IS 'A dependency is said by the body or by the forge.';
+
+--
 -- Name: job_event_id_seq; Type: SEQUENCE; Schema: tireless; Owner: -
 --
 
@@ -7733,7 +8389,11 @@ CREATE VIEW tireless.job_list AS
     d.branch,
     d.head,
     d.pull_number,
-    d.pull_url
+    d.pull_url,
+        CASE
+            WHEN (j.state = 'pending'::tireless.job_state) THEN j.waiting_on
+            ELSE NULL::text[]
+        END AS waiting_on
    FROM (tireless.job j
      LEFT JOIN tireless.delivery d ON ((d.job_id = j.id)));
 
@@ -7741,7 +8401,7 @@ CREATE VIEW tireless.job_list AS
 -- Name: VIEW job_list; Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON VIEW tireless.job_list IS 'Every job as an operator sees it, without its claim token (a fencing secret of the holder); past_lease: claimed and its lease has run out; for a job delivered by tireless.deliver, the branch and head it pushed and its pull request once the mirror recorded it (tireless.deliveries has the rest). Readable by every role.';
+COMMENT ON VIEW tireless.job_list IS 'Every job as an operator sees it, without its claim token (a fencing secret of the holder); past_lease: claimed and its lease has run out; for a job delivered by tireless.deliver, the branch and head it pushed and its pull request once the mirror recorded it (tireless.deliveries has the rest); waiting_on: the open dependencies a pending job waits for (#3, owner/repo#7; null: none, tireless.job_waits says more). Readable by every role.';
 
 --
 -- Name: job_progress; Type: VIEW; Schema: tireless; Owner: -
@@ -7814,10 +8474,11 @@ CREATE VIEW tireless.lane_status AS
  WITH live AS (
          SELECT j.lane,
             count(*) FILTER (WHERE (j.state = 'pending'::tireless.job_state)) AS pending,
-            count(*) FILTER (WHERE ((j.state = 'pending'::tireless.job_state) AND (j.available_at <= now()))) AS ready,
+            count(*) FILTER (WHERE ((j.state = 'pending'::tireless.job_state) AND (j.available_at <= now()) AND (j.waiting_on IS NULL))) AS ready,
             count(*) FILTER (WHERE (j.state = 'claimed'::tireless.job_state)) AS claimed,
             count(*) FILTER (WHERE ((j.state = 'claimed'::tireless.job_state) AND (j.claim_expires_at < now()))) AS past_lease,
-            (now() - min(j.created_at) FILTER (WHERE (j.state = 'pending'::tireless.job_state))) AS oldest_pending_age
+            (now() - min(j.created_at) FILTER (WHERE (j.state = 'pending'::tireless.job_state))) AS oldest_pending_age,
+            count(*) FILTER (WHERE ((j.state = 'pending'::tireless.job_state) AND (j.waiting_on IS NOT NULL))) AS waiting
            FROM tireless.job j
           WHERE (j.state = ANY (ARRAY['pending'::tireless.job_state, 'claimed'::tireless.job_state]))
           GROUP BY j.lane
@@ -7838,7 +8499,8 @@ CREATE VIEW tireless.lane_status AS
     COALESCE(live.past_lease, (0)::bigint) AS past_lease,
     live.oldest_pending_age,
     l.max_run,
-    l.stall_after
+    l.stall_after,
+    COALESCE(live.waiting, (0)::bigint) AS waiting
    FROM ((tireless.lane l
      FULL JOIN live ON ((live.lane = l.name)))
      CROSS JOIN tireless.policy p);
@@ -7847,7 +8509,7 @@ CREATE VIEW tireless.lane_status AS
 -- Name: VIEW lane_status; Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON VIEW tireless.lane_status IS 'One row per lane that has settings or live jobs: capacity, paused, circuit breaker (closed, open while tripped, half-open after the cool-down until a success), its pending, ready, claimed and past-lease jobs, and its time limits (max_run, stall_after; null: none).';
+COMMENT ON VIEW tireless.lane_status IS 'One row per lane that has settings or live jobs: capacity, paused, circuit breaker (closed, open while tripped, half-open after the cool-down until a success), its pending, ready, claimed and past-lease jobs, its time limits (max_run, stall_after; null: none), and its pending jobs waiting for a dependency (waiting; never ready).';
 
 --
 -- Name: queue_stats; Type: VIEW; Schema: tireless; Owner: -
@@ -7903,7 +8565,8 @@ CREATE VIEW tireless.lane_summary AS
     b.agent_seconds_per_day,
     b.budget_resets_at,
     s.max_run,
-    s.stall_after
+    s.stall_after,
+    COALESCE(s.waiting, (0)::bigint) AS waiting
    FROM ((tireless.lane_status s
      FULL JOIN ( SELECT st.lane,
             (sum(st.jobs) FILTER (WHERE (st.state = 'delivered'::tireless.job_state)))::bigint AS delivered,
@@ -7917,7 +8580,7 @@ CREATE VIEW tireless.lane_summary AS
 -- Name: VIEW lane_summary; Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON VIEW tireless.lane_summary IS 'One row per lane that has live jobs, settings or jobs finished in the last 24 hours: lane_status (live jobs, the oldest pending job''s age in seconds, breaker, its failures in a row, paused, capacity) beside queue_stats''s delivered, failed and cancelled counts, and today''s spend (UTC: runs_today, counted under a budget of runs, agent_seconds_today) against the lane''s daily budgets, with budget_resets_at (the next midnight UTC) while a budget is spent, and its time limits (max_run, stall_after). What `tireless status`, `tireless lane show` and the dashboard''s overview show.';
+COMMENT ON VIEW tireless.lane_summary IS 'One row per lane that has live jobs, settings or jobs finished in the last 24 hours: lane_status (live jobs, the oldest pending job''s age in seconds, breaker, its failures in a row, paused, capacity) beside queue_stats''s delivered, failed and cancelled counts, and today''s spend (UTC: runs_today, counted under a budget of runs, agent_seconds_today) against the lane''s daily budgets, with budget_resets_at (the next midnight UTC) while a budget is spent, its time limits (max_run, stall_after), and its pending jobs waiting for a dependency (waiting). What `tireless status`, `tireless lane show` and the dashboard''s overview show.';
 
 --
 -- Name: mirror_comment; Type: TABLE; Schema: tireless; Owner: -
@@ -7991,6 +8654,187 @@ COMMENT ON COLUMN tireless.mirror_repo.scanned_to IS 'The newest job_event id th
 --
 
 COMMENT ON CONSTRAINT cursor_not_past_the_scan ON tireless.mirror_repo IS 'The cursor never passes what was scanned.';
+
+--
+-- Name: plan_task; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.plan_task (
+    job_id bigint NOT NULL,
+    task integer NOT NULL,
+    forge text NOT NULL,
+    owner text NOT NULL,
+    repo text NOT NULL,
+    attempt integer NOT NULL,
+    proposal boolean NOT NULL,
+    title text NOT NULL,
+    body text DEFAULT ''::text NOT NULL,
+    lane text,
+    depends_on jsonb DEFAULT '[]'::jsonb NOT NULL,
+    child_number integer,
+    opened_at timestamp with time zone,
+    failures integer DEFAULT 0 NOT NULL,
+    next_try_at timestamp with time zone DEFAULT now() NOT NULL,
+    last_error text,
+    last_error_at timestamp with time zone,
+    CONSTRAINT an_opened_child_has_its_time CHECK (((child_number IS NULL) = (opened_at IS NULL))),
+    CONSTRAINT plan_task_body_bounded CHECK ((length(body) <= 65536)),
+    CONSTRAINT plan_task_child_positive CHECK ((child_number > 0)),
+    CONSTRAINT plan_task_depends_on_is_a_list CHECK ((jsonb_typeof(depends_on) = 'array'::text)),
+    CONSTRAINT plan_task_failures_not_negative CHECK ((failures >= 0)),
+    CONSTRAINT plan_task_index_bounded CHECK (((task >= 0) AND (task <= 49))),
+    CONSTRAINT plan_task_title_bounded CHECK (((length(title) >= 1) AND (length(title) <= 200)))
+);
+
+--
+-- Name: TABLE plan_task; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.plan_task IS 'The tasks of a plan job''s plan file (children) or a discover job''s proposals file (proposals), as the last attempt that attached one handed them over (attach_plan), and the issue the mirror opened for each once the job was delivered (plan_tasks_due, record_plan_task). Private.';
+
+--
+-- Name: COLUMN plan_task.job_id; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.plan_task.job_id IS 'The plan (or discover) job whose attempt handed the task back: the parent of the child''s job.';
+
+--
+-- Name: COLUMN plan_task.task; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.plan_task.task IS 'The task''s index in the file, from 0 (depends_on counts the same way).';
+
+--
+-- Name: COLUMN plan_task.forge; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.plan_task.forge IS 'The job''s forge (the child is opened in the job''s repository).';
+
+--
+-- Name: COLUMN plan_task.owner; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.plan_task.owner IS 'The job''s repository owner.';
+
+--
+-- Name: COLUMN plan_task.repo; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.plan_task.repo IS 'The job''s repository.';
+
+--
+-- Name: COLUMN plan_task.attempt; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.plan_task.attempt IS 'The attempt that attached it: only the delivering attempt''s tasks are opened.';
+
+--
+-- Name: COLUMN plan_task.proposal; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.plan_task.proposal IS 'true: a discover job''s proposal (opened without the opt-in label); false: a plan''s child.';
+
+--
+-- Name: COLUMN plan_task.title; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.plan_task.title IS 'The task''s title as the agent wrote it (1 to 200 characters).';
+
+--
+-- Name: COLUMN plan_task.body; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.plan_task.body IS 'The task''s body as the agent wrote it (at most 65536 characters).';
+
+--
+-- Name: COLUMN plan_task.lane; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.plan_task.lane IS 'The lane its agent label names; null: no agent label.';
+
+--
+-- Name: COLUMN plan_task.depends_on; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.plan_task.depends_on IS 'The tasks (indexes) and issues ("#N") it depends on, in the file''s order.';
+
+--
+-- Name: COLUMN plan_task.child_number; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.plan_task.child_number IS 'The issue the mirror opened (or found by its marker) for the task; null until then.';
+
+--
+-- Name: COLUMN plan_task.opened_at; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.plan_task.opened_at IS 'When the mirror recorded the child issue.';
+
+--
+-- Name: COLUMN plan_task.failures; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.plan_task.failures IS 'Failed attempts in a row to open the child; reset when it is recorded.';
+
+--
+-- Name: COLUMN plan_task.next_try_at; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.plan_task.next_try_at IS 'When the mirror tries again after a failure (backoff with jitter).';
+
+--
+-- Name: COLUMN plan_task.last_error; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.plan_task.last_error IS 'What the last failed attempt to open the child said.';
+
+--
+-- Name: COLUMN plan_task.last_error_at; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.plan_task.last_error_at IS 'When that failure was recorded.';
+
+--
+-- Name: CONSTRAINT an_opened_child_has_its_time ON plan_task; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT an_opened_child_has_its_time ON tireless.plan_task IS 'A recorded child has the time it was recorded, and only then.';
+
+--
+-- Name: CONSTRAINT plan_task_body_bounded ON plan_task; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT plan_task_body_bounded ON tireless.plan_task IS 'A task''s body is at most 65536 characters (an issue body, with room for the links).';
+
+--
+-- Name: CONSTRAINT plan_task_child_positive ON plan_task; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT plan_task_child_positive ON tireless.plan_task IS 'An issue number is positive.';
+
+--
+-- Name: CONSTRAINT plan_task_depends_on_is_a_list ON plan_task; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT plan_task_depends_on_is_a_list ON tireless.plan_task IS 'depends_on is a JSON list.';
+
+--
+-- Name: CONSTRAINT plan_task_failures_not_negative ON plan_task; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT plan_task_failures_not_negative ON tireless.plan_task IS 'Failures are counted up from 0.';
+
+--
+-- Name: CONSTRAINT plan_task_index_bounded ON plan_task; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT plan_task_index_bounded ON tireless.plan_task IS 'A plan has at most 50 tasks, indexed from 0.';
+
+--
+-- Name: CONSTRAINT plan_task_title_bounded ON plan_task; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT plan_task_title_bounded ON tireless.plan_task IS 'A task''s title is 1 to 200 characters (an issue title).';
 
 --
 -- Name: pull_read; Type: TABLE; Schema: tireless; Owner: -
@@ -8151,7 +8995,7 @@ CREATE VIEW tireless.repo_status AS
             (array_agg(mi.last_error ORDER BY mi.last_error_at DESC) FILTER (WHERE (mi.last_error IS NOT NULL)))[1] AS last_error,
             max(mi.last_error_at) AS last_error_at
            FROM tireless.mirror_issue mi
-          WHERE (((mi.forge = rp.forge) AND (mi.owner = rp.owner) AND (mi.repo = rp.repo)) AND ((mi.applied_job_id IS DISTINCT FROM mi.job_id) OR (mi.applied_state IS DISTINCT FROM mi.state)))) queued ON (true));
+          WHERE (((mi.forge = rp.forge) AND (mi.owner = rp.owner) AND (mi.repo = rp.repo)) AND (((mi.applied_job_id IS DISTINCT FROM mi.job_id) OR (mi.applied_state IS DISTINCT FROM mi.state)) OR (mi.applied_waiting <> mi.waiting)))) queued ON (true));
 
 --
 -- Name: VIEW repo_status; Type: COMMENT; Schema: tireless; Owner: -
@@ -8527,6 +9371,13 @@ ALTER TABLE ONLY tireless.repo_delivery
 COMMENT ON CONSTRAINT one_delivery_policy_per_repo ON tireless.repo_delivery IS 'A repository has one delivery policy.';
 
 --
+-- Name: issue_dependency one_dependency_per_source; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.issue_dependency
+    ADD CONSTRAINT one_dependency_per_source PRIMARY KEY (forge, owner, repo, number, depends_on_owner, depends_on_repo, depends_on_number, source);
+
+--
 -- Name: repo_limit one_limit_row_per_repo; Type: CONSTRAINT; Schema: tireless; Owner: -
 --
 
@@ -8579,6 +9430,19 @@ ALTER TABLE ONLY tireless.repo_revisions
 COMMENT ON CONSTRAINT one_revision_policy_per_repo ON tireless.repo_revisions IS 'A repository has one revision policy.';
 
 --
+-- Name: plan_task one_task_per_child; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.plan_task
+    ADD CONSTRAINT one_task_per_child UNIQUE (forge, owner, repo, child_number);
+
+--
+-- Name: CONSTRAINT one_task_per_child ON plan_task; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT one_task_per_child ON tireless.plan_task IS 'An issue is the child of one task at most: enqueue reads its parent from it.';
+
+--
 -- Name: lane_repo one_turn_per_lane_and_repo; Type: CONSTRAINT; Schema: tireless; Owner: -
 --
 
@@ -8590,6 +9454,13 @@ ALTER TABLE ONLY tireless.lane_repo
 --
 
 COMMENT ON CONSTRAINT one_turn_per_lane_and_repo ON tireless.lane_repo IS 'A repository has one turn per lane. Repository first: its limits and spend read its turns in every lane. Every claim writes its turn, so the table has no other index but the walk''s (a lane''s spend, read only for a lane with a budget, scans the table).';
+
+--
+-- Name: plan_task plan_task_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.plan_task
+    ADD CONSTRAINT plan_task_pkey PRIMARY KEY (job_id, task);
 
 --
 -- Name: policy policy_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
@@ -8701,6 +9572,18 @@ CREATE INDEX deliveries_by_issue ON tireless.delivery USING btree (forge, owner,
 COMMENT ON INDEX tireless.deliveries_by_issue IS 'An issue''s deliveries, newest last: what tireless last pushed for it.';
 
 --
+-- Name: dependents_by_issue; Type: INDEX; Schema: tireless; Owner: -
+--
+
+CREATE INDEX dependents_by_issue ON tireless.issue_dependency USING btree (forge, depends_on_owner, depends_on_repo, depends_on_number);
+
+--
+-- Name: INDEX dependents_by_issue; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON INDEX tireless.dependents_by_issue IS 'The issues that depend on one issue: re-evaluated when it is recorded (closed, reopened).';
+
+--
 -- Name: job_events_by_id; Type: INDEX; Schema: tireless; Owner: -
 --
 
@@ -8752,7 +9635,7 @@ COMMENT ON INDEX tireless.mirror_pulls_due IS 'The pull-request writes still to 
 -- Name: mirror_writes_due; Type: INDEX; Schema: tireless; Owner: -
 --
 
-CREATE INDEX mirror_writes_due ON tireless.mirror_issue USING btree (forge, owner, repo, next_try_at) WHERE ((applied_job_id IS DISTINCT FROM job_id) OR (applied_state IS DISTINCT FROM state));
+CREATE INDEX mirror_writes_due ON tireless.mirror_issue USING btree (forge, owner, repo, next_try_at) WHERE ((applied_job_id IS DISTINCT FROM job_id) OR (applied_state IS DISTINCT FROM state) OR (applied_waiting <> waiting));
 
 --
 -- Name: INDEX mirror_writes_due; Type: COMMENT; Schema: tireless; Owner: -
@@ -8776,25 +9659,37 @@ COMMENT ON INDEX tireless.one_live_job_per_issue IS 'At most one pending or clai
 -- Name: pending_jobs_in_claim_order; Type: INDEX; Schema: tireless; Owner: -
 --
 
-CREATE INDEX pending_jobs_in_claim_order ON tireless.job USING btree (lane, id) WHERE (state = 'pending'::tireless.job_state);
+CREATE INDEX pending_jobs_in_claim_order ON tireless.job USING btree (lane, id) WHERE ((state = 'pending'::tireless.job_state) AND (waiting_on IS NULL));
 
 --
 -- Name: INDEX pending_jobs_in_claim_order; Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON INDEX tireless.pending_jobs_in_claim_order IS 'claim_next: pending jobs of a lane, oldest first.';
+COMMENT ON INDEX tireless.pending_jobs_in_claim_order IS 'claim_next: pending jobs of a lane that wait for no dependency, oldest first.';
 
 --
 -- Name: pending_jobs_in_repo_order; Type: INDEX; Schema: tireless; Owner: -
 --
 
-CREATE INDEX pending_jobs_in_repo_order ON tireless.job USING btree (lane, forge, owner, repo, id) WHERE (state = 'pending'::tireless.job_state);
+CREATE INDEX pending_jobs_in_repo_order ON tireless.job USING btree (lane, forge, owner, repo, id) WHERE ((state = 'pending'::tireless.job_state) AND (waiting_on IS NULL));
 
 --
 -- Name: INDEX pending_jobs_in_repo_order; Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON INDEX tireless.pending_jobs_in_repo_order IS 'claim_next: a repository''s oldest pending job in a lane, one probe whatever the backlog.';
+COMMENT ON INDEX tireless.pending_jobs_in_repo_order IS 'claim_next: a repository''s oldest pending job in a lane that waits for no dependency, one probe whatever the backlog.';
+
+--
+-- Name: plan_tasks_to_open; Type: INDEX; Schema: tireless; Owner: -
+--
+
+CREATE INDEX plan_tasks_to_open ON tireless.plan_task USING btree (forge, owner, repo, next_try_at) WHERE (child_number IS NULL);
+
+--
+-- Name: INDEX plan_tasks_to_open; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON INDEX tireless.plan_tasks_to_open IS 'plan_tasks_due: a repository''s tasks whose issue is still to open.';
 
 --
 -- Name: replies_due; Type: INDEX; Schema: tireless; Owner: -
@@ -8860,7 +9755,7 @@ COMMENT ON INDEX tireless.webhook_delivery_by_age IS 'The bodies past the seven 
 -- Name: job changed_jobs_take_turns; Type: TRIGGER; Schema: tireless; Owner: -
 --
 
-CREATE TRIGGER changed_jobs_take_turns AFTER UPDATE OF state, lane ON tireless.job FOR EACH ROW WHEN (((new.state = 'pending'::tireless.job_state) AND ((old.state <> 'pending'::tireless.job_state) OR (old.lane <> new.lane)))) EXECUTE FUNCTION tireless.keep_turns();
+CREATE TRIGGER changed_jobs_take_turns AFTER UPDATE OF state, lane, waiting_on ON tireless.job FOR EACH ROW WHEN (((new.state = 'pending'::tireless.job_state) AND (new.waiting_on IS NULL) AND ((old.state <> 'pending'::tireless.job_state) OR (old.lane <> new.lane) OR (old.waiting_on IS NOT NULL)))) EXECUTE FUNCTION tireless.keep_turns();
 
 ALTER TABLE tireless.job ENABLE ALWAYS TRIGGER changed_jobs_take_turns;
 
@@ -8868,7 +9763,7 @@ ALTER TABLE tireless.job ENABLE ALWAYS TRIGGER changed_jobs_take_turns;
 -- Name: TRIGGER changed_jobs_take_turns ON job; Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON TRIGGER changed_jobs_take_turns ON tireless.job IS 'A job returned to pending or re-routed gives its repository a turn with work in its lane.';
+COMMENT ON TRIGGER changed_jobs_take_turns ON tireless.job IS 'A job returned to pending, re-routed or released from its wait for a dependency gives its repository a turn with work in its lane.';
 
 --
 -- Name: job created_jobs_take_turns; Type: TRIGGER; Schema: tireless; Owner: -
@@ -9188,6 +10083,19 @@ ALTER TABLE ONLY tireless.job
 COMMENT ON CONSTRAINT parent_is_a_job ON tireless.job IS 'A child job (an implementation planned by a plan) names an existing job.';
 
 --
+-- Name: plan_task plan_task_of_a_job; Type: FK CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.plan_task
+    ADD CONSTRAINT plan_task_of_a_job FOREIGN KEY (job_id) REFERENCES tireless.job(id) ON DELETE CASCADE;
+
+--
+-- Name: CONSTRAINT plan_task_of_a_job ON plan_task; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT plan_task_of_a_job ON tireless.plan_task IS 'A pruned job takes its tasks with it (the issues stay on the forge).';
+
+--
 -- Name: repo_poll poll_of_a_tracked_repo; Type: FK CONSTRAINT; Schema: tireless; Owner: -
 --
 
@@ -9331,6 +10239,13 @@ GRANT SELECT ON TABLE tireless.ask TO tireless_admin;
 REVOKE ALL ON FUNCTION tireless.ask_reply_text(ask tireless.ask) FROM PUBLIC;
 
 --
+-- Name: FUNCTION attach_plan(job_id bigint, worker text, plan jsonb, token uuid); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.attach_plan(job_id bigint, worker text, plan jsonb, token uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.attach_plan(job_id bigint, worker text, plan jsonb, token uuid) TO tireless_runner;
+
+--
 -- Name: FUNCTION attach_report(job_id bigint, worker text, report text, token uuid); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -9357,6 +10272,15 @@ REVOKE ALL ON FUNCTION tireless.bin_bound(bin smallint) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.bin_bound(bin smallint) TO tireless_runner;
 GRANT ALL ON FUNCTION tireless.bin_bound(bin smallint) TO tireless_poller;
 GRANT ALL ON FUNCTION tireless.bin_bound(bin smallint) TO tireless_admin;
+
+--
+-- Name: FUNCTION body_dependencies(body text, owner text, repo text, number integer); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.body_dependencies(body text, owner text, repo text, number integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.body_dependencies(body text, owner text, repo text, number integer) TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.body_dependencies(body text, owner text, repo text, number integer) TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.body_dependencies(body text, owner text, repo text, number integer) TO tireless_admin;
 
 --
 -- Name: FUNCTION budget_spent(runs bigint, agent_time interval, runs_per_day integer, agent_time_per_day interval); Type: ACL; Schema: tireless; Owner: -
@@ -9522,6 +10446,12 @@ GRANT ALL ON FUNCTION tireless.deliver(job_id bigint, worker text, branch text, 
 --
 
 REVOKE ALL ON FUNCTION tireless.delivery_of_a_delivered_job() FROM PUBLIC;
+
+--
+-- Name: FUNCTION dependency_cycle(forge text, owner text, repo text, number integer); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.dependency_cycle(forge text, owner text, repo text, number integer) FROM PUBLIC;
 
 --
 -- Name: FUNCTION duration_bin(seconds double precision); Type: ACL; Schema: tireless; Owner: -
@@ -9760,6 +10690,15 @@ REVOKE ALL ON FUNCTION tireless.issue_problem(issue jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION tireless.issue_push(forge text, owner text, repo text, number integer) FROM PUBLIC;
 
 --
+-- Name: FUNCTION issue_ref(owner text, repo text, to_owner text, to_repo text, to_number integer); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.issue_ref(owner text, repo text, to_owner text, to_repo text, to_number integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.issue_ref(owner text, repo text, to_owner text, to_repo text, to_number integer) TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.issue_ref(owner text, repo text, to_owner text, to_repo text, to_number integer) TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.issue_ref(owner text, repo text, to_owner text, to_repo text, to_number integer) TO tireless_admin;
+
+--
 -- Name: FUNCTION issue_runs(job_id bigint); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -9815,6 +10754,24 @@ GRANT ALL ON FUNCTION tireless.job_kind_for(labels text[]) TO tireless_poller;
 --
 
 REVOKE ALL ON FUNCTION tireless.job_rules_hold(job tireless.job) FROM PUBLIC;
+
+--
+-- Name: FUNCTION job_tasks(job_id bigint); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.job_tasks(job_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.job_tasks(job_id bigint) TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.job_tasks(job_id bigint) TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.job_tasks(job_id bigint) TO tireless_admin;
+
+--
+-- Name: FUNCTION job_waits(job_id bigint); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.job_waits(job_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.job_waits(job_id bigint) TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.job_waits(job_id bigint) TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.job_waits(job_id bigint) TO tireless_admin;
 
 --
 -- Name: FUNCTION judge_ask(forge text, owner text, repo text, login text, item jsonb, read_from timestamp with time zone); Type: ACL; Schema: tireless; Owner: -
@@ -9947,6 +10904,12 @@ REVOKE ALL ON FUNCTION tireless.next_ready_at(lanes text[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.next_ready_at(lanes text[]) TO tireless_runner;
 
 --
+-- Name: FUNCTION open_dependencies(forge text, owner text, repo text, number integer); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.open_dependencies(forge text, owner text, repo text, number integer) FROM PUBLIC;
+
+--
 -- Name: FUNCTION open_pulls(forge text, owner text, repo text); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -9970,6 +10933,22 @@ REVOKE ALL ON FUNCTION tireless.parse_state(name text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION tireless.pause_lane(lane text) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.pause_lane(lane text) TO tireless_admin;
+
+--
+-- Name: FUNCTION plan_problem(plan jsonb); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.plan_problem(plan jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.plan_problem(plan jsonb) TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.plan_problem(plan jsonb) TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.plan_problem(plan jsonb) TO tireless_admin;
+
+--
+-- Name: FUNCTION plan_tasks_due(forge text, owner text, repo text, poller text, max_tasks integer); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.plan_tasks_due(forge text, owner text, repo text, poller text, max_tasks integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.plan_tasks_due(forge text, owner text, repo text, poller text, max_tasks integer) TO tireless_poller;
 
 --
 -- Name: FUNCTION poll_soon(forge text, owner text, repo text); Type: ACL; Schema: tireless; Owner: -
@@ -10095,6 +11074,13 @@ GRANT ALL ON FUNCTION tireless.record_mirror_pull(forge text, owner text, repo t
 
 REVOKE ALL ON FUNCTION tireless.record_mirror_write(forge text, owner text, repo text, poller text, number integer, job_id bigint, state text, issue jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.record_mirror_write(forge text, owner text, repo text, poller text, number integer, job_id bigint, state text, issue jsonb) TO tireless_poller;
+
+--
+-- Name: FUNCTION record_plan_task(forge text, owner text, repo text, poller text, job_id bigint, task integer, number integer, error text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.record_plan_task(forge text, owner text, repo text, poller text, job_id bigint, task integer, number integer, error text) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.record_plan_task(forge text, owner text, repo text, poller text, job_id bigint, task integer, number integer, error text) TO tireless_poller;
 
 --
 -- Name: FUNCTION record_poll(forge text, owner text, repo text, poller text, issues jsonb, cursor timestamp with time zone, etag text, full_listing boolean, deleted integer[], next_poll_in interval, OUT created integer, OUT cancelled integer, OUT rerouted integer, OUT seen integer); Type: ACL; Schema: tireless; Owner: -
@@ -10346,6 +11332,12 @@ REVOKE ALL ON FUNCTION tireless.set_repo_revisions(forge text, owner text, repo 
 GRANT ALL ON FUNCTION tireless.set_repo_revisions(forge text, owner text, repo text, revise_on_failed_checks boolean, max_revisions integer) TO tireless_admin;
 
 --
+-- Name: FUNCTION settle_dependencies(touched jsonb); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.settle_dependencies(touched jsonb) FROM PUBLIC;
+
+--
 -- Name: FUNCTION short_duration(span interval); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -10368,6 +11360,12 @@ REVOKE ALL ON FUNCTION tireless.stop_finish_note(to_state text, note text, cance
 --
 
 REVOKE ALL ON FUNCTION tireless.stop_issue_work(forge text, owner text, repo text, number integer, note text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION task_marker(job_id bigint, task integer); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.task_marker(job_id bigint, task integer) FROM PUBLIC;
 
 --
 -- Name: FUNCTION track_repo(forge text, owner text, repo text); Type: ACL; Schema: tireless; Owner: -
@@ -10405,6 +11403,12 @@ GRANT ALL ON FUNCTION tireless.transition(job_id bigint, to_state text, worker t
 
 REVOKE ALL ON FUNCTION tireless.untrack_repo(forge text, owner text, repo text) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.untrack_repo(forge text, owner text, repo text) TO tireless_admin;
+
+--
+-- Name: FUNCTION waiting_note(waiting_on text[], cycle text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.waiting_note(waiting_on text[], cycle text) FROM PUBLIC;
 
 --
 -- Name: FUNCTION watch_attempt(job_id bigint, attempt integer, lane text); Type: ACL; Schema: tireless; Owner: -

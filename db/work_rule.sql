@@ -308,6 +308,7 @@ CREATE OR REPLACE FUNCTION tireless.apply_work_rule(
 AS $$
 DECLARE
     woken text[];
+    touched jsonb;
 BEGIN
     -- Repositories in key order, so two batches that share several never deadlock on their locks.
     PERFORM tireless.lock_repo_issues(r.forge, r.owner, r.repo)
@@ -406,7 +407,10 @@ BEGIN
         RETURNING j.lane
     ), made AS (
         INSERT INTO tireless.job (forge, owner, repo, number, title, labels, kind, lane, parent_id)
-        SELECT d.forge, d.owner, d.repo, d.number, d.title, d.labels, d.kind::tireless.job_kind, d.lane, d.parent_id
+        SELECT d.forge, d.owner, d.repo, d.number, d.title, d.labels, d.kind::tireless.job_kind, d.lane,
+               -- A plan's child (plans.sql) records the plan's job as its parent.
+               coalesce(d.parent_id, (SELECT t.job_id FROM tireless.plan_task t
+                                       WHERE (t.forge, t.owner, t.repo, t.child_number) = (d.forge, d.owner, d.repo, d.number)))
           FROM decided d
          WHERE d.makes_job
          ORDER BY d.forge, d.owner, d.repo, d.number
@@ -415,9 +419,16 @@ BEGIN
     )
     SELECT (SELECT count(*) FROM made), (SELECT count(*) FROM ended), (SELECT count(*) FROM moved),
            (SELECT count(*) FROM shown),
-           ARRAY(SELECT m.lane FROM made m UNION SELECT m.lane FROM moved m)
-      INTO apply_work_rule.created, apply_work_rule.cancelled, apply_work_rule.rerouted, apply_work_rule.seen, woken;
+           ARRAY(SELECT m.lane FROM made m UNION SELECT m.lane FROM moved m),
+           -- What dependencies.sql settles next: the issues judged (a body shown changed is read again).
+           (SELECT coalesce(jsonb_agg(jsonb_build_object('forge', jd.forge, 'owner', jd.owner, 'repo', jd.repo,
+                                                         'number', jd.number, 'body', jd.changed AND jd.has_body)), '[]')
+              FROM judged jd)
+      INTO apply_work_rule.created, apply_work_rule.cancelled, apply_work_rule.rerouted, apply_work_rule.seen, woken, touched;
 
+    -- Dependencies gate claims: the jobs of these issues, and of the issues that depend on them,
+    -- wait or are released (a new statement: it sees the issues and jobs written above).
+    PERFORM tireless.settle_dependencies(touched);
     PERFORM tireless.announce_work(l) FROM unnest(woken) AS l;
 END;
 $$;
@@ -425,7 +436,9 @@ COMMENT ON FUNCTION tireless.apply_work_rule(jsonb) IS
     'The work rule on a checked batch of issues of tracked repositories: a pending job for an issue that asks for '
     'work and whose request has had none; withdrawal cancels a pending job or requests the cancel of a claimed one '
     '(note, and cancel_note: issue closed, or issue no longer asks for work); '
-    'relabelling re-routes a pending job. An issue shown as it was before writes nothing. Returns what it did.';
+    'relabelling re-routes a pending job; the pending jobs of the issues judged and of their dependents wait for '
+    'their open dependencies or are released (settle_dependencies). An issue shown as it was before writes nothing. '
+    'Returns what it did.';
 REVOKE ALL ON FUNCTION tireless.apply_work_rule(jsonb) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 
 CREATE OR REPLACE FUNCTION tireless.rerun(forge text, owner text, repo text, number integer, kind text DEFAULT NULL)
@@ -486,6 +499,9 @@ BEGIN
     UPDATE tireless.issue s SET answered = true, changed_at = now()
      WHERE (s.forge, s.owner, s.repo, s.number) = (rerun.forge, rerun.owner, rerun.repo, rerun.number)
        AND NOT s.answered;
+    -- A rerun of an issue with an open dependency waits for it like any job.
+    PERFORM tireless.settle_dependencies(jsonb_build_array(jsonb_build_object(
+        'forge', rerun.forge, 'owner', rerun.owner, 'repo', rerun.repo, 'number', rerun.number, 'body', false)));
     PERFORM tireless.announce_work(job.lane);
     RETURN job.id;
 END;

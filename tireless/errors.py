@@ -1,7 +1,7 @@
 """Every SQLSTATE the store raises, and the one exception class each maps to.
 
 The codes are listed once in the SQL (db/migrations/0003_policy.sql; TL009 in 0027_delivery.sql, TL010 in
-0031_conversation.sql) and
+0031_conversation.sql, TL011 in 0033_plans.sql) and
 mirrored in `SQLSTATE_TO_ERROR` below; the adapter translates by `sqlstate`, never by message text.
 """
 
@@ -98,6 +98,13 @@ class MalformedConversation(TirelessError):
     sqlstate = "TL010"
 
 
+class MalformedPlan(TirelessError):
+    """TL011: a plan (or proposals) file is not a list of at most 50 well-formed tasks without a
+    cycle; the message names the task and the field. The runner fails the attempt with it."""
+
+    sqlstate = "TL011"
+
+
 class InvariantViolated(TirelessError):
     """23514: a row broke a named check constraint; `constraint` names it. Also every other
     integrity violation (class 23: a unique index other than one_live_job_per_issue, a foreign
@@ -129,6 +136,7 @@ ERROR_CLASSES: tuple[type[TirelessError], ...] = (
     UnknownRepository,
     MalformedDelivery,
     MalformedConversation,
+    MalformedPlan,
     InvariantViolated,
     DuplicateLiveJob,
     PermissionDenied,

@@ -93,9 +93,11 @@ SQL_FILES = (
     "brief.sql",
     "transition.sql",
     "work_rule.sql",
+    "dependencies.sql",
     "poll.sql",
     "mirror.sql",
     "conversation.sql",
+    "plans.sql",
     "dashboard.sql",
 )
 

@@ -144,6 +144,14 @@ class Job:
     cancel_note: str | None = None
     """Why the claimed job was asked to stop (`cancelled by alice`, `issue closed`): its note when it
     ends cancelled, chosen by whoever asked, not by the runner."""
+    waiting_on: tuple[str, ...] | None = None
+    """For a pending job: the open dependencies of its issue it waits for (`#3`, `acme/other#7`);
+    it is not claimable until they close. None: it waits for nothing."""
+
+    @property
+    def waiting(self) -> bool:
+        """Pending, and waiting for a dependency: not claimable yet."""
+        return self.state is JobState.PENDING and bool(self.waiting_on)
 
     @classmethod
     def from_row(cls, *values: Any) -> Job:
@@ -151,6 +159,8 @@ class Job:
         (tireless.store.calls.JOB_COLUMNS), turning the enum texts into enums. By position, not by
         name: a row factory by name decodes the column names again at every call."""
         (id_, forge, owner, repo, number, title, labels, kind, lane, state, *rest) = values
+        if len(rest) > 12 and rest[12] is not None:  # waiting_on: a tuple, so a Job stays hashable
+            rest[12] = tuple(rest[12])
         return cls(
             id_,
             forge,
@@ -345,6 +355,22 @@ class MirrorComment:
     number: int
     body: str
     marker: str
+
+
+@dataclass(frozen=True, slots=True)
+class PlanTask:
+    """A task of a delivered plan or discover job whose issue the mirror must open
+    (`tireless.plan_tasks_due`): its title, body (ending with `marker`) and labels; an issue
+    already opened with the marker by the mirror's own account since `since` is the one."""
+
+    job_id: int
+    task: int
+    parent_number: int
+    title: str
+    body: str
+    labels: list[str]
+    marker: str
+    since: datetime
 
 
 @dataclass(frozen=True, slots=True)

@@ -61,6 +61,8 @@ BRIEF_OF_AN_UNREGISTERED_FORGE = {
     "TIRELESS_CLONE_URL": "",
     "TIRELESS_ISSUE_BODY_CUT": "false",
     "TIRELESS_REVIEW_FILE": "",
+    "TIRELESS_PLAN_FILE": "",  # an implement job hands back no tasks
+    "TIRELESS_PROPOSALS_FILE": "",
 }
 """The brief's variables for an issue enqueued without url or body, of a forge not registered (the
 two files' paths aside), asked for by its labels (no review to answer)."""

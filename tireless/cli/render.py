@@ -94,6 +94,8 @@ def describe(job: Job) -> str:
         f"job {job.id} {job.owner}/{job.repo}#{job.number} {job.kind} lane {job.lane}: {job.state}"
     )
     text += f", attempt {job.attempts}"
+    if job.waiting and job.waiting_on:
+        text += f", waiting on {', '.join(job.waiting_on)}"
     if job.claimed_by is not None:
         text += f", held by {job.claimed_by} until {clock(job.claim_expires_at)} (token {job.claim_token})"
     return text + (f"\n  note: {job.note}" if job.note else "")
@@ -128,7 +130,16 @@ def render_status(rows: Sequence[dict[str, Any]]) -> str:
     columns: list[tuple[str, Callable[[dict[str, Any]], str]]] = [("LANE", count("lane"))]
     columns += [
         (key.upper().replace("_", "-"), count(key))
-        for key in ("pending", "ready", "claimed", "past_lease", "delivered", "failed", "cancelled")
+        for key in (
+            "pending",
+            "ready",
+            "waiting",
+            "claimed",
+            "past_lease",
+            "delivered",
+            "failed",
+            "cancelled",
+        )
     ]
     columns += [
         ("OLDEST-PENDING", lambda row: age(row["oldest_pending_seconds"])),
@@ -142,6 +153,12 @@ def render_status(rows: Sequence[dict[str, Any]]) -> str:
     )
 
 
+def job_state(row: dict[str, Any]) -> str:
+    """A job's state in a table cell: `waiting` (not claimable) for a pending job with open
+    dependencies, which its note names."""
+    return "waiting" if row["state"] == "pending" and row.get("waiting_on") else str(row["state"])
+
+
 def job_table(jobs: Sequence[Job]) -> str:
     rows = [dataclasses.asdict(job) for job in jobs]
     return table(
@@ -151,7 +168,7 @@ def job_table(jobs: Sequence[Job]) -> str:
             ("ISSUE", lambda r: f"{r['forge']}/{r['owner']}/{r['repo']}#{r['number']}"),
             ("KIND", lambda r: str(r["kind"])),
             ("LANE", lambda r: r["lane"]),
-            ("STATE", lambda r: str(r["state"])),
+            ("STATE", job_state),
             ("ATTEMPTS", lambda r: str(r["attempts"])),
             ("HOLDER", lambda r: r["claimed_by"] or "-"),
             ("NOTE", lambda r: last_line(r["note"])),

@@ -99,6 +99,8 @@ class StoredIssue:
     created_at: datetime = field(default_factory=lambda: _now())
     updated_at: datetime = field(default_factory=lambda: _now())
     closed_at: datetime | None = None
+    author: str = PERSON
+    """Who opened it (`user.login`): a person, or the mirror (POST .../issues)."""
 
 
 @dataclass
@@ -440,6 +442,12 @@ class StandinForge(ConversationRoutes):
         """The write requests received (every method but GET)."""
         with self._lock:
             return [r for r in self.requests if r.method != "GET"]
+
+    def issues_of(self, owner: str, repo: str) -> list[StoredIssue]:
+        """The repository's issues and pull requests as stored (copies), by number."""
+        with self._lock:
+            issues = self._repos.get((owner, repo), {})
+            return [replace(issues[n], labels=list(issues[n].labels)) for n in sorted(issues)]
 
     def labels_of(self, owner: str, repo: str, number: int) -> list[str]:
         with self._lock:
@@ -808,6 +816,9 @@ class StandinForge(ConversationRoutes):
         pulls_route = self._pulls_route(path)
         if pulls_route is not None:
             return self._pulls_answer(method, *pulls_route, query, body, authorized)
+        route = self._route(path)
+        if method == "POST" and route is not None and route[2] is None:
+            return self._issue_create(route[0], route[1], query, body, authorized)
         if method != "GET":
             return self._error(405, "Method Not Allowed")
         _, parts = self._api_parts(path)
@@ -845,6 +856,37 @@ class StandinForge(ConversationRoutes):
             answer = self._listing(owner, repo, issues, query)
         if fault is not None:
             answer = self._content_fault(fault, answer)
+        return self._count_rate(answer, query)
+
+    def _issue_create(
+        self, owner: str, repo: str, query: dict[str, str], body: Any, authorized: bool
+    ) -> Answer:
+        """POST /repos/{o}/{r}/issues, opened by the token's account (the mirror): 201 with the
+        issue (Gitea: CreateIssue, routers/api/v1/repo/issue.go, `title` binding:"Required";
+        GitHub: docs.github.com/rest/issues/issues#create-an-issue, 422 without a title)."""
+        fault = self._take_fault(owner, repo, None, write=True)
+        if fault is not None and fault.name in STATUS_FAULTS:
+            return self._status_fault(fault)
+        if not authorized:
+            message = "token is required" if self.flavour == "gitea" else "Bad credentials"
+            return self._error(401, message)
+        form = body if isinstance(body, dict) else {}
+        title, text = form.get("title"), form.get("body") or ""
+        if not (isinstance(title, str) and title and isinstance(text, str)):
+            if self.flavour == "gitea":
+                return self._error(422, "[Title]: Required")
+            return self._github_invalid({"resource": "Issue", "code": "missing_field"})
+        with self._lock:
+            if (owner, repo) not in self._repos:
+                return self._error(404, "Not Found")
+            issues = self._repos[(owner, repo)]
+            number = max(issues, default=0) + 1
+            issues[number] = StoredIssue(number, title, [], body=text, author=MIRROR_LOGIN)
+            answer = Answer(201, {}, self._issue_json(owner, repo, issues[number]))
+        if fault is not None and fault.name == "applied-then-reset":
+            return replace(answer, drop=True)
+        if fault is not None and fault.name == "applied-then-slow":
+            time.sleep(fault.seconds)
         return self._count_rate(answer, query)
 
     def _route(self, path: str) -> tuple[str, str, int | None] | None:
@@ -1658,6 +1700,9 @@ class StandinForge(ConversationRoutes):
         chosen = [i for i in issues.values() if state == "all" or i.state == state]
         if self.flavour == "gitea" and query.get("type") == "issues":
             chosen = [i for i in chosen if not i.pull_request]
+        creator = query.get("created_by" if self.flavour == "gitea" else "creator")
+        if creator:  # Gitea: ListIssues `created_by`; GitHub: `creator`
+            chosen = [i for i in chosen if i.author == creator]
         if "since" in query:
             since = datetime.fromisoformat(query["since"])
             # Gitea compares whole unix seconds, inclusively (updated_unix >= since); GitHub
@@ -1701,7 +1746,7 @@ class StandinForge(ConversationRoutes):
         if issue.pull_request:
             web = self._pull_web_url(owner, repo, issue.number)
         api = f"{self.url}{self._issues_path(owner, repo)}/{issue.number}"
-        user = {"id": 1, "login": "alice"}
+        user = {"id": 2 if issue.author == MIRROR_LOGIN else 1, "login": issue.author}
         ids = {name: label.id for name, label in self._org_labels.get(owner, {}).items()}
         ids |= {name: label.id for name, label in self._labels.get((owner, repo), {}).items()}
         common: dict[str, Any] = {

@@ -201,6 +201,18 @@ class ForgeClient(Protocol):
         """A new comment (never retried blindly: a retry first looks for it)."""
         ...
 
+    def create_issue(self, owner: str, repo: str, *, title: str, body: str) -> int:
+        """A new issue (never retried blindly: a retry first looks for it with find_issue); its
+        number."""
+        ...
+
+    def find_issue(
+        self, owner: str, repo: str, *, marker: str, author: str, since: datetime
+    ) -> int | None:
+        """The oldest issue (not pull request) opened by `author` and updated at or after `since`
+        whose body ends with `marker`, every page looked at; None when there is none."""
+        ...
+
     def default_branch(self, owner: str, repo: str) -> str:
         """The repository's default branch; WriteRefused (404) when the token cannot see it."""
         ...

@@ -45,12 +45,14 @@ from tireless.forge.paging import read_pages
 from tireless.forge.validate import (
     check,
     comment,
+    created_number,
     decode_json,
     full_name,
     in_order,
     is_pull_request,
     issue,
     login_of,
+    marked_issue,
     not_moved,
     note,
     permission_level,
@@ -403,6 +405,26 @@ class GiteaClient:
         self._http.set_deadline(seconds)
 
     # Delivery: the default branch and the pull request from a branch.
+    def create_issue(self, owner: str, repo: str, *, title: str, body: str) -> int:
+        # CreateIssue (routers/api/v1/repo/issue.go): 201 with the issue; its labels take ids, so
+        # the mirror adds them after (add_label), by name.
+        payload = {"title": title, "body": body}
+        response = self._http.send("POST", self._issues_url(owner, repo), payload, retry=False)
+        return created_number(_sent_json(response), response.where)
+
+    def find_issue(
+        self, owner: str, repo: str, *, marker: str, author: str, since: datetime
+    ) -> int | None:
+        # ListIssues (routers/api/v1/repo/issue.go): `created_by` (Gitea 1.17+; an older one
+        # ignores it and the author is checked here anyway), `since` (updated at or after),
+        # `type=issues`; paged by Link (SetLinkHeader).
+        params = {
+            "state": "all", "type": "issues", "created_by": author, "since": rfc3339(since),
+            "page": "1", "limit": str(PAGE_SIZE),
+        }  # fmt: skip
+        pages = read_pages(self._http, self._issues_url(owner, repo), params, "limit")
+        return marked_issue(pages.items, marker, author)
+
     def _pulls_url(self, owner: str, repo: str) -> str:
         return self._http.url(f"repos/{quote(owner, safe='')}/{quote(repo, safe='')}/pulls")
 

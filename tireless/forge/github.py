@@ -48,12 +48,14 @@ from tireless.forge.paging import read_pages
 from tireless.forge.validate import (
     check,
     comment,
+    created_number,
     decode_json,
     full_name,
     in_order,
     is_pull_request,
     issue,
     login_of,
+    marked_issue,
     not_moved,
     note,
     permission_level,
@@ -350,6 +352,26 @@ class GitHubClient:
         return issue(data, response.where)
 
     # Delivery: the default branch and the pull request from a branch.
+    def create_issue(self, owner: str, repo: str, *, title: str, body: str) -> int:
+        # POST /repos/{o}/{r}/issues (docs.github.com/rest/issues/issues#create-an-issue): 201
+        # with the issue; labels are added after, as on Gitea.
+        payload = {"title": title, "body": body}
+        response = self._http.send("POST", self._issues_url(owner, repo), payload, retry=False)
+        return created_number(_sent_json(response), response.where)
+
+    def find_issue(
+        self, owner: str, repo: str, *, marker: str, author: str, since: datetime
+    ) -> int | None:
+        # GET /repos/{o}/{r}/issues with `creator` and `since` (updated at or after)
+        # (docs.github.com/rest/issues/issues#list-repository-issues): no search, whose index
+        # lags behind a create.
+        params = {
+            "state": "all", "creator": author, "per_page": str(PER_PAGE), "page": "1",
+            "since": since.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        }  # fmt: skip
+        pages = read_pages(self._http, self._issues_url(owner, repo), params, "per_page")
+        return marked_issue(pages.items, marker, author)
+
     def _pulls_url(self, owner: str, repo: str) -> str:
         return f"{self._repo_url(owner, repo)}/pulls"
 

@@ -1,8 +1,10 @@
 """The mirror: the poller applies, to a repository it holds, the writes the store says its issues
 need (`tireless.mirror_writes`: each issue's newest job state, older wanted states already
-superseded), the pull requests of delivered jobs (`tireless.mirror_pulls_due`) and the outcome
+superseded), the pull requests of delivered jobs (`tireless.mirror_pulls_due`), the issues of
+delivered plans' tasks and discoveries' proposals (`tireless.plan_tasks_due`) and the outcome
 comments of finished jobs (`tireless.mirror_comments_due`), and reports each back
-(`record_mirror_write`, `record_mirror_failure`, `record_mirror_pull`, `record_mirror_comment`).
+(`record_mirror_write`, `record_mirror_failure`, `record_mirror_pull`, `record_plan_task`,
+`record_mirror_comment`).
 Which label, which pull request and which comment is the store's decision; this module only
 talks to the forge.
 
@@ -30,10 +32,13 @@ from tireless.forge.client import (
     WriteRefused,
 )
 from tireless.forge.conversation import mirror_login, post_reply
-from tireless.models import MirrorComment, MirrorPull, MirrorWrite, RepoToPoll
+from tireless.models import MirrorComment, MirrorPull, MirrorWrite, PlanTask, RepoToPoll
 from tireless.store import JobStore
 
 STATE_LABEL_DESCRIPTION = "Set by tireless: the state of this issue's job (never read to decide)"
+TASK_LABEL_DESCRIPTION = (
+    "Asks tireless for work (set on an issue tireless opened for a plan's task)"
+)
 MIRROR_BUDGET = 5.0
 """Seconds of forge writes per repository and round before its read: a backlog drains over
 several rounds and never holds back reading what people changed (at least one label write and
@@ -46,6 +51,7 @@ class MirrorOutcome:
 
     applied: int = 0  # label writes
     pulled: int = 0  # pull requests opened or updated
+    opened: int = 0  # the issues of plans' tasks and discoveries' proposals
     commented: int = 0
     replied: int = 0  # the conversation's reactions and refusals
     failed: int = 0  # label writes, pull requests, comments and replies
@@ -98,6 +104,8 @@ def mirror_repository(
         store.record_mirror_pull(forge, owner, repo, poller, pull.job_id, opened.number, opened.url)
         outcome.pulled += 1
     deadline = max(deadline, time.monotonic())
+    open_children(store, poller, client, target, outcome, deadline, max_writes)
+    deadline = max(deadline, time.monotonic())
     posted = 0
     for comment in store.mirror_comments_due(forge, owner, repo, poller, max_writes):
         if posted and time.monotonic() > deadline:
@@ -131,6 +139,59 @@ def mirror_repository(
         store.record_conversation_reply(forge, owner, repo, poller, reply.ask_id)
         outcome.replied += 1
     return outcome
+
+
+def open_children(
+    store: JobStore,
+    poller: str,
+    client: ForgeClient,
+    target: RepoToPoll,
+    outcome: MirrorOutcome,
+    deadline: float,
+    max_writes: int,
+) -> None:
+    """Opens the issues of delivered plans' tasks and discoveries' proposals
+    (`tireless.plan_tasks_due`), each recorded as soon as it is open: a task's dependencies are
+    due before it (their numbers go in its body), so the due tasks are asked for again until none
+    is left, a write fails, or the time is up."""
+    forge, owner, repo = target.forge, target.owner, target.repo
+    for _ in range(51):  # a plan has at most 50 tasks: its longest chain of dependencies
+        due = store.plan_tasks_due(forge, owner, repo, poller, max_writes)
+        if not due:
+            return
+        for task in due:
+            if outcome.opened and time.monotonic() > deadline:
+                return
+            try:
+                number = open_child(client, owner, repo, task)
+            except ForgeStopped:
+                raise
+            except ReadFailed as failure:
+                store.record_plan_task(
+                    forge, owner, repo, poller, task.job_id, task.task, error=str(failure)
+                )
+                _failed(outcome, task.parent_number, failure)
+                return  # its dependents wait for it; the next round tries again
+            store.record_plan_task(forge, owner, repo, poller, task.job_id, task.task, number)
+            outcome.opened += 1
+
+
+def open_child(client: ForgeClient, owner: str, repo: str, task: PlanTask) -> int:
+    """The task's issue, opened unless the mirror's own account already opened it (a create whose
+    answer was lost, or another poller's): an issue of that account whose body ends with the
+    marker is looked for first, then its labels are put on (a found one may lack them)."""
+    login = client.whoami()
+    number = client.find_issue(owner, repo, marker=task.marker, author=login, since=task.since)
+    if number is None:
+        number = client.create_issue(owner, repo, title=task.title, body=task.body)
+    shown = client.get_issue(owner, repo, number)
+    if shown is None:
+        raise WriteRefused(f"issue {owner}/{repo}#{number} is gone", 404)
+    for name in task.labels:
+        if name not in shown.labels:
+            client.ensure_label(owner, repo, name, TASK_LABEL_DESCRIPTION)
+            client.add_label(owner, repo, number, name)
+    return number
 
 
 def _failed(outcome: MirrorOutcome, number: int, failure: ReadFailed) -> None:

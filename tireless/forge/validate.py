@@ -274,3 +274,26 @@ def check(name: Any, state: str, summary: Any, url: Any, where: str) -> Check:
         _UNSAFE.sub("\ufffd", summary) if isinstance(summary, str) else "",
         url if isinstance(url, str) and url and not _UNSAFE.search(url) else None,
     )
+
+
+def marked_issue(items: list[dict[str, Any]], marker: str, author: str) -> int | None:
+    """The oldest (lowest number) issue of a listing opened by `author` whose body ends with
+    `marker` (a marker in anyone else's issue counts for nothing); pull requests are passed over."""
+    found = [
+        item["number"]
+        for item in items
+        if not is_pull_request(item)
+        and login_of(item, "user") == author
+        and isinstance(item.get("body"), str)
+        and item["body"].rstrip().endswith(marker)
+        and type(item.get("number")) is int
+    ]
+    return min(found, default=None)
+
+
+def created_number(answer: object, where: str) -> int:
+    """The number of the issue a create answered with; BadResponse when it has none."""
+    number = answer.get("number") if isinstance(answer, dict) else None
+    if type(number) is not int or number < 1:
+        raise BadResponse(f"{where}: the created issue has no number")
+    return number

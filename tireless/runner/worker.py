@@ -51,7 +51,7 @@ from types import FrameType
 import psycopg
 from psycopg_pool import ConnectionPool
 
-from tireless.errors import NotHolder
+from tireless.errors import MalformedPlan, NotHolder
 from tireless.models import Job, JobBrief, JobState
 from tireless.runner.brief import AgentFiles
 from tireless.runner.credentials import known_secrets, token_variable
@@ -374,7 +374,10 @@ class Worker:
         `held.pushed` says what, for the delivery (Release: refused, or not pushed)."""
         brief = self.store.job_brief(job.id)
         asks = self.store.job_asks(job.id)
-        with AgentFiles(job.id, brief, asks) as files, self._workspace(job, brief) as made:
+        with (
+            AgentFiles(job.id, brief, asks, job.kind.value) as files,
+            self._workspace(job, brief) as made,
+        ):
             if self.agent is not None:  # the agent user reads the brief and writes its report there
                 for path in (files.body_file.parent, files.body_file):
                     os.chown(path, self.agent.pw_uid, self.agent.pw_gid)
@@ -396,6 +399,8 @@ class Worker:
                 if checkpoints is not None:
                     checkpoints.close()
             self._attach_report(job, files)
+            if code == 0 and self._still_delivers(held):
+                self._attach_tasks(job, files)  # a bad plan fails the attempt (Release)
             if code == 0 and made is not None and self._still_delivers(held):
                 assert self.delivery is not None
                 held.pushed = self.delivery.push(
@@ -490,6 +495,24 @@ class Worker:
         except NotHolder:
             log.info("%s: job %s: lease lost; its report is not kept", self.name, job.id)
 
+    def _attach_tasks(self, job: Job, files: AgentFiles) -> None:
+        """The plan's (or discovery's) tasks COMMAND left, handed to the store, which checks them:
+        a file that is not JSON, too large or refused (MalformedPlan, naming the task and the
+        field) fails the attempt with that note."""
+        try:
+            tasks = files.tasks()
+            if tasks is None:
+                return
+            count = self.store.attach_plan(
+                job.id, self.name, masked_json(self.masker, tasks), job.claim_token
+            )
+        except (ValueError, MalformedPlan) as bad:
+            raise Release(str(bad)) from None
+        except NotHolder:
+            log.info("%s: job %s: lease lost; its tasks are not kept", self.name, job.id)
+            return
+        log.info("%s: job %s: %s task(s) attached", self.name, job.id, count)
+
     def _stop_command(self, why: str) -> None:
         """SIGTERM every process of COMMAND's now, SIGKILL what remains after the grace period;
         also when COMMAND's top process has exited and something it started has not."""
@@ -579,3 +602,15 @@ def work(
         return worker.run(once=once)
     finally:
         pool.close()
+
+
+def masked_json(masker: Masker, value: object) -> object:
+    """A parsed JSON value with every secret in its strings (keys too) masked: the tasks become
+    issues on the forge."""
+    if isinstance(value, str):
+        return masker.mask(value)
+    if isinstance(value, list):
+        return [masked_json(masker, item) for item in value]
+    if isinstance(value, dict):
+        return {masker.mask(str(k)): masked_json(masker, item) for k, item in value.items()}
+    return value

@@ -41,6 +41,7 @@ from tireless.models import (
     MirrorComment,
     MirrorPull,
     MirrorWrite,
+    PlanTask,
     PollOutcome,
     RepoDelivery,
     RepoLimit,
@@ -312,6 +313,17 @@ ATTACH_REPORT = (
 def attach_report(job_id: int, worker: str, report: str, token: UUID | None) -> Call[Any, bool]:
     params = {"job_id": job_id, "worker": worker, "report": report, "token": token}
     return Call(ATTACH_REPORT, params, tuple_row, _flag)
+
+
+ATTACH_PLAN = (
+    "SELECT tireless.attach_plan(job_id => %(job_id)s, worker => %(worker)s,"
+    " plan => %(plan)s, token => %(token)s)"
+)
+
+
+def attach_plan(job_id: int, worker: str, plan: object, token: UUID | None) -> Call[Any, int]:
+    params = {"job_id": job_id, "worker": worker, "plan": Jsonb(plan), "token": token}
+    return Call(ATTACH_PLAN, params, tuple_row, _count)
 
 
 JOB_BRIEF = (
@@ -684,6 +696,41 @@ def record_mirror_comment(
     return Call(RECORD_MIRROR_COMMENT, params, tuple_row, _value)
 
 
+PLAN_TASKS_DUE = (
+    "SELECT job_id, task, parent_number, title, body, labels, marker, since"
+    " FROM tireless.plan_tasks_due(forge => %(forge)s, owner => %(owner)s, repo => %(repo)s,"
+    " poller => %(poller)s, max_tasks => %(max_tasks)s)"
+)
+
+
+def plan_tasks_due(
+    forge: str, owner: str, repo: str, poller: str, max_tasks: int
+) -> Call[PlanTask, list[PlanTask]]:
+    params = _repo(forge, owner, repo) | {"poller": poller, "max_tasks": max_tasks}
+    return Call(PLAN_TASKS_DUE, params, class_row(PlanTask), _rows)
+
+
+RECORD_PLAN_TASK = (
+    "SELECT tireless.record_plan_task(forge => %(forge)s, owner => %(owner)s, repo => %(repo)s,"
+    " poller => %(poller)s, job_id => %(job_id)s, task => %(task)s, number => %(number)s,"
+    " error => %(error)s)"
+)
+
+
+def record_plan_task(
+    forge: str,
+    owner: str,
+    repo: str,
+    poller: str,
+    job_id: int,
+    task: int,
+    number: int | None,
+    error: str | None,
+) -> Call[Any, datetime | None]:
+    params = _repo(forge, owner, repo) | {"poller": poller, "job_id": job_id, "task": task}
+    return Call(RECORD_PLAN_TASK, params | {"number": number, "error": error}, tuple_row, _value)
+
+
 MIRROR_PULLS_DUE = (
     "SELECT job_id, number, action, pull_number, head_branch, head, base_branch, title, body,"
     " marker, draft FROM tireless.mirror_pulls_due(forge => %(forge)s, owner => %(owner)s,"
@@ -1029,7 +1076,7 @@ STATUS = (
     "SELECT lane, pending, ready, claimed, past_lease, delivered, failed, cancelled,"
     " oldest_pending_seconds, breaker, paused, capacity, tripped_until, consecutive_failures,"
     " runs_today, agent_seconds_today, runs_per_day, agent_seconds_per_day, budget_resets_at,"
-    " max_run, stall_after"
+    " max_run, stall_after, waiting"
     " FROM tireless.lane_summary ORDER BY lane"
 )
 TRACKED_KEY = (

@@ -36,6 +36,7 @@ from tireless.models import (
     MirrorComment,
     MirrorPull,
     MirrorWrite,
+    PlanTask,
     PollOutcome,
     RepoDelivery,
     RepoLimit,
@@ -197,6 +198,9 @@ class JobStore:
     ) -> datetime:
         """The holder's attempt progresses (and, with a step, is at that step now)."""
         return self._run(calls.report_progress(job_id, worker, step, token))
+
+    def attach_plan(self, job_id: int, worker: str, plan: object, token: UUID | None = None) -> int:
+        return self._run(calls.attach_plan(job_id, worker, plan, token))
 
     def attach_report(
         self, job_id: int, worker: str, report: str, token: UUID | None = None
@@ -383,6 +387,25 @@ class JobStore:
         self, forge: str, owner: str, repo: str, poller: str, job_id: int, error: str | None = None
     ) -> datetime | None:
         call = calls.record_mirror_comment(forge, owner, repo, poller, job_id, error)
+        return self._run(call)
+
+    def plan_tasks_due(
+        self, forge: str, owner: str, repo: str, poller: str, max_tasks: int = 100
+    ) -> list[PlanTask]:
+        return self._run(calls.plan_tasks_due(forge, owner, repo, poller, max_tasks))
+
+    def record_plan_task(
+        self,
+        forge: str,
+        owner: str,
+        repo: str,
+        poller: str,
+        job_id: int,
+        task: int,
+        number: int | None = None,
+        error: str | None = None,
+    ) -> datetime | None:
+        call = calls.record_plan_task(forge, owner, repo, poller, job_id, task, number, error)
         return self._run(call)
 
     def mirror_pulls_due(

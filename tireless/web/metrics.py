@@ -46,11 +46,12 @@ def lane_families(out: Exposition, lanes: list[dict[str, Any]], now: datetime) -
     out.family(
         "tireless_jobs",
         "gauge",
-        "Live jobs by lane and state (pending, ready: pending and claimable now, claimed).",
+        "Live jobs by lane and state (pending, ready: pending and claimable now, waiting: pending"
+        " and waiting for an open dependency, claimed).",
         (
             ({"lane": lane["lane"], "state": state}, lane[state])
             for lane in lanes
-            for state in ("pending", "ready", "claimed")
+            for state in ("pending", "ready", "waiting", "claimed")
         ),
     )
     out.family(

@@ -14,7 +14,7 @@ SELECT every.lane, s.capacity, coalesce(s.paused, false) AS paused,
        coalesce(s.claimed, 0) AS claimed, coalesce(s.past_lease, 0) AS past_lease,
        extract(epoch FROM s.oldest_pending_age)::float8 AS oldest_pending_seconds,
        b.runs_today, coalesce(b.agent_seconds_today, 0) AS agent_seconds_today,
-       b.runs_per_day, b.agent_seconds_per_day, b.budget_resets_at
+       b.runs_per_day, b.agent_seconds_per_day, b.budget_resets_at, coalesce(s.waiting, 0) AS waiting
   FROM (SELECT l.lane FROM tireless.lane_status l UNION SELECT f.lane FROM tireless.finished_jobs f) AS every
   LEFT JOIN tireless.lane_status s ON s.lane = every.lane
   LEFT JOIN tireless.lane_budget b ON b.lane = every.lane
@@ -37,7 +37,7 @@ FINISHED = (
 JOB_COLUMNS = (
     "j.id, j.forge, j.owner, j.repo, j.number, j.title, j.kind::text AS kind, j.lane,"
     " j.state::text AS state, j.parent_id, j.claimed_by, j.claim_expires_at, j.attempts,"
-    " j.available_at, j.note, j.created_at, j.updated_at, j.past_lease"
+    " j.available_at, j.note, j.created_at, j.updated_at, j.past_lease, j.waiting_on"
 )
 _JOB_FILTERS = (
     " WHERE (%(state)s::tireless.job_state IS NULL OR j.state = %(state)s::tireless.job_state)"
