@@ -41,17 +41,17 @@ class Statement:
 
 CLAIM_LANE_ORDER = """SELECT l.name FROM unnest(open_lanes) AS l(name)
          ORDER BY (SELECT j.id FROM tireless.job j
-                    WHERE j.state = 'pending' AND j.lane = ANY (ARRAY[l.name]) AND j.available_at <= now()
-                    ORDER BY j.lane, j.id LIMIT 1) NULLS LAST"""
+                    WHERE j.state = 'pending' AND j.lane = ANY (ARRAY[l.name]) AND j.available_at <= now() AND j.waiting_on IS NULL
+                        ORDER BY j.lane, j.id LIMIT 1) NULLS LAST"""
 CLAIM_IN_TURN = """SELECT j.id INTO next_job FROM tireless.job j
-             WHERE j.state = 'pending' AND j.available_at <= now()
+             WHERE j.state = 'pending' AND j.available_at <= now() AND j.waiting_on IS NULL
                AND (j.lane, j.forge, j.owner, j.repo) >= (turn.lane, turn.forge, turn.owner, turn.repo)
                AND (j.lane, j.forge, j.owner, j.repo) <= (turn.lane, turn.forge, turn.owner, turn.repo)
              ORDER BY j.lane, j.forge, j.owner, j.repo, j.id
              LIMIT 1
                FOR UPDATE SKIP LOCKED"""
 CLAIM_ANY_TURN = """SELECT j.id INTO next_job FROM tireless.job j
-         WHERE j.state = 'pending' AND j.lane = ANY (ARRAY[claim_in_turn.lane]) AND j.available_at <= now()
+         WHERE j.state = 'pending' AND j.lane = ANY (ARRAY[claim_in_turn.lane]) AND j.available_at <= now() AND j.waiting_on IS NULL
            AND NOT EXISTS (SELECT FROM tireless.repo_limit l WHERE (l.forge, l.owner, l.repo) = (j.forge, j.owner, j.repo))
          ORDER BY j.lane, j.id
          LIMIT 1
