@@ -43,6 +43,7 @@ bench: install pg-binaries
 	$(PY) bench/run.py $(if $(QUICK),--quick)
 	$(PY) bench/fairness.py $(if $(QUICK),--quick)
 	$(PY) bench/dependencies.py $(if $(QUICK),--quick)
+	$(PY) bench/dependency_reads.py $(if $(QUICK),--quick)
 	$(PY) bench/web.py $(if $(QUICK),--quick)
 	cd bench && ../$(PY) poll.py $(if $(QUICK),--issues 100 --repos 100 --batch 1000 --repeats 1)
 	cd bench && ../$(PY) mirror.py $(if $(QUICK),--issues 20 --repeats 1)

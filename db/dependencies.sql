@@ -118,6 +118,63 @@ COMMENT ON FUNCTION tireless.waiting_note(text[], text) IS
     'The note of a waiting job: `waiting on #3, #7`, and the cycle it is on, if any.';
 REVOKE ALL ON FUNCTION tireless.waiting_note(text[], text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 
+-- The forge's own relations (Gitea and Forgejo issue dependencies, GitHub's blocked-by and
+-- sub-issues), as the poller read them this round: each issue of the batch given with "depends_on"
+-- (checked by check_issue_batch: tireless.depends_on_problem) has its source = 'forge' rows replaced;
+-- an issue given without it keeps those stored (not read this round). An entry naming the issue
+-- itself is dropped. Returns the issues whose relations changed, in settle_dependencies' shape, so
+-- that they are settled even when the issue row itself was shown unchanged (a GitHub dependency
+-- change does not move the issue's updated_at; Gitea sends no webhook for one).
+CREATE OR REPLACE FUNCTION tireless.record_forge_dependencies(issues jsonb) RETURNS jsonb
+    LANGUAGE sql VOLATILE
+AS $$
+    WITH given AS (
+        -- An issue listed twice in one batch counts once: its last listing wins (as apply_work_rule).
+        SELECT DISTINCT ON (forge, owner, repo, number)
+               e.issue ->> 'forge' AS forge, e.issue ->> 'owner' AS owner, e.issue ->> 'repo' AS repo,
+               (e.issue ->> 'number')::integer AS number, e.issue -> 'depends_on' AS depends_on
+          FROM jsonb_array_elements(record_forge_dependencies.issues) WITH ORDINALITY AS e(issue, position)
+         WHERE e.issue ? 'depends_on'
+         ORDER BY forge, owner, repo, number, e.position DESC
+    ), tracked AS (
+        -- Issues of untracked repositories are ignored, as the work rule ignores them.
+        SELECT g.* FROM given g
+          JOIN tireless.tracked_repo t ON (t.forge, t.owner, t.repo) = (g.forge, g.owner, g.repo)
+    ), wanted AS (
+        SELECT DISTINCT r.forge, r.owner, r.repo, r.number,
+               d.entry ->> 'owner' AS depends_on_owner, d.entry ->> 'repo' AS depends_on_repo,
+               (d.entry ->> 'number')::integer AS depends_on_number
+          FROM tracked r
+         CROSS JOIN jsonb_array_elements(r.depends_on) AS d(entry)
+         WHERE (d.entry ->> 'owner', d.entry ->> 'repo', (d.entry ->> 'number')::integer)
+               IS DISTINCT FROM (r.owner, r.repo, r.number)
+    ), dropped AS (
+        DELETE FROM tireless.issue_dependency d
+         USING tracked r
+         WHERE (d.forge, d.owner, d.repo, d.number) = (r.forge, r.owner, r.repo, r.number) AND d.source = 'forge'
+           AND NOT EXISTS (SELECT FROM wanted w
+                            WHERE (w.forge, w.owner, w.repo, w.number, w.depends_on_owner, w.depends_on_repo, w.depends_on_number)
+                                  = (d.forge, d.owner, d.repo, d.number, d.depends_on_owner, d.depends_on_repo, d.depends_on_number))
+        RETURNING d.forge, d.owner, d.repo, d.number
+    ), added AS (
+        INSERT INTO tireless.issue_dependency (forge, owner, repo, number, depends_on_owner, depends_on_repo, depends_on_number, source)
+        SELECT w.forge, w.owner, w.repo, w.number, w.depends_on_owner, w.depends_on_repo, w.depends_on_number, 'forge'
+          FROM wanted w
+        ON CONFLICT DO NOTHING
+        RETURNING forge, owner, repo, number
+    )
+    SELECT coalesce(jsonb_agg(jsonb_build_object('forge', c.forge, 'owner', c.owner, 'repo', c.repo,
+                                                 'number', c.number, 'body', false)), '[]')
+      FROM (SELECT * FROM dropped UNION SELECT * FROM added) AS c;
+$$;
+COMMENT ON FUNCTION tireless.record_forge_dependencies(jsonb) IS
+    'For each issue of a checked batch given with "depends_on" ([{owner, repo, number}] of the same forge, as the '
+    'poller read the forge''s own relations this round) in a tracked repository: replaces its source = forge rows of '
+    'issue_dependency (an entry naming the issue itself dropped); an issue without the key keeps those stored. '
+    'Returns the issues whose relations changed, [{forge, owner, repo, number, body: false}], for '
+    'settle_dependencies. Private: apply_work_rule calls it.';
+REVOKE ALL ON FUNCTION tireless.record_forge_dependencies(jsonb) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+
 -- After the work rule has stored a batch: the body's dependencies of each issue in touched whose body
 -- was given, then the pending jobs of those issues and of the issues that depend on them wait or
 -- are released. touched: [{forge, owner, repo, number, body}] (body: true when the body was shown).
@@ -165,15 +222,40 @@ BEGIN
           FROM t JOIN tireless.issue_dependency d
                    ON (d.forge, d.depends_on_owner, d.depends_on_repo, d.depends_on_number) = (t.forge, t.owner, t.repo, t.number)
     ), judged AS (
-        SELECT j.id, w.waiting_on,
+        SELECT j.id, j.forge, j.owner, j.repo, j.number, w.waiting_on, cy.cycle,
                CASE WHEN w.waiting_on IS NOT NULL
-                    THEN tireless.waiting_note(w.waiting_on, tireless.dependency_cycle(j.forge, j.owner, j.repo, j.number))
+                    THEN tireless.waiting_note(w.waiting_on, cy.cycle)
                     WHEN j.note LIKE 'waiting on %' THEN NULL
                     ELSE j.note END AS note
           FROM affected a
           JOIN tireless.job j ON (j.forge, j.owner, j.repo, j.number) = (a.forge, a.owner, a.repo, a.number)
          CROSS JOIN LATERAL (SELECT tireless.open_dependencies(j.forge, j.owner, j.repo, j.number)) AS w(waiting_on)
+         CROSS JOIN LATERAL (SELECT CASE WHEN w.waiting_on IS NOT NULL
+                                         THEN tireless.dependency_cycle(j.forge, j.owner, j.repo, j.number) END) AS cy(cycle)
          WHERE j.state = 'pending'
+    ), reported AS (
+        -- A cycle is told once on each issue in it that has a pending job: one comment per issue and
+        -- distinct cycle while it stands (tireless.cycle_report; the mirror posts it). Nothing is
+        -- written while the same cycle is seen again.
+        INSERT INTO tireless.cycle_report (forge, owner, repo, number, cycle, job_id)
+        SELECT jd.forge, jd.owner, jd.repo, jd.number, left(jd.cycle, 4000), jd.id
+          FROM judged jd
+         CROSS JOIN tireless.policy p
+         WHERE jd.cycle IS NOT NULL AND p.mirror_comments
+           AND EXISTS (SELECT FROM tireless.tracked_repo r WHERE (r.forge, r.owner, r.repo) = (jd.forge, jd.owner, jd.repo))
+           AND NOT EXISTS (SELECT FROM tireless.cycle_report r
+                            WHERE (r.forge, r.owner, r.repo, r.number, r.cycle) = (jd.forge, jd.owner, jd.repo, jd.number, left(jd.cycle, 4000))
+                              AND r.broken_at IS NULL)
+         -- In one order, so that two polls telling the same cycle never wait for each other in a circle.
+         ORDER BY jd.forge, jd.owner, jd.repo, jd.number
+        ON CONFLICT (forge, owner, repo, number, cycle) WHERE broken_at IS NULL DO NOTHING
+    ), broken AS (
+        -- The issue's job is on no cycle now, or on another: that report is done with (a comment not
+        -- yet written is dropped), and the same cycle made again is told again.
+        UPDATE tireless.cycle_report r SET broken_at = now()
+          FROM judged jd
+         WHERE (r.forge, r.owner, r.repo, r.number) = (jd.forge, jd.owner, jd.repo, jd.number)
+           AND r.broken_at IS NULL AND r.cycle IS DISTINCT FROM left(jd.cycle, 4000)
     ), changed AS (
         UPDATE tireless.job j
            SET waiting_on = jd.waiting_on, note = jd.note, updated_at = now()
@@ -199,7 +281,9 @@ COMMENT ON FUNCTION tireless.settle_dependencies(jsonb) IS
     'After the work rule stored a batch (touched: [{forge, owner, repo, number, body}]): records the `Depends on` '
     'lines of each body shown, then sets job.waiting_on (and the note `waiting on #3, #7`, with the cycle if any) '
     'of the pending jobs of those issues and of the issues that depend on them; a job whose dependencies have all '
-    'closed is released and its lane woken. Returns how many jobs it released. Private: apply_work_rule calls it.';
+    'closed is released and its lane woken. A job found on a cycle has it reported once on its issue '
+    '(tireless.cycle_report, posted by the mirror: cycle_reports_due), again only after the cycle was broken. '
+    'Returns how many jobs it released. Private: apply_work_rule calls it.';
 REVOKE ALL ON FUNCTION tireless.settle_dependencies(jsonb) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 
 CREATE OR REPLACE FUNCTION tireless.job_waits(job_id bigint)

@@ -356,13 +356,22 @@ BEGIN
                AND c.written_at IS NULL)
          + (SELECT count(*) FROM tireless.mirror_pull p
              WHERE (p.forge, p.owner, p.repo) = (mirror_unread.forge, mirror_unread.owner, mirror_unread.repo)
-               AND p.written_at IS NULL);
+               AND p.written_at IS NULL)
+         -- The issues of delivered plans' steps and discoveries' proposals still to open.
+         + (SELECT count(*) FROM tireless.plan_task t JOIN tireless.job j ON j.id = t.job_id
+             WHERE (t.forge, t.owner, t.repo) = (mirror_unread.forge, mirror_unread.owner, mirror_unread.repo)
+               AND t.child_number IS NULL AND j.state = 'delivered' AND t.attempt = j.attempts)
+         -- The comments that tell an issue it is on a dependency cycle, still to write.
+         + (SELECT count(*) FROM tireless.cycle_report r
+             WHERE (r.forge, r.owner, r.repo) = (mirror_unread.forge, mirror_unread.owner, mirror_unread.repo)
+               AND r.written_at IS NULL AND r.broken_at IS NULL);
 END;
 $$;
 COMMENT ON FUNCTION tireless.mirror_unread(text, text, text) IS
     'How many issues of a tracked repository changed after the mirror''s last scan and have no write queued yet, '
-    'plus the outcome comments and pull requests still to write (part of repo_status.mirror_backlog); reads only '
-    'the history after that scan and the comments'' and pull requests'' partial indexes.';
+    'plus the outcome comments, pull requests, plan steps'' issues and dependency-cycle comments still to write '
+    '(part of repo_status.mirror_backlog); reads only the history after that scan and the comments'', pull '
+    'requests'', plan tasks'' and cycle reports'' partial indexes.';
 REVOKE ALL ON FUNCTION tireless.mirror_unread(text, text, text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT EXECUTE ON FUNCTION tireless.mirror_unread(text, text, text) TO tireless_runner, tireless_poller, tireless_admin;
 
@@ -401,8 +410,57 @@ COMMENT ON FUNCTION tireless.comment_marker(bigint) IS
     'The hidden last line of a job''s outcome comment; the mirror counts it only in a comment written by its own forge account.';
 REVOKE ALL ON FUNCTION tireless.comment_marker(bigint) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 
+-- The children a delivered plan (or discovery) opened, as its outcome comment lists them (issue 35).
+-- A child is done (checked) when its newest job was delivered or its issue is closed; else it says
+-- what its newest job is doing (waiting on #N, pending, claimed, failed, cancelled), or, with no job
+-- yet, that the issue is open (a proposal: that it waits for the opt-in), or not opened yet.
+CREATE OR REPLACE FUNCTION tireless.child_status(task tireless.plan_task, OUT done boolean, OUT status text, OUT title text)
+    LANGUAGE sql STABLE
+AS $$
+    SELECT coalesce(newest.state = 'delivered' OR s.state = 'closed', false),
+           CASE WHEN task.child_number IS NULL THEN 'not opened yet'
+                WHEN newest.state = 'delivered' THEN 'delivered'
+                WHEN s.state = 'closed' THEN 'closed'
+                WHEN newest.state = 'pending' AND newest.waiting_on IS NOT NULL
+                     THEN 'waiting on ' || array_to_string(newest.waiting_on, ', ')
+                WHEN newest.state IS NOT NULL THEN newest.state::text
+                WHEN task.proposal THEN 'proposed: add the opt-in label to run it'
+                ELSE 'open' END,
+           left(tireless.safe_report_text(regexp_replace(btrim(coalesce(s.title, task.title)), '\s+', ' ', 'g')), 200)
+      FROM (SELECT) AS one
+      LEFT JOIN tireless.issue s
+             ON (s.forge, s.owner, s.repo, s.number) = (task.forge, task.owner, task.repo, task.child_number)
+      LEFT JOIN LATERAL (SELECT j.state, j.waiting_on FROM tireless.job j
+                          WHERE (j.forge, j.owner, j.repo, j.number) = (task.forge, task.owner, task.repo, task.child_number)
+                          ORDER BY j.id DESC LIMIT 1) AS newest ON true;
+$$;
+COMMENT ON FUNCTION tireless.child_status(tireless.plan_task) IS
+    'The state of a plan''s task as its parent''s checklist says it: done (the child''s newest job delivered, or its '
+    'issue closed), the words (delivered, closed, waiting on #N, pending, claimed, failed, cancelled; open or proposed '
+    'with no job yet; not opened yet) and the child''s title (the issue''s as last read, else the task''s; blanks '
+    'folded, made safe by safe_report_text, cut to 200 characters).';
+REVOKE ALL ON FUNCTION tireless.child_status(tireless.plan_task) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+
+CREATE OR REPLACE FUNCTION tireless.children_checklist(job tireless.job) RETURNS text
+    LANGUAGE sql STABLE
+AS $$
+    SELECT CASE WHEN job.kind::text = 'discover' THEN 'Proposals:' ELSE 'Tasks:' END || E'\n'
+           || string_agg('- [' || CASE WHEN s.done THEN 'x' ELSE ' ' END || '] '
+                         || coalesce('#' || t.child_number || ' ', '') || s.title || ' — ' || s.status,
+                         E'\n' ORDER BY t.task)
+      FROM tireless.plan_task t
+     CROSS JOIN LATERAL tireless.child_status(t) AS s
+     WHERE t.job_id = job.id AND t.attempt = job.attempts AND job.state = 'delivered'
+    HAVING count(*) > 0;
+$$;
+COMMENT ON FUNCTION tireless.children_checklist(tireless.job) IS
+    'The checklist of the children a delivered plan job (or the proposals a discover job) opened, in the file''s '
+    'order, as its outcome comment shows it: `- [x] #13 Title — delivered`, `- [ ] #12 Title — waiting on #11` '
+    '(tireless.child_status); null when the job opened none.';
+REVOKE ALL ON FUNCTION tireless.children_checklist(tireless.job) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+
 CREATE OR REPLACE FUNCTION tireless.mirror_comments_due(forge text, owner text, repo text, poller text, max_comments integer DEFAULT 100)
-    RETURNS TABLE (job_id bigint, number integer, body text, marker text)
+    RETURNS TABLE (job_id bigint, number integer, body text, marker text, checklist text)
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
 AS $$
@@ -414,10 +472,13 @@ BEGIN
     PERFORM tireless.held_poll(mirror_comments_due.forge, mirror_comments_due.owner, mirror_comments_due.repo,
                                mirror_comments_due.poller);
     RETURN QUERY
-    SELECT c.job_id, c.number, tireless.finished_job_comment(j) || E'\n\n' || tireless.comment_marker(j.id),
-           tireless.comment_marker(j.id)
+    SELECT c.job_id, c.number,
+           tireless.finished_job_comment(j) || coalesce(E'\n\n' || children.checklist, '')
+           || E'\n\n' || tireless.comment_marker(j.id),
+           tireless.comment_marker(j.id), children.checklist
       FROM tireless.mirror_comment c
       JOIN tireless.job j ON j.id = c.job_id
+     CROSS JOIN LATERAL (SELECT tireless.children_checklist(j) AS checklist) AS children
      WHERE (c.forge, c.owner, c.repo) = (mirror_comments_due.forge, mirror_comments_due.owner, mirror_comments_due.repo)
        AND c.written_at IS NULL AND c.next_try_at <= now()
        -- A delivery's comment names its pull request: it waits for the pull request's write, unless
@@ -425,20 +486,31 @@ BEGIN
        AND NOT EXISTS (SELECT FROM tireless.mirror_pull p
                         WHERE p.job_id = c.job_id AND p.written_at IS NULL
                           AND p.failures < 3 AND p.queued_at > now() - interval '1 hour')
+       -- A plan's comment lists its children: it waits for them to be opened, unless opening one
+       -- failed three times in a row or the job was delivered an hour ago (then it says which are not).
+       AND NOT (j.state = 'delivered' AND j.updated_at > now() - interval '1 hour'
+                AND EXISTS (SELECT FROM tireless.plan_task t
+                             WHERE t.job_id = c.job_id AND t.attempt = j.attempts AND t.child_number IS NULL)
+                AND NOT EXISTS (SELECT FROM tireless.plan_task t
+                                 WHERE t.job_id = c.job_id AND t.attempt = j.attempts AND t.child_number IS NULL
+                                   AND t.failures >= 3))
      ORDER BY c.next_try_at, c.job_id
      LIMIT mirror_comments_due.max_comments;
 END;
 $$;
 COMMENT ON FUNCTION tireless.mirror_comments_due(text, text, text, text, integer) IS
     'For a poller holding the repository''s poll lease: the outcome comments still to write (at most max_comments), '
-    'oldest job first: the job, its issue, the body ending with its marker line, and the marker. A delivered job''s '
-    'comment waits for its pull request''s write (mirror_pulls_due) so that it names it, unless that write failed '
-    'three times in a row or was queued an hour ago. TL004 without the lease.';
+    'oldest job first: the job, its issue, the body ending with its marker line, the marker, and the checklist of '
+    'the children the job opened (tireless.children_checklist; null when none), which the body holds before the '
+    'marker. A delivered job''s comment waits for its pull request''s write (mirror_pulls_due) so that it names it, '
+    'unless that write failed three times in a row or was queued an hour ago; a delivered plan''s (or discovery''s) '
+    'waits for its children to be opened (plan_tasks_due) so that it lists them, unless opening one failed three '
+    'times in a row or the job was delivered an hour ago. TL004 without the lease.';
 REVOKE ALL ON FUNCTION tireless.mirror_comments_due(text, text, text, text, integer) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT EXECUTE ON FUNCTION tireless.mirror_comments_due(text, text, text, text, integer) TO tireless_poller;
 
 CREATE OR REPLACE FUNCTION tireless.record_mirror_comment(
-    forge text, owner text, repo text, poller text, job_id bigint, error text DEFAULT NULL
+    forge text, owner text, repo text, poller text, job_id bigint, error text DEFAULT NULL, checklist text DEFAULT NULL
 ) RETURNS timestamptz
     LANGUAGE plpgsql VOLATILE SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
@@ -462,7 +534,11 @@ BEGIN
             USING ERRCODE = 'TL005', HINT = 'Record the comments mirror_comments_due returned.';
     END IF;
     IF record_mirror_comment.error IS NULL THEN
-        UPDATE tireless.mirror_comment c SET written_at = coalesce(c.written_at, now()), last_error = NULL, last_error_at = NULL
+        -- The checklist the posted comment holds (as mirror_comments_due gave it): later edits start from it.
+        UPDATE tireless.mirror_comment c SET written_at = coalesce(c.written_at, now()), last_error = NULL, last_error_at = NULL,
+               checklist = coalesce(record_mirror_comment.checklist, c.checklist),
+               checklist_written_at = CASE WHEN record_mirror_comment.checklist IS NOT NULL THEN now()
+                                           ELSE c.checklist_written_at END
          WHERE c.job_id = queued.job_id;
         RETURN NULL;
     END IF;
@@ -476,12 +552,13 @@ BEGIN
     RETURN until;
 END;
 $$;
-COMMENT ON FUNCTION tireless.record_mirror_comment(text, text, text, text, bigint, text) IS
-    'The forge confirmed job_id''s outcome comment (error null: recorded as written, never queued again; returns '
-    'null), or posting it failed (error: counted, backed off exponentially with jitter; returns when it is tried '
-    'again). TL004 without the poll lease, TL005 for a comment never queued.';
-REVOKE ALL ON FUNCTION tireless.record_mirror_comment(text, text, text, text, bigint, text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
-GRANT EXECUTE ON FUNCTION tireless.record_mirror_comment(text, text, text, text, bigint, text) TO tireless_poller;
+COMMENT ON FUNCTION tireless.record_mirror_comment(text, text, text, text, bigint, text, text) IS
+    'The forge confirmed job_id''s outcome comment (error null: recorded as written, never queued again, with the '
+    'checklist of children it holds as mirror_comments_due gave it, which mirror_checklists_due compares with the '
+    'current one; returns null), or posting it failed (error: counted, backed off exponentially with jitter; returns '
+    'when it is tried again). TL004 without the poll lease, TL005 for a comment never queued.';
+REVOKE ALL ON FUNCTION tireless.record_mirror_comment(text, text, text, text, bigint, text, text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.record_mirror_comment(text, text, text, text, bigint, text, text) TO tireless_poller;
 
 -- The pull request of a delivery. One per issue, from its branch to the base branch: a write per
 -- delivery that pushed, of which the mirror makes only the issue's newest (it carries every older push

@@ -130,7 +130,7 @@ REVOKE ALL ON FUNCTION tireless.task_marker(bigint, integer) FROM PUBLIC, tirele
 
 CREATE OR REPLACE FUNCTION tireless.plan_tasks_due(forge text, owner text, repo text, poller text, max_tasks integer DEFAULT 100)
     RETURNS TABLE (job_id bigint, task integer, parent_number integer, title text, body text, labels text[],
-                   marker text, since timestamptz)
+                   marker text, since timestamptz, depends_on integer[])
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
 AS $$
@@ -157,7 +157,15 @@ BEGIN
                                             p.label_prefix || '/implement',
                                             p.label_prefix || '/agent:' || t.lane]) AS l WHERE l IS NOT NULL),
            tireless.task_marker(t.job_id, t.task),
-           j.updated_at - interval '5 minutes'
+           j.updated_at - interval '5 minutes',
+           -- The issues it depends on (its tasks' children and its "#N"), which the mirror also sets
+           -- as the forge's own relations where the forge has them.
+           ARRAY(SELECT CASE WHEN jsonb_typeof(d.v) = 'number'
+                             THEN (SELECT o.child_number FROM tireless.plan_task o
+                                    WHERE o.job_id = t.job_id AND o.task = (d.v)::numeric::integer)
+                             ELSE substr(d.v #>> '{}', 2)::integer END
+                   FROM jsonb_array_elements(t.depends_on) WITH ORDINALITY AS d(v, position)
+                  ORDER BY d.position)
       FROM tireless.plan_task t
       JOIN tireless.job j ON j.id = t.job_id
      CROSS JOIN tireless.policy p
@@ -178,7 +186,8 @@ COMMENT ON FUNCTION tireless.plan_tasks_due(text, text, text, text, integer) IS
     'still to open (at most max_tasks), those whose task dependencies are opened: the job, the task, the parent '
     'issue, the title and body (the task''s made safe, "Part of #P", a "Depends on #N" line per dependency, the '
     'marker line), the labels (the opt-in for a plan''s child, not for a proposal; <prefix>/implement; the agent '
-    'label of its lane), the marker, and since when to look for an issue already opened with it. TL004 without the lease.';
+    'label of its lane), the marker, since when to look for an issue already opened with it, and the numbers of the '
+    'issues it depends on (the mirror sets them as the forge''s own relations too). TL004 without the lease.';
 REVOKE ALL ON FUNCTION tireless.plan_tasks_due(text, text, text, text, integer) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT EXECUTE ON FUNCTION tireless.plan_tasks_due(text, text, text, text, integer) TO tireless_poller;
 

@@ -64,7 +64,7 @@ GRANT EXECUTE ON FUNCTION tireless.forges() TO tireless_runner, tireless_poller;
 -- The poll bookkeeping: pollers lease the repositories that are due.
 CREATE OR REPLACE FUNCTION tireless.claim_repos_to_poll(poller text, lease interval DEFAULT '5 minutes', max_repos integer DEFAULT 100)
     RETURNS TABLE (forge text, owner text, repo text, kind text, base_url text, cursor timestamptz, etag text, full_listing boolean,
-                  live_numbers integer[])
+                  live_numbers integer[], opt_in text, waiting_numbers integer[])
     LANGUAGE plpgsql VOLATILE SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
 AS $$
@@ -111,6 +111,15 @@ BEGIN
                        AND NOT EXISTS (SELECT FROM tireless.issue s
                                         WHERE (s.forge, s.owner, s.repo, s.number)
                                               = (d.forge, d.depends_on_owner, d.depends_on_repo, d.depends_on_number))
+                     ORDER BY 1),
+              -- The opt-in label: the poller reads the forge's relations of the issues carrying it.
+              (SELECT p.label_prefix FROM tireless.policy p),
+              -- A full listing reads the forge's relations of the issues of the repository's waiting
+              -- jobs again: a change of them need not move the issue's updated_at (GitHub), and
+              -- Gitea sends no webhook for one.
+              ARRAY(SELECT j.number FROM tireless.job j
+                     WHERE (j.forge, j.owner, j.repo) = (rp.forge, rp.owner, rp.repo)
+                       AND j.state = 'pending' AND j.waiting_on IS NOT NULL
                      ORDER BY 1);
 END;
 $$;
@@ -118,8 +127,10 @@ COMMENT ON FUNCTION tireless.claim_repos_to_poll(text, interval, integer) IS
     'Leases to poller (for lease) up to max_repos due repositories of registered forges that are not stopped: '
     'next poll time reached, not backing off, lease free or expired; FOR UPDATE SKIP LOCKED, so two pollers never '
     'get the same one. Returns each with its forge kind and URL, cursor, ETag and whether to list it in full '
-    '(the first read and every tenth), and the issue numbers of its live jobs and of the issues of the repository '
-    'waiting jobs depend on that the store has never read.';
+    '(the first read and every tenth), the issue numbers of its live jobs and of the issues of the repository '
+    'waiting jobs depend on that the store has never read, the opt-in label (the policy''s label_prefix: the '
+    'poller reads the forge''s dependency relations of the changed issues carrying it) and the issue numbers of its '
+    'waiting jobs (whose relations a full listing reads again).';
 REVOKE ALL ON FUNCTION tireless.claim_repos_to_poll(text, interval, integer) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT EXECUTE ON FUNCTION tireless.claim_repos_to_poll(text, interval, integer) TO tireless_poller;
 

@@ -602,6 +602,9 @@ BEGIN
               FROM judged jd)
       INTO apply_work_rule.created, apply_work_rule.cancelled, apply_work_rule.rerouted, apply_work_rule.seen, woken, touched;
 
+    -- The forge's own relations the batch carries ("depends_on", read this round) replace those
+    -- stored; an issue whose relations changed is settled below even when the issue was not.
+    touched := touched || tireless.record_forge_dependencies(apply_work_rule.issues);
     -- Dependencies gate claims: the jobs of these issues, and of the issues that depend on them,
     -- wait or are released (a new statement: it sees the issues and jobs written above).
     PERFORM tireless.settle_dependencies(touched);
@@ -613,7 +616,7 @@ $$;
 -- Name: FUNCTION apply_work_rule(issues jsonb, OUT created integer, OUT cancelled integer, OUT rerouted integer, OUT seen integer); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.apply_work_rule(issues jsonb, OUT created integer, OUT cancelled integer, OUT rerouted integer, OUT seen integer) IS 'The work rule on a checked batch of issues of tracked repositories: a pending job for an issue that asks for work and whose request has had none; withdrawal cancels a pending job or requests the cancel of a claimed one (note, and cancel_note: issue closed, or issue no longer asks for work); relabelling re-routes a pending job; the pending jobs of the issues judged and of their dependents wait for their open dependencies or are released (settle_dependencies). An issue shown as it was before writes nothing. Returns what it did.';
+COMMENT ON FUNCTION tireless.apply_work_rule(issues jsonb, OUT created integer, OUT cancelled integer, OUT rerouted integer, OUT seen integer) IS 'The work rule on a checked batch of issues of tracked repositories: a pending job for an issue that asks for work and whose request has had none; withdrawal cancels a pending job or requests the cancel of a claimed one (note, and cancel_note: issue closed, or issue no longer asks for work); relabelling re-routes a pending job; an issue''s "depends_on" replaces its forge relations (record_forge_dependencies); the pending jobs of the issues judged, of those whose forge relations changed and of their dependents wait for their open dependencies or are released (settle_dependencies). An issue shown as it was before writes nothing. Returns what it did.';
 
 --
 -- Name: arm_agent_time_count(); Type: FUNCTION; Schema: tireless; Owner: -
@@ -1475,6 +1478,241 @@ $$;
 COMMENT ON FUNCTION tireless.check_worker(worker text) IS 'Raises TL005 unless worker is a non-blank name of at most 200 characters (tireless.is_worker_name).';
 
 --
+-- Name: plan_task; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.plan_task (
+    job_id bigint NOT NULL,
+    task integer NOT NULL,
+    forge text NOT NULL,
+    owner text NOT NULL,
+    repo text NOT NULL,
+    attempt integer NOT NULL,
+    proposal boolean NOT NULL,
+    title text NOT NULL,
+    body text DEFAULT ''::text NOT NULL,
+    lane text,
+    depends_on jsonb DEFAULT '[]'::jsonb NOT NULL,
+    child_number integer,
+    opened_at timestamp with time zone,
+    failures integer DEFAULT 0 NOT NULL,
+    next_try_at timestamp with time zone DEFAULT now() NOT NULL,
+    last_error text,
+    last_error_at timestamp with time zone,
+    CONSTRAINT an_opened_child_has_its_time CHECK (((child_number IS NULL) = (opened_at IS NULL))),
+    CONSTRAINT plan_task_body_bounded CHECK ((length(body) <= 65536)),
+    CONSTRAINT plan_task_child_positive CHECK ((child_number > 0)),
+    CONSTRAINT plan_task_depends_on_is_a_list CHECK ((jsonb_typeof(depends_on) = 'array'::text)),
+    CONSTRAINT plan_task_failures_not_negative CHECK ((failures >= 0)),
+    CONSTRAINT plan_task_index_bounded CHECK (((task >= 0) AND (task <= 49))),
+    CONSTRAINT plan_task_title_bounded CHECK (((length(title) >= 1) AND (length(title) <= 200)))
+);
+
+--
+-- Name: TABLE plan_task; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.plan_task IS 'The tasks of a plan job''s plan file (children) or a discover job''s proposals file (proposals), as the last attempt that attached one handed them over (attach_plan), and the issue the mirror opened for each once the job was delivered (plan_tasks_due, record_plan_task). Private.';
+
+--
+-- Name: COLUMN plan_task.job_id; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.plan_task.job_id IS 'The plan (or discover) job whose attempt handed the task back: the parent of the child''s job.';
+
+--
+-- Name: COLUMN plan_task.task; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.plan_task.task IS 'The task''s index in the file, from 0 (depends_on counts the same way).';
+
+--
+-- Name: COLUMN plan_task.forge; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.plan_task.forge IS 'The job''s forge (the child is opened in the job''s repository).';
+
+--
+-- Name: COLUMN plan_task.owner; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.plan_task.owner IS 'The job''s repository owner.';
+
+--
+-- Name: COLUMN plan_task.repo; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.plan_task.repo IS 'The job''s repository.';
+
+--
+-- Name: COLUMN plan_task.attempt; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.plan_task.attempt IS 'The attempt that attached it: only the delivering attempt''s tasks are opened.';
+
+--
+-- Name: COLUMN plan_task.proposal; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.plan_task.proposal IS 'true: a discover job''s proposal (opened without the opt-in label); false: a plan''s child.';
+
+--
+-- Name: COLUMN plan_task.title; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.plan_task.title IS 'The task''s title as the agent wrote it (1 to 200 characters).';
+
+--
+-- Name: COLUMN plan_task.body; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.plan_task.body IS 'The task''s body as the agent wrote it (at most 65536 characters).';
+
+--
+-- Name: COLUMN plan_task.lane; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.plan_task.lane IS 'The lane its agent label names; null: no agent label.';
+
+--
+-- Name: COLUMN plan_task.depends_on; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.plan_task.depends_on IS 'The tasks (indexes) and issues ("#N") it depends on, in the file''s order.';
+
+--
+-- Name: COLUMN plan_task.child_number; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.plan_task.child_number IS 'The issue the mirror opened (or found by its marker) for the task; null until then.';
+
+--
+-- Name: COLUMN plan_task.opened_at; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.plan_task.opened_at IS 'When the mirror recorded the child issue.';
+
+--
+-- Name: COLUMN plan_task.failures; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.plan_task.failures IS 'Failed attempts in a row to open the child; reset when it is recorded.';
+
+--
+-- Name: COLUMN plan_task.next_try_at; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.plan_task.next_try_at IS 'When the mirror tries again after a failure (backoff with jitter).';
+
+--
+-- Name: COLUMN plan_task.last_error; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.plan_task.last_error IS 'What the last failed attempt to open the child said.';
+
+--
+-- Name: COLUMN plan_task.last_error_at; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.plan_task.last_error_at IS 'When that failure was recorded.';
+
+--
+-- Name: CONSTRAINT an_opened_child_has_its_time ON plan_task; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT an_opened_child_has_its_time ON tireless.plan_task IS 'A recorded child has the time it was recorded, and only then.';
+
+--
+-- Name: CONSTRAINT plan_task_body_bounded ON plan_task; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT plan_task_body_bounded ON tireless.plan_task IS 'A task''s body is at most 65536 characters (an issue body, with room for the links).';
+
+--
+-- Name: CONSTRAINT plan_task_child_positive ON plan_task; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT plan_task_child_positive ON tireless.plan_task IS 'An issue number is positive.';
+
+--
+-- Name: CONSTRAINT plan_task_depends_on_is_a_list ON plan_task; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT plan_task_depends_on_is_a_list ON tireless.plan_task IS 'depends_on is a JSON list.';
+
+--
+-- Name: CONSTRAINT plan_task_failures_not_negative ON plan_task; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT plan_task_failures_not_negative ON tireless.plan_task IS 'Failures are counted up from 0.';
+
+--
+-- Name: CONSTRAINT plan_task_index_bounded ON plan_task; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT plan_task_index_bounded ON tireless.plan_task IS 'A plan has at most 50 tasks, indexed from 0.';
+
+--
+-- Name: CONSTRAINT plan_task_title_bounded ON plan_task; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT plan_task_title_bounded ON tireless.plan_task IS 'A task''s title is 1 to 200 characters (an issue title).';
+
+--
+-- Name: child_status(tireless.plan_task); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.child_status(task tireless.plan_task, OUT done boolean, OUT status text, OUT title text) RETURNS record
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT coalesce(newest.state = 'delivered' OR s.state = 'closed', false),
+           CASE WHEN task.child_number IS NULL THEN 'not opened yet'
+                WHEN newest.state = 'delivered' THEN 'delivered'
+                WHEN s.state = 'closed' THEN 'closed'
+                WHEN newest.state = 'pending' AND newest.waiting_on IS NOT NULL
+                     THEN 'waiting on ' || array_to_string(newest.waiting_on, ', ')
+                WHEN newest.state IS NOT NULL THEN newest.state::text
+                WHEN task.proposal THEN 'proposed: add the opt-in label to run it'
+                ELSE 'open' END,
+           left(tireless.safe_report_text(regexp_replace(btrim(coalesce(s.title, task.title)), '\s+', ' ', 'g')), 200)
+      FROM (SELECT) AS one
+      LEFT JOIN tireless.issue s
+             ON (s.forge, s.owner, s.repo, s.number) = (task.forge, task.owner, task.repo, task.child_number)
+      LEFT JOIN LATERAL (SELECT j.state, j.waiting_on FROM tireless.job j
+                          WHERE (j.forge, j.owner, j.repo, j.number) = (task.forge, task.owner, task.repo, task.child_number)
+                          ORDER BY j.id DESC LIMIT 1) AS newest ON true;
+$$;
+
+--
+-- Name: FUNCTION child_status(task tireless.plan_task, OUT done boolean, OUT status text, OUT title text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.child_status(task tireless.plan_task, OUT done boolean, OUT status text, OUT title text) IS 'The state of a plan''s task as its parent''s checklist says it: done (the child''s newest job delivered, or its issue closed), the words (delivered, closed, waiting on #N, pending, claimed, failed, cancelled; open or proposed with no job yet; not opened yet) and the child''s title (the issue''s as last read, else the task''s; blanks folded, made safe by safe_report_text, cut to 200 characters).';
+
+--
+-- Name: children_checklist(tireless.job); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.children_checklist(job tireless.job) RETURNS text
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT CASE WHEN job.kind::text = 'discover' THEN 'Proposals:' ELSE 'Tasks:' END || E'\n'
+           || string_agg('- [' || CASE WHEN s.done THEN 'x' ELSE ' ' END || '] '
+                         || coalesce('#' || t.child_number || ' ', '') || s.title || ' — ' || s.status,
+                         E'\n' ORDER BY t.task)
+      FROM tireless.plan_task t
+     CROSS JOIN LATERAL tireless.child_status(t) AS s
+     WHERE t.job_id = job.id AND t.attempt = job.attempts AND job.state = 'delivered'
+    HAVING count(*) > 0;
+$$;
+
+--
+-- Name: FUNCTION children_checklist(job tireless.job); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.children_checklist(job tireless.job) IS 'The checklist of the children a delivered plan job (or the proposals a discover job) opened, in the file''s order, as its outcome comment shows it: `- [x] #13 Title — delivered`, `- [ ] #12 Title — waiting on #11` (tireless.child_status); null when the job opened none.';
+
+--
 -- Name: claim_in_turn(text, text, interval); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -1722,7 +1960,7 @@ COMMENT ON FUNCTION tireless.claim_next(worker text, lanes text[], lease interva
 -- Name: claim_repos_to_poll(text, interval, integer); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
-CREATE FUNCTION tireless.claim_repos_to_poll(poller text, lease interval DEFAULT '00:05:00'::interval, max_repos integer DEFAULT 100) RETURNS TABLE(forge text, owner text, repo text, kind text, base_url text, cursor timestamp with time zone, etag text, full_listing boolean, live_numbers integer[])
+CREATE FUNCTION tireless.claim_repos_to_poll(poller text, lease interval DEFAULT '00:05:00'::interval, max_repos integer DEFAULT 100) RETURNS TABLE(forge text, owner text, repo text, kind text, base_url text, cursor timestamp with time zone, etag text, full_listing boolean, live_numbers integer[], opt_in text, waiting_numbers integer[])
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -1769,6 +2007,15 @@ BEGIN
                        AND NOT EXISTS (SELECT FROM tireless.issue s
                                         WHERE (s.forge, s.owner, s.repo, s.number)
                                               = (d.forge, d.depends_on_owner, d.depends_on_repo, d.depends_on_number))
+                     ORDER BY 1),
+              -- The opt-in label: the poller reads the forge's relations of the issues carrying it.
+              (SELECT p.label_prefix FROM tireless.policy p),
+              -- A full listing reads the forge's relations of the issues of the repository's waiting
+              -- jobs again: a change of them need not move the issue's updated_at (GitHub), and
+              -- Gitea sends no webhook for one.
+              ARRAY(SELECT j.number FROM tireless.job j
+                     WHERE (j.forge, j.owner, j.repo) = (rp.forge, rp.owner, rp.repo)
+                       AND j.state = 'pending' AND j.waiting_on IS NOT NULL
                      ORDER BY 1);
 END;
 $$;
@@ -1777,7 +2024,7 @@ $$;
 -- Name: FUNCTION claim_repos_to_poll(poller text, lease interval, max_repos integer); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.claim_repos_to_poll(poller text, lease interval, max_repos integer) IS 'Leases to poller (for lease) up to max_repos due repositories of registered forges that are not stopped: next poll time reached, not backing off, lease free or expired; FOR UPDATE SKIP LOCKED, so two pollers never get the same one. Returns each with its forge kind and URL, cursor, ETag and whether to list it in full (the first read and every tenth), and the issue numbers of its live jobs and of the issues of the repository waiting jobs depend on that the store has never read.';
+COMMENT ON FUNCTION tireless.claim_repos_to_poll(poller text, lease interval, max_repos integer) IS 'Leases to poller (for lease) up to max_repos due repositories of registered forges that are not stopped: next poll time reached, not backing off, lease free or expired; FOR UPDATE SKIP LOCKED, so two pollers never get the same one. Returns each with its forge kind and URL, cursor, ETag and whether to list it in full (the first read and every tenth), the issue numbers of its live jobs and of the issues of the repository waiting jobs depend on that the store has never read, the opt-in label (the policy''s label_prefix: the poller reads the forge''s dependency relations of the changed issues carrying it) and the issue numbers of its waiting jobs (whose relations a full listing reads again).';
 
 --
 -- Name: command_in(text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -2052,6 +2299,183 @@ $$;
 COMMENT ON FUNCTION tireless.current_attempt(job_id bigint, attempt integer) IS 'The job_attempt row of the job''s attempt number attempt, made (started at the claim in the history) when the job has none or one of an older attempt. Called with the job''s row locked by its holder.';
 
 --
+-- Name: cycle_marker(bigint); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.cycle_marker(report_id bigint) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN format('<!-- tireless:cycle:%s -->'::text, report_id);
+
+--
+-- Name: FUNCTION cycle_marker(report_id bigint); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.cycle_marker(report_id bigint) IS 'The hidden last line of the comment that reports a dependency cycle on an issue (tireless.cycle_report); the mirror counts it only in a comment written by its own forge account.';
+
+--
+-- Name: cycle_report; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.cycle_report (
+    id bigint NOT NULL,
+    forge text NOT NULL,
+    owner text NOT NULL,
+    repo text NOT NULL,
+    number integer NOT NULL,
+    cycle text NOT NULL,
+    job_id bigint,
+    queued_at timestamp with time zone DEFAULT now() NOT NULL,
+    broken_at timestamp with time zone,
+    written_at timestamp with time zone,
+    failures integer DEFAULT 0 NOT NULL,
+    next_try_at timestamp with time zone DEFAULT now() NOT NULL,
+    last_error text,
+    last_error_at timestamp with time zone,
+    CONSTRAINT cycle_report_bounded CHECK (((length(cycle) >= 1) AND (length(cycle) <= 4000))),
+    CONSTRAINT cycle_report_failures_not_negative CHECK ((failures >= 0))
+);
+
+--
+-- Name: TABLE cycle_report; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.cycle_report IS 'Per issue with a pending job on a dependency cycle, and per distinct cycle: the comment that says so on the issue, written once (written_at), and the retries of a failing post. Private: settle_dependencies queues, cycle_reports_due and record_cycle_report keep it; tireless.cycle_reports shows it.';
+
+--
+-- Name: COLUMN cycle_report.id; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.cycle_report.id IS 'The report; its comment ends with the marker <!-- tireless:cycle:<id> -->.';
+
+--
+-- Name: COLUMN cycle_report.number; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.cycle_report.number IS 'The issue the comment goes on (one of the cycle).';
+
+--
+-- Name: COLUMN cycle_report.cycle; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.cycle_report.cycle IS 'The cycle as the issue''s job note names it: #3 → #4 → #3.';
+
+--
+-- Name: COLUMN cycle_report.job_id; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.cycle_report.job_id IS 'The pending job that was found waiting on the cycle (null once pruned).';
+
+--
+-- Name: COLUMN cycle_report.queued_at; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.cycle_report.queued_at IS 'When the cycle was found.';
+
+--
+-- Name: COLUMN cycle_report.broken_at; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.cycle_report.broken_at IS 'When the issue''s pending job was judged on no cycle or another one: a comment not yet written is dropped, and the same cycle made again is reported again.';
+
+--
+-- Name: COLUMN cycle_report.written_at; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.cycle_report.written_at IS 'When the forge confirmed the comment (null: still to write).';
+
+--
+-- Name: COLUMN cycle_report.failures; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.cycle_report.failures IS 'Failed posts in a row.';
+
+--
+-- Name: COLUMN cycle_report.next_try_at; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.cycle_report.next_try_at IS 'When the mirror tries again after a failure (backoff with jitter).';
+
+--
+-- Name: COLUMN cycle_report.last_error; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.cycle_report.last_error IS 'What the last failed post said.';
+
+--
+-- Name: COLUMN cycle_report.last_error_at; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.cycle_report.last_error_at IS 'When that failure was recorded.';
+
+--
+-- Name: CONSTRAINT cycle_report_bounded ON cycle_report; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT cycle_report_bounded ON tireless.cycle_report IS 'A cycle is named in at most 4000 characters (20 steps).';
+
+--
+-- Name: CONSTRAINT cycle_report_failures_not_negative ON cycle_report; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT cycle_report_failures_not_negative ON tireless.cycle_report IS 'Failures in a row are not negative.';
+
+--
+-- Name: cycle_report_text(tireless.cycle_report); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.cycle_report_text(report tireless.cycle_report) RETURNS text
+    LANGUAGE sql STABLE
+    AS $$
+    -- The cycle is made of issue references (#3, owner/repo#7), made safe all the same.
+    SELECT 'tireless: this issue is on a dependency cycle: '
+           || tireless.safe_comment_text(regexp_replace(btrim(report.cycle), '\s+', ' ', 'g'))
+           || E'\n\n'
+           || 'None of the jobs of these issues runs until a person breaks the cycle: edit the `Depends on` line '
+           || 'of one of their bodies, or remove one of the forge''s own relations between them (Gitea and '
+           || 'Forgejo: the issue''s dependencies; GitHub: blocked by, or a sub-issue).'
+           || E'\n\n' || tireless.cycle_marker(report.id);
+$$;
+
+--
+-- Name: FUNCTION cycle_report_text(report tireless.cycle_report); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.cycle_report_text(report tireless.cycle_report) IS 'The comment that reports a dependency cycle on one of its issues: the cycle (`#3 → #4 → #3`, made safe by safe_comment_text), that none of its jobs runs until a person breaks it and how (a `Depends on` line, or the forge''s relation), and the marker line (tireless.cycle_marker).';
+
+--
+-- Name: cycle_reports_due(text, text, text, text, integer); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.cycle_reports_due(forge text, owner text, repo text, poller text, max_reports integer DEFAULT 100) RETURNS TABLE(report_id bigint, number integer, body text, marker text)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    IF cycle_reports_due.max_reports IS NULL OR cycle_reports_due.max_reports NOT BETWEEN 1 AND 10000 THEN
+        RAISE EXCEPTION 'max_reports must be from 1 to 10000, got %', coalesce(cycle_reports_due.max_reports::text, 'null')
+            USING ERRCODE = 'TL005';
+    END IF;
+    PERFORM tireless.held_poll(cycle_reports_due.forge, cycle_reports_due.owner, cycle_reports_due.repo,
+                               cycle_reports_due.poller);
+    RETURN QUERY
+    SELECT r.id, r.number, tireless.cycle_report_text(r), tireless.cycle_marker(r.id)
+      FROM tireless.cycle_report r
+     CROSS JOIN tireless.policy p
+     WHERE (r.forge, r.owner, r.repo) = (cycle_reports_due.forge, cycle_reports_due.owner, cycle_reports_due.repo)
+       AND r.written_at IS NULL AND r.broken_at IS NULL AND r.next_try_at <= now()
+       AND p.mirror_comments
+     ORDER BY r.next_try_at, r.id
+     LIMIT cycle_reports_due.max_reports;
+END;
+$$;
+
+--
+-- Name: FUNCTION cycle_reports_due(forge text, owner text, repo text, poller text, max_reports integer); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.cycle_reports_due(forge text, owner text, repo text, poller text, max_reports integer) IS 'For a poller holding the repository''s poll lease: the dependency-cycle comments still to write (at most max_reports), oldest first: the report, its issue, the body (tireless.cycle_report_text) ending with its marker line, and the marker. A cycle broken before its comment was written is not listed. Nothing while comments are off (set_mirror_comments). TL004 without the lease.';
+
+--
 -- Name: deliver(bigint, text, text, text, text, text, uuid, text, boolean); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -2177,6 +2601,41 @@ $$;
 COMMENT ON FUNCTION tireless.dependency_cycle(forge text, owner text, repo text, number integer) IS 'The cycle of open dependencies the issue is on, as `#3 → #4 → #3` (the shortest, at most 20 steps); null when it is on none.';
 
 --
+-- Name: depends_on_problem(jsonb); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.depends_on_problem(depends_on jsonb) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+    SELECT CASE
+        WHEN jsonb_typeof(depends_on) IS DISTINCT FROM 'array' THEN
+            format('"depends_on" must be an array of issues {owner, repo, number}, got %s',
+                   left(coalesce(depends_on, 'null')::text, 100))
+        WHEN jsonb_array_length(depends_on) > 100 THEN
+            format('"depends_on" holds %s issues, at most 100 are allowed', jsonb_array_length(depends_on))
+        ELSE (SELECT format('"depends_on" must hold issues {owner: 1 to 200 characters, repo: 1 to 200 characters, '
+                            'number: 1 to 2147483647}, got %s', left(d.entry::text, 100))
+                FROM jsonb_array_elements(depends_on) AS d(entry)
+               -- A CASE, so the number is cast only once it is known to be one.
+               WHERE CASE WHEN jsonb_typeof(d.entry) IS DISTINCT FROM 'object'
+                            OR jsonb_typeof(d.entry -> 'owner') IS DISTINCT FROM 'string'
+                            OR jsonb_typeof(d.entry -> 'repo') IS DISTINCT FROM 'string'
+                            OR jsonb_typeof(d.entry -> 'number') IS DISTINCT FROM 'number' THEN true
+                          ELSE length(d.entry ->> 'owner') NOT BETWEEN 1 AND 200
+                            OR length(d.entry ->> 'repo') NOT BETWEEN 1 AND 200
+                            OR (d.entry -> 'number')::numeric NOT BETWEEN 1 AND 2147483647
+                            OR (d.entry -> 'number')::numeric <> trunc((d.entry -> 'number')::numeric) END
+               LIMIT 1)
+    END;
+$$;
+
+--
+-- Name: FUNCTION depends_on_problem(depends_on jsonb); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.depends_on_problem(depends_on jsonb) IS 'Why an issue''s "depends_on" (the forge''s relations: an array of at most 100 {owner, repo, number} of the same forge) is malformed, or null when it is well formed.';
+
+--
 -- Name: duration_bin(double precision); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -2242,7 +2701,7 @@ $$;
 -- Name: FUNCTION enqueue(issues jsonb); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.enqueue(issues jsonb) IS 'Takes a JSON array of issues {forge, owner, repo, number, state, labels, title?, url?, updated_at?, parent_id?} and applies the work rule to those of tracked repositories: a pending job per request for work, a pending job cancelled (or a claimed one asked to stop) when its issue withdraws the request, a pending job re-routed when relabelled. Returns how many jobs it created; a repeated poll creates nothing and writes nothing. Validates the whole batch first (TL006).';
+COMMENT ON FUNCTION tireless.enqueue(issues jsonb) IS 'Takes a JSON array of issues {forge, owner, repo, number, state, labels, title?, url?, updated_at?, parent_id?, body?, depends_on?: [{owner, repo, number}] (the forge''s own relations, replacing those stored)} and applies the work rule to those of tracked repositories: a pending job per request for work, a pending job cancelled (or a claimed one asked to stop) when its issue withdraws the request, a pending job re-routed when relabelled. Returns how many jobs it created; a repeated poll creates nothing and writes nothing. Validates the whole batch first (TL006).';
 
 --
 -- Name: enqueue_and_list(jsonb); Type: FUNCTION; Schema: tireless; Owner: -
@@ -3411,6 +3870,7 @@ CREATE FUNCTION tireless.issue_problem(issue jsonb) RETURNS text
             format('"parent_id" must be a job id, got %s', left((issue -> 'parent_id')::text, 100))
         WHEN jsonb_typeof(issue -> 'body') NOT IN ('string', 'null') THEN
             format('"body" must be a string or null, got %s', left((issue -> 'body')::text, 100))
+        WHEN issue ? 'depends_on' THEN tireless.depends_on_problem(issue -> 'depends_on')
     END;
 $_$;
 
@@ -3551,6 +4011,32 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.job_brief(job_id bigint) IS 'What an agent needs besides the job row: the issue''s web URL, the forge''s API root, the repository''s clone URL (null when the forge is not registered), and the issue''s body as last polled (its first 65536 characters, body_cut when cut). For the runner, what tireless last pushed for the issue (tireless.issue_push): the branch to push to, branch_head (the head to push with lease over; null: the branch was never pushed) and the pull request the mirror last recorded for it; and the job''s last checkpoint (ref and commit, from an earlier attempt: the workspace starts there); and the repository''s delivery policy (set_repo_delivery; none set: no globs, allow_ci false, null limits, the runner''s defaults). No token: the agent gets none. TL001 for an unknown job.';
+
+--
+-- Name: job_checklist(bigint); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.job_checklist(job_id bigint) RETURNS TABLE(task integer, child_number integer, title text, done boolean, status text, written_at timestamp with time zone, shown boolean)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT t.task, t.child_number, s.title, s.done, s.status, c.checklist_written_at,
+           coalesce(strpos(c.checklist || E'\n', line.text || E'\n') > 0, false)
+      FROM tireless.job j
+      JOIN tireless.plan_task t ON t.job_id = j.id AND t.attempt = j.attempts
+     CROSS JOIN LATERAL tireless.child_status(t) AS s
+     CROSS JOIN LATERAL (SELECT '- [' || CASE WHEN s.done THEN 'x' ELSE ' ' END || '] '
+                                || coalesce('#' || t.child_number || ' ', '') || s.title || ' — ' || s.status) AS line(text)
+      LEFT JOIN tireless.mirror_comment c ON c.job_id = j.id
+     WHERE j.id = job_checklist.job_id AND j.state = 'delivered'
+     ORDER BY t.task;
+$$;
+
+--
+-- Name: FUNCTION job_checklist(job_id bigint); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.job_checklist(job_id bigint) IS 'The children a delivered plan job (or the proposals a discover job) opened, as its outcome comment''s checklist says them now (tireless.child_status: done, the words, the title), when the mirror last wrote the checklist on the forge, and whether the forge shows this line as it is now (false: an edit is due, or the comment is not written yet). No row: the job opened no children.';
 
 --
 -- Name: job_durations(interval); Type: FUNCTION; Schema: tireless; Owner: -
@@ -4179,10 +4665,49 @@ $$;
 COMMENT ON FUNCTION tireless.may_cancel_pending() IS 'True when the caller''s effective role (after SET ROLE) may cancel a pending job: a member of tireless_admin or of the schema''s owner.';
 
 --
+-- Name: mirror_checklists_due(text, text, text, text, integer); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.mirror_checklists_due(forge text, owner text, repo text, poller text, max_edits integer DEFAULT 100) RETURNS TABLE(job_id bigint, number integer, body text, marker text, checklist text)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    IF mirror_checklists_due.max_edits IS NULL OR mirror_checklists_due.max_edits NOT BETWEEN 1 AND 10000 THEN
+        RAISE EXCEPTION 'max_edits must be from 1 to 10000, got %', coalesce(mirror_checklists_due.max_edits::text, 'null')
+            USING ERRCODE = 'TL005';
+    END IF;
+    PERFORM tireless.held_poll(mirror_checklists_due.forge, mirror_checklists_due.owner, mirror_checklists_due.repo,
+                               mirror_checklists_due.poller);
+    RETURN QUERY
+    SELECT c.job_id, c.number,
+           tireless.finished_job_comment(j) || E'\n\n' || fresh.checklist || E'\n\n' || tireless.comment_marker(j.id),
+           tireless.comment_marker(j.id), fresh.checklist
+      FROM tireless.mirror_comment c
+      JOIN tireless.job j ON j.id = c.job_id
+     CROSS JOIN tireless.policy p
+     CROSS JOIN LATERAL (SELECT tireless.children_checklist(j) AS checklist) AS fresh
+     WHERE (c.forge, c.owner, c.repo) = (mirror_checklists_due.forge, mirror_checklists_due.owner, mirror_checklists_due.repo)
+       -- The partial index mirror_checklists_open: a checklist with every child checked is final.
+       AND c.checklist IS NOT NULL AND strpos(c.checklist, '- [ ] ') > 0
+       AND c.written_at IS NOT NULL AND c.checklist_next_try_at <= now() AND p.mirror_comments
+       AND fresh.checklist IS NOT NULL AND fresh.checklist <> c.checklist
+     ORDER BY c.checklist_next_try_at, c.job_id
+     LIMIT mirror_checklists_due.max_edits;
+END;
+$$;
+
+--
+-- Name: FUNCTION mirror_checklists_due(forge text, owner text, repo text, poller text, max_edits integer); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.mirror_checklists_due(forge text, owner text, repo text, poller text, max_edits integer) IS 'For a poller holding the repository''s poll lease: the outcome comments whose checklist of children (tireless.children_checklist) differs from the one last written (at most max_edits), while the written one still has an unchecked child: the job, its issue, the whole new body ending with the marker line, the marker, and the new checklist. An unchanged checklist is not listed, so it costs the forge no request. TL004 without the lease.';
+
+--
 -- Name: mirror_comments_due(text, text, text, text, integer); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
-CREATE FUNCTION tireless.mirror_comments_due(forge text, owner text, repo text, poller text, max_comments integer DEFAULT 100) RETURNS TABLE(job_id bigint, number integer, body text, marker text)
+CREATE FUNCTION tireless.mirror_comments_due(forge text, owner text, repo text, poller text, max_comments integer DEFAULT 100) RETURNS TABLE(job_id bigint, number integer, body text, marker text, checklist text)
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -4194,10 +4719,13 @@ BEGIN
     PERFORM tireless.held_poll(mirror_comments_due.forge, mirror_comments_due.owner, mirror_comments_due.repo,
                                mirror_comments_due.poller);
     RETURN QUERY
-    SELECT c.job_id, c.number, tireless.finished_job_comment(j) || E'\n\n' || tireless.comment_marker(j.id),
-           tireless.comment_marker(j.id)
+    SELECT c.job_id, c.number,
+           tireless.finished_job_comment(j) || coalesce(E'\n\n' || children.checklist, '')
+           || E'\n\n' || tireless.comment_marker(j.id),
+           tireless.comment_marker(j.id), children.checklist
       FROM tireless.mirror_comment c
       JOIN tireless.job j ON j.id = c.job_id
+     CROSS JOIN LATERAL (SELECT tireless.children_checklist(j) AS checklist) AS children
      WHERE (c.forge, c.owner, c.repo) = (mirror_comments_due.forge, mirror_comments_due.owner, mirror_comments_due.repo)
        AND c.written_at IS NULL AND c.next_try_at <= now()
        -- A delivery's comment names its pull request: it waits for the pull request's write, unless
@@ -4205,6 +4733,14 @@ BEGIN
        AND NOT EXISTS (SELECT FROM tireless.mirror_pull p
                         WHERE p.job_id = c.job_id AND p.written_at IS NULL
                           AND p.failures < 3 AND p.queued_at > now() - interval '1 hour')
+       -- A plan's comment lists its children: it waits for them to be opened, unless opening one
+       -- failed three times in a row or the job was delivered an hour ago (then it says which are not).
+       AND NOT (j.state = 'delivered' AND j.updated_at > now() - interval '1 hour'
+                AND EXISTS (SELECT FROM tireless.plan_task t
+                             WHERE t.job_id = c.job_id AND t.attempt = j.attempts AND t.child_number IS NULL)
+                AND NOT EXISTS (SELECT FROM tireless.plan_task t
+                                 WHERE t.job_id = c.job_id AND t.attempt = j.attempts AND t.child_number IS NULL
+                                   AND t.failures >= 3))
      ORDER BY c.next_try_at, c.job_id
      LIMIT mirror_comments_due.max_comments;
 END;
@@ -4214,7 +4750,7 @@ $$;
 -- Name: FUNCTION mirror_comments_due(forge text, owner text, repo text, poller text, max_comments integer); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.mirror_comments_due(forge text, owner text, repo text, poller text, max_comments integer) IS 'For a poller holding the repository''s poll lease: the outcome comments still to write (at most max_comments), oldest job first: the job, its issue, the body ending with its marker line, and the marker. A delivered job''s comment waits for its pull request''s write (mirror_pulls_due) so that it names it, unless that write failed three times in a row or was queued an hour ago. TL004 without the lease.';
+COMMENT ON FUNCTION tireless.mirror_comments_due(forge text, owner text, repo text, poller text, max_comments integer) IS 'For a poller holding the repository''s poll lease: the outcome comments still to write (at most max_comments), oldest job first: the job, its issue, the body ending with its marker line, the marker, and the checklist of the children the job opened (tireless.children_checklist; null when none), which the body holds before the marker. A delivered job''s comment waits for its pull request''s write (mirror_pulls_due) so that it names it, unless that write failed three times in a row or was queued an hour ago; a delivered plan''s (or discovery''s) waits for its children to be opened (plan_tasks_due) so that it lists them, unless opening one failed three times in a row or the job was delivered an hour ago. TL004 without the lease.';
 
 --
 -- Name: mirror_issue; Type: TABLE; Schema: tireless; Owner: -
@@ -4423,7 +4959,15 @@ BEGIN
                AND c.written_at IS NULL)
          + (SELECT count(*) FROM tireless.mirror_pull p
              WHERE (p.forge, p.owner, p.repo) = (mirror_unread.forge, mirror_unread.owner, mirror_unread.repo)
-               AND p.written_at IS NULL);
+               AND p.written_at IS NULL)
+         -- The issues of delivered plans' steps and discoveries' proposals still to open.
+         + (SELECT count(*) FROM tireless.plan_task t JOIN tireless.job j ON j.id = t.job_id
+             WHERE (t.forge, t.owner, t.repo) = (mirror_unread.forge, mirror_unread.owner, mirror_unread.repo)
+               AND t.child_number IS NULL AND j.state = 'delivered' AND t.attempt = j.attempts)
+         -- The comments that tell an issue it is on a dependency cycle, still to write.
+         + (SELECT count(*) FROM tireless.cycle_report r
+             WHERE (r.forge, r.owner, r.repo) = (mirror_unread.forge, mirror_unread.owner, mirror_unread.repo)
+               AND r.written_at IS NULL AND r.broken_at IS NULL);
 END;
 $$;
 
@@ -4431,7 +4975,7 @@ $$;
 -- Name: FUNCTION mirror_unread(forge text, owner text, repo text); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.mirror_unread(forge text, owner text, repo text) IS 'How many issues of a tracked repository changed after the mirror''s last scan and have no write queued yet, plus the outcome comments and pull requests still to write (part of repo_status.mirror_backlog); reads only the history after that scan and the comments'' and pull requests'' partial indexes.';
+COMMENT ON FUNCTION tireless.mirror_unread(forge text, owner text, repo text) IS 'How many issues of a tracked repository changed after the mirror''s last scan and have no write queued yet, plus the outcome comments, pull requests, plan steps'' issues and dependency-cycle comments still to write (part of repo_status.mirror_backlog); reads only the history after that scan and the comments'', pull requests'', plan tasks'' and cycle reports'' partial indexes.';
 
 --
 -- Name: mirror_writes(text, text, text, text, integer, interval); Type: FUNCTION; Schema: tireless; Owner: -
@@ -4782,7 +5326,7 @@ COMMENT ON FUNCTION tireless.plan_problem(plan jsonb) IS 'The first fault of a p
 -- Name: plan_tasks_due(text, text, text, text, integer); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
-CREATE FUNCTION tireless.plan_tasks_due(forge text, owner text, repo text, poller text, max_tasks integer DEFAULT 100) RETURNS TABLE(job_id bigint, task integer, parent_number integer, title text, body text, labels text[], marker text, since timestamp with time zone)
+CREATE FUNCTION tireless.plan_tasks_due(forge text, owner text, repo text, poller text, max_tasks integer DEFAULT 100) RETURNS TABLE(job_id bigint, task integer, parent_number integer, title text, body text, labels text[], marker text, since timestamp with time zone, depends_on integer[])
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -4809,7 +5353,15 @@ BEGIN
                                             p.label_prefix || '/implement',
                                             p.label_prefix || '/agent:' || t.lane]) AS l WHERE l IS NOT NULL),
            tireless.task_marker(t.job_id, t.task),
-           j.updated_at - interval '5 minutes'
+           j.updated_at - interval '5 minutes',
+           -- The issues it depends on (its tasks' children and its "#N"), which the mirror also sets
+           -- as the forge's own relations where the forge has them.
+           ARRAY(SELECT CASE WHEN jsonb_typeof(d.v) = 'number'
+                             THEN (SELECT o.child_number FROM tireless.plan_task o
+                                    WHERE o.job_id = t.job_id AND o.task = (d.v)::numeric::integer)
+                             ELSE substr(d.v #>> '{}', 2)::integer END
+                   FROM jsonb_array_elements(t.depends_on) WITH ORDINALITY AS d(v, position)
+                  ORDER BY d.position)
       FROM tireless.plan_task t
       JOIN tireless.job j ON j.id = t.job_id
      CROSS JOIN tireless.policy p
@@ -4830,7 +5382,7 @@ $$;
 -- Name: FUNCTION plan_tasks_due(forge text, owner text, repo text, poller text, max_tasks integer); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.plan_tasks_due(forge text, owner text, repo text, poller text, max_tasks integer) IS 'For a poller holding the repository''s poll lease: the tasks of delivered plan and discover jobs whose issue is still to open (at most max_tasks), those whose task dependencies are opened: the job, the task, the parent issue, the title and body (the task''s made safe, "Part of #P", a "Depends on #N" line per dependency, the marker line), the labels (the opt-in for a plan''s child, not for a proposal; <prefix>/implement; the agent label of its lane), the marker, and since when to look for an issue already opened with it. TL004 without the lease.';
+COMMENT ON FUNCTION tireless.plan_tasks_due(forge text, owner text, repo text, poller text, max_tasks integer) IS 'For a poller holding the repository''s poll lease: the tasks of delivered plan and discover jobs whose issue is still to open (at most max_tasks), those whose task dependencies are opened: the job, the task, the parent issue, the title and body (the task''s made safe, "Part of #P", a "Depends on #N" line per dependency, the marker line), the labels (the opt-in for a plan''s child, not for a proposal; <prefix>/implement; the agent label of its lane), the marker, since when to look for an issue already opened with it, and the numbers of the issues it depends on (the mirror sets them as the forge''s own relations too). TL004 without the lease.';
 
 --
 -- Name: poll_soon(text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -5280,6 +5832,108 @@ $$;
 COMMENT ON FUNCTION tireless.record_conversation_reply(forge text, owner text, repo text, poller text, ask_id bigint, error text) IS 'The forge confirmed the reply owed for ask_id (error null: never owed again; returns null), or writing it failed (error: counted, backed off exponentially with jitter; returns when it is tried again). TL004 without the poll lease, TL005 for an ask that owes no reply.';
 
 --
+-- Name: record_cycle_report(text, text, text, text, bigint, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.record_cycle_report(forge text, owner text, repo text, poller text, report_id bigint, error text DEFAULT NULL::text) RETURNS timestamp with time zone
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    queued tireless.cycle_report;
+    until timestamptz;
+BEGIN
+    IF record_cycle_report.error IS NOT NULL AND btrim(record_cycle_report.error) = '' THEN
+        RAISE EXCEPTION 'error must say what failed, got %', quote_literal(record_cycle_report.error) USING ERRCODE = 'TL005';
+    END IF;
+    PERFORM tireless.held_poll(record_cycle_report.forge, record_cycle_report.owner, record_cycle_report.repo,
+                               record_cycle_report.poller);
+    SELECT * INTO queued FROM tireless.cycle_report r
+     WHERE r.id = record_cycle_report.report_id
+       AND (r.forge, r.owner, r.repo) = (record_cycle_report.forge, record_cycle_report.owner, record_cycle_report.repo)
+       FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'no cycle report % queued for %/%/%', coalesce(record_cycle_report.report_id::text, 'null'),
+            record_cycle_report.forge, record_cycle_report.owner, record_cycle_report.repo
+            USING ERRCODE = 'TL005', HINT = 'Record the reports cycle_reports_due returned.';
+    END IF;
+    IF record_cycle_report.error IS NULL THEN
+        UPDATE tireless.cycle_report r
+           SET written_at = coalesce(r.written_at, now()), last_error = NULL, last_error_at = NULL
+         WHERE r.id = queued.id;
+        RETURN NULL;
+    END IF;
+    -- 15 s doubling per failure in a row, capped at an hour, jittered to between half and all of it.
+    until := now() + least(interval '1 hour', interval '15 seconds' * (2::float8 ^ least(queued.failures, 20)))
+                     * (0.5 + random() / 2);
+    UPDATE tireless.cycle_report r
+       SET failures = r.failures + 1, next_try_at = until,
+           last_error = left(btrim(record_cycle_report.error), 2000), last_error_at = now()
+     WHERE r.id = queued.id;
+    RETURN until;
+END;
+$$;
+
+--
+-- Name: FUNCTION record_cycle_report(forge text, owner text, repo text, poller text, report_id bigint, error text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.record_cycle_report(forge text, owner text, repo text, poller text, report_id bigint, error text) IS 'The forge confirmed the comment of cycle report report_id (error null: recorded as written, never listed again; returns null), or posting it failed (error: counted, backed off exponentially with jitter; returns when it is tried again). TL004 without the poll lease, TL005 for a report never queued.';
+
+--
+-- Name: record_forge_dependencies(jsonb); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.record_forge_dependencies(issues jsonb) RETURNS jsonb
+    LANGUAGE sql
+    AS $$
+    WITH given AS (
+        -- An issue listed twice in one batch counts once: its last listing wins (as apply_work_rule).
+        SELECT DISTINCT ON (forge, owner, repo, number)
+               e.issue ->> 'forge' AS forge, e.issue ->> 'owner' AS owner, e.issue ->> 'repo' AS repo,
+               (e.issue ->> 'number')::integer AS number, e.issue -> 'depends_on' AS depends_on
+          FROM jsonb_array_elements(record_forge_dependencies.issues) WITH ORDINALITY AS e(issue, position)
+         WHERE e.issue ? 'depends_on'
+         ORDER BY forge, owner, repo, number, e.position DESC
+    ), tracked AS (
+        -- Issues of untracked repositories are ignored, as the work rule ignores them.
+        SELECT g.* FROM given g
+          JOIN tireless.tracked_repo t ON (t.forge, t.owner, t.repo) = (g.forge, g.owner, g.repo)
+    ), wanted AS (
+        SELECT DISTINCT r.forge, r.owner, r.repo, r.number,
+               d.entry ->> 'owner' AS depends_on_owner, d.entry ->> 'repo' AS depends_on_repo,
+               (d.entry ->> 'number')::integer AS depends_on_number
+          FROM tracked r
+         CROSS JOIN jsonb_array_elements(r.depends_on) AS d(entry)
+         WHERE (d.entry ->> 'owner', d.entry ->> 'repo', (d.entry ->> 'number')::integer)
+               IS DISTINCT FROM (r.owner, r.repo, r.number)
+    ), dropped AS (
+        DELETE FROM tireless.issue_dependency d
+         USING tracked r
+         WHERE (d.forge, d.owner, d.repo, d.number) = (r.forge, r.owner, r.repo, r.number) AND d.source = 'forge'
+           AND NOT EXISTS (SELECT FROM wanted w
+                            WHERE (w.forge, w.owner, w.repo, w.number, w.depends_on_owner, w.depends_on_repo, w.depends_on_number)
+                                  = (d.forge, d.owner, d.repo, d.number, d.depends_on_owner, d.depends_on_repo, d.depends_on_number))
+        RETURNING d.forge, d.owner, d.repo, d.number
+    ), added AS (
+        INSERT INTO tireless.issue_dependency (forge, owner, repo, number, depends_on_owner, depends_on_repo, depends_on_number, source)
+        SELECT w.forge, w.owner, w.repo, w.number, w.depends_on_owner, w.depends_on_repo, w.depends_on_number, 'forge'
+          FROM wanted w
+        ON CONFLICT DO NOTHING
+        RETURNING forge, owner, repo, number
+    )
+    SELECT coalesce(jsonb_agg(jsonb_build_object('forge', c.forge, 'owner', c.owner, 'repo', c.repo,
+                                                 'number', c.number, 'body', false)), '[]')
+      FROM (SELECT * FROM dropped UNION SELECT * FROM added) AS c;
+$$;
+
+--
+-- Name: FUNCTION record_forge_dependencies(issues jsonb); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.record_forge_dependencies(issues jsonb) IS 'For each issue of a checked batch given with "depends_on" ([{owner, repo, number}] of the same forge, as the poller read the forge''s own relations this round) in a tracked repository: replaces its source = forge rows of issue_dependency (an entry naming the issue itself dropped); an issue without the key keeps those stored. Returns the issues whose relations changed, [{forge, owner, repo, number, body: false}], for settle_dependencies. Private: apply_work_rule calls it.';
+
+--
 -- Name: record_forge_trouble(text, text, timestamp with time zone); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -5418,10 +6072,67 @@ $$;
 COMMENT ON FUNCTION tireless.record_lane_outcome(lane text, succeeded boolean) IS 'Circuit breaker bookkeeping: a success closes the lane''s breaker; a failure counts, and the threshold-th consecutive one trips the lane for the cool-down.';
 
 --
--- Name: record_mirror_comment(text, text, text, text, bigint, text); Type: FUNCTION; Schema: tireless; Owner: -
+-- Name: record_mirror_checklist(text, text, text, text, bigint, text, text); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
-CREATE FUNCTION tireless.record_mirror_comment(forge text, owner text, repo text, poller text, job_id bigint, error text DEFAULT NULL::text) RETURNS timestamp with time zone
+CREATE FUNCTION tireless.record_mirror_checklist(forge text, owner text, repo text, poller text, job_id bigint, checklist text, error text DEFAULT NULL::text) RETURNS timestamp with time zone
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    queued tireless.mirror_comment;
+    until timestamptz;
+BEGIN
+    IF record_mirror_checklist.error IS NOT NULL AND btrim(record_mirror_checklist.error) = '' THEN
+        RAISE EXCEPTION 'error must say what failed, got %', quote_literal(record_mirror_checklist.error) USING ERRCODE = 'TL005';
+    END IF;
+    IF record_mirror_checklist.error IS NULL AND (record_mirror_checklist.checklist IS NULL
+                                                  OR btrim(record_mirror_checklist.checklist) = '') THEN
+        RAISE EXCEPTION 'checklist must be the text written, got %', coalesce(quote_literal(record_mirror_checklist.checklist), 'null')
+            USING ERRCODE = 'TL005';
+    END IF;
+    PERFORM tireless.held_poll(record_mirror_checklist.forge, record_mirror_checklist.owner, record_mirror_checklist.repo,
+                               record_mirror_checklist.poller);
+    SELECT * INTO queued FROM tireless.mirror_comment c
+     WHERE c.job_id = record_mirror_checklist.job_id
+       AND (c.forge, c.owner, c.repo) = (record_mirror_checklist.forge, record_mirror_checklist.owner, record_mirror_checklist.repo)
+       AND c.written_at IS NOT NULL AND c.checklist IS NOT NULL
+       FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'job % of %/%/% has no outcome comment with a checklist written',
+            coalesce(record_mirror_checklist.job_id::text, 'null'),
+            record_mirror_checklist.forge, record_mirror_checklist.owner, record_mirror_checklist.repo
+            USING ERRCODE = 'TL005', HINT = 'Record the edits mirror_checklists_due returned.';
+    END IF;
+    IF record_mirror_checklist.error IS NULL THEN
+        UPDATE tireless.mirror_comment c
+           SET checklist = record_mirror_checklist.checklist, checklist_written_at = now(), checklist_failures = 0,
+               checklist_next_try_at = now(), checklist_error = NULL, checklist_error_at = NULL
+         WHERE c.job_id = queued.job_id;
+        RETURN NULL;
+    END IF;
+    -- 15 s doubling per failure in a row, capped at an hour, jittered to between half and all of it.
+    until := now() + least(interval '1 hour', interval '15 seconds' * (2::float8 ^ least(queued.checklist_failures, 20)))
+                     * (0.5 + random() / 2);
+    UPDATE tireless.mirror_comment c
+       SET checklist_failures = c.checklist_failures + 1, checklist_next_try_at = until,
+           checklist_error = left(btrim(record_mirror_checklist.error), 2000), checklist_error_at = now()
+     WHERE c.job_id = queued.job_id;
+    RETURN until;
+END;
+$$;
+
+--
+-- Name: FUNCTION record_mirror_checklist(forge text, owner text, repo text, poller text, job_id bigint, checklist text, error text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.record_mirror_checklist(forge text, owner text, repo text, poller text, job_id bigint, checklist text, error text) IS 'The forge shows job_id''s outcome comment with checklist (error null: recorded as the one written, so it is listed again only when the children change; returns null), or editing it failed (error: counted, backed off exponentially with jitter; returns when it is tried again). TL004 without the poll lease, TL005 for a comment never written with a checklist.';
+
+--
+-- Name: record_mirror_comment(text, text, text, text, bigint, text, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.record_mirror_comment(forge text, owner text, repo text, poller text, job_id bigint, error text DEFAULT NULL::text, checklist text DEFAULT NULL::text) RETURNS timestamp with time zone
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -5444,7 +6155,11 @@ BEGIN
             USING ERRCODE = 'TL005', HINT = 'Record the comments mirror_comments_due returned.';
     END IF;
     IF record_mirror_comment.error IS NULL THEN
-        UPDATE tireless.mirror_comment c SET written_at = coalesce(c.written_at, now()), last_error = NULL, last_error_at = NULL
+        -- The checklist the posted comment holds (as mirror_comments_due gave it): later edits start from it.
+        UPDATE tireless.mirror_comment c SET written_at = coalesce(c.written_at, now()), last_error = NULL, last_error_at = NULL,
+               checklist = coalesce(record_mirror_comment.checklist, c.checklist),
+               checklist_written_at = CASE WHEN record_mirror_comment.checklist IS NOT NULL THEN now()
+                                           ELSE c.checklist_written_at END
          WHERE c.job_id = queued.job_id;
         RETURN NULL;
     END IF;
@@ -5460,10 +6175,10 @@ END;
 $$;
 
 --
--- Name: FUNCTION record_mirror_comment(forge text, owner text, repo text, poller text, job_id bigint, error text); Type: COMMENT; Schema: tireless; Owner: -
+-- Name: FUNCTION record_mirror_comment(forge text, owner text, repo text, poller text, job_id bigint, error text, checklist text); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.record_mirror_comment(forge text, owner text, repo text, poller text, job_id bigint, error text) IS 'The forge confirmed job_id''s outcome comment (error null: recorded as written, never queued again; returns null), or posting it failed (error: counted, backed off exponentially with jitter; returns when it is tried again). TL004 without the poll lease, TL005 for a comment never queued.';
+COMMENT ON FUNCTION tireless.record_mirror_comment(forge text, owner text, repo text, poller text, job_id bigint, error text, checklist text) IS 'The forge confirmed job_id''s outcome comment (error null: recorded as written, never queued again, with the checklist of children it holds as mirror_comments_due gave it, which mirror_checklists_due compares with the current one; returns null), or posting it failed (error: counted, backed off exponentially with jitter; returns when it is tried again). TL004 without the poll lease, TL005 for a comment never queued.';
 
 --
 -- Name: record_mirror_failure(text, text, text, text, integer, bigint, text, text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -7179,15 +7894,40 @@ BEGIN
           FROM t JOIN tireless.issue_dependency d
                    ON (d.forge, d.depends_on_owner, d.depends_on_repo, d.depends_on_number) = (t.forge, t.owner, t.repo, t.number)
     ), judged AS (
-        SELECT j.id, w.waiting_on,
+        SELECT j.id, j.forge, j.owner, j.repo, j.number, w.waiting_on, cy.cycle,
                CASE WHEN w.waiting_on IS NOT NULL
-                    THEN tireless.waiting_note(w.waiting_on, tireless.dependency_cycle(j.forge, j.owner, j.repo, j.number))
+                    THEN tireless.waiting_note(w.waiting_on, cy.cycle)
                     WHEN j.note LIKE 'waiting on %' THEN NULL
                     ELSE j.note END AS note
           FROM affected a
           JOIN tireless.job j ON (j.forge, j.owner, j.repo, j.number) = (a.forge, a.owner, a.repo, a.number)
          CROSS JOIN LATERAL (SELECT tireless.open_dependencies(j.forge, j.owner, j.repo, j.number)) AS w(waiting_on)
+         CROSS JOIN LATERAL (SELECT CASE WHEN w.waiting_on IS NOT NULL
+                                         THEN tireless.dependency_cycle(j.forge, j.owner, j.repo, j.number) END) AS cy(cycle)
          WHERE j.state = 'pending'
+    ), reported AS (
+        -- A cycle is told once on each issue in it that has a pending job: one comment per issue and
+        -- distinct cycle while it stands (tireless.cycle_report; the mirror posts it). Nothing is
+        -- written while the same cycle is seen again.
+        INSERT INTO tireless.cycle_report (forge, owner, repo, number, cycle, job_id)
+        SELECT jd.forge, jd.owner, jd.repo, jd.number, left(jd.cycle, 4000), jd.id
+          FROM judged jd
+         CROSS JOIN tireless.policy p
+         WHERE jd.cycle IS NOT NULL AND p.mirror_comments
+           AND EXISTS (SELECT FROM tireless.tracked_repo r WHERE (r.forge, r.owner, r.repo) = (jd.forge, jd.owner, jd.repo))
+           AND NOT EXISTS (SELECT FROM tireless.cycle_report r
+                            WHERE (r.forge, r.owner, r.repo, r.number, r.cycle) = (jd.forge, jd.owner, jd.repo, jd.number, left(jd.cycle, 4000))
+                              AND r.broken_at IS NULL)
+         -- In one order, so that two polls telling the same cycle never wait for each other in a circle.
+         ORDER BY jd.forge, jd.owner, jd.repo, jd.number
+        ON CONFLICT (forge, owner, repo, number, cycle) WHERE broken_at IS NULL DO NOTHING
+    ), broken AS (
+        -- The issue's job is on no cycle now, or on another: that report is done with (a comment not
+        -- yet written is dropped), and the same cycle made again is told again.
+        UPDATE tireless.cycle_report r SET broken_at = now()
+          FROM judged jd
+         WHERE (r.forge, r.owner, r.repo, r.number) = (jd.forge, jd.owner, jd.repo, jd.number)
+           AND r.broken_at IS NULL AND r.cycle IS DISTINCT FROM left(jd.cycle, 4000)
     ), changed AS (
         UPDATE tireless.job j
            SET waiting_on = jd.waiting_on, note = jd.note, updated_at = now()
@@ -7214,7 +7954,7 @@ $$;
 -- Name: FUNCTION settle_dependencies(touched jsonb); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.settle_dependencies(touched jsonb) IS 'After the work rule stored a batch (touched: [{forge, owner, repo, number, body}]): records the `Depends on` lines of each body shown, then sets job.waiting_on (and the note `waiting on #3, #7`, with the cycle if any) of the pending jobs of those issues and of the issues that depend on them; a job whose dependencies have all closed is released and its lane woken. Returns how many jobs it released. Private: apply_work_rule calls it.';
+COMMENT ON FUNCTION tireless.settle_dependencies(touched jsonb) IS 'After the work rule stored a batch (touched: [{forge, owner, repo, number, body}]): records the `Depends on` lines of each body shown, then sets job.waiting_on (and the note `waiting on #3, #7`, with the cycle if any) of the pending jobs of those issues and of the issues that depend on them; a job whose dependencies have all closed is released and its lane woken. A job found on a cycle has it reported once on its issue (tireless.cycle_report, posted by the mirror: cycle_reports_due), again only after the cycle was broken. Returns how many jobs it released. Private: apply_work_rule calls it.';
 
 --
 -- Name: short_duration(interval); Type: FUNCTION; Schema: tireless; Owner: -
@@ -7818,6 +8558,44 @@ COMMENT ON TABLE tireless.conversation_read IS 'Where the poller''s reads of a r
 --
 
 COMMENT ON CONSTRAINT comments_etag_bounded ON tireless.conversation_read IS 'An ETag is at most 1000 characters.';
+
+--
+-- Name: cycle_report_id_seq; Type: SEQUENCE; Schema: tireless; Owner: -
+--
+
+ALTER TABLE tireless.cycle_report ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME tireless.cycle_report_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+--
+-- Name: cycle_reports; Type: VIEW; Schema: tireless; Owner: -
+--
+
+CREATE VIEW tireless.cycle_reports AS
+ SELECT r.forge,
+    r.owner,
+    r.repo,
+    r.number,
+    r.cycle,
+    r.job_id,
+    r.queued_at,
+    r.written_at,
+    r.broken_at,
+    r.failures,
+    r.next_try_at,
+    r.last_error
+   FROM tireless.cycle_report r;
+
+--
+-- Name: VIEW cycle_reports; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON VIEW tireless.cycle_reports IS 'Each dependency cycle told (or still to tell) on an issue of it: the cycle as the issue''s job note names it, the job found waiting on it, when it was found, when the mirror''s comment was written (null: still to write), when the cycle was broken (then a comment not yet written is dropped, and the same cycle made again is told again), and the retries of a failing post.';
 
 --
 -- Name: delivery; Type: TABLE; Schema: tireless; Owner: -
@@ -8597,6 +9375,13 @@ CREATE TABLE tireless.mirror_comment (
     next_try_at timestamp with time zone DEFAULT now() NOT NULL,
     last_error text,
     last_error_at timestamp with time zone,
+    checklist text,
+    checklist_written_at timestamp with time zone,
+    checklist_failures integer DEFAULT 0 NOT NULL,
+    checklist_next_try_at timestamp with time zone DEFAULT now() NOT NULL,
+    checklist_error text,
+    checklist_error_at timestamp with time zone,
+    CONSTRAINT mirror_comment_checklist_failures_not_negative CHECK ((checklist_failures >= 0)),
     CONSTRAINT mirror_comment_failures_not_negative CHECK ((failures >= 0))
 );
 
@@ -8611,6 +9396,48 @@ COMMENT ON TABLE tireless.mirror_comment IS 'Per finished job whose end the mirr
 --
 
 COMMENT ON COLUMN tireless.mirror_comment.written_at IS 'When the forge confirmed the comment (null: still to write).';
+
+--
+-- Name: COLUMN mirror_comment.checklist; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.mirror_comment.checklist IS 'The children''s checklist the outcome comment last showed (null: the job has none, or nothing written yet).';
+
+--
+-- Name: COLUMN mirror_comment.checklist_written_at; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.mirror_comment.checklist_written_at IS 'When the forge last confirmed the checklist (the post, or an edit).';
+
+--
+-- Name: COLUMN mirror_comment.checklist_failures; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.mirror_comment.checklist_failures IS 'Failed edits of the checklist in a row.';
+
+--
+-- Name: COLUMN mirror_comment.checklist_next_try_at; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.mirror_comment.checklist_next_try_at IS 'When the mirror edits again after a failure (backoff with jitter).';
+
+--
+-- Name: COLUMN mirror_comment.checklist_error; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.mirror_comment.checklist_error IS 'What the last failed edit said.';
+
+--
+-- Name: COLUMN mirror_comment.checklist_error_at; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.mirror_comment.checklist_error_at IS 'When that failure was recorded.';
+
+--
+-- Name: CONSTRAINT mirror_comment_checklist_failures_not_negative ON mirror_comment; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT mirror_comment_checklist_failures_not_negative ON tireless.mirror_comment IS 'Failures in a row are not negative.';
 
 --
 -- Name: CONSTRAINT mirror_comment_failures_not_negative ON mirror_comment; Type: COMMENT; Schema: tireless; Owner: -
@@ -8654,187 +9481,6 @@ COMMENT ON COLUMN tireless.mirror_repo.scanned_to IS 'The newest job_event id th
 --
 
 COMMENT ON CONSTRAINT cursor_not_past_the_scan ON tireless.mirror_repo IS 'The cursor never passes what was scanned.';
-
---
--- Name: plan_task; Type: TABLE; Schema: tireless; Owner: -
---
-
-CREATE TABLE tireless.plan_task (
-    job_id bigint NOT NULL,
-    task integer NOT NULL,
-    forge text NOT NULL,
-    owner text NOT NULL,
-    repo text NOT NULL,
-    attempt integer NOT NULL,
-    proposal boolean NOT NULL,
-    title text NOT NULL,
-    body text DEFAULT ''::text NOT NULL,
-    lane text,
-    depends_on jsonb DEFAULT '[]'::jsonb NOT NULL,
-    child_number integer,
-    opened_at timestamp with time zone,
-    failures integer DEFAULT 0 NOT NULL,
-    next_try_at timestamp with time zone DEFAULT now() NOT NULL,
-    last_error text,
-    last_error_at timestamp with time zone,
-    CONSTRAINT an_opened_child_has_its_time CHECK (((child_number IS NULL) = (opened_at IS NULL))),
-    CONSTRAINT plan_task_body_bounded CHECK ((length(body) <= 65536)),
-    CONSTRAINT plan_task_child_positive CHECK ((child_number > 0)),
-    CONSTRAINT plan_task_depends_on_is_a_list CHECK ((jsonb_typeof(depends_on) = 'array'::text)),
-    CONSTRAINT plan_task_failures_not_negative CHECK ((failures >= 0)),
-    CONSTRAINT plan_task_index_bounded CHECK (((task >= 0) AND (task <= 49))),
-    CONSTRAINT plan_task_title_bounded CHECK (((length(title) >= 1) AND (length(title) <= 200)))
-);
-
---
--- Name: TABLE plan_task; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON TABLE tireless.plan_task IS 'The tasks of a plan job''s plan file (children) or a discover job''s proposals file (proposals), as the last attempt that attached one handed them over (attach_plan), and the issue the mirror opened for each once the job was delivered (plan_tasks_due, record_plan_task). Private.';
-
---
--- Name: COLUMN plan_task.job_id; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.plan_task.job_id IS 'The plan (or discover) job whose attempt handed the task back: the parent of the child''s job.';
-
---
--- Name: COLUMN plan_task.task; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.plan_task.task IS 'The task''s index in the file, from 0 (depends_on counts the same way).';
-
---
--- Name: COLUMN plan_task.forge; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.plan_task.forge IS 'The job''s forge (the child is opened in the job''s repository).';
-
---
--- Name: COLUMN plan_task.owner; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.plan_task.owner IS 'The job''s repository owner.';
-
---
--- Name: COLUMN plan_task.repo; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.plan_task.repo IS 'The job''s repository.';
-
---
--- Name: COLUMN plan_task.attempt; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.plan_task.attempt IS 'The attempt that attached it: only the delivering attempt''s tasks are opened.';
-
---
--- Name: COLUMN plan_task.proposal; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.plan_task.proposal IS 'true: a discover job''s proposal (opened without the opt-in label); false: a plan''s child.';
-
---
--- Name: COLUMN plan_task.title; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.plan_task.title IS 'The task''s title as the agent wrote it (1 to 200 characters).';
-
---
--- Name: COLUMN plan_task.body; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.plan_task.body IS 'The task''s body as the agent wrote it (at most 65536 characters).';
-
---
--- Name: COLUMN plan_task.lane; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.plan_task.lane IS 'The lane its agent label names; null: no agent label.';
-
---
--- Name: COLUMN plan_task.depends_on; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.plan_task.depends_on IS 'The tasks (indexes) and issues ("#N") it depends on, in the file''s order.';
-
---
--- Name: COLUMN plan_task.child_number; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.plan_task.child_number IS 'The issue the mirror opened (or found by its marker) for the task; null until then.';
-
---
--- Name: COLUMN plan_task.opened_at; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.plan_task.opened_at IS 'When the mirror recorded the child issue.';
-
---
--- Name: COLUMN plan_task.failures; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.plan_task.failures IS 'Failed attempts in a row to open the child; reset when it is recorded.';
-
---
--- Name: COLUMN plan_task.next_try_at; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.plan_task.next_try_at IS 'When the mirror tries again after a failure (backoff with jitter).';
-
---
--- Name: COLUMN plan_task.last_error; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.plan_task.last_error IS 'What the last failed attempt to open the child said.';
-
---
--- Name: COLUMN plan_task.last_error_at; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.plan_task.last_error_at IS 'When that failure was recorded.';
-
---
--- Name: CONSTRAINT an_opened_child_has_its_time ON plan_task; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT an_opened_child_has_its_time ON tireless.plan_task IS 'A recorded child has the time it was recorded, and only then.';
-
---
--- Name: CONSTRAINT plan_task_body_bounded ON plan_task; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT plan_task_body_bounded ON tireless.plan_task IS 'A task''s body is at most 65536 characters (an issue body, with room for the links).';
-
---
--- Name: CONSTRAINT plan_task_child_positive ON plan_task; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT plan_task_child_positive ON tireless.plan_task IS 'An issue number is positive.';
-
---
--- Name: CONSTRAINT plan_task_depends_on_is_a_list ON plan_task; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT plan_task_depends_on_is_a_list ON tireless.plan_task IS 'depends_on is a JSON list.';
-
---
--- Name: CONSTRAINT plan_task_failures_not_negative ON plan_task; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT plan_task_failures_not_negative ON tireless.plan_task IS 'Failures are counted up from 0.';
-
---
--- Name: CONSTRAINT plan_task_index_bounded ON plan_task; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT plan_task_index_bounded ON tireless.plan_task IS 'A plan has at most 50 tasks, indexed from 0.';
-
---
--- Name: CONSTRAINT plan_task_title_bounded ON plan_task; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT plan_task_title_bounded ON tireless.plan_task IS 'A task''s title is 1 to 200 characters (an issue title).';
 
 --
 -- Name: pull_read; Type: TABLE; Schema: tireless; Owner: -
@@ -9178,6 +9824,13 @@ ALTER TABLE ONLY tireless.ask
 
 ALTER TABLE ONLY tireless.checkpoint
     ADD CONSTRAINT checkpoint_pkey PRIMARY KEY (job_id);
+
+--
+-- Name: cycle_report cycle_report_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.cycle_report
+    ADD CONSTRAINT cycle_report_pkey PRIMARY KEY (id);
 
 --
 -- Name: delivery delivery_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
@@ -9560,6 +10213,18 @@ CREATE INDEX claimed_jobs_by_expiry ON tireless.job USING btree (claim_expires_a
 COMMENT ON INDEX tireless.claimed_jobs_by_expiry IS 'expire_stale_claims and lane capacity: claimed jobs by lease end.';
 
 --
+-- Name: cycle_reports_due; Type: INDEX; Schema: tireless; Owner: -
+--
+
+CREATE INDEX cycle_reports_due ON tireless.cycle_report USING btree (forge, owner, repo, next_try_at) WHERE ((written_at IS NULL) AND (broken_at IS NULL));
+
+--
+-- Name: INDEX cycle_reports_due; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON INDEX tireless.cycle_reports_due IS 'The cycle comments still to write, per repository, by when they are due.';
+
+--
 -- Name: deliveries_by_issue; Type: INDEX; Schema: tireless; Owner: -
 --
 
@@ -9608,6 +10273,18 @@ CREATE INDEX jobs_by_parent ON tireless.job USING btree (parent_id) WHERE (paren
 COMMENT ON INDEX tireless.jobs_by_parent IS 'The children of a job; also keeps the parent foreign key cheap.';
 
 --
+-- Name: mirror_checklists_open; Type: INDEX; Schema: tireless; Owner: -
+--
+
+CREATE INDEX mirror_checklists_open ON tireless.mirror_comment USING btree (forge, owner, repo, checklist_next_try_at) WHERE ((checklist IS NOT NULL) AND (strpos(checklist, '- [ ] '::text) > 0));
+
+--
+-- Name: INDEX mirror_checklists_open; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON INDEX tireless.mirror_checklists_open IS 'mirror_checklists_due: the outcome comments whose checklist still has an unchecked child, per repository.';
+
+--
 -- Name: mirror_comments_due; Type: INDEX; Schema: tireless; Owner: -
 --
 
@@ -9654,6 +10331,18 @@ CREATE UNIQUE INDEX one_live_job_per_issue ON tireless.job USING btree (forge, o
 --
 
 COMMENT ON INDEX tireless.one_live_job_per_issue IS 'At most one pending or claimed job per issue; a new job is possible once the old one is terminal.';
+
+--
+-- Name: one_report_per_standing_cycle; Type: INDEX; Schema: tireless; Owner: -
+--
+
+CREATE UNIQUE INDEX one_report_per_standing_cycle ON tireless.cycle_report USING btree (forge, owner, repo, number, cycle) WHERE (broken_at IS NULL);
+
+--
+-- Name: INDEX one_report_per_standing_cycle; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON INDEX tireless.one_report_per_standing_cycle IS 'An issue is told of a standing cycle once.';
 
 --
 -- Name: pending_jobs_in_claim_order; Type: INDEX; Schema: tireless; Owner: -
@@ -9964,6 +10653,32 @@ ALTER TABLE ONLY tireless.conversation_read
 --
 
 COMMENT ON CONSTRAINT conversation_read_of_a_tracked_repo ON tireless.conversation_read IS 'Kept while the repository is tracked.';
+
+--
+-- Name: cycle_report cycle_report_of_a_job; Type: FK CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.cycle_report
+    ADD CONSTRAINT cycle_report_of_a_job FOREIGN KEY (job_id) REFERENCES tireless.job(id) ON DELETE SET NULL;
+
+--
+-- Name: CONSTRAINT cycle_report_of_a_job ON cycle_report; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT cycle_report_of_a_job ON tireless.cycle_report IS 'A pruned job leaves its report (the issue was told).';
+
+--
+-- Name: cycle_report cycle_report_of_a_tracked_repo; Type: FK CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.cycle_report
+    ADD CONSTRAINT cycle_report_of_a_tracked_repo FOREIGN KEY (forge, owner, repo) REFERENCES tireless.tracked_repo(forge, owner, repo) ON DELETE CASCADE;
+
+--
+-- Name: CONSTRAINT cycle_report_of_a_tracked_repo ON cycle_report; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT cycle_report_of_a_tracked_repo ON tireless.cycle_report IS 'Mirror state belongs to a tracked repository and goes with it.';
 
 --
 -- Name: delivery delivery_of_a_job; Type: FK CONSTRAINT; Schema: tireless; Owner: -
@@ -10368,6 +11083,18 @@ REVOKE ALL ON FUNCTION tireless.check_tracked(forge text, owner text, repo text)
 REVOKE ALL ON FUNCTION tireless.check_worker(worker text) FROM PUBLIC;
 
 --
+-- Name: FUNCTION child_status(task tireless.plan_task, OUT done boolean, OUT status text, OUT title text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.child_status(task tireless.plan_task, OUT done boolean, OUT status text, OUT title text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION children_checklist(job tireless.job); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.children_checklist(job tireless.job) FROM PUBLIC;
+
+--
 -- Name: FUNCTION claim_in_turn(worker text, lane text, lease interval); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -10435,6 +11162,31 @@ GRANT SELECT ON TABLE tireless.job_attempt TO tireless_admin;
 REVOKE ALL ON FUNCTION tireless.current_attempt(job_id bigint, attempt integer) FROM PUBLIC;
 
 --
+-- Name: FUNCTION cycle_marker(report_id bigint); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.cycle_marker(report_id bigint) FROM PUBLIC;
+
+--
+-- Name: TABLE cycle_report; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.cycle_report TO tireless_admin;
+
+--
+-- Name: FUNCTION cycle_report_text(report tireless.cycle_report); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.cycle_report_text(report tireless.cycle_report) FROM PUBLIC;
+
+--
+-- Name: FUNCTION cycle_reports_due(forge text, owner text, repo text, poller text, max_reports integer); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.cycle_reports_due(forge text, owner text, repo text, poller text, max_reports integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.cycle_reports_due(forge text, owner text, repo text, poller text, max_reports integer) TO tireless_poller;
+
+--
 -- Name: FUNCTION deliver(job_id bigint, worker text, branch text, head text, base_branch text, base text, token uuid, note text, draft boolean); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -10452,6 +11204,12 @@ REVOKE ALL ON FUNCTION tireless.delivery_of_a_delivered_job() FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION tireless.dependency_cycle(forge text, owner text, repo text, number integer) FROM PUBLIC;
+
+--
+-- Name: FUNCTION depends_on_problem(depends_on jsonb); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.depends_on_problem(depends_on jsonb) FROM PUBLIC;
 
 --
 -- Name: FUNCTION duration_bin(seconds double precision); Type: ACL; Schema: tireless; Owner: -
@@ -10724,6 +11482,15 @@ REVOKE ALL ON FUNCTION tireless.job_brief(job_id bigint) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.job_brief(job_id bigint) TO tireless_runner;
 
 --
+-- Name: FUNCTION job_checklist(job_id bigint); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.job_checklist(job_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.job_checklist(job_id bigint) TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.job_checklist(job_id bigint) TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.job_checklist(job_id bigint) TO tireless_admin;
+
+--
 -- Name: FUNCTION job_durations(span interval); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -10840,6 +11607,13 @@ REVOKE ALL ON FUNCTION tireless.lock_repo_issues(forge text, owner text, repo te
 --
 
 REVOKE ALL ON FUNCTION tireless.may_cancel_pending() FROM PUBLIC;
+
+--
+-- Name: FUNCTION mirror_checklists_due(forge text, owner text, repo text, poller text, max_edits integer); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.mirror_checklists_due(forge text, owner text, repo text, poller text, max_edits integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.mirror_checklists_due(forge text, owner text, repo text, poller text, max_edits integer) TO tireless_poller;
 
 --
 -- Name: FUNCTION mirror_comments_due(forge text, owner text, repo text, poller text, max_comments integer); Type: ACL; Schema: tireless; Owner: -
@@ -11021,6 +11795,19 @@ REVOKE ALL ON FUNCTION tireless.record_conversation_reply(forge text, owner text
 GRANT ALL ON FUNCTION tireless.record_conversation_reply(forge text, owner text, repo text, poller text, ask_id bigint, error text) TO tireless_poller;
 
 --
+-- Name: FUNCTION record_cycle_report(forge text, owner text, repo text, poller text, report_id bigint, error text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.record_cycle_report(forge text, owner text, repo text, poller text, report_id bigint, error text) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.record_cycle_report(forge text, owner text, repo text, poller text, report_id bigint, error text) TO tireless_poller;
+
+--
+-- Name: FUNCTION record_forge_dependencies(issues jsonb); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.record_forge_dependencies(issues jsonb) FROM PUBLIC;
+
+--
 -- Name: FUNCTION record_forge_trouble(name text, error text, until timestamp with time zone); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -11048,11 +11835,18 @@ REVOKE ALL ON FUNCTION tireless.record_job_event() FROM PUBLIC;
 REVOKE ALL ON FUNCTION tireless.record_lane_outcome(lane text, succeeded boolean) FROM PUBLIC;
 
 --
--- Name: FUNCTION record_mirror_comment(forge text, owner text, repo text, poller text, job_id bigint, error text); Type: ACL; Schema: tireless; Owner: -
+-- Name: FUNCTION record_mirror_checklist(forge text, owner text, repo text, poller text, job_id bigint, checklist text, error text); Type: ACL; Schema: tireless; Owner: -
 --
 
-REVOKE ALL ON FUNCTION tireless.record_mirror_comment(forge text, owner text, repo text, poller text, job_id bigint, error text) FROM PUBLIC;
-GRANT ALL ON FUNCTION tireless.record_mirror_comment(forge text, owner text, repo text, poller text, job_id bigint, error text) TO tireless_poller;
+REVOKE ALL ON FUNCTION tireless.record_mirror_checklist(forge text, owner text, repo text, poller text, job_id bigint, checklist text, error text) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.record_mirror_checklist(forge text, owner text, repo text, poller text, job_id bigint, checklist text, error text) TO tireless_poller;
+
+--
+-- Name: FUNCTION record_mirror_comment(forge text, owner text, repo text, poller text, job_id bigint, error text, checklist text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.record_mirror_comment(forge text, owner text, repo text, poller text, job_id bigint, error text, checklist text) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.record_mirror_comment(forge text, owner text, repo text, poller text, job_id bigint, error text, checklist text) TO tireless_poller;
 
 --
 -- Name: FUNCTION record_mirror_failure(forge text, owner text, repo text, poller text, number integer, job_id bigint, state text, error text); Type: ACL; Schema: tireless; Owner: -
@@ -11447,6 +12241,14 @@ GRANT SELECT ON TABLE tireless.active_claims TO tireless_admin;
 GRANT SELECT ON TABLE tireless.checkpoints TO tireless_runner;
 GRANT SELECT ON TABLE tireless.checkpoints TO tireless_poller;
 GRANT SELECT ON TABLE tireless.checkpoints TO tireless_admin;
+
+--
+-- Name: TABLE cycle_reports; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.cycle_reports TO tireless_runner;
+GRANT SELECT ON TABLE tireless.cycle_reports TO tireless_poller;
+GRANT SELECT ON TABLE tireless.cycle_reports TO tireless_admin;
 
 --
 -- Name: TABLE deliveries; Type: ACL; Schema: tireless; Owner: -

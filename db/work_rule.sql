@@ -126,7 +126,39 @@ COMMENT ON FUNCTION tireless.labels_problem(text[]) IS
     'Why a set of issue labels breaks the limits (at most 100 labels of 1 to 200 characters), or null when it keeps them.';
 REVOKE ALL ON FUNCTION tireless.labels_problem(text[]) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 
--- enqueue and record_poll accept an optional "body" (a string or null).
+-- An issue's optional "depends_on": the forge's own relations as the poller read them
+-- (docs/work-rule.md, "Dependencies"): [{owner, repo, number}] of the same forge, at most 100.
+CREATE OR REPLACE FUNCTION tireless.depends_on_problem(depends_on jsonb) RETURNS text
+    LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT CASE
+        WHEN jsonb_typeof(depends_on) IS DISTINCT FROM 'array' THEN
+            format('"depends_on" must be an array of issues {owner, repo, number}, got %s',
+                   left(coalesce(depends_on, 'null')::text, 100))
+        WHEN jsonb_array_length(depends_on) > 100 THEN
+            format('"depends_on" holds %s issues, at most 100 are allowed', jsonb_array_length(depends_on))
+        ELSE (SELECT format('"depends_on" must hold issues {owner: 1 to 200 characters, repo: 1 to 200 characters, '
+                            'number: 1 to 2147483647}, got %s', left(d.entry::text, 100))
+                FROM jsonb_array_elements(depends_on) AS d(entry)
+               -- A CASE, so the number is cast only once it is known to be one.
+               WHERE CASE WHEN jsonb_typeof(d.entry) IS DISTINCT FROM 'object'
+                            OR jsonb_typeof(d.entry -> 'owner') IS DISTINCT FROM 'string'
+                            OR jsonb_typeof(d.entry -> 'repo') IS DISTINCT FROM 'string'
+                            OR jsonb_typeof(d.entry -> 'number') IS DISTINCT FROM 'number' THEN true
+                          ELSE length(d.entry ->> 'owner') NOT BETWEEN 1 AND 200
+                            OR length(d.entry ->> 'repo') NOT BETWEEN 1 AND 200
+                            OR (d.entry -> 'number')::numeric NOT BETWEEN 1 AND 2147483647
+                            OR (d.entry -> 'number')::numeric <> trunc((d.entry -> 'number')::numeric) END
+               LIMIT 1)
+    END;
+$$;
+COMMENT ON FUNCTION tireless.depends_on_problem(jsonb) IS
+    'Why an issue''s "depends_on" (the forge''s relations: an array of at most 100 {owner, repo, number} of the '
+    'same forge) is malformed, or null when it is well formed.';
+REVOKE ALL ON FUNCTION tireless.depends_on_problem(jsonb) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+
+-- enqueue and record_poll accept an optional "body" (a string or null) and an optional
+-- "depends_on" (the forge's relations; absent: not read, the stored ones stay).
 CREATE OR REPLACE FUNCTION tireless.issue_problem(issue jsonb) RETURNS text
     LANGUAGE sql STABLE
 AS $$
@@ -173,6 +205,7 @@ AS $$
             format('"parent_id" must be a job id, got %s', left((issue -> 'parent_id')::text, 100))
         WHEN jsonb_typeof(issue -> 'body') NOT IN ('string', 'null') THEN
             format('"body" must be a string or null, got %s', left((issue -> 'body')::text, 100))
+        WHEN issue ? 'depends_on' THEN tireless.depends_on_problem(issue -> 'depends_on')
     END;
 $$;
 COMMENT ON FUNCTION tireless.issue_problem(jsonb) IS
@@ -193,7 +226,8 @@ BEGIN
 END;
 $$;
 COMMENT ON FUNCTION tireless.enqueue(jsonb) IS
-    'Takes a JSON array of issues {forge, owner, repo, number, state, labels, title?, url?, updated_at?, parent_id?} '
+    'Takes a JSON array of issues {forge, owner, repo, number, state, labels, title?, url?, updated_at?, parent_id?, '
+    'body?, depends_on?: [{owner, repo, number}] (the forge''s own relations, replacing those stored)} '
     'and applies the work rule to those of tracked repositories: a pending job per request for work, a pending job '
     'cancelled (or a claimed one asked to stop) when its issue withdraws the request, a pending job re-routed when '
     'relabelled. Returns how many jobs it created; a repeated poll creates nothing and writes nothing. Validates '
@@ -426,6 +460,9 @@ BEGIN
               FROM judged jd)
       INTO apply_work_rule.created, apply_work_rule.cancelled, apply_work_rule.rerouted, apply_work_rule.seen, woken, touched;
 
+    -- The forge's own relations the batch carries ("depends_on", read this round) replace those
+    -- stored; an issue whose relations changed is settled below even when the issue was not.
+    touched := touched || tireless.record_forge_dependencies(apply_work_rule.issues);
     -- Dependencies gate claims: the jobs of these issues, and of the issues that depend on them,
     -- wait or are released (a new statement: it sees the issues and jobs written above).
     PERFORM tireless.settle_dependencies(touched);
@@ -436,8 +473,10 @@ COMMENT ON FUNCTION tireless.apply_work_rule(jsonb) IS
     'The work rule on a checked batch of issues of tracked repositories: a pending job for an issue that asks for '
     'work and whose request has had none; withdrawal cancels a pending job or requests the cancel of a claimed one '
     '(note, and cancel_note: issue closed, or issue no longer asks for work); '
-    'relabelling re-routes a pending job; the pending jobs of the issues judged and of their dependents wait for '
-    'their open dependencies or are released (settle_dependencies). An issue shown as it was before writes nothing. '
+    'relabelling re-routes a pending job; an issue''s "depends_on" replaces its forge relations '
+    '(record_forge_dependencies); the pending jobs of the issues judged, of those whose forge relations changed and '
+    'of their dependents wait for their open dependencies or are released (settle_dependencies). An issue shown as '
+    'it was before writes nothing. '
     'Returns what it did.';
 REVOKE ALL ON FUNCTION tireless.apply_work_rule(jsonb) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 

@@ -98,6 +98,7 @@ SQL_FILES = (
     "mirror.sql",
     "conversation.sql",
     "plans.sql",
+    "work_graph.sql",
     "dashboard.sql",
 )
 

@@ -303,11 +303,18 @@ class RepoToPoll:
     live_numbers: tuple[int, ...]
     """The issue numbers of the repository's live jobs: a full listing that does not show one
     fetches it on its own."""
+    opt_in: str | None = None
+    """The opt-in label (the policy's label prefix): the poller reads the forge's dependency
+    relations of the changed open issues carrying it (None: of every changed open issue)."""
+    waiting_numbers: tuple[int, ...] = ()
+    """The issue numbers of the repository's waiting jobs: a full listing reads their forge
+    relations again (a change of them need not move the issue's `updated_at`)."""
 
     @classmethod
     def from_row(cls, **columns: Any) -> RepoToPoll:
         columns["kind"] = ForgeKind(columns["kind"])
         columns["live_numbers"] = tuple(columns["live_numbers"])
+        columns["waiting_numbers"] = tuple(columns.get("waiting_numbers") or ())
         return cls(**columns)
 
 
@@ -349,9 +356,37 @@ class MirrorWrite:
 @dataclass(frozen=True, slots=True)
 class MirrorComment:
     """A finished job's outcome comment still to write (`tireless.mirror_comments_due`): the body
-    ends with `marker`, which only a comment by the mirror's own forge account counts as."""
+    ends with `marker`, which only a comment by the mirror's own forge account counts as.
+    `checklist`: the children's checklist the body holds (a delivered plan's or discovery's;
+    None when it has none), recorded with the post so that later edits start from it."""
 
     job_id: int
+    number: int
+    body: str
+    marker: str
+    checklist: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MirrorChecklist:
+    """An outcome comment whose checklist of children changed since it was last written
+    (`tireless.mirror_checklists_due`): the whole new `body` (ending with `marker`) replaces the
+    one of the mirror's own comment that ends with the marker; `checklist` is what it now shows."""
+
+    job_id: int
+    number: int
+    body: str
+    marker: str
+    checklist: str
+
+
+@dataclass(frozen=True, slots=True)
+class CycleReport:
+    """The comment that tells an issue it is on a dependency cycle (`tireless.cycle_reports_due`),
+    still to write: its body ends with `marker`, counted only in a comment of the mirror's own
+    account."""
+
+    report_id: int
     number: int
     body: str
     marker: str
@@ -371,6 +406,9 @@ class PlanTask:
     labels: list[str]
     marker: str
     since: datetime
+    depends_on: list[int] | None = None
+    """The numbers of the issues it depends on (its tasks' children, its "#N"): the mirror sets
+    them as the forge's own relations too, where the forge has them."""
 
 
 @dataclass(frozen=True, slots=True)

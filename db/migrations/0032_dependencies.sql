@@ -84,3 +84,8 @@ UPDATE tireless.job j
          WHERE s.state IS DISTINCT FROM 'closed'
          GROUP BY d.forge, d.owner, d.repo, d.number) AS w
  WHERE (j.forge, j.owner, j.repo, j.number) = (w.forge, w.owner, w.repo, w.number) AND j.state = 'pending';
+
+-- claim_repos_to_poll also returns the opt-in label and the issue numbers of the repository's waiting
+-- jobs (the poller reads their forge relations again on a full listing): a new result type, so the
+-- old signature goes and poll.sql defines the new one.
+DROP FUNCTION tireless.claim_repos_to_poll(text, interval, integer);

@@ -4,7 +4,8 @@ examples/agent.sh says it should, the job whose runner the demo kills mid-job co
 the sweeper and is delivered by a second attempt, the issue closed while pending and the one
 closed while its agent ran end cancelled, the delivered issue is run again only once its mode
 label was taken off and put back, and a review requesting changes on a pull request makes one
-revision job whose push is a second commit of the same pull request. The workers run with
+revision job whose push is a second commit of the same pull request; a plan job's three steps
+become issues, and the second's job waits on the first until that is closed. The workers run with
 --deliver: each implement job that changed its workspace ends as a branch tireless pushed and a
 pull request the mirror opened (the demo exits 1 otherwise), one that changed nothing as
 `no change`, and plan and discover jobs push nothing."""
@@ -25,12 +26,15 @@ from tests.conftest import Database
 from tests.helpers import history
 from tireless.devtools.demo import (
     CRASH_ISSUE,
+    PLAN_STEPS,
     POLLS_AFTER_DELIVERY,
     REPLACEMENT,
     REVIEWED_ISSUE,
     REVIEWER,
     WORKERS,
 )
+
+PLANNED_ISSUE = 13  # the small demo's: after the 10 examples, the unserved issue and the long job
 
 
 def test_the_small_demo_settles_every_job_and_recovers_the_crashed_one(
@@ -69,6 +73,24 @@ def test_the_small_demo_settles_every_job_and_recovers_the_crashed_one(
         jobs.setdefault(number, []).append((job_id, state, tries, note))
     outcomes = {number: [state for _, state, _, _ in found] for number, found in jobs.items()}
     attempts = {number: found[0][2] for number, found in jobs.items()}
+    # 13's plan became three issues (numbered after it, among the pull requests), each delivered;
+    # the second's job waited on the first until the demo closed it.
+    with db.connect() as conn:
+        steps = [
+            number
+            for (number,) in conn.execute(
+                "SELECT t.child_number FROM tireless.plan_task t JOIN tireless.job j"
+                " ON j.id = t.job_id WHERE j.number = %s ORDER BY t.task",
+                (PLANNED_ISSUE,),
+            )
+        ]
+    assert len(steps) == PLAN_STEPS
+    first, second, third = steps
+    assert all(outcomes.pop(step) == ["delivered"] for step in steps)
+    assert (
+        f"#{PLANNED_ISSUE}: its plan became #{first}, #{second} and #{third}; #{second}'s job"
+        f" {jobs[second][0][0]} was 'waiting on #{first}' until #{first} closed, then delivered"
+    ) in result.stdout
     # Issue 9 asks for no work; 5 always fails, so its 3 attempts are spent; 3 fails once; 6's
     # runner is killed, so its first attempt ends when the lease does. Issue 1 is delivered, the
     # mirror takes its mode label off, a human puts it back: a second job. 4's pull request gets a
@@ -80,6 +102,7 @@ def test_the_small_demo_settles_every_job_and_recovers_the_crashed_one(
         5: ["failed"],
         11: ["cancelled"],
         12: ["cancelled"],
+        PLANNED_ISSUE: ["delivered"],
     }
     assert attempts[5] == 3
     assert attempts[3] >= 2
@@ -87,7 +110,7 @@ def test_the_small_demo_settles_every_job_and_recovers_the_crashed_one(
     assert jobs[11][0][3] == "issue closed"
     assert jobs[12][0][3] == "issue closed"
     assert attempts[12] == 1  # a cancel is not a failure: not retried
-    assert "10 delivered, 1 failed, 2 cancelled" in result.stdout
+    assert "14 delivered, 1 failed, 2 cancelled" in result.stdout
     assert "closed #11 on the forge while its job" in result.stdout
     assert "closed #12 on the forge while worker-" in result.stdout
     assert f"#1: {POLLS_AFTER_DELIVERY} polls since its job" in result.stdout
@@ -100,7 +123,7 @@ def test_the_small_demo_settles_every_job_and_recovers_the_crashed_one(
     shown = re.findall(
         r"^#(\d+) '.*' \((?:open|closed)\): .*tireless/state:(\w+)", result.stdout, re.M
     )
-    assert len(shown) == 7
+    assert len(shown) == 8
     for number, state in shown:
         assert state == outcomes[int(number)][-1], f"#{number} shows {state}"
 
@@ -114,17 +137,19 @@ def test_the_small_demo_settles_every_job_and_recovers_the_crashed_one(
             " FROM tireless.deliveries d JOIN tireless.job j ON j.id = d.job_id ORDER BY j.id"
         ).fetchall()
     pulls = {number: pull for number, _, _, changed, _, pull, _ in deliveries if changed}
-    assert sorted(row[0] for row in deliveries) == [3, 4, 4, 7, 8]
+    assert sorted(row[0] for row in deliveries) == sorted([3, 4, 4, 7, 8, *steps])
     for number, job_id, note, changed, branch, pull, draft in deliveries:
         if number == 7:
             assert (note, changed, branch, pull) == ("no change", False, None, None)
             assert "#7: job 7 delivered with no change: no branch, no pull request" in result.stdout
             continue
         assert (note, changed, branch, draft) == (None, True, f"tireless/{number}", number == 8)
-        assert pull > 12, "a pull request is numbered after the issues (Gitea's sequence)"
+        assert pull > PLANNED_ISSUE, (
+            "a pull request is numbered after the issues (Gitea's sequence)"
+        )
         named = f"#{number}: job {job_id} delivered as {'draft ' if draft else ''}PR #{pull}"
         assert f"{named} (branch tireless/{number})" in result.stdout
-    assert len(set(pulls.values())) == 3
+    assert len(set(pulls.values())) == 3 + len(steps)
     # The review round: carol's review made one revision job, which pushed a second commit to the
     # same pull request (both deliveries of #4 name it) and answered the inline comment.
     (first, revision) = [job_id for job_id, _, _, _ in jobs[REVIEWED_ISSUE]]

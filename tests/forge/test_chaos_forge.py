@@ -1,5 +1,6 @@
 """The forge fault run (tireless/devtools/chaos_forge.py): its checker reports a planted duplicate
-comment, a planted lost request and a job for an issue that never asked, and a short run (real
+comment, a planted lost request, a job for an issue that never asked and an issue for a plan's
+step no plan delivered, and a short run (real
 pollers, workers and a sweeper killed at random, forge faults, a PostgreSQL restart) keeps every
 promise. `make chaos-forge` runs the long one."""
 
@@ -74,6 +75,14 @@ def test_the_checker_reports_a_duplicate_comment_a_lost_request_and_an_unasked_j
         problems = check(db.conninfo, forge, ledger, REPOS)
         assert f"alpha#{quiet}: never asked for work, yet has 1 job(s)" in problems
 
+        # An issue of the mirror's account for a plan's step that no delivered plan has.
+        stray = forge.create_issue(OWNER, "alpha", "step 0", body="<!-- tireless:task:999:0 -->")
+        forge.edit(OWNER, "alpha", stray, lambda issue: {"author": MIRROR_LOGIN})
+        problems = check(db.conninfo, forge, ledger, REPOS)
+        assert f"issues [('alpha', {stray})] for job 999's step 0, which no plan delivered" in (
+            problems
+        )
+
 
 def test_the_scripted_person_counts_a_request_only_when_the_issue_starts_asking(
     db: Database, store: JobStore
@@ -103,3 +112,4 @@ def test_a_short_fault_run_keeps_every_promise(db: Database) -> None:
     assert outcome.jobs > 0
     assert outcome.faults > 0
     assert outcome.kills > 0
+    assert outcome.steps > 0  # plans' steps opened as issues, under the same faults

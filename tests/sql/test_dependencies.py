@@ -323,3 +323,109 @@ def test_an_upgrade_reads_the_bodies_stored_before_it(request: pytest.FixtureReq
     finally:
         with psycopg.connect(server.conninfo(), autocommit=True) as admin:
             admin.execute("DROP DATABASE IF EXISTS before_dependencies WITH (FORCE)")
+
+
+# The forge's own relations (issue 35): an issue given with "depends_on" has its source = 'forge'
+# dependencies replaced; one given without it keeps them.
+def forge_said(
+    number: int, *depends_on: int | tuple[str, str, int], **extra: Any
+) -> dict[str, Any]:
+    """An issue of the test repository as the poller hands it, with the relations it read."""
+    refs = [d if isinstance(d, tuple) else (OWNER, REPO, d) for d in depends_on]
+    return issue(number, **extra).as_json() | {
+        "depends_on": [{"owner": o, "repo": r, "number": n} for o, r, n in refs]
+    }
+
+
+def forge_rows(db: Database) -> list[tuple[Any, ...]]:
+    return rows(
+        db,
+        "SELECT number, depends_on_number, source FROM tireless.issue_dependency"
+        " ORDER BY number, depends_on_number, source",
+    )
+
+
+def test_the_forge_relations_replace_those_stored_and_an_issue_without_them_keeps_them(
+    store: JobStore, db: Database
+) -> None:
+    tracked(store).enqueue([forge_said(5, 3, 4, 5), issue(3, *PLAIN), issue(4, *PLAIN)])
+    assert forge_rows(db) == [(5, 3, "forge"), (5, 4, "forge")], "the issue itself is dropped"
+    assert waits(db, 5) == (["#3", "#4"], "waiting on #3, #4")
+    store.enqueue([issue(5)])  # not read this round: what the forge said stands
+    assert waits(db, 5)[0] == ["#3", "#4"]
+    store.enqueue([forge_said(5, 4, body="Depends on #3")])  # the body says #3 now
+    assert forge_rows(db) == [(5, 3, "body"), (5, 4, "forge")]
+    assert rows(db, "SELECT depends_on, source FROM tireless.job_waits(1)") == [
+        ("#3", "body"),
+        ("#4", "forge"),
+    ]
+    store.enqueue([forge_said(5, body="")])
+    assert forge_rows(db) == []
+    assert waits(db, 5) == (None, None)
+
+
+def test_a_relation_removed_on_the_forge_releases_the_job_though_the_issue_is_unchanged(
+    store: JobStore, db: Database
+) -> None:
+    shown = issue(5, updated_at=CURSOR)
+    tracked(store).enqueue([forge_said(5, 3, updated_at=CURSOR), issue(3, *PLAIN)])
+    assert waits(db, 5)[0] == ["#3"]
+    with db.connect() as listener:
+        listener.execute("LISTEN tireless_work")
+        store.enqueue([shown.as_json() | {"depends_on": []}])  # the issue row is as it was
+        woken = [n.payload for n in listener.notifies(timeout=1, stop_after=1)]
+    assert woken == ["cc"]
+    assert waits(db, 5) == (None, None)
+    store.enqueue([forge_said(5, ("acme", "gears", 2), updated_at=CURSOR)])
+    assert waits(db, 5)[0] == ["acme/gears#2"], "a pending job that gained a relation waits"
+
+
+def test_record_poll_takes_the_forge_relations_and_settles_them_in_the_same_call(
+    store: JobStore, db: Database
+) -> None:
+    store.add_forge(FORGE, "gitea", "https://gitea.example.com")
+    store.track_repo(*TEST_REPO)
+    (repo,) = store.claim_repos_to_poll("p1")
+    assert (repo.opt_in, repo.waiting_numbers) == ("tireless", ())
+    batch = [forge_said(5, 3), issue(3, *PLAIN).as_json()]
+    store.record_poll(*TEST_REPO, "p1", batch, CURSOR, None, full_listing=True)
+    (repo,) = store.claim_repos_to_poll("p1")
+    assert repo.waiting_numbers == (5,), "a full listing reads a waiting job's relations again"
+    store.record_poll(*TEST_REPO, "p1", [forge_said(5)], CURSOR, None, full_listing=False)
+    assert waits(db, 5) == (None, None)
+
+
+BAD_DEPENDS_ON: list[Any] = [
+    None,
+    "#3",
+    {"owner": "acme", "repo": "widgets", "number": 3},
+    [3],
+    [{"owner": "acme", "repo": "widgets"}],
+    [{"owner": "acme", "repo": "widgets", "number": 0}],
+    [{"owner": "acme", "repo": "widgets", "number": 2.5}],
+    [{"owner": "acme", "repo": "widgets", "number": "3"}],
+    [{"owner": "", "repo": "widgets", "number": 3}],
+    [{"owner": "acme", "repo": "w" * 201, "number": 3}],
+    [{"owner": "acme", "repo": "widgets", "number": n} for n in range(1, 102)],
+]
+
+
+def test_a_malformed_depends_on_refuses_the_batch_and_changes_nothing(
+    store: JobStore, db: Database
+) -> None:
+    tracked(store).enqueue([forge_said(5, 3)])
+    before = [forge_rows(db), rows(db, "SELECT id, waiting_on, updated_at FROM tireless.job")]
+    for bad in BAD_DEPENDS_ON:
+        batch = [issue(4).as_json(), issue(5).as_json() | {"depends_on": bad}]
+        with db.connect() as conn, pytest.raises(psycopg.Error) as refused:
+            conn.execute(
+                "SELECT tireless.enqueue(%(b)s::jsonb)", {"b": psycopg.types.json.Jsonb(batch)}
+            )
+        assert refused.value.sqlstate == "TL006", bad
+        assert "malformed issue at index 1: " in str(refused.value), bad
+        assert '"depends_on"' in str(refused.value), bad
+    assert [
+        forge_rows(db),
+        rows(db, "SELECT id, waiting_on, updated_at FROM tireless.job"),
+    ] == before
+    assert store.enqueue([forge_said(4, *range(1, 101))]) == 1, "100 relations are allowed"

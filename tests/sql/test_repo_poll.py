@@ -63,8 +63,9 @@ def test_tracking_a_repository_makes_it_due_at_once_and_untracking_forgets_it(
 ) -> None:
     (repo,) = polled.claim_repos_to_poll("p1")
     assert repo == RepoToPoll(
-        FORGE, OWNER, REPO, ForgeKind.GITEA, "https://gitea.example.com", None, None, True, ()
-    )
+        FORGE, OWNER, REPO, ForgeKind.GITEA, "https://gitea.example.com", None, None, True, (),
+        "tireless", (),
+    )  # fmt: skip
     assert polled.untrack_repo(*TEST_REPO)
     assert db.scalar("SELECT count(*) FROM tireless.repo_poll") == 0
     assert polled.repo_status() == []

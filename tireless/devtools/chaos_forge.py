@@ -2,11 +2,12 @@
 closes and reopens a few hundred issues on a stand-in forge that injects faults (5xx, rate
 limits, malformed JSON, HTML, writes stored whose answer is lost by a reset or a timeout), while
 real `tireless poll`, `tireless work` and `tireless sweep` processes run against an embedded
-PostgreSQL; pollers and workers are killed at random (and restarted), PostgreSQL is restarted
-once. Then every fault stops, the processes finish the work, and the checker verifies the
-promises: each request exactly one job, none for an issue that never asked, each finished job
-exactly one outcome comment, the labels match the final states, no label twice, the mirror's
-backlog at 0.
+PostgreSQL; pollers (the mirror) and workers are killed at random (and restarted), PostgreSQL is
+restarted once. Each plan job's agent hands back two steps, which the mirror opens as issues. Then
+every fault stops, the processes finish the work, and the checker verifies the promises: each
+request exactly one job, none for an issue that never asked, each finished job exactly one
+outcome comment, each delivered plan's step exactly one issue (its own, by its marker) with
+one job, the labels match the final states, no label twice, the mirror's backlog at 0.
 
     python -m tireless.devtools.chaos_forge [--issues 300] [--seconds 60] [--seed N]
 
@@ -58,9 +59,14 @@ QUIET = "bug"
 """The label of the issues that never ask for work (none of them may ever get a job)."""
 MARKER = re.compile(r"<!-- tireless:job:(\d+) -->$")
 AGENT = (
-    "import random, sys, time; time.sleep(random.random() * 0.4);"
+    "import json, os, random, sys, time; time.sleep(random.random() * 0.4);"
+    # A plan job hands back two steps: the mirror opens an issue for each once it is delivered.
+    " os.environ['TIRELESS_KIND'] == 'plan' and open(os.environ['TIRELESS_PLAN_FILE'], 'w').write("
+    "json.dumps([{'title': f'step {i} of #' + os.environ['TIRELESS_NUMBER'], 'body': 'a step'}"
+    " for i in range(2)]));"
     " print('@alice done <b>x</b> \\x1b[31m\\u202e'); sys.exit(random.random() < 0.25)"
 )
+TASK_MARKER = re.compile(r"<!-- tireless:task:(\d+):(\d+) -->$")
 FAULTS = ("500", "429-seconds", "invalid-json", "html", "applied-then-reset", "applied-then-slow")
 POLL_TIMEOUT = 2.0
 
@@ -311,6 +317,7 @@ class Outcome:
     ledger: Ledger
     jobs: int
     comments: int
+    steps: int  # issues the mirror opened for delivered plans' steps
     kills: int
     restarts: int
     faults: int
@@ -322,7 +329,8 @@ class Outcome:
         verdict = "every promise held" if not self.problems else f"{len(self.problems)} problem(s)"
         return (
             f"chaos-forge: {len(self.ledger.issues)} issues, {self.ledger.actions} edits,"
-            f" {made} requests, {self.jobs} jobs, {self.comments} outcome comments;"
+            f" {made} requests, {self.jobs} jobs, {self.comments} outcome comments,"
+            f" {self.steps} plan steps opened as issues;"
             f" {self.faults} faults injected, {self.kills} processes killed"
             f" ({self.restarts} restarts), {self.database_restarts} database restart(s);"
             f" {self.seconds:.0f} s: {verdict}"
@@ -372,9 +380,9 @@ def run(
             crew.stop()
             person.close()
         problems = check(conninfo, forge, ledger, plan.repos, explain=True)
-        jobs, comments = _totals(conninfo, forge, plan.repos)
+        jobs, comments, steps = _totals(conninfo, forge, plan.repos)
     return Outcome(
-        problems, ledger, jobs, comments, crew.kills, crew.restarts, faults, database_restarts,
+        problems, ledger, jobs, comments, steps, crew.kills, crew.restarts, faults, database_restarts,
         time.monotonic() - started,
     )  # fmt: skip
 
@@ -409,6 +417,7 @@ def retry_now(conninfo: str) -> datetime:
         conn.execute("UPDATE tireless.repo_poll SET backoff_until = NULL, next_poll_at = now()")
         conn.execute("UPDATE tireless.mirror_issue SET next_try_at = now()")
         conn.execute("UPDATE tireless.mirror_comment SET next_try_at = now()")
+        conn.execute("UPDATE tireless.plan_task SET next_try_at = now()")
     return database_now(conninfo)
 
 
@@ -456,14 +465,27 @@ def check(
             "SELECT coalesce(sum(mirror_backlog), 0) FROM tireless.repo_status WHERE forge = %s",
             (FORGE,),
         ).fetchone() or (0,)
+        # The steps of each delivered plan (its delivering attempt's), and the issue recorded for each.
+        steps = {
+            (job_id, task): (repo, child)
+            for job_id, task, repo, child in conn.execute(
+                "SELECT t.job_id, t.task, t.repo, t.child_number FROM tireless.plan_task t"
+                " JOIN tireless.job j ON j.id = t.job_id"
+                " WHERE j.state = 'delivered' AND t.attempt = j.attempts AND t.forge = %s",
+                (FORGE,),
+            )
+        }
     if backlog:
         problems.append(f"the mirror's backlog is {backlog}, not 0")
+    requests = Counter(ledger.requests)
+    problems += _step_problems(forge, repos, steps, requests)
     for repo in repos:
         twice = sorted(n for n, c in Counter(forge.label_names(OWNER, repo)).items() if c > 1)
         if twice:
             problems.append(f"{repo}: labels made more than once: {', '.join(twice)}")
         for issue in issues_of(forge, OWNER, repo):
-            found = _issue_problems(forge, repo, issue, ledger, jobs[(repo, issue.number)])
+            made = requests[(repo, issue.number)]
+            found = _issue_problems(forge, repo, issue, made, jobs[(repo, issue.number)])
             if found and explain:
                 found += [f"    {line}" for line in stories[(repo, issue.number)]]
                 found += [
@@ -474,15 +496,42 @@ def check(
     return problems
 
 
+def _step_problems(
+    forge: StandinForge,
+    repos: tuple[str, ...],
+    steps: dict[tuple[int, int], tuple[str, int | None]],
+    requests: Counter[tuple[str, int]],
+) -> list[str]:
+    """Each delivered plan's step is exactly one issue of the mirror's account, found by its
+    marker, the one the store recorded; each such issue is a request (it carries the opt-in and
+    a mode), counted in `requests`."""
+    problems: list[str] = []
+    opened: dict[tuple[int, int], list[tuple[str, int]]] = defaultdict(list)
+    for repo in repos:
+        for issue in issues_of(forge, OWNER, repo):
+            found = TASK_MARKER.search(issue.body.rstrip())
+            if issue.author == MIRROR_LOGIN and found:
+                opened[(int(found.group(1)), int(found.group(2)))].append((repo, issue.number))
+                requests[(repo, issue.number)] += 1
+    for (job_id, task), (repo, child) in sorted(steps.items()):
+        issues = opened.pop((job_id, task), [])
+        if len(issues) != 1:
+            problems.append(f"job {job_id}'s step {task}: {len(issues)} issue(s) {issues}, not 1")
+        elif issues != [(repo, child)]:
+            problems.append(f"job {job_id}'s step {task}: opened as {issues}, recorded #{child}")
+    for (job_id, task), issues in sorted(opened.items()):
+        problems.append(f"issues {issues} for job {job_id}'s step {task}, which no plan delivered")
+    return problems
+
+
 def _issue_problems(
     forge: StandinForge,
     repo: str,
     issue: StoredIssue,
-    ledger: Ledger,
+    made: int,
     its_jobs: list[tuple[int, str]],
 ) -> list[str]:
     name = f"{repo}#{issue.number}"
-    made = ledger.requests[(repo, issue.number)]
     problems = []
     if made == 0 and its_jobs:
         problems.append(f"{name}: never asked for work, yet has {len(its_jobs)} job(s)")
@@ -511,15 +560,19 @@ def _issue_problems(
     return problems
 
 
-def _totals(conninfo: str, forge: StandinForge, repos: tuple[str, ...]) -> tuple[int, int]:
+def _totals(conninfo: str, forge: StandinForge, repos: tuple[str, ...]) -> tuple[int, int, int]:
     with psycopg.connect(conninfo, autocommit=True) as conn:
-        row = conn.execute("SELECT count(*) FROM tireless.job").fetchone()
+        row = conn.execute(
+            "SELECT (SELECT count(*) FROM tireless.job),"
+            " (SELECT count(child_number) FROM tireless.plan_task)"
+        ).fetchone()
     comments = sum(
         len(forge.comments_of(OWNER, repo, issue.number))
         for repo in repos
         for issue in issues_of(forge, OWNER, repo)
     )
-    return (row[0] if row else 0), comments
+    jobs, steps = row if row else (0, 0)
+    return jobs, comments, steps
 
 
 def _retrying(read: Callable[[str], datetime], conninfo: str) -> datetime:

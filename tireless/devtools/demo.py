@@ -9,7 +9,7 @@ short backoff, starts `tireless web` on 127.0.0.1:8080 (or a free port when that
 in the background, starts the stand-in forge (a Gitea on 127.0.0.1,
 tireless.devtools.standin_forge), registers it (`add_forge`), tracks gitea/example/widgets, seeds
 its git with a README, a source file and a changelog, opens there the issues of
-examples/issues.json and two of its own, and runs `tireless poll --every 1s`, two
+examples/issues.json and three of its own, and runs `tireless poll --every 1s`, two
 `tireless work --deliver` processes on examples/agent.sh (their workspaces and cache of
 repositories in .tireless/state; the forge's token in the poller's and the workers' environments
 only, never the agent's) and a `tireless sweep --every 1s`, showing `tireless status` until every
@@ -24,7 +24,10 @@ showed. The scenes, midway:
   polls pass (no new job), then a human puts the label back: the new request gets a new job;
 - once issue 4's pull request is open, carol (who may write to the repository) requests changes
   with one inline comment: the poller reads the review and makes one revision job, whose agent
-  answers it from the pull request's head, and whose push is the same pull request's second commit.
+  answers it from the pull request's head, and whose push is the same pull request's second commit;
+- a plan job delivers a plan of three steps: the mirror opens an issue for each, the second saying
+  `Depends on` the first, whose job waits (`tireless/state:waiting`) until the demo closes the
+  first once it is delivered (as merging its pull request would); then it runs.
 At the end it polls until the mirror has written every state and opened every pull request (or
 says how many writes are left), then prints a few issues as the forge shows them (one
 `tireless/state:<state>` label each and one comment per finished job) and each delivered implement
@@ -119,6 +122,12 @@ UNSERVED = (
     ["tireless", "tireless/implement", "tireless/agent:gm"],
 )
 LONG_JOB = ("Move the CI to new runners (a long job)", ["tireless", "tireless/implement"])
+# A plan of three steps (examples/agent.sh writes it): the mirror opens an issue for each, the second
+# depending on the first; the demo closes the first once it is delivered, as merging its pull
+# request would, and the second's job, waiting until then, runs.
+PLANNED = ("Plan the search feature", ["tireless", "tireless/plan"])
+PLAN_STEPS = 3
+TASKS = "SELECT child_number FROM tireless.job_tasks(%(job_id)s) ORDER BY task"
 HOLDER = "SELECT claimed_by FROM tireless.active_claims WHERE id = %(job_id)s"
 JOBS_OF_ISSUE = (
     "SELECT id, state::text, note FROM tireless.job"
@@ -191,9 +200,9 @@ def stop_web() -> bool:
     return True
 
 
-def open_issues(forge: StandinForge, small: bool) -> tuple[int, int, int]:
+def open_issues(forge: StandinForge, small: bool) -> tuple[int, int, int, int]:
     """Open the example issues on the stand-in forge (same numbers, labels and states as
-    examples/issues.json), then the demo's two; the example count and the two numbers."""
+    examples/issues.json), then the demo's three; the example count and the three numbers."""
     examples = json.loads((EXAMPLES / "issues.json").read_text())[: SMALL if small else None]
     for example in examples:
         number = forge.create_issue(OWNER, REPO, example["title"], example["labels"])
@@ -202,7 +211,8 @@ def open_issues(forge: StandinForge, small: bool) -> tuple[int, int, int]:
             forge.close_issue(OWNER, REPO, number)
     unserved = forge.create_issue(OWNER, REPO, *UNSERVED)
     long_job = forge.create_issue(OWNER, REPO, *LONG_JOB)
-    return len(examples), unserved, long_job
+    planned = forge.create_issue(OWNER, REPO, *PLANNED)
+    return len(examples), unserved, long_job, planned
 
 
 def command(name: str) -> list[str]:
@@ -445,6 +455,61 @@ class Relabel(Scene):
         return (
             f"#{self.number}: job {first['id']} {first['state']}; the mirror took its mode label off,"
             f" no poll re-ran it; putting the label back made job {second['id']}, {second['state']}"
+        )
+
+
+class Plan(Scene):
+    """The plan of three steps: once its job is delivered the mirror opens an issue per step, the
+    second saying `Depends on` the first, so its job waits; once the first is delivered the demo
+    closes it (as merging its pull request would) and the second's job is released and runs."""
+
+    def __init__(self, number: int) -> None:
+        self.number = number
+        self.children: list[int] = []
+        self.waited: str | None = None  # the second step's note when the first was closed
+
+    def act(self, conn: psycopg.Connection[Any], crew: Crew, forge: StandinForge) -> str | None:
+        jobs = jobs_of(conn, self.number)
+        if not jobs or jobs[0]["state"] != "delivered":
+            return None
+        if not self.children:
+            opened = [row[0] for row in conn.execute(TASKS, {"job_id": jobs[0]["id"]})]
+            if len(opened) < PLAN_STEPS or None in opened:
+                return None
+            self.children = opened
+            first, second, third = opened
+            return (
+                f"#{self.number}: plan job {jobs[0]['id']} delivered; the mirror opened its steps"
+                f" #{first}, #{second} (depends on #{first}) and #{third}"
+            )
+        first, second, _ = self.children
+        steps, waiting = jobs_of(conn, first), jobs_of(conn, second)
+        if self.waited is not None or not steps or steps[0]["state"] != "delivered":
+            return None
+        if not waiting or waiting[0]["state"] != "pending":
+            return None
+        forge.close_issue(OWNER, REPO, first)
+        self.waited = waiting[0]["note"]
+        return (
+            f"#{first} delivered; #{second}'s job {waiting[0]['id']} is pending ({self.waited});"
+            f" closed #{first} on the forge, as merging its pull request would"
+        )
+
+    def done(self, conn: psycopg.Connection[Any]) -> bool:
+        if self.waited is None or not super().done(conn):
+            return False
+        settled = ("delivered", "failed", "cancelled")
+        return all(
+            (jobs := jobs_of(conn, child)) and jobs[-1]["state"] in settled
+            for child in self.children
+        )
+
+    def story(self, conn: psycopg.Connection[Any]) -> str:
+        first, second, third = self.children
+        (job,) = jobs_of(conn, second)
+        return (
+            f"#{self.number}: its plan became #{first}, #{second} and #{third}; #{second}'s job"
+            f" {job['id']} was {self.waited!r} until #{first} closed, then {job['state']}"
         )
 
 
@@ -693,10 +758,10 @@ def run() -> int:
         store.track_repo(FORGE, OWNER, REPO)
         forge.seed_git(OWNER, REPO, SEED_FILES)
         seeded = set(forge.branches(OWNER, REPO))
-        count, unserved, long_job = open_issues(forge, small)
+        count, unserved, long_job, planned = open_issues(forge, small)
         say(
             f"stand-in Gitea at {forge.url}: registered as {FORGE}, tracking {OWNER}/{REPO}"
-            f" (its git: {', '.join(SEED_FILES)}), {count + 2} issues opened there;"
+            f" (its git: {', '.join(SEED_FILES)}), {count + 3} issues opened there;"
             " `tireless poll --every 1s` turns them into jobs"
         )
         scenes: list[Scene] = [
@@ -705,6 +770,7 @@ def run() -> int:
             CloseWhileRunning(long_job),
             Relabel(forge),
             ReviewRound(forge),
+            Plan(planned),
         ]
         with Crew(url, token) as crew:
             final = watch(conn, deadline, crew, forge, scenes)
@@ -719,7 +785,7 @@ def run() -> int:
                 forge,
                 sorted(
                     {RELABELLED_ISSUE, IMPLEMENTED_ISSUE, REVIEWED_ISSUE, 5, CRASH_ISSUE}
-                    | {unserved, long_job}
+                    | {unserved, long_job, planned}
                 ),
             )
         )

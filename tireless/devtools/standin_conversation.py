@@ -1,6 +1,7 @@
 """The stand-in forge's side of the conversation on a pull request (issue 34): reviews and their
 inline comments, a repository's comment listing, collaborators' permissions, commit statuses and
-GitHub's check runs, reactions on comments. StandinForge (tireless.devtools.standin_forge) takes
+GitHub's check runs, reactions on comments, and the edit of a comment (PATCH
+.../issues/comments/{id}: the checklist of a plan's outcome comment, issue 35). StandinForge (tireless.devtools.standin_forge) takes
 this in as a mixin and hands it each API request before its own routes; each quirk is cited where
 it is served, with the source the client that copes with it cites (tireless/forge/gitea.py,
 github.py). The stand-in's faults (`fault`) do not reach these routes.
@@ -342,6 +343,8 @@ class ConversationRoutes:
             return self._repo_comments
         if shape == ("issues", "comments", "#", "reactions"):
             return self._reactions_answer
+        if shape == ("issues", "comments", "#"):
+            return self._comment_answer
         if shape == ("pulls", "#", "reviews"):
             return self._reviews_answer
         if shape == ("pulls", "#", "reviews", "#", "comments"):
@@ -455,6 +458,46 @@ class ConversationRoutes:
             return Said(200, {}, self._reaction_json(*mine))
         given.append(mine)
         return Said(201, {}, self._reaction_json(*mine))
+
+    def _comment_answer(
+        self,
+        method: str,
+        owner: str,
+        repo: str,
+        rest: list[str],
+        query: dict[str, str],
+        body: Any,
+    ) -> Reply:
+        """GET and PATCH .../issues/comments/{id} `{"body": "..."}`, as the token's account: 200
+        with the comment, its body replaced and its updated_at moved on (the issue's is not). 404
+        for an id that is no comment of the repository (Gitea: EditIssueComment, routers/api/v1/
+        repo/issue_comment.go, also for one of another repository; GitHub: docs.github.com/rest/
+        issues/comments#update-an-issue-comment). Who may edit: Gitea, the comment's author or
+        the repository's admin (`ctx.Doer.ID != comment.PosterID && !ctx.Repo.IsAdmin()`: 403
+        with no body); GitHub, its author or anyone with write access (docs.github.com "Managing
+        disruptive comments": 403 "Must have admin rights to Repository." otherwise). An empty
+        body: Gitea stores it, GitHub answers 422."""
+        found = self._comment(owner, repo, int(rest[2]))
+        if found is None:
+            return self._not_found()
+        number, comment = found
+        if method == "GET":
+            return Said(200, {}, self._comment_json(owner, repo, number, comment))
+        if method != "PATCH":
+            return self._error(405, "Method Not Allowed")
+        role = self._permissions.get((owner, repo), {}).get(ACCOUNT, "admin")
+        mine = str(comment.author).lower() == ACCOUNT
+        if self.flavour == "gitea" and not (mine or role in ("admin", "owner")):
+            return Said(403, {}, None)
+        if self.flavour == "github" and not (mine or role in PUSH_ROLES):
+            return self._error(403, "Must have admin rights to Repository.")
+        text = body.get("body") if isinstance(body, dict) else None
+        if not isinstance(text, str) or (self.flavour == "github" and not text):
+            return self._error(422, "Validation Failed")
+        before = comment.updated_at or comment.created_at
+        comment.body = text
+        comment.updated_at = max(_now(), before + timedelta(seconds=1))
+        return Said(200, {}, self._comment_json(owner, repo, number, comment))
 
     def _reaction_json(self, login: str, content: str) -> dict[str, Any]:
         made = {"user": self._user_json(login), "content": content, "created_at": _time(_now())}

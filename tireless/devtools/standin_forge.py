@@ -45,6 +45,7 @@ from typing import Any, Literal
 from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
 from tireless.devtools.standin_conversation import ConversationRoutes
+from tireless.devtools.standin_dependencies import DependencyRoutes
 from tireless.devtools.standin_git import SERVICES, CgiAnswer, GitCommit, StandinGit
 
 Flavour = Literal["gitea", "github"]
@@ -188,7 +189,7 @@ def _time(when: datetime | None) -> str | None:
     return None if when is None else when.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-class StandinForge(ConversationRoutes):
+class StandinForge(ConversationRoutes, DependencyRoutes):
     """A Gitea (also Forgejo) or a GitHub on 127.0.0.1, with its issues in memory; the
     conversation on pull requests (reviews, permissions, checks, reactions) comes from
     tireless.devtools.standin_conversation."""
@@ -244,6 +245,7 @@ class StandinForge(ConversationRoutes):
         )
         self._init_poller_quirks(root_url)
         self._init_conversation()
+        self._init_dependencies()
 
     # Life
     @property
@@ -807,6 +809,11 @@ class StandinForge(ConversationRoutes):
         moved = self._moved_answer(method, path, query)
         if moved is not None:
             return moved
+        related = self._dependency_answer(method, path, query, body, authorized)
+        if related is not None:  # issue 35's relations: tireless.devtools.standin_dependencies
+            dropped = getattr(related, "drop", False)
+            answer = Answer(related.status, related.headers, related.body, drop=dropped)
+            return self._count_rate(answer, query)
         said = self._conversation_answer(method, path, query, body, authorized)
         if said is not None:
             return self._count_rate(Answer(said.status, said.headers, said.body), query)
@@ -1826,7 +1833,7 @@ class StandinForge(ConversationRoutes):
                 "patch_url": web + ".patch",
                 "merged_at": None,
             }
-        return shaped
+        return shaped | self._relation_summaries(owner, repo, issue.number)
 
     def _error(self, status: int, message: str) -> Answer:
         if self.flavour == "gitea":

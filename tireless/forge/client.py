@@ -28,14 +28,36 @@ class ForgeIssue:
     updated_at: datetime
     body: str = ""
     """The issue's text (empty when it has none), kept by the store for the agent."""
+    forge_dependencies: bool | None = None
+    """What the forge's listing said of the issues this one is blocked by (GitHub's
+    `issue_dependencies_summary.total_blocked_by`): None, it says nothing (Gitea, an older GitHub
+    Enterprise), so they are read; False, there are none, and no request is made; True, read."""
+    forge_sub_issues: bool | None = None
+    """The same for its sub-issues (GitHub's `sub_issues_summary.total`), which it depends on."""
+
+    @property
+    def forge_relations_known_none(self) -> bool:
+        """The listing said the issue has no forge relation at all: nothing to read."""
+        return self.forge_dependencies is False and self.forge_sub_issues is False
+
+
+@dataclass(frozen=True, slots=True)
+class IssueRef:
+    """An issue of the same forge, as a dependency relation names it."""
+
+    owner: str
+    repo: str
+    number: int
 
 
 @dataclass(frozen=True, slots=True)
 class ForgeComment:
-    """One comment of an issue: who wrote it (the forge account's login) and its text."""
+    """One comment of an issue: who wrote it (the forge account's login), its text, and its id
+    (both APIs' `id`; None when the forge gave none), which `edit_comment` takes."""
 
     author: str | None
     body: str
+    id: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,6 +223,12 @@ class ForgeClient(Protocol):
         """A new comment (never retried blindly: a retry first looks for it)."""
         ...
 
+    def edit_comment(self, owner: str, repo: str, comment_id: int, body: str) -> None:
+        """The comment's text replaced by `body` (sending it twice is harmless). WriteRefused: 404
+        when no comment of the repository has that id, 403 when the token's account may not edit
+        it (neither its author nor, on Gitea, a repository admin; on GitHub, without write access)."""
+        ...
+
     def create_issue(self, owner: str, repo: str, *, title: str, body: str) -> int:
         """A new issue (never retried blindly: a retry first looks for it with find_issue); its
         number."""
@@ -278,7 +306,41 @@ class ForgeClient(Protocol):
         comment; adding it twice is harmless."""
         ...
 
+    # The work graph's forge relations (issue 35).
+    def issue_dependencies(
+        self,
+        owner: str,
+        repo: str,
+        number: int,
+        *,
+        blocked_by: bool = True,
+        sub_issues: bool = True,
+    ) -> list[IssueRef] | None:
+        """The issues (same forge) the issue depends on by the forge's own relations: Gitea's
+        and Forgejo's issue dependencies, GitHub's blocked-by (`blocked_by`) and sub-issues
+        (`sub_issues`; Gitea has none), at most MAX_FORGE_DEPENDENCIES. None when the forge does
+        not offer them here (the feature off, the repository's dependencies disabled, the token
+        may not read them: 403 or 404): not available is no relation, never a stop. Raises
+        ReadFailed for an answer it cannot use (5xx, a bad body)."""
+        ...
+
+    def add_dependency(self, owner: str, repo: str, number: int, on: int) -> None:
+        """Issue `number` depends on issue `on` of the same repository, on the forge (Gitea's
+        dependency, GitHub's blocked-by); done already is fine (read first, and again after a
+        refusal). WriteRefused when the forge refuses it (feature off, no right)."""
+        ...
+
+    def add_sub_issue(self, owner: str, repo: str, parent: int, child: int) -> None:
+        """GitHub: `child` becomes a sub-issue of `parent` (done already is fine); Gitea has no
+        sub-issues: nothing is sent."""
+        ...
+
     def close(self) -> None: ...
+
+
+MAX_FORGE_DEPENDENCIES = 100
+"""At most this many forge relations of one issue are read (the store keeps at most 100, as it
+keeps at most 100 `Depends on` lines of a body)."""
 
 
 class ReadFailed(Exception):

@@ -16,6 +16,9 @@ page, the one from a branch picked by its head), `POST .../pulls`, `GET` and `PA
 The conversation's: `GET .../issues/comments?since=`, `GET .../pulls/{index}/reviews` and
 `.../reviews/{id}/comments`, `GET .../collaborators/{login}/permission`, `GET
 .../commits/{ref}/status`, `POST .../issues/comments/{id}/reactions`.
+
+The work graph's (issue 35): `GET` and `POST .../issues/{index}/dependencies`; `PATCH
+.../issues/comments/{id}` (a plan's outcome comment, its checklist of children kept current).
 """
 
 from __future__ import annotations
@@ -23,9 +26,10 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 from tireless.forge.client import (
+    MAX_FORGE_DEPENDENCIES,
     BadResponse,
     Check,
     ForgeComment,
@@ -33,6 +37,7 @@ from tireless.forge.client import (
     ForgeNote,
     ForgeStopped,
     IssueEvent,
+    IssueRef,
     Listing,
     PullRequest,
     ReadFailed,
@@ -51,6 +56,7 @@ from tireless.forge.validate import (
     in_order,
     is_pull_request,
     issue,
+    issue_ref,
     login_of,
     marked_issue,
     not_moved,
@@ -252,6 +258,18 @@ class GiteaClient:
         url = f"{self._issues_url(owner, repo)}/{number}/comments"
         self._http.send("POST", url, {"body": body}, retry=False)
 
+    def edit_comment(self, owner: str, repo: str, comment_id: int, body: str) -> None:
+        # EditIssueComment (routers/api/v1/repo/issue_comment.go, PATCH .../issues/comments/{id}):
+        # 200 with the comment; 404 for an unknown id or one of another repository; 403 unless the
+        # account wrote it or is the repository's admin; 204, changing nothing, for a comment that
+        # is not a plain one (a label or state change of the timeline).
+        url = f"{self._issues_url(owner, repo)}/comments/{comment_id}"
+        response = self._http.send("PATCH", url, {"body": body})
+        if response.status == 204:
+            raise WriteRefused(
+                f"{response.where}: comment {comment_id} is not a plain comment", 204
+            )
+
     def issue_events(self, owner: str, repo: str, number: int, since: datetime) -> list[IssueEvent]:
         # The issue's timeline (routers/api/v1/repo/issue_comment.go ListIssueCommentsAndTimeline):
         # a label change is a comment of type "label" whose body is "1" when added and "" when
@@ -344,6 +362,74 @@ class GiteaClient:
         # 500: go-gitea/gitea#9544, #9550); 403 for a reaction not in `[ui] REACTIONS`.
         url = f"{self._issues_url(owner, repo)}/comments/{comment_id}/reactions"
         self._http.send("POST", url, {"content": content})
+
+    # The work graph's forge relations (issue 35). GetIssueDependencies (routers/api/v1/repo/
+    # issue_dependency.go): the issues this one is blocked by, paged by page/limit (`limit`
+    # clamped to MAX_RESPONSE_ITEMS), with neither X-Total-Count nor Link; each an Issue whose
+    # `repository` is {owner, name, full_name}, one the token may not read shown as {"title":
+    # "HIDDEN"} (skipped). 404 when the repository's dependencies are disabled
+    # (`IsDependenciesEnabled`: its issue settings, `[service] DEFAULT_ENABLE_DEPENDENCIES`), the
+    # issue is gone or the token may not read its issues; 403 for a token without the issue scope
+    # (`tokenRequiresScopes`, read:issue). Sent as `send` so that 403 and 404 refuse this read only
+    # (WriteRefused: not available, no relation) where `get` would stop the whole forge.
+    def issue_dependencies(
+        self,
+        owner: str,
+        repo: str,
+        number: int,
+        *,
+        blocked_by: bool = True,
+        sub_issues: bool = True,  # Gitea and Forgejo have no sub-issues
+    ) -> list[IssueRef] | None:
+        if not blocked_by:
+            return []
+        return self._blockers(owner, repo, number)
+
+    def _blockers(self, owner: str, repo: str, number: int) -> list[IssueRef] | None:
+        url = f"{self._issues_url(owner, repo)}/{number}/dependencies"
+        found: list[IssueRef] = []
+        for page in range(1, MAX_PAGES + 1):
+            query = urlencode({"page": str(page), "limit": str(PAGE_SIZE)})
+            try:
+                response = self._http.send("GET", f"{url}?{query}")
+            except WriteRefused as refused:
+                if refused.status in (403, 404, 410):
+                    return None
+                raise
+            items = _sent_list(response)
+            for item in items:
+                ref = issue_ref(item, response.where)
+                if ref is not None and ref not in found:
+                    found.append(ref)
+            # A page shorter than asked is the last: MAX_RESPONSE_ITEMS is 50 by default, our limit.
+            if len(found) >= MAX_FORGE_DEPENDENCIES or len(items) < PAGE_SIZE:
+                return found[:MAX_FORGE_DEPENDENCIES]
+        raise BadResponse(f"GET {owner}/{repo}#{number} dependencies: more than {MAX_PAGES} pages")
+
+    def add_dependency(self, owner: str, repo: str, number: int, on: int) -> None:
+        # CreateIssueDependency (routers/api/v1/repo/issue_dependency.go) takes an IssueMeta
+        # {owner, repo, index} and answers 201; one that exists already fails in the model
+        # (models/issues/dependency.go CreateIssueDependency: ErrDependencyExists) and reaches the
+        # API as a 500 (ctx.Error(http.StatusInternalServerError, ...)). So the dependencies are
+        # read first, and again after a failed create (sent_or_found), never sent twice blindly.
+        # 404 when dependencies are disabled, the repository archived or the token may not write.
+        def there() -> bool | None:
+            refs = self._blockers(owner, repo, number)
+            return True if refs is not None and _names(refs, owner, repo, on) else None
+
+        refs = self._blockers(owner, repo, number)
+        if refs is None:
+            raise WriteRefused(
+                f"{owner}/{repo}#{number}: the forge's dependencies are off here", 404
+            )
+        if _names(refs, owner, repo, on):
+            return
+        url = f"{self._issues_url(owner, repo)}/{number}/dependencies"
+        meta = {"owner": owner, "repo": repo, "index": on}
+        sent_or_found(lambda: self._http.send("POST", url, meta, retry=False), there)
+
+    def add_sub_issue(self, owner: str, repo: str, parent: int, child: int) -> None:
+        return None  # Gitea and Forgejo have no sub-issues: the child's body links its parent
 
     def whoami(self) -> str:
         if self._login is None:
@@ -500,6 +586,20 @@ class GiteaClient:
             title = prefix + title
         response = self._http.send("PATCH", url, {"title": title, "body": body})
         return _pull(_sent_json(response), response.where)
+
+
+def _names(refs: list[IssueRef], owner: str, repo: str, number: int) -> bool:
+    """Whether `refs` holds issue `number` of owner/repo (names compared without case)."""
+    key = (owner.lower(), repo.lower(), number)
+    return any((r.owner.lower(), r.repo.lower(), r.number) == key for r in refs)
+
+
+def _sent_list(response: Response) -> list[dict[str, Any]]:
+    """The JSON array of objects of a read sent as `send`."""
+    data = _sent_json(response)
+    if not isinstance(data, list) or not all(isinstance(item, dict) for item in data):
+        raise BadResponse(f"{response.where}: expected a JSON array of objects")
+    return data
 
 
 def _not_missing(response: Response) -> None:

@@ -11,6 +11,10 @@ The conversation's: `GET .../issues/comments?since=&sort=updated&direction=asc`,
 .../pulls/{n}/reviews` (conditional) and `.../reviews/{id}/comments`, `GET
 .../collaborators/{login}/permission`, `GET .../commits/{ref}/status` and `.../check-runs`, `POST
 .../issues/comments/{id}/reactions`.
+
+The work graph's (issue 35): `GET` and `POST .../issues/{n}/dependencies/blocked_by` and
+`.../issues/{n}/sub_issues`, read only when the listing's summaries say there is something;
+`PATCH .../issues/comments/{id}` (a plan's outcome comment, its checklist of children kept current).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from typing import Any
 from urllib.parse import quote
 
 from tireless.forge.client import (
+    MAX_FORGE_DEPENDENCIES,
     BadResponse,
     Check,
     ForgeComment,
@@ -28,6 +33,7 @@ from tireless.forge.client import (
     ForgeNote,
     ForgeStopped,
     IssueEvent,
+    IssueRef,
     Listing,
     PullRequest,
     ReadFailed,
@@ -54,6 +60,7 @@ from tireless.forge.validate import (
     in_order,
     is_pull_request,
     issue,
+    issue_ref,
     login_of,
     marked_issue,
     not_moved,
@@ -226,6 +233,13 @@ class GitHubClient:
         url = f"{self._issues_url(owner, repo)}/{number}/comments"
         self._http.send("POST", url, {"body": body}, retry=False)
 
+    def edit_comment(self, owner: str, repo: str, comment_id: int, body: str) -> None:
+        # PATCH .../issues/comments/{comment_id} (docs.github.com/rest/issues/comments#update-an-
+        # issue-comment): 200 with the comment; 404 for an unknown id, 422 for an empty body, 403
+        # when the account may not edit it (its author, or anyone with write access, may).
+        url = f"{self._issues_url(owner, repo)}/comments/{comment_id}"
+        self._http.send("PATCH", url, {"body": body})
+
     def issue_events(self, owner: str, repo: str, number: int, since: datetime) -> list[IssueEvent]:
         # GET /repos/{owner}/{repo}/issues/{issue_number}/events (docs.github.com/rest/issues/
         # events): oldest first, `event` "labeled"/"unlabeled" with `label.name`, "closed",
@@ -332,6 +346,104 @@ class GitHubClient:
         # retry is harmless.
         url = f"{self._issues_url(owner, repo)}/comments/{comment_id}/reactions"
         self._http.send("POST", url, {"content": content})
+
+    # The work graph's forge relations (issue 35): GET .../issues/{n}/dependencies/blocked_by
+    # (docs.github.com/rest/issues/issue-dependencies#list-dependencies-an-issue-is-blocked-by) and
+    # GET .../issues/{n}/sub_issues (docs.github.com/rest/issues/sub-issues#list-sub-issues), each
+    # a list of issues paged by Link (per_page at most 100), the repository of each in its
+    # `repository_url`. 404 when the feature is not there (an older GitHub Enterprise Server) or
+    # the token cannot see the issue, 403 without the Issues read permission, 410 for issues
+    # disabled: sent as `send` so that these refuse this read only (not available: no relation)
+    # where `get` would stop the whole forge. The listing's summaries (issue_dependencies_summary,
+    # sub_issues_summary) say whether there is anything to read (ForgeIssue.forge_dependencies).
+    def issue_dependencies(
+        self,
+        owner: str,
+        repo: str,
+        number: int,
+        *,
+        blocked_by: bool = True,
+        sub_issues: bool = True,
+    ) -> list[IssueRef] | None:
+        found: list[IssueRef] = []
+        available = False
+        for wanted, what in ((blocked_by, "dependencies/blocked_by"), (sub_issues, "sub_issues")):
+            if not wanted:
+                available = True
+                continue
+            refs = self._related(owner, repo, number, what)
+            if refs is not None:
+                available = True
+                found += [ref for ref in refs if ref not in found]
+        return found[:MAX_FORGE_DEPENDENCIES] if available else None
+
+    def _related(self, owner: str, repo: str, number: int, what: str) -> list[IssueRef] | None:
+        """The issues of one relation list (`dependencies/blocked_by`, `sub_issues`), every page
+        up to MAX_FORGE_DEPENDENCIES; None when the forge refuses the read (403, 404, 410)."""
+        next_url: str | None = (
+            f"{self._issues_url(owner, repo)}/{number}/{what}?per_page={PER_PAGE}&page=1"
+        )
+        found: list[IssueRef] = []
+        for _ in range(MAX_PAGES):
+            if next_url is None or len(found) >= MAX_FORGE_DEPENDENCIES:
+                return found[:MAX_FORGE_DEPENDENCIES]
+            try:
+                response = self._http.send("GET", next_url)
+            except WriteRefused as refused:
+                if refused.status in (403, 404, 410):
+                    return None
+                raise
+            data = _sent_json(response)
+            if not isinstance(data, list):
+                raise BadResponse(f"{response.where}: expected a JSON array")
+            for item in data:
+                ref = issue_ref(item, response.where)
+                if ref is not None and ref not in found:
+                    found.append(ref)
+            next_url = self._http.next_page(response)
+        raise BadResponse(f"GET {owner}/{repo}#{number} {what}: more than {MAX_PAGES} pages")
+
+    def _issue_id(self, owner: str, repo: str, number: int) -> int:
+        """An issue's database `id` (not its number), which the relation writes take."""
+        response = self._http.get(f"{self._issues_url(owner, repo)}/{number}")
+        _not_missing(response)
+        data = _json(response)
+        found = data.get("id") if isinstance(data, dict) else None
+        if type(found) is not int or found <= 0:
+            raise BadResponse(f"{response.where}: the issue has no id")
+        return found
+
+    def add_dependency(self, owner: str, repo: str, number: int, on: int) -> None:
+        # POST .../issues/{n}/dependencies/blocked_by {issue_id: the blocking issue's id}
+        # (docs.github.com/rest/issues/issue-dependencies#add-a-dependency-an-issue-is-blocked-by):
+        # 201; 403, 404, 410 and 422 (validation failed: a relation that exists already among
+        # them) refuse it. So the list is read first, and again after a refusal or a lost answer
+        # (sent_or_found): a retry never asks twice.
+        self._relate(owner, repo, number, on, "dependencies/blocked_by", "issue_id")
+
+    def add_sub_issue(self, owner: str, repo: str, parent: int, child: int) -> None:
+        # POST .../issues/{parent}/sub_issues {sub_issue_id: the child's id} (docs.github.com/
+        # rest/issues/sub-issues#add-sub-issue): 201; 422 for a child that has a parent already
+        # (unless replace_parent, which is not sent: a person's choice of parent stays) or is
+        # one already. Read first, and again after a refusal or a lost answer.
+        self._relate(owner, repo, parent, child, "sub_issues", "sub_issue_id")
+
+    def _relate(self, owner: str, repo: str, number: int, other: int, what: str, key: str) -> None:
+        refs = self._related(owner, repo, number, what)
+        if refs is None:
+            raise WriteRefused(
+                f"{owner}/{repo}#{number}: the forge's {what} are not available", 404
+            )
+        if _names(refs, owner, repo, other):
+            return
+
+        def there() -> bool | None:
+            again = self._related(owner, repo, number, what)
+            return True if again is not None and _names(again, owner, repo, other) else None
+
+        url = f"{self._issues_url(owner, repo)}/{number}/{what}"
+        body = {key: self._issue_id(owner, repo, other)}
+        sent_or_found(lambda: self._http.send("POST", url, body, retry=False), there)
 
     def whoami(self) -> str:
         if self._login is None:
@@ -442,6 +554,12 @@ class GitHubClient:
         url = f"{self._pulls_url(owner, repo)}/{number}"
         response = self._http.send("PATCH", url, {"title": title, "body": body})
         return _pull(_sent_json(response), response.where)
+
+
+def _names(refs: list[IssueRef], owner: str, repo: str, number: int) -> bool:
+    """Whether `refs` holds issue `number` of owner/repo (names compared without case)."""
+    key = (owner.lower(), repo.lower(), number)
+    return any((r.owner.lower(), r.repo.lower(), r.number) == key for r in refs)
 
 
 def _sent_json(response: Response) -> object:

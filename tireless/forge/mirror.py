@@ -1,10 +1,12 @@
 """The mirror: the poller applies, to a repository it holds, the writes the store says its issues
 need (`tireless.mirror_writes`: each issue's newest job state, older wanted states already
 superseded), the pull requests of delivered jobs (`tireless.mirror_pulls_due`), the issues of
-delivered plans' tasks and discoveries' proposals (`tireless.plan_tasks_due`) and the outcome
-comments of finished jobs (`tireless.mirror_comments_due`), and reports each back
-(`record_mirror_write`, `record_mirror_failure`, `record_mirror_pull`, `record_plan_task`,
-`record_mirror_comment`).
+delivered plans' tasks and discoveries' proposals (`tireless.plan_tasks_due`), the outcome
+comments of finished jobs (`tireless.mirror_comments_due`; a delivered plan's lists its children),
+the comments that tell an issue it is on a dependency cycle (`tireless.cycle_reports_due`) and the
+edits of outcome comments whose checklist of children changed (`tireless.mirror_checklists_due`),
+and reports each back (`record_mirror_write`, `record_mirror_failure`, `record_mirror_pull`,
+`record_plan_task`, `record_mirror_comment`, `record_cycle_report`, `record_mirror_checklist`).
 Which label, which pull request and which comment is the store's decision; this module only
 talks to the forge.
 
@@ -24,6 +26,7 @@ from typing import Any
 
 from tireless.forge.client import (
     ForgeClient,
+    ForgeComment,
     ForgeIssue,
     ForgeStopped,
     IssueEvent,
@@ -32,7 +35,14 @@ from tireless.forge.client import (
     WriteRefused,
 )
 from tireless.forge.conversation import mirror_login, post_reply
-from tireless.models import MirrorComment, MirrorPull, MirrorWrite, PlanTask, RepoToPoll
+from tireless.models import (
+    MirrorChecklist,
+    MirrorComment,
+    MirrorPull,
+    MirrorWrite,
+    PlanTask,
+    RepoToPoll,
+)
 from tireless.store import JobStore
 
 STATE_LABEL_DESCRIPTION = "Set by tireless: the state of this issue's job (never read to decide)"
@@ -52,7 +62,8 @@ class MirrorOutcome:
     applied: int = 0  # label writes
     pulled: int = 0  # pull requests opened or updated
     opened: int = 0  # the issues of plans' tasks and discoveries' proposals
-    commented: int = 0
+    commented: int = 0  # outcome comments, and the comments that tell an issue of a cycle
+    edited: int = 0  # outcome comments whose checklist of children changed
     replied: int = 0  # the conversation's reactions and refusals
     failed: int = 0  # label writes, pull requests, comments and replies
     last_error: str | None = None
@@ -119,8 +130,12 @@ def mirror_repository(
             store.record_mirror_comment(forge, owner, repo, poller, comment.job_id, str(failure))
             _failed(outcome, comment.number, failure)
             continue
-        store.record_mirror_comment(forge, owner, repo, poller, comment.job_id)
+        store.record_mirror_comment(
+            forge, owner, repo, poller, comment.job_id, checklist=comment.checklist
+        )
         outcome.commented += 1
+    deadline = max(deadline, time.monotonic())
+    write_graph_notes(store, poller, client, target, outcome, deadline, max_writes)
     deadline = max(deadline, time.monotonic())
     # The conversation's replies: a +1 on each command acted on, one comment per refusal said.
     replied = 0
@@ -164,6 +179,9 @@ def open_children(
                 return
             try:
                 number = open_child(client, owner, repo, task)
+                # Before the record: a stop here leaves the task due, and the next round finds
+                # the child by its marker and sets what is missing.
+                refused = relate_child(client, owner, repo, task, number)
             except ForgeStopped:
                 raise
             except ReadFailed as failure:
@@ -174,6 +192,8 @@ def open_children(
                 return  # its dependents wait for it; the next round tries again
             store.record_plan_task(forge, owner, repo, poller, task.job_id, task.task, number)
             outcome.opened += 1
+            for refusal in refused:  # said in the round's report; the body's lines still gate
+                _failed(outcome, number, refusal)
 
 
 def open_child(client: ForgeClient, owner: str, repo: str, task: PlanTask) -> int:
@@ -192,6 +212,30 @@ def open_child(client: ForgeClient, owner: str, repo: str, task: PlanTask) -> in
             client.ensure_label(owner, repo, name, TASK_LABEL_DESCRIPTION)
             client.add_label(owner, repo, number, name)
     return number
+
+
+def relate_child(
+    client: ForgeClient, owner: str, repo: str, task: PlanTask, number: int
+) -> list[ReadFailed]:
+    """The forge's own relations of a task's child issue, where the forge has them: it depends
+    on the issues its `Depends on` lines name (Gitea's dependency, GitHub's blocked-by) and, on
+    GitHub, it is a sub-issue of the parent. Each write reads first (done already is fine), so a
+    second poller or a retry after a lost answer adds nothing. A refusal (the feature off, no
+    right: 403, 404, 422) costs that write only, and is returned to be said; the body's lines
+    gate the child's job all the same."""
+    refused: list[ReadFailed] = []
+    blockers = [on for on in dict.fromkeys(task.depends_on or ()) if on and on != number]
+    for on in [*blockers, None]:
+        try:
+            if on is None:
+                client.add_sub_issue(owner, repo, task.parent_number, number)
+            else:
+                client.add_dependency(owner, repo, number, on)
+        except ForgeStopped:
+            raise
+        except ReadFailed as failure:
+            refused.append(failure)
+    return refused
 
 
 def _failed(outcome: MirrorOutcome, number: int, failure: ReadFailed) -> None:
@@ -326,12 +370,94 @@ def _touches(event: IssueEvent) -> str | None:
 
 def post_comment(client: ForgeClient, owner: str, repo: str, comment: MirrorComment) -> None:
     """Posts the outcome comment unless the mirror's own account already did: a marker in anyone
-    else's comment, or inside a quoted note, counts for nothing."""
+    else's comment, or inside a quoted note, counts for nothing. One found with a checklist of
+    children other than this one (posted by a try whose answer was lost, before a child changed)
+    is edited to this body, so that the checklist recorded is the one the forge shows."""
+    found = own_comment(client, owner, repo, comment.number, comment.marker)
+    if found is None:
+        client.add_comment(owner, repo, comment.number, comment.body)
+    elif comment.checklist is not None and found.id is not None and _differs(found, comment.body):
+        client.edit_comment(owner, repo, found.id, comment.body)
+
+
+def own_comment(
+    client: ForgeClient, owner: str, repo: str, number: int, marker: str
+) -> ForgeComment | None:
+    """The issue's comment by the mirror's own forge account whose body ends with `marker` (the
+    first, should there be several); None when there is none."""
     login = client.whoami()
-    for found in client.comments(owner, repo, comment.number):
-        if found.author == login and found.body.rstrip().endswith(comment.marker):
-            return
-    client.add_comment(owner, repo, comment.number, comment.body)
+    for found in client.comments(owner, repo, number):
+        if found.author == login and found.body.rstrip().endswith(marker):
+            return found
+    return None
+
+
+def write_graph_notes(
+    store: JobStore,
+    poller: str,
+    client: ForgeClient,
+    target: RepoToPoll,
+    outcome: MirrorOutcome,
+    deadline: float,
+    max_writes: int,
+) -> None:
+    """The work graph's notes (issue 35): the comment that tells an issue it is on a dependency
+    cycle (`tireless.cycle_reports_due`), posted once, and the edits of outcome comments whose
+    checklist of children changed (`tireless.mirror_checklists_due`). Each is recorded as it is
+    written; a failure is recorded for it (backed off) and the others go on."""
+    forge, owner, repo = target.forge, target.owner, target.repo
+    written = 0
+    for report in store.cycle_reports_due(forge, owner, repo, poller, max_writes):
+        if written and time.monotonic() > deadline:
+            break
+        written += 1
+        try:
+            if own_comment(client, owner, repo, report.number, report.marker) is None:
+                client.add_comment(owner, repo, report.number, report.body)
+        except ForgeStopped:
+            raise
+        except ReadFailed as failure:
+            store.record_cycle_report(forge, owner, repo, poller, report.report_id, str(failure))
+            _failed(outcome, report.number, failure)
+            continue
+        store.record_cycle_report(forge, owner, repo, poller, report.report_id)
+        outcome.commented += 1
+    edits = 0
+    for edit in store.mirror_checklists_due(forge, owner, repo, poller, max_writes):
+        if edits and time.monotonic() > deadline:
+            break
+        edits += 1
+        try:
+            edit_checklist(client, owner, repo, edit)
+        except ForgeStopped:
+            raise
+        except ReadFailed as failure:
+            store.record_mirror_checklist(
+                forge, owner, repo, poller, edit.job_id, edit.checklist, str(failure)
+            )
+            _failed(outcome, edit.number, failure)
+            continue
+        store.record_mirror_checklist(forge, owner, repo, poller, edit.job_id, edit.checklist)
+        outcome.edited += 1
+
+
+def edit_checklist(client: ForgeClient, owner: str, repo: str, edit: MirrorChecklist) -> None:
+    """The mirror's own outcome comment (its marker, its login) made to show `edit.body`: edited
+    unless it shows it already (an edit whose answer was lost). A comment no longer there (a
+    person deleted it) is not written again: WriteRefused (404), backed off like any failure."""
+    found = own_comment(client, owner, repo, edit.number, edit.marker)
+    if found is None or found.id is None:
+        raise WriteRefused(
+            f"#{edit.number}: no comment of ours ends with {edit.marker} (deleted?)", 404
+        )
+    if _differs(found, edit.body):
+        client.edit_comment(owner, repo, found.id, edit.body)
+
+
+def _differs(found: ForgeComment, body: str) -> bool:
+    """Whether the comment shows another text than `body` (trailing blanks aside: a forge may trim
+    them)."""
+    return found.body.rstrip() != body.rstrip()
 
 
 def issue_row(target: RepoToPoll, issue: ForgeIssue) -> dict[str, Any]:

@@ -16,7 +16,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -31,6 +31,7 @@ from tireless.forge.client import (
     ForgeIssue,
     ForgeStopped,
     IssueMoved,
+    IssueRef,
     ReadFailed,
     TooLarge,
 )
@@ -75,6 +76,9 @@ class Read:
     pulls: tuple[tuple[int, datetime], ...] = ()
     """Pull requests the listings showed, with their `updated_at`: their conversation may have
     changed."""
+    depends_on: tuple[tuple[int, tuple[IssueRef, ...]], ...] = ()
+    """The forge's own dependency relations read this round, per issue number (an issue not
+    here was not read: the store keeps what it has)."""
 
 
 @dataclass(slots=True)
@@ -217,6 +221,7 @@ def read_repository(client: ForgeClient, target: RepoToPoll) -> Read:
             else:
                 found[number] = issue
     issues = tuple(found[number] for number in sorted(found))
+    relations = read_dependencies(client, target, issues, skipped)
     return Read(
         issues,
         tuple(deleted),
@@ -229,7 +234,64 @@ def read_repository(client: ForgeClient, target: RepoToPoll) -> Read:
         moved_to,
         tuple(dict.fromkeys(skipped)),
         tuple(pulls.items()),
+        tuple(relations.items()),
     )
+
+
+def dependency_reads(target: RepoToPoll, issues: Iterable[ForgeIssue]) -> list[ForgeIssue]:
+    """The issues whose forge relations this read asks for: each open one carrying the opt-in
+    label that changed since the repository's cursor (all of them at the first read), and on a
+    full listing each issue of a waiting job, changed or not (a forge's dependency change need
+    not move the issue's `updated_at`: GitHub's does not, and Gitea sends no webhook for one)."""
+    waiting = set(target.waiting_numbers) if target.full_listing else set()
+    return [
+        issue
+        for issue in issues
+        if issue.number in waiting
+        or (
+            issue.state == "open"
+            and (target.opt_in is None or target.opt_in in issue.labels)
+            and (target.cursor is None or issue.updated_at > target.cursor)
+        )
+    ]
+
+
+def read_dependencies(
+    client: ForgeClient, target: RepoToPoll, issues: Iterable[ForgeIssue], notes: list[str]
+) -> dict[int, tuple[IssueRef, ...]]:
+    """The forge's relations of the issues `dependency_reads` picks, per number. An issue whose
+    listing says it has none (GitHub's summaries) costs no request; one whose relations the forge
+    does not offer here (feature off, no right: the client's None) has none; a read that fails is
+    said in `notes` and left out, so the store keeps what it had. A stop (rate limit, refused
+    credentials) ends the read as any other request's would."""
+    relations: dict[int, tuple[IssueRef, ...]] = {}
+    for issue in dependency_reads(target, issues):
+        if issue.forge_relations_known_none:
+            relations[issue.number] = ()
+            continue
+        try:
+            refs = client.issue_dependencies(
+                target.owner,
+                target.repo,
+                issue.number,
+                blocked_by=issue.forge_dependencies is not False,
+                sub_issues=issue.forge_sub_issues is not False,
+            )
+        except ForgeStopped:
+            raise
+        except ReadFailed as error:
+            notes.append(f"issue #{issue.number}: its forge dependencies were not read: {error}")
+            continue
+        relations[issue.number] = tuple(_spelled(target, ref) for ref in refs or ())
+    return relations
+
+
+def _spelled(target: RepoToPoll, ref: IssueRef) -> IssueRef:
+    """A relation in the polled repository, under the name it is tracked by (the forge may
+    spell the owner or name in another case)."""
+    if (ref.owner.lower(), ref.repo.lower()) == (target.owner.lower(), target.repo.lower()):
+        return IssueRef(target.owner, target.repo, ref.number)
+    return ref
 
 
 def _newer(pulls: dict[int, datetime], listed: Iterable[tuple[int, datetime]]) -> None:
@@ -244,10 +306,25 @@ def _newest(cursor: datetime | None, issues: Iterable[ForgeIssue]) -> datetime |
     return max(times, default=None)
 
 
-def issue_rows(target: RepoToPoll, issues: Sequence[ForgeIssue]) -> list[dict[str, Any]]:
+def issue_rows(
+    target: RepoToPoll,
+    issues: Sequence[ForgeIssue],
+    depends_on: Mapping[int, Sequence[IssueRef]] | None = None,
+) -> list[dict[str, Any]]:
     """The issues in the format `record_poll` (like `enqueue`) takes, with their bodies (the
-    mirror's read-back leaves the body out, and the store keeps the one it has)."""
-    return [issue_row(target, issue) | {"body": issue.body} for issue in issues]
+    mirror's read-back leaves the body out, and the store keeps the one it has) and, for those
+    whose forge relations were read (`depends_on`), those relations."""
+    relations = depends_on or {}
+    rows = []
+    for issue in issues:
+        row = issue_row(target, issue) | {"body": issue.body}
+        if issue.number in relations:
+            row["depends_on"] = [
+                {"owner": ref.owner, "repo": ref.repo, "number": ref.number}
+                for ref in relations[issue.number]
+            ]
+        rows.append(row)
+    return rows
 
 
 ClientFactory = Callable[[RepoToPoll], ForgeClient]
@@ -426,7 +503,7 @@ def _poll_one(
             target.owner,
             target.repo,
             poller,
-            issue_rows(target, read.issues),
+            issue_rows(target, read.issues, dict(read.depends_on)),
             read.cursor,
             read.etag,
             target.full_listing,

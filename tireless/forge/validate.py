@@ -22,6 +22,7 @@ from tireless.forge.client import (
     ForgeIssue,
     ForgeNote,
     IssueMoved,
+    IssueRef,
     Review,
     ReviewComment,
 )
@@ -106,7 +107,62 @@ def issue(item: Any, where: str) -> ForgeIssue:
     # The body is the agent's reading, not a key: a character the database refuses is replaced.
     body = _UNSAFE.sub("\ufffd", body)
     updated_at = timestamp(item.get("updated_at"), at)
-    return ForgeIssue(number, state, names, title, url, updated_at, body)
+    return ForgeIssue(
+        number,
+        state,
+        names,
+        title,
+        url,
+        updated_at,
+        body,
+        _summary_says(item, "issue_dependencies_summary", "total_blocked_by"),
+        _summary_says(item, "sub_issues_summary", "total"),
+    )
+
+
+def _summary_says(item: dict[str, Any], summary: str, total: str) -> bool | None:
+    """Whether GitHub's summary of an issue's relations counts any (`issue_dependencies_summary`
+    {blocked_by, blocking, total_blocked_by, total_blocking}: docs.github.com/rest/issues/
+    issue-dependencies; `sub_issues_summary` {total, completed, percent_completed}: docs.github.com/
+    rest/issues/sub-issues); None when it is missing or not a count (Gitea, an older GitHub
+    Enterprise Server): the relations are then read."""
+    counts = item.get(summary)
+    value = counts.get(total) if isinstance(counts, dict) else None
+    if type(value) is not int or value < 0:
+        return None
+    return value > 0
+
+
+def issue_ref(item: Any, where: str) -> IssueRef | None:
+    """The issue a relation names: its `number` and its repository, from `repository`
+    ({owner, name} on Gitea, whose `owner` is a login; an object with `owner.login` on GitHub)
+    or GitHub's `repository_url` (.../repos/{owner}/{name}). None for an entry the forge hides
+    (Gitea shows an issue the token may not read as {"title": "HIDDEN"} with no number or
+    repository: routers/api/v1/repo/issue_dependency.go GetIssueDependencies)."""
+    if not isinstance(item, dict):
+        raise BadResponse(f"{where}: a dependency is {type(item).__name__}, not an object")
+    number = item.get("number")
+    if type(number) is not int or number <= 0:
+        return None
+    owner = name = None
+    repository = item.get("repository")
+    if isinstance(repository, dict):
+        found = repository.get("owner")
+        owner = found.get("login") if isinstance(found, dict) else found
+        name = repository.get("name")
+        full = repository.get("full_name")
+        if not (isinstance(owner, str) and isinstance(name, str)) and isinstance(full, str):
+            owner, _, name = full.partition("/")
+    url = item.get("repository_url")
+    if not (isinstance(owner, str) and isinstance(name, str)) and isinstance(url, str):
+        parts = url.rstrip("/").split("/")
+        if len(parts) >= 3 and parts[-3] == "repos":
+            owner, name = parts[-2], parts[-1]
+    if not (isinstance(owner, str) and isinstance(name, str)):
+        return None
+    if not (0 < len(owner) <= 200 and 0 < len(name) <= 200) or _UNSAFE.search(owner + name):
+        raise BadResponse(f"{where}: dependency #{number} names no repository owner/name")
+    return IssueRef(owner, name, number)
 
 
 def timestamp(value: Any, where: str, field: str = "updated_at") -> datetime:
@@ -151,10 +207,13 @@ def login_of(item: dict[str, Any], key: str) -> str | None:
 
 
 def comment(item: Any, where: str) -> ForgeComment:
-    """One comment object: its author's login and its body (both APIs: `user.login`, `body`)."""
+    """One comment object: its author's login, its body and its id (both APIs: `user.login`,
+    `body`, `id`; an id that is not a positive integer is left out, as if none was given)."""
     if not isinstance(item, dict) or not isinstance(item.get("body"), str):
         raise BadResponse(f"{where}: a comment is not an object with a body")
-    return ForgeComment(login_of(item, "user"), item["body"])
+    ident = item.get("id")
+    known = ident if type(ident) is int and ident > 0 else None
+    return ForgeComment(login_of(item, "user"), item["body"], known)
 
 
 def _positive_id(item: Any, what: str, where: str) -> int:

@@ -23,6 +23,7 @@ from tireless.models import (
     ConversationOutcome,
     ConversationReply,
     ConversationToRead,
+    CycleReport,
     DiscoveredIssue,
     Forge,
     ForgeKind,
@@ -33,6 +34,7 @@ from tireless.models import (
     JobKind,
     JobState,
     Lane,
+    MirrorChecklist,
     MirrorComment,
     MirrorPull,
     MirrorWrite,
@@ -384,9 +386,51 @@ class AsyncJobStore:
         return await self._run(calls.mirror_comments_due(forge, owner, repo, poller, max_comments))
 
     async def record_mirror_comment(
-        self, forge: str, owner: str, repo: str, poller: str, job_id: int, error: str | None = None
+        self,
+        forge: str,
+        owner: str,
+        repo: str,
+        poller: str,
+        job_id: int,
+        error: str | None = None,
+        checklist: str | None = None,
     ) -> datetime | None:
-        call = calls.record_mirror_comment(forge, owner, repo, poller, job_id, error)
+        call = calls.record_mirror_comment(forge, owner, repo, poller, job_id, error, checklist)
+        return await self._run(call)
+
+    async def mirror_checklists_due(
+        self, forge: str, owner: str, repo: str, poller: str, max_edits: int = 100
+    ) -> list[MirrorChecklist]:
+        return await self._run(calls.mirror_checklists_due(forge, owner, repo, poller, max_edits))
+
+    async def record_mirror_checklist(
+        self,
+        forge: str,
+        owner: str,
+        repo: str,
+        poller: str,
+        job_id: int,
+        checklist: str,
+        error: str | None = None,
+    ) -> datetime | None:
+        call = calls.record_mirror_checklist(forge, owner, repo, poller, job_id, checklist, error)
+        return await self._run(call)
+
+    async def cycle_reports_due(
+        self, forge: str, owner: str, repo: str, poller: str, max_reports: int = 100
+    ) -> list[CycleReport]:
+        return await self._run(calls.cycle_reports_due(forge, owner, repo, poller, max_reports))
+
+    async def record_cycle_report(
+        self,
+        forge: str,
+        owner: str,
+        repo: str,
+        poller: str,
+        report_id: int,
+        error: str | None = None,
+    ) -> datetime | None:
+        call = calls.record_cycle_report(forge, owner, repo, poller, report_id, error)
         return await self._run(call)
 
     async def plan_tasks_due(

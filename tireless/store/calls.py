@@ -28,6 +28,7 @@ from tireless.models import (
     ConversationOutcome,
     ConversationReply,
     ConversationToRead,
+    CycleReport,
     DiscoveredIssue,
     Forge,
     ForgeKind,
@@ -38,6 +39,7 @@ from tireless.models import (
     JobKind,
     JobState,
     Lane,
+    MirrorChecklist,
     MirrorComment,
     MirrorPull,
     MirrorWrite,
@@ -500,8 +502,8 @@ def retry_forge(name: str) -> Call[Any, int]:
 
 
 CLAIM_REPOS_TO_POLL = (
-    "SELECT forge, owner, repo, kind, base_url, cursor, etag, full_listing, live_numbers"
-    " FROM tireless.claim_repos_to_poll(poller => %(poller)s, lease => %(lease)s,"
+    "SELECT forge, owner, repo, kind, base_url, cursor, etag, full_listing, live_numbers, opt_in,"
+    " waiting_numbers FROM tireless.claim_repos_to_poll(poller => %(poller)s, lease => %(lease)s,"
     " max_repos => %(max_repos)s)"
 )
 
@@ -670,7 +672,7 @@ def record_mirror_failure(
 
 
 MIRROR_COMMENTS_DUE = (
-    "SELECT job_id, number, body, marker"
+    "SELECT job_id, number, body, marker, checklist"
     " FROM tireless.mirror_comments_due(forge => %(forge)s, owner => %(owner)s, repo => %(repo)s,"
     " poller => %(poller)s, max_comments => %(max_comments)s)"
 )
@@ -685,19 +687,82 @@ def mirror_comments_due(
 
 RECORD_MIRROR_COMMENT = (
     "SELECT tireless.record_mirror_comment(forge => %(forge)s, owner => %(owner)s,"
-    " repo => %(repo)s, poller => %(poller)s, job_id => %(job_id)s, error => %(error)s)"
+    " repo => %(repo)s, poller => %(poller)s, job_id => %(job_id)s, error => %(error)s,"
+    " checklist => %(checklist)s)"
 )
 
 
 def record_mirror_comment(
-    forge: str, owner: str, repo: str, poller: str, job_id: int, error: str | None
+    forge: str,
+    owner: str,
+    repo: str,
+    poller: str,
+    job_id: int,
+    error: str | None,
+    checklist: str | None = None,
 ) -> Call[Any, datetime | None]:
     params = _repo(forge, owner, repo) | {"poller": poller, "job_id": job_id, "error": error}
-    return Call(RECORD_MIRROR_COMMENT, params, tuple_row, _value)
+    return Call(RECORD_MIRROR_COMMENT, params | {"checklist": checklist}, tuple_row, _value)
+
+
+MIRROR_CHECKLISTS_DUE = (
+    "SELECT job_id, number, body, marker, checklist"
+    " FROM tireless.mirror_checklists_due(forge => %(forge)s, owner => %(owner)s,"
+    " repo => %(repo)s, poller => %(poller)s, max_edits => %(max_edits)s)"
+)
+
+
+def mirror_checklists_due(
+    forge: str, owner: str, repo: str, poller: str, max_edits: int
+) -> Call[MirrorChecklist, list[MirrorChecklist]]:
+    params = _repo(forge, owner, repo) | {"poller": poller, "max_edits": max_edits}
+    return Call(MIRROR_CHECKLISTS_DUE, params, class_row(MirrorChecklist), _rows)
+
+
+RECORD_MIRROR_CHECKLIST = (
+    "SELECT tireless.record_mirror_checklist(forge => %(forge)s, owner => %(owner)s,"
+    " repo => %(repo)s, poller => %(poller)s, job_id => %(job_id)s, checklist => %(checklist)s,"
+    " error => %(error)s)"
+)
+
+
+def record_mirror_checklist(
+    forge: str, owner: str, repo: str, poller: str, job_id: int, checklist: str, error: str | None
+) -> Call[Any, datetime | None]:
+    params = _repo(forge, owner, repo) | {"poller": poller, "job_id": job_id}
+    params |= {"checklist": checklist, "error": error}
+    return Call(RECORD_MIRROR_CHECKLIST, params, tuple_row, _value)
+
+
+CYCLE_REPORTS_DUE = (
+    "SELECT report_id, number, body, marker"
+    " FROM tireless.cycle_reports_due(forge => %(forge)s, owner => %(owner)s, repo => %(repo)s,"
+    " poller => %(poller)s, max_reports => %(max_reports)s)"
+)
+
+
+def cycle_reports_due(
+    forge: str, owner: str, repo: str, poller: str, max_reports: int
+) -> Call[CycleReport, list[CycleReport]]:
+    params = _repo(forge, owner, repo) | {"poller": poller, "max_reports": max_reports}
+    return Call(CYCLE_REPORTS_DUE, params, class_row(CycleReport), _rows)
+
+
+RECORD_CYCLE_REPORT = (
+    "SELECT tireless.record_cycle_report(forge => %(forge)s, owner => %(owner)s,"
+    " repo => %(repo)s, poller => %(poller)s, report_id => %(report_id)s, error => %(error)s)"
+)
+
+
+def record_cycle_report(
+    forge: str, owner: str, repo: str, poller: str, report_id: int, error: str | None
+) -> Call[Any, datetime | None]:
+    params = _repo(forge, owner, repo) | {"poller": poller, "report_id": report_id}
+    return Call(RECORD_CYCLE_REPORT, params | {"error": error}, tuple_row, _value)
 
 
 PLAN_TASKS_DUE = (
-    "SELECT job_id, task, parent_number, title, body, labels, marker, since"
+    "SELECT job_id, task, parent_number, title, body, labels, marker, since, depends_on"
     " FROM tireless.plan_tasks_due(forge => %(forge)s, owner => %(owner)s, repo => %(repo)s,"
     " poller => %(poller)s, max_tasks => %(max_tasks)s)"
 )

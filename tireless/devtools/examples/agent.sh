@@ -14,7 +14,8 @@
 #   the rest work for a moment and succeed. An implement job adds notes/<number>.md and a line to
 #   CHANGELOG.md, except "Explore a plugin system" (it changes nothing: delivered, no change), and
 #   "Plan the 2.0 migration" asks for a draft pull request; plan and discover jobs read their
-#   workspace and report, changing nothing.
+#   workspace and report, changing nothing; "Plan the search feature" also writes a plan of three
+#   steps ("Search: ..."), which succeed at once, the second depending on the first.
 # A revision (a review asked for changes: TIRELESS_REVIEW_FILE names its markdown) starts from the
 # pull request's head; it answers each inline comment in notes/<number>.md, and tireless pushes
 # that as a second commit of the same pull request.
@@ -26,6 +27,9 @@ echo "agent: $TIRELESS_KIND $TIRELESS_OWNER/$TIRELESS_REPO#$n \"$title\" (lane $
 case $title in *"(a long job)"*)
     echo "agent: a long job (20 s)"
     sleep 20
+    ;;
+"Plan the search feature" | "Search: "*)
+    sleep 0.3  # make run's plan and its three steps: each succeeds at once
     ;;
 *)
     if [ $((n % 13)) -eq 5 ]; then
@@ -45,6 +49,17 @@ case $title in *"(a long job)"*)
     sleep "0.$((n * 37 % 8 + 2))"
 esac
 
+if [ "$title" = "Plan the search feature" ]; then
+    # A plan of three steps (TIRELESS_PLAN_FILE): tireless opens an issue for each once the job is
+    # delivered; the second depends on the first (task 0), so its job waits until #first closes.
+    cat > "$TIRELESS_PLAN_FILE" <<'PLAN'
+[
+  {"title": "Search: index the widgets by name", "body": "Build the index the search reads.", "depends_on": []},
+  {"title": "Search: add a search function", "body": "Find widgets by name, on the index.", "depends_on": [0]},
+  {"title": "Search: document it", "body": "A section of the README.", "depends_on": []}
+]
+PLAN
+fi
 if [ "$TIRELESS_KIND" != implement ]; then
     case $TIRELESS_KIND in plan) what="A plan" ;; *) what="Findings" ;; esac
     printf '%s for #%s, from the %s files of %s/%s at %s.\n' "$what" "$n" \
