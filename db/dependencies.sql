@@ -107,16 +107,26 @@ COMMENT ON FUNCTION tireless.dependency_cycle(text, text, text, integer) IS
     'it is on none.';
 REVOKE ALL ON FUNCTION tireless.dependency_cycle(text, text, text, integer) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 
-CREATE OR REPLACE FUNCTION tireless.waiting_note(waiting_on text[], cycle text) RETURNS text
-    LANGUAGE sql IMMUTABLE
+-- A dependency in a repository tireless does not track is never read, so it stays open: the note
+-- says so, with what to do.
+CREATE OR REPLACE FUNCTION tireless.waiting_note(forge text, waiting_on text[], cycle text) RETURNS text
+    LANGUAGE sql STABLE
 AS $$
     SELECT left('waiting on ' || array_to_string(waiting_note.waiting_on, ', ')
            || CASE WHEN waiting_note.cycle IS NOT NULL
-                   THEN ' (a cycle: ' || waiting_note.cycle || '; break it on the forge)' ELSE '' END, 2000);
+                   THEN ' (a cycle: ' || waiting_note.cycle || '; break it on the forge)' ELSE '' END
+           || coalesce(' (' || (SELECT string_agg(DISTINCT split_part(ref, '#', 1), ', ')
+                                  FROM unnest(waiting_note.waiting_on) AS ref
+                                 WHERE ref LIKE '%/%#%'
+                                   AND NOT EXISTS (SELECT FROM tireless.tracked_repo t
+                                                    WHERE (t.forge, t.owner || '/' || t.repo)
+                                                          = (waiting_note.forge, split_part(ref, '#', 1))))
+                       || ' not tracked: nothing reads it until `tireless track`)', ''), 2000);
 $$;
-COMMENT ON FUNCTION tireless.waiting_note(text[], text) IS
-    'The note of a waiting job: `waiting on #3, #7`, and the cycle it is on, if any.';
-REVOKE ALL ON FUNCTION tireless.waiting_note(text[], text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+COMMENT ON FUNCTION tireless.waiting_note(text, text[], text) IS
+    'The note of a waiting job of forge: `waiting on #3, #7`, the cycle it is on, if any, and the repositories of '
+    'its dependencies that are not tracked (never read, so open until tracked).';
+REVOKE ALL ON FUNCTION tireless.waiting_note(text, text[], text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 
 -- The forge's own relations (Gitea and Forgejo issue dependencies, GitHub's blocked-by and
 -- sub-issues), as the poller read them this round: each issue of the batch given with "depends_on"
@@ -140,14 +150,18 @@ AS $$
         -- Issues of untracked repositories are ignored, as the work rule ignores them.
         SELECT g.* FROM given g
           JOIN tireless.tracked_repo t ON (t.forge, t.owner, t.repo) = (g.forge, g.owner, g.repo)
-    ), wanted AS (
-        SELECT DISTINCT r.forge, r.owner, r.repo, r.number,
-               d.entry ->> 'owner' AS depends_on_owner, d.entry ->> 'repo' AS depends_on_repo,
+    ), named AS (
+        -- A repository the forge spells in another case than it is tracked under is the tracked one.
+        SELECT r.forge, r.owner, r.repo, r.number,
+               coalesce(tr.owner, d.entry ->> 'owner') AS depends_on_owner, coalesce(tr.repo, d.entry ->> 'repo') AS depends_on_repo,
                (d.entry ->> 'number')::integer AS depends_on_number
           FROM tracked r
          CROSS JOIN jsonb_array_elements(r.depends_on) AS d(entry)
-         WHERE (d.entry ->> 'owner', d.entry ->> 'repo', (d.entry ->> 'number')::integer)
-               IS DISTINCT FROM (r.owner, r.repo, r.number)
+          LEFT JOIN tireless.tracked_repo tr
+                 ON (tr.forge, lower(tr.owner), lower(tr.repo)) = (r.forge, lower(d.entry ->> 'owner'), lower(d.entry ->> 'repo'))
+    ), wanted AS (
+        SELECT DISTINCT n.* FROM named n
+         WHERE (n.depends_on_owner, n.depends_on_repo, n.depends_on_number) IS DISTINCT FROM (n.owner, n.repo, n.number)
     ), dropped AS (
         DELETE FROM tireless.issue_dependency d
          USING tracked r
@@ -194,10 +208,17 @@ BEGIN
           FROM jsonb_to_recordset(settle_dependencies.touched) AS x(forge text, owner text, repo text, number integer, body boolean)
          WHERE x.body
     ), parsed AS (
-        SELECT t.forge, t.owner, t.repo, t.number, b.depends_on_owner, b.depends_on_repo, b.depends_on_number
+        -- A repository named in another case than it is tracked under (Acme/Widgets#3) is the
+        -- tracked one: the forges match names without case.
+        SELECT DISTINCT t.forge, t.owner, t.repo, t.number, coalesce(tr.owner, b.depends_on_owner) AS depends_on_owner,
+               coalesce(tr.repo, b.depends_on_repo) AS depends_on_repo, b.depends_on_number
           FROM t
           JOIN tireless.issue s ON (s.forge, s.owner, s.repo, s.number) = (t.forge, t.owner, t.repo, t.number)
          CROSS JOIN LATERAL tireless.body_dependencies(s.body, t.owner, t.repo, t.number) AS b
+          LEFT JOIN tireless.tracked_repo tr
+                 ON (tr.forge, lower(tr.owner), lower(tr.repo)) = (t.forge, lower(b.depends_on_owner), lower(b.depends_on_repo))
+         WHERE (coalesce(tr.owner, b.depends_on_owner), coalesce(tr.repo, b.depends_on_repo), b.depends_on_number)
+               IS DISTINCT FROM (t.owner, t.repo, t.number)
     ), dropped AS (
         DELETE FROM tireless.issue_dependency d
          USING t
@@ -224,7 +245,7 @@ BEGIN
     ), judged AS (
         SELECT j.id, j.forge, j.owner, j.repo, j.number, w.waiting_on, cy.cycle,
                CASE WHEN w.waiting_on IS NOT NULL
-                    THEN tireless.waiting_note(w.waiting_on, cy.cycle)
+                    THEN tireless.waiting_note(j.forge, w.waiting_on, cy.cycle)
                     WHEN j.note LIKE 'waiting on %' THEN NULL
                     ELSE j.note END AS note
           FROM affected a
@@ -292,7 +313,9 @@ CREATE OR REPLACE FUNCTION tireless.job_waits(job_id bigint)
     SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT tireless.issue_ref(d.owner, d.repo, d.depends_on_owner, d.depends_on_repo, d.depends_on_number),
-           coalesce(s.state, 'unseen'),
+           coalesce(s.state, CASE WHEN EXISTS (SELECT FROM tireless.tracked_repo t
+                                                WHERE (t.forge, t.owner, t.repo) = (d.forge, d.depends_on_owner, d.depends_on_repo))
+                                  THEN 'unseen' ELSE 'untracked' END),
            string_agg(d.source, ', ' ORDER BY d.source),
            tireless.dependency_cycle(j.forge, j.owner, j.repo, j.number)
       FROM tireless.job j
@@ -300,12 +323,12 @@ AS $$
       LEFT JOIN tireless.issue s
              ON (s.forge, s.owner, s.repo, s.number) = (d.forge, d.depends_on_owner, d.depends_on_repo, d.depends_on_number)
      WHERE j.id = job_waits.job_id
-     GROUP BY j.forge, j.owner, j.repo, j.number, d.owner, d.repo, d.depends_on_owner, d.depends_on_repo, d.depends_on_number, s.state
+     GROUP BY j.forge, j.owner, j.repo, j.number, d.forge, d.owner, d.repo, d.depends_on_owner, d.depends_on_repo, d.depends_on_number, s.state
      ORDER BY (d.depends_on_owner, d.depends_on_repo) <> (d.owner, d.repo), d.depends_on_owner, d.depends_on_repo, d.depends_on_number;
 $$;
 COMMENT ON FUNCTION tireless.job_waits(bigint) IS
-    'The dependencies of a job''s issue: each as #N or owner/repo#N, its state as last seen (open, closed, or unseen: '
-    'never read, so open), where it was said (body, forge) and the cycle of open dependencies the issue is on, if any. '
+    'The dependencies of a job''s issue: each as #N or owner/repo#N, its state as last seen (open, closed, unseen: '
+    'never read yet, so open; untracked: in a repository tireless does not track, so never read and open), where it was said (body, forge) and the cycle of open dependencies the issue is on, if any. '
     'No row: the issue depends on nothing. Why a job waits, for psql users and tireless show.';
 REVOKE ALL ON FUNCTION tireless.job_waits(bigint) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT EXECUTE ON FUNCTION tireless.job_waits(bigint) TO tireless_runner, tireless_poller, tireless_admin;

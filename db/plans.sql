@@ -33,8 +33,8 @@ BEGIN
            OR length(btrim(task.t ->> 'title')) = 0 OR length(task.t ->> 'title') > 200 THEN
             RETURN format('task %s: "title" must be 1 to 200 characters', task.i);
         END IF;
-        IF jsonb_typeof(task.t -> 'body') IS DISTINCT FROM 'string' OR length(task.t ->> 'body') > 65536 THEN
-            RETURN format('task %s: "body" must be text of at most 65536 characters', task.i);
+        IF jsonb_typeof(task.t -> 'body') IS DISTINCT FROM 'string' OR length(task.t ->> 'body') > 60000 THEN
+            RETURN format('task %s: "body" must be text of at most 60000 characters', task.i);
         END IF;
         IF task.t ? 'lane' AND jsonb_typeof(task.t -> 'lane') <> 'null'
            AND (jsonb_typeof(task.t -> 'lane') <> 'string' OR NOT tireless.is_lane_name(task.t ->> 'lane')) THEN
@@ -76,7 +76,7 @@ END;
 $$;
 COMMENT ON FUNCTION tireless.plan_problem(jsonb) IS
     'The first fault of a plan (or proposals) file, naming the task (its index, from 0) and the field; null when it '
-    'is a list of at most 50 tasks {title: 1 to 200 characters, body: at most 65536, lane?: a lane name, '
+    'is a list of at most 50 tasks {title: 1 to 200 characters, body: at most 60000 (room in an issue for the links), lane?: a lane name, '
     'depends_on?: at most 50 indexes of other tasks or "#N"} without a cycle.';
 REVOKE ALL ON FUNCTION tireless.plan_problem(jsonb) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT EXECUTE ON FUNCTION tireless.plan_problem(jsonb) TO tireless_runner, tireless_poller, tireless_admin;

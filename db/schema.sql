@@ -1500,7 +1500,7 @@ CREATE TABLE tireless.plan_task (
     last_error text,
     last_error_at timestamp with time zone,
     CONSTRAINT an_opened_child_has_its_time CHECK (((child_number IS NULL) = (opened_at IS NULL))),
-    CONSTRAINT plan_task_body_bounded CHECK ((length(body) <= 65536)),
+    CONSTRAINT plan_task_body_bounded CHECK ((length(body) <= 60000)),
     CONSTRAINT plan_task_child_positive CHECK ((child_number > 0)),
     CONSTRAINT plan_task_depends_on_is_a_list CHECK ((jsonb_typeof(depends_on) = 'array'::text)),
     CONSTRAINT plan_task_failures_not_negative CHECK ((failures >= 0)),
@@ -1566,7 +1566,7 @@ COMMENT ON COLUMN tireless.plan_task.title IS 'The task''s title as the agent wr
 -- Name: COLUMN plan_task.body; Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON COLUMN tireless.plan_task.body IS 'The task''s body as the agent wrote it (at most 65536 characters).';
+COMMENT ON COLUMN tireless.plan_task.body IS 'The task''s body as the agent wrote it (at most 60000 characters).';
 
 --
 -- Name: COLUMN plan_task.lane; Type: COMMENT; Schema: tireless; Owner: -
@@ -1626,7 +1626,7 @@ COMMENT ON CONSTRAINT an_opened_child_has_its_time ON tireless.plan_task IS 'A r
 -- Name: CONSTRAINT plan_task_body_bounded ON plan_task; Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON CONSTRAINT plan_task_body_bounded ON tireless.plan_task IS 'A task''s body is at most 65536 characters (an issue body, with room for the links).';
+COMMENT ON CONSTRAINT plan_task_body_bounded ON tireless.plan_task IS 'A task''s body is at most 60000 characters (an issue body holds 65536: room for the links and the marker).';
 
 --
 -- Name: CONSTRAINT plan_task_child_positive ON plan_task; Type: COMMENT; Schema: tireless; Owner: -
@@ -4209,7 +4209,9 @@ CREATE FUNCTION tireless.job_waits(job_id bigint) RETURNS TABLE(depends_on text,
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
     SELECT tireless.issue_ref(d.owner, d.repo, d.depends_on_owner, d.depends_on_repo, d.depends_on_number),
-           coalesce(s.state, 'unseen'),
+           coalesce(s.state, CASE WHEN EXISTS (SELECT FROM tireless.tracked_repo t
+                                                WHERE (t.forge, t.owner, t.repo) = (d.forge, d.depends_on_owner, d.depends_on_repo))
+                                  THEN 'unseen' ELSE 'untracked' END),
            string_agg(d.source, ', ' ORDER BY d.source),
            tireless.dependency_cycle(j.forge, j.owner, j.repo, j.number)
       FROM tireless.job j
@@ -4217,7 +4219,7 @@ CREATE FUNCTION tireless.job_waits(job_id bigint) RETURNS TABLE(depends_on text,
       LEFT JOIN tireless.issue s
              ON (s.forge, s.owner, s.repo, s.number) = (d.forge, d.depends_on_owner, d.depends_on_repo, d.depends_on_number)
      WHERE j.id = job_waits.job_id
-     GROUP BY j.forge, j.owner, j.repo, j.number, d.owner, d.repo, d.depends_on_owner, d.depends_on_repo, d.depends_on_number, s.state
+     GROUP BY j.forge, j.owner, j.repo, j.number, d.forge, d.owner, d.repo, d.depends_on_owner, d.depends_on_repo, d.depends_on_number, s.state
      ORDER BY (d.depends_on_owner, d.depends_on_repo) <> (d.owner, d.repo), d.depends_on_owner, d.depends_on_repo, d.depends_on_number;
 $$;
 
@@ -4225,7 +4227,7 @@ $$;
 -- Name: FUNCTION job_waits(job_id bigint); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.job_waits(job_id bigint) IS 'The dependencies of a job''s issue: each as #N or owner/repo#N, its state as last seen (open, closed, or unseen: never read, so open), where it was said (body, forge) and the cycle of open dependencies the issue is on, if any. No row: the issue depends on nothing. Why a job waits, for psql users and tireless show.';
+COMMENT ON FUNCTION tireless.job_waits(job_id bigint) IS 'The dependencies of a job''s issue: each as #N or owner/repo#N, its state as last seen (open, closed, unseen: never read yet, so open; untracked: in a repository tireless does not track, so never read and open), where it was said (body, forge) and the cycle of open dependencies the issue is on, if any. No row: the issue depends on nothing. Why a job waits, for psql users and tireless show.';
 
 --
 -- Name: judge_ask(text, text, text, text, jsonb, timestamp with time zone); Type: FUNCTION; Schema: tireless; Owner: -
@@ -5274,8 +5276,8 @@ BEGIN
            OR length(btrim(task.t ->> 'title')) = 0 OR length(task.t ->> 'title') > 200 THEN
             RETURN format('task %s: "title" must be 1 to 200 characters', task.i);
         END IF;
-        IF jsonb_typeof(task.t -> 'body') IS DISTINCT FROM 'string' OR length(task.t ->> 'body') > 65536 THEN
-            RETURN format('task %s: "body" must be text of at most 65536 characters', task.i);
+        IF jsonb_typeof(task.t -> 'body') IS DISTINCT FROM 'string' OR length(task.t ->> 'body') > 60000 THEN
+            RETURN format('task %s: "body" must be text of at most 60000 characters', task.i);
         END IF;
         IF task.t ? 'lane' AND jsonb_typeof(task.t -> 'lane') <> 'null'
            AND (jsonb_typeof(task.t -> 'lane') <> 'string' OR NOT tireless.is_lane_name(task.t ->> 'lane')) THEN
@@ -5320,7 +5322,7 @@ $_$;
 -- Name: FUNCTION plan_problem(plan jsonb); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.plan_problem(plan jsonb) IS 'The first fault of a plan (or proposals) file, naming the task (its index, from 0) and the field; null when it is a list of at most 50 tasks {title: 1 to 200 characters, body: at most 65536, lane?: a lane name, depends_on?: at most 50 indexes of other tasks or "#N"} without a cycle.';
+COMMENT ON FUNCTION tireless.plan_problem(plan jsonb) IS 'The first fault of a plan (or proposals) file, naming the task (its index, from 0) and the field; null when it is a list of at most 50 tasks {title: 1 to 200 characters, body: at most 60000 (room in an issue for the links), lane?: a lane name, depends_on?: at most 50 indexes of other tasks or "#N"} without a cycle.';
 
 --
 -- Name: plan_tasks_due(text, text, text, text, integer); Type: FUNCTION; Schema: tireless; Owner: -
@@ -5899,14 +5901,18 @@ CREATE FUNCTION tireless.record_forge_dependencies(issues jsonb) RETURNS jsonb
         -- Issues of untracked repositories are ignored, as the work rule ignores them.
         SELECT g.* FROM given g
           JOIN tireless.tracked_repo t ON (t.forge, t.owner, t.repo) = (g.forge, g.owner, g.repo)
-    ), wanted AS (
-        SELECT DISTINCT r.forge, r.owner, r.repo, r.number,
-               d.entry ->> 'owner' AS depends_on_owner, d.entry ->> 'repo' AS depends_on_repo,
+    ), named AS (
+        -- A repository the forge spells in another case than it is tracked under is the tracked one.
+        SELECT r.forge, r.owner, r.repo, r.number,
+               coalesce(tr.owner, d.entry ->> 'owner') AS depends_on_owner, coalesce(tr.repo, d.entry ->> 'repo') AS depends_on_repo,
                (d.entry ->> 'number')::integer AS depends_on_number
           FROM tracked r
          CROSS JOIN jsonb_array_elements(r.depends_on) AS d(entry)
-         WHERE (d.entry ->> 'owner', d.entry ->> 'repo', (d.entry ->> 'number')::integer)
-               IS DISTINCT FROM (r.owner, r.repo, r.number)
+          LEFT JOIN tireless.tracked_repo tr
+                 ON (tr.forge, lower(tr.owner), lower(tr.repo)) = (r.forge, lower(d.entry ->> 'owner'), lower(d.entry ->> 'repo'))
+    ), wanted AS (
+        SELECT DISTINCT n.* FROM named n
+         WHERE (n.depends_on_owner, n.depends_on_repo, n.depends_on_number) IS DISTINCT FROM (n.owner, n.repo, n.number)
     ), dropped AS (
         DELETE FROM tireless.issue_dependency d
          USING tracked r
@@ -7866,10 +7872,17 @@ BEGIN
           FROM jsonb_to_recordset(settle_dependencies.touched) AS x(forge text, owner text, repo text, number integer, body boolean)
          WHERE x.body
     ), parsed AS (
-        SELECT t.forge, t.owner, t.repo, t.number, b.depends_on_owner, b.depends_on_repo, b.depends_on_number
+        -- A repository named in another case than it is tracked under (Acme/Widgets#3) is the
+        -- tracked one: the forges match names without case.
+        SELECT DISTINCT t.forge, t.owner, t.repo, t.number, coalesce(tr.owner, b.depends_on_owner) AS depends_on_owner,
+               coalesce(tr.repo, b.depends_on_repo) AS depends_on_repo, b.depends_on_number
           FROM t
           JOIN tireless.issue s ON (s.forge, s.owner, s.repo, s.number) = (t.forge, t.owner, t.repo, t.number)
          CROSS JOIN LATERAL tireless.body_dependencies(s.body, t.owner, t.repo, t.number) AS b
+          LEFT JOIN tireless.tracked_repo tr
+                 ON (tr.forge, lower(tr.owner), lower(tr.repo)) = (t.forge, lower(b.depends_on_owner), lower(b.depends_on_repo))
+         WHERE (coalesce(tr.owner, b.depends_on_owner), coalesce(tr.repo, b.depends_on_repo), b.depends_on_number)
+               IS DISTINCT FROM (t.owner, t.repo, t.number)
     ), dropped AS (
         DELETE FROM tireless.issue_dependency d
          USING t
@@ -7896,7 +7909,7 @@ BEGIN
     ), judged AS (
         SELECT j.id, j.forge, j.owner, j.repo, j.number, w.waiting_on, cy.cycle,
                CASE WHEN w.waiting_on IS NOT NULL
-                    THEN tireless.waiting_note(w.waiting_on, cy.cycle)
+                    THEN tireless.waiting_note(j.forge, w.waiting_on, cy.cycle)
                     WHEN j.note LIKE 'waiting on %' THEN NULL
                     ELSE j.note END AS note
           FROM affected a
@@ -8334,22 +8347,29 @@ $$;
 COMMENT ON FUNCTION tireless.untrack_repo(forge text, owner text, repo text) IS 'Stops tracking a repository; false if it was not tracked. Its jobs stay as they are.';
 
 --
--- Name: waiting_note(text[], text); Type: FUNCTION; Schema: tireless; Owner: -
+-- Name: waiting_note(text, text[], text); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
-CREATE FUNCTION tireless.waiting_note(waiting_on text[], cycle text) RETURNS text
-    LANGUAGE sql IMMUTABLE
+CREATE FUNCTION tireless.waiting_note(forge text, waiting_on text[], cycle text) RETURNS text
+    LANGUAGE sql STABLE
     AS $$
     SELECT left('waiting on ' || array_to_string(waiting_note.waiting_on, ', ')
            || CASE WHEN waiting_note.cycle IS NOT NULL
-                   THEN ' (a cycle: ' || waiting_note.cycle || '; break it on the forge)' ELSE '' END, 2000);
+                   THEN ' (a cycle: ' || waiting_note.cycle || '; break it on the forge)' ELSE '' END
+           || coalesce(' (' || (SELECT string_agg(DISTINCT split_part(ref, '#', 1), ', ')
+                                  FROM unnest(waiting_note.waiting_on) AS ref
+                                 WHERE ref LIKE '%/%#%'
+                                   AND NOT EXISTS (SELECT FROM tireless.tracked_repo t
+                                                    WHERE (t.forge, t.owner || '/' || t.repo)
+                                                          = (waiting_note.forge, split_part(ref, '#', 1))))
+                       || ' not tracked: nothing reads it until `tireless track`)', ''), 2000);
 $$;
 
 --
--- Name: FUNCTION waiting_note(waiting_on text[], cycle text); Type: COMMENT; Schema: tireless; Owner: -
+-- Name: FUNCTION waiting_note(forge text, waiting_on text[], cycle text); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.waiting_note(waiting_on text[], cycle text) IS 'The note of a waiting job: `waiting on #3, #7`, and the cycle it is on, if any.';
+COMMENT ON FUNCTION tireless.waiting_note(forge text, waiting_on text[], cycle text) IS 'The note of a waiting job of forge: `waiting on #3, #7`, the cycle it is on, if any, and the repositories of its dependencies that are not tracked (never read, so open until tracked).';
 
 --
 -- Name: watch_attempt(bigint, integer, text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -12199,10 +12219,10 @@ REVOKE ALL ON FUNCTION tireless.untrack_repo(forge text, owner text, repo text) 
 GRANT ALL ON FUNCTION tireless.untrack_repo(forge text, owner text, repo text) TO tireless_admin;
 
 --
--- Name: FUNCTION waiting_note(waiting_on text[], cycle text); Type: ACL; Schema: tireless; Owner: -
+-- Name: FUNCTION waiting_note(forge text, waiting_on text[], cycle text); Type: ACL; Schema: tireless; Owner: -
 --
 
-REVOKE ALL ON FUNCTION tireless.waiting_note(waiting_on text[], cycle text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION tireless.waiting_note(forge text, waiting_on text[], cycle text) FROM PUBLIC;
 
 --
 -- Name: FUNCTION watch_attempt(job_id bigint, attempt integer, lane text); Type: ACL; Schema: tireless; Owner: -

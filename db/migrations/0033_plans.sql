@@ -29,7 +29,7 @@ CREATE TABLE tireless.plan_task (
     CONSTRAINT one_task_per_child UNIQUE (forge, owner, repo, child_number),
     CONSTRAINT plan_task_index_bounded CHECK (task BETWEEN 0 AND 49),
     CONSTRAINT plan_task_title_bounded CHECK (length(title) BETWEEN 1 AND 200),
-    CONSTRAINT plan_task_body_bounded CHECK (length(body) <= 65536),
+    CONSTRAINT plan_task_body_bounded CHECK (length(body) <= 60000),
     CONSTRAINT plan_task_depends_on_is_a_list CHECK (jsonb_typeof(depends_on) = 'array'),
     CONSTRAINT plan_task_child_positive CHECK (child_number > 0),
     CONSTRAINT an_opened_child_has_its_time CHECK ((child_number IS NULL) = (opened_at IS NULL)),
@@ -48,7 +48,7 @@ COMMENT ON COLUMN tireless.plan_task.task IS 'The task''s index in the file, fro
 COMMENT ON COLUMN tireless.plan_task.attempt IS 'The attempt that attached it: only the delivering attempt''s tasks are opened.';
 COMMENT ON COLUMN tireless.plan_task.proposal IS 'true: a discover job''s proposal (opened without the opt-in label); false: a plan''s child.';
 COMMENT ON COLUMN tireless.plan_task.title IS 'The task''s title as the agent wrote it (1 to 200 characters).';
-COMMENT ON COLUMN tireless.plan_task.body IS 'The task''s body as the agent wrote it (at most 65536 characters).';
+COMMENT ON COLUMN tireless.plan_task.body IS 'The task''s body as the agent wrote it (at most 60000 characters).';
 COMMENT ON COLUMN tireless.plan_task.lane IS 'The lane its agent label names; null: no agent label.';
 COMMENT ON COLUMN tireless.plan_task.depends_on IS 'The tasks (indexes) and issues ("#N") it depends on, in the file''s order.';
 COMMENT ON COLUMN tireless.plan_task.child_number IS 'The issue the mirror opened (or found by its marker) for the task; null until then.';
@@ -61,7 +61,7 @@ COMMENT ON CONSTRAINT plan_task_of_a_job ON tireless.plan_task IS 'A pruned job 
 COMMENT ON CONSTRAINT one_task_per_child ON tireless.plan_task IS 'An issue is the child of one task at most: enqueue reads its parent from it.';
 COMMENT ON CONSTRAINT plan_task_index_bounded ON tireless.plan_task IS 'A plan has at most 50 tasks, indexed from 0.';
 COMMENT ON CONSTRAINT plan_task_title_bounded ON tireless.plan_task IS 'A task''s title is 1 to 200 characters (an issue title).';
-COMMENT ON CONSTRAINT plan_task_body_bounded ON tireless.plan_task IS 'A task''s body is at most 65536 characters (an issue body, with room for the links).';
+COMMENT ON CONSTRAINT plan_task_body_bounded ON tireless.plan_task IS 'A task''s body is at most 60000 characters (an issue body holds 65536: room for the links and the marker).';
 COMMENT ON CONSTRAINT plan_task_depends_on_is_a_list ON tireless.plan_task IS 'depends_on is a JSON list.';
 COMMENT ON CONSTRAINT plan_task_child_positive ON tireless.plan_task IS 'An issue number is positive.';
 COMMENT ON CONSTRAINT an_opened_child_has_its_time ON tireless.plan_task IS 'A recorded child has the time it was recorded, and only then.';

@@ -122,6 +122,28 @@ def test_a_dependency_on_another_tracked_repository_works_the_same(
     assert claimed(store).number == 5
 
 
+def test_a_repository_named_in_another_case_is_the_tracked_one_and_an_untracked_one_is_said(
+    store: JobStore, db: Database
+) -> None:
+    tracked(store)
+    track(store, FORGE, OWNER, "gears")
+    store.enqueue([issue(5, body="Depends on ACME/Gears#2, Acme/Widgets#5, acme/levers#4")])
+    untracked = "acme/levers not tracked: nothing reads it until `tireless track`"
+    assert waits(db, 5) == (
+        ["acme/gears#2", "acme/levers#4"],
+        f"waiting on acme/gears#2, acme/levers#4 ({untracked})",
+    )
+    assert rows(db, "SELECT depends_on, state FROM tireless.job_waits(%(id)s)", {"id": 1}) == [
+        ("acme/gears#2", "unseen"),
+        ("acme/levers#4", "untracked"),
+    ]
+    store.enqueue([issue(2, *PLAIN, repo="gears", state="closed")])
+    assert waits(db, 5)[0] == ["acme/levers#4"]
+    track(store, FORGE, OWNER, "levers")
+    store.enqueue([issue(4, *PLAIN, repo="levers", state="closed")])
+    assert claimed(store).number == 5
+
+
 def test_a_change_of_the_body_evaluates_the_wait_again(store: JobStore, db: Database) -> None:
     tracked(store).enqueue([issue(5, body="Depends on #3, #7")])
     assert waits(db, 5) == (["#3", "#7"], "waiting on #3, #7")
@@ -279,7 +301,8 @@ def test_jobs_and_show_say_a_job_waits_and_on_what(store: JobStore, db: Database
     shown = tireless_cli(db.url, "show", str(job_id))
     assert shown.returncode == 0, shown.stderr
     assert "       waiting_on: #3, acme/gears#7\n" in shown.stdout
-    assert "             note: waiting on #3, acme/gears#7\n" in shown.stdout
+    untracked = "acme/gears not tracked: nothing reads it until `tireless track`"
+    assert f"             note: waiting on #3, acme/gears#7 ({untracked})\n" in shown.stdout
 
 
 def test_an_upgrade_reads_the_bodies_stored_before_it(request: pytest.FixtureRequest) -> None:
