@@ -1,9 +1,12 @@
-"""Fixtures: one private PostgreSQL per test session, a migrated template database, and a fresh
-database per test created from that template (pytest-postgresql's janitor does the copying)."""
+"""Fixtures: one private PostgreSQL per test session, a migrated template database
+(pytest-postgresql makes and loads it), and a fresh database per test copied from that template
+(DatabaseCopies)."""
 
 from __future__ import annotations
 
+import itertools
 import signal
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from types import FrameType
@@ -11,7 +14,9 @@ from typing import Any
 
 import psycopg
 import pytest
+from psycopg import sql
 from pytest_postgresql import factories
+from pytest_postgresql.executors.noop import NoopExecutor
 
 from tireless import JobStore, migrate
 from tireless.devtools.embedded import EmbeddedPostgres
@@ -46,7 +51,64 @@ def load_migrations(host: str, port: int, user: str, dbname: str, **_: Any) -> N
 
 
 postgresql_noproc = factories.postgresql_noproc(dbname="tireless_test", load=[load_migrations])
-postgresql = factories.postgresql("postgresql_noproc")
+
+
+class DatabaseCopies:
+    """A fresh copy of the migrated template per test, made and dropped over one connection kept
+    for the session (pytest-postgresql's janitor connects anew and asks more for each: several
+    times slower over a thousand tests). Nothing runs beside a test: the history's roll-up reads
+    the cluster's oldest open transaction. A server a test restarted is connected to again."""
+
+    def __init__(self, server: EmbeddedPostgres, template: str, prefix: str) -> None:
+        self._server, self._template, self._prefix = server, template, prefix
+        self._names = itertools.count(1)
+        self._admin: psycopg.Connection[Any] | None = None
+
+    def take(self) -> str:
+        """A fresh copy of the template, for one test."""
+        name = f"{self._prefix}_{next(self._names)}"
+        self._execute(
+            sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
+                sql.Identifier(name), sql.Identifier(self._template)
+            )
+        )
+        return name
+
+    def give_back(self, name: str) -> None:
+        """The test is over: its database is dropped (a process it left connected is cut off)."""
+        self._execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+        )
+
+    def close(self) -> None:
+        if self._admin is not None:
+            self._admin.close()
+
+    def _execute(self, statement: sql.Composed) -> None:
+        for attempt in range(300):
+            try:
+                if self._admin is None or self._admin.closed:
+                    self._admin = psycopg.connect(self._server.conninfo(), autocommit=True)
+                self._admin.execute(statement)
+                return
+            except psycopg.OperationalError:  # the server restarts: a test restarted it
+                if self._admin is not None:
+                    self._admin.close()
+                self._admin = None
+                if attempt == 299:
+                    raise
+                time.sleep(0.2)
+
+
+@pytest.fixture(scope="session")
+def database_copies(
+    postgresql_noproc: NoopExecutor, request: pytest.FixtureRequest
+) -> Iterator[DatabaseCopies]:
+    copies = DatabaseCopies(
+        request.config.stash[SERVER], postgresql_noproc.template_dbname, postgresql_noproc.dbname
+    )
+    yield copies
+    copies.close()
 
 
 @dataclass(frozen=True)
@@ -78,9 +140,10 @@ def server(request: pytest.FixtureRequest) -> EmbeddedPostgres:
 
 
 @pytest.fixture
-def db(postgresql: psycopg.Connection[Any], server: EmbeddedPostgres) -> Database:
-    dbname = postgresql.info.dbname
-    return Database(conninfo=server.conninfo(dbname), url=server.url(dbname), server=server)
+def db(database_copies: DatabaseCopies, server: EmbeddedPostgres) -> Iterator[Database]:
+    dbname = database_copies.take()
+    yield Database(conninfo=server.conninfo(dbname), url=server.url(dbname), server=server)
+    database_copies.give_back(dbname)
 
 
 @pytest.fixture
