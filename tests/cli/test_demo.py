@@ -87,6 +87,8 @@ def test_the_small_demo_settles_every_job_and_recovers_the_crashed_one(
     assert len(steps) == PLAN_STEPS
     first, second, third = steps
     assert all(outcomes.pop(step) == ["delivered"] for step in steps)
+    # The plan's comment lists them, edited by the mirror as they were delivered.
+    assert f"      - [x] #{second} Search: add a search function — delivered" in result.stdout
     assert (
         f"#{PLANNED_ISSUE}: its plan became #{first}, #{second} and #{third}; #{second}'s job"
         f" {jobs[second][0][0]} was 'waiting on #{first}' until #{first} closed, then delivered"

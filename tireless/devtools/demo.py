@@ -644,7 +644,7 @@ def mirror_once_more(store: JobStore, token: str) -> int:
 def forge_view(forge: StandinForge, numbers: Sequence[int]) -> str:
     """Issues as the stand-in forge shows them: title, labels, and each comment's outcome line
     with the holder and note it quotes (the line inside its code block), or the first line of the
-    agent's report that follows it."""
+    agent's report that follows it, and a plan's checklist of its children."""
     lines = []
     for number in numbers:
         (issue,) = [i for i in issues_of(forge, OWNER, REPO) if i.number == number]
@@ -657,6 +657,8 @@ def forge_view(forge: StandinForge, numbers: Sequence[int]) -> str:
                 lines.append(f"    {outcome}; report: {rest[1]}")
             else:
                 lines.append(f"    {outcome}")
+            # A plan's comment lists its children, kept current by the mirror.
+            lines += [f"      {line}" for line in rest if line.startswith(("- [x] ", "- [ ] "))]
     return "\n".join(lines)
 
 
