@@ -54,8 +54,8 @@ from tireless.devtools.standin_forge import Flavour, StandinForge
 from tireless.forge import token_variable
 from tireless.forge.poll import Report, client_factory, poll_round
 from tireless.migrate import migrate
+from tireless.runner.credentials import secret_variable
 from tireless.store import JobStore
-from tireless.web.hooks import secret_variable
 
 FORGE = "gitea"
 OWNER = "acme"

@@ -574,12 +574,16 @@ AS $$
         ELSE
             format('No revision is asked for the failed checks on %s (%s): %s. A review or `/tireless revise` still '
                    'asks for one.', left(ask.source_id, 12),
-                   (SELECT string_agg(c ->> 'name', ', ' ORDER BY c ->> 'name') FROM jsonb_array_elements(ask.detail) AS c),
+                   -- The checks' names, cut to 4000 characters: the reply fits in tireless.forge_body_limit().
+                   (SELECT CASE WHEN length(n.names) > 4000 THEN left(n.names, 3999) || '…' ELSE n.names END
+                      FROM (SELECT string_agg(c ->> 'name', ', ' ORDER BY c ->> 'name') AS names
+                              FROM jsonb_array_elements(ask.detail) AS c) AS n),
                    ask.refusal)
     END) || E'\n\n' || format('<!-- tireless:ask:%s -->', ask.id);
 $$;
 COMMENT ON FUNCTION tireless.ask_reply_text(tireless.ask) IS
-    'The comment that answers a refused ask, made safe to post (safe_comment_text), ending with its marker line.';
+    'The comment that answers a refused ask, made safe to post (safe_comment_text), ending with its marker line; '
+    'the failed checks'' names cut to 4000 characters, so that it fits in tireless.forge_body_limit().';
 REVOKE ALL ON FUNCTION tireless.ask_reply_text(tireless.ask) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 
 CREATE OR REPLACE FUNCTION tireless.conversation_replies_due(forge text, owner text, repo text, poller text,
@@ -604,6 +608,7 @@ BEGIN
      WHERE (a.forge, a.owner, a.repo) = (conversation_replies_due.forge, conversation_replies_due.owner, conversation_replies_due.repo)
        AND a.reply IS NOT NULL AND a.replied_at IS NULL AND a.next_reply_at <= now()
        AND (a.reply = 'comment' OR a.source_id ~ '^[0-9]{1,18}$')
+       AND tireless.mirror_may_write(a.forge, a.owner, a.repo, a.number)
      ORDER BY a.next_reply_at, a.id
      LIMIT conversation_replies_due.max_replies;
 END;
@@ -611,7 +616,8 @@ $$;
 COMMENT ON FUNCTION tireless.conversation_replies_due(text, text, text, text, integer) IS
     'For a poller holding the repository''s poll lease: the replies the mirror owes (at most max_replies), soonest '
     'first: a reaction (react: +1 on the command comment_id) for a command acted on, or a comment (body, ending '
-    'with marker) on the pull request or issue where a refused ask was made. TL004 without the lease.';
+    'with marker) on the pull request or issue where a refused ask was made; none on a gone issue or, for a day, in '
+    'an archived repository (tireless.mirror_may_write). TL004 without the lease.';
 REVOKE ALL ON FUNCTION tireless.conversation_replies_due(text, text, text, text, integer) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT EXECUTE ON FUNCTION tireless.conversation_replies_due(text, text, text, text, integer) TO tireless_poller;
 
@@ -641,6 +647,7 @@ BEGIN
     END IF;
     IF record_conversation_reply.error IS NULL THEN
         UPDATE tireless.ask a SET replied_at = coalesce(a.replied_at, now()), reply_error = NULL WHERE a.id = owed.id;
+        PERFORM tireless.repo_writable(owed.forge, owed.owner, owed.repo);
         RETURN NULL;
     END IF;
     until := now() + least(interval '1 hour', interval '15 seconds' * (2::float8 ^ least(owed.reply_failures, 20)))

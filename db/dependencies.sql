@@ -285,7 +285,7 @@ BEGIN
            AND (j.waiting_on, j.note) IS DISTINCT FROM (jd.waiting_on, jd.note)
         RETURNING j.id, j.forge, j.owner, j.repo, j.number, j.lane, jd.waiting_on IS NULL AS free
     ), mirrored AS (
-        -- The mirror shows <prefix>/state:waiting while the job waits (no event: the job stays pending).
+        -- The mirror shows <prefix>/state/waiting while the job waits (no event: the job stays pending).
         UPDATE tireless.mirror_issue mi SET waiting = NOT c.free
           FROM changed c
          WHERE (mi.forge, mi.owner, mi.repo, mi.number) = (c.forge, c.owner, c.repo, c.number)

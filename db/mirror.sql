@@ -9,54 +9,203 @@ CREATE OR REPLACE FUNCTION tireless.mirror_labels(OUT prefix text, OUT mode_labe
 AS $$
     SELECT p.label_prefix,
            ARRAY(SELECT p.label_prefix || '/' || k::text FROM unnest(enum_range(NULL::tireless.job_kind)) AS k),
-           ARRAY(SELECT p.label_prefix || '/state:' || s::text FROM unnest(enum_range(NULL::tireless.job_state)) AS s)
-           || (p.label_prefix || '/state:waiting')
+           -- The state labels have a scope of their own (<prefix>/state): a Gitea admin may mark them
+           -- exclusive, and setting one then takes off no mode or agent label (scope <prefix>). The
+           -- names before issue 36 (<prefix>/state:pending) go last: the mirror takes them off.
+           ARRAY(SELECT p.label_prefix || sep.text || s.name
+                   FROM unnest(ARRAY['/state/', '/state:']) WITH ORDINALITY AS sep(text, i),
+                        unnest(enum_range(NULL::tireless.job_state)::text[] || 'waiting'::text) WITH ORDINALITY AS s(name, j)
+                  ORDER BY sep.i, s.j)
       FROM tireless.policy p;
 $$;
 COMMENT ON FUNCTION tireless.mirror_labels() IS
-    'The label prefix, its mode labels (<prefix>/discover, ...) and its state labels (<prefix>/state:pending, ..., '
-    'and <prefix>/state:waiting: pending, waiting for a dependency).';
+    'The label prefix, its mode labels (<prefix>/discover, ...) and its state labels (<prefix>/state/pending, ..., '
+    'and <prefix>/state/waiting: pending, waiting for a dependency), then the state labels'' names before issue 36 '
+    '(<prefix>/state:pending, ...), which the mirror takes off an issue it writes to.';
 REVOKE ALL ON FUNCTION tireless.mirror_labels() FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 
-CREATE OR REPLACE FUNCTION tireless.finished_job_comment(job tireless.job) RETURNS text
-    LANGUAGE sql STABLE
+-- GitHub refuses a comment, issue or pull request body past 65536 characters (422 "body is too long
+-- (maximum is 65536 characters)"); Gitea and Forgejo store far more. One limit for every forge: a
+-- body tireless writes fits anywhere, and a repository moved between forges reads the same.
+CREATE OR REPLACE FUNCTION tireless.forge_body_limit() RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN 65536;
+COMMENT ON FUNCTION tireless.forge_body_limit() IS
+    'The most characters (code points) of a body tireless writes to any forge: a comment, an issue or a pull '
+    'request (GitHub''s limit; Gitea and Forgejo take more). Each text the mirror writes is composed to fit.';
+REVOKE ALL ON FUNCTION tireless.forge_body_limit() FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+
+CREATE OR REPLACE FUNCTION tireless.closing_fence(body text) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 AS $$
+DECLARE
+    fence text[];
+    indent text;
+    marks text;
+BEGIN
+    -- CommonMark's fenced code blocks: a line of at most 3 spaces then 3 or more backticks (no backtick
+    -- after them) or tildes opens one; a line of the same character, at least as many, and blanks
+    -- closes it. The closing line keeps the opener's indent, so it closes it inside a list item too.
+    FOR fence IN SELECT m.parts FROM regexp_matches(closing_fence.body, '^( {0,3})(`{3,}|~{3,})(.*)$', 'gn')
+                                     WITH ORDINALITY AS m(parts, n) ORDER BY m.n LOOP
+        IF marks IS NULL THEN
+            IF NOT (left(fence[2], 1) = '`' AND strpos(fence[3], '`') > 0) THEN
+                indent := fence[1];
+                marks := fence[2];
+            END IF;
+        ELSIF left(fence[2], 1) = left(marks, 1) AND length(fence[2]) >= length(marks) AND fence[3] ~ '^[ \t\r]*$' THEN
+            marks := NULL;
+        END IF;
+    END LOOP;
+    RETURN indent || marks;
+END;
+$$;
+COMMENT ON FUNCTION tireless.closing_fence(text) IS
+    'The line that closes the fenced code block markdown body leaves open at its end (the opener''s indent and '
+    'fence); null when none is open. A body cut short is closed with it, so nothing after it renders as code.';
+REVOKE ALL ON FUNCTION tireless.closing_fence(text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+
+CREATE OR REPLACE FUNCTION tireless.fit_report(report text, room integer) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+AS $$
+DECLARE
+    whole text := tireless.safe_report_text(fit_report.report);
+    kept integer;
+    fitted text;
+BEGIN
+    IF whole IS NULL OR length(whole) <= fit_report.room THEN
+        RETURN whole;
+    END IF;
+    -- The longest beginning of the safe text that fits with a code fence it leaves open closed and
+    -- the line that says what was cut: each try that is too long shortens it by the excess (the
+    -- closing fence changes only where a fence line is passed, so it ends in a few tries). A cut
+    -- between a character and the one safe_report_text put after it leaves a bare < or @ at the end
+    -- of a line: no tag, no mention.
+    kept := fit_report.room;
+    LOOP
+        fitted := rtrim(left(whole, kept), E' \t\r\n');
+        fitted := ltrim(fitted || coalesce(E'\n' || tireless.closing_fence(fitted), '')
+                        || format(E'\n\n… cut: %s more characters do not fit in a forge''s body (%s at most).',
+                                  length(whole) - kept, tireless.forge_body_limit()), E'\n');
+        EXIT WHEN length(fitted) <= fit_report.room;
+        IF kept = 0 THEN
+            RETURN '';  -- no room even to say it
+        END IF;
+        kept := greatest(kept - (length(fitted) - fit_report.room), 0);
+    END LOOP;
+    RETURN fitted;
+END;
+$$;
+COMMENT ON FUNCTION tireless.fit_report(text, integer) IS
+    'Markdown from a runner (a report, a task''s body) made safe (safe_report_text) in at most room characters: '
+    'whole when it fits, else as much of its beginning as fits with a code fence it leaves open closed '
+    '(closing_fence) and a last line saying how many characters of it were cut; empty when not even that fits.';
+REVOKE ALL ON FUNCTION tireless.fit_report(text, integer) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+
+CREATE OR REPLACE FUNCTION tireless.finished_job_comment(job tireless.job) RETURNS text
+    LANGUAGE plpgsql STABLE
+AS $$
+DECLARE
+    head text;
+    attached record;
+    said text;
+    fence text;
+    -- What the outcome comment holds after this text: the checklist of children (at most the body's
+    -- limit less 8192 characters, tireless.children_checklist), then the marker line.
+    tail integer := coalesce(length(E'\n\n' || tireless.children_checklist(job)), 0)
+                    + length(E'\n\n' || tireless.comment_marker(job.id));
+BEGIN
     -- The outcome on the first line (no text from a runner there: a delivery's branch is a ref name
-    -- without backticks, quoted as code, and its pull request a number). Then the report the job's last
-    -- attempt attached, when there is one (made safe, rendered as markdown); else the last holder
-    -- and the note in a fenced code block whose fence is longer than any run of backticks inside
-    -- it: nothing in it renders (HTML, images, links, headings) and nothing closes it early.
+    -- without backticks, quoted as code, and its pull request a number).
     SELECT format('tireless: %s%s after %s attempt%s', job.state,
                   CASE WHEN delivered.branch IS NOT NULL
                        THEN coalesce(' as #' || delivered.pull_number, '') || format(' (branch `%s`)', delivered.branch)
                        ELSE '' END,
                   job.attempts, CASE WHEN job.attempts = 1 THEN '' ELSE 's' END)
-           || CASE WHEN report.text IS NOT NULL
-                   THEN E'\n\n' || tireless.safe_report_text(report.text)
-                        || CASE WHEN report.cut THEN E'\n\n(report cut at 60000 characters)' ELSE '' END
-                   ELSE coalesce(E'\n\n' || fence.marks || E'\n' || quoted.text || E'\n' || fence.marks, '')
-              END
+      INTO head
+      FROM (SELECT) AS one
+      LEFT JOIN tireless.delivery delivered ON delivered.job_id = job.id;
+    -- Then the report the job's last attempt attached, when there is one (made safe, rendered as
+    -- markdown), cut to the room the body has left (tireless.fit_report).
+    SELECT a.report AS text, CASE WHEN a.report_cut THEN E'\n\n(report cut at 60000 characters)' ELSE '' END AS cut
+      INTO attached
+      FROM tireless.job_attempt a WHERE a.job_id = job.id AND a.attempt = job.attempts;
+    IF attached.text IS NOT NULL THEN
+        RETURN head || E'\n\n'
+               || tireless.fit_report(attached.text, tireless.forge_body_limit() - tail - length(head) - 2 - length(attached.cut))
+               || attached.cut;
+    END IF;
+    -- Else the last holder and the note (blanks folded, cut to 500 characters: it always fits) in a
+    -- fenced code block whose fence is longer than any run of backticks inside it: nothing in it
+    -- renders (HTML, images, links, headings) and nothing closes it early.
+    SELECT nullif(concat_ws(': ', tireless.safe_comment_text(regexp_replace(btrim(holder.worker), '\s+', ' ', 'g')),
+                            CASE WHEN length(note.text) > 500 THEN left(note.text, 499) || '…' ELSE note.text END), '')
+      INTO said
       FROM (SELECT nullif(tireless.safe_comment_text(regexp_replace(btrim(job.note), '\s+', ' ', 'g')), '') AS text) AS note
       LEFT JOIN LATERAL (SELECT e.worker FROM tireless.job_event e
                           WHERE e.job_id = job.id AND e.worker IS NOT NULL
-                          ORDER BY e.id DESC LIMIT 1) AS holder ON true
-      LEFT JOIN LATERAL (SELECT a.report AS text, a.report_cut AS cut FROM tireless.job_attempt a
-                          WHERE a.job_id = job.id AND a.attempt = job.attempts) AS report ON true
-      LEFT JOIN tireless.delivery delivered ON delivered.job_id = job.id
-     CROSS JOIN LATERAL (SELECT nullif(concat_ws(': ', tireless.safe_comment_text(regexp_replace(btrim(holder.worker), '\s+', ' ', 'g')),
-                                                 CASE WHEN length(note.text) > 500 THEN left(note.text, 499) || '…' ELSE note.text END),
-                                       '') AS text) AS quoted
-     CROSS JOIN LATERAL (SELECT repeat('`', greatest(3, 1 + coalesce(
-                             (SELECT max(length(m[1])) FROM regexp_matches(quoted.text, '(`+)', 'g') AS m), 0))) AS marks) AS fence;
+                          ORDER BY e.id DESC LIMIT 1) AS holder ON true;
+    fence := repeat('`', greatest(3, 1 + coalesce((SELECT max(length(m[1])) FROM regexp_matches(said, '(`+)', 'g') AS m), 0)));
+    RETURN head || coalesce(E'\n\n' || fence || E'\n' || said || E'\n' || fence, '');
+END;
 $$;
 COMMENT ON FUNCTION tireless.finished_job_comment(tireless.job) IS
-    'The comment a finished job leaves on its issue: the outcome and attempts on the first line (a delivery that '
+    'The comment a finished job leaves on its issue, up to its checklist of children and its marker line, which '
+    'mirror_comments_due adds: the outcome and attempts on the first line (a delivery that '
     'pushed names its pull request once the mirror recorded it, and its branch: delivered as #12 (branch '
     '`tireless/7`) after 1 attempt), then the report its '
-    'last attempt attached (tireless.attach_report; made safe by safe_report_text) when there is one, else the last '
-    'holder and the note (blanks folded, cut to 500 characters, made safe by safe_comment_text) in a fenced code block '
-    'with a fence longer than any backtick run inside, so nothing of it renders or notifies.';
+    'last attempt attached (tireless.attach_report) made safe and cut to fit (tireless.fit_report: the whole '
+    'comment, checklist and marker included, within tireless.forge_body_limit(), a cut saying so) when there is '
+    'one, else the last holder and the note (blanks folded, cut to 500 characters, made safe by safe_comment_text) '
+    'in a fenced code block with a fence longer than any backtick run inside, so nothing of it renders or notifies.';
 REVOKE ALL ON FUNCTION tireless.finished_job_comment(tireless.job) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+
+-- Where the mirror writes: not to a gone issue, and not to an archived repository (Gitea answers 423
+-- to every write) until a day has passed, when one write is tried again.
+CREATE OR REPLACE FUNCTION tireless.mirror_may_write(forge text, owner text, repo text, number integer) RETURNS boolean
+    LANGUAGE sql STABLE
+AS $$
+    SELECT NOT tireless.issue_gone(mirror_may_write.forge, mirror_may_write.owner, mirror_may_write.repo, mirror_may_write.number)
+       AND NOT EXISTS (SELECT FROM tireless.mirror_repo m
+                        WHERE (m.forge, m.owner, m.repo) = (mirror_may_write.forge, mirror_may_write.owner, mirror_may_write.repo)
+                          AND m.archived_at > now() - interval '1 day');
+$$;
+COMMENT ON FUNCTION tireless.mirror_may_write(text, text, text, integer) IS
+    'Whether the mirror may write to the issue now: it is not gone (tireless.issue_gone) and its repository was not '
+    'found archived in the last day (record_repo_archived). Every due function of the mirror lists only these.';
+REVOKE ALL ON FUNCTION tireless.mirror_may_write(text, text, text, integer) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+
+CREATE OR REPLACE FUNCTION tireless.repo_writable(forge text, owner text, repo text) RETURNS void
+    LANGUAGE sql VOLATILE
+AS $$
+    UPDATE tireless.mirror_repo m SET archived_at = NULL
+     WHERE (m.forge, m.owner, m.repo) = (repo_writable.forge, repo_writable.owner, repo_writable.repo)
+       AND m.archived_at IS NOT NULL;
+$$;
+COMMENT ON FUNCTION tireless.repo_writable(text, text, text) IS
+    'The forge accepted a write to the repository: it is not archived (any more). Each record_* of a mirror write''s '
+    'success calls it.';
+REVOKE ALL ON FUNCTION tireless.repo_writable(text, text, text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+
+CREATE OR REPLACE FUNCTION tireless.record_repo_archived(forge text, owner text, repo text, poller text) RETURNS timestamptz
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM tireless.held_poll(record_repo_archived.forge, record_repo_archived.owner, record_repo_archived.repo,
+                               record_repo_archived.poller);
+    INSERT INTO tireless.mirror_repo AS m (forge, owner, repo, archived_at)
+    VALUES (record_repo_archived.forge, record_repo_archived.owner, record_repo_archived.repo, now())
+    ON CONFLICT ON CONSTRAINT mirror_repo_pkey DO UPDATE SET archived_at = now();
+    RETURN now() + interval '1 day';
+END;
+$$;
+COMMENT ON FUNCTION tireless.record_repo_archived(text, text, text, text) IS
+    'The forge refused a mirror write because the repository is archived (Gitea: 423): for a day the mirror''s due '
+    'functions list nothing for it (reads go on), then one write is tried again; a write that succeeds clears it. '
+    'Returns when a write is tried again. TL004 without the poll lease, TL008 for an untracked repository.';
+REVOKE ALL ON FUNCTION tireless.record_repo_archived(text, text, text, text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.record_repo_archived(text, text, text, text) TO tireless_poller;
 
 CREATE OR REPLACE FUNCTION tireless.mirror_writes(
     forge text, owner text, repo text, poller text, max_writes integer DEFAULT 100, settle interval DEFAULT '2 minutes'
@@ -138,9 +287,9 @@ BEGIN
     SELECT * INTO labels FROM tireless.mirror_labels();
     RETURN QUERY
     SELECT mi.number, mi.job_id, mi.state::text,
-           labels.prefix || '/state:' || CASE WHEN mi.waiting THEN 'waiting' ELSE mi.state::text END,
+           labels.prefix || '/state/' || CASE WHEN mi.waiting THEN 'waiting' ELSE mi.state::text END,
            ARRAY(SELECT l FROM unnest(labels.state_labels) AS l
-                  WHERE l <> labels.prefix || '/state:' || CASE WHEN mi.waiting THEN 'waiting' ELSE mi.state::text END)
+                  WHERE l <> labels.prefix || '/state/' || CASE WHEN mi.waiting THEN 'waiting' ELSE mi.state::text END)
            -- A finished job withdraws its own request, never a newer one the store has already seen
            -- (asked again after the job was made: it gets its own job, rule 1).
            || CASE WHEN tireless.is_terminal(mi.state)
@@ -154,6 +303,7 @@ BEGIN
      WHERE (mi.forge, mi.owner, mi.repo) = (mirror.forge, mirror.owner, mirror.repo)
        AND ((mi.applied_job_id, mi.applied_state) IS DISTINCT FROM (mi.job_id, mi.state) OR mi.applied_waiting <> mi.waiting)
        AND mi.next_try_at <= now()
+       AND tireless.mirror_may_write(mi.forge, mi.owner, mi.repo, mi.number)
      ORDER BY mi.next_try_at, mi.number
      LIMIT mirror_writes.max_writes;
 END;
@@ -164,8 +314,8 @@ COMMENT ON FUNCTION tireless.mirror_writes(text, text, text, text, integer, inte
     'read gets its outcome comment queued) and returns the label writes due (at most max_writes): per issue its '
     'job and state, the state label to show, the labels to take off (the other state labels, and the mode labels '
     'once the job ended, unless the issue asked again since the job was made), when the job was made and with '
-    'which labels, the opt-in and the mode labels. The cursor passes only events older than settle. TL004 without '
-    'the lease.';
+    'which labels, the opt-in and the mode labels; none for a gone issue or, for a day, an archived repository '
+    '(tireless.mirror_may_write). The cursor passes only events older than settle. TL004 without the lease.';
 REVOKE ALL ON FUNCTION tireless.mirror_writes(text, text, text, text, integer, interval) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT EXECUTE ON FUNCTION tireless.mirror_writes(text, text, text, text, integer, interval) TO tireless_poller;
 
@@ -227,6 +377,7 @@ BEGIN
            applied_waiting = mi.waiting AND (mi.job_id, mi.state) = (record_mirror_write.job_id, record_mirror_write.state::tireless.job_state),
            applied_at = now(), failures = 0, next_try_at = now(), last_error = NULL, last_error_at = NULL
      WHERE (mi.forge, mi.owner, mi.repo, mi.number) = (queued.forge, queued.owner, queued.repo, queued.number);
+    PERFORM tireless.repo_writable(queued.forge, queued.owner, queued.repo);
 
     -- A finished job's mode labels are off the issue: its request is withdrawn. The store records it
     -- now, so the next poll sees no change (no job), and a human who adds a mode label again asks again.
@@ -347,29 +498,34 @@ BEGIN
                OFFSET 0) AS j
          WHERE e.id > coalesce(scanned, 0)
            AND e.at >= since
+           -- A gone issue's writes are never made: not a backlog.
+           AND NOT tireless.issue_gone(j.forge, j.owner, j.repo, j.number)
            AND NOT EXISTS (SELECT FROM tireless.mirror_issue mi
                             WHERE (mi.forge, mi.owner, mi.repo, mi.number) = (j.forge, j.owner, j.repo, j.number)
                               AND ((mi.applied_job_id, mi.applied_state) IS DISTINCT FROM (mi.job_id, mi.state)
                                    OR mi.applied_waiting <> mi.waiting)))
          + (SELECT count(*) FROM tireless.mirror_comment c
              WHERE (c.forge, c.owner, c.repo) = (mirror_unread.forge, mirror_unread.owner, mirror_unread.repo)
-               AND c.written_at IS NULL)
+               AND c.written_at IS NULL AND NOT tireless.issue_gone(c.forge, c.owner, c.repo, c.number))
          + (SELECT count(*) FROM tireless.mirror_pull p
              WHERE (p.forge, p.owner, p.repo) = (mirror_unread.forge, mirror_unread.owner, mirror_unread.repo)
-               AND p.written_at IS NULL)
+               AND p.written_at IS NULL AND NOT tireless.issue_gone(p.forge, p.owner, p.repo, p.number))
          -- The issues of delivered plans' steps and discoveries' proposals still to open.
          + (SELECT count(*) FROM tireless.plan_task t JOIN tireless.job j ON j.id = t.job_id
              WHERE (t.forge, t.owner, t.repo) = (mirror_unread.forge, mirror_unread.owner, mirror_unread.repo)
-               AND t.child_number IS NULL AND j.state = 'delivered' AND t.attempt = j.attempts)
+               AND t.child_number IS NULL AND j.state = 'delivered' AND t.attempt = j.attempts
+               AND NOT tireless.issue_gone(j.forge, j.owner, j.repo, j.number))
          -- The comments that tell an issue it is on a dependency cycle, still to write.
          + (SELECT count(*) FROM tireless.cycle_report r
              WHERE (r.forge, r.owner, r.repo) = (mirror_unread.forge, mirror_unread.owner, mirror_unread.repo)
-               AND r.written_at IS NULL AND r.broken_at IS NULL);
+               AND r.written_at IS NULL AND r.broken_at IS NULL
+               AND NOT tireless.issue_gone(r.forge, r.owner, r.repo, r.number));
 END;
 $$;
 COMMENT ON FUNCTION tireless.mirror_unread(text, text, text) IS
     'How many issues of a tracked repository changed after the mirror''s last scan and have no write queued yet, '
-    'plus the outcome comments, pull requests, plan steps'' issues and dependency-cycle comments still to write '
+    'plus the outcome comments, pull requests, plan steps'' issues and dependency-cycle comments still to write, '
+    'none of a gone issue (tireless.issue_gone) '
     '(part of repo_status.mirror_backlog); reads only the history after that scan and the comments'', pull '
     'requests'', plan tasks'' and cycle reports'' partial indexes.';
 REVOKE ALL ON FUNCTION tireless.mirror_unread(text, text, text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
@@ -444,19 +600,29 @@ REVOKE ALL ON FUNCTION tireless.child_status(tireless.plan_task) FROM PUBLIC, ti
 CREATE OR REPLACE FUNCTION tireless.children_checklist(job tireless.job) RETURNS text
     LANGUAGE sql STABLE
 AS $$
-    SELECT CASE WHEN job.kind::text = 'discover' THEN 'Proposals:' ELSE 'Tasks:' END || E'\n'
-           || string_agg('- [' || CASE WHEN s.done THEN 'x' ELSE ' ' END || '] '
-                         || coalesce('#' || t.child_number || ' ', '') || s.title || ' — ' || s.status,
-                         E'\n' ORDER BY t.task)
-      FROM tireless.plan_task t
-     CROSS JOIN LATERAL tireless.child_status(t) AS s
-     WHERE t.job_id = job.id AND t.attempt = job.attempts AND job.state = 'delivered'
+    -- At most the body's limit less 8192 characters (the outcome line, some of the report, the marker
+    -- line): the lines that fit, in order, then how many more there are.
+    SELECT CASE WHEN job.kind::text = 'discover' THEN 'Proposals:' ELSE 'Tasks:' END
+           || coalesce(E'\n' || string_agg(l.line, E'\n' ORDER BY l.task)
+                                 FILTER (WHERE l.total <= l.room OR l.upto <= l.room - 20), '')
+           || coalesce(E'\n… and ' || nullif(count(*) FILTER (WHERE l.total > l.room AND l.upto > l.room - 20), 0)
+                       || ' more', '')
+      FROM (SELECT t.task, line.text AS line,
+                   sum(length(line.text) + 1) OVER (ORDER BY t.task) AS upto,
+                   sum(length(line.text) + 1) OVER () AS total,
+                   tireless.forge_body_limit() - 8192 - length('Proposals:') AS room
+              FROM tireless.plan_task t
+             CROSS JOIN LATERAL tireless.child_status(t) AS s
+             CROSS JOIN LATERAL (SELECT '- [' || CASE WHEN s.done THEN 'x' ELSE ' ' END || '] '
+                                        || coalesce('#' || t.child_number || ' ', '') || s.title || ' — ' || s.status) AS line(text)
+             WHERE t.job_id = job.id AND t.attempt = job.attempts AND job.state = 'delivered') AS l
     HAVING count(*) > 0;
 $$;
 COMMENT ON FUNCTION tireless.children_checklist(tireless.job) IS
     'The checklist of the children a delivered plan job (or the proposals a discover job) opened, in the file''s '
     'order, as its outcome comment shows it: `- [x] #13 Title — delivered`, `- [ ] #12 Title — waiting on #11` '
-    '(tireless.child_status); null when the job opened none.';
+    '(tireless.child_status); at most tireless.forge_body_limit() less 8192 characters, the lines past that said '
+    'as "… and 3 more"; null when the job opened none.';
 REVOKE ALL ON FUNCTION tireless.children_checklist(tireless.job) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 
 CREATE OR REPLACE FUNCTION tireless.mirror_comments_due(forge text, owner text, repo text, poller text, max_comments integer DEFAULT 100)
@@ -481,6 +647,7 @@ BEGIN
      CROSS JOIN LATERAL (SELECT tireless.children_checklist(j) AS checklist) AS children
      WHERE (c.forge, c.owner, c.repo) = (mirror_comments_due.forge, mirror_comments_due.owner, mirror_comments_due.repo)
        AND c.written_at IS NULL AND c.next_try_at <= now()
+       AND tireless.mirror_may_write(c.forge, c.owner, c.repo, c.number)
        -- A delivery's comment names its pull request: it waits for the pull request's write, unless
        -- that failed three times in a row or was queued an hour ago (then it names the branch only).
        AND NOT EXISTS (SELECT FROM tireless.mirror_pull p
@@ -500,12 +667,14 @@ END;
 $$;
 COMMENT ON FUNCTION tireless.mirror_comments_due(text, text, text, text, integer) IS
     'For a poller holding the repository''s poll lease: the outcome comments still to write (at most max_comments), '
-    'oldest job first: the job, its issue, the body ending with its marker line, the marker, and the checklist of '
+    'oldest job first: the job, its issue, the body ending with its marker line (at most tireless.forge_body_limit() '
+    'characters: finished_job_comment cuts the report to fit), the marker, and the checklist of '
     'the children the job opened (tireless.children_checklist; null when none), which the body holds before the '
     'marker. A delivered job''s comment waits for its pull request''s write (mirror_pulls_due) so that it names it, '
     'unless that write failed three times in a row or was queued an hour ago; a delivered plan''s (or discovery''s) '
     'waits for its children to be opened (plan_tasks_due) so that it lists them, unless opening one failed three '
-    'times in a row or the job was delivered an hour ago. TL004 without the lease.';
+    'times in a row or the job was delivered an hour ago. None for a gone issue or, for a day, an archived '
+    'repository (tireless.mirror_may_write). TL004 without the lease.';
 REVOKE ALL ON FUNCTION tireless.mirror_comments_due(text, text, text, text, integer) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT EXECUTE ON FUNCTION tireless.mirror_comments_due(text, text, text, text, integer) TO tireless_poller;
 
@@ -540,6 +709,7 @@ BEGIN
                checklist_written_at = CASE WHEN record_mirror_comment.checklist IS NOT NULL THEN now()
                                            ELSE c.checklist_written_at END
          WHERE c.job_id = queued.job_id;
+        PERFORM tireless.repo_writable(queued.forge, queued.owner, queued.repo);
         RETURN NULL;
     END IF;
     -- 15 s doubling per failure in a row, capped at an hour, jittered to between half and all of it.
@@ -581,21 +751,26 @@ AS $$
     SELECT 'Fix #' || job.number || coalesce(': ' || CASE WHEN length(named.title) > 200 THEN left(named.title, 199) || '…'
                                                           ELSE named.title END, ''),
            'Closes #' || job.number
-           || coalesce(E'\n\n' || tireless.safe_report_text(report.text)
-                       || CASE WHEN report.cut THEN E'\n\n(report cut at 60000 characters)' ELSE '' END, '')
-           || format(E'\n\nDelivered by tireless: job %s, attempt %s.', job.id, job.attempts)
-           || E'\n\n' || tireless.pull_marker(job.number)
+           || coalesce(E'\n\n' || tireless.fit_report(report.text, tireless.forge_body_limit() - length(report.cut) - 4
+                                                                    - length('Closes #' || job.number || tail.text))
+                       || report.cut, '')
+           || E'\n\n' || tail.text
       FROM (SELECT nullif(tireless.safe_comment_text(regexp_replace(btrim(coalesce(
                    (SELECT i.title FROM tireless.issue i
                      WHERE (i.forge, i.owner, i.repo, i.number) = (job.forge, job.owner, job.repo, job.number)),
                    job.title)), '\s+', ' ', 'g')), '') AS title) AS named
-      LEFT JOIN LATERAL (SELECT a.report AS text, a.report_cut AS cut FROM tireless.job_attempt a
-                          WHERE a.job_id = job.id AND a.attempt = job.attempts) AS report ON true;
+      LEFT JOIN LATERAL (SELECT a.report AS text,
+                                CASE WHEN a.report_cut THEN E'\n\n(report cut at 60000 characters)' ELSE '' END AS cut
+                           FROM tireless.job_attempt a
+                          WHERE a.job_id = job.id AND a.attempt = job.attempts) AS report ON true
+     CROSS JOIN LATERAL (SELECT format('Delivered by tireless: job %s, attempt %s.', job.id, job.attempts)
+                                || E'\n\n' || tireless.pull_marker(job.number) AS text) AS tail;
 $$;
 COMMENT ON FUNCTION tireless.pull_request_text(tireless.job) IS
     'The title and body of the pull request of a delivered job: "Fix #7: <the issue''s title>" (blanks folded, made '
     'safe by safe_comment_text, cut to 200 characters); "Closes #7", the report of the job''s last attempt made safe '
-    'by safe_report_text, which job and attempt made it, and the marker line (tireless.pull_marker).';
+    'and cut so that the body fits in tireless.forge_body_limit() (tireless.fit_report, a cut saying so), which job '
+    'and attempt made it, and the marker line (tireless.pull_marker).';
 REVOKE ALL ON FUNCTION tireless.pull_request_text(tireless.job) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 
 CREATE OR REPLACE FUNCTION tireless.mirror_pulls_due(forge text, owner text, repo text, poller text, max_pulls integer DEFAULT 100)
@@ -627,6 +802,7 @@ BEGIN
                           ORDER BY o.job_id DESC LIMIT 1) AS known ON true
      CROSS JOIN LATERAL tireless.pull_request_text(j) AS pr
      WHERE w.next_try_at <= now()
+       AND tireless.mirror_may_write(d.forge, d.owner, d.repo, w.number)
      ORDER BY w.next_try_at, w.job_id
      LIMIT mirror_pulls_due.max_pulls;
 END;
@@ -636,7 +812,8 @@ COMMENT ON FUNCTION tireless.mirror_pulls_due(text, text, text, text, integer) I
     'one per issue, for its newest delivery not yet written: the job, the issue, the action (open: no pull request '
     'known for the branch; update: pull_number, the one last recorded, which may have been closed since), the '
     'head branch and commit, the base branch, the title and body (tireless.pull_request_text), the marker the body '
-    'ends with, and whether to open it as a draft. Listed until record_mirror_pull records it. TL004 without the lease.';
+    'ends with, and whether to open it as a draft. Listed until record_mirror_pull records it; not while the issue is '
+    'gone or, for a day, the repository archived (tireless.mirror_may_write). TL004 without the lease.';
 REVOKE ALL ON FUNCTION tireless.mirror_pulls_due(text, text, text, text, integer) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT EXECUTE ON FUNCTION tireless.mirror_pulls_due(text, text, text, text, integer) TO tireless_poller;
 
@@ -707,6 +884,7 @@ BEGIN
      WHERE (p.forge, p.owner, p.repo, p.number) = (queued.forge, queued.owner, queued.repo, queued.number)
        AND (p.job_id = queued.job_id OR (p.job_id < queued.job_id AND p.written_at IS NULL))
        AND EXISTS (SELECT FROM tireless.delivery d WHERE d.job_id = p.job_id AND d.branch = pushed.branch);
+    PERFORM tireless.repo_writable(queued.forge, queued.owner, queued.repo);
     RETURN NULL;
 END;
 $$;

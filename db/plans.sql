@@ -143,16 +143,9 @@ BEGIN
     RETURN QUERY
     SELECT t.job_id, t.task, j.number,
            left(regexp_replace(btrim(tireless.safe_comment_text(t.title)), '\s+', ' ', 'g'), 200),
-           coalesce(nullif(tireless.safe_report_text(t.body), '') || E'\n\n', '')
-           || 'Part of #' || j.number
-           || coalesce(E'\n\n' || (SELECT string_agg('Depends on #' || CASE WHEN jsonb_typeof(d.v) = 'number'
-                                                   THEN (SELECT o.child_number::text FROM tireless.plan_task o
-                                                          WHERE o.job_id = t.job_id AND o.task = (d.v)::numeric::integer)
-                                                   ELSE substr(d.v #>> '{}', 2) END, E'\n' ORDER BY d.position)
-                                     FROM jsonb_array_elements(t.depends_on) WITH ORDINALITY AS d(v, position)), '')
-           || E'\n\n' || format('Opened by tireless for job %s (%s %s).', t.job_id,
-                                CASE WHEN t.proposal THEN 'proposal' ELSE 'task' END, t.task)
-           || E'\n\n' || tireless.task_marker(t.job_id, t.task),
+           -- The task's body made safe, cut so that the issue's body fits (tireless.fit_report).
+           coalesce(nullif(tireless.fit_report(t.body, tireless.forge_body_limit() - 2 - length(links.text)), '') || E'\n\n', '')
+           || links.text,
            ARRAY(SELECT l FROM unnest(ARRAY[CASE WHEN NOT t.proposal THEN p.label_prefix END,
                                             p.label_prefix || '/implement',
                                             p.label_prefix || '/agent:' || t.lane]) AS l WHERE l IS NOT NULL),
@@ -169,9 +162,20 @@ BEGIN
       FROM tireless.plan_task t
       JOIN tireless.job j ON j.id = t.job_id
      CROSS JOIN tireless.policy p
+     CROSS JOIN LATERAL (
+           SELECT 'Part of #' || j.number
+                  || coalesce(E'\n\n' || (SELECT string_agg('Depends on #' || CASE WHEN jsonb_typeof(d.v) = 'number'
+                                                          THEN (SELECT o.child_number::text FROM tireless.plan_task o
+                                                                 WHERE o.job_id = t.job_id AND o.task = (d.v)::numeric::integer)
+                                                          ELSE substr(d.v #>> '{}', 2) END, E'\n' ORDER BY d.position)
+                                            FROM jsonb_array_elements(t.depends_on) WITH ORDINALITY AS d(v, position)), '')
+                  || E'\n\n' || format('Opened by tireless for job %s (%s %s).', t.job_id,
+                                       CASE WHEN t.proposal THEN 'proposal' ELSE 'task' END, t.task)
+                  || E'\n\n' || tireless.task_marker(t.job_id, t.task) AS text) AS links
      WHERE (t.forge, t.owner, t.repo) = (plan_tasks_due.forge, plan_tasks_due.owner, plan_tasks_due.repo)
        AND t.child_number IS NULL AND t.next_try_at <= now()
        AND j.state = 'delivered' AND t.attempt = j.attempts
+       AND tireless.mirror_may_write(t.forge, t.owner, t.repo, j.number)  -- the parent issue
        -- A dependency is opened before its dependents: its number goes in their bodies.
        AND NOT EXISTS (SELECT FROM jsonb_array_elements(t.depends_on) AS d(v)
                         JOIN tireless.plan_task o ON o.job_id = t.job_id
@@ -184,10 +188,11 @@ $$;
 COMMENT ON FUNCTION tireless.plan_tasks_due(text, text, text, text, integer) IS
     'For a poller holding the repository''s poll lease: the tasks of delivered plan and discover jobs whose issue is '
     'still to open (at most max_tasks), those whose task dependencies are opened: the job, the task, the parent '
-    'issue, the title and body (the task''s made safe, "Part of #P", a "Depends on #N" line per dependency, the '
-    'marker line), the labels (the opt-in for a plan''s child, not for a proposal; <prefix>/implement; the agent '
+    'issue, the title and body (the task''s made safe and cut so that the body fits in tireless.forge_body_limit(), '
+    '"Part of #P", a "Depends on #N" line per dependency, the marker line), the labels (the opt-in for a plan''s child, not for a proposal; <prefix>/implement; the agent '
     'label of its lane), the marker, since when to look for an issue already opened with it, and the numbers of the '
-    'issues it depends on (the mirror sets them as the forge''s own relations too). TL004 without the lease.';
+    'issues it depends on (the mirror sets them as the forge''s own relations too). None while the parent issue is '
+    'gone or, for a day, the repository archived (tireless.mirror_may_write). TL004 without the lease.';
 REVOKE ALL ON FUNCTION tireless.plan_tasks_due(text, text, text, text, integer) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT EXECUTE ON FUNCTION tireless.plan_tasks_due(text, text, text, text, integer) TO tireless_poller;
 
@@ -231,6 +236,7 @@ BEGIN
              WHERE (j.forge, j.owner, j.repo, j.number) = (queued.forge, queued.owner, queued.repo, record_plan_task.number)
                AND j.state IN ('pending', 'claimed') AND j.parent_id IS NULL AND j.id <> queued.job_id;
         END IF;
+        PERFORM tireless.repo_writable(queued.forge, queued.owner, queued.repo);
         RETURN NULL;
     END IF;
     -- 15 s doubling per failure in a row, capped at an hour, jittered to between half and all of it.

@@ -17,6 +17,60 @@ COMMENT ON FUNCTION tireless.retry_delay(integer) IS
     'Backoff before a job that has had this many attempts may be claimed again: base * 2^(attempts-1), capped.';
 REVOKE ALL ON FUNCTION tireless.retry_delay(integer) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 
+-- The labels the mirror creates must fit each forge's limit on label names (issue 36): GitHub
+-- refuses a name past 50 characters (422); Gitea and Forgejo keep 255 (models/issues/label.go,
+-- Label.Name: a varchar(255) column).
+CREATE OR REPLACE FUNCTION tireless.label_name_limit(kind tireless.forge_kind) RETURNS integer
+    LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT CASE label_name_limit.kind WHEN 'github' THEN 50 ELSE 255 END;
+$$;
+COMMENT ON FUNCTION tireless.label_name_limit(tireless.forge_kind) IS
+    'The longest label name a forge of that kind takes: 50 characters on GitHub, 255 on Gitea and Forgejo.';
+REVOKE ALL ON FUNCTION tireless.label_name_limit(tireless.forge_kind) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+
+CREATE OR REPLACE FUNCTION tireless.longest_label(prefix text) RETURNS text
+    LANGUAGE sql STABLE
+AS $$
+    SELECT l
+      FROM unnest(ARRAY(SELECT longest_label.prefix || '/state/' || s
+                          FROM unnest(enum_range(NULL::tireless.job_state)::text[] || 'waiting'::text) AS s)
+                  || ARRAY(SELECT longest_label.prefix || '/' || k
+                             FROM unnest(enum_range(NULL::tireless.job_kind)::text[]) AS k)) AS l
+     ORDER BY length(l) DESC, l
+     LIMIT 1;
+$$;
+COMMENT ON FUNCTION tireless.longest_label(text) IS
+    'The longest of the state and mode labels the mirror writes with that label prefix (<prefix>/state/cancelled).';
+REVOKE ALL ON FUNCTION tireless.longest_label(text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+
+CREATE OR REPLACE FUNCTION tireless.check_label_prefix(prefix text) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    refused record;
+BEGIN
+    SELECT f.name, f.kind, tireless.label_name_limit(f.kind) AS limit_, tireless.longest_label(check_label_prefix.prefix) AS label
+      INTO refused
+      FROM tireless.forge f
+     WHERE length(tireless.longest_label(check_label_prefix.prefix)) > tireless.label_name_limit(f.kind)
+     ORDER BY f.name
+     LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'label_prefix % is too long for forge % (%): its label % has % characters, % takes at most %',
+            quote_literal(check_label_prefix.prefix), quote_literal(refused.name), refused.kind, quote_literal(refused.label),
+            length(refused.label), refused.kind, refused.limit_
+            USING ERRCODE = 'TL005',
+                  HINT = format('Use a label_prefix of at most %s characters.', refused.limit_ - length(refused.label) + length(check_label_prefix.prefix));
+    END IF;
+END;
+$$;
+COMMENT ON FUNCTION tireless.check_label_prefix(text) IS
+    'Raises TL005 unless every label the mirror writes with that prefix fits the label-name limit of each '
+    'registered forge: set_policy checks before it changes anything.';
+REVOKE ALL ON FUNCTION tireless.check_label_prefix(text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+
 -- Operator settings. Each returns the row as it is after the change.
 CREATE OR REPLACE FUNCTION tireless.set_policy(
     label_prefix text DEFAULT NULL,
@@ -34,6 +88,9 @@ BEGIN
     IF set_policy.label_prefix IS NOT NULL AND set_policy.label_prefix !~ '^[^\s/:]{1,100}$' THEN
         RAISE EXCEPTION 'label_prefix must be 1 to 100 characters without blank, "/" or ":", got %', quote_literal(left(set_policy.label_prefix, 120))
             USING ERRCODE = 'TL005';
+    END IF;
+    IF set_policy.label_prefix IS NOT NULL THEN
+        PERFORM tireless.check_label_prefix(set_policy.label_prefix);
     END IF;
     IF set_policy.breaker_threshold IS NOT NULL AND set_policy.breaker_threshold <= 0 THEN
         RAISE EXCEPTION 'breaker_threshold must be positive, got %', set_policy.breaker_threshold USING ERRCODE = 'TL005';
@@ -63,7 +120,9 @@ BEGIN
 END;
 $$;
 COMMENT ON FUNCTION tireless.set_policy(text, interval, interval, integer, interval) IS
-    'Changes the store-wide settings named (a null argument leaves its setting as it is) and returns them.';
+    'Changes the store-wide settings named (a null argument leaves its setting as it is) and returns them. TL005 '
+    'for a bad value, and for a label_prefix that makes a label longer than a registered forge takes '
+    '(tireless.check_label_prefix: 50 characters on GitHub).';
 REVOKE ALL ON FUNCTION tireless.set_policy(text, interval, interval, integer, interval) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT EXECUTE ON FUNCTION tireless.set_policy(text, interval, interval, integer, interval) TO tireless_admin;
 

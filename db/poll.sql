@@ -10,6 +10,7 @@ CREATE OR REPLACE FUNCTION tireless.add_forge(name text, kind text, base_url tex
 AS $$
 DECLARE
     url text := rtrim(add_forge.base_url, '/');
+    longest text;
 BEGIN
     IF add_forge.name IS NULL OR add_forge.name !~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$' THEN
         RAISE EXCEPTION 'forge name must be 1 to 100 letters, digits, ".", "-" or "_", got %',
@@ -23,6 +24,12 @@ BEGIN
         RAISE EXCEPTION 'base_url must be an http:// or https:// URL without query or fragment, got %',
             coalesce(quote_literal(left(add_forge.base_url, 200)), 'null') USING ERRCODE = 'TL005';
     END IF;
+    SELECT tireless.longest_label(p.label_prefix) INTO longest FROM tireless.policy p;
+    IF length(longest) > tireless.label_name_limit(add_forge.kind::tireless.forge_kind) THEN
+        RAISE EXCEPTION 'a % forge takes label names of at most % characters, and the label prefix makes % (% characters)',
+            add_forge.kind, tireless.label_name_limit(add_forge.kind::tireless.forge_kind), quote_literal(longest), length(longest)
+            USING ERRCODE = 'TL005', HINT = 'Shorten the prefix first: tireless.set_policy(label_prefix => ...).';
+    END IF;
     INSERT INTO tireless.forge AS f (name, kind, base_url)
     VALUES (add_forge.name, add_forge.kind::tireless.forge_kind, url)
     ON CONFLICT ON CONSTRAINT forge_pkey DO UPDATE
@@ -33,7 +40,8 @@ END;
 $$;
 COMMENT ON FUNCTION tireless.add_forge(text, text, text) IS
     'Registers a forge (kind gitea, forgejo or github; base_url http(s)://, a trailing slash dropped) or changes '
-    'its entry; true when it created or changed it, false when it was already so. TL005 for a bad argument.';
+    'its entry; true when it created or changed it, false when it was already so. TL005 for a bad argument, and '
+    'when the policy''s label_prefix makes a label longer than a forge of that kind takes (50 characters on GitHub).';
 REVOKE ALL ON FUNCTION tireless.add_forge(text, text, text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT EXECUTE ON FUNCTION tireless.add_forge(text, text, text) TO tireless_admin;
 
@@ -183,7 +191,8 @@ REVOKE ALL ON FUNCTION tireless.held_poll(text, text, text, text) FROM PUBLIC, t
 CREATE OR REPLACE FUNCTION tireless.record_poll(
     forge text, owner text, repo text, poller text, issues jsonb, cursor timestamptz, etag text,
     full_listing boolean, deleted integer[] DEFAULT '{}', next_poll_in interval DEFAULT '0',
-    OUT created integer, OUT cancelled integer, OUT rerouted integer, OUT seen integer
+    odd jsonb DEFAULT '[]',
+    OUT created integer, OUT cancelled integer, OUT rerouted integer, OUT seen integer, OUT skipped integer
 )
     LANGUAGE plpgsql VOLATILE SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
@@ -193,6 +202,8 @@ DECLARE
     bad record;
     gone integer;
     answered integer;
+    kept jsonb;
+    left_out jsonb;
 BEGIN
     IF record_poll.full_listing IS NULL THEN
         RAISE EXCEPTION 'full_listing must be true or false, got null' USING ERRCODE = 'TL005';
@@ -209,7 +220,42 @@ BEGIN
         RAISE EXCEPTION 'deleted must be an array of at most 50000 positive issue numbers, got %',
             coalesce(left(record_poll.deleted::text, 100), 'null') USING ERRCODE = 'TL005';
     END IF;
+    IF record_poll.odd IS NULL OR jsonb_typeof(record_poll.odd) <> 'array' OR jsonb_array_length(record_poll.odd) > 50000
+       OR EXISTS (SELECT FROM jsonb_array_elements(record_poll.odd) AS o(item)
+                   WHERE CASE WHEN jsonb_typeof(o.item -> 'number') IS DISTINCT FROM 'number'
+                                   OR jsonb_typeof(o.item -> 'problem') IS DISTINCT FROM 'string' THEN true
+                              ELSE (o.item -> 'number')::numeric NOT BETWEEN 1 AND 2147483647
+                                   OR (o.item -> 'number')::numeric <> trunc((o.item -> 'number')::numeric)
+                                   OR length(o.item ->> 'problem') NOT BETWEEN 1 AND 500 END) THEN
+        RAISE EXCEPTION 'odd must be an array of at most 50000 {"number": issue number, "problem": 1 to 500 characters}, got %',
+            coalesce(left(record_poll.odd::text, 200), 'null') USING ERRCODE = 'TL005';
+    END IF;
     PERFORM tireless.held_poll(record_poll.forge, record_poll.owner, record_poll.repo, record_poll.poller);
+    IF jsonb_typeof(record_poll.issues) IS DISTINCT FROM 'array' THEN
+        PERFORM tireless.check_issue_batch(record_poll.issues);  -- raises TL006, naming what came
+    END IF;
+    -- One odd issue never blocks the rest (issue 36): an issue of this repository whose number the
+    -- store can key but which it refuses (issue_problem: 101 labels, a 210-character label, ...) is
+    -- left out of the batch and kept in issue_skip with the reason. One it cannot key still refuses
+    -- the whole batch (TL006): the poller never sends one.
+    SELECT coalesce(jsonb_agg(e.issue ORDER BY e.position) FILTER (WHERE s.problem IS NULL), '[]'),
+           coalesce(jsonb_agg(jsonb_build_object('number', (e.issue ->> 'number')::integer, 'problem', s.problem))
+                    FILTER (WHERE s.problem IS NOT NULL), '[]')
+      INTO kept, left_out
+      FROM jsonb_array_elements(record_poll.issues) WITH ORDINALITY AS e(issue, position)
+     CROSS JOIN LATERAL (SELECT tireless.issue_problem(e.issue) AS problem) AS p
+      LEFT JOIN LATERAL (
+         SELECT p.problem
+          WHERE p.problem IS NOT NULL
+            AND jsonb_typeof(e.issue) = 'object'
+            AND (e.issue ->> 'forge', e.issue ->> 'owner', e.issue ->> 'repo')
+                IS NOT DISTINCT FROM (record_poll.forge, record_poll.owner, record_poll.repo)
+            AND CASE WHEN jsonb_typeof(e.issue -> 'number') = 'number'
+                     THEN (e.issue -> 'number')::numeric BETWEEN 1 AND 2147483647
+                          AND (e.issue -> 'number')::numeric = trunc((e.issue -> 'number')::numeric)
+                     ELSE false END
+     ) AS s(problem) ON true;
+    record_poll.issues := kept;
     PERFORM tireless.check_issue_batch(record_poll.issues);
     SELECT e.position - 1 AS position, e.issue ->> 'forge' AS forge, e.issue ->> 'owner' AS owner, e.issue ->> 'repo' AS repo
       INTO bad
@@ -231,10 +277,11 @@ BEGIN
     WITH gone_issues AS (
         SELECT DISTINCT d.number FROM unnest(record_poll.deleted) AS d(number)
     ), forgotten AS (
-        UPDATE tireless.issue s SET state = 'closed', asks_since = NULL, changed_at = now()
+        UPDATE tireless.issue s SET state = 'closed', asks_since = NULL, changed_at = now(),
+               gone_at = coalesce(s.gone_at, now()), gone_note = coalesce(s.gone_note, 'issue deleted')
           FROM gone_issues g
          WHERE (s.forge, s.owner, s.repo, s.number) = (record_poll.forge, record_poll.owner, record_poll.repo, g.number)
-           AND (s.state <> 'closed' OR s.asks_since IS NOT NULL)
+           AND (s.state <> 'closed' OR s.asks_since IS NOT NULL OR s.gone_at IS NULL)
     ), ended AS (
         UPDATE tireless.job j
            SET state = CASE WHEN j.state = 'pending' THEN 'cancelled' ELSE j.state END::tireless.job_state,
@@ -283,20 +330,41 @@ BEGIN
            poll_lease_until = NULL
      WHERE (rp.forge, rp.owner, rp.repo) = (record_poll.forge, record_poll.owner, record_poll.repo);
 
+    -- What was left out this time, the poller's (odd: what it could not read as an issue) and the
+    -- store's; an issue recorded well-formed, or on a full listing no longer listed, is no longer.
+    WITH left_now AS (
+        SELECT DISTINCT ON (o.number) o.number, left(o.problem, 500) AS problem
+          FROM jsonb_to_recordset(record_poll.odd || left_out) AS o(number integer, problem text)
+         ORDER BY o.number
+    ), recorded AS (
+        INSERT INTO tireless.issue_skip AS s (forge, owner, repo, number, problem)
+        SELECT record_poll.forge, record_poll.owner, record_poll.repo, l.number, l.problem FROM left_now l
+        ON CONFLICT ON CONSTRAINT issue_skip_pkey DO UPDATE SET problem = excluded.problem, last_seen = now()
+        RETURNING s.number
+    ), cleared AS (
+        DELETE FROM tireless.issue_skip s
+         WHERE (s.forge, s.owner, s.repo) = (record_poll.forge, record_poll.owner, record_poll.repo)
+           AND s.number NOT IN (SELECT l.number FROM left_now l)
+           AND (record_poll.full_listing
+                OR s.number IN (SELECT (e.issue ->> 'number')::integer FROM jsonb_array_elements(record_poll.issues) AS e(issue)))
+    )
+    SELECT count(*) INTO record_poll.skipped FROM recorded;
+
     record_poll.created := outcome.created + answered;
     record_poll.cancelled := outcome.cancelled + gone;
     record_poll.rerouted := outcome.rerouted;
     record_poll.seen := outcome.seen;
 END;
 $$;
-COMMENT ON FUNCTION tireless.record_poll(text, text, text, text, jsonb, timestamptz, text, boolean, integer[], interval) IS
+COMMENT ON FUNCTION tireless.record_poll(text, text, text, text, jsonb, timestamptz, text, boolean, integer[], interval, jsonb) IS
     'What a poller read of one repository, in one transaction: the work rule applied to issues (enqueue''s format '
-    'and checks; every issue of this repository), the live jobs of deleted issue numbers cancelled (note issue '
-    'deleted), a job for each open issue whose conversation asks wait and that has no live job (answer_waiting_asks), the cursor (never moved back) and ETag stored, the error cleared, the next poll in next_poll_in, '
-    'the lease released (due at once when a webhook came during the read: poll_again). Returns created, cancelled, rerouted and seen. TL004 when poller does not hold the '
+    'and checks; every issue of this repository; one the store refuses whose number it can key is left out and kept in '
+    'issue_skip with the reason, as are the poller''s odd ones: [{number, problem}], and the rest is recorded), the live jobs of deleted issue numbers cancelled (note issue '
+    'deleted) and those issues marked gone (the mirror writes to them no more), a job for each open issue whose conversation asks wait and that has no live job (answer_waiting_asks), the cursor (never moved back) and ETag stored, the error cleared, the next poll in next_poll_in, '
+    'the lease released (due at once when a webhook came during the read: poll_again). Returns created, cancelled, rerouted, seen and skipped (issues left out). TL004 when poller does not hold the '
     'repository''s poll lease, TL008 when it is not tracked.';
-REVOKE ALL ON FUNCTION tireless.record_poll(text, text, text, text, jsonb, timestamp with time zone, text, boolean, integer[], interval) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
-GRANT EXECUTE ON FUNCTION tireless.record_poll(text, text, text, text, jsonb, timestamp with time zone, text, boolean, integer[], interval) TO tireless_poller;
+REVOKE ALL ON FUNCTION tireless.record_poll(text, text, text, text, jsonb, timestamp with time zone, text, boolean, integer[], interval, jsonb) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.record_poll(text, text, text, text, jsonb, timestamp with time zone, text, boolean, integer[], interval, jsonb) TO tireless_poller;
 
 CREATE OR REPLACE FUNCTION tireless.record_poll_failure(
     forge text, owner text, repo text, poller text, error text, retry_after interval DEFAULT NULL
@@ -413,7 +481,7 @@ COMMENT ON FUNCTION tireless.poll_soon(text, text, text) IS
 REVOKE ALL ON FUNCTION tireless.poll_soon(text, text, text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT EXECUTE ON FUNCTION tireless.poll_soon(text, text, text) TO tireless_poller;
 
--- repo_status shows where a repository moved and the last warning of its reads (a new column goes last:
+-- repo_status shows where a repository moved, the last warning of its reads and the issues left out (a new column goes last:
 -- CREATE OR REPLACE VIEW only adds columns at the end).
 CREATE OR REPLACE VIEW tireless.repo_status AS
 SELECT rp.forge, rp.owner, rp.repo,
@@ -425,7 +493,8 @@ SELECT rp.forge, rp.owner, rp.repo,
        coalesce(live.pending, 0) AS pending, coalesce(live.claimed, 0) AS claimed,
        coalesce(queued.writes, 0) + tireless.mirror_unread(rp.forge, rp.owner, rp.repo) AS mirror_backlog,
        queued.last_error AS mirror_error, queued.last_error_at AS mirror_error_at,
-       rp.moved_to, rp.last_warning, rp.last_warning_at
+       rp.moved_to, rp.last_warning, rp.last_warning_at,
+       coalesce(skips.issues, 0) AS skipped_issues, skips.newest AS skipped_issue
   FROM tireless.repo_poll rp
   LEFT JOIN tireless.forge f ON f.name = rp.forge
   LEFT JOIN LATERAL (
@@ -441,12 +510,23 @@ SELECT rp.forge, rp.owner, rp.repo,
         FROM tireless.mirror_issue mi
        WHERE (mi.forge, mi.owner, mi.repo) = (rp.forge, rp.owner, rp.repo)
          AND ((mi.applied_job_id, mi.applied_state) IS DISTINCT FROM (mi.job_id, mi.state) OR mi.applied_waiting <> mi.waiting)
-  ) AS queued ON true;
+         -- A gone issue's write is never made (tireless.issue_gone; inline: a view runs as its reader).
+         AND NOT EXISTS (SELECT FROM tireless.issue s
+                          WHERE (s.forge, s.owner, s.repo, s.number) = (mi.forge, mi.owner, mi.repo, mi.number)
+                            AND s.gone_at IS NOT NULL)
+  ) AS queued ON true
+  LEFT JOIN LATERAL (
+      SELECT count(*) AS issues,
+             (array_agg(format('#%s: %s', k.number, k.problem) ORDER BY k.last_seen DESC, k.number))[1] AS newest
+        FROM tireless.issue_skip k
+       WHERE (k.forge, k.owner, k.repo) = (rp.forge, rp.owner, rp.repo)
+  ) AS skips ON true;
 COMMENT ON VIEW tireless.repo_status IS
     'One row per tracked repository: its forge (registered or not, stopped until when and why), its last poll, '
     'last good read and last error, failures in a row, next poll, backoff, holder and cursor, its live jobs, '
     'the mirror: how many issues still wait for a forge write (mirror_backlog) and the newest error of those, '
-    'and the poller''s notices: the owner/name the repository was moved to, the last warning of a good read.';
+    'and the poller''s notices: the owner/name the repository was moved to, the last warning of a good read, '
+    'and how many of its issues the polls leave out as malformed (tireless.issue_skip) with the newest of them.';
 REVOKE ALL ON tireless.repo_status FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT SELECT ON tireless.repo_status TO tireless_runner, tireless_poller, tireless_admin;
 

@@ -120,6 +120,7 @@ CREATE FUNCTION tireless.add_forge(name text, kind text, base_url text) RETURNS 
     AS $_$
 DECLARE
     url text := rtrim(add_forge.base_url, '/');
+    longest text;
 BEGIN
     IF add_forge.name IS NULL OR add_forge.name !~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$' THEN
         RAISE EXCEPTION 'forge name must be 1 to 100 letters, digits, ".", "-" or "_", got %',
@@ -132,6 +133,12 @@ BEGIN
     IF url IS NULL OR length(url) > 2000 OR url !~ '^https?://[^/?#[:space:][:cntrl:]]+(/[^?#[:space:][:cntrl:]]*)?$' THEN
         RAISE EXCEPTION 'base_url must be an http:// or https:// URL without query or fragment, got %',
             coalesce(quote_literal(left(add_forge.base_url, 200)), 'null') USING ERRCODE = 'TL005';
+    END IF;
+    SELECT tireless.longest_label(p.label_prefix) INTO longest FROM tireless.policy p;
+    IF length(longest) > tireless.label_name_limit(add_forge.kind::tireless.forge_kind) THEN
+        RAISE EXCEPTION 'a % forge takes label names of at most % characters, and the label prefix makes % (% characters)',
+            add_forge.kind, tireless.label_name_limit(add_forge.kind::tireless.forge_kind), quote_literal(longest), length(longest)
+            USING ERRCODE = 'TL005', HINT = 'Shorten the prefix first: tireless.set_policy(label_prefix => ...).';
     END IF;
     INSERT INTO tireless.forge AS f (name, kind, base_url)
     VALUES (add_forge.name, add_forge.kind::tireless.forge_kind, url)
@@ -146,7 +153,7 @@ $_$;
 -- Name: FUNCTION add_forge(name text, kind text, base_url text); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.add_forge(name text, kind text, base_url text) IS 'Registers a forge (kind gitea, forgejo or github; base_url http(s)://, a trailing slash dropped) or changes its entry; true when it created or changed it, false when it was already so. TL005 for a bad argument.';
+COMMENT ON FUNCTION tireless.add_forge(name text, kind text, base_url text) IS 'Registers a forge (kind gitea, forgejo or github; base_url http(s)://, a trailing slash dropped) or changes its entry; true when it created or changed it, false when it was already so. TL005 for a bad argument, and when the policy''s label_prefix makes a label longer than a forge of that kind takes (50 characters on GitHub).';
 
 --
 -- Name: is_lane_name(text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -517,7 +524,8 @@ BEGIN
         -- Issues of untracked repositories are ignored.
         SELECT i.*, s.number IS NOT NULL AS known, s.asks_since, coalesce(s.answered, false) AS answered,
                s.body AS shown_body, s.body_cut AS shown_body_cut,
-               s.number IS NULL
+               -- An issue gone (record_issue_gone) and listed again is back: saved, its gone_at cleared.
+               s.number IS NULL OR s.gone_at IS NOT NULL
                OR (s.state, s.labels, s.title, s.url, s.updated_at)
                   IS DISTINCT FROM (i.state, i.labels, i.title, i.url, i.updated_at)
                OR (i.has_body AND (s.body, s.body_cut) IS DISTINCT FROM (i.body, i.body_cut)) AS changed
@@ -556,7 +564,7 @@ BEGIN
         ON CONFLICT (forge, owner, repo, number) DO UPDATE
            SET state = excluded.state, labels = excluded.labels, title = excluded.title, url = excluded.url,
                updated_at = excluded.updated_at, asks_since = excluded.asks_since, answered = excluded.answered,
-               body = excluded.body, body_cut = excluded.body_cut, changed_at = now()
+               body = excluded.body, body_cut = excluded.body_cut, changed_at = now(), gone_at = NULL, gone_note = NULL
     ), ended AS (
         -- Rule 2: a pending job is cancelled; a claimed one gets a cancel request (it stands once made).
         UPDATE tireless.job j
@@ -886,7 +894,10 @@ CREATE FUNCTION tireless.ask_reply_text(ask tireless.ask) RETURNS text
         ELSE
             format('No revision is asked for the failed checks on %s (%s): %s. A review or `/tireless revise` still '
                    'asks for one.', left(ask.source_id, 12),
-                   (SELECT string_agg(c ->> 'name', ', ' ORDER BY c ->> 'name') FROM jsonb_array_elements(ask.detail) AS c),
+                   -- The checks' names, cut to 4000 characters: the reply fits in tireless.forge_body_limit().
+                   (SELECT CASE WHEN length(n.names) > 4000 THEN left(n.names, 3999) || '…' ELSE n.names END
+                      FROM (SELECT string_agg(c ->> 'name', ', ' ORDER BY c ->> 'name') AS names
+                              FROM jsonb_array_elements(ask.detail) AS c) AS n),
                    ask.refusal)
     END) || E'\n\n' || format('<!-- tireless:ask:%s -->', ask.id);
 $$;
@@ -895,7 +906,7 @@ $$;
 -- Name: FUNCTION ask_reply_text(ask tireless.ask); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.ask_reply_text(ask tireless.ask) IS 'The comment that answers a refused ask, made safe to post (safe_comment_text), ending with its marker line.';
+COMMENT ON FUNCTION tireless.ask_reply_text(ask tireless.ask) IS 'The comment that answers a refused ask, made safe to post (safe_comment_text), ending with its marker line; the failed checks'' names cut to 4000 characters, so that it fits in tireless.forge_body_limit().';
 
 --
 -- Name: attach_plan(bigint, text, jsonb, uuid); Type: FUNCTION; Schema: tireless; Owner: -
@@ -1285,6 +1296,39 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.check_issue_batch(issues jsonb) IS 'Raises TL006 naming the first malformed element (and the field) unless the batch is a JSON array of at most 50000 well-formed issues of at most 1000 repositories whose parent_ids name jobs. enqueue and record_poll check before they write.';
+
+--
+-- Name: check_label_prefix(text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.check_label_prefix(prefix text) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    refused record;
+BEGIN
+    SELECT f.name, f.kind, tireless.label_name_limit(f.kind) AS limit_, tireless.longest_label(check_label_prefix.prefix) AS label
+      INTO refused
+      FROM tireless.forge f
+     WHERE length(tireless.longest_label(check_label_prefix.prefix)) > tireless.label_name_limit(f.kind)
+     ORDER BY f.name
+     LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'label_prefix % is too long for forge % (%): its label % has % characters, % takes at most %',
+            quote_literal(check_label_prefix.prefix), quote_literal(refused.name), refused.kind, quote_literal(refused.label),
+            length(refused.label), refused.kind, refused.limit_
+            USING ERRCODE = 'TL005',
+                  HINT = format('Use a label_prefix of at most %s characters.', refused.limit_ - length(refused.label) + length(check_label_prefix.prefix));
+    END IF;
+END;
+$$;
+
+--
+-- Name: FUNCTION check_label_prefix(prefix text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.check_label_prefix(prefix text) IS 'Raises TL005 unless every label the mirror writes with that prefix fits the label-name limit of each registered forge: set_policy checks before it changes anything.';
 
 --
 -- Name: check_lane(text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -1696,13 +1740,22 @@ COMMENT ON FUNCTION tireless.child_status(task tireless.plan_task, OUT done bool
 CREATE FUNCTION tireless.children_checklist(job tireless.job) RETURNS text
     LANGUAGE sql STABLE
     AS $$
-    SELECT CASE WHEN job.kind::text = 'discover' THEN 'Proposals:' ELSE 'Tasks:' END || E'\n'
-           || string_agg('- [' || CASE WHEN s.done THEN 'x' ELSE ' ' END || '] '
-                         || coalesce('#' || t.child_number || ' ', '') || s.title || ' — ' || s.status,
-                         E'\n' ORDER BY t.task)
-      FROM tireless.plan_task t
-     CROSS JOIN LATERAL tireless.child_status(t) AS s
-     WHERE t.job_id = job.id AND t.attempt = job.attempts AND job.state = 'delivered'
+    -- At most the body's limit less 8192 characters (the outcome line, some of the report, the marker
+    -- line): the lines that fit, in order, then how many more there are.
+    SELECT CASE WHEN job.kind::text = 'discover' THEN 'Proposals:' ELSE 'Tasks:' END
+           || coalesce(E'\n' || string_agg(l.line, E'\n' ORDER BY l.task)
+                                 FILTER (WHERE l.total <= l.room OR l.upto <= l.room - 20), '')
+           || coalesce(E'\n… and ' || nullif(count(*) FILTER (WHERE l.total > l.room AND l.upto > l.room - 20), 0)
+                       || ' more', '')
+      FROM (SELECT t.task, line.text AS line,
+                   sum(length(line.text) + 1) OVER (ORDER BY t.task) AS upto,
+                   sum(length(line.text) + 1) OVER () AS total,
+                   tireless.forge_body_limit() - 8192 - length('Proposals:') AS room
+              FROM tireless.plan_task t
+             CROSS JOIN LATERAL tireless.child_status(t) AS s
+             CROSS JOIN LATERAL (SELECT '- [' || CASE WHEN s.done THEN 'x' ELSE ' ' END || '] '
+                                        || coalesce('#' || t.child_number || ' ', '') || s.title || ' — ' || s.status) AS line(text)
+             WHERE t.job_id = job.id AND t.attempt = job.attempts AND job.state = 'delivered') AS l
     HAVING count(*) > 0;
 $$;
 
@@ -1710,7 +1763,7 @@ $$;
 -- Name: FUNCTION children_checklist(job tireless.job); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.children_checklist(job tireless.job) IS 'The checklist of the children a delivered plan job (or the proposals a discover job) opened, in the file''s order, as its outcome comment shows it: `- [x] #13 Title — delivered`, `- [ ] #12 Title — waiting on #11` (tireless.child_status); null when the job opened none.';
+COMMENT ON FUNCTION tireless.children_checklist(job tireless.job) IS 'The checklist of the children a delivered plan job (or the proposals a discover job) opened, in the file''s order, as its outcome comment shows it: `- [x] #13 Title — delivered`, `- [ ] #12 Title — waiting on #11` (tireless.child_status); at most tireless.forge_body_limit() less 8192 characters, the lines past that said as "… and 3 more"; null when the job opened none.';
 
 --
 -- Name: claim_in_turn(text, text, interval); Type: FUNCTION; Schema: tireless; Owner: -
@@ -2027,6 +2080,42 @@ $$;
 COMMENT ON FUNCTION tireless.claim_repos_to_poll(poller text, lease interval, max_repos integer) IS 'Leases to poller (for lease) up to max_repos due repositories of registered forges that are not stopped: next poll time reached, not backing off, lease free or expired; FOR UPDATE SKIP LOCKED, so two pollers never get the same one. Returns each with its forge kind and URL, cursor, ETag and whether to list it in full (the first read and every tenth), the issue numbers of its live jobs and of the issues of the repository waiting jobs depend on that the store has never read, the opt-in label (the policy''s label_prefix: the poller reads the forge''s dependency relations of the changed issues carrying it) and the issue numbers of its waiting jobs (whose relations a full listing reads again).';
 
 --
+-- Name: closing_fence(text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.closing_fence(body text) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    AS $_$
+DECLARE
+    fence text[];
+    indent text;
+    marks text;
+BEGIN
+    -- CommonMark's fenced code blocks: a line of at most 3 spaces then 3 or more backticks (no backtick
+    -- after them) or tildes opens one; a line of the same character, at least as many, and blanks
+    -- closes it. The closing line keeps the opener's indent, so it closes it inside a list item too.
+    FOR fence IN SELECT m.parts FROM regexp_matches(closing_fence.body, '^( {0,3})(`{3,}|~{3,})(.*)$', 'gn')
+                                     WITH ORDINALITY AS m(parts, n) ORDER BY m.n LOOP
+        IF marks IS NULL THEN
+            IF NOT (left(fence[2], 1) = '`' AND strpos(fence[3], '`') > 0) THEN
+                indent := fence[1];
+                marks := fence[2];
+            END IF;
+        ELSIF left(fence[2], 1) = left(marks, 1) AND length(fence[2]) >= length(marks) AND fence[3] ~ '^[ \t\r]*$' THEN
+            marks := NULL;
+        END IF;
+    END LOOP;
+    RETURN indent || marks;
+END;
+$_$;
+
+--
+-- Name: FUNCTION closing_fence(body text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.closing_fence(body text) IS 'The line that closes the fenced code block markdown body leaves open at its end (the opener''s indent and fence); null when none is open. A body cut short is closed with it, so nothing after it renders as code.';
+
+--
 -- Name: command_in(text); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -2084,6 +2173,7 @@ BEGIN
      WHERE (a.forge, a.owner, a.repo) = (conversation_replies_due.forge, conversation_replies_due.owner, conversation_replies_due.repo)
        AND a.reply IS NOT NULL AND a.replied_at IS NULL AND a.next_reply_at <= now()
        AND (a.reply = 'comment' OR a.source_id ~ '^[0-9]{1,18}$')
+       AND tireless.mirror_may_write(a.forge, a.owner, a.repo, a.number)
      ORDER BY a.next_reply_at, a.id
      LIMIT conversation_replies_due.max_replies;
 END;
@@ -2093,7 +2183,7 @@ $_$;
 -- Name: FUNCTION conversation_replies_due(forge text, owner text, repo text, poller text, max_replies integer); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.conversation_replies_due(forge text, owner text, repo text, poller text, max_replies integer) IS 'For a poller holding the repository''s poll lease: the replies the mirror owes (at most max_replies), soonest first: a reaction (react: +1 on the command comment_id) for a command acted on, or a comment (body, ending with marker) on the pull request or issue where a refused ask was made. TL004 without the lease.';
+COMMENT ON FUNCTION tireless.conversation_replies_due(forge text, owner text, repo text, poller text, max_replies integer) IS 'For a poller holding the repository''s poll lease: the replies the mirror owes (at most max_replies), soonest first: a reaction (react: +1 on the command comment_id) for a command acted on, or a comment (body, ending with marker) on the pull request or issue where a refused ask was made; none on a gone issue or, for a day, in an archived repository (tireless.mirror_may_write). TL004 without the lease.';
 
 --
 -- Name: conversation_to_read(text, text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -2463,7 +2553,7 @@ BEGIN
      CROSS JOIN tireless.policy p
      WHERE (r.forge, r.owner, r.repo) = (cycle_reports_due.forge, cycle_reports_due.owner, cycle_reports_due.repo)
        AND r.written_at IS NULL AND r.broken_at IS NULL AND r.next_try_at <= now()
-       AND p.mirror_comments
+       AND p.mirror_comments AND tireless.mirror_may_write(r.forge, r.owner, r.repo, r.number)
      ORDER BY r.next_try_at, r.id
      LIMIT cycle_reports_due.max_reports;
 END;
@@ -2473,7 +2563,7 @@ $$;
 -- Name: FUNCTION cycle_reports_due(forge text, owner text, repo text, poller text, max_reports integer); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.cycle_reports_due(forge text, owner text, repo text, poller text, max_reports integer) IS 'For a poller holding the repository''s poll lease: the dependency-cycle comments still to write (at most max_reports), oldest first: the report, its issue, the body (tireless.cycle_report_text) ending with its marker line, and the marker. A cycle broken before its comment was written is not listed. Nothing while comments are off (set_mirror_comments). TL004 without the lease.';
+COMMENT ON FUNCTION tireless.cycle_reports_due(forge text, owner text, repo text, poller text, max_reports integer) IS 'For a poller holding the repository''s poll lease: the dependency-cycle comments still to write (at most max_reports), oldest first: the report, its issue, the body (tireless.cycle_report_text) ending with its marker line, and the marker. A cycle broken before its comment was written is not listed. Nothing while comments are off (set_mirror_comments); none for a gone issue or, for a day, an archived repository (tireless.mirror_may_write). TL004 without the lease.';
 
 --
 -- Name: deliver(bigint, text, text, text, text, text, uuid, text, boolean); Type: FUNCTION; Schema: tireless; Owner: -
@@ -3081,42 +3171,100 @@ COMMENT ON FUNCTION tireless.finish_and_claim(job_id bigint, to_state text, work
 --
 
 CREATE FUNCTION tireless.finished_job_comment(job tireless.job) RETURNS text
-    LANGUAGE sql STABLE
+    LANGUAGE plpgsql STABLE
     AS $$
+DECLARE
+    head text;
+    attached record;
+    said text;
+    fence text;
+    -- What the outcome comment holds after this text: the checklist of children (at most the body's
+    -- limit less 8192 characters, tireless.children_checklist), then the marker line.
+    tail integer := coalesce(length(E'\n\n' || tireless.children_checklist(job)), 0)
+                    + length(E'\n\n' || tireless.comment_marker(job.id));
+BEGIN
     -- The outcome on the first line (no text from a runner there: a delivery's branch is a ref name
-    -- without backticks, quoted as code, and its pull request a number). Then the report the job's last
-    -- attempt attached, when there is one (made safe, rendered as markdown); else the last holder
-    -- and the note in a fenced code block whose fence is longer than any run of backticks inside
-    -- it: nothing in it renders (HTML, images, links, headings) and nothing closes it early.
+    -- without backticks, quoted as code, and its pull request a number).
     SELECT format('tireless: %s%s after %s attempt%s', job.state,
                   CASE WHEN delivered.branch IS NOT NULL
                        THEN coalesce(' as #' || delivered.pull_number, '') || format(' (branch `%s`)', delivered.branch)
                        ELSE '' END,
                   job.attempts, CASE WHEN job.attempts = 1 THEN '' ELSE 's' END)
-           || CASE WHEN report.text IS NOT NULL
-                   THEN E'\n\n' || tireless.safe_report_text(report.text)
-                        || CASE WHEN report.cut THEN E'\n\n(report cut at 60000 characters)' ELSE '' END
-                   ELSE coalesce(E'\n\n' || fence.marks || E'\n' || quoted.text || E'\n' || fence.marks, '')
-              END
+      INTO head
+      FROM (SELECT) AS one
+      LEFT JOIN tireless.delivery delivered ON delivered.job_id = job.id;
+    -- Then the report the job's last attempt attached, when there is one (made safe, rendered as
+    -- markdown), cut to the room the body has left (tireless.fit_report).
+    SELECT a.report AS text, CASE WHEN a.report_cut THEN E'\n\n(report cut at 60000 characters)' ELSE '' END AS cut
+      INTO attached
+      FROM tireless.job_attempt a WHERE a.job_id = job.id AND a.attempt = job.attempts;
+    IF attached.text IS NOT NULL THEN
+        RETURN head || E'\n\n'
+               || tireless.fit_report(attached.text, tireless.forge_body_limit() - tail - length(head) - 2 - length(attached.cut))
+               || attached.cut;
+    END IF;
+    -- Else the last holder and the note (blanks folded, cut to 500 characters: it always fits) in a
+    -- fenced code block whose fence is longer than any run of backticks inside it: nothing in it
+    -- renders (HTML, images, links, headings) and nothing closes it early.
+    SELECT nullif(concat_ws(': ', tireless.safe_comment_text(regexp_replace(btrim(holder.worker), '\s+', ' ', 'g')),
+                            CASE WHEN length(note.text) > 500 THEN left(note.text, 499) || '…' ELSE note.text END), '')
+      INTO said
       FROM (SELECT nullif(tireless.safe_comment_text(regexp_replace(btrim(job.note), '\s+', ' ', 'g')), '') AS text) AS note
       LEFT JOIN LATERAL (SELECT e.worker FROM tireless.job_event e
                           WHERE e.job_id = job.id AND e.worker IS NOT NULL
-                          ORDER BY e.id DESC LIMIT 1) AS holder ON true
-      LEFT JOIN LATERAL (SELECT a.report AS text, a.report_cut AS cut FROM tireless.job_attempt a
-                          WHERE a.job_id = job.id AND a.attempt = job.attempts) AS report ON true
-      LEFT JOIN tireless.delivery delivered ON delivered.job_id = job.id
-     CROSS JOIN LATERAL (SELECT nullif(concat_ws(': ', tireless.safe_comment_text(regexp_replace(btrim(holder.worker), '\s+', ' ', 'g')),
-                                                 CASE WHEN length(note.text) > 500 THEN left(note.text, 499) || '…' ELSE note.text END),
-                                       '') AS text) AS quoted
-     CROSS JOIN LATERAL (SELECT repeat('`', greatest(3, 1 + coalesce(
-                             (SELECT max(length(m[1])) FROM regexp_matches(quoted.text, '(`+)', 'g') AS m), 0))) AS marks) AS fence;
+                          ORDER BY e.id DESC LIMIT 1) AS holder ON true;
+    fence := repeat('`', greatest(3, 1 + coalesce((SELECT max(length(m[1])) FROM regexp_matches(said, '(`+)', 'g') AS m), 0)));
+    RETURN head || coalesce(E'\n\n' || fence || E'\n' || said || E'\n' || fence, '');
+END;
 $$;
 
 --
 -- Name: FUNCTION finished_job_comment(job tireless.job); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.finished_job_comment(job tireless.job) IS 'The comment a finished job leaves on its issue: the outcome and attempts on the first line (a delivery that pushed names its pull request once the mirror recorded it, and its branch: delivered as #12 (branch `tireless/7`) after 1 attempt), then the report its last attempt attached (tireless.attach_report; made safe by safe_report_text) when there is one, else the last holder and the note (blanks folded, cut to 500 characters, made safe by safe_comment_text) in a fenced code block with a fence longer than any backtick run inside, so nothing of it renders or notifies.';
+COMMENT ON FUNCTION tireless.finished_job_comment(job tireless.job) IS 'The comment a finished job leaves on its issue, up to its checklist of children and its marker line, which mirror_comments_due adds: the outcome and attempts on the first line (a delivery that pushed names its pull request once the mirror recorded it, and its branch: delivered as #12 (branch `tireless/7`) after 1 attempt), then the report its last attempt attached (tireless.attach_report) made safe and cut to fit (tireless.fit_report: the whole comment, checklist and marker included, within tireless.forge_body_limit(), a cut saying so) when there is one, else the last holder and the note (blanks folded, cut to 500 characters, made safe by safe_comment_text) in a fenced code block with a fence longer than any backtick run inside, so nothing of it renders or notifies.';
+
+--
+-- Name: fit_report(text, integer); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.fit_report(report text, room integer) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    AS $$
+DECLARE
+    whole text := tireless.safe_report_text(fit_report.report);
+    kept integer;
+    fitted text;
+BEGIN
+    IF whole IS NULL OR length(whole) <= fit_report.room THEN
+        RETURN whole;
+    END IF;
+    -- The longest beginning of the safe text that fits with a code fence it leaves open closed and
+    -- the line that says what was cut: each try that is too long shortens it by the excess (the
+    -- closing fence changes only where a fence line is passed, so it ends in a few tries). A cut
+    -- between a character and the one safe_report_text put after it leaves a bare < or @ at the end
+    -- of a line: no tag, no mention.
+    kept := fit_report.room;
+    LOOP
+        fitted := rtrim(left(whole, kept), E' \t\r\n');
+        fitted := ltrim(fitted || coalesce(E'\n' || tireless.closing_fence(fitted), '')
+                        || format(E'\n\n… cut: %s more characters do not fit in a forge''s body (%s at most).',
+                                  length(whole) - kept, tireless.forge_body_limit()), E'\n');
+        EXIT WHEN length(fitted) <= fit_report.room;
+        IF kept = 0 THEN
+            RETURN '';  -- no room even to say it
+        END IF;
+        kept := greatest(kept - (length(fitted) - fit_report.room), 0);
+    END LOOP;
+    RETURN fitted;
+END;
+$$;
+
+--
+-- Name: FUNCTION fit_report(report text, room integer); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.fit_report(report text, room integer) IS 'Markdown from a runner (a report, a task''s body) made safe (safe_report_text) in at most room characters: whole when it fits, else as much of its beginning as fits with a code fence it leaves open closed (closing_fence) and a last line saying how many characters of it were cut; empty when not even that fits.';
 
 --
 -- Name: is_terminal(tireless.job_state); Type: FUNCTION; Schema: tireless; Owner: -
@@ -3409,6 +3557,20 @@ CREATE FUNCTION tireless.forge_api_url(kind tireless.forge_kind, base_url text) 
 --
 
 COMMENT ON FUNCTION tireless.forge_api_url(kind tireless.forge_kind, base_url text) IS 'A registered forge''s API root: base_url for GitHub (it is the API root), base_url/api/v1 for Gitea and Forgejo.';
+
+--
+-- Name: forge_body_limit(); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.forge_body_limit() RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN 65536;
+
+--
+-- Name: FUNCTION forge_body_limit(); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.forge_body_limit() IS 'The most characters (code points) of a body tireless writes to any forge: a comment, an issue or a pull request (GitHub''s limit; Gitea and Forgejo take more). Each text the mirror writes is composed to fit.';
 
 --
 -- Name: forge_clone_url(tireless.forge_kind, text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -3819,6 +3981,24 @@ CREATE FUNCTION tireless.issue_body_limit() RETURNS integer
 --
 
 COMMENT ON FUNCTION tireless.issue_body_limit() IS 'How many characters of an issue''s body the store keeps (GitHub''s own limit on a body); a longer one is cut and flagged.';
+
+--
+-- Name: issue_gone(text, text, text, integer); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.issue_gone(forge text, owner text, repo text, number integer) RETURNS boolean
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT EXISTS (SELECT FROM tireless.issue s
+                    WHERE (s.forge, s.owner, s.repo, s.number) = (issue_gone.forge, issue_gone.owner, issue_gone.repo, issue_gone.number)
+                      AND s.gone_at IS NOT NULL);
+$$;
+
+--
+-- Name: FUNCTION issue_gone(forge text, owner text, repo text, number integer); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.issue_gone(forge text, owner text, repo text, number integer) IS 'Whether the forge said the issue is gone (deleted or moved: record_issue_gone, record_poll''s deleted numbers) and no listing has shown it since: the mirror makes no write to it.';
 
 --
 -- Name: issue_problem(jsonb); Type: FUNCTION; Schema: tireless; Owner: -
@@ -4439,6 +4619,22 @@ $$;
 COMMENT ON FUNCTION tireless.keep_turns() IS 'Trigger of tireless.job (per changed row): a job returned to pending, re-routed or released from its wait gives its repository a turn with work in its lane.';
 
 --
+-- Name: label_name_limit(tireless.forge_kind); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.label_name_limit(kind tireless.forge_kind) RETURNS integer
+    LANGUAGE sql IMMUTABLE
+    AS $$
+    SELECT CASE label_name_limit.kind WHEN 'github' THEN 50 ELSE 255 END;
+$$;
+
+--
+-- Name: FUNCTION label_name_limit(kind tireless.forge_kind); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.label_name_limit(kind tireless.forge_kind) IS 'The longest label name a forge of that kind takes: 50 characters on GitHub, 255 on Gitea and Forgejo.';
+
+--
 -- Name: labels_problem(text[]); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -4647,6 +4843,28 @@ $$;
 COMMENT ON FUNCTION tireless.lock_repo_issues(forge text, owner text, repo text) IS 'Takes the transaction''s lock on one tracked repository''s issues: its tracked_repo row (FOR NO KEY UPDATE), which only the tireless functions can lock. enqueue, record_poll, rerun and the mirror take it, so two of them never judge the same issue at once.';
 
 --
+-- Name: longest_label(text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.longest_label(prefix text) RETURNS text
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT l
+      FROM unnest(ARRAY(SELECT longest_label.prefix || '/state/' || s
+                          FROM unnest(enum_range(NULL::tireless.job_state)::text[] || 'waiting'::text) AS s)
+                  || ARRAY(SELECT longest_label.prefix || '/' || k
+                             FROM unnest(enum_range(NULL::tireless.job_kind)::text[]) AS k)) AS l
+     ORDER BY length(l) DESC, l
+     LIMIT 1;
+$$;
+
+--
+-- Name: FUNCTION longest_label(prefix text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.longest_label(prefix text) IS 'The longest of the state and mode labels the mirror writes with that label prefix (<prefix>/state/cancelled).';
+
+--
 -- Name: may_cancel_pending(); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -4694,6 +4912,7 @@ BEGIN
        AND c.checklist IS NOT NULL AND strpos(c.checklist, '- [ ] ') > 0
        AND c.written_at IS NOT NULL AND c.checklist_next_try_at <= now() AND p.mirror_comments
        AND fresh.checklist IS NOT NULL AND fresh.checklist <> c.checklist
+       AND tireless.mirror_may_write(c.forge, c.owner, c.repo, c.number)
      ORDER BY c.checklist_next_try_at, c.job_id
      LIMIT mirror_checklists_due.max_edits;
 END;
@@ -4703,7 +4922,7 @@ $$;
 -- Name: FUNCTION mirror_checklists_due(forge text, owner text, repo text, poller text, max_edits integer); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.mirror_checklists_due(forge text, owner text, repo text, poller text, max_edits integer) IS 'For a poller holding the repository''s poll lease: the outcome comments whose checklist of children (tireless.children_checklist) differs from the one last written (at most max_edits), while the written one still has an unchecked child: the job, its issue, the whole new body ending with the marker line, the marker, and the new checklist. An unchanged checklist is not listed, so it costs the forge no request. TL004 without the lease.';
+COMMENT ON FUNCTION tireless.mirror_checklists_due(forge text, owner text, repo text, poller text, max_edits integer) IS 'For a poller holding the repository''s poll lease: the outcome comments whose checklist of children (tireless.children_checklist) differs from the one last written (at most max_edits), while the written one still has an unchecked child: the job, its issue, the whole new body ending with the marker line (at most tireless.forge_body_limit() characters, as mirror_comments_due''s), the marker, and the new checklist. An unchanged checklist is not listed, so it costs the forge no request; nor is one of a gone issue or, for a day, an archived repository (tireless.mirror_may_write). TL004 without the lease.';
 
 --
 -- Name: mirror_comments_due(text, text, text, text, integer); Type: FUNCTION; Schema: tireless; Owner: -
@@ -4730,6 +4949,7 @@ BEGIN
      CROSS JOIN LATERAL (SELECT tireless.children_checklist(j) AS checklist) AS children
      WHERE (c.forge, c.owner, c.repo) = (mirror_comments_due.forge, mirror_comments_due.owner, mirror_comments_due.repo)
        AND c.written_at IS NULL AND c.next_try_at <= now()
+       AND tireless.mirror_may_write(c.forge, c.owner, c.repo, c.number)
        -- A delivery's comment names its pull request: it waits for the pull request's write, unless
        -- that failed three times in a row or was queued an hour ago (then it names the branch only).
        AND NOT EXISTS (SELECT FROM tireless.mirror_pull p
@@ -4752,7 +4972,7 @@ $$;
 -- Name: FUNCTION mirror_comments_due(forge text, owner text, repo text, poller text, max_comments integer); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.mirror_comments_due(forge text, owner text, repo text, poller text, max_comments integer) IS 'For a poller holding the repository''s poll lease: the outcome comments still to write (at most max_comments), oldest job first: the job, its issue, the body ending with its marker line, the marker, and the checklist of the children the job opened (tireless.children_checklist; null when none), which the body holds before the marker. A delivered job''s comment waits for its pull request''s write (mirror_pulls_due) so that it names it, unless that write failed three times in a row or was queued an hour ago; a delivered plan''s (or discovery''s) waits for its children to be opened (plan_tasks_due) so that it lists them, unless opening one failed three times in a row or the job was delivered an hour ago. TL004 without the lease.';
+COMMENT ON FUNCTION tireless.mirror_comments_due(forge text, owner text, repo text, poller text, max_comments integer) IS 'For a poller holding the repository''s poll lease: the outcome comments still to write (at most max_comments), oldest job first: the job, its issue, the body ending with its marker line (at most tireless.forge_body_limit() characters: finished_job_comment cuts the report to fit), the marker, and the checklist of the children the job opened (tireless.children_checklist; null when none), which the body holds before the marker. A delivered job''s comment waits for its pull request''s write (mirror_pulls_due) so that it names it, unless that write failed three times in a row or was queued an hour ago; a delivered plan''s (or discovery''s) waits for its children to be opened (plan_tasks_due) so that it lists them, unless opening one failed three times in a row or the job was delivered an hour ago. None for a gone issue or, for a day, an archived repository (tireless.mirror_may_write). TL004 without the lease.';
 
 --
 -- Name: mirror_issue; Type: TABLE; Schema: tireless; Owner: -
@@ -4865,8 +5085,13 @@ CREATE FUNCTION tireless.mirror_labels(OUT prefix text, OUT mode_labels text[], 
     AS $$
     SELECT p.label_prefix,
            ARRAY(SELECT p.label_prefix || '/' || k::text FROM unnest(enum_range(NULL::tireless.job_kind)) AS k),
-           ARRAY(SELECT p.label_prefix || '/state:' || s::text FROM unnest(enum_range(NULL::tireless.job_state)) AS s)
-           || (p.label_prefix || '/state:waiting')
+           -- The state labels have a scope of their own (<prefix>/state): a Gitea admin may mark them
+           -- exclusive, and setting one then takes off no mode or agent label (scope <prefix>). The
+           -- names before issue 36 (<prefix>/state:pending) go last: the mirror takes them off.
+           ARRAY(SELECT p.label_prefix || sep.text || s.name
+                   FROM unnest(ARRAY['/state/', '/state:']) WITH ORDINALITY AS sep(text, i),
+                        unnest(enum_range(NULL::tireless.job_state)::text[] || 'waiting'::text) WITH ORDINALITY AS s(name, j)
+                  ORDER BY sep.i, s.j)
       FROM tireless.policy p;
 $$;
 
@@ -4874,7 +5099,26 @@ $$;
 -- Name: FUNCTION mirror_labels(OUT prefix text, OUT mode_labels text[], OUT state_labels text[]); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.mirror_labels(OUT prefix text, OUT mode_labels text[], OUT state_labels text[]) IS 'The label prefix, its mode labels (<prefix>/discover, ...) and its state labels (<prefix>/state:pending, ..., and <prefix>/state:waiting: pending, waiting for a dependency).';
+COMMENT ON FUNCTION tireless.mirror_labels(OUT prefix text, OUT mode_labels text[], OUT state_labels text[]) IS 'The label prefix, its mode labels (<prefix>/discover, ...) and its state labels (<prefix>/state/pending, ..., and <prefix>/state/waiting: pending, waiting for a dependency), then the state labels'' names before issue 36 (<prefix>/state:pending, ...), which the mirror takes off an issue it writes to.';
+
+--
+-- Name: mirror_may_write(text, text, text, integer); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.mirror_may_write(forge text, owner text, repo text, number integer) RETURNS boolean
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT NOT tireless.issue_gone(mirror_may_write.forge, mirror_may_write.owner, mirror_may_write.repo, mirror_may_write.number)
+       AND NOT EXISTS (SELECT FROM tireless.mirror_repo m
+                        WHERE (m.forge, m.owner, m.repo) = (mirror_may_write.forge, mirror_may_write.owner, mirror_may_write.repo)
+                          AND m.archived_at > now() - interval '1 day');
+$$;
+
+--
+-- Name: FUNCTION mirror_may_write(forge text, owner text, repo text, number integer); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.mirror_may_write(forge text, owner text, repo text, number integer) IS 'Whether the mirror may write to the issue now: it is not gone (tireless.issue_gone) and its repository was not found archived in the last day (record_repo_archived). Every due function of the mirror lists only these.';
 
 --
 -- Name: mirror_pulls_due(text, text, text, text, integer); Type: FUNCTION; Schema: tireless; Owner: -
@@ -4907,6 +5151,7 @@ BEGIN
                           ORDER BY o.job_id DESC LIMIT 1) AS known ON true
      CROSS JOIN LATERAL tireless.pull_request_text(j) AS pr
      WHERE w.next_try_at <= now()
+       AND tireless.mirror_may_write(d.forge, d.owner, d.repo, w.number)
      ORDER BY w.next_try_at, w.job_id
      LIMIT mirror_pulls_due.max_pulls;
 END;
@@ -4916,7 +5161,7 @@ $$;
 -- Name: FUNCTION mirror_pulls_due(forge text, owner text, repo text, poller text, max_pulls integer); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.mirror_pulls_due(forge text, owner text, repo text, poller text, max_pulls integer) IS 'For a poller holding the repository''s poll lease: the pull requests to open or update (at most max_pulls), one per issue, for its newest delivery not yet written: the job, the issue, the action (open: no pull request known for the branch; update: pull_number, the one last recorded, which may have been closed since), the head branch and commit, the base branch, the title and body (tireless.pull_request_text), the marker the body ends with, and whether to open it as a draft. Listed until record_mirror_pull records it. TL004 without the lease.';
+COMMENT ON FUNCTION tireless.mirror_pulls_due(forge text, owner text, repo text, poller text, max_pulls integer) IS 'For a poller holding the repository''s poll lease: the pull requests to open or update (at most max_pulls), one per issue, for its newest delivery not yet written: the job, the issue, the action (open: no pull request known for the branch; update: pull_number, the one last recorded, which may have been closed since), the head branch and commit, the base branch, the title and body (tireless.pull_request_text), the marker the body ends with, and whether to open it as a draft. Listed until record_mirror_pull records it; not while the issue is gone or, for a day, the repository archived (tireless.mirror_may_write). TL004 without the lease.';
 
 --
 -- Name: mirror_unread(text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -4952,24 +5197,28 @@ BEGIN
                OFFSET 0) AS j
          WHERE e.id > coalesce(scanned, 0)
            AND e.at >= since
+           -- A gone issue's writes are never made: not a backlog.
+           AND NOT tireless.issue_gone(j.forge, j.owner, j.repo, j.number)
            AND NOT EXISTS (SELECT FROM tireless.mirror_issue mi
                             WHERE (mi.forge, mi.owner, mi.repo, mi.number) = (j.forge, j.owner, j.repo, j.number)
                               AND ((mi.applied_job_id, mi.applied_state) IS DISTINCT FROM (mi.job_id, mi.state)
                                    OR mi.applied_waiting <> mi.waiting)))
          + (SELECT count(*) FROM tireless.mirror_comment c
              WHERE (c.forge, c.owner, c.repo) = (mirror_unread.forge, mirror_unread.owner, mirror_unread.repo)
-               AND c.written_at IS NULL)
+               AND c.written_at IS NULL AND NOT tireless.issue_gone(c.forge, c.owner, c.repo, c.number))
          + (SELECT count(*) FROM tireless.mirror_pull p
              WHERE (p.forge, p.owner, p.repo) = (mirror_unread.forge, mirror_unread.owner, mirror_unread.repo)
-               AND p.written_at IS NULL)
+               AND p.written_at IS NULL AND NOT tireless.issue_gone(p.forge, p.owner, p.repo, p.number))
          -- The issues of delivered plans' steps and discoveries' proposals still to open.
          + (SELECT count(*) FROM tireless.plan_task t JOIN tireless.job j ON j.id = t.job_id
              WHERE (t.forge, t.owner, t.repo) = (mirror_unread.forge, mirror_unread.owner, mirror_unread.repo)
-               AND t.child_number IS NULL AND j.state = 'delivered' AND t.attempt = j.attempts)
+               AND t.child_number IS NULL AND j.state = 'delivered' AND t.attempt = j.attempts
+               AND NOT tireless.issue_gone(j.forge, j.owner, j.repo, j.number))
          -- The comments that tell an issue it is on a dependency cycle, still to write.
          + (SELECT count(*) FROM tireless.cycle_report r
              WHERE (r.forge, r.owner, r.repo) = (mirror_unread.forge, mirror_unread.owner, mirror_unread.repo)
-               AND r.written_at IS NULL AND r.broken_at IS NULL);
+               AND r.written_at IS NULL AND r.broken_at IS NULL
+               AND NOT tireless.issue_gone(r.forge, r.owner, r.repo, r.number));
 END;
 $$;
 
@@ -4977,7 +5226,7 @@ $$;
 -- Name: FUNCTION mirror_unread(forge text, owner text, repo text); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.mirror_unread(forge text, owner text, repo text) IS 'How many issues of a tracked repository changed after the mirror''s last scan and have no write queued yet, plus the outcome comments, pull requests, plan steps'' issues and dependency-cycle comments still to write (part of repo_status.mirror_backlog); reads only the history after that scan and the comments'', pull requests'', plan tasks'' and cycle reports'' partial indexes.';
+COMMENT ON FUNCTION tireless.mirror_unread(forge text, owner text, repo text) IS 'How many issues of a tracked repository changed after the mirror''s last scan and have no write queued yet, plus the outcome comments, pull requests, plan steps'' issues and dependency-cycle comments still to write, none of a gone issue (tireless.issue_gone) (part of repo_status.mirror_backlog); reads only the history after that scan and the comments'', pull requests'', plan tasks'' and cycle reports'' partial indexes.';
 
 --
 -- Name: mirror_writes(text, text, text, text, integer, interval); Type: FUNCTION; Schema: tireless; Owner: -
@@ -5060,9 +5309,9 @@ BEGIN
     SELECT * INTO labels FROM tireless.mirror_labels();
     RETURN QUERY
     SELECT mi.number, mi.job_id, mi.state::text,
-           labels.prefix || '/state:' || CASE WHEN mi.waiting THEN 'waiting' ELSE mi.state::text END,
+           labels.prefix || '/state/' || CASE WHEN mi.waiting THEN 'waiting' ELSE mi.state::text END,
            ARRAY(SELECT l FROM unnest(labels.state_labels) AS l
-                  WHERE l <> labels.prefix || '/state:' || CASE WHEN mi.waiting THEN 'waiting' ELSE mi.state::text END)
+                  WHERE l <> labels.prefix || '/state/' || CASE WHEN mi.waiting THEN 'waiting' ELSE mi.state::text END)
            -- A finished job withdraws its own request, never a newer one the store has already seen
            -- (asked again after the job was made: it gets its own job, rule 1).
            || CASE WHEN tireless.is_terminal(mi.state)
@@ -5076,6 +5325,7 @@ BEGIN
      WHERE (mi.forge, mi.owner, mi.repo) = (mirror.forge, mirror.owner, mirror.repo)
        AND ((mi.applied_job_id, mi.applied_state) IS DISTINCT FROM (mi.job_id, mi.state) OR mi.applied_waiting <> mi.waiting)
        AND mi.next_try_at <= now()
+       AND tireless.mirror_may_write(mi.forge, mi.owner, mi.repo, mi.number)
      ORDER BY mi.next_try_at, mi.number
      LIMIT mirror_writes.max_writes;
 END;
@@ -5085,7 +5335,7 @@ $$;
 -- Name: FUNCTION mirror_writes(forge text, owner text, repo text, poller text, max_writes integer, settle interval); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.mirror_writes(forge text, owner text, repo text, poller text, max_writes integer, settle interval) IS 'For a poller holding the repository''s poll lease: reads the job history since the repository''s cursor (each changed issue now wants its newest job''s state, replacing any older wanted state; each finished job read gets its outcome comment queued) and returns the label writes due (at most max_writes): per issue its job and state, the state label to show, the labels to take off (the other state labels, and the mode labels once the job ended, unless the issue asked again since the job was made), when the job was made and with which labels, the opt-in and the mode labels. The cursor passes only events older than settle. TL004 without the lease.';
+COMMENT ON FUNCTION tireless.mirror_writes(forge text, owner text, repo text, poller text, max_writes integer, settle interval) IS 'For a poller holding the repository''s poll lease: reads the job history since the repository''s cursor (each changed issue now wants its newest job''s state, replacing any older wanted state; each finished job read gets its outcome comment queued) and returns the label writes due (at most max_writes): per issue its job and state, the state label to show, the labels to take off (the other state labels, and the mode labels once the job ended, unless the issue asked again since the job was made), when the job was made and with which labels, the opt-in and the mode labels; none for a gone issue or, for a day, an archived repository (tireless.mirror_may_write). The cursor passes only events older than settle. TL004 without the lease.';
 
 --
 -- Name: next_poll_due_at(); Type: FUNCTION; Schema: tireless; Owner: -
@@ -5341,16 +5591,9 @@ BEGIN
     RETURN QUERY
     SELECT t.job_id, t.task, j.number,
            left(regexp_replace(btrim(tireless.safe_comment_text(t.title)), '\s+', ' ', 'g'), 200),
-           coalesce(nullif(tireless.safe_report_text(t.body), '') || E'\n\n', '')
-           || 'Part of #' || j.number
-           || coalesce(E'\n\n' || (SELECT string_agg('Depends on #' || CASE WHEN jsonb_typeof(d.v) = 'number'
-                                                   THEN (SELECT o.child_number::text FROM tireless.plan_task o
-                                                          WHERE o.job_id = t.job_id AND o.task = (d.v)::numeric::integer)
-                                                   ELSE substr(d.v #>> '{}', 2) END, E'\n' ORDER BY d.position)
-                                     FROM jsonb_array_elements(t.depends_on) WITH ORDINALITY AS d(v, position)), '')
-           || E'\n\n' || format('Opened by tireless for job %s (%s %s).', t.job_id,
-                                CASE WHEN t.proposal THEN 'proposal' ELSE 'task' END, t.task)
-           || E'\n\n' || tireless.task_marker(t.job_id, t.task),
+           -- The task's body made safe, cut so that the issue's body fits (tireless.fit_report).
+           coalesce(nullif(tireless.fit_report(t.body, tireless.forge_body_limit() - 2 - length(links.text)), '') || E'\n\n', '')
+           || links.text,
            ARRAY(SELECT l FROM unnest(ARRAY[CASE WHEN NOT t.proposal THEN p.label_prefix END,
                                             p.label_prefix || '/implement',
                                             p.label_prefix || '/agent:' || t.lane]) AS l WHERE l IS NOT NULL),
@@ -5367,9 +5610,20 @@ BEGIN
       FROM tireless.plan_task t
       JOIN tireless.job j ON j.id = t.job_id
      CROSS JOIN tireless.policy p
+     CROSS JOIN LATERAL (
+           SELECT 'Part of #' || j.number
+                  || coalesce(E'\n\n' || (SELECT string_agg('Depends on #' || CASE WHEN jsonb_typeof(d.v) = 'number'
+                                                          THEN (SELECT o.child_number::text FROM tireless.plan_task o
+                                                                 WHERE o.job_id = t.job_id AND o.task = (d.v)::numeric::integer)
+                                                          ELSE substr(d.v #>> '{}', 2) END, E'\n' ORDER BY d.position)
+                                            FROM jsonb_array_elements(t.depends_on) WITH ORDINALITY AS d(v, position)), '')
+                  || E'\n\n' || format('Opened by tireless for job %s (%s %s).', t.job_id,
+                                       CASE WHEN t.proposal THEN 'proposal' ELSE 'task' END, t.task)
+                  || E'\n\n' || tireless.task_marker(t.job_id, t.task) AS text) AS links
      WHERE (t.forge, t.owner, t.repo) = (plan_tasks_due.forge, plan_tasks_due.owner, plan_tasks_due.repo)
        AND t.child_number IS NULL AND t.next_try_at <= now()
        AND j.state = 'delivered' AND t.attempt = j.attempts
+       AND tireless.mirror_may_write(t.forge, t.owner, t.repo, j.number)  -- the parent issue
        -- A dependency is opened before its dependents: its number goes in their bodies.
        AND NOT EXISTS (SELECT FROM jsonb_array_elements(t.depends_on) AS d(v)
                         JOIN tireless.plan_task o ON o.job_id = t.job_id
@@ -5384,7 +5638,7 @@ $$;
 -- Name: FUNCTION plan_tasks_due(forge text, owner text, repo text, poller text, max_tasks integer); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.plan_tasks_due(forge text, owner text, repo text, poller text, max_tasks integer) IS 'For a poller holding the repository''s poll lease: the tasks of delivered plan and discover jobs whose issue is still to open (at most max_tasks), those whose task dependencies are opened: the job, the task, the parent issue, the title and body (the task''s made safe, "Part of #P", a "Depends on #N" line per dependency, the marker line), the labels (the opt-in for a plan''s child, not for a proposal; <prefix>/implement; the agent label of its lane), the marker, since when to look for an issue already opened with it, and the numbers of the issues it depends on (the mirror sets them as the forge''s own relations too). TL004 without the lease.';
+COMMENT ON FUNCTION tireless.plan_tasks_due(forge text, owner text, repo text, poller text, max_tasks integer) IS 'For a poller holding the repository''s poll lease: the tasks of delivered plan and discover jobs whose issue is still to open (at most max_tasks), those whose task dependencies are opened: the job, the task, the parent issue, the title and body (the task''s made safe and cut so that the body fits in tireless.forge_body_limit(), "Part of #P", a "Depends on #N" line per dependency, the marker line), the labels (the opt-in for a plan''s child, not for a proposal; <prefix>/implement; the agent label of its lane), the marker, since when to look for an issue already opened with it, and the numbers of the issues it depends on (the mirror sets them as the forge''s own relations too). None while the parent issue is gone or, for a day, the repository archived (tireless.mirror_may_write). TL004 without the lease.';
 
 --
 -- Name: poll_soon(text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -5571,23 +5825,27 @@ CREATE FUNCTION tireless.pull_request_text(job tireless.job, OUT title text, OUT
     SELECT 'Fix #' || job.number || coalesce(': ' || CASE WHEN length(named.title) > 200 THEN left(named.title, 199) || '…'
                                                           ELSE named.title END, ''),
            'Closes #' || job.number
-           || coalesce(E'\n\n' || tireless.safe_report_text(report.text)
-                       || CASE WHEN report.cut THEN E'\n\n(report cut at 60000 characters)' ELSE '' END, '')
-           || format(E'\n\nDelivered by tireless: job %s, attempt %s.', job.id, job.attempts)
-           || E'\n\n' || tireless.pull_marker(job.number)
+           || coalesce(E'\n\n' || tireless.fit_report(report.text, tireless.forge_body_limit() - length(report.cut) - 4
+                                                                    - length('Closes #' || job.number || tail.text))
+                       || report.cut, '')
+           || E'\n\n' || tail.text
       FROM (SELECT nullif(tireless.safe_comment_text(regexp_replace(btrim(coalesce(
                    (SELECT i.title FROM tireless.issue i
                      WHERE (i.forge, i.owner, i.repo, i.number) = (job.forge, job.owner, job.repo, job.number)),
                    job.title)), '\s+', ' ', 'g')), '') AS title) AS named
-      LEFT JOIN LATERAL (SELECT a.report AS text, a.report_cut AS cut FROM tireless.job_attempt a
-                          WHERE a.job_id = job.id AND a.attempt = job.attempts) AS report ON true;
+      LEFT JOIN LATERAL (SELECT a.report AS text,
+                                CASE WHEN a.report_cut THEN E'\n\n(report cut at 60000 characters)' ELSE '' END AS cut
+                           FROM tireless.job_attempt a
+                          WHERE a.job_id = job.id AND a.attempt = job.attempts) AS report ON true
+     CROSS JOIN LATERAL (SELECT format('Delivered by tireless: job %s, attempt %s.', job.id, job.attempts)
+                                || E'\n\n' || tireless.pull_marker(job.number) AS text) AS tail;
 $$;
 
 --
 -- Name: FUNCTION pull_request_text(job tireless.job, OUT title text, OUT body text); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.pull_request_text(job tireless.job, OUT title text, OUT body text) IS 'The title and body of the pull request of a delivered job: "Fix #7: <the issue''s title>" (blanks folded, made safe by safe_comment_text, cut to 200 characters); "Closes #7", the report of the job''s last attempt made safe by safe_report_text, which job and attempt made it, and the marker line (tireless.pull_marker).';
+COMMENT ON FUNCTION tireless.pull_request_text(job tireless.job, OUT title text, OUT body text) IS 'The title and body of the pull request of a delivered job: "Fix #7: <the issue''s title>" (blanks folded, made safe by safe_comment_text, cut to 200 characters); "Closes #7", the report of the job''s last attempt made safe and cut so that the body fits in tireless.forge_body_limit() (tireless.fit_report, a cut saying so), which job and attempt made it, and the marker line (tireless.pull_marker).';
 
 --
 -- Name: queue_activity(interval); Type: FUNCTION; Schema: tireless; Owner: -
@@ -5815,6 +6073,7 @@ BEGIN
     END IF;
     IF record_conversation_reply.error IS NULL THEN
         UPDATE tireless.ask a SET replied_at = coalesce(a.replied_at, now()), reply_error = NULL WHERE a.id = owed.id;
+        PERFORM tireless.repo_writable(owed.forge, owed.owner, owed.repo);
         RETURN NULL;
     END IF;
     until := now() + least(interval '1 hour', interval '15 seconds' * (2::float8 ^ least(owed.reply_failures, 20)))
@@ -5863,6 +6122,7 @@ BEGIN
         UPDATE tireless.cycle_report r
            SET written_at = coalesce(r.written_at, now()), last_error = NULL, last_error_at = NULL
          WHERE r.id = queued.id;
+        PERFORM tireless.repo_writable(queued.forge, queued.owner, queued.repo);
         RETURN NULL;
     END IF;
     -- 15 s doubling per failure in a row, capped at an hour, jittered to between half and all of it.
@@ -5973,40 +6233,41 @@ $$;
 COMMENT ON FUNCTION tireless.record_forge_trouble(name text, error text, until timestamp with time zone) IS 'A rate limit or an auth failure: no repository of the forge is read before until, and error says why; a null error clears the stop. TL008 for a forge that is not registered.';
 
 --
--- Name: record_issue_moved(text, text, text, text, integer, text); Type: FUNCTION; Schema: tireless; Owner: -
+-- Name: record_issue_gone(text, text, text, text, integer, text); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
-CREATE FUNCTION tireless.record_issue_moved(forge text, owner text, repo text, poller text, number integer, note text) RETURNS integer
+CREATE FUNCTION tireless.record_issue_gone(forge text, owner text, repo text, poller text, number integer, note text) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
     ended integer;
 BEGIN
-    IF record_issue_moved.number IS NULL OR record_issue_moved.number < 1 THEN
-        RAISE EXCEPTION 'number must be a positive issue number, got %', coalesce(record_issue_moved.number::text, 'null')
+    IF record_issue_gone.number IS NULL OR record_issue_gone.number < 1 THEN
+        RAISE EXCEPTION 'number must be a positive issue number, got %', coalesce(record_issue_gone.number::text, 'null')
             USING ERRCODE = 'TL005';
     END IF;
-    IF record_issue_moved.note IS NULL OR btrim(record_issue_moved.note) = '' THEN
-        RAISE EXCEPTION 'note must say where the issue went, got %', coalesce(quote_literal(record_issue_moved.note), 'null')
+    IF record_issue_gone.note IS NULL OR btrim(record_issue_gone.note) = '' THEN
+        RAISE EXCEPTION 'note must say how the issue went, got %', coalesce(quote_literal(record_issue_gone.note), 'null')
             USING ERRCODE = 'TL005';
     END IF;
-    PERFORM tireless.held_poll(record_issue_moved.forge, record_issue_moved.owner, record_issue_moved.repo,
-                               record_issue_moved.poller);
-    PERFORM tireless.lock_repo_issues(record_issue_moved.forge, record_issue_moved.owner, record_issue_moved.repo);
-    -- The issue is not in this repository any more: its request is withdrawn, as for a deleted one.
-    UPDATE tireless.issue s SET state = 'closed', asks_since = NULL, changed_at = now()
+    PERFORM tireless.held_poll(record_issue_gone.forge, record_issue_gone.owner, record_issue_gone.repo,
+                               record_issue_gone.poller);
+    PERFORM tireless.lock_repo_issues(record_issue_gone.forge, record_issue_gone.owner, record_issue_gone.repo);
+    -- The issue is not in this repository any more: its request is withdrawn, and the mirror writes to it no more.
+    UPDATE tireless.issue s
+       SET state = 'closed', asks_since = NULL, changed_at = now(),
+           gone_at = coalesce(s.gone_at, now()), gone_note = left(btrim(record_issue_gone.note), 2000)
      WHERE (s.forge, s.owner, s.repo, s.number)
-           = (record_issue_moved.forge, record_issue_moved.owner, record_issue_moved.repo, record_issue_moved.number)
-       AND (s.state <> 'closed' OR s.asks_since IS NOT NULL);
+           = (record_issue_gone.forge, record_issue_gone.owner, record_issue_gone.repo, record_issue_gone.number);
     UPDATE tireless.job j
        SET state = CASE WHEN j.state = 'pending' THEN 'cancelled' ELSE j.state END::tireless.job_state,
-           note = left(btrim(record_issue_moved.note), 2000),
+           note = left(btrim(record_issue_gone.note), 2000),
            cancel_requested_at = CASE WHEN j.state = 'claimed' THEN now() END,
-           cancel_note = CASE WHEN j.state = 'claimed' THEN left(btrim(record_issue_moved.note), 2000) END,
+           cancel_note = CASE WHEN j.state = 'claimed' THEN left(btrim(record_issue_gone.note), 2000) END,
            updated_at = now()
      WHERE (j.forge, j.owner, j.repo, j.number)
-           = (record_issue_moved.forge, record_issue_moved.owner, record_issue_moved.repo, record_issue_moved.number)
+           = (record_issue_gone.forge, record_issue_gone.owner, record_issue_gone.repo, record_issue_gone.number)
        AND (j.state = 'pending' OR (j.state = 'claimed' AND j.cancel_requested_at IS NULL));
     GET DIAGNOSTICS ended = ROW_COUNT;
     RETURN ended;
@@ -6014,10 +6275,25 @@ END;
 $$;
 
 --
+-- Name: FUNCTION record_issue_gone(forge text, owner text, repo text, poller text, number integer, note text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.record_issue_gone(forge text, owner text, repo text, poller text, number integer, note text) IS 'An issue the forge says is gone (404 or 410: deleted; a redirect to another repository: moved, as GitHub answers 301 for a transferred issue): its request is withdrawn, its pending job cancelled and its claimed job asked to stop, the note saying how it went; the issue is marked gone (gone_at, gone_note), so the mirror''s due functions list no write for it until a listing shows it again. Returns how many jobs it ended. TL004 without the poll lease, TL008 for an untracked repository.';
+
+--
+-- Name: record_issue_moved(text, text, text, text, integer, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.record_issue_moved(forge text, owner text, repo text, poller text, number integer, note text) RETURNS integer
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    RETURN tireless.record_issue_gone(forge, owner, repo, poller, number, note);
+
+--
 -- Name: FUNCTION record_issue_moved(forge text, owner text, repo text, poller text, number integer, note text); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.record_issue_moved(forge text, owner text, repo text, poller text, number integer, note text) IS 'An issue the forge says has moved out of the repository (GitHub answers 301 for a transferred issue): its request is withdrawn, its pending job cancelled and its claimed job asked to stop, the note saying where it went; returns how many jobs it ended. TL004 without the poll lease, TL008 for an untracked repository.';
+COMMENT ON FUNCTION tireless.record_issue_moved(forge text, owner text, repo text, poller text, number integer, note text) IS 'An issue the forge says has moved out of the repository (GitHub answers 301 for a transferred issue): tireless.record_issue_gone, the note saying where it went; returns how many jobs it ended. TL004 without the poll lease, TL008 for an untracked repository.';
 
 --
 -- Name: record_job_event(); Type: FUNCTION; Schema: tireless; Owner: -
@@ -6115,6 +6391,7 @@ BEGIN
            SET checklist = record_mirror_checklist.checklist, checklist_written_at = now(), checklist_failures = 0,
                checklist_next_try_at = now(), checklist_error = NULL, checklist_error_at = NULL
          WHERE c.job_id = queued.job_id;
+        PERFORM tireless.repo_writable(queued.forge, queued.owner, queued.repo);
         RETURN NULL;
     END IF;
     -- 15 s doubling per failure in a row, capped at an hour, jittered to between half and all of it.
@@ -6167,6 +6444,7 @@ BEGIN
                checklist_written_at = CASE WHEN record_mirror_comment.checklist IS NOT NULL THEN now()
                                            ELSE c.checklist_written_at END
          WHERE c.job_id = queued.job_id;
+        PERFORM tireless.repo_writable(queued.forge, queued.owner, queued.repo);
         RETURN NULL;
     END IF;
     -- 15 s doubling per failure in a row, capped at an hour, jittered to between half and all of it.
@@ -6291,6 +6569,7 @@ BEGIN
      WHERE (p.forge, p.owner, p.repo, p.number) = (queued.forge, queued.owner, queued.repo, queued.number)
        AND (p.job_id = queued.job_id OR (p.job_id < queued.job_id AND p.written_at IS NULL))
        AND EXISTS (SELECT FROM tireless.delivery d WHERE d.job_id = p.job_id AND d.branch = pushed.branch);
+    PERFORM tireless.repo_writable(queued.forge, queued.owner, queued.repo);
     RETURN NULL;
 END;
 $_$;
@@ -6334,6 +6613,7 @@ BEGIN
            applied_waiting = mi.waiting AND (mi.job_id, mi.state) = (record_mirror_write.job_id, record_mirror_write.state::tireless.job_state),
            applied_at = now(), failures = 0, next_try_at = now(), last_error = NULL, last_error_at = NULL
      WHERE (mi.forge, mi.owner, mi.repo, mi.number) = (queued.forge, queued.owner, queued.repo, queued.number);
+    PERFORM tireless.repo_writable(queued.forge, queued.owner, queued.repo);
 
     -- A finished job's mode labels are off the issue: its request is withdrawn. The store records it
     -- now, so the next poll sees no change (no job), and a human who adds a mode label again asks again.
@@ -6409,6 +6689,7 @@ BEGIN
              WHERE (j.forge, j.owner, j.repo, j.number) = (queued.forge, queued.owner, queued.repo, record_plan_task.number)
                AND j.state IN ('pending', 'claimed') AND j.parent_id IS NULL AND j.id <> queued.job_id;
         END IF;
+        PERFORM tireless.repo_writable(queued.forge, queued.owner, queued.repo);
         RETURN NULL;
     END IF;
     -- 15 s doubling per failure in a row, capped at an hour, jittered to between half and all of it.
@@ -6429,10 +6710,10 @@ $$;
 COMMENT ON FUNCTION tireless.record_plan_task(forge text, owner text, repo text, poller text, job_id bigint, task integer, number integer, error text) IS 'The mirror opened (or found by its marker) issue number for a task of job_id (recorded once; a live job of that issue without a parent gets job_id as its parent; returns null), or opening it failed (error: counted, backed off exponentially with jitter; returns when it is tried again). TL004 without the poll lease, TL005 for a task never attached or neither a number nor an error.';
 
 --
--- Name: record_poll(text, text, text, text, jsonb, timestamp with time zone, text, boolean, integer[], interval); Type: FUNCTION; Schema: tireless; Owner: -
+-- Name: record_poll(text, text, text, text, jsonb, timestamp with time zone, text, boolean, integer[], interval, jsonb); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
-CREATE FUNCTION tireless.record_poll(forge text, owner text, repo text, poller text, issues jsonb, cursor timestamp with time zone, etag text, full_listing boolean, deleted integer[] DEFAULT '{}'::integer[], next_poll_in interval DEFAULT '00:00:00'::interval, OUT created integer, OUT cancelled integer, OUT rerouted integer, OUT seen integer) RETURNS record
+CREATE FUNCTION tireless.record_poll(forge text, owner text, repo text, poller text, issues jsonb, cursor timestamp with time zone, etag text, full_listing boolean, deleted integer[] DEFAULT '{}'::integer[], next_poll_in interval DEFAULT '00:00:00'::interval, odd jsonb DEFAULT '[]'::jsonb, OUT created integer, OUT cancelled integer, OUT rerouted integer, OUT seen integer, OUT skipped integer) RETURNS record
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -6441,6 +6722,8 @@ DECLARE
     bad record;
     gone integer;
     answered integer;
+    kept jsonb;
+    left_out jsonb;
 BEGIN
     IF record_poll.full_listing IS NULL THEN
         RAISE EXCEPTION 'full_listing must be true or false, got null' USING ERRCODE = 'TL005';
@@ -6457,7 +6740,42 @@ BEGIN
         RAISE EXCEPTION 'deleted must be an array of at most 50000 positive issue numbers, got %',
             coalesce(left(record_poll.deleted::text, 100), 'null') USING ERRCODE = 'TL005';
     END IF;
+    IF record_poll.odd IS NULL OR jsonb_typeof(record_poll.odd) <> 'array' OR jsonb_array_length(record_poll.odd) > 50000
+       OR EXISTS (SELECT FROM jsonb_array_elements(record_poll.odd) AS o(item)
+                   WHERE CASE WHEN jsonb_typeof(o.item -> 'number') IS DISTINCT FROM 'number'
+                                   OR jsonb_typeof(o.item -> 'problem') IS DISTINCT FROM 'string' THEN true
+                              ELSE (o.item -> 'number')::numeric NOT BETWEEN 1 AND 2147483647
+                                   OR (o.item -> 'number')::numeric <> trunc((o.item -> 'number')::numeric)
+                                   OR length(o.item ->> 'problem') NOT BETWEEN 1 AND 500 END) THEN
+        RAISE EXCEPTION 'odd must be an array of at most 50000 {"number": issue number, "problem": 1 to 500 characters}, got %',
+            coalesce(left(record_poll.odd::text, 200), 'null') USING ERRCODE = 'TL005';
+    END IF;
     PERFORM tireless.held_poll(record_poll.forge, record_poll.owner, record_poll.repo, record_poll.poller);
+    IF jsonb_typeof(record_poll.issues) IS DISTINCT FROM 'array' THEN
+        PERFORM tireless.check_issue_batch(record_poll.issues);  -- raises TL006, naming what came
+    END IF;
+    -- One odd issue never blocks the rest (issue 36): an issue of this repository whose number the
+    -- store can key but which it refuses (issue_problem: 101 labels, a 210-character label, ...) is
+    -- left out of the batch and kept in issue_skip with the reason. One it cannot key still refuses
+    -- the whole batch (TL006): the poller never sends one.
+    SELECT coalesce(jsonb_agg(e.issue ORDER BY e.position) FILTER (WHERE s.problem IS NULL), '[]'),
+           coalesce(jsonb_agg(jsonb_build_object('number', (e.issue ->> 'number')::integer, 'problem', s.problem))
+                    FILTER (WHERE s.problem IS NOT NULL), '[]')
+      INTO kept, left_out
+      FROM jsonb_array_elements(record_poll.issues) WITH ORDINALITY AS e(issue, position)
+     CROSS JOIN LATERAL (SELECT tireless.issue_problem(e.issue) AS problem) AS p
+      LEFT JOIN LATERAL (
+         SELECT p.problem
+          WHERE p.problem IS NOT NULL
+            AND jsonb_typeof(e.issue) = 'object'
+            AND (e.issue ->> 'forge', e.issue ->> 'owner', e.issue ->> 'repo')
+                IS NOT DISTINCT FROM (record_poll.forge, record_poll.owner, record_poll.repo)
+            AND CASE WHEN jsonb_typeof(e.issue -> 'number') = 'number'
+                     THEN (e.issue -> 'number')::numeric BETWEEN 1 AND 2147483647
+                          AND (e.issue -> 'number')::numeric = trunc((e.issue -> 'number')::numeric)
+                     ELSE false END
+     ) AS s(problem) ON true;
+    record_poll.issues := kept;
     PERFORM tireless.check_issue_batch(record_poll.issues);
     SELECT e.position - 1 AS position, e.issue ->> 'forge' AS forge, e.issue ->> 'owner' AS owner, e.issue ->> 'repo' AS repo
       INTO bad
@@ -6479,10 +6797,11 @@ BEGIN
     WITH gone_issues AS (
         SELECT DISTINCT d.number FROM unnest(record_poll.deleted) AS d(number)
     ), forgotten AS (
-        UPDATE tireless.issue s SET state = 'closed', asks_since = NULL, changed_at = now()
+        UPDATE tireless.issue s SET state = 'closed', asks_since = NULL, changed_at = now(),
+               gone_at = coalesce(s.gone_at, now()), gone_note = coalesce(s.gone_note, 'issue deleted')
           FROM gone_issues g
          WHERE (s.forge, s.owner, s.repo, s.number) = (record_poll.forge, record_poll.owner, record_poll.repo, g.number)
-           AND (s.state <> 'closed' OR s.asks_since IS NOT NULL)
+           AND (s.state <> 'closed' OR s.asks_since IS NOT NULL OR s.gone_at IS NULL)
     ), ended AS (
         UPDATE tireless.job j
            SET state = CASE WHEN j.state = 'pending' THEN 'cancelled' ELSE j.state END::tireless.job_state,
@@ -6531,6 +6850,26 @@ BEGIN
            poll_lease_until = NULL
      WHERE (rp.forge, rp.owner, rp.repo) = (record_poll.forge, record_poll.owner, record_poll.repo);
 
+    -- What was left out this time, the poller's (odd: what it could not read as an issue) and the
+    -- store's; an issue recorded well-formed, or on a full listing no longer listed, is no longer.
+    WITH left_now AS (
+        SELECT DISTINCT ON (o.number) o.number, left(o.problem, 500) AS problem
+          FROM jsonb_to_recordset(record_poll.odd || left_out) AS o(number integer, problem text)
+         ORDER BY o.number
+    ), recorded AS (
+        INSERT INTO tireless.issue_skip AS s (forge, owner, repo, number, problem)
+        SELECT record_poll.forge, record_poll.owner, record_poll.repo, l.number, l.problem FROM left_now l
+        ON CONFLICT ON CONSTRAINT issue_skip_pkey DO UPDATE SET problem = excluded.problem, last_seen = now()
+        RETURNING s.number
+    ), cleared AS (
+        DELETE FROM tireless.issue_skip s
+         WHERE (s.forge, s.owner, s.repo) = (record_poll.forge, record_poll.owner, record_poll.repo)
+           AND s.number NOT IN (SELECT l.number FROM left_now l)
+           AND (record_poll.full_listing
+                OR s.number IN (SELECT (e.issue ->> 'number')::integer FROM jsonb_array_elements(record_poll.issues) AS e(issue)))
+    )
+    SELECT count(*) INTO record_poll.skipped FROM recorded;
+
     record_poll.created := outcome.created + answered;
     record_poll.cancelled := outcome.cancelled + gone;
     record_poll.rerouted := outcome.rerouted;
@@ -6539,10 +6878,10 @@ END;
 $$;
 
 --
--- Name: FUNCTION record_poll(forge text, owner text, repo text, poller text, issues jsonb, cursor timestamp with time zone, etag text, full_listing boolean, deleted integer[], next_poll_in interval, OUT created integer, OUT cancelled integer, OUT rerouted integer, OUT seen integer); Type: COMMENT; Schema: tireless; Owner: -
+-- Name: FUNCTION record_poll(forge text, owner text, repo text, poller text, issues jsonb, cursor timestamp with time zone, etag text, full_listing boolean, deleted integer[], next_poll_in interval, odd jsonb, OUT created integer, OUT cancelled integer, OUT rerouted integer, OUT seen integer, OUT skipped integer); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.record_poll(forge text, owner text, repo text, poller text, issues jsonb, cursor timestamp with time zone, etag text, full_listing boolean, deleted integer[], next_poll_in interval, OUT created integer, OUT cancelled integer, OUT rerouted integer, OUT seen integer) IS 'What a poller read of one repository, in one transaction: the work rule applied to issues (enqueue''s format and checks; every issue of this repository), the live jobs of deleted issue numbers cancelled (note issue deleted), a job for each open issue whose conversation asks wait and that has no live job (answer_waiting_asks), the cursor (never moved back) and ETag stored, the error cleared, the next poll in next_poll_in, the lease released (due at once when a webhook came during the read: poll_again). Returns created, cancelled, rerouted and seen. TL004 when poller does not hold the repository''s poll lease, TL008 when it is not tracked.';
+COMMENT ON FUNCTION tireless.record_poll(forge text, owner text, repo text, poller text, issues jsonb, cursor timestamp with time zone, etag text, full_listing boolean, deleted integer[], next_poll_in interval, odd jsonb, OUT created integer, OUT cancelled integer, OUT rerouted integer, OUT seen integer, OUT skipped integer) IS 'What a poller read of one repository, in one transaction: the work rule applied to issues (enqueue''s format and checks; every issue of this repository; one the store refuses whose number it can key is left out and kept in issue_skip with the reason, as are the poller''s odd ones: [{number, problem}], and the rest is recorded), the live jobs of deleted issue numbers cancelled (note issue deleted) and those issues marked gone (the mirror writes to them no more), a job for each open issue whose conversation asks wait and that has no live job (answer_waiting_asks), the cursor (never moved back) and ETag stored, the error cleared, the next poll in next_poll_in, the lease released (due at once when a webhook came during the read: poll_again). Returns created, cancelled, rerouted, seen and skipped (issues left out). TL004 when poller does not hold the repository''s poll lease, TL008 when it is not tracked.';
 
 --
 -- Name: record_poll_failure(text, text, text, text, text, interval); Type: FUNCTION; Schema: tireless; Owner: -
@@ -6657,6 +6996,30 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.record_push(job_id bigint, worker text, branch text, head text, token uuid) IS 'The holder is about to push head to its issue''s branch: recorded first, so that a runner dying after the push leaves a commit the next attempt knows as tireless''s own. Returns every head tireless pushed or delivered on that branch for the issue, newest first: the commits a push may go over. TL009 for a malformed branch or head; TL001 for an unknown job, TL004 when worker (or token, or the login) does not hold it.';
+
+--
+-- Name: record_repo_archived(text, text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.record_repo_archived(forge text, owner text, repo text, poller text) RETURNS timestamp with time zone
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM tireless.held_poll(record_repo_archived.forge, record_repo_archived.owner, record_repo_archived.repo,
+                               record_repo_archived.poller);
+    INSERT INTO tireless.mirror_repo AS m (forge, owner, repo, archived_at)
+    VALUES (record_repo_archived.forge, record_repo_archived.owner, record_repo_archived.repo, now())
+    ON CONFLICT ON CONSTRAINT mirror_repo_pkey DO UPDATE SET archived_at = now();
+    RETURN now() + interval '1 day';
+END;
+$$;
+
+--
+-- Name: FUNCTION record_repo_archived(forge text, owner text, repo text, poller text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.record_repo_archived(forge text, owner text, repo text, poller text) IS 'The forge refused a mirror write because the repository is archived (Gitea: 423): for a day the mirror''s due functions list nothing for it (reads go on), then one write is tried again; a write that succeeds clears it. Returns when a write is tried again. TL004 without the poll lease, TL008 for an untracked repository.';
 
 --
 -- Name: refresh_lane(text, text, text, integer, text[]); Type: FUNCTION; Schema: tireless; Owner: -
@@ -6893,6 +7256,24 @@ END;
 --
 
 COMMENT ON FUNCTION tireless.repo_spend(forge text, owner text, repo text, OUT runs bigint, OUT agent_time interval) IS 'How many runs and how much agent time the repository spent today (UTC), all lanes.';
+
+--
+-- Name: repo_writable(text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.repo_writable(forge text, owner text, repo text) RETURNS void
+    LANGUAGE sql
+    AS $$
+    UPDATE tireless.mirror_repo m SET archived_at = NULL
+     WHERE (m.forge, m.owner, m.repo) = (repo_writable.forge, repo_writable.owner, repo_writable.repo)
+       AND m.archived_at IS NOT NULL;
+$$;
+
+--
+-- Name: FUNCTION repo_writable(forge text, owner text, repo text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.repo_writable(forge text, owner text, repo text) IS 'The forge accepted a write to the repository: it is not archived (any more). Each record_* of a mirror write''s success calls it.';
 
 --
 -- Name: report_progress(bigint, text, text, uuid); Type: FUNCTION; Schema: tireless; Owner: -
@@ -7489,6 +7870,9 @@ BEGIN
         RAISE EXCEPTION 'label_prefix must be 1 to 100 characters without blank, "/" or ":", got %', quote_literal(left(set_policy.label_prefix, 120))
             USING ERRCODE = 'TL005';
     END IF;
+    IF set_policy.label_prefix IS NOT NULL THEN
+        PERFORM tireless.check_label_prefix(set_policy.label_prefix);
+    END IF;
     IF set_policy.breaker_threshold IS NOT NULL AND set_policy.breaker_threshold <= 0 THEN
         RAISE EXCEPTION 'breaker_threshold must be positive, got %', set_policy.breaker_threshold USING ERRCODE = 'TL005';
     END IF;
@@ -7521,7 +7905,7 @@ $_$;
 -- Name: FUNCTION set_policy(label_prefix text, backoff_base interval, backoff_cap interval, breaker_threshold integer, breaker_cooldown interval); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.set_policy(label_prefix text, backoff_base interval, backoff_cap interval, breaker_threshold integer, breaker_cooldown interval) IS 'Changes the store-wide settings named (a null argument leaves its setting as it is) and returns them.';
+COMMENT ON FUNCTION tireless.set_policy(label_prefix text, backoff_base interval, backoff_cap interval, breaker_threshold integer, breaker_cooldown interval) IS 'Changes the store-wide settings named (a null argument leaves its setting as it is) and returns them. TL005 for a bad value, and for a label_prefix that makes a label longer than a registered forge takes (tireless.check_label_prefix: 50 characters on GitHub).';
 
 --
 -- Name: set_repo_budget(text, text, text, integer, interval); Type: FUNCTION; Schema: tireless; Owner: -
@@ -7949,7 +8333,7 @@ BEGIN
            AND (j.waiting_on, j.note) IS DISTINCT FROM (jd.waiting_on, jd.note)
         RETURNING j.id, j.forge, j.owner, j.repo, j.number, j.lane, jd.waiting_on IS NULL AS free
     ), mirrored AS (
-        -- The mirror shows <prefix>/state:waiting while the job waits (no event: the job stays pending).
+        -- The mirror shows <prefix>/state/waiting while the job waits (no event: the job stays pending).
         UPDATE tireless.mirror_issue mi SET waiting = NOT c.free
           FROM changed c
          WHERE (mi.forge, mi.owner, mi.repo, mi.number) = (c.forge, c.owner, c.repo, c.number)
@@ -8998,7 +9382,11 @@ CREATE TABLE tireless.issue (
     changed_at timestamp with time zone DEFAULT now() NOT NULL,
     body text,
     body_cut boolean DEFAULT false NOT NULL,
+    gone_at timestamp with time zone,
+    gone_note text,
     CONSTRAINT body_within_limit CHECK ((length(body) <= 65536)),
+    CONSTRAINT issue_gone_note_bounded CHECK (((length(gone_note) >= 1) AND (length(gone_note) <= 2000))),
+    CONSTRAINT issue_gone_says_how CHECK (((gone_at IS NULL) = (gone_note IS NULL))),
     CONSTRAINT issue_is_open_or_closed CHECK ((state = ANY (ARRAY['open'::text, 'closed'::text]))),
     CONSTRAINT issue_number_is_positive CHECK ((number > 0))
 );
@@ -9046,10 +9434,34 @@ COMMENT ON COLUMN tireless.issue.body IS 'The issue''s body as last shown, its f
 COMMENT ON COLUMN tireless.issue.body_cut IS 'True when the body shown was longer than the limit and was cut.';
 
 --
+-- Name: COLUMN issue.gone_at; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.issue.gone_at IS 'When the forge last said the issue is gone (404 or 410: deleted; a redirect to another repository: moved); null while it is there. The mirror makes no write to a gone issue; a listing that shows it again clears it.';
+
+--
+-- Name: COLUMN issue.gone_note; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.issue.gone_note IS 'How it went: issue deleted, or issue moved to owner/name#N.';
+
+--
 -- Name: CONSTRAINT body_within_limit ON issue; Type: COMMENT; Schema: tireless; Owner: -
 --
 
 COMMENT ON CONSTRAINT body_within_limit ON tireless.issue IS 'A body is kept up to tireless.issue_body_limit() characters.';
+
+--
+-- Name: CONSTRAINT issue_gone_note_bounded ON issue; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT issue_gone_note_bounded ON tireless.issue IS 'The note is 1 to 2000 characters.';
+
+--
+-- Name: CONSTRAINT issue_gone_says_how ON issue; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT issue_gone_says_how ON tireless.issue IS 'A gone issue says how it went; one that is there says nothing.';
 
 --
 -- Name: CONSTRAINT issue_is_open_or_closed ON issue; Type: COMMENT; Schema: tireless; Owner: -
@@ -9134,6 +9546,64 @@ COMMENT ON CONSTRAINT dependency_numbers_positive ON tireless.issue_dependency I
 --
 
 COMMENT ON CONSTRAINT dependency_source_known ON tireless.issue_dependency IS 'A dependency is said by the body or by the forge.';
+
+--
+-- Name: issue_skip; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.issue_skip (
+    forge text NOT NULL,
+    owner text NOT NULL,
+    repo text NOT NULL,
+    number integer NOT NULL,
+    problem text NOT NULL,
+    first_seen timestamp with time zone DEFAULT now() NOT NULL,
+    last_seen timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT issue_skip_number_positive CHECK ((number > 0)),
+    CONSTRAINT issue_skip_problem_bounded CHECK (((length(problem) >= 1) AND (length(problem) <= 500)))
+);
+
+--
+-- Name: TABLE issue_skip; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.issue_skip IS 'Issues a poll had to leave out of its batch (tireless.record_poll), with the reason: shown by repo_status, the dashboard''s forge view and /metrics; a row goes when the issue is next recorded well-formed.';
+
+--
+-- Name: COLUMN issue_skip.number; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.issue_skip.number IS 'The issue left out (its number was sound; another field was not).';
+
+--
+-- Name: COLUMN issue_skip.problem; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.issue_skip.problem IS 'Why it was left out the last time: the field and what it held.';
+
+--
+-- Name: COLUMN issue_skip.first_seen; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.issue_skip.first_seen IS 'When a poll first left it out (since it was last recorded well-formed).';
+
+--
+-- Name: COLUMN issue_skip.last_seen; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.issue_skip.last_seen IS 'When a poll last left it out.';
+
+--
+-- Name: CONSTRAINT issue_skip_number_positive ON issue_skip; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT issue_skip_number_positive ON tireless.issue_skip IS 'An issue number is positive on both forges.';
+
+--
+-- Name: CONSTRAINT issue_skip_problem_bounded ON issue_skip; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT issue_skip_problem_bounded ON tireless.issue_skip IS 'The reason is said, and short enough for a status line (the poller trims it to 500 characters).';
 
 --
 -- Name: job_event_id_seq; Type: SEQUENCE; Schema: tireless; Owner: -
@@ -9475,6 +9945,7 @@ CREATE TABLE tireless.mirror_repo (
     repo text NOT NULL,
     event_cursor bigint DEFAULT 0 NOT NULL,
     scanned_to bigint DEFAULT 0 NOT NULL,
+    archived_at timestamp with time zone,
     CONSTRAINT cursor_not_past_the_scan CHECK ((event_cursor <= scanned_to))
 );
 
@@ -9495,6 +9966,12 @@ COMMENT ON COLUMN tireless.mirror_repo.event_cursor IS 'Every job_event up to th
 --
 
 COMMENT ON COLUMN tireless.mirror_repo.scanned_to IS 'The newest job_event id the last scan read (the backlog counts changes after it).';
+
+--
+-- Name: COLUMN mirror_repo.archived_at; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.mirror_repo.archived_at IS 'When a write was last refused because the repository is archived (record_repo_archived); null once a write succeeded. For a day after it the mirror''s due functions list nothing for the repository; then one write is tried again.';
 
 --
 -- Name: CONSTRAINT cursor_not_past_the_scan ON mirror_repo; Type: COMMENT; Schema: tireless; Owner: -
@@ -9650,8 +10127,10 @@ CREATE VIEW tireless.repo_status AS
     queued.last_error_at AS mirror_error_at,
     rp.moved_to,
     rp.last_warning,
-    rp.last_warning_at
-   FROM (((tireless.repo_poll rp
+    rp.last_warning_at,
+    COALESCE(skips.issues, (0)::bigint) AS skipped_issues,
+    skips.newest AS skipped_issue
+   FROM ((((tireless.repo_poll rp
      LEFT JOIN tireless.forge f ON ((f.name = rp.forge)))
      LEFT JOIN LATERAL ( SELECT count(*) FILTER (WHERE (j.state = 'pending'::tireless.job_state)) AS pending,
             count(*) FILTER (WHERE (j.state = 'claimed'::tireless.job_state)) AS claimed
@@ -9661,13 +10140,19 @@ CREATE VIEW tireless.repo_status AS
             (array_agg(mi.last_error ORDER BY mi.last_error_at DESC) FILTER (WHERE (mi.last_error IS NOT NULL)))[1] AS last_error,
             max(mi.last_error_at) AS last_error_at
            FROM tireless.mirror_issue mi
-          WHERE (((mi.forge = rp.forge) AND (mi.owner = rp.owner) AND (mi.repo = rp.repo)) AND (((mi.applied_job_id IS DISTINCT FROM mi.job_id) OR (mi.applied_state IS DISTINCT FROM mi.state)) OR (mi.applied_waiting <> mi.waiting)))) queued ON (true));
+          WHERE (((mi.forge = rp.forge) AND (mi.owner = rp.owner) AND (mi.repo = rp.repo)) AND (((mi.applied_job_id IS DISTINCT FROM mi.job_id) OR (mi.applied_state IS DISTINCT FROM mi.state)) OR (mi.applied_waiting <> mi.waiting)) AND (NOT (EXISTS ( SELECT
+                   FROM tireless.issue s
+                  WHERE (((s.forge = mi.forge) AND (s.owner = mi.owner) AND (s.repo = mi.repo) AND (s.number = mi.number)) AND (s.gone_at IS NOT NULL))))))) queued ON (true))
+     LEFT JOIN LATERAL ( SELECT count(*) AS issues,
+            (array_agg(format('#%s: %s'::text, k.number, k.problem) ORDER BY k.last_seen DESC, k.number))[1] AS newest
+           FROM tireless.issue_skip k
+          WHERE ((k.forge = rp.forge) AND (k.owner = rp.owner) AND (k.repo = rp.repo))) skips ON (true));
 
 --
 -- Name: VIEW repo_status; Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON VIEW tireless.repo_status IS 'One row per tracked repository: its forge (registered or not, stopped until when and why), its last poll, last good read and last error, failures in a row, next poll, backoff, holder and cursor, its live jobs, the mirror: how many issues still wait for a forge write (mirror_backlog) and the newest error of those, and the poller''s notices: the owner/name the repository was moved to, the last warning of a good read.';
+COMMENT ON VIEW tireless.repo_status IS 'One row per tracked repository: its forge (registered or not, stopped until when and why), its last poll, last good read and last error, failures in a row, next poll, backoff, holder and cursor, its live jobs, the mirror: how many issues still wait for a forge write (mirror_backlog) and the newest error of those, and the poller''s notices: the owner/name the repository was moved to, the last warning of a good read, and how many of its issues the polls leave out as malformed (tireless.issue_skip) with the newest of them.';
 
 --
 -- Name: sql_file; Type: TABLE; Schema: tireless; Owner: -
@@ -9914,6 +10399,13 @@ ALTER TABLE ONLY tireless.issue
 
 ALTER TABLE ONLY tireless.issue_run
     ADD CONSTRAINT issue_run_pkey PRIMARY KEY (forge, owner, repo, number, job_id);
+
+--
+-- Name: issue_skip issue_skip_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.issue_skip
+    ADD CONSTRAINT issue_skip_pkey PRIMARY KEY (forge, owner, repo, number);
 
 --
 -- Name: job_attempt job_attempt_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
@@ -10714,6 +11206,19 @@ ALTER TABLE ONLY tireless.delivery
 COMMENT ON CONSTRAINT delivery_of_a_job ON tireless.delivery IS 'A delivery belongs to its job and goes with it (prune).';
 
 --
+-- Name: issue_skip issue_skip_of_a_tracked_repo; Type: FK CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.issue_skip
+    ADD CONSTRAINT issue_skip_of_a_tracked_repo FOREIGN KEY (forge, owner, repo) REFERENCES tireless.tracked_repo(forge, owner, repo) ON DELETE CASCADE;
+
+--
+-- Name: CONSTRAINT issue_skip_of_a_tracked_repo ON issue_skip; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT issue_skip_of_a_tracked_repo ON tireless.issue_skip IS 'Only a tracked repository''s issues are polled; untracking it forgets its skips.';
+
+--
 -- Name: job_attempt job_attempt_job_id_fkey; Type: FK CONSTRAINT; Schema: tireless; Owner: -
 --
 
@@ -11055,6 +11560,12 @@ REVOKE ALL ON FUNCTION tireless.check_holder(job tireless.job, worker text, toke
 REVOKE ALL ON FUNCTION tireless.check_issue_batch(issues jsonb) FROM PUBLIC;
 
 --
+-- Name: FUNCTION check_label_prefix(prefix text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.check_label_prefix(prefix text) FROM PUBLIC;
+
+--
 -- Name: FUNCTION check_lane(lane text); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -11133,6 +11644,12 @@ GRANT ALL ON FUNCTION tireless.claim_next(worker text, lanes text[], lease inter
 
 REVOKE ALL ON FUNCTION tireless.claim_repos_to_poll(poller text, lease interval, max_repos integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.claim_repos_to_poll(poller text, lease interval, max_repos integer) TO tireless_poller;
+
+--
+-- Name: FUNCTION closing_fence(body text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.closing_fence(body text) FROM PUBLIC;
 
 --
 -- Name: FUNCTION command_in(body text, OUT verb text, OUT instruction text); Type: ACL; Schema: tireless; Owner: -
@@ -11312,6 +11829,12 @@ GRANT ALL ON FUNCTION tireless.finish_and_claim(job_id bigint, to_state text, wo
 REVOKE ALL ON FUNCTION tireless.finished_job_comment(job tireless.job) FROM PUBLIC;
 
 --
+-- Name: FUNCTION fit_report(report text, room integer); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.fit_report(report text, room integer) FROM PUBLIC;
+
+--
 -- Name: FUNCTION is_terminal(state tireless.job_state); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -11360,6 +11883,12 @@ REVOKE ALL ON FUNCTION tireless.fold_history(after_id bigint, upto_id bigint) FR
 --
 
 REVOKE ALL ON FUNCTION tireless.forge_api_url(kind tireless.forge_kind, base_url text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION forge_body_limit(); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.forge_body_limit() FROM PUBLIC;
 
 --
 -- Name: FUNCTION forge_clone_url(kind tireless.forge_kind, base_url text, owner text, repo text); Type: ACL; Schema: tireless; Owner: -
@@ -11454,6 +11983,12 @@ REVOKE ALL ON FUNCTION tireless.is_worker_name(worker text) FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION tireless.issue_body_limit() FROM PUBLIC;
+
+--
+-- Name: FUNCTION issue_gone(forge text, owner text, repo text, number integer); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.issue_gone(forge text, owner text, repo text, number integer) FROM PUBLIC;
 
 --
 -- Name: FUNCTION issue_problem(issue jsonb); Type: ACL; Schema: tireless; Owner: -
@@ -11579,6 +12114,12 @@ REVOKE ALL ON FUNCTION tireless.keep_history_with_its_job() FROM PUBLIC;
 REVOKE ALL ON FUNCTION tireless.keep_turns() FROM PUBLIC;
 
 --
+-- Name: FUNCTION label_name_limit(kind tireless.forge_kind); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.label_name_limit(kind tireless.forge_kind) FROM PUBLIC;
+
+--
 -- Name: FUNCTION labels_problem(labels text[]); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -11623,6 +12164,12 @@ REVOKE ALL ON FUNCTION tireless.lock_jobs_for_a_budget() FROM PUBLIC;
 REVOKE ALL ON FUNCTION tireless.lock_repo_issues(forge text, owner text, repo text) FROM PUBLIC;
 
 --
+-- Name: FUNCTION longest_label(prefix text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.longest_label(prefix text) FROM PUBLIC;
+
+--
 -- Name: FUNCTION may_cancel_pending(); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -11659,6 +12206,12 @@ REVOKE ALL ON FUNCTION tireless.mirror_issue_row(forge text, owner text, repo te
 --
 
 REVOKE ALL ON FUNCTION tireless.mirror_labels(OUT prefix text, OUT mode_labels text[], OUT state_labels text[]) FROM PUBLIC;
+
+--
+-- Name: FUNCTION mirror_may_write(forge text, owner text, repo text, number integer); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.mirror_may_write(forge text, owner text, repo text, number integer) FROM PUBLIC;
 
 --
 -- Name: FUNCTION mirror_pulls_due(forge text, owner text, repo text, poller text, max_pulls integer); Type: ACL; Schema: tireless; Owner: -
@@ -11835,6 +12388,14 @@ REVOKE ALL ON FUNCTION tireless.record_forge_trouble(name text, error text, unti
 GRANT ALL ON FUNCTION tireless.record_forge_trouble(name text, error text, until timestamp with time zone) TO tireless_poller;
 
 --
+-- Name: FUNCTION record_issue_gone(forge text, owner text, repo text, poller text, number integer, note text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.record_issue_gone(forge text, owner text, repo text, poller text, number integer, note text) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.record_issue_gone(forge text, owner text, repo text, poller text, number integer, note text) TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.record_issue_gone(forge text, owner text, repo text, poller text, number integer, note text) TO tireless_admin;
+
+--
 -- Name: FUNCTION record_issue_moved(forge text, owner text, repo text, poller text, number integer, note text); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -11897,11 +12458,11 @@ REVOKE ALL ON FUNCTION tireless.record_plan_task(forge text, owner text, repo te
 GRANT ALL ON FUNCTION tireless.record_plan_task(forge text, owner text, repo text, poller text, job_id bigint, task integer, number integer, error text) TO tireless_poller;
 
 --
--- Name: FUNCTION record_poll(forge text, owner text, repo text, poller text, issues jsonb, cursor timestamp with time zone, etag text, full_listing boolean, deleted integer[], next_poll_in interval, OUT created integer, OUT cancelled integer, OUT rerouted integer, OUT seen integer); Type: ACL; Schema: tireless; Owner: -
+-- Name: FUNCTION record_poll(forge text, owner text, repo text, poller text, issues jsonb, cursor timestamp with time zone, etag text, full_listing boolean, deleted integer[], next_poll_in interval, odd jsonb, OUT created integer, OUT cancelled integer, OUT rerouted integer, OUT seen integer, OUT skipped integer); Type: ACL; Schema: tireless; Owner: -
 --
 
-REVOKE ALL ON FUNCTION tireless.record_poll(forge text, owner text, repo text, poller text, issues jsonb, cursor timestamp with time zone, etag text, full_listing boolean, deleted integer[], next_poll_in interval, OUT created integer, OUT cancelled integer, OUT rerouted integer, OUT seen integer) FROM PUBLIC;
-GRANT ALL ON FUNCTION tireless.record_poll(forge text, owner text, repo text, poller text, issues jsonb, cursor timestamp with time zone, etag text, full_listing boolean, deleted integer[], next_poll_in interval, OUT created integer, OUT cancelled integer, OUT rerouted integer, OUT seen integer) TO tireless_poller;
+REVOKE ALL ON FUNCTION tireless.record_poll(forge text, owner text, repo text, poller text, issues jsonb, cursor timestamp with time zone, etag text, full_listing boolean, deleted integer[], next_poll_in interval, odd jsonb, OUT created integer, OUT cancelled integer, OUT rerouted integer, OUT seen integer, OUT skipped integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.record_poll(forge text, owner text, repo text, poller text, issues jsonb, cursor timestamp with time zone, etag text, full_listing boolean, deleted integer[], next_poll_in interval, odd jsonb, OUT created integer, OUT cancelled integer, OUT rerouted integer, OUT seen integer, OUT skipped integer) TO tireless_poller;
 
 --
 -- Name: FUNCTION record_poll_failure(forge text, owner text, repo text, poller text, error text, retry_after interval); Type: ACL; Schema: tireless; Owner: -
@@ -11924,6 +12485,13 @@ GRANT ALL ON FUNCTION tireless.record_poll_notice(forge text, owner text, repo t
 
 REVOKE ALL ON FUNCTION tireless.record_push(job_id bigint, worker text, branch text, head text, token uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.record_push(job_id bigint, worker text, branch text, head text, token uuid) TO tireless_runner;
+
+--
+-- Name: FUNCTION record_repo_archived(forge text, owner text, repo text, poller text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.record_repo_archived(forge text, owner text, repo text, poller text) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.record_repo_archived(forge text, owner text, repo text, poller text) TO tireless_poller;
 
 --
 -- Name: FUNCTION refresh_lane(forge text, owner text, repo text, number integer, labels text[]); Type: ACL; Schema: tireless; Owner: -
@@ -11983,6 +12551,12 @@ REVOKE ALL ON FUNCTION tireless.repo_has_room(forge text, owner text, repo text)
 --
 
 REVOKE ALL ON FUNCTION tireless.repo_spend(forge text, owner text, repo text, OUT runs bigint, OUT agent_time interval) FROM PUBLIC;
+
+--
+-- Name: FUNCTION repo_writable(forge text, owner text, repo text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.repo_writable(forge text, owner text, repo text) FROM PUBLIC;
 
 --
 -- Name: FUNCTION report_progress(job_id bigint, worker text, step text, token uuid); Type: ACL; Schema: tireless; Owner: -

@@ -50,7 +50,7 @@ BEGIN
      CROSS JOIN tireless.policy p
      WHERE (r.forge, r.owner, r.repo) = (cycle_reports_due.forge, cycle_reports_due.owner, cycle_reports_due.repo)
        AND r.written_at IS NULL AND r.broken_at IS NULL AND r.next_try_at <= now()
-       AND p.mirror_comments
+       AND p.mirror_comments AND tireless.mirror_may_write(r.forge, r.owner, r.repo, r.number)
      ORDER BY r.next_try_at, r.id
      LIMIT cycle_reports_due.max_reports;
 END;
@@ -59,7 +59,8 @@ COMMENT ON FUNCTION tireless.cycle_reports_due(text, text, text, text, integer) 
     'For a poller holding the repository''s poll lease: the dependency-cycle comments still to write (at most '
     'max_reports), oldest first: the report, its issue, the body (tireless.cycle_report_text) ending with its marker '
     'line, and the marker. A cycle broken before its comment was written is not listed. Nothing while comments are '
-    'off (set_mirror_comments). TL004 without the lease.';
+    'off (set_mirror_comments); none for a gone issue or, for a day, an archived repository (tireless.mirror_may_write). '
+    'TL004 without the lease.';
 REVOKE ALL ON FUNCTION tireless.cycle_reports_due(text, text, text, text, integer) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT EXECUTE ON FUNCTION tireless.cycle_reports_due(text, text, text, text, integer) TO tireless_poller;
 
@@ -91,6 +92,7 @@ BEGIN
         UPDATE tireless.cycle_report r
            SET written_at = coalesce(r.written_at, now()), last_error = NULL, last_error_at = NULL
          WHERE r.id = queued.id;
+        PERFORM tireless.repo_writable(queued.forge, queued.owner, queued.repo);
         RETURN NULL;
     END IF;
     -- 15 s doubling per failure in a row, capped at an hour, jittered to between half and all of it.
@@ -138,6 +140,7 @@ BEGIN
        AND c.checklist IS NOT NULL AND strpos(c.checklist, '- [ ] ') > 0
        AND c.written_at IS NOT NULL AND c.checklist_next_try_at <= now() AND p.mirror_comments
        AND fresh.checklist IS NOT NULL AND fresh.checklist <> c.checklist
+       AND tireless.mirror_may_write(c.forge, c.owner, c.repo, c.number)
      ORDER BY c.checklist_next_try_at, c.job_id
      LIMIT mirror_checklists_due.max_edits;
 END;
@@ -145,9 +148,10 @@ $$;
 COMMENT ON FUNCTION tireless.mirror_checklists_due(text, text, text, text, integer) IS
     'For a poller holding the repository''s poll lease: the outcome comments whose checklist of children '
     '(tireless.children_checklist) differs from the one last written (at most max_edits), while the written one '
-    'still has an unchecked child: the job, its issue, the whole new body ending with the marker line, the marker, '
-    'and the new checklist. An unchanged checklist is not listed, so it costs the forge no request. TL004 without '
-    'the lease.';
+    'still has an unchecked child: the job, its issue, the whole new body ending with the marker line (at most '
+    'tireless.forge_body_limit() characters, as mirror_comments_due''s), the marker, '
+    'and the new checklist. An unchanged checklist is not listed, so it costs the forge no request; nor is one of a '
+    'gone issue or, for a day, an archived repository (tireless.mirror_may_write). TL004 without the lease.';
 REVOKE ALL ON FUNCTION tireless.mirror_checklists_due(text, text, text, text, integer) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT EXECUTE ON FUNCTION tireless.mirror_checklists_due(text, text, text, text, integer) TO tireless_poller;
 
@@ -187,6 +191,7 @@ BEGIN
            SET checklist = record_mirror_checklist.checklist, checklist_written_at = now(), checklist_failures = 0,
                checklist_next_try_at = now(), checklist_error = NULL, checklist_error_at = NULL
          WHERE c.job_id = queued.job_id;
+        PERFORM tireless.repo_writable(queued.forge, queued.owner, queued.repo);
         RETURN NULL;
     END IF;
     -- 15 s doubling per failure in a row, capped at an hour, jittered to between half and all of it.

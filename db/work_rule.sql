@@ -375,7 +375,8 @@ BEGIN
         -- Issues of untracked repositories are ignored.
         SELECT i.*, s.number IS NOT NULL AS known, s.asks_since, coalesce(s.answered, false) AS answered,
                s.body AS shown_body, s.body_cut AS shown_body_cut,
-               s.number IS NULL
+               -- An issue gone (record_issue_gone) and listed again is back: saved, its gone_at cleared.
+               s.number IS NULL OR s.gone_at IS NOT NULL
                OR (s.state, s.labels, s.title, s.url, s.updated_at)
                   IS DISTINCT FROM (i.state, i.labels, i.title, i.url, i.updated_at)
                OR (i.has_body AND (s.body, s.body_cut) IS DISTINCT FROM (i.body, i.body_cut)) AS changed
@@ -414,7 +415,7 @@ BEGIN
         ON CONFLICT (forge, owner, repo, number) DO UPDATE
            SET state = excluded.state, labels = excluded.labels, title = excluded.title, url = excluded.url,
                updated_at = excluded.updated_at, asks_since = excluded.asks_since, answered = excluded.answered,
-               body = excluded.body, body_cut = excluded.body_cut, changed_at = now()
+               body = excluded.body, body_cut = excluded.body_cut, changed_at = now(), gone_at = NULL, gone_note = NULL
     ), ended AS (
         -- Rule 2: a pending job is cancelled; a claimed one gets a cancel request (it stands once made).
         UPDATE tireless.job j
@@ -593,7 +594,19 @@ COMMENT ON FUNCTION tireless.enqueue_and_list(jsonb) IS
 REVOKE ALL ON FUNCTION tireless.enqueue_and_list(jsonb) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT EXECUTE ON FUNCTION tireless.enqueue_and_list(jsonb) TO tireless_admin;
 
-CREATE OR REPLACE FUNCTION tireless.record_issue_moved(forge text, owner text, repo text, poller text, number integer, note text)
+CREATE OR REPLACE FUNCTION tireless.issue_gone(forge text, owner text, repo text, number integer) RETURNS boolean
+    LANGUAGE sql STABLE
+AS $$
+    SELECT EXISTS (SELECT FROM tireless.issue s
+                    WHERE (s.forge, s.owner, s.repo, s.number) = (issue_gone.forge, issue_gone.owner, issue_gone.repo, issue_gone.number)
+                      AND s.gone_at IS NOT NULL);
+$$;
+COMMENT ON FUNCTION tireless.issue_gone(text, text, text, integer) IS
+    'Whether the forge said the issue is gone (deleted or moved: record_issue_gone, record_poll''s deleted numbers) '
+    'and no listing has shown it since: the mirror makes no write to it.';
+REVOKE ALL ON FUNCTION tireless.issue_gone(text, text, text, integer) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+
+CREATE OR REPLACE FUNCTION tireless.record_issue_gone(forge text, owner text, repo text, poller text, number integer, note text)
     RETURNS integer
     LANGUAGE plpgsql VOLATILE SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
@@ -601,38 +614,53 @@ AS $$
 DECLARE
     ended integer;
 BEGIN
-    IF record_issue_moved.number IS NULL OR record_issue_moved.number < 1 THEN
-        RAISE EXCEPTION 'number must be a positive issue number, got %', coalesce(record_issue_moved.number::text, 'null')
+    IF record_issue_gone.number IS NULL OR record_issue_gone.number < 1 THEN
+        RAISE EXCEPTION 'number must be a positive issue number, got %', coalesce(record_issue_gone.number::text, 'null')
             USING ERRCODE = 'TL005';
     END IF;
-    IF record_issue_moved.note IS NULL OR btrim(record_issue_moved.note) = '' THEN
-        RAISE EXCEPTION 'note must say where the issue went, got %', coalesce(quote_literal(record_issue_moved.note), 'null')
+    IF record_issue_gone.note IS NULL OR btrim(record_issue_gone.note) = '' THEN
+        RAISE EXCEPTION 'note must say how the issue went, got %', coalesce(quote_literal(record_issue_gone.note), 'null')
             USING ERRCODE = 'TL005';
     END IF;
-    PERFORM tireless.held_poll(record_issue_moved.forge, record_issue_moved.owner, record_issue_moved.repo,
-                               record_issue_moved.poller);
-    PERFORM tireless.lock_repo_issues(record_issue_moved.forge, record_issue_moved.owner, record_issue_moved.repo);
-    -- The issue is not in this repository any more: its request is withdrawn, as for a deleted one.
-    UPDATE tireless.issue s SET state = 'closed', asks_since = NULL, changed_at = now()
+    PERFORM tireless.held_poll(record_issue_gone.forge, record_issue_gone.owner, record_issue_gone.repo,
+                               record_issue_gone.poller);
+    PERFORM tireless.lock_repo_issues(record_issue_gone.forge, record_issue_gone.owner, record_issue_gone.repo);
+    -- The issue is not in this repository any more: its request is withdrawn, and the mirror writes to it no more.
+    UPDATE tireless.issue s
+       SET state = 'closed', asks_since = NULL, changed_at = now(),
+           gone_at = coalesce(s.gone_at, now()), gone_note = left(btrim(record_issue_gone.note), 2000)
      WHERE (s.forge, s.owner, s.repo, s.number)
-           = (record_issue_moved.forge, record_issue_moved.owner, record_issue_moved.repo, record_issue_moved.number)
-       AND (s.state <> 'closed' OR s.asks_since IS NOT NULL);
+           = (record_issue_gone.forge, record_issue_gone.owner, record_issue_gone.repo, record_issue_gone.number);
     UPDATE tireless.job j
        SET state = CASE WHEN j.state = 'pending' THEN 'cancelled' ELSE j.state END::tireless.job_state,
-           note = left(btrim(record_issue_moved.note), 2000),
+           note = left(btrim(record_issue_gone.note), 2000),
            cancel_requested_at = CASE WHEN j.state = 'claimed' THEN now() END,
-           cancel_note = CASE WHEN j.state = 'claimed' THEN left(btrim(record_issue_moved.note), 2000) END,
+           cancel_note = CASE WHEN j.state = 'claimed' THEN left(btrim(record_issue_gone.note), 2000) END,
            updated_at = now()
      WHERE (j.forge, j.owner, j.repo, j.number)
-           = (record_issue_moved.forge, record_issue_moved.owner, record_issue_moved.repo, record_issue_moved.number)
+           = (record_issue_gone.forge, record_issue_gone.owner, record_issue_gone.repo, record_issue_gone.number)
        AND (j.state = 'pending' OR (j.state = 'claimed' AND j.cancel_requested_at IS NULL));
     GET DIAGNOSTICS ended = ROW_COUNT;
     RETURN ended;
 END;
 $$;
+COMMENT ON FUNCTION tireless.record_issue_gone(text, text, text, text, integer, text) IS
+    'An issue the forge says is gone (404 or 410: deleted; a redirect to another repository: moved, as GitHub '
+    'answers 301 for a transferred issue): its request is withdrawn, its pending job cancelled and its claimed job '
+    'asked to stop, the note saying how it went; the issue is marked gone (gone_at, gone_note), so the mirror''s due '
+    'functions list no write for it until a listing shows it again. Returns how many jobs it ended. TL004 without '
+    'the poll lease, TL008 for an untracked repository.';
+REVOKE ALL ON FUNCTION tireless.record_issue_gone(text, text, text, text, integer, text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.record_issue_gone(text, text, text, text, integer, text) TO tireless_poller, tireless_admin;
+
+CREATE OR REPLACE FUNCTION tireless.record_issue_moved(forge text, owner text, repo text, poller text, number integer, note text)
+    RETURNS integer
+    LANGUAGE sql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    RETURN tireless.record_issue_gone(forge, owner, repo, poller, number, note);
 COMMENT ON FUNCTION tireless.record_issue_moved(text, text, text, text, integer, text) IS
-    'An issue the forge says has moved out of the repository (GitHub answers 301 for a transferred issue): its '
-    'request is withdrawn, its pending job cancelled and its claimed job asked to stop, the note saying where it '
-    'went; returns how many jobs it ended. TL004 without the poll lease, TL008 for an untracked repository.';
+    'An issue the forge says has moved out of the repository (GitHub answers 301 for a transferred issue): '
+    'tireless.record_issue_gone, the note saying where it went; returns how many jobs it ended. TL004 without the '
+    'poll lease, TL008 for an untracked repository.';
 REVOKE ALL ON FUNCTION tireless.record_issue_moved(text, text, text, text, integer, text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT EXECUTE ON FUNCTION tireless.record_issue_moved(text, text, text, text, integer, text) TO tireless_poller, tireless_admin;

@@ -320,12 +320,14 @@ class RepoToPoll:
 
 @dataclass(frozen=True, slots=True)
 class PollOutcome:
-    """What `record_poll` did: jobs created, cancelled (or asked to stop), re-routed, issues seen."""
+    """What `record_poll` did: jobs created, cancelled (or asked to stop), re-routed, issues seen,
+    and issues left out as malformed (kept in tireless.issue_skip with the reason)."""
 
     created: int
     cancelled: int
     rerouted: int
     seen: int
+    skipped: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -467,6 +469,11 @@ class RepoStatus:
     last_warning: str | None
     """What the last good read with a warning could not do (an issue skipped as too large)."""
     last_warning_at: datetime | None
+    skipped_issues: int = 0
+    """Issues the polls leave out as malformed (tireless.issue_skip), each reported, never blocking
+    the rest of the repository."""
+    skipped_issue: str | None = None
+    """The newest of them: `#12: "labels" holds 101 labels, at most 100 are allowed`."""
 
 
 @dataclass(frozen=True, slots=True)

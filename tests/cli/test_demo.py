@@ -118,12 +118,12 @@ def test_the_small_demo_settles_every_job_and_recovers_the_crashed_one(
     assert f"#1: {POLLS_AFTER_DELIVERY} polls since its job" in result.stdout
     assert "the mirror took tireless/plan off; put it back" in result.stdout
     # The forge shows each issue's last state and one comment per finished job.
-    assert "#5 'Speed up the cold start' (open): tireless, tireless/state:failed" in result.stdout
+    assert "#5 'Speed up the cold start' (open): tireless, tireless/state/failed" in result.stdout
     assert "    tireless: failed after 3 attempts: worker-" in result.stdout
     # ... only once the mirror has caught up: each issue shown carries its last job's state.
     assert "the mirror has written every job's state and pull request" in result.stdout
     shown = re.findall(
-        r"^#(\d+) '.*' \((?:open|closed)\): .*tireless/state:(\w+)", result.stdout, re.M
+        r"^#(\d+) '.*' \((?:open|closed)\): .*tireless/state/(\w+)", result.stdout, re.M
     )
     assert len(shown) == 8
     for number, state in shown:

@@ -114,6 +114,8 @@ BAD_ANSWERS = [
     ("not-a-list", "expected a JSON array"),
     ("no-number", "no positive integer number"),
     ("bad-number", "no positive integer number: -1"),
+]
+ODD_ISSUES = [
     ("labels-not-objects", "labels are not a list of objects with a name"),
     ("nul", "NUL or an unpaired surrogate"),
     ("surrogate", "NUL or an unpaired surrogate"),
@@ -130,6 +132,20 @@ def test_a_bad_answer_fails_the_whole_listing(
     with closing(client(forge)) as reader, pytest.raises(BadResponse, match=message) as error:
         reader.list_issues("acme", "widgets", since=None)
     assert TOKEN not in str(error.value)
+
+
+@pytest.mark.parametrize(("fault", "message"), ODD_ISSUES)
+def test_an_odd_issue_is_left_out_with_its_reason_and_the_rest_is_listed(
+    forge: StandinForge, fault: str, message: str
+) -> None:
+    for n in range(7):
+        forge.create_issue("acme", "widgets", f"issue {n}", ["tireless"])
+    forge.fault(fault)
+    with closing(client(forge)) as reader:
+        listing = reader.list_issues("acme", "widgets", since=None)
+    ((number, problem),) = listing.odd
+    assert message in problem
+    assert sorted([*(issue.number for issue in listing.issues), number]) == list(range(1, 8))
 
 
 def test_gitea_pages_that_disagree_with_x_total_count_are_refused() -> None:

@@ -1,5 +1,5 @@
 """The mirror against the stand-in forge over real HTTP, both API families, against the real
-database: each issue shows its newest job's state as one `<prefix>/state:<state>` label, a
+database: each issue shows its newest job's state as one `<prefix>/state/<state>` label, a
 finished job takes its mode labels off and leaves one comment, the store records that withdrawal,
 and a failing write is recorded without stopping the other issues or the polls."""
 
@@ -27,7 +27,7 @@ from tireless.forge.poll import Report
 from tireless.models import Job
 
 REPO = "widgets"
-STATE = "tireless/state:"
+STATE = "tireless/state/"
 
 
 @pytest.fixture(params=["gitea", "github"])
@@ -107,6 +107,35 @@ def test_the_missing_state_label_is_created_on_the_repository_not_exclusive(setu
     assert created.exclusive is False
     # Not exclusive: the other tireless/* labels of the scope stay on the issue.
     assert labels(setup, 1) == [*PLAN, "tireless/agent:oc", f"{STATE}pending"]
+
+
+def test_exclusive_state_labels_on_gitea_never_knock_a_mode_label_off(setup: Setup) -> None:
+    """An admin who marks every tireless label exclusive (Gitea's scoped labels): the state labels
+    have their own scope (tireless/state), so setting one takes off only another state label, and
+    the mode and agent labels (scope tireless) stay: the job is not cancelled."""
+    if setup.forge.flavour != "gitea":
+        pytest.skip("exclusive scopes are Gitea's and Forgejo's")
+    setup.track(REPO)
+    for name in [*PLAN[1:], "tireless/implement", "tireless/agent:oc"] + [
+        f"{STATE}{state}" for state in ("pending", "waiting", "claimed", "delivered")
+    ]:
+        setup.forge.mark_exclusive(OWNER, REPO, name)
+    number = setup.forge.create_issue(OWNER, REPO, "asks", [*PLAN, "tireless/agent:oc"])
+    one_round(setup)
+    job = setup.store.claim_next("host1-3", ["oc"])
+    assert job is not None
+    one_round(setup)
+    one_round(setup)
+    assert labels(setup, number) == [*PLAN, "tireless/agent:oc", f"{STATE}claimed"]
+    assert setup.jobs(REPO) == {number: ("claimed", None)}
+
+
+def test_an_old_style_state_label_is_taken_off_at_the_next_write(setup: Setup) -> None:
+    setup.track(REPO)
+    number = setup.forge.create_issue(OWNER, REPO, "asks", [*PLAN, "tireless/state:claimed"])
+    one_round(setup)
+    one_round(setup)
+    assert labels(setup, number) == [*PLAN, f"{STATE}pending"]
 
 
 def test_delivered_shows_delivered_takes_the_mode_labels_off_and_comments_once(

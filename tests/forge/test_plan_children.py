@@ -106,7 +106,7 @@ def test_a_create_whose_answer_was_lost_and_a_dead_poller_open_nothing_twice(
     one_round(setup)
     one_round(setup)
     assert opened(setup) == [(2, "Build the frame"), (3, "Paint it"), (4, "Ship it")]
-    assert labels(setup, 2) == ["tireless", "tireless/implement", "tireless/state:pending"]
+    assert labels(setup, 2) == ["tireless", "tireless/implement", "tireless/state/pending"]
     parents = rows(setup.db, "SELECT number, parent_id FROM tireless.job WHERE number > 1")
     assert sorted(parents) == [(2, job_id), (3, job_id), (4, job_id)]
     assert target.repo == REPO

@@ -249,15 +249,15 @@ def test_the_mirror_shows_a_waiting_job_as_waiting_until_it_is_released(store: J
         for write in writes:
             store.record_mirror_write(*TEST_REPO, "p1", write, None)
         return [
-            (w.number, w.state_label, "tireless/state:pending" in w.drop_labels) for w in writes
+            (w.number, w.state_label, "tireless/state/pending" in w.drop_labels) for w in writes
         ]
 
-    assert due() == [(5, "tireless/state:waiting", True)]
+    assert due() == [(5, "tireless/state/waiting", True)]
     assert due() == [], "written once"
     store.enqueue([issue(3, *PLAIN, state="closed")])
     writes = store.mirror_writes(*TEST_REPO, "p1")
-    assert [(w.number, w.state_label) for w in writes] == [(5, "tireless/state:pending")]
-    assert "tireless/state:waiting" in writes[0].drop_labels
+    assert [(w.number, w.state_label) for w in writes] == [(5, "tireless/state/pending")]
+    assert "tireless/state/waiting" in writes[0].drop_labels
 
 
 def test_a_full_listing_reads_a_dependency_the_store_never_saw(store: JobStore) -> None:

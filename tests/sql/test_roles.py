@@ -134,7 +134,7 @@ def test_a_poller_keeps_the_mirror_bookkeeping(store: JobStore, login: Login) ->
     with JobStore(login("tireless_poller")) as poller:
         poller.claim_repos_to_poll("p1")
         first, second = poller.mirror_writes(FORGE, OWNER, REPO, "p1")
-        assert first.state_label == "tireless/state:pending"
+        assert first.state_label == "tireless/state/pending"
         assert poller.record_mirror_write(FORGE, OWNER, REPO, "p1", first) is False
         poller.record_mirror_failure(FORGE, OWNER, REPO, "p1", second, "HTTP 403")
         assert poller.repo_status()[0].mirror_error == "HTTP 403"

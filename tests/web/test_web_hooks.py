@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
+from urllib.parse import quote_plus
 
 import pytest
 from starlette.testclient import TestClient
@@ -23,9 +24,10 @@ from tests.web.test_web import browser
 from tests.web.test_web_guard import asgi_post
 from tireless import JobStore
 from tireless.errors import InvalidArgument, translated_errors
+from tireless.runner.credentials import secret_variable
 from tireless.web.app import create_app
 from tireless.web.guard import HOOK_LIMIT as MAX_BODY
-from tireless.web.hooks import secret_variable
+from tireless.web.hooks import FORM
 
 SECRET = "s3cret-for-hooks"
 GITHUB_SECRET = "another-secret"
@@ -365,3 +367,117 @@ def test_a_github_delivery_naming_the_repository_in_another_case_finds_it(
     )
     assert due is True
     assert track(store, "github", "CODERTOCAT", "Hello-World") is False  # tracked already
+
+
+def form(body: bytes) -> bytes:
+    """A hook set to content type form sends `payload=` and the JSON percent-encoded, a space as
+    + (Gitea: url.Values.Encode in services/webhook/deliver.go; GitHub: docs.github.com/en/
+    webhooks/using-webhooks/creating-webhooks)."""
+    return b"payload=" + quote_plus(body).encode()
+
+
+def as_form(headers: dict[str, str]) -> dict[str, str]:
+    return {**headers, "Content-Type": f"{FORM}; charset=utf-8"}
+
+
+def test_a_form_encoded_gitea_delivery_signed_over_its_json_makes_the_repository_due(
+    client: TestClient, db: Database
+) -> None:
+    """Gitea and Forgejo sign the JSON payload, not the form it travels in."""
+    body = payload(title="50% done & more + less")  # characters the form encodes
+    response = client.post("/hooks/gitea", content=form(body), headers=as_form(gitea(body)))
+    assert response.status_code == 202, response.text
+    assert is_due(db, "gitea")
+    assert not is_due(db, "github")
+
+
+@pytest.mark.parametrize(
+    ("case", "status"),
+    [
+        ("gitea signed over the form body", 401),
+        ("github signed over the json", 401),
+        ("gitea form without a payload field", 401),
+        ("github form without a payload field", 400),
+        ("github form with two payload fields", 400),
+    ],
+)
+def test_a_form_encoded_delivery_signed_over_the_wrong_bytes_is_refused(
+    client: TestClient, db: Database, case: str, status: int
+) -> None:
+    before = next_polls(db)
+    body = payload()
+    sent, path, headers = form(body), "/hooks/gitea", gitea(body)
+    if case == "gitea signed over the form body":
+        headers = gitea(sent)
+    elif case == "github signed over the json":
+        path, headers = "/hooks/github", github(body)
+    elif case == "gitea form without a payload field":
+        sent = b"data=" + quote_plus(body).encode()
+        headers = gitea(body)
+    elif case == "github form without a payload field":
+        sent = b"data=" + quote_plus(body).encode()
+        path, headers = "/hooks/github", github(sent)
+    elif case == "github form with two payload fields":
+        sent = form(body) + b"&" + form(payload(repo="elsewhere"))
+        path, headers = "/hooks/github", github(sent)
+    response = client.post(path, content=sent, headers=as_form(headers))
+    assert response.status_code == status, response.text
+    assert next_polls(db) == before
+
+
+def test_a_form_encoded_github_delivery_is_signed_over_the_form_as_sent(
+    client: TestClient, db: Database
+) -> None:
+    sent = form(payload())
+    response = client.post("/hooks/github", content=sent, headers=as_form(github(sent)))
+    assert response.status_code == 202, response.text
+    assert is_due(db, "github")
+    assert not is_due(db, "gitea")
+
+
+def test_a_gitea_payload_is_a_replay_in_whatever_form_it_comes_again(
+    client: TestClient, db: Database
+) -> None:
+    """The digest is of the signed JSON: the same payload as a form, or with a field added to
+    the form (which the signature does not cover), is the same delivery."""
+    body = payload()
+    assert client.post("/hooks/gitea", content=body, headers=gitea(body)).status_code == 202
+    not_due(db)
+    before = next_polls(db)
+    for sent in (form(body), form(body) + b"&extra=1"):
+        again = client.post("/hooks/gitea", content=sent, headers=as_form(gitea(body)))
+        assert again.status_code == 409, again.text
+    assert next_polls(db) == before
+
+
+def organisation_ping() -> bytes:
+    """GitHub's ping of an organisation's hook: `zen`, `hook_id`, `hook` and `organization`, no
+    `repository` (octokit/webhooks payload-examples/api.github.com/ping/
+    with-organization.payload.json)."""
+    ping = {
+        "zen": "Anything added dilutes everything else.",
+        "hook_id": 109948940,
+        "hook": {"type": "Organization", "id": 266738161, "name": "web", "active": True},
+        "organization": {"login": "Octocoders", "id": 38302899},
+        "sender": {"login": "Codertocat", "id": 21031067},
+    }
+    return json.dumps(ping).encode()
+
+
+@pytest.mark.parametrize("content", ["json", "form"])
+def test_an_organisation_ping_answers_that_the_hook_works_and_changes_nothing(
+    client: TestClient, db: Database, content: str
+) -> None:
+    before = next_polls(db)
+    body = organisation_ping()
+    sent, headers = body, {**github(body), "X-GitHub-Event": "ping"}
+    if content == "form":
+        sent = form(body)
+        headers = as_form({**github(sent), "X-GitHub-Event": "ping"})
+    response = client.post("/hooks/github", content=sent, headers=headers)
+    assert response.status_code == 200, response.text
+    assert response.json() == {"forge": "github", "ping": "reachable, signature good"}
+    assert next_polls(db) == before
+    assert db.scalar("SELECT count(*) FROM tireless.webhook_delivery") == 0
+    badly_signed = client.post("/hooks/github", content=sent, headers=github(b"other"))
+    assert badly_signed.status_code == 401

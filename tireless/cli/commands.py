@@ -24,6 +24,7 @@ from tireless.cli.render import (
     clock,
     describe,
     job_table,
+    render_findings,
     render_forges,
     render_job,
     render_repo_delivery,
@@ -46,6 +47,7 @@ from tireless.cli.session import (
 )
 from tireless.errors import PermissionDenied, UnknownJob
 from tireless.forge import token_variable
+from tireless.forge.check import MAX_REPOS, check_forge, failed_required
 from tireless.forge.poll import READ_DEADLINE_FACTOR, Report, client_factory, poll_round
 from tireless.migrate import migrate
 from tireless.models import Job, JobState, RepoStatus
@@ -316,6 +318,8 @@ def cmd_forge(args: argparse.Namespace) -> int:
             if not args.json:
                 print(f"forge {args.name}: stop cleared; polling its {due} repositories now")
             return poll_once(args, store)
+        if args.forge_action == "check":
+            return forge_check(args, store)
         if args.forge_action == "list":
             forges = store.forges()
             emit(args, forges, render_forges(forges) if forges else "no forges registered")
@@ -333,6 +337,29 @@ def cmd_forge(args: argparse.Namespace) -> int:
             text = f"removed forge {args.name}" if changed else f"no forge named {args.name}"
     emit(args, {"name": args.name, "changed": changed}, text)
     return OK
+
+
+def forge_check(args: argparse.Namespace, store: JobStore) -> int:
+    """`forge check`: the findings of tireless.forge.check, for --repo or the first tracked
+    repositories of the forge; exit 1 when something tireless needs is missing."""
+    forge = next((f for f in store.forges() if f.name == args.name), None)
+    if forge is None:
+        raise UsageError(
+            f"no forge named {args.name!r}: `tireless forge list` shows the registered ones"
+        )
+    if args.repo is not None:
+        owner, _, repo = args.repo.partition("/")
+        if not owner or not repo or "/" in repo:
+            raise UsageError(f"--repo takes OWNER/REPO, got {args.repo!r}")
+        repos = [(owner, repo)]
+    else:
+        tracked = [(r.owner, r.repo) for r in store.tracked_repos() if r.forge == forge.name]
+        repos = tracked[:MAX_REPOS]
+    findings = check_forge(
+        forge, repos, write=args.write, deliver=args.deliver, timeout=args.timeout
+    )
+    emit(args, findings, render_findings(forge.name, findings))
+    return REFUSED if failed_required(findings) else OK
 
 
 def cmd_poll(args: argparse.Namespace) -> int:

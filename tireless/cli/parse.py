@@ -36,6 +36,7 @@ from tireless.cli.commands import (
     cmd_work,
 )
 from tireless.cli.session import PRUNE_MAX, USAGE
+from tireless.forge.check import MAX_REPOS
 from tireless.forge.poll import default_poller_name
 from tireless.models import JobKind, JobState
 from tireless.store.calls import DEFAULT_LEASE, DEFAULT_POLL_LEASE
@@ -309,7 +310,8 @@ def parser() -> argparse.ArgumentParser:
         help="at most N revisions after a person last asked on the issue, 0 to 100 (default 5)",
     )
     forge = actions(
-        command("forge", cmd_forge, "the forge registry: add, list, remove, retry"), "forge_action"
+        command("forge", cmd_forge, "the forge registry: add, list, remove, retry, check"),
+        "forge_action",
     )
     sub = forge("add", "register a forge (or change its kind or URL)")
     sub.add_argument("name", help="the forge's short name, as in issue keys (e.g. gitea)")
@@ -332,6 +334,36 @@ def parser() -> argparse.ArgumentParser:
     )
     sub.add_argument("name", help="the forge's short name")
     poller_arguments(sub)
+    sub = forge(
+        "check",
+        "try what tireless needs of a forge and its token, before any poll: a line per"
+        " capability, with the fix of each failure (exit 1: something needed is missing)",
+    )
+    sub.add_argument("name", help="the forge's short name")
+    sub.add_argument(
+        "--repo",
+        metavar="OWNER/REPO",
+        help=f"try this repository (default: the first {MAX_REPOS} tracked ones of the forge)",
+    )
+    sub.add_argument(
+        "--write",
+        action="store_true",
+        help="also try the writes, on the first repository: a scratch label (deleted after) and a"
+        " scratch issue with a comment (closed after); without it nothing on the forge changes",
+    )
+    sub.add_argument(
+        "--deliver",
+        action="store_true",
+        help="also try git and pull requests, as `work --deliver` needs them (with --write: a"
+        " scratch branch pushed and deleted, a draft pull request opened and closed)",
+    )
+    sub.add_argument(
+        "--timeout",
+        type=seconds,
+        default=30.0,
+        metavar="DURATION",
+        help="give a request up after this long (default 30s)",
+    )
     sub = command("poll", cmd_poll, "read the due repositories from their forges")
     when = sub.add_mutually_exclusive_group()
     when.add_argument(

@@ -12,6 +12,7 @@ from typing import Any
 from uuid import UUID
 
 from tireless.forge import token_variable
+from tireless.forge.check import Finding
 from tireless.forge.poll import Report
 from tireless.models import Forge, Job, RepoDelivery, RepoLimit, RepoStatus
 
@@ -218,6 +219,7 @@ def repo_errors(repo: RepoStatus) -> list[tuple[str, str]]:
         ("last error", repo.last_error),
         ("last mirror error", repo.mirror_error),
         (f"last warning ({clock(repo.last_warning_at)})", repo.last_warning),
+        (f"{repo.skipped_issues} malformed issue(s) left out, the newest", repo.skipped_issue),
     ]
     return [(what, text) for what, text in found if text]
 
@@ -375,3 +377,21 @@ def ask_text(ask: dict[str, Any]) -> str:
         return f"failed checks on {ask['source_id'][:12]}"
     where = f" on #{ask['pull_number']}" if ask["pull_number"] else ""
     return f"{ask['source']} {ask['source_id']} by {ask['author']}{where}"
+
+
+def render_findings(forge: str, findings: Sequence[Finding]) -> str:
+    """`tireless forge check`: a line per capability (ok, FAIL: needed and missing, warn: optional
+    and missing) with its fix, then the verdict."""
+    lines = []
+    for found in findings:
+        mark = "ok" if found.ok else "FAIL" if found.required else "warn"
+        fix = f" -- fix: {found.fix}" if found.fix and not found.ok else ""
+        lines.append(f"{mark:<4}  {found.capability}: {found.detail}{fix}")
+    missing = sum(f.required and not f.ok for f in findings)
+    warned = sum(not f.required and not f.ok for f in findings)
+    warnings = f" ({warned} warning{'s' if warned != 1 else ''})" if warned else ""
+    if missing:
+        lines.append(f"forge {forge}: {missing} capability(ies) tireless needs missing{warnings}")
+    else:
+        lines.append(f"forge {forge}: everything tireless needs works{warnings}")
+    return "\n".join(lines)

@@ -54,7 +54,7 @@ FORGE = "chaos"
 TOKEN = "tok-chaos-5e1f"
 OPT_IN = "tireless"
 MODES = ("tireless/plan", "tireless/implement")
-STATE = "tireless/state:"
+STATE = "tireless/state/"
 QUIET = "bug"
 """The label of the issues that never ask for work (none of them may ever get a job)."""
 MARKER = re.compile(r"<!-- tireless:job:(\d+) -->$")

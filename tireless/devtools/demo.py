@@ -26,11 +26,11 @@ showed. The scenes, midway:
   with one inline comment: the poller reads the review and makes one revision job, whose agent
   answers it from the pull request's head, and whose push is the same pull request's second commit;
 - a plan job delivers a plan of three steps: the mirror opens an issue for each, the second saying
-  `Depends on` the first, whose job waits (`tireless/state:waiting`) until the demo closes the
+  `Depends on` the first, whose job waits (`tireless/state/waiting`) until the demo closes the
   first once it is delivered (as merging its pull request would); then it runs.
 At the end it polls until the mirror has written every state and opened every pull request (or
 says how many writes are left), then prints a few issues as the forge shows them (one
-`tireless/state:<state>` label each and one comment per finished job) and each delivered implement
+`tireless/state/<state>` label each and one comment per finished job) and each delivered implement
 job's pull request: the branch tireless pushed, the pull request that closes the issue with the
 agent's report, or `no change`.
 

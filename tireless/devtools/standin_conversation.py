@@ -179,6 +179,7 @@ class ConversationRoutes:
         def url(self) -> str: ...
         def _error(self, status: int, message: str) -> Reply: ...
         def _not_found(self) -> Reply: ...
+        def _github_too_long(self, resource: str, text: object) -> Reply | None: ...
         def _api_prefix(self) -> str: ...
         def _pull_web_url(self, owner: str, repo: str, number: int) -> str: ...
         def _repo_json(self, owner: str, repo: str) -> dict[str, Any]: ...
@@ -476,7 +477,7 @@ class ConversationRoutes:
         the repository's admin (`ctx.Doer.ID != comment.PosterID && !ctx.Repo.IsAdmin()`: 403
         with no body); GitHub, its author or anyone with write access (docs.github.com "Managing
         disruptive comments": 403 "Must have admin rights to Repository." otherwise). An empty
-        body: Gitea stores it, GitHub answers 422."""
+        body: Gitea stores it, GitHub answers 422, as for one past GITHUB_BODY_LIMIT."""
         found = self._comment(owner, repo, int(rest[2]))
         if found is None:
             return self._not_found()
@@ -494,6 +495,9 @@ class ConversationRoutes:
         text = body.get("body") if isinstance(body, dict) else None
         if not isinstance(text, str) or (self.flavour == "github" and not text):
             return self._error(422, "Validation Failed")
+        too_long = self._github_too_long("IssueComment", text)  # GitHub's limit on any body
+        if too_long is not None:
+            return too_long
         before = comment.updated_at or comment.created_at
         comment.body = text
         comment.updated_at = max(_now(), before + timedelta(seconds=1))

@@ -20,6 +20,8 @@ also GET `/labels/{name}`), an issue's labels (POST to add, DELETE one), and com
 `/issues/{n}/comments`). Gitea's issue-labels endpoints take label ids (`labels: [int64]` up to
 1.20; newer ones also take names: `gitea_label_refs="both"`), GitHub's take names; a Gitea label
 created `exclusive: true` knocks the other labels of its scope off the issue it is added to.
+GitHub's match label names without case and refuse one past 50 characters, and GitHub refuses a
+comment, issue or pull request body past 65536 characters (GITHUB_BODY_LIMIT).
 
 And it takes delivery's (issue 33): it serves git at the clone URL tireless computes for it
 (`tireless.forge_clone_url`: `{url}/{owner}/{repo}.git`, both flavours) through git's own
@@ -36,7 +38,7 @@ import hashlib
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
@@ -50,6 +52,14 @@ from tireless.devtools.standin_git import SERVICES, CgiAnswer, GitCommit, Standi
 
 Flavour = Literal["gitea", "github"]
 
+PRIMARY_LIMIT_FAULTS = (
+    "primary-limit-no-reset",  # no x-ratelimit-reset at all
+    "primary-limit-empty-reset",  # x-ratelimit-reset: (empty)
+    "primary-limit-garbled-reset",  # x-ratelimit-reset: soon
+    "primary-limit-past-reset",  # a reset two minutes ago
+    "primary-limit-far-reset",  # a reset a day away (a server whose clock runs ahead)
+)
+"""GitHub's primary rate limit spent, its x-ratelimit-reset of no use (issue 36, _primary_limit)."""
 FAULTS = (
     "500",  # HTTP 500, as a forge behind trouble answers
     "429-seconds",  # 429 with Retry-After in seconds (RFC 9110 delay-seconds)
@@ -73,18 +83,43 @@ FAULTS = (
     # proxy or the network drops it; a client that retries blindly makes it twice.
     "applied-then-reset",  # stored, then the connection closed with no answer
     "applied-then-slow",  # stored, then the answer comes `seconds` late (past a client timeout)
+    *PRIMARY_LIMIT_FAULTS,
 )
-STATUS_FAULTS = ("500", "429-seconds", "429-date", "401", "403", "secondary-limit")
+STATUS_FAULTS = (
+    "500",
+    "429-seconds",
+    "429-date",
+    "401",
+    "403",
+    "secondary-limit",
+    *PRIMARY_LIMIT_FAULTS,
+)
 """The faults that answer with a status of their own instead of the resource."""
 BODY_FAULTS = ("html", "invalid-json", "slow", "drip")
 """The content faults that make sense for any answer, not only a listing of issues."""
 GITEA_WIP_PREFIXES = ("WIP:", "[WIP]")
 """Gitea's `[repository.pull-request] WORK_IN_PROGRESS_PREFIXES` default (modules/setting/
 repository.go): a pull request whose title starts with one is a draft."""
+GITEA_VERSION = "1.24.0"
+"""What the Gitea stand-in says it is (GET /api/v1/version)."""
 MIRROR_LOGIN = "tireless-bot"
 """The account the token belongs to (GET /user): the mirror writes as it."""
+APP_LOGIN = "tireless-app[bot]"
+"""The account a GitHub App installation's token writes as: the App's slug and `[bot]`
+(docs.github.com/en/apps/creating-github-apps/about-creating-github-apps/about-creating-github-
+apps#building-a-github-app-that-acts-on-its-own-behalf; PyGithub's ReplayData shows such authors)."""
 PERSON = "alice"
 """Who the test's own edits (create_issue, set_labels, close_issue...) are made by."""
+GITHUB_BODY_LIMIT = 65536
+"""The most characters GitHub takes in a comment's, an issue's or a pull request's body: past it,
+422 "Validation Failed" with the error {resource, code: "custom", field: "body", message: "body
+is too long (maximum is 65536 characters)"} (GitHub's answer as cockroachdb/cockroach records it,
+pkg/cmd/github-post/main.go; github.com/orgs/community/discussions/27190). Gitea sets none."""
+GITHUB_LABEL_NAME_LIMIT = 50
+"""The most characters of a GitHub label's name: POST .../labels answers 422 {resource: "Label",
+code: "custom", field: "name", message: "name is too long (maximum is 50 characters)"}
+(github/docs#32156); adding a new such name to an issue, 422 {value, resource: "Label", field:
+"name", code: "invalid"} (semantic-release/github#518). Gitea allows 255."""
 
 
 @dataclass
@@ -180,6 +215,17 @@ class Request:
     body: Any = None
 
 
+def _exclusive_scope(label: RepoLabel) -> str:
+    """Gitea's `Label.ExclusiveScope` (models/issues/label.go): the name up to its last `/` for an
+    exclusive label, "" for any other or when the `/` is first or last. Adding an exclusive label
+    knocks off the issue's labels of the same exclusive scope only; a label that is not exclusive
+    stays whatever its name (RemoveDuplicateExclusiveIssueLabels, models/issues/issue_label.go)."""
+    if not label.exclusive:
+        return ""
+    cut = label.name.rfind("/")
+    return "" if cut in (-1, 0, len(label.name) - 1) else label.name[:cut]
+
+
 def _now() -> datetime:
     # Both forges store and show whole seconds.
     return datetime.now(UTC).replace(microsecond=0)
@@ -202,12 +248,30 @@ class StandinForge(ConversationRoutes, DependencyRoutes):
         max_page_size: int | None = None,
         rate_limit: int = 5000,
         gitea_label_refs: Literal["ids", "both"] = "ids",
+        gitea_label_totals: bool = True,
         port: int = 0,
         root_url: str | None = None,
         write_limit: tuple[int, float] | None = None,
+        scopes: Iterable[str] | None = None,
+        installation: bool = False,
     ) -> None:
         self.flavour: Flavour = flavour
+        self.scopes = _checked_scopes(flavour, scopes, installation)
+        """What the token may do: Gitea's scope names (`read:issue`, `write:repository`, `all`)
+        or GitHub's fine-grained permissions (`issues:write`, `metadata:read`); None for a token
+        that may do everything (a classic one). Checked by `_token_refusal`."""
+        self.installation = installation
+        """GitHub: the token is a GitHub App installation's (it has no user: GET /user is 403)."""
+        self.oauth_scopes: str | None = "repo"
+        """GitHub, `scopes=None`: the token is a classic one, and GET /user says its scopes in
+        X-OAuth-Scopes (a test may set another list, or None: no header)."""
+        self.login = APP_LOGIN if installation else MIRROR_LOGIN
+        """Who the token's writes (comments, issues, label changes, pull requests) are made by."""
         self.gitea_label_refs = gitea_label_refs
+        self.gitea_label_totals = gitea_label_totals
+        """Gitea's label lists carry X-Total-Count; False: Gitea up to 1.15, whose ListLabels
+        answered the page alone (routers/api/v1/repo/label.go; go-gitea/gitea#17968 added the
+        count in 1.16)."""
         self.token = token
         # Gitea: `[api] MAX_RESPONSE_ITEMS` (default 50) clamps `limit`; GitHub: `per_page` max 100.
         self.max_page_size = max_page_size or (50 if flavour == "gitea" else 100)
@@ -388,6 +452,12 @@ class StandinForge(ConversationRoutes, DependencyRoutes):
     def repo_labels(self, owner: str, repo: str) -> dict[str, RepoLabel]:
         with self._lock:
             return dict(self._labels.get((owner, repo), {}))
+
+    def mark_exclusive(self, owner: str, repo: str, name: str) -> None:
+        """Gitea: the repository's label `name` (made when missing) becomes exclusive, as an admin
+        ticks "Exclusive" in its settings: one label of its scope per issue from then on."""
+        with self._lock:
+            self._repo_label(owner, repo, name).exclusive = True
 
     def delete_repo_label(self, owner: str, repo: str, name: str) -> None:
         with self._lock:
@@ -616,6 +686,41 @@ class StandinForge(ConversationRoutes, DependencyRoutes):
         self._repo_ids: dict[tuple[str, str], int] = {}
         self._renamed: dict[tuple[str, str], tuple[str, str]] = {}
         self._transferred: dict[tuple[str, str, int], tuple[str, str, int]] = {}
+        self._archived: set[tuple[str, str]] = set()
+
+    def archive_repo(self, owner: str, repo: str, archived: bool = True) -> None:
+        """Gitea: the repository is archived (or, `archived` False, no longer): its reads answer
+        as before, the writes `mustNotBeArchived` guards answer 423 (`_archived_answer`)."""
+        if self.flavour != "gitea":
+            raise ValueError(f"archive_repo is Gitea's 423, not of flavour {self.flavour!r}")
+        with self._lock:
+            if (owner, repo) not in self._repos:
+                raise ValueError(f"no repository {owner}/{repo} to archive")
+            if archived:
+                self._archived.add((owner, repo))
+            else:
+                self._archived.discard((owner, repo))
+
+    def _archived_answer(self, method: str, path: str) -> Answer | None:
+        """Gitea refuses, in an archived repository, the writes its API routes guard with
+        `mustNotBeArchived` (routers/api/v1/api.go: 423 Locked, APIError "repo is archived"),
+        among them: opening an issue or a pull request, posting or editing a comment, and
+        adding or removing a dependency. Label writes are not guarded there."""
+        _, parts = self._api_parts(path)
+        if method == "GET" or parts[0] != "repos" or len(parts) < 4:
+            return None
+        with self._lock:
+            if (parts[1], parts[2]) not in self._archived:
+                return None
+        rest = parts[3:]
+        of_issue = len(rest) == 3 and rest[0] == "issues" and rest[1].isdigit()
+        under_issue = rest[2] if of_issue else None
+        opens = method == "POST" and rest in (["issues"], ["pulls"])
+        comments = (method == "POST" and under_issue == "comments") or (
+            method == "PATCH" and len(rest) == 3 and rest[:2] == ["issues", "comments"]
+        )
+        guarded = opens or comments or under_issue == "dependencies"
+        return self._error(423, "repo is archived") if guarded else None
 
     def set_issue_body(self, owner: str, repo: str, number: int, body: str) -> None:
         """The issue's body is edited (a huge one makes its listing page huge)."""
@@ -688,10 +793,13 @@ class StandinForge(ConversationRoutes, DependencyRoutes):
         old, rest = (parts[1], parts[2]), parts[3:]
         with self._lock:
             issue = None
-            if len(rest) == 2 and rest[0] == "issues" and rest[1].isdigit():
+            # The issue's own labels and comments redirect too: GitHub's "Add labels to an issue"
+            # and "Remove a label from an issue" list 301 Moved permanently (docs.github.com/en/
+            # rest/issues/labels).
+            if len(rest) >= 2 and rest[0] == "issues" and rest[1].isdigit():
                 issue = self._transferred.get((*old, int(rest[1])))
             if issue is not None and self.flavour == "github":
-                rest = ["issues", str(issue[2])]
+                rest = ["issues", str(issue[2]), *rest[2:]]
                 repo_id = self._repo_id(issue[0], issue[1])
             elif old in self._renamed and old not in self._repos:
                 new = self._renamed[old]
@@ -749,6 +857,76 @@ class StandinForge(ConversationRoutes, DependencyRoutes):
             {"message": message, "documentation_url": "https://docs.github.com/rest"},
         )
 
+    # Token scopes (issue 36): what a scoped token may ask, decided per route as each forge does.
+    def _token_refusal(self, method: str, path: str, authorized: bool) -> Answer | None:
+        """A 403 for a request the token's scopes do not cover, None when they do.
+
+        Gitea decides by the route's group, before the owner, repository or issue is looked up
+        (routers/api/v1/api.go: `tokenRequiresScopes(...)` on each m.Group; the level is read for
+        GET/HEAD, write for POST/PUT/PATCH/DELETE): /repos/{o}/{r}/issues/**, /labels and
+        /milestones need `issue`; the rest of /repos/{o}/{r}/** (the repository, pulls,
+        statuses, commits, collaborators, git, contents) and /repositories/{id} `repository`;
+        /orgs/{org}/** (its labels too, even when the owner is a user) `organization`; /user
+        and /users/** `user`. A refusal is ctx.Error's APIError: 403 {"message": "token does not
+        have at least one of required scope(s): [read:organization]", "url": ...}.
+
+        GitHub's fine-grained tokens: each endpoint needs one repository permission (docs.github
+        .com/en/rest/authentication/permissions-required-for-fine-grained-personal-access-
+        tokens); refused with 403 "Resource not accessible by personal access token" ("... by
+        integration" for an App installation's token) and the permission it needed in
+        `X-Accepted-GitHub-Permissions: issues=read` (docs.github.com/en/rest/using-the-rest-api/
+        troubleshooting-the-rest-api#resource-not-accessible). GET /user needs no permission
+        from a personal token; an installation's token has no user, and is refused
+        (docs.github.com/en/rest/users/users#get-the-authenticated-user lists no installation
+        access token among the tokens it works with)."""
+        if not authorized or (self.scopes is None and not self.installation):
+            return None
+        _, parts = self._api_parts(path)
+        level = "read" if method in ("GET", "HEAD") else "write"
+        if self.flavour == "gitea":
+            category = _gitea_scope_category(parts)
+            if category is None or self.scopes is None or _granted(self.scopes, category, level):
+                return None
+            scope = f"{level}:{category}"
+            return self._error(
+                403, f"token does not have at least one of required scope(s): [{scope}]"
+            )
+        if parts == ["user"] and self.installation:
+            return self._error(403, "Resource not accessible by integration")
+        permission = _github_permission(parts)
+        if permission == "metadata":
+            level = "read"  # every fine-grained token reads metadata; nothing writes it
+        if permission is None or self.scopes is None or _granted(self.scopes, permission, level):
+            return None
+        who = "integration" if self.installation else "personal access token"
+        answer = self._error(403, f"Resource not accessible by {who}")
+        needed = {"X-Accepted-GitHub-Permissions": f"{permission}={level}"}
+        return replace(answer, headers=answer.headers | needed)
+
+    def refuses(self, path: str, method: str = "GET") -> bool:
+        """Whether the token's scopes refuse this API request (a test checks what was asked)."""
+        return self._token_refusal(method, path, authorized=True) is not None
+
+    def _git_token_refusal(
+        self, owner: str, repo: str, service: str, query: str
+    ) -> CgiAnswer | None:
+        """A git fetch needs the token to read the repository, a push to write it. Gitea:
+        `read:repository` / `write:repository` (routers/web/repo/githttp.go httpBase ->
+        CheckRepoScopedToken, services/context/permission.go: a bare 403); GitHub: the
+        `contents` permission, a push refused with 403 and "Permission to {o}/{r}.git denied"
+        (what git shows as `remote: Permission to ... denied`)."""
+        if self.scopes is None:
+            return None
+        pushing = service == "git-receive-pack" or "service=git-receive-pack" in query
+        level = "write" if pushing else "read"
+        name = "repository" if self.flavour == "gitea" else "contents"
+        if _granted(self.scopes, name, level):
+            return None
+        if self.flavour == "gitea":
+            return CgiAnswer(403, {"Content-Type": "text/plain"}, b"Forbidden\n")
+        denied = f"Permission to {owner}/{repo}.git denied to {self.login}.\n"
+        return CgiAnswer(403, {"Content-Type": "text/plain"}, denied.encode())
+
     # Serving (called by the handler's threads)
     def _take_fault(
         self, owner: str, repo: str, number: int | None = None, write: bool = False
@@ -792,6 +970,9 @@ class StandinForge(ConversationRoutes, DependencyRoutes):
         gate = self._record(request)
         if gate is not None:
             gate.wait(30)
+        refusal = self._token_refusal(method, path, authorized)
+        if refusal is not None:  # checked before the resource is looked up, as both forges do
+            return refusal
         hook = self._write_hook
         if hook is not None and method != "GET":
             hook(request)
@@ -809,6 +990,9 @@ class StandinForge(ConversationRoutes, DependencyRoutes):
         moved = self._moved_answer(method, path, query)
         if moved is not None:
             return moved
+        archived = self._archived_answer(method, path)
+        if archived is not None:
+            return archived
         related = self._dependency_answer(method, path, query, body, authorized)
         if related is not None:  # issue 35's relations: tireless.devtools.standin_dependencies
             dropped = getattr(related, "drop", False)
@@ -826,6 +1010,8 @@ class StandinForge(ConversationRoutes, DependencyRoutes):
         route = self._route(path)
         if method == "POST" and route is not None and route[2] is None:
             return self._issue_create(route[0], route[1], query, body, authorized)
+        if method == "PATCH" and route is not None and route[2] is not None:
+            return self._issue_edit(route[0], route[1], route[2], body, authorized)
         if method != "GET":
             return self._error(405, "Method Not Allowed")
         _, parts = self._api_parts(path)
@@ -883,18 +1069,47 @@ class StandinForge(ConversationRoutes, DependencyRoutes):
             if self.flavour == "gitea":
                 return self._error(422, "[Title]: Required")
             return self._github_invalid({"resource": "Issue", "code": "missing_field"})
+        too_long = self._github_too_long("Issue", text)
+        if too_long is not None:
+            return too_long
         with self._lock:
             if (owner, repo) not in self._repos:
                 return self._error(404, "Not Found")
             issues = self._repos[(owner, repo)]
             number = max(issues, default=0) + 1
-            issues[number] = StoredIssue(number, title, [], body=text, author=MIRROR_LOGIN)
+            issues[number] = StoredIssue(number, title, [], body=text, author=self.login)
             answer = Answer(201, {}, self._issue_json(owner, repo, issues[number]))
         if fault is not None and fault.name == "applied-then-reset":
             return replace(answer, drop=True)
         if fault is not None and fault.name == "applied-then-slow":
             time.sleep(fault.seconds)
         return self._count_rate(answer, query)
+
+    def _issue_edit(
+        self, owner: str, repo: str, number: int, body: Any, authorized: bool
+    ) -> Answer:
+        """PATCH /repos/{o}/{r}/issues/{n} with `state` (and `title`): Gitea answers 201 with the
+        issue (EditIssue, routers/api/v1/repo/issue.go), GitHub 200 (docs.github.com/en/rest/
+        issues/issues#update-an-issue)."""
+        if not authorized:
+            message = "token is required" if self.flavour == "gitea" else "Bad credentials"
+            return self._error(401, message)
+        form = body if isinstance(body, dict) else {}
+        changes: dict[str, Any] = {}
+        if form.get("state") in ("open", "closed"):
+            changes["state"] = form["state"]
+            changes["closed_at"] = _now() if form["state"] == "closed" else None
+        if isinstance(form.get("title"), str) and form["title"]:
+            changes["title"] = form["title"]
+        with self._lock:
+            if number not in self._repos.get((owner, repo), {}):
+                return self._error(404, "Not Found")
+            if changes:
+                self._change(owner, repo, number, self.login, **changes)
+            issue = self._repos[(owner, repo)][number]
+            return Answer(
+                201 if self.flavour == "gitea" else 200, {}, self._issue_json(owner, repo, issue)
+            )
 
     def _route(self, path: str) -> tuple[str, str, int | None] | None:
         parts = path.strip("/").split("/")
@@ -936,7 +1151,21 @@ class StandinForge(ConversationRoutes, DependencyRoutes):
         if parts == ["user"] and method == "GET":
             if not authorized:
                 return self._error(401, "Bad credentials")
-            return self._count_rate(Answer(200, {}, {"id": 2, "login": MIRROR_LOGIN}), query)
+            account = Answer(200, {}, {"id": 2, "login": self.login})
+            if self.flavour == "github" and self.scopes is None and self.oauth_scopes is not None:
+                # A classic token's scopes on every answer (docs.github.com/en/apps/oauth-apps/
+                # building-oauth-apps/scopes-for-oauth-apps: "X-OAuth-Scopes lists the scopes
+                # your token has authorized"); a fine-grained or App token sends none.
+                account = replace(account, headers={"X-OAuth-Scopes": self.oauth_scopes})
+            return self._count_rate(account, query)
+        if parts == ["version"] and self.flavour == "gitea" and method == "GET":
+            # GET /api/v1/version, no token needed: {"version": setting.AppVer}
+            # (routers/api/v1/misc/version.go Version; m.Get("/version") in routers/api/v1/api.go).
+            return Answer(200, {}, {"version": GITEA_VERSION})
+        if parts == ["meta"] and self.flavour == "github" and method == "GET":
+            # GET /meta, no token needed (docs.github.com/en/rest/meta/meta#get-github-meta-
+            # information); GitHub Enterprise Server adds `installed_version`, github.com does not.
+            return Answer(200, {}, {"verifiable_password_authentication": False})
         if self.flavour == "gitea" and len(parts) == 3 and parts[::2] == ["orgs", "labels"]:
             with self._lock:
                 org = self._org_labels.get(parts[1])
@@ -947,14 +1176,23 @@ class StandinForge(ConversationRoutes, DependencyRoutes):
         return None
 
     def _label_page(self, items: list[dict[str, Any]], query: dict[str, str]) -> Answer:
-        """Gitea's label lists: sorted by name, `limit` clamped to MAX_RESPONSE_ITEMS (50),
-        X-Total-Count and NO Link header (routers/api/v1/repo/label.go ListLabels calls
-        SetTotalCountHeader only; go-gitea/gitea issue #21158)."""
+        """Gitea's label lists: sorted by name, `limit` clamped (`_gitea_page_size`),
+        X-Total-Count the count of every label and NO Link header (routers/api/v1/repo/label.go
+        and org/label.go ListLabels: SetTotalCountHeader(CountLabelsByRepoID/OrgID) only;
+        go-gitea/gitea issue #21158); no count at all up to 1.15 (`gitea_label_totals`)."""
         items = sorted(items, key=lambda item: (str(item["name"]), int(item["id"])))
-        size = min(int(query.get("limit", "0") or 0) or 30, self.max_page_size)
+        size = self._gitea_page_size(query)
         page = max(int(query.get("page", "1") or 1), 1)
         chosen = items[(page - 1) * size : page * size]
-        return Answer(200, {"X-Total-Count": str(len(items))}, chosen)
+        headers = {"X-Total-Count": str(len(items))} if self.gitea_label_totals else {}
+        return Answer(200, headers, chosen)
+
+    def _gitea_page_size(self, query: dict[str, str]) -> int:
+        """The items Gitea puts on a page for `limit` (services/convert/utils.go
+        ToCorrectPageSize): none or below 1 is `[api] DEFAULT_PAGING_NUM` (30), above `[api]
+        MAX_RESPONSE_ITEMS` (`max_page_size`) is that."""
+        asked = int(query.get("limit", "0") or 0)
+        return 30 if asked <= 0 else min(asked, self.max_page_size)
 
     # The mirror's endpoints
     def _mirror_route(self, path: str) -> tuple[str, str, int | None, str, str | None] | None:
@@ -998,6 +1236,11 @@ class StandinForge(ConversationRoutes, DependencyRoutes):
             if (owner, repo) not in self._repos:
                 return self._error(404, "Not Found")
             if number is not None and number not in self._repos[(owner, repo)]:
+                # A deleted issue's labels and comments: GitHub 410 Gone (docs.github.com/en/rest/
+                # issues/comments#create-an-issue-comment and issues/labels#add-labels-to-an-issue
+                # list 410), Gitea 404 (GetIssueByIndex: IsErrIssueNotExist, NotFound).
+                if self.flavour == "github" and (owner, repo, number) in self._deleted:
+                    return self._error(410, "This issue was deleted")
                 return self._error(404, "Not Found")
             if number is None:
                 answer = self._repo_labels_answer(method, owner, repo, ref, body, query)
@@ -1037,6 +1280,15 @@ class StandinForge(ConversationRoutes, DependencyRoutes):
             "description": label.description or None,
         }
 
+    def _github_label(self, labels: dict[str, RepoLabel], name: str) -> RepoLabel | None:
+        """The repository's label GitHub takes `name` for: it matches label names without case
+        (GET .../labels/Bug answers `bug`; POST .../issues/{n}/labels ["Bug"] adds `bug`; creating
+        `Bug` is 422 already_exists: rust-lang/triagebot#1915, git-bug/git-bug#176,
+        intuit/auto#548). str.lower stands in for GitHub's collation."""
+        return labels.get(name) or next(
+            (label for key, label in labels.items() if key.lower() == name.lower()), None
+        )
+
     def _repo_labels_answer(
         self, method: str, owner: str, repo: str, ref: str | None, body: Any, query: dict[str, str]
     ) -> Answer:
@@ -1048,18 +1300,48 @@ class StandinForge(ConversationRoutes, DependencyRoutes):
                 return self._label_page(items, query)
             return Answer(200, {}, items)  # GitHub: the client asks for its label by name
         if method == "GET" and self.flavour == "github" and ref is not None:
-            label = labels.get(ref)
+            label = self._github_label(labels, ref)
             if label is None:
                 return self._error(404, "Not Found")
             return Answer(200, {}, self._label_json(owner, repo, label))
+        if method == "DELETE" and ref is not None:
+            # Gitea: DELETE .../labels/{id}, 204 (DeleteLabel, routers/api/v1/repo/label.go);
+            # GitHub: DELETE .../labels/{name}, 204, 404 when there is none (docs.github.com/en/
+            # rest/issues/labels#delete-a-label). Both take the label off every issue.
+            key = (
+                ref
+                if self.flavour == "github"
+                else next((n for n, label in labels.items() if str(label.id) == ref), None)
+            )
+            if key is None or key not in labels:
+                return (
+                    Answer(204, {}, None, raw=b"") if self.flavour == "gitea" else self._not_found()
+                )
+            del labels[key]
+            for number, stored in self._repos.get((owner, repo), {}).items():
+                if key in stored.labels:
+                    self._repos[(owner, repo)][number] = replace(
+                        stored, labels=[n for n in stored.labels if n != key]
+                    )
+            return Answer(204, {}, None, raw=b"")
         if method != "POST" or ref is not None:
             return self._error(405, "Method Not Allowed")
         name = body.get("name") if isinstance(body, dict) else None
         color = str(body.get("color", "")) if isinstance(body, dict) else ""
         if not isinstance(name, str) or not name or not _is_color(color, self.flavour):
             return self._error(422, "Validation Failed")
-        if name in labels and self.flavour == "github":
-            return self._error(422, "Validation Failed: already_exists")
+        if self.flavour == "github" and len(name) > GITHUB_LABEL_NAME_LIMIT:
+            return self._github_invalid(
+                {"resource": "Label", "code": "custom", "field": "name",
+                 "message": f"name is too long (maximum is {GITHUB_LABEL_NAME_LIMIT} characters)"},
+                docs="https://docs.github.com/rest/issues/labels#create-a-label",
+            )  # fmt: skip
+        if self.flavour == "github" and self._github_label(labels, name) is not None:
+            # Another case of an existing name is that label (git-bug/git-bug#176, hackebrot/labels#15).
+            return self._github_invalid(
+                {"resource": "Label", "code": "already_exists", "field": "name"},
+                docs="https://docs.github.com/rest/issues/labels#create-a-label",
+            )
         if name in labels:
             # Gitea stores a second label of the same name: CreateLabel checks no name
             # (routers/api/v1/repo/label.go CreateLabel -> issues_model.NewLabel).
@@ -1123,15 +1405,27 @@ class StandinForge(ConversationRoutes, DependencyRoutes):
             elif isinstance(item, str) and (item in labels or item in org):
                 names.append(item)
             elif self.flavour == "github" and isinstance(item, str):
-                names.append(self._repo_label(owner, repo, item, "ededed").name)  # GitHub makes it
+                found = self._github_label(labels, item)
+                if found is None and len(item) > GITHUB_LABEL_NAME_LIMIT:
+                    return self._github_invalid(
+                        {"value": item, "resource": "Label", "field": "name", "code": "invalid"},
+                        docs="https://docs.github.com/rest/issues/labels#add-labels-to-an-issue",
+                    )
+                # GitHub adds the existing label of another case, else makes it.
+                made = found or self._repo_label(owner, repo, item, "ededed")
+                names.append(made.name)
             else:
                 return self._error(422, "label not found")
         current = [] if method == "PUT" else list(stored.labels)
         for name in names:
             label = self._label_named(owner, repo, name)
-            if label.exclusive:  # Gitea's scoped labels: one per scope on an issue
-                scope = name.rpartition("/")[0]
-                current = [n for n in current if n.rpartition("/")[0] != scope]
+            scope = _exclusive_scope(label)
+            if scope:  # Gitea's scoped labels: one exclusive label per scope on an issue
+                current = [
+                    n
+                    for n in current
+                    if _exclusive_scope(self._label_named(owner, repo, n)) != scope
+                ]
             if name not in current:
                 current.append(name)
         if current != stored.labels:
@@ -1143,7 +1437,7 @@ class StandinForge(ConversationRoutes, DependencyRoutes):
         stored = issues[number]
         stamp = max(_now(), stored.updated_at + timedelta(seconds=1))
         issues[number] = replace(stored, labels=labels, updated_at=stamp)
-        self._record_events(owner, repo, stored, issues[number], MIRROR_LOGIN)
+        self._record_events(owner, repo, stored, issues[number], self.login)
 
     def _issue_labels_list(self, owner: str, repo: str, number: int) -> Answer:
         names = self._repos[(owner, repo)][number].labels
@@ -1164,14 +1458,7 @@ class StandinForge(ConversationRoutes, DependencyRoutes):
             return self._error(405, "Method Not Allowed")
         events = self._events.get((owner, repo, number), [])
         if self.flavour == "gitea":
-            if "since" in query:
-                since = datetime.fromisoformat(query["since"])
-                events = [e for e in events if e.at >= since]
-            items = [self._timeline_json(owner, repo, number, e) for e in events]
-            size = min(int(query.get("limit", "0") or 0) or 30, self.max_page_size)
-            page = max(int(query.get("page", "1") or 1), 1)
-            chosen = items[(page - 1) * size : page * size]
-            return Answer(200, {"X-Total-Count": str(len(items))}, chosen)
+            return self._timeline_page(owner, repo, number, query)
         size = min(int(query.get("per_page", "30") or 30), 100)
         page = max(int(query.get("page", "1") or 1), 1)
         last = max((len(events) + size - 1) // size, 1)
@@ -1199,6 +1486,49 @@ class StandinForge(ConversationRoutes, DependencyRoutes):
             for e in chosen_events
         ]
         return Answer(200, headers, items)
+
+    def _timeline_page(self, owner: str, repo: str, number: int, query: dict[str, str]) -> Answer:
+        """Gitea's timeline (routers/api/v1/repo/issue_comment.go ListIssueCommentsAndTimeline):
+        every comment of the issue, plain ones and label and state changes alike, oldest created
+        first (models/issues/comment.go FindComments: created_unix, then id), `since` against
+        their updated time; paged by page/limit, `limit` clamped (`_gitea_page_size`). Its
+        X-Total-Count is the count of THIS page (SetTotalCountHeader(len(apiComments))), and a
+        page with nothing on it is `null`: `var apiComments []*api.TimelineComment` stays a nil
+        slice, which Go's JSON writes as null."""
+        since = datetime.fromisoformat(query["since"]) if "since" in query else None
+        entries: list[tuple[datetime, int, dict[str, Any]]] = []
+        for comment in self._comments.get((owner, repo, number), []):
+            if since is None or (comment.updated_at or comment.created_at) >= since:
+                item = self._timeline_comment_json(owner, repo, number, comment)
+                entries.append((comment.created_at, comment.id, item))
+        for event in self._events.get((owner, repo, number), []):
+            if since is None or event.at >= since:
+                item = self._timeline_json(owner, repo, number, event)
+                entries.append((event.at, event.id, item))
+        entries.sort(key=lambda entry: (entry[0], entry[1]))
+        size = self._gitea_page_size(query)
+        page = max(int(query.get("page", "1") or 1), 1)
+        chosen = [item for _, _, item in entries[(page - 1) * size : page * size]]
+        return Answer(200, {"X-Total-Count": str(len(chosen))}, chosen or None)
+
+    def _timeline_comment_json(
+        self, owner: str, repo: str, number: int, comment: Comment
+    ) -> dict[str, Any]:
+        """A plain comment as the timeline shows it (services/convert/issue_comment.go
+        ToTimelineComment): type "comment", its text the body, no label."""
+        web = f"{self.url}/{owner}/{repo}/issues/{number}"
+        return {
+            "id": comment.id,
+            "type": "comment",
+            "body": comment.body,
+            "user": {"id": 2 if comment.author == MIRROR_LOGIN else 3, "login": comment.author},
+            "label": None,
+            "created_at": _time(comment.created_at),
+            "updated_at": _time(comment.updated_at or comment.created_at),
+            "html_url": f"{web}#issuecomment-{comment.id}",
+            "issue_url": web,
+            "pull_request_url": "",
+        }
 
     def _timeline_json(self, owner: str, repo: str, number: int, event: Event) -> dict[str, Any]:
         kind = {"labeled": "label", "unlabeled": "label", "closed": "close", "reopened": "reopen"}
@@ -1239,7 +1569,10 @@ class StandinForge(ConversationRoutes, DependencyRoutes):
         text = body.get("body") if isinstance(body, dict) else None
         if not isinstance(text, str) or not text:
             return self._error(422, "Validation Failed")
-        comment = Comment(self._next_id, text)
+        too_long = self._github_too_long("IssueComment", text)
+        if too_long is not None:
+            return too_long
+        comment = Comment(self._next_id, text, author=self.login)
         self._next_id += 1
         comments.append(comment)
         stored = self._repos[(owner, repo)][number]
@@ -1250,7 +1583,7 @@ class StandinForge(ConversationRoutes, DependencyRoutes):
 
     def _comment_json(self, owner: str, repo: str, number: int, comment: Comment) -> dict[str, Any]:
         web = f"{self.url}/{owner}/{repo}/issues/{number}#issuecomment-{comment.id}"
-        user = {"id": 2 if comment.author == MIRROR_LOGIN else 3, "login": comment.author}
+        user = {"id": 2 if comment.author == self.login else 3, "login": comment.author}
         common = {
             "id": comment.id,
             "html_url": web,
@@ -1364,15 +1697,29 @@ class StandinForge(ConversationRoutes, DependencyRoutes):
             return replace(answer, body=answer.body | {"errors": []})
         return self._error(404, "Not Found")
 
-    def _github_invalid(self, *errors: dict[str, str]) -> Answer:
+    def _github_invalid(
+        self,
+        *errors: dict[str, str],
+        docs: str = "https://docs.github.com/rest/pulls/pulls#create-a-pull-request",
+    ) -> Answer:
         """GitHub's 422 for a request it understood but refuses: "Validation Failed" and why, in
         `errors` (docs.github.com/en/rest/using-the-rest-api/troubleshooting-the-rest-api)."""
-        docs = "https://docs.github.com/rest/pulls/pulls#create-a-pull-request"
         return Answer(
             422,
             {},
             {"message": "Validation Failed", "errors": list(errors), "documentation_url": docs},
         )
+
+    def _github_too_long(self, resource: str, text: object) -> Answer | None:
+        """GitHub's 422 for a body past GITHUB_BODY_LIMIT characters (where it is cited); None
+        when the body fits, or on Gitea."""
+        if self.flavour != "github" or not isinstance(text, str) or len(text) <= GITHUB_BODY_LIMIT:
+            return None
+        return self._github_invalid(
+            {"resource": resource, "code": "custom", "field": "body",
+             "message": f"body is too long (maximum is {GITHUB_BODY_LIMIT} characters)"},
+            docs="https://docs.github.com/rest",
+        )  # fmt: skip
 
     def _pull_create(self, owner: str, repo: str, body: Any) -> Answer:
         """POST /repos/{o}/{r}/pulls (called under the lock). `head` is a branch of this
@@ -1392,6 +1739,9 @@ class StandinForge(ConversationRoutes, DependencyRoutes):
             if self.flavour == "gitea":  # binding:"Required" on head, base and title
                 return self._error(422, "[Head]: Required; [Base]: Required; [Title]: Required")
             return self._github_invalid({"resource": "PullRequest", "code": "missing_field"})
+        too_long = self._github_too_long("PullRequest", text)
+        if too_long is not None:
+            return too_long
         head_owner, _, branch = head.rpartition(":")
         same_repo = head_owner in ("", owner)
         head_sha = self.git.branch_head(owner, repo, branch) if same_repo else None
@@ -1452,7 +1802,9 @@ class StandinForge(ConversationRoutes, DependencyRoutes):
                     {"resource": "PullRequest", "code": "custom", "message": message}
                 )
             draft = form.get("draft") is True
-        number = self._new_pull(owner, repo, title, text, StoredPull(branch, base, draft))
+        number = self._new_pull(
+            owner, repo, title, text, StoredPull(branch, base, draft, self.login)
+        )
         headers = {}
         if self.flavour == "github":  # 201 Created with the new resource's Location
             headers["Location"] = f"{self.url}/repos/{owner}/{repo}/pulls/{number}"
@@ -1465,6 +1817,9 @@ class StandinForge(ConversationRoutes, DependencyRoutes):
         form = body if isinstance(body, dict) else {}
         changes: dict[str, Any] = {}
         title, text, state = form.get("title"), form.get("body"), form.get("state")
+        too_long = self._github_too_long("PullRequest", text)
+        if too_long is not None:
+            return too_long
         if isinstance(title, str) and title:
             changes["title"] = title
         if isinstance(text, str):
@@ -1479,7 +1834,7 @@ class StandinForge(ConversationRoutes, DependencyRoutes):
             changes["state"] = state
             changes["closed_at"] = _now() if state == "closed" else None
         if changes:
-            self._change(owner, repo, number, MIRROR_LOGIN, **changes)
+            self._change(owner, repo, number, self.login, **changes)
         status = 201 if self.flavour == "gitea" else 200
         return Answer(status, {}, self._pull_json(owner, repo, number))
 
@@ -1543,7 +1898,7 @@ class StandinForge(ConversationRoutes, DependencyRoutes):
         repo_json = repo_json or self._repo_json(owner, repo)
         heads = self.git.branches(owner, repo) if heads is None else heads
         head_sha, base_sha = heads.get(pull.head), heads.get(pull.base, "")
-        user = {"id": 2 if pull.author == MIRROR_LOGIN else 3, "login": pull.author}
+        user = {"id": 2 if pull.author == self.login else 3, "login": pull.author}
         common: dict[str, Any] = {
             "id": 5000 + number,
             "number": number,
@@ -1680,6 +2035,9 @@ class StandinForge(ConversationRoutes, DependencyRoutes):
                 {"WWW-Authenticate": f'Basic realm="{realm}"', "Content-Type": "text/plain"},
                 b"Unauthorized\n",
             )
+        refused = self._git_token_refusal(owner, repo, service, query)
+        if refused is not None:
+            return refused
         if not known:
             return CgiAnswer(404, {"Content-Type": "text/plain"}, b"Repository not found\n")
         with self._lock:  # (reentrant) two first requests at once initialise it once
@@ -1753,7 +2111,7 @@ class StandinForge(ConversationRoutes, DependencyRoutes):
         if issue.pull_request:
             web = self._pull_web_url(owner, repo, issue.number)
         api = f"{self.url}{self._issues_path(owner, repo)}/{issue.number}"
-        user = {"id": 2 if issue.author == MIRROR_LOGIN else 1, "login": issue.author}
+        user = {"id": 2 if issue.author == self.login else 1, "login": issue.author}
         ids = {name: label.id for name, label in self._org_labels.get(owner, {}).items()}
         ids |= {name: label.id for name, label in self._labels.get((owner, repo), {}).items()}
         common: dict[str, Any] = {
@@ -1856,6 +2214,8 @@ class StandinForge(ConversationRoutes, DependencyRoutes):
             return self._error(401, "Bad credentials")
         if fault.name == "secondary-limit":
             return self._secondary_limit()
+        if fault.name in PRIMARY_LIMIT_FAULTS:
+            return self._primary_limit(fault.name)
         # A 403 carrying no rate-limit sign: the token lacks a scope.
         return Answer(403, {}, {"message": "Resource not accessible by integration"})
 
@@ -1903,6 +2263,28 @@ class StandinForge(ConversationRoutes, DependencyRoutes):
             self.rate_remaining = max(self.rate_remaining - 1, 0)
         return replace(answer, headers=self._rate_headers() | answer.headers)
 
+    def _primary_limit(self, name: str) -> Answer:
+        """GitHub's primary rate limit spent: 403 with x-ratelimit-remaining: 0 (docs.github.com/
+        en/rest/using-the-rest-api/rate-limits-for-the-rest-api#exceeding-the-primary-rate-limit),
+        its x-ratelimit-reset (UTC epoch seconds, at most an hour away) missing, empty, garbled,
+        past or a day away, as a proxy that drops or rewrites headers, or a server whose clock is
+        wrong, sends it. The client must still take it as a rate limit, not refused credentials."""
+        now = int(time.time())
+        reset = {
+            "primary-limit-no-reset": None,
+            "primary-limit-empty-reset": "",
+            "primary-limit-garbled-reset": "soon",
+            "primary-limit-past-reset": str(now - 120),
+            "primary-limit-far-reset": str(now + 24 * 3600),
+        }[name]
+        headers = self._rate_headers() | {"x-ratelimit-remaining": "0"}
+        headers["x-ratelimit-used"] = str(self.rate_limit)
+        del headers["x-ratelimit-reset"]
+        if reset is not None:
+            headers["x-ratelimit-reset"] = reset
+        answer = self._error(403, "API rate limit exceeded")
+        return replace(answer, headers=headers)
+
     def _rate_headers(self) -> dict[str, str]:
         # GitHub sends these on every response; x-ratelimit-reset is in epoch seconds.
         return {
@@ -1912,6 +2294,96 @@ class StandinForge(ConversationRoutes, DependencyRoutes):
             "x-ratelimit-used": str(self.rate_limit - self.rate_remaining),
             "x-ratelimit-resource": "core",
         }
+
+
+GITEA_SCOPE_CATEGORIES = (
+    "activitypub",
+    "admin",
+    "issue",
+    "misc",
+    "notification",
+    "organization",
+    "package",
+    "repository",
+    "user",
+)
+"""Gitea's token scope categories (models/auth/access_token_scope.go): a scope is `read:` or
+`write:` and one of them (write implies read), or `all`."""
+GITHUB_PERMISSIONS = ("checks", "contents", "issues", "metadata", "pull_requests", "statuses")
+"""The fine-grained repository permissions the stand-in's routes need, each `name:read` or
+`name:write` (write implies read). `metadata:read` every fine-grained token has (docs.github.com/
+en/rest/authentication/permissions-required-for-fine-grained-personal-access-tokens)."""
+
+
+def _checked_scopes(
+    flavour: Flavour, scopes: Iterable[str] | None, installation: bool
+) -> frozenset[str] | None:
+    """The token's scopes as given, each checked against the flavour's names."""
+    if installation and flavour != "github":
+        raise ValueError("installation=True is a GitHub App's token: the flavour must be github")
+    if scopes is None:
+        return None
+    given = frozenset(scopes)
+    if flavour == "gitea":
+        known = {"all"} | {f"{lv}:{c}" for lv in ("read", "write") for c in GITEA_SCOPE_CATEGORIES}
+    else:
+        known = {f"{p}:{lv}" for lv in ("read", "write") for p in GITHUB_PERMISSIONS}
+        given |= {"metadata:read"}
+    unknown = sorted(given - known)
+    if unknown:
+        raise ValueError(f"unknown {flavour} token scope(s) {unknown}: one of {sorted(known)}")
+    return given
+
+
+def _granted(scopes: frozenset[str], name: str, level: str) -> bool:
+    """Whether the scopes allow `level` (read or write) on `name`, a Gitea category or a GitHub
+    permission: write implies read; Gitea's `all` allows everything."""
+    if "all" in scopes:
+        return True
+    wanted = ("write",) if level == "write" else ("read", "write")
+    return any(f"{lv}:{name}" in scopes or f"{name}:{lv}" in scopes for lv in wanted)
+
+
+def _gitea_scope_category(parts: list[str]) -> str | None:
+    """The scope category Gitea's router asks of an API path (the parts after /api/v1), None
+    for one that needs none (routers/api/v1/api.go, each group's tokenRequiresScopes)."""
+    if parts[0] in ("user", "users"):
+        return "user"
+    if parts[0] in ("orgs", "teams"):
+        return "organization"
+    if parts[0] == "repositories":
+        return "repository"
+    if parts[0] != "repos" or len(parts) < 3:
+        return None
+    if parts[1] == "issues" or (len(parts) > 3 and parts[3] in ("issues", "labels", "milestones")):
+        return "issue"
+    return "repository"
+
+
+def _github_permission(parts: list[str]) -> str | None:
+    """The fine-grained repository permission a GitHub API path needs, None for one outside a
+    repository (docs.github.com/en/rest/authentication/permissions-required-for-fine-grained-
+    personal-access-tokens: issues, labels and milestones `issues`; pulls and their reviews
+    `pull_requests`; commit statuses `statuses`; check runs `checks`; git, contents, branches
+    and commits `contents`; the repository itself and its collaborators `metadata`)."""
+    if parts[0] == "repositories" and len(parts) >= 2:
+        rest = parts[2:]
+    elif parts[0] == "repos" and len(parts) >= 3:
+        rest = parts[3:]
+    else:
+        return None
+    first = rest[0] if rest else ""
+    if first in ("issues", "labels", "milestones"):
+        return "issues"
+    if first == "pulls":
+        return "pull_requests"
+    if first == "statuses" or (first == "commits" and rest[2:3] in (["status"], ["statuses"])):
+        return "statuses"
+    if first in ("check-runs", "check-suites") or rest[2:3] in (["check-runs"], ["check-suites"]):
+        return "checks"
+    if first in ("contents", "git", "branches", "commits", "compare"):
+        return "contents"
+    return "metadata"
 
 
 @dataclass(frozen=True)

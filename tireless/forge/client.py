@@ -15,6 +15,22 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol
 
+import httpx
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    """One answer of a forge's HTTP API (tireless.forge.http), as the clients read it."""
+
+    status: int
+    headers: httpx.Headers
+    body: bytes
+    where: str  # "GET /path" for messages: no query, no header
+    url: str = ""
+    moved: bool = False
+    """The forge redirected the request (301, 302, 307, 308) on its own host: the thing asked
+    for lives under another URL now (a renamed repository, a transferred issue)."""
+
 
 @dataclass(frozen=True, slots=True)
 class ForgeIssue:
@@ -89,6 +105,9 @@ class Listing:
     pulls: tuple[tuple[int, datetime], ...] = ()
     """The pull requests the listing showed, each with its `updated_at` (both forges list them
     among issues): a review or a comment on one moves it, so its conversation may have changed."""
+    odd: tuple[tuple[int, str], ...] = ()
+    """Issues left out because a field of theirs cannot be taken (a NUL in the title, labels that
+    are not objects): each number with the reason. The rest of the listing stands."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,6 +218,12 @@ class ForgeClient(Protocol):
         """The repository has a label of that name, created (not exclusive) when missing."""
         ...
 
+    def label_key(self, name: str) -> str:
+        """What the forge tells label names apart by: names of one key are one label (GitHub
+        matches them without case, so `Tireless/State/Pending` is `tireless/state/pending`;
+        Gitea and Forgejo match exactly). The mirror compares labels by it."""
+        ...
+
     def add_label(self, owner: str, repo: str, number: int, name: str) -> None:
         """The issue carries the repository's label `name` (adding it twice is harmless)."""
         ...
@@ -235,10 +260,11 @@ class ForgeClient(Protocol):
         ...
 
     def find_issue(
-        self, owner: str, repo: str, *, marker: str, author: str, since: datetime
+        self, owner: str, repo: str, *, marker: str, author: str | None, since: datetime
     ) -> int | None:
         """The oldest issue (not pull request) opened by `author` and updated at or after `since`
-        whose body ends with `marker`, every page looked at; None when there is none."""
+        whose body ends with `marker`, every page looked at; None when there is none. `author`
+        None: the login is unknown, an App's account is looked for (validate.is_own)."""
         ...
 
     def default_branch(self, owner: str, repo: str) -> str:
@@ -335,6 +361,12 @@ class ForgeClient(Protocol):
         sub-issues: nothing is sent."""
         ...
 
+    def probe(self, method: str, path: str, body: object = None) -> Response:
+        """One request of the API (`path` under its root, e.g. `repos/acme/widgets/labels`),
+        answered whatever its status: `tireless forge check` reads what the forge refuses, and
+        which scope or permission its answer asks for (tireless.forge.check)."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -376,6 +408,16 @@ class RateLimited(ForgeStopped):
         self.retry_after = retry_after
 
 
+class OddIssue(BadResponse):
+    """One issue whose number is sound but another field is not (a NUL in its title, its labels not
+    objects): that issue is left out and reported, the others of its listing go on."""
+
+    def __init__(self, message: str, number: int, problem: str) -> None:
+        super().__init__(message)
+        self.number = number
+        self.problem = problem
+
+
 class TooLarge(BadResponse):
     """A body past the response-size limit: a listing asks for that page again in smaller pages,
     and skips (and reports) an item that is too large alone."""
@@ -392,7 +434,8 @@ class IssueMoved(ReadFailed):
 
 class WriteRefused(ReadFailed):
     """The forge refused one mirror write (403 without a rate-limit sign: a read-only token; 404,
-    409, 410, 422): that issue's write is recorded as failed and retried later, the rest go on."""
+    409, 410, 422): that issue's write is recorded as failed and retried later, the rest go on.
+    423 (an archived repository) ends the repository's writes for a day (the mirror)."""
 
     def __init__(self, message: str, status: int | None = None) -> None:
         super().__init__(message)
@@ -401,3 +444,21 @@ class WriteRefused(ReadFailed):
 
 class AuthRefused(ForgeStopped):
     """401 or 403: the token is missing, wrong or lacks the scope."""
+
+
+class ScopeRefused(AuthRefused):
+    """403 with no sign of a rate limit: the token may not do this (it lacks a scope, or a
+    fine-grained permission). `needed` is what the forge's answer says it needs, when it says:
+    Gitea's message ("token does not have at least one of required scope(s): [read:issue]"),
+    GitHub's X-Accepted-GitHub-Permissions header ("issues=read"). On a core read it stops the
+    forge like any refused credentials; an optional lookup does without it (Http.optional)."""
+
+    def __init__(self, message: str, until: datetime, needed: str | None) -> None:
+        super().__init__(message, until)
+        self.needed = needed
+
+
+class LoginUnknown(ReadFailed):
+    """The token may not read its own account (GET /user refused: Gitea's read:user missing, or a
+    GitHub App installation's token, which has no user) and no write of its own has named it yet
+    this process."""

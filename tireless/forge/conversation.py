@@ -25,6 +25,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from tireless.forge.client import ForgeClient, ForgeStopped, ReadFailed, WriteRefused
+from tireless.forge.validate import is_own
 from tireless.models import ConversationReply, PullToRead, RepoToPoll
 from tireless.store import JobStore
 
@@ -209,7 +210,8 @@ def post_reply(
     client: ForgeClient, owner: str, repo: str, reply: ConversationReply, login: str | None
 ) -> None:
     """A +1 on the command tireless acted on, or the comment that answers a refused ask, posted
-    unless tireless's own account already did (found by its marker)."""
+    unless tireless's own account (is_own: `login` None while unknown) already did (found by its
+    marker)."""
     if reply.reply == "react":
         assert reply.comment_id is not None
         client.add_reaction(owner, repo, reply.comment_id, "+1")
@@ -217,6 +219,6 @@ def post_reply(
     assert reply.body is not None
     assert reply.marker is not None
     for found in client.comments(owner, repo, reply.number):
-        if _is(found.author, login) and found.body.rstrip().endswith(reply.marker):
+        if is_own(found.author, login) and found.body.rstrip().endswith(reply.marker):
             return
     client.add_comment(owner, repo, reply.number, reply.body)

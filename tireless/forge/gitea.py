@@ -41,11 +41,19 @@ from tireless.forge.client import (
     Listing,
     PullRequest,
     ReadFailed,
+    Response,
     ReviewComment,
     Reviews,
     WriteRefused,
 )
-from tireless.forge.http import MAX_BYTES, QUICK_RETRIES, TIMEOUT, Http, Response, sent_or_found
+from tireless.forge.http import (
+    LOGIN_LOOKUP,
+    MAX_BYTES,
+    QUICK_RETRIES,
+    TIMEOUT,
+    Http,
+    sent_or_found,
+)
 from tireless.forge.paging import read_pages
 from tireless.forge.validate import (
     check,
@@ -54,9 +62,9 @@ from tireless.forge.validate import (
     decode_json,
     full_name,
     in_order,
-    is_pull_request,
     issue,
     issue_ref,
+    listed_issues,
     login_of,
     marked_issue,
     not_moved,
@@ -110,6 +118,12 @@ a warning passed with remarks (Gitea ranks it above failure), skipped ran nothin
 not know (the combined-only `running_with_failure`, one to come) asks for nothing: pending."""
 
 
+ORG_LABELS_LOOKUP = "the organisation's labels (GET /orgs/{owner}/labels)"
+"""An optional lookup (Http.optional): a token without read:organization is refused it."""
+REPO_NAME_LOOKUP = "a renamed repository's new name (GET /repos/{owner}/{repo})"
+"""An optional lookup (Http.optional): a token without read:repository is refused it."""
+
+
 def rfc3339(when: datetime) -> str:
     """Whole seconds, rounded down: Gitea compares `since` with its updated unix seconds."""
     return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -154,7 +168,13 @@ class GiteaClient:
         if fresh or key not in self._label_ids:
             org = self._http.url(f"orgs/{quote(owner, safe='')}/labels")
             # The organisation's first: a repository label of the same name is the nearer one.
-            ids = {item["name"]: item["id"] for item in self._label_pages(org, missing_ok=True)}
+            # Optional: a token without read:organization is refused them, whoever the owner is
+            # (tokenRequiresScopes comes before orgAssignment, routers/api/v1/api.go); it then
+            # knows the repository's labels only.
+            listed = self._http.optional(
+                ORG_LABELS_LOOKUP, lambda: self._label_pages(org, missing_ok=True)
+            )
+            ids = {item["name"]: item["id"] for item in listed or []}
             ids |= {
                 item["name"]: item["id"]
                 for item in self._label_pages(self._labels_url(owner, repo))
@@ -164,8 +184,9 @@ class GiteaClient:
 
     def _label_pages(self, url: str, *, missing_ok: bool = False) -> list[dict[str, Any]]:
         """Every label of a list. Gitea's label lists page by `page`/`limit` with X-Total-Count
-        and send no Link header, sorted by name, at most 50 a page (routers/api/v1/repo/label.go
-        ListLabels: SetTotalCountHeader only; Gitea issue #21158)."""
+        and send no Link header, sorted by name, at most MAX_RESPONSE_ITEMS (50 by default) a
+        page (routers/api/v1/repo/label.go ListLabels: SetTotalCountHeader only, the count of
+        every label; Gitea issue #21158)."""
         return [
             item
             for item in self._counted_pages(url, missing_ok=missing_ok)
@@ -182,9 +203,11 @@ class GiteaClient:
     ) -> list[dict[str, Any]]:
         """Every item of a list Gitea pages by `page`/`limit` and counts in X-Total-Count with no
         Link header (SetTotalCountHeader only): pages are asked for until they hold the count, or
-        one is empty (its MAX_RESPONSE_ITEMS may clamp `limit` below ours). `key`: each page is an
-        object with its items under that key (null when none); `missing_ok`: a 404 is no items
-        (an owner that is a user has no organisation labels)."""
+        one is empty. A page shorter than our `limit` says nothing: MAX_RESPONSE_ITEMS may clamp
+        it (services/convert/utils.go ToCorrectPageSize), so a list sent without the count
+        (Gitea up to 1.15's label lists: go-gitea/gitea#17968 added it) is read to an empty
+        page. `key`: each page is an object with its items under that key (null when none);
+        `missing_ok`: a 404 is no items (an owner that is a user has no organisation labels)."""
         found: list[dict[str, Any]] = []
         for page in range(1, MAX_PAGES + 1):
             asked = (params or {}) | {"page": str(page), "limit": str(PAGE_SIZE)}
@@ -196,9 +219,11 @@ class GiteaClient:
             total = _total_count(response)
             if not items or (total is not None and len(found) >= total):
                 return found
-            if total is None and self._http.next_page(response) is None and len(items) < PAGE_SIZE:
-                return found
         raise BadResponse(f"GET {url}: more than {MAX_PAGES} pages")
+
+    def label_key(self, name: str) -> str:
+        # Gitea and Forgejo match label names exactly (and even store two of one name).
+        return name
 
     def ensure_label(self, owner: str, repo: str, name: str, description: str) -> None:
         if name in self._labels(owner, repo) or name in self._labels(owner, repo, fresh=True):
@@ -256,7 +281,7 @@ class GiteaClient:
 
     def add_comment(self, owner: str, repo: str, number: int, body: str) -> None:
         url = f"{self._issues_url(owner, repo)}/{number}/comments"
-        self._http.send("POST", url, {"body": body}, retry=False)
+        self._http.learn_login(self._http.send("POST", url, {"body": body}, retry=False))
 
     def edit_comment(self, owner: str, repo: str, comment_id: int, body: str) -> None:
         # EditIssueComment (routers/api/v1/repo/issue_comment.go, PATCH .../issues/comments/{id}):
@@ -265,6 +290,7 @@ class GiteaClient:
         # is not a plain one (a label or state change of the timeline).
         url = f"{self._issues_url(owner, repo)}/comments/{comment_id}"
         response = self._http.send("PATCH", url, {"body": body})
+        self._http.learn_login(response)
         if response.status == 204:
             raise WriteRefused(
                 f"{response.where}: comment {comment_id} is not a plain comment", 204
@@ -273,13 +299,19 @@ class GiteaClient:
     def issue_events(self, owner: str, repo: str, number: int, since: datetime) -> list[IssueEvent]:
         # The issue's timeline (routers/api/v1/repo/issue_comment.go ListIssueCommentsAndTimeline):
         # a label change is a comment of type "label" whose body is "1" when added and "" when
-        # removed (services/issue/label.go); "close" and "reopen" change the state.
+        # removed (services/issue/label.go); "close" and "reopen" change the state. Its pages
+        # (page/limit, `limit` clamped to MAX_RESPONSE_ITEMS) are thinned after paging (code
+        # comments and cross-references the token may not see are dropped), its X-Total-Count is
+        # the count of that page and an empty page is `null` (a nil slice): neither a short
+        # page nor the count says the end, only an empty page does.
         url = f"{self._issues_url(owner, repo)}/{number}/timeline"
         events: list[IssueEvent] = []
         for page in range(1, MAX_PAGES + 1):
             params = {"since": rfc3339(since), "page": str(page), "limit": str(PAGE_SIZE)}
             response = self._http.get(url, params)
-            items = _json_list(response)
+            items = _json_list(response, null_is_empty=True)
+            if not items:
+                return sorted(events, key=lambda event: event.at)
             for item in items:
                 kind = _TIMELINE_KINDS.get((str(item.get("type")), item.get("body") == "1"))
                 label = item.get("label")
@@ -288,9 +320,6 @@ class GiteaClient:
                     continue
                 at = timestamp(item.get("created_at"), response.where)
                 events.append(IssueEvent(at, login_of(item, "user"), kind, name))
-            total = _total_count(response)
-            if len(items) < PAGE_SIZE or (total is not None and page * PAGE_SIZE >= total):
-                return sorted(events, key=lambda event: event.at)
         raise BadResponse(f"GET {url}: more than {MAX_PAGES} pages of events")
 
     # The conversation on a pull request (issue 34).
@@ -433,7 +462,12 @@ class GiteaClient:
 
     def whoami(self) -> str:
         if self._login is None:
-            response = self._http.get(self._http.url("user"))
+            # GET /user needs read:user (routers/api/v1/api.go): optional, see Http.learn_login.
+            url = self._http.url("user")
+            response = self._http.optional(LOGIN_LOOKUP, lambda: self._http.get(url))
+            if response is None:
+                self._login = self._http.learned_login()
+                return self._login
             user = _json(response)
             if not isinstance(user, dict) or not isinstance(user.get("login"), str):
                 raise BadResponse(f"{response.where}: no login")
@@ -463,14 +497,15 @@ class GiteaClient:
                 f" the {pages.count} page(s) held {len(pages.items)}"
             )
         where = f"GET {owner}/{repo} issues"
-        issues = [issue(item, where) for item in pages.items if not is_pull_request(item)]
-        moved_to = self.repository_name(owner, repo) if pages.moved else None
+        issues, odd = listed_issues(pages.items, where)
+        moved_to = self._current_name(owner, repo) if pages.moved else None
         return Listing(
             tuple(issues),
             pages.count,
             moved_to=moved_to,
             skipped=tuple(pages.skipped),
             pulls=pull_updates(pages.items, where),
+            odd=tuple((left_out.number, left_out.problem) for left_out in odd),
         )
 
     def get_issue(self, owner: str, repo: str, number: int) -> ForgeIssue | None:
@@ -478,8 +513,11 @@ class GiteaClient:
         if response.status in (404, 410):
             return None
         data = _json(response)
-        if response.moved:
-            not_moved(data, number, self.repository_name(owner, repo), response.where)
+        # Gitea moves no issue to another repository (it has no issue transfer): a redirect whose
+        # repository's name the token may not read is a rename.
+        current = self._current_name(owner, repo) if response.moved else None
+        if current is not None:
+            not_moved(data, number, current, response.where)
         return issue(data, response.where)
 
     def repository_name(self, owner: str, repo: str) -> str:
@@ -487,8 +525,16 @@ class GiteaClient:
         response = self._http.get(self._repo_url(owner, repo))
         return full_name(_json(response), response.where)
 
+    def _current_name(self, owner: str, repo: str) -> str | None:
+        """repository_name, None when the token may not read the repository (GET
+        /repos/{o}/{r} needs read:repository, its issues read:issue only): optional."""
+        return self._http.optional(REPO_NAME_LOOKUP, lambda: self.repository_name(owner, repo))
+
     def set_deadline(self, seconds: float | None) -> None:
         self._http.set_deadline(seconds)
+
+    def probe(self, method: str, path: str, body: object = None) -> Response:
+        return self._http.probe(method, self._http.url(path), body)
 
     # Delivery: the default branch and the pull request from a branch.
     def create_issue(self, owner: str, repo: str, *, title: str, body: str) -> int:
@@ -496,18 +542,19 @@ class GiteaClient:
         # the mirror adds them after (add_label), by name.
         payload = {"title": title, "body": body}
         response = self._http.send("POST", self._issues_url(owner, repo), payload, retry=False)
+        self._http.learn_login(response)
         return created_number(_sent_json(response), response.where)
 
     def find_issue(
-        self, owner: str, repo: str, *, marker: str, author: str, since: datetime
+        self, owner: str, repo: str, *, marker: str, author: str | None, since: datetime
     ) -> int | None:
         # ListIssues (routers/api/v1/repo/issue.go): `created_by` (Gitea 1.17+; an older one
         # ignores it and the author is checked here anyway), `since` (updated at or after),
         # `type=issues`; paged by Link (SetLinkHeader).
         params = {
-            "state": "all", "type": "issues", "created_by": author, "since": rfc3339(since),
+            "state": "all", "type": "issues", "since": rfc3339(since),
             "page": "1", "limit": str(PAGE_SIZE),
-        }  # fmt: skip
+        } | ({"created_by": author} if author else {})  # fmt: skip
         pages = read_pages(self._http, self._issues_url(owner, repo), params, "limit")
         return marked_issue(pages.items, marker, author)
 
@@ -694,8 +741,12 @@ def _json(response: Response) -> object:
     return decode_json(response.body, response.headers.get("content-type", ""), response.where)
 
 
-def _json_list(response: Response) -> list[dict[str, Any]]:
+def _json_list(response: Response, *, null_is_empty: bool = False) -> list[dict[str, Any]]:
+    """The JSON array of objects of a 200; `null_is_empty`: `null` is no items (Gitea answers a
+    list it builds by appending, from a nil slice, as null when nothing was appended)."""
     data = _json(response)
+    if data is None and null_is_empty:
+        return []
     if not isinstance(data, list) or not all(isinstance(item, dict) for item in data):
         raise BadResponse(f"{response.where}: expected a JSON array of objects")
     return data

@@ -37,16 +37,17 @@ from tireless.forge.client import (
     Listing,
     PullRequest,
     ReadFailed,
+    Response,
     ReviewComment,
     Reviews,
     WriteRefused,
 )
 from tireless.forge.http import (
+    LOGIN_LOOKUP,
     MAX_BYTES,
     QUICK_RETRIES,
     TIMEOUT,
     Http,
-    Response,
     rate_limit_reset,
     sent_or_found,
 )
@@ -58,9 +59,9 @@ from tireless.forge.validate import (
     decode_json,
     full_name,
     in_order,
-    is_pull_request,
     issue,
     issue_ref,
+    listed_issues,
     login_of,
     marked_issue,
     not_moved,
@@ -148,7 +149,7 @@ class GitHubClient:
         if pages.first is not None and pages.first.status == 304:
             return Listing((), 1, etag, not_modified=True, limited_until=_limit(pages.first))
         where = f"GET {owner}/{repo} issues"
-        issues = [issue(item, where) for item in pages.items if not is_pull_request(item)]
+        issues, odd = listed_issues(pages.items, where)
         # A first page too large to read has no ETag to keep: the next read lists again.
         first_etag = None if pages.first is None else pages.first.headers.get("etag")
         last = pages.last or pages.first
@@ -160,6 +161,7 @@ class GitHubClient:
             moved_to=self.repository_name(owner, repo) if pages.moved else None,
             skipped=tuple(pages.skipped),
             pulls=pull_updates(pages.items, where),
+            odd=tuple((left_out.number, left_out.problem) for left_out in odd),
         )
 
     def repository_name(self, owner: str, repo: str) -> str:
@@ -170,13 +172,21 @@ class GitHubClient:
     def set_deadline(self, seconds: float | None) -> None:
         self._http.set_deadline(seconds)
 
+    def probe(self, method: str, path: str, body: object = None) -> Response:
+        return self._http.probe(method, self._http.url(path), body)
+
     def _repo_url(self, owner: str, repo: str) -> str:
         return self._http.url(f"repos/{quote(owner, safe='')}/{quote(repo, safe='')}")
 
     # The mirror: GitHub's issue-labels endpoints take label names; GitHub has no organisation
     # labels (an organisation's default labels are copied into each new repository).
+    def label_key(self, name: str) -> str:
+        # GitHub matches label names without case: GET .../labels/Bug answers `bug`, and creating
+        # `Bug` beside `bug` is 422 already_exists (rust-lang/triagebot#1915, git-bug/git-bug#176).
+        return name.lower()
+
     def ensure_label(self, owner: str, repo: str, name: str, description: str) -> None:
-        if (owner, repo, name) in self._known_labels:
+        if (owner, repo, self.label_key(name)) in self._known_labels:
             return
         labels = f"{self._repo_url(owner, repo)}/labels"
         one = f"{labels}/{quote(name, safe='')}"
@@ -194,7 +204,7 @@ class GitHubClient:
                         break
                     raise
             attempt += 1
-        self._known_labels.add((owner, repo, name))
+        self._known_labels.add((owner, repo, self.label_key(name)))
 
     def add_label(self, owner: str, repo: str, number: int, name: str) -> None:
         url = f"{self._issues_url(owner, repo)}/{number}/labels"
@@ -231,14 +241,14 @@ class GitHubClient:
 
     def add_comment(self, owner: str, repo: str, number: int, body: str) -> None:
         url = f"{self._issues_url(owner, repo)}/{number}/comments"
-        self._http.send("POST", url, {"body": body}, retry=False)
+        self._http.learn_login(self._http.send("POST", url, {"body": body}, retry=False))
 
     def edit_comment(self, owner: str, repo: str, comment_id: int, body: str) -> None:
         # PATCH .../issues/comments/{comment_id} (docs.github.com/rest/issues/comments#update-an-
         # issue-comment): 200 with the comment; 404 for an unknown id, 422 for an empty body, 403
         # when the account may not edit it (its author, or anyone with write access, may).
         url = f"{self._issues_url(owner, repo)}/comments/{comment_id}"
-        self._http.send("PATCH", url, {"body": body})
+        self._http.learn_login(self._http.send("PATCH", url, {"body": body}))
 
     def issue_events(self, owner: str, repo: str, number: int, since: datetime) -> list[IssueEvent]:
         # GET /repos/{owner}/{repo}/issues/{issue_number}/events (docs.github.com/rest/issues/
@@ -447,7 +457,13 @@ class GitHubClient:
 
     def whoami(self) -> str:
         if self._login is None:
-            response = self._http.get(self._http.url("user"))
+            # GET /user: a GitHub App installation's token has no user and is refused it
+            # ("Resource not accessible by integration"): optional, see Http.learn_login.
+            url = self._http.url("user")
+            response = self._http.optional(LOGIN_LOOKUP, lambda: self._http.get(url))
+            if response is None:
+                self._login = self._http.learned_login()
+                return self._login
             user = _json(response)
             if not isinstance(user, dict) or not isinstance(user.get("login"), str):
                 raise BadResponse(f"{response.where}: no login")
@@ -469,18 +485,19 @@ class GitHubClient:
         # with the issue; labels are added after, as on Gitea.
         payload = {"title": title, "body": body}
         response = self._http.send("POST", self._issues_url(owner, repo), payload, retry=False)
+        self._http.learn_login(response)
         return created_number(_sent_json(response), response.where)
 
     def find_issue(
-        self, owner: str, repo: str, *, marker: str, author: str, since: datetime
+        self, owner: str, repo: str, *, marker: str, author: str | None, since: datetime
     ) -> int | None:
         # GET /repos/{o}/{r}/issues with `creator` and `since` (updated at or after)
         # (docs.github.com/rest/issues/issues#list-repository-issues): no search, whose index
         # lags behind a create.
         params = {
-            "state": "all", "creator": author, "per_page": str(PER_PAGE), "page": "1",
+            "state": "all", "per_page": str(PER_PAGE), "page": "1",
             "since": since.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        }  # fmt: skip
+        } | ({"creator": author} if author else {})  # fmt: skip
         pages = read_pages(self._http, self._issues_url(owner, repo), params, "per_page")
         return marked_issue(pages.items, marker, author)
 

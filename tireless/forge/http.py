@@ -6,6 +6,7 @@ in headers only and no message here quotes a header."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import random
@@ -13,7 +14,7 @@ import re
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
 from typing import TypeVar
@@ -25,14 +26,18 @@ from tireless.forge.client import (
     AuthRefused,
     BadResponse,
     ForgeStopped,
+    LoginUnknown,
     RateLimited,
     ReadFailed,
+    Response,
+    ScopeRefused,
     TooLarge,
     Unavailable,
     WriteRefused,
 )
 
 log = logging.getLogger("tireless.forge")
+Kept = TypeVar("Kept")
 
 TIMEOUT = 30.0
 """Seconds before a request is given up, whole: connecting, waiting and reading every byte of the
@@ -51,46 +56,55 @@ SECONDARY_LIMIT_PAUSE = timedelta(minutes=1)
 exponentially longer each time it comes again (docs.github.com/en/rest/using-the-rest-api/
 rate-limits-for-the-rest-api#exceeding-the-rate-limit); never more than SECONDARY_LIMIT_MAX."""
 SECONDARY_LIMIT_MAX = timedelta(hours=1)
-
-
-@dataclass(frozen=True, slots=True)
-class Response:
-    status: int
-    headers: httpx.Headers
-    body: bytes
-    where: str  # "GET /path" for messages: no query, no header
-    url: str = ""
-    moved: bool = False
-    """The forge redirected the request (301, 302, 307, 308) on its own host: the thing asked
-    for lives under another URL now (a renamed repository, a transferred issue)."""
+PRIMARY_RESET_MAX = timedelta(hours=1, minutes=5)
+"""GitHub's primary limit is counted per hour, so its x-ratelimit-reset is at most an hour away;
+a later one (a server whose clock runs ahead of ours) is waited for this long at most: the
+hour and five minutes' slack for the two clocks."""
+RETRY_AFTER_MAX = timedelta(days=1)
+"""The longest Retry-After obeyed; a longer one is taken as a day."""
 
 
 def retry_after(headers: httpx.Headers) -> timedelta | None:
-    """RFC 9110 Retry-After: delay-seconds or an HTTP date."""
+    """RFC 9110 Retry-After: delay-seconds or an HTTP date, at most RETRY_AFTER_MAX away (a
+    server's wild value, 10^11 seconds, would stop the forge for ever or overflow)."""
     value = headers.get("retry-after")
     if value is None:
         return None
     value = value.strip()
     if value.isdigit():
-        return timedelta(seconds=int(value))
+        return timedelta(seconds=min(int(value), RETRY_AFTER_MAX.total_seconds()))
     try:
         when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
-    return max(when - datetime.now(UTC), timedelta(0))
+    return min(max(when - datetime.now(UTC), timedelta(0)), RETRY_AFTER_MAX)
+
+
+def primary_limit_spent(headers: httpx.Headers) -> bool:
+    """GitHub's primary limit is spent: x-ratelimit-remaining is 0 (docs.github.com/en/rest/
+    using-the-rest-api/rate-limits-for-the-rest-api#exceeding-the-primary-rate-limit)."""
+    remaining: str = headers.get("x-ratelimit-remaining", "")
+    return remaining.strip() == "0"
 
 
 def rate_limit_reset(headers: httpx.Headers) -> datetime | None:
-    """GitHub's primary limit: when x-ratelimit-remaining is 0, the epoch second of
-    x-ratelimit-reset is when requests are allowed again."""
-    if headers.get("x-ratelimit-remaining", "").strip() != "0":
+    """When a spent primary limit allows requests again: x-ratelimit-reset, in UTC epoch
+    seconds, no later than PRIMARY_RESET_MAX from now. None when the limit is not spent or the
+    reset is of no use (missing, empty, not a whole number, or past): the caller then waits as
+    for a secondary limit."""
+    if not primary_limit_spent(headers):
         return None
     reset = headers.get("x-ratelimit-reset", "").strip()
-    if not reset.isdigit():
+    if not (reset.isascii() and reset.isdigit()):
         return None
-    return datetime.fromtimestamp(int(reset), UTC)
+    now = datetime.now(UTC)
+    latest = now + PRIMARY_RESET_MAX
+    if int(reset) >= latest.timestamp():  # compared first: a huge epoch has no datetime
+        return latest
+    when = datetime.fromtimestamp(int(reset), UTC)
+    return when if when > now else None
 
 
 def is_secondary_rate_limit(status: int, body: bytes) -> bool:
@@ -102,18 +116,20 @@ def is_secondary_rate_limit(status: int, body: bytes) -> bool:
 
 def rate_limit_of(response: Response, strikes: int = 0) -> RateLimited | None:
     """The rate limit an answer says we hit, or None: a 429; a 403 with Retry-After or a spent
-    x-ratelimit-remaining (the primary limit); a 403 or 429 whose message names a secondary rate
-    limit. The wait: Retry-After when given, else x-ratelimit-reset when the primary limit is
-    spent, else (a secondary limit, a bare 429) SECONDARY_LIMIT_PAUSE doubled `strikes` times
-    (how many such answers came in a row), at most SECONDARY_LIMIT_MAX. Reads and the mirror's
-    writes both go through it (Http.get, Http.send)."""
+    x-ratelimit-remaining (the primary limit, whatever its x-ratelimit-reset says); a 403 or 429
+    whose message names a secondary rate limit. The wait: Retry-After when given, else
+    x-ratelimit-reset when it is a usable time (rate_limit_reset), else (a secondary limit, a
+    bare 429, a spent primary limit without a usable reset) SECONDARY_LIMIT_PAUSE doubled
+    `strikes` times (how many such answers came in a row), at most SECONDARY_LIMIT_MAX. Reads
+    and the mirror's writes both go through it (Http.get, Http.send)."""
     status, headers = response.status, response.headers
     if status not in (403, 429):
         return None
     delay = retry_after(headers)
     reset = rate_limit_reset(headers)
     secondary = is_secondary_rate_limit(status, response.body)
-    if delay is None and reset is None and status == 403 and not secondary:
+    limited = delay is not None or primary_limit_spent(headers) or secondary
+    if status == 403 and not limited:
         return None  # a 403 with no sign of a limit: the token lacks a scope
     now = datetime.now(UTC)
     if delay is not None:
@@ -159,6 +175,10 @@ class Http:
     ) -> None:
         self.base_url = base_url.rstrip("/") + "/"
         self._origin = _origin(self.base_url)
+        # What this forge refused this token, and the login it learned: kept per process by the
+        # base URL and a digest of the credentials (a new token is asked anew), never the token.
+        credentials = headers.get("Authorization", "").encode()
+        self._key = (self.base_url, hashlib.sha256(credentials).hexdigest())
         self._max_bytes = max_bytes
         self._timeout = timeout
         self._quick_retries = quick_retries
@@ -212,8 +232,25 @@ class Http:
         """A write (the mirror): POST, PUT, PATCH or DELETE with a JSON body. 5xx and timeouts are
         retried quickly when `retry` (the write is idempotent); rate limits (rate_limit_of: also
         GitHub's secondary limits) and 401 stop the forge (RateLimited, AuthRefused); 403, 404,
-        409 and 422 refuse this write only (WriteRefused)."""
+        409, 410, 422 and 423 refuse this write only (WriteRefused)."""
         return self._request(method, url, None, None, body, retry=retry, write=True)
+
+    def probe(self, method: str, url: str, body: object = None) -> Response:
+        """One request, answered whatever its status (`tireless forge check` reads the status,
+        the forge's message and its headers: which scope or permission a refusal asks for).
+        Redirects on the forge's host are followed; nothing is retried; a 5xx is Unavailable."""
+        where = f"{method} {urlsplit(url).path}"
+        try:
+            response = self._follow(method, url, None, None, body, where)
+        except httpx.TimeoutException as error:
+            raise Unavailable(f"{where}: timed out ({type(error).__name__})") from error
+        except httpx.TransportError as error:
+            raise Unavailable(f"{where}: {type(error).__name__}: {error}") from error
+        except httpx.HTTPError as error:
+            raise BadResponse(f"{where}: {type(error).__name__}: {error}") from error
+        if response.status >= 500:
+            raise Unavailable(f"{where}: HTTP {response.status}")
+        return response
 
     def _request(
         self,
@@ -328,10 +365,63 @@ class Http:
         if limited is not None:
             raise limited
 
+    def optional(self, lookup: str, read: Callable[[], Kept]) -> Kept | None:
+        """`read()` for a lookup tireless can do without (`lookup` names it): None when the
+        token may not make it (ScopeRefused), warned once and remembered for this forge and
+        token while the process lives, so that no later round asks again."""
+        key = (self._key, lookup)
+        with _learned_lock:
+            if key in _refused:
+                return None
+        try:
+            return read()
+        except ScopeRefused as refusal:
+            with _learned_lock:
+                _refused.add(key)
+            log.warning("%s: tireless does without %s", refusal, lookup)
+            return None
+
+    def learned_login(self) -> str:
+        """The token's login as a write of its own named it (learn_login), for a token that may
+        not read its own account; LoginUnknown before one did."""
+        with _learned_lock:
+            login = _logins.get(self._key)
+        if login is None:
+            raise LoginUnknown(
+                f"{LOGIN_LOOKUP} is refused to this token, and no write of its own named it yet"
+            )
+        return login
+
+    def learn_login(self, answer: Response) -> None:
+        """Keeps who a write of ours was made by (`user.login` of the comment or issue the
+        forge answered with) when the token may not read its own account (LOGIN_LOOKUP was
+        refused): the mirror tells its own comments and issues by it."""
+        with _learned_lock:
+            if (self._key, LOGIN_LOOKUP) not in _refused or self._key in _logins:
+                return
+        try:
+            made = json.loads(answer.body)
+        except ValueError:
+            return
+        user = made.get("user") if isinstance(made, dict) else None
+        login = user.get("login") if isinstance(user, dict) else None
+        if isinstance(login, str) and login:
+            with _learned_lock:
+                _logins[self._key] = login
+
     def _judge(self, response: Response) -> Response:
         self._limited(response)
         status, where = response.status, response.where
-        if status in (401, 403):
+        if status == 403:  # no rate limit (_limited): the token may not do this
+            needed = _needed(response)
+            raise ScopeRefused(
+                f"{where}: HTTP 403: the forge refused our credentials"
+                + (f": the token needs {needed}" if needed else "")
+                + " (check the forge's TIRELESS_TOKEN_ variable and its scopes)",
+                datetime.now(UTC) + AUTH_PAUSE,
+                needed,
+            )
+        if status == 401:
             raise AuthRefused(
                 f"{where}: HTTP {status}: the forge refused our credentials"
                 " (check the forge's TIRELESS_TOKEN_ variable and its scopes)",
@@ -345,7 +435,9 @@ class Http:
         self._limited(response)
         if response.status == 401:
             self._judge(response)
-        if response.status in (403, 404, 409, 410, 422):
+        # 423: Gitea refuses every write to an archived repository (mustNotBeArchived,
+        # routers/api/v1/api.go: "repo is archived").
+        if response.status in (403, 404, 409, 410, 422, 423):
             raise WriteRefused(
                 f"{response.where}: HTTP {response.status}{_message(response)}", response.status
             )
@@ -356,6 +448,40 @@ class Http:
 
 _strikes: dict[str, int] = {}
 _strikes_lock = threading.Lock()
+LOGIN_LOOKUP = "the token's own login (GET /user)"
+"""The optional lookup of the account the token writes as (Http.optional, Http.learn_login)."""
+_refused: set[tuple[tuple[str, str], str]] = set()
+"""(forge and credentials, lookup): the optional lookups refused (Http.optional)."""
+_logins: dict[tuple[str, str], str] = {}
+"""The logins learned from our own writes' answers (Http.learn_login), by forge and credentials."""
+_learned_lock = threading.Lock()
+
+
+def forget_refusals() -> None:
+    """Forgets the refused lookups and the learned logins: a test's new stand-in forge may get the
+    port, and so the base URL, of an earlier one."""
+    with _learned_lock:
+        _refused.clear()
+        _logins.clear()
+
+
+_GITEA_SCOPES = re.compile(r"required scope\(s\): \[([^\]]*)\]")
+
+
+def _needed(response: Response) -> str | None:
+    """What a 403's answer says the token needs: GitHub's X-Accepted-GitHub-Permissions
+    ("issues=read", sets of alternatives separated by ";": docs.github.com/en/rest/using-the-rest-
+    api/troubleshooting-the-rest-api#resource-not-accessible), or the scopes of Gitea's message
+    ("token does not have at least one of required scope(s): [read:issue]", tokenRequiresScopes
+    in routers/api/v1/api.go); None when it says neither."""
+    accepted = response.headers.get("x-accepted-github-permissions", "")
+    alternatives = [part.strip() for part in accepted.split(";") if part.strip()]
+    if not alternatives:
+        found = _GITEA_SCOPES.search(response.body[:1000].decode("utf-8", "replace"))
+        alternatives = found.group(1).split() if found else []
+    return " or ".join(alternatives) or None
+
+
 _warned: set[tuple[str, str]] = set()
 _warned_lock = threading.Lock()
 

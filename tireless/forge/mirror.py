@@ -8,7 +8,9 @@ edits of outcome comments whose checklist of children changed (`tireless.mirror_
 and reports each back (`record_mirror_write`, `record_mirror_failure`, `record_mirror_pull`,
 `record_plan_task`, `record_mirror_comment`, `record_cycle_report`, `record_mirror_checklist`).
 Which label, which pull request and which comment is the store's decision; this module only
-talks to the forge.
+talks to the forge. An issue the forge says is gone (deleted: 404 or 410; moved: a redirect to
+another repository) is reported (`record_issue_gone`) and gets no more writes; an archived
+repository (423) is reported (`record_repo_archived`) and its writes end for the round.
 
 Each write is idempotent: the issue is read first, a label already there is not added again, a
 label already gone is not removed, and a comment is posted only when no comment *by the mirror's
@@ -21,20 +23,24 @@ events say so) keeps its labels, and the store makes its job (docs/decisions-mir
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from tireless.forge.client import (
+    BadResponse,
     ForgeClient,
     ForgeComment,
     ForgeIssue,
     ForgeStopped,
     IssueEvent,
+    IssueMoved,
+    LoginUnknown,
     PullRequest,
     ReadFailed,
     WriteRefused,
 )
-from tireless.forge.conversation import mirror_login, post_reply
+from tireless.forge.conversation import post_reply
+from tireless.forge.validate import is_own
 from tireless.models import (
     MirrorChecklist,
     MirrorComment,
@@ -67,6 +73,15 @@ class MirrorOutcome:
     replied: int = 0  # the conversation's reactions and refusals
     failed: int = 0  # label writes, pull requests, comments and replies
     last_error: str | None = None
+    gone: set[int] = field(default_factory=set)  # issues found gone: their other writes are skipped
+
+
+class IssueGone(WriteRefused):
+    """The forge answered 404 or 410 for the issue itself: deleted (or never there)."""
+
+
+class RepoArchived(Exception):
+    """A write refused because the repository is archived (423): its writes end for the round."""
 
 
 def mirror_repository(
@@ -80,9 +95,30 @@ def mirror_repository(
 ) -> MirrorOutcome:
     """Applies the due writes and comments of a repository whose poll lease `poller` holds, for
     about `budget` seconds (default MIRROR_BUDGET). A write that fails is recorded for its issue (retried later with
-    backoff) and the others go on; ForgeStopped (a rate limit, refused credentials) ends the
-    repository's writes and is raised."""
+    backoff) and the others go on; an issue found gone is recorded so (`record_issue_gone`); a
+    repository found archived is recorded so (`record_repo_archived`) and its writes end;
+    ForgeStopped (a rate limit, refused credentials) ends the repository's writes and is raised."""
     outcome = MirrorOutcome()
+    try:
+        _apply_due(store, poller, client, target, outcome, budget, max_writes)
+    except RepoArchived as archived:
+        store.record_repo_archived(target.forge, target.owner, target.repo, poller)
+        outcome.failed += 1
+        outcome.last_error = f"{target.owner}/{target.repo} is archived: {archived}"
+    return outcome
+
+
+def _apply_due(
+    store: JobStore,
+    poller: str,
+    client: ForgeClient,
+    target: RepoToPoll,
+    outcome: MirrorOutcome,
+    budget: float | None,
+    max_writes: int,
+) -> None:
+    """mirror_repository's round: the label writes, pull requests, children, outcome comments,
+    the work graph's notes and the conversation's replies, in that order."""
     forge, owner, repo = target.forge, target.owner, target.repo
     deadline = time.monotonic() + (MIRROR_BUDGET if budget is None else budget)
     for write in store.mirror_writes(forge, owner, repo, poller, max_writes):
@@ -93,7 +129,8 @@ def mirror_repository(
         except ForgeStopped:
             raise
         except ReadFailed as failure:  # refused, unavailable, or an answer we cannot trust
-            store.record_mirror_failure(forge, owner, repo, poller, write, str(failure))
+            if not _unwritable(store, poller, client, target, outcome, write.number, failure):
+                store.record_mirror_failure(forge, owner, repo, poller, write, str(failure))
             _failed(outcome, write.number, failure)
             continue
         issue = None if shown is None else issue_row(target, shown)
@@ -104,12 +141,17 @@ def mirror_repository(
     for pull in store.mirror_pulls_due(forge, owner, repo, poller, max_writes):
         if outcome.pulled and time.monotonic() > deadline:
             break
+        if pull.number in outcome.gone:
+            continue
         try:
             opened = apply_pull(client, owner, repo, pull)
         except ForgeStopped:
             raise
         except ReadFailed as failure:
-            store.record_mirror_pull(forge, owner, repo, poller, pull.job_id, error=str(failure))
+            if not _unwritable(store, poller, client, target, outcome, None, failure):
+                store.record_mirror_pull(
+                    forge, owner, repo, poller, pull.job_id, error=str(failure)
+                )
             _failed(outcome, pull.number, failure)
             continue
         store.record_mirror_pull(forge, owner, repo, poller, pull.job_id, opened.number, opened.url)
@@ -121,13 +163,18 @@ def mirror_repository(
     for comment in store.mirror_comments_due(forge, owner, repo, poller, max_writes):
         if posted and time.monotonic() > deadline:
             break
+        if comment.number in outcome.gone:
+            continue
         posted += 1
         try:
             post_comment(client, owner, repo, comment)
         except ForgeStopped:
             raise
         except ReadFailed as failure:
-            store.record_mirror_comment(forge, owner, repo, poller, comment.job_id, str(failure))
+            if not _unwritable(store, poller, client, target, outcome, comment.number, failure):
+                store.record_mirror_comment(
+                    forge, owner, repo, poller, comment.job_id, str(failure)
+                )
             _failed(outcome, comment.number, failure)
             continue
         store.record_mirror_comment(
@@ -142,18 +189,22 @@ def mirror_repository(
     for reply in store.conversation_replies_due(forge, owner, repo, poller, max_writes):
         if replied and time.monotonic() > deadline:
             break
+        if reply.number in outcome.gone:
+            continue
         replied += 1
         try:
-            post_reply(client, owner, repo, reply, mirror_login(client))
+            post_reply(client, owner, repo, reply, own_login(client))
         except ForgeStopped:
             raise
         except ReadFailed as failure:
-            store.record_conversation_reply(forge, owner, repo, poller, reply.ask_id, str(failure))
+            if not _unwritable(store, poller, client, target, outcome, reply.number, failure):
+                store.record_conversation_reply(
+                    forge, owner, repo, poller, reply.ask_id, str(failure)
+                )
             _failed(outcome, reply.number, failure)
             continue
         store.record_conversation_reply(forge, owner, repo, poller, reply.ask_id)
         outcome.replied += 1
-    return outcome
 
 
 def open_children(
@@ -177,6 +228,8 @@ def open_children(
         for task in due:
             if outcome.opened and time.monotonic() > deadline:
                 return
+            if task.parent_number in outcome.gone:
+                continue
             try:
                 number = open_child(client, owner, repo, task)
                 # Before the record: a stop here leaves the task due, and the next round finds
@@ -185,6 +238,7 @@ def open_children(
             except ForgeStopped:
                 raise
             except ReadFailed as failure:
+                _unwritable(store, poller, client, target, outcome, None, failure)
                 store.record_plan_task(
                     forge, owner, repo, poller, task.job_id, task.task, error=str(failure)
                 )
@@ -200,15 +254,16 @@ def open_child(client: ForgeClient, owner: str, repo: str, task: PlanTask) -> in
     """The task's issue, opened unless the mirror's own account already opened it (a create whose
     answer was lost, or another poller's): an issue of that account whose body ends with the
     marker is looked for first, then its labels are put on (a found one may lack them)."""
-    login = client.whoami()
+    login = own_login(client)
     number = client.find_issue(owner, repo, marker=task.marker, author=login, since=task.since)
     if number is None:
         number = client.create_issue(owner, repo, title=task.title, body=task.body)
     shown = client.get_issue(owner, repo, number)
     if shown is None:
         raise WriteRefused(f"issue {owner}/{repo}#{number} is gone", 404)
+    shown_keys = {client.label_key(name) for name in shown.labels}
     for name in task.labels:
-        if name not in shown.labels:
+        if client.label_key(name) not in shown_keys:
             client.ensure_label(owner, repo, name, TASK_LABEL_DESCRIPTION)
             client.add_label(owner, repo, number, name)
     return number
@@ -238,9 +293,71 @@ def relate_child(
     return refused
 
 
+def own_login(client: ForgeClient) -> str | None:
+    """The login the mirror writes as; None while the forge will not tell it (LoginUnknown: the
+    token may not read GET /user and no write of its own named it yet), when is_own knows an
+    App's account only. Any other failure is raised: the write waits rather than risk a second
+    comment or issue."""
+    try:
+        return client.whoami()
+    except LoginUnknown:
+        return None
+
+
 def _failed(outcome: MirrorOutcome, number: int, failure: ReadFailed) -> None:
     outcome.failed += 1
     outcome.last_error = f"#{number}: {failure}"
+
+
+def _unwritable(
+    store: JobStore,
+    poller: str,
+    client: ForgeClient,
+    target: RepoToPoll,
+    outcome: MirrorOutcome,
+    number: int | None,
+    failure: ReadFailed,
+) -> bool:
+    """Whether a failed write says the forge takes no more writes there: RepoArchived is raised
+    for a 423 (the repository is archived); True when issue `number` is gone (recorded with
+    `record_issue_gone`: its failure is not backed off, and its other writes are skipped)."""
+    if isinstance(failure, WriteRefused) and failure.status == 423:
+        raise RepoArchived(str(failure)) from failure
+    if number is None:
+        return False
+    note = gone_note(client, target.owner, target.repo, number, failure)
+    if note is None:
+        return False
+    store.record_issue_gone(target.forge, target.owner, target.repo, poller, number, note)
+    outcome.gone.add(number)
+    return True
+
+
+def gone_note(
+    client: ForgeClient, owner: str, repo: str, number: int, failure: ReadFailed
+) -> str | None:
+    """How the issue went, when a failed write says it may be gone: moved (IssueMoved names
+    where), or deleted. A 404 or 410 of an endpoint under the issue, or an answer we could not
+    read (a 404's body), is checked by reading the issue once; a deletion also by reading the
+    repository, so that a repository the token cannot see (404 for all) deletes nothing.
+    None when the issue is there, or when the check fails."""
+    if isinstance(failure, IssueMoved):
+        return f"issue moved to {failure.to}"
+    try:
+        if not isinstance(failure, IssueGone):
+            refused = isinstance(failure, WriteRefused) and failure.status in (404, 410)
+            if not (refused or isinstance(failure, BadResponse)):
+                return None
+            if client.get_issue(owner, repo, number) is not None:
+                return None
+        client.default_branch(owner, repo)
+    except IssueMoved as moved:
+        return f"issue moved to {moved.to}"
+    except ForgeStopped:
+        raise
+    except ReadFailed:
+        return None
+    return "issue deleted"
 
 
 def apply_pull(client: ForgeClient, owner: str, repo: str, pull: MirrorPull) -> PullRequest:
@@ -267,33 +384,37 @@ def apply_write(
     number = write.number
     issue = client.get_issue(owner, repo, number)
     if issue is None:
-        raise WriteRefused(f"issue {owner}/{repo}#{number} is gone", 404)
-    if write.state_label not in issue.labels:
+        raise IssueGone(f"issue {owner}/{repo}#{number} is gone", 404)
+    key = client.label_key  # the forge's label names compared as it does (GitHub: without case)
+    if key(write.state_label) not in {key(name) for name in issue.labels}:
         client.ensure_label(owner, repo, write.state_label, STATE_LABEL_DESCRIPTION)
         client.add_label(owner, repo, number, write.state_label)
-    modes = [name for name in write.mode_labels if name in write.drop_labels]
+    drop = {key(name) for name in write.drop_labels}
+    modes = {key(name) for name in write.mode_labels if name in write.drop_labels}
     for name in issue.labels:
-        if name in write.drop_labels and name not in modes:
+        if key(name) in drop and key(name) not in modes:
             client.remove_label(owner, repo, number, name)
     if not write.state.is_terminal:
         return None
     if not modes:  # the store saw a newer request: its labels stay
         return client.get_issue(owner, repo, number)
-    login = client.whoami()
-    standing = standing_request(write, _events(client, owner, repo, write), login)
+    login = own_login(client)
+    asked = standing_request(write, _events(client, owner, repo, write), login)
+    standing = {key(name) for name in asked}
     for name in issue.labels:
-        if name in modes and name not in standing:
+        if key(name) in modes and key(name) not in standing:
             client.remove_label(owner, repo, number, name)
     # Read after the writes, then the events again: a person who asked again while we wrote is
     # seen, and a label of theirs that our removal took off is put back.
     after = _shown(client, owner, repo, number)
-    standing = standing_request(write, _events(client, owner, repo, write), login)
-    missing = [name for name in sorted(standing) if name not in after.labels]
+    asked = standing_request(write, _events(client, owner, repo, write), login)
+    standing = {key(name) for name in asked}
+    missing = [name for name in sorted(asked) if key(name) not in {key(n) for n in after.labels}]
     for name in missing:
         client.add_label(owner, repo, number, name)
     if missing:
         after = _shown(client, owner, repo, number)
-    left = [name for name in after.labels if name in modes and name not in standing]
+    left = [name for name in after.labels if key(name) in modes and key(name) not in standing]
     if left:
         raise ReadFailed(f"#{number}: {', '.join(left)} still on the issue after taking it off")
     return after
@@ -302,7 +423,7 @@ def apply_write(
 def _shown(client: ForgeClient, owner: str, repo: str, number: int) -> ForgeIssue:
     issue = client.get_issue(owner, repo, number)
     if issue is None:
-        raise WriteRefused(f"issue {owner}/{repo}#{number} is gone", 404)
+        raise IssueGone(f"issue {owner}/{repo}#{number} is gone", 404)
     return issue
 
 
@@ -314,7 +435,9 @@ def _events(client: ForgeClient, owner: str, repo: str, write: MirrorWrite) -> l
     return [event for event in events if event.at >= write.job_began]
 
 
-def standing_request(write: MirrorWrite, events: list[IssueEvent], login: str) -> frozenset[str]:
+def standing_request(
+    write: MirrorWrite, events: list[IssueEvent], login: str | None
+) -> frozenset[str]:
     """The mode labels of a request that a person made again after the job began and that still
     stands: replaying the issue's events from the job's labels, the issue stopped asking for work
     (a mode or opt-in label off, closed) and a person's edit made it ask again. One edit is the
@@ -330,7 +453,7 @@ def standing_request(write: MirrorWrite, events: list[IssueEvent], login: str) -
 
     for edit in _edits(events):
         asked = asks()
-        mine = edit[0].actor == login
+        mine = is_own(edit[0].actor, login)
         for event in edit:
             if event.kind == "labeled" and event.label is not None:
                 labels.add(event.label)
@@ -383,11 +506,11 @@ def post_comment(client: ForgeClient, owner: str, repo: str, comment: MirrorComm
 def own_comment(
     client: ForgeClient, owner: str, repo: str, number: int, marker: str
 ) -> ForgeComment | None:
-    """The issue's comment by the mirror's own forge account whose body ends with `marker` (the
-    first, should there be several); None when there is none."""
-    login = client.whoami()
+    """The issue's comment by the mirror's own forge account (is_own) whose body ends with
+    `marker` (the first, should there be several); None when there is none."""
+    login = own_login(client)
     for found in client.comments(owner, repo, number):
-        if found.author == login and found.body.rstrip().endswith(marker):
+        if is_own(found.author, login) and found.body.rstrip().endswith(marker):
             return found
     return None
 
@@ -410,6 +533,8 @@ def write_graph_notes(
     for report in store.cycle_reports_due(forge, owner, repo, poller, max_writes):
         if written and time.monotonic() > deadline:
             break
+        if report.number in outcome.gone:
+            continue
         written += 1
         try:
             if own_comment(client, owner, repo, report.number, report.marker) is None:
@@ -417,7 +542,10 @@ def write_graph_notes(
         except ForgeStopped:
             raise
         except ReadFailed as failure:
-            store.record_cycle_report(forge, owner, repo, poller, report.report_id, str(failure))
+            if not _unwritable(store, poller, client, target, outcome, report.number, failure):
+                store.record_cycle_report(
+                    forge, owner, repo, poller, report.report_id, str(failure)
+                )
             _failed(outcome, report.number, failure)
             continue
         store.record_cycle_report(forge, owner, repo, poller, report.report_id)
@@ -426,15 +554,18 @@ def write_graph_notes(
     for edit in store.mirror_checklists_due(forge, owner, repo, poller, max_writes):
         if edits and time.monotonic() > deadline:
             break
+        if edit.number in outcome.gone:
+            continue
         edits += 1
         try:
             edit_checklist(client, owner, repo, edit)
         except ForgeStopped:
             raise
         except ReadFailed as failure:
-            store.record_mirror_checklist(
-                forge, owner, repo, poller, edit.job_id, edit.checklist, str(failure)
-            )
+            if not _unwritable(store, poller, client, target, outcome, edit.number, failure):
+                store.record_mirror_checklist(
+                    forge, owner, repo, poller, edit.job_id, edit.checklist, str(failure)
+                )
             _failed(outcome, edit.number, failure)
             continue
         store.record_mirror_checklist(forge, owner, repo, poller, edit.job_id, edit.checklist)

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from tireless.forge.client import BadResponse, TooLarge
-from tireless.forge.http import Http, Response
+from tireless.forge.client import BadResponse, Response, TooLarge
+from tireless.forge.http import Http
 from tireless.forge.validate import decode_json, issue_list
 
 MAX_PAGES = 2000

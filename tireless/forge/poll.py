@@ -32,6 +32,7 @@ from tireless.forge.client import (
     ForgeStopped,
     IssueMoved,
     IssueRef,
+    OddIssue,
     ReadFailed,
     TooLarge,
 )
@@ -79,6 +80,8 @@ class Read:
     depends_on: tuple[tuple[int, tuple[IssueRef, ...]], ...] = ()
     """The forge's own dependency relations read this round, per issue number (an issue not
     here was not read: the store keeps what it has)."""
+    odd: tuple[tuple[int, str], ...] = ()
+    """Issues left out because a field of theirs cannot be taken: (number, why)."""
 
 
 @dataclass(slots=True)
@@ -101,6 +104,8 @@ class Report:
     stopped: int = 0
     """Jobs a `/tireless stop` stopped."""
     conversation_requests: int = 0
+    skipped_issues: int = 0
+    """Issues left out as malformed (the poller's odd ones and those the store refused)."""
     not_modified: bool = False
     mirrored: int = 0
     mirror_failed: int = 0
@@ -128,6 +133,7 @@ class Report:
             or self.rerouted
             or self.mirrored
             or self.mirror_failed
+            or self.skipped_issues
         )
 
     def line(self) -> str:
@@ -152,6 +158,8 @@ class Report:
             parts.append(f"{self.mirrored} issue{'s' if self.mirrored != 1 else ''} mirrored")
         if self.mirror_failed:
             parts.append(f"{self.mirror_failed} mirror write(s) failed: {self.mirror_error}")
+        if self.skipped_issues:
+            parts.append(f"{self.skipped_issues} malformed issue(s) left out (`tireless repos`)")
         if self.moved_to:
             parts.append(f"moved to {self.moved_to}")
         if self.warning:
@@ -173,6 +181,7 @@ def read_repository(client: ForgeClient, target: RepoToPoll) -> Read:
     limited_until = None
     moved_to: str | None = None
     skipped: list[str] = []
+    odd: dict[int, str] = {}
     pulls: dict[int, datetime] = {}
 
     def keep(issues: Iterable[ForgeIssue]) -> None:
@@ -191,6 +200,7 @@ def read_repository(client: ForgeClient, target: RepoToPoll) -> Read:
             listing.limited_until,
         )
         keep(listing.issues)
+        odd.update(listing.odd)
         _newer(pulls, listing.pulls)
         cursor = _newest(cursor, listing.issues)
         moved_to, skipped = listing.moved_to, list(listing.skipped)
@@ -202,14 +212,18 @@ def read_repository(client: ForgeClient, target: RepoToPoll) -> Read:
         limited_until = everything_open.limited_until or limited_until
         not_modified = False
         keep(everything_open.issues)
+        odd.update(everything_open.odd)
         _newer(pulls, everything_open.pulls)
         moved_to = everything_open.moved_to or moved_to
         skipped += everything_open.skipped
         if target.cursor is None:
             cursor = _newest(cursor, everything_open.issues)
-        for number in sorted(set(target.live_numbers) - found.keys()):
+        for number in sorted(set(target.live_numbers) - found.keys() - odd.keys()):
             try:
                 issue = client.get_issue(owner, repo, number)
+            except OddIssue as left_out:
+                odd[left_out.number] = left_out.problem
+                continue
             except IssueMoved as gone:
                 moved.append((number, gone.to))
                 continue
@@ -235,6 +249,11 @@ def read_repository(client: ForgeClient, target: RepoToPoll) -> Read:
         tuple(dict.fromkeys(skipped)),
         tuple(pulls.items()),
         tuple(relations.items()),
+        tuple(
+            (number, problem[:500])
+            for number, problem in sorted(odd.items())
+            if number not in found
+        ),
     )
 
 
@@ -509,6 +528,7 @@ def _poll_one(
             target.full_listing,
             list(read.deleted),
             next_poll_in,
+            read.odd,
         )
     except NotHolder as lost:  # the lease ran out while we read: the next holder reads again
         report.error = f"lost the poll lease: {lost}"
@@ -517,6 +537,7 @@ def _poll_one(
         _fail(store, poller, target, report, ReadFailed(f"the store refused the read: {refused}"))
         return
     report.created, report.rerouted = outcome.created, outcome.rerouted
+    report.skipped_issues = outcome.skipped
     report.cancelled += outcome.cancelled
     if read.limited_until is not None:
         store.record_forge_trouble(

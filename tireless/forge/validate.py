@@ -23,6 +23,7 @@ from tireless.forge.client import (
     ForgeNote,
     IssueMoved,
     IssueRef,
+    OddIssue,
     Review,
     ReviewComment,
 )
@@ -75,38 +76,63 @@ def pull_updates(items: list[dict[str, Any]], where: str) -> tuple[tuple[int, da
     return tuple((number, at) for number, at in found if number > 0)
 
 
+def listed_issues(
+    items: list[dict[str, Any]], where: str
+) -> tuple[list[ForgeIssue], list[OddIssue]]:
+    """The issues (not pull requests) of a listing, and those left out as odd: one issue whose
+    number is sound but another field is not never refuses the listing (issue 36). An item with
+    no sound number does: nothing could report or key it."""
+    found: list[ForgeIssue] = []
+    odd: list[OddIssue] = []
+    for item in items:
+        if is_pull_request(item):
+            continue
+        try:
+            found.append(issue(item, where))
+        except OddIssue as left_out:
+            odd.append(left_out)
+    return found, odd
+
+
 def issue(item: Any, where: str) -> ForgeIssue:
-    """One issue object, every field the poller uses checked."""
+    """One issue object, every field the poller uses checked: BadResponse when it has no positive
+    integer number, OddIssue (naming it) when another field is wrong."""
     if not isinstance(item, dict):
         raise BadResponse(f"{where}: an issue is {type(item).__name__}, not an object")
     number = item.get("number")
     if type(number) is not int or number <= 0:
         raise BadResponse(f"{where}: an item has no positive integer number: {number!r:.40}")
-    at = f"{where}: issue {number}"
+
+    def odd(problem: str) -> OddIssue:
+        return OddIssue(f"{where}: issue {number}: {problem}", number, problem)
+
     state = item.get("state")
     if state not in ("open", "closed"):
-        raise BadResponse(f"{at}: state {state!r:.40} is neither open nor closed")
+        raise odd(f"state {state!r:.40} is neither open nor closed")
     labels = item.get("labels")
     if not isinstance(labels, list) or not all(
         isinstance(label, dict) and isinstance(label.get("name"), str) for label in labels
     ):
-        raise BadResponse(f"{at}: labels are not a list of objects with a name")
+        raise odd("labels are not a list of objects with a name")
     names = tuple(label["name"] for label in labels)
     title = item.get("title")
     if not isinstance(title, str):
-        raise BadResponse(f"{at}: title is not a string")
+        raise odd("title is not a string")
     url = item.get("html_url")
     if url is not None and not isinstance(url, str):
-        raise BadResponse(f"{at}: html_url is not a string")
+        raise odd("html_url is not a string")
     body = item.get("body") or ""
     if not isinstance(body, str):
-        raise BadResponse(f"{at}: body is not a string")
+        raise odd("body is not a string")
     for field, text in (("title", title), ("html_url", url or ""), *(("label", n) for n in names)):
         if _UNSAFE.search(text):
-            raise BadResponse(f"{at}: its {field} holds NUL or an unpaired surrogate")
+            raise odd(f"its {field} holds NUL or an unpaired surrogate")
     # The body is the agent's reading, not a key: a character the database refuses is replaced.
     body = _UNSAFE.sub("\ufffd", body)
-    updated_at = timestamp(item.get("updated_at"), at)
+    try:
+        updated_at = timestamp(item.get("updated_at"), where)
+    except BadResponse as error:
+        raise odd(str(error).removeprefix(f"{where}: ")) from error
     return ForgeIssue(
         number,
         state,
@@ -335,14 +361,29 @@ def check(name: Any, state: str, summary: Any, url: Any, where: str) -> Check:
     )
 
 
-def marked_issue(items: list[dict[str, Any]], marker: str, author: str) -> int | None:
-    """The oldest (lowest number) issue of a listing opened by `author` whose body ends with
-    `marker` (a marker in anyone else's issue counts for nothing); pull requests are passed over."""
+def is_own(author: str | None, login: str | None) -> bool:
+    """Whether `author` is the account tireless writes as, `login` (logins compared without case,
+    as both forges compare them). While the login is unknown (None: the token may not read its
+    own account and no write of its own named it yet), a GitHub App's account counts: `...[bot]`,
+    a login no person can have (GitHub's hold letters, digits and hyphens only, Gitea's no
+    brackets), so that a person who pastes a marker never passes for tireless; a person's token
+    finds nothing of its own then, and writes (docs/forges.md says what that costs)."""
+    if author is None:
+        return False
+    if login is None:
+        return author.endswith("[bot]")
+    return author.lower() == login.lower()
+
+
+def marked_issue(items: list[dict[str, Any]], marker: str, author: str | None) -> int | None:
+    """The oldest (lowest number) issue of a listing opened by `author` (is_own) whose body ends
+    with `marker` (a marker in anyone else's issue counts for nothing); pull requests are passed
+    over."""
     found = [
         item["number"]
         for item in items
         if not is_pull_request(item)
-        and login_of(item, "user") == author
+        and is_own(login_of(item, "user"), author)
         and isinstance(item.get("body"), str)
         and item["body"].rstrip().endswith(marker)
         and type(item.get("number")) is int

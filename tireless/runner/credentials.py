@@ -63,6 +63,12 @@ def token_variable(forge: str) -> str:
     return "TIRELESS_TOKEN_" + re.sub(r"[^A-Za-z0-9]", "_", forge).upper()
 
 
+def secret_variable(forge: str) -> str:
+    """`TIRELESS_WEBHOOK_SECRET_<NAME>`: the forge's webhook secret, named as its token is (the
+    dashboard checks the forge's webhooks with it; `tireless forge check` says whether it is set)."""
+    return "TIRELESS_WEBHOOK_SECRET_" + re.sub(r"[^A-Za-z0-9]", "_", forge).upper()
+
+
 def is_token_variable(name: str) -> bool:
     """Whether an environment variable may hold a forge token (kept from every agent)."""
     return name.startswith("TIRELESS_TOKEN_")

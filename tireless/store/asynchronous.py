@@ -313,10 +313,14 @@ class AsyncJobStore:
         full_listing: bool,
         deleted: Sequence[int] = (),
         next_poll_in: timedelta = timedelta(0),
+        odd: Sequence[tuple[int, str]] = (),
     ) -> PollOutcome:
+        """`odd`: the issues the poller read but could not take as issues (number, why): kept
+        in tireless.issue_skip beside those the store itself leaves out, the rest recorded."""
         call = calls.record_poll(
-            forge, owner, repo, poller, issues, cursor, etag, full_listing, deleted, next_poll_in
-        )
+            forge, owner, repo, poller, issues, cursor, etag, full_listing, deleted, next_poll_in,
+            odd,
+        )  # fmt: skip
         return await self._run(call)
 
     async def record_poll_failure(
@@ -351,6 +355,16 @@ class AsyncJobStore:
         self, forge: str, owner: str, repo: str, poller: str, number: int, note: str
     ) -> int:
         return await self._run(calls.record_issue_moved(forge, owner, repo, poller, number, note))
+
+    async def record_issue_gone(
+        self, forge: str, owner: str, repo: str, poller: str, number: int, note: str
+    ) -> int:
+        return await self._run(calls.record_issue_gone(forge, owner, repo, poller, number, note))
+
+    async def record_repo_archived(
+        self, forge: str, owner: str, repo: str, poller: str
+    ) -> datetime:
+        return await self._run(calls.record_repo_archived(forge, owner, repo, poller))
 
     async def record_forge_trouble(
         self, name: str, error: str | None, until: datetime | None

@@ -516,10 +516,10 @@ def claim_repos_to_poll(
 
 
 RECORD_POLL = (
-    "SELECT created, cancelled, rerouted, seen FROM tireless.record_poll(forge => %(forge)s,"
+    "SELECT created, cancelled, rerouted, seen, skipped FROM tireless.record_poll(forge => %(forge)s,"
     " owner => %(owner)s, repo => %(repo)s, poller => %(poller)s, issues => %(issues)s,"
     " cursor => %(cursor)s, etag => %(etag)s, full_listing => %(full_listing)s,"
-    " deleted => %(deleted)s::integer[], next_poll_in => %(next_poll_in)s)"
+    " deleted => %(deleted)s::integer[], next_poll_in => %(next_poll_in)s, odd => %(odd)s)"
 )
 
 
@@ -534,6 +534,7 @@ def record_poll(
     full_listing: bool,
     deleted: Sequence[int],
     next_poll_in: timedelta,
+    odd: Sequence[tuple[int, str]] = (),
 ) -> Call[PollOutcome, PollOutcome]:
     params = _repo(forge, owner, repo) | {
         "poller": poller,
@@ -543,6 +544,7 @@ def record_poll(
         "full_listing": full_listing,
         "deleted": list(deleted),
         "next_poll_in": next_poll_in,
+        "odd": Jsonb([{"number": number, "problem": problem} for number, problem in odd]),
     }
     return Call(RECORD_POLL, params, class_row(PollOutcome), _only)
 
@@ -599,6 +601,30 @@ def record_issue_moved(
 ) -> Call[Any, int]:
     params = _repo(forge, owner, repo) | {"poller": poller, "number": number, "note": note}
     return Call(RECORD_ISSUE_MOVED, params, tuple_row, _value)
+
+
+RECORD_ISSUE_GONE = (
+    "SELECT tireless.record_issue_gone(forge => %(forge)s, owner => %(owner)s, repo => %(repo)s,"
+    " poller => %(poller)s, number => %(number)s, note => %(note)s)"
+)
+
+
+def record_issue_gone(
+    forge: str, owner: str, repo: str, poller: str, number: int, note: str
+) -> Call[Any, int]:
+    params = _repo(forge, owner, repo) | {"poller": poller, "number": number, "note": note}
+    return Call(RECORD_ISSUE_GONE, params, tuple_row, _value)
+
+
+RECORD_REPO_ARCHIVED = (
+    "SELECT tireless.record_repo_archived(forge => %(forge)s, owner => %(owner)s, repo => %(repo)s,"
+    " poller => %(poller)s)"
+)
+
+
+def record_repo_archived(forge: str, owner: str, repo: str, poller: str) -> Call[Any, datetime]:
+    params = _repo(forge, owner, repo) | {"poller": poller}
+    return Call(RECORD_REPO_ARCHIVED, params, tuple_row, _value)
 
 
 RECORD_FORGE_TROUBLE = (

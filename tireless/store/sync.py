@@ -317,10 +317,14 @@ class JobStore:
         full_listing: bool,
         deleted: Sequence[int] = (),
         next_poll_in: timedelta = timedelta(0),
+        odd: Sequence[tuple[int, str]] = (),
     ) -> PollOutcome:
+        """`odd`: the issues the poller read but could not take as issues (number, why): kept
+        in tireless.issue_skip beside those the store itself leaves out, the rest recorded."""
         call = calls.record_poll(
-            forge, owner, repo, poller, issues, cursor, etag, full_listing, deleted, next_poll_in
-        )
+            forge, owner, repo, poller, issues, cursor, etag, full_listing, deleted, next_poll_in,
+            odd,
+        )  # fmt: skip
         return self._run(call)
 
     def record_poll_failure(
@@ -353,6 +357,18 @@ class JobStore:
         self, forge: str, owner: str, repo: str, poller: str, number: int, note: str
     ) -> int:
         return self._run(calls.record_issue_moved(forge, owner, repo, poller, number, note))
+
+    def record_issue_gone(
+        self, forge: str, owner: str, repo: str, poller: str, number: int, note: str
+    ) -> int:
+        """The forge says the issue is gone (deleted, or moved: `note` says how): its live jobs
+        end and the mirror writes to it no more. Returns how many jobs it ended."""
+        return self._run(calls.record_issue_gone(forge, owner, repo, poller, number, note))
+
+    def record_repo_archived(self, forge: str, owner: str, repo: str, poller: str) -> datetime:
+        """The forge refused a write because the repository is archived: no mirror write to it
+        for a day. Returns when one is tried again."""
+        return self._run(calls.record_repo_archived(forge, owner, repo, poller))
 
     def record_forge_trouble(self, name: str, error: str | None, until: datetime | None) -> None:
         return self._run(calls.record_forge_trouble(name, error, until))

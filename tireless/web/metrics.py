@@ -157,6 +157,12 @@ def repo_families(out: Exposition, repos: list[dict[str, Any]]) -> None:
         "1 while a mirror write waiting on the repository last failed (its mirror_error is set).",
         ((key(r), 1 if r["mirror_error"] else 0) for r in repos),
     )
+    out.family(
+        "tireless_repo_skipped_issues",
+        "gauge",
+        "Issues of the repository its polls leave out as malformed (tireless.issue_skip).",
+        ((key(r), r["skipped_issues"]) for r in repos),
+    )
 
 
 async def scrape(request: Request) -> Response:

@@ -26,7 +26,7 @@ REPOS = """
 SELECT r.forge, r.owner, r.repo, r.last_poll_at, r.last_success_at, r.last_error, r.last_error_at,
        r.consecutive_failures, r.next_poll_at, r.backoff_until, r.registered,
        r.forge_limited_until, r.forge_error, r.pending, r.claimed,
-       r.mirror_backlog, r.mirror_error, r.mirror_error_at
+       r.mirror_backlog, r.mirror_error, r.mirror_error_at, r.skipped_issues, r.skipped_issue
   FROM tireless.repo_status r
  ORDER BY r.forge, r.owner, r.repo"""
 ROLL_UP_HISTORY = "SELECT tireless.roll_up_history()"
