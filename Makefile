@@ -50,6 +50,7 @@ bench: install pg-binaries
 	$(PY) bench/workspace.py $(if $(QUICK),--commits 2000 --repeats 3)
 	$(PY) bench/delivery.py $(if $(QUICK),--jobs 5)
 	$(PY) bench/conversation.py $(if $(QUICK),--samples 3 --repos 20 --pulls 4)
+	$(PY) bench/egress.py $(if $(QUICK),--quick)
 
 run: install pg-binaries
 	$(PY) -m tireless.devtools.demo

@@ -30,14 +30,16 @@ SELECT coalesce(l.name, live.lane) AS lane,
        coalesce(live.past_lease, 0) AS past_lease,
        live.oldest_pending_age,
        l.max_run, l.stall_after,
-       coalesce(live.waiting, 0) AS waiting
+       coalesce(live.waiting, 0) AS waiting,
+       l.egress
   FROM tireless.lane l
   FULL JOIN live ON live.lane = l.name
  CROSS JOIN tireless.policy p;
 COMMENT ON VIEW tireless.lane_status IS
     'One row per lane that has settings or live jobs: capacity, paused, circuit breaker (closed, open while tripped, '
     'half-open after the cool-down until a success), its pending, ready, claimed and past-lease jobs, its time '
-    'limits (max_run, stall_after; null: none), and its pending jobs waiting for a dependency (waiting; never ready).';
+    'limits (max_run, stall_after; null: none), its pending jobs waiting for a dependency (waiting; never ready), '
+    'and its egress allowlist (null: none, the host''s network; empty: no egress).';
 REVOKE ALL ON tireless.lane_status FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT SELECT ON tireless.lane_status TO tireless_runner, tireless_poller, tireless_admin;
 
@@ -118,7 +120,8 @@ SELECT coalesce(s.lane, q.lane) AS lane,
        coalesce(b.agent_seconds_today, 0)::float8 AS agent_seconds_today,
        b.runs_per_day, b.agent_seconds_per_day, b.budget_resets_at,
        s.max_run, s.stall_after,
-       coalesce(s.waiting, 0) AS waiting
+       coalesce(s.waiting, 0) AS waiting,
+       s.egress
   FROM tireless.lane_status s
   FULL JOIN (SELECT st.lane,
                     sum(st.jobs) FILTER (WHERE st.state = 'delivered')::bigint AS delivered,
@@ -132,7 +135,8 @@ COMMENT ON VIEW tireless.lane_summary IS
     'queue_stats''s delivered, failed and cancelled counts, and today''s spend (UTC: runs_today, counted under a budget of runs, '
     'agent_seconds_today) against the lane''s daily budgets, with budget_resets_at (the next midnight UTC) while a '
     'budget is spent, its time limits (max_run, stall_after), and its pending jobs waiting for a dependency '
-    '(waiting). What `tireless status`, `tireless lane show` and the dashboard''s overview show.';
+    '(waiting), and its egress allowlist (egress; null: the host''s network, empty: no egress). What `tireless '
+    'status`, `tireless lane show` and the dashboard''s overview show.';
 REVOKE ALL ON tireless.lane_summary FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT SELECT ON tireless.lane_summary TO tireless_runner, tireless_poller, tireless_admin;
 

@@ -184,8 +184,10 @@ CREATE TABLE tireless.lane (
     runs_per_day integer,
     agent_time_per_day interval,
     limited boolean GENERATED ALWAYS AS (((capacity IS NOT NULL) OR (runs_per_day IS NOT NULL) OR (agent_time_per_day IS NOT NULL))) STORED,
+    egress text[],
     CONSTRAINT agent_time_per_day_positive CHECK ((agent_time_per_day > '00:00:00'::interval)),
     CONSTRAINT capacity_not_negative CHECK ((capacity >= 0)),
+    CONSTRAINT egress_at_most_100_entries CHECK ((cardinality(egress) <= 100)),
     CONSTRAINT failures_not_negative CHECK ((consecutive_failures >= 0)),
     CONSTRAINT lane_name_is_a_name CHECK (tireless.is_lane_name(name)),
     CONSTRAINT max_run_is_positive CHECK ((max_run > '00:00:00'::interval)),
@@ -242,6 +244,12 @@ COMMENT ON COLUMN tireless.lane.agent_time_per_day IS 'No claim once the lane''s
 COMMENT ON COLUMN tireless.lane.limited IS 'The lane has a capacity or a budget: claim_next counts it under the lane''s row lock.';
 
 --
+-- Name: COLUMN lane.egress; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.lane.egress IS 'The hosts the lane''s agents may reach (HOST[:PORT] entries: a DNS name, *.suffix, or an IP literal), through the runner''s proxy from a network namespace of their own. Null: no list, the host''s network; empty: no egress.';
+
+--
 -- Name: CONSTRAINT agent_time_per_day_positive ON lane; Type: COMMENT; Schema: tireless; Owner: -
 --
 
@@ -252,6 +260,12 @@ COMMENT ON CONSTRAINT agent_time_per_day_positive ON tireless.lane IS 'A budget 
 --
 
 COMMENT ON CONSTRAINT capacity_not_negative ON tireless.lane IS 'Capacity is null (unlimited) or not negative.';
+
+--
+-- Name: CONSTRAINT egress_at_most_100_entries ON lane; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT egress_at_most_100_entries ON tireless.lane IS 'An egress allowlist has at most 100 entries.';
 
 --
 -- Name: CONSTRAINT failures_not_negative ON lane; Type: COMMENT; Schema: tireless; Owner: -
@@ -2740,6 +2754,70 @@ CREATE FUNCTION tireless.duration_bin(seconds double precision) RETURNS smallint
 COMMENT ON FUNCTION tireless.duration_bin(seconds double precision) IS 'The histogram bin of a duration in seconds: bins grow by a factor of 2^(1/4) (19%); bin b holds the durations up to tireless.bin_bound(b). Everything under 10 ms is in the first bin.';
 
 --
+-- Name: egress_entry(text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.egress_entry(entry text) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE
+    AS $_$
+DECLARE
+    parts text[];
+    host text;
+    port text;
+    address inet;
+BEGIN
+    IF egress_entry.entry ~ '^\[' THEN
+        parts := regexp_match(egress_entry.entry, '^\[([0-9A-Fa-f:.]+)\](?::([0-9]+))?$');
+        IF parts IS NULL OR parts[1] !~ ':' THEN
+            RETURN NULL;  -- brackets hold an IPv6 literal only
+        END IF;
+    ELSIF egress_entry.entry ~ ':.*:' THEN
+        parts := ARRAY[egress_entry.entry, NULL];  -- an IPv6 literal without brackets takes no port
+    ELSE
+        parts := regexp_match(egress_entry.entry, '^([^:]+)(?::([0-9]+))?$');
+        IF parts IS NULL THEN
+            RETURN NULL;
+        END IF;
+    END IF;
+    host := parts[1];
+    port := parts[2];
+    IF port IS NOT NULL AND (port !~ '^[1-9][0-9]{0,4}$' OR port::integer > 65535) THEN
+        RETURN NULL;
+    END IF;
+    IF host ~ ':' THEN
+        IF host !~ '^[0-9A-Fa-f:.]+$' THEN
+            RETURN NULL;
+        END IF;
+        BEGIN
+            address := host::inet;
+        EXCEPTION WHEN invalid_text_representation THEN
+            RETURN NULL;
+        END;
+        RETURN '[' || host(address) || ']' || coalesce(':' || port, '');
+    END IF;
+    IF host ~ '^[0-9.]+$' THEN
+        IF host !~ '^((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])$' THEN
+            RETURN NULL;
+        END IF;
+        RETURN host || coalesce(':' || port, '');
+    END IF;
+    -- A DNS name: labels of letters, digits and inner dashes, its last one not all digits.
+    IF length(host) > 253
+       OR host !~ '^(\*\.)?([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)*[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$'
+       OR host ~ '(^|\.)[0-9]+$' THEN
+        RETURN NULL;
+    END IF;
+    RETURN lower(host) || coalesce(':' || port, '');
+END;
+$_$;
+
+--
+-- Name: FUNCTION egress_entry(entry text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.egress_entry(entry text) IS 'An egress allowlist entry as stored (a name lower-cased, an IPv6 literal in brackets and compressed), or null when it is not HOST[:PORT]: a DNS name, *.suffix, an IPv4 literal or an IPv6 literal ([..] when a port follows), PORT 1 to 65535.';
+
+--
 -- Name: end_stopped_attempt(bigint, text, uuid); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -4317,6 +4395,165 @@ $$;
 COMMENT ON FUNCTION tireless.job_kind_for(labels text[]) IS 'The kind of work a set of issue labels asks for: the opt-in label and a mode label are both needed; discover beats plan beats implement; null when the labels ask for none. Labels match exactly.';
 
 --
+-- Name: network_use; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.network_use (
+    job_id bigint NOT NULL,
+    attempt integer NOT NULL,
+    lane text NOT NULL,
+    host text NOT NULL,
+    port integer NOT NULL,
+    allowed boolean NOT NULL,
+    requests bigint NOT NULL,
+    bytes_in bigint NOT NULL,
+    bytes_out bigint NOT NULL,
+    reason text,
+    recorded_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT network_use_attempt_positive CHECK ((attempt > 0)),
+    CONSTRAINT network_use_counts_not_negative CHECK (((requests >= 0) AND (bytes_in >= 0) AND (bytes_out >= 0))),
+    CONSTRAINT network_use_host_bounded CHECK (((length(host) >= 1) AND (length(host) <= 255))),
+    CONSTRAINT network_use_port_in_range CHECK (((port >= 0) AND (port <= 65535))),
+    CONSTRAINT network_use_reason_bounded CHECK (((length(reason) >= 1) AND (length(reason) <= 500))),
+    CONSTRAINT refusal_says_why CHECK ((allowed = (reason IS NULL)))
+);
+
+--
+-- Name: TABLE network_use; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.network_use IS 'What an attempt''s agent reached through the runner''s proxy and upstream gateways (allowed: requests and bytes per host and port) and what it was refused (host, port, reason and how often; never the payload), as its holder last recorded it (tireless.record_job_network). Private: read tireless.job_network and tireless.lane_egress.';
+
+--
+-- Name: COLUMN network_use.job_id; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.network_use.job_id IS 'The job whose attempt it was.';
+
+--
+-- Name: COLUMN network_use.attempt; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.network_use.attempt IS 'The attempt (the job''s attempts when it was recorded).';
+
+--
+-- Name: COLUMN network_use.lane; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.network_use.lane IS 'The job''s lane during the attempt: what /metrics sums by.';
+
+--
+-- Name: COLUMN network_use.host; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.network_use.host IS 'The host the agent asked for (a name or an IP literal), its first 255 characters.';
+
+--
+-- Name: COLUMN network_use.port; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.network_use.port IS 'The port it asked for (0 when a refused request named none that could be read).';
+
+--
+-- Name: COLUMN network_use.allowed; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.network_use.allowed IS 'True: reached (the counts are its traffic); false: refused (requests counts the refusals).';
+
+--
+-- Name: COLUMN network_use.requests; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.network_use.requests IS 'Connections or requests made (allowed), or refused (not allowed).';
+
+--
+-- Name: COLUMN network_use.bytes_in; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.network_use.bytes_in IS 'Bytes the host sent the agent.';
+
+--
+-- Name: COLUMN network_use.bytes_out; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.network_use.bytes_out IS 'Bytes the agent sent the host.';
+
+--
+-- Name: COLUMN network_use.reason; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.network_use.reason IS 'Why it was refused (not listed, a private address, ...); null when allowed.';
+
+--
+-- Name: COLUMN network_use.recorded_at; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.network_use.recorded_at IS 'When the holder recorded it.';
+
+--
+-- Name: CONSTRAINT network_use_attempt_positive ON network_use; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT network_use_attempt_positive ON tireless.network_use IS 'An attempt is counted from 1.';
+
+--
+-- Name: CONSTRAINT network_use_counts_not_negative ON network_use; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT network_use_counts_not_negative ON tireless.network_use IS 'Requests and bytes are not negative.';
+
+--
+-- Name: CONSTRAINT network_use_host_bounded ON network_use; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT network_use_host_bounded ON tireless.network_use IS 'A host is 1 to 255 characters.';
+
+--
+-- Name: CONSTRAINT network_use_port_in_range ON network_use; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT network_use_port_in_range ON tireless.network_use IS 'A port is 0 to 65535.';
+
+--
+-- Name: CONSTRAINT network_use_reason_bounded ON network_use; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT network_use_reason_bounded ON tireless.network_use IS 'A reason is 1 to 500 characters.';
+
+--
+-- Name: CONSTRAINT refusal_says_why ON network_use; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT refusal_says_why ON tireless.network_use IS 'A refusal has its reason; an allowed host has none.';
+
+--
+-- Name: job_network(bigint); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.job_network(job_id bigint) RETURNS TABLE(attempt integer, host text, port integer, allowed boolean, requests bigint, bytes_in bigint, bytes_out bigint, reason text)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    BEGIN ATOMIC
+ SELECT n.attempt,
+     n.host,
+     n.port,
+     n.allowed,
+     n.requests,
+     n.bytes_in,
+     n.bytes_out,
+     n.reason
+    FROM tireless.network_use n
+   WHERE (n.job_id = job_network.job_id)
+   ORDER BY n.attempt, n.allowed DESC, n.host, n.port, n.reason;
+END;
+
+--
+-- Name: FUNCTION job_network(job_id bigint); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.job_network(job_id bigint) IS 'What each attempt of the job reached (allowed: requests, bytes in and out per host and port) and was refused (host, port, reason, how often), as its holder recorded it: what `tireless show` and the dashboard''s job page show. No row for a job whose lane had no allowlist and no upstream, or an unknown job.';
+
+--
 -- Name: job_rules_hold(tireless.job); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -4705,6 +4942,26 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.lane_hands_out_work(paused boolean, tripped_until timestamp with time zone) IS 'True when a lane with these settings hands out work now: not paused, and its circuit breaker not tripped.';
+
+--
+-- Name: lane_network(text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.lane_network(lane text) RETURNS text[]
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM tireless.check_lane(lane_network.lane);
+    RETURN (SELECT l.egress FROM tireless.lane l WHERE l.name = lane_network.lane);
+END;
+$$;
+
+--
+-- Name: FUNCTION lane_network(lane text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.lane_network(lane text) IS 'The lane''s egress allowlist (tireless.set_lane_network): null when it has none (the agent keeps the host''s network), empty for no egress at all. TL005 for a bad lane name.';
 
 --
 -- Name: spend_day(); Type: FUNCTION; Schema: tireless; Owner: -
@@ -6320,6 +6577,60 @@ $$;
 COMMENT ON FUNCTION tireless.record_job_event() IS 'Trigger: appends the change of state of a job to tireless.job_event, with the login that made it.';
 
 --
+-- Name: record_job_network(bigint, text, uuid, jsonb); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.record_job_network(job_id bigint, worker text, token uuid, hosts jsonb) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+DECLARE
+    job tireless.job;
+    item jsonb;
+    ordinal bigint;
+    stored integer;
+BEGIN
+    IF jsonb_typeof(record_job_network.hosts) IS DISTINCT FROM 'array' OR jsonb_array_length(record_job_network.hosts) > 10000 THEN
+        RAISE EXCEPTION 'hosts must be a JSON array of at most 10000 rows, got %',
+            coalesce(left(record_job_network.hosts::text, 200), 'null') USING ERRCODE = 'TL005';
+    END IF;
+    FOR item, ordinal IN SELECT e, o FROM jsonb_array_elements(record_job_network.hosts) WITH ORDINALITY AS x(e, o) LOOP
+        IF NOT coalesce(jsonb_typeof(item) = 'object'
+                AND jsonb_typeof(item -> 'host') = 'string' AND (item ->> 'host') <> ''
+                AND (item ->> 'port') ~ '^[0-9]{1,5}$' AND (item ->> 'port')::integer <= 65535
+                AND jsonb_typeof(item -> 'allowed') = 'boolean'
+                AND (item ->> 'requests') ~ '^[0-9]{1,18}$'
+                AND (item ->> 'bytes_in') ~ '^[0-9]{1,18}$' AND (item ->> 'bytes_out') ~ '^[0-9]{1,18}$'
+                AND CASE WHEN item -> 'allowed' = 'true'::jsonb THEN coalesce(jsonb_typeof(item -> 'reason'), 'null') = 'null'
+                         ELSE jsonb_typeof(item -> 'reason') = 'string' AND (item ->> 'reason') <> '' END, false) THEN
+            RAISE EXCEPTION 'hosts[%] is not {host, port, allowed, requests, bytes_in, bytes_out, reason}: %',
+                ordinal - 1, left(item::text, 300)
+                USING ERRCODE = 'TL005',
+                      HINT = 'host a non-empty string, port 0 to 65535, counts not negative; a reason when and only when not allowed.';
+        END IF;
+    END LOOP;
+    job := tireless.held_job(record_job_network.job_id, record_job_network.worker, record_job_network.token);
+    DELETE FROM tireless.network_use n WHERE n.job_id = job.id AND n.attempt = job.attempts;
+    INSERT INTO tireless.network_use (job_id, attempt, lane, host, port, allowed, requests, bytes_in, bytes_out, reason)
+    -- The host and the reason come from what the agent asked for: cut, never refused for their length,
+    -- so that an agent cannot keep its refusals out of the record with one long name.
+    SELECT job.id, job.attempts, job.lane, left(r.host, 255), r.port, r.allowed, sum(r.requests), sum(r.bytes_in),
+           sum(r.bytes_out), left(r.reason, 500)
+      FROM jsonb_to_recordset(record_job_network.hosts)
+           AS r(host text, port integer, allowed boolean, requests bigint, bytes_in bigint, bytes_out bigint, reason text)
+     GROUP BY left(r.host, 255), r.port, r.allowed, left(r.reason, 500);
+    GET DIAGNOSTICS stored = ROW_COUNT;
+    RETURN stored;
+END;
+$_$;
+
+--
+-- Name: FUNCTION record_job_network(job_id bigint, worker text, token uuid, hosts jsonb); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.record_job_network(job_id bigint, worker text, token uuid, hosts jsonb) IS 'The holder records what its attempt''s agent reached and was refused: a JSON array of {host, port, allowed, requests, bytes_in, bytes_out, reason} (a reason when and only when refused; never a payload; host and reason cut to 255 and 500 characters), rows of one host, port and outcome added up. Replaces what the attempt recorded before, so the holder may record as it goes and at the end. Returns how many rows it keeps. TL005 naming a malformed row; TL001 for an unknown job, TL004 when worker (or token, or the login) does not hold it.';
+
+--
 -- Name: record_lane_outcome(text, boolean); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -7745,6 +8056,53 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.set_lane_max_run(lane text, max_run interval) IS '(admin) The time limit of every attempt in the lane (null: none): past it, the holder''s heartbeat answers timeout and the attempt ends as a failure, note "timed out after 2h". Applies to running attempts too. Returns the lane.';
+
+--
+-- Name: set_lane_network(text, text[]); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.set_lane_network(lane text, hosts text[]) RETURNS text[]
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    stored text[];
+    item text;
+    entry text;
+BEGIN
+    PERFORM tireless.check_lane(set_lane_network.lane);
+    IF set_lane_network.hosts IS NOT NULL THEN
+        IF cardinality(set_lane_network.hosts) > 100 THEN
+            RAISE EXCEPTION 'lane % may list at most 100 hosts, got %', quote_literal(set_lane_network.lane),
+                cardinality(set_lane_network.hosts)
+                USING ERRCODE = 'TL005', HINT = 'A wildcard (*.example.org) covers a domain''s hosts in one entry.';
+        END IF;
+        stored := '{}';
+        FOREACH item IN ARRAY set_lane_network.hosts LOOP
+            entry := tireless.egress_entry(item);
+            IF entry IS NULL THEN
+                RAISE EXCEPTION 'egress entry % of lane % is not HOST[:PORT]',
+                    coalesce(quote_literal(left(item, 300)), 'null'), quote_literal(set_lane_network.lane)
+                    USING ERRCODE = 'TL005',
+                          HINT = 'A host is a DNS name (example.org), a wildcard (*.example.org) or an IP literal '
+                                 '(192.0.2.1, [2001:db8::1]); a port is 1 to 65535.';
+            END IF;
+            IF NOT entry = ANY (stored) THEN
+                stored := stored || entry;
+            END IF;
+        END LOOP;
+    END IF;
+    PERFORM tireless.ensure_lane(set_lane_network.lane);
+    UPDATE tireless.lane l SET egress = stored WHERE l.name = set_lane_network.lane RETURNING l.egress INTO stored;
+    RETURN stored;
+END;
+$$;
+
+--
+-- Name: FUNCTION set_lane_network(lane text, hosts text[]); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.set_lane_network(lane text, hosts text[]) IS '(admin) The hosts the lane''s agents may reach, HOST[:PORT] entries (a DNS name, *.suffix, an IP literal; no port: 80 and 443), at most 100; an empty list: no egress at all; null: no list, the host''s network (as before). Returns the list as stored (names lower-cased, repeats dropped). TL005 naming the entry and the lane for a bad one, and for a bad lane name. Runners read it at each claim (tireless.lane_network).';
 
 --
 -- Name: set_lane_stall_after(text, interval); Type: FUNCTION; Schema: tireless; Owner: -
@@ -9722,6 +10080,24 @@ CREATE VIEW tireless.lane_budget AS
 COMMENT ON VIEW tireless.lane_budget IS 'One row per lane with settings: today''s spend (UTC: runs_today, null without a budget of runs; agent_seconds_today) against its daily budgets, with budget_resets_at (the next midnight UTC) while a budget is spent.';
 
 --
+-- Name: lane_egress; Type: VIEW; Schema: tireless; Owner: -
+--
+
+CREATE VIEW tireless.lane_egress AS
+ SELECT n.lane,
+    (COALESCE(sum(n.requests) FILTER (WHERE (NOT n.allowed)), (0)::numeric))::bigint AS refusals,
+    (sum(n.bytes_in))::bigint AS bytes_in,
+    (sum(n.bytes_out))::bigint AS bytes_out
+   FROM tireless.network_use n
+  GROUP BY n.lane;
+
+--
+-- Name: VIEW lane_egress; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON VIEW tireless.lane_egress IS 'Per lane, over the jobs the store keeps: the requests its agents were refused, and the bytes they received (bytes_in) and sent (bytes_out) through the runner''s proxy and gateways. /metrics exports them as counters.';
+
+--
 -- Name: lane_repo_id_seq; Type: SEQUENCE; Schema: tireless; Owner: -
 --
 
@@ -9768,7 +10144,8 @@ CREATE VIEW tireless.lane_status AS
     live.oldest_pending_age,
     l.max_run,
     l.stall_after,
-    COALESCE(live.waiting, (0)::bigint) AS waiting
+    COALESCE(live.waiting, (0)::bigint) AS waiting,
+    l.egress
    FROM ((tireless.lane l
      FULL JOIN live ON ((live.lane = l.name)))
      CROSS JOIN tireless.policy p);
@@ -9777,7 +10154,7 @@ CREATE VIEW tireless.lane_status AS
 -- Name: VIEW lane_status; Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON VIEW tireless.lane_status IS 'One row per lane that has settings or live jobs: capacity, paused, circuit breaker (closed, open while tripped, half-open after the cool-down until a success), its pending, ready, claimed and past-lease jobs, its time limits (max_run, stall_after; null: none), and its pending jobs waiting for a dependency (waiting; never ready).';
+COMMENT ON VIEW tireless.lane_status IS 'One row per lane that has settings or live jobs: capacity, paused, circuit breaker (closed, open while tripped, half-open after the cool-down until a success), its pending, ready, claimed and past-lease jobs, its time limits (max_run, stall_after; null: none), its pending jobs waiting for a dependency (waiting; never ready), and its egress allowlist (null: none, the host''s network; empty: no egress).';
 
 --
 -- Name: queue_stats; Type: VIEW; Schema: tireless; Owner: -
@@ -9834,7 +10211,8 @@ CREATE VIEW tireless.lane_summary AS
     b.budget_resets_at,
     s.max_run,
     s.stall_after,
-    COALESCE(s.waiting, (0)::bigint) AS waiting
+    COALESCE(s.waiting, (0)::bigint) AS waiting,
+    s.egress
    FROM ((tireless.lane_status s
      FULL JOIN ( SELECT st.lane,
             (sum(st.jobs) FILTER (WHERE (st.state = 'delivered'::tireless.job_state)))::bigint AS delivered,
@@ -9848,7 +10226,7 @@ CREATE VIEW tireless.lane_summary AS
 -- Name: VIEW lane_summary; Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON VIEW tireless.lane_summary IS 'One row per lane that has live jobs, settings or jobs finished in the last 24 hours: lane_status (live jobs, the oldest pending job''s age in seconds, breaker, its failures in a row, paused, capacity) beside queue_stats''s delivered, failed and cancelled counts, and today''s spend (UTC: runs_today, counted under a budget of runs, agent_seconds_today) against the lane''s daily budgets, with budget_resets_at (the next midnight UTC) while a budget is spent, its time limits (max_run, stall_after), and its pending jobs waiting for a dependency (waiting). What `tireless status`, `tireless lane show` and the dashboard''s overview show.';
+COMMENT ON VIEW tireless.lane_summary IS 'One row per lane that has live jobs, settings or jobs finished in the last 24 hours: lane_status (live jobs, the oldest pending job''s age in seconds, breaker, its failures in a row, paused, capacity) beside queue_stats''s delivered, failed and cancelled counts, and today''s spend (UTC: runs_today, counted under a budget of runs, agent_seconds_today) against the lane''s daily budgets, with budget_resets_at (the next midnight UTC) while a budget is spent, its time limits (max_run, stall_after), and its pending jobs waiting for a dependency (waiting), and its egress allowlist (egress; null: the host''s network, empty: no egress). What `tireless status`, `tireless lane show` and the dashboard''s overview show.';
 
 --
 -- Name: mirror_comment; Type: TABLE; Schema: tireless; Owner: -
@@ -10833,6 +11211,18 @@ CREATE INDEX mirror_writes_due ON tireless.mirror_issue USING btree (forge, owne
 COMMENT ON INDEX tireless.mirror_writes_due IS 'The writes still to apply, per repository, by when they are due.';
 
 --
+-- Name: network_use_per_attempt; Type: INDEX; Schema: tireless; Owner: -
+--
+
+CREATE UNIQUE INDEX network_use_per_attempt ON tireless.network_use USING btree (job_id, attempt, host, port, allowed, COALESCE(reason, ''::text));
+
+--
+-- Name: INDEX network_use_per_attempt; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON INDEX tireless.network_use_per_attempt IS 'One row per host, port and outcome (allowed, or refused for a reason) of an attempt.';
+
+--
 -- Name: one_live_job_per_issue; Type: INDEX; Schema: tireless; Owner: -
 --
 
@@ -11310,6 +11700,19 @@ ALTER TABLE ONLY tireless.mirror_pull
 COMMENT ON CONSTRAINT mirror_pull_of_a_tracked_repo ON tireless.mirror_pull IS 'Mirror state belongs to a tracked repository and goes with it.';
 
 --
+-- Name: network_use network_use_of_a_job; Type: FK CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.network_use
+    ADD CONSTRAINT network_use_of_a_job FOREIGN KEY (job_id) REFERENCES tireless.job(id) ON DELETE CASCADE;
+
+--
+-- Name: CONSTRAINT network_use_of_a_job ON network_use; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT network_use_of_a_job ON tireless.network_use IS 'Network use belongs to its job and goes with it (prune).';
+
+--
 -- Name: job parent_is_a_job; Type: FK CONSTRAINT; Schema: tireless; Owner: -
 --
 
@@ -11758,6 +12161,12 @@ GRANT ALL ON FUNCTION tireless.duration_bin(seconds double precision) TO tireles
 GRANT ALL ON FUNCTION tireless.duration_bin(seconds double precision) TO tireless_admin;
 
 --
+-- Name: FUNCTION egress_entry(entry text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.egress_entry(entry text) FROM PUBLIC;
+
+--
 -- Name: FUNCTION end_stopped_attempt(job_id bigint, worker text, token uuid); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -12072,6 +12481,15 @@ GRANT ALL ON FUNCTION tireless.job_kind_for(labels text[]) TO tireless_runner;
 GRANT ALL ON FUNCTION tireless.job_kind_for(labels text[]) TO tireless_poller;
 
 --
+-- Name: FUNCTION job_network(job_id bigint); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.job_network(job_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.job_network(job_id bigint) TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.job_network(job_id bigint) TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.job_network(job_id bigint) TO tireless_admin;
+
+--
 -- Name: FUNCTION job_rules_hold(job tireless.job); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -12138,6 +12556,14 @@ GRANT ALL ON FUNCTION tireless.lane_for(kind text, labels text[]) TO tireless_po
 --
 
 REVOKE ALL ON FUNCTION tireless.lane_hands_out_work(paused boolean, tripped_until timestamp with time zone) FROM PUBLIC;
+
+--
+-- Name: FUNCTION lane_network(lane text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.lane_network(lane text) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.lane_network(lane text) TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.lane_network(lane text) TO tireless_admin;
 
 --
 -- Name: FUNCTION spend_day(); Type: ACL; Schema: tireless; Owner: -
@@ -12410,6 +12836,13 @@ GRANT ALL ON FUNCTION tireless.record_issue_moved(forge text, owner text, repo t
 REVOKE ALL ON FUNCTION tireless.record_job_event() FROM PUBLIC;
 
 --
+-- Name: FUNCTION record_job_network(job_id bigint, worker text, token uuid, hosts jsonb); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.record_job_network(job_id bigint, worker text, token uuid, hosts jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.record_job_network(job_id bigint, worker text, token uuid, hosts jsonb) TO tireless_runner;
+
+--
 -- Name: FUNCTION record_lane_outcome(lane text, succeeded boolean); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -12657,6 +13090,13 @@ GRANT ALL ON FUNCTION tireless.set_lane_capacity(lane text, capacity integer) TO
 
 REVOKE ALL ON FUNCTION tireless.set_lane_max_run(lane text, max_run interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.set_lane_max_run(lane text, max_run interval) TO tireless_admin;
+
+--
+-- Name: FUNCTION set_lane_network(lane text, hosts text[]); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.set_lane_network(lane text, hosts text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.set_lane_network(lane text, hosts text[]) TO tireless_admin;
 
 --
 -- Name: FUNCTION set_lane_stall_after(lane text, stall_after interval); Type: ACL; Schema: tireless; Owner: -
@@ -12921,6 +13361,14 @@ GRANT SELECT ON TABLE tireless.job_progress TO tireless_admin;
 GRANT SELECT ON TABLE tireless.lane_budget TO tireless_runner;
 GRANT SELECT ON TABLE tireless.lane_budget TO tireless_poller;
 GRANT SELECT ON TABLE tireless.lane_budget TO tireless_admin;
+
+--
+-- Name: TABLE lane_egress; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.lane_egress TO tireless_runner;
+GRANT SELECT ON TABLE tireless.lane_egress TO tireless_poller;
+GRANT SELECT ON TABLE tireless.lane_egress TO tireless_admin;
 
 --
 -- Name: TABLE lane_status; Type: ACL; Schema: tireless; Owner: -

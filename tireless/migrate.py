@@ -90,6 +90,7 @@ SQL_FILES = (
     "budgets.sql",
     "claim.sql",
     "lease.sql",
+    "network.sql",
     "brief.sql",
     "transition.sql",
     "work_rule.sql",

@@ -601,3 +601,20 @@ class RepoRevisions:
     repo: str
     revise_on_failed_checks: bool
     max_revisions: int
+
+
+@dataclass(frozen=True, slots=True)
+class JobNetwork:
+    """A host an attempt's agent reached, or was refused, through the runner's proxy or an
+    upstream gateway (`tireless.job_network`): counts per host, port and outcome, never a payload."""
+
+    attempt: int
+    host: str
+    port: int
+    allowed: bool
+    requests: int
+    """Requests (or connections) made when allowed; refusals when not."""
+    bytes_in: int
+    bytes_out: int
+    reason: str | None
+    """Why it was refused; None when allowed."""

@@ -177,7 +177,7 @@ def test_status_shows_lanes_by_state_with_claims_past_lease_and_paused_lanes(
     text = cli(db.url, "status").stdout
     assert text.splitlines()[0].split() == [
         "LANE", "PENDING", "READY", "WAITING", "CLAIMED", "PAST-LEASE", "DELIVERED", "FAILED",
-        "CANCELLED", "OLDEST-PENDING", "LANE-STATE",
+        "CANCELLED", "OLDEST-PENDING", "LANE-STATE", "EGRESS",
     ]  # fmt: skip
     assert "paused" in text
     assert text.rstrip().endswith("3 live job(s)")

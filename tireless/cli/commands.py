@@ -294,6 +294,7 @@ def cmd_show(args: argparse.Namespace) -> int:
             iter(fetch(conn, calls.JOB_CHECKPOINT, {"job_id": args.job}, dict_row)), None
         )
         asks = fetch(conn, calls.JOB_ASKS, {"job_id": args.job}, dict_row)
+        network = fetch(conn, calls.JOB_NETWORK, {"job_id": args.job}, dict_row)
     job: Job = found[0]
     if delivery is not None:
         delivery.pop("job_id")
@@ -303,9 +304,10 @@ def cmd_show(args: argparse.Namespace) -> int:
         "delivery": delivery,
         "checkpoint": checkpoint,
         "asks": asks,
+        "network": network,
         "history": history,
     }
-    emit(args, shown, render_job(job, history, attempt, delivery, checkpoint, asks))
+    emit(args, shown, render_job(job, history, attempt, delivery, checkpoint, asks, network))
     return OK
 
 
@@ -542,9 +544,21 @@ def cmd_cancel(args: argparse.Namespace) -> int:
     return OK
 
 
+def allowlist(args: argparse.Namespace) -> list[str] | None:
+    """`lane allow-net`'s one form: HOST[:PORT]..., --off (None: no list) or --none ([])."""
+    if args.off or args.none:
+        if args.hosts:
+            flag = "--off" if args.off else "--none"
+            raise UsageError(f"lane allow-net takes hosts or {flag}, not both: {args.hosts[0]}")
+        return None if args.off else []
+    if not args.hosts:
+        raise UsageError("lane allow-net needs HOST[:PORT]..., --off or --none")
+    return list(args.hosts)
+
+
 def cmd_lane(args: argparse.Namespace) -> int:
-    """`lane pause|resume|capacity|budget|max-run|stall-after|show`: a lane's settings, and its row
-    of `tireless status`."""
+    """`lane pause|resume|capacity|budget|max-run|stall-after|allow-net|show`: a lane's settings,
+    and its row of `tireless status`."""
     with connect(args) as conn:
         store = JobStore(conn)
         if args.lane_action == "pause":
@@ -559,6 +573,8 @@ def cmd_lane(args: argparse.Namespace) -> int:
             store.set_lane_max_run(args.lane, args.max_run)
         elif args.lane_action == "stall-after":
             store.set_lane_stall_after(args.lane, args.stall_after)
+        elif args.lane_action == "allow-net":
+            store.set_lane_network(args.lane, allowlist(args))
         rows = [row for row in status_rows(conn) if args.lane in (None, row["lane"])]
     if not rows:
         emit(args, rows, f"lane {args.lane} has no settings and no live or recent jobs")
@@ -569,6 +585,7 @@ def cmd_lane(args: argparse.Namespace) -> int:
 
 def cmd_work(args: argparse.Namespace) -> int:
     from tireless.runner.delivery import Delivery, state_directory  # only for `work`
+    from tireless.runner.gateway import parse_upstreams
     from tireless.runner.sandbox import choose
     from tireless.runner.worker import (
         CANNOT_START,
@@ -588,7 +605,12 @@ def cmd_work(args: argparse.Namespace) -> int:
     if args.command_line is not None:
         keep_secrets_out_of_environment_block(args.command_line)
     user = None if args.agent_user is None else agent_user(args.agent_user)
-    sandbox = choose(args.sandbox, user)  # one that cannot run here: a usage error
+    try:  # the secrets are read here, by the worker; their files are hidden from COMMAND
+        upstreams = parse_upstreams(args.upstream, args.upstream_header, args.upstream_secret)
+    except ValueError as bad:
+        raise UsageError(str(bad)) from None
+    secret_files = [value.partition("=")[2] for value in args.upstream_secret]
+    sandbox = choose(args.sandbox, user, secret_files)  # one that cannot run here: a usage error
     delivery = None
     if args.deliver:
         state_dir = args.state_dir or state_directory()
@@ -612,6 +634,7 @@ def cmd_work(args: argparse.Namespace) -> int:
         agent=user,
         sandbox=sandbox,
         delivery=delivery,
+        upstreams=upstreams,
     )
 
 

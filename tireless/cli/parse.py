@@ -428,7 +428,8 @@ def parser() -> argparse.ArgumentParser:
         command(
             "lane",
             cmd_lane,
-            "(admin) a lane's settings: pause, resume, capacity, budget, max-run, stall-after, show",
+            "(admin) a lane's settings: pause, resume, capacity, budget, max-run, stall-after,"
+            " allow-net, show",
         ),
         "lane_action",
     )
@@ -452,6 +453,22 @@ def parser() -> argparse.ArgumentParser:
         sub.add_argument(
             setting, type=limit, metavar="DURATION|none", help="e.g. 2h, 30m; none: no limit"
         )
+    sub = lane(
+        "allow-net",
+        "the hosts the lane's agents may reach (--off: the host's network; --none: no egress)",
+    )
+    sub.add_argument("lane", help="the lane's name, e.g. cc")
+    sub.add_argument(
+        "hosts",
+        nargs="*",
+        metavar="HOST[:PORT]",
+        help="a DNS name, *.domain or an IP literal ([2001:db8::1]:443); no port: 80 and 443",
+    )
+    form = sub.add_mutually_exclusive_group()
+    form.add_argument(
+        "--off", action="store_true", help="no list: the agent keeps the host's network"
+    )
+    form.add_argument("--none", action="store_true", help="an empty list: no egress at all")
     sub = lane("show", "a lane's queue and settings (all lanes when none is named)")
     sub.add_argument("lane", nargs="?", help="the lane's name (default: every lane)")
     sub = command("jobs", cmd_jobs, "list jobs, oldest first (--newest: newest first)")
@@ -571,6 +588,28 @@ def parser() -> argparse.ArgumentParser:
         default=30.0,
         metavar="DURATION",
         help="report COMMAND's output as progress at most this often (default 30s)",
+    )
+    sub.add_argument(
+        "--upstream",
+        action="append",
+        default=[],
+        metavar="NAME=URL",
+        help="a service COMMAND reaches through the runner's gateway, which adds its secret:"
+        " TIRELESS_UPSTREAM_<NAME>_URL (docs/runners.md#the-agents-network)",
+    )
+    sub.add_argument(
+        "--upstream-header",
+        action="append",
+        default=[],
+        metavar="NAME=HEADER",
+        help="the header the gateway sets to the secret (default Authorization: Bearer <secret>)",
+    )
+    sub.add_argument(
+        "--upstream-secret",
+        action="append",
+        default=[],
+        metavar="NAME=FILE",
+        help="the file the upstream's secret is read from, by the worker only (hidden from COMMAND)",
     )
     sub.add_argument(
         "command",

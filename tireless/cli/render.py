@@ -145,12 +145,36 @@ def render_status(rows: Sequence[dict[str, Any]]) -> str:
     columns += [
         ("OLDEST-PENDING", lambda row: age(row["oldest_pending_seconds"])),
         ("LANE-STATE", flags),
+        ("EGRESS", lambda row: egress_text(row["egress"])),
     ]
     live = sum(row["pending"] + row["claimed"] for row in rows)
     summary = f"{live} live job(s)" if live else "settled: no pending or claimed job"
     window = "delivered, failed, cancelled: jobs that finished in the last 24 hours"
     return (
         "\n".join([table(rows, columns), window, summary]) if rows else "no lanes and no jobs yet"
+    )
+
+
+def egress_text(entries: Sequence[str] | None) -> str:
+    """A lane's egress allowlist for a person: `host network` without one, `none` when empty."""
+    if entries is None:
+        return "host network"
+    return ", ".join(entries) or "none"
+
+
+def network_table(rows: Sequence[dict[str, Any]]) -> str:
+    """What a job's attempts reached and were refused (rows of tireless.job_network)."""
+    return table(
+        rows,
+        [
+            ("ATTEMPT", lambda n: str(n["attempt"])),
+            ("HOST", lambda n: n["host"]),
+            ("PORT", lambda n: str(n["port"])),
+            ("REQUESTS", lambda n: str(n["requests"])),
+            ("BYTES-IN", lambda n: str(n["bytes_in"])),
+            ("BYTES-OUT", lambda n: str(n["bytes_out"])),
+            ("REFUSED", lambda n: "-" if n["allowed"] else n["reason"]),
+        ],
     )
 
 
@@ -244,10 +268,12 @@ def render_job(
     delivery: dict[str, Any] | None = None,
     checkpoint: dict[str, Any] | None = None,
     asks: Sequence[dict[str, Any]] = (),
+    network: Sequence[dict[str, Any]] = (),
 ) -> str:
     """A job's fields, its newest attempt's progress (tireless.job_attempt) when it has a record,
     what it delivered (tireless.deliveries) and its last checkpoint (tireless.checkpoints) when it
-    has them, then its history (tireless.job_event), oldest first."""
+    has them, the hosts its agent reached and was refused (tireless.job_network), then its
+    history (tireless.job_event), oldest first."""
     fields = "\n".join(
         f"{name:>17}: {field_text(value)}" for name, value in dataclasses.asdict(job).items()
     )
@@ -282,7 +308,8 @@ def render_job(
             ("NOTE", lambda e: last_line(e["note"])),
         ],
     )
-    return f"{fields}\n\nhistory:\n{events}"
+    reached = f"\n\nnetwork:\n{network_table(network)}" if network else ""
+    return f"{fields}{reached}\n\nhistory:\n{events}"
 
 
 def delivery_lines(delivery: dict[str, Any]) -> list[tuple[str, str]]:

@@ -6,7 +6,9 @@ A `Sandbox` starts COMMAND for a job (`start`, a `Contained`), signals every pro
 first process ends: when COMMAND's top process exits, and when the worker dies, even by SIGKILL
 (a parent-death signal). `none` keeps COMMAND's process group and makes the worker a child
 subreaper, so what COMMAND leaves behind (double-forked or `setsid` included) is the worker's to
-kill at the job's end; a SIGKILL of the worker leaves it running."""
+kill at the job's end; a SIGKILL of the worker leaves it running. Given an `Isolation`, bwrap and
+unshare also give COMMAND a network namespace of its own, COMMAND behind the relay
+(tireless.runner.relay); `none` cannot."""
 
 from __future__ import annotations
 
@@ -15,11 +17,14 @@ import ctypes
 import json
 import os
 import pwd
+import shlex
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
@@ -31,20 +36,46 @@ END_WAIT = 5.0
 """Seconds `end` waits for what it killed to be gone (a process in uninterruptible sleep)."""
 
 
+NET_MOUNT = "/run/tireless-net"
+"""Where bwrap shows COMMAND the job's network directory (the runner's sockets, the relay)."""
+RELAY = "relay.py"
+"""The relay's file name in the job's network directory (tireless.runner.relay, copied there)."""
+
+
 class Unavailable(OSError):
     """The sandbox asked for cannot run here (a usage error of `tireless work`)."""
 
 
-def secret_paths(environ: Mapping[str, str]) -> tuple[list[str], list[str]]:
+@dataclass(frozen=True)
+class Isolation:
+    """COMMAND's network for one job: a namespace of its own, whose only way out is its loopback
+    ports relayed to the runner's unix sockets (port, socket file name) in `directory` (where the
+    relay's file is too), by the relay run with `python` (one the agent's user can run)."""
+
+    directory: Path
+    ports: tuple[tuple[int, str], ...]
+    python: str
+
+    def relayed(self, command: Sequence[str], directory: str) -> list[str]:
+        """COMMAND behind the relay, the job's network directory seen at `directory`."""
+        maps = [f"--map=127.0.0.1:{port}={directory}/{name}" for port, name in self.ports]
+        return [self.python, "-I", f"{directory}/{RELAY}", *maps, "--", *command]
+
+
+def secret_paths(
+    environ: Mapping[str, str], hidden: Sequence[str] = ()
+) -> tuple[list[str], list[str]]:
     """The worker's secret files and directories, as COMMAND must not see them: the files the
     `*_FILE` variables of the worker's credentials name (DATABASE_URL_FILE,
     TIRELESS_TOKEN_<NAME>_FILE, TIRELESS_WEBHOOK_SECRET_<NAME>_FILE, ...), libpq's password and
-    service files, and systemd's credentials directory; only those that exist, resolved."""
+    service files, systemd's credentials directory, and the files `hidden` names (the upstreams'
+    secrets, `work --upstream-secret`); only those that exist, resolved."""
     files = [
         value
         for name, value in environ.items()
         if name.endswith("_FILE") and (name.startswith(("TIRELESS_", "DATABASE_URL", "PG")))
     ]
+    files += hidden
     home = Path.home()
     files.append(environ.get("PGPASSFILE") or str(home / ".pgpass"))
     files.append(environ.get("PGSERVICEFILE") or str(home / ".pg_service.conf"))
@@ -63,6 +94,25 @@ def _drop_to(agent: pwd.struct_passwd) -> list[str]:
         "setpriv", f"--reuid={agent.pw_uid}", f"--regid={agent.pw_gid}", "--clear-groups",
         "--inh-caps=-all", "--bounding-set=-all", "--",
     ]  # fmt: skip
+
+
+def relay_python(agent: pwd.struct_passwd | None) -> str:
+    """A Python the agent's user can run the relay with: the worker's own, else python3 from the
+    system's PATH (the worker's may be in a home directory the agent cannot enter). Unavailable
+    when there is none."""
+    if agent is None:
+        return sys.executable
+    tried = [sys.executable, *filter(None, [shutil.which("python3", path=os.defpath)])]
+    # Executed by sh, not by setpriv: setpriv's exec still has the capabilities to reach any file.
+    run = 'exec "$0" -I -c "import socket, subprocess, threading"'
+    for python in dict.fromkeys(tried):
+        probe = [*_drop_to(agent), "sh", "-c", run, python]
+        if subprocess.run(probe, capture_output=True, check=False).returncode == 0:
+            return python
+    raise Unavailable(
+        f"the agent user {agent.pw_name} can run none of {', '.join(tried)}: the network relay"
+        " of a lane with an egress allowlist needs a Python 3 it can run"
+    )
 
 
 def _children(pid: int) -> list[int]:
@@ -124,6 +174,11 @@ class Sandbox:
     def describe(self) -> str:
         raise NotImplementedError
 
+    def network_refusal(self) -> str | None:
+        """Why this sandbox cannot give COMMAND a network namespace of its own here (a lane with
+        an egress allowlist needs one); None when it can."""
+        raise NotImplementedError
+
     def start(
         self,
         command: Sequence[str],
@@ -132,9 +187,11 @@ class Sandbox:
         writable: Sequence[Path],
         env: Mapping[str, str],
         agent: pwd.struct_passwd | None,
+        network: Isolation | None = None,
     ) -> Contained:
         """COMMAND started in `cwd` with `env` (as `agent` when given), stdin and stdout pipes,
-        stderr on stdout; it may write in `cwd` and `writable` (and in a sandbox's own /tmp)."""
+        stderr on stdout; it may write in `cwd` and `writable` (and in a sandbox's own /tmp);
+        with `network`, in a network namespace of its own behind the relay."""
         raise NotImplementedError
 
 
@@ -192,16 +249,31 @@ class Bubblewrap(Sandbox):
 
     name = "bwrap"
 
-    def __init__(self, environ: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, environ: Mapping[str, str] | None = None, hidden: Sequence[str] = ()
+    ) -> None:
         self.secret_files, self.secret_dirs = secret_paths(
-            os.environ if environ is None else environ
+            os.environ if environ is None else environ, hidden
         )
+        self._network_refusal: str | None = None
+        self._network_checked = False
 
     def describe(self) -> str:
         return (
             "bwrap (a PID namespace that ends with COMMAND or the worker; / read-only, a private"
             " /tmp, the worker's secret files hidden)"
         )
+
+    def network_refusal(self) -> str | None:
+        if not self._network_checked:
+            probe = self.argv([], cwd=Path("/"), writable=[], agent=None, isolated=True)
+            if not _works(probe):
+                self._network_refusal = (
+                    "--sandbox bwrap: bubblewrap cannot make a network namespace here"
+                    " (bwrap --unshare-net failed)"
+                )
+            self._network_checked = True
+        return self._network_refusal
 
     def argv(
         self,
@@ -211,16 +283,27 @@ class Bubblewrap(Sandbox):
         writable: Sequence[Path],
         agent: pwd.struct_passwd | None,
         status_fd: int | None = None,
+        network: Isolation | None = None,
+        isolated: bool = False,
     ) -> list[str]:
-        """The bwrap command line that runs COMMAND for a job."""
+        """The bwrap command line that runs COMMAND for a job; with `network` (or `isolated`, no
+        relay: a probe), in a network namespace of its own with an empty /run (a daemon's unix
+        socket there would be a way out) but for the job's network directory."""
+        isolated = isolated or network is not None
         argv = ["bwrap", "--unshare-pid", "--die-with-parent", "--new-session"]
+        argv += ["--unshare-net"] if isolated else []
         if status_fd is not None:
             argv += ["--json-status-fd", str(status_fd)]
         if os.geteuid() == 0 and agent is None:
             argv += ["--cap-drop", "ALL"]  # root without capabilities cannot undo the view
         argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-        for named in _named_files(command):  # COMMAND's program and files stay visible, read-only
-            argv += ["--ro-bind", named, named]
+        argv += ["--tmpfs", "/run"] if isolated else []
+        named = _named_files(command)  # COMMAND's program and files stay visible, read-only
+        if network is not None:
+            named += _named_files([network.python])
+            command = network.relayed(command, NET_MOUNT)
+        for path in dict.fromkeys(named):
+            argv += ["--ro-bind", path, path]
         own = [cwd, *writable]
         if agent is not None and agent.pw_dir not in ("", "/") and os.path.isdir(agent.pw_dir):
             own.append(Path(agent.pw_dir))  # the agent's own home
@@ -231,6 +314,8 @@ class Bubblewrap(Sandbox):
             argv += ["--ro-bind", "/dev/null", secret]
         for secret in self.secret_dirs:
             argv += ["--tmpfs", secret]
+        if network is not None:
+            argv += ["--bind", str(network.directory), NET_MOUNT]
         argv += ["--chdir", str(cwd), "--"]
         return argv + (_drop_to(agent) if agent is not None else []) + list(command)
 
@@ -242,12 +327,14 @@ class Bubblewrap(Sandbox):
         writable: Sequence[Path],
         env: Mapping[str, str],
         agent: pwd.struct_passwd | None,
+        network: Isolation | None = None,
     ) -> Contained:
         status, status_writer = os.pipe()
         try:
             argv = self.argv(
-                command, cwd=cwd, writable=writable, agent=agent, status_fd=status_writer
-            )
+                command, cwd=cwd, writable=writable, agent=agent, status_fd=status_writer,
+                network=network,
+            )  # fmt: skip
             process = subprocess.Popen(
                 argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                 env=dict(env), start_new_session=True, pass_fds=[status_writer],
@@ -292,10 +379,30 @@ class Unshare(Sandbox):
             " the worker's secret files as they are)"
         )
 
-    def argv(self, command: Sequence[str], agent: pwd.struct_passwd | None) -> list[str]:
+    def network_refusal(self) -> str | None:
+        if shutil.which("ip") is None:  # util-linux has no tool to bring an interface up
+            return (
+                "--sandbox unshare: a network namespace of unshare --net has its loopback down,"
+                " and iproute2's ip, which brings it up, is missing"
+            )
+        return None
+
+    def argv(
+        self,
+        command: Sequence[str],
+        agent: pwd.struct_passwd | None,
+        network: Isolation | None = None,
+    ) -> list[str]:
         outer = ["setpriv", "--pdeathsig", "KILL", "--"]  # unshare dies with the worker
-        inner = ["unshare", "--pid", "--fork", "--kill-child", "--mount-proc", "--"]
+        inner = ["unshare", "--pid", "--fork", "--kill-child", "--mount-proc"]
+        inner += ["--net", "--"] if network is not None else ["--"]
         first = ["setsid", "--fork", "--wait", "--"]
+        if network is not None:  # as root, before the drop: its loopback up, then the relay
+            ip = shutil.which("ip")
+            if ip is None:
+                raise Unavailable(self.network_refusal())
+            first += ["sh", "-c", f'{shlex.quote(ip)} link set lo up && exec "$@"', "sh"]
+            command = network.relayed(command, str(network.directory))
         return (
             outer + inner + first + (_drop_to(agent) if agent is not None else []) + list(command)
         )
@@ -308,9 +415,10 @@ class Unshare(Sandbox):
         writable: Sequence[Path],
         env: Mapping[str, str],
         agent: pwd.struct_passwd | None,
+        network: Isolation | None = None,
     ) -> Contained:
         process = subprocess.Popen(
-            self.argv(command, agent), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            self.argv(command, agent, network), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, env=dict(env), cwd=cwd, start_new_session=True,
         )  # fmt: skip
         return _InNamespace(process)
@@ -335,6 +443,9 @@ class ProcessGroup(Sandbox):
             " leaves when its job ends; a SIGKILL of the worker leaves it running)"
         )
 
+    def network_refusal(self) -> str | None:
+        return "--sandbox none cannot give the agent a network of its own (use --sandbox bwrap)"
+
     def start(
         self,
         command: Sequence[str],
@@ -343,7 +454,10 @@ class ProcessGroup(Sandbox):
         writable: Sequence[Path],
         env: Mapping[str, str],
         agent: pwd.struct_passwd | None,
+        network: Isolation | None = None,
     ) -> Contained:
+        if network is not None:
+            raise Unavailable(self.network_refusal())
         process = subprocess.Popen(
             list(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, env=dict(env), cwd=cwd,
@@ -405,14 +519,17 @@ def _works(argv: Sequence[str]) -> bool:
     return done.returncode == 0
 
 
-def choose(name: str, agent: pwd.struct_passwd | None = None) -> Sandbox:
+def choose(
+    name: str, agent: pwd.struct_passwd | None = None, hidden: Sequence[str] = ()
+) -> Sandbox:
     """The sandbox `--sandbox NAME` asks for, tried here; auto: bwrap, else unshare, else none.
-    Unavailable (a usage error) when the one asked for cannot run."""
+    `hidden`: more secret files bwrap hides (secret_paths). Unavailable (a usage error) when the
+    one asked for cannot run."""
     if name not in SANDBOXES:
         raise Unavailable(f"--sandbox: one of {', '.join(SANDBOXES)}, got {name!r}")
     needs_setpriv = agent is not None and shutil.which("setpriv") is None
     if name in ("auto", "bwrap"):
-        bwrap = Bubblewrap()
+        bwrap = Bubblewrap(hidden=hidden)
         probe = bwrap.argv([], cwd=Path("/"), writable=[], agent=None)
         if shutil.which("bwrap") and _works(probe) and not needs_setpriv:
             return bwrap

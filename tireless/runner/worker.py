@@ -5,9 +5,11 @@ worker's secrets: every libpq PG* variable, DATABASE_URL(_FILE), every other TIR
 (forge tokens, webhook secrets) and systemd's CREDENTIALS_DIRECTORY are dropped from its
 environment; with an agent user (--agent-user) it runs as that Unix user, which can read neither
 the worker's credential files nor its /proc. COMMAND runs in a sandbox (tireless.runner.sandbox):
-nothing it starts outlives its job. Every secret value the worker knows is masked (`***`)
-in COMMAND's output, in the note and in the worker's log (tireless.runner.masking). Exit 0 delivers the job; any other exit releases it to pending
-(the store fails it when its attempts are spent) with the tail of COMMAND's output as the note.
+nothing it starts outlives its job; with its lane's egress allowlist, in a network of its own
+whose only ways out are the runner's proxy and upstream gateways (tireless.runner.network).
+Every secret value the worker knows (the upstreams' too) is masked (`***`) in COMMAND's output,
+in the note and in the worker's log (tireless.runner.masking). Exit 0 delivers the job; any other
+exit releases it to pending (the store fails it when its attempts are spent) with the tail of COMMAND's output as the note.
 A lost lease (a heartbeat answered lost, or a finish refused as not the holder) stops COMMAND,
 leaves the job to the store and goes on to the next job. A heartbeat that answers cancel (the
 job was asked to stop: its issue withdrew its request, an admin cancelled it) stops COMMAND and
@@ -43,7 +45,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import timedelta
 from pathlib import Path
 from types import FrameType
@@ -51,14 +53,17 @@ from types import FrameType
 import psycopg
 from psycopg_pool import ConnectionPool
 
-from tireless.errors import MalformedPlan, NotHolder
+from tireless.errors import MalformedPlan, NotHolder, TirelessError
 from tireless.models import Job, JobBrief, JobState
 from tireless.runner.brief import AgentFiles
 from tireless.runner.credentials import known_secrets, token_variable
 from tireless.runner.delivery import Checkpoints, Delivery, git_auth
+from tireless.runner.egress import AllowEntry, parse_allowlist
+from tireless.runner.gateway import Upstream
 from tireless.runner.masking import Masker, MaskingFilter, OutputMasker
+from tireless.runner.network import AgentNetwork
 from tireless.runner.progress import ProgressReporter
-from tireless.runner.sandbox import Contained, Sandbox, choose
+from tireless.runner.sandbox import Contained, Sandbox, Unavailable, choose, relay_python
 from tireless.runner.workspace import Workspace
 from tireless.store import JobStore
 from tireless.store.calls import POOL_OPEN_TIMEOUT, POOL_OPTIONS
@@ -219,6 +224,7 @@ class Worker:
         agent: pwd.struct_passwd | None = None,
         sandbox: Sandbox | None = None,
         delivery: Delivery | None = None,
+        upstreams: Sequence[Upstream] = (),
     ) -> None:
         self.store = store
         self.name = name
@@ -234,6 +240,9 @@ class Worker:
         self.sandbox = sandbox or choose("auto", agent)
         self.delivery = delivery
         """The workspaces and the trusted push; None: COMMAND runs in the worker's directory."""
+        self.upstreams = list(upstreams)
+        """The services COMMAND reaches through the runner's gateways (`work --upstream`)."""
+        self._relay_python: str | None = None  # found once a lane's allowlist needs the relay
         self.stop_signal: str | None = None
         self.drain_signal: str | None = None
         self.cannot_start: str | None = None
@@ -245,6 +254,59 @@ class Worker:
         self._chain = False  # whether a finish also claims the next job (not with --once)
         self._next: Job | None = None  # the job the last finish claimed, to run next
         self._job_stop: str | None = None  # why its lease said the running job must stop
+
+    # The agent's network
+    def announce_network(self) -> None:
+        """Say once, per lane, what network its agents have; Unavailable (a usage error) when a
+        lane has an allowlist this worker cannot enforce."""
+        for lane in self.lanes:
+            hosts = self.store.lane_network(lane)
+            if hosts is None:
+                log.info(
+                    "%s: lane %s has no egress allowlist: its agents have the host's network%s",
+                    self.name, lane,
+                    f" and no upstream (`tireless lane allow-net {lane} --none` gives them only"
+                    " their upstreams)" if self.upstreams else "",
+                )  # fmt: skip
+                continue
+            self._allowlist(lane, hosts)
+            log.info(
+                "%s: lane %s: its agents reach %s through the runner's proxy only",
+                self.name, lane, ", ".join(hosts) or "no host",
+            )  # fmt: skip
+
+    def _allowlist(self, lane: str, hosts: Sequence[str]) -> list[AllowEntry]:
+        """A lane's allowlist, once the sandbox is known to enforce it (Unavailable otherwise)."""
+        if refusal := self.sandbox.network_refusal():
+            raise Unavailable(f"lane {lane} has an egress allowlist: {refusal}")
+        if self._relay_python is None:
+            self._relay_python = relay_python(self.agent)
+        try:
+            return parse_allowlist(hosts)
+        except ValueError as bad:
+            raise Unavailable(f"lane {lane}: {bad}") from None
+
+    @contextlib.contextmanager
+    def _network(self, job: Job) -> Iterator[AgentNetwork | None]:
+        """The job's network while COMMAND runs (None: the host's, and no upstream); what it saw
+        is recorded when it ends, whatever the job's outcome (a refused record is only logged)."""
+        hosts = self.store.lane_network(job.lane)
+        if hosts is None:
+            yield None
+            return
+        allow = self._allowlist(job.lane, hosts)
+        assert self._relay_python is not None  # found by _allowlist
+        network = AgentNetwork(allow, self.upstreams, self._relay_python)
+        try:
+            with network:
+                yield network
+        finally:
+            try:
+                self.store.record_job_network(job.id, self.name, job.claim_token, network.rows())
+            except (psycopg.Error, TirelessError) as error:
+                log.warning(
+                    "%s: job %s: its network use is not recorded: %s", self.name, job.id, error
+                )
 
     # The loop
     def run(self, *, once: bool) -> int:
@@ -336,6 +398,9 @@ class Worker:
                 )  # fmt: skip
                 try:
                     code, output = self._run_command(job, held)
+                except Unavailable as error:  # a lane's allowlist this worker cannot enforce
+                    self.cannot_start = str(error)
+                    raise ShuttingDown(self.cannot_start) from error
                 except OSError as error:  # the runner's fault: give the job back, then stop
                     self.cannot_start = f"cannot start COMMAND {self.command[0]!r}: {error}"
                     raise ShuttingDown(self.cannot_start) from error
@@ -392,9 +457,10 @@ class Worker:
                     brief.checkpoint_commit,
                 )
             try:
-                code, output, draft = self._run_in(
-                    job, files, made, None if checkpoints is None else checkpoints.ask
-                )
+                with self._network(job) as network:
+                    code, output, draft = self._run_in(
+                        job, files, made, None if checkpoints is None else checkpoints.ask, network
+                    )
             finally:
                 if checkpoints is not None:
                     checkpoints.close()
@@ -431,15 +497,19 @@ class Worker:
         files: AgentFiles,
         workspace: Workspace | None,
         checkpoint: Callable[[], object] | None,
+        network: AgentNetwork | None,
     ) -> tuple[int, str, bool]:
         env = command_environment(job, self.agent) | files.environment()
         cwd = Path.cwd() if workspace is None else workspace.path
         if workspace is not None:
             env["TIRELESS_WORKSPACE"] = str(workspace.path)
+        if network is not None:
+            env |= network.environment()
         with self._lock:
             contained = self.sandbox.start(
                 self.command, cwd=cwd, writable=[files.body_file.parent], env=env,
                 agent=self.agent,  # its user and group, with no group of the worker's
+                network=None if network is None else network.isolation,
             )  # fmt: skip
             self._contained = contained
             if self.stop_signal is not None:
@@ -568,12 +638,14 @@ def work(
     agent: pwd.struct_passwd | None = None,
     sandbox: Sandbox | None = None,
     delivery: Delivery | None = None,
+    upstreams: Sequence[Upstream] = (),
 ) -> int:
     """`tireless work`: the exit code. Raises psycopg.OperationalError if the database cannot be
-    reached at the start (later, a lost connection is retried). COMMAND runs as `agent` when
-    given; every secret the worker knows is masked in what it logs and passes on."""
+    reached at the start (later, a lost connection is retried), Unavailable when a lane has an
+    egress allowlist the sandbox cannot enforce. COMMAND runs as `agent` when given; every secret
+    the worker knows (the upstreams' too) is masked in what it logs and passes on."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
-    masker = Masker(known_secrets(conninfo))
+    masker = Masker([*known_secrets(conninfo), *(upstream.secret for upstream in upstreams)])
     for handler in logging.getLogger().handlers:
         handler.addFilter(MaskingFilter(masker))
     sandbox = sandbox or choose("auto", agent)
@@ -597,8 +669,9 @@ def work(
         worker = Worker(
             store, name, lanes, command,
             lease=lease, poll=poll, grace=grace, drain_on=drain_on, progress_every=progress_every,
-            masker=masker, agent=agent, sandbox=sandbox, delivery=delivery,
+            masker=masker, agent=agent, sandbox=sandbox, delivery=delivery, upstreams=upstreams,
         )  # fmt: skip
+        worker.announce_network()
         return worker.run(once=once)
     finally:
         pool.close()

@@ -32,6 +32,7 @@ from tireless.models import (
     JobAsk,
     JobBrief,
     JobKind,
+    JobNetwork,
     JobState,
     Lane,
     MirrorChecklist,
@@ -232,6 +233,14 @@ class AsyncJobStore:
         """The holder pushed its workspace's commits so far to ref (never the pull request's
         branch) at commit: the job's last checkpoint, where its later attempts start."""
         return await self._run(calls.record_checkpoint(job_id, worker, ref, commit, token))
+
+    async def record_job_network(
+        self, job_id: int, worker: str, token: UUID | None, hosts: Sequence[Mapping[str, Any]]
+    ) -> int:
+        """The holder records what its attempt's agent reached and was refused (rows of
+        NetworkReport.as_json(): host, port, allowed, requests, bytes_in, bytes_out, reason),
+        replacing what the attempt recorded before; returns how many rows are kept."""
+        return await self._run(calls.record_job_network(job_id, worker, token, hosts))
 
     async def record_push(
         self, job_id: int, worker: str, branch: str, head: str, token: UUID | None = None
@@ -521,6 +530,15 @@ class AsyncJobStore:
     ) -> Lane:
         return await self._run(calls.set_lane_budget(lane, runs_per_day, agent_time_per_day))
 
+    async def set_lane_network(self, lane: str, hosts: Sequence[str] | None) -> list[str] | None:
+        """The hosts the lane's agents may reach (HOST[:PORT]); [] for no egress, None for no
+        list (the host's network). Returns the list as stored."""
+        return await self._run(calls.set_lane_network(lane, hosts))
+
+    async def lane_network(self, lane: str) -> list[str] | None:
+        """The lane's egress allowlist: None when it has none, [] for no egress."""
+        return await self._run(calls.lane_network(lane))
+
     # Repositories' shares
     async def set_repo_capacity(
         self, forge: str, owner: str, repo: str, capacity: int | None
@@ -610,6 +628,10 @@ class AsyncJobStore:
     async def job_asks(self, job_id: int) -> list[JobAsk]:
         """The reviews, commands and failed checks the job answers, oldest first."""
         return await self._run(calls.job_asks(job_id))
+
+    async def job_network(self, job_id: int) -> list[JobNetwork]:
+        """What each attempt of the job reached and was refused, by attempt."""
+        return await self._run(calls.job_network(job_id))
 
     async def pause_lane(self, lane: str) -> Lane:
         return await self._run(calls.pause_lane(lane))

@@ -37,6 +37,7 @@ from tireless.models import (
     JobAsk,
     JobBrief,
     JobKind,
+    JobNetwork,
     JobState,
     Lane,
     MirrorChecklist,
@@ -383,6 +384,34 @@ def record_checkpoint(
 ) -> Call[Any, datetime]:
     params = {"job_id": job_id, "worker": worker, "ref": ref, "commit": commit, "token": token}
     return Call(RECORD_CHECKPOINT, params, tuple_row, _value)
+
+
+RECORD_JOB_NETWORK = (
+    "SELECT tireless.record_job_network(job_id => %(job_id)s, worker => %(worker)s,"
+    " token => %(token)s, hosts => %(hosts)s)"
+)
+
+
+def record_job_network(
+    job_id: int, worker: str, token: UUID | None, hosts: Sequence[Mapping[str, Any]]
+) -> Call[Any, int]:
+    params = {
+        "job_id": job_id,
+        "worker": worker,
+        "token": token,
+        "hosts": Jsonb([dict(host) for host in hosts]),
+    }
+    return Call(RECORD_JOB_NETWORK, params, tuple_row, _count)
+
+
+JOB_NETWORK = (
+    "SELECT attempt, host, port, allowed, requests, bytes_in, bytes_out, reason"
+    " FROM tireless.job_network(job_id => %(job_id)s)"
+)
+
+
+def job_network(job_id: int) -> Call[JobNetwork, list[JobNetwork]]:
+    return Call(JOB_NETWORK, {"job_id": job_id}, class_row(JobNetwork), _rows)
 
 
 RECORD_PUSH = (
@@ -953,6 +982,21 @@ def set_lane_max_run(lane: str, max_run: timedelta | None) -> Call[Lane, Lane]:
     return Call(SET_LANE_MAX_RUN, {"lane": lane, "max_run": max_run}, _LANE, _only)
 
 
+SET_LANE_NETWORK = "SELECT tireless.set_lane_network(lane => %(lane)s, hosts => %(hosts)s)"
+
+
+def set_lane_network(lane: str, hosts: Sequence[str] | None) -> Call[Any, list[str] | None]:
+    params = {"lane": lane, "hosts": None if hosts is None else list(hosts)}
+    return Call(SET_LANE_NETWORK, params, tuple_row, _value)
+
+
+LANE_NETWORK = "SELECT tireless.lane_network(lane => %(lane)s)"
+
+
+def lane_network(lane: str) -> Call[Any, list[str] | None]:
+    return Call(LANE_NETWORK, {"lane": lane}, tuple_row, _value)
+
+
 SET_LANE_STALL_AFTER = _returning(
     LANE_COLUMNS, "tireless.set_lane_stall_after(lane => %(lane)s, stall_after => %(stall_after)s)"
 )
@@ -1167,7 +1211,7 @@ STATUS = (
     "SELECT lane, pending, ready, claimed, past_lease, delivered, failed, cancelled,"
     " oldest_pending_seconds, breaker, paused, capacity, tripped_until, consecutive_failures,"
     " runs_today, agent_seconds_today, runs_per_day, agent_seconds_per_day, budget_resets_at,"
-    " max_run, stall_after, waiting"
+    " max_run, stall_after, waiting, egress"
     " FROM tireless.lane_summary ORDER BY lane"
 )
 TRACKED_KEY = (

@@ -32,6 +32,7 @@ from tireless.models import (
     JobAsk,
     JobBrief,
     JobKind,
+    JobNetwork,
     JobState,
     Lane,
     MirrorChecklist,
@@ -235,6 +236,14 @@ class JobStore:
         """The holder pushed its workspace's commits so far to ref (never the pull request's
         branch) at commit: the job's last checkpoint, where its later attempts start."""
         return self._run(calls.record_checkpoint(job_id, worker, ref, commit, token))
+
+    def record_job_network(
+        self, job_id: int, worker: str, token: UUID | None, hosts: Sequence[Mapping[str, Any]]
+    ) -> int:
+        """The holder records what its attempt's agent reached and was refused (rows of
+        NetworkReport.as_json(): host, port, allowed, requests, bytes_in, bytes_out, reason),
+        replacing what the attempt recorded before; returns how many rows are kept."""
+        return self._run(calls.record_job_network(job_id, worker, token, hosts))
 
     def record_push(
         self, job_id: int, worker: str, branch: str, head: str, token: UUID | None = None
@@ -523,6 +532,15 @@ class JobStore:
     ) -> Lane:
         return self._run(calls.set_lane_budget(lane, runs_per_day, agent_time_per_day))
 
+    def set_lane_network(self, lane: str, hosts: Sequence[str] | None) -> list[str] | None:
+        """The hosts the lane's agents may reach (HOST[:PORT]); [] for no egress, None for no
+        list (the host's network). Returns the list as stored."""
+        return self._run(calls.set_lane_network(lane, hosts))
+
+    def lane_network(self, lane: str) -> list[str] | None:
+        """The lane's egress allowlist: None when it has none, [] for no egress."""
+        return self._run(calls.lane_network(lane))
+
     # Repositories' shares
     def set_repo_capacity(
         self, forge: str, owner: str, repo: str, capacity: int | None
@@ -610,6 +628,10 @@ class JobStore:
     def job_asks(self, job_id: int) -> list[JobAsk]:
         """The reviews, commands and failed checks the job answers, oldest first."""
         return self._run(calls.job_asks(job_id))
+
+    def job_network(self, job_id: int) -> list[JobNetwork]:
+        """What each attempt of the job reached and was refused, by attempt."""
+        return self._run(calls.job_network(job_id))
 
     def pause_lane(self, lane: str) -> Lane:
         return self._run(calls.pause_lane(lane))

@@ -1,6 +1,7 @@
 """`/metrics` in the Prometheus text format (0.0.4). Live figures come from tireless.lane_status
 and tireless.repo_status; finished jobs are counters from tireless.finished_jobs, which
-tireless.roll_up_history() advances over the history written since the last scrape only."""
+tireless.roll_up_history() advances over the history written since the last scrape only; the
+agents' network from tireless.lane_egress."""
 
 from __future__ import annotations
 
@@ -129,6 +130,27 @@ def lane_families(out: Exposition, lanes: list[dict[str, Any]], now: datetime) -
     )
 
 
+def egress_families(out: Exposition, lanes: list[dict[str, Any]]) -> None:
+    out.family(
+        "tireless_lane_egress_refusals_total",
+        "counter",
+        "Requests the lane's agents were refused by the runner's egress proxy (over the jobs the"
+        " store keeps).",
+        (({"lane": lane["lane"]}, lane["refusals"]) for lane in lanes),
+    )
+    out.family(
+        "tireless_lane_egress_bytes_total",
+        "counter",
+        "Bytes the lane's agents received (in) and sent (out) through the runner's proxy and"
+        " upstream gateways (over the jobs the store keeps).",
+        (
+            ({"lane": lane["lane"], "direction": direction}, lane[f"bytes_{direction}"])
+            for lane in lanes
+            for direction in ("in", "out")
+        ),
+    )
+
+
 def repo_families(out: Exposition, repos: list[dict[str, Any]]) -> None:
     def key(repo: Mapping[str, Any]) -> dict[str, Any]:
         return {"forge": repo["forge"], "owner": repo["owner"], "repo": repo["repo"]}
@@ -180,6 +202,7 @@ async def scrape(request: Request) -> Response:
             for row in await board.rows(reads.FINISHED)
         ),
     )
+    egress_families(out, await board.rows(reads.LANE_EGRESS))
     try:
         repos = await board.rows(reads.REPOS)
     except TirelessError:

@@ -269,6 +269,7 @@ async def job(request: Request) -> Response:
                 iter(await board.rows(calls.JOB_CHECKPOINT, {"job_id": job_id})), None
             ),
             "asks": await board.rows(calls.JOB_ASKS, {"job_id": job_id}),
+            "network": await board.rows(calls.JOB_NETWORK, {"job_id": job_id}),
             "parent": parent[0] if parent else None,
             "children": [
                 {**child, "url": issue_url(forges, child)}

@@ -33,6 +33,10 @@ ROLL_UP_HISTORY = "SELECT tireless.roll_up_history()"
 FINISHED = (
     "SELECT f.lane, f.outcome, f.jobs FROM tireless.finished_jobs f ORDER BY f.lane, f.outcome"
 )
+LANE_EGRESS = (
+    "SELECT e.lane, e.refusals, e.bytes_in, e.bytes_out FROM tireless.lane_egress e ORDER BY e.lane"
+)
+"""Per lane, the requests its agents were refused and the bytes they moved, over the kept jobs."""
 
 JOB_COLUMNS = (
     "j.id, j.forge, j.owner, j.repo, j.number, j.title, j.kind::text AS kind, j.lane,"
