@@ -92,17 +92,33 @@ COMMENT ON VIEW tireless.job_list IS
 REVOKE ALL ON tireless.job_list FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT SELECT ON tireless.job_list TO tireless_runner, tireless_poller, tireless_admin;
 
+-- The dashboard's reads: what the roll-up counted, plus the history written since (the
+-- tireless.history_moves after counted_to), so a read writes nothing and works on a hot standby.
 CREATE OR REPLACE VIEW tireless.finished_jobs AS
-SELECT c.lane, c.outcome::text AS outcome, c.jobs FROM tireless.finished_count c;
+SELECT f.lane, f.outcome::text AS outcome, sum(f.jobs)::bigint AS jobs
+  FROM (SELECT c.lane, c.outcome, c.jobs FROM tireless.finished_count c
+        UNION ALL
+        SELECT m.lane, m.to_state, 1
+          FROM tireless.history_moves((SELECT r.counted_to FROM tireless.history_rollup r), NULL) m
+         WHERE tireless.is_terminal(m.to_state)) AS f
+ GROUP BY f.lane, f.outcome;
 COMMENT ON VIEW tireless.finished_jobs IS
-    'Jobs finished per lane and outcome since the store began (a counter), as of the last tireless.roll_up_history().';
+    'Jobs finished per lane and outcome since the store began (a counter): the rolled-up counts and the history '
+    'written since the last tireless.roll_up_history().';
 REVOKE ALL ON tireless.finished_jobs FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT SELECT ON tireless.finished_jobs TO tireless_runner, tireless_poller, tireless_admin;
 
 CREATE OR REPLACE VIEW tireless.finished_jobs_by_hour AS
-SELECT h.hour, h.lane, h.outcome::text AS outcome, h.jobs FROM tireless.finished_hourly h;
+SELECT h.hour, h.lane, h.outcome::text AS outcome, sum(h.jobs)::bigint AS jobs
+  FROM (SELECT c.hour, c.lane, c.outcome, c.jobs FROM tireless.finished_hourly c
+        UNION ALL
+        SELECT date_trunc('hour', m.at), m.lane, m.to_state, 1
+          FROM tireless.history_moves((SELECT r.counted_to FROM tireless.history_rollup r), NULL) m
+         WHERE tireless.is_terminal(m.to_state) AND m.at >= now() - interval '8 days') AS h
+ GROUP BY h.hour, h.lane, h.outcome;
 COMMENT ON VIEW tireless.finished_jobs_by_hour IS
-    'Jobs finished per hour, lane and outcome over the last 8 days, as of the last tireless.roll_up_history().';
+    'Jobs finished per hour, lane and outcome over the last 8 days: the rolled-up counts and the history written '
+    'since the last tireless.roll_up_history().';
 REVOKE ALL ON tireless.finished_jobs_by_hour FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT SELECT ON tireless.finished_jobs_by_hour TO tireless_runner, tireless_poller, tireless_admin;
 
@@ -212,10 +228,9 @@ GRANT EXECUTE ON FUNCTION tireless.activity_grain(interval) TO tireless_runner, 
 CREATE OR REPLACE FUNCTION tireless.queue_activity(span interval)
     RETURNS TABLE (bucket timestamptz, lane text, pending bigint, claimed bigint,
                    delivered bigint, failed bigint, cancelled bigint)
-    LANGUAGE sql VOLATILE SECURITY DEFINER
+    LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
 BEGIN ATOMIC
-    SELECT tireless.roll_up_history();
     WITH frame AS (
         SELECT tireless.activity_grain(queue_activity.span) AS grain,
                date_bin(tireless.activity_grain(queue_activity.span), now(),
@@ -223,8 +238,17 @@ BEGIN ATOMIC
     ), counted AS (
         SELECT a.bucket, a.lane, sum(a.pending_delta) AS pending_delta, sum(a.claimed_delta) AS claimed_delta,
                sum(a.delivered) AS delivered, sum(a.failed) AS failed, sum(a.cancelled) AS cancelled
-          FROM tireless.activity_count a
-          JOIN frame f ON a.grain = f.grain AND a.bucket > f.last - queue_activity.span
+          FROM (SELECT a.bucket, a.lane, a.pending_delta, a.claimed_delta, a.delivered, a.failed, a.cancelled
+                  FROM tireless.activity_count a
+                  JOIN frame f ON a.grain = f.grain AND a.bucket > f.last - queue_activity.span
+                UNION ALL
+                SELECT date_bin(f.grain, m.at, timestamptz '2000-01-01 00:00:00+00'), m.lane,
+                       (m.to_state = 'pending')::int - coalesce(m.from_state = 'pending', false)::int,
+                       (m.to_state = 'claimed')::int - coalesce(m.from_state = 'claimed', false)::int,
+                       (m.to_state = 'delivered')::int, (m.to_state = 'failed')::int, (m.to_state = 'cancelled')::int
+                  FROM frame f
+                 CROSS JOIN tireless.history_moves((SELECT r.counted_to FROM tireless.history_rollup r), NULL) m
+                 WHERE date_bin(f.grain, m.at, timestamptz '2000-01-01 00:00:00+00') > f.last - queue_activity.span) AS a
          GROUP BY a.bucket, a.lane
     ), live AS (
         SELECT j.lane, count(*) FILTER (WHERE j.state = 'pending') AS pending,
@@ -256,25 +280,33 @@ END;
 COMMENT ON FUNCTION tireless.queue_activity(interval) IS
     'Each lane over the last span (at most 8 days) in buckets of a minute (span up to 2 hours) or an hour: its '
     'pending and claimed jobs at the end of each bucket and the jobs that ended delivered, failed or cancelled in it. '
-    'Rolls the history up first (tireless.roll_up_history) and reads only the folded buckets and the live jobs. '
+    'Reads the folded buckets, the history written since the last tireless.roll_up_history() and the live jobs; '
+    'writes nothing (a hot standby answers it). '
     'A job re-routed to another lane while pending counts in the lane it had when the rollup read its event.';
 REVOKE ALL ON FUNCTION tireless.queue_activity(interval) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT EXECUTE ON FUNCTION tireless.queue_activity(interval) TO tireless_runner, tireless_poller, tireless_admin;
 
 CREATE OR REPLACE FUNCTION tireless.job_durations(span interval)
     RETURNS TABLE (lane text, kind text, measure text, jobs bigint, p50 interval, p95 interval)
-    LANGUAGE sql VOLATILE SECURITY DEFINER
+    LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
 BEGIN ATOMIC
-    SELECT tireless.roll_up_history();
     WITH frame AS (
         SELECT tireless.activity_grain(job_durations.span) AS grain,
                date_bin(tireless.activity_grain(job_durations.span), now(),
                         timestamptz '2000-01-01 00:00:00+00') AS last
     ), bins AS (
         SELECT d.lane, d.kind, d.measure, d.bin, sum(d.jobs) AS jobs
-          FROM tireless.duration_count d
-          JOIN frame f ON d.grain = f.grain AND d.bucket > f.last - job_durations.span
+          FROM (SELECT d.lane, d.kind, d.measure, d.bin, d.jobs
+                  FROM tireless.duration_count d
+                  JOIN frame f ON d.grain = f.grain AND d.bucket > f.last - job_durations.span
+                UNION ALL
+                SELECT m.lane, m.kind, x.measure, tireless.duration_bin(x.seconds), 1
+                  FROM frame f
+                 CROSS JOIN tireless.history_moves((SELECT r.counted_to FROM tireless.history_rollup r), NULL) m
+                 CROSS JOIN LATERAL (VALUES ('wait', m.waited), ('run', m.ran)) AS x (measure, seconds)
+                 WHERE x.seconds IS NOT NULL
+                   AND date_bin(f.grain, m.at, timestamptz '2000-01-01 00:00:00+00') > f.last - job_durations.span) AS d
          GROUP BY d.lane, d.kind, d.measure, d.bin
     ), running AS (
         SELECT b.lane, b.kind, b.measure, b.bin,
@@ -293,35 +325,55 @@ END;
 COMMENT ON FUNCTION tireless.job_durations(interval) IS
     'Per lane, kind and measure (wait: created to first claim; run: claim to finish) over the last span (at most '
     '8 days): how many jobs, and the median and 95th percentile as the upper bound of their histogram bin '
-    '(within 19%). Rolls the history up first and reads only the folded histograms.';
+    '(within 19%). Reads the folded histograms and the history written since the last tireless.roll_up_history(); '
+    'writes nothing.';
 REVOKE ALL ON FUNCTION tireless.job_durations(interval) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT EXECUTE ON FUNCTION tireless.job_durations(interval) TO tireless_runner, tireless_poller, tireless_admin;
 
 CREATE OR REPLACE FUNCTION tireless.failure_groups(span interval)
     RETURNS TABLE (error text, jobs bigint, latest bigint, lanes text[])
-    LANGUAGE sql VOLATILE SECURITY DEFINER
+    LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
 BEGIN ATOMIC
-    SELECT tireless.roll_up_history();
     WITH frame AS (
         SELECT tireless.activity_grain(failure_groups.span) AS grain,
                date_bin(tireless.activity_grain(failure_groups.span), now(),
                         timestamptz '2000-01-01 00:00:00+00') AS last
     )
     SELECT f.error, sum(f.jobs)::bigint, max(f.latest), array_agg(DISTINCT f.lane ORDER BY f.lane)
-      FROM tireless.failure_count f
-      JOIN frame ON f.grain = frame.grain AND f.bucket > frame.last - failure_groups.span
+      FROM (SELECT c.error, c.jobs, c.latest, c.lane
+              FROM tireless.failure_count c
+              JOIN frame ON c.grain = frame.grain AND c.bucket > frame.last - failure_groups.span
+            UNION ALL
+            SELECT m.error, 1, m.job_id, m.lane
+              FROM frame CROSS JOIN tireless.history_moves((SELECT r.counted_to FROM tireless.history_rollup r), NULL) m
+             WHERE m.to_state = 'failed'
+               AND date_bin(frame.grain, m.at, timestamptz '2000-01-01 00:00:00+00') > frame.last - failure_groups.span) AS f
      GROUP BY f.error
      ORDER BY sum(f.jobs) DESC, f.error;
 END;
 COMMENT ON FUNCTION tireless.failure_groups(interval) IS
     'The failures of the last span (at most 8 days) grouped by their error (the first line of the note that failed the '
-    'job): how many jobs, the newest, the lanes; most frequent first. Rolls the history up first and reads only the folded counts.';
+    'job): how many jobs, the newest, the lanes; most frequent first. Reads the folded counts and the history written '
+    'since the last tireless.roll_up_history(); writes nothing.';
 REVOKE ALL ON FUNCTION tireless.failure_groups(interval) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT EXECUTE ON FUNCTION tireless.failure_groups(interval) TO tireless_runner, tireless_poller, tireless_admin;
 
 CREATE OR REPLACE VIEW tireless.workers AS
-WITH held AS (
+WITH seen AS (
+    SELECT s.worker, l.lane, s.first_seen, s.last_seen
+      FROM tireless.worker_seen s LEFT JOIN LATERAL unnest(s.lanes) AS l (lane) ON true
+    UNION ALL
+    SELECT m.worker, CASE WHEN m.to_state = 'claimed' THEN m.lane END, m.at, m.at
+      FROM tireless.history_moves((SELECT r.counted_to FROM tireless.history_rollup r), NULL) m
+     WHERE m.worker IS NOT NULL
+), recent AS (
+    SELECT s.worker, coalesce(array_agg(DISTINCT s.lane ORDER BY s.lane) FILTER (WHERE s.lane IS NOT NULL), '{}') AS lanes,
+           min(s.first_seen) AS first_seen, max(s.last_seen) AS last_seen
+      FROM seen s
+     GROUP BY s.worker
+    HAVING max(s.last_seen) >= now() - interval '24 hours'
+), held AS (
     SELECT j.claimed_by AS worker, j.id AS job_id, j.lane, j.claim_expires_at, j.updated_at,
            (SELECT e.at FROM tireless.job_event e WHERE e.job_id = j.id ORDER BY e.id DESC LIMIT 1) AS held_since
       FROM tireless.job j
@@ -339,13 +391,13 @@ SELECT coalesce(w.worker, h.worker) AS worker,
        h.job_id, coalesce(h.jobs_held, 0) AS jobs_held, h.held_since, h.last_heartbeat, h.claim_expires_at AS lease_ends,
        greatest(w.last_seen, h.held_since, h.last_heartbeat) AS last_seen, w.first_seen,
        CASE WHEN h.past_lease THEN 'stopped heartbeating' WHEN h.job_id IS NOT NULL THEN 'working' ELSE 'idle' END AS status
-  FROM (SELECT * FROM tireless.worker_seen s WHERE s.last_seen >= now() - interval '24 hours') AS w
+  FROM recent w
   FULL JOIN holding h ON h.worker = w.worker;
 COMMENT ON VIEW tireless.workers IS
     'Every worker named by the history in the last 24 hours or holding a job now: the lanes it claimed from, the job '
     'it holds (the newest of jobs_held) since when, its last heartbeat (null until the first after the claim), when '
-    'its lease ends, and its status: working, stopped heartbeating (a lease it holds ran out) or idle. As of the last '
-    'tireless.roll_up_history() for the workers that hold nothing.';
+    'its lease ends, and its status: working, stopped heartbeating (a lease it holds ran out) or idle. Reads the '
+    'rolled-up tireless.worker_seen and the history written since the last tireless.roll_up_history().';
 REVOKE ALL ON tireless.workers FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT SELECT ON tireless.workers TO tireless_runner, tireless_poller, tireless_admin;
 
@@ -360,12 +412,20 @@ BEGIN ATOMIC
       JOIN tireless.job j ON j.id = r.job_id
      WHERE me.id = issue_runs.job_id
     UNION
+    SELECT j.id, j.state::text, j.kind::text, j.created_at, j.note
+      FROM tireless.job me
+      JOIN (SELECT m.* FROM tireless.history_moves((SELECT r.counted_to FROM tireless.history_rollup r), NULL) m
+             WHERE m.from_state IS NULL) AS t
+        ON (t.forge, t.owner, t.repo, t.number) = (me.forge, me.owner, me.repo, me.number)
+      JOIN tireless.job j ON j.id = t.job_id
+     WHERE me.id = issue_runs.job_id
+    UNION
     SELECT me.id, me.state::text, me.kind::text, me.created_at, me.note FROM tireless.job me WHERE me.id = issue_runs.job_id
      ORDER BY 1;
 END;
 COMMENT ON FUNCTION tireless.issue_runs(bigint) IS
-    'Every job the issue of job_id has had (a re-run, or a new request after one ended), in order, that the rollup '
-    'has seen, and job_id itself; empty for an unknown job.';
+    'Every job the issue of job_id has had (a re-run, or a new request after one ended), in order: those the rollup '
+    'folded into tireless.issue_run and those created since, and job_id itself; empty for an unknown job.';
 REVOKE ALL ON FUNCTION tireless.issue_runs(bigint) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT EXECUTE ON FUNCTION tireless.issue_runs(bigint) TO tireless_runner, tireless_poller, tireless_admin;
 

@@ -92,6 +92,11 @@ DECLARE
     target    bigint;
     counted   bigint;
 BEGIN
+    -- A hot standby or a read-only transaction cannot write: the roll-up is left to a writer (the
+    -- sweeper, the poller), and the readers add the history not rolled up yet themselves.
+    IF pg_catalog.current_setting('transaction_read_only') = 'on' THEN
+        RETURN 0;
+    END IF;
     -- One rollup at a time; a second caller leaves it to the first. A table lock, not a row lock:
     -- it takes no transaction id, so the horizons below are not held back by this transaction
     -- itself. EXCLUSIVE conflicts with itself, not with the ACCESS SHARE of a reader (the most a
@@ -156,7 +161,8 @@ COMMENT ON FUNCTION tireless.roll_up_history() IS
     'tireless.finished_jobs_by_hour, and folds the same events into the dashboard''s roll-ups (tireless.fold_history); '
     'returns how many finished jobs it added. Reads only new events; an event of a '
     'transaction still open is counted by a later call. Returns 0 at once while another call is rolling up (it holds the '
-    'table lock of tireless.history_rollup, which only the schema''s owner can take).';
+    'table lock of tireless.history_rollup, which only the schema''s owner can take), and does nothing and returns 0 in a '
+    'read-only transaction or on a hot standby. Called by the sweeper and the poller, never by a read.';
 REVOKE ALL ON FUNCTION tireless.roll_up_history() FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT EXECUTE ON FUNCTION tireless.roll_up_history() TO tireless_runner, tireless_poller, tireless_admin;
 
@@ -201,24 +207,43 @@ CREATE OR REPLACE TRIGGER history_belongs_to_a_job
 COMMENT ON TRIGGER history_belongs_to_a_job ON tireless.job IS
     'Every event belongs to a job: a job leaves only once its history is gone (tireless.prune).';
 
+-- What the roll-up folds and what a read adds of the history not rolled up yet: one definition.
+CREATE OR REPLACE FUNCTION tireless.history_moves(after_id bigint, upto_id bigint)
+    RETURNS TABLE (at timestamptz, worker text, from_state tireless.job_state, to_state tireless.job_state, error text,
+                   job_id bigint, forge text, owner text, repo text, number integer, lane text, kind tireless.job_kind,
+                   waited float8, ran float8)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    ROWS 100  -- the history since the last roll-up: a sweeper's pass apart, not the default 1000
+    SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+    SELECT e.at, e.worker, e.from_state, e.to_state, split_part(coalesce(e.note, ''), E'\n', 1), j.id, j.forge, j.owner,
+           j.repo, j.number, j.lane, j.kind,
+           CASE WHEN e.to_state = 'claimed' AND e.attempt = 1
+                THEN extract(epoch FROM e.at - j.created_at)::float8 END,
+           extract(epoch FROM e.at - claim.at)::float8
+      FROM tireless.job_event e
+      JOIN tireless.job j ON j.id = e.job_id
+      -- A finish from claimed: the event before it is the claim (its job's key, the primary key).
+      LEFT JOIN LATERAL (SELECT p.at FROM tireless.job_event p
+                          WHERE e.from_state = 'claimed' AND tireless.is_terminal(e.to_state)
+                            AND p.job_id = e.job_id AND p.id < e.id
+                          ORDER BY p.id DESC LIMIT 1) AS claim ON true
+     WHERE e.id > history_moves.after_id AND (history_moves.upto_id IS NULL OR e.id <= history_moves.upto_id);
+END;
+COMMENT ON FUNCTION tireless.history_moves(bigint, bigint) IS
+    'The events with after_id < id <= upto_id (null: no upper bound) as the roll-up folds them: each with its job''s '
+    'issue, lane and kind, the first line of its note (error), the wait (created to first claim) of a first claim '
+    'and the run (claim to finish) of a finish. tireless.fold_history folds them; the dashboard''s reads add those '
+    'after tireless.history_rollup.counted_to, the history not rolled up yet.';
+REVOKE ALL ON FUNCTION tireless.history_moves(bigint, bigint) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.history_moves(bigint, bigint) TO tireless_runner, tireless_poller, tireless_admin;
+
 CREATE OR REPLACE FUNCTION tireless.fold_history(after_id bigint, upto_id bigint) RETURNS void
     LANGUAGE sql VOLATILE
     SET search_path = pg_catalog, pg_temp
 BEGIN ATOMIC
     WITH moved AS (
-        SELECT e.at, e.worker, e.from_state, e.to_state, split_part(coalesce(e.note, ''), E'\n', 1) AS error, j.id AS job_id, j.forge, j.owner, j.repo, j.number,
-               j.lane, j.kind,
-               CASE WHEN e.to_state = 'claimed' AND e.attempt = 1
-                    THEN extract(epoch FROM e.at - j.created_at)::float8 END AS waited,
-               extract(epoch FROM e.at - claim.at)::float8 AS ran
-          FROM tireless.job_event e
-          JOIN tireless.job j ON j.id = e.job_id
-          -- A finish from claimed: the event before it is the claim (its job's key, the primary key).
-          LEFT JOIN LATERAL (SELECT p.at FROM tireless.job_event p
-                              WHERE e.from_state = 'claimed' AND tireless.is_terminal(e.to_state)
-                                AND p.job_id = e.job_id AND p.id < e.id
-                              ORDER BY p.id DESC LIMIT 1) AS claim ON true
-         WHERE e.id > fold_history.after_id AND e.id <= fold_history.upto_id
+        SELECT m.* FROM tireless.history_moves(fold_history.after_id, fold_history.upto_id) m
     ), bucketed AS (
         SELECT g.grain, date_bin(g.grain, m.at, timestamptz '2000-01-01 00:00:00+00') AS bucket, m.lane, m.kind,
                m.from_state, m.to_state, m.waited, m.ran, m.error, m.job_id

@@ -3018,86 +3018,95 @@ $$;
 COMMENT ON FUNCTION tireless.expire_stale_claims() IS 'Returns every claimed job whose lease has passed to pending (after its backoff), fails it when the last attempt its budget counts is spent (give-backs are not counted), or cancels it, with the stop''s note, when it was asked to stop (no failure counted); clears the claim, keeps the attempt count, and returns how many jobs it moved. Never waits on another sweeper: a job whose row is locked, or a lane another sweeper holds (its tireless.sweep_slot row), is left for the next sweep. Locks only rows no login outside the tireless roles can lock.';
 
 --
--- Name: roll_up_history(); Type: FUNCTION; Schema: tireless; Owner: -
+-- Name: is_terminal(tireless.job_state); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
-CREATE FUNCTION tireless.roll_up_history() RETURNS bigint
-    LANGUAGE plpgsql SECURITY DEFINER
+CREATE FUNCTION tireless.is_terminal(state tireless.job_state) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN (state = ANY (ARRAY['delivered'::tireless.job_state, 'failed'::tireless.job_state, 'cancelled'::tireless.job_state]));
+
+--
+-- Name: FUNCTION is_terminal(state tireless.job_state); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.is_terminal(state tireless.job_state) IS 'True for the states a job never leaves: delivered, failed, cancelled.';
+
+--
+-- Name: job_event; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.job_event (
+    id bigint NOT NULL,
+    job_id bigint NOT NULL,
+    at timestamp with time zone DEFAULT now() NOT NULL,
+    from_state tireless.job_state,
+    to_state tireless.job_state NOT NULL,
+    worker text,
+    attempt integer NOT NULL,
+    note text,
+    login text,
+    CONSTRAINT event_changes_state CHECK ((from_state IS DISTINCT FROM to_state))
+);
+
+--
+-- Name: TABLE job_event; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.job_event IS 'Append-only history: one row per change of a job''s state (from_state is null when the job is created). worker is the holder the change concerns; attempt is the job''s attempt count after the change.';
+
+--
+-- Name: COLUMN job_event.login; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.job_event.login IS 'The database login (session_user) whose call made the change, beside worker, the holder the change concerns. Null for events written before 0019_holder_login.';
+
+--
+-- Name: CONSTRAINT event_changes_state ON job_event; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT event_changes_state ON tireless.job_event IS 'Every event is a change of state.';
+
+--
+-- Name: history_moves(bigint, bigint); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.history_moves(after_id bigint, upto_id bigint) RETURNS TABLE(at timestamp with time zone, worker text, from_state tireless.job_state, to_state tireless.job_state, error text, job_id bigint, forge text, owner text, repo text, number integer, lane text, kind tireless.job_kind, waited double precision, ran double precision)
+    LANGUAGE sql STABLE SECURITY DEFINER ROWS 100
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-DECLARE
-    state     tireless.history_rollup;
-    newest    bigint;
-    horizon   xid8;
-    oldest    xid8;
-    target    bigint;
-    counted   bigint;
-BEGIN
-    -- One rollup at a time; a second caller leaves it to the first. A table lock, not a row lock:
-    -- it takes no transaction id, so the horizons below are not held back by this transaction
-    -- itself. EXCLUSIVE conflicts with itself, not with the ACCESS SHARE of a reader (the most a
-    -- login other than the owner may take on the table), so no one else can hold it.
-    BEGIN
-        LOCK TABLE tireless.history_rollup IN EXCLUSIVE MODE NOWAIT;
-    EXCEPTION WHEN lock_not_available THEN
-        RETURN 0;
-    END;
-    SELECT r.* INTO state FROM tireless.history_rollup r;
-    -- Each statement takes a new snapshot: every event id up to newest was drawn by a transaction
-    -- that already had its transaction id, so one older than horizon.
-    SELECT CASE WHEN s.is_called THEN s.last_value ELSE 0 END INTO newest FROM tireless.job_event_id_seq s;
-    horizon := pg_catalog.pg_snapshot_xmax(pg_catalog.pg_current_snapshot());
-    oldest := pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot());
-    IF oldest >= horizon THEN
-        -- Every transaction that could hold an event up to newest has ended: count them all now.
-        target := newest;
-        state.waiting_to := NULL;
-        state.waiting_until := NULL;
-    ELSIF state.waiting_to IS NOT NULL AND oldest >= state.waiting_until THEN
-        target := state.waiting_to;
-        state.waiting_to := newest;
-        state.waiting_until := horizon;
-    ELSE
-        -- A transaction older than the stop is still open: count nothing yet, keep the stop.
-        target := state.counted_to;
-        IF state.waiting_to IS NULL THEN
-            state.waiting_to := newest;
-            state.waiting_until := horizon;
-        END IF;
-    END IF;
-
-    WITH finished AS (
-        SELECT date_trunc('hour', e.at) AS hour, j.lane, e.to_state AS outcome
-          FROM tireless.job_event e
-          JOIN tireless.job j ON j.id = e.job_id
-         WHERE e.id > state.counted_to AND e.id <= target AND tireless.is_terminal(e.to_state)
-    ), per_lane AS (
-        INSERT INTO tireless.finished_count AS c (lane, outcome, jobs)
-        SELECT f.lane, f.outcome, count(*) FROM finished f GROUP BY f.lane, f.outcome
-        ON CONFLICT (lane, outcome) DO UPDATE SET jobs = c.jobs + excluded.jobs
-    ), per_hour AS (
-        INSERT INTO tireless.finished_hourly AS h (hour, lane, outcome, jobs)
-        SELECT f.hour, f.lane, f.outcome, count(*) FROM finished f GROUP BY f.hour, f.lane, f.outcome
-        ON CONFLICT (hour, lane, outcome) DO UPDATE SET jobs = h.jobs + excluded.jobs
-    )
-    SELECT count(*) INTO counted FROM finished;
-    IF target > state.counted_to THEN
-        PERFORM tireless.fold_history(state.counted_to, target);  -- 0023: the dashboard's roll-ups
-    END IF;
-
-    DELETE FROM tireless.finished_hourly h WHERE h.hour < now() - interval '8 days';
-    UPDATE tireless.history_rollup r
-       SET counted_to = greatest(state.counted_to, target),
-           waiting_to = state.waiting_to, waiting_until = state.waiting_until;
-    RETURN counted;
+    BEGIN ATOMIC
+ SELECT e.at,
+     e.worker,
+     e.from_state,
+     e.to_state,
+     split_part(COALESCE(e.note, ''::text), '
+'::text, 1) AS split_part,
+     j.id,
+     j.forge,
+     j.owner,
+     j.repo,
+     j.number,
+     j.lane,
+     j.kind,
+         CASE
+             WHEN ((e.to_state = 'claimed'::tireless.job_state) AND (e.attempt = 1)) THEN (EXTRACT(epoch FROM (e.at - j.created_at)))::double precision
+             ELSE NULL::double precision
+         END AS "case",
+     (EXTRACT(epoch FROM (e.at - claim.at)))::double precision AS "extract"
+    FROM ((tireless.job_event e
+      JOIN tireless.job j ON ((j.id = e.job_id)))
+      LEFT JOIN LATERAL ( SELECT p.at
+            FROM tireless.job_event p
+           WHERE ((e.from_state = 'claimed'::tireless.job_state) AND tireless.is_terminal(e.to_state) AND (p.job_id = e.job_id) AND (p.id < e.id))
+           ORDER BY p.id DESC
+          LIMIT 1) claim ON (true))
+   WHERE ((e.id > history_moves.after_id) AND ((history_moves.upto_id IS NULL) OR (e.id <= history_moves.upto_id)));
 END;
-$$;
 
 --
--- Name: FUNCTION roll_up_history(); Type: COMMENT; Schema: tireless; Owner: -
+-- Name: FUNCTION history_moves(after_id bigint, upto_id bigint); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.roll_up_history() IS 'Counts the finished jobs of the history written since the last call into tireless.finished_jobs and tireless.finished_jobs_by_hour, and folds the same events into the dashboard''s roll-ups (tireless.fold_history); returns how many finished jobs it added. Reads only new events; an event of a transaction still open is counted by a later call. Returns 0 at once while another call is rolling up (it holds the table lock of tireless.history_rollup, which only the schema''s owner can take).';
+COMMENT ON FUNCTION tireless.history_moves(after_id bigint, upto_id bigint) IS 'The events with after_id < id <= upto_id (null: no upper bound) as the roll-up folds them: each with its job''s issue, lane and kind, the first line of its note (error), the wait (created to first claim) of a first claim and the run (claim to finish) of a finish. tireless.fold_history folds them; the dashboard''s reads add those after tireless.history_rollup.counted_to, the history not rolled up yet.';
 
 --
 -- Name: failure_count; Type: TABLE; Schema: tireless; Owner: -
@@ -3126,14 +3135,44 @@ COMMENT ON TABLE tireless.failure_count IS 'Per bucket and lane, how many jobs f
 COMMENT ON CONSTRAINT failure_grain_is_minute_or_hour ON tireless.failure_count IS 'Two grains: minutes and hours.';
 
 --
+-- Name: history_rollup; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.history_rollup (
+    singleton boolean DEFAULT true NOT NULL,
+    counted_to bigint DEFAULT 0 NOT NULL,
+    waiting_to bigint,
+    waiting_until xid8,
+    CONSTRAINT history_rollup_is_one_row CHECK (singleton),
+    CONSTRAINT waiting_is_whole CHECK (((waiting_to IS NULL) = (waiting_until IS NULL)))
+);
+
+--
+-- Name: TABLE history_rollup; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.history_rollup IS 'Where the rollup stands: every job_event with id <= counted_to is counted. waiting_to is the next stop, safe once every transaction older than waiting_until has ended (none of them can still add an event at or below it).';
+
+--
+-- Name: CONSTRAINT history_rollup_is_one_row ON history_rollup; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT history_rollup_is_one_row ON tireless.history_rollup IS 'The rollup has one position.';
+
+--
+-- Name: CONSTRAINT waiting_is_whole ON history_rollup; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT waiting_is_whole ON tireless.history_rollup IS 'A waiting stop has both its id and its transaction horizon.';
+
+--
 -- Name: failure_groups(interval); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
 CREATE FUNCTION tireless.failure_groups(span interval) RETURNS TABLE(error text, jobs bigint, latest bigint, lanes text[])
-    LANGUAGE sql SECURITY DEFINER
+    LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     BEGIN ATOMIC
- SELECT tireless.roll_up_history() AS roll_up_history;
  WITH frame AS (
           SELECT tireless.activity_grain(failure_groups.span) AS grain,
              date_bin(tireless.activity_grain(failure_groups.span), now(), '2000-01-01 00:00:00+00'::timestamp with time zone) AS last
@@ -3142,8 +3181,21 @@ CREATE FUNCTION tireless.failure_groups(span interval) RETURNS TABLE(error text,
      (sum(f.jobs))::bigint AS sum,
      max(f.latest) AS max,
      array_agg(DISTINCT f.lane ORDER BY f.lane) AS array_agg
-    FROM (tireless.failure_count f
-      JOIN frame ON (((f.grain = frame.grain) AND (f.bucket > (frame.last - failure_groups.span)))))
+    FROM ( SELECT c.error,
+             c.jobs,
+             c.latest,
+             c.lane
+            FROM (tireless.failure_count c
+              JOIN frame ON (((c.grain = frame.grain) AND (c.bucket > (frame.last - failure_groups.span)))))
+         UNION ALL
+          SELECT m.error,
+             1,
+             m.job_id,
+             m.lane
+            FROM (frame
+              CROSS JOIN tireless.history_moves(( SELECT r.counted_to
+                    FROM tireless.history_rollup r), NULL::bigint) m(at, worker, from_state, to_state, error, job_id, forge, owner, repo, number, lane, kind, waited, ran))
+           WHERE ((m.to_state = 'failed'::tireless.job_state) AND (date_bin(frame.grain, m.at, '2000-01-01 00:00:00+00'::timestamp with time zone) > (frame.last - failure_groups.span)))) f
    GROUP BY f.error
    ORDER BY (sum(f.jobs)) DESC, f.error;
 END;
@@ -3152,7 +3204,7 @@ END;
 -- Name: FUNCTION failure_groups(span interval); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.failure_groups(span interval) IS 'The failures of the last span (at most 8 days) grouped by their error (the first line of the note that failed the job): how many jobs, the newest, the lanes; most frequent first. Rolls the history up first and reads only the folded counts.';
+COMMENT ON FUNCTION tireless.failure_groups(span interval) IS 'The failures of the last span (at most 8 days) grouped by their error (the first line of the note that failed the job): how many jobs, the newest, the lanes; most frequent first. Reads the folded counts and the history written since the last tireless.roll_up_history(); writes nothing.';
 
 --
 -- Name: finish_and_claim(bigint, text, text, text[], interval, uuid, text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -3345,20 +3397,6 @@ $$;
 COMMENT ON FUNCTION tireless.fit_report(report text, room integer) IS 'Markdown from a runner (a report, a task''s body) made safe (safe_report_text) in at most room characters: whole when it fits, else as much of its beginning as fits with a code fence it leaves open closed (closing_fence) and a last line saying how many characters of it were cut; empty when not even that fits.';
 
 --
--- Name: is_terminal(tireless.job_state); Type: FUNCTION; Schema: tireless; Owner: -
---
-
-CREATE FUNCTION tireless.is_terminal(state tireless.job_state) RETURNS boolean
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    RETURN (state = ANY (ARRAY['delivered'::tireless.job_state, 'failed'::tireless.job_state, 'cancelled'::tireless.job_state]));
-
---
--- Name: FUNCTION is_terminal(state tireless.job_state); Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON FUNCTION tireless.is_terminal(state tireless.job_state) IS 'True for the states a job never leaves: delivered, failed, cancelled.';
-
---
 -- Name: activity_count; Type: TABLE; Schema: tireless; Owner: -
 --
 
@@ -3440,41 +3478,6 @@ CREATE TABLE tireless.issue_run (
 COMMENT ON TABLE tireless.issue_run IS 'Which jobs each issue has had, so a job page can link the runs before and after it. Kept by the rollup, not by an index on tireless.job: every change of state writes each index of that table (state is in the predicates of its partial indexes, so no update is HOT), and this costs the claim and finish paths nothing. Private: read tireless.issue_runs.';
 
 --
--- Name: job_event; Type: TABLE; Schema: tireless; Owner: -
---
-
-CREATE TABLE tireless.job_event (
-    id bigint NOT NULL,
-    job_id bigint NOT NULL,
-    at timestamp with time zone DEFAULT now() NOT NULL,
-    from_state tireless.job_state,
-    to_state tireless.job_state NOT NULL,
-    worker text,
-    attempt integer NOT NULL,
-    note text,
-    login text,
-    CONSTRAINT event_changes_state CHECK ((from_state IS DISTINCT FROM to_state))
-);
-
---
--- Name: TABLE job_event; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON TABLE tireless.job_event IS 'Append-only history: one row per change of a job''s state (from_state is null when the job is created). worker is the holder the change concerns; attempt is the job''s attempt count after the change.';
-
---
--- Name: COLUMN job_event.login; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.job_event.login IS 'The database login (session_user) whose call made the change, beside worker, the holder the change concerns. Null for events written before 0019_holder_login.';
-
---
--- Name: CONSTRAINT event_changes_state ON job_event; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT event_changes_state ON tireless.job_event IS 'Every event is a change of state.';
-
---
 -- Name: worker_seen; Type: TABLE; Schema: tireless; Owner: -
 --
 
@@ -3500,32 +3503,21 @@ CREATE FUNCTION tireless.fold_history(after_id bigint, upto_id bigint) RETURNS v
     SET search_path TO 'pg_catalog', 'pg_temp'
     BEGIN ATOMIC
  WITH moved AS (
-          SELECT e.at,
-             e.worker,
-             e.from_state,
-             e.to_state,
-             split_part(COALESCE(e.note, ''::text), '
-'::text, 1) AS error,
-             j.id AS job_id,
-             j.forge,
-             j.owner,
-             j.repo,
-             j.number,
-             j.lane,
-             j.kind,
-                 CASE
-                     WHEN ((e.to_state = 'claimed'::tireless.job_state) AND (e.attempt = 1)) THEN (EXTRACT(epoch FROM (e.at - j.created_at)))::double precision
-                     ELSE NULL::double precision
-                 END AS waited,
-             (EXTRACT(epoch FROM (e.at - claim.at)))::double precision AS ran
-            FROM ((tireless.job_event e
-              JOIN tireless.job j ON ((j.id = e.job_id)))
-              LEFT JOIN LATERAL ( SELECT p.at
-                    FROM tireless.job_event p
-                   WHERE ((e.from_state = 'claimed'::tireless.job_state) AND tireless.is_terminal(e.to_state) AND (p.job_id = e.job_id) AND (p.id < e.id))
-                   ORDER BY p.id DESC
-                  LIMIT 1) claim ON (true))
-           WHERE ((e.id > fold_history.after_id) AND (e.id <= fold_history.upto_id))
+          SELECT m.at,
+             m.worker,
+             m.from_state,
+             m.to_state,
+             m.error,
+             m.job_id,
+             m.forge,
+             m.owner,
+             m.repo,
+             m.number,
+             m.lane,
+             m.kind,
+             m.waited,
+             m.ran
+            FROM tireless.history_moves(fold_history.after_id, fold_history.upto_id) m(at, worker, from_state, to_state, error, job_id, forge, owner, repo, number, lane, kind, waited, ran)
          ), bucketed AS (
           SELECT g.grain,
              date_bin(g.grain, m.at, '2000-01-01 00:00:00+00'::timestamp with time zone) AS bucket,
@@ -4201,6 +4193,32 @@ CREATE FUNCTION tireless.issue_runs(job_id bigint) RETURNS TABLE(id bigint, stat
       JOIN tireless.job j ON ((j.id = r.job_id)))
    WHERE (me.id = issue_runs.job_id)
  UNION
+  SELECT j.id,
+     (j.state)::text AS state,
+     (j.kind)::text AS kind,
+     j.created_at,
+     j.note
+    FROM ((tireless.job me
+      JOIN ( SELECT m.at,
+             m.worker,
+             m.from_state,
+             m.to_state,
+             m.error,
+             m.job_id,
+             m.forge,
+             m.owner,
+             m.repo,
+             m.number,
+             m.lane,
+             m.kind,
+             m.waited,
+             m.ran
+            FROM tireless.history_moves(( SELECT r.counted_to
+                    FROM tireless.history_rollup r), NULL::bigint) m(at, worker, from_state, to_state, error, job_id, forge, owner, repo, number, lane, kind, waited, ran)
+           WHERE (m.from_state IS NULL)) t ON (((t.forge = me.forge) AND (t.owner = me.owner) AND (t.repo = me.repo) AND (t.number = me.number))))
+      JOIN tireless.job j ON ((j.id = t.job_id)))
+   WHERE (me.id = issue_runs.job_id)
+ UNION
   SELECT me.id,
      (me.state)::text AS state,
      (me.kind)::text AS kind,
@@ -4215,7 +4233,7 @@ END;
 -- Name: FUNCTION issue_runs(job_id bigint); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.issue_runs(job_id bigint) IS 'Every job the issue of job_id has had (a re-run, or a new request after one ended), in order, that the rollup has seen, and job_id itself; empty for an unknown job.';
+COMMENT ON FUNCTION tireless.issue_runs(job_id bigint) IS 'Every job the issue of job_id has had (a re-run, or a new request after one ended), in order: those the rollup folded into tireless.issue_run and those created since, and job_id itself; empty for an unknown job.';
 
 --
 -- Name: job_asks(bigint); Type: FUNCTION; Schema: tireless; Owner: -
@@ -4301,10 +4319,9 @@ COMMENT ON FUNCTION tireless.job_checklist(job_id bigint) IS 'The children a del
 --
 
 CREATE FUNCTION tireless.job_durations(span interval) RETURNS TABLE(lane text, kind text, measure text, jobs bigint, p50 interval, p95 interval)
-    LANGUAGE sql SECURITY DEFINER
+    LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     BEGIN ATOMIC
- SELECT tireless.roll_up_history() AS roll_up_history;
  WITH frame AS (
           SELECT tireless.activity_grain(job_durations.span) AS grain,
              date_bin(tireless.activity_grain(job_durations.span), now(), '2000-01-01 00:00:00+00'::timestamp with time zone) AS last
@@ -4314,8 +4331,24 @@ CREATE FUNCTION tireless.job_durations(span interval) RETURNS TABLE(lane text, k
              d.measure,
              d.bin,
              sum(d.jobs) AS jobs
-            FROM (tireless.duration_count d
-              JOIN frame f ON (((d.grain = f.grain) AND (d.bucket > (f.last - job_durations.span)))))
+            FROM ( SELECT d_1.lane,
+                     d_1.kind,
+                     d_1.measure,
+                     d_1.bin,
+                     d_1.jobs
+                    FROM (tireless.duration_count d_1
+                      JOIN frame f ON (((d_1.grain = f.grain) AND (d_1.bucket > (f.last - job_durations.span)))))
+                 UNION ALL
+                  SELECT m.lane,
+                     m.kind,
+                     x.measure,
+                     tireless.duration_bin(x.seconds) AS duration_bin,
+                     1
+                    FROM ((frame f
+                      CROSS JOIN tireless.history_moves(( SELECT r_1.counted_to
+                            FROM tireless.history_rollup r_1), NULL::bigint) m(at, worker, from_state, to_state, error, job_id, forge, owner, repo, number, lane, kind, waited, ran))
+                      CROSS JOIN LATERAL ( VALUES ('wait'::text,m.waited), ('run'::text,m.ran)) x(measure, seconds))
+                   WHERE ((x.seconds IS NOT NULL) AND (date_bin(f.grain, m.at, '2000-01-01 00:00:00+00'::timestamp with time zone) > (f.last - job_durations.span)))) d
            GROUP BY d.lane, d.kind, d.measure, d.bin
          ), running AS (
           SELECT b.lane,
@@ -4341,7 +4374,7 @@ END;
 -- Name: FUNCTION job_durations(span interval); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.job_durations(span interval) IS 'Per lane, kind and measure (wait: created to first claim; run: claim to finish) over the last span (at most 8 days): how many jobs, and the median and 95th percentile as the upper bound of their histogram bin (within 19%). Rolls the history up first and reads only the folded histograms.';
+COMMENT ON FUNCTION tireless.job_durations(span interval) IS 'Per lane, kind and measure (wait: created to first claim; run: claim to finish) over the last span (at most 8 days): how many jobs, and the median and 95th percentile as the upper bound of their histogram bin (within 19%). Reads the folded histograms and the history written since the last tireless.roll_up_history(); writes nothing.';
 
 --
 -- Name: job_history(bigint); Type: FUNCTION; Schema: tireless; Owner: -
@@ -6109,10 +6142,9 @@ COMMENT ON FUNCTION tireless.pull_request_text(job tireless.job, OUT title text,
 --
 
 CREATE FUNCTION tireless.queue_activity(span interval) RETURNS TABLE(bucket timestamp with time zone, lane text, pending bigint, claimed bigint, delivered bigint, failed bigint, cancelled bigint)
-    LANGUAGE sql SECURITY DEFINER
+    LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     BEGIN ATOMIC
- SELECT tireless.roll_up_history() AS roll_up_history;
  WITH frame AS (
           SELECT tireless.activity_grain(queue_activity.span) AS grain,
              date_bin(tireless.activity_grain(queue_activity.span), now(), '2000-01-01 00:00:00+00'::timestamp with time zone) AS last
@@ -6124,8 +6156,27 @@ CREATE FUNCTION tireless.queue_activity(span interval) RETURNS TABLE(bucket time
              sum(a.delivered) AS delivered,
              sum(a.failed) AS failed,
              sum(a.cancelled) AS cancelled
-            FROM (tireless.activity_count a
-              JOIN frame f ON (((a.grain = f.grain) AND (a.bucket > (f.last - queue_activity.span)))))
+            FROM ( SELECT a_1.bucket,
+                     a_1.lane,
+                     a_1.pending_delta,
+                     a_1.claimed_delta,
+                     a_1.delivered,
+                     a_1.failed,
+                     a_1.cancelled
+                    FROM (tireless.activity_count a_1
+                      JOIN frame f ON (((a_1.grain = f.grain) AND (a_1.bucket > (f.last - queue_activity.span)))))
+                 UNION ALL
+                  SELECT date_bin(f.grain, m.at, '2000-01-01 00:00:00+00'::timestamp with time zone) AS date_bin,
+                     m.lane,
+                     (((m.to_state = 'pending'::tireless.job_state))::integer - (COALESCE((m.from_state = 'pending'::tireless.job_state), false))::integer),
+                     (((m.to_state = 'claimed'::tireless.job_state))::integer - (COALESCE((m.from_state = 'claimed'::tireless.job_state), false))::integer),
+                     ((m.to_state = 'delivered'::tireless.job_state))::integer AS int4,
+                     ((m.to_state = 'failed'::tireless.job_state))::integer AS int4,
+                     ((m.to_state = 'cancelled'::tireless.job_state))::integer AS int4
+                    FROM (frame f
+                      CROSS JOIN tireless.history_moves(( SELECT r.counted_to
+                            FROM tireless.history_rollup r), NULL::bigint) m(at, worker, from_state, to_state, error, job_id, forge, owner, repo, number, lane, kind, waited, ran))
+                   WHERE (date_bin(f.grain, m.at, '2000-01-01 00:00:00+00'::timestamp with time zone) > (f.last - queue_activity.span))) a
            GROUP BY a.bucket, a.lane
          ), live AS (
           SELECT j.lane,
@@ -6170,7 +6221,7 @@ END;
 -- Name: FUNCTION queue_activity(span interval); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.queue_activity(span interval) IS 'Each lane over the last span (at most 8 days) in buckets of a minute (span up to 2 hours) or an hour: its pending and claimed jobs at the end of each bucket and the jobs that ended delivered, failed or cancelled in it. Rolls the history up first (tireless.roll_up_history) and reads only the folded buckets and the live jobs. A job re-routed to another lane while pending counts in the lane it had when the rollup read its event.';
+COMMENT ON FUNCTION tireless.queue_activity(span interval) IS 'Each lane over the last span (at most 8 days) in buckets of a minute (span up to 2 hours) or an hour: its pending and claimed jobs at the end of each bucket and the jobs that ended delivered, failed or cancelled in it. Reads the folded buckets, the history written since the last tireless.roll_up_history() and the live jobs; writes nothing (a hot standby answers it). A job re-routed to another lane while pending counts in the lane it had when the rollup read its event.';
 
 --
 -- Name: record_checkpoint(bigint, text, text, text, uuid); Type: FUNCTION; Schema: tireless; Owner: -
@@ -7857,6 +7908,93 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.revisions_since_asked(forge text, owner text, repo text, number integer) IS 'How many revision jobs the issue had since a person last asked on the issue itself (the newest job that answers no revise ask: a mode label, a rerun, `/tireless implement`).';
+
+--
+-- Name: roll_up_history(); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.roll_up_history() RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    state     tireless.history_rollup;
+    newest    bigint;
+    horizon   xid8;
+    oldest    xid8;
+    target    bigint;
+    counted   bigint;
+BEGIN
+    -- A hot standby or a read-only transaction cannot write: the roll-up is left to a writer (the
+    -- sweeper, the poller), and the readers add the history not rolled up yet themselves.
+    IF pg_catalog.current_setting('transaction_read_only') = 'on' THEN
+        RETURN 0;
+    END IF;
+    -- One rollup at a time; a second caller leaves it to the first. A table lock, not a row lock:
+    -- it takes no transaction id, so the horizons below are not held back by this transaction
+    -- itself. EXCLUSIVE conflicts with itself, not with the ACCESS SHARE of a reader (the most a
+    -- login other than the owner may take on the table), so no one else can hold it.
+    BEGIN
+        LOCK TABLE tireless.history_rollup IN EXCLUSIVE MODE NOWAIT;
+    EXCEPTION WHEN lock_not_available THEN
+        RETURN 0;
+    END;
+    SELECT r.* INTO state FROM tireless.history_rollup r;
+    -- Each statement takes a new snapshot: every event id up to newest was drawn by a transaction
+    -- that already had its transaction id, so one older than horizon.
+    SELECT CASE WHEN s.is_called THEN s.last_value ELSE 0 END INTO newest FROM tireless.job_event_id_seq s;
+    horizon := pg_catalog.pg_snapshot_xmax(pg_catalog.pg_current_snapshot());
+    oldest := pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot());
+    IF oldest >= horizon THEN
+        -- Every transaction that could hold an event up to newest has ended: count them all now.
+        target := newest;
+        state.waiting_to := NULL;
+        state.waiting_until := NULL;
+    ELSIF state.waiting_to IS NOT NULL AND oldest >= state.waiting_until THEN
+        target := state.waiting_to;
+        state.waiting_to := newest;
+        state.waiting_until := horizon;
+    ELSE
+        -- A transaction older than the stop is still open: count nothing yet, keep the stop.
+        target := state.counted_to;
+        IF state.waiting_to IS NULL THEN
+            state.waiting_to := newest;
+            state.waiting_until := horizon;
+        END IF;
+    END IF;
+
+    WITH finished AS (
+        SELECT date_trunc('hour', e.at) AS hour, j.lane, e.to_state AS outcome
+          FROM tireless.job_event e
+          JOIN tireless.job j ON j.id = e.job_id
+         WHERE e.id > state.counted_to AND e.id <= target AND tireless.is_terminal(e.to_state)
+    ), per_lane AS (
+        INSERT INTO tireless.finished_count AS c (lane, outcome, jobs)
+        SELECT f.lane, f.outcome, count(*) FROM finished f GROUP BY f.lane, f.outcome
+        ON CONFLICT (lane, outcome) DO UPDATE SET jobs = c.jobs + excluded.jobs
+    ), per_hour AS (
+        INSERT INTO tireless.finished_hourly AS h (hour, lane, outcome, jobs)
+        SELECT f.hour, f.lane, f.outcome, count(*) FROM finished f GROUP BY f.hour, f.lane, f.outcome
+        ON CONFLICT (hour, lane, outcome) DO UPDATE SET jobs = h.jobs + excluded.jobs
+    )
+    SELECT count(*) INTO counted FROM finished;
+    IF target > state.counted_to THEN
+        PERFORM tireless.fold_history(state.counted_to, target);  -- 0023: the dashboard's roll-ups
+    END IF;
+
+    DELETE FROM tireless.finished_hourly h WHERE h.hour < now() - interval '8 days';
+    UPDATE tireless.history_rollup r
+       SET counted_to = greatest(state.counted_to, target),
+           waiting_to = state.waiting_to, waiting_until = state.waiting_until;
+    RETURN counted;
+END;
+$$;
+
+--
+-- Name: FUNCTION roll_up_history(); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.roll_up_history() IS 'Counts the finished jobs of the history written since the last call into tireless.finished_jobs and tireless.finished_jobs_by_hour, and folds the same events into the dashboard''s roll-ups (tireless.fold_history); returns how many finished jobs it added. Reads only new events; an event of a transaction still open is counted by a later call. Returns 0 at once while another call is rolling up (it holds the table lock of tireless.history_rollup, which only the schema''s owner can take), and does nothing and returns 0 in a read-only transaction or on a hot standby. Called by the sweeper and the poller, never by a read.';
 
 --
 -- Name: safe_comment_text(text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -9616,16 +9754,27 @@ COMMENT ON CONSTRAINT finished_hourly_is_terminal ON tireless.finished_hourly IS
 --
 
 CREATE VIEW tireless.finished_jobs AS
- SELECT c.lane,
-    (c.outcome)::text AS outcome,
-    c.jobs
-   FROM tireless.finished_count c;
+ SELECT f.lane,
+    (f.outcome)::text AS outcome,
+    (sum(f.jobs))::bigint AS jobs
+   FROM ( SELECT c.lane,
+            c.outcome,
+            c.jobs
+           FROM tireless.finished_count c
+        UNION ALL
+         SELECT m.lane,
+            m.to_state,
+            1
+           FROM tireless.history_moves(( SELECT r.counted_to
+                   FROM tireless.history_rollup r), NULL::bigint) m(at, worker, from_state, to_state, error, job_id, forge, owner, repo, number, lane, kind, waited, ran)
+          WHERE tireless.is_terminal(m.to_state)) f
+  GROUP BY f.lane, f.outcome;
 
 --
 -- Name: VIEW finished_jobs; Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON VIEW tireless.finished_jobs IS 'Jobs finished per lane and outcome since the store began (a counter), as of the last tireless.roll_up_history().';
+COMMENT ON VIEW tireless.finished_jobs IS 'Jobs finished per lane and outcome since the store began (a counter): the rolled-up counts and the history written since the last tireless.roll_up_history().';
 
 --
 -- Name: finished_jobs_by_hour; Type: VIEW; Schema: tireless; Owner: -
@@ -9635,14 +9784,27 @@ CREATE VIEW tireless.finished_jobs_by_hour AS
  SELECT h.hour,
     h.lane,
     (h.outcome)::text AS outcome,
-    h.jobs
-   FROM tireless.finished_hourly h;
+    (sum(h.jobs))::bigint AS jobs
+   FROM ( SELECT c.hour,
+            c.lane,
+            c.outcome,
+            c.jobs
+           FROM tireless.finished_hourly c
+        UNION ALL
+         SELECT date_trunc('hour'::text, m.at) AS date_trunc,
+            m.lane,
+            m.to_state,
+            1
+           FROM tireless.history_moves(( SELECT r.counted_to
+                   FROM tireless.history_rollup r), NULL::bigint) m(at, worker, from_state, to_state, error, job_id, forge, owner, repo, number, lane, kind, waited, ran)
+          WHERE (tireless.is_terminal(m.to_state) AND (m.at >= (now() - '8 days'::interval)))) h
+  GROUP BY h.hour, h.lane, h.outcome;
 
 --
 -- Name: VIEW finished_jobs_by_hour; Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON VIEW tireless.finished_jobs_by_hour IS 'Jobs finished per hour, lane and outcome over the last 8 days, as of the last tireless.roll_up_history().';
+COMMENT ON VIEW tireless.finished_jobs_by_hour IS 'Jobs finished per hour, lane and outcome over the last 8 days: the rolled-up counts and the history written since the last tireless.roll_up_history().';
 
 --
 -- Name: forge; Type: TABLE; Schema: tireless; Owner: -
@@ -9688,37 +9850,6 @@ COMMENT ON CONSTRAINT base_url_is_http ON tireless.forge IS 'The base URL is an 
 --
 
 COMMENT ON CONSTRAINT forge_name_is_a_name ON tireless.forge IS 'A forge name is 1 to 100 letters, digits, ".", "-" or "_", starting with a letter or digit.';
-
---
--- Name: history_rollup; Type: TABLE; Schema: tireless; Owner: -
---
-
-CREATE TABLE tireless.history_rollup (
-    singleton boolean DEFAULT true NOT NULL,
-    counted_to bigint DEFAULT 0 NOT NULL,
-    waiting_to bigint,
-    waiting_until xid8,
-    CONSTRAINT history_rollup_is_one_row CHECK (singleton),
-    CONSTRAINT waiting_is_whole CHECK (((waiting_to IS NULL) = (waiting_until IS NULL)))
-);
-
---
--- Name: TABLE history_rollup; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON TABLE tireless.history_rollup IS 'Where the rollup stands: every job_event with id <= counted_to is counted. waiting_to is the next stop, safe once every transaction older than waiting_until has ended (none of them can still add an event at or below it).';
-
---
--- Name: CONSTRAINT history_rollup_is_one_row ON history_rollup; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT history_rollup_is_one_row ON tireless.history_rollup IS 'The rollup has one position.';
-
---
--- Name: CONSTRAINT waiting_is_whole ON history_rollup; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT waiting_is_whole ON tireless.history_rollup IS 'A waiting stop has both its id and its transaction horizon.';
 
 --
 -- Name: issue; Type: TABLE; Schema: tireless; Owner: -
@@ -10628,7 +10759,33 @@ COMMENT ON CONSTRAINT digest_is_sha256 ON tireless.webhook_delivery IS 'A digest
 --
 
 CREATE VIEW tireless.workers AS
- WITH held AS (
+ WITH seen AS (
+         SELECT s.worker,
+            l.lane,
+            s.first_seen,
+            s.last_seen
+           FROM (tireless.worker_seen s
+             LEFT JOIN LATERAL unnest(s.lanes) l(lane) ON (true))
+        UNION ALL
+         SELECT m.worker,
+                CASE
+                    WHEN (m.to_state = 'claimed'::tireless.job_state) THEN m.lane
+                    ELSE NULL::text
+                END AS "case",
+            m.at,
+            m.at
+           FROM tireless.history_moves(( SELECT r.counted_to
+                   FROM tireless.history_rollup r), NULL::bigint) m(at, worker, from_state, to_state, error, job_id, forge, owner, repo, number, lane, kind, waited, ran)
+          WHERE (m.worker IS NOT NULL)
+        ), recent AS (
+         SELECT s.worker,
+            COALESCE(array_agg(DISTINCT s.lane ORDER BY s.lane) FILTER (WHERE (s.lane IS NOT NULL)), '{}'::text[]) AS lanes,
+            min(s.first_seen) AS first_seen,
+            max(s.last_seen) AS last_seen
+           FROM seen s
+          GROUP BY s.worker
+         HAVING (max(s.last_seen) >= (now() - '24:00:00'::interval))
+        ), held AS (
          SELECT j.claimed_by AS worker,
             j.id AS job_id,
             j.lane,
@@ -10673,19 +10830,14 @@ CREATE VIEW tireless.workers AS
             WHEN (h.job_id IS NOT NULL) THEN 'working'::text
             ELSE 'idle'::text
         END AS status
-   FROM (( SELECT s.worker,
-            s.lanes,
-            s.first_seen,
-            s.last_seen
-           FROM tireless.worker_seen s
-          WHERE (s.last_seen >= (now() - '24:00:00'::interval))) w
+   FROM (recent w
      FULL JOIN holding h ON ((h.worker = w.worker)));
 
 --
 -- Name: VIEW workers; Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON VIEW tireless.workers IS 'Every worker named by the history in the last 24 hours or holding a job now: the lanes it claimed from, the job it holds (the newest of jobs_held) since when, its last heartbeat (null until the first after the claim), when its lease ends, and its status: working, stopped heartbeating (a lease it holds ran out) or idle. As of the last tireless.roll_up_history() for the workers that hold nothing.';
+COMMENT ON VIEW tireless.workers IS 'Every worker named by the history in the last 24 hours or holding a job now: the lanes it claimed from, the job it holds (the newest of jobs_held) since when, its last heartbeat (null until the first after the claim), when its lease ends, and its status: working, stopped heartbeating (a lease it holds ran out) or idle. Reads the rolled-up tireless.worker_seen and the history written since the last tireless.roll_up_history().';
 
 --
 -- Name: activity_count activity_count_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
@@ -12201,19 +12353,39 @@ REVOKE ALL ON FUNCTION tireless.expire_stale_claims() FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.expire_stale_claims() TO tireless_runner;
 
 --
--- Name: FUNCTION roll_up_history(); Type: ACL; Schema: tireless; Owner: -
+-- Name: FUNCTION is_terminal(state tireless.job_state); Type: ACL; Schema: tireless; Owner: -
 --
 
-REVOKE ALL ON FUNCTION tireless.roll_up_history() FROM PUBLIC;
-GRANT ALL ON FUNCTION tireless.roll_up_history() TO tireless_runner;
-GRANT ALL ON FUNCTION tireless.roll_up_history() TO tireless_poller;
-GRANT ALL ON FUNCTION tireless.roll_up_history() TO tireless_admin;
+REVOKE ALL ON FUNCTION tireless.is_terminal(state tireless.job_state) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.is_terminal(state tireless.job_state) TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.is_terminal(state tireless.job_state) TO tireless_poller;
+
+--
+-- Name: TABLE job_event; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.job_event TO tireless_admin;
+
+--
+-- Name: FUNCTION history_moves(after_id bigint, upto_id bigint); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.history_moves(after_id bigint, upto_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.history_moves(after_id bigint, upto_id bigint) TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.history_moves(after_id bigint, upto_id bigint) TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.history_moves(after_id bigint, upto_id bigint) TO tireless_admin;
 
 --
 -- Name: TABLE failure_count; Type: ACL; Schema: tireless; Owner: -
 --
 
 GRANT SELECT ON TABLE tireless.failure_count TO tireless_admin;
+
+--
+-- Name: TABLE history_rollup; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.history_rollup TO tireless_admin;
 
 --
 -- Name: FUNCTION failure_groups(span interval); Type: ACL; Schema: tireless; Owner: -
@@ -12244,14 +12416,6 @@ REVOKE ALL ON FUNCTION tireless.finished_job_comment(job tireless.job) FROM PUBL
 REVOKE ALL ON FUNCTION tireless.fit_report(report text, room integer) FROM PUBLIC;
 
 --
--- Name: FUNCTION is_terminal(state tireless.job_state); Type: ACL; Schema: tireless; Owner: -
---
-
-REVOKE ALL ON FUNCTION tireless.is_terminal(state tireless.job_state) FROM PUBLIC;
-GRANT ALL ON FUNCTION tireless.is_terminal(state tireless.job_state) TO tireless_runner;
-GRANT ALL ON FUNCTION tireless.is_terminal(state tireless.job_state) TO tireless_poller;
-
---
 -- Name: TABLE activity_count; Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -12268,12 +12432,6 @@ GRANT SELECT ON TABLE tireless.duration_count TO tireless_admin;
 --
 
 GRANT SELECT ON TABLE tireless.issue_run TO tireless_admin;
-
---
--- Name: TABLE job_event; Type: ACL; Schema: tireless; Owner: -
---
-
-GRANT SELECT ON TABLE tireless.job_event TO tireless_admin;
 
 --
 -- Name: TABLE worker_seen; Type: ACL; Schema: tireless; Owner: -
@@ -13046,6 +13204,15 @@ GRANT ALL ON FUNCTION tireless.retry_forge(name text) TO tireless_admin;
 REVOKE ALL ON FUNCTION tireless.revisions_since_asked(forge text, owner text, repo text, number integer) FROM PUBLIC;
 
 --
+-- Name: FUNCTION roll_up_history(); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.roll_up_history() FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.roll_up_history() TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.roll_up_history() TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.roll_up_history() TO tireless_admin;
+
+--
 -- Name: FUNCTION safe_comment_text(body text); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -13325,12 +13492,6 @@ GRANT SELECT ON TABLE tireless.finished_jobs_by_hour TO tireless_admin;
 --
 
 GRANT SELECT ON TABLE tireless.forge TO tireless_admin;
-
---
--- Name: TABLE history_rollup; Type: ACL; Schema: tireless; Owner: -
---
-
-GRANT SELECT ON TABLE tireless.history_rollup TO tireless_admin;
 
 --
 -- Name: TABLE issue; Type: ACL; Schema: tireless; Owner: -

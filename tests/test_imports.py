@@ -2,7 +2,7 @@
 never a higher one, and no modules import each other in a circle (DESIGN.md, "Layout").
 
 The rooms, lowest first:
-  0. the vocabulary: tireless/models.py, errors.py, migrate.py;
+  0. the vocabulary: tireless/models.py, errors.py, migrate.py, connect.py;
   1. store/: the adapter;
   2. runner/ and forge/, siblings: either may import the other as long as the two rooms do not
      import each other (today forge/ reads its tokens with runner/credentials.py; runner/ imports
@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "tireless"
 
-VOCABULARY = {"tireless.models", "tireless.errors", "tireless.migrate"}
+VOCABULARY = {"tireless.models", "tireless.errors", "tireless.migrate", "tireless.connect"}
 ROOMS = {"store", "runner", "forge", "web", "cli", "devtools"}
 RANK = {
     "vocabulary": 0,

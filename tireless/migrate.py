@@ -12,6 +12,8 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict
 from yoyo import get_backend, read_migrations
 
+from tireless.connect import with_defaults
+
 
 def yoyo_uri(conninfo: str) -> str:
     """A yoyo URI (postgresql+psycopg://...) for a libpq connection string or URL."""
@@ -74,7 +76,7 @@ def check_roles_to_adopt(conninfo: str, adopt_role_members: bool = False) -> Non
     """Refuse (psycopg's ObjectNotInPrerequisiteState, 55000) a first install that would adopt
     an existing tireless role that can log in, is a superuser, or has members it did not grant;
     `adopt_role_members` accepts the members (another store's logins in the same cluster)."""
-    with psycopg.connect(conninfo, autocommit=True) as conn:
+    with psycopg.connect(with_defaults(conninfo), autocommit=True) as conn:
         if adopt_role_members:
             conn.execute("SET tireless.adopt_role_members = on")
         conn.execute(CHECK_ROLES_TO_ADOPT)
@@ -118,7 +120,7 @@ def apply_sql_files(
     it may have dropped a view to change a table); returns the names of the files that differed."""
     texts = sql_file_texts(directory)
     digests = {name: hashlib.sha256(text.encode()).hexdigest() for name, text in texts.items()}
-    with psycopg.connect(conninfo) as conn:
+    with psycopg.connect(with_defaults(conninfo)) as conn:
         rows = conn.execute("SELECT name, sha256 FROM tireless.sql_file").fetchall()
         recorded: dict[str, str] = dict(rows)
         changed = [name for name, digest in digests.items() if recorded.get(name) != digest]
@@ -154,7 +156,7 @@ def migrate(conninfo: str, adopt_role_members: bool = False) -> list[str]:
     check_roles_to_adopt(conninfo, adopt_role_members)
     with as_file(files("tireless") / "db" / "migrations") as directory:
         migrations = read_migrations(str(directory))
-        backend = get_backend(yoyo_uri(conninfo))
+        backend = get_backend(yoyo_uri(with_defaults(conninfo)))
         try:
             with backend.lock():
                 pending = backend.to_apply(migrations)

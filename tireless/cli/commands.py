@@ -43,6 +43,7 @@ from tireless.cli.session import (
     connect,
     database_url,
     emit,
+    reconnecting,
     stop_on_signals,
 )
 from tireless.errors import PermissionDenied, UnknownJob
@@ -204,14 +205,18 @@ def cmd_transition(args: argparse.Namespace) -> int:
 def cmd_sweep(args: argparse.Namespace) -> int:
     if args.every is None:
         with connect(args) as conn:
-            moved = JobStore(conn).expire_stale_claims()
+            store = JobStore(conn)
+            moved = store.expire_stale_claims()
+            store.roll_up_history()
         emit(args, {"expired": moved}, f"returned {moved} expired claim(s)")
         return OK
     stop = StopSignals()
-    with connect(args) as conn:
+
+    def sweep(conn: psycopg.Connection[Any]) -> None:
         store = JobStore(conn)
         while not stop.stopped:
             moved = store.expire_stale_claims()
+            store.roll_up_history()
             if moved:
                 emit(
                     args,
@@ -220,6 +225,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                 )
                 sys.stdout.flush()
             stop.wait(args.every)
+
+    reconnecting(args, stop, sweep)  # a lost connection is made again; exit 4 only at the start
     return OK
 
 
@@ -375,7 +382,8 @@ def cmd_poll(args: argparse.Namespace) -> int:
             return poll_once(args, JobStore(conn))
     stop = StopSignals()
     next_poll_in = timedelta(seconds=args.every)
-    with connect(args) as conn:
+
+    def poll(conn: psycopg.Connection[Any]) -> None:
         store = JobStore(conn)
         # Listening from before the first round: a repository made due during a round is read next.
         with store.listen_for_polls() as due:
@@ -391,6 +399,8 @@ def cmd_poll(args: argparse.Namespace) -> int:
                 )
                 if not stop.stopped:
                     stop.listen(due, until_next_round(store, args.every))
+
+    reconnecting(args, stop, poll)  # a lost connection is made again; exit 4 only at the start
     return OK
 
 

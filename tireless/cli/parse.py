@@ -411,7 +411,12 @@ def parser() -> argparse.ArgumentParser:
     sub.add_argument("--worker", help="the holder (needed to leave claimed)")
     sub.add_argument("--token", type=UUID, help="the claim's token (fencing)")
     sub.add_argument("--note", help="why, kept as the job's note")
-    sub = command("sweep", cmd_sweep, "return expired claims to pending (or fail them by budget)")
+    sub = command(
+        "sweep",
+        cmd_sweep,
+        "return expired claims to pending (or fail them by budget); roll the history up for the"
+        " dashboard",
+    )
     sub.add_argument(
         "--every",
         type=seconds,

@@ -7,7 +7,9 @@ import argparse
 import os
 import select
 import signal
-from collections.abc import Iterator
+import sys
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from types import FrameType
@@ -17,6 +19,7 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
 from tireless.cli.render import as_json, visible
+from tireless.connect import Backoff, with_defaults
 from tireless.runner.credentials import secret_from_environment
 from tireless.store.sync import Notifications
 
@@ -51,13 +54,61 @@ def database_url(args: argparse.Namespace) -> str:
 @contextmanager
 def connect(args: argparse.Namespace) -> Iterator[psycopg.Connection[Any]]:
     """One autocommit connection for a command; each store call is its own transaction."""
-    url = checked_url(args)
+    with open_connection(checked_url(args)) as conn:
+        yield conn
+
+
+def open_connection(url: str) -> psycopg.Connection[Any]:
+    """An autocommit connection with tireless's deadlines and keepalives; Unreachable (exit 4)
+    when it cannot be made."""
     try:
-        conn = psycopg.connect(url, autocommit=True, connect_timeout=10)
+        return psycopg.connect(with_defaults(url), autocommit=True)
     except psycopg.OperationalError as error:
         raise Unreachable(str(error).strip()) from error
-    with conn:
-        yield conn
+
+
+def reconnecting(
+    args: argparse.Namespace, stop: StopSignals, serve: Callable[[psycopg.Connection[Any]], None]
+) -> None:
+    """`serve` on a connection until a stop signal, for the commands that run until stopped
+    (`sweep --every`, `poll --every`): a connection lost after the start is made again after a
+    short, growing pause (Backoff), with one line on stderr when it is lost and one when it is
+    back. Only the first connection failing is Unreachable (exit 4)."""
+    url = checked_url(args)
+    conn = open_connection(url)
+    backoff = Backoff()
+    while True:
+        try:
+            with conn:
+                serve(conn)
+            return
+        except psycopg.OperationalError as error:
+            if not (conn.broken or conn.closed):  # a lock timeout or cancelled statement
+                raise
+            lost = (
+                str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            )
+        print(
+            f"tireless: database connection lost ({lost}); reconnecting",
+            file=sys.stderr,
+            flush=True,
+        )
+        since = time.monotonic()
+        while True:
+            stop.wait(backoff.next())
+            if stop.stopped:
+                return
+            try:
+                conn = psycopg.connect(with_defaults(url), autocommit=True)
+                break
+            except psycopg.OperationalError:
+                continue
+        backoff.reset()
+        print(
+            f"tireless: database reached again after {time.monotonic() - since:.1f}s",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def checked_url(args: argparse.Namespace) -> str:

@@ -122,10 +122,11 @@ class EmbeddedPostgres:
         """`pg_ctl restart -m fast`: every backend is cut off, the cluster comes back on the same port."""
         self._pg_ctl("restart", "--wait", "--timeout", "60", "-m", "fast", "-l", self._logfile())
 
-    def stop(self) -> None:
-        """Stop the server (fast mode) if it runs; forgiving, so it is safe in cleanups."""
+    def stop(self, mode: str = "fast") -> None:
+        """Stop the server if it runs (`-m fast`; `immediate`: as in a crash, every connection cut
+        at once and crash recovery at the next start); forgiving, so it is safe in cleanups."""
         if (self.datadir / "postmaster.pid").exists():
-            self._pg_ctl("stop", "--wait", "--timeout", "60", "-m", "fast", check=False)
+            self._pg_ctl("stop", "--wait", "--timeout", "60", "-m", mode, check=False)
 
     def destroy(self) -> None:
         """Stop the server and delete its data directory."""

@@ -372,7 +372,8 @@ def poll_round(
     """One round: every due repository this poller could lease, read and recorded; a report
     each, in the order they were leased. Each forge is read in its own thread; a forge that stops
     (rate limit, refused credentials) is not asked again this round. `read_deadline`: seconds a
-    repository's read may take (None: no deadline beyond each request's timeout)."""
+    repository's read may take (None: no deadline beyond each request's timeout). Then it rolls
+    the history up for the dashboard (tireless.roll_up_history), as the sweeper does."""
     targets = store.claim_repos_to_poll(poller, lease, max_repos)
     by_forge: dict[str, list[RepoToPoll]] = {}
     for target in targets:
@@ -414,6 +415,7 @@ def poll_round(
         with _leases_kept(store, poller, lease), ThreadPoolExecutor(len(by_forge)) as pool:
             for done in [pool.submit(poll_forge, group) for group in by_forge.values()]:
                 done.result()
+    store.roll_up_history()  # a writer's chore, so that the dashboard's reads write nothing
     return [reports[id(target)] for target in targets]
 
 

@@ -97,12 +97,14 @@ def _drop_to(agent: pwd.struct_passwd) -> list[str]:
 
 
 def relay_python(agent: pwd.struct_passwd | None) -> str:
-    """A Python the agent's user can run the relay with: the worker's own, else python3 from the
-    system's PATH (the worker's may be in a home directory the agent cannot enter). Unavailable
-    when there is none."""
+    """A Python the agent's user can run the relay with: the interpreter the worker's own is (the
+    relay needs only the standard library, so not a virtual environment's link to it, which may
+    sit under the /tmp the sandbox hides), else python3 from the system's PATH (the worker's may
+    be in a home directory the agent cannot enter). Unavailable when there is none."""
+    own = os.path.realpath(sys.executable)
     if agent is None:
-        return sys.executable
-    tried = [sys.executable, *filter(None, [shutil.which("python3", path=os.defpath)])]
+        return own
+    tried = [own, *filter(None, [shutil.which("python3", path=os.defpath)])]
     # Executed by sh, not by setpriv: setpriv's exec still has the capabilities to reach any file.
     run = 'exec "$0" -I -c "import socket, subprocess, threading"'
     for python in dict.fromkeys(tried):
@@ -556,8 +558,11 @@ def _named_files(command: Sequence[str]) -> list[str]:
     program = shutil.which(command[0]) if command else None
     named = [program] if program is not None else []
     named += [arg for arg in command[1:] if os.path.isabs(arg)]
+    # Each path as named (a virtual environment's python is a link the exec goes through) and
+    # as it resolves.
+    paths = [*map(os.path.abspath, named), *map(os.path.realpath, named)]
     return [
         path
-        for path in dict.fromkeys(os.path.realpath(p) for p in named)
+        for path in dict.fromkeys(paths)
         if (path == "/tmp" or path.startswith("/tmp/")) and os.path.isfile(path)
     ]

@@ -53,6 +53,7 @@ from types import FrameType
 import psycopg
 from psycopg_pool import ConnectionPool
 
+from tireless.connect import Backoff, with_defaults
 from tireless.errors import MalformedPlan, NotHolder, TirelessError
 from tireless.models import Job, JobBrief, JobState
 from tireless.runner.brief import AgentFiles
@@ -254,6 +255,7 @@ class Worker:
         self._chain = False  # whether a finish also claims the next job (not with --once)
         self._next: Job | None = None  # the job the last finish claimed, to run next
         self._job_stop: str | None = None  # why its lease said the running job must stop
+        self._reconnect = Backoff()  # the waits before connecting again after a lost connection
 
     # The agent's network
     def announce_network(self) -> None:
@@ -340,9 +342,11 @@ class Worker:
 
     def _work_until_disconnected(self) -> None:
         """Claim and run jobs, waiting for work between them; a lost connection (the database
-        restarting) ends the round after a pause, and the next round connects again."""
+        restarting, or the LISTEN connection cut off while idle) ends the round after a short,
+        growing pause (Backoff), and the next round connects again and claims at once."""
         try:
             with self.store.listen(self.lanes) as waiter:
+                self._reconnect.reset()
                 while self._going_on() or self._next is not None:  # a claimed job is given back
                     if not self.run_one():
                         self._wait(
@@ -354,11 +358,9 @@ class Worker:
             message = (
                 str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
             )
-            self._wait(
-                time.sleep,
-                self.poll,
-                f"database connection lost ({message}); retrying in {self.poll:g}s",
-            )
+            first = self._reconnect.tries == 0  # one line per outage, not one per try
+            why = f"database connection lost ({message}); reconnecting" if first else ""
+            self._wait(time.sleep, self._reconnect.next(), why)
 
     def _idle_wait(self) -> float:
         """Until a job's backoff ends (no notification says so), at most the poll interval."""
@@ -366,8 +368,10 @@ class Worker:
         return self.poll if ready_in is None else min(self.poll, ready_in + WAKE_MARGIN)
 
     def _wait(self, wait: Callable[[float], object], seconds: float, why: str) -> None:
-        """Wait (for work, or before connecting again); a stop or drain signal interrupts it."""
-        log.info("%s: %s", self.name, why)
+        """Wait (for work, or before connecting again; logs why, unless empty); a stop or drain
+        signal interrupts it."""
+        if why:
+            log.info("%s: %s", self.name, why)
         try:
             self._waiting = True  # from here until the wait ends a signal interrupts it
             if self._going_on():
@@ -650,12 +654,12 @@ def work(
         handler.addFilter(MaskingFilter(masker))
     sandbox = sandbox or choose("auto", agent)
     log.info("%s: containment: %s", name, sandbox.describe())
-    psycopg.connect(conninfo, connect_timeout=10).close()  # unreachable: fail now, not in the pool
+    psycopg.connect(with_defaults(conninfo)).close()  # unreachable: fail now, not in the pool
     # One connection listens for work, one for a stop of the running job, one renews, one claims
     # and finishes; each is checked before use, so a connection the database dropped (a restart)
     # is replaced instead of failing a call.
     options = POOL_OPTIONS | {"max_size": 4, "check": ConnectionPool.check_connection}
-    pool = ConnectionPool(conninfo, open=False, **options)
+    pool = ConnectionPool(with_defaults(conninfo), open=False, **options)
     pool.open(wait=True, timeout=POOL_OPEN_TIMEOUT)
     try:
         store = JobStore(pool)

@@ -18,6 +18,7 @@ import psycopg
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
+from tireless.connect import with_defaults
 from tireless.errors import translated_errors
 from tireless.models import (
     ConversationOutcome,
@@ -78,7 +79,9 @@ class AsyncJobStore:
         self._opening = asyncio.Lock()
         self._opened = not isinstance(connections, str)  # a pool passed in is the caller's to open
         if isinstance(connections, str):
-            self._owned_pool = AsyncConnectionPool(connections, open=False, **POOL_OPTIONS)
+            self._owned_pool = AsyncConnectionPool(
+                with_defaults(connections), open=False, **POOL_OPTIONS
+            )
             connections = self._owned_pool
         self._connections: AsyncConnectionPool | AsyncConnection[Any] = connections
 
@@ -257,6 +260,12 @@ class AsyncJobStore:
 
     async def expire_stale_claims(self) -> int:
         return await self._run(calls.expire_stale_claims())
+
+    async def roll_up_history(self) -> int:
+        """Fold the history written since the last roll-up into the dashboard's counters; how
+        many finished jobs it counted (0 on a hot standby, or while another roll-up runs). The
+        sweeper and the poller call it, so the dashboard's reads stay short and write nothing."""
+        return await self._run(calls.roll_up_history())
 
     async def prune(self, older_than: timedelta, max_jobs: int | None = None) -> int:
         """(admin) Delete terminal jobs unchanged for `older_than`, with their history; at most

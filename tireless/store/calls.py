@@ -438,6 +438,13 @@ def expire_stale_claims() -> Call[Any, int]:
     return Call(EXPIRE_STALE_CLAIMS, {}, tuple_row, _count)
 
 
+ROLL_UP_HISTORY = "SELECT tireless.roll_up_history()"
+
+
+def roll_up_history() -> Call[Any, int]:
+    return Call(ROLL_UP_HISTORY, {}, tuple_row, _count)
+
+
 PRUNE = "SELECT tireless.prune(older_than => %(older_than)s, max_jobs => %(max_jobs)s)"
 
 

@@ -18,6 +18,7 @@ import psycopg
 from psycopg import Connection
 from psycopg_pool import ConnectionPool
 
+from tireless.connect import with_defaults
 from tireless.errors import translated_errors
 from tireless.models import (
     ConversationOutcome,
@@ -78,7 +79,9 @@ class JobStore:
         self._opening = threading.Lock()
         self._opened = not isinstance(connections, str)  # a pool passed in is the caller's to open
         if isinstance(connections, str):
-            self._owned_pool = ConnectionPool(connections, open=False, **POOL_OPTIONS)
+            self._owned_pool = ConnectionPool(
+                with_defaults(connections), open=False, **POOL_OPTIONS
+            )
             connections = self._owned_pool
         self._connections: ConnectionPool | Connection[Any] = connections
         # Over one connection, threads take turns (the poller reads its forges in threads): two
@@ -260,6 +263,12 @@ class JobStore:
 
     def expire_stale_claims(self) -> int:
         return self._run(calls.expire_stale_claims())
+
+    def roll_up_history(self) -> int:
+        """Fold the history written since the last roll-up into the dashboard's counters; how
+        many finished jobs it counted (0 on a hot standby, or while another roll-up runs). The
+        sweeper and the poller call it, so the dashboard's reads stay short and write nothing."""
+        return self._run(calls.roll_up_history())
 
     def prune(self, older_than: timedelta, max_jobs: int | None = None) -> int:
         """(admin) Delete terminal jobs unchanged for `older_than`, with their history; at most

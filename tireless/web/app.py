@@ -25,6 +25,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
+from tireless.connect import with_defaults
 from tireless.errors import InvalidArgument
 from tireless.web import bulk, connections, fleet, hooks, metrics, pages
 from tireless.web.dashboard import Dashboard
@@ -62,7 +63,13 @@ def create_app(
     the app's lifespan: `with TestClient(app)`, or uvicorn), answering only for hosts, and
     only to a login with token when one is given."""
     pool = AsyncConnectionPool(
-        conninfo, open=False, min_size=1, max_size=4, timeout=5, kwargs={"autocommit": True}
+        with_defaults(conninfo),
+        open=False,
+        min_size=1,
+        max_size=4,
+        timeout=5,
+        kwargs={"autocommit": True},
+        check=AsyncConnectionPool.check_connection,  # a connection the database dropped is replaced
     )
     dashboard = Dashboard(pool=pool, database_label=database_label(conninfo), templates=templates())
 

@@ -84,7 +84,6 @@ async def failures(request: Request) -> Response:
 
 async def workers(request: Request) -> Response:
     board = dashboard_of(request)
-    await board.rows(reads.ROLL_UP_HISTORY)
     now = (await board.rows("SELECT now() AS now"))[0]["now"]
     return render(
         request,

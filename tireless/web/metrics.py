@@ -1,7 +1,7 @@
 """`/metrics` in the Prometheus text format (0.0.4). Live figures come from tireless.lane_status
-and tireless.repo_status; finished jobs are counters from tireless.finished_jobs, which
-tireless.roll_up_history() advances over the history written since the last scrape only; the
-agents' network from tireless.lane_egress."""
+and tireless.repo_status; finished jobs are counters from tireless.finished_jobs: what the
+sweeper's and poller's roll-up counted plus the history written since, so a scrape writes nothing
+(a hot standby answers it); the agents' network from tireless.lane_egress."""
 
 from __future__ import annotations
 
@@ -189,7 +189,6 @@ def repo_families(out: Exposition, repos: list[dict[str, Any]]) -> None:
 
 async def scrape(request: Request) -> Response:
     board = dashboard_of(request)
-    await board.rows(reads.ROLL_UP_HISTORY)
     now = (await board.rows("SELECT now() AS now"))[0]["now"]
     out = Exposition()
     lane_families(out, await board.rows(reads.LANES), now)

@@ -133,7 +133,7 @@ def problem(request: Request, status: int, message: str) -> Response:
 async def overview(request: Request) -> Response:
     board = dashboard_of(request)
     me = await who(request)
-    activity = await board.rows(reads.ACTIVITY, {"span": chart.WINDOWS["24h"]})  # rolls up first
+    activity = await board.rows(reads.ACTIVITY, {"span": chart.WINDOWS["24h"]})
     lanes = await board.rows(reads.LANES)
     try:
         repos: list[dict[str, Any]] | None = await board.rows(reads.REPOS)
@@ -254,7 +254,6 @@ async def job(request: Request) -> Response:
     row = found[0]
     forges = await issue_links(request)
     parent = await board.rows(reads.JOB, {"job_id": row["parent_id"]}) if row["parent_id"] else []
-    await board.rows(reads.ROLL_UP_HISTORY)  # the issue's runs are folded from the history
     now = (await board.rows("SELECT now() AS now"))[0]["now"]
     return render(
         request,

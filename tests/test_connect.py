@@ -1,0 +1,58 @@
+"""The deadlines and keepalives tireless adds to every DSN, and only where the operator set none."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+from psycopg.conninfo import conninfo_to_dict
+
+from tests.conftest import Database
+from tireless.connect import CONNECTION_DEFAULTS, with_defaults
+
+
+def test_a_url_gets_every_default_and_keeps_what_it_says() -> None:
+    dsn = conninfo_to_dict(with_defaults("postgresql://runner:pw@db.example:5433/tireless"))
+    assert (
+        dsn
+        == {
+            "user": "runner",
+            "password": "pw",
+            "host": "db.example",
+            "port": "5433",
+            "dbname": "tireless",
+        }
+        | CONNECTION_DEFAULTS
+    )
+
+
+def test_a_key_value_dsn_gets_every_default() -> None:
+    dsn = conninfo_to_dict(with_defaults("host=db.example dbname=tireless user=runner"))
+    assert (
+        dsn == {"host": "db.example", "dbname": "tireless", "user": "runner"} | CONNECTION_DEFAULTS
+    )
+
+
+def test_a_multi_host_url_keeps_its_hosts_and_target_session_attrs() -> None:
+    url = "postgresql://runner@10.0.0.1:5432,10.0.0.2:5432/tireless?target_session_attrs=read-write"
+    dsn = conninfo_to_dict(with_defaults(url))
+    assert (dsn["host"], dsn["port"]) == ("10.0.0.1,10.0.0.2", "5432,5432")
+    assert dsn["target_session_attrs"] == "read-write"
+    assert dsn["tcp_user_timeout"] == CONNECTION_DEFAULTS["tcp_user_timeout"]
+
+
+def test_the_operators_own_settings_win() -> None:
+    given = "host=db.example keepalives=0 keepalives_idle=60 connect_timeout=3 tcp_user_timeout=0"
+    dsn = conninfo_to_dict(with_defaults(given))
+    assert (dsn["keepalives"], dsn["keepalives_idle"]) == ("0", "60")
+    assert (dsn["connect_timeout"], dsn["tcp_user_timeout"]) == ("3", "0")
+    assert dsn["keepalives_count"] == CONNECTION_DEFAULTS["keepalives_count"]
+
+
+def test_pgconnect_timeout_in_the_environment_wins(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PGCONNECT_TIMEOUT", "2")
+    assert "connect_timeout" not in conninfo_to_dict(with_defaults("host=db.example"))
+
+
+def test_a_unix_socket_dsn_with_the_defaults_connects(db: Database) -> None:
+    with psycopg.connect(with_defaults(db.conninfo)) as conn:  # libpq ignores the TCP settings
+        assert conn.execute("SELECT 1").fetchone() == (1,)
