@@ -168,6 +168,7 @@ CREATE OR REPLACE FUNCTION tireless.finish_and_claim(
 AS $$
 DECLARE
     finished boolean := false;
+    ended tireless.job;
 BEGIN
     -- The finish: transition's holder statement, in the one case where the lane needs to hear nothing
     -- (a delivery or the holder's cancel, in a lane without a capacity and without failures counted
@@ -179,6 +180,7 @@ BEGIN
                claimed_by = NULL,
                claim_expires_at = NULL,
                claim_token = NULL,
+               ended_claim_token = j.claim_token,
                note = CASE WHEN j.cancel_requested_at IS NULL THEN finish_and_claim.note
                            ELSE tireless.stop_finish_note(finish_and_claim.to_state, finish_and_claim.note,
                                                           j.cancel_requested_at, j.cancel_note) END,
@@ -192,6 +194,19 @@ BEGIN
                             WHERE l.name = j.lane
                               AND (l.capacity IS NOT NULL OR l.consecutive_failures <> 0 OR l.tripped_until IS NOT NULL));
         finished := FOUND;
+    END IF;
+    IF NOT finished AND finish_and_claim.claim_token IS NOT NULL THEN
+        -- Sent again because its answer was lost: the first one committed. Its answer was the job
+        -- it claimed for this worker in the same transaction (the same now()), if that claim stands.
+        SELECT * INTO ended FROM tireless.job j
+         WHERE j.id = finish_and_claim.job_id AND j.ended_claim_token = finish_and_claim.claim_token;
+        IF FOUND THEN
+            RETURN QUERY SELECT * FROM tireless.job j
+                          WHERE j.state = 'claimed' AND j.claimed_by = finish_and_claim.worker
+                            AND j.updated_at = ended.updated_at AND j.id <> ended.id
+                            AND tireless.acts_for_login(j.claimed_login);
+            RETURN;
+        END IF;
     END IF;
     IF NOT finished THEN
         PERFORM tireless.transition(job_id => finish_and_claim.job_id, to_state => finish_and_claim.to_state,
@@ -245,7 +260,9 @@ COMMENT ON FUNCTION tireless.finish_and_claim(bigint, text, text, text[], interv
     'The runner''s cycle in one transaction: finishes the claim on job_id exactly as tireless.transition(job_id, '
     'to_state, worker, note, token => claim_token) would (its refusals, with their SQLSTATEs: nothing is claimed '
     'when the finish is refused), then claims the next job in lanes for worker exactly as tireless.claim_next '
-    'would, and returns it (no row when nothing is claimable).';
+    'would, and returns it (no row when nothing is claimable). Sent again with the token of a claim its holder '
+    'already ended (the answer was lost): the job that finish claimed for worker, if it still holds it, and nothing '
+    'else changes.';
 REVOKE ALL ON FUNCTION tireless.finish_and_claim(bigint, text, text, text[], interval, uuid, text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT EXECUTE ON FUNCTION tireless.finish_and_claim(bigint, text, text, text[], interval, uuid, text) TO tireless_runner;
 

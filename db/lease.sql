@@ -211,11 +211,16 @@ BEGIN
     IF NOT FOUND THEN
         RAISE EXCEPTION 'no job with id %', coalesce(give_back.job_id::text, 'null') USING ERRCODE = 'TL001';
     END IF;
+    -- Sent again because its answer was lost: the first one committed; the job as it is now answers.
+    IF give_back.token IS NOT NULL AND job.ended_claim_token = give_back.token THEN
+        RETURN job;
+    END IF;
     PERFORM tireless.check_holder(job, give_back.worker, give_back.token);
     IF job.cancel_requested_at IS NOT NULL THEN
         -- A cancel request stands (0007_work_rule): the job ends cancelled instead of running again.
         UPDATE tireless.job j
            SET state = 'cancelled', claimed_by = NULL, claim_expires_at = NULL, claim_token = NULL,
+               ended_claim_token = j.claim_token,
                note = coalesce(job.cancel_note, 'issue withdrew its request') || coalesce('; given back: ' || give_back.note, ''),
                updated_at = now()
          WHERE j.id = job.id
@@ -228,6 +233,7 @@ BEGIN
            claimed_by = NULL,
            claim_expires_at = NULL,
            claim_token = NULL,
+           ended_claim_token = j.claim_token,
            given_back = j.given_back + 1,
            available_at = now(),
            note = 'given back' || coalesce(': ' || give_back.note, ''),
@@ -243,7 +249,7 @@ COMMENT ON FUNCTION tireless.give_back(bigint, text, text, uuid) IS
     'pending and claimable at once, no backoff, no failure for the circuit breaker, not counted against max_attempts '
     '(attempts keeps the claim; given_back counts it). The note starts with "given back". A job asked to stop ends '
     'cancelled instead, with the stop''s note. TL004 unless worker (and token, when given) holds the claim and the caller '
-    'is the login that claimed it (or an admin).';
+    'is the login that claimed it (or an admin). Sent again with the token of a claim its holder already ended (the answer was lost: a failover, a cut connection): answered with the job as it is now, nothing changes.';
 REVOKE ALL ON FUNCTION tireless.give_back(bigint, text, text, uuid) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT EXECUTE ON FUNCTION tireless.give_back(bigint, text, text, uuid) TO tireless_runner;
 
@@ -437,7 +443,7 @@ BEGIN
     IF record_checkpoint.ref IN (branch, 'refs/heads/' || branch) THEN
         RAISE EXCEPTION 'ref % is the pull request''s branch; a checkpoint goes to a ref of its own',
             quote_literal(record_checkpoint.ref)
-            USING ERRCODE = 'TL009', HINT = 'Push checkpoints to a ref such as refs/tireless/checkpoints/<job id>.';
+            USING ERRCODE = 'TL009', HINT = 'Push checkpoints to a ref such as refs/tireless/checkpoints/<job id>-<attempt id>.';
     END IF;
     INSERT INTO tireless.checkpoint AS c (job_id, attempt, ref, commit)
     VALUES (job.id, job.attempts, record_checkpoint.ref, record_checkpoint.commit)
@@ -499,9 +505,18 @@ CREATE OR REPLACE FUNCTION tireless.end_stopped_attempt(job_id bigint, worker te
     SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    job tireless.job := tireless.held_job(end_stopped_attempt.job_id, end_stopped_attempt.worker, end_stopped_attempt.token);
+    job tireless.job;
     note text;
 BEGIN
+    -- Sent again because its answer was lost: the first one committed (transition's rule).
+    IF end_stopped_attempt.token IS NOT NULL THEN
+        SELECT * INTO job FROM tireless.job j
+         WHERE j.id = end_stopped_attempt.job_id AND j.ended_claim_token = end_stopped_attempt.token;
+        IF FOUND THEN
+            RETURN job;
+        END IF;
+    END IF;
+    job := tireless.held_job(end_stopped_attempt.job_id, end_stopped_attempt.worker, end_stopped_attempt.token);
     SELECT a.stop_note INTO note FROM tireless.job_attempt a
      WHERE a.job_id = job.id AND a.attempt = job.attempts AND a.stop IS NOT NULL;
     IF note IS NULL THEN
@@ -516,7 +531,8 @@ $$;
 COMMENT ON FUNCTION tireless.end_stopped_attempt(bigint, text, uuid) IS
     'The holder ends an attempt the watchdog stopped (heartbeat answered timeout or stalled) as a failure, with the '
     'watchdog''s note (timed out after 2h; no progress for 30m (last: ran the tests)): as transition to pending '
-    'does (backoff, the attempt budget, the breaker). TL002 when the watchdog did not stop it; TL001, TL004 as transition.';
+    'does (backoff, the attempt budget, the breaker). TL002 when the watchdog did not stop it; TL001, TL004 as transition.'
+    ' Sent again with the token of a claim its holder already ended (the answer was lost: a failover, a cut connection): answered with the job as it is now, nothing changes.';
 REVOKE ALL ON FUNCTION tireless.end_stopped_attempt(bigint, text, uuid) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT EXECUTE ON FUNCTION tireless.end_stopped_attempt(bigint, text, uuid) TO tireless_runner;
 

@@ -98,6 +98,7 @@ BEGIN
                    claimed_by = NULL,
                    claim_expires_at = NULL,
                    claim_token = NULL,
+                   ended_claim_token = j.claim_token,
                    note = CASE WHEN j.cancel_requested_at IS NULL THEN transition.note
                                ELSE tireless.stop_finish_note(transition.to_state, transition.note,
                                                               j.cancel_requested_at, j.cancel_note) END,
@@ -150,6 +151,11 @@ BEGIN
     IF NOT FOUND THEN
         RAISE EXCEPTION 'no job with id %', coalesce(transition.job_id::text, 'null') USING ERRCODE = 'TL001';
     END IF;
+    -- The holder's own finish sent again because its answer was lost (a failover, a cut connection):
+    -- the first one committed, so the job as it is now is the answer, and nothing moves again.
+    IF transition.worker IS NOT NULL AND transition.token IS NOT NULL AND job.ended_claim_token = transition.token THEN
+        RETURN job;
+    END IF;
     -- Invariant 5: a claimed job answers only to its holder, and a worker that is given speaks as a
     -- holder: not holding the job is its answer whatever the job's state, before any rule of states.
     IF transition.worker IS NOT NULL OR job.state = 'claimed' THEN
@@ -199,6 +205,7 @@ BEGIN
            claimed_by = NULL,
            claim_expires_at = NULL,
            claim_token = NULL,
+           ended_claim_token = coalesce(j.claim_token, j.ended_claim_token),
            available_at = CASE WHEN final_state = 'pending' THEN now() + tireless.retry_delay(tireless.attempts_spent(j))
                                ELSE j.available_at END,
            note = final_note,
@@ -230,7 +237,8 @@ COMMENT ON FUNCTION tireless.transition(bigint, text, text, text, uuid) IS
     'failed, cancelled) needs the holder; a release after the last attempt the budget counts fails the job, and a '
     'release of a job asked to stop cancels it. A job asked to stop ends cancelled with the stop''s note (cancel_note), '
     'whatever note the holder gives, or delivered with a note saying the stop came after the work was done. '
-    'A pending job can only be cancelled (by tireless_admin). Entering claimed, or leaving a terminal state, is refused.';
+    'A pending job can only be cancelled (by tireless_admin). Entering claimed, or leaving a terminal state, is refused.'
+    ' Sent again with the token of a claim its holder already ended (the answer was lost: a failover, a cut connection): answered with the job as it is now, nothing changes.';
 REVOKE ALL ON FUNCTION tireless.transition(bigint, text, text, text, uuid) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT EXECUTE ON FUNCTION tireless.transition(bigint, text, text, text, uuid) TO tireless_runner;
 
@@ -299,6 +307,13 @@ BEGIN
                 USING ERRCODE = 'TL009', HINT = 'Deliver with no change: no branch, head, base_branch or base.';
         END IF;
     END IF;
+    -- Sent again because its answer was lost: the first one committed, its delivery is recorded.
+    IF deliver.token IS NOT NULL THEN
+        SELECT * INTO result FROM tireless.job j WHERE j.id = deliver.job_id AND j.ended_claim_token = deliver.token;
+        IF FOUND THEN
+            RETURN result;
+        END IF;
+    END IF;
     result := tireless.transition(deliver.job_id, 'delivered', deliver.worker,
                                   CASE WHEN changed THEN deliver.note ELSE coalesce(deliver.note, 'no change') END,
                                   deliver.token);
@@ -320,7 +335,8 @@ COMMENT ON FUNCTION tireless.deliver(bigint, text, text, text, text, text, uuid,
     'job, TL001, TL005), then the delivery recorded (branch, head, base_branch, base, draft) and, for a tracked '
     'repository, the pull request queued for the mirror (mirror_pulls_due). Without branch, head, base_branch and '
     'base: delivered with no change (note ''no change'' unless given), no pull request. TL009 for a malformed '
-    'branch or commit, a branch that is its own base, or a head that is its base; nothing changes.';
+    'branch or commit, a branch that is its own base, or a head that is its base; nothing changes.'
+    ' Sent again with the token of a claim its holder already ended (the answer was lost: a failover, a cut connection): answered with the job as it is now, nothing changes.';
 REVOKE ALL ON FUNCTION tireless.deliver(bigint, text, text, text, text, text, uuid, text, boolean) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT EXECUTE ON FUNCTION tireless.deliver(bigint, text, text, text, text, text, uuid, text, boolean) TO tireless_runner;
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import random
 
+import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 CONNECTION_DEFAULTS: dict[str, str] = {
@@ -53,3 +54,13 @@ class Backoff:
 
     def reset(self) -> None:
         self.tries = 0
+
+
+def answer_lost(error: BaseException) -> bool:
+    """Whether a call may have reached the database without its answer reaching us: the connection
+    broke or could not be had (OperationalError: a failover, a cut network, a client deadline), or
+    it led to a host that can no longer write (25006: a demoted primary). Such a call is sent
+    again; the store's fenced functions answer one that did commit as done."""
+    return isinstance(error, psycopg.OperationalError) or (
+        isinstance(error, psycopg.Error) and error.sqlstate == "25006"
+    )

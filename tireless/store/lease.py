@@ -16,6 +16,11 @@ passes `then_claim`: when the block ends and `then_claim()` says to go on, the f
 tireless.finish_and_claim (one transaction: the finish, then the next claim), the job it claimed is
 `next`, and the runner's next lease holds it (`job=`) instead of claiming one. Any refusal that says the worker
 does not hold the job any more (TL004, whatever the job's state now is) is a lost lease.
+
+A call whose answer was lost (tireless.connect.answer_lost: a failover, a cut connection) is sent again
+with the same claim token: a heartbeat after a short, growing pause instead of a third of the lease, the
+finish (or give-back) for as long as the lease lasts. The store answers a finish that did commit with the
+job as it is now, so the work is never finished twice, and never done again because its finish was lost.
 """
 
 from __future__ import annotations
@@ -25,12 +30,14 @@ import contextlib
 import logging
 import os
 import threading
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Protocol, TypeVar
 
+from tireless.connect import Backoff, answer_lost
 from tireless.errors import NotHolder
 from tireless.models import Heartbeat, Job, JobState
 from tireless.store import calls
@@ -190,6 +197,17 @@ class _Holding:
         """True when the lease gave the job back (the runner was stopping)."""
         self.pushed: Pushed | None = None
         """Set by the block when it pushed the work: a delivery then records it (tireless.deliver)."""
+        self.held_until: float | None = None
+        """time.monotonic() by which the claim ends unless renewed: from when the claim or the last
+        renewal that answered was sent. Calls whose answer was lost are sent again until then."""
+        self._renewal_retry = Backoff()
+        self._renewal_failing = False
+        self._finish_retry = Backoff()
+
+    def _holding_from(self, sent_at: float) -> None:
+        """A claim or renewal sent at `sent_at` (time.monotonic()) was answered: it holds a lease
+        from no earlier than then."""
+        self.held_until = sent_at + self.lease.total_seconds()
 
     def _claim(self) -> Call[Job, Job | None]:
         return calls.claim_next(self.worker, self.lanes, self.lease)
@@ -207,6 +225,8 @@ class _Holding:
         """Seconds until the next heartbeat: a third of the lease, or just past the time the
         lane's max_run or stall_after may stop the attempt when that comes first."""
         interval = renewal_interval(self.lease)
+        if self._renewal_failing:  # try again soon: two failures in a row must not end the lease
+            interval = min(interval, self._renewal_retry.next())
         if watchdog_due_in is None:
             return interval
         return min(interval, max(watchdog_due_in, 0.0) + WAKE_MARGIN)
@@ -214,10 +234,17 @@ class _Holding:
     def _renewed(self, job: Job, answer: Heartbeat | Exception | None) -> bool:
         """Record a heartbeat's answer (None: none yet; an exception: it failed, try again at the
         next interval); False means stop renewing."""
-        if answer is None or answer is Heartbeat.HELD:
-            return True
         if isinstance(answer, Exception):
-            log.error("renewing the lease on job %s failed; trying again", job.id, exc_info=answer)
+            if not self._renewal_failing:  # one line per outage, not one per try
+                log.warning("renewing the lease on job %s failed (%s); trying again", job.id,
+                            str(answer).strip() or type(answer).__name__)  # fmt: skip
+            self._renewal_failing = True
+            return True
+        if self._renewal_failing:
+            log.info("renewed the lease on job %s again", job.id)
+        self._renewal_failing = False
+        self._renewal_retry.reset()
+        if answer is None or answer is Heartbeat.HELD:
             return True
         if answer is Heartbeat.CANCEL:
             if not self.cancel_requested:  # renewals go on while the work stops
@@ -268,6 +295,22 @@ class _Holding:
             )
         return calls.transition(job.id, state, self.worker, note, job.claim_token)
 
+    def _finish_again_in(self, job: Job, error: Exception) -> float | None:
+        """Seconds to wait before sending the finish again after it failed with `error`; None
+        when it must not be: the answer was not lost, or the lease will have run out by then."""
+        if not answer_lost(error):
+            return None
+        first = self._finish_retry.tries == 0
+        wait = self._finish_retry.next()
+        if self.held_until is None or time.monotonic() + wait >= self.held_until:
+            return None
+        if first:
+            log.warning(
+                "job %s: the answer to its finish was lost (%s); sending it again while the lease lasts",
+                job.id, str(error).strip() or type(error).__name__,
+            )  # fmt: skip
+        return wait
+
     def _ended(self, answer: Job | None) -> None:
         """Record the finish's answer: the next job (finish_and_claim) or the finished one."""
         if self._claims_next:
@@ -316,9 +359,11 @@ class HeldJob(_Holding):
         self._renewer: threading.Thread | None = None
 
     def __enter__(self) -> Job | None:
+        sent_at = time.monotonic()
         if self.job is None:
             self.job = self._run(self._claim())
         if self.job is not None:
+            self._holding_from(sent_at)
             if self._listen is not None:
                 self._wakeup = os.pipe()
             self._renewer = threading.Thread(
@@ -338,10 +383,25 @@ class HeldJob(_Holding):
                 answer = self._heartbeat(job)
 
     def _heartbeat(self, job: Job) -> Heartbeat | Exception:
+        sent_at = time.monotonic()
         try:
-            return self._run(self._renewal(job))
+            answer = self._run(self._renewal(job))
         except Exception as failed:
             return failed
+        if answer is not Heartbeat.LOST:
+            self._holding_from(sent_at)
+        return answer
+
+    def _run_until_answered(self, job: Job, call: Call[Any, Answer]) -> Answer:
+        """Run the finish, sending it again while its answer is lost and the lease lasts."""
+        while True:
+            try:
+                return self._run(call)
+            except Exception as failed:
+                wait = self._finish_again_in(job, failed)
+                if wait is None:
+                    raise
+                time.sleep(wait)
 
     def _wait(self, job: Job, stops: StopListener | None) -> StopListener | None:
         """Wait until the next heartbeat is due, a stop of the job is announced or the lease ends;
@@ -397,7 +457,7 @@ class HeldJob(_Holding):
                 os.close(fd)
             self._wakeup = None
         with self._finishing(job):
-            self._ended(self._run(self._finish(job, error)))
+            self._ended(self._run_until_answered(job, self._finish(job, error)))
         return self._swallowed(error)
 
 
@@ -422,9 +482,11 @@ class AsyncHeldJob(_Holding):
         self._renewer: asyncio.Task[None] | None = None
 
     async def __aenter__(self) -> Job | None:
+        sent_at = time.monotonic()
         if self.job is None:
             self.job = await self._run(self._claim())
         if self.job is not None:
+            self._holding_from(sent_at)
             self._renewer = asyncio.create_task(self._renew(self.job))
         return self.job
 
@@ -437,10 +499,25 @@ class AsyncHeldJob(_Holding):
                 answer = await self._heartbeat(job)
 
     async def _heartbeat(self, job: Job) -> Heartbeat | Exception:
+        sent_at = time.monotonic()
         try:
-            return await self._run(self._renewal(job))
+            answer = await self._run(self._renewal(job))
         except Exception as failed:
             return failed
+        if answer is not Heartbeat.LOST:
+            self._holding_from(sent_at)
+        return answer
+
+    async def _run_until_answered(self, job: Job, call: Call[Any, Answer]) -> Answer:
+        """HeldJob._run_until_answered."""
+        while True:
+            try:
+                return await self._run(call)
+            except Exception as failed:
+                wait = self._finish_again_in(job, failed)
+                if wait is None:
+                    raise
+                await asyncio.sleep(wait)
 
     async def _wait(self, job: Job, stops: AsyncStopListener | None) -> AsyncStopListener | None:
         """HeldJob._wait: until the next heartbeat, or a stop of the job (the lease's end cancels
@@ -490,5 +567,5 @@ class AsyncHeldJob(_Holding):
             with contextlib.suppress(asyncio.CancelledError):
                 await self._renewer
         with self._finishing(job):
-            self._ended(await self._run(self._finish(job, error)))
+            self._ended(await self._run_until_answered(job, self._finish(job, error)))
         return self._swallowed(error)
