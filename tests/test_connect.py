@@ -1,4 +1,5 @@
-"""The deadlines and keepalives tireless adds to every DSN, and only where the operator set none."""
+"""The deadlines and keepalives tireless adds to every DSN, and only where the operator set none;
+the deadline of each call, and the pool that replaces its connections after a failover."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import pytest
 from psycopg.conninfo import conninfo_to_dict
 
 from tests.conftest import Database
-from tireless.connect import CONNECTION_DEFAULTS, with_defaults
+from tireless.connect import CONNECTION_DEFAULTS, DeadlineConnection, FailoverPool, with_defaults
 
 
 def test_a_url_gets_every_default_and_keeps_what_it_says() -> None:
@@ -56,3 +57,27 @@ def test_pgconnect_timeout_in_the_environment_wins(monkeypatch: pytest.MonkeyPat
 def test_a_unix_socket_dsn_with_the_defaults_connects(db: Database) -> None:
     with psycopg.connect(with_defaults(db.conninfo)) as conn:  # libpq ignores the TCP settings
         assert conn.execute("SELECT 1").fetchone() == (1,)
+
+
+def test_a_call_with_no_answer_by_its_deadline_fails_and_its_connection_is_dropped(
+    db: Database,
+) -> None:
+    # pg_sleep keeps the answer back as a hung host would; the deadline alone ends the wait.
+    with DeadlineConnection.connect(db.conninfo, autocommit=True) as conn:
+        conn.deadline = 0.5
+        assert conn.execute("SELECT 1").fetchone() == (1,)
+        with pytest.raises(psycopg.OperationalError):
+            conn.execute("SELECT pg_sleep(60)")
+        assert conn.broken
+
+
+def test_a_pool_whose_connections_broke_gives_new_ones_after_a_drain(db: Database) -> None:
+    with FailoverPool(db.conninfo, deadline=0.5, min_size=2, max_size=2) as pool:
+        pool.wait()
+        with pool.connection() as conn, pytest.raises(psycopg.OperationalError):
+            conn.execute("SELECT pg_sleep(60)")
+        pool.drain()
+        with pool.connection() as conn:
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+            assert isinstance(conn, DeadlineConnection)
+            assert conn.deadline == 0.5

@@ -1,16 +1,31 @@
 """Every connection tireless opens: the deadlines and keepalives it adds to the operator's DSN, so
-a dead or unreachable host is given up within seconds, and the backoff between reconnects."""
+a dead or unreachable host is given up within seconds; the deadline of each call, so a host that
+hangs (frozen, not dead: its kernel still acknowledges, and no keepalive fails) is given up too; the
+pool that reconnects each second after a failover; and the backoff between reconnects."""
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import random
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any, TypeVar
 
 import psycopg
+from psycopg.abc import PQGen
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg_pool import ConnectionPool
+
+log = logging.getLogger(__name__)
+
+RV = TypeVar("RV")
 
 CONNECTION_DEFAULTS: dict[str, str] = {
-    "connect_timeout": "10",  # seconds per host tried: a multi-host DSN moves on to the next
+    "connect_timeout": "5",  # seconds per host tried: a multi-host DSN moves on to the next
     "keepalives": "1",
     "keepalives_idle": "10",  # an idle connection (a LISTEN) is probed after 10 s of silence,
     "keepalives_interval": "3",  # then every 3 s,
@@ -64,3 +79,94 @@ def answer_lost(error: BaseException) -> bool:
     return isinstance(error, psycopg.OperationalError) or (
         isinstance(error, psycopg.Error) and error.sqlstate == "25006"
     )
+
+
+CALL_DEADLINE = 60.0
+"""Seconds any call of a store may wait for the database's answer before its connection is given
+up: no call tireless makes takes that long on a host that answers."""
+
+WORKER_CALL_DEADLINE = 5.0
+"""The worker's calls (claim, renew, finish: each a few milliseconds) wait at most this long, so a
+hung primary is left for the promoted standby within seconds."""
+
+RECONNECT_EVERY = 1.0
+"""Seconds between a pool's tries to replace a connection it lost: psycopg_pool doubles its wait
+after each failure, so a promotion 45 s after the crash would be noticed half a minute late."""
+
+
+class _Deadlines:
+    """One thread for the process: it shuts down the socket of a call past its deadline, so the
+    call fails as if the network were cut (OperationalError) and its connection is dropped."""
+
+    TICK = 0.1
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._due: dict[object, tuple[float, int]] = {}
+        self._watcher: threading.Thread | None = None
+
+    @contextlib.contextmanager
+    def watching(self, fd: int, seconds: float) -> Iterator[None]:
+        """The block's waits on the socket `fd` end by `seconds` from now."""
+        key = object()
+        with self._lock:
+            self._due[key] = (time.monotonic() + seconds, fd)
+            if self._watcher is None:
+                self._watcher = threading.Thread(target=self._watch, name="deadlines", daemon=True)
+                self._watcher.start()
+        try:
+            yield
+        finally:
+            with self._lock:  # after a cut under way: the socket is the call's until then
+                self._due.pop(key, None)
+
+    def _watch(self) -> None:
+        while True:
+            time.sleep(self.TICK)
+            now = time.monotonic()
+            with self._lock:
+                for key, (due, fd) in list(self._due.items()):
+                    if due <= now:
+                        del self._due[key]
+                        self._cut(fd)
+
+    @staticmethod
+    def _cut(fd: int) -> None:
+        log.warning("no answer from the database in time: its connection is given up")
+        with contextlib.suppress(OSError), socket.socket(fileno=os.dup(fd)) as sock:
+            sock.shutdown(socket.SHUT_RDWR)
+
+
+_deadlines = _Deadlines()
+
+
+class DeadlineConnection(psycopg.Connection[Any]):
+    """A connection whose every wait for an answer ends by `deadline` seconds (None: no end);
+    a wait with its own timeout (notifications) keeps it."""
+
+    deadline: float | None = CALL_DEADLINE
+
+    def wait(self, gen: PQGen[RV], interval: float = 0.1, timeout: float | None = None) -> RV:
+        if timeout is not None or self.deadline is None:
+            return super().wait(gen, interval, timeout)
+        with _deadlines.watching(self.pgconn.socket, self.deadline):
+            return super().wait(gen, interval, timeout)
+
+
+class FailoverPool(ConnectionPool[DeadlineConnection]):
+    """A pool of DeadlineConnections that tries to replace a lost connection every
+    RECONNECT_EVERY seconds, for as long as the database is away."""
+
+    def __init__(
+        self, conninfo: str, *, deadline: float | None = CALL_DEADLINE, **options: Any
+    ) -> None:
+        def configure(conn: DeadlineConnection) -> None:
+            conn.deadline = deadline
+
+        super().__init__(
+            with_defaults(conninfo), connection_class=DeadlineConnection, configure=configure,
+            **options,
+        )  # fmt: skip
+
+    def schedule_task(self, task: Any, delay: float) -> None:
+        super().schedule_task(task, min(delay, RECONNECT_EVERY))

@@ -17,7 +17,9 @@ from tireless.models import JobState
 BASE, HEAD = "a" * 40, "b" * 40
 
 
-def test_a_finish_sent_again_answers_the_job_and_moves_nothing(db: Database, store: JobStore) -> None:
+def test_a_finish_sent_again_answers_the_job_and_moves_nothing(
+    db: Database, store: JobStore
+) -> None:
     enqueue_jobs(store, 1)
     job = claimed(store)
     first = store.transition(job.id, JobState.DELIVERED, "w1", "done", job.claim_token)
@@ -57,7 +59,8 @@ def test_finish_and_claim_sent_again_answers_the_job_it_claimed_and_claims_no_ot
     job = claimed(store)
     first = store.finish_and_claim(job.id, JobState.DELIVERED, "w1", ["cc"], token=job.claim_token)
     again = store.finish_and_claim(job.id, JobState.DELIVERED, "w1", ["cc"], token=job.claim_token)
-    assert first is not None and again == first
+    assert first is not None
+    assert again == first
     assert rows(db, "SELECT count(*) FROM tireless.job WHERE state = 'claimed'") == [(1,)]
 
 
@@ -69,7 +72,10 @@ def test_finish_and_claim_sent_again_answers_nothing_once_its_next_job_is_not_he
     first = store.finish_and_claim(job.id, JobState.DELIVERED, "w1", ["cc"], token=job.claim_token)
     assert first is not None
     store.transition(first.id, JobState.DELIVERED, "w1", None, first.claim_token)
-    assert store.finish_and_claim(job.id, JobState.DELIVERED, "w1", ["cc"], token=job.claim_token) is None
+    assert (
+        store.finish_and_claim(job.id, JobState.DELIVERED, "w1", ["cc"], token=job.claim_token)
+        is None
+    )
 
 
 def test_a_finish_with_the_token_of_an_expired_claim_is_still_refused(

@@ -30,9 +30,12 @@ def cutter(db: Database) -> Iterator[AnswerCutter]:
 @contextmanager
 def through(cutter: AnswerCutter, db: Database) -> Iterator[JobStore]:
     """A store whose connections go through the relay."""
-    dsn = cutter.conninfo(conninfo_to_dict(db.conninfo)["dbname"], SUPERUSER)
+    dsn = cutter.conninfo(str(conninfo_to_dict(db.conninfo)["dbname"]), SUPERUSER)
     options = {"autocommit": True, "prepare_threshold": None}
-    with ConnectionPool(dsn, min_size=1, max_size=4, kwargs=options) as pool, JobStore(pool) as store:
+    with (
+        ConnectionPool(dsn, min_size=1, max_size=4, kwargs=options) as pool,
+        JobStore(pool) as store,
+    ):
         yield store
 
 
@@ -47,10 +50,11 @@ def test_a_delivery_whose_answer_was_lost_is_sent_again_and_delivers_once(
     with through(cutter, db) as relayed:
         held = relayed.lease("w1", ["cc"])
         with held as job:
-            assert job is not None
             cutter.cut_answer_to("tireless.transition(")
+    assert job is not None
     assert cutter.cuts == 1, "the finish's answer was lost"
-    assert held.finished is not None and held.finished.state is JobState.DELIVERED
+    assert held.finished is not None
+    assert held.finished.state is JobState.DELIVERED
     assert cutter.sent("tireless.transition(") == 2, "sent again after the cut"
     assert moves(db, job.id, "delivered") == 1
 
@@ -62,8 +66,8 @@ def test_a_finish_and_claim_sent_again_answers_the_job_it_claimed(
     with through(cutter, db) as relayed:
         held = relayed.lease("w1", ["cc"], then_claim=lambda: True)
         with held as job:
-            assert job is not None
             cutter.cut_answer_to("tireless.finish_and_claim(")
+    assert job is not None
     assert cutter.cuts == 1
     assert held.next is not None, "the job the lost answer named"
     claims = rows(db, "SELECT id, claim_token FROM tireless.job WHERE state = 'claimed'")
@@ -82,7 +86,8 @@ def test_a_give_back_whose_answer_was_lost_gives_the_job_back_once(
             cutter.cut_answer_to("tireless.give_back(")
             raise ShuttingDown("deploy")
     assert cutter.cuts == 1
-    assert held.given_back and held.finished is not None
+    assert held.given_back
+    assert held.finished is not None
     assert held.finished.state is JobState.PENDING
     assert rows(db, "SELECT given_back, note FROM tireless.job") == [(1, "given back: deploy")]
 
@@ -94,8 +99,8 @@ def test_a_renewal_whose_answer_was_lost_is_tried_again_within_seconds_not_a_thi
     with through(cutter, db) as relayed:
         cutter.cut_answer_to("tireless.heartbeat(")  # the first renewal, sent as the lease starts
         with relayed.lease("w1", ["cc"], timedelta(seconds=60)) as job:
-            assert job is not None
             # The next renewal is due 20 s on; a renewal that failed is tried again in ~0.2 s.
             wait_until(lambda: cutter.sent("tireless.heartbeat(") >= 2, "a renewal sent again", 10)
             assert cutter.cuts == 1
+    assert job is not None
     assert moves(db, job.id, "delivered") == 1

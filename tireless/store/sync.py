@@ -18,7 +18,7 @@ import psycopg
 from psycopg import Connection
 from psycopg_pool import ConnectionPool
 
-from tireless.connect import with_defaults
+from tireless.connect import FailoverPool
 from tireless.errors import translated_errors
 from tireless.models import (
     ConversationOutcome,
@@ -74,16 +74,14 @@ class JobStore:
     closes it) or one Connection (calls join the caller's transaction as savepoints).
     AsyncJobStore opens its pool the same way."""
 
-    def __init__(self, connections: str | ConnectionPool | Connection[Any]) -> None:
-        self._owned_pool: ConnectionPool | None = None
+    def __init__(self, connections: str | ConnectionPool[Any] | Connection[Any]) -> None:
+        self._owned_pool: ConnectionPool[Any] | None = None
         self._opening = threading.Lock()
         self._opened = not isinstance(connections, str)  # a pool passed in is the caller's to open
         if isinstance(connections, str):
-            self._owned_pool = ConnectionPool(
-                with_defaults(connections), open=False, **POOL_OPTIONS
-            )
+            self._owned_pool = FailoverPool(connections, open=False, **POOL_OPTIONS)
             connections = self._owned_pool
-        self._connections: ConnectionPool | Connection[Any] = connections
+        self._connections: ConnectionPool[Any] | Connection[Any] = connections
         # Over one connection, threads take turns (the poller reads its forges in threads): two
         # calls at once would share one transaction state.
         self._turn: AbstractContextManager[Any] = (
@@ -116,7 +114,12 @@ class JobStore:
             if not self._opened:
                 self.open()
             with self._connections.connection() as conn:
-                yield conn
+                try:
+                    yield conn
+                except psycopg.OperationalError:
+                    if conn.broken:  # the others went with it (a failover, a restart): new ones
+                        self._connections.drain()
+                    raise
         else:
             yield self._connections
 
@@ -744,6 +747,10 @@ class JobStore:
             return waiter.wait(timeout)
 
 
+LISTEN_CHECK = 2.0
+"""Seconds a LISTEN waits in silence before it checks that its host still answers."""
+
+
 class WorkWaiter:
     """The waiting half of `JobStore.listen`: one LISTEN on tireless_work, filtered by lane."""
 
@@ -753,11 +760,18 @@ class WorkWaiter:
 
     def wait(self, timeout: float) -> str | None:
         """The lane of the first notification for one of the lanes, taking those kept since the
-        last wait first; None when none comes within `timeout` seconds."""
-        for notify in self._conn.notifies(timeout=timeout):
-            if notify.payload in self._lanes:
-                return notify.payload
-        return None
+        last wait first; None when none comes within `timeout` seconds. Every LISTEN_CHECK
+        seconds of silence the connection is asked for an answer (under its call deadline): a
+        host that hung sends nothing and drops nothing, and only that question finds it out."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            for notify in self._conn.notifies(timeout=max(min(left, LISTEN_CHECK), 0.0)):
+                if notify.payload in self._lanes:
+                    return notify.payload
+            if time.monotonic() >= deadline:
+                return None
+            self._conn.execute("")
 
 
 class Notifications:
