@@ -7,7 +7,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: install lint typecheck test soak chaos-forge bench run stop schema pg-binaries clean
+.PHONY: install lint typecheck test soak chaos-forge failover bench run stop schema pg-binaries clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -38,6 +38,12 @@ soak: install pg-binaries
 # PostgreSQL restarted; then the checker (tireless/devtools/chaos_forge.py). ISSUES, SECONDS, SEED.
 chaos-forge: install pg-binaries
 	$(PY) -m tireless.devtools.chaos_forge $(if $(ISSUES),--issues $(ISSUES)) $(if $(SECONDS),--seconds $(SECONDS)) $(if $(SEED),--seed $(SEED))
+
+# The failover run: a primary and its streaming standby, real workers and a sweeper on the
+# multi-host DSN; the primary killed or hung, the standby promoted; recovery times (medians of
+# RUNS, default 3) and the invariants (tireless/devtools/failover.py). SCENARIOS: a subset.
+failover: install pg-binaries
+	$(PY) -m tireless.devtools.failover $(if $(RUNS),--runs $(RUNS)) $(foreach s,$(SCENARIOS),--scenario $(s))
 
 bench: install pg-binaries
 	$(PY) bench/run.py $(if $(QUICK),--quick)

@@ -12,16 +12,28 @@ COMMENT ON FUNCTION tireless.issue_body_limit() IS
     'How many characters of an issue''s body the store keeps (GitHub''s own limit on a body); a longer one is cut and flagged.';
 REVOKE ALL ON FUNCTION tireless.issue_body_limit() FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 
-CREATE OR REPLACE FUNCTION tireless.forge_clone_url(kind tireless.forge_kind, base_url text, owner text, repo text) RETURNS text
+-- A forge's web root, where people and git reach it; granted to tireless_admin, as forge_clone_url is:
+-- `tireless forge check` names the token page under it and tries git at the very URL the runner uses.
+-- Both compute from their arguments alone (no table, no token, no secret).
+CREATE OR REPLACE FUNCTION tireless.forge_web_root(kind tireless.forge_kind, base_url text) RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     RETURN CASE WHEN kind = 'github' AND base_url = 'https://api.github.com' THEN 'https://github.com'
                 WHEN kind = 'github' THEN regexp_replace(base_url, '/api/v3$', '')
-                ELSE base_url END
-           || '/' || owner || '/' || repo || '.git';
+                ELSE base_url END;
+COMMENT ON FUNCTION tireless.forge_web_root(tireless.forge_kind, text) IS
+    'A registered forge''s web root: base_url for Gitea and Forgejo; for GitHub github.com for api.github.com, '
+    'HOST for HOST/api/v3. Computed from the arguments alone.';
+REVOKE ALL ON FUNCTION tireless.forge_web_root(tireless.forge_kind, text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.forge_web_root(tireless.forge_kind, text) TO tireless_admin;
+
+CREATE OR REPLACE FUNCTION tireless.forge_clone_url(kind tireless.forge_kind, base_url text, owner text, repo text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN tireless.forge_web_root(kind, base_url) || '/' || owner || '/' || repo || '.git';
 COMMENT ON FUNCTION tireless.forge_clone_url(tireless.forge_kind, text, text, text) IS
-    'A repository''s HTTPS clone URL: the forge''s web root (GitHub: github.com for api.github.com, HOST for '
-    'HOST/api/v3), then /owner/repo.git.';
+    'A repository''s HTTPS clone URL, where the runner fetches and pushes: the forge''s web root '
+    '(tireless.forge_web_root), then /owner/repo.git. Computed from the arguments alone: no token in it.';
 REVOKE ALL ON FUNCTION tireless.forge_clone_url(tireless.forge_kind, text, text, text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.forge_clone_url(tireless.forge_kind, text, text, text) TO tireless_admin;
 
 -- What tireless last pushed for an issue: the runner reuses the branch, pushes with lease over that
 -- head, and updates the pull request it knows.

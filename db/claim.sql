@@ -180,7 +180,7 @@ BEGIN
                claimed_by = NULL,
                claim_expires_at = NULL,
                claim_token = NULL,
-               ended_claim_token = j.claim_token,
+               ended_claim_token = finish_and_claim.claim_token,
                note = CASE WHEN j.cancel_requested_at IS NULL THEN finish_and_claim.note
                            ELSE tireless.stop_finish_note(finish_and_claim.to_state, finish_and_claim.note,
                                                           j.cancel_requested_at, j.cancel_note) END,

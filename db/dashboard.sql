@@ -439,3 +439,37 @@ COMMENT ON FUNCTION tireless.worker_ran(bigint, text) IS
     'True when the history of job_id names worker (it claimed, finished or gave back the job); reads that job''s events only.';
 REVOKE ALL ON FUNCTION tireless.worker_ran(bigint, text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT EXECUTE ON FUNCTION tireless.worker_ran(bigint, text) TO tireless_runner, tireless_poller, tireless_admin;
+
+CREATE OR REPLACE FUNCTION tireless.replication_warning() RETURNS text
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+    -- A logical subscriber or a base backup streams too, but is no standby a failover promotes.
+    WITH standbys AS (
+        SELECT count(*) AS streaming, bool_or(r.sync_state IN ('sync', 'quorum')) AS one_synchronous
+          FROM pg_stat_replication r
+         WHERE r.state IS DISTINCT FROM 'backup'
+           AND r.pid NOT IN (SELECT s.active_pid FROM pg_replication_slots s
+                              WHERE s.slot_type = 'logical' AND s.active_pid IS NOT NULL)
+    )
+    SELECT format('this primary streams to %s standby(s) without synchronous commit (%s): a failover to one '
+                  'of them can lose finishes the workers were told had committed, and run those jobs again',
+                  s.streaming,
+                  CASE WHEN current_setting('synchronous_standby_names') = '' THEN 'synchronous_standby_names is empty'
+                       WHEN current_setting('synchronous_commit') IN ('off', 'local')
+                           THEN format('synchronous_commit is %s', current_setting('synchronous_commit'))
+                       ELSE format('none is synchronous yet, synchronous_standby_names is %L',
+                                   current_setting('synchronous_standby_names')) END)
+      FROM standbys s
+     WHERE NOT pg_is_in_recovery() AND s.streaming > 0
+       AND (current_setting('synchronous_standby_names') = ''
+            OR current_setting('synchronous_commit') IN ('off', 'local')
+            OR s.one_synchronous IS FALSE);
+END;
+COMMENT ON FUNCTION tireless.replication_warning() IS
+    'Why a failover could lose acknowledged work, or null: on a primary with a streaming standby, when '
+    'synchronous_standby_names is empty, synchronous_commit (as this session has it) is off or local, or no standby '
+    'is sync or quorum in pg_stat_replication (checked only when the owner may read its sync_state: '
+    'pg_read_all_stats). Null on a standby and on a primary without one; tireless status and the dashboard show it.';
+REVOKE ALL ON FUNCTION tireless.replication_warning() FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.replication_warning() TO tireless_runner, tireless_poller, tireless_admin;

@@ -220,7 +220,7 @@ BEGIN
         -- A cancel request stands (0007_work_rule): the job ends cancelled instead of running again.
         UPDATE tireless.job j
            SET state = 'cancelled', claimed_by = NULL, claim_expires_at = NULL, claim_token = NULL,
-               ended_claim_token = j.claim_token,
+               ended_claim_token = give_back.token,
                note = coalesce(job.cancel_note, 'issue withdrew its request') || coalesce('; given back: ' || give_back.note, ''),
                updated_at = now()
          WHERE j.id = job.id
@@ -233,7 +233,7 @@ BEGIN
            claimed_by = NULL,
            claim_expires_at = NULL,
            claim_token = NULL,
-           ended_claim_token = j.claim_token,
+           ended_claim_token = give_back.token,
            given_back = j.given_back + 1,
            available_at = now(),
            note = 'given back' || coalesce(': ' || give_back.note, ''),

@@ -1017,6 +1017,7 @@ CREATE TABLE tireless.job (
     claimed_login text,
     cancel_note text,
     waiting_on text[],
+    ended_claim_token uuid,
     CONSTRAINT pending_holds_no_claim CHECK (((state <> 'pending'::tireless.job_state) OR ((claimed_by IS NULL) AND (claim_expires_at IS NULL) AND (claim_token IS NULL))))
 )
 WITH (fillfactor='80', autovacuum_vacuum_scale_factor='0.02', autovacuum_analyze_scale_factor='0.02');
@@ -1074,6 +1075,12 @@ COMMENT ON COLUMN tireless.job.cancel_note IS 'Why a claimed job was asked to st
 --
 
 COMMENT ON COLUMN tireless.job.waiting_on IS 'For a pending job: the open dependencies of its issue that it waits for (#3, owner/repo#7), not claimable until the last one closes; null when it waits for nothing. Kept by dependencies.sql.';
+
+--
+-- Name: COLUMN job.ended_claim_token; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.job.ended_claim_token IS 'The token of the last claim its holder ended presenting that token (a delivery, a failure, a release, a give-back, a cancel); kept when the job is claimed again, untouched by an expiry. A finish or give-back sent again with this token (its answer was lost) is answered with the job as it is now, not refused: the first one committed.';
 
 --
 -- Name: CONSTRAINT pending_holds_no_claim ON job; Type: COMMENT; Schema: tireless; Owner: -
@@ -2606,6 +2613,13 @@ BEGIN
                 USING ERRCODE = 'TL009', HINT = 'Deliver with no change: no branch, head, base_branch or base.';
         END IF;
     END IF;
+    -- Sent again because its answer was lost: the first one committed, its delivery is recorded.
+    IF deliver.token IS NOT NULL THEN
+        SELECT * INTO result FROM tireless.job j WHERE j.id = deliver.job_id AND j.ended_claim_token = deliver.token;
+        IF FOUND THEN
+            RETURN result;
+        END IF;
+    END IF;
     result := tireless.transition(deliver.job_id, 'delivered', deliver.worker,
                                   CASE WHEN changed THEN deliver.note ELSE coalesce(deliver.note, 'no change') END,
                                   deliver.token);
@@ -2626,7 +2640,7 @@ $$;
 -- Name: FUNCTION deliver(job_id bigint, worker text, branch text, head text, base_branch text, base text, token uuid, note text, draft boolean); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.deliver(job_id bigint, worker text, branch text, head text, base_branch text, base text, token uuid, note text, draft boolean) IS 'The holder delivers the job with what it pushed, in one transaction: exactly transition(job_id, ''delivered'', worker, note, token) (its refusals: TL004 unless worker, token and login hold the claim, TL003 for a finished job, TL001, TL005), then the delivery recorded (branch, head, base_branch, base, draft) and, for a tracked repository, the pull request queued for the mirror (mirror_pulls_due). Without branch, head, base_branch and base: delivered with no change (note ''no change'' unless given), no pull request. TL009 for a malformed branch or commit, a branch that is its own base, or a head that is its base; nothing changes.';
+COMMENT ON FUNCTION tireless.deliver(job_id bigint, worker text, branch text, head text, base_branch text, base text, token uuid, note text, draft boolean) IS 'The holder delivers the job with what it pushed, in one transaction: exactly transition(job_id, ''delivered'', worker, note, token) (its refusals: TL004 unless worker, token and login hold the claim, TL003 for a finished job, TL001, TL005), then the delivery recorded (branch, head, base_branch, base, draft) and, for a tracked repository, the pull request queued for the mirror (mirror_pulls_due). Without branch, head, base_branch and base: delivered with no change (note ''no change'' unless given), no pull request. TL009 for a malformed branch or commit, a branch that is its own base, or a head that is its base; nothing changes. Sent again with the token of a claim its holder already ended (the answer was lost: a failover, a cut connection): answered with the job as it is now, nothing changes.';
 
 --
 -- Name: delivery_of_a_delivered_job(); Type: FUNCTION; Schema: tireless; Owner: -
@@ -2826,9 +2840,18 @@ CREATE FUNCTION tireless.end_stopped_attempt(job_id bigint, worker text, token u
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
-    job tireless.job := tireless.held_job(end_stopped_attempt.job_id, end_stopped_attempt.worker, end_stopped_attempt.token);
+    job tireless.job;
     note text;
 BEGIN
+    -- Sent again because its answer was lost: the first one committed (transition's rule).
+    IF end_stopped_attempt.token IS NOT NULL THEN
+        SELECT * INTO job FROM tireless.job j
+         WHERE j.id = end_stopped_attempt.job_id AND j.ended_claim_token = end_stopped_attempt.token;
+        IF FOUND THEN
+            RETURN job;
+        END IF;
+    END IF;
+    job := tireless.held_job(end_stopped_attempt.job_id, end_stopped_attempt.worker, end_stopped_attempt.token);
     SELECT a.stop_note INTO note FROM tireless.job_attempt a
      WHERE a.job_id = job.id AND a.attempt = job.attempts AND a.stop IS NOT NULL;
     IF note IS NULL THEN
@@ -2845,7 +2868,7 @@ $$;
 -- Name: FUNCTION end_stopped_attempt(job_id bigint, worker text, token uuid); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.end_stopped_attempt(job_id bigint, worker text, token uuid) IS 'The holder ends an attempt the watchdog stopped (heartbeat answered timeout or stalled) as a failure, with the watchdog''s note (timed out after 2h; no progress for 30m (last: ran the tests)): as transition to pending does (backoff, the attempt budget, the breaker). TL002 when the watchdog did not stop it; TL001, TL004 as transition.';
+COMMENT ON FUNCTION tireless.end_stopped_attempt(job_id bigint, worker text, token uuid) IS 'The holder ends an attempt the watchdog stopped (heartbeat answered timeout or stalled) as a failure, with the watchdog''s note (timed out after 2h; no progress for 30m (last: ran the tests)): as transition to pending does (backoff, the attempt budget, the breaker). TL002 when the watchdog did not stop it; TL001, TL004 as transition. Sent again with the token of a claim its holder already ended (the answer was lost: a failover, a cut connection): answered with the job as it is now, nothing changes.';
 
 --
 -- Name: enqueue(jsonb); Type: FUNCTION; Schema: tireless; Owner: -
@@ -3216,6 +3239,7 @@ CREATE FUNCTION tireless.finish_and_claim(job_id bigint, to_state text, worker t
     AS $$
 DECLARE
     finished boolean := false;
+    ended tireless.job;
 BEGIN
     -- The finish: transition's holder statement, in the one case where the lane needs to hear nothing
     -- (a delivery or the holder's cancel, in a lane without a capacity and without failures counted
@@ -3227,6 +3251,7 @@ BEGIN
                claimed_by = NULL,
                claim_expires_at = NULL,
                claim_token = NULL,
+               ended_claim_token = finish_and_claim.claim_token,
                note = CASE WHEN j.cancel_requested_at IS NULL THEN finish_and_claim.note
                            ELSE tireless.stop_finish_note(finish_and_claim.to_state, finish_and_claim.note,
                                                           j.cancel_requested_at, j.cancel_note) END,
@@ -3240,6 +3265,19 @@ BEGIN
                             WHERE l.name = j.lane
                               AND (l.capacity IS NOT NULL OR l.consecutive_failures <> 0 OR l.tripped_until IS NOT NULL));
         finished := FOUND;
+    END IF;
+    IF NOT finished AND finish_and_claim.claim_token IS NOT NULL THEN
+        -- Sent again because its answer was lost: the first one committed. Its answer was the job
+        -- it claimed for this worker in the same transaction (the same now()), if that claim stands.
+        SELECT * INTO ended FROM tireless.job j
+         WHERE j.id = finish_and_claim.job_id AND j.ended_claim_token = finish_and_claim.claim_token;
+        IF FOUND THEN
+            RETURN QUERY SELECT * FROM tireless.job j
+                          WHERE j.state = 'claimed' AND j.claimed_by = finish_and_claim.worker
+                            AND j.updated_at = ended.updated_at AND j.id <> ended.id
+                            AND tireless.acts_for_login(j.claimed_login);
+            RETURN;
+        END IF;
     END IF;
     IF NOT finished THEN
         PERFORM tireless.transition(job_id => finish_and_claim.job_id, to_state => finish_and_claim.to_state,
@@ -3294,7 +3332,7 @@ $$;
 -- Name: FUNCTION finish_and_claim(job_id bigint, to_state text, worker text, lanes text[], lease interval, claim_token uuid, note text); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.finish_and_claim(job_id bigint, to_state text, worker text, lanes text[], lease interval, claim_token uuid, note text) IS 'The runner''s cycle in one transaction: finishes the claim on job_id exactly as tireless.transition(job_id, to_state, worker, note, token => claim_token) would (its refusals, with their SQLSTATEs: nothing is claimed when the finish is refused), then claims the next job in lanes for worker exactly as tireless.claim_next would, and returns it (no row when nothing is claimable).';
+COMMENT ON FUNCTION tireless.finish_and_claim(job_id bigint, to_state text, worker text, lanes text[], lease interval, claim_token uuid, note text) IS 'The runner''s cycle in one transaction: finishes the claim on job_id exactly as tireless.transition(job_id, to_state, worker, note, token => claim_token) would (its refusals, with their SQLSTATEs: nothing is claimed when the finish is refused), then claims the next job in lanes for worker exactly as tireless.claim_next would, and returns it (no row when nothing is claimable). Sent again with the token of a claim its holder already ended (the answer was lost): the job that finish claimed for worker, if it still holds it, and nothing else changes.';
 
 --
 -- Name: finished_job_comment(tireless.job); Type: FUNCTION; Schema: tireless; Owner: -
@@ -3643,18 +3681,32 @@ CREATE FUNCTION tireless.forge_body_limit() RETURNS integer
 COMMENT ON FUNCTION tireless.forge_body_limit() IS 'The most characters (code points) of a body tireless writes to any forge: a comment, an issue or a pull request (GitHub''s limit; Gitea and Forgejo take more). Each text the mirror writes is composed to fit.';
 
 --
+-- Name: forge_web_root(tireless.forge_kind, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.forge_web_root(kind tireless.forge_kind, base_url text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN CASE WHEN ((kind = 'github'::tireless.forge_kind) AND (base_url = 'https://api.github.com'::text)) THEN 'https://github.com'::text WHEN (kind = 'github'::tireless.forge_kind) THEN regexp_replace(base_url, '/api/v3$'::text, ''::text) ELSE base_url END;
+
+--
+-- Name: FUNCTION forge_web_root(kind tireless.forge_kind, base_url text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.forge_web_root(kind tireless.forge_kind, base_url text) IS 'A registered forge''s web root: base_url for Gitea and Forgejo; for GitHub github.com for api.github.com, HOST for HOST/api/v3. Computed from the arguments alone.';
+
+--
 -- Name: forge_clone_url(tireless.forge_kind, text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
 CREATE FUNCTION tireless.forge_clone_url(kind tireless.forge_kind, base_url text, owner text, repo text) RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    RETURN (((((CASE WHEN ((kind = 'github'::tireless.forge_kind) AND (base_url = 'https://api.github.com'::text)) THEN 'https://github.com'::text WHEN (kind = 'github'::tireless.forge_kind) THEN regexp_replace(base_url, '/api/v3$'::text, ''::text) ELSE base_url END || '/'::text) || owner) || '/'::text) || repo) || '.git'::text);
+    RETURN (((((tireless.forge_web_root(kind, base_url) || '/'::text) || owner) || '/'::text) || repo) || '.git'::text);
 
 --
 -- Name: FUNCTION forge_clone_url(kind tireless.forge_kind, base_url text, owner text, repo text); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.forge_clone_url(kind tireless.forge_kind, base_url text, owner text, repo text) IS 'A repository''s HTTPS clone URL: the forge''s web root (GitHub: github.com for api.github.com, HOST for HOST/api/v3), then /owner/repo.git.';
+COMMENT ON FUNCTION tireless.forge_clone_url(kind tireless.forge_kind, base_url text, owner text, repo text) IS 'A repository''s HTTPS clone URL, where the runner fetches and pushes: the forge''s web root (tireless.forge_web_root), then /owner/repo.git. Computed from the arguments alone: no token in it.';
 
 --
 -- Name: forges(); Type: FUNCTION; Schema: tireless; Owner: -
@@ -3693,11 +3745,16 @@ BEGIN
     IF NOT FOUND THEN
         RAISE EXCEPTION 'no job with id %', coalesce(give_back.job_id::text, 'null') USING ERRCODE = 'TL001';
     END IF;
+    -- Sent again because its answer was lost: the first one committed; the job as it is now answers.
+    IF give_back.token IS NOT NULL AND job.ended_claim_token = give_back.token THEN
+        RETURN job;
+    END IF;
     PERFORM tireless.check_holder(job, give_back.worker, give_back.token);
     IF job.cancel_requested_at IS NOT NULL THEN
         -- A cancel request stands (0007_work_rule): the job ends cancelled instead of running again.
         UPDATE tireless.job j
            SET state = 'cancelled', claimed_by = NULL, claim_expires_at = NULL, claim_token = NULL,
+               ended_claim_token = give_back.token,
                note = coalesce(job.cancel_note, 'issue withdrew its request') || coalesce('; given back: ' || give_back.note, ''),
                updated_at = now()
          WHERE j.id = job.id
@@ -3710,6 +3767,7 @@ BEGIN
            claimed_by = NULL,
            claim_expires_at = NULL,
            claim_token = NULL,
+           ended_claim_token = give_back.token,
            given_back = j.given_back + 1,
            available_at = now(),
            note = 'given back' || coalesce(': ' || give_back.note, ''),
@@ -3725,7 +3783,7 @@ $$;
 -- Name: FUNCTION give_back(job_id bigint, worker text, note text, token uuid); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.give_back(job_id bigint, worker text, note text, token uuid) IS 'The holder returns the job because the runner is stopping (SIGTERM, a deploy), not because the job failed: pending and claimable at once, no backoff, no failure for the circuit breaker, not counted against max_attempts (attempts keeps the claim; given_back counts it). The note starts with "given back". A job asked to stop ends cancelled instead, with the stop''s note. TL004 unless worker (and token, when given) holds the claim and the caller is the login that claimed it (or an admin).';
+COMMENT ON FUNCTION tireless.give_back(job_id bigint, worker text, note text, token uuid) IS 'The holder returns the job because the runner is stopping (SIGTERM, a deploy), not because the job failed: pending and claimable at once, no backoff, no failure for the circuit breaker, not counted against max_attempts (attempts keeps the claim; given_back counts it). The note starts with "given back". A job asked to stop ends cancelled instead, with the stop''s note. TL004 unless worker (and token, when given) holds the claim and the caller is the login that claimed it (or an admin). Sent again with the token of a claim its holder already ended (the answer was lost: a failover, a cut connection): answered with the job as it is now, nothing changes.';
 
 --
 -- Name: give_turns(); Type: FUNCTION; Schema: tireless; Owner: -
@@ -6243,7 +6301,7 @@ BEGIN
     IF record_checkpoint.ref IN (branch, 'refs/heads/' || branch) THEN
         RAISE EXCEPTION 'ref % is the pull request''s branch; a checkpoint goes to a ref of its own',
             quote_literal(record_checkpoint.ref)
-            USING ERRCODE = 'TL009', HINT = 'Push checkpoints to a ref such as refs/tireless/checkpoints/<job id>.';
+            USING ERRCODE = 'TL009', HINT = 'Push checkpoints to a ref such as refs/tireless/checkpoints/<job id>-<attempt id>.';
     END IF;
     INSERT INTO tireless.checkpoint AS c (job_id, attempt, ref, commit)
     VALUES (job.id, job.attempts, record_checkpoint.ref, record_checkpoint.commit)
@@ -7565,6 +7623,38 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.renew_poll_leases(poller text, lease interval) IS 'Extends to now() + lease every poll lease poller still holds (not one that has run out); returns how many. A poller calls it every third of its lease, so a dead poller''s repositories are free within one lease.';
+
+--
+-- Name: replication_warning(); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.replication_warning() RETURNS text
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    BEGIN ATOMIC
+ WITH standbys AS (
+          SELECT count(*) AS streaming,
+             bool_or((r.sync_state = ANY (ARRAY['sync'::text, 'quorum'::text]))) AS one_synchronous
+            FROM pg_stat_replication r
+           WHERE ((r.state IS DISTINCT FROM 'backup'::text) AND (NOT (r.pid IN ( SELECT s_1.active_pid
+                    FROM pg_replication_slots s_1
+                   WHERE ((s_1.slot_type = 'logical'::text) AND (s_1.active_pid IS NOT NULL))))))
+         )
+  SELECT format('this primary streams to %s standby(s) without synchronous commit (%s): a failover to one of them can lose finishes the workers were told had committed, and run those jobs again'::text, s.streaming,
+         CASE
+             WHEN (current_setting('synchronous_standby_names'::text) = ''::text) THEN 'synchronous_standby_names is empty'::text
+             WHEN (current_setting('synchronous_commit'::text) = ANY (ARRAY['off'::text, 'local'::text])) THEN format('synchronous_commit is %s'::text, current_setting('synchronous_commit'::text))
+             ELSE format('none is synchronous yet, synchronous_standby_names is %L'::text, current_setting('synchronous_standby_names'::text))
+         END) AS format
+    FROM standbys s
+   WHERE ((NOT pg_is_in_recovery()) AND (s.streaming > 0) AND ((current_setting('synchronous_standby_names'::text) = ''::text) OR (current_setting('synchronous_commit'::text) = ANY (ARRAY['off'::text, 'local'::text])) OR (s.one_synchronous IS FALSE)));
+END;
+
+--
+-- Name: FUNCTION replication_warning(); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.replication_warning() IS 'Why a failover could lose acknowledged work, or null: on a primary with a streaming standby, when synchronous_standby_names is empty, synchronous_commit (as this session has it) is off or local, or no standby is sync or quorum in pg_stat_replication (checked only when the owner may read its sync_state: pg_read_all_stats). Null on a standby and on a primary without one; tireless status and the dashboard show it.';
 
 --
 -- Name: repo_has_room(text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -9071,6 +9161,7 @@ BEGIN
                    claimed_by = NULL,
                    claim_expires_at = NULL,
                    claim_token = NULL,
+                   ended_claim_token = transition.token,
                    note = CASE WHEN j.cancel_requested_at IS NULL THEN transition.note
                                ELSE tireless.stop_finish_note(transition.to_state, transition.note,
                                                               j.cancel_requested_at, j.cancel_note) END,
@@ -9123,6 +9214,11 @@ BEGIN
     IF NOT FOUND THEN
         RAISE EXCEPTION 'no job with id %', coalesce(transition.job_id::text, 'null') USING ERRCODE = 'TL001';
     END IF;
+    -- The holder's own finish sent again because its answer was lost (a failover, a cut connection):
+    -- the first one committed, so the job as it is now is the answer, and nothing moves again.
+    IF transition.worker IS NOT NULL AND transition.token IS NOT NULL AND job.ended_claim_token = transition.token THEN
+        RETURN job;
+    END IF;
     -- Invariant 5: a claimed job answers only to its holder, and a worker that is given speaks as a
     -- holder: not holding the job is its answer whatever the job's state, before any rule of states.
     IF transition.worker IS NOT NULL OR job.state = 'claimed' THEN
@@ -9172,6 +9268,7 @@ BEGIN
            claimed_by = NULL,
            claim_expires_at = NULL,
            claim_token = NULL,
+           ended_claim_token = CASE WHEN j.state = 'claimed' THEN transition.token ELSE j.ended_claim_token END,
            available_at = CASE WHEN final_state = 'pending' THEN now() + tireless.retry_delay(tireless.attempts_spent(j))
                                ELSE j.available_at END,
            note = final_note,
@@ -9202,7 +9299,7 @@ $$;
 -- Name: FUNCTION transition(job_id bigint, to_state text, worker text, note text, token uuid); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.transition(job_id bigint, to_state text, worker text, note text, token uuid) IS 'Moves a job along its state machine and returns it. A worker that is given must hold the claim (and the token, when given) from the login that claimed (or an admin), whatever the job''s state now is: else TL004. Leaving claimed (to pending, delivered, failed, cancelled) needs the holder; a release after the last attempt the budget counts fails the job, and a release of a job asked to stop cancels it. A job asked to stop ends cancelled with the stop''s note (cancel_note), whatever note the holder gives, or delivered with a note saying the stop came after the work was done. A pending job can only be cancelled (by tireless_admin). Entering claimed, or leaving a terminal state, is refused.';
+COMMENT ON FUNCTION tireless.transition(job_id bigint, to_state text, worker text, note text, token uuid) IS 'Moves a job along its state machine and returns it. A worker that is given must hold the claim (and the token, when given) from the login that claimed (or an admin), whatever the job''s state now is: else TL004. Leaving claimed (to pending, delivered, failed, cancelled) needs the holder; a release after the last attempt the budget counts fails the job, and a release of a job asked to stop cancels it. A job asked to stop ends cancelled with the stop''s note (cancel_note), whatever note the holder gives, or delivered with a note saying the stop came after the work was done. A pending job can only be cancelled (by tireless_admin). Entering claimed, or leaving a terminal state, is refused. Sent again with the token of a claim its holder already ended (the answer was lost: a failover, a cut connection): answered with the job as it is now, nothing changes.';
 
 --
 -- Name: untrack_repo(text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -12458,10 +12555,18 @@ REVOKE ALL ON FUNCTION tireless.forge_api_url(kind tireless.forge_kind, base_url
 REVOKE ALL ON FUNCTION tireless.forge_body_limit() FROM PUBLIC;
 
 --
+-- Name: FUNCTION forge_web_root(kind tireless.forge_kind, base_url text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.forge_web_root(kind tireless.forge_kind, base_url text) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.forge_web_root(kind tireless.forge_kind, base_url text) TO tireless_admin;
+
+--
 -- Name: FUNCTION forge_clone_url(kind tireless.forge_kind, base_url text, owner text, repo text); Type: ACL; Schema: tireless; Owner: -
 --
 
 REVOKE ALL ON FUNCTION tireless.forge_clone_url(kind tireless.forge_kind, base_url text, owner text, repo text) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.forge_clone_url(kind tireless.forge_kind, base_url text, owner text, repo text) TO tireless_admin;
 
 --
 -- Name: FUNCTION forges(); Type: ACL; Schema: tireless; Owner: -
@@ -13130,6 +13235,15 @@ GRANT ALL ON FUNCTION tireless.renew_claim(job_id bigint, worker text, lease int
 REVOKE ALL ON FUNCTION tireless.renew_poll_leases(poller text, lease interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.renew_poll_leases(poller text, lease interval) TO tireless_poller;
 GRANT ALL ON FUNCTION tireless.renew_poll_leases(poller text, lease interval) TO tireless_admin;
+
+--
+-- Name: FUNCTION replication_warning(); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.replication_warning() FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.replication_warning() TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.replication_warning() TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.replication_warning() TO tireless_admin;
 
 --
 -- Name: FUNCTION repo_has_room(forge text, owner text, repo text); Type: ACL; Schema: tireless; Owner: -

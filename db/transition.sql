@@ -98,7 +98,7 @@ BEGIN
                    claimed_by = NULL,
                    claim_expires_at = NULL,
                    claim_token = NULL,
-                   ended_claim_token = j.claim_token,
+                   ended_claim_token = transition.token,
                    note = CASE WHEN j.cancel_requested_at IS NULL THEN transition.note
                                ELSE tireless.stop_finish_note(transition.to_state, transition.note,
                                                               j.cancel_requested_at, j.cancel_note) END,
@@ -205,7 +205,7 @@ BEGIN
            claimed_by = NULL,
            claim_expires_at = NULL,
            claim_token = NULL,
-           ended_claim_token = coalesce(j.claim_token, j.ended_claim_token),
+           ended_claim_token = CASE WHEN j.state = 'claimed' THEN transition.token ELSE j.ended_claim_token END,
            available_at = CASE WHEN final_state = 'pending' THEN now() + tireless.retry_delay(tireless.attempts_spent(j))
                                ELSE j.available_at END,
            note = final_note,

@@ -80,7 +80,9 @@ class AnswerCutter:
                 target=self._answers, args=(server, client, cutting), daemon=True
             ).start()
 
-    def _requests(self, client: socket.socket, server: socket.socket, cutting: threading.Event) -> None:
+    def _requests(
+        self, client: socket.socket, server: socket.socket, cutting: threading.Event
+    ) -> None:
         """Client to server, unchanged; a chunk with the armed text marks its answer for cutting."""
         with contextlib.suppress(OSError):
             while chunk := client.recv(65536):
@@ -92,7 +94,9 @@ class AnswerCutter:
                 server.sendall(chunk)
         _close(client, server)
 
-    def _answers(self, server: socket.socket, client: socket.socket, cutting: threading.Event) -> None:
+    def _answers(
+        self, server: socket.socket, client: socket.socket, cutting: threading.Event
+    ) -> None:
         """Server to client, unchanged, except the answer marked for cutting: read to its end
         (the statement ended on the server), then both sides closed instead of passing it on."""
         held = b""

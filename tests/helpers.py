@@ -1,22 +1,31 @@
 """What the test modules share: builders of test issues and jobs, shortcuts into the database as
-the superuser, the `tireless` command as a subprocess, and `wait_until`, the one way a test waits
-for something to happen (bounded, so a bug fails the test instead of hanging it)."""
+the superuser, the `tireless` command (run in this process, or as a process where the process is
+what a test is about), and `wait_until`, the one way a test waits for something to happen
+(bounded, so a bug fails the test instead of hanging it)."""
 
 from __future__ import annotations
 
+import copy
+import io
 import json
+import logging
 import os
+import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+import traceback
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from typing import Any
 
 import psycopg
 from psycopg import sql
 
 from tests.conftest import Database
-from tireless import DiscoveredIssue, Job, JobStore
+from tireless import DiscoveredIssue, Job, JobStore, connect
+from tireless.cli import main as tireless_main
+from tireless.forge import http
 from tireless.store.calls import JOB_COLUMNS, JOB_ROW
 
 FORGE, OWNER, REPO = "gitea", "acme", "widgets"
@@ -146,19 +155,108 @@ def history(db: Database, job_id: int) -> list[tuple[Any, ...]]:
     )
 
 
-def tireless_cli(
-    database_url: str | None, *args: str, stdin: str | None = None, **env: str
-) -> subprocess.CompletedProcess[str]:
-    """`python -m tireless ARGS...` against the database (None: no DATABASE_URL at all)."""
+def cli_environment(database_url: str | None, env: dict[str, str]) -> dict[str, str]:
+    """The test process's environment with `env` added, DATABASE_URL the database's (None: none)."""
     environment = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"} | env
     if database_url is not None:
         environment["DATABASE_URL"] = database_url
+    return environment
+
+
+PROCESS_COMMANDS = frozenset({"work", "web"})
+"""The commands `tireless_cli` runs as a process: `work` executes itself again to move its secrets
+out of its environment block and handles signals, `web` serves until a signal."""
+
+
+def tireless_cli(
+    database_url: str | None, *args: str, stdin: str | None = None, **env: str
+) -> subprocess.CompletedProcess[str]:
+    """`tireless ARGS...` against the database (None: no DATABASE_URL at all), run in this process
+    as `python -m tireless` runs it (tireless.cli.main; an exception it lets out is exit 1 with its
+    traceback on stderr) and as if in a new one (`fresh_process`): a command's behaviour, at a
+    fraction of a process's start. `work`, `web` and `--every` loops run as a process
+    (`tireless_process`): their signals, environment block and loops are the process's; so does
+    what a test asks of the process itself."""
+    if any(arg in PROCESS_COMMANDS or arg.startswith("--every") for arg in args):
+        return tireless_process(database_url, *args, stdin=stdin, **env)
+    out, err = io.StringIO(), io.StringIO()
+    with (
+        fresh_process(cli_environment(database_url, env), stdin),
+        redirect_stdout(out),
+        redirect_stderr(err),
+    ):
+        try:
+            code = tireless_main(list(args))
+        except SystemExit as exit:  # argparse's usage errors, --help and --version
+            code = exit_status(exit.code)
+        except Exception:
+            traceback.print_exc()
+            code = 1
+    return subprocess.CompletedProcess(
+        ["tireless", *args], code, stdout=out.getvalue(), stderr=err.getvalue()
+    )
+
+
+def exit_status(code: object) -> int:
+    """The status a process exits with for SystemExit(code): None is 0, a message 1 (printed)."""
+    if code is None or isinstance(code, int):
+        return code or 0
+    print(code, file=sys.stderr)
+    return 1
+
+
+def process_memory() -> tuple[Any, ...]:
+    """What tireless keeps per process, which a new process starts without: a forge's rate-limit
+    strikes, refused lookups, learned logins and warnings given (tireless.forge.http), and the
+    hosts of a multi-host DSN that answered or hung (tireless.connect)."""
+    hosts = connect._hosts
+    return (http._strikes, http._refused, http._logins, http._warned, hosts._answered, hosts._hung)
+
+
+@contextmanager
+def fresh_process(environment: dict[str, str], stdin: str | None) -> Iterator[None]:
+    """This process as a new `tireless` process would find it, for the length of a command: the
+    environment given, `stdin` (empty if None) on standard input, no logging handler (a warning
+    goes to stderr as Python's last resort handler writes it) and no `process_memory`; each is put
+    back as it was afterwards, and so are SIGTERM's and SIGINT's handlers."""
+    saved_environment = dict(os.environ)
+    root = logging.getLogger()
+    saved_handlers, saved_level = root.handlers[:], root.level
+    saved_signals = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    memories = process_memory()
+    saved_memory = [copy.deepcopy(memory) for memory in memories]
+    saved_stdin = sys.stdin
+    os.environ.clear()
+    os.environ.update(environment)
+    root.handlers, root.level = [], logging.WARNING
+    for memory in memories:
+        memory.clear()
+    sys.stdin = io.StringIO(stdin or "")
+    try:
+        yield
+    finally:
+        sys.stdin = saved_stdin
+        for memory, saved in zip(memories, saved_memory, strict=True):
+            memory.clear()
+            memory.update(saved)
+        for sig, handler in saved_signals.items():
+            signal.signal(sig, handler)
+        root.handlers, root.level = saved_handlers, saved_level
+        os.environ.clear()
+        os.environ.update(saved_environment)
+
+
+def tireless_process(
+    database_url: str | None, *args: str, stdin: str | None = None, **env: str
+) -> subprocess.CompletedProcess[str]:
+    """`python -m tireless ARGS...` as a process against the database (None: no DATABASE_URL at
+    all), for what is about the process: the entry point itself, its environment, signals."""
     return subprocess.run(
         [sys.executable, "-m", "tireless", *args],
         input=stdin,
         capture_output=True,
         text=True,
-        env=environment,
+        env=cli_environment(database_url, env),
         timeout=120,
     )
 

@@ -3,9 +3,12 @@ the deadline of each call, and the pool that replaces its connections after a fa
 
 from __future__ import annotations
 
+import socket
+
 import psycopg
 import pytest
-from psycopg.conninfo import conninfo_to_dict
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from tests.conftest import Database
 from tireless.connect import CONNECTION_DEFAULTS, DeadlineConnection, FailoverPool, with_defaults
@@ -81,3 +84,37 @@ def test_a_pool_whose_connections_broke_gives_new_ones_after_a_drain(db: Databas
             assert conn.execute("SELECT 1").fetchone() == (1,)
             assert isinstance(conn, DeadlineConnection)
             assert conn.deadline == 0.5
+
+
+def test_of_several_hosts_the_one_that_answered_last_is_tried_first(db: Database) -> None:
+    # A host that accepts connections and never answers them: a hung primary.
+    with socket.create_server(("127.0.0.1", 0)) as hung:
+        dsn = make_conninfo(
+            db.conninfo,
+            host="127.0.0.1,127.0.0.1",
+            port=f"{hung.getsockname()[1]},{db.server.port}",
+            connect_timeout="2",
+        )
+        for _ in range(3):
+            with DeadlineConnection.connect(dsn, autocommit=True) as conn:
+                assert conn.info.port == db.server.port
+        hung.settimeout(0)
+        hung.accept()  # the first connection tried the hung host
+        with pytest.raises(BlockingIOError):
+            hung.accept()  # the next two went to the host that answered
+
+
+def test_the_operators_options_keep_theirs_and_gain_jit_off_unless_they_set_jit(
+    db: Database,
+) -> None:
+    dsn = conninfo_to_dict(with_defaults("host=db.example options='-c work_mem=8MB'"))
+    assert dsn["options"] == "-c work_mem=8MB -c jit=off"
+    dsn = conninfo_to_dict(with_defaults("host=db.example options='-c jit=on'"))
+    assert dsn["options"] == "-c jit=on"
+    dbname = conninfo_to_dict(db.conninfo)["dbname"]
+    with psycopg.connect(db.conninfo, autocommit=True) as admin:  # PostgreSQL's own default
+        admin.execute(sql.SQL("ALTER DATABASE {} SET jit = on").format(sql.Identifier(str(dbname))))
+    with psycopg.connect(db.conninfo, autocommit=True) as plain:
+        assert plain.execute("SHOW jit").fetchone() == ("on",)
+    with psycopg.connect(with_defaults(db.conninfo), autocommit=True) as conn:
+        assert conn.execute("SHOW jit").fetchone() == ("off",)

@@ -13,7 +13,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 import psycopg
 from psycopg.abc import PQGen
@@ -31,10 +31,14 @@ CONNECTION_DEFAULTS: dict[str, str] = {
     "keepalives_interval": "3",  # then every 3 s,
     "keepalives_count": "3",  # and dropped after 3 probes unanswered: a dead host in ~19 s
     "tcp_user_timeout": "15000",  # ms: data sent and not acknowledged for 15 s drops the connection
+    # Every query tireless sends is short: compiling one (PostgreSQL's JIT, when the planner's
+    # estimate passes jit_above_cost) costs ~0.85 s for a read that takes 2 ms.
+    "options": "-c jit=off",
 }
-"""What tireless adds to a DSN that does not set it (libpq ignores the TCP ones on a unix socket)."""
+"""What tireless adds to a DSN that does not set it (libpq ignores the TCP ones on a unix socket);
+options the DSN has are kept, and jit=off is added to them unless they set jit."""
 
-ENVIRONMENT = {"connect_timeout": "PGCONNECT_TIMEOUT"}
+ENVIRONMENT = {"connect_timeout": "PGCONNECT_TIMEOUT", "options": "PGOPTIONS"}
 """A default the operator's environment already sets for libpq is not added either."""
 
 
@@ -47,6 +51,9 @@ def with_defaults(conninfo: str) -> str:
         for key, value in CONNECTION_DEFAULTS.items()
         if key not in given and not os.environ.get(ENVIRONMENT.get(key, ""))
     }
+    options = str(given.get("options") or "")
+    if options and "jit" not in options:
+        added["options"] = f"{options} {CONNECTION_DEFAULTS['options']}"
     return make_conninfo(conninfo, **added) if added else conninfo
 
 
@@ -94,6 +101,13 @@ RECONNECT_EVERY = 1.0
 after each failure, so a promotion 45 s after the crash would be noticed half a minute late."""
 
 
+class _Watch:
+    """One call watched for its deadline."""
+
+    cut = False
+    """True once its socket was shut down because the deadline passed."""
+
+
 class _Deadlines:
     """One thread for the process: it shuts down the socket of a call past its deadline, so the
     call fails as if the network were cut (OperationalError) and its connection is dropped."""
@@ -102,20 +116,20 @@ class _Deadlines:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._due: dict[object, tuple[float, int]] = {}
+        self._due: dict[_Watch, tuple[float, int]] = {}
         self._watcher: threading.Thread | None = None
 
     @contextlib.contextmanager
-    def watching(self, fd: int, seconds: float) -> Iterator[None]:
+    def watching(self, fd: int, seconds: float) -> Iterator[_Watch]:
         """The block's waits on the socket `fd` end by `seconds` from now."""
-        key = object()
+        key = _Watch()
         with self._lock:
             self._due[key] = (time.monotonic() + seconds, fd)
             if self._watcher is None:
                 self._watcher = threading.Thread(target=self._watch, name="deadlines", daemon=True)
                 self._watcher.start()
         try:
-            yield
+            yield key
         finally:
             with self._lock:  # after a cut under way: the socket is the call's until then
                 self._due.pop(key, None)
@@ -128,6 +142,7 @@ class _Deadlines:
                 for key, (due, fd) in list(self._due.items()):
                     if due <= now:
                         del self._due[key]
+                        key.cut = True
                         self._cut(fd)
 
     @staticmethod
@@ -140,17 +155,86 @@ class _Deadlines:
 _deadlines = _Deadlines()
 
 
+Host = tuple[str, str]
+"""A host of a DSN and its port, as the DSN spells them."""
+
+DEFAULT_PORT = os.environ.get("PGPORT") or "5432"
+
+
+class _HostMemory:
+    """Per multi-host DSN, the host that last answered a connection (tried first) and the hosts
+    whose call ran past its deadline (tried last): after a failover, every new connection goes
+    to the promoted standby at once instead of waiting `connect_timeout` on a hung old primary
+    first, as libpq's order alone would."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._answered: dict[str, Host] = {}
+        self._hung: dict[str, set[Host]] = {}
+
+    def ordered(self, conninfo: str) -> str:
+        """The DSN with its hosts in the order to try them (the DSN's own, if it has one host,
+        or asks for load_balance_hosts)."""
+        params = conninfo_to_dict(conninfo)
+        hosts = str(params.get("host", "")).split(",")
+        ports = str(params.get("port", "")).split(",")
+        if len(hosts) < 2 or len(ports) not in (1, len(hosts)) or "hostaddr" in params:
+            return conninfo
+        if params.get("load_balance_hosts", "disable") != "disable":
+            return conninfo
+        listed = list(zip(hosts, ports * len(hosts) if len(ports) == 1 else ports, strict=True))
+        listed = [(host, port or DEFAULT_PORT) for host, port in listed]
+        with self._lock:
+            answered = self._answered.get(conninfo)
+            hung = self._hung.get(conninfo, set())
+        order = sorted(listed, key=lambda host: 0 if host == answered else 2 if host in hung else 1)
+        if order == listed:
+            return conninfo
+        return make_conninfo(
+            conninfo, host=",".join(h for h, _ in order), port=",".join(p for _, p in order)
+        )
+
+    def answered(self, conninfo: str, host: Host) -> None:
+        with self._lock:
+            self._answered[conninfo] = host
+            self._hung.get(conninfo, set()).discard(host)
+
+    def hung(self, conninfo: str, host: Host) -> None:
+        with self._lock:
+            self._hung.setdefault(conninfo, set()).add(host)
+            if self._answered.get(conninfo) == host:
+                del self._answered[conninfo]
+
+
+_hosts = _HostMemory()
+
+
 class DeadlineConnection(psycopg.Connection[Any]):
     """A connection whose every wait for an answer ends by `deadline` seconds (None: no end);
-    a wait with its own timeout (notifications) keeps it."""
+    a wait with its own timeout (notifications) keeps it. Of a DSN's several hosts it tries the
+    one that answered last first, and one whose call ran past its deadline last."""
 
     deadline: float | None = CALL_DEADLINE
+    _dsn: str = ""
+    _host: Host = ("", "")
+
+    @classmethod
+    def connect(cls, conninfo: str = "", **kwargs: Any) -> Self:
+        conn = super().connect(_hosts.ordered(conninfo), **kwargs)
+        conn._dsn, conn._host = conninfo, (conn.info.host, str(conn.info.port))
+        _hosts.answered(conninfo, conn._host)
+        return conn
 
     def wait(self, gen: PQGen[RV], interval: float = 0.1, timeout: float | None = None) -> RV:
         if timeout is not None or self.deadline is None:
             return super().wait(gen, interval, timeout)
-        with _deadlines.watching(self.pgconn.socket, self.deadline):
-            return super().wait(gen, interval, timeout)
+        with _deadlines.watching(self.pgconn.socket, self.deadline) as watch:
+            try:
+                return super().wait(gen, interval, timeout)
+            except psycopg.OperationalError:
+                if watch.cut:
+                    _hosts.hung(self._dsn, self._host)
+                raise
 
 
 class FailoverPool(ConnectionPool[DeadlineConnection]):

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
-from uuid import UUID
+from uuid import UUID, uuid5
 
 
 class JobState(StrEnum):
@@ -113,6 +113,10 @@ class DiscoveredIssue:
         } | ({} if self.body is None else {"body": self.body})
 
 
+ATTEMPT_NAMESPACE = UUID("dc0e7fc0-2427-4556-ba8c-973c7c5ebb87")
+"""The UUIDv5 namespace of attempt ids (Job.attempt_id): fixed, so an id is the same wherever made."""
+
+
 @dataclass(frozen=True, slots=True)
 class Job:
     """A row of `tireless.job` as the functions return it."""
@@ -147,6 +151,16 @@ class Job:
     waiting_on: tuple[str, ...] | None = None
     """For a pending job: the open dependencies of its issue it waits for (`#3`, `acme/other#7`);
     it is not claimable until they close. None: it waits for nothing."""
+
+    @property
+    def attempt_id(self) -> str | None:
+        """The claim's own identity, None for a job not claimed: unlike `attempts`, which a claim
+        lost in a failover repeats, it differs for every claim. Derived from the claim token
+        (UUIDv5, a one-way hash) and not the token itself, which fences the claim and stays out
+        of the agent's reach."""
+        if self.claim_token is None:
+            return None
+        return str(uuid5(ATTEMPT_NAMESPACE, str(self.claim_token)))
 
     @property
     def waiting(self) -> bool:

@@ -1,2 +1,2 @@
-"""The `tireless` command (tireless/cli/) as a subprocess: each command, bad input, the poll
-commands, an operator's day, and `make run`'s demo."""
+"""The `tireless` command (tireless/cli/), in this process or as a process: each command, bad
+input, the poll commands, an operator's day, and `make run`'s demo."""

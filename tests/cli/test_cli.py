@@ -1,6 +1,6 @@
-"""The `tireless` command end to end: each command as a subprocess against the test database,
-its --json output parsed, its exit code checked (0 ok, 1 refused, 2 usage, 3 nothing to do,
-4 unreachable)."""
+"""The `tireless` command end to end: each command (tests.helpers.tireless_cli) against the test
+database, its --json output parsed, its exit code checked (0 ok, 1 refused, 2 usage, 3 nothing to
+do, 4 unreachable)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`tireless forge check`, as a subprocess against the test database and the stand-in forge: a line
+"""`tireless forge check`, against the test database and the stand-in forge: a line
 per capability, exit 1 when something tireless needs is missing and the line naming the scope or
 permission the forge asked for, nothing written without --write, and what --write makes cleaned
 up again."""
@@ -15,6 +15,7 @@ import pytest
 from tests.conftest import Database
 from tests.helpers import cli_json
 from tests.helpers import tireless_cli as cli
+from tests.sql.test_roles import Login, login  # noqa: F401  (the fixture)
 from tireless.devtools.standin_forge import Flavour, StandinForge
 
 TOKEN = "tok-check-4f1a9e0c"
@@ -232,3 +233,35 @@ def test_no_tracked_repository_and_no_repo_fails_saying_what_to_track(db: Databa
     assert "tireless track forge OWNER REPO" in lines_of(result.stdout)["repositories"]
     assert other.returncode == 1
     assert "no such repository, or the token cannot see it" in other.stdout
+
+
+@pytest.mark.parametrize("flavour", ["gitea", "github"])
+def test_an_admin_login_tries_git_at_the_stores_clone_url_and_names_its_token_page(
+    db: Database,
+    login: Login,  # noqa: F811
+    flavour: Flavour,
+) -> None:
+    """As tireless_admin, the role the forge commands run as: the clone URL git is tried at, and
+    the web root the fixes name, are the store's (tireless.forge_clone_url, forge_web_root)."""
+    admin = login("tireless_admin")
+    with registered(db, flavour) as forge:
+        kind_and_url = {"kind": flavour, "base_url": forge.url}
+        clone_url = db.scalar(
+            "SELECT tireless.forge_clone_url(%(kind)s, %(base_url)s, 'acme', 'widgets')",
+            kind_and_url,
+        )
+        web_root = db.scalar("SELECT tireless.forge_web_root(%(kind)s, %(base_url)s)", kind_and_url)
+        found = cli(admin, "forge", "check", "forge", "--deliver", "--json", **ENV)
+        refused = cli(admin, "forge", "check", "forge", "--json", TIRELESS_TOKEN_FORGE="wrong")
+    assert found.returncode == 0, found.stdout + found.stderr
+    git_read = next(
+        f for f in json.loads(found.stdout) if f["capability"] == "git read acme/widgets"
+    )
+    assert git_read["ok"], git_read
+    assert git_read["detail"].startswith(f"{clone_url}: main at ")
+    assert refused.returncode == 1, refused.stderr
+    token = next(f for f in json.loads(refused.stdout) if f["capability"] == "token")
+    page = (
+        "/user/settings/applications" if flavour == "gitea" else "/settings/personal-access-tokens"
+    )
+    assert token["fix"].endswith(f"make one at {web_root}{page}")

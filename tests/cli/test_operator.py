@@ -34,6 +34,7 @@ from tests.helpers import (
     issue,
     rows,
     tireless_cli,
+    tireless_process,
     tracked,
     wait_until,
 )
@@ -311,7 +312,7 @@ def test_every_command_and_argument_has_help_text() -> None:
 
 
 def test_version_and_a_bare_tireless_say_what_it_is_and_can_do(db: Database) -> None:
-    version = tireless_cli(db.url, "--version")
+    version = tireless_process(db.url, "--version")  # `python -m tireless` itself
     assert version.returncode == 0
     assert re.fullmatch(r"tireless \d+\.\d+\.\d+\S*\n", version.stdout)
     bare = tireless_cli(db.url)

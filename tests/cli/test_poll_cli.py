@@ -1,5 +1,5 @@
 """`tireless forge`, `tireless poll`, `tireless rerun`, and the poll state in `tireless repos`
-and `tireless status`, as subprocesses against the test database and the stand-in forge; and
+and `tireless status`, against the test database and the stand-in forge; and
 the forge's token never showing anywhere it could leak."""
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from tests.helpers import tireless_cli, wait_until
 from tireless import JobStore
 from tireless.devtools.standin_forge import StandinForge
 from tireless.forge import token_variable
+from tireless.models import ATTEMPT_NAMESPACE
 
 REPO = "widgets"
 FORGE = "gitea"
@@ -202,6 +204,12 @@ def test_an_attempt_killed_after_its_checkpoint_resumes_from_it(
     finally:
         first.kill()  # SIGKILL: the worker says nothing; its sandbox dies with it
         first.wait()
+    with setup.db.connect() as conn:  # the attempt's own ref, named by its attempt id
+        job_id, ref, token = conn.execute(
+            "SELECT j.id, c.ref, j.claim_token FROM tireless.checkpoint c JOIN tireless.job j"
+            " ON j.id = c.job_id"
+        ).fetchone() or (None, None, None)
+    assert ref == f"refs/tireless/checkpoints/{job_id}-{uuid.uuid5(ATTEMPT_NAMESPACE, str(token))}"
     with setup.db.connect() as sweeper:  # the lease runs out, and the sweeper returns the job
         sweeper.execute("UPDATE tireless.job SET claim_expires_at = now() - interval '1 second'")
         assert sweeper.execute("SELECT tireless.expire_stale_claims()").fetchone() == (1,)

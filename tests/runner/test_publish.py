@@ -33,6 +33,8 @@ from tireless.runner.publish import (
 from tireless.runner.workspace import GitAuth, RepoCache, Workspace, prepare_workspace
 
 BOT = Identity("tireless[bot]", "bot@tireless.example")
+FIRST, SECOND = "7e1b6a52-5f0e-5c1e-9d1c-0a4f2b9e8c11", "0c3d9f4e-8a27-5b61-b0f3-6d2e5a1c7b94"
+"""Two attempt ids (Job.attempt_id) of one job's claims that had the same attempt number."""
 
 
 @pytest.fixture
@@ -485,19 +487,49 @@ class unavailable_forge:
         self.server.server_close()
 
 
+def checkpoint(ws: Workspace, last: str | None, attempt_id: str = FIRST) -> Checkpoint | NoChange:
+    return save_checkpoint(
+        ws, auth=None, last=last, identity=BOT, job_id=41, attempt=1, attempt_id=attempt_id
+    )
+
+
+def test_two_attempts_of_the_same_number_checkpoint_to_refs_of_their_own(forge: Forge) -> None:
+    """A claim lost in a failover: its agent runs on until its next heartbeat while the job's new
+    claim, with the same attempt number, starts from the checkpoint the store recorded. Each
+    pushes its checkpoints to its own ref, over its own pushes only; nothing is overwritten."""
+    with forge.workspace("lost") as lost:
+        (lost.path / "lost.txt").write_text("the lost claim, first\n")
+        recorded = checkpoint(lost, None, FIRST)
+        assert isinstance(recorded, Checkpoint)
+        with forge.workspace("again", start=recorded.ref) as again:
+            (again.path / "again.txt").write_text("the new claim\n")
+            mine = checkpoint(again, recorded.head_commit, SECOND)
+            assert isinstance(mine, Checkpoint)
+            (lost.path / "lost.txt").write_text("the lost claim, second\n")
+            late = checkpoint(lost, recorded.head_commit, FIRST)
+            assert isinstance(late, Checkpoint)
+            (again.path / "again.txt").write_text("the new claim, second\n")
+            mine_again = checkpoint(again, mine.head_commit, SECOND)
+            assert isinstance(mine_again, Checkpoint)
+    assert (recorded.ref, mine.ref) == (checkpoint_ref(41, FIRST), checkpoint_ref(41, SECOND))
+    assert on_forge(forge, "rev-parse", recorded.ref) == late.head_commit
+    assert on_forge(forge, "rev-parse", mine.ref) == mine_again.head_commit
+    files = on_forge(forge, "ls-tree", "--name-only", mine_again.head_commit).split("\n")
+    assert {"lost.txt", "again.txt"} <= set(files)  # the new claim started from the recorded one
+    assert on_forge(forge, "show", f"{mine_again.head_commit}:lost.txt") == "the lost claim, first"
+
+
 def test_a_checkpoint_is_where_the_next_attempt_starts(forge: Forge) -> None:
     with forge.workspace() as ws:
         (ws.path / "src/app.py").write_text("print('step 1')\n")
         agent(ws, "commit", "-qam", "step 1")
         (ws.path / "wip.txt").write_text("half done\n")
-        saved = save_checkpoint(ws, auth=None, expected=None, identity=BOT, job_id=41, attempt=1)
+        saved = checkpoint(ws, None)
         assert isinstance(saved, Checkpoint)
-        assert saved.ref == checkpoint_ref(41)
-        again = save_checkpoint(
-            ws, auth=None, expected=saved.head_commit, identity=BOT, job_id=41, attempt=1
-        )
+        assert saved.ref == checkpoint_ref(41, FIRST) == f"refs/tireless/checkpoints/41-{FIRST}"
+        again = checkpoint(ws, saved.head_commit)
         assert again == NoChange(ws.base_commit, "no change since the last checkpoint")
-    assert on_forge(forge, "rev-parse", "refs/tireless/checkpoints/41") == saved.head_commit
+    assert on_forge(forge, "rev-parse", saved.ref) == saved.head_commit
     assert on_forge(forge, "for-each-ref", "refs/heads/tireless") == ""  # never the PR's branch
     main = on_forge(forge, "rev-parse", "main")
     forge_commit(forge.remote, "main", {"upstream.txt": "moved on\n"}, parent=main)

@@ -199,6 +199,7 @@ def test_a_command_that_exits_0_delivers_the_job_it_got_in_env_and_stdin(
         "TIRELESS_ISSUE_BODY_FILE": env["TIRELESS_ISSUE_BODY_FILE"],
         "TIRELESS_REPORT_FILE": env["TIRELESS_REPORT_FILE"],
         "TIRELESS_ATTEMPT": "1",
+        "TIRELESS_ATTEMPT_ID": env["TIRELESS_ATTEMPT_ID"],
         "TIRELESS_FORGE": "gitea",
         "TIRELESS_JOB_ID": str(job_id),
         "TIRELESS_KIND": "implement",
@@ -207,6 +208,7 @@ def test_a_command_that_exits_0_delivers_the_job_it_got_in_env_and_stdin(
         "TIRELESS_OWNER": "acme",
         "TIRELESS_REPO": "widgets",
     }, "the agent never gets the runner's credentials (no PG*, DATABASE_URL, TIRELESS_TOKEN_*)"
+    assert uuid.UUID(env["TIRELESS_ATTEMPT_ID"]).version == 5  # of the claim token, not it
     stdin = json.loads((tmp_path / "stdin").read_text())
     assert (stdin["id"], stdin["state"], stdin["claimed_by"], stdin["labels"]) == (
         job_id, "claimed", "runner-1", ["tireless", "tireless/implement"]

@@ -103,7 +103,9 @@ def test_a_refused_finish_is_refused_as_transition_refuses_it_and_claims_nothing
 ) -> None:
     enqueue_jobs(store, 4)
     stale = claimed(store, "w1")
-    end_lease(db, stale.id)  # the claim ends by expiry: a finish by the holder itself is answered as done
+    end_lease(
+        db, stale.id
+    )  # the claim ends by expiry: a finish by the holder itself is answered as done
     assert store.expire_stale_claims() == 1
     make_available(db, stale.id)
     job = claimed(store, "w1")  # the same job again, under a new token

@@ -88,6 +88,7 @@ def test_null_is_no_list_and_an_empty_list_is_no_egress(store: JobStore) -> None
         "*",
         "*.",
         "*.*.example.com",
+        "foo.*.example.com",
         "a..example.com",
         "-a.example.com",
         "a-.example.com",
@@ -108,6 +109,7 @@ def test_null_is_no_list_and_an_empty_list_is_no_egress(store: JobStore) -> None
         "[2001:db8::1",
         "[fe80::1%eth0]",
         "2001:db8::zz",
+        "x:y:z",
     ],
 )
 def test_a_bad_entry_is_refused_naming_it_and_the_lane_and_changes_nothing(

@@ -167,6 +167,13 @@ def test_an_admin_may_do_everything(store: JobStore, login: Login) -> None:
             "SELECT tireless.set_policy(backoff_base => '1 second', backoff_cap => '1 minute')"
         )
         conn.execute("SELECT tireless.set_kind_policy(kind => 'plan', max_attempts => 5)")
+        github = "'github', 'https://api.github.com'"  # forge check: the URLs the runner uses
+        assert conn.execute(f"SELECT tireless.forge_web_root({github})").fetchone() == (
+            "https://github.com",
+        )
+        assert conn.execute(
+            f"SELECT tireless.forge_clone_url({github}, 'acme', 'widgets')"
+        ).fetchone() == ("https://github.com/acme/widgets.git",)
         for relation in (
             *LOCKED_TABLES,
             "kind_policy",
@@ -212,7 +219,8 @@ def test_tables_are_private_to_runners_and_pollers(login: Login, group: str) -> 
 def test_every_role_reads_what_the_dashboard_reads(
     store: JobStore, db: Database, login: Login, group: str
 ) -> None:
-    """tireless web: jobs without their claim token, a job's timeline, the finished counters."""
+    """tireless web: jobs without their claim token, a job's timeline, the finished counters, the
+    replication warning."""
     job_id = pending_job(store, db)
     with psycopg.connect(login(group), autocommit=True) as conn:
         assert conn.execute("SELECT count(*) FROM tireless.job_list").fetchone() == (1,)
@@ -223,6 +231,7 @@ def test_every_role_reads_what_the_dashboard_reads(
         assert history == [("pending",)]
         assert conn.execute("SELECT tireless.roll_up_history()").fetchone() == (0,)
         conn.execute("SELECT * FROM tireless.finished_jobs, tireless.finished_jobs_by_hour")
+        assert conn.execute("SELECT tireless.replication_warning()").fetchone() == (None,)
         if group != "tireless_admin":
             for table in ("finished_count", "finished_hourly", "history_rollup"):
                 assert refused(conn, f"SELECT FROM tireless.{table}") == "42501"
@@ -270,6 +279,8 @@ def test_every_role_reads_what_the_dashboard_reads(
             " repo => 'widgets', poller => 'r')",
         ),
         ("tireless_poller", "SELECT tireless.set_mirror_comments(enabled => false)"),
+        ("tireless_runner", "SELECT tireless.forge_clone_url('gitea', 'https://g.test', 'a', 'b')"),
+        ("tireless_poller", "SELECT tireless.forge_web_root('gitea', 'https://g.test')"),
     ],
 )
 def test_a_function_of_another_role_is_refused(

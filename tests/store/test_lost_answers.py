@@ -18,7 +18,7 @@ from tests.helpers import enqueue_jobs, history, rows, wait_until
 from tireless import JobStore
 from tireless.devtools.embedded import SUPERUSER
 from tireless.models import JobState
-from tireless.store.lease import ShuttingDown
+from tireless.store.lease import LeaseLost, ShuttingDown
 
 
 @pytest.fixture
@@ -104,3 +104,33 @@ def test_a_renewal_whose_answer_was_lost_is_tried_again_within_seconds_not_a_thi
             assert cutter.cuts == 1
     assert job is not None
     assert moves(db, job.id, "delivered") == 1
+
+
+def forget_job(db: Database, job_id: int) -> None:
+    """Take the job out of the store past its guards, as a failover to a standby that never
+    received it does."""
+    with db.connect() as conn:
+        conn.execute("SET session_replication_role = replica")  # no trigger refuses the delete
+        conn.execute("DELETE FROM tireless.job_attempt WHERE job_id = %(id)s", {"id": job_id})
+        conn.execute("DELETE FROM tireless.job WHERE id = %(id)s", {"id": job_id})
+
+
+def hold_while_it_goes(db: Database, store: JobStore, lease: timedelta, renewed: bool) -> None:
+    """Hold a job while it is taken out of the store; with `renewed`, until a renewal finds it gone
+    (else the finish is the first to)."""
+    lost: list[int] = []
+    with store.lease("w1", ["cc"], lease, on_lost=lambda job: lost.append(job.id)) as job:
+        assert job is not None
+        forget_job(db, job.id)
+        if renewed:
+            wait_until(lambda: lost == [job.id], "the renewal finds the job gone", 10)
+
+
+def test_a_job_gone_from_the_store_ends_its_lease_as_lost_not_as_an_error(
+    db: Database, store: JobStore
+) -> None:
+    enqueue_jobs(store, 2)
+    with pytest.raises(LeaseLost):
+        hold_while_it_goes(db, store, timedelta(seconds=3), renewed=True)
+    with pytest.raises(LeaseLost):
+        hold_while_it_goes(db, store, timedelta(minutes=10), renewed=False)

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from psycopg.rows import dict_row
+from psycopg.rows import dict_row, tuple_row
 
-from tireless.cli.reads import fetch, status_rows
+from tireless.cli.reads import fetch, replication_warning, status_rows
 from tireless.cli.render import (
     as_json,
     as_plain,
@@ -48,7 +48,7 @@ from tireless.cli.session import (
 )
 from tireless.errors import PermissionDenied, UnknownJob
 from tireless.forge import token_variable
-from tireless.forge.check import MAX_REPOS, check_forge, failed_required
+from tireless.forge.check import MAX_REPOS, Target, check_forge, failed_required
 from tireless.forge.poll import READ_DEADLINE_FACTOR, Report, client_factory, poll_round
 from tireless.migrate import migrate
 from tireless.models import Job, JobState, RepoStatus
@@ -233,6 +233,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 def cmd_status(args: argparse.Namespace) -> int:
     with connect(args) as conn:
         rows = status_rows(conn)
+        warning = replication_warning(conn)
         try:
             repos = JobStore(conn).repo_status()
         except PermissionDenied:
@@ -240,6 +241,11 @@ def cmd_status(args: argparse.Namespace) -> int:
     troubled = [r for r in repos if r.last_error or r.forge_error or r.mirror_error]
     backlog = sum(r.mirror_backlog for r in repos if r.registered)  # else no poller writes
     text = render_status(rows)
+    if warning:
+        warning = f"warning: {warning} (docs/operations.md, High availability)"
+        text = f"{warning}\n\n{text}"
+        if args.json:  # the JSON stays the list of lanes
+            print(f"tireless: {warning}", file=sys.stderr)
     if backlog:
         text += f"\n\nmirror: {backlog} issue(s) wait for their forge labels or comment"
     if troubled:
@@ -328,7 +334,7 @@ def cmd_forge(args: argparse.Namespace) -> int:
                 print(f"forge {args.name}: stop cleared; polling its {due} repositories now")
             return poll_once(args, store)
         if args.forge_action == "check":
-            return forge_check(args, store)
+            return forge_check(args, conn)
         if args.forge_action == "list":
             forges = store.forges()
             emit(args, forges, render_forges(forges) if forges else "no forges registered")
@@ -348,9 +354,11 @@ def cmd_forge(args: argparse.Namespace) -> int:
     return OK
 
 
-def forge_check(args: argparse.Namespace, store: JobStore) -> int:
+def forge_check(args: argparse.Namespace, conn: psycopg.Connection[Any]) -> int:
     """`forge check`: the findings of tireless.forge.check, for --repo or the first tracked
-    repositories of the forge; exit 1 when something tireless needs is missing."""
+    repositories of the forge; exit 1 when something tireless needs is missing. The web root and
+    clone URLs are the store's (tireless.forge_web_root, forge_clone_url), as the runner's are."""
+    store = JobStore(conn)
     forge = next((f for f in store.forges() if f.name == args.name), None)
     if forge is None:
         raise UsageError(
@@ -364,8 +372,15 @@ def forge_check(args: argparse.Namespace, store: JobStore) -> int:
     else:
         tracked = [(r.owner, r.repo) for r in store.tracked_repos() if r.forge == forge.name]
         repos = tracked[:MAX_REPOS]
+    where = {"kind": forge.kind, "base_url": forge.base_url}
+    ((web_root,),) = fetch(conn, calls.FORGE_WEB_ROOT, where, tuple_row)
+    targets = []
+    for owner, repo in repos:
+        place = {**where, "owner": owner, "repo": repo}
+        ((clone_url,),) = fetch(conn, calls.FORGE_CLONE_URL, place, tuple_row)
+        targets.append(Target(owner, repo, clone_url))
     findings = check_forge(
-        forge, repos, write=args.write, deliver=args.deliver, timeout=args.timeout
+        forge, web_root, targets, write=args.write, deliver=args.deliver, timeout=args.timeout
     )
     emit(args, findings, render_findings(forge.name, findings))
     return REFUSED if failed_required(findings) else OK

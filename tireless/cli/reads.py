@@ -25,3 +25,10 @@ def fetch(
 def status_rows(conn: psycopg.Connection[Any]) -> list[dict[str, Any]]:
     """tireless.lane_status with each lane's terminal counts from tireless.queue_stats."""
     return fetch(conn, calls.STATUS, {}, dict_row)
+
+
+def replication_warning(conn: psycopg.Connection[Any]) -> str | None:
+    """tireless.replication_warning: why a failover could lose acknowledged work, or None."""
+    row = fetch(conn, "SELECT tireless.replication_warning() AS warning", {}, dict_row)[0]
+    warning: str | None = row["warning"]
+    return warning

@@ -19,7 +19,7 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
 from tireless.cli.render import as_json, visible
-from tireless.connect import Backoff, with_defaults
+from tireless.connect import CALL_DEADLINE, Backoff, DeadlineConnection, with_defaults
 from tireless.runner.credentials import secret_from_environment
 from tireless.store.sync import Notifications
 
@@ -58,13 +58,21 @@ def connect(args: argparse.Namespace) -> Iterator[psycopg.Connection[Any]]:
         yield conn
 
 
-def open_connection(url: str) -> psycopg.Connection[Any]:
-    """An autocommit connection with tireless's deadlines and keepalives; Unreachable (exit 4)
-    when it cannot be made."""
+def open_connection(url: str, deadline: float | None = None) -> psycopg.Connection[Any]:
+    """An autocommit connection with tireless's timeouts and keepalives, each call ending by
+    `deadline` seconds (None: a command's call, such as a prune, may take as long as it needs);
+    Unreachable (exit 4) when it cannot be made."""
     try:
-        return psycopg.connect(with_defaults(url), autocommit=True)
+        return deadline_connection(url, deadline)
     except psycopg.OperationalError as error:
         raise Unreachable(str(error).strip()) from error
+
+
+def deadline_connection(url: str, deadline: float | None) -> DeadlineConnection:
+    """open_connection, raising psycopg.OperationalError when it cannot be made."""
+    conn = DeadlineConnection.connect(with_defaults(url), autocommit=True)
+    conn.deadline = deadline
+    return conn
 
 
 def reconnecting(
@@ -73,9 +81,10 @@ def reconnecting(
     """`serve` on a connection until a stop signal, for the commands that run until stopped
     (`sweep --every`, `poll --every`): a connection lost after the start is made again after a
     short, growing pause (Backoff), with one line on stderr when it is lost and one when it is
-    back. Only the first connection failing is Unreachable (exit 4)."""
+    back. Only the first connection failing is Unreachable (exit 4). Each call ends by
+    CALL_DEADLINE, so a host that hangs is left as one that died."""
     url = checked_url(args)
-    conn = open_connection(url)
+    conn = open_connection(url, CALL_DEADLINE)
     backoff = Backoff()
     while True:
         try:
@@ -99,7 +108,7 @@ def reconnecting(
             if stop.stopped:
                 return
             try:
-                conn = psycopg.connect(with_defaults(url), autocommit=True)
+                conn = deadline_connection(url, CALL_DEADLINE)
                 break
             except psycopg.OperationalError:
                 continue

@@ -128,6 +128,10 @@ class EmbeddedPostgres:
         if (self.datadir / "postmaster.pid").exists():
             self._pg_ctl("stop", "--wait", "--timeout", "60", "-m", mode, check=False)
 
+    def promote(self) -> None:
+        """`pg_ctl promote --wait`: a standby leaves recovery and accepts writes (returns once it does)."""
+        self._pg_ctl("promote", "--wait", "--timeout", "120")
+
     def destroy(self) -> None:
         """Stop the server and delete its data directory."""
         self.stop()

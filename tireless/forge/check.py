@@ -79,44 +79,33 @@ READ_PULLS = Need("read:repository", "pull_requests=read")
 WRITE_PULLS = Need("write:repository", "pull_requests=write")
 
 
-def web_root(forge: Forge) -> str:
-    """The forge's web root: Gitea's base URL; GitHub's API root without its API part, as
-    tireless.forge_clone_url (db/brief.sql) takes it."""
-    root = forge.base_url.rstrip("/")
-    if forge.kind != "github":
-        return root
-    if root == "https://api.github.com":
-        return "https://github.com"
-    return root.removesuffix("/api/v3")
+@dataclass(frozen=True, slots=True)
+class Target:
+    """A repository the check tries, with the URL the runner fetches and pushes it at: the
+    store's tireless.forge_clone_url, so git is tried where the runner goes."""
 
-
-def clone_url(forge: Forge, owner: str, repo: str) -> str:
-    """Where the runner fetches and pushes (tireless.forge_clone_url, db/brief.sql)."""
-    return f"{web_root(forge)}/{owner}/{repo}.git"
-
-
-def token_page(forge: Forge) -> str:
-    """Where a token of the forge is made: Gitea's and Forgejo's applications settings, GitHub's
-    fine-grained tokens."""
-    if forge.kind == "github":
-        return f"{web_root(forge)}/settings/personal-access-tokens"
-    return f"{web_root(forge)}/user/settings/applications"
+    owner: str
+    repo: str
+    clone_url: str
 
 
 def check_forge(
     forge: Forge,
-    repos: Sequence[tuple[str, str]],
+    web_root: str,
+    repos: Sequence[Target],
     *,
     write: bool = False,
     deliver: bool = False,
     timeout: float = TIMEOUT,
 ) -> list[Finding]:
     """Every finding for the forge, its token read as the poller reads it (TIRELESS_TOKEN_<NAME>
-    or its _FILE), tried on `repos` (the reads on each, the writes on the first)."""
+    or its _FILE), tried on `repos` (the reads on each, the writes on the first); `web_root` is
+    the store's tireless.forge_web_root, under which the fixes name the token page."""
     token = token_for(forge.name)
     client = client_for(forge.kind, forge.base_url, token, timeout=timeout)
     try:
-        return Checker(forge, client, token is not None, timeout).run(repos, write, deliver)
+        checker = Checker(forge, web_root, client, token is not None, timeout)
+        return checker.run(repos, write, deliver)
     finally:
         client.close()
 
@@ -124,8 +113,11 @@ def check_forge(
 class Checker:
     """The probes of one forge, each turning what the forge answered into a Finding."""
 
-    def __init__(self, forge: Forge, client: ForgeClient, has_token: bool, timeout: float) -> None:
+    def __init__(
+        self, forge: Forge, web_root: str, client: ForgeClient, has_token: bool, timeout: float
+    ) -> None:
         self.forge = forge
+        self.web_root = web_root
         self.client = client
         self.has_token = has_token
         self.timeout = timeout
@@ -133,7 +125,7 @@ class Checker:
         self.gitea = forge.kind != "github"
         self.size = "limit" if self.gitea else "per_page"
 
-    def run(self, repos: Sequence[tuple[str, str]], write: bool, deliver: bool) -> list[Finding]:
+    def run(self, repos: Sequence[Target], write: bool, deliver: bool) -> list[Finding]:
         found = [self.api()]
         if not found[0].ok:
             return found
@@ -152,18 +144,18 @@ class Checker:
                 )
             )
         owners: list[str] = []
-        for owner, repo in repos:
-            found += self.reads(owner, repo)
-            if self.gitea and owner not in owners:
-                owners.append(owner)
-                found.append(self.organisation_labels(owner))
+        for target in repos:
+            found += self.reads(target.owner, target.repo)
+            if self.gitea and target.owner not in owners:
+                owners.append(target.owner)
+                found.append(self.organisation_labels(target.owner))
             if deliver:
-                found += [self.git_read(owner, repo), self.pulls_read(owner, repo)]
+                found += [self.git_read(target), self.pulls_read(target.owner, target.repo)]
         if write and repos:
-            owner, repo = repos[0]
-            found += self.writes(owner, repo)
+            first = repos[0]
+            found += self.writes(first.owner, first.repo)
             if deliver:
-                found += self.delivery_writes(owner, repo)
+                found += self.delivery_writes(first)
         if not deliver:
             found.append(
                 Finding(
@@ -225,7 +217,7 @@ class Checker:
         if self.gitea:
             named = GITEA_SCOPE_REFUSAL.search(_message(answer))
             scope = named.group(1) if named else need.gitea
-            return f"give the token the scope {scope} ({token_page(self.forge)})"
+            return f"give the token the scope {scope} ({self._token_page()})"
         permissions = answer.headers.get("x-accepted-github-permissions")
         if permissions:
             return self._needed(Need(need.gitea, permissions.strip()))
@@ -237,16 +229,23 @@ class Checker:
     def _needed(self, need: Need) -> str:
         """The fix when the forge named nothing: what tireless knows the request needs."""
         if self.gitea:
-            return f"give the token the scope {need.gitea} ({token_page(self.forge)})"
+            return f"give the token the scope {need.gitea} ({self._token_page()})"
         return (
             f"give the token the permission {need.github} (a fine-grained token:"
-            f" {token_page(self.forge)}; a GitHub App: its repository permissions)"
+            f" {self._token_page()}; a GitHub App: its repository permissions)"
         )
+
+    def _token_page(self) -> str:
+        """Where a token of the forge is made: Gitea's and Forgejo's applications settings,
+        GitHub's fine-grained tokens."""
+        if self.gitea:
+            return f"{self.web_root}/user/settings/applications"
+        return f"{self.web_root}/settings/personal-access-tokens"
 
     def _new_token(self) -> str:
         return (
             f"put a valid token in {self.variable} (or a file named by {self.variable}_FILE);"
-            f" make one at {token_page(self.forge)}"
+            f" make one at {self._token_page()}"
         )
 
     # The probes
@@ -388,12 +387,12 @@ class Checker:
             done=lambda a: "listed",
         )
 
-    def git_read(self, owner: str, repo: str) -> Finding:
+    def git_read(self, target: Target) -> Finding:
         """`git ls-remote` of the clone URL the runner uses, the token given to git as the runner
         gives it (tireless.runner.workspace.GitAuth: a header in git's own environment, never on
         a command line)."""
-        capability = f"git read {owner}/{repo}"
-        url = clone_url(self.forge, owner, repo)
+        capability = f"git read {target.owner}/{target.repo}"
+        url = target.clone_url
         auth = git_auth(self.forge.name)
         try:
             branch, head = self._default_head(url, auth)
@@ -428,7 +427,7 @@ class Checker:
         elif "401" in failed.stderr or "Authentication failed" in failed.stderr:
             fix = self._new_token()
         else:
-            fix = f"check that this host reaches {web_root(self.forge)} as the runners do"
+            fix = f"check that this host reaches {self.web_root} as the runners do"
         lines = [line for line in failed.stderr.strip().splitlines() if line.strip()]
         said = (lines[-1] if lines else f"git exited {failed.returncode}")[:300]
         return Finding(capability, False, True, f"{url}: {said}", fix)
@@ -511,11 +510,11 @@ class Checker:
             )
         return found
 
-    def delivery_writes(self, owner: str, repo: str) -> list[Finding]:
+    def delivery_writes(self, target: Target) -> list[Finding]:
         """What delivery writes, on a scratch branch deleted again: an empty commit on the default
         branch's head pushed to it, a draft pull request from it opened and closed."""
+        owner, repo, url = target.owner, target.repo, target.clone_url
         name = f"{owner}/{repo}"
-        url = clone_url(self.forge, owner, repo)
         auth = git_auth(self.forge.name)
         branch = CHECK_BRANCH + secrets.token_hex(4)
         with tempfile.TemporaryDirectory(prefix="tireless-check-") as scratch:

@@ -195,15 +195,17 @@ class Delivery:
             raise Release(f"publish: {failed}") from failed
 
     def checkpoint(
-        self, job: Job, brief: JobBrief, workspace: Workspace, expected: str | None
+        self, job: Job, brief: JobBrief, workspace: Workspace, last: str | None
     ) -> Checkpoint | None:
-        """The workspace's work so far saved in the job's checkpoint ref on the forge (lease:
-        `expected`, the job's last checkpoint); None when there was nothing new to save or it could
-        not be saved (said in the log: a checkpoint is a help, never the job's failure)."""
+        """The workspace's work so far saved in the attempt's checkpoint ref on the forge (`last`:
+        the job's last checkpoint); None when there was nothing new to save or it could not be
+        saved (said in the log: a checkpoint is a help, never the job's failure)."""
+        assert job.attempt_id is not None, "a checkpoint is saved for a claimed job"
         try:
             saved = save_checkpoint(
-                workspace, auth=git_auth(job.forge), expected=expected, identity=self.identity,
-                job_id=job.id, attempt=job.attempts, policy=self.policy_for(brief),
+                workspace, auth=git_auth(job.forge), last=last, identity=self.identity,
+                job_id=job.id, attempt=job.attempts, attempt_id=job.attempt_id,
+                policy=self.policy_for(brief),
             )  # fmt: skip
         except (PublishRefused, PushFailed, GitError) as failed:
             log.warning("job %s: the checkpoint was not saved: %s", job.id, failed)

@@ -68,22 +68,10 @@ class AllowEntry:
 
 
 def parse_allowlist(entries: Sequence[str]) -> list[AllowEntry]:
-    """`HOST[:PORT]` entries (an IPv6 literal with a port in brackets: `[fd00::1]:8443`)."""
-    return [parse_entry(entry) for entry in entries]
-
-
-def parse_entry(entry: str) -> AllowEntry:
-    try:
-        host, port = split_host_port(entry.strip(), None)
-    except ValueError:
-        raise ValueError(
-            f"allowlist entry {entry!r} is not HOST[:PORT] with PORT 1-65535"
-        ) from None
-    if literal(host) is None and not NAME.fullmatch(host.removeprefix("*.")):
-        raise ValueError(
-            f"allowlist entry {entry!r}: {host!r} is neither a DNS name, a *.suffix wildcard nor an IP address"
-        )
-    return AllowEntry(host, port)
+    """The lane's entries as tireless.lane_network gives them, split into host and port. The
+    store checked and normalised each (tireless.egress_entry: `host`, `*.suffix`, an IPv4
+    literal or `[v6]`, each with `:PORT` or not), so this splits them and judges nothing."""
+    return [AllowEntry(*split_host_port(entry, None)) for entry in entries]
 
 
 def split_host_port(text: str, default: int | None) -> tuple[str, int | None]:

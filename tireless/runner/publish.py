@@ -158,8 +158,10 @@ class NoChange:
     note: str = "no change"
 
 
-def checkpoint_ref(job_id: int) -> str:
-    return f"{CHECKPOINTS}/{job_id}"
+def checkpoint_ref(job_id: int, attempt_id: str) -> str:
+    """The ref of one attempt's checkpoints (`Job.attempt_id`): two attempts of the same number
+    (a claim lost in a failover, whose agent has not stopped yet) never push over each other."""
+    return f"{CHECKPOINTS}/{job_id}-{attempt_id}"
 
 
 @dataclass(frozen=True)
@@ -1006,16 +1008,18 @@ def save_checkpoint(
     workspace: Workspace,
     *,
     auth: GitAuth | None,
-    expected: str | None,
+    last: str | None,
     identity: Identity,
     job_id: int,
     attempt: int,
+    attempt_id: str,
     policy: PublishPolicy | None = None,
 ) -> Checkpoint | NoChange:
     """Save the workspace's commits so far (what is uncommitted committed as for `publish`) in
-    `refs/tireless/checkpoints/<job_id>` on the forge, with the lease `expected` (the last
-    checkpoint of the job, None for none): the same checks as `publish` but the size limits.
-    NoChange when there is nothing to save (no change, or the last checkpoint's tree)."""
+    the attempt's own ref on the forge (`checkpoint_ref`), over nothing but this workspace's own
+    pushes: the same checks as `publish` but the size limits. NoChange when there is nothing to
+    save (no change, or the tree of `last`, the job's last checkpoint: this attempt's, else an
+    earlier attempt's; None for none)."""
     with take_change(
         workspace,
         identity=identity,
@@ -1026,17 +1030,16 @@ def save_checkpoint(
     ) as change:
         if change.empty:
             return NoChange(change.base)
-        if expected is not None:
-            last = (
-                workspace.pushed.get(expected)
-                or change.git(
-                    "rev-parse", "--verify", "--quiet", f"{expected}^{{tree}}", check=False
-                )
+        if last is not None:
+            last_tree = (
+                workspace.pushed.get(last)
+                or change.git("rev-parse", "--verify", "--quiet", f"{last}^{{tree}}", check=False)
                 .stdout.decode()
                 .strip()
             )
-            if last == change.tree:
+            if last_tree == change.tree:
                 return NoChange(change.base, "no change since the last checkpoint")
-        ref = checkpoint_ref(job_id)
-        head = push_change(change, auth=auth, ref=ref, expected=expected)
+        ref = checkpoint_ref(job_id, attempt_id)
+        expected = last if last in workspace.pushed else None  # else the ref is still to make
+        head = push_change(change, auth=auth, ref=ref, expected=expected, ours=workspace.pushed)
         return Checkpoint(ref, head, change.base, change.commits)

@@ -53,8 +53,8 @@ from types import FrameType
 import psycopg
 from psycopg_pool import ConnectionPool
 
-from tireless.connect import Backoff, with_defaults
-from tireless.errors import MalformedPlan, NotHolder, TirelessError
+from tireless.connect import WORKER_CALL_DEADLINE, Backoff, FailoverPool, with_defaults
+from tireless.errors import MalformedPlan, TirelessError
 from tireless.models import Job, JobBrief, JobState
 from tireless.runner.brief import AgentFiles
 from tireless.runner.credentials import known_secrets, token_variable
@@ -68,7 +68,7 @@ from tireless.runner.sandbox import Contained, Sandbox, Unavailable, choose, rel
 from tireless.runner.workspace import Workspace
 from tireless.store import JobStore
 from tireless.store.calls import POOL_OPEN_TIMEOUT, POOL_OPTIONS
-from tireless.store.lease import NOTE_LIMIT, HeldJob, LeaseLost, Release, ShuttingDown
+from tireless.store.lease import NOT_HELD, NOTE_LIMIT, HeldJob, LeaseLost, Release, ShuttingDown
 
 log = logging.getLogger("tireless.work")
 
@@ -126,7 +126,9 @@ def command_environment(job: Job, agent: pwd.struct_passwd | None = None) -> dic
 
 
 def job_environment(job: Job) -> dict[str, str]:
-    """The TIRELESS_* variables COMMAND sees."""
+    """The TIRELESS_* variables COMMAND sees: TIRELESS_ATTEMPT counts the claims, and repeats when
+    a claim is lost in a failover; TIRELESS_ATTEMPT_ID names this claim alone (never its token)."""
+    assert job.attempt_id is not None, "COMMAND runs for a claimed job"
     return {
         "TIRELESS_JOB_ID": str(job.id),
         "TIRELESS_FORGE": job.forge,
@@ -136,6 +138,7 @@ def job_environment(job: Job) -> dict[str, str]:
         "TIRELESS_KIND": str(job.kind),
         "TIRELESS_LANE": job.lane,
         "TIRELESS_ATTEMPT": str(job.attempts),
+        "TIRELESS_ATTEMPT_ID": job.attempt_id,
     }
 
 
@@ -283,10 +286,7 @@ class Worker:
             raise Unavailable(f"lane {lane} has an egress allowlist: {refusal}")
         if self._relay_python is None:
             self._relay_python = relay_python(self.agent)
-        try:
-            return parse_allowlist(hosts)
-        except ValueError as bad:
-            raise Unavailable(f"lane {lane}: {bad}") from None
+        return parse_allowlist(hosts)  # entries as the store checked and normalised them
 
     @contextlib.contextmanager
     def _network(self, job: Job) -> Iterator[AgentNetwork | None]:
@@ -396,9 +396,9 @@ class Worker:
                 if not self._going_on():  # it came while the claim was under way
                     raise ShuttingDown(f"worker stopped by {self.stop_signal or self.drain_signal}")
                 log.info(
-                    "%s: claimed job %s (%s/%s/%s#%s, %s, lane %s, attempt %s)",
+                    "%s: claimed job %s (%s/%s/%s#%s, %s, lane %s, attempt %s, %s)",
                     self.name, job.id, job.forge, job.owner, job.repo, job.number,
-                    job.kind, job.lane, job.attempts,
+                    job.kind, job.lane, job.attempts, job.attempt_id,
                 )  # fmt: skip
                 try:
                     code, output = self._run_command(job, held)
@@ -566,7 +566,7 @@ class Worker:
             masked = self.masker.mask(report)  # the mirror posts it on the issue
             if self.store.attach_report(job.id, self.name, masked, job.claim_token):
                 log.info("%s: job %s: the report was cut to the store's limit", self.name, job.id)
-        except NotHolder:
+        except NOT_HELD:
             log.info("%s: job %s: lease lost; its report is not kept", self.name, job.id)
 
     def _attach_tasks(self, job: Job, files: AgentFiles) -> None:
@@ -582,7 +582,7 @@ class Worker:
             )
         except (ValueError, MalformedPlan) as bad:
             raise Release(str(bad)) from None
-        except NotHolder:
+        except NOT_HELD:
             log.info("%s: job %s: lease lost; its tasks are not kept", self.name, job.id)
             return
         log.info("%s: job %s: %s task(s) attached", self.name, job.id, count)
@@ -658,8 +658,9 @@ def work(
     # One connection listens for work, one for a stop of the running job, one renews, one claims
     # and finishes; each is checked before use, so a connection the database dropped (a restart)
     # is replaced instead of failing a call.
+    # Each call waits WORKER_CALL_DEADLINE at most: a hung primary is left for the promoted standby.
     options = POOL_OPTIONS | {"max_size": 4, "check": ConnectionPool.check_connection}
-    pool = ConnectionPool(with_defaults(conninfo), open=False, **options)
+    pool = FailoverPool(conninfo, deadline=WORKER_CALL_DEADLINE, open=False, **options)
     pool.open(wait=True, timeout=POOL_OPEN_TIMEOUT)
     try:
         store = JobStore(pool)

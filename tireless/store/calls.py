@@ -517,6 +517,15 @@ def remove_forge(name: str) -> Call[Any, bool]:
 
 
 FORGES = "SELECT name, kind, base_url FROM tireless.forges()"
+FORGE_WEB_ROOT = (
+    "SELECT tireless.forge_web_root(kind => %(kind)s::tireless.forge_kind,"
+    " base_url => %(base_url)s)"
+)
+FORGE_CLONE_URL = (
+    "SELECT tireless.forge_clone_url(kind => %(kind)s::tireless.forge_kind,"
+    " base_url => %(base_url)s, owner => %(owner)s, repo => %(repo)s)"
+)
+"""`tireless forge check`'s (tireless_admin): where people, and the runner's git, reach a forge."""
 
 
 def forges() -> Call[Forge, list[Forge]]:

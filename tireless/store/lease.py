@@ -38,7 +38,7 @@ from datetime import timedelta
 from typing import Any, Protocol, TypeVar
 
 from tireless.connect import Backoff, answer_lost
-from tireless.errors import NotHolder
+from tireless.errors import NotHolder, UnknownJob
 from tireless.models import Heartbeat, Job, JobState
 from tireless.store import calls
 from tireless.store.calls import Call
@@ -90,6 +90,11 @@ class Pushed:
     base_branch: str | None = None
     base: str | None = None
     draft: bool = False
+
+
+NOT_HELD: tuple[type[Exception], ...] = (NotHolder, UnknownJob)
+"""Refusals that say the worker holds the job no more: another claim has it (TL004), or there is
+no such job (TL001: a failover to a standby that never had it)."""
 
 
 class Release(Exception):
@@ -234,12 +239,18 @@ class _Holding:
     def _renewed(self, job: Job, answer: Heartbeat | Exception | None) -> bool:
         """Record a heartbeat's answer (None: none yet; an exception: it failed, try again at the
         next interval); False means stop renewing."""
-        if isinstance(answer, Exception):
+        if isinstance(answer, Exception) and not isinstance(answer, NOT_HELD):
             if not self._renewal_failing:  # one line per outage, not one per try
                 log.warning("renewing the lease on job %s failed (%s); trying again", job.id,
                             str(answer).strip() or type(answer).__name__)  # fmt: skip
             self._renewal_failing = True
             return True
+        if isinstance(answer, Exception) or answer is Heartbeat.LOST:  # refused: NOT_HELD
+            self.lost = True
+            log.debug("lost the lease on job %s", job.id)
+            if self.on_lost is not None:
+                self.on_lost(job)
+            return False
         if self._renewal_failing:
             log.info("renewed the lease on job %s again", job.id)
         self._renewal_failing = False
@@ -253,18 +264,12 @@ class _Holding:
                 if self.on_cancel is not None:
                     self.on_cancel(job)
             return True
-        if answer.is_watchdog_stop:
-            if self.watchdog_stop is None:  # renewals go on while the work stops
-                self.watchdog_stop = answer
-                log.info("job %s: the watchdog stopped its attempt (%s)", job.id, answer)
-                if self.on_cancel is not None:
-                    self.on_cancel(job)
-            return True
-        self.lost = True
-        log.debug("lost the lease on job %s", job.id)
-        if self.on_lost is not None:
-            self.on_lost(job)
-        return False
+        if answer.is_watchdog_stop and self.watchdog_stop is None:  # renewals go on meanwhile
+            self.watchdog_stop = answer
+            log.info("job %s: the watchdog stopped its attempt (%s)", job.id, answer)
+            if self.on_cancel is not None:
+                self.on_cancel(job)
+        return True
 
     def _finish(self, job: Job, error: BaseException | None) -> Call[Job, Job | None]:
         """The call that ends the job once the renewals have stopped: give_back when the runner
@@ -325,10 +330,10 @@ class _Holding:
 
     @contextlib.contextmanager
     def _finishing(self, job: Job) -> Iterator[None]:
-        """A finish refused because the worker no longer holds the job: LeaseLost."""
+        """A finish refused because the worker no longer holds the job (NOT_HELD): LeaseLost."""
         try:
             yield
-        except NotHolder as refused:
+        except NOT_HELD as refused:
             self.lost = True
             raise LeaseLost(job) from refused
 

@@ -140,11 +140,19 @@ async def overview(request: Request) -> Response:
     except TirelessError:
         repos = None  # this role may not read the repositories
     now = (await board.rows("SELECT now() AS now"))[0]["now"]
+    warning = (await board.rows(reads.REPLICATION_WARNING))[0]["warning"]
     finished = chart.activity(activity, chart.GRAINS["24h"], chart.WINDOWS["24h"])
     return render(
         request,
         "overview.html",
-        {"me": me, "lanes": lanes, "repos": repos, "chart": finished, "now": now},
+        {
+            "me": me,
+            "lanes": lanes,
+            "repos": repos,
+            "chart": finished,
+            "now": now,
+            "replication_warning": warning,
+        },
     )
 
 

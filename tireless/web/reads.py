@@ -29,6 +29,8 @@ SELECT r.forge, r.owner, r.repo, r.last_poll_at, r.last_success_at, r.last_error
        r.mirror_backlog, r.mirror_error, r.mirror_error_at, r.skipped_issues, r.skipped_issue
   FROM tireless.repo_status r
  ORDER BY r.forge, r.owner, r.repo"""
+REPLICATION_WARNING = "SELECT tireless.replication_warning() AS warning"
+"""Why a failover could lose acknowledged work (a standby without synchronous commit), or null."""
 FINISHED = (
     "SELECT f.lane, f.outcome, f.jobs FROM tireless.finished_jobs f ORDER BY f.lane, f.outcome"
 )
