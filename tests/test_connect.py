@@ -3,6 +3,7 @@ the deadline of each call, and the pool that replaces its connections after a fa
 
 from __future__ import annotations
 
+import asyncio
 import socket
 
 import psycopg
@@ -11,7 +12,13 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from tests.conftest import Database
-from tireless.connect import CONNECTION_DEFAULTS, DeadlineConnection, FailoverPool, with_defaults
+from tireless.connect import (
+    CONNECTION_DEFAULTS,
+    AsyncDeadlineConnection,
+    DeadlineConnection,
+    FailoverPool,
+    with_defaults,
+)
 
 
 def test_a_url_gets_every_default_and_keeps_what_it_says() -> None:
@@ -72,6 +79,19 @@ def test_a_call_with_no_answer_by_its_deadline_fails_and_its_connection_is_dropp
         with pytest.raises(psycopg.OperationalError):
             conn.execute("SELECT pg_sleep(60)")
         assert conn.broken
+
+
+def test_an_async_call_with_no_answer_by_its_deadline_fails_and_its_connection_is_dropped(
+    db: Database,
+) -> None:
+    async def hang() -> bool:
+        async with await AsyncDeadlineConnection.connect(db.conninfo, autocommit=True) as conn:
+            conn.deadline = 0.5
+            with pytest.raises(psycopg.OperationalError):
+                await conn.execute("SELECT pg_sleep(60)")
+            return conn.broken
+
+    assert asyncio.run(hang())
 
 
 def test_a_pool_whose_connections_broke_gives_new_ones_after_a_drain(db: Database) -> None:

@@ -18,7 +18,7 @@ from typing import Any, Self, TypeVar
 import psycopg
 from psycopg.abc import PQGen
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
-from psycopg_pool import ConnectionPool
+from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 log = logging.getLogger(__name__)
 
@@ -209,32 +209,63 @@ class _HostMemory:
 _hosts = _HostMemory()
 
 
+@contextlib.contextmanager
+def _answered_in_time(conn: DeadlineConnection | AsyncDeadlineConnection) -> Iterator[None]:
+    """The block's wait on `conn` ends by its deadline; a host that let it pass is tried last."""
+    assert conn.deadline is not None
+    with _deadlines.watching(conn.pgconn.socket, conn.deadline) as watch:
+        try:
+            yield
+        except psycopg.OperationalError:
+            if watch.cut:
+                _hosts.hung(conn.dsn, conn.host)
+            raise
+
+
 class DeadlineConnection(psycopg.Connection[Any]):
     """A connection whose every wait for an answer ends by `deadline` seconds (None: no end);
     a wait with its own timeout (notifications) keeps it. Of a DSN's several hosts it tries the
     one that answered last first, and one whose call ran past its deadline last."""
 
     deadline: float | None = CALL_DEADLINE
-    _dsn: str = ""
-    _host: Host = ("", "")
+    dsn = ""
+    """The DSN as given, before its hosts were ordered."""
+    host: Host = ("", "")
+    """The host and port it reached."""
 
     @classmethod
     def connect(cls, conninfo: str = "", **kwargs: Any) -> Self:
         conn = super().connect(_hosts.ordered(conninfo), **kwargs)
-        conn._dsn, conn._host = conninfo, (conn.info.host, str(conn.info.port))
-        _hosts.answered(conninfo, conn._host)
+        conn.dsn, conn.host = conninfo, (conn.info.host, str(conn.info.port))
+        _hosts.answered(conninfo, conn.host)
         return conn
 
     def wait(self, gen: PQGen[RV], interval: float = 0.1, timeout: float | None = None) -> RV:
         if timeout is not None or self.deadline is None:
             return super().wait(gen, interval, timeout)
-        with _deadlines.watching(self.pgconn.socket, self.deadline) as watch:
-            try:
-                return super().wait(gen, interval, timeout)
-            except psycopg.OperationalError:
-                if watch.cut:
-                    _hosts.hung(self._dsn, self._host)
-                raise
+        with _answered_in_time(self):
+            return super().wait(gen, interval, timeout)
+
+
+class AsyncDeadlineConnection(psycopg.AsyncConnection[Any]):
+    """DeadlineConnection for asyncio."""
+
+    deadline: float | None = CALL_DEADLINE
+    dsn = ""
+    host: Host = ("", "")
+
+    @classmethod
+    async def connect(cls, conninfo: str = "", **kwargs: Any) -> Self:
+        conn = await super().connect(_hosts.ordered(conninfo), **kwargs)
+        conn.dsn, conn.host = conninfo, (conn.info.host, str(conn.info.port))
+        _hosts.answered(conninfo, conn.host)
+        return conn
+
+    async def wait(self, gen: PQGen[RV], interval: float = 0.1, timeout: float | None = None) -> RV:
+        if timeout is not None or self.deadline is None:
+            return await super().wait(gen, interval, timeout)
+        with _answered_in_time(self):
+            return await super().wait(gen, interval, timeout)
 
 
 class FailoverPool(ConnectionPool[DeadlineConnection]):
@@ -254,3 +285,21 @@ class FailoverPool(ConnectionPool[DeadlineConnection]):
 
     def schedule_task(self, task: Any, delay: float) -> None:
         super().schedule_task(task, min(delay, RECONNECT_EVERY))
+
+
+class AsyncFailoverPool(AsyncConnectionPool[AsyncDeadlineConnection]):
+    """FailoverPool for asyncio."""
+
+    def __init__(
+        self, conninfo: str, *, deadline: float | None = CALL_DEADLINE, **options: Any
+    ) -> None:
+        async def configure(conn: AsyncDeadlineConnection) -> None:
+            conn.deadline = deadline
+
+        super().__init__(
+            with_defaults(conninfo), connection_class=AsyncDeadlineConnection,
+            configure=configure, **options,
+        )  # fmt: skip
+
+    async def schedule_task(self, task: Any, delay: float) -> None:
+        await super().schedule_task(task, min(delay, RECONNECT_EVERY))

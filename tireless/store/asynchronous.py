@@ -18,7 +18,7 @@ import psycopg
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
-from tireless.connect import with_defaults
+from tireless.connect import AsyncFailoverPool
 from tireless.errors import translated_errors
 from tireless.models import (
     ConversationOutcome,
@@ -74,16 +74,14 @@ class AsyncJobStore:
     (the caller opens and closes it) or one AsyncConnection (calls join the caller's transaction
     as savepoints)."""
 
-    def __init__(self, connections: str | AsyncConnectionPool | AsyncConnection[Any]) -> None:
-        self._owned_pool: AsyncConnectionPool | None = None
+    def __init__(self, connections: str | AsyncConnectionPool[Any] | AsyncConnection[Any]) -> None:
+        self._owned_pool: AsyncConnectionPool[Any] | None = None
         self._opening = asyncio.Lock()
         self._opened = not isinstance(connections, str)  # a pool passed in is the caller's to open
         if isinstance(connections, str):
-            self._owned_pool = AsyncConnectionPool(
-                with_defaults(connections), open=False, **POOL_OPTIONS
-            )
+            self._owned_pool = AsyncFailoverPool(connections, open=False, **POOL_OPTIONS)
             connections = self._owned_pool
-        self._connections: AsyncConnectionPool | AsyncConnection[Any] = connections
+        self._connections: AsyncConnectionPool[Any] | AsyncConnection[Any] = connections
 
     async def open(self) -> None:
         """JobStore.open: open the pool the store owns and wait for its first connection."""
@@ -110,7 +108,12 @@ class AsyncJobStore:
             if not self._opened:
                 await self.open()
             async with self._connections.connection() as conn:
-                yield conn
+                try:
+                    yield conn
+                except psycopg.OperationalError:
+                    if conn.broken:  # the others went with it (a failover, a restart): new ones
+                        await self._connections.drain()
+                    raise
         else:
             yield self._connections
 

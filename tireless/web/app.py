@@ -25,7 +25,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
-from tireless.connect import with_defaults
+from tireless.connect import AsyncFailoverPool
 from tireless.errors import InvalidArgument
 from tireless.web import bulk, connections, fleet, hooks, metrics, pages
 from tireless.web.dashboard import Dashboard
@@ -62,8 +62,8 @@ def create_app(
     """The dashboard, /metrics and the webhooks over an async pool of conninfo (opened by
     the app's lifespan: `with TestClient(app)`, or uvicorn), answering only for hosts, and
     only to a login with token when one is given."""
-    pool = AsyncConnectionPool(
-        with_defaults(conninfo),
+    pool = AsyncFailoverPool(  # each read ends by CALL_DEADLINE: a hung host answers 503
+        conninfo,
         open=False,
         min_size=1,
         max_size=4,

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from psycopg import AsyncConnection
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 from starlette.requests import Request
@@ -19,13 +20,14 @@ from tireless.web.csrf import Csrf
 class Dashboard:
     """What the handlers share: the pool, the templates, the CSRF key."""
 
-    pool: AsyncConnectionPool
+    pool: AsyncConnectionPool[Any]
     database_label: str
     templates: Jinja2Templates
     csrf: Csrf = field(default_factory=Csrf)
 
     async def rows(self, query: Any, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         """The rows of one read, as dicts; a refusal is raised as its TirelessError."""
+        conn: AsyncConnection[Any]
         async with self.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
             with translated_errors():
                 await cur.execute(query, params or {})
