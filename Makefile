@@ -18,7 +18,7 @@ $(VENV)/.installed: pyproject.toml
 install: $(VENV)/.installed
 
 pg-binaries: install
-	@$(PY) -c 'from tireless.devtools.embedded import find_server_binaries as f; print("PostgreSQL server binaries:", f())' \
+	@$(PY) -c 'from dev.embedded import find_server_binaries as f; print("PostgreSQL server binaries:", f())' \
 	  || { echo "make: install PostgreSQL's server binaries: apt-get install postgresql"; exit 1; }
 
 lint: install
@@ -35,16 +35,17 @@ soak: install pg-binaries
 	TIRELESS_SOAK=long $(PY) -m pytest -m soak $(PYTEST_ARGS)
 
 # The forge fault run: a scripted person on a faulty stand-in forge, pollers and workers killed,
-# PostgreSQL restarted; then the checker (tireless/devtools/chaos_forge.py). ISSUES, SECONDS, SEED.
+# PostgreSQL restarted; then the checker (dev/chaos_forge.py). ISSUES, SECONDS, SEED.
 chaos-forge: install pg-binaries
-	$(PY) -m tireless.devtools.chaos_forge $(if $(ISSUES),--issues $(ISSUES)) $(if $(SECONDS),--seconds $(SECONDS)) $(if $(SEED),--seed $(SEED))
+	$(PY) -m dev.chaos_forge $(if $(ISSUES),--issues $(ISSUES)) $(if $(SECONDS),--seconds $(SECONDS)) $(if $(SEED),--seed $(SEED))
 
 # The failover run: a primary and its streaming standby, real workers and a sweeper on the
 # multi-host DSN; the primary killed or hung, the standby promoted; recovery times (medians of
-# RUNS, default 3) and the invariants (tireless/devtools/failover.py). SCENARIOS: a subset.
+# RUNS, default 3) and the invariants (dev/failover.py). SCENARIOS: a subset.
 failover: install pg-binaries
-	$(PY) -m tireless.devtools.failover $(if $(RUNS),--runs $(RUNS)) $(foreach s,$(SCENARIOS),--scenario $(s))
+	$(PY) -m dev.failover $(if $(RUNS),--runs $(RUNS)) $(foreach s,$(SCENARIOS),--scenario $(s))
 
+bench: export PYTHONPATH := $(CURDIR)
 bench: install pg-binaries
 	$(PY) bench/run.py $(if $(QUICK),--quick)
 	$(PY) bench/fairness.py $(if $(QUICK),--quick)
@@ -59,10 +60,10 @@ bench: install pg-binaries
 	$(PY) bench/egress.py $(if $(QUICK),--quick)
 
 run: install pg-binaries
-	$(PY) -m tireless.devtools.demo
+	$(PY) -m dev.demo
 
 stop: install
-	$(PY) -m tireless.devtools.demo --stop
+	$(PY) -m dev.demo --stop
 
 # db/schema.sql, the schema as the migrations leave it (tests/sql/test_schema_file.py checks it)
 schema: install pg-binaries

@@ -35,7 +35,7 @@ import psycopg
 from statements import migrate_until
 from workloads import FLOOR_CLAIM, FLOOR_FINISH, FLOOR_SCHEMA, LEASE, SQL_CLAIM, SQL_FINISH
 
-from tireless.devtools.embedded import EmbeddedPostgres, embedded_postgres
+from dev.embedded import EmbeddedPostgres, embedded_postgres
 
 TABLE_CLAIM = """
 UPDATE tireless.job j

@@ -33,8 +33,8 @@ from pathlib import Path
 
 import psycopg
 
-from tireless.devtools.embedded import embedded_postgres
-from tireless.devtools.standin_forge import StandinForge
+from dev.embedded import embedded_postgres
+from dev.standin_forge import StandinForge
 from tireless.forge import token_variable
 from tireless.forge.poll import client_factory, poll_round
 from tireless.migrate import migrate

@@ -19,7 +19,7 @@ import psycopg
 from fairness import CYCLES, cpu_per_cycle
 from scenarios import fresh_database, settle
 
-from tireless.devtools.embedded import EmbeddedPostgres, embedded_postgres
+from dev.embedded import EmbeddedPostgres, embedded_postgres
 
 # Loaded as the superuser with the history trigger off (the turns' trigger is ENABLE ALWAYS). The
 # waiting jobs first, so their ids are the oldest; then the ready ones.

@@ -24,8 +24,8 @@ import psycopg
 from scenarios import fresh_database, settle
 from workloads import LEASE, SQL_CLAIM, SQL_FINISH
 
+from dev.embedded import EmbeddedPostgres, embedded_postgres
 from tireless import JobStore
-from tireless.devtools.embedded import EmbeddedPostgres, embedded_postgres
 
 # Pending jobs spread round the repositories, loaded as the superuser with the history trigger off
 # (the turns' trigger is ENABLE ALWAYS, so each repository gets its turn).

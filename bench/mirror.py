@@ -21,8 +21,8 @@ from typing import Any
 
 import psycopg
 
-from tireless.devtools.embedded import embedded_postgres
-from tireless.devtools.standin_forge import StandinForge
+from dev.embedded import embedded_postgres
+from dev.standin_forge import StandinForge
 from tireless.forge import client_for
 from tireless.forge.poll import poll_round
 from tireless.migrate import migrate

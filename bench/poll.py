@@ -25,8 +25,8 @@ import psycopg
 from psycopg.types.json import Jsonb
 from statements import migrate_until
 
-from tireless.devtools.embedded import embedded_postgres
-from tireless.devtools.standin_forge import StandinForge
+from dev.embedded import embedded_postgres
+from dev.standin_forge import StandinForge
 from tireless.forge import client_for
 from tireless.forge.poll import Report, poll_round
 from tireless.models import RepoToPoll

@@ -20,7 +20,7 @@ import psycopg
 import scenarios
 from workloads import PATHS, Measurement, Run, measure, median_of
 
-from tireless.devtools.embedded import EmbeddedPostgres, embedded_postgres
+from dev.embedded import EmbeddedPostgres, embedded_postgres
 
 RESULTS = Path(__file__).with_name("results.md")
 # The before-and-after of bench/costs.py and bench/statements.py, kept by hand, appended to results.md.

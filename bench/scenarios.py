@@ -13,8 +13,8 @@ import psycopg
 from psycopg.types.json import Jsonb
 from workloads import FLOOR_SCHEMA, LEASE, SQL_CLAIM, SQL_FINISH
 
+from dev.embedded import EmbeddedPostgres
 from tireless import migrate
-from tireless.devtools.embedded import EmbeddedPostgres
 from tireless.store import calls
 
 

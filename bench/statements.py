@@ -22,7 +22,7 @@ import psycopg
 from workloads import FLOOR_CLAIM, FLOOR_FINISH, FLOOR_SCHEMA, LEASE, SQL_CLAIM, SQL_FINISH
 from yoyo import get_backend, read_migrations
 
-from tireless.devtools.embedded import embedded_postgres
+from dev.embedded import embedded_postgres
 from tireless.migrate import migrate, yoyo_uri
 
 MIGRATIONS = Path(__file__).resolve().parent.parent / "db" / "migrations"

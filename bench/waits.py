@@ -25,7 +25,7 @@ import psycopg
 from costs import database, fill
 from workloads import Run, measure
 
-from tireless.devtools.embedded import embedded_postgres
+from dev.embedded import embedded_postgres
 
 ACTIVITY = """
 SELECT CASE WHEN a.state <> 'active' THEN a.state

@@ -20,7 +20,7 @@ import psycopg
 from scenarios import fresh_database, settle
 from starlette.testclient import TestClient
 
-from tireless.devtools.embedded import embedded_postgres
+from dev.embedded import embedded_postgres
 from tireless.web.app import create_app
 
 RESULTS = Path(__file__).with_name("web-results.md")

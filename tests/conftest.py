@@ -18,8 +18,8 @@ from psycopg import sql
 from pytest_postgresql import factories
 from pytest_postgresql.executors.noop import NoopExecutor
 
+from dev.embedded import EmbeddedPostgres
 from tireless import JobStore, migrate
-from tireless.devtools.embedded import EmbeddedPostgres
 
 SERVER = pytest.StashKey[EmbeddedPostgres]()
 

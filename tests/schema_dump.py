@@ -16,8 +16,8 @@ from pathlib import Path
 
 import psycopg
 
+from dev.embedded import EmbeddedPostgres, find_server_binaries
 from tireless import migrate
-from tireless.devtools.embedded import EmbeddedPostgres, find_server_binaries
 
 SCHEMA_FILE = Path(__file__).resolve().parent.parent / "db" / "schema.sql"
 HEADER = (

@@ -1,5 +1,5 @@
 """A real hot standby for the tests: a private primary, migrated, and a streaming standby made
-from it by `pg_basebackup -R` (tireless/devtools/replicas.py), both from the same private binaries
+from it by `pg_basebackup -R` (dev/replicas.py), both from the same private binaries
 as the session's cluster, each in its own directory on its own port of 127.0.0.1. The system
 cluster is never touched."""
 
@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import pytest
 
+from dev.replicas import CATCH_UP_SECONDS, DBNAME, ReplicaPair
 from tests.conftest import Database
-from tireless.devtools.replicas import CATCH_UP_SECONDS, DBNAME, ReplicaPair
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""The failover run's short version (tireless/devtools/failover.py; `make failover` runs the long
+"""The failover run's short version (dev/failover.py; `make failover` runs the long
 one): a primary and its synchronous standby, real workers and a sweeper on the multi-host DSN, the
 primary killed mid-run and the standby promoted; and its checker reports each broken promise."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tireless.devtools.failover import Scenario, check, run_trial
+from dev.failover import Scenario, check, run_trial
 
 SHORT = Scenario(
     "short",

@@ -22,9 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Database
-from tests.helpers import history
-from tireless.devtools.demo import (
+from dev.demo import (
     CRASH_ISSUE,
     PLAN_STEPS,
     POLLS_AFTER_DELIVERY,
@@ -33,6 +31,8 @@ from tireless.devtools.demo import (
     REVIEWER,
     WORKERS,
 )
+from tests.conftest import Database
+from tests.helpers import history
 
 PLANNED_ISSUE = 13  # the small demo's: after the 10 examples, the unserved issue and the long job
 
@@ -46,7 +46,7 @@ def test_the_small_demo_settles_every_job_and_recovers_the_crashed_one(
         "TIRELESS_DEMO_TIMEOUT": "120",
         "TIRELESS_DEMO_BIND": "127.0.0.1:0",
     }
-    demo = [sys.executable, "-m", "tireless.devtools.demo"]
+    demo = [sys.executable, "-m", "dev.demo"]
     # Its logs go to ./.tireless/logs, the dashboard's pid to ./.tireless/dashboard.pid.
     try:
         result = subprocess.run(

@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
+from dev.standin_forge import Flavour, StandinForge
 from tests.conftest import Database
 from tests.helpers import cli_json
 from tests.helpers import tireless_cli as cli
 from tests.sql.test_roles import Login, login  # noqa: F401  (the fixture)
-from tireless.devtools.standin_forge import Flavour, StandinForge
 
 TOKEN = "tok-check-4f1a9e0c"
 ENV = {"TIRELESS_TOKEN_FORGE": TOKEN}

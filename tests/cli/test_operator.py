@@ -22,6 +22,7 @@ import pytest
 from psycopg.conninfo import make_conninfo
 from starlette.testclient import TestClient
 
+from dev.standin_forge import StandinForge
 from tests.cli.test_poll_cli import PLAN, TOKEN, TOKEN_ENV
 from tests.conftest import Database
 from tests.helpers import (
@@ -51,7 +52,6 @@ from tests.sql.test_roles import Login, login  # noqa: F401 (the fixture)
 from tests.web.test_web import browser
 from tireless import JobStore
 from tireless.cli.parse import parser
-from tireless.devtools.standin_forge import StandinForge
 from tireless.web.app import create_app
 
 PLAN_ON_OC = ("tireless", "tireless/plan", "tireless/agent:oc")
@@ -413,7 +413,7 @@ def test_the_stand_in_forge_runs_on_its_own_with_a_seed(db: Database, tmp_path: 
     issues = [{"title": "Add a flag", "labels": PLAN}]
     plan = {"owner": OWNER, "repo": REPO, "labels": ["tireless"], "issues": issues}
     seed.write_text(json.dumps({"repos": [plan]}))
-    module = "tireless.devtools.standin_forge"
+    module = "dev.standin_forge"
     command = [sys.executable, "-m", module, "--port", "0", "--seed", str(seed)]
     with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as standin:
         try:

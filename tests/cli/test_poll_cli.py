@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from dev.standin_forge import StandinForge
 from tests.conftest import Database
 from tests.helpers import cli_json, rows, wait_until
 from tests.helpers import tireless_cli as cli
 from tireless import JobStore
-from tireless.devtools.standin_forge import StandinForge
 
 TOKEN = "tok-cli-93be0f51d2"
 TOKEN_ENV = {"TIRELESS_TOKEN_GITEA": TOKEN}

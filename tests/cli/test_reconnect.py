@@ -16,9 +16,9 @@ from typing import IO, Any
 import psycopg
 import pytest
 
+from dev.embedded import EmbeddedPostgres, free_port
 from tests.helpers import enqueue_jobs, tireless_cli, wait_until
 from tireless import JobStore, migrate
-from tireless.devtools.embedded import EmbeddedPostgres, free_port
 
 POLLER = "tireless-test-poller"
 """The poller's application_name: how the test finds its connection in pg_stat_activity."""

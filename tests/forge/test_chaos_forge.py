@@ -1,4 +1,4 @@
-"""The forge fault run (tireless/devtools/chaos_forge.py): its checker reports a planted duplicate
+"""The forge fault run (dev/chaos_forge.py): its checker reports a planted duplicate
 comment, a planted lost request, a job for an issue that never asked and an issue for a plan's
 step no plan delivered, and a short run (real
 pollers, workers and a sweeper killed at random, forge faults, a PostgreSQL restart) keeps every
@@ -10,9 +10,7 @@ import random
 
 import pytest
 
-from tests.conftest import Database
-from tireless import JobStore
-from tireless.devtools.chaos_forge import (
+from dev.chaos_forge import (
     FORGE,
     MODES,
     OPT_IN,
@@ -26,7 +24,9 @@ from tireless.devtools.chaos_forge import (
     run,
     set_up,
 )
-from tireless.devtools.standin_forge import MIRROR_LOGIN, StandinForge
+from dev.standin_forge import MIRROR_LOGIN, StandinForge
+from tests.conftest import Database
+from tireless import JobStore
 from tireless.forge import token_variable
 from tireless.forge.poll import client_factory, poll_round
 

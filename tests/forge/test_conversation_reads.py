@@ -13,8 +13,8 @@ from datetime import timedelta
 import httpx
 import pytest
 
-from tireless.devtools import standin_conversation
-from tireless.devtools.standin_forge import MIRROR_LOGIN, PERSON, Flavour, StandinForge
+from dev import standin_conversation
+from dev.standin_forge import MIRROR_LOGIN, PERSON, Flavour, StandinForge
 from tireless.forge import client_for
 from tireless.forge.client import BadResponse, ForgeClient, WriteRefused
 from tireless.forge.gitea import REVIEW_STATES as GITEA_REVIEW_STATES

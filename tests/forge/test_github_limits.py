@@ -11,12 +11,12 @@ from typing import Any
 import httpx
 import pytest
 
+from dev.standin_forge import Flavour, StandinForge
 from tests.conftest import Database
 from tests.forge.test_mirror import claim, comments, labels, one_round
 from tests.forge.test_poll import NAMES, OWNER, PLAN, TOKEN, Setup
 from tests.helpers import rows
 from tireless import JobStore
-from tireless.devtools.standin_forge import Flavour, StandinForge
 from tireless.forge import token_variable
 
 REPO = "widgets"

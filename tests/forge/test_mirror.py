@@ -12,6 +12,7 @@ from urllib.parse import quote
 import httpx
 import pytest
 
+from dev.standin_forge import Flavour, StandinForge
 from tests.conftest import Database
 from tests.forge.test_poll import NAMES, OWNER, PLAN, TOKEN, Setup
 from tests.forge.test_standin_forge import validator
@@ -19,7 +20,6 @@ from tests.helpers import rows, track
 from tests.helpers import tireless_cli as cli
 from tireless import JobStore
 from tireless.cli.render import render_repos
-from tireless.devtools.standin_forge import Flavour, StandinForge
 from tireless.errors import NotHolder
 from tireless.forge import client_for, token_variable
 from tireless.forge.mirror import apply_write, post_comment

@@ -5,10 +5,10 @@ comment."""
 
 from __future__ import annotations
 
+from dev.standin_forge import Request
 from tests.forge.test_mirror import REPO, asked, claim, comments, one_round, setup
 from tests.forge.test_poll import OWNER, Setup
 from tireless import JobStore
-from tireless.devtools.standin_forge import Request
 from tireless.models import Job
 
 __all__ = ["setup"]  # the fixture, both flavours

@@ -14,13 +14,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from dev.standin_forge import MIRROR_LOGIN, Flavour, Request, StandinForge
 from tests.conftest import Database
 from tests.forge.test_mirror import REPO, STATE, asked, claim, comments, labels, one_round, setup
 from tests.forge.test_poll import OWNER, PLAN, TOKEN, Setup
 from tests.helpers import rows
 from tests.helpers import tireless_cli as cli
 from tireless import JobStore
-from tireless.devtools.standin_forge import MIRROR_LOGIN, Flavour, Request, StandinForge
 from tireless.forge import client_for, token_variable
 from tireless.forge.mirror import MIRROR_BUDGET
 from tireless.models import Job

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
+from dev.standin_forge import MIRROR_LOGIN, StandinForge
 from tests.conftest import Database
 from tests.forge.test_mirror import claim, labels, one_round
 from tests.forge.test_poll import NAMES, OWNER, PLAN, TOKEN, Setup
 from tests.helpers import rows
 from tireless import JobStore
-from tireless.devtools.standin_forge import MIRROR_LOGIN, StandinForge
 from tireless.forge import client_for, token_variable
 from tireless.forge.client import ReadFailed
 from tireless.forge.mirror import open_child

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
+from dev.standin_forge import StandinForge, StoredIssue, issues_of
 from tests.conftest import Database
 from tests.helpers import rows
 from tireless import JobStore
-from tireless.devtools.standin_forge import StandinForge, StoredIssue, issues_of
 from tireless.forge import token_variable
 from tireless.forge.poll import Report, client_factory, poll_round
 

@@ -15,10 +15,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from dev.standin_forge import StandinForge
 from tests.conftest import Database
 from tests.helpers import cli_json, rows, wait_until
 from tests.helpers import tireless_cli as cli
-from tireless.devtools.standin_forge import StandinForge
 from tireless.forge.client import RateLimited
 from tireless.forge.http import SECONDARY_LIMIT_PAUSE, Http
 

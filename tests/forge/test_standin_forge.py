@@ -14,7 +14,7 @@ import pytest
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 
-from tireless.devtools.standin_forge import StandinForge
+from dev.standin_forge import StandinForge
 from tireless.forge.http import links
 
 SCHEMAS = Path(__file__).resolve().parent.parent / "forge_schemas"

@@ -12,9 +12,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from dev.standin_forge import StandinForge
+from dev.standin_git import git_environment
 from tests.conftest import Database
-from tireless.devtools.standin_forge import StandinForge
-from tireless.devtools.standin_git import git_environment
 
 TOKEN = "tok-git-5e2b7c"
 USERS = {"gitea": "tireless-bot", "github": "x-access-token"}

@@ -9,12 +9,12 @@ from collections.abc import Iterator
 
 import pytest
 
+from dev.standin_forge import MIRROR_LOGIN, Request, StandinForge
 from tests.conftest import Database
 from tests.forge.test_mirror import claim, comments, one_round
 from tests.forge.test_plan_children import delivered
 from tests.forge.test_poll import NAMES, OWNER, TOKEN, Setup
 from tireless import JobStore
-from tireless.devtools.standin_forge import MIRROR_LOGIN, Request, StandinForge
 from tireless.forge import client_for, token_variable
 from tireless.forge.client import WriteRefused
 

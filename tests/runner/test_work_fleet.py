@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from dev.standin_forge import StandinForge
 from tests.conftest import Database
 from tests.forge.test_mirror import comments, one_round
 from tests.forge.test_poll import NAMES, OWNER, PLAN, TOKEN, Setup
@@ -30,7 +31,6 @@ from tests.runner.test_work import (
 )
 from tests.sql.test_watchdog import set_back
 from tireless import JobStore
-from tireless.devtools.standin_forge import StandinForge
 from tireless.forge import token_variable
 
 __all__ = ["in_the_tests_directory", "worker_process"]  # the fixtures, used by name

@@ -9,9 +9,9 @@ from importlib.resources import files
 import psycopg
 import pytest
 
+from dev.embedded import EmbeddedPostgres
 from tests.conftest import Database
 from tireless import migrate
-from tireless.devtools.embedded import EmbeddedPostgres
 
 
 def schema_snapshot(conninfo: str) -> list[tuple[str, ...]]:

@@ -12,11 +12,11 @@ import psycopg
 import pytest
 from psycopg.conninfo import make_conninfo
 
+from dev.replicas import DBNAME
 from tests.conftest import Database
 from tests.helpers import tireless_cli, wait_until
 from tests.standby import Replicated, hot_standby  # noqa: F401 (the fixture)
 from tests.web.test_web import browser
-from tireless.devtools.replicas import DBNAME
 from tireless.web.app import create_app
 
 WARNING = "tireless.replication_warning()"

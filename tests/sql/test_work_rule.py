@@ -15,6 +15,7 @@ from psycopg.types.json import Jsonb
 from yoyo import get_backend, read_migrations
 from yoyo.migrations import MigrationList
 
+from dev.embedded import EmbeddedPostgres
 from tests.conftest import Database
 from tests.helpers import (
     FORGE,
@@ -30,7 +31,6 @@ from tests.helpers import (
     tracked,
 )
 from tireless import DiscoveredIssue, Heartbeat, Job, JobKind, JobState, JobStore, migrate
-from tireless.devtools.embedded import EmbeddedPostgres
 from tireless.errors import InvalidArgument, InvariantViolated
 from tireless.migrate import yoyo_uri
 

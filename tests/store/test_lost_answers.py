@@ -12,11 +12,11 @@ import pytest
 from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool
 
+from dev.embedded import SUPERUSER
 from tests.answer_cutter import AnswerCutter, answer_cutter
 from tests.conftest import Database
 from tests.helpers import enqueue_jobs, history, rows, wait_until
 from tireless import JobStore
-from tireless.devtools.embedded import SUPERUSER
 from tireless.models import JobState
 from tireless.store.lease import LeaseLost, ShuttingDown
 

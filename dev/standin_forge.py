@@ -9,7 +9,7 @@ them against the JSON schemas in tests/forge_schemas/.
         forge.close_issue("acme", "widgets", number)
         forge.fault("500", times=2)
 
-Run on its own (`python -m tireless.devtools.standin_forge --port 3000 --seed issues.json`) it
+Run on its own (`python -m dev.standin_forge --port 3000 --seed issues.json`) it
 serves until SIGINT/SIGTERM, to try the `tireless` command against; `--seed` reads
 `{"repos": [{"owner": "acme", "repo": "widgets", "labels": ["tireless"],
 "issues": [{"title": "Add a flag", "labels": ["tireless", "tireless/plan"]}]}]}` (see docs/demo.md);
@@ -25,7 +25,7 @@ comment, issue or pull request body past 65536 characters (GITHUB_BODY_LIMIT).
 
 And it takes delivery's (issue 33): it serves git at the clone URL tireless computes for it
 (`tireless.forge_clone_url`: `{url}/{owner}/{repo}.git`, both flavours) through git's own
-`git http-backend` (tireless.devtools.standin_git), the token checked as each forge checks it,
+`git http-backend` (dev.standin_git), the token checked as each forge checks it,
 branch protection a real pre-receive hook; and pull requests (`/repos/{o}/{r}/pulls`: create,
 list, get, edit), numbered with the issues. `seed_git`, `branch_head`, `commits_of`,
 `protect_branch`, `pulls_of` let tests set the scene and read what happened.
@@ -46,9 +46,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
-from tireless.devtools.standin_conversation import ConversationRoutes
-from tireless.devtools.standin_dependencies import DependencyRoutes
-from tireless.devtools.standin_git import SERVICES, CgiAnswer, GitCommit, StandinGit
+from dev.standin_conversation import ConversationRoutes
+from dev.standin_dependencies import DependencyRoutes
+from dev.standin_git import SERVICES, CgiAnswer, GitCommit, StandinGit
 
 Flavour = Literal["gitea", "github"]
 
@@ -238,7 +238,7 @@ def _time(when: datetime | None) -> str | None:
 class StandinForge(ConversationRoutes, DependencyRoutes):
     """A Gitea (also Forgejo) or a GitHub on 127.0.0.1, with its issues in memory; the
     conversation on pull requests (reviews, permissions, checks, reactions) comes from
-    tireless.devtools.standin_conversation."""
+    dev.standin_conversation."""
 
     def __init__(
         self,
@@ -287,7 +287,7 @@ class StandinForge(ConversationRoutes, DependencyRoutes):
         self._events: dict[tuple[str, str, int], list[Event]] = {}
         self._pulls: dict[tuple[str, str, int], StoredPull] = {}
         self.git = StandinGit(flavour)
-        """The bare repositories behind the clone URLs (tireless.devtools.standin_git)."""
+        """The bare repositories behind the clone URLs (dev.standin_git)."""
         self.git_requests: list[Request] = []
         """The git requests received (kept apart from `requests`: `writes()` counts API writes)."""
         self._write_hook: Callable[[Request], None] | None = None
@@ -994,7 +994,7 @@ class StandinForge(ConversationRoutes, DependencyRoutes):
         if archived is not None:
             return archived
         related = self._dependency_answer(method, path, query, body, authorized)
-        if related is not None:  # issue 35's relations: tireless.devtools.standin_dependencies
+        if related is not None:  # issue 35's relations: dev.standin_dependencies
             dropped = getattr(related, "drop", False)
             answer = Answer(related.status, related.headers, related.body, drop=dropped)
             return self._count_rate(answer, query)
@@ -2547,14 +2547,14 @@ def seed(forge: StandinForge, plan: dict[str, Any]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m tireless.devtools.standin_forge --port N [--flavour gitea|github] [--token T]
+    """`python -m dev.standin_forge --port N [--flavour gitea|github] [--token T]
     [--seed FILE]`: serve until SIGINT/SIGTERM."""
     import argparse
     import signal
     import sys
 
     parser = argparse.ArgumentParser(
-        prog="python -m tireless.devtools.standin_forge", description=__doc__.split("\n\n")[0]
+        prog="python -m dev.standin_forge", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("--port", type=int, default=0, help="where to listen (0: any free port)")
     parser.add_argument("--flavour", choices=["gitea", "github"], default="gitea", help="its API")

@@ -1,7 +1,7 @@
 """The stand-in forge's side of the conversation on a pull request (issue 34): reviews and their
 inline comments, a repository's comment listing, collaborators' permissions, commit statuses and
 GitHub's check runs, reactions on comments, and the edit of a comment (PATCH
-.../issues/comments/{id}: the checklist of a plan's outcome comment, issue 35). StandinForge (tireless.devtools.standin_forge) takes
+.../issues/comments/{id}: the checklist of a plan's outcome comment, issue 35). StandinForge (dev.standin_forge) takes
 this in as a mixin and hands it each API request before its own routes; each quirk is cited where
 it is served, with the source the client that copes with it cites (tireless/forge/gitea.py,
 github.py). The stand-in's faults (`fault`) do not reach these routes.
@@ -21,7 +21,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import unquote, urlencode
 
-from tireless.devtools.standin_git import StandinGit
+from dev.standin_git import StandinGit
 
 ACCOUNT = "tireless-bot"
 """The token's account, StandinForge's MIRROR_LOGIN (the one who asks and reacts here)."""

@@ -1,6 +1,6 @@
 """The stand-in forge's side of the work graph's forge relations (issue 35): Gitea's and Forgejo's
 issue dependencies, GitHub's blocked-by relations and sub-issues, and the summaries GitHub's issue
-objects carry of both. StandinForge (tireless.devtools.standin_forge) takes this in as a mixin and
+objects carry of both. StandinForge (dev.standin_forge) takes this in as a mixin and
 hands it each API request before its other routes; each quirk is cited where it is served, with
 the source the client that copes with it cites (tireless/forge/gitea.py, github.py). The
 stand-in's faults (`fault`, also with `number=`) reach these routes.
@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tireless.devtools.standin_conversation import Reply, Said
+from dev.standin_conversation import Reply, Said
 
 Key = tuple[str, str, int]
 """(owner, repo, number) of an issue of the stand-in."""

@@ -9,7 +9,7 @@ request exactly one job, none for an issue that never asked, each finished job e
 outcome comment, each delivered plan's step exactly one issue (its own, by its marker) with
 one job, the labels match the final states, no label twice, the mirror's backlog at 0.
 
-    python -m tireless.devtools.chaos_forge [--issues 300] [--seconds 60] [--seed N]
+    python -m dev.chaos_forge [--issues 300] [--seconds 60] [--seed N]
 
 The person acts at a person's pace: an issue is edited at most every few seconds, and a request
 is withdrawn only after it has its job and that job is a second old, so that each request the
@@ -38,8 +38,8 @@ from typing import Any
 
 import psycopg
 
-from tireless.devtools.embedded import EmbeddedPostgres
-from tireless.devtools.standin_forge import (
+from dev.embedded import EmbeddedPostgres
+from dev.standin_forge import (
     MIRROR_LOGIN,
     Flavour,
     StandinForge,

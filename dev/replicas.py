@@ -20,7 +20,7 @@ from pathlib import Path
 
 import psycopg
 
-from tireless.devtools.embedded import SUPERUSER, EmbeddedPostgres
+from dev.embedded import SUPERUSER, EmbeddedPostgres
 from tireless.migrate import migrate
 
 DBNAME = "tireless"

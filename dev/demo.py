@@ -7,7 +7,7 @@ short and, when we are root, the postgres user can reach it wherever the project
 recreates the database tireless_demo in it; with DATABASE_URL it runs there. It migrates, sets a
 short backoff, starts `tireless web` on 127.0.0.1:8080 (or a free port when that one is taken)
 in the background, starts the stand-in forge (a Gitea on 127.0.0.1,
-tireless.devtools.standin_forge), registers it (`add_forge`), tracks gitea/example/widgets, seeds
+dev.standin_forge), registers it (`add_forge`), tracks gitea/example/widgets, seeds
 its git with a README, a source file and a changelog, opens there the issues of
 examples/issues.json and three of its own, and runs `tireless poll --every 1s`, two
 `tireless work --deliver` processes on examples/agent.sh (their workspaces and cache of
@@ -63,10 +63,10 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import dict_row
 
+from dev.embedded import EmbeddedPostgres
+from dev.standin_forge import StandinForge, issues_of
 from tireless.cli.reads import fetch, status_rows
 from tireless.cli.render import job_table, render_status
-from tireless.devtools.embedded import EmbeddedPostgres
-from tireless.devtools.standin_forge import StandinForge, issues_of
 from tireless.forge import client_for, token_variable
 from tireless.forge.client import ForgeClient
 from tireless.forge.poll import poll_round
@@ -836,7 +836,7 @@ def stop() -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tireless.devtools.demo", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m dev.demo", description=__doc__)
     parser.add_argument("--stop", action="store_true", help="stop the embedded demo database")
     args = parser.parse_args(argv)
     if args.stop:

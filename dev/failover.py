@@ -1,5 +1,5 @@
 """The failover run (`make failover`): real `tireless work` processes and a `tireless sweep --every`
-on a multi-host DSN (a primary, then its streaming standby: tireless/devtools/replicas.py) work
+on a multi-host DSN (a primary, then its streaming standby: dev/replicas.py) work
 through jobs whose COMMAND records each run; the primary is killed (`kill -9`) or hung (SIGSTOP)
 and the standby promoted. Each scenario runs three times and prints the recovery (from the
 `pg_ctl promote` command to the first job claimed on the new primary) against the time the
@@ -8,7 +8,7 @@ delivered lost, no job's COMMAND run twice, every job delivered, and no tireless
 restarted (nobody restarts them: a process that exited is a failure). Last, the throughput of
 synchronous against asynchronous replication.
 
-    python -m tireless.devtools.failover [--runs 3] [--scenario NAME ...]
+    python -m dev.failover [--runs 3] [--scenario NAME ...]
 
 Exits 1 when an invariant breaks; a time goal missed is printed, not an error.
 """
@@ -35,8 +35,8 @@ from typing import Literal
 
 import psycopg
 
+from dev.replicas import DBNAME, ReplicaPair
 from tireless import DiscoveredIssue, JobStore
-from tireless.devtools.replicas import DBNAME, ReplicaPair
 
 FORGE, OWNER, REPO = "failover", "acme", "widgets"
 LABELS = ("tireless", "tireless/implement")
@@ -421,7 +421,7 @@ def run_throughput(runs: int) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     names = [s.name for s in SCENARIOS] + ["throughput"]
-    parser = argparse.ArgumentParser(prog="python -m tireless.devtools.failover")
+    parser = argparse.ArgumentParser(prog="python -m dev.failover")
     parser.add_argument("--runs", type=int, default=3, help="runs of each scenario (default 3)")
     parser.add_argument(
         "--scenario", action="append", choices=names, help="run only these (repeat); default all"
