@@ -44,6 +44,8 @@ CREATE OR REPLACE FUNCTION tireless.list_jobs(
     RETURNS SETOF tireless.job_list
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
+    -- Each page planned for its own filters (a null filter folds away), never one generic plan.
+    SET plan_cache_mode = force_custom_plan
 AS $$
 DECLARE
     wanted_state tireless.job_state;

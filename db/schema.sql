@@ -5364,6 +5364,7 @@ COMMENT ON FUNCTION tireless.lane_spend(lane text, OUT runs bigint, OUT agent_ti
 CREATE FUNCTION tireless.list_jobs(state text DEFAULT NULL::text, lane text DEFAULT NULL::text, kind text DEFAULT NULL::text, forge text DEFAULT NULL::text, owner text DEFAULT NULL::text, repo text DEFAULT NULL::text, since interval DEFAULT NULL::interval, words text[] DEFAULT NULL::text[], worker text DEFAULT NULL::text, number integer DEFAULT NULL::integer, after bigint DEFAULT NULL::bigint, before bigint DEFAULT NULL::bigint, newest boolean DEFAULT false, at_most integer DEFAULT 100) RETURNS SETOF tireless.job_list
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_custom_plan'
     AS $$
 DECLARE
     wanted_state tireless.job_state;
