@@ -73,9 +73,9 @@ BEGIN
     IF list_jobs.since < interval '0' THEN
         RAISE EXCEPTION 'since must not be negative, got %', list_jobs.since USING ERRCODE = 'TL005';
     END IF;
-    IF cardinality(list_jobs.words) > 20
-       OR EXISTS (SELECT FROM unnest(list_jobs.words) AS w WHERE w IS NULL OR w = '' OR length(w) > 200) THEN
-        RAISE EXCEPTION 'words must be at most 20 words of 1 to 200 characters, got %', left(list_jobs.words::text, 300)
+    IF cardinality(list_jobs.words) > 100
+       OR EXISTS (SELECT FROM unnest(list_jobs.words) AS w WHERE w IS NULL OR w = '' OR length(w) > 1000) THEN
+        RAISE EXCEPTION 'words must be at most 100 words of 1 to 1000 characters, got %', left(list_jobs.words::text, 300)
             USING ERRCODE = 'TL005';
     END IF;
     IF list_jobs.worker IS NOT NULL THEN
@@ -89,8 +89,8 @@ BEGIN
             coalesce(list_jobs.after::text, 'null'), coalesce(list_jobs.before::text, 'null')
             USING ERRCODE = 'TL005';
     END IF;
-    IF list_jobs.newest IS NULL OR list_jobs.at_most IS NULL OR list_jobs.at_most <= 0 THEN
-        RAISE EXCEPTION 'at_most must be a number of jobs above 0 and newest true or false, got at_most % and newest %',
+    IF list_jobs.newest IS NULL OR list_jobs.at_most IS NULL OR list_jobs.at_most < 0 THEN
+        RAISE EXCEPTION 'at_most must be a number of jobs (0 or more) and newest true or false, got at_most % and newest %',
             coalesce(list_jobs.at_most::text, 'null'), coalesce(list_jobs.newest::text, 'null')
             USING ERRCODE = 'TL005';
     END IF;

@@ -121,6 +121,7 @@ def test_pages_walk_the_ids_oldest_or_newest_first(db: Database, jobs: dict[str,
     assert every == sorted(every), "oldest first"
     assert listed(db, {"newest": True}) == every[::-1]
     assert listed(db, {"at_most": 2}) == every[:2]
+    assert listed(db, {"at_most": 0}) == []
     assert listed(db, {"after": every[1], "at_most": 2}) == every[2:4]
     assert listed(db, {"before": every[3], "newest": True, "at_most": 2}) == every[1:3][::-1]
     assert listed(db, {"after": every[0], "before": every[4]}) == every[1:4]
@@ -163,7 +164,7 @@ def test_every_role_lists_jobs(db: Database, jobs: dict[str, Any], group: str) -
         ({"number": 0}, "got 0"),
         ({"after": -1}, "after -1"),
         ({"before": -5}, "before -5"),
-        ({"at_most": 0}, "at_most 0"),
+        ({"at_most": -1}, "at_most -1"),
         ({"at_most": None}, "at_most null"),
         ({"newest": None}, "newest null"),
     ],
