@@ -1,10 +1,11 @@
 """The operator's reads: the statements of `tireless status`, `jobs` and `show`, of the
 dashboard's pages and of the demo, each reading a view or function a psql user reads too (named
-placeholders, nothing built from values), and the two ways to run them: `fetch` over a
-connection, `fetch_async` over an async one. The job list, one job and its history are calls
-(`jobs`, `listed_jobs`, `job`, `listed_job`, `job_history`, `job_events`) of db/reads.sql's
-`tireless.list_jobs`, the view `tireless.job_list` and `tireless.job_history`, so that each filter
-means the same in the command line, the dashboard and the demo."""
+placeholders, nothing built from values), and how to run them: `fetch` (a statement) and `read`
+(a call) over a connection, `read_async` over an async one (the dashboard's `Dashboard.read`).
+The job list, one job and its history are calls (`jobs`, `listed_jobs`, `job`, `listed_job`,
+`job_events`, `job_history`) of db/reads.sql's `tireless.list_jobs`, the view `tireless.job_list`
+and `tireless.job_history`, so that each filter means the same in the command line, the
+dashboard and the demo."""
 
 from __future__ import annotations
 
@@ -103,8 +104,8 @@ JOBS = sql.SQL(
     " JOIN (SELECT l.id AS listed, l.ordinality AS place FROM " + LIST_JOBS + " WITH ORDINALITY l)"
     " AS l ON l.listed = tireless.job.id ORDER BY l.place"
 ).format(JOB_COLUMNS)
-"""The same list as the admin's Jobs (`tireless jobs`): the rows of tireless.job, claim tokens and
-labels included, which only tireless_admin may read."""
+"""`tireless jobs`'s list: list_jobs's filter and order, the rows of tireless.job (claim tokens and
+labels included, which only tireless_admin may read)."""
 LISTED_JOB = "SELECT " + LISTED_COLUMNS + " FROM tireless.job_list j WHERE j.id = %(job_id)s"
 JOB = sql.SQL("SELECT {} FROM tireless.job WHERE id = %(job_id)s").format(JOB_COLUMNS)
 CHILDREN = (
