@@ -103,6 +103,7 @@ SQL_FILES = (
     "plans.sql",
     "work_graph.sql",
     "dashboard.sql",
+    "reads.sql",
 )
 
 

@@ -25,7 +25,7 @@ from starlette.responses import JSONResponse, Response
 
 from tireless.errors import PermissionDenied, UnknownRepository
 from tireless.runner.credentials import secret_variable
-from tireless.web import reads
+from tireless.store import reads
 from tireless.web.dashboard import dashboard_of
 
 log = logging.getLogger("tireless.web.hooks")
