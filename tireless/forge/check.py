@@ -22,7 +22,7 @@ from tireless.forge.http import TIMEOUT, rate_limit_of
 from tireless.forge.validate import decode_json
 from tireless.models import Forge
 from tireless.runner.credentials import secret_variable
-from tireless.runner.delivery import BOT, git_auth
+from tireless.runner.publisher import BOT, git_auth
 from tireless.runner.workspace import GitAuth, GitError, git
 
 MAX_REPOS = 3

@@ -55,15 +55,15 @@ from psycopg_pool import ConnectionPool
 
 from tireless.connect import WORKER_CALL_DEADLINE, Backoff, FailoverPool, with_defaults
 from tireless.errors import MalformedPlan, TirelessError
-from tireless.models import Job, JobBrief, JobState
+from tireless.models import Delivery, Job, JobBrief, JobState
 from tireless.runner.brief import AgentFiles
 from tireless.runner.credentials import known_secrets, token_variable
-from tireless.runner.delivery import Checkpoints, Delivery, git_auth
 from tireless.runner.egress import AllowEntry, parse_allowlist
 from tireless.runner.gateway import Upstream
 from tireless.runner.masking import Masker, MaskingFilter, OutputMasker
 from tireless.runner.network import AgentNetwork
 from tireless.runner.progress import ProgressReporter
+from tireless.runner.publisher import Checkpoints, Publisher, git_auth
 from tireless.runner.sandbox import Contained, Sandbox, Unavailable, choose, relay_python
 from tireless.runner.workspace import Workspace
 from tireless.store import JobStore
@@ -227,7 +227,7 @@ class Worker:
         masker: Masker | None = None,
         agent: pwd.struct_passwd | None = None,
         sandbox: Sandbox | None = None,
-        delivery: Delivery | None = None,
+        delivery: Publisher | None = None,
         upstreams: Sequence[Upstream] = (),
     ) -> None:
         self.store = store
@@ -401,7 +401,7 @@ class Worker:
                     job.kind, job.lane, job.attempts, job.attempt_id,
                 )  # fmt: skip
                 try:
-                    code, output = self._run_command(job, held)
+                    code, output, delivered = self._run_command(job, held)
                 except Unavailable as error:  # a lane's allowlist this worker cannot enforce
                     self.cannot_start = str(error)
                     raise ShuttingDown(self.cannot_start) from error
@@ -413,6 +413,7 @@ class Worker:
                 if code != 0:
                     log.info("%s: command exited with %s on job %s", self.name, code, job.id)
                     raise Release(output.rstrip() or f"command exited with {code}")
+                held.finish(delivered)
         except LeaseLost as lost:
             log.info("%s: lease lost on job %s; not finishing it", self.name, lost.job.id)
             return True
@@ -437,10 +438,10 @@ class Worker:
         return True
 
     # COMMAND
-    def _run_command(self, job: Job, held: HeldJob) -> tuple[int, str]:
-        """Run COMMAND on the job, in its workspace; its exit code and the tail of its output.
-        When it exits 0 and the job is still the worker's to deliver, its change is pushed and
-        `held.pushed` says what, for the delivery (Release: refused, or not pushed)."""
+    def _run_command(self, job: Job, held: HeldJob) -> tuple[int, str, Delivery | None]:
+        """Run COMMAND on the job, in its workspace; its exit code, the tail of its output and
+        what the job delivers: when it exits 0 and the job is still the worker's to deliver, its
+        change is published (Release: refused, or not pushed), else None."""
         brief = self.store.job_brief(job.id)
         asks = self.store.job_asks(job.id)
         with (
@@ -473,13 +474,13 @@ class Worker:
                 self._attach_tasks(job, files)  # a bad plan fails the attempt (Release)
             if code == 0 and made is not None and self._still_delivers(held):
                 assert self.delivery is not None
-                held.pushed = self.delivery.push(
+                return code, output, self.delivery.push(
                     job, brief, made, draft,
                     lambda branch, head: self.store.record_push(
                         job.id, self.name, branch, head, job.claim_token
                     ),
                 )  # fmt: skip
-            return code, output
+            return code, output, None
 
     def _workspace(
         self, job: Job, brief: JobBrief
@@ -641,7 +642,7 @@ def work(
     progress_every: float = 30.0,
     agent: pwd.struct_passwd | None = None,
     sandbox: Sandbox | None = None,
-    delivery: Delivery | None = None,
+    delivery: Publisher | None = None,
     upstreams: Sequence[Upstream] = (),
 ) -> int:
     """`tireless work`: the exit code. Raises psycopg.OperationalError if the database cannot be
