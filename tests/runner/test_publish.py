@@ -15,10 +15,11 @@ from pathlib import Path
 import pytest
 
 from tests.runner.test_workspace import AGENT_ENV, NOBODY, Forge, forge_commit, make_remote, sh
+from tireless import git as git_module
+from tireless.git import GitAuth, Identity
 from tireless.runner import workspace as workspace_module
 from tireless.runner.publish import (
     Checkpoint,
-    Identity,
     NoChange,
     Published,
     PublishPolicy,
@@ -30,7 +31,7 @@ from tireless.runner.publish import (
     save_checkpoint,
     take_change,
 )
-from tireless.runner.workspace import GitAuth, RepoCache, Workspace, prepare_workspace
+from tireless.runner.workspace import RepoCache, Workspace, prepare_workspace
 
 BOT = Identity("tireless[bot]", "bot@tireless.example")
 FIRST, SECOND = "7e1b6a52-5f0e-5c1e-9d1c-0a4f2b9e8c11", "0c3d9f4e-8a27-5b61-b0f3-6d2e5a1c7b94"
@@ -237,13 +238,13 @@ def test_the_token_never_reaches_the_workspace_or_a_command_line(
     forge: Forge, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls: list[tuple[list[str], dict[str, str]]] = []
-    execute = workspace_module._execute
+    execute = git_module._execute
 
     def recording(argv: list[str], env: dict[str, str], *rest: object) -> object:
         calls.append((argv, env))
         return execute(argv, env, *rest)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(workspace_module, "_execute", recording)
+    monkeypatch.setattr(git_module, "_execute", recording)
     auth = GitAuth("tireless-bot", "tok-2718281828")
     secrets = [s.encode() for s in auth.secrets()]
     ws = prepare_workspace(forge.cache, forge.remote, auth, forge.jobs / "ws")

@@ -46,13 +46,13 @@ from tireless.cli.session import (
     reconnecting,
     stop_on_signals,
 )
+from tireless.credentials import keep_secrets_out_of_environment_block
 from tireless.errors import PermissionDenied, UnknownJob
 from tireless.forge import token_variable
 from tireless.forge.check import MAX_REPOS, Target, check_forge, failed_required
 from tireless.forge.poll import READ_DEADLINE_FACTOR, Report, client_factory, poll_round
 from tireless.migrate import migrate
 from tireless.models import Job, JobState, RepoStatus
-from tireless.runner.credentials import keep_secrets_out_of_environment_block
 from tireless.store import JobStore, calls
 from tireless.store.calls import JOB_ROW, issues_json
 

@@ -49,17 +49,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
-from tireless.runner.masking import Masker
-from tireless.runner.workspace import (
+from tireless.git import (
     HEX40,
     LOCAL_TIMEOUT,
     NETWORK_TIMEOUT,
     GitAuth,
     GitError,
     GitTimeout,
-    Workspace,
+    Identity,
     git,
 )
+from tireless.masking import Masker
+from tireless.runner.workspace import Workspace
 
 CI_DEFINITIONS = (".github/workflows/", ".gitea/workflows/", ".forgejo/workflows/")
 """Where the forges read their CI definitions (a CI file can read the repository's secrets)."""
@@ -91,18 +92,6 @@ class PushFailed(Exception):
         super().__init__(note)
         self.note = note
         self.transient = transient
-
-
-@dataclass(frozen=True)
-class Identity:
-    """The forge's bot identity: author and committer of the runner's commits."""
-
-    name: str
-    email: str
-
-    def __post_init__(self) -> None:
-        if not self.name or any(c in self.name + self.email for c in "<>\n\0"):
-            raise ValueError(f"not a commit identity: {self.name!r} <{self.email!r}>")
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ the worker's credential files nor its /proc. COMMAND runs in a sandbox (tireless
 nothing it starts outlives its job; with its lane's egress allowlist, in a network of its own
 whose only ways out are the runner's proxy and upstream gateways (tireless.runner.network).
 Every secret value the worker knows (the upstreams' too) is masked (`***`) in COMMAND's output,
-in the note and in the worker's log (tireless.runner.masking). Exit 0 delivers the job; any other
+in the note and in the worker's log (tireless.masking). Exit 0 delivers the job; any other
 exit releases it to pending (the store fails it when its attempts are spent) with the tail of COMMAND's output as the note.
 A lost lease (a heartbeat answered lost, or a finish refused as not the holder) stops COMMAND,
 leaves the job to the store and goes on to the next job. A heartbeat that answers cancel (the
@@ -54,14 +54,15 @@ import psycopg
 from psycopg_pool import ConnectionPool
 
 from tireless.connect import WORKER_CALL_DEADLINE, Backoff, FailoverPool, with_defaults
+from tireless.credentials import known_secrets, token_variable
 from tireless.errors import MalformedPlan, TirelessError
+from tireless.git import git_auth
+from tireless.masking import Masker, MaskingFilter, OutputMasker
 from tireless.models import Job, JobBrief, JobState
 from tireless.runner.brief import AgentFiles
-from tireless.runner.credentials import known_secrets, token_variable
-from tireless.runner.delivery import Checkpoints, Delivery, git_auth
+from tireless.runner.delivery import Checkpoints, Delivery
 from tireless.runner.egress import AllowEntry, parse_allowlist
 from tireless.runner.gateway import Upstream
-from tireless.runner.masking import Masker, MaskingFilter, OutputMasker
 from tireless.runner.network import AgentNetwork
 from tireless.runner.progress import ProgressReporter
 from tireless.runner.sandbox import Contained, Sandbox, Unavailable, choose, relay_python
