@@ -1,6 +1,6 @@
-"""The trusted push (tireless.runner.publish): the agent's workspace is read as data, its work
-committed and checked in a repository of the runner's, and pushed with a lease over tireless's
-own last push. Local bare repositories stand in for the forge; every git is real."""
+"""The trusted push (tireless.runner.extract, policy and push): the agent's workspace is read as
+data, its work committed and checked in a repository of the runner's, and pushed with a lease over
+tireless's own last push. Local bare repositories stand in for the forge; every git is real."""
 
 from __future__ import annotations
 
@@ -18,18 +18,17 @@ from tests.runner.test_workspace import AGENT_ENV, NOBODY, Forge, forge_commit, 
 from tireless import git as git_module
 from tireless.git import GitAuth, Identity
 from tireless.runner import workspace as workspace_module
-from tireless.runner.publish import (
+from tireless.runner.extract import PublishRefused
+from tireless.runner.policy import PublishPolicy, take_change
+from tireless.runner.push import (
     Checkpoint,
     NoChange,
     Published,
-    PublishPolicy,
-    PublishRefused,
     PushFailed,
     checkpoint_ref,
     publish,
     push_change,
     save_checkpoint,
-    take_change,
 )
 from tireless.runner.workspace import RepoCache, Workspace, prepare_workspace
 

@@ -609,7 +609,8 @@ def cmd_lane(args: argparse.Namespace) -> int:
 
 
 def cmd_work(args: argparse.Namespace) -> int:
-    from tireless.runner.delivery import Delivery, state_directory  # only for `work`
+    from tireless.runner.config import WorkConfig  # only for `work`
+    from tireless.runner.delivery import Delivery, state_directory
     from tireless.runner.gateway import parse_upstreams
     from tireless.runner.sandbox import choose
     from tireless.runner.worker import (
@@ -645,22 +646,22 @@ def cmd_work(args: argparse.Namespace) -> int:
             raise UsageError(f"--state-dir {state_dir}: {error}") from error
     with connect(args):
         pass  # a malformed URL is a usage error (2), an unreachable database exit 4
-    return work(
-        database_url(args),
-        args.worker,
-        args.lane,
-        command,
+    config = WorkConfig(
+        name=args.worker,
+        lanes=tuple(args.lane),
+        command=tuple(command),
+        sandbox=sandbox,
         lease=args.lease,
-        once=args.once,
         poll=args.poll,
         grace=args.grace,
+        once=args.once,
         drain_on=args.drain_on,
         progress_every=args.progress_every,
         agent=user,
-        sandbox=sandbox,
         delivery=delivery,
-        upstreams=upstreams,
+        upstreams=tuple(upstreams),
     )
+    return work(database_url(args), config)
 
 
 def cmd_web(args: argparse.Namespace) -> int:

@@ -1,6 +1,6 @@
 """The job's delivery for `tireless work` (DESIGN.md, "Delivery"): the workspace COMMAND works in,
 made from the host's cache of the issue's repository, and, when an `implement` job's COMMAND exits
-0, its change pushed by the runner (publish.py) to the issue's branch, for the store to record
+0, its change pushed by the runner (push.py) to the issue's branch, for the store to record
 with `tireless.deliver` when the lease delivers the job. Every kind gets a workspace; only
 `implement` pushes. A job whose forge is not registered (no clone URL) runs as before, in the
 worker's directory, with nothing to push."""
@@ -24,15 +24,9 @@ from pathlib import Path
 from tireless.credentials import token_variable
 from tireless.git import BOT, GitError, Identity, git_auth
 from tireless.models import Job, JobBrief, JobKind
-from tireless.runner.publish import (
-    Checkpoint,
-    PublishPolicy,
-    PublishRefused,
-    PushFailed,
-    push_change,
-    save_checkpoint,
-    take_change,
-)
+from tireless.runner.extract import PublishRefused
+from tireless.runner.policy import PublishPolicy, take_change
+from tireless.runner.push import Checkpoint, PushFailed, push_change, save_checkpoint
 from tireless.runner.workspace import (
     RepoCache,
     Workspace,

@@ -46,7 +46,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from datetime import timedelta
 from pathlib import Path
 from types import FrameType
 
@@ -60,12 +59,12 @@ from tireless.git import git_auth
 from tireless.masking import Masker, MaskingFilter, OutputMasker
 from tireless.models import Job, JobBrief, JobState
 from tireless.runner.brief import AgentFiles
-from tireless.runner.delivery import Checkpoints, Delivery
+from tireless.runner.config import WorkConfig
+from tireless.runner.delivery import Checkpoints
 from tireless.runner.egress import AllowEntry, parse_allowlist
-from tireless.runner.gateway import Upstream
 from tireless.runner.network import AgentNetwork
 from tireless.runner.progress import ProgressReporter
-from tireless.runner.sandbox import Contained, Sandbox, Unavailable, choose, relay_python
+from tireless.runner.sandbox import Contained, Unavailable, relay_python
 from tireless.runner.workspace import Workspace
 from tireless.store import JobStore
 from tireless.store.calls import POOL_OPEN_TIMEOUT, POOL_OPTIONS
@@ -213,40 +212,13 @@ class Output(threading.Thread):
 
 
 class Worker:
-    def __init__(
-        self,
-        store: JobStore,
-        name: str,
-        lanes: Sequence[str],
-        command: Sequence[str],
-        *,
-        lease: timedelta,
-        poll: float,
-        grace: float,
-        drain_on: signal.Signals | None = None,
-        progress_every: float = 30.0,
-        masker: Masker | None = None,
-        agent: pwd.struct_passwd | None = None,
-        sandbox: Sandbox | None = None,
-        delivery: Delivery | None = None,
-        upstreams: Sequence[Upstream] = (),
-    ) -> None:
+    """The claim loop of `tireless work`: claims a job (or takes the one the last finish claimed),
+    runs COMMAND on it, waits for work between jobs, and stops or drains on a signal."""
+
+    def __init__(self, store: JobStore, config: WorkConfig, masker: Masker) -> None:
         self.store = store
-        self.name = name
-        self.lanes = list(lanes)
-        self.command = list(command)
-        self.lease = lease
-        self.poll = poll
-        self.grace = grace
-        self.drain_on = drain_on
-        self.progress_every = progress_every
-        self.masker = masker or Masker(())
-        self.agent = agent
-        self.sandbox = sandbox or choose("auto", agent)
-        self.delivery = delivery
-        """The workspaces and the trusted push; None: COMMAND runs in the worker's directory."""
-        self.upstreams = list(upstreams)
-        """The services COMMAND reaches through the runner's gateways (`work --upstream`)."""
+        self.config = config
+        self.masker = masker
         self._relay_python: str | None = None  # found once a lane's allowlist needs the relay
         self.stop_signal: str | None = None
         self.drain_signal: str | None = None
@@ -265,28 +237,28 @@ class Worker:
     def announce_network(self) -> None:
         """Say once, per lane, what network its agents have; Unavailable (a usage error) when a
         lane has an allowlist this worker cannot enforce."""
-        for lane in self.lanes:
+        for lane in self.config.lanes:
             hosts = self.store.lane_network(lane)
             if hosts is None:
                 log.info(
                     "%s: lane %s has no egress allowlist: its agents have the host's network%s",
-                    self.name, lane,
+                    self.config.name, lane,
                     f" and no upstream (`tireless lane allow-net {lane} --none` gives them only"
-                    " their upstreams)" if self.upstreams else "",
+                    " their upstreams)" if self.config.upstreams else "",
                 )  # fmt: skip
                 continue
             self._allowlist(lane, hosts)
             log.info(
                 "%s: lane %s: its agents reach %s through the runner's proxy only",
-                self.name, lane, ", ".join(hosts) or "no host",
+                self.config.name, lane, ", ".join(hosts) or "no host",
             )  # fmt: skip
 
     def _allowlist(self, lane: str, hosts: Sequence[str]) -> list[AllowEntry]:
         """A lane's allowlist, once the sandbox is known to enforce it (Unavailable otherwise)."""
-        if refusal := self.sandbox.network_refusal():
+        if refusal := self.config.sandbox.network_refusal():
             raise Unavailable(f"lane {lane} has an egress allowlist: {refusal}")
         if self._relay_python is None:
-            self._relay_python = relay_python(self.agent)
+            self._relay_python = relay_python(self.config.agent)
         return parse_allowlist(hosts)  # entries as the store checked and normalised them
 
     @contextlib.contextmanager
@@ -299,26 +271,33 @@ class Worker:
             return
         allow = self._allowlist(job.lane, hosts)
         assert self._relay_python is not None  # found by _allowlist
-        network = AgentNetwork(allow, self.upstreams, self._relay_python)
+        network = AgentNetwork(allow, self.config.upstreams, self._relay_python)
         try:
             with network:
                 yield network
         finally:
             try:
-                self.store.record_job_network(job.id, self.name, job.claim_token, network.rows())
+                self.store.record_job_network(
+                    job.id, self.config.name, job.claim_token, network.rows()
+                )
             except (psycopg.Error, TirelessError) as error:
                 log.warning(
-                    "%s: job %s: its network use is not recorded: %s", self.name, job.id, error
+                    "%s: job %s: its network use is not recorded: %s",
+                    self.config.name,
+                    job.id,
+                    error,
                 )
 
     # The loop
-    def run(self, *, once: bool) -> int:
+    def run(self) -> int:
         """Work until a signal (exit 0) or, with once, after one job (exit 3 if there was none)."""
-        handled = [signal.SIGTERM, signal.SIGINT] + ([self.drain_on] if self.drain_on else [])
+        handled = [signal.SIGTERM, signal.SIGINT] + (
+            [self.config.drain_on] if self.config.drain_on else []
+        )
         for signum in handled:
             signal.signal(signum, self._on_signal)
         try:
-            if once:
+            if self.config.once:
                 ran = self.run_one()
                 return CANNOT_START if self.cannot_start else 0 if ran else 3
             self._chain = True
@@ -330,12 +309,12 @@ class Worker:
             for signum in handled:
                 signal.signal(signum, signal.SIG_DFL)
         if self.cannot_start is not None:
-            log.error("%s: %s; the job was given back", self.name, self.cannot_start)
+            log.error("%s: %s; the job was given back", self.config.name, self.cannot_start)
             return CANNOT_START
         if self.stop_signal is not None:
-            log.info("%s: stopped (%s)", self.name, self.stop_signal)
+            log.info("%s: stopped (%s)", self.config.name, self.stop_signal)
         else:
-            log.info("%s: drained (%s)", self.name, self.drain_signal)
+            log.info("%s: drained (%s)", self.config.name, self.drain_signal)
         return 0
 
     def _going_on(self) -> bool:
@@ -346,14 +325,14 @@ class Worker:
         restarting, or the LISTEN connection cut off while idle) ends the round after a short,
         growing pause (Backoff), and the next round connects again and claims at once."""
         try:
-            with self.store.listen(self.lanes) as waiter:
+            with self.store.listen(self.config.lanes) as waiter:
                 self._reconnect.reset()
                 while self._going_on() or self._next is not None:  # a claimed job is given back
                     if not self.run_one():
                         self._wait(
                             waiter.wait,
                             self._idle_wait(),
-                            f"waiting for work in {', '.join(self.lanes)}",
+                            f"waiting for work in {', '.join(self.config.lanes)}",
                         )
         except psycopg.OperationalError as error:
             message = (
@@ -365,14 +344,16 @@ class Worker:
 
     def _idle_wait(self) -> float:
         """Until a job's backoff ends (no notification says so), at most the poll interval."""
-        ready_in = self.store.next_ready_in(self.lanes)
-        return self.poll if ready_in is None else min(self.poll, ready_in + WAKE_MARGIN)
+        ready_in = self.store.next_ready_in(self.config.lanes)
+        return (
+            self.config.poll if ready_in is None else min(self.config.poll, ready_in + WAKE_MARGIN)
+        )
 
     def _wait(self, wait: Callable[[float], object], seconds: float, why: str) -> None:
         """Wait (for work, or before connecting again; logs why, unless empty); a stop or drain
         signal interrupts it."""
         if why:
-            log.info("%s: %s", self.name, why)
+            log.info("%s: %s", self.config.name, why)
         try:
             self._waiting = True  # from here until the wait ends a signal interrupts it
             if self._going_on():
@@ -387,7 +368,7 @@ class Worker:
         with self._lock:
             self._job_stop = None
         held = self.store.lease(
-            self.name, self.lanes, self.lease, on_lost=self._lease_lost, on_cancel=self._cancelled,
+            self.config.name, self.config.lanes, self.config.lease, on_lost=self._lease_lost, on_cancel=self._cancelled,
             job=claimed, then_claim=self._going_on if self._chain else None,
         )  # fmt: skip
         try:
@@ -398,7 +379,7 @@ class Worker:
                     raise ShuttingDown(f"worker stopped by {self.stop_signal or self.drain_signal}")
                 log.info(
                     "%s: claimed job %s (%s/%s/%s#%s, %s, lane %s, attempt %s, %s)",
-                    self.name, job.id, job.forge, job.owner, job.repo, job.number,
+                    self.config.name, job.id, job.forge, job.owner, job.repo, job.number,
                     job.kind, job.lane, job.attempts, job.attempt_id,
                 )  # fmt: skip
                 try:
@@ -407,34 +388,36 @@ class Worker:
                     self.cannot_start = str(error)
                     raise ShuttingDown(self.cannot_start) from error
                 except OSError as error:  # the runner's fault: give the job back, then stop
-                    self.cannot_start = f"cannot start COMMAND {self.command[0]!r}: {error}"
+                    self.cannot_start = f"cannot start COMMAND {self.config.command[0]!r}: {error}"
                     raise ShuttingDown(self.cannot_start) from error
                 if self.stop_signal is not None:
                     raise ShuttingDown(with_output(f"worker stopped by {self.stop_signal}", output))
                 if code != 0:
-                    log.info("%s: command exited with %s on job %s", self.name, code, job.id)
+                    log.info("%s: command exited with %s on job %s", self.config.name, code, job.id)
                     raise Release(output.rstrip() or f"command exited with {code}")
         except LeaseLost as lost:
-            log.info("%s: lease lost on job %s; not finishing it", self.name, lost.job.id)
+            log.info("%s: lease lost on job %s; not finishing it", self.config.name, lost.job.id)
             return True
         self._next = held.next
         finished = held.finished
         if finished is None:  # the finish claimed the next job too, and answered with that one
             assert held.job is not None, "a lease that was not lost finished its job"
             ended = "released" if held.ended_as is JobState.PENDING else held.ended_as
-            log.info("%s: %s job %s", self.name, ended, held.job.id)
+            log.info("%s: %s job %s", self.config.name, ended, held.job.id)
             return True
         if finished.state is JobState.DELIVERED:
-            log.info("%s: delivered job %s", self.name, finished.id)
+            log.info("%s: delivered job %s", self.config.name, finished.id)
         elif finished.state is JobState.PENDING and held.given_back:
-            log.info("%s: gave job %s back: %s", self.name, finished.id, finished.note)
+            log.info("%s: gave job %s back: %s", self.config.name, finished.id, finished.note)
         elif finished.state is JobState.PENDING:
             log.info(
                 "%s: released job %s for retry after %s",
-                self.name, finished.id, finished.available_at.astimezone().strftime("%H:%M:%S"),
+                self.config.name, finished.id, finished.available_at.astimezone().strftime("%H:%M:%S"),
             )  # fmt: skip
         else:
-            log.info("%s: job %s %s: %s", self.name, finished.id, finished.state, finished.note)
+            log.info(
+                "%s: job %s %s: %s", self.config.name, finished.id, finished.state, finished.note
+            )
         return True
 
     # COMMAND
@@ -448,16 +431,18 @@ class Worker:
             AgentFiles(job.id, brief, asks, job.kind.value) as files,
             self._workspace(job, brief) as made,
         ):
-            if self.agent is not None:  # the agent user reads the brief and writes its report there
+            if (
+                self.config.agent is not None
+            ):  # the agent user reads the brief and writes its report there
                 for path in (files.body_file.parent, files.body_file):
-                    os.chown(path, self.agent.pw_uid, self.agent.pw_gid)
+                    os.chown(path, self.config.agent.pw_uid, self.config.agent.pw_gid)
             checkpoints = None
-            if made is not None and self.delivery is not None:
-                delivery, workspace = self.delivery, made
+            if made is not None and self.config.delivery is not None:
+                delivery, workspace = self.config.delivery, made
                 checkpoints = Checkpoints(
                     lambda last: delivery.checkpoint(job, brief, workspace, last),
                     lambda saved: self.store.record_checkpoint(
-                        job.id, self.name, saved.ref, saved.head_commit, job.claim_token
+                        job.id, self.config.name, saved.ref, saved.head_commit, job.claim_token
                     ),
                     brief.checkpoint_commit,
                 )
@@ -473,11 +458,11 @@ class Worker:
             if code == 0 and self._still_delivers(held):
                 self._attach_tasks(job, files)  # a bad plan fails the attempt (Release)
             if code == 0 and made is not None and self._still_delivers(held):
-                assert self.delivery is not None
-                held.pushed = self.delivery.push(
+                assert self.config.delivery is not None
+                held.pushed = self.config.delivery.push(
                     job, brief, made, draft,
                     lambda branch, head: self.store.record_push(
-                        job.id, self.name, branch, head, job.claim_token
+                        job.id, self.config.name, branch, head, job.claim_token
                     ),
                 )  # fmt: skip
             return code, output
@@ -487,9 +472,9 @@ class Worker:
     ) -> contextlib.AbstractContextManager[Workspace | None]:
         """The job's workspace, or none when the worker delivers nothing (COMMAND runs where the
         worker runs)."""
-        if self.delivery is None:
+        if self.config.delivery is None:
             return contextlib.nullcontext(None)
-        return self.delivery.workspace(job, brief)
+        return self.config.delivery.workspace(job, brief)
 
     def _still_delivers(self, held: HeldJob) -> bool:
         """No stop, cancel, time limit or lost lease came while COMMAND ran: its work is pushed."""
@@ -504,16 +489,16 @@ class Worker:
         checkpoint: Callable[[], object] | None,
         network: AgentNetwork | None,
     ) -> tuple[int, str, bool]:
-        env = command_environment(job, self.agent) | files.environment()
+        env = command_environment(job, self.config.agent) | files.environment()
         cwd = Path.cwd() if workspace is None else workspace.path
         if workspace is not None:
             env["TIRELESS_WORKSPACE"] = str(workspace.path)
         if network is not None:
             env |= network.environment()
         with self._lock:
-            contained = self.sandbox.start(
-                self.command, cwd=cwd, writable=[files.body_file.parent], env=env,
-                agent=self.agent,  # its user and group, with no group of the worker's
+            contained = self.config.sandbox.start(
+                self.config.command, cwd=cwd, writable=[files.body_file.parent], env=env,
+                agent=self.config.agent,  # its user and group, with no group of the worker's
                 network=None if network is None else network.isolation,
             )  # fmt: skip
             self._contained = contained
@@ -526,8 +511,10 @@ class Worker:
         assert process.stdout is not None
         tail = bytearray()
         progress = ProgressReporter(
-            lambda step: self.store.report_progress(job.id, self.name, step, job.claim_token),
-            self.progress_every,
+            lambda step: self.store.report_progress(
+                job.id, self.config.name, step, job.claim_token
+            ),
+            self.config.progress_every,
             checkpoint,
         )
         output = Output(process.stdout.fileno(), OutputMasker(self.masker), tail, progress)
@@ -565,10 +552,12 @@ class Worker:
             return
         try:
             masked = self.masker.mask(report)  # the mirror posts it on the issue
-            if self.store.attach_report(job.id, self.name, masked, job.claim_token):
-                log.info("%s: job %s: the report was cut to the store's limit", self.name, job.id)
+            if self.store.attach_report(job.id, self.config.name, masked, job.claim_token):
+                log.info(
+                    "%s: job %s: the report was cut to the store's limit", self.config.name, job.id
+                )
         except NOT_HELD:
-            log.info("%s: job %s: lease lost; its report is not kept", self.name, job.id)
+            log.info("%s: job %s: lease lost; its report is not kept", self.config.name, job.id)
 
     def _attach_tasks(self, job: Job, files: AgentFiles) -> None:
         """The plan's (or discovery's) tasks COMMAND left, handed to the store, which checks them:
@@ -579,14 +568,14 @@ class Worker:
             if tasks is None:
                 return
             count = self.store.attach_plan(
-                job.id, self.name, masked_json(self.masker, tasks), job.claim_token
+                job.id, self.config.name, masked_json(self.masker, tasks), job.claim_token
             )
         except (ValueError, MalformedPlan) as bad:
             raise Release(str(bad)) from None
         except NOT_HELD:
-            log.info("%s: job %s: lease lost; its tasks are not kept", self.name, job.id)
+            log.info("%s: job %s: lease lost; its tasks are not kept", self.config.name, job.id)
             return
-        log.info("%s: job %s: %s task(s) attached", self.name, job.id, count)
+        log.info("%s: job %s: %s task(s) attached", self.config.name, job.id, count)
 
     def _stop_command(self, why: str) -> None:
         """SIGTERM every process of COMMAND's now, SIGKILL what remains after the grace period;
@@ -595,9 +584,11 @@ class Worker:
             contained = self._contained
             if contained is None or self._killer is not None:
                 return
-            log.info("%s: stopping the command: %s", self.name, why)
+            log.info("%s: stopping the command: %s", self.config.name, why)
             contained.signal(signal.SIGTERM)
-            self._killer = threading.Timer(self.grace, contained.signal, args=(signal.SIGKILL,))
+            self._killer = threading.Timer(
+                self.config.grace, contained.signal, args=(signal.SIGKILL,)
+            )
             self._killer.daemon = True
             self._killer.start()
 
@@ -619,7 +610,7 @@ class Worker:
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         name = signal.Signals(signum).name
-        if signum == self.drain_on:
+        if signum == self.config.drain_on:
             self.drain_signal = name  # the running job goes on; no other is claimed
         else:
             self.stop_signal = name
@@ -628,33 +619,18 @@ class Worker:
             raise Interrupted(name)
 
 
-def work(
-    conninfo: str,
-    name: str,
-    lanes: Sequence[str],
-    command: Sequence[str],
-    *,
-    lease: timedelta,
-    once: bool,
-    poll: float,
-    grace: float,
-    drain_on: signal.Signals | None = None,
-    progress_every: float = 30.0,
-    agent: pwd.struct_passwd | None = None,
-    sandbox: Sandbox | None = None,
-    delivery: Delivery | None = None,
-    upstreams: Sequence[Upstream] = (),
-) -> int:
+def work(conninfo: str, config: WorkConfig) -> int:
     """`tireless work`: the exit code. Raises psycopg.OperationalError if the database cannot be
     reached at the start (later, a lost connection is retried), Unavailable when a lane has an
-    egress allowlist the sandbox cannot enforce. COMMAND runs as `agent` when given; every secret
-    the worker knows (the upstreams' too) is masked in what it logs and passes on."""
+    egress allowlist the sandbox cannot enforce. COMMAND runs as the config's agent user when it
+    names one; every secret the worker knows (the upstreams' too) is masked in what it logs and
+    passes on."""
+    name = config.name
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
-    masker = Masker([*known_secrets(conninfo), *(upstream.secret for upstream in upstreams)])
+    masker = Masker([*known_secrets(conninfo), *(upstream.secret for upstream in config.upstreams)])
     for handler in logging.getLogger().handlers:
         handler.addFilter(MaskingFilter(masker))
-    sandbox = sandbox or choose("auto", agent)
-    log.info("%s: containment: %s", name, sandbox.describe())
+    log.info("%s: containment: %s", name, config.sandbox.describe())
     psycopg.connect(with_defaults(conninfo)).close()  # unreachable: fail now, not in the pool
     # One connection listens for work, one for a stop of the running job, one renews, one claims
     # and finishes; each is checked before use, so a connection the database dropped (a restart)
@@ -665,20 +641,16 @@ def work(
     pool.open(wait=True, timeout=POOL_OPEN_TIMEOUT)
     try:
         store = JobStore(pool)
-        if delivery is not None:
+        if config.delivery is not None:
             for forge in store.forges():
                 if git_auth(forge.name) is None:
                     log.warning(
                         "%s: no token for forge %s (set %s or %s_FILE): its jobs are released",
                         name, forge.name, token_variable(forge.name), token_variable(forge.name),
                     )  # fmt: skip
-        worker = Worker(
-            store, name, lanes, command,
-            lease=lease, poll=poll, grace=grace, drain_on=drain_on, progress_every=progress_every,
-            masker=masker, agent=agent, sandbox=sandbox, delivery=delivery, upstreams=upstreams,
-        )  # fmt: skip
+        worker = Worker(store, config, masker)
         worker.announce_network()
-        return worker.run(once=once)
+        return worker.run()
     finally:
         pool.close()
 

@@ -287,7 +287,7 @@ class Workspace:
     cache: RepoCache
     _hold: _Lock | None = field(default=None, repr=False)
     pushed: dict[str, str] = field(default_factory=dict, repr=False)
-    """The tree of each commit the runner pushed from this workspace (publish.py's memory: the
+    """The tree of each commit the runner pushed from this workspace (push.py's memory: the
     cache does not hold those commits until its next refresh)."""
 
     @property
