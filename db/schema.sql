@@ -2643,6 +2643,47 @@ $$;
 COMMENT ON FUNCTION tireless.deliver(job_id bigint, worker text, branch text, head text, base_branch text, base text, token uuid, note text, draft boolean) IS 'The holder delivers the job with what it pushed, in one transaction: exactly transition(job_id, ''delivered'', worker, note, token) (its refusals: TL004 unless worker, token and login hold the claim, TL003 for a finished job, TL001, TL005), then the delivery recorded (branch, head, base_branch, base, draft) and, for a tracked repository, the pull request queued for the mirror (mirror_pulls_due). Without branch, head, base_branch and base: delivered with no change (note ''no change'' unless given), no pull request. TL009 for a malformed branch or commit, a branch that is its own base, or a head that is its base; nothing changes. Sent again with the token of a claim its holder already ended (the answer was lost: a failover, a cut connection): answered with the job as it is now, nothing changes.';
 
 --
+-- Name: deliver_and_claim(bigint, text, text[], interval, text, text, text, text, uuid, text, boolean); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.deliver_and_claim(job_id bigint, worker text, lanes text[], lease interval DEFAULT '00:10:00'::interval, branch text DEFAULT NULL::text, head text DEFAULT NULL::text, base_branch text DEFAULT NULL::text, base text DEFAULT NULL::text, token uuid DEFAULT NULL::uuid, note text DEFAULT NULL::text, draft boolean DEFAULT false) RETURNS SETOF tireless.job
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    ended tireless.job;
+BEGIN
+    -- Sent again because its answer was lost (a failover, a cut connection): the first one committed.
+    SELECT * INTO ended FROM tireless.job j
+     WHERE deliver_and_claim.token IS NOT NULL
+       AND j.id = deliver_and_claim.job_id AND j.ended_claim_token = deliver_and_claim.token;
+    -- deliver's refusals either way (a malformed branch or commit first); sent again, it changes nothing.
+    PERFORM tireless.deliver(job_id => deliver_and_claim.job_id, worker => deliver_and_claim.worker,
+                             branch => deliver_and_claim.branch, head => deliver_and_claim.head,
+                             base_branch => deliver_and_claim.base_branch, base => deliver_and_claim.base,
+                             token => deliver_and_claim.token, note => deliver_and_claim.note,
+                             draft => deliver_and_claim.draft);
+    IF ended.id IS NOT NULL THEN
+        -- Its answer was the job it claimed for this worker in the same transaction (the same now()),
+        -- if that claim stands (finish_and_claim's rule).
+        RETURN QUERY SELECT * FROM tireless.job j
+                      WHERE j.state = 'claimed' AND j.claimed_by = deliver_and_claim.worker
+                        AND j.updated_at = ended.updated_at AND j.id <> ended.id
+                        AND tireless.acts_for_login(j.claimed_login);
+        RETURN;
+    END IF;
+    RETURN QUERY SELECT * FROM tireless.claim_next(worker => deliver_and_claim.worker, lanes => deliver_and_claim.lanes,
+                                                   lease => deliver_and_claim.lease);
+END;
+$$;
+
+--
+-- Name: FUNCTION deliver_and_claim(job_id bigint, worker text, lanes text[], lease interval, branch text, head text, base_branch text, base text, token uuid, note text, draft boolean); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.deliver_and_claim(job_id bigint, worker text, lanes text[], lease interval, branch text, head text, base_branch text, base text, token uuid, note text, draft boolean) IS 'The delivering runner''s cycle in one transaction: delivers job_id with what was pushed exactly as tireless.deliver(job_id, worker, branch, head, base_branch, base, token, note, draft) would (its refusals, with their SQLSTATEs: nothing is claimed when the delivery is refused), then claims the next job in lanes for worker exactly as tireless.claim_next would, and returns it (no row when nothing is claimable). Sent again with the token of a claim its holder already ended (the answer was lost): the job that delivery claimed for worker, if it still holds it, and nothing else changes.';
+
+--
 -- Name: delivery_of_a_delivered_job(); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -2674,6 +2715,123 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.delivery_of_a_delivered_job() IS 'Trigger of tireless.delivery: a delivery belongs to a delivered job (delivery_of_a_delivered_job) and names that job''s issue (delivery_names_its_job_s_issue); else check_violation (23514) naming the rule. A delivered job never changes again, so the rule holds for good once the row is in.';
+
+--
+-- Name: repo_delivery; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.repo_delivery (
+    forge text NOT NULL,
+    owner text NOT NULL,
+    repo text NOT NULL,
+    protected text[] DEFAULT '{}'::text[] NOT NULL,
+    allowed text[] DEFAULT '{}'::text[] NOT NULL,
+    allow_ci boolean DEFAULT false NOT NULL,
+    max_files integer,
+    max_bytes bigint,
+    CONSTRAINT allowed_globs_are_path_globs CHECK (((COALESCE(array_ndims(allowed), 1) = 1) AND ((cardinality(allowed) = 0) OR (array_to_string(allowed, '
+'::text, ''::text) ~ '^[^/\x01-\x1f\x7f][^\x01-\x1f\x7f]{0,254}(\n[^/\x01-\x1f\x7f][^\x01-\x1f\x7f]{0,254})*$'::text)))),
+    CONSTRAINT at_most_100_allowed_globs CHECK ((cardinality(allowed) <= 100)),
+    CONSTRAINT at_most_100_protected_globs CHECK ((cardinality(protected) <= 100)),
+    CONSTRAINT delivery_max_bytes_positive CHECK ((max_bytes > 0)),
+    CONSTRAINT delivery_max_files_positive CHECK ((max_files > 0)),
+    CONSTRAINT protected_globs_are_path_globs CHECK (((COALESCE(array_ndims(protected), 1) = 1) AND ((cardinality(protected) = 0) OR (array_to_string(protected, '
+'::text, ''::text) ~ '^[^/\x01-\x1f\x7f][^\x01-\x1f\x7f]{0,254}(\n[^/\x01-\x1f\x7f][^\x01-\x1f\x7f]{0,254})*$'::text))))
+);
+
+--
+-- Name: TABLE repo_delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.repo_delivery IS 'A repository''s delivery policy, over the runner''s defaults: the globs of paths a change may not touch, those it may touch all the same, whether it may change the forge''s CI definitions, and its limits. Private: set_repo_delivery keeps it; job_brief hands it to the runner.';
+
+--
+-- Name: COLUMN repo_delivery.protected; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.repo_delivery.protected IS 'Globs of paths a change may not touch (fnmatch on the whole path, * matching / too; a glob ending in / matches everything under it).';
+
+--
+-- Name: COLUMN repo_delivery.allowed; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.repo_delivery.allowed IS 'Globs of paths a change may touch all the same, even when protected or a CI definition.';
+
+--
+-- Name: COLUMN repo_delivery.allow_ci; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.repo_delivery.allow_ci IS 'Whether a change may touch the forge''s CI definitions (.github/workflows/, .gitea/workflows/, .forgejo/workflows/): a CI file can read the repository''s secrets.';
+
+--
+-- Name: COLUMN repo_delivery.max_files; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.repo_delivery.max_files IS 'At most this many files added, modified or deleted; null: the runner''s default.';
+
+--
+-- Name: COLUMN repo_delivery.max_bytes; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.repo_delivery.max_bytes IS 'At most this many bytes of the files added or modified; null: the runner''s default.';
+
+--
+-- Name: CONSTRAINT allowed_globs_are_path_globs ON repo_delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT allowed_globs_are_path_globs ON tireless.repo_delivery IS 'An allowed glob is 1 to 255 characters, no control character, not starting with /; a list of them has one dimension and no null.';
+
+--
+-- Name: CONSTRAINT at_most_100_allowed_globs ON repo_delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT at_most_100_allowed_globs ON tireless.repo_delivery IS 'A repository allows at most 100 globs.';
+
+--
+-- Name: CONSTRAINT at_most_100_protected_globs ON repo_delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT at_most_100_protected_globs ON tireless.repo_delivery IS 'A repository protects at most 100 globs.';
+
+--
+-- Name: CONSTRAINT delivery_max_bytes_positive ON repo_delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT delivery_max_bytes_positive ON tireless.repo_delivery IS 'A limit of bytes is null (the runner''s default) or positive.';
+
+--
+-- Name: CONSTRAINT delivery_max_files_positive ON repo_delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT delivery_max_files_positive ON tireless.repo_delivery IS 'A limit of files is null (the runner''s default) or positive.';
+
+--
+-- Name: CONSTRAINT protected_globs_are_path_globs ON repo_delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT protected_globs_are_path_globs ON tireless.repo_delivery IS 'A protected glob is 1 to 255 characters, no control character, not starting with / (a path in a repository never does); a list of them has one dimension and no null.';
+
+--
+-- Name: delivery_policy(text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.delivery_policy(forge text, owner text, repo text) RETURNS tireless.repo_delivery
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT delivery_policy.forge, delivery_policy.owner, delivery_policy.repo,
+           coalesce(d.protected, '{}'), coalesce(d.allowed, '{}'), coalesce(d.allow_ci, false),
+           coalesce(d.max_files, 1000), coalesce(d.max_bytes, 50 * 1024 * 1024::bigint)
+      FROM (VALUES (true)) AS always
+      LEFT JOIN tireless.repo_delivery d
+        ON (d.forge, d.owner, d.repo) = (delivery_policy.forge, delivery_policy.owner, delivery_policy.repo);
+$$;
+
+--
+-- Name: FUNCTION delivery_policy(forge text, owner text, repo text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.delivery_policy(forge text, owner text, repo text) IS 'The delivery policy that applies to the repository''s changes, the defaults filled in: its protected and allowed globs (none by default), allow_ci (false), max_files (1000 files changed) and max_bytes (52428800, 50 MiB, added or modified) where set_repo_delivery set none. The runner checks a change against exactly this (job_brief). A repository with no policy set, tracked or not, gets the defaults.';
 
 --
 -- Name: dependency_cycle(text, text, text, integer); Type: FUNCTION; Schema: tireless; Owner: -
@@ -4317,7 +4475,7 @@ COMMENT ON FUNCTION tireless.job_asks(job_id bigint) IS 'The asks a job answers,
 -- Name: job_brief(bigint); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
-CREATE FUNCTION tireless.job_brief(job_id bigint) RETURNS TABLE(issue_url text, api_url text, clone_url text, body text, body_cut boolean, branch text, branch_head text, pull_number integer, pull_url text, checkpoint_ref text, checkpoint_commit text, protected_paths text[], allowed_paths text[], allow_ci boolean, max_files integer, max_bytes bigint)
+CREATE FUNCTION tireless.job_brief(job_id bigint) RETURNS TABLE(issue_url text, api_url text, clone_url text, body text, body_cut boolean, branch text, branch_head text, pull_number integer, pull_url text, checkpoint_ref text, checkpoint_commit text, protected_paths text[], allowed_paths text[], allow_ci boolean, max_files integer, max_bytes bigint, applied_max_files integer, applied_max_bytes bigint)
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -4326,13 +4484,15 @@ BEGIN
     SELECT i.url, tireless.forge_api_url(f.kind, f.base_url), tireless.forge_clone_url(f.kind, f.base_url, j.owner, j.repo),
            i.body, coalesce(i.body_cut, false),
            push.branch, push.head, push.pull_number, push.pull_url, c.ref, c.commit,
-           coalesce(d.protected, '{}'), coalesce(d.allowed, '{}'), coalesce(d.allow_ci, false), d.max_files, d.max_bytes
+           applied.protected, applied.allowed, applied.allow_ci, d.max_files, d.max_bytes,
+           applied.max_files, applied.max_bytes
       FROM tireless.job j
       LEFT JOIN tireless.issue i ON (i.forge, i.owner, i.repo, i.number) = (j.forge, j.owner, j.repo, j.number)
       LEFT JOIN tireless.forge f ON f.name = j.forge
       LEFT JOIN tireless.checkpoint c ON c.job_id = j.id
       LEFT JOIN tireless.repo_delivery d ON (d.forge, d.owner, d.repo) = (j.forge, j.owner, j.repo)
      CROSS JOIN LATERAL tireless.issue_push(j.forge, j.owner, j.repo, j.number) AS push
+     CROSS JOIN LATERAL tireless.delivery_policy(j.forge, j.owner, j.repo) AS applied
      WHERE j.id = job_brief.job_id;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'no job with id %', coalesce(job_brief.job_id::text, 'null') USING ERRCODE = 'TL001';
@@ -4344,7 +4504,7 @@ $$;
 -- Name: FUNCTION job_brief(job_id bigint); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.job_brief(job_id bigint) IS 'What an agent needs besides the job row: the issue''s web URL, the forge''s API root, the repository''s clone URL (null when the forge is not registered), and the issue''s body as last polled (its first 65536 characters, body_cut when cut). For the runner, what tireless last pushed for the issue (tireless.issue_push): the branch to push to, branch_head (the head to push with lease over; null: the branch was never pushed) and the pull request the mirror last recorded for it; and the job''s last checkpoint (ref and commit, from an earlier attempt: the workspace starts there); and the repository''s delivery policy (set_repo_delivery; none set: no globs, allow_ci false, null limits, the runner''s defaults). No token: the agent gets none. TL001 for an unknown job.';
+COMMENT ON FUNCTION tireless.job_brief(job_id bigint) IS 'What an agent needs besides the job row: the issue''s web URL, the forge''s API root, the repository''s clone URL (null when the forge is not registered), and the issue''s body as last polled (its first 65536 characters, body_cut when cut). For the runner, what tireless last pushed for the issue (tireless.issue_push): the branch to push to, branch_head (the head to push with lease over; null: the branch was never pushed) and the pull request the mirror last recorded for it; and the job''s last checkpoint (ref and commit, from an earlier attempt: the workspace starts there); and the repository''s delivery policy: its globs and allow_ci as they apply (tireless.delivery_policy), its limits as set_repo_delivery set them (null: none set) and the limits that apply, the defaults filled in (applied_max_files, applied_max_bytes). No token: the agent gets none. TL001 for an unknown job.';
 
 --
 -- Name: job_checklist(bigint); Type: FUNCTION; Schema: tireless; Owner: -
@@ -8547,101 +8707,6 @@ $$;
 COMMENT ON FUNCTION tireless.set_repo_capacity(forge text, owner text, repo text, capacity integer) IS '(admin) At most capacity claimed jobs of the tracked repository at once, all lanes together (null: unlimited; 0 holds its work back). Returns its limits. TL005 for a negative capacity, TL008 when it is not tracked.';
 
 --
--- Name: repo_delivery; Type: TABLE; Schema: tireless; Owner: -
---
-
-CREATE TABLE tireless.repo_delivery (
-    forge text NOT NULL,
-    owner text NOT NULL,
-    repo text NOT NULL,
-    protected text[] DEFAULT '{}'::text[] NOT NULL,
-    allowed text[] DEFAULT '{}'::text[] NOT NULL,
-    allow_ci boolean DEFAULT false NOT NULL,
-    max_files integer,
-    max_bytes bigint,
-    CONSTRAINT allowed_globs_are_path_globs CHECK (((COALESCE(array_ndims(allowed), 1) = 1) AND ((cardinality(allowed) = 0) OR (array_to_string(allowed, '
-'::text, ''::text) ~ '^[^/\x01-\x1f\x7f][^\x01-\x1f\x7f]{0,254}(\n[^/\x01-\x1f\x7f][^\x01-\x1f\x7f]{0,254})*$'::text)))),
-    CONSTRAINT at_most_100_allowed_globs CHECK ((cardinality(allowed) <= 100)),
-    CONSTRAINT at_most_100_protected_globs CHECK ((cardinality(protected) <= 100)),
-    CONSTRAINT delivery_max_bytes_positive CHECK ((max_bytes > 0)),
-    CONSTRAINT delivery_max_files_positive CHECK ((max_files > 0)),
-    CONSTRAINT protected_globs_are_path_globs CHECK (((COALESCE(array_ndims(protected), 1) = 1) AND ((cardinality(protected) = 0) OR (array_to_string(protected, '
-'::text, ''::text) ~ '^[^/\x01-\x1f\x7f][^\x01-\x1f\x7f]{0,254}(\n[^/\x01-\x1f\x7f][^\x01-\x1f\x7f]{0,254})*$'::text))))
-);
-
---
--- Name: TABLE repo_delivery; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON TABLE tireless.repo_delivery IS 'A repository''s delivery policy, over the runner''s defaults: the globs of paths a change may not touch, those it may touch all the same, whether it may change the forge''s CI definitions, and its limits. Private: set_repo_delivery keeps it; job_brief hands it to the runner.';
-
---
--- Name: COLUMN repo_delivery.protected; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.repo_delivery.protected IS 'Globs of paths a change may not touch (fnmatch on the whole path, * matching / too; a glob ending in / matches everything under it).';
-
---
--- Name: COLUMN repo_delivery.allowed; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.repo_delivery.allowed IS 'Globs of paths a change may touch all the same, even when protected or a CI definition.';
-
---
--- Name: COLUMN repo_delivery.allow_ci; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.repo_delivery.allow_ci IS 'Whether a change may touch the forge''s CI definitions (.github/workflows/, .gitea/workflows/, .forgejo/workflows/): a CI file can read the repository''s secrets.';
-
---
--- Name: COLUMN repo_delivery.max_files; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.repo_delivery.max_files IS 'At most this many files added, modified or deleted; null: the runner''s default.';
-
---
--- Name: COLUMN repo_delivery.max_bytes; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.repo_delivery.max_bytes IS 'At most this many bytes of the files added or modified; null: the runner''s default.';
-
---
--- Name: CONSTRAINT allowed_globs_are_path_globs ON repo_delivery; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT allowed_globs_are_path_globs ON tireless.repo_delivery IS 'An allowed glob is 1 to 255 characters, no control character, not starting with /; a list of them has one dimension and no null.';
-
---
--- Name: CONSTRAINT at_most_100_allowed_globs ON repo_delivery; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT at_most_100_allowed_globs ON tireless.repo_delivery IS 'A repository allows at most 100 globs.';
-
---
--- Name: CONSTRAINT at_most_100_protected_globs ON repo_delivery; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT at_most_100_protected_globs ON tireless.repo_delivery IS 'A repository protects at most 100 globs.';
-
---
--- Name: CONSTRAINT delivery_max_bytes_positive ON repo_delivery; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT delivery_max_bytes_positive ON tireless.repo_delivery IS 'A limit of bytes is null (the runner''s default) or positive.';
-
---
--- Name: CONSTRAINT delivery_max_files_positive ON repo_delivery; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT delivery_max_files_positive ON tireless.repo_delivery IS 'A limit of files is null (the runner''s default) or positive.';
-
---
--- Name: CONSTRAINT protected_globs_are_path_globs ON repo_delivery; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT protected_globs_are_path_globs ON tireless.repo_delivery IS 'A protected glob is 1 to 255 characters, no control character, not starting with / (a path in a repository never does); a list of them has one dimension and no null.';
-
---
 -- Name: set_repo_delivery(text, text, text, text[], text[], boolean, integer, bigint); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -12383,10 +12448,25 @@ REVOKE ALL ON FUNCTION tireless.deliver(job_id bigint, worker text, branch text,
 GRANT ALL ON FUNCTION tireless.deliver(job_id bigint, worker text, branch text, head text, base_branch text, base text, token uuid, note text, draft boolean) TO tireless_runner;
 
 --
+-- Name: FUNCTION deliver_and_claim(job_id bigint, worker text, lanes text[], lease interval, branch text, head text, base_branch text, base text, token uuid, note text, draft boolean); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.deliver_and_claim(job_id bigint, worker text, lanes text[], lease interval, branch text, head text, base_branch text, base text, token uuid, note text, draft boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.deliver_and_claim(job_id bigint, worker text, lanes text[], lease interval, branch text, head text, base_branch text, base text, token uuid, note text, draft boolean) TO tireless_runner;
+
+--
 -- Name: FUNCTION delivery_of_a_delivered_job(); Type: ACL; Schema: tireless; Owner: -
 --
 
 REVOKE ALL ON FUNCTION tireless.delivery_of_a_delivered_job() FROM PUBLIC;
+
+--
+-- Name: FUNCTION delivery_policy(forge text, owner text, repo text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.delivery_policy(forge text, owner text, repo text) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.delivery_policy(forge text, owner text, repo text) TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.delivery_policy(forge text, owner text, repo text) TO tireless_admin;
 
 --
 -- Name: FUNCTION dependency_cycle(forge text, owner text, repo text, number integer); Type: ACL; Schema: tireless; Owner: -

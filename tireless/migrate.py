@@ -95,6 +95,7 @@ SQL_FILES = (
     "network.sql",
     "brief.sql",
     "transition.sql",
+    "delivery.sql",
     "work_rule.sql",
     "dependencies.sql",
     "poll.sql",

@@ -610,8 +610,8 @@ def cmd_lane(args: argparse.Namespace) -> int:
 
 def cmd_work(args: argparse.Namespace) -> int:
     from tireless.runner.config import WorkConfig  # only for `work`
-    from tireless.runner.delivery import Delivery, state_directory
     from tireless.runner.gateway import parse_upstreams
+    from tireless.runner.publisher import Publisher, state_directory
     from tireless.runner.sandbox import choose
     from tireless.runner.worker import (
         CANNOT_START,
@@ -641,7 +641,7 @@ def cmd_work(args: argparse.Namespace) -> int:
     if args.deliver:
         state_dir = args.state_dir or state_directory()
         try:
-            delivery = Delivery(state_dir, args.git_cache_max, agent=user, worker=args.worker)
+            delivery = Publisher(state_dir, args.git_cache_max, agent=user, worker=args.worker)
         except OSError as error:
             raise UsageError(f"--state-dir {state_dir}: {error}") from error
     with connect(args):

@@ -8,8 +8,8 @@ import signal
 from dataclasses import dataclass
 from datetime import timedelta
 
-from tireless.runner.delivery import Delivery
 from tireless.runner.gateway import Upstream
+from tireless.runner.publisher import Publisher
 from tireless.runner.sandbox import Sandbox
 
 
@@ -37,7 +37,7 @@ class WorkConfig:
     progress_every: float = 30.0
     agent: pwd.struct_passwd | None = None
     """The Unix user COMMAND runs as; None: the worker's."""
-    delivery: Delivery | None = None
+    delivery: Publisher | None = None
     """The workspaces and the trusted push; None: COMMAND runs in the worker's directory."""
     upstreams: tuple[Upstream, ...] = ()
     """The services COMMAND reaches through the runner's gateways (`work --upstream`)."""

@@ -57,13 +57,13 @@ from tireless.credentials import known_secrets, token_variable
 from tireless.errors import MalformedPlan, TirelessError
 from tireless.git import git_auth
 from tireless.masking import Masker, MaskingFilter, OutputMasker
-from tireless.models import Job, JobBrief, JobState
+from tireless.models import Delivery, Job, JobBrief, JobState
 from tireless.runner.brief import AgentFiles
 from tireless.runner.config import WorkConfig
-from tireless.runner.delivery import Checkpoints
 from tireless.runner.egress import AllowEntry, parse_allowlist
 from tireless.runner.network import AgentNetwork
 from tireless.runner.progress import ProgressReporter
+from tireless.runner.publisher import Checkpoints
 from tireless.runner.sandbox import Contained, Unavailable, relay_python
 from tireless.runner.workspace import Workspace
 from tireless.store import JobStore
@@ -383,7 +383,7 @@ class Worker:
                     job.kind, job.lane, job.attempts, job.attempt_id,
                 )  # fmt: skip
                 try:
-                    code, output = self._run_command(job, held)
+                    code, output, delivered = self._run_command(job, held)
                 except Unavailable as error:  # a lane's allowlist this worker cannot enforce
                     self.cannot_start = str(error)
                     raise ShuttingDown(self.cannot_start) from error
@@ -395,6 +395,7 @@ class Worker:
                 if code != 0:
                     log.info("%s: command exited with %s on job %s", self.config.name, code, job.id)
                     raise Release(output.rstrip() or f"command exited with {code}")
+                held.finish(delivered)
         except LeaseLost as lost:
             log.info("%s: lease lost on job %s; not finishing it", self.config.name, lost.job.id)
             return True
@@ -421,10 +422,10 @@ class Worker:
         return True
 
     # COMMAND
-    def _run_command(self, job: Job, held: HeldJob) -> tuple[int, str]:
-        """Run COMMAND on the job, in its workspace; its exit code and the tail of its output.
-        When it exits 0 and the job is still the worker's to deliver, its change is pushed and
-        `held.pushed` says what, for the delivery (Release: refused, or not pushed)."""
+    def _run_command(self, job: Job, held: HeldJob) -> tuple[int, str, Delivery | None]:
+        """Run COMMAND on the job, in its workspace; its exit code, the tail of its output and
+        what the job delivers: when it exits 0 and the job is still the worker's to deliver, its
+        change is published (Release: refused, or not pushed), else None."""
         brief = self.store.job_brief(job.id)
         asks = self.store.job_asks(job.id)
         with (
@@ -459,13 +460,13 @@ class Worker:
                 self._attach_tasks(job, files)  # a bad plan fails the attempt (Release)
             if code == 0 and made is not None and self._still_delivers(held):
                 assert self.config.delivery is not None
-                held.pushed = self.config.delivery.push(
+                return code, output, self.config.delivery.push(
                     job, brief, made, draft,
                     lambda branch, head: self.store.record_push(
                         job.id, self.config.name, branch, head, job.claim_token
                     ),
                 )  # fmt: skip
-            return code, output
+            return code, output, None
 
     def _workspace(
         self, job: Job, brief: JobBrief

@@ -29,6 +29,7 @@ from tireless.models import (
     ConversationReply,
     ConversationToRead,
     CycleReport,
+    Delivery,
     DiscoveredIssue,
     Forge,
     ForgeKind,
@@ -332,7 +333,8 @@ def attach_plan(job_id: int, worker: str, plan: object, token: UUID | None) -> C
 JOB_BRIEF = (
     "SELECT issue_url, api_url, clone_url, body, body_cut, branch, branch_head, pull_number,"
     " pull_url, checkpoint_ref, checkpoint_commit, protected_paths, allowed_paths, allow_ci,"
-    " max_files, max_bytes FROM tireless.job_brief(job_id => %(job_id)s)"
+    " max_files, max_bytes, applied_max_files, applied_max_bytes"
+    " FROM tireless.job_brief(job_id => %(job_id)s)"
 )
 
 
@@ -371,6 +373,40 @@ def deliver(
         "draft": draft,
     }
     return Call(DELIVER, params, JOB_ROW, _only)
+
+
+DELIVER_AND_CLAIM = _returning(
+    JOB_COLUMNS,
+    "tireless.deliver_and_claim(job_id => %(job_id)s, worker => %(worker)s, lanes => %(lanes)s,"
+    " lease => %(lease)s, branch => %(branch)s, head => %(head)s, base_branch => %(base_branch)s,"
+    " base => %(base)s, token => %(token)s, note => %(note)s, draft => %(draft)s)",
+)
+
+
+def deliver_and_claim(
+    job_id: int,
+    worker: str,
+    lanes: Sequence[str],
+    lease: timedelta,
+    delivery: Delivery,
+    token: UUID | None,
+    note: str | None,
+) -> Call[Job, Job | None]:
+    """The delivering runner's cycle in one transaction: deliver, claim the next job (None: none)."""
+    params = {
+        "job_id": job_id,
+        "worker": worker,
+        "lanes": list(lanes),
+        "lease": lease,
+        "branch": delivery.branch,
+        "head": delivery.head,
+        "base_branch": delivery.base_branch,
+        "base": delivery.base,
+        "token": token,
+        "note": note,
+        "draft": delivery.draft,
+    }
+    return Call(DELIVER_AND_CLAIM, params, JOB_ROW, _first)
 
 
 RECORD_CHECKPOINT = (

@@ -21,10 +21,12 @@ from psycopg_pool import ConnectionPool
 from tireless.connect import FailoverPool
 from tireless.errors import translated_errors
 from tireless.models import (
+    NO_CHANGE,
     ConversationOutcome,
     ConversationReply,
     ConversationToRead,
     CycleReport,
+    Delivery,
     DiscoveredIssue,
     Forge,
     ForgeKind,
@@ -234,6 +236,22 @@ class JobStore:
         the pull request for the mirror, in one transaction. Without branch, head, base_branch and
         base: delivered with no change (note "no change" unless given), no pull request."""
         call = calls.deliver(job_id, worker, branch, head, base_branch, base, token, note, draft)
+        return self._run(call)
+
+    def deliver_and_claim(
+        self,
+        job_id: int,
+        worker: str,
+        lanes: Sequence[str],
+        lease: timedelta = DEFAULT_LEASE,
+        delivery: Delivery = NO_CHANGE,
+        token: UUID | None = None,
+        note: str | None = None,
+    ) -> Job | None:
+        """Deliver the job with what was pushed as `deliver` would (nothing is claimed when that is
+        refused), then claim the next job in lanes as `claim_next` would, in one transaction: the
+        job claimed, or None when none is claimable."""
+        call = calls.deliver_and_claim(job_id, worker, lanes, lease, delivery, token, note)
         return self._run(call)
 
     def record_checkpoint(
