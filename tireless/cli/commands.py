@@ -609,16 +609,12 @@ def cmd_lane(args: argparse.Namespace) -> int:
 
 
 def cmd_work(args: argparse.Namespace) -> int:
-    from tireless.runner.config import WorkConfig  # only for `work`
+    from tireless.runner.attempt import agent_user, unstartable  # only for `work`
+    from tireless.runner.config import WorkConfig
     from tireless.runner.gateway import parse_upstreams
     from tireless.runner.publisher import Publisher, state_directory
     from tireless.runner.sandbox import choose
-    from tireless.runner.worker import (
-        CANNOT_START,
-        agent_user,
-        unstartable,
-        work,
-    )
+    from tireless.runner.worker import CANNOT_START, work
 
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
@@ -637,11 +633,11 @@ def cmd_work(args: argparse.Namespace) -> int:
         raise UsageError(str(bad)) from None
     secret_files = [value.partition("=")[2] for value in args.upstream_secret]
     sandbox = choose(args.sandbox, user, secret_files)  # one that cannot run here: a usage error
-    delivery = None
+    publisher = None
     if args.deliver:
         state_dir = args.state_dir or state_directory()
         try:
-            delivery = Publisher(state_dir, args.git_cache_max, agent=user, worker=args.worker)
+            publisher = Publisher(state_dir, args.git_cache_max, agent=user, worker=args.worker)
         except OSError as error:
             raise UsageError(f"--state-dir {state_dir}: {error}") from error
     with connect(args):
@@ -658,7 +654,7 @@ def cmd_work(args: argparse.Namespace) -> int:
         drain_on=args.drain_on,
         progress_every=args.progress_every,
         agent=user,
-        delivery=delivery,
+        publisher=publisher,
         upstreams=tuple(upstreams),
     )
     return work(database_url(args), config)

@@ -17,7 +17,7 @@ from tireless.runner.sandbox import Sandbox
 class WorkConfig:
     """A worker's settings, each already checked: COMMAND can be started (its program an absolute
     path when it named one from here), the agent user exists and the worker may switch to it, the
-    sandbox runs on this host, the state directory of the delivery is usable, the upstreams'
+    sandbox runs on this host, the publisher's state directory is usable, the upstreams'
     secrets are read."""
 
     name: str
@@ -37,7 +37,8 @@ class WorkConfig:
     progress_every: float = 30.0
     agent: pwd.struct_passwd | None = None
     """The Unix user COMMAND runs as; None: the worker's."""
-    delivery: Publisher | None = None
-    """The workspaces and the trusted push; None: COMMAND runs in the worker's directory."""
+    publisher: Publisher | None = None
+    """The workspaces and the trusted push (`--deliver`); None: COMMAND runs in the worker's
+    directory."""
     upstreams: tuple[Upstream, ...] = ()
     """The services COMMAND reaches through the runner's gateways (`work --upstream`)."""
