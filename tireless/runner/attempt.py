@@ -344,8 +344,8 @@ class Attempts:
                 network=None if network is None else network.isolation,
             )  # fmt: skip
             self._contained = contained
-            if self._signalled() is not None:
-                self.stop_command(f"worker stopped by {self._signalled()}")
+            if (signalled := self._signalled()) is not None:
+                self.stop_command(f"worker stopped by {signalled}")
             elif self._job_stop is not None:  # heard while the job was being prepared
                 self.stop_command(self._job_stop)
         process = contained.process
