@@ -1138,6 +1138,17 @@ def set_repo_delivery(
     return Call(SET_REPO_DELIVERY, params, kwargs_row(RepoDelivery.from_row), _only)
 
 
+DELIVERY_POLICY = _returning(
+    REPO_DELIVERY_COLUMNS,
+    "tireless.delivery_policy(forge => %(forge)s, owner => %(owner)s, repo => %(repo)s)",
+)
+
+
+def delivery_policy(forge: str, owner: str, repo: str) -> Call[RepoDelivery, RepoDelivery]:
+    params = _repo(forge, owner, repo)
+    return Call(DELIVERY_POLICY, params, kwargs_row(RepoDelivery.from_row), _only)
+
+
 # The conversation (db/conversation.sql): what a poller reads of it and hands the store, the
 # mirror's replies, what a job answers, the repository's revision policy.
 CONVERSATION_TO_READ = (

@@ -608,6 +608,11 @@ class JobStore:
             )
         )
 
+    def delivery_policy(self, forge: str, owner: str, repo: str) -> RepoDelivery:
+        """The delivery policy that applies to the repository's changes, the defaults filled in
+        (no globs, CI definitions refused, at most 1000 files and 50 MiB where none is set)."""
+        return self._run(calls.delivery_policy(forge, owner, repo))
+
     def set_repo_revisions(
         self,
         forge: str,
