@@ -76,10 +76,11 @@ class Entry:
 
 @dataclass
 class Change:
-    """The agent's work, taken into a repository of the runner's and checked: `head` (the agent's
-    HEAD, or the runner's commit of what it left uncommitted on it), `base`, `commits` (oldest
-    first) and `entries` (the files that differ from the base). Holds its scratch directory until
-    `close()`; `push_change` may push it again after a transient failure."""
+    """The agent's work, taken into a repository of the runner's (and checked, when
+    policy.take_change took it): `head` (the agent's HEAD, or the runner's commit of what it left
+    uncommitted on it), `base`, `commits` (oldest first) and `entries` (the files that differ from
+    the base). Holds its scratch directory until `close()`; `push_change` may push it again after
+    a transient failure."""
 
     workspace: Workspace
     scratch: Path
