@@ -16,8 +16,9 @@ says what it delivers with `held.finish(Delivery(...))` (tireless.deliver: what 
 the block; a block that ends without it is finished as its end says. A runner that goes on to claim
 passes `then_claim`: when the job is finished and `then_claim()` says to go on, the finish is
 tireless.finish_and_claim, or deliver_and_claim (one transaction: the finish, then the next claim),
-the job it claimed is `next`, and the runner's next lease holds it (`job=`) instead of claiming one. Any refusal that says the worker
-does not hold the job any more (TL004, whatever the job's state now is) is a lost lease.
+the job it claimed is `next`, and the runner's next lease holds it (`job=`) instead of claiming
+one. Any refusal that says the worker does not hold the job any more (TL004, whatever the job's
+state now is) is a lost lease.
 
 A call whose answer was lost (tireless.connect.answer_lost: a failover, a cut connection) is sent again
 with the same claim token: a heartbeat after a short, growing pause instead of a third of the lease, the

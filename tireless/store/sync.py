@@ -694,11 +694,11 @@ class JobStore:
         (tireless.store.lease). Raising ShuttingDown in the block gives the job back instead (the runner
         is stopping). When a heartbeat says the job was asked to stop (heard at once: the renewer
         LISTENs on tireless_stop, listen_for_stops), `on_cancel(job)` is called and the lease ends
-        the job cancelled with the stop's note, however the block ends (unless it pushed the work:
-        then it is delivered, the late stop noted). A runner that goes on
-        to claim passes `then_claim`: when it answers True at the block's end, the finish also
-        claims the next job in one transaction (finish_and_claim), `held.next`, which the runner's
-        next lease holds (`job=`) instead of claiming.
+        the job cancelled with the stop's note, however the block ends (unless the block finished
+        it with what it pushed, `held.finish(delivery)`: then it is delivered, the late stop
+        noted). A runner that goes on to claim passes `then_claim`: when it answers True at the
+        finish, the finish also claims the next job in one transaction (finish_and_claim, or
+        deliver_and_claim), `held.next`, which the runner's next lease holds (`job=`).
         Needs a store over a pool or connection string: the renewals run on their own connection,
         and the LISTEN for a stop holds one of its own while the block runs."""
         if not isinstance(self._connections, ConnectionPool):
