@@ -16,7 +16,7 @@ from tests.helpers import FORGE, OWNER, REPO, cli_json, issue, rows, tireless_cl
 from tests.sql.test_roles import Login, login  # noqa: F401  (the fixture)
 from tireless import JobStore, RepoDelivery
 from tireless.errors import InvalidArgument, PermissionDenied, UnknownRepository
-from tireless.runner.publish import PublishPolicy
+from tireless.runner.policy import PublishPolicy
 
 
 def stored(db: Database) -> list[tuple[Any, ...]]:

@@ -45,13 +45,13 @@ from tireless.cli.session import (
     reconnecting,
     stop_on_signals,
 )
+from tireless.credentials import keep_secrets_out_of_environment_block
 from tireless.errors import PermissionDenied, UnknownJob
 from tireless.forge import token_variable
 from tireless.forge.check import MAX_REPOS, Target, check_forge, failed_required
 from tireless.forge.poll import READ_DEADLINE_FACTOR, Report, client_factory, poll_round
 from tireless.migrate import migrate
 from tireless.models import Job, JobState, RepoStatus
-from tireless.runner.credentials import keep_secrets_out_of_environment_block
 from tireless.store import JobStore, calls, reads
 from tireless.store.calls import JOB_ROW, issues_json
 from tireless.store.reads import fetch, replication_warning, status_rows
@@ -611,15 +611,12 @@ def cmd_lane(args: argparse.Namespace) -> int:
 
 
 def cmd_work(args: argparse.Namespace) -> int:
+    from tireless.runner.attempt import agent_user, unstartable  # only for `work`
+    from tireless.runner.config import WorkConfig
     from tireless.runner.gateway import parse_upstreams
-    from tireless.runner.publisher import Publisher, state_directory  # only for `work`
+    from tireless.runner.publisher import Publisher, state_directory
     from tireless.runner.sandbox import choose
-    from tireless.runner.worker import (
-        CANNOT_START,
-        agent_user,
-        unstartable,
-        work,
-    )
+    from tireless.runner.worker import CANNOT_START, work
 
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
@@ -638,31 +635,31 @@ def cmd_work(args: argparse.Namespace) -> int:
         raise UsageError(str(bad)) from None
     secret_files = [value.partition("=")[2] for value in args.upstream_secret]
     sandbox = choose(args.sandbox, user, secret_files)  # one that cannot run here: a usage error
-    delivery = None
+    publisher = None
     if args.deliver:
         state_dir = args.state_dir or state_directory()
         try:
-            delivery = Publisher(state_dir, args.git_cache_max, agent=user, worker=args.worker)
+            publisher = Publisher(state_dir, args.git_cache_max, agent=user, worker=args.worker)
         except OSError as error:
             raise UsageError(f"--state-dir {state_dir}: {error}") from error
     with connect(args):
         pass  # a malformed URL is a usage error (2), an unreachable database exit 4
-    return work(
-        database_url(args),
-        args.worker,
-        args.lane,
-        command,
+    config = WorkConfig(
+        name=args.worker,
+        lanes=tuple(args.lane),
+        command=tuple(command),
+        sandbox=sandbox,
         lease=args.lease,
-        once=args.once,
         poll=args.poll,
         grace=args.grace,
+        once=args.once,
         drain_on=args.drain_on,
         progress_every=args.progress_every,
         agent=user,
-        sandbox=sandbox,
-        delivery=delivery,
-        upstreams=upstreams,
+        publisher=publisher,
+        upstreams=tuple(upstreams),
     )
+    return work(database_url(args), config)
 
 
 def cmd_web(args: argparse.Namespace) -> int:

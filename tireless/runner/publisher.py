@@ -1,6 +1,6 @@
 """Publishing for `tireless work --deliver` (DESIGN.md, "Delivery"): the workspace COMMAND works
 in, made from the host's cache of the issue's repository, and, when an `implement` job's COMMAND
-exits 0, its change pushed by the runner (publish.py) to the issue's branch; the Delivery that
+exits 0, its change pushed by the runner (push.py) to the issue's branch; the Delivery that
 push made is what the lease delivers the job with (`tireless.deliver`). Every kind gets a
 workspace; only `implement` pushes. A job whose forge is not registered (no clone URL) runs as
 before, in the worker's directory, with nothing to push."""
@@ -21,21 +21,13 @@ from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from tireless.credentials import token_variable
+from tireless.git import BOT, GitError, Identity, git_auth
 from tireless.models import NO_CHANGE, Delivery, Job, JobBrief, JobKind
-from tireless.runner.credentials import token_for, token_variable
-from tireless.runner.publish import (
-    Checkpoint,
-    Identity,
-    PublishPolicy,
-    PublishRefused,
-    PushFailed,
-    push_change,
-    save_checkpoint,
-    take_change,
-)
+from tireless.runner.extract import PublishRefused
+from tireless.runner.policy import PublishPolicy, take_change
+from tireless.runner.push import Checkpoint, PushFailed, push_change, save_checkpoint
 from tireless.runner.workspace import (
-    GitAuth,
-    GitError,
     RepoCache,
     Workspace,
     WorkspaceError,
@@ -50,9 +42,6 @@ PUSH_TRIES = 4
 """A push that does not get through (a timeout, a 5xx) is tried this many times, 1, 2 and 4 s
 apart, before the attempt is released: the agent is not run again for it."""
 
-BOT = Identity("tireless", "tireless@localhost")
-"""The author and committer of what the runner commits for the agent (`--git-identity`)."""
-
 
 def state_directory() -> Path:
     """Where `tireless work` keeps its cache of repositories and the jobs' workspaces by default:
@@ -60,14 +49,6 @@ def state_directory() -> Path:
     if os.geteuid() == 0:
         return Path("/var/lib/tireless")
     return Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "tireless"
-
-
-def git_auth(forge: str) -> GitAuth | None:
-    """The runner's git credentials for a forge, from TIRELESS_TOKEN_<NAME>[_FILE]; None when the
-    runner has none. `x-access-token` is GitHub's user name for a token over HTTPS, and Gitea and
-    Forgejo take the token as the password whatever the user name (tireless/runner/workspace.py)."""
-    token = token_for(forge)
-    return None if token is None else GitAuth.github(token)
 
 
 @dataclass
