@@ -163,7 +163,6 @@ def follow(driver: object, element: object, *keys: str) -> None:
     from selenium.webdriver import Chrome
     from selenium.webdriver.common.by import By
     from selenium.webdriver.remote.webelement import WebElement
-    from selenium.webdriver.support import expected_conditions
     from selenium.webdriver.support.wait import WebDriverWait
 
     assert isinstance(driver, Chrome)
@@ -173,7 +172,26 @@ def follow(driver: object, element: object, *keys: str) -> None:
         element.send_keys(*keys)
     else:
         element.click()
-    WebDriverWait(driver, 30).until(expected_conditions.staleness_of(page))
+    WebDriverWait(driver, 30).until(lambda _: left(page))
+
+
+def left(page: object) -> bool:
+    """Whether the browser has left the page whose <html> element is `page`. Chromium sometimes
+    answers a question about an element of a page it is leaving with "Node with given id does not
+    belong to the document" instead of a stale element: that is the same answer."""
+    from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
+    from selenium.webdriver.remote.webelement import WebElement
+
+    assert isinstance(page, WebElement)
+    try:
+        page.is_enabled()
+    except StaleElementReferenceException:
+        return True
+    except WebDriverException as error:
+        if "does not belong to the document" in (error.msg or ""):
+            return True
+        raise
+    return False
 
 
 def test_a_person_finds_acts_on_and_follows_the_fleet(
