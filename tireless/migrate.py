@@ -102,6 +102,7 @@ SQL_FILES = (
     "conversation.sql",
     "plans.sql",
     "work_graph.sql",
+    "outbox.sql",
     "dashboard.sql",
 )
 
