@@ -22,7 +22,8 @@ from tireless import JobStore
 from tireless.cli.render import render_repos
 from tireless.errors import NotHolder
 from tireless.forge import client_for, token_variable
-from tireless.forge.mirror import apply_write, post_comment
+from tireless.forge.mirror import apply_write
+from tireless.forge.outbox import post_comment
 from tireless.forge.poll import Report
 from tireless.models import Job
 

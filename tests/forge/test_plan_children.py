@@ -19,7 +19,7 @@ from tests.helpers import rows
 from tireless import JobStore
 from tireless.forge import client_for, token_variable
 from tireless.forge.client import ReadFailed
-from tireless.forge.mirror import open_child
+from tireless.forge.outbox import open_child
 
 REPO = "widgets"
 TASKS: list[dict[str, Any]] = [
