@@ -330,7 +330,7 @@ BEGIN
             CASE WHEN ask_outcome = 'done'
                  THEN tireless.stop_issue_work(judge_ask.forge, judge_ask.owner, judge_ask.repo, issue_no,
                                                format('stopped by %s (/tireless stop)', ask_author)) END)
-    RETURNING id, source_id INTO asked, asked_source_id;
+    RETURNING ask.id, ask.source_id INTO asked, asked_source_id;
     -- The reply owed is a write of the outbox (tireless.forge_write): a reaction needs the command's id.
     IF ask_reply = 'comment' OR (ask_reply IS NOT NULL AND asked_source_id ~ '^[0-9]{1,18}$') THEN
         INSERT INTO tireless.forge_write (kind, forge, owner, repo, number, ask_id)

@@ -270,7 +270,7 @@ BEGIN
          -- In one order, so that two polls telling the same cycle never wait for each other in a circle.
          ORDER BY jd.forge, jd.owner, jd.repo, jd.number
         ON CONFLICT (forge, owner, repo, number, cycle) WHERE broken_at IS NULL DO NOTHING
-        RETURNING id, forge, owner, repo, number
+        RETURNING cycle_report.id, cycle_report.forge, cycle_report.owner, cycle_report.repo, cycle_report.number
     ), told AS (
         -- Each report's comment is a write of the outbox (tireless.forge_write).
         INSERT INTO tireless.forge_write (kind, forge, owner, repo, number, report_id)

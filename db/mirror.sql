@@ -261,13 +261,13 @@ BEGIN
          WHERE excluded.job_id > mi.job_id
             OR (excluded.job_id = mi.job_id AND (excluded.state <> mi.state OR excluded.waiting <> mi.waiting))
     ), commented AS (
-        INSERT INTO tireless.mirror_comment (job_id, forge, owner, repo, number)
+        INSERT INTO tireless.mirror_comment AS mc (job_id, forge, owner, repo, number)
         SELECT t.id, mirror_writes.forge, mirror_writes.owner, mirror_writes.repo, t.number
           FROM touched t
          CROSS JOIN tireless.policy p
          WHERE p.mirror_comments AND tireless.is_terminal(t.state)
         ON CONFLICT ON CONSTRAINT mirror_comment_pkey DO NOTHING
-        RETURNING job_id, forge, owner, repo, number
+        RETURNING mc.job_id, mc.forge, mc.owner, mc.repo, mc.number
     )
     -- Each comment queued is a write of the outbox (tireless.forge_write).
     INSERT INTO tireless.forge_write (kind, forge, owner, repo, number, job_id)
@@ -669,16 +669,16 @@ CREATE OR REPLACE FUNCTION tireless.comment_written(w tireless.forge_write, resu
     LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
-    checklist text := comment_written.result ->> 'checklist';
+    shown text := comment_written.result ->> 'checklist';
 BEGIN
     -- The checklist the posted comment holds (as comment_write gave it): later edits start from it.
     UPDATE tireless.mirror_comment c
        SET written_at = coalesce(c.written_at, now()),
-           checklist = coalesce(comment_written.checklist, c.checklist),
-           checklist_written_at = CASE WHEN comment_written.checklist IS NOT NULL THEN now() ELSE c.checklist_written_at END
+           checklist = coalesce(shown, c.checklist),
+           checklist_written_at = CASE WHEN shown IS NOT NULL THEN now() ELSE c.checklist_written_at END
      WHERE c.job_id = w.job_id;
     -- While a child is unchecked, the checklist is edited as the children change (tireless.checklist_write).
-    IF strpos(comment_written.checklist, '- [ ] ') > 0 THEN
+    IF strpos(shown, '- [ ] ') > 0 THEN
         INSERT INTO tireless.forge_write (kind, forge, owner, repo, number, job_id)
         VALUES ('checklist', w.forge, w.owner, w.repo, w.number, w.job_id)
         ON CONFLICT ON CONSTRAINT forge_write_once DO NOTHING;

@@ -1579,6 +1579,24 @@ END)
 COMMENT ON TABLE tireless.forge_write IS 'The outbox of the mirror''s forge writes other than labels: one row per write queued (kind pull: a delivery''s pull request, job_id; task: a plan task''s child issue, job_id and task; comment: a finished job''s outcome comment, job_id; cycle: the comment of a dependency cycle, report_id; checklist: the edits of an outcome comment''s checklist of children, job_id, standing while the checklist written has an unchecked child; reply: the conversation''s reply to an ask, ask_id), on issue number. What is written is rendered from the store when it is due (tireless.forge_writes_due); written_at is when it landed (tireless.record_forge_write), failures, next_try_at and last_error its retries (tireless.forge_write_backoff).';
 
 --
+-- Name: CONSTRAINT forge_write_failures_not_negative ON forge_write; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT forge_write_failures_not_negative ON tireless.forge_write IS 'The failures in a row of a write are counted from 0.';
+
+--
+-- Name: CONSTRAINT forge_write_kind_known ON forge_write; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT forge_write_kind_known ON tireless.forge_write IS 'A write is one of the six kinds the mirror makes (tireless.forge_writes_due dispatches by it).';
+
+--
+-- Name: CONSTRAINT forge_write_names_its_target ON forge_write; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT forge_write_names_its_target ON tireless.forge_write IS 'Each kind names what it writes and nothing else: a job (pull, comment, checklist), a job and its task (task), a cycle report (cycle) or an ask (reply).';
+
+--
 -- Name: checklist_write(tireless.forge_write); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -1614,15 +1632,14 @@ CREATE FUNCTION tireless.checklist_written(w tireless.forge_write, result jsonb)
     LANGUAGE plpgsql
     AS $$
 DECLARE
-    checklist text := checklist_written.result ->> 'checklist';
+    shown text := checklist_written.result ->> 'checklist';
 BEGIN
-    IF checklist_written.checklist IS NULL OR btrim(checklist_written.checklist) = '' THEN
-        RAISE EXCEPTION 'checklist must be the text written, got %',
-            coalesce(quote_literal(checklist_written.checklist), 'null') USING ERRCODE = 'TL005';
+    IF shown IS NULL OR btrim(shown) = '' THEN
+        RAISE EXCEPTION 'checklist must be the text written, got %', coalesce(quote_literal(shown), 'null')
+            USING ERRCODE = 'TL005';
     END IF;
-    UPDATE tireless.mirror_comment c SET checklist = checklist_written.checklist, checklist_written_at = now()
-     WHERE c.job_id = w.job_id;
-    RETURN strpos(checklist_written.checklist, '- [ ] ') > 0;
+    UPDATE tireless.mirror_comment c SET checklist = shown, checklist_written_at = now() WHERE c.job_id = w.job_id;
+    RETURN strpos(shown, '- [ ] ') > 0;
 END;
 $$;
 
@@ -2270,16 +2287,16 @@ CREATE FUNCTION tireless.comment_written(w tireless.forge_write, result jsonb) R
     LANGUAGE plpgsql
     AS $$
 DECLARE
-    checklist text := comment_written.result ->> 'checklist';
+    shown text := comment_written.result ->> 'checklist';
 BEGIN
     -- The checklist the posted comment holds (as comment_write gave it): later edits start from it.
     UPDATE tireless.mirror_comment c
        SET written_at = coalesce(c.written_at, now()),
-           checklist = coalesce(comment_written.checklist, c.checklist),
-           checklist_written_at = CASE WHEN comment_written.checklist IS NOT NULL THEN now() ELSE c.checklist_written_at END
+           checklist = coalesce(shown, c.checklist),
+           checklist_written_at = CASE WHEN shown IS NOT NULL THEN now() ELSE c.checklist_written_at END
      WHERE c.job_id = w.job_id;
     -- While a child is unchecked, the checklist is edited as the children change (tireless.checklist_write).
-    IF strpos(comment_written.checklist, '- [ ] ') > 0 THEN
+    IF strpos(shown, '- [ ] ') > 0 THEN
         INSERT INTO tireless.forge_write (kind, forge, owner, repo, number, job_id)
         VALUES ('checklist', w.forge, w.owner, w.repo, w.number, w.job_id)
         ON CONFLICT ON CONSTRAINT forge_write_once DO NOTHING;
@@ -5005,7 +5022,7 @@ BEGIN
             CASE WHEN ask_outcome = 'done'
                  THEN tireless.stop_issue_work(judge_ask.forge, judge_ask.owner, judge_ask.repo, issue_no,
                                                format('stopped by %s (/tireless stop)', ask_author)) END)
-    RETURNING id, source_id INTO asked, asked_source_id;
+    RETURNING ask.id, ask.source_id INTO asked, asked_source_id;
     -- The reply owed is a write of the outbox (tireless.forge_write): a reaction needs the command's id.
     IF ask_reply = 'comment' OR (ask_reply IS NOT NULL AND asked_source_id ~ '^[0-9]{1,18}$') THEN
         INSERT INTO tireless.forge_write (kind, forge, owner, repo, number, ask_id)
@@ -5625,13 +5642,13 @@ BEGIN
          WHERE excluded.job_id > mi.job_id
             OR (excluded.job_id = mi.job_id AND (excluded.state <> mi.state OR excluded.waiting <> mi.waiting))
     ), commented AS (
-        INSERT INTO tireless.mirror_comment (job_id, forge, owner, repo, number)
+        INSERT INTO tireless.mirror_comment AS mc (job_id, forge, owner, repo, number)
         SELECT t.id, mirror_writes.forge, mirror_writes.owner, mirror_writes.repo, t.number
           FROM touched t
          CROSS JOIN tireless.policy p
          WHERE p.mirror_comments AND tireless.is_terminal(t.state)
         ON CONFLICT ON CONSTRAINT mirror_comment_pkey DO NOTHING
-        RETURNING job_id, forge, owner, repo, number
+        RETURNING mc.job_id, mc.forge, mc.owner, mc.repo, mc.number
     )
     -- Each comment queued is a write of the outbox (tireless.forge_write).
     INSERT INTO tireless.forge_write (kind, forge, owner, repo, number, job_id)
@@ -8675,7 +8692,7 @@ BEGIN
          -- In one order, so that two polls telling the same cycle never wait for each other in a circle.
          ORDER BY jd.forge, jd.owner, jd.repo, jd.number
         ON CONFLICT (forge, owner, repo, number, cycle) WHERE broken_at IS NULL DO NOTHING
-        RETURNING id, forge, owner, repo, number
+        RETURNING cycle_report.id, cycle_report.forge, cycle_report.owner, cycle_report.repo, cycle_report.number
     ), told AS (
         -- Each report's comment is a write of the outbox (tireless.forge_write).
         INSERT INTO tireless.forge_write (kind, forge, owner, repo, number, report_id)
@@ -10819,6 +10836,12 @@ ALTER TABLE ONLY tireless.forge_write
     ADD CONSTRAINT forge_write_once UNIQUE NULLS NOT DISTINCT (kind, job_id, task, report_id, ask_id);
 
 --
+-- Name: CONSTRAINT forge_write_once ON forge_write; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT forge_write_once ON tireless.forge_write IS 'A write is queued once for what it writes: queuing it again does nothing.';
+
+--
 -- Name: forge_write forge_write_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
 --
 
@@ -11616,11 +11639,23 @@ ALTER TABLE ONLY tireless.forge_write
     ADD CONSTRAINT forge_write_of_a_cycle_report FOREIGN KEY (report_id) REFERENCES tireless.cycle_report(id) ON DELETE CASCADE;
 
 --
+-- Name: CONSTRAINT forge_write_of_a_cycle_report ON forge_write; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT forge_write_of_a_cycle_report ON tireless.forge_write IS 'A cycle report deleted takes its write with it.';
+
+--
 -- Name: forge_write forge_write_of_a_job; Type: FK CONSTRAINT; Schema: tireless; Owner: -
 --
 
 ALTER TABLE ONLY tireless.forge_write
     ADD CONSTRAINT forge_write_of_a_job FOREIGN KEY (job_id) REFERENCES tireless.job(id) ON DELETE CASCADE;
+
+--
+-- Name: CONSTRAINT forge_write_of_a_job ON forge_write; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT forge_write_of_a_job ON tireless.forge_write IS 'A job pruned takes its writes with it.';
 
 --
 -- Name: forge_write forge_write_of_a_task; Type: FK CONSTRAINT; Schema: tireless; Owner: -
@@ -11630,6 +11665,12 @@ ALTER TABLE ONLY tireless.forge_write
     ADD CONSTRAINT forge_write_of_a_task FOREIGN KEY (job_id, task) REFERENCES tireless.plan_task(job_id, task) ON DELETE CASCADE;
 
 --
+-- Name: CONSTRAINT forge_write_of_a_task ON forge_write; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT forge_write_of_a_task ON tireless.forge_write IS 'A plan task replaced by a later attempt''s plan takes its write with it.';
+
+--
 -- Name: forge_write forge_write_of_a_tracked_repo; Type: FK CONSTRAINT; Schema: tireless; Owner: -
 --
 
@@ -11637,11 +11678,23 @@ ALTER TABLE ONLY tireless.forge_write
     ADD CONSTRAINT forge_write_of_a_tracked_repo FOREIGN KEY (forge, owner, repo) REFERENCES tireless.tracked_repo(forge, owner, repo) ON DELETE CASCADE;
 
 --
+-- Name: CONSTRAINT forge_write_of_a_tracked_repo ON forge_write; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT forge_write_of_a_tracked_repo ON tireless.forge_write IS 'A repository no longer tracked takes its writes with it: nothing is mirrored there.';
+
+--
 -- Name: forge_write forge_write_of_an_ask; Type: FK CONSTRAINT; Schema: tireless; Owner: -
 --
 
 ALTER TABLE ONLY tireless.forge_write
     ADD CONSTRAINT forge_write_of_an_ask FOREIGN KEY (ask_id) REFERENCES tireless.ask(id) ON DELETE CASCADE;
+
+--
+-- Name: CONSTRAINT forge_write_of_an_ask ON forge_write; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT forge_write_of_an_ask ON tireless.forge_write IS 'An ask deleted takes its reply with it.';
 
 --
 -- Name: issue_skip issue_skip_of_a_tracked_repo; Type: FK CONSTRAINT; Schema: tireless; Owner: -

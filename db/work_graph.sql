@@ -88,15 +88,14 @@ CREATE OR REPLACE FUNCTION tireless.checklist_written(w tireless.forge_write, re
     LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
-    checklist text := checklist_written.result ->> 'checklist';
+    shown text := checklist_written.result ->> 'checklist';
 BEGIN
-    IF checklist_written.checklist IS NULL OR btrim(checklist_written.checklist) = '' THEN
-        RAISE EXCEPTION 'checklist must be the text written, got %',
-            coalesce(quote_literal(checklist_written.checklist), 'null') USING ERRCODE = 'TL005';
+    IF shown IS NULL OR btrim(shown) = '' THEN
+        RAISE EXCEPTION 'checklist must be the text written, got %', coalesce(quote_literal(shown), 'null')
+            USING ERRCODE = 'TL005';
     END IF;
-    UPDATE tireless.mirror_comment c SET checklist = checklist_written.checklist, checklist_written_at = now()
-     WHERE c.job_id = w.job_id;
-    RETURN strpos(checklist_written.checklist, '- [ ] ') > 0;
+    UPDATE tireless.mirror_comment c SET checklist = shown, checklist_written_at = now() WHERE c.job_id = w.job_id;
+    RETURN strpos(shown, '- [ ] ') > 0;
 END;
 $$;
 COMMENT ON FUNCTION tireless.checklist_written(tireless.forge_write, jsonb) IS

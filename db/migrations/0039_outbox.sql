@@ -113,3 +113,23 @@ DROP FUNCTION IF EXISTS tireless.record_mirror_checklist(text, text, text, text,
 DROP FUNCTION IF EXISTS tireless.conversation_replies_due(text, text, text, text, integer);
 DROP FUNCTION IF EXISTS tireless.record_conversation_reply(text, text, text, text, bigint, text);
 -- job_tasks' failures and last_error now come from the outbox: same columns, the function is replaced in place.
+
+COMMENT ON CONSTRAINT forge_write_kind_known ON tireless.forge_write IS
+    'A write is one of the six kinds the mirror makes (tireless.forge_writes_due dispatches by it).';
+COMMENT ON CONSTRAINT forge_write_names_its_target ON tireless.forge_write IS
+    'Each kind names what it writes and nothing else: a job (pull, comment, checklist), a job and its task (task), '
+    'a cycle report (cycle) or an ask (reply).';
+COMMENT ON CONSTRAINT forge_write_failures_not_negative ON tireless.forge_write IS
+    'The failures in a row of a write are counted from 0.';
+COMMENT ON CONSTRAINT forge_write_once ON tireless.forge_write IS
+    'A write is queued once for what it writes: queuing it again does nothing.';
+COMMENT ON CONSTRAINT forge_write_of_a_tracked_repo ON tireless.forge_write IS
+    'A repository no longer tracked takes its writes with it: nothing is mirrored there.';
+COMMENT ON CONSTRAINT forge_write_of_a_job ON tireless.forge_write IS
+    'A job pruned takes its writes with it.';
+COMMENT ON CONSTRAINT forge_write_of_a_task ON tireless.forge_write IS
+    'A plan task replaced by a later attempt''s plan takes its write with it.';
+COMMENT ON CONSTRAINT forge_write_of_a_cycle_report ON tireless.forge_write IS
+    'A cycle report deleted takes its write with it.';
+COMMENT ON CONSTRAINT forge_write_of_an_ask ON tireless.forge_write IS
+    'An ask deleted takes its reply with it.';
