@@ -86,12 +86,15 @@ def test_each_kind_of_write_is_retried_with_the_one_backoff(
         "SELECT failures, last_error FROM tireless.forge_write WHERE id = %(id)s",
         {"id": first.id},
     ) == [(3, "HTTP 502")]
-    result: dict[str, Any] | None = {
+    results: dict[WriteKind, dict[str, Any]] = {
         WriteKind.PULL: {"pull_number": 12, "pull_url": "https://gitea.example.com/pulls/12"},
         WriteKind.TASK: {"number": 30},
         WriteKind.CHECKLIST: {"checklist": getattr(first.write, "checklist", None)},
-    }.get(kind)
-    assert queued.record_forge_write(FORGE, OWNER, REPO, POLLER, first.id, result=result) is None
+    }
+    landed = queued.record_forge_write(
+        FORGE, OWNER, REPO, POLLER, first.id, result=results.get(kind)
+    )
+    assert landed is None
     ahead = datetime.now(UTC) + timedelta(days=1)
     assert first.id not in [w.id for w in due(queued, kind, ahead)], "landed: never again"
     assert rows(
