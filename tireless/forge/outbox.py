@@ -89,13 +89,11 @@ def drain(
     at least one write and then until `deadline` (time.monotonic(); moved on to now when a kind
     starts late). A plan's tasks are asked for again as they are opened, since a task's
     dependencies are opened before it (their numbers go in its body); a task that fails ends
-    its plan's tasks for the round."""
+    the tasks for the round (its dependents wait for it)."""
     for kind in WriteKind:
         deadline = max(deadline, time.monotonic())
-        rounds = (
-            51 if kind is WriteKind.TASK else 1
-        )  # a plan has at most 50 tasks: its longest chain
-        for _ in range(rounds):
+        # A plan has at most 50 tasks: its longest chain of dependencies is 50 listings.
+        for _ in range(51 if kind is WriteKind.TASK else 1):
             more = _drain_kind(store, poller, client, target, outcome, deadline, max_writes, kind)
             if not more or time.monotonic() > deadline:
                 break
