@@ -95,6 +95,7 @@ SQL_FILES = (
     "network.sql",
     "brief.sql",
     "transition.sql",
+    "delivery.sql",
     "work_rule.sql",
     "dependencies.sql",
     "poll.sql",
@@ -104,6 +105,7 @@ SQL_FILES = (
     "work_graph.sql",
     "outbox.sql",
     "dashboard.sql",
+    "reads.sql",
 )
 
 

@@ -1,5 +1,5 @@
 """A plan's tasks through the SQL functions: attach_plan checks the plan in the database and names
-the task and the field of a fault; once the job is delivered plan_tasks_due gives each task's issue
+the task and the field of a fault; once the job is delivered forge_writes_due gives each task's issue
 (labels, "Part of #P", "Depends on #N", the marker), a dependency before its dependents; the child's
 job records the plan's job as its parent, and a proposal gets no job until the opt-in is added."""
 
