@@ -201,6 +201,8 @@ DECLARE
     ask_outcome text := 'waiting';
     ask_refusal text;
     ask_reply text;
+    asked bigint;
+    asked_source_id text;
     limit_of integer;
     before tireless.ask;
     failed jsonb;
@@ -327,7 +329,13 @@ BEGIN
             pull_no, ask_verb, ask_author, left(ask_text, tireless.issue_body_limit()), ask_detail, ask_time, ask_outcome, ask_refusal, ask_reply,
             CASE WHEN ask_outcome = 'done'
                  THEN tireless.stop_issue_work(judge_ask.forge, judge_ask.owner, judge_ask.repo, issue_no,
-                                               format('stopped by %s (/tireless stop)', ask_author)) END);
+                                               format('stopped by %s (/tireless stop)', ask_author)) END)
+    RETURNING ask.id, ask.source_id INTO asked, asked_source_id;
+    -- The reply owed is a write of the outbox (tireless.forge_write): a reaction needs the command's id.
+    IF ask_reply = 'comment' OR (ask_reply IS NOT NULL AND asked_source_id ~ '^[0-9]{1,18}$') THEN
+        INSERT INTO tireless.forge_write (kind, forge, owner, repo, number, ask_id)
+        VALUES ('reply', judge_ask.forge, judge_ask.owner, judge_ask.repo, issue_no, asked);
+    END IF;
     RETURN ask_outcome;
 END;
 $$;
@@ -586,82 +594,28 @@ COMMENT ON FUNCTION tireless.ask_reply_text(tireless.ask) IS
     'the failed checks'' names cut to 4000 characters, so that it fits in tireless.forge_body_limit().';
 REVOKE ALL ON FUNCTION tireless.ask_reply_text(tireless.ask) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 
-CREATE OR REPLACE FUNCTION tireless.conversation_replies_due(forge text, owner text, repo text, poller text,
-                                                             max_replies integer DEFAULT 100)
-    RETURNS TABLE (ask_id bigint, number integer, reply text, comment_id bigint, body text, marker text)
-    LANGUAGE plpgsql STABLE SECURITY DEFINER
-    SET search_path = pg_catalog, pg_temp
+CREATE OR REPLACE FUNCTION tireless.reply_write(w tireless.forge_write) RETURNS jsonb
+    LANGUAGE sql STABLE
 AS $$
-BEGIN
-    IF conversation_replies_due.max_replies IS NULL OR conversation_replies_due.max_replies NOT BETWEEN 1 AND 10000 THEN
-        RAISE EXCEPTION 'max_replies must be from 1 to 10000, got %', coalesce(conversation_replies_due.max_replies::text, 'null')
-            USING ERRCODE = 'TL005';
-    END IF;
-    PERFORM tireless.held_poll(conversation_replies_due.forge, conversation_replies_due.owner, conversation_replies_due.repo,
-                               conversation_replies_due.poller);
-    RETURN QUERY
-    SELECT a.id, coalesce(a.pull_number, a.number), a.reply,
-           CASE WHEN a.source = 'comment' AND a.source_id ~ '^[0-9]{1,18}$' THEN a.source_id::bigint END,
-           CASE WHEN a.reply = 'comment' THEN tireless.ask_reply_text(a) END,
-           CASE WHEN a.reply = 'comment' THEN format('<!-- tireless:ask:%s -->', a.id) END
+    SELECT jsonb_build_object('ask_id', a.id, 'number', coalesce(a.pull_number, a.number), 'reply', a.reply,
+                              'comment_id', CASE WHEN a.source = 'comment' AND a.source_id ~ '^[0-9]{1,18}$'
+                                                 THEN a.source_id::bigint END,
+                              'body', CASE WHEN a.reply = 'comment' THEN tireless.ask_reply_text(a) END,
+                              'marker', CASE WHEN a.reply = 'comment' THEN format('<!-- tireless:ask:%s -->', a.id) END)
       FROM tireless.ask a
-     WHERE (a.forge, a.owner, a.repo) = (conversation_replies_due.forge, conversation_replies_due.owner, conversation_replies_due.repo)
-       AND a.reply IS NOT NULL AND a.replied_at IS NULL AND a.next_reply_at <= now()
-       AND (a.reply = 'comment' OR a.source_id ~ '^[0-9]{1,18}$')
-       AND tireless.mirror_may_write(a.forge, a.owner, a.repo, a.number)
-     ORDER BY a.next_reply_at, a.id
-     LIMIT conversation_replies_due.max_replies;
-END;
+     WHERE a.id = w.ask_id AND a.reply IS NOT NULL AND a.replied_at IS NULL;
 $$;
-COMMENT ON FUNCTION tireless.conversation_replies_due(text, text, text, text, integer) IS
-    'For a poller holding the repository''s poll lease: the replies the mirror owes (at most max_replies), soonest '
-    'first: a reaction (react: +1 on the command comment_id) for a command acted on, or a comment (body, ending '
-    'with marker) on the pull request or issue where a refused ask was made; none on a gone issue or, for a day, in '
-    'an archived repository (tireless.mirror_may_write). TL004 without the lease.';
-REVOKE ALL ON FUNCTION tireless.conversation_replies_due(text, text, text, text, integer) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
-GRANT EXECUTE ON FUNCTION tireless.conversation_replies_due(text, text, text, text, integer) TO tireless_poller;
+COMMENT ON FUNCTION tireless.reply_write(tireless.forge_write) IS
+    'What a reply write (kind reply) says, as tireless.forge_writes_due lists it: {ask_id, number (the pull request '
+    'or issue where the ask was made), reply (react: +1 on the command comment_id, for a command acted on; comment: '
+    'body, ending with marker, for a refused ask), comment_id, body, marker}.';
+REVOKE ALL ON FUNCTION tireless.reply_write(tireless.forge_write) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 
-CREATE OR REPLACE FUNCTION tireless.record_conversation_reply(forge text, owner text, repo text, poller text, ask_id bigint,
-                                                              error text DEFAULT NULL) RETURNS timestamptz
-    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-    SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    owed tireless.ask;
-    until timestamptz;
-BEGIN
-    IF record_conversation_reply.error IS NOT NULL AND btrim(record_conversation_reply.error) = '' THEN
-        RAISE EXCEPTION 'error must say what failed, got %', quote_literal(record_conversation_reply.error) USING ERRCODE = 'TL005';
-    END IF;
-    PERFORM tireless.held_poll(record_conversation_reply.forge, record_conversation_reply.owner, record_conversation_reply.repo,
-                               record_conversation_reply.poller);
-    SELECT * INTO owed FROM tireless.ask a
-     WHERE a.id = record_conversation_reply.ask_id
-       AND (a.forge, a.owner, a.repo) = (record_conversation_reply.forge, record_conversation_reply.owner, record_conversation_reply.repo)
-       AND a.reply IS NOT NULL
-       FOR UPDATE;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'ask % of %/%/% owes no reply', coalesce(record_conversation_reply.ask_id::text, 'null'),
-            record_conversation_reply.forge, record_conversation_reply.owner, record_conversation_reply.repo
-            USING ERRCODE = 'TL005', HINT = 'Record the replies conversation_replies_due returned.';
-    END IF;
-    IF record_conversation_reply.error IS NULL THEN
-        UPDATE tireless.ask a SET replied_at = coalesce(a.replied_at, now()), reply_error = NULL WHERE a.id = owed.id;
-        PERFORM tireless.repo_writable(owed.forge, owed.owner, owed.repo);
-        RETURN NULL;
-    END IF;
-    until := now() + least(interval '1 hour', interval '15 seconds' * (2::float8 ^ least(owed.reply_failures, 20)))
-                     * (0.5 + random() / 2);
-    UPDATE tireless.ask a
-       SET reply_failures = a.reply_failures + 1, next_reply_at = until,
-           reply_error = left(btrim(record_conversation_reply.error), 2000)
-     WHERE a.id = owed.id;
-    RETURN until;
+CREATE OR REPLACE FUNCTION tireless.reply_written(w tireless.forge_write) RETURNS void
+    LANGUAGE sql VOLATILE
+BEGIN ATOMIC
+    UPDATE tireless.ask a SET replied_at = coalesce(a.replied_at, now()) WHERE a.id = w.ask_id;
 END;
-$$;
-COMMENT ON FUNCTION tireless.record_conversation_reply(text, text, text, text, bigint, text) IS
-    'The forge confirmed the reply owed for ask_id (error null: never owed again; returns null), or writing it '
-    'failed (error: counted, backed off exponentially with jitter; returns when it is tried again). TL004 without '
-    'the poll lease, TL005 for an ask that owes no reply.';
-REVOKE ALL ON FUNCTION tireless.record_conversation_reply(text, text, text, text, bigint, text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
-GRANT EXECUTE ON FUNCTION tireless.record_conversation_reply(text, text, text, text, bigint, text) TO tireless_poller;
+COMMENT ON FUNCTION tireless.reply_written(tireless.forge_write) IS
+    'The forge shows the reply of write w: the ask owes it no more.';
+REVOKE ALL ON FUNCTION tireless.reply_written(tireless.forge_write) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;

@@ -175,7 +175,7 @@ SELECT d.job_id, d.forge, d.owner, d.repo, d.number, d.delivered_at, d.branch IS
        w.queued_at AS pull_queued_at, w.written_at AS pull_written_at, coalesce(w.failures, 0) AS pull_failures,
        w.last_error AS pull_error, w.last_error_at AS pull_error_at
   FROM tireless.delivery d
-  LEFT JOIN tireless.mirror_pull w ON w.job_id = d.job_id;
+  LEFT JOIN tireless.forge_write w ON w.kind = 'pull' AND w.job_id = d.job_id;
 COMMENT ON VIEW tireless.deliveries IS
     'What each job delivered through tireless.deliver: changed (false: delivered with no change), the branch and '
     'head pushed, the base branch and commit, draft, the pull request once the mirror recorded it (number, URL, '

@@ -241,8 +241,8 @@ BEGIN
             deliver.base_branch, deliver.base, changed AND coalesce(deliver.draft, false));
     IF changed THEN
         -- The mirror opens or updates the pull request; an untracked repository is not mirrored.
-        INSERT INTO tireless.mirror_pull (job_id, forge, owner, repo, number)
-        SELECT result.id, t.forge, t.owner, t.repo, result.number FROM tireless.tracked_repo t
+        INSERT INTO tireless.forge_write (kind, forge, owner, repo, number, job_id)
+        SELECT 'pull', t.forge, t.owner, t.repo, result.number, result.id FROM tireless.tracked_repo t
          WHERE (t.forge, t.owner, t.repo) = (result.forge, result.owner, result.repo);
     END IF;
     RETURN result;
@@ -252,7 +252,7 @@ COMMENT ON FUNCTION tireless.deliver(bigint, text, text, text, text, text, uuid,
     'The holder delivers the job with what it pushed, in one transaction: exactly transition(job_id, ''delivered'', '
     'worker, note, token) (its refusals: TL004 unless worker, token and login hold the claim, TL003 for a finished '
     'job, TL001, TL005), then the delivery recorded (branch, head, base_branch, base, draft) and, for a tracked '
-    'repository, the pull request queued for the mirror (mirror_pulls_due). Without branch, head, base_branch and '
+    'repository, the pull request queued for the mirror (a write of the outbox, tireless.forge_write). Without branch, head, base_branch and '
     'base: delivered with no change (note ''no change'' unless given), no pull request. TL009 for a malformed '
     'branch or commit, a branch that is its own base, or a head that is its base; nothing changes.'
     ' Sent again with the token of a claim its holder already ended (the answer was lost: a failover, a cut connection): answered with the job as it is now, nothing changes.';

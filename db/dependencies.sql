@@ -270,6 +270,11 @@ BEGIN
          -- In one order, so that two polls telling the same cycle never wait for each other in a circle.
          ORDER BY jd.forge, jd.owner, jd.repo, jd.number
         ON CONFLICT (forge, owner, repo, number, cycle) WHERE broken_at IS NULL DO NOTHING
+        RETURNING cycle_report.id, cycle_report.forge, cycle_report.owner, cycle_report.repo, cycle_report.number
+    ), told AS (
+        -- Each report's comment is a write of the outbox (tireless.forge_write).
+        INSERT INTO tireless.forge_write (kind, forge, owner, repo, number, report_id)
+        SELECT 'cycle', r.forge, r.owner, r.repo, r.number, r.id FROM reported r ORDER BY r.id
     ), broken AS (
         -- The issue's job is on no cycle now, or on another: that report is done with (a comment not
         -- yet written is dropped), and the same cycle made again is told again.
@@ -277,6 +282,10 @@ BEGIN
           FROM judged jd
          WHERE (r.forge, r.owner, r.repo, r.number) = (jd.forge, jd.owner, jd.repo, jd.number)
            AND r.broken_at IS NULL AND r.cycle IS DISTINCT FROM left(jd.cycle, 4000)
+        RETURNING r.id
+    ), dropped AS (
+        DELETE FROM tireless.forge_write w USING broken b
+         WHERE w.kind = 'cycle' AND w.report_id = b.id AND w.written_at IS NULL
     ), changed AS (
         UPDATE tireless.job j
            SET waiting_on = jd.waiting_on, note = jd.note, updated_at = now()
@@ -303,7 +312,7 @@ COMMENT ON FUNCTION tireless.settle_dependencies(jsonb) IS
     'lines of each body shown, then sets job.waiting_on (and the note `waiting on #3, #7`, with the cycle if any) '
     'of the pending jobs of those issues and of the issues that depend on them; a job whose dependencies have all '
     'closed is released and its lane woken. A job found on a cycle has it reported once on its issue '
-    '(tireless.cycle_report, posted by the mirror: cycle_reports_due), again only after the cycle was broken. '
+    '(tireless.cycle_report, a write of the outbox tireless.forge_write), again only after the cycle was broken. '
     'Returns how many jobs it released. Private: apply_work_rule calls it.';
 REVOKE ALL ON FUNCTION tireless.settle_dependencies(jsonb) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 

@@ -151,7 +151,7 @@ END;
 $$;
 COMMENT ON FUNCTION tireless.finished_job_comment(tireless.job) IS
     'The comment a finished job leaves on its issue, up to its checklist of children and its marker line, which '
-    'mirror_comments_due adds: the outcome and attempts on the first line (a delivery that '
+    'tireless.comment_write adds: the outcome and attempts on the first line (a delivery that '
     'pushed names its pull request once the mirror recorded it, and its branch: delivered as #12 (branch '
     '`tireless/7`) after 1 attempt), then the report its '
     'last attempt attached (tireless.attach_report) made safe and cut to fit (tireless.fit_report: the whole '
@@ -260,13 +260,19 @@ BEGIN
            SET job_id = excluded.job_id, state = excluded.state, waiting = excluded.waiting, failures = 0, next_try_at = now()
          WHERE excluded.job_id > mi.job_id
             OR (excluded.job_id = mi.job_id AND (excluded.state <> mi.state OR excluded.waiting <> mi.waiting))
+    ), commented AS (
+        INSERT INTO tireless.mirror_comment AS mc (job_id, forge, owner, repo, number)
+        SELECT t.id, mirror_writes.forge, mirror_writes.owner, mirror_writes.repo, t.number
+          FROM touched t
+         CROSS JOIN tireless.policy p
+         WHERE p.mirror_comments AND tireless.is_terminal(t.state)
+        ON CONFLICT ON CONSTRAINT mirror_comment_pkey DO NOTHING
+        RETURNING mc.job_id, mc.forge, mc.owner, mc.repo, mc.number
     )
-    INSERT INTO tireless.mirror_comment (job_id, forge, owner, repo, number)
-    SELECT t.id, mirror_writes.forge, mirror_writes.owner, mirror_writes.repo, t.number
-      FROM touched t
-     CROSS JOIN tireless.policy p
-     WHERE p.mirror_comments AND tireless.is_terminal(t.state)
-    ON CONFLICT ON CONSTRAINT mirror_comment_pkey DO NOTHING;
+    -- Each comment queued is a write of the outbox (tireless.forge_write).
+    INSERT INTO tireless.forge_write (kind, forge, owner, repo, number, job_id)
+    SELECT 'comment', c.forge, c.owner, c.repo, c.number, c.job_id FROM commented c ORDER BY c.job_id
+    ON CONFLICT ON CONSTRAINT forge_write_once DO NOTHING;
 
     -- The cursor passes only events older than the settle time: a transaction that commits later
     -- than an event with a greater id is still read by the next scan. Reading an event again is harmless.
@@ -432,9 +438,7 @@ BEGIN
                                record_mirror_failure.poller);
     queued := tireless.mirror_issue_row(record_mirror_failure.forge, record_mirror_failure.owner, record_mirror_failure.repo,
                                      record_mirror_failure.number, record_mirror_failure.job_id, record_mirror_failure.state);
-    -- 15 s doubling per failure in a row, capped at an hour, jittered to between half and all of it.
-    until := now() + least(interval '1 hour', interval '15 seconds' * (2::float8 ^ least(queued.failures, 20)))
-                     * (0.5 + random() / 2);
+    until := now() + tireless.forge_write_backoff(queued.failures);
     UPDATE tireless.mirror_issue mi
        SET failures = mi.failures + 1, next_try_at = until,
            last_error = left(btrim(record_mirror_failure.error), 2000), last_error_at = now()
@@ -507,9 +511,9 @@ BEGIN
          + (SELECT count(*) FROM tireless.mirror_comment c
              WHERE (c.forge, c.owner, c.repo) = (mirror_unread.forge, mirror_unread.owner, mirror_unread.repo)
                AND c.written_at IS NULL AND NOT tireless.issue_gone(c.forge, c.owner, c.repo, c.number))
-         + (SELECT count(*) FROM tireless.mirror_pull p
+         + (SELECT count(*) FROM tireless.forge_write p
              WHERE (p.forge, p.owner, p.repo) = (mirror_unread.forge, mirror_unread.owner, mirror_unread.repo)
-               AND p.written_at IS NULL AND NOT tireless.issue_gone(p.forge, p.owner, p.repo, p.number))
+               AND p.kind = 'pull' AND p.written_at IS NULL AND NOT tireless.issue_gone(p.forge, p.owner, p.repo, p.number))
          -- The issues of delivered plans' steps and discoveries' proposals still to open.
          + (SELECT count(*) FROM tireless.plan_task t JOIN tireless.job j ON j.id = t.job_id
              WHERE (t.forge, t.owner, t.repo) = (mirror_unread.forge, mirror_unread.owner, mirror_unread.repo)
@@ -625,33 +629,21 @@ COMMENT ON FUNCTION tireless.children_checklist(tireless.job) IS
     'as "… and 3 more"; null when the job opened none.';
 REVOKE ALL ON FUNCTION tireless.children_checklist(tireless.job) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 
-CREATE OR REPLACE FUNCTION tireless.mirror_comments_due(forge text, owner text, repo text, poller text, max_comments integer DEFAULT 100)
-    RETURNS TABLE (job_id bigint, number integer, body text, marker text, checklist text)
-    LANGUAGE plpgsql STABLE SECURITY DEFINER
-    SET search_path = pg_catalog, pg_temp
+CREATE OR REPLACE FUNCTION tireless.comment_write(w tireless.forge_write) RETURNS jsonb
+    LANGUAGE sql STABLE
 AS $$
-BEGIN
-    IF mirror_comments_due.max_comments IS NULL OR mirror_comments_due.max_comments NOT BETWEEN 1 AND 10000 THEN
-        RAISE EXCEPTION 'max_comments must be from 1 to 10000, got %', coalesce(mirror_comments_due.max_comments::text, 'null')
-            USING ERRCODE = 'TL005';
-    END IF;
-    PERFORM tireless.held_poll(mirror_comments_due.forge, mirror_comments_due.owner, mirror_comments_due.repo,
-                               mirror_comments_due.poller);
-    RETURN QUERY
-    SELECT c.job_id, c.number,
-           tireless.finished_job_comment(j) || coalesce(E'\n\n' || children.checklist, '')
-           || E'\n\n' || tireless.comment_marker(j.id),
-           tireless.comment_marker(j.id), children.checklist
+    SELECT jsonb_build_object('job_id', c.job_id, 'number', c.number,
+                              'body', tireless.finished_job_comment(j) || coalesce(E'\n\n' || children.checklist, '')
+                                      || E'\n\n' || tireless.comment_marker(j.id),
+                              'marker', tireless.comment_marker(j.id), 'checklist', children.checklist)
       FROM tireless.mirror_comment c
       JOIN tireless.job j ON j.id = c.job_id
      CROSS JOIN LATERAL (SELECT tireless.children_checklist(j) AS checklist) AS children
-     WHERE (c.forge, c.owner, c.repo) = (mirror_comments_due.forge, mirror_comments_due.owner, mirror_comments_due.repo)
-       AND c.written_at IS NULL AND c.next_try_at <= now()
-       AND tireless.mirror_may_write(c.forge, c.owner, c.repo, c.number)
+     WHERE c.job_id = w.job_id AND c.written_at IS NULL
        -- A delivery's comment names its pull request: it waits for the pull request's write, unless
        -- that failed three times in a row or was queued an hour ago (then it names the branch only).
-       AND NOT EXISTS (SELECT FROM tireless.mirror_pull p
-                        WHERE p.job_id = c.job_id AND p.written_at IS NULL
+       AND NOT EXISTS (SELECT FROM tireless.forge_write p
+                        WHERE p.kind = 'pull' AND p.job_id = c.job_id AND p.written_at IS NULL
                           AND p.failures < 3 AND p.queued_at > now() - interval '1 hour')
        -- A plan's comment lists its children: it waits for them to be opened, unless opening one
        -- failed three times in a row or the job was delivered an hour ago (then it says which are not).
@@ -659,76 +651,45 @@ BEGIN
                 AND EXISTS (SELECT FROM tireless.plan_task t
                              WHERE t.job_id = c.job_id AND t.attempt = j.attempts AND t.child_number IS NULL)
                 AND NOT EXISTS (SELECT FROM tireless.plan_task t
+                                  JOIN tireless.forge_write o ON o.kind = 'task' AND (o.job_id, o.task) = (t.job_id, t.task)
                                  WHERE t.job_id = c.job_id AND t.attempt = j.attempts AND t.child_number IS NULL
-                                   AND t.failures >= 3))
-     ORDER BY c.next_try_at, c.job_id
-     LIMIT mirror_comments_due.max_comments;
-END;
+                                   AND o.failures >= 3));
 $$;
-COMMENT ON FUNCTION tireless.mirror_comments_due(text, text, text, text, integer) IS
-    'For a poller holding the repository''s poll lease: the outcome comments still to write (at most max_comments), '
-    'oldest job first: the job, its issue, the body ending with its marker line (at most tireless.forge_body_limit() '
-    'characters: finished_job_comment cuts the report to fit), the marker, and the checklist of '
-    'the children the job opened (tireless.children_checklist; null when none), which the body holds before the '
-    'marker. A delivered job''s comment waits for its pull request''s write (mirror_pulls_due) so that it names it, '
-    'unless that write failed three times in a row or was queued an hour ago; a delivered plan''s (or discovery''s) '
-    'waits for its children to be opened (plan_tasks_due) so that it lists them, unless opening one failed three '
-    'times in a row or the job was delivered an hour ago. None for a gone issue or, for a day, an archived '
-    'repository (tireless.mirror_may_write). TL004 without the lease.';
-REVOKE ALL ON FUNCTION tireless.mirror_comments_due(text, text, text, text, integer) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
-GRANT EXECUTE ON FUNCTION tireless.mirror_comments_due(text, text, text, text, integer) TO tireless_poller;
+COMMENT ON FUNCTION tireless.comment_write(tireless.forge_write) IS
+    'What an outcome comment write (kind comment) posts, as tireless.forge_writes_due lists it: {job_id, number, '
+    'body, marker, checklist}: the body ends with its marker line (at most tireless.forge_body_limit() characters: '
+    'finished_job_comment cuts the report to fit) and holds the checklist of the children the job opened '
+    '(tireless.children_checklist; null when none) before the marker. Null (not due) while a delivered job''s comment '
+    'waits for its pull request''s write so that it names it, unless that write failed three times in a row or was '
+    'queued an hour ago, or a delivered plan''s (or discovery''s) waits for its children to be opened so that it lists '
+    'them, unless opening one failed three times in a row or the job was delivered an hour ago.';
+REVOKE ALL ON FUNCTION tireless.comment_write(tireless.forge_write) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 
-CREATE OR REPLACE FUNCTION tireless.record_mirror_comment(
-    forge text, owner text, repo text, poller text, job_id bigint, error text DEFAULT NULL, checklist text DEFAULT NULL
-) RETURNS timestamptz
-    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-    SET search_path = pg_catalog, pg_temp
+CREATE OR REPLACE FUNCTION tireless.comment_written(w tireless.forge_write, result jsonb) RETURNS void
+    LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
-    queued tireless.mirror_comment;
-    until timestamptz;
+    shown text := comment_written.result ->> 'checklist';
 BEGIN
-    IF record_mirror_comment.error IS NOT NULL AND btrim(record_mirror_comment.error) = '' THEN
-        RAISE EXCEPTION 'error must say what failed, got %', quote_literal(record_mirror_comment.error) USING ERRCODE = 'TL005';
-    END IF;
-    PERFORM tireless.held_poll(record_mirror_comment.forge, record_mirror_comment.owner, record_mirror_comment.repo,
-                               record_mirror_comment.poller);
-    SELECT * INTO queued FROM tireless.mirror_comment c
-     WHERE c.job_id = record_mirror_comment.job_id
-       AND (c.forge, c.owner, c.repo) = (record_mirror_comment.forge, record_mirror_comment.owner, record_mirror_comment.repo)
-       FOR UPDATE;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'job % of %/%/% has no outcome comment queued', coalesce(record_mirror_comment.job_id::text, 'null'),
-            record_mirror_comment.forge, record_mirror_comment.owner, record_mirror_comment.repo
-            USING ERRCODE = 'TL005', HINT = 'Record the comments mirror_comments_due returned.';
-    END IF;
-    IF record_mirror_comment.error IS NULL THEN
-        -- The checklist the posted comment holds (as mirror_comments_due gave it): later edits start from it.
-        UPDATE tireless.mirror_comment c SET written_at = coalesce(c.written_at, now()), last_error = NULL, last_error_at = NULL,
-               checklist = coalesce(record_mirror_comment.checklist, c.checklist),
-               checklist_written_at = CASE WHEN record_mirror_comment.checklist IS NOT NULL THEN now()
-                                           ELSE c.checklist_written_at END
-         WHERE c.job_id = queued.job_id;
-        PERFORM tireless.repo_writable(queued.forge, queued.owner, queued.repo);
-        RETURN NULL;
-    END IF;
-    -- 15 s doubling per failure in a row, capped at an hour, jittered to between half and all of it.
-    until := now() + least(interval '1 hour', interval '15 seconds' * (2::float8 ^ least(queued.failures, 20)))
-                     * (0.5 + random() / 2);
+    -- The checklist the posted comment holds (as comment_write gave it): later edits start from it.
     UPDATE tireless.mirror_comment c
-       SET failures = c.failures + 1, next_try_at = until,
-           last_error = left(btrim(record_mirror_comment.error), 2000), last_error_at = now()
-     WHERE c.job_id = queued.job_id;
-    RETURN until;
+       SET written_at = coalesce(c.written_at, now()),
+           checklist = coalesce(shown, c.checklist),
+           checklist_written_at = CASE WHEN shown IS NOT NULL THEN now() ELSE c.checklist_written_at END
+     WHERE c.job_id = w.job_id;
+    -- While a child is unchecked, the checklist is edited as the children change (tireless.checklist_write).
+    IF strpos(shown, '- [ ] ') > 0 THEN
+        INSERT INTO tireless.forge_write (kind, forge, owner, repo, number, job_id)
+        VALUES ('checklist', w.forge, w.owner, w.repo, w.number, w.job_id)
+        ON CONFLICT ON CONSTRAINT forge_write_once DO NOTHING;
+    END IF;
 END;
 $$;
-COMMENT ON FUNCTION tireless.record_mirror_comment(text, text, text, text, bigint, text, text) IS
-    'The forge confirmed job_id''s outcome comment (error null: recorded as written, never queued again, with the '
-    'checklist of children it holds as mirror_comments_due gave it, which mirror_checklists_due compares with the '
-    'current one; returns null), or posting it failed (error: counted, backed off exponentially with jitter; returns '
-    'when it is tried again). TL004 without the poll lease, TL005 for a comment never queued.';
-REVOKE ALL ON FUNCTION tireless.record_mirror_comment(text, text, text, text, bigint, text, text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
-GRANT EXECUTE ON FUNCTION tireless.record_mirror_comment(text, text, text, text, bigint, text, text) TO tireless_poller;
+COMMENT ON FUNCTION tireless.comment_written(tireless.forge_write, jsonb) IS
+    'The forge shows the outcome comment of write w: recorded as written, with result''s checklist (the one '
+    'comment_write gave), which tireless.checklist_write compares with the current one; a checklist with an '
+    'unchecked child queues the checklist''s standing write.';
+REVOKE ALL ON FUNCTION tireless.comment_written(tireless.forge_write, jsonb) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 
 -- The pull request of a delivery. One per issue, from its branch to the base branch: a write per
 -- delivery that pushed, of which the mirror makes only the issue's newest (it carries every older push
@@ -773,126 +734,75 @@ COMMENT ON FUNCTION tireless.pull_request_text(tireless.job) IS
     'and attempt made it, and the marker line (tireless.pull_marker).';
 REVOKE ALL ON FUNCTION tireless.pull_request_text(tireless.job) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 
-CREATE OR REPLACE FUNCTION tireless.mirror_pulls_due(forge text, owner text, repo text, poller text, max_pulls integer DEFAULT 100)
-    RETURNS TABLE (job_id bigint, number integer, action text, pull_number integer, head_branch text, head text,
-                   base_branch text, title text, body text, marker text, draft boolean)
-    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-    SET search_path = pg_catalog, pg_temp
+CREATE OR REPLACE FUNCTION tireless.pull_write(w tireless.forge_write) RETURNS jsonb
+    LANGUAGE sql STABLE
 AS $$
-BEGIN
-    IF mirror_pulls_due.max_pulls IS NULL OR mirror_pulls_due.max_pulls NOT BETWEEN 1 AND 10000 THEN
-        RAISE EXCEPTION 'max_pulls must be from 1 to 10000, got %', coalesce(mirror_pulls_due.max_pulls::text, 'null')
-            USING ERRCODE = 'TL005';
-    END IF;
-    PERFORM tireless.held_poll(mirror_pulls_due.forge, mirror_pulls_due.owner, mirror_pulls_due.repo, mirror_pulls_due.poller);
-    RETURN QUERY
-    SELECT w.job_id, w.number, CASE WHEN known.pull_number IS NULL THEN 'open' ELSE 'update' END, known.pull_number,
-           d.branch, d.head, d.base_branch, pr.title, pr.body, tireless.pull_marker(w.number), d.draft
-      -- Per issue its newest delivery still to write: its push carries the older ones.
-      FROM (SELECT DISTINCT ON (p.number) p.job_id, p.number, p.next_try_at
-              FROM tireless.mirror_pull p
-             WHERE (p.forge, p.owner, p.repo) = (mirror_pulls_due.forge, mirror_pulls_due.owner, mirror_pulls_due.repo)
-               AND p.written_at IS NULL
-             ORDER BY p.number, p.job_id DESC) AS w
-      JOIN tireless.delivery d ON d.job_id = w.job_id
-      JOIN tireless.job j ON j.id = w.job_id
+    SELECT jsonb_build_object('job_id', w.job_id, 'number', w.number,
+                              'action', CASE WHEN known.pull_number IS NULL THEN 'open' ELSE 'update' END,
+                              'pull_number', known.pull_number, 'head_branch', d.branch, 'head', d.head,
+                              'base_branch', d.base_branch, 'title', pr.title, 'body', pr.body,
+                              'marker', tireless.pull_marker(w.number), 'draft', d.draft)
+      FROM tireless.delivery d
+      JOIN tireless.job j ON j.id = d.job_id
       LEFT JOIN LATERAL (SELECT o.pull_number FROM tireless.delivery o
                           WHERE (o.forge, o.owner, o.repo, o.number) = (d.forge, d.owner, d.repo, d.number)
                             AND o.branch = d.branch AND o.pull_number IS NOT NULL
                           ORDER BY o.job_id DESC LIMIT 1) AS known ON true
      CROSS JOIN LATERAL tireless.pull_request_text(j) AS pr
-     WHERE w.next_try_at <= now()
-       AND tireless.mirror_may_write(d.forge, d.owner, d.repo, w.number)
-     ORDER BY w.next_try_at, w.job_id
-     LIMIT mirror_pulls_due.max_pulls;
-END;
+     WHERE d.job_id = w.job_id
+       -- Per issue its newest delivery still to write: its push carries the older ones.
+       AND NOT EXISTS (SELECT FROM tireless.forge_write n
+                        WHERE n.kind = 'pull' AND (n.forge, n.owner, n.repo, n.number) = (w.forge, w.owner, w.repo, w.number)
+                          AND n.written_at IS NULL AND n.job_id > w.job_id);
 $$;
-COMMENT ON FUNCTION tireless.mirror_pulls_due(text, text, text, text, integer) IS
-    'For a poller holding the repository''s poll lease: the pull requests to open or update (at most max_pulls), '
-    'one per issue, for its newest delivery not yet written: the job, the issue, the action (open: no pull request '
-    'known for the branch; update: pull_number, the one last recorded, which may have been closed since), the '
-    'head branch and commit, the base branch, the title and body (tireless.pull_request_text), the marker the body '
-    'ends with, and whether to open it as a draft. Listed until record_mirror_pull records it; not while the issue is '
-    'gone or, for a day, the repository archived (tireless.mirror_may_write). TL004 without the lease.';
-REVOKE ALL ON FUNCTION tireless.mirror_pulls_due(text, text, text, text, integer) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
-GRANT EXECUTE ON FUNCTION tireless.mirror_pulls_due(text, text, text, text, integer) TO tireless_poller;
+COMMENT ON FUNCTION tireless.pull_write(tireless.forge_write) IS
+    'What a pull request write (kind pull) does, as tireless.forge_writes_due lists it, for the issue''s newest '
+    'delivery not yet written (null for an older one: the newest carries its push): {job_id, number, action (open: '
+    'no pull request known for the branch; update: pull_number, the one last recorded, which may have been closed '
+    'since), pull_number, head_branch, head, base_branch, title, body (tireless.pull_request_text), marker (the line '
+    'the body ends with), draft}.';
+REVOKE ALL ON FUNCTION tireless.pull_write(tireless.forge_write) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 
-CREATE OR REPLACE FUNCTION tireless.record_mirror_pull(
-    forge text, owner text, repo text, poller text, job_id bigint,
-    pull_number integer DEFAULT NULL, pull_url text DEFAULT NULL, error text DEFAULT NULL
-) RETURNS timestamptz
-    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-    SET search_path = pg_catalog, pg_temp
+CREATE OR REPLACE FUNCTION tireless.pull_written(w tireless.forge_write, result jsonb) RETURNS void
+    LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
-    queued tireless.mirror_pull;
     pushed tireless.delivery;
-    until timestamptz;
+    given_number integer;
+    given_url text := pull_written.result ->> 'pull_url';
 BEGIN
-    IF record_mirror_pull.error IS NOT NULL THEN
-        IF btrim(record_mirror_pull.error) = '' THEN
-            RAISE EXCEPTION 'error must say what failed, got %', quote_literal(record_mirror_pull.error) USING ERRCODE = 'TL005';
-        END IF;
-        IF record_mirror_pull.pull_number IS NOT NULL OR record_mirror_pull.pull_url IS NOT NULL THEN
-            RAISE EXCEPTION 'a failed write has no pull request: give error, or pull_number and pull_url'
-                USING ERRCODE = 'TL005';
-        END IF;
-    ELSE
-        IF record_mirror_pull.pull_number IS NULL OR record_mirror_pull.pull_number <= 0 THEN
-            RAISE EXCEPTION 'pull_number must be a positive integer, got %', coalesce(record_mirror_pull.pull_number::text, 'null')
-                USING ERRCODE = 'TL009';
-        END IF;
-        IF record_mirror_pull.pull_url IS NULL OR record_mirror_pull.pull_url !~ '^https?://[^\x01-\x20\x7f-\x9f]+$'
-           OR length(record_mirror_pull.pull_url) > 2000 THEN
-            RAISE EXCEPTION 'pull_url must be an http(s) URL of at most 2000 characters, got %',
-                coalesce(quote_literal(left(record_mirror_pull.pull_url, 300)), 'null') USING ERRCODE = 'TL009';
-        END IF;
+    IF jsonb_typeof(pull_written.result -> 'pull_number') = 'number'
+       AND (pull_written.result ->> 'pull_number') ~ '^[0-9]{1,9}$' THEN
+        given_number := (pull_written.result ->> 'pull_number')::integer;
     END IF;
-    PERFORM tireless.held_poll(record_mirror_pull.forge, record_mirror_pull.owner, record_mirror_pull.repo,
-                               record_mirror_pull.poller);
-    SELECT * INTO queued FROM tireless.mirror_pull p
-     WHERE p.job_id = record_mirror_pull.job_id
-       AND (p.forge, p.owner, p.repo) = (record_mirror_pull.forge, record_mirror_pull.owner, record_mirror_pull.repo)
-       FOR UPDATE;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'job % of %/%/% has no pull request queued', coalesce(record_mirror_pull.job_id::text, 'null'),
-            record_mirror_pull.forge, record_mirror_pull.owner, record_mirror_pull.repo
-            USING ERRCODE = 'TL005', HINT = 'Record the pull requests mirror_pulls_due returned.';
+    IF given_number IS NULL OR given_number <= 0 THEN
+        RAISE EXCEPTION 'pull_number must be a positive integer, got %', coalesce(pull_written.result ->> 'pull_number', 'null')
+            USING ERRCODE = 'TL009';
     END IF;
-    IF record_mirror_pull.error IS NOT NULL THEN
-        -- 15 s doubling per failure in a row, capped at an hour, jittered to between half and all of it.
-        until := now() + least(interval '1 hour', interval '15 seconds' * (2::float8 ^ least(queued.failures, 20)))
-                         * (0.5 + random() / 2);
-        UPDATE tireless.mirror_pull p
-           SET failures = p.failures + 1, next_try_at = until,
-               last_error = left(btrim(record_mirror_pull.error), 2000), last_error_at = now()
-         WHERE p.job_id = queued.job_id;
-        RETURN until;
+    IF given_url IS NULL OR given_url !~ '^https?://[^\x01-\x20\x7f-\x9f]+$' OR length(given_url) > 2000 THEN
+        RAISE EXCEPTION 'pull_url must be an http(s) URL of at most 2000 characters, got %',
+            coalesce(quote_literal(left(given_url, 300)), 'null') USING ERRCODE = 'TL009';
     END IF;
     -- The pull request shows this push and every older one of the branch still waiting: those
     -- deliveries are in it too, and their writes are done.
-    SELECT * INTO pushed FROM tireless.delivery d WHERE d.job_id = queued.job_id;
+    SELECT * INTO pushed FROM tireless.delivery d WHERE d.job_id = w.job_id;
     UPDATE tireless.delivery d
-       SET pull_number = record_mirror_pull.pull_number, pull_url = record_mirror_pull.pull_url, pull_known_at = now()
+       SET pull_number = given_number, pull_url = given_url, pull_known_at = now()
      WHERE (d.forge, d.owner, d.repo, d.number) = (pushed.forge, pushed.owner, pushed.repo, pushed.number)
        AND d.branch = pushed.branch
        AND (d.job_id = pushed.job_id
             OR (d.job_id < pushed.job_id
-                AND EXISTS (SELECT FROM tireless.mirror_pull p WHERE p.job_id = d.job_id AND p.written_at IS NULL)));
-    UPDATE tireless.mirror_pull p
-       SET written_at = coalesce(p.written_at, now()), failures = 0, last_error = NULL, last_error_at = NULL
-     WHERE (p.forge, p.owner, p.repo, p.number) = (queued.forge, queued.owner, queued.repo, queued.number)
-       AND (p.job_id = queued.job_id OR (p.job_id < queued.job_id AND p.written_at IS NULL))
+                AND EXISTS (SELECT FROM tireless.forge_write p
+                             WHERE p.kind = 'pull' AND p.job_id = d.job_id AND p.written_at IS NULL)));
+    UPDATE tireless.forge_write p
+       SET written_at = now(), failures = 0, last_error = NULL, last_error_at = NULL
+     WHERE p.kind = 'pull' AND (p.forge, p.owner, p.repo, p.number) = (w.forge, w.owner, w.repo, w.number)
+       AND p.job_id < w.job_id AND p.written_at IS NULL
        AND EXISTS (SELECT FROM tireless.delivery d WHERE d.job_id = p.job_id AND d.branch = pushed.branch);
-    PERFORM tireless.repo_writable(queued.forge, queued.owner, queued.repo);
-    RETURN NULL;
 END;
 $$;
-COMMENT ON FUNCTION tireless.record_mirror_pull(text, text, text, text, bigint, integer, text, text) IS
-    'The forge opened, found or updated the pull request of job_id''s delivery (pull_number and pull_url): recorded '
-    'on the delivery, and on the older deliveries of the branch still waiting for theirs (the pull request carries '
-    'their pushes), whose writes are done too; never listed again; returns null. Or the write failed (error): '
-    'counted, backed off exponentially with jitter; returns when it is tried again. TL004 without the poll lease, '
-    'TL005 for a write never queued, TL009 for a malformed pull_number or pull_url.';
-REVOKE ALL ON FUNCTION tireless.record_mirror_pull(text, text, text, text, bigint, integer, text, text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
-GRANT EXECUTE ON FUNCTION tireless.record_mirror_pull(text, text, text, text, bigint, integer, text, text) TO tireless_poller;
+COMMENT ON FUNCTION tireless.pull_written(tireless.forge_write, jsonb) IS
+    'The forge opened, found or updated the pull request of write w''s delivery (result: {pull_number, pull_url}): '
+    'recorded on the delivery, and on the older deliveries of the branch still waiting for theirs (the pull request '
+    'carries their pushes), whose writes are done too. TL009 for a malformed pull_number or pull_url.';
+REVOKE ALL ON FUNCTION tireless.pull_written(tireless.forge_write, jsonb) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;

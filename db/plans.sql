@@ -108,12 +108,20 @@ BEGIN
            e.t ->> 'title', e.t ->> 'body', nullif(e.t ->> 'lane', ''), coalesce(e.t -> 'depends_on', '[]')
       FROM jsonb_array_elements(attach_plan.plan) WITH ORDINALITY AS e(t, position);
     GET DIAGNOSTICS attached = ROW_COUNT;
+    -- Each task's issue is a write of the outbox (tireless.forge_write), due once the job is delivered.
+    INSERT INTO tireless.forge_write (kind, forge, owner, repo, number, job_id, task)
+    SELECT 'task', t.forge, t.owner, t.repo, job.number, t.job_id, t.task
+      FROM tireless.plan_task t
+     WHERE t.job_id = job.id AND t.child_number IS NULL
+       AND EXISTS (SELECT FROM tireless.tracked_repo r WHERE (r.forge, r.owner, r.repo) = (t.forge, t.owner, t.repo))
+     ORDER BY t.task
+    ON CONFLICT ON CONSTRAINT forge_write_once DO NOTHING;
     RETURN attached;
 END;
 $$;
 COMMENT ON FUNCTION tireless.attach_plan(bigint, text, jsonb, uuid) IS
     'The holder of a plan (or discover) job attaches the tasks its agent wrote, before delivering it; they replace '
-    'those of an earlier attempt, and once the job is delivered the mirror opens an issue for each (plan_tasks_due). '
+    'those of an earlier attempt, and once the job is delivered the mirror opens an issue for each (a write of the outbox, tireless.forge_write). '
     'Returns how many. TL011 naming the task and the field for a malformed plan (tireless.plan_problem): the runner '
     'then fails the attempt with that note; TL005 for a job of another kind, TL001 for an unknown job, TL004 when '
     'worker (or token) does not hold it.';
@@ -128,37 +136,29 @@ COMMENT ON FUNCTION tireless.task_marker(bigint, integer) IS
     'opened by its own forge account.';
 REVOKE ALL ON FUNCTION tireless.task_marker(bigint, integer) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 
-CREATE OR REPLACE FUNCTION tireless.plan_tasks_due(forge text, owner text, repo text, poller text, max_tasks integer DEFAULT 100)
-    RETURNS TABLE (job_id bigint, task integer, parent_number integer, title text, body text, labels text[],
-                   marker text, since timestamptz, depends_on integer[])
-    LANGUAGE plpgsql STABLE SECURITY DEFINER
-    SET search_path = pg_catalog, pg_temp
+CREATE OR REPLACE FUNCTION tireless.task_write(w tireless.forge_write) RETURNS jsonb
+    LANGUAGE sql STABLE
 AS $$
-BEGIN
-    IF plan_tasks_due.max_tasks IS NULL OR plan_tasks_due.max_tasks NOT BETWEEN 1 AND 10000 THEN
-        RAISE EXCEPTION 'max_tasks must be from 1 to 10000, got %', coalesce(plan_tasks_due.max_tasks::text, 'null')
-            USING ERRCODE = 'TL005';
-    END IF;
-    PERFORM tireless.held_poll(plan_tasks_due.forge, plan_tasks_due.owner, plan_tasks_due.repo, plan_tasks_due.poller);
-    RETURN QUERY
-    SELECT t.job_id, t.task, j.number,
-           left(regexp_replace(btrim(tireless.safe_comment_text(t.title)), '\s+', ' ', 'g'), 200),
-           -- The task's body made safe, cut so that the issue's body fits (tireless.fit_report).
-           coalesce(nullif(tireless.fit_report(t.body, tireless.forge_body_limit() - 2 - length(links.text)), '') || E'\n\n', '')
-           || links.text,
-           ARRAY(SELECT l FROM unnest(ARRAY[CASE WHEN NOT t.proposal THEN p.label_prefix END,
-                                            p.label_prefix || '/implement',
-                                            p.label_prefix || '/agent:' || t.lane]) AS l WHERE l IS NOT NULL),
-           tireless.task_marker(t.job_id, t.task),
-           j.updated_at - interval '5 minutes',
-           -- The issues it depends on (its tasks' children and its "#N"), which the mirror also sets
-           -- as the forge's own relations where the forge has them.
-           ARRAY(SELECT CASE WHEN jsonb_typeof(d.v) = 'number'
-                             THEN (SELECT o.child_number FROM tireless.plan_task o
-                                    WHERE o.job_id = t.job_id AND o.task = (d.v)::numeric::integer)
-                             ELSE substr(d.v #>> '{}', 2)::integer END
-                   FROM jsonb_array_elements(t.depends_on) WITH ORDINALITY AS d(v, position)
-                  ORDER BY d.position)
+    SELECT jsonb_build_object(
+               'job_id', t.job_id, 'task', t.task, 'parent_number', j.number,
+               'title', left(regexp_replace(btrim(tireless.safe_comment_text(t.title)), '\s+', ' ', 'g'), 200),
+               -- The task's body made safe, cut so that the issue's body fits (tireless.fit_report).
+               'body', coalesce(nullif(tireless.fit_report(t.body, tireless.forge_body_limit() - 2 - length(links.text)), '')
+                                || E'\n\n', '') || links.text,
+               'labels', to_jsonb(ARRAY(SELECT l FROM unnest(ARRAY[CASE WHEN NOT t.proposal THEN p.label_prefix END,
+                                                               p.label_prefix || '/implement',
+                                                               p.label_prefix || '/agent:' || t.lane]) AS l
+                                         WHERE l IS NOT NULL)),
+               'marker', tireless.task_marker(t.job_id, t.task),
+               'since', j.updated_at - interval '5 minutes',
+               -- The issues it depends on (its tasks' children and its "#N"), which the mirror also sets
+               -- as the forge's own relations where the forge has them.
+               'depends_on', to_jsonb(ARRAY(SELECT CASE WHEN jsonb_typeof(d.v) = 'number'
+                                                        THEN (SELECT o.child_number FROM tireless.plan_task o
+                                                               WHERE o.job_id = t.job_id AND o.task = (d.v)::numeric::integer)
+                                                        ELSE substr(d.v #>> '{}', 2)::integer END
+                                              FROM jsonb_array_elements(t.depends_on) WITH ORDINALITY AS d(v, position)
+                                             ORDER BY d.position)))
       FROM tireless.plan_task t
       JOIN tireless.job j ON j.id = t.job_id
      CROSS JOIN tireless.policy p
@@ -172,90 +172,57 @@ BEGIN
                   || E'\n\n' || format('Opened by tireless for job %s (%s %s).', t.job_id,
                                        CASE WHEN t.proposal THEN 'proposal' ELSE 'task' END, t.task)
                   || E'\n\n' || tireless.task_marker(t.job_id, t.task) AS text) AS links
-     WHERE (t.forge, t.owner, t.repo) = (plan_tasks_due.forge, plan_tasks_due.owner, plan_tasks_due.repo)
-       AND t.child_number IS NULL AND t.next_try_at <= now()
+     WHERE (t.job_id, t.task) = (w.job_id, w.task)
+       AND t.child_number IS NULL
        AND j.state = 'delivered' AND t.attempt = j.attempts
-       AND tireless.mirror_may_write(t.forge, t.owner, t.repo, j.number)  -- the parent issue
        -- A dependency is opened before its dependents: its number goes in their bodies.
        AND NOT EXISTS (SELECT FROM jsonb_array_elements(t.depends_on) AS d(v)
                         JOIN tireless.plan_task o ON o.job_id = t.job_id
                               AND o.task = CASE WHEN jsonb_typeof(d.v) = 'number' THEN (d.v)::numeric::integer END
-                       WHERE o.child_number IS NULL)
-     ORDER BY t.job_id, t.task
-     LIMIT plan_tasks_due.max_tasks;
-END;
+                       WHERE o.child_number IS NULL);
 $$;
-COMMENT ON FUNCTION tireless.plan_tasks_due(text, text, text, text, integer) IS
-    'For a poller holding the repository''s poll lease: the tasks of delivered plan and discover jobs whose issue is '
-    'still to open (at most max_tasks), those whose task dependencies are opened: the job, the task, the parent '
-    'issue, the title and body (the task''s made safe and cut so that the body fits in tireless.forge_body_limit(), '
-    '"Part of #P", a "Depends on #N" line per dependency, the marker line), the labels (the opt-in for a plan''s child, not for a proposal; <prefix>/implement; the agent '
-    'label of its lane), the marker, since when to look for an issue already opened with it, and the numbers of the '
-    'issues it depends on (the mirror sets them as the forge''s own relations too). None while the parent issue is '
-    'gone or, for a day, the repository archived (tireless.mirror_may_write). TL004 without the lease.';
-REVOKE ALL ON FUNCTION tireless.plan_tasks_due(text, text, text, text, integer) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
-GRANT EXECUTE ON FUNCTION tireless.plan_tasks_due(text, text, text, text, integer) TO tireless_poller;
+COMMENT ON FUNCTION tireless.task_write(tireless.forge_write) IS
+    'What a task write (kind task) opens, as tireless.forge_writes_due lists it: the issue of a task of a delivered '
+    'plan or discover job, once the task''s dependencies are opened (null until then, or while the job is not '
+    'delivered): {job_id, task, parent_number, title and body (the task''s made safe and cut so that the body fits in '
+    'tireless.forge_body_limit(), "Part of #P", a "Depends on #N" line per dependency, the marker line), labels (the '
+    'opt-in for a plan''s child, not for a proposal; <prefix>/implement; the agent label of its lane), marker, since '
+    '(when to look from for an issue already opened with it), depends_on (the numbers of the issues it depends on: '
+    'the mirror sets them as the forge''s own relations too)}.';
+REVOKE ALL ON FUNCTION tireless.task_write(tireless.forge_write) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 
-CREATE OR REPLACE FUNCTION tireless.record_plan_task(
-    forge text, owner text, repo text, poller text, job_id bigint, task integer, number integer DEFAULT NULL,
-    error text DEFAULT NULL
-) RETURNS timestamptz
-    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-    SET search_path = pg_catalog, pg_temp
+CREATE OR REPLACE FUNCTION tireless.task_written(w tireless.forge_write, result jsonb) RETURNS void
+    LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
+    child integer;
     queued tireless.plan_task;
-    until timestamptz;
 BEGIN
-    IF (record_plan_task.number IS NULL) = (record_plan_task.error IS NULL) OR btrim(record_plan_task.error) = ''
-       OR record_plan_task.number < 1 THEN
-        RAISE EXCEPTION 'give the child issue''s number or the error that says what failed, got number %, error %',
-            coalesce(record_plan_task.number::text, 'null'), coalesce(quote_literal(record_plan_task.error), 'null')
-            USING ERRCODE = 'TL005';
+    IF jsonb_typeof(task_written.result -> 'number') = 'number' AND (task_written.result ->> 'number') ~ '^[0-9]{1,9}$' THEN
+        child := (task_written.result ->> 'number')::integer;
     END IF;
-    PERFORM tireless.held_poll(record_plan_task.forge, record_plan_task.owner, record_plan_task.repo, record_plan_task.poller);
-    PERFORM tireless.lock_repo_issues(record_plan_task.forge, record_plan_task.owner, record_plan_task.repo);
-    SELECT * INTO queued FROM tireless.plan_task t
-     WHERE (t.job_id, t.task) = (record_plan_task.job_id, record_plan_task.task)
-       AND (t.forge, t.owner, t.repo) = (record_plan_task.forge, record_plan_task.owner, record_plan_task.repo)
-       FOR UPDATE;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'job % of %/%/% has no task %', coalesce(record_plan_task.job_id::text, 'null'),
-            record_plan_task.forge, record_plan_task.owner, record_plan_task.repo, coalesce(record_plan_task.task::text, 'null')
-            USING ERRCODE = 'TL005', HINT = 'Record the tasks plan_tasks_due returned.';
+    IF child IS NULL OR child < 1 THEN
+        RAISE EXCEPTION 'give the child issue''s number or the error that says what failed, got number %',
+            coalesce(task_written.result ->> 'number', 'null') USING ERRCODE = 'TL005';
     END IF;
-    IF record_plan_task.error IS NULL THEN
-        IF queued.child_number IS NULL THEN
-            UPDATE tireless.plan_task t
-               SET child_number = record_plan_task.number, opened_at = now(), failures = 0,
-                   last_error = NULL, last_error_at = NULL
-             WHERE (t.job_id, t.task) = (queued.job_id, queued.task);
-            -- A job the poller made for the child before this was recorded (a create whose answer was
-            -- lost, then read) gets its parent now.
-            UPDATE tireless.job j SET parent_id = queued.job_id, updated_at = now()
-             WHERE (j.forge, j.owner, j.repo, j.number) = (queued.forge, queued.owner, queued.repo, record_plan_task.number)
-               AND j.state IN ('pending', 'claimed') AND j.parent_id IS NULL AND j.id <> queued.job_id;
-        END IF;
-        PERFORM tireless.repo_writable(queued.forge, queued.owner, queued.repo);
-        RETURN NULL;
+    PERFORM tireless.lock_repo_issues(w.forge, w.owner, w.repo);
+    SELECT * INTO queued FROM tireless.plan_task t WHERE (t.job_id, t.task) = (w.job_id, w.task) FOR UPDATE;
+    IF queued.child_number IS NULL THEN
+        UPDATE tireless.plan_task t SET child_number = child, opened_at = now()
+         WHERE (t.job_id, t.task) = (queued.job_id, queued.task);
+        -- A job the poller made for the child before this was recorded (a create whose answer was
+        -- lost, then read) gets its parent now.
+        UPDATE tireless.job j SET parent_id = queued.job_id, updated_at = now()
+         WHERE (j.forge, j.owner, j.repo, j.number) = (queued.forge, queued.owner, queued.repo, child)
+           AND j.state IN ('pending', 'claimed') AND j.parent_id IS NULL AND j.id <> queued.job_id;
     END IF;
-    -- 15 s doubling per failure in a row, capped at an hour, jittered to between half and all of it.
-    until := now() + least(interval '1 hour', interval '15 seconds' * (2::float8 ^ least(queued.failures, 20)))
-                     * (0.5 + random() / 2);
-    UPDATE tireless.plan_task t
-       SET failures = t.failures + 1, next_try_at = until,
-           last_error = left(btrim(record_plan_task.error), 2000), last_error_at = now()
-     WHERE (t.job_id, t.task) = (queued.job_id, queued.task);
-    RETURN until;
 END;
 $$;
-COMMENT ON FUNCTION tireless.record_plan_task(text, text, text, text, bigint, integer, integer, text) IS
-    'The mirror opened (or found by its marker) issue number for a task of job_id (recorded once; a live job of '
-    'that issue without a parent gets job_id as its parent; returns null), or opening it failed (error: counted, '
-    'backed off exponentially with jitter; returns when it is tried again). TL004 without the poll lease, TL005 for '
-    'a task never attached or neither a number nor an error.';
-REVOKE ALL ON FUNCTION tireless.record_plan_task(text, text, text, text, bigint, integer, integer, text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
-GRANT EXECUTE ON FUNCTION tireless.record_plan_task(text, text, text, text, bigint, integer, integer, text) TO tireless_poller;
+COMMENT ON FUNCTION tireless.task_written(tireless.forge_write, jsonb) IS
+    'The mirror opened (or found by its marker) issue result.number for the task of write w (recorded once; a live '
+    'job of that issue without a parent gets the plan''s job as its parent). TL005 without a number.';
+REVOKE ALL ON FUNCTION tireless.task_written(tireless.forge_write, jsonb) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+
 
 CREATE OR REPLACE FUNCTION tireless.job_tasks(job_id bigint)
     RETURNS TABLE (task integer, proposal boolean, title text, lane text, depends_on jsonb, child_number integer,
@@ -263,8 +230,10 @@ CREATE OR REPLACE FUNCTION tireless.job_tasks(job_id bigint)
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT t.task, t.proposal, t.title, t.lane, t.depends_on, t.child_number, t.opened_at, t.failures, t.last_error
+    SELECT t.task, t.proposal, t.title, t.lane, t.depends_on, t.child_number, t.opened_at, coalesce(w.failures, 0),
+           w.last_error
       FROM tireless.plan_task t
+      LEFT JOIN tireless.forge_write w ON w.kind = 'task' AND (w.job_id, w.task) = (t.job_id, t.task)
      WHERE t.job_id = job_tasks.job_id
      ORDER BY t.task;
 $$;

@@ -738,15 +738,11 @@ CREATE TABLE tireless.ask (
     job_id bigint,
     reply text,
     replied_at timestamp with time zone,
-    reply_failures integer DEFAULT 0 NOT NULL,
-    next_reply_at timestamp with time zone DEFAULT now() NOT NULL,
-    reply_error text,
     CONSTRAINT a_refusal_says_why CHECK (((outcome = 'refused'::text) = (refusal IS NOT NULL))),
     CONSTRAINT ask_body_bounded CHECK ((length(body) <= 65536)),
     CONSTRAINT ask_detail_is_a_list CHECK ((jsonb_typeof(detail) = 'array'::text)),
     CONSTRAINT ask_numbers_positive CHECK (((number > 0) AND (pull_number > 0))),
     CONSTRAINT ask_outcome_known CHECK ((outcome = ANY (ARRAY['waiting'::text, 'answered'::text, 'refused'::text, 'withdrawn'::text, 'done'::text]))),
-    CONSTRAINT ask_reply_failures_not_negative CHECK ((reply_failures >= 0)),
     CONSTRAINT ask_reply_known CHECK ((reply = ANY (ARRAY['react'::text, 'comment'::text]))),
     CONSTRAINT ask_source_id_bounded CHECK (((length(source_id) >= 1) AND (length(source_id) <= 100))),
     CONSTRAINT ask_source_known CHECK ((source = ANY (ARRAY['review'::text, 'comment'::text, 'checks'::text]))),
@@ -862,12 +858,6 @@ COMMENT ON CONSTRAINT ask_numbers_positive ON tireless.ask IS 'Issue and pull re
 COMMENT ON CONSTRAINT ask_outcome_known ON tireless.ask IS 'An ask is waiting, answered, refused, withdrawn or done.';
 
 --
--- Name: CONSTRAINT ask_reply_failures_not_negative ON ask; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT ask_reply_failures_not_negative ON tireless.ask IS 'Failures of the reply are counted from 0.';
-
---
 -- Name: CONSTRAINT ask_reply_known ON ask; Type: COMMENT; Schema: tireless; Owner: -
 --
 
@@ -952,6 +942,14 @@ BEGIN
            e.t ->> 'title', e.t ->> 'body', nullif(e.t ->> 'lane', ''), coalesce(e.t -> 'depends_on', '[]')
       FROM jsonb_array_elements(attach_plan.plan) WITH ORDINALITY AS e(t, position);
     GET DIAGNOSTICS attached = ROW_COUNT;
+    -- Each task's issue is a write of the outbox (tireless.forge_write), due once the job is delivered.
+    INSERT INTO tireless.forge_write (kind, forge, owner, repo, number, job_id, task)
+    SELECT 'task', t.forge, t.owner, t.repo, job.number, t.job_id, t.task
+      FROM tireless.plan_task t
+     WHERE t.job_id = job.id AND t.child_number IS NULL
+       AND EXISTS (SELECT FROM tireless.tracked_repo r WHERE (r.forge, r.owner, r.repo) = (t.forge, t.owner, t.repo))
+     ORDER BY t.task
+    ON CONFLICT ON CONSTRAINT forge_write_once DO NOTHING;
     RETURN attached;
 END;
 $$;
@@ -960,7 +958,7 @@ $$;
 -- Name: FUNCTION attach_plan(job_id bigint, worker text, plan jsonb, token uuid); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.attach_plan(job_id bigint, worker text, plan jsonb, token uuid) IS 'The holder of a plan (or discover) job attaches the tasks its agent wrote, before delivering it; they replace those of an earlier attempt, and once the job is delivered the mirror opens an issue for each (plan_tasks_due). Returns how many. TL011 naming the task and the field for a malformed plan (tireless.plan_problem): the runner then fails the attempt with that note; TL005 for a job of another kind, TL001 for an unknown job, TL004 when worker (or token) does not hold it.';
+COMMENT ON FUNCTION tireless.attach_plan(job_id bigint, worker text, plan jsonb, token uuid) IS 'The holder of a plan (or discover) job attaches the tasks its agent wrote, before delivering it; they replace those of an earlier attempt, and once the job is delivered the mirror opens an issue for each (a write of the outbox, tireless.forge_write). Returns how many. TL011 naming the task and the field for a malformed plan (tireless.plan_problem): the runner then fails the attempt with that note; TL005 for a job of another kind, TL001 for an unknown job, TL004 when worker (or token) does not hold it.';
 
 --
 -- Name: attach_report(bigint, text, text, uuid); Type: FUNCTION; Schema: tireless; Owner: -
@@ -1543,6 +1541,115 @@ $$;
 COMMENT ON FUNCTION tireless.check_worker(worker text) IS 'Raises TL005 unless worker is a non-blank name of at most 200 characters (tireless.is_worker_name).';
 
 --
+-- Name: forge_write; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.forge_write (
+    id bigint NOT NULL,
+    kind text NOT NULL,
+    forge text NOT NULL,
+    owner text NOT NULL,
+    repo text NOT NULL,
+    number integer NOT NULL,
+    job_id bigint,
+    task integer,
+    report_id bigint,
+    ask_id bigint,
+    queued_at timestamp with time zone DEFAULT now() NOT NULL,
+    written_at timestamp with time zone,
+    failures integer DEFAULT 0 NOT NULL,
+    next_try_at timestamp with time zone DEFAULT now() NOT NULL,
+    last_error text,
+    last_error_at timestamp with time zone,
+    CONSTRAINT forge_write_failures_not_negative CHECK ((failures >= 0)),
+    CONSTRAINT forge_write_kind_known CHECK ((kind = ANY (ARRAY['pull'::text, 'task'::text, 'comment'::text, 'cycle'::text, 'checklist'::text, 'reply'::text]))),
+    CONSTRAINT forge_write_names_its_target CHECK (
+CASE kind
+    WHEN 'task'::text THEN ((job_id IS NOT NULL) AND (task IS NOT NULL) AND (report_id IS NULL) AND (ask_id IS NULL))
+    WHEN 'cycle'::text THEN ((report_id IS NOT NULL) AND (job_id IS NULL) AND (task IS NULL) AND (ask_id IS NULL))
+    WHEN 'reply'::text THEN ((ask_id IS NOT NULL) AND (job_id IS NULL) AND (task IS NULL) AND (report_id IS NULL))
+    ELSE ((job_id IS NOT NULL) AND (task IS NULL) AND (report_id IS NULL) AND (ask_id IS NULL))
+END)
+);
+
+--
+-- Name: TABLE forge_write; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.forge_write IS 'The outbox of the mirror''s forge writes other than labels: one row per write queued (kind pull: a delivery''s pull request, job_id; task: a plan task''s child issue, job_id and task; comment: a finished job''s outcome comment, job_id; cycle: the comment of a dependency cycle, report_id; checklist: the edits of an outcome comment''s checklist of children, job_id, standing while the checklist written has an unchecked child; reply: the conversation''s reply to an ask, ask_id), on issue number. What is written is rendered from the store when it is due (tireless.forge_writes_due); written_at is when it landed (tireless.record_forge_write), failures, next_try_at and last_error its retries (tireless.forge_write_backoff).';
+
+--
+-- Name: CONSTRAINT forge_write_failures_not_negative ON forge_write; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT forge_write_failures_not_negative ON tireless.forge_write IS 'The failures in a row of a write are counted from 0.';
+
+--
+-- Name: CONSTRAINT forge_write_kind_known ON forge_write; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT forge_write_kind_known ON tireless.forge_write IS 'A write is one of the six kinds the mirror makes (tireless.forge_writes_due dispatches by it).';
+
+--
+-- Name: CONSTRAINT forge_write_names_its_target ON forge_write; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT forge_write_names_its_target ON tireless.forge_write IS 'Each kind names what it writes and nothing else: a job (pull, comment, checklist), a job and its task (task), a cycle report (cycle) or an ask (reply).';
+
+--
+-- Name: checklist_write(tireless.forge_write); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.checklist_write(w tireless.forge_write) RETURNS jsonb
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT jsonb_build_object('job_id', c.job_id, 'number', c.number,
+                              'body', tireless.finished_job_comment(j) || E'\n\n' || fresh.checklist || E'\n\n'
+                                      || tireless.comment_marker(j.id),
+                              'marker', tireless.comment_marker(j.id), 'checklist', fresh.checklist)
+      FROM tireless.mirror_comment c
+      JOIN tireless.job j ON j.id = c.job_id
+     CROSS JOIN tireless.policy p
+     CROSS JOIN LATERAL (SELECT tireless.children_checklist(j) AS checklist) AS fresh
+     WHERE c.job_id = w.job_id
+       -- A checklist with every child checked is final.
+       AND c.checklist IS NOT NULL AND strpos(c.checklist, '- [ ] ') > 0
+       AND c.written_at IS NOT NULL AND p.mirror_comments
+       AND fresh.checklist IS NOT NULL AND fresh.checklist <> c.checklist;
+$$;
+
+--
+-- Name: FUNCTION checklist_write(w tireless.forge_write); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.checklist_write(w tireless.forge_write) IS 'What a checklist write (kind checklist) edits, as tireless.forge_writes_due lists it, when the outcome comment''s checklist of children (tireless.children_checklist) differs from the one last written, while the written one still has an unchecked child: {job_id, number, body (the whole new body ending with the marker line, at most tireless.forge_body_limit() characters, as comment_write''s), marker, checklist (the new one)}. An unchanged checklist is null (not due), so it costs the forge no request.';
+
+--
+-- Name: checklist_written(tireless.forge_write, jsonb); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.checklist_written(w tireless.forge_write, result jsonb) RETURNS boolean
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    shown text := checklist_written.result ->> 'checklist';
+BEGIN
+    IF shown IS NULL OR btrim(shown) = '' THEN
+        RAISE EXCEPTION 'checklist must be the text written, got %', coalesce(quote_literal(shown), 'null')
+            USING ERRCODE = 'TL005';
+    END IF;
+    UPDATE tireless.mirror_comment c SET checklist = shown, checklist_written_at = now() WHERE c.job_id = w.job_id;
+    RETURN strpos(shown, '- [ ] ') > 0;
+END;
+$$;
+
+--
+-- Name: FUNCTION checklist_written(w tireless.forge_write, result jsonb); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.checklist_written(w tireless.forge_write, result jsonb) IS 'The forge shows the outcome comment of write w with result.checklist: recorded as the one written, so it is listed again only when the children change; returns whether the write stands (a child is still unchecked). TL005 without the checklist.';
+
+--
 -- Name: plan_task; Type: TABLE; Schema: tireless; Owner: -
 --
 
@@ -1560,15 +1667,10 @@ CREATE TABLE tireless.plan_task (
     depends_on jsonb DEFAULT '[]'::jsonb NOT NULL,
     child_number integer,
     opened_at timestamp with time zone,
-    failures integer DEFAULT 0 NOT NULL,
-    next_try_at timestamp with time zone DEFAULT now() NOT NULL,
-    last_error text,
-    last_error_at timestamp with time zone,
     CONSTRAINT an_opened_child_has_its_time CHECK (((child_number IS NULL) = (opened_at IS NULL))),
     CONSTRAINT plan_task_body_bounded CHECK ((length(body) <= 60000)),
     CONSTRAINT plan_task_child_positive CHECK ((child_number > 0)),
     CONSTRAINT plan_task_depends_on_is_a_list CHECK ((jsonb_typeof(depends_on) = 'array'::text)),
-    CONSTRAINT plan_task_failures_not_negative CHECK ((failures >= 0)),
     CONSTRAINT plan_task_index_bounded CHECK (((task >= 0) AND (task <= 49))),
     CONSTRAINT plan_task_title_bounded CHECK (((length(title) >= 1) AND (length(title) <= 200)))
 );
@@ -1658,30 +1760,6 @@ COMMENT ON COLUMN tireless.plan_task.child_number IS 'The issue the mirror opene
 COMMENT ON COLUMN tireless.plan_task.opened_at IS 'When the mirror recorded the child issue.';
 
 --
--- Name: COLUMN plan_task.failures; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.plan_task.failures IS 'Failed attempts in a row to open the child; reset when it is recorded.';
-
---
--- Name: COLUMN plan_task.next_try_at; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.plan_task.next_try_at IS 'When the mirror tries again after a failure (backoff with jitter).';
-
---
--- Name: COLUMN plan_task.last_error; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.plan_task.last_error IS 'What the last failed attempt to open the child said.';
-
---
--- Name: COLUMN plan_task.last_error_at; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.plan_task.last_error_at IS 'When that failure was recorded.';
-
---
 -- Name: CONSTRAINT an_opened_child_has_its_time ON plan_task; Type: COMMENT; Schema: tireless; Owner: -
 --
 
@@ -1704,12 +1782,6 @@ COMMENT ON CONSTRAINT plan_task_child_positive ON tireless.plan_task IS 'An issu
 --
 
 COMMENT ON CONSTRAINT plan_task_depends_on_is_a_list ON tireless.plan_task IS 'depends_on is a JSON list.';
-
---
--- Name: CONSTRAINT plan_task_failures_not_negative ON plan_task; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT plan_task_failures_not_negative ON tireless.plan_task IS 'Failures are counted up from 0.';
 
 --
 -- Name: CONSTRAINT plan_task_index_bounded ON plan_task; Type: COMMENT; Schema: tireless; Owner: -
@@ -2171,40 +2243,72 @@ CREATE FUNCTION tireless.comment_marker(job_id bigint) RETURNS text
 COMMENT ON FUNCTION tireless.comment_marker(job_id bigint) IS 'The hidden last line of a job''s outcome comment; the mirror counts it only in a comment written by its own forge account.';
 
 --
--- Name: conversation_replies_due(text, text, text, text, integer); Type: FUNCTION; Schema: tireless; Owner: -
+-- Name: comment_write(tireless.forge_write); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
-CREATE FUNCTION tireless.conversation_replies_due(forge text, owner text, repo text, poller text, max_replies integer DEFAULT 100) RETURNS TABLE(ask_id bigint, number integer, reply text, comment_id bigint, body text, marker text)
-    LANGUAGE plpgsql STABLE SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $_$
+CREATE FUNCTION tireless.comment_write(w tireless.forge_write) RETURNS jsonb
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT jsonb_build_object('job_id', c.job_id, 'number', c.number,
+                              'body', tireless.finished_job_comment(j) || coalesce(E'\n\n' || children.checklist, '')
+                                      || E'\n\n' || tireless.comment_marker(j.id),
+                              'marker', tireless.comment_marker(j.id), 'checklist', children.checklist)
+      FROM tireless.mirror_comment c
+      JOIN tireless.job j ON j.id = c.job_id
+     CROSS JOIN LATERAL (SELECT tireless.children_checklist(j) AS checklist) AS children
+     WHERE c.job_id = w.job_id AND c.written_at IS NULL
+       -- A delivery's comment names its pull request: it waits for the pull request's write, unless
+       -- that failed three times in a row or was queued an hour ago (then it names the branch only).
+       AND NOT EXISTS (SELECT FROM tireless.forge_write p
+                        WHERE p.kind = 'pull' AND p.job_id = c.job_id AND p.written_at IS NULL
+                          AND p.failures < 3 AND p.queued_at > now() - interval '1 hour')
+       -- A plan's comment lists its children: it waits for them to be opened, unless opening one
+       -- failed three times in a row or the job was delivered an hour ago (then it says which are not).
+       AND NOT (j.state = 'delivered' AND j.updated_at > now() - interval '1 hour'
+                AND EXISTS (SELECT FROM tireless.plan_task t
+                             WHERE t.job_id = c.job_id AND t.attempt = j.attempts AND t.child_number IS NULL)
+                AND NOT EXISTS (SELECT FROM tireless.plan_task t
+                                  JOIN tireless.forge_write o ON o.kind = 'task' AND (o.job_id, o.task) = (t.job_id, t.task)
+                                 WHERE t.job_id = c.job_id AND t.attempt = j.attempts AND t.child_number IS NULL
+                                   AND o.failures >= 3));
+$$;
+
+--
+-- Name: FUNCTION comment_write(w tireless.forge_write); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.comment_write(w tireless.forge_write) IS 'What an outcome comment write (kind comment) posts, as tireless.forge_writes_due lists it: {job_id, number, body, marker, checklist}: the body ends with its marker line (at most tireless.forge_body_limit() characters: finished_job_comment cuts the report to fit) and holds the checklist of the children the job opened (tireless.children_checklist; null when none) before the marker. Null (not due) while a delivered job''s comment waits for its pull request''s write so that it names it, unless that write failed three times in a row or was queued an hour ago, or a delivered plan''s (or discovery''s) waits for its children to be opened so that it lists them, unless opening one failed three times in a row or the job was delivered an hour ago.';
+
+--
+-- Name: comment_written(tireless.forge_write, jsonb); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.comment_written(w tireless.forge_write, result jsonb) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    shown text := comment_written.result ->> 'checklist';
 BEGIN
-    IF conversation_replies_due.max_replies IS NULL OR conversation_replies_due.max_replies NOT BETWEEN 1 AND 10000 THEN
-        RAISE EXCEPTION 'max_replies must be from 1 to 10000, got %', coalesce(conversation_replies_due.max_replies::text, 'null')
-            USING ERRCODE = 'TL005';
+    -- The checklist the posted comment holds (as comment_write gave it): later edits start from it.
+    UPDATE tireless.mirror_comment c
+       SET written_at = coalesce(c.written_at, now()),
+           checklist = coalesce(shown, c.checklist),
+           checklist_written_at = CASE WHEN shown IS NOT NULL THEN now() ELSE c.checklist_written_at END
+     WHERE c.job_id = w.job_id;
+    -- While a child is unchecked, the checklist is edited as the children change (tireless.checklist_write).
+    IF strpos(shown, '- [ ] ') > 0 THEN
+        INSERT INTO tireless.forge_write (kind, forge, owner, repo, number, job_id)
+        VALUES ('checklist', w.forge, w.owner, w.repo, w.number, w.job_id)
+        ON CONFLICT ON CONSTRAINT forge_write_once DO NOTHING;
     END IF;
-    PERFORM tireless.held_poll(conversation_replies_due.forge, conversation_replies_due.owner, conversation_replies_due.repo,
-                               conversation_replies_due.poller);
-    RETURN QUERY
-    SELECT a.id, coalesce(a.pull_number, a.number), a.reply,
-           CASE WHEN a.source = 'comment' AND a.source_id ~ '^[0-9]{1,18}$' THEN a.source_id::bigint END,
-           CASE WHEN a.reply = 'comment' THEN tireless.ask_reply_text(a) END,
-           CASE WHEN a.reply = 'comment' THEN format('<!-- tireless:ask:%s -->', a.id) END
-      FROM tireless.ask a
-     WHERE (a.forge, a.owner, a.repo) = (conversation_replies_due.forge, conversation_replies_due.owner, conversation_replies_due.repo)
-       AND a.reply IS NOT NULL AND a.replied_at IS NULL AND a.next_reply_at <= now()
-       AND (a.reply = 'comment' OR a.source_id ~ '^[0-9]{1,18}$')
-       AND tireless.mirror_may_write(a.forge, a.owner, a.repo, a.number)
-     ORDER BY a.next_reply_at, a.id
-     LIMIT conversation_replies_due.max_replies;
 END;
-$_$;
+$$;
 
 --
--- Name: FUNCTION conversation_replies_due(forge text, owner text, repo text, poller text, max_replies integer); Type: COMMENT; Schema: tireless; Owner: -
+-- Name: FUNCTION comment_written(w tireless.forge_write, result jsonb); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.conversation_replies_due(forge text, owner text, repo text, poller text, max_replies integer) IS 'For a poller holding the repository''s poll lease: the replies the mirror owes (at most max_replies), soonest first: a reaction (react: +1 on the command comment_id) for a command acted on, or a comment (body, ending with marker) on the pull request or issue where a refused ask was made; none on a gone issue or, for a day, in an archived repository (tireless.mirror_may_write). TL004 without the lease.';
+COMMENT ON FUNCTION tireless.comment_written(w tireless.forge_write, result jsonb) IS 'The forge shows the outcome comment of write w: recorded as written, with result''s checklist (the one comment_write gave), which tireless.checklist_write compares with the current one; a checklist with an unchecked child queues the checklist''s standing write.';
 
 --
 -- Name: conversation_to_read(text, text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -2438,12 +2542,7 @@ CREATE TABLE tireless.cycle_report (
     queued_at timestamp with time zone DEFAULT now() NOT NULL,
     broken_at timestamp with time zone,
     written_at timestamp with time zone,
-    failures integer DEFAULT 0 NOT NULL,
-    next_try_at timestamp with time zone DEFAULT now() NOT NULL,
-    last_error text,
-    last_error_at timestamp with time zone,
-    CONSTRAINT cycle_report_bounded CHECK (((length(cycle) >= 1) AND (length(cycle) <= 4000))),
-    CONSTRAINT cycle_report_failures_not_negative CHECK ((failures >= 0))
+    CONSTRAINT cycle_report_bounded CHECK (((length(cycle) >= 1) AND (length(cycle) <= 4000)))
 );
 
 --
@@ -2495,40 +2594,10 @@ COMMENT ON COLUMN tireless.cycle_report.broken_at IS 'When the issue''s pending 
 COMMENT ON COLUMN tireless.cycle_report.written_at IS 'When the forge confirmed the comment (null: still to write).';
 
 --
--- Name: COLUMN cycle_report.failures; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.cycle_report.failures IS 'Failed posts in a row.';
-
---
--- Name: COLUMN cycle_report.next_try_at; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.cycle_report.next_try_at IS 'When the mirror tries again after a failure (backoff with jitter).';
-
---
--- Name: COLUMN cycle_report.last_error; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.cycle_report.last_error IS 'What the last failed post said.';
-
---
--- Name: COLUMN cycle_report.last_error_at; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.cycle_report.last_error_at IS 'When that failure was recorded.';
-
---
 -- Name: CONSTRAINT cycle_report_bounded ON cycle_report; Type: COMMENT; Schema: tireless; Owner: -
 --
 
 COMMENT ON CONSTRAINT cycle_report_bounded ON tireless.cycle_report IS 'A cycle is named in at most 4000 characters (20 steps).';
-
---
--- Name: CONSTRAINT cycle_report_failures_not_negative ON cycle_report; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT cycle_report_failures_not_negative ON tireless.cycle_report IS 'Failures in a row are not negative.';
 
 --
 -- Name: cycle_report_text(tireless.cycle_report); Type: FUNCTION; Schema: tireless; Owner: -
@@ -2554,37 +2623,41 @@ $$;
 COMMENT ON FUNCTION tireless.cycle_report_text(report tireless.cycle_report) IS 'The comment that reports a dependency cycle on one of its issues: the cycle (`#3 → #4 → #3`, made safe by safe_comment_text), that none of its jobs runs until a person breaks it and how (a `Depends on` line, or the forge''s relation), and the marker line (tireless.cycle_marker).';
 
 --
--- Name: cycle_reports_due(text, text, text, text, integer); Type: FUNCTION; Schema: tireless; Owner: -
+-- Name: cycle_write(tireless.forge_write); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
-CREATE FUNCTION tireless.cycle_reports_due(forge text, owner text, repo text, poller text, max_reports integer DEFAULT 100) RETURNS TABLE(report_id bigint, number integer, body text, marker text)
-    LANGUAGE plpgsql STABLE SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
+CREATE FUNCTION tireless.cycle_write(w tireless.forge_write) RETURNS jsonb
+    LANGUAGE sql STABLE
     AS $$
-BEGIN
-    IF cycle_reports_due.max_reports IS NULL OR cycle_reports_due.max_reports NOT BETWEEN 1 AND 10000 THEN
-        RAISE EXCEPTION 'max_reports must be from 1 to 10000, got %', coalesce(cycle_reports_due.max_reports::text, 'null')
-            USING ERRCODE = 'TL005';
-    END IF;
-    PERFORM tireless.held_poll(cycle_reports_due.forge, cycle_reports_due.owner, cycle_reports_due.repo,
-                               cycle_reports_due.poller);
-    RETURN QUERY
-    SELECT r.id, r.number, tireless.cycle_report_text(r), tireless.cycle_marker(r.id)
+    SELECT jsonb_build_object('report_id', r.id, 'number', r.number, 'body', tireless.cycle_report_text(r),
+                              'marker', tireless.cycle_marker(r.id))
       FROM tireless.cycle_report r
      CROSS JOIN tireless.policy p
-     WHERE (r.forge, r.owner, r.repo) = (cycle_reports_due.forge, cycle_reports_due.owner, cycle_reports_due.repo)
-       AND r.written_at IS NULL AND r.broken_at IS NULL AND r.next_try_at <= now()
-       AND p.mirror_comments AND tireless.mirror_may_write(r.forge, r.owner, r.repo, r.number)
-     ORDER BY r.next_try_at, r.id
-     LIMIT cycle_reports_due.max_reports;
-END;
+     WHERE r.id = w.report_id AND r.written_at IS NULL AND r.broken_at IS NULL AND p.mirror_comments;
 $$;
 
 --
--- Name: FUNCTION cycle_reports_due(forge text, owner text, repo text, poller text, max_reports integer); Type: COMMENT; Schema: tireless; Owner: -
+-- Name: FUNCTION cycle_write(w tireless.forge_write); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.cycle_reports_due(forge text, owner text, repo text, poller text, max_reports integer) IS 'For a poller holding the repository''s poll lease: the dependency-cycle comments still to write (at most max_reports), oldest first: the report, its issue, the body (tireless.cycle_report_text) ending with its marker line, and the marker. A cycle broken before its comment was written is not listed. Nothing while comments are off (set_mirror_comments); none for a gone issue or, for a day, an archived repository (tireless.mirror_may_write). TL004 without the lease.';
+COMMENT ON FUNCTION tireless.cycle_write(w tireless.forge_write) IS 'What a cycle write (kind cycle) posts, as tireless.forge_writes_due lists it: {report_id, number, body (tireless.cycle_report_text, ending with its marker line), marker}; null (not due) once the cycle is broken, or while comments are off (set_mirror_comments).';
+
+--
+-- Name: cycle_written(tireless.forge_write); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.cycle_written(w tireless.forge_write) RETURNS void
+    LANGUAGE sql
+    BEGIN ATOMIC
+ UPDATE tireless.cycle_report r SET written_at = COALESCE(r.written_at, now())
+   WHERE (r.id = (cycle_written.w).report_id);
+END;
+
+--
+-- Name: FUNCTION cycle_written(w tireless.forge_write); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.cycle_written(w tireless.forge_write) IS 'The forge shows the comment of the cycle report of write w: recorded as written.';
 
 --
 -- Name: deliver(bigint, text, text, text, text, text, uuid, text, boolean); Type: FUNCTION; Schema: tireless; Owner: -
@@ -2628,8 +2701,8 @@ BEGIN
             deliver.base_branch, deliver.base, changed AND coalesce(deliver.draft, false));
     IF changed THEN
         -- The mirror opens or updates the pull request; an untracked repository is not mirrored.
-        INSERT INTO tireless.mirror_pull (job_id, forge, owner, repo, number)
-        SELECT result.id, t.forge, t.owner, t.repo, result.number FROM tireless.tracked_repo t
+        INSERT INTO tireless.forge_write (kind, forge, owner, repo, number, job_id)
+        SELECT 'pull', t.forge, t.owner, t.repo, result.number, result.id FROM tireless.tracked_repo t
          WHERE (t.forge, t.owner, t.repo) = (result.forge, result.owner, result.repo);
     END IF;
     RETURN result;
@@ -2640,7 +2713,7 @@ $$;
 -- Name: FUNCTION deliver(job_id bigint, worker text, branch text, head text, base_branch text, base text, token uuid, note text, draft boolean); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.deliver(job_id bigint, worker text, branch text, head text, base_branch text, base text, token uuid, note text, draft boolean) IS 'The holder delivers the job with what it pushed, in one transaction: exactly transition(job_id, ''delivered'', worker, note, token) (its refusals: TL004 unless worker, token and login hold the claim, TL003 for a finished job, TL001, TL005), then the delivery recorded (branch, head, base_branch, base, draft) and, for a tracked repository, the pull request queued for the mirror (mirror_pulls_due). Without branch, head, base_branch and base: delivered with no change (note ''no change'' unless given), no pull request. TL009 for a malformed branch or commit, a branch that is its own base, or a head that is its base; nothing changes. Sent again with the token of a claim its holder already ended (the answer was lost: a failover, a cut connection): answered with the job as it is now, nothing changes.';
+COMMENT ON FUNCTION tireless.deliver(job_id bigint, worker text, branch text, head text, base_branch text, base text, token uuid, note text, draft boolean) IS 'The holder delivers the job with what it pushed, in one transaction: exactly transition(job_id, ''delivered'', worker, note, token) (its refusals: TL004 unless worker, token and login hold the claim, TL003 for a finished job, TL001, TL005), then the delivery recorded (branch, head, base_branch, base, draft) and, for a tracked repository, the pull request queued for the mirror (a write of the outbox, tireless.forge_write). Without branch, head, base_branch and base: delivered with no change (note ''no change'' unless given), no pull request. TL009 for a malformed branch or commit, a branch that is its own base, or a head that is its base; nothing changes. Sent again with the token of a claim its holder already ended (the answer was lost: a failover, a cut connection): answered with the job as it is now, nothing changes.';
 
 --
 -- Name: deliver_and_claim(bigint, text, text[], interval, text, text, text, text, uuid, text, boolean); Type: FUNCTION; Schema: tireless; Owner: -
@@ -3548,7 +3621,7 @@ $$;
 -- Name: FUNCTION finished_job_comment(job tireless.job); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.finished_job_comment(job tireless.job) IS 'The comment a finished job leaves on its issue, up to its checklist of children and its marker line, which mirror_comments_due adds: the outcome and attempts on the first line (a delivery that pushed names its pull request once the mirror recorded it, and its branch: delivered as #12 (branch `tireless/7`) after 1 attempt), then the report its last attempt attached (tireless.attach_report) made safe and cut to fit (tireless.fit_report: the whole comment, checklist and marker included, within tireless.forge_body_limit(), a cut saying so) when there is one, else the last holder and the note (blanks folded, cut to 500 characters, made safe by safe_comment_text) in a fenced code block with a fence longer than any backtick run inside, so nothing of it renders or notifies.';
+COMMENT ON FUNCTION tireless.finished_job_comment(job tireless.job) IS 'The comment a finished job leaves on its issue, up to its checklist of children and its marker line, which tireless.comment_write adds: the outcome and attempts on the first line (a delivery that pushed names its pull request once the mirror recorded it, and its branch: delivered as #12 (branch `tireless/7`) after 1 attempt), then the report its last attempt attached (tireless.attach_report) made safe and cut to fit (tireless.fit_report: the whole comment, checklist and marker included, within tireless.forge_body_limit(), a cut saying so) when there is one, else the last holder and the note (blanks folded, cut to 500 characters, made safe by safe_comment_text) in a fenced code block with a fence longer than any backtick run inside, so nothing of it renders or notifies.';
 
 --
 -- Name: fit_report(text, integer); Type: FUNCTION; Schema: tireless; Owner: -
@@ -3865,6 +3938,67 @@ CREATE FUNCTION tireless.forge_clone_url(kind tireless.forge_kind, base_url text
 --
 
 COMMENT ON FUNCTION tireless.forge_clone_url(kind tireless.forge_kind, base_url text, owner text, repo text) IS 'A repository''s HTTPS clone URL, where the runner fetches and pushes: the forge''s web root (tireless.forge_web_root), then /owner/repo.git. Computed from the arguments alone: no token in it.';
+
+--
+-- Name: forge_write_backoff(integer); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.forge_write_backoff(failures integer) RETURNS interval
+    LANGUAGE sql
+    RETURN (LEAST('01:00:00'::interval, ('00:00:15'::interval * ((2)::double precision ^ (LEAST(GREATEST(failures, 0), 20))::double precision))) * ((0.5)::double precision + (random() / (2)::double precision)));
+
+--
+-- Name: FUNCTION forge_write_backoff(failures integer); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.forge_write_backoff(failures integer) IS 'How long a forge write waits after its failures-th failure in a row (0 for the first): 15 seconds doubling per failure, capped at an hour, jittered to between half and all of it. The one backoff of the mirror''s writes (tireless.record_forge_write, and the label writes of tireless.record_mirror_failure).';
+
+--
+-- Name: forge_writes_due(text, text, text, text, text[], integer, timestamp with time zone); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.forge_writes_due(forge text, owner text, repo text, poller text, kinds text[], max_writes integer DEFAULT 100, now timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS TABLE(id bigint, kind text, number integer, payload jsonb)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    IF forge_writes_due.max_writes IS NULL OR forge_writes_due.max_writes NOT BETWEEN 1 AND 10000 THEN
+        RAISE EXCEPTION 'max_writes must be from 1 to 10000, got %', coalesce(forge_writes_due.max_writes::text, 'null')
+            USING ERRCODE = 'TL005';
+    END IF;
+    IF forge_writes_due.kinds IS NULL OR cardinality(forge_writes_due.kinds) = 0
+       OR array_position(forge_writes_due.kinds, NULL) IS NOT NULL
+       OR NOT forge_writes_due.kinds <@ ARRAY['pull', 'task', 'comment', 'cycle', 'checklist', 'reply'] THEN
+        RAISE EXCEPTION 'kinds must name at least one of pull, task, comment, cycle, checklist, reply, got %',
+            coalesce(forge_writes_due.kinds::text, 'null') USING ERRCODE = 'TL005';
+    END IF;
+    PERFORM tireless.held_poll(forge_writes_due.forge, forge_writes_due.owner, forge_writes_due.repo, forge_writes_due.poller);
+    RETURN QUERY
+    SELECT w.id, w.kind, coalesce((rendered.payload ->> 'number')::integer, w.number), rendered.payload
+      FROM tireless.forge_write w
+     CROSS JOIN LATERAL (SELECT CASE w.kind WHEN 'pull' THEN tireless.pull_write(w)
+                                            WHEN 'task' THEN tireless.task_write(w)
+                                            WHEN 'comment' THEN tireless.comment_write(w)
+                                            WHEN 'cycle' THEN tireless.cycle_write(w)
+                                            WHEN 'checklist' THEN tireless.checklist_write(w)
+                                            WHEN 'reply' THEN tireless.reply_write(w) END AS payload) AS rendered
+     WHERE (w.forge, w.owner, w.repo) = (forge_writes_due.forge, forge_writes_due.owner, forge_writes_due.repo)
+       AND w.kind = ANY (forge_writes_due.kinds)
+       AND w.written_at IS NULL AND w.next_try_at <= coalesce(forge_writes_due.now, now())
+       AND tireless.mirror_may_write(w.forge, w.owner, w.repo, w.number)
+       AND rendered.payload IS NOT NULL
+     ORDER BY array_position(forge_writes_due.kinds, w.kind),
+              -- A plan's tasks in the file's order (a dependency before its dependents); the others soonest first.
+              CASE WHEN w.kind <> 'task' THEN w.next_try_at END, w.job_id, w.task, w.report_id, w.ask_id
+     LIMIT forge_writes_due.max_writes;
+END;
+$$;
+
+--
+-- Name: FUNCTION forge_writes_due(forge text, owner text, repo text, poller text, kinds text[], max_writes integer, now timestamp with time zone); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.forge_writes_due(forge text, owner text, repo text, poller text, kinds text[], max_writes integer, now timestamp with time zone) IS 'For a poller holding the repository''s poll lease: the forge writes of the given kinds due now (or at now, when given: a retry''s backoff passed), at most max_writes, in the order of kinds, then soonest first (a plan''s tasks in the file''s order): the write''s id, its kind, the issue or pull request it goes to, and what to write, rendered from the store as it is now by its kind''s function (pull: tireless.pull_write, task: task_write, comment: comment_write, cycle: cycle_write, checklist: checklist_write, reply: reply_write), which also says whether it waits (a comment for its pull request, a task for its dependencies). None for a gone issue or, for a day, an archived repository (tireless.mirror_may_write). TL004 without the lease, TL005 for bad kinds or max_writes.';
 
 --
 -- Name: forges(); Type: FUNCTION; Schema: tireless; Owner: -
@@ -4856,8 +4990,10 @@ CREATE FUNCTION tireless.job_tasks(job_id bigint) RETURNS TABLE(task integer, pr
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    SELECT t.task, t.proposal, t.title, t.lane, t.depends_on, t.child_number, t.opened_at, t.failures, t.last_error
+    SELECT t.task, t.proposal, t.title, t.lane, t.depends_on, t.child_number, t.opened_at, coalesce(w.failures, 0),
+           w.last_error
       FROM tireless.plan_task t
+      LEFT JOIN tireless.forge_write w ON w.kind = 'task' AND (w.job_id, w.task) = (t.job_id, t.task)
      WHERE t.job_id = job_tasks.job_id
      ORDER BY t.task;
 $$;
@@ -5120,6 +5256,8 @@ DECLARE
     ask_outcome text := 'waiting';
     ask_refusal text;
     ask_reply text;
+    asked bigint;
+    asked_source_id text;
     limit_of integer;
     before tireless.ask;
     failed jsonb;
@@ -5246,7 +5384,13 @@ BEGIN
             pull_no, ask_verb, ask_author, left(ask_text, tireless.issue_body_limit()), ask_detail, ask_time, ask_outcome, ask_refusal, ask_reply,
             CASE WHEN ask_outcome = 'done'
                  THEN tireless.stop_issue_work(judge_ask.forge, judge_ask.owner, judge_ask.repo, issue_no,
-                                               format('stopped by %s (/tireless stop)', ask_author)) END);
+                                               format('stopped by %s (/tireless stop)', ask_author)) END)
+    RETURNING ask.id, ask.source_id INTO asked, asked_source_id;
+    -- The reply owed is a write of the outbox (tireless.forge_write): a reaction needs the command's id.
+    IF ask_reply = 'comment' OR (ask_reply IS NOT NULL AND asked_source_id ~ '^[0-9]{1,18}$') THEN
+        INSERT INTO tireless.forge_write (kind, forge, owner, repo, number, ask_id)
+        VALUES ('reply', judge_ask.forge, judge_ask.owner, judge_ask.repo, issue_no, asked);
+    END IF;
     RETURN ask_outcome;
 END;
 $_$;
@@ -5674,96 +5818,6 @@ $$;
 COMMENT ON FUNCTION tireless.may_cancel_pending() IS 'True when the caller''s effective role (after SET ROLE) may cancel a pending job: a member of tireless_admin or of the schema''s owner.';
 
 --
--- Name: mirror_checklists_due(text, text, text, text, integer); Type: FUNCTION; Schema: tireless; Owner: -
---
-
-CREATE FUNCTION tireless.mirror_checklists_due(forge text, owner text, repo text, poller text, max_edits integer DEFAULT 100) RETURNS TABLE(job_id bigint, number integer, body text, marker text, checklist text)
-    LANGUAGE plpgsql STABLE SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-BEGIN
-    IF mirror_checklists_due.max_edits IS NULL OR mirror_checklists_due.max_edits NOT BETWEEN 1 AND 10000 THEN
-        RAISE EXCEPTION 'max_edits must be from 1 to 10000, got %', coalesce(mirror_checklists_due.max_edits::text, 'null')
-            USING ERRCODE = 'TL005';
-    END IF;
-    PERFORM tireless.held_poll(mirror_checklists_due.forge, mirror_checklists_due.owner, mirror_checklists_due.repo,
-                               mirror_checklists_due.poller);
-    RETURN QUERY
-    SELECT c.job_id, c.number,
-           tireless.finished_job_comment(j) || E'\n\n' || fresh.checklist || E'\n\n' || tireless.comment_marker(j.id),
-           tireless.comment_marker(j.id), fresh.checklist
-      FROM tireless.mirror_comment c
-      JOIN tireless.job j ON j.id = c.job_id
-     CROSS JOIN tireless.policy p
-     CROSS JOIN LATERAL (SELECT tireless.children_checklist(j) AS checklist) AS fresh
-     WHERE (c.forge, c.owner, c.repo) = (mirror_checklists_due.forge, mirror_checklists_due.owner, mirror_checklists_due.repo)
-       -- The partial index mirror_checklists_open: a checklist with every child checked is final.
-       AND c.checklist IS NOT NULL AND strpos(c.checklist, '- [ ] ') > 0
-       AND c.written_at IS NOT NULL AND c.checklist_next_try_at <= now() AND p.mirror_comments
-       AND fresh.checklist IS NOT NULL AND fresh.checklist <> c.checklist
-       AND tireless.mirror_may_write(c.forge, c.owner, c.repo, c.number)
-     ORDER BY c.checklist_next_try_at, c.job_id
-     LIMIT mirror_checklists_due.max_edits;
-END;
-$$;
-
---
--- Name: FUNCTION mirror_checklists_due(forge text, owner text, repo text, poller text, max_edits integer); Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON FUNCTION tireless.mirror_checklists_due(forge text, owner text, repo text, poller text, max_edits integer) IS 'For a poller holding the repository''s poll lease: the outcome comments whose checklist of children (tireless.children_checklist) differs from the one last written (at most max_edits), while the written one still has an unchecked child: the job, its issue, the whole new body ending with the marker line (at most tireless.forge_body_limit() characters, as mirror_comments_due''s), the marker, and the new checklist. An unchanged checklist is not listed, so it costs the forge no request; nor is one of a gone issue or, for a day, an archived repository (tireless.mirror_may_write). TL004 without the lease.';
-
---
--- Name: mirror_comments_due(text, text, text, text, integer); Type: FUNCTION; Schema: tireless; Owner: -
---
-
-CREATE FUNCTION tireless.mirror_comments_due(forge text, owner text, repo text, poller text, max_comments integer DEFAULT 100) RETURNS TABLE(job_id bigint, number integer, body text, marker text, checklist text)
-    LANGUAGE plpgsql STABLE SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-BEGIN
-    IF mirror_comments_due.max_comments IS NULL OR mirror_comments_due.max_comments NOT BETWEEN 1 AND 10000 THEN
-        RAISE EXCEPTION 'max_comments must be from 1 to 10000, got %', coalesce(mirror_comments_due.max_comments::text, 'null')
-            USING ERRCODE = 'TL005';
-    END IF;
-    PERFORM tireless.held_poll(mirror_comments_due.forge, mirror_comments_due.owner, mirror_comments_due.repo,
-                               mirror_comments_due.poller);
-    RETURN QUERY
-    SELECT c.job_id, c.number,
-           tireless.finished_job_comment(j) || coalesce(E'\n\n' || children.checklist, '')
-           || E'\n\n' || tireless.comment_marker(j.id),
-           tireless.comment_marker(j.id), children.checklist
-      FROM tireless.mirror_comment c
-      JOIN tireless.job j ON j.id = c.job_id
-     CROSS JOIN LATERAL (SELECT tireless.children_checklist(j) AS checklist) AS children
-     WHERE (c.forge, c.owner, c.repo) = (mirror_comments_due.forge, mirror_comments_due.owner, mirror_comments_due.repo)
-       AND c.written_at IS NULL AND c.next_try_at <= now()
-       AND tireless.mirror_may_write(c.forge, c.owner, c.repo, c.number)
-       -- A delivery's comment names its pull request: it waits for the pull request's write, unless
-       -- that failed three times in a row or was queued an hour ago (then it names the branch only).
-       AND NOT EXISTS (SELECT FROM tireless.mirror_pull p
-                        WHERE p.job_id = c.job_id AND p.written_at IS NULL
-                          AND p.failures < 3 AND p.queued_at > now() - interval '1 hour')
-       -- A plan's comment lists its children: it waits for them to be opened, unless opening one
-       -- failed three times in a row or the job was delivered an hour ago (then it says which are not).
-       AND NOT (j.state = 'delivered' AND j.updated_at > now() - interval '1 hour'
-                AND EXISTS (SELECT FROM tireless.plan_task t
-                             WHERE t.job_id = c.job_id AND t.attempt = j.attempts AND t.child_number IS NULL)
-                AND NOT EXISTS (SELECT FROM tireless.plan_task t
-                                 WHERE t.job_id = c.job_id AND t.attempt = j.attempts AND t.child_number IS NULL
-                                   AND t.failures >= 3))
-     ORDER BY c.next_try_at, c.job_id
-     LIMIT mirror_comments_due.max_comments;
-END;
-$$;
-
---
--- Name: FUNCTION mirror_comments_due(forge text, owner text, repo text, poller text, max_comments integer); Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON FUNCTION tireless.mirror_comments_due(forge text, owner text, repo text, poller text, max_comments integer) IS 'For a poller holding the repository''s poll lease: the outcome comments still to write (at most max_comments), oldest job first: the job, its issue, the body ending with its marker line (at most tireless.forge_body_limit() characters: finished_job_comment cuts the report to fit), the marker, and the checklist of the children the job opened (tireless.children_checklist; null when none), which the body holds before the marker. A delivered job''s comment waits for its pull request''s write (mirror_pulls_due) so that it names it, unless that write failed three times in a row or was queued an hour ago; a delivered plan''s (or discovery''s) waits for its children to be opened (plan_tasks_due) so that it lists them, unless opening one failed three times in a row or the job was delivered an hour ago. None for a gone issue or, for a day, an archived repository (tireless.mirror_may_write). TL004 without the lease.';
-
---
 -- Name: mirror_issue; Type: TABLE; Schema: tireless; Owner: -
 --
 
@@ -5910,49 +5964,6 @@ $$;
 COMMENT ON FUNCTION tireless.mirror_may_write(forge text, owner text, repo text, number integer) IS 'Whether the mirror may write to the issue now: it is not gone (tireless.issue_gone) and its repository was not found archived in the last day (record_repo_archived). Every due function of the mirror lists only these.';
 
 --
--- Name: mirror_pulls_due(text, text, text, text, integer); Type: FUNCTION; Schema: tireless; Owner: -
---
-
-CREATE FUNCTION tireless.mirror_pulls_due(forge text, owner text, repo text, poller text, max_pulls integer DEFAULT 100) RETURNS TABLE(job_id bigint, number integer, action text, pull_number integer, head_branch text, head text, base_branch text, title text, body text, marker text, draft boolean)
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-BEGIN
-    IF mirror_pulls_due.max_pulls IS NULL OR mirror_pulls_due.max_pulls NOT BETWEEN 1 AND 10000 THEN
-        RAISE EXCEPTION 'max_pulls must be from 1 to 10000, got %', coalesce(mirror_pulls_due.max_pulls::text, 'null')
-            USING ERRCODE = 'TL005';
-    END IF;
-    PERFORM tireless.held_poll(mirror_pulls_due.forge, mirror_pulls_due.owner, mirror_pulls_due.repo, mirror_pulls_due.poller);
-    RETURN QUERY
-    SELECT w.job_id, w.number, CASE WHEN known.pull_number IS NULL THEN 'open' ELSE 'update' END, known.pull_number,
-           d.branch, d.head, d.base_branch, pr.title, pr.body, tireless.pull_marker(w.number), d.draft
-      -- Per issue its newest delivery still to write: its push carries the older ones.
-      FROM (SELECT DISTINCT ON (p.number) p.job_id, p.number, p.next_try_at
-              FROM tireless.mirror_pull p
-             WHERE (p.forge, p.owner, p.repo) = (mirror_pulls_due.forge, mirror_pulls_due.owner, mirror_pulls_due.repo)
-               AND p.written_at IS NULL
-             ORDER BY p.number, p.job_id DESC) AS w
-      JOIN tireless.delivery d ON d.job_id = w.job_id
-      JOIN tireless.job j ON j.id = w.job_id
-      LEFT JOIN LATERAL (SELECT o.pull_number FROM tireless.delivery o
-                          WHERE (o.forge, o.owner, o.repo, o.number) = (d.forge, d.owner, d.repo, d.number)
-                            AND o.branch = d.branch AND o.pull_number IS NOT NULL
-                          ORDER BY o.job_id DESC LIMIT 1) AS known ON true
-     CROSS JOIN LATERAL tireless.pull_request_text(j) AS pr
-     WHERE w.next_try_at <= now()
-       AND tireless.mirror_may_write(d.forge, d.owner, d.repo, w.number)
-     ORDER BY w.next_try_at, w.job_id
-     LIMIT mirror_pulls_due.max_pulls;
-END;
-$$;
-
---
--- Name: FUNCTION mirror_pulls_due(forge text, owner text, repo text, poller text, max_pulls integer); Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON FUNCTION tireless.mirror_pulls_due(forge text, owner text, repo text, poller text, max_pulls integer) IS 'For a poller holding the repository''s poll lease: the pull requests to open or update (at most max_pulls), one per issue, for its newest delivery not yet written: the job, the issue, the action (open: no pull request known for the branch; update: pull_number, the one last recorded, which may have been closed since), the head branch and commit, the base branch, the title and body (tireless.pull_request_text), the marker the body ends with, and whether to open it as a draft. Listed until record_mirror_pull records it; not while the issue is gone or, for a day, the repository archived (tireless.mirror_may_write). TL004 without the lease.';
-
---
 -- Name: mirror_unread(text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -5995,9 +6006,9 @@ BEGIN
          + (SELECT count(*) FROM tireless.mirror_comment c
              WHERE (c.forge, c.owner, c.repo) = (mirror_unread.forge, mirror_unread.owner, mirror_unread.repo)
                AND c.written_at IS NULL AND NOT tireless.issue_gone(c.forge, c.owner, c.repo, c.number))
-         + (SELECT count(*) FROM tireless.mirror_pull p
+         + (SELECT count(*) FROM tireless.forge_write p
              WHERE (p.forge, p.owner, p.repo) = (mirror_unread.forge, mirror_unread.owner, mirror_unread.repo)
-               AND p.written_at IS NULL AND NOT tireless.issue_gone(p.forge, p.owner, p.repo, p.number))
+               AND p.kind = 'pull' AND p.written_at IS NULL AND NOT tireless.issue_gone(p.forge, p.owner, p.repo, p.number))
          -- The issues of delivered plans' steps and discoveries' proposals still to open.
          + (SELECT count(*) FROM tireless.plan_task t JOIN tireless.job j ON j.id = t.job_id
              WHERE (t.forge, t.owner, t.repo) = (mirror_unread.forge, mirror_unread.owner, mirror_unread.repo)
@@ -6071,13 +6082,19 @@ BEGIN
            SET job_id = excluded.job_id, state = excluded.state, waiting = excluded.waiting, failures = 0, next_try_at = now()
          WHERE excluded.job_id > mi.job_id
             OR (excluded.job_id = mi.job_id AND (excluded.state <> mi.state OR excluded.waiting <> mi.waiting))
+    ), commented AS (
+        INSERT INTO tireless.mirror_comment AS mc (job_id, forge, owner, repo, number)
+        SELECT t.id, mirror_writes.forge, mirror_writes.owner, mirror_writes.repo, t.number
+          FROM touched t
+         CROSS JOIN tireless.policy p
+         WHERE p.mirror_comments AND tireless.is_terminal(t.state)
+        ON CONFLICT ON CONSTRAINT mirror_comment_pkey DO NOTHING
+        RETURNING mc.job_id, mc.forge, mc.owner, mc.repo, mc.number
     )
-    INSERT INTO tireless.mirror_comment (job_id, forge, owner, repo, number)
-    SELECT t.id, mirror_writes.forge, mirror_writes.owner, mirror_writes.repo, t.number
-      FROM touched t
-     CROSS JOIN tireless.policy p
-     WHERE p.mirror_comments AND tireless.is_terminal(t.state)
-    ON CONFLICT ON CONSTRAINT mirror_comment_pkey DO NOTHING;
+    -- Each comment queued is a write of the outbox (tireless.forge_write).
+    INSERT INTO tireless.forge_write (kind, forge, owner, repo, number, job_id)
+    SELECT 'comment', c.forge, c.owner, c.repo, c.number, c.job_id FROM commented c ORDER BY c.job_id
+    ON CONFLICT ON CONSTRAINT forge_write_once DO NOTHING;
 
     -- The cursor passes only events older than the settle time: a transaction that commits later
     -- than an event with a greater id is still read by the next scan. Reading an event again is harmless.
@@ -6364,72 +6381,6 @@ $_$;
 COMMENT ON FUNCTION tireless.plan_problem(plan jsonb) IS 'The first fault of a plan (or proposals) file, naming the task (its index, from 0) and the field; null when it is a list of at most 50 tasks {title: 1 to 200 characters, body: at most 60000 (room in an issue for the links), lane?: a lane name, depends_on?: at most 50 indexes of other tasks or "#N"} without a cycle.';
 
 --
--- Name: plan_tasks_due(text, text, text, text, integer); Type: FUNCTION; Schema: tireless; Owner: -
---
-
-CREATE FUNCTION tireless.plan_tasks_due(forge text, owner text, repo text, poller text, max_tasks integer DEFAULT 100) RETURNS TABLE(job_id bigint, task integer, parent_number integer, title text, body text, labels text[], marker text, since timestamp with time zone, depends_on integer[])
-    LANGUAGE plpgsql STABLE SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-BEGIN
-    IF plan_tasks_due.max_tasks IS NULL OR plan_tasks_due.max_tasks NOT BETWEEN 1 AND 10000 THEN
-        RAISE EXCEPTION 'max_tasks must be from 1 to 10000, got %', coalesce(plan_tasks_due.max_tasks::text, 'null')
-            USING ERRCODE = 'TL005';
-    END IF;
-    PERFORM tireless.held_poll(plan_tasks_due.forge, plan_tasks_due.owner, plan_tasks_due.repo, plan_tasks_due.poller);
-    RETURN QUERY
-    SELECT t.job_id, t.task, j.number,
-           left(regexp_replace(btrim(tireless.safe_comment_text(t.title)), '\s+', ' ', 'g'), 200),
-           -- The task's body made safe, cut so that the issue's body fits (tireless.fit_report).
-           coalesce(nullif(tireless.fit_report(t.body, tireless.forge_body_limit() - 2 - length(links.text)), '') || E'\n\n', '')
-           || links.text,
-           ARRAY(SELECT l FROM unnest(ARRAY[CASE WHEN NOT t.proposal THEN p.label_prefix END,
-                                            p.label_prefix || '/implement',
-                                            p.label_prefix || '/agent:' || t.lane]) AS l WHERE l IS NOT NULL),
-           tireless.task_marker(t.job_id, t.task),
-           j.updated_at - interval '5 minutes',
-           -- The issues it depends on (its tasks' children and its "#N"), which the mirror also sets
-           -- as the forge's own relations where the forge has them.
-           ARRAY(SELECT CASE WHEN jsonb_typeof(d.v) = 'number'
-                             THEN (SELECT o.child_number FROM tireless.plan_task o
-                                    WHERE o.job_id = t.job_id AND o.task = (d.v)::numeric::integer)
-                             ELSE substr(d.v #>> '{}', 2)::integer END
-                   FROM jsonb_array_elements(t.depends_on) WITH ORDINALITY AS d(v, position)
-                  ORDER BY d.position)
-      FROM tireless.plan_task t
-      JOIN tireless.job j ON j.id = t.job_id
-     CROSS JOIN tireless.policy p
-     CROSS JOIN LATERAL (
-           SELECT 'Part of #' || j.number
-                  || coalesce(E'\n\n' || (SELECT string_agg('Depends on #' || CASE WHEN jsonb_typeof(d.v) = 'number'
-                                                          THEN (SELECT o.child_number::text FROM tireless.plan_task o
-                                                                 WHERE o.job_id = t.job_id AND o.task = (d.v)::numeric::integer)
-                                                          ELSE substr(d.v #>> '{}', 2) END, E'\n' ORDER BY d.position)
-                                            FROM jsonb_array_elements(t.depends_on) WITH ORDINALITY AS d(v, position)), '')
-                  || E'\n\n' || format('Opened by tireless for job %s (%s %s).', t.job_id,
-                                       CASE WHEN t.proposal THEN 'proposal' ELSE 'task' END, t.task)
-                  || E'\n\n' || tireless.task_marker(t.job_id, t.task) AS text) AS links
-     WHERE (t.forge, t.owner, t.repo) = (plan_tasks_due.forge, plan_tasks_due.owner, plan_tasks_due.repo)
-       AND t.child_number IS NULL AND t.next_try_at <= now()
-       AND j.state = 'delivered' AND t.attempt = j.attempts
-       AND tireless.mirror_may_write(t.forge, t.owner, t.repo, j.number)  -- the parent issue
-       -- A dependency is opened before its dependents: its number goes in their bodies.
-       AND NOT EXISTS (SELECT FROM jsonb_array_elements(t.depends_on) AS d(v)
-                        JOIN tireless.plan_task o ON o.job_id = t.job_id
-                              AND o.task = CASE WHEN jsonb_typeof(d.v) = 'number' THEN (d.v)::numeric::integer END
-                       WHERE o.child_number IS NULL)
-     ORDER BY t.job_id, t.task
-     LIMIT plan_tasks_due.max_tasks;
-END;
-$$;
-
---
--- Name: FUNCTION plan_tasks_due(forge text, owner text, repo text, poller text, max_tasks integer); Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON FUNCTION tireless.plan_tasks_due(forge text, owner text, repo text, poller text, max_tasks integer) IS 'For a poller holding the repository''s poll lease: the tasks of delivered plan and discover jobs whose issue is still to open (at most max_tasks), those whose task dependencies are opened: the job, the task, the parent issue, the title and body (the task''s made safe and cut so that the body fits in tireless.forge_body_limit(), "Part of #P", a "Depends on #N" line per dependency, the marker line), the labels (the opt-in for a plan''s child, not for a proposal; <prefix>/implement; the agent label of its lane), the marker, since when to look for an issue already opened with it, and the numbers of the issues it depends on (the mirror sets them as the forge''s own relations too). None while the parent issue is gone or, for a day, the repository archived (tireless.mirror_may_write). TL004 without the lease.';
-
---
 -- Name: poll_soon(text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -6635,6 +6586,87 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.pull_request_text(job tireless.job, OUT title text, OUT body text) IS 'The title and body of the pull request of a delivered job: "Fix #7: <the issue''s title>" (blanks folded, made safe by safe_comment_text, cut to 200 characters); "Closes #7", the report of the job''s last attempt made safe and cut so that the body fits in tireless.forge_body_limit() (tireless.fit_report, a cut saying so), which job and attempt made it, and the marker line (tireless.pull_marker).';
+
+--
+-- Name: pull_write(tireless.forge_write); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.pull_write(w tireless.forge_write) RETURNS jsonb
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT jsonb_build_object('job_id', w.job_id, 'number', w.number,
+                              'action', CASE WHEN known.pull_number IS NULL THEN 'open' ELSE 'update' END,
+                              'pull_number', known.pull_number, 'head_branch', d.branch, 'head', d.head,
+                              'base_branch', d.base_branch, 'title', pr.title, 'body', pr.body,
+                              'marker', tireless.pull_marker(w.number), 'draft', d.draft)
+      FROM tireless.delivery d
+      JOIN tireless.job j ON j.id = d.job_id
+      LEFT JOIN LATERAL (SELECT o.pull_number FROM tireless.delivery o
+                          WHERE (o.forge, o.owner, o.repo, o.number) = (d.forge, d.owner, d.repo, d.number)
+                            AND o.branch = d.branch AND o.pull_number IS NOT NULL
+                          ORDER BY o.job_id DESC LIMIT 1) AS known ON true
+     CROSS JOIN LATERAL tireless.pull_request_text(j) AS pr
+     WHERE d.job_id = w.job_id
+       -- Per issue its newest delivery still to write: its push carries the older ones.
+       AND NOT EXISTS (SELECT FROM tireless.forge_write n
+                        WHERE n.kind = 'pull' AND (n.forge, n.owner, n.repo, n.number) = (w.forge, w.owner, w.repo, w.number)
+                          AND n.written_at IS NULL AND n.job_id > w.job_id);
+$$;
+
+--
+-- Name: FUNCTION pull_write(w tireless.forge_write); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.pull_write(w tireless.forge_write) IS 'What a pull request write (kind pull) does, as tireless.forge_writes_due lists it, for the issue''s newest delivery not yet written (null for an older one: the newest carries its push): {job_id, number, action (open: no pull request known for the branch; update: pull_number, the one last recorded, which may have been closed since), pull_number, head_branch, head, base_branch, title, body (tireless.pull_request_text), marker (the line the body ends with), draft}.';
+
+--
+-- Name: pull_written(tireless.forge_write, jsonb); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.pull_written(w tireless.forge_write, result jsonb) RETURNS void
+    LANGUAGE plpgsql
+    AS $_$
+DECLARE
+    pushed tireless.delivery;
+    given_number integer;
+    given_url text := pull_written.result ->> 'pull_url';
+BEGIN
+    IF jsonb_typeof(pull_written.result -> 'pull_number') = 'number'
+       AND (pull_written.result ->> 'pull_number') ~ '^[0-9]{1,9}$' THEN
+        given_number := (pull_written.result ->> 'pull_number')::integer;
+    END IF;
+    IF given_number IS NULL OR given_number <= 0 THEN
+        RAISE EXCEPTION 'pull_number must be a positive integer, got %', coalesce(pull_written.result ->> 'pull_number', 'null')
+            USING ERRCODE = 'TL009';
+    END IF;
+    IF given_url IS NULL OR given_url !~ '^https?://[^\x01-\x20\x7f-\x9f]+$' OR length(given_url) > 2000 THEN
+        RAISE EXCEPTION 'pull_url must be an http(s) URL of at most 2000 characters, got %',
+            coalesce(quote_literal(left(given_url, 300)), 'null') USING ERRCODE = 'TL009';
+    END IF;
+    -- The pull request shows this push and every older one of the branch still waiting: those
+    -- deliveries are in it too, and their writes are done.
+    SELECT * INTO pushed FROM tireless.delivery d WHERE d.job_id = w.job_id;
+    UPDATE tireless.delivery d
+       SET pull_number = given_number, pull_url = given_url, pull_known_at = now()
+     WHERE (d.forge, d.owner, d.repo, d.number) = (pushed.forge, pushed.owner, pushed.repo, pushed.number)
+       AND d.branch = pushed.branch
+       AND (d.job_id = pushed.job_id
+            OR (d.job_id < pushed.job_id
+                AND EXISTS (SELECT FROM tireless.forge_write p
+                             WHERE p.kind = 'pull' AND p.job_id = d.job_id AND p.written_at IS NULL)));
+    UPDATE tireless.forge_write p
+       SET written_at = now(), failures = 0, last_error = NULL, last_error_at = NULL
+     WHERE p.kind = 'pull' AND (p.forge, p.owner, p.repo, p.number) = (w.forge, w.owner, w.repo, w.number)
+       AND p.job_id < w.job_id AND p.written_at IS NULL
+       AND EXISTS (SELECT FROM tireless.delivery d WHERE d.job_id = p.job_id AND d.branch = pushed.branch);
+END;
+$_$;
+
+--
+-- Name: FUNCTION pull_written(w tireless.forge_write, result jsonb); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.pull_written(w tireless.forge_write, result jsonb) IS 'The forge opened, found or updated the pull request of write w''s delivery (result: {pull_number, pull_url}): recorded on the delivery, and on the older deliveries of the branch still waiting for theirs (the pull request carries their pushes), whose writes are done too. TL009 for a malformed pull_number or pull_url.';
 
 --
 -- Name: queue_activity(interval); Type: FUNCTION; Schema: tireless; Owner: -
@@ -6852,104 +6884,6 @@ $_$;
 COMMENT ON FUNCTION tireless.record_conversation(forge text, owner text, repo text, poller text, login text, asks jsonb, comments_cursor timestamp with time zone, comments_etag text, pulls jsonb, OUT asked integer, OUT refused integer, OUT created integer, OUT stopped integer, OUT skipped text[]) IS 'What a poller holding the repository''s poll lease read of its conversation, in one transaction: asks, a JSON array of {source: review|comment|checks, id, number (the pull request or issue it was made on), author, permission (admin|write|read|none), created_at, body, state (a review''s), comments [{path, line, body}], head and checks [{name, state: passed|failed|pending, summary, url}] (checks)}, each judged by judge_ask (login: tireless''s own account, whose words never ask; null when the forge would not say); then a job for each issue whose asks wait and that has no live job. Stores the comments cursor (never moved back) and ETag, and per pull request {pull, reviews_etag, read_to, checks_head}. A malformed ask is skipped and reported in skipped. Returns asked, refused, created, stopped. TL010 when asks or pulls is not an array, TL004 without the lease, TL008 for an untracked repository.';
 
 --
--- Name: record_conversation_reply(text, text, text, text, bigint, text); Type: FUNCTION; Schema: tireless; Owner: -
---
-
-CREATE FUNCTION tireless.record_conversation_reply(forge text, owner text, repo text, poller text, ask_id bigint, error text DEFAULT NULL::text) RETURNS timestamp with time zone
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-DECLARE
-    owed tireless.ask;
-    until timestamptz;
-BEGIN
-    IF record_conversation_reply.error IS NOT NULL AND btrim(record_conversation_reply.error) = '' THEN
-        RAISE EXCEPTION 'error must say what failed, got %', quote_literal(record_conversation_reply.error) USING ERRCODE = 'TL005';
-    END IF;
-    PERFORM tireless.held_poll(record_conversation_reply.forge, record_conversation_reply.owner, record_conversation_reply.repo,
-                               record_conversation_reply.poller);
-    SELECT * INTO owed FROM tireless.ask a
-     WHERE a.id = record_conversation_reply.ask_id
-       AND (a.forge, a.owner, a.repo) = (record_conversation_reply.forge, record_conversation_reply.owner, record_conversation_reply.repo)
-       AND a.reply IS NOT NULL
-       FOR UPDATE;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'ask % of %/%/% owes no reply', coalesce(record_conversation_reply.ask_id::text, 'null'),
-            record_conversation_reply.forge, record_conversation_reply.owner, record_conversation_reply.repo
-            USING ERRCODE = 'TL005', HINT = 'Record the replies conversation_replies_due returned.';
-    END IF;
-    IF record_conversation_reply.error IS NULL THEN
-        UPDATE tireless.ask a SET replied_at = coalesce(a.replied_at, now()), reply_error = NULL WHERE a.id = owed.id;
-        PERFORM tireless.repo_writable(owed.forge, owed.owner, owed.repo);
-        RETURN NULL;
-    END IF;
-    until := now() + least(interval '1 hour', interval '15 seconds' * (2::float8 ^ least(owed.reply_failures, 20)))
-                     * (0.5 + random() / 2);
-    UPDATE tireless.ask a
-       SET reply_failures = a.reply_failures + 1, next_reply_at = until,
-           reply_error = left(btrim(record_conversation_reply.error), 2000)
-     WHERE a.id = owed.id;
-    RETURN until;
-END;
-$$;
-
---
--- Name: FUNCTION record_conversation_reply(forge text, owner text, repo text, poller text, ask_id bigint, error text); Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON FUNCTION tireless.record_conversation_reply(forge text, owner text, repo text, poller text, ask_id bigint, error text) IS 'The forge confirmed the reply owed for ask_id (error null: never owed again; returns null), or writing it failed (error: counted, backed off exponentially with jitter; returns when it is tried again). TL004 without the poll lease, TL005 for an ask that owes no reply.';
-
---
--- Name: record_cycle_report(text, text, text, text, bigint, text); Type: FUNCTION; Schema: tireless; Owner: -
---
-
-CREATE FUNCTION tireless.record_cycle_report(forge text, owner text, repo text, poller text, report_id bigint, error text DEFAULT NULL::text) RETURNS timestamp with time zone
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-DECLARE
-    queued tireless.cycle_report;
-    until timestamptz;
-BEGIN
-    IF record_cycle_report.error IS NOT NULL AND btrim(record_cycle_report.error) = '' THEN
-        RAISE EXCEPTION 'error must say what failed, got %', quote_literal(record_cycle_report.error) USING ERRCODE = 'TL005';
-    END IF;
-    PERFORM tireless.held_poll(record_cycle_report.forge, record_cycle_report.owner, record_cycle_report.repo,
-                               record_cycle_report.poller);
-    SELECT * INTO queued FROM tireless.cycle_report r
-     WHERE r.id = record_cycle_report.report_id
-       AND (r.forge, r.owner, r.repo) = (record_cycle_report.forge, record_cycle_report.owner, record_cycle_report.repo)
-       FOR UPDATE;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'no cycle report % queued for %/%/%', coalesce(record_cycle_report.report_id::text, 'null'),
-            record_cycle_report.forge, record_cycle_report.owner, record_cycle_report.repo
-            USING ERRCODE = 'TL005', HINT = 'Record the reports cycle_reports_due returned.';
-    END IF;
-    IF record_cycle_report.error IS NULL THEN
-        UPDATE tireless.cycle_report r
-           SET written_at = coalesce(r.written_at, now()), last_error = NULL, last_error_at = NULL
-         WHERE r.id = queued.id;
-        PERFORM tireless.repo_writable(queued.forge, queued.owner, queued.repo);
-        RETURN NULL;
-    END IF;
-    -- 15 s doubling per failure in a row, capped at an hour, jittered to between half and all of it.
-    until := now() + least(interval '1 hour', interval '15 seconds' * (2::float8 ^ least(queued.failures, 20)))
-                     * (0.5 + random() / 2);
-    UPDATE tireless.cycle_report r
-       SET failures = r.failures + 1, next_try_at = until,
-           last_error = left(btrim(record_cycle_report.error), 2000), last_error_at = now()
-     WHERE r.id = queued.id;
-    RETURN until;
-END;
-$$;
-
---
--- Name: FUNCTION record_cycle_report(forge text, owner text, repo text, poller text, report_id bigint, error text); Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON FUNCTION tireless.record_cycle_report(forge text, owner text, repo text, poller text, report_id bigint, error text) IS 'The forge confirmed the comment of cycle report report_id (error null: recorded as written, never listed again; returns null), or posting it failed (error: counted, backed off exponentially with jitter; returns when it is tried again). TL004 without the poll lease, TL005 for a report never queued.';
-
---
 -- Name: record_forge_dependencies(jsonb); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -7038,6 +6972,74 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.record_forge_trouble(name text, error text, until timestamp with time zone) IS 'A rate limit or an auth failure: no repository of the forge is read before until, and error says why; a null error clears the stop. TL008 for a forge that is not registered.';
+
+--
+-- Name: record_forge_write(text, text, text, text, bigint, text, jsonb); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.record_forge_write(forge text, owner text, repo text, poller text, id bigint, error text DEFAULT NULL::text, result jsonb DEFAULT NULL::jsonb) RETURNS timestamp with time zone
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    queued tireless.forge_write;
+    standing boolean := false;
+    until timestamptz;
+BEGIN
+    IF record_forge_write.error IS NOT NULL AND btrim(record_forge_write.error) = '' THEN
+        RAISE EXCEPTION 'error must say what failed, got %', quote_literal(record_forge_write.error) USING ERRCODE = 'TL005';
+    END IF;
+    IF record_forge_write.error IS NOT NULL AND record_forge_write.result IS NOT NULL THEN
+        RAISE EXCEPTION 'a failed write has no result: give error, or result' USING ERRCODE = 'TL005';
+    END IF;
+    IF record_forge_write.result IS NOT NULL AND jsonb_typeof(record_forge_write.result) <> 'object' THEN
+        RAISE EXCEPTION 'result must be a JSON object, got %', left(record_forge_write.result::text, 300) USING ERRCODE = 'TL005';
+    END IF;
+    PERFORM tireless.held_poll(record_forge_write.forge, record_forge_write.owner, record_forge_write.repo,
+                               record_forge_write.poller);
+    SELECT * INTO queued FROM tireless.forge_write w
+     WHERE w.id = record_forge_write.id
+       AND (w.forge, w.owner, w.repo) = (record_forge_write.forge, record_forge_write.owner, record_forge_write.repo)
+       FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'no forge write % queued for %/%/%', coalesce(record_forge_write.id::text, 'null'),
+            record_forge_write.forge, record_forge_write.owner, record_forge_write.repo
+            USING ERRCODE = 'TL005', HINT = 'Record the writes forge_writes_due returned.';
+    END IF;
+    IF queued.written_at IS NOT NULL THEN
+        RETURN NULL;  -- recorded twice (an answer lost, or another poller's): it landed once
+    END IF;
+    IF record_forge_write.error IS NOT NULL THEN
+        until := now() + tireless.forge_write_backoff(queued.failures);
+        UPDATE tireless.forge_write w
+           SET failures = w.failures + 1, next_try_at = until,
+               last_error = left(btrim(record_forge_write.error), 2000), last_error_at = now()
+         WHERE w.id = queued.id;
+        RETURN until;
+    END IF;
+    -- What the forge answered, recorded by the write's kind; a checklist stands while it may change.
+    CASE queued.kind
+        WHEN 'pull' THEN PERFORM tireless.pull_written(queued, coalesce(record_forge_write.result, '{}'));
+        WHEN 'task' THEN PERFORM tireless.task_written(queued, coalesce(record_forge_write.result, '{}'));
+        WHEN 'comment' THEN PERFORM tireless.comment_written(queued, coalesce(record_forge_write.result, '{}'));
+        WHEN 'cycle' THEN PERFORM tireless.cycle_written(queued);
+        WHEN 'checklist' THEN standing := tireless.checklist_written(queued, coalesce(record_forge_write.result, '{}'));
+        WHEN 'reply' THEN PERFORM tireless.reply_written(queued);
+    END CASE;
+    UPDATE tireless.forge_write w
+       SET written_at = CASE WHEN standing THEN NULL ELSE coalesce(w.written_at, now()) END,
+           failures = 0, next_try_at = now(), last_error = NULL, last_error_at = NULL
+     WHERE w.id = queued.id;
+    PERFORM tireless.repo_writable(queued.forge, queued.owner, queued.repo);
+    RETURN NULL;
+END;
+$$;
+
+--
+-- Name: FUNCTION record_forge_write(forge text, owner text, repo text, poller text, id bigint, error text, result jsonb); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.record_forge_write(forge text, owner text, repo text, poller text, id bigint, error text, result jsonb) IS 'The forge''s answer to forge write id. error null: it landed, with result (pull: {pull_number, pull_url}; task: {number} of the child issue; comment: {checklist} it holds, if any; checklist: {checklist} it now shows; cycle and reply: none) recorded by its kind''s function (tireless.pull_written and the others); never listed again, but a checklist with an unchecked child, listed again when the children change; returns null, also for a write recorded before. Or it failed (error): counted, backed off by tireless.forge_write_backoff; returns when it is tried again; the other writes go on. TL004 without the poll lease, TL005 for a write never queued, a blank error or both error and result, TL009 for a malformed pull request.';
 
 --
 -- Name: record_issue_gone(text, text, text, text, integer, text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -7215,117 +7217,6 @@ $$;
 COMMENT ON FUNCTION tireless.record_lane_outcome(lane text, succeeded boolean) IS 'Circuit breaker bookkeeping: a success closes the lane''s breaker; a failure counts, and the threshold-th consecutive one trips the lane for the cool-down.';
 
 --
--- Name: record_mirror_checklist(text, text, text, text, bigint, text, text); Type: FUNCTION; Schema: tireless; Owner: -
---
-
-CREATE FUNCTION tireless.record_mirror_checklist(forge text, owner text, repo text, poller text, job_id bigint, checklist text, error text DEFAULT NULL::text) RETURNS timestamp with time zone
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-DECLARE
-    queued tireless.mirror_comment;
-    until timestamptz;
-BEGIN
-    IF record_mirror_checklist.error IS NOT NULL AND btrim(record_mirror_checklist.error) = '' THEN
-        RAISE EXCEPTION 'error must say what failed, got %', quote_literal(record_mirror_checklist.error) USING ERRCODE = 'TL005';
-    END IF;
-    IF record_mirror_checklist.error IS NULL AND (record_mirror_checklist.checklist IS NULL
-                                                  OR btrim(record_mirror_checklist.checklist) = '') THEN
-        RAISE EXCEPTION 'checklist must be the text written, got %', coalesce(quote_literal(record_mirror_checklist.checklist), 'null')
-            USING ERRCODE = 'TL005';
-    END IF;
-    PERFORM tireless.held_poll(record_mirror_checklist.forge, record_mirror_checklist.owner, record_mirror_checklist.repo,
-                               record_mirror_checklist.poller);
-    SELECT * INTO queued FROM tireless.mirror_comment c
-     WHERE c.job_id = record_mirror_checklist.job_id
-       AND (c.forge, c.owner, c.repo) = (record_mirror_checklist.forge, record_mirror_checklist.owner, record_mirror_checklist.repo)
-       AND c.written_at IS NOT NULL AND c.checklist IS NOT NULL
-       FOR UPDATE;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'job % of %/%/% has no outcome comment with a checklist written',
-            coalesce(record_mirror_checklist.job_id::text, 'null'),
-            record_mirror_checklist.forge, record_mirror_checklist.owner, record_mirror_checklist.repo
-            USING ERRCODE = 'TL005', HINT = 'Record the edits mirror_checklists_due returned.';
-    END IF;
-    IF record_mirror_checklist.error IS NULL THEN
-        UPDATE tireless.mirror_comment c
-           SET checklist = record_mirror_checklist.checklist, checklist_written_at = now(), checklist_failures = 0,
-               checklist_next_try_at = now(), checklist_error = NULL, checklist_error_at = NULL
-         WHERE c.job_id = queued.job_id;
-        PERFORM tireless.repo_writable(queued.forge, queued.owner, queued.repo);
-        RETURN NULL;
-    END IF;
-    -- 15 s doubling per failure in a row, capped at an hour, jittered to between half and all of it.
-    until := now() + least(interval '1 hour', interval '15 seconds' * (2::float8 ^ least(queued.checklist_failures, 20)))
-                     * (0.5 + random() / 2);
-    UPDATE tireless.mirror_comment c
-       SET checklist_failures = c.checklist_failures + 1, checklist_next_try_at = until,
-           checklist_error = left(btrim(record_mirror_checklist.error), 2000), checklist_error_at = now()
-     WHERE c.job_id = queued.job_id;
-    RETURN until;
-END;
-$$;
-
---
--- Name: FUNCTION record_mirror_checklist(forge text, owner text, repo text, poller text, job_id bigint, checklist text, error text); Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON FUNCTION tireless.record_mirror_checklist(forge text, owner text, repo text, poller text, job_id bigint, checklist text, error text) IS 'The forge shows job_id''s outcome comment with checklist (error null: recorded as the one written, so it is listed again only when the children change; returns null), or editing it failed (error: counted, backed off exponentially with jitter; returns when it is tried again). TL004 without the poll lease, TL005 for a comment never written with a checklist.';
-
---
--- Name: record_mirror_comment(text, text, text, text, bigint, text, text); Type: FUNCTION; Schema: tireless; Owner: -
---
-
-CREATE FUNCTION tireless.record_mirror_comment(forge text, owner text, repo text, poller text, job_id bigint, error text DEFAULT NULL::text, checklist text DEFAULT NULL::text) RETURNS timestamp with time zone
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-DECLARE
-    queued tireless.mirror_comment;
-    until timestamptz;
-BEGIN
-    IF record_mirror_comment.error IS NOT NULL AND btrim(record_mirror_comment.error) = '' THEN
-        RAISE EXCEPTION 'error must say what failed, got %', quote_literal(record_mirror_comment.error) USING ERRCODE = 'TL005';
-    END IF;
-    PERFORM tireless.held_poll(record_mirror_comment.forge, record_mirror_comment.owner, record_mirror_comment.repo,
-                               record_mirror_comment.poller);
-    SELECT * INTO queued FROM tireless.mirror_comment c
-     WHERE c.job_id = record_mirror_comment.job_id
-       AND (c.forge, c.owner, c.repo) = (record_mirror_comment.forge, record_mirror_comment.owner, record_mirror_comment.repo)
-       FOR UPDATE;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'job % of %/%/% has no outcome comment queued', coalesce(record_mirror_comment.job_id::text, 'null'),
-            record_mirror_comment.forge, record_mirror_comment.owner, record_mirror_comment.repo
-            USING ERRCODE = 'TL005', HINT = 'Record the comments mirror_comments_due returned.';
-    END IF;
-    IF record_mirror_comment.error IS NULL THEN
-        -- The checklist the posted comment holds (as mirror_comments_due gave it): later edits start from it.
-        UPDATE tireless.mirror_comment c SET written_at = coalesce(c.written_at, now()), last_error = NULL, last_error_at = NULL,
-               checklist = coalesce(record_mirror_comment.checklist, c.checklist),
-               checklist_written_at = CASE WHEN record_mirror_comment.checklist IS NOT NULL THEN now()
-                                           ELSE c.checklist_written_at END
-         WHERE c.job_id = queued.job_id;
-        PERFORM tireless.repo_writable(queued.forge, queued.owner, queued.repo);
-        RETURN NULL;
-    END IF;
-    -- 15 s doubling per failure in a row, capped at an hour, jittered to between half and all of it.
-    until := now() + least(interval '1 hour', interval '15 seconds' * (2::float8 ^ least(queued.failures, 20)))
-                     * (0.5 + random() / 2);
-    UPDATE tireless.mirror_comment c
-       SET failures = c.failures + 1, next_try_at = until,
-           last_error = left(btrim(record_mirror_comment.error), 2000), last_error_at = now()
-     WHERE c.job_id = queued.job_id;
-    RETURN until;
-END;
-$$;
-
---
--- Name: FUNCTION record_mirror_comment(forge text, owner text, repo text, poller text, job_id bigint, error text, checklist text); Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON FUNCTION tireless.record_mirror_comment(forge text, owner text, repo text, poller text, job_id bigint, error text, checklist text) IS 'The forge confirmed job_id''s outcome comment (error null: recorded as written, never queued again, with the checklist of children it holds as mirror_comments_due gave it, which mirror_checklists_due compares with the current one; returns null), or posting it failed (error: counted, backed off exponentially with jitter; returns when it is tried again). TL004 without the poll lease, TL005 for a comment never queued.';
-
---
 -- Name: record_mirror_failure(text, text, text, text, integer, bigint, text, text); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -7345,9 +7236,7 @@ BEGIN
                                record_mirror_failure.poller);
     queued := tireless.mirror_issue_row(record_mirror_failure.forge, record_mirror_failure.owner, record_mirror_failure.repo,
                                      record_mirror_failure.number, record_mirror_failure.job_id, record_mirror_failure.state);
-    -- 15 s doubling per failure in a row, capped at an hour, jittered to between half and all of it.
-    until := now() + least(interval '1 hour', interval '15 seconds' * (2::float8 ^ least(queued.failures, 20)))
-                     * (0.5 + random() / 2);
+    until := now() + tireless.forge_write_backoff(queued.failures);
     UPDATE tireless.mirror_issue mi
        SET failures = mi.failures + 1, next_try_at = until,
            last_error = left(btrim(record_mirror_failure.error), 2000), last_error_at = now()
@@ -7361,85 +7250,6 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.record_mirror_failure(forge text, owner text, repo text, poller text, number integer, job_id bigint, state text, error text) IS 'A mirror write to one issue failed: counts it, records the error (trimmed to 2000 characters) and backs that issue off exponentially with jitter; returns when it is tried again. Other issues and the polls go on. TL004 without the poll lease, TL005 for a write never queued.';
-
---
--- Name: record_mirror_pull(text, text, text, text, bigint, integer, text, text); Type: FUNCTION; Schema: tireless; Owner: -
---
-
-CREATE FUNCTION tireless.record_mirror_pull(forge text, owner text, repo text, poller text, job_id bigint, pull_number integer DEFAULT NULL::integer, pull_url text DEFAULT NULL::text, error text DEFAULT NULL::text) RETURNS timestamp with time zone
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $_$
-DECLARE
-    queued tireless.mirror_pull;
-    pushed tireless.delivery;
-    until timestamptz;
-BEGIN
-    IF record_mirror_pull.error IS NOT NULL THEN
-        IF btrim(record_mirror_pull.error) = '' THEN
-            RAISE EXCEPTION 'error must say what failed, got %', quote_literal(record_mirror_pull.error) USING ERRCODE = 'TL005';
-        END IF;
-        IF record_mirror_pull.pull_number IS NOT NULL OR record_mirror_pull.pull_url IS NOT NULL THEN
-            RAISE EXCEPTION 'a failed write has no pull request: give error, or pull_number and pull_url'
-                USING ERRCODE = 'TL005';
-        END IF;
-    ELSE
-        IF record_mirror_pull.pull_number IS NULL OR record_mirror_pull.pull_number <= 0 THEN
-            RAISE EXCEPTION 'pull_number must be a positive integer, got %', coalesce(record_mirror_pull.pull_number::text, 'null')
-                USING ERRCODE = 'TL009';
-        END IF;
-        IF record_mirror_pull.pull_url IS NULL OR record_mirror_pull.pull_url !~ '^https?://[^\x01-\x20\x7f-\x9f]+$'
-           OR length(record_mirror_pull.pull_url) > 2000 THEN
-            RAISE EXCEPTION 'pull_url must be an http(s) URL of at most 2000 characters, got %',
-                coalesce(quote_literal(left(record_mirror_pull.pull_url, 300)), 'null') USING ERRCODE = 'TL009';
-        END IF;
-    END IF;
-    PERFORM tireless.held_poll(record_mirror_pull.forge, record_mirror_pull.owner, record_mirror_pull.repo,
-                               record_mirror_pull.poller);
-    SELECT * INTO queued FROM tireless.mirror_pull p
-     WHERE p.job_id = record_mirror_pull.job_id
-       AND (p.forge, p.owner, p.repo) = (record_mirror_pull.forge, record_mirror_pull.owner, record_mirror_pull.repo)
-       FOR UPDATE;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'job % of %/%/% has no pull request queued', coalesce(record_mirror_pull.job_id::text, 'null'),
-            record_mirror_pull.forge, record_mirror_pull.owner, record_mirror_pull.repo
-            USING ERRCODE = 'TL005', HINT = 'Record the pull requests mirror_pulls_due returned.';
-    END IF;
-    IF record_mirror_pull.error IS NOT NULL THEN
-        -- 15 s doubling per failure in a row, capped at an hour, jittered to between half and all of it.
-        until := now() + least(interval '1 hour', interval '15 seconds' * (2::float8 ^ least(queued.failures, 20)))
-                         * (0.5 + random() / 2);
-        UPDATE tireless.mirror_pull p
-           SET failures = p.failures + 1, next_try_at = until,
-               last_error = left(btrim(record_mirror_pull.error), 2000), last_error_at = now()
-         WHERE p.job_id = queued.job_id;
-        RETURN until;
-    END IF;
-    -- The pull request shows this push and every older one of the branch still waiting: those
-    -- deliveries are in it too, and their writes are done.
-    SELECT * INTO pushed FROM tireless.delivery d WHERE d.job_id = queued.job_id;
-    UPDATE tireless.delivery d
-       SET pull_number = record_mirror_pull.pull_number, pull_url = record_mirror_pull.pull_url, pull_known_at = now()
-     WHERE (d.forge, d.owner, d.repo, d.number) = (pushed.forge, pushed.owner, pushed.repo, pushed.number)
-       AND d.branch = pushed.branch
-       AND (d.job_id = pushed.job_id
-            OR (d.job_id < pushed.job_id
-                AND EXISTS (SELECT FROM tireless.mirror_pull p WHERE p.job_id = d.job_id AND p.written_at IS NULL)));
-    UPDATE tireless.mirror_pull p
-       SET written_at = coalesce(p.written_at, now()), failures = 0, last_error = NULL, last_error_at = NULL
-     WHERE (p.forge, p.owner, p.repo, p.number) = (queued.forge, queued.owner, queued.repo, queued.number)
-       AND (p.job_id = queued.job_id OR (p.job_id < queued.job_id AND p.written_at IS NULL))
-       AND EXISTS (SELECT FROM tireless.delivery d WHERE d.job_id = p.job_id AND d.branch = pushed.branch);
-    PERFORM tireless.repo_writable(queued.forge, queued.owner, queued.repo);
-    RETURN NULL;
-END;
-$_$;
-
---
--- Name: FUNCTION record_mirror_pull(forge text, owner text, repo text, poller text, job_id bigint, pull_number integer, pull_url text, error text); Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON FUNCTION tireless.record_mirror_pull(forge text, owner text, repo text, poller text, job_id bigint, pull_number integer, pull_url text, error text) IS 'The forge opened, found or updated the pull request of job_id''s delivery (pull_number and pull_url): recorded on the delivery, and on the older deliveries of the branch still waiting for theirs (the pull request carries their pushes), whose writes are done too; never listed again; returns null. Or the write failed (error): counted, backed off exponentially with jitter; returns when it is tried again. TL004 without the poll lease, TL005 for a write never queued, TL009 for a malformed pull_number or pull_url.';
 
 --
 -- Name: record_mirror_write(text, text, text, text, integer, bigint, text, jsonb); Type: FUNCTION; Schema: tireless; Owner: -
@@ -7508,67 +7318,6 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.record_mirror_write(forge text, owner text, repo text, poller text, number integer, job_id bigint, state text, issue jsonb) IS 'The forge confirmed the issue shows job_id in state: recorded as applied, its error cleared. For a finished job with no live successor, given issue (the forge''s issue after the writes, enqueue''s format) and no newer request seen since the job was made, the request is recorded as withdrawn (mode labels off, no longer asking) and issue is judged by the work rule as a poll would (a mode label a person put back is a new request); returns whether it recorded a withdrawal. TL004 without the poll lease, TL005 for a write never queued.';
-
---
--- Name: record_plan_task(text, text, text, text, bigint, integer, integer, text); Type: FUNCTION; Schema: tireless; Owner: -
---
-
-CREATE FUNCTION tireless.record_plan_task(forge text, owner text, repo text, poller text, job_id bigint, task integer, number integer DEFAULT NULL::integer, error text DEFAULT NULL::text) RETURNS timestamp with time zone
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-DECLARE
-    queued tireless.plan_task;
-    until timestamptz;
-BEGIN
-    IF (record_plan_task.number IS NULL) = (record_plan_task.error IS NULL) OR btrim(record_plan_task.error) = ''
-       OR record_plan_task.number < 1 THEN
-        RAISE EXCEPTION 'give the child issue''s number or the error that says what failed, got number %, error %',
-            coalesce(record_plan_task.number::text, 'null'), coalesce(quote_literal(record_plan_task.error), 'null')
-            USING ERRCODE = 'TL005';
-    END IF;
-    PERFORM tireless.held_poll(record_plan_task.forge, record_plan_task.owner, record_plan_task.repo, record_plan_task.poller);
-    PERFORM tireless.lock_repo_issues(record_plan_task.forge, record_plan_task.owner, record_plan_task.repo);
-    SELECT * INTO queued FROM tireless.plan_task t
-     WHERE (t.job_id, t.task) = (record_plan_task.job_id, record_plan_task.task)
-       AND (t.forge, t.owner, t.repo) = (record_plan_task.forge, record_plan_task.owner, record_plan_task.repo)
-       FOR UPDATE;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'job % of %/%/% has no task %', coalesce(record_plan_task.job_id::text, 'null'),
-            record_plan_task.forge, record_plan_task.owner, record_plan_task.repo, coalesce(record_plan_task.task::text, 'null')
-            USING ERRCODE = 'TL005', HINT = 'Record the tasks plan_tasks_due returned.';
-    END IF;
-    IF record_plan_task.error IS NULL THEN
-        IF queued.child_number IS NULL THEN
-            UPDATE tireless.plan_task t
-               SET child_number = record_plan_task.number, opened_at = now(), failures = 0,
-                   last_error = NULL, last_error_at = NULL
-             WHERE (t.job_id, t.task) = (queued.job_id, queued.task);
-            -- A job the poller made for the child before this was recorded (a create whose answer was
-            -- lost, then read) gets its parent now.
-            UPDATE tireless.job j SET parent_id = queued.job_id, updated_at = now()
-             WHERE (j.forge, j.owner, j.repo, j.number) = (queued.forge, queued.owner, queued.repo, record_plan_task.number)
-               AND j.state IN ('pending', 'claimed') AND j.parent_id IS NULL AND j.id <> queued.job_id;
-        END IF;
-        PERFORM tireless.repo_writable(queued.forge, queued.owner, queued.repo);
-        RETURN NULL;
-    END IF;
-    -- 15 s doubling per failure in a row, capped at an hour, jittered to between half and all of it.
-    until := now() + least(interval '1 hour', interval '15 seconds' * (2::float8 ^ least(queued.failures, 20)))
-                     * (0.5 + random() / 2);
-    UPDATE tireless.plan_task t
-       SET failures = t.failures + 1, next_try_at = until,
-           last_error = left(btrim(record_plan_task.error), 2000), last_error_at = now()
-     WHERE (t.job_id, t.task) = (queued.job_id, queued.task);
-    RETURN until;
-END;
-$$;
-
---
--- Name: FUNCTION record_plan_task(forge text, owner text, repo text, poller text, job_id bigint, task integer, number integer, error text); Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON FUNCTION tireless.record_plan_task(forge text, owner text, repo text, poller text, job_id bigint, task integer, number integer, error text) IS 'The mirror opened (or found by its marker) issue number for a task of job_id (recorded once; a live job of that issue without a parent gets job_id as its parent; returns null), or opening it failed (error: counted, backed off exponentially with jitter; returns when it is tried again). TL004 without the poll lease, TL005 for a task never attached or neither a number nor an error.';
 
 --
 -- Name: record_poll(text, text, text, text, jsonb, timestamp with time zone, text, boolean, integer[], interval, jsonb); Type: FUNCTION; Schema: tireless; Owner: -
@@ -8096,6 +7845,45 @@ END;
 --
 
 COMMENT ON FUNCTION tireless.replication_warning() IS 'Why a failover could lose acknowledged work, or null: on a primary with a streaming standby, when synchronous_standby_names is empty, synchronous_commit (as this session has it) is off or local, or no standby is sync or quorum in pg_stat_replication (checked only when the owner may read its sync_state: pg_read_all_stats). Null on a standby and on a primary without one; tireless status and the dashboard show it.';
+
+--
+-- Name: reply_write(tireless.forge_write); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.reply_write(w tireless.forge_write) RETURNS jsonb
+    LANGUAGE sql STABLE
+    AS $_$
+    SELECT jsonb_build_object('ask_id', a.id, 'number', coalesce(a.pull_number, a.number), 'reply', a.reply,
+                              'comment_id', CASE WHEN a.source = 'comment' AND a.source_id ~ '^[0-9]{1,18}$'
+                                                 THEN a.source_id::bigint END,
+                              'body', CASE WHEN a.reply = 'comment' THEN tireless.ask_reply_text(a) END,
+                              'marker', CASE WHEN a.reply = 'comment' THEN format('<!-- tireless:ask:%s -->', a.id) END)
+      FROM tireless.ask a
+     WHERE a.id = w.ask_id AND a.reply IS NOT NULL AND a.replied_at IS NULL;
+$_$;
+
+--
+-- Name: FUNCTION reply_write(w tireless.forge_write); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.reply_write(w tireless.forge_write) IS 'What a reply write (kind reply) says, as tireless.forge_writes_due lists it: {ask_id, number (the pull request or issue where the ask was made), reply (react: +1 on the command comment_id, for a command acted on; comment: body, ending with marker, for a refused ask), comment_id, body, marker}.';
+
+--
+-- Name: reply_written(tireless.forge_write); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.reply_written(w tireless.forge_write) RETURNS void
+    LANGUAGE sql
+    BEGIN ATOMIC
+ UPDATE tireless.ask a SET replied_at = COALESCE(a.replied_at, now())
+   WHERE (a.id = (reply_written.w).ask_id);
+END;
+
+--
+-- Name: FUNCTION reply_written(w tireless.forge_write); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.reply_written(w tireless.forge_write) IS 'The forge shows the reply of write w: the ask owes it no more.';
 
 --
 -- Name: repo_has_room(text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -9250,6 +9038,11 @@ BEGIN
          -- In one order, so that two polls telling the same cycle never wait for each other in a circle.
          ORDER BY jd.forge, jd.owner, jd.repo, jd.number
         ON CONFLICT (forge, owner, repo, number, cycle) WHERE broken_at IS NULL DO NOTHING
+        RETURNING cycle_report.id, cycle_report.forge, cycle_report.owner, cycle_report.repo, cycle_report.number
+    ), told AS (
+        -- Each report's comment is a write of the outbox (tireless.forge_write).
+        INSERT INTO tireless.forge_write (kind, forge, owner, repo, number, report_id)
+        SELECT 'cycle', r.forge, r.owner, r.repo, r.number, r.id FROM reported r ORDER BY r.id
     ), broken AS (
         -- The issue's job is on no cycle now, or on another: that report is done with (a comment not
         -- yet written is dropped), and the same cycle made again is told again.
@@ -9257,6 +9050,10 @@ BEGIN
           FROM judged jd
          WHERE (r.forge, r.owner, r.repo, r.number) = (jd.forge, jd.owner, jd.repo, jd.number)
            AND r.broken_at IS NULL AND r.cycle IS DISTINCT FROM left(jd.cycle, 4000)
+        RETURNING r.id
+    ), dropped AS (
+        DELETE FROM tireless.forge_write w USING broken b
+         WHERE w.kind = 'cycle' AND w.report_id = b.id AND w.written_at IS NULL
     ), changed AS (
         UPDATE tireless.job j
            SET waiting_on = jd.waiting_on, note = jd.note, updated_at = now()
@@ -9283,7 +9080,7 @@ $$;
 -- Name: FUNCTION settle_dependencies(touched jsonb); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.settle_dependencies(touched jsonb) IS 'After the work rule stored a batch (touched: [{forge, owner, repo, number, body}]): records the `Depends on` lines of each body shown, then sets job.waiting_on (and the note `waiting on #3, #7`, with the cycle if any) of the pending jobs of those issues and of the issues that depend on them; a job whose dependencies have all closed is released and its lane woken. A job found on a cycle has it reported once on its issue (tireless.cycle_report, posted by the mirror: cycle_reports_due), again only after the cycle was broken. Returns how many jobs it released. Private: apply_work_rule calls it.';
+COMMENT ON FUNCTION tireless.settle_dependencies(touched jsonb) IS 'After the work rule stored a batch (touched: [{forge, owner, repo, number, body}]): records the `Depends on` lines of each body shown, then sets job.waiting_on (and the note `waiting on #3, #7`, with the cycle if any) of the pending jobs of those issues and of the issues that depend on them; a job whose dependencies have all closed is released and its lane woken. A job found on a cycle has it reported once on its issue (tireless.cycle_report, a write of the outbox tireless.forge_write), again only after the cycle was broken. Returns how many jobs it released. Private: apply_work_rule calls it.';
 
 --
 -- Name: short_duration(interval); Type: FUNCTION; Schema: tireless; Owner: -
@@ -9403,6 +9200,100 @@ CREATE FUNCTION tireless.task_marker(job_id bigint, task integer) RETURNS text
 --
 
 COMMENT ON FUNCTION tireless.task_marker(job_id bigint, task integer) IS 'The hidden last line of the body of the issue opened for a plan''s task; the mirror counts it only in an issue opened by its own forge account.';
+
+--
+-- Name: task_write(tireless.forge_write); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.task_write(w tireless.forge_write) RETURNS jsonb
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT jsonb_build_object(
+               'job_id', t.job_id, 'task', t.task, 'parent_number', j.number,
+               'title', left(regexp_replace(btrim(tireless.safe_comment_text(t.title)), '\s+', ' ', 'g'), 200),
+               -- The task's body made safe, cut so that the issue's body fits (tireless.fit_report).
+               'body', coalesce(nullif(tireless.fit_report(t.body, tireless.forge_body_limit() - 2 - length(links.text)), '')
+                                || E'\n\n', '') || links.text,
+               'labels', to_jsonb(ARRAY(SELECT l FROM unnest(ARRAY[CASE WHEN NOT t.proposal THEN p.label_prefix END,
+                                                               p.label_prefix || '/implement',
+                                                               p.label_prefix || '/agent:' || t.lane]) AS l
+                                         WHERE l IS NOT NULL)),
+               'marker', tireless.task_marker(t.job_id, t.task),
+               'since', j.updated_at - interval '5 minutes',
+               -- The issues it depends on (its tasks' children and its "#N"), which the mirror also sets
+               -- as the forge's own relations where the forge has them.
+               'depends_on', to_jsonb(ARRAY(SELECT CASE WHEN jsonb_typeof(d.v) = 'number'
+                                                        THEN (SELECT o.child_number FROM tireless.plan_task o
+                                                               WHERE o.job_id = t.job_id AND o.task = (d.v)::numeric::integer)
+                                                        ELSE substr(d.v #>> '{}', 2)::integer END
+                                              FROM jsonb_array_elements(t.depends_on) WITH ORDINALITY AS d(v, position)
+                                             ORDER BY d.position)))
+      FROM tireless.plan_task t
+      JOIN tireless.job j ON j.id = t.job_id
+     CROSS JOIN tireless.policy p
+     CROSS JOIN LATERAL (
+           SELECT 'Part of #' || j.number
+                  || coalesce(E'\n\n' || (SELECT string_agg('Depends on #' || CASE WHEN jsonb_typeof(d.v) = 'number'
+                                                          THEN (SELECT o.child_number::text FROM tireless.plan_task o
+                                                                 WHERE o.job_id = t.job_id AND o.task = (d.v)::numeric::integer)
+                                                          ELSE substr(d.v #>> '{}', 2) END, E'\n' ORDER BY d.position)
+                                            FROM jsonb_array_elements(t.depends_on) WITH ORDINALITY AS d(v, position)), '')
+                  || E'\n\n' || format('Opened by tireless for job %s (%s %s).', t.job_id,
+                                       CASE WHEN t.proposal THEN 'proposal' ELSE 'task' END, t.task)
+                  || E'\n\n' || tireless.task_marker(t.job_id, t.task) AS text) AS links
+     WHERE (t.job_id, t.task) = (w.job_id, w.task)
+       AND t.child_number IS NULL
+       AND j.state = 'delivered' AND t.attempt = j.attempts
+       -- A dependency is opened before its dependents: its number goes in their bodies.
+       AND NOT EXISTS (SELECT FROM jsonb_array_elements(t.depends_on) AS d(v)
+                        JOIN tireless.plan_task o ON o.job_id = t.job_id
+                              AND o.task = CASE WHEN jsonb_typeof(d.v) = 'number' THEN (d.v)::numeric::integer END
+                       WHERE o.child_number IS NULL);
+$$;
+
+--
+-- Name: FUNCTION task_write(w tireless.forge_write); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.task_write(w tireless.forge_write) IS 'What a task write (kind task) opens, as tireless.forge_writes_due lists it: the issue of a task of a delivered plan or discover job, once the task''s dependencies are opened (null until then, or while the job is not delivered): {job_id, task, parent_number, title and body (the task''s made safe and cut so that the body fits in tireless.forge_body_limit(), "Part of #P", a "Depends on #N" line per dependency, the marker line), labels (the opt-in for a plan''s child, not for a proposal; <prefix>/implement; the agent label of its lane), marker, since (when to look from for an issue already opened with it), depends_on (the numbers of the issues it depends on: the mirror sets them as the forge''s own relations too)}.';
+
+--
+-- Name: task_written(tireless.forge_write, jsonb); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.task_written(w tireless.forge_write, result jsonb) RETURNS void
+    LANGUAGE plpgsql
+    AS $_$
+DECLARE
+    child integer;
+    queued tireless.plan_task;
+BEGIN
+    IF jsonb_typeof(task_written.result -> 'number') = 'number' AND (task_written.result ->> 'number') ~ '^[0-9]{1,9}$' THEN
+        child := (task_written.result ->> 'number')::integer;
+    END IF;
+    IF child IS NULL OR child < 1 THEN
+        RAISE EXCEPTION 'give the child issue''s number or the error that says what failed, got number %',
+            coalesce(task_written.result ->> 'number', 'null') USING ERRCODE = 'TL005';
+    END IF;
+    PERFORM tireless.lock_repo_issues(w.forge, w.owner, w.repo);
+    SELECT * INTO queued FROM tireless.plan_task t WHERE (t.job_id, t.task) = (w.job_id, w.task) FOR UPDATE;
+    IF queued.child_number IS NULL THEN
+        UPDATE tireless.plan_task t SET child_number = child, opened_at = now()
+         WHERE (t.job_id, t.task) = (queued.job_id, queued.task);
+        -- A job the poller made for the child before this was recorded (a create whose answer was
+        -- lost, then read) gets its parent now.
+        UPDATE tireless.job j SET parent_id = queued.job_id, updated_at = now()
+         WHERE (j.forge, j.owner, j.repo, j.number) = (queued.forge, queued.owner, queued.repo, child)
+           AND j.state IN ('pending', 'claimed') AND j.parent_id IS NULL AND j.id <> queued.job_id;
+    END IF;
+END;
+$_$;
+
+--
+-- Name: FUNCTION task_written(w tireless.forge_write, result jsonb); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.task_written(w tireless.forge_write, result jsonb) IS 'The mirror opened (or found by its marker) issue result.number for the task of write w (recorded once; a live job of that issue without a parent gets the plan''s job as its parent). TL005 without a number.';
 
 --
 -- Name: track_repo(text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -9929,53 +9820,17 @@ CREATE VIEW tireless.cycle_reports AS
     r.queued_at,
     r.written_at,
     r.broken_at,
-    r.failures,
-    r.next_try_at,
-    r.last_error
-   FROM tireless.cycle_report r;
+    COALESCE(w.failures, 0) AS failures,
+    COALESCE(w.next_try_at, r.queued_at) AS next_try_at,
+    w.last_error
+   FROM (tireless.cycle_report r
+     LEFT JOIN tireless.forge_write w ON (((w.kind = 'cycle'::text) AND (w.report_id = r.id))));
 
 --
 -- Name: VIEW cycle_reports; Type: COMMENT; Schema: tireless; Owner: -
 --
 
 COMMENT ON VIEW tireless.cycle_reports IS 'Each dependency cycle told (or still to tell) on an issue of it: the cycle as the issue''s job note names it, the job found waiting on it, when it was found, when the mirror''s comment was written (null: still to write), when the cycle was broken (then a comment not yet written is dropped, and the same cycle made again is told again), and the retries of a failing post.';
-
---
--- Name: mirror_pull; Type: TABLE; Schema: tireless; Owner: -
---
-
-CREATE TABLE tireless.mirror_pull (
-    job_id bigint NOT NULL,
-    forge text NOT NULL,
-    owner text NOT NULL,
-    repo text NOT NULL,
-    number integer NOT NULL,
-    queued_at timestamp with time zone DEFAULT now() NOT NULL,
-    written_at timestamp with time zone,
-    failures integer DEFAULT 0 NOT NULL,
-    next_try_at timestamp with time zone DEFAULT now() NOT NULL,
-    last_error text,
-    last_error_at timestamp with time zone,
-    CONSTRAINT mirror_pull_failures_not_negative CHECK ((failures >= 0))
-);
-
---
--- Name: TABLE mirror_pull; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON TABLE tireless.mirror_pull IS 'Per delivery that pushed a branch of a tracked repository: the pull request the mirror must open or update for it, written once (written_at, also when a newer delivery of the issue was written first) and the retries of a failing write. Private: deliver queues it, mirror_pulls_due and record_mirror_pull keep it.';
-
---
--- Name: COLUMN mirror_pull.written_at; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.mirror_pull.written_at IS 'When the forge confirmed the pull request for this push (null: still to write).';
-
---
--- Name: CONSTRAINT mirror_pull_failures_not_negative ON mirror_pull; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT mirror_pull_failures_not_negative ON tireless.mirror_pull IS 'Failures in a row are not negative.';
 
 --
 -- Name: deliveries; Type: VIEW; Schema: tireless; Owner: -
@@ -10003,7 +9858,7 @@ CREATE VIEW tireless.deliveries AS
     w.last_error AS pull_error,
     w.last_error_at AS pull_error_at
    FROM (tireless.delivery d
-     LEFT JOIN tireless.mirror_pull w ON ((w.job_id = d.job_id)));
+     LEFT JOIN tireless.forge_write w ON (((w.kind = 'pull'::text) AND (w.job_id = d.job_id))));
 
 --
 -- Name: VIEW deliveries; Type: COMMENT; Schema: tireless; Owner: -
@@ -10159,6 +10014,19 @@ COMMENT ON CONSTRAINT base_url_is_http ON tireless.forge IS 'The base URL is an 
 --
 
 COMMENT ON CONSTRAINT forge_name_is_a_name ON tireless.forge IS 'A forge name is 1 to 100 letters, digits, ".", "-" or "_", starting with a letter or digit.';
+
+--
+-- Name: forge_write_id_seq; Type: SEQUENCE; Schema: tireless; Owner: -
+--
+
+ALTER TABLE tireless.forge_write ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME tireless.forge_write_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
 
 --
 -- Name: issue; Type: TABLE; Schema: tireless; Owner: -
@@ -10639,18 +10507,8 @@ CREATE TABLE tireless.mirror_comment (
     repo text NOT NULL,
     number integer NOT NULL,
     written_at timestamp with time zone,
-    failures integer DEFAULT 0 NOT NULL,
-    next_try_at timestamp with time zone DEFAULT now() NOT NULL,
-    last_error text,
-    last_error_at timestamp with time zone,
     checklist text,
-    checklist_written_at timestamp with time zone,
-    checklist_failures integer DEFAULT 0 NOT NULL,
-    checklist_next_try_at timestamp with time zone DEFAULT now() NOT NULL,
-    checklist_error text,
-    checklist_error_at timestamp with time zone,
-    CONSTRAINT mirror_comment_checklist_failures_not_negative CHECK ((checklist_failures >= 0)),
-    CONSTRAINT mirror_comment_failures_not_negative CHECK ((failures >= 0))
+    checklist_written_at timestamp with time zone
 );
 
 --
@@ -10676,42 +10534,6 @@ COMMENT ON COLUMN tireless.mirror_comment.checklist IS 'The children''s checklis
 --
 
 COMMENT ON COLUMN tireless.mirror_comment.checklist_written_at IS 'When the forge last confirmed the checklist (the post, or an edit).';
-
---
--- Name: COLUMN mirror_comment.checklist_failures; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.mirror_comment.checklist_failures IS 'Failed edits of the checklist in a row.';
-
---
--- Name: COLUMN mirror_comment.checklist_next_try_at; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.mirror_comment.checklist_next_try_at IS 'When the mirror edits again after a failure (backoff with jitter).';
-
---
--- Name: COLUMN mirror_comment.checklist_error; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.mirror_comment.checklist_error IS 'What the last failed edit said.';
-
---
--- Name: COLUMN mirror_comment.checklist_error_at; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.mirror_comment.checklist_error_at IS 'When that failure was recorded.';
-
---
--- Name: CONSTRAINT mirror_comment_checklist_failures_not_negative ON mirror_comment; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT mirror_comment_checklist_failures_not_negative ON tireless.mirror_comment IS 'Failures in a row are not negative.';
-
---
--- Name: CONSTRAINT mirror_comment_failures_not_negative ON mirror_comment; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT mirror_comment_failures_not_negative ON tireless.mirror_comment IS 'Failures in a row are not negative.';
 
 --
 -- Name: mirror_repo; Type: TABLE; Schema: tireless; Owner: -
@@ -11179,6 +11001,26 @@ ALTER TABLE ONLY tireless.forge
     ADD CONSTRAINT forge_pkey PRIMARY KEY (name);
 
 --
+-- Name: forge_write forge_write_once; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.forge_write
+    ADD CONSTRAINT forge_write_once UNIQUE NULLS NOT DISTINCT (kind, job_id, task, report_id, ask_id);
+
+--
+-- Name: CONSTRAINT forge_write_once ON forge_write; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT forge_write_once ON tireless.forge_write IS 'A write is queued once for what it writes: queuing it again does nothing.';
+
+--
+-- Name: forge_write forge_write_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.forge_write
+    ADD CONSTRAINT forge_write_pkey PRIMARY KEY (id);
+
+--
 -- Name: history_rollup history_rollup_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
 --
 
@@ -11280,13 +11122,6 @@ ALTER TABLE ONLY tireless.mirror_comment
 
 ALTER TABLE ONLY tireless.mirror_issue
     ADD CONSTRAINT mirror_issue_pkey PRIMARY KEY (forge, owner, repo, number);
-
---
--- Name: mirror_pull mirror_pull_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
---
-
-ALTER TABLE ONLY tireless.mirror_pull
-    ADD CONSTRAINT mirror_pull_pkey PRIMARY KEY (job_id);
 
 --
 -- Name: mirror_repo mirror_repo_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
@@ -11524,18 +11359,6 @@ CREATE INDEX claimed_jobs_by_expiry ON tireless.job USING btree (claim_expires_a
 COMMENT ON INDEX tireless.claimed_jobs_by_expiry IS 'expire_stale_claims and lane capacity: claimed jobs by lease end.';
 
 --
--- Name: cycle_reports_due; Type: INDEX; Schema: tireless; Owner: -
---
-
-CREATE INDEX cycle_reports_due ON tireless.cycle_report USING btree (forge, owner, repo, next_try_at) WHERE ((written_at IS NULL) AND (broken_at IS NULL));
-
---
--- Name: INDEX cycle_reports_due; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON INDEX tireless.cycle_reports_due IS 'The cycle comments still to write, per repository, by when they are due.';
-
---
 -- Name: deliveries_by_issue; Type: INDEX; Schema: tireless; Owner: -
 --
 
@@ -11560,6 +11383,30 @@ CREATE INDEX dependents_by_issue ON tireless.issue_dependency USING btree (forge
 COMMENT ON INDEX tireless.dependents_by_issue IS 'The issues that depend on one issue: re-evaluated when it is recorded (closed, reopened).';
 
 --
+-- Name: forge_writes_due; Type: INDEX; Schema: tireless; Owner: -
+--
+
+CREATE INDEX forge_writes_due ON tireless.forge_write USING btree (forge, owner, repo, kind, next_try_at) WHERE (written_at IS NULL);
+
+--
+-- Name: forge_writes_of_a_job; Type: INDEX; Schema: tireless; Owner: -
+--
+
+CREATE INDEX forge_writes_of_a_job ON tireless.forge_write USING btree (job_id) WHERE (job_id IS NOT NULL);
+
+--
+-- Name: forge_writes_of_a_report; Type: INDEX; Schema: tireless; Owner: -
+--
+
+CREATE INDEX forge_writes_of_a_report ON tireless.forge_write USING btree (report_id) WHERE (report_id IS NOT NULL);
+
+--
+-- Name: forge_writes_of_an_ask; Type: INDEX; Schema: tireless; Owner: -
+--
+
+CREATE INDEX forge_writes_of_an_ask ON tireless.forge_write USING btree (ask_id) WHERE (ask_id IS NOT NULL);
+
+--
 -- Name: job_events_by_id; Type: INDEX; Schema: tireless; Owner: -
 --
 
@@ -11582,42 +11429,6 @@ CREATE INDEX jobs_by_parent ON tireless.job USING btree (parent_id) WHERE (paren
 --
 
 COMMENT ON INDEX tireless.jobs_by_parent IS 'The children of a job; also keeps the parent foreign key cheap.';
-
---
--- Name: mirror_checklists_open; Type: INDEX; Schema: tireless; Owner: -
---
-
-CREATE INDEX mirror_checklists_open ON tireless.mirror_comment USING btree (forge, owner, repo, checklist_next_try_at) WHERE ((checklist IS NOT NULL) AND (strpos(checklist, '- [ ] '::text) > 0));
-
---
--- Name: INDEX mirror_checklists_open; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON INDEX tireless.mirror_checklists_open IS 'mirror_checklists_due: the outcome comments whose checklist still has an unchecked child, per repository.';
-
---
--- Name: mirror_comments_due; Type: INDEX; Schema: tireless; Owner: -
---
-
-CREATE INDEX mirror_comments_due ON tireless.mirror_comment USING btree (forge, owner, repo, next_try_at) WHERE (written_at IS NULL);
-
---
--- Name: INDEX mirror_comments_due; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON INDEX tireless.mirror_comments_due IS 'The comments still to write, per repository, by when they are due.';
-
---
--- Name: mirror_pulls_due; Type: INDEX; Schema: tireless; Owner: -
---
-
-CREATE INDEX mirror_pulls_due ON tireless.mirror_pull USING btree (forge, owner, repo, number, job_id) WHERE (written_at IS NULL);
-
---
--- Name: INDEX mirror_pulls_due; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON INDEX tireless.mirror_pulls_due IS 'The pull-request writes still to make, per issue, newest last.';
 
 --
 -- Name: mirror_writes_due; Type: INDEX; Schema: tireless; Owner: -
@@ -11690,30 +11501,6 @@ CREATE INDEX pending_jobs_in_repo_order ON tireless.job USING btree (lane, forge
 --
 
 COMMENT ON INDEX tireless.pending_jobs_in_repo_order IS 'claim_next: a repository''s oldest pending job in a lane that waits for no dependency, one probe whatever the backlog.';
-
---
--- Name: plan_tasks_to_open; Type: INDEX; Schema: tireless; Owner: -
---
-
-CREATE INDEX plan_tasks_to_open ON tireless.plan_task USING btree (forge, owner, repo, next_try_at) WHERE (child_number IS NULL);
-
---
--- Name: INDEX plan_tasks_to_open; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON INDEX tireless.plan_tasks_to_open IS 'plan_tasks_due: a repository''s tasks whose issue is still to open.';
-
---
--- Name: replies_due; Type: INDEX; Schema: tireless; Owner: -
---
-
-CREATE INDEX replies_due ON tireless.ask USING btree (forge, owner, repo, next_reply_at) WHERE ((reply IS NOT NULL) AND (replied_at IS NULL));
-
---
--- Name: INDEX replies_due; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON INDEX tireless.replies_due IS 'The mirror''s replies still owed, per repository, soonest first.';
 
 --
 -- Name: repos_in_turn_order; Type: INDEX; Schema: tireless; Owner: -
@@ -12017,6 +11804,71 @@ ALTER TABLE ONLY tireless.delivery
 COMMENT ON CONSTRAINT delivery_of_a_job ON tireless.delivery IS 'A delivery belongs to its job and goes with it (prune).';
 
 --
+-- Name: forge_write forge_write_of_a_cycle_report; Type: FK CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.forge_write
+    ADD CONSTRAINT forge_write_of_a_cycle_report FOREIGN KEY (report_id) REFERENCES tireless.cycle_report(id) ON DELETE CASCADE;
+
+--
+-- Name: CONSTRAINT forge_write_of_a_cycle_report ON forge_write; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT forge_write_of_a_cycle_report ON tireless.forge_write IS 'A cycle report deleted takes its write with it.';
+
+--
+-- Name: forge_write forge_write_of_a_job; Type: FK CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.forge_write
+    ADD CONSTRAINT forge_write_of_a_job FOREIGN KEY (job_id) REFERENCES tireless.job(id) ON DELETE CASCADE;
+
+--
+-- Name: CONSTRAINT forge_write_of_a_job ON forge_write; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT forge_write_of_a_job ON tireless.forge_write IS 'A job pruned takes its writes with it.';
+
+--
+-- Name: forge_write forge_write_of_a_task; Type: FK CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.forge_write
+    ADD CONSTRAINT forge_write_of_a_task FOREIGN KEY (job_id, task) REFERENCES tireless.plan_task(job_id, task) ON DELETE CASCADE;
+
+--
+-- Name: CONSTRAINT forge_write_of_a_task ON forge_write; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT forge_write_of_a_task ON tireless.forge_write IS 'A plan task replaced by a later attempt''s plan takes its write with it.';
+
+--
+-- Name: forge_write forge_write_of_a_tracked_repo; Type: FK CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.forge_write
+    ADD CONSTRAINT forge_write_of_a_tracked_repo FOREIGN KEY (forge, owner, repo) REFERENCES tireless.tracked_repo(forge, owner, repo) ON DELETE CASCADE;
+
+--
+-- Name: CONSTRAINT forge_write_of_a_tracked_repo ON forge_write; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT forge_write_of_a_tracked_repo ON tireless.forge_write IS 'A repository no longer tracked takes its writes with it: nothing is mirrored there.';
+
+--
+-- Name: forge_write forge_write_of_an_ask; Type: FK CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.forge_write
+    ADD CONSTRAINT forge_write_of_an_ask FOREIGN KEY (ask_id) REFERENCES tireless.ask(id) ON DELETE CASCADE;
+
+--
+-- Name: CONSTRAINT forge_write_of_an_ask ON forge_write; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT forge_write_of_an_ask ON tireless.forge_write IS 'An ask deleted takes its reply with it.';
+
+--
 -- Name: issue_skip issue_skip_of_a_tracked_repo; Type: FK CONSTRAINT; Schema: tireless; Owner: -
 --
 
@@ -12093,32 +11945,6 @@ ALTER TABLE ONLY tireless.mirror_repo
 --
 
 COMMENT ON CONSTRAINT mirror_of_a_tracked_repo ON tireless.mirror_repo IS 'Mirror state belongs to a tracked repository and goes with it.';
-
---
--- Name: mirror_pull mirror_pull_of_a_delivery; Type: FK CONSTRAINT; Schema: tireless; Owner: -
---
-
-ALTER TABLE ONLY tireless.mirror_pull
-    ADD CONSTRAINT mirror_pull_of_a_delivery FOREIGN KEY (job_id) REFERENCES tireless.delivery(job_id) ON DELETE CASCADE;
-
---
--- Name: CONSTRAINT mirror_pull_of_a_delivery ON mirror_pull; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT mirror_pull_of_a_delivery ON tireless.mirror_pull IS 'A pull-request write is of a delivery and goes with it (prune).';
-
---
--- Name: mirror_pull mirror_pull_of_a_tracked_repo; Type: FK CONSTRAINT; Schema: tireless; Owner: -
---
-
-ALTER TABLE ONLY tireless.mirror_pull
-    ADD CONSTRAINT mirror_pull_of_a_tracked_repo FOREIGN KEY (forge, owner, repo) REFERENCES tireless.tracked_repo(forge, owner, repo) ON DELETE CASCADE;
-
---
--- Name: CONSTRAINT mirror_pull_of_a_tracked_repo ON mirror_pull; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT mirror_pull_of_a_tracked_repo ON tireless.mirror_pull IS 'Mirror state belongs to a tracked repository and goes with it.';
 
 --
 -- Name: network_use network_use_of_a_job; Type: FK CONSTRAINT; Schema: tireless; Owner: -
@@ -12438,6 +12264,18 @@ REVOKE ALL ON FUNCTION tireless.check_tracked(forge text, owner text, repo text)
 REVOKE ALL ON FUNCTION tireless.check_worker(worker text) FROM PUBLIC;
 
 --
+-- Name: FUNCTION checklist_write(w tireless.forge_write); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.checklist_write(w tireless.forge_write) FROM PUBLIC;
+
+--
+-- Name: FUNCTION checklist_written(w tireless.forge_write, result jsonb); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.checklist_written(w tireless.forge_write, result jsonb) FROM PUBLIC;
+
+--
 -- Name: FUNCTION child_status(task tireless.plan_task, OUT done boolean, OUT status text, OUT title text); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -12491,11 +12329,16 @@ GRANT ALL ON FUNCTION tireless.command_in(body text, OUT verb text, OUT instruct
 REVOKE ALL ON FUNCTION tireless.comment_marker(job_id bigint) FROM PUBLIC;
 
 --
--- Name: FUNCTION conversation_replies_due(forge text, owner text, repo text, poller text, max_replies integer); Type: ACL; Schema: tireless; Owner: -
+-- Name: FUNCTION comment_write(w tireless.forge_write); Type: ACL; Schema: tireless; Owner: -
 --
 
-REVOKE ALL ON FUNCTION tireless.conversation_replies_due(forge text, owner text, repo text, poller text, max_replies integer) FROM PUBLIC;
-GRANT ALL ON FUNCTION tireless.conversation_replies_due(forge text, owner text, repo text, poller text, max_replies integer) TO tireless_poller;
+REVOKE ALL ON FUNCTION tireless.comment_write(w tireless.forge_write) FROM PUBLIC;
+
+--
+-- Name: FUNCTION comment_written(w tireless.forge_write, result jsonb); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.comment_written(w tireless.forge_write, result jsonb) FROM PUBLIC;
 
 --
 -- Name: FUNCTION conversation_to_read(forge text, owner text, repo text, poller text, OUT comments_cursor timestamp with time zone, OUT comments_etag text, OUT pulls jsonb, OUT waiting boolean); Type: ACL; Schema: tireless; Owner: -
@@ -12541,11 +12384,16 @@ GRANT SELECT ON TABLE tireless.cycle_report TO tireless_admin;
 REVOKE ALL ON FUNCTION tireless.cycle_report_text(report tireless.cycle_report) FROM PUBLIC;
 
 --
--- Name: FUNCTION cycle_reports_due(forge text, owner text, repo text, poller text, max_reports integer); Type: ACL; Schema: tireless; Owner: -
+-- Name: FUNCTION cycle_write(w tireless.forge_write); Type: ACL; Schema: tireless; Owner: -
 --
 
-REVOKE ALL ON FUNCTION tireless.cycle_reports_due(forge text, owner text, repo text, poller text, max_reports integer) FROM PUBLIC;
-GRANT ALL ON FUNCTION tireless.cycle_reports_due(forge text, owner text, repo text, poller text, max_reports integer) TO tireless_poller;
+REVOKE ALL ON FUNCTION tireless.cycle_write(w tireless.forge_write) FROM PUBLIC;
+
+--
+-- Name: FUNCTION cycle_written(w tireless.forge_write); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.cycle_written(w tireless.forge_write) FROM PUBLIC;
 
 --
 -- Name: FUNCTION deliver(job_id bigint, worker text, branch text, head text, base_branch text, base text, token uuid, note text, draft boolean); Type: ACL; Schema: tireless; Owner: -
@@ -12754,6 +12602,19 @@ GRANT ALL ON FUNCTION tireless.forge_web_root(kind tireless.forge_kind, base_url
 
 REVOKE ALL ON FUNCTION tireless.forge_clone_url(kind tireless.forge_kind, base_url text, owner text, repo text) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.forge_clone_url(kind tireless.forge_kind, base_url text, owner text, repo text) TO tireless_admin;
+
+--
+-- Name: FUNCTION forge_write_backoff(failures integer); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.forge_write_backoff(failures integer) FROM PUBLIC;
+
+--
+-- Name: FUNCTION forge_writes_due(forge text, owner text, repo text, poller text, kinds text[], max_writes integer, now timestamp with time zone); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.forge_writes_due(forge text, owner text, repo text, poller text, kinds text[], max_writes integer, now timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.forge_writes_due(forge text, owner text, repo text, poller text, kinds text[], max_writes integer, now timestamp with time zone) TO tireless_poller;
 
 --
 -- Name: FUNCTION forges(); Type: ACL; Schema: tireless; Owner: -
@@ -13075,20 +12936,6 @@ REVOKE ALL ON FUNCTION tireless.longest_label(prefix text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION tireless.may_cancel_pending() FROM PUBLIC;
 
 --
--- Name: FUNCTION mirror_checklists_due(forge text, owner text, repo text, poller text, max_edits integer); Type: ACL; Schema: tireless; Owner: -
---
-
-REVOKE ALL ON FUNCTION tireless.mirror_checklists_due(forge text, owner text, repo text, poller text, max_edits integer) FROM PUBLIC;
-GRANT ALL ON FUNCTION tireless.mirror_checklists_due(forge text, owner text, repo text, poller text, max_edits integer) TO tireless_poller;
-
---
--- Name: FUNCTION mirror_comments_due(forge text, owner text, repo text, poller text, max_comments integer); Type: ACL; Schema: tireless; Owner: -
---
-
-REVOKE ALL ON FUNCTION tireless.mirror_comments_due(forge text, owner text, repo text, poller text, max_comments integer) FROM PUBLIC;
-GRANT ALL ON FUNCTION tireless.mirror_comments_due(forge text, owner text, repo text, poller text, max_comments integer) TO tireless_poller;
-
---
 -- Name: TABLE mirror_issue; Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -13111,13 +12958,6 @@ REVOKE ALL ON FUNCTION tireless.mirror_labels(OUT prefix text, OUT mode_labels t
 --
 
 REVOKE ALL ON FUNCTION tireless.mirror_may_write(forge text, owner text, repo text, number integer) FROM PUBLIC;
-
---
--- Name: FUNCTION mirror_pulls_due(forge text, owner text, repo text, poller text, max_pulls integer); Type: ACL; Schema: tireless; Owner: -
---
-
-REVOKE ALL ON FUNCTION tireless.mirror_pulls_due(forge text, owner text, repo text, poller text, max_pulls integer) FROM PUBLIC;
-GRANT ALL ON FUNCTION tireless.mirror_pulls_due(forge text, owner text, repo text, poller text, max_pulls integer) TO tireless_poller;
 
 --
 -- Name: FUNCTION mirror_unread(forge text, owner text, repo text); Type: ACL; Schema: tireless; Owner: -
@@ -13190,13 +13030,6 @@ GRANT ALL ON FUNCTION tireless.plan_problem(plan jsonb) TO tireless_poller;
 GRANT ALL ON FUNCTION tireless.plan_problem(plan jsonb) TO tireless_admin;
 
 --
--- Name: FUNCTION plan_tasks_due(forge text, owner text, repo text, poller text, max_tasks integer); Type: ACL; Schema: tireless; Owner: -
---
-
-REVOKE ALL ON FUNCTION tireless.plan_tasks_due(forge text, owner text, repo text, poller text, max_tasks integer) FROM PUBLIC;
-GRANT ALL ON FUNCTION tireless.plan_tasks_due(forge text, owner text, repo text, poller text, max_tasks integer) TO tireless_poller;
-
---
 -- Name: FUNCTION poll_soon(forge text, owner text, repo text); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -13237,6 +13070,18 @@ REVOKE ALL ON FUNCTION tireless.pull_marker(number integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION tireless.pull_request_text(job tireless.job, OUT title text, OUT body text) FROM PUBLIC;
 
 --
+-- Name: FUNCTION pull_write(w tireless.forge_write); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.pull_write(w tireless.forge_write) FROM PUBLIC;
+
+--
+-- Name: FUNCTION pull_written(w tireless.forge_write, result jsonb); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.pull_written(w tireless.forge_write, result jsonb) FROM PUBLIC;
+
+--
 -- Name: FUNCTION queue_activity(span interval); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -13260,20 +13105,6 @@ REVOKE ALL ON FUNCTION tireless.record_conversation(forge text, owner text, repo
 GRANT ALL ON FUNCTION tireless.record_conversation(forge text, owner text, repo text, poller text, login text, asks jsonb, comments_cursor timestamp with time zone, comments_etag text, pulls jsonb, OUT asked integer, OUT refused integer, OUT created integer, OUT stopped integer, OUT skipped text[]) TO tireless_poller;
 
 --
--- Name: FUNCTION record_conversation_reply(forge text, owner text, repo text, poller text, ask_id bigint, error text); Type: ACL; Schema: tireless; Owner: -
---
-
-REVOKE ALL ON FUNCTION tireless.record_conversation_reply(forge text, owner text, repo text, poller text, ask_id bigint, error text) FROM PUBLIC;
-GRANT ALL ON FUNCTION tireless.record_conversation_reply(forge text, owner text, repo text, poller text, ask_id bigint, error text) TO tireless_poller;
-
---
--- Name: FUNCTION record_cycle_report(forge text, owner text, repo text, poller text, report_id bigint, error text); Type: ACL; Schema: tireless; Owner: -
---
-
-REVOKE ALL ON FUNCTION tireless.record_cycle_report(forge text, owner text, repo text, poller text, report_id bigint, error text) FROM PUBLIC;
-GRANT ALL ON FUNCTION tireless.record_cycle_report(forge text, owner text, repo text, poller text, report_id bigint, error text) TO tireless_poller;
-
---
 -- Name: FUNCTION record_forge_dependencies(issues jsonb); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -13285,6 +13116,13 @@ REVOKE ALL ON FUNCTION tireless.record_forge_dependencies(issues jsonb) FROM PUB
 
 REVOKE ALL ON FUNCTION tireless.record_forge_trouble(name text, error text, until timestamp with time zone) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.record_forge_trouble(name text, error text, until timestamp with time zone) TO tireless_poller;
+
+--
+-- Name: FUNCTION record_forge_write(forge text, owner text, repo text, poller text, id bigint, error text, result jsonb); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.record_forge_write(forge text, owner text, repo text, poller text, id bigint, error text, result jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.record_forge_write(forge text, owner text, repo text, poller text, id bigint, error text, result jsonb) TO tireless_poller;
 
 --
 -- Name: FUNCTION record_issue_gone(forge text, owner text, repo text, poller text, number integer, note text); Type: ACL; Schema: tireless; Owner: -
@@ -13322,20 +13160,6 @@ GRANT ALL ON FUNCTION tireless.record_job_network(job_id bigint, worker text, to
 REVOKE ALL ON FUNCTION tireless.record_lane_outcome(lane text, succeeded boolean) FROM PUBLIC;
 
 --
--- Name: FUNCTION record_mirror_checklist(forge text, owner text, repo text, poller text, job_id bigint, checklist text, error text); Type: ACL; Schema: tireless; Owner: -
---
-
-REVOKE ALL ON FUNCTION tireless.record_mirror_checklist(forge text, owner text, repo text, poller text, job_id bigint, checklist text, error text) FROM PUBLIC;
-GRANT ALL ON FUNCTION tireless.record_mirror_checklist(forge text, owner text, repo text, poller text, job_id bigint, checklist text, error text) TO tireless_poller;
-
---
--- Name: FUNCTION record_mirror_comment(forge text, owner text, repo text, poller text, job_id bigint, error text, checklist text); Type: ACL; Schema: tireless; Owner: -
---
-
-REVOKE ALL ON FUNCTION tireless.record_mirror_comment(forge text, owner text, repo text, poller text, job_id bigint, error text, checklist text) FROM PUBLIC;
-GRANT ALL ON FUNCTION tireless.record_mirror_comment(forge text, owner text, repo text, poller text, job_id bigint, error text, checklist text) TO tireless_poller;
-
---
 -- Name: FUNCTION record_mirror_failure(forge text, owner text, repo text, poller text, number integer, job_id bigint, state text, error text); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -13343,25 +13167,11 @@ REVOKE ALL ON FUNCTION tireless.record_mirror_failure(forge text, owner text, re
 GRANT ALL ON FUNCTION tireless.record_mirror_failure(forge text, owner text, repo text, poller text, number integer, job_id bigint, state text, error text) TO tireless_poller;
 
 --
--- Name: FUNCTION record_mirror_pull(forge text, owner text, repo text, poller text, job_id bigint, pull_number integer, pull_url text, error text); Type: ACL; Schema: tireless; Owner: -
---
-
-REVOKE ALL ON FUNCTION tireless.record_mirror_pull(forge text, owner text, repo text, poller text, job_id bigint, pull_number integer, pull_url text, error text) FROM PUBLIC;
-GRANT ALL ON FUNCTION tireless.record_mirror_pull(forge text, owner text, repo text, poller text, job_id bigint, pull_number integer, pull_url text, error text) TO tireless_poller;
-
---
 -- Name: FUNCTION record_mirror_write(forge text, owner text, repo text, poller text, number integer, job_id bigint, state text, issue jsonb); Type: ACL; Schema: tireless; Owner: -
 --
 
 REVOKE ALL ON FUNCTION tireless.record_mirror_write(forge text, owner text, repo text, poller text, number integer, job_id bigint, state text, issue jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.record_mirror_write(forge text, owner text, repo text, poller text, number integer, job_id bigint, state text, issue jsonb) TO tireless_poller;
-
---
--- Name: FUNCTION record_plan_task(forge text, owner text, repo text, poller text, job_id bigint, task integer, number integer, error text); Type: ACL; Schema: tireless; Owner: -
---
-
-REVOKE ALL ON FUNCTION tireless.record_plan_task(forge text, owner text, repo text, poller text, job_id bigint, task integer, number integer, error text) FROM PUBLIC;
-GRANT ALL ON FUNCTION tireless.record_plan_task(forge text, owner text, repo text, poller text, job_id bigint, task integer, number integer, error text) TO tireless_poller;
 
 --
 -- Name: FUNCTION record_poll(forge text, owner text, repo text, poller text, issues jsonb, cursor timestamp with time zone, etag text, full_listing boolean, deleted integer[], next_poll_in interval, odd jsonb, OUT created integer, OUT cancelled integer, OUT rerouted integer, OUT seen integer, OUT skipped integer); Type: ACL; Schema: tireless; Owner: -
@@ -13454,6 +13264,18 @@ REVOKE ALL ON FUNCTION tireless.replication_warning() FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.replication_warning() TO tireless_runner;
 GRANT ALL ON FUNCTION tireless.replication_warning() TO tireless_poller;
 GRANT ALL ON FUNCTION tireless.replication_warning() TO tireless_admin;
+
+--
+-- Name: FUNCTION reply_write(w tireless.forge_write); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.reply_write(w tireless.forge_write) FROM PUBLIC;
+
+--
+-- Name: FUNCTION reply_written(w tireless.forge_write); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.reply_written(w tireless.forge_write) FROM PUBLIC;
 
 --
 -- Name: FUNCTION repo_has_room(forge text, owner text, repo text); Type: ACL; Schema: tireless; Owner: -
@@ -13685,6 +13507,18 @@ REVOKE ALL ON FUNCTION tireless.stop_issue_work(forge text, owner text, repo tex
 --
 
 REVOKE ALL ON FUNCTION tireless.task_marker(job_id bigint, task integer) FROM PUBLIC;
+
+--
+-- Name: FUNCTION task_write(w tireless.forge_write); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.task_write(w tireless.forge_write) FROM PUBLIC;
+
+--
+-- Name: FUNCTION task_written(w tireless.forge_write, result jsonb); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.task_written(w tireless.forge_write, result jsonb) FROM PUBLIC;
 
 --
 -- Name: FUNCTION track_repo(forge text, owner text, repo text); Type: ACL; Schema: tireless; Owner: -

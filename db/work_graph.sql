@@ -32,185 +32,77 @@ COMMENT ON FUNCTION tireless.cycle_report_text(tireless.cycle_report) IS
     'forge''s relation), and the marker line (tireless.cycle_marker).';
 REVOKE ALL ON FUNCTION tireless.cycle_report_text(tireless.cycle_report) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 
-CREATE OR REPLACE FUNCTION tireless.cycle_reports_due(forge text, owner text, repo text, poller text, max_reports integer DEFAULT 100)
-    RETURNS TABLE (report_id bigint, number integer, body text, marker text)
-    LANGUAGE plpgsql STABLE SECURITY DEFINER
-    SET search_path = pg_catalog, pg_temp
+CREATE OR REPLACE FUNCTION tireless.cycle_write(w tireless.forge_write) RETURNS jsonb
+    LANGUAGE sql STABLE
 AS $$
-BEGIN
-    IF cycle_reports_due.max_reports IS NULL OR cycle_reports_due.max_reports NOT BETWEEN 1 AND 10000 THEN
-        RAISE EXCEPTION 'max_reports must be from 1 to 10000, got %', coalesce(cycle_reports_due.max_reports::text, 'null')
-            USING ERRCODE = 'TL005';
-    END IF;
-    PERFORM tireless.held_poll(cycle_reports_due.forge, cycle_reports_due.owner, cycle_reports_due.repo,
-                               cycle_reports_due.poller);
-    RETURN QUERY
-    SELECT r.id, r.number, tireless.cycle_report_text(r), tireless.cycle_marker(r.id)
+    SELECT jsonb_build_object('report_id', r.id, 'number', r.number, 'body', tireless.cycle_report_text(r),
+                              'marker', tireless.cycle_marker(r.id))
       FROM tireless.cycle_report r
      CROSS JOIN tireless.policy p
-     WHERE (r.forge, r.owner, r.repo) = (cycle_reports_due.forge, cycle_reports_due.owner, cycle_reports_due.repo)
-       AND r.written_at IS NULL AND r.broken_at IS NULL AND r.next_try_at <= now()
-       AND p.mirror_comments AND tireless.mirror_may_write(r.forge, r.owner, r.repo, r.number)
-     ORDER BY r.next_try_at, r.id
-     LIMIT cycle_reports_due.max_reports;
-END;
+     WHERE r.id = w.report_id AND r.written_at IS NULL AND r.broken_at IS NULL AND p.mirror_comments;
 $$;
-COMMENT ON FUNCTION tireless.cycle_reports_due(text, text, text, text, integer) IS
-    'For a poller holding the repository''s poll lease: the dependency-cycle comments still to write (at most '
-    'max_reports), oldest first: the report, its issue, the body (tireless.cycle_report_text) ending with its marker '
-    'line, and the marker. A cycle broken before its comment was written is not listed. Nothing while comments are '
-    'off (set_mirror_comments); none for a gone issue or, for a day, an archived repository (tireless.mirror_may_write). '
-    'TL004 without the lease.';
-REVOKE ALL ON FUNCTION tireless.cycle_reports_due(text, text, text, text, integer) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
-GRANT EXECUTE ON FUNCTION tireless.cycle_reports_due(text, text, text, text, integer) TO tireless_poller;
+COMMENT ON FUNCTION tireless.cycle_write(tireless.forge_write) IS
+    'What a cycle write (kind cycle) posts, as tireless.forge_writes_due lists it: {report_id, number, body '
+    '(tireless.cycle_report_text, ending with its marker line), marker}; null (not due) once the cycle is broken, or '
+    'while comments are off (set_mirror_comments).';
+REVOKE ALL ON FUNCTION tireless.cycle_write(tireless.forge_write) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 
-CREATE OR REPLACE FUNCTION tireless.record_cycle_report(
-    forge text, owner text, repo text, poller text, report_id bigint, error text DEFAULT NULL
-) RETURNS timestamptz
-    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-    SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    queued tireless.cycle_report;
-    until timestamptz;
-BEGIN
-    IF record_cycle_report.error IS NOT NULL AND btrim(record_cycle_report.error) = '' THEN
-        RAISE EXCEPTION 'error must say what failed, got %', quote_literal(record_cycle_report.error) USING ERRCODE = 'TL005';
-    END IF;
-    PERFORM tireless.held_poll(record_cycle_report.forge, record_cycle_report.owner, record_cycle_report.repo,
-                               record_cycle_report.poller);
-    SELECT * INTO queued FROM tireless.cycle_report r
-     WHERE r.id = record_cycle_report.report_id
-       AND (r.forge, r.owner, r.repo) = (record_cycle_report.forge, record_cycle_report.owner, record_cycle_report.repo)
-       FOR UPDATE;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'no cycle report % queued for %/%/%', coalesce(record_cycle_report.report_id::text, 'null'),
-            record_cycle_report.forge, record_cycle_report.owner, record_cycle_report.repo
-            USING ERRCODE = 'TL005', HINT = 'Record the reports cycle_reports_due returned.';
-    END IF;
-    IF record_cycle_report.error IS NULL THEN
-        UPDATE tireless.cycle_report r
-           SET written_at = coalesce(r.written_at, now()), last_error = NULL, last_error_at = NULL
-         WHERE r.id = queued.id;
-        PERFORM tireless.repo_writable(queued.forge, queued.owner, queued.repo);
-        RETURN NULL;
-    END IF;
-    -- 15 s doubling per failure in a row, capped at an hour, jittered to between half and all of it.
-    until := now() + least(interval '1 hour', interval '15 seconds' * (2::float8 ^ least(queued.failures, 20)))
-                     * (0.5 + random() / 2);
-    UPDATE tireless.cycle_report r
-       SET failures = r.failures + 1, next_try_at = until,
-           last_error = left(btrim(record_cycle_report.error), 2000), last_error_at = now()
-     WHERE r.id = queued.id;
-    RETURN until;
+CREATE OR REPLACE FUNCTION tireless.cycle_written(w tireless.forge_write) RETURNS void
+    LANGUAGE sql VOLATILE
+BEGIN ATOMIC
+    UPDATE tireless.cycle_report r SET written_at = coalesce(r.written_at, now()) WHERE r.id = w.report_id;
 END;
-$$;
-COMMENT ON FUNCTION tireless.record_cycle_report(text, text, text, text, bigint, text) IS
-    'The forge confirmed the comment of cycle report report_id (error null: recorded as written, never listed again; '
-    'returns null), or posting it failed (error: counted, backed off exponentially with jitter; returns when it is '
-    'tried again). TL004 without the poll lease, TL005 for a report never queued.';
-REVOKE ALL ON FUNCTION tireless.record_cycle_report(text, text, text, text, bigint, text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
-GRANT EXECUTE ON FUNCTION tireless.record_cycle_report(text, text, text, text, bigint, text) TO tireless_poller;
+COMMENT ON FUNCTION tireless.cycle_written(tireless.forge_write) IS
+    'The forge shows the comment of the cycle report of write w: recorded as written.';
+REVOKE ALL ON FUNCTION tireless.cycle_written(tireless.forge_write) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 
--- The outcome comment of a delivered plan (or discovery) lists its children (mirror_comments_due);
+-- The outcome comment of a delivered plan (or discovery) lists its children (tireless.comment_write);
 -- while one of them is unchecked, each round compares the checklist the store computes now with the
 -- one last written, and the mirror edits the comment when they differ.
-CREATE OR REPLACE FUNCTION tireless.mirror_checklists_due(forge text, owner text, repo text, poller text, max_edits integer DEFAULT 100)
-    RETURNS TABLE (job_id bigint, number integer, body text, marker text, checklist text)
-    LANGUAGE plpgsql STABLE SECURITY DEFINER
-    SET search_path = pg_catalog, pg_temp
+CREATE OR REPLACE FUNCTION tireless.checklist_write(w tireless.forge_write) RETURNS jsonb
+    LANGUAGE sql STABLE
 AS $$
-BEGIN
-    IF mirror_checklists_due.max_edits IS NULL OR mirror_checklists_due.max_edits NOT BETWEEN 1 AND 10000 THEN
-        RAISE EXCEPTION 'max_edits must be from 1 to 10000, got %', coalesce(mirror_checklists_due.max_edits::text, 'null')
-            USING ERRCODE = 'TL005';
-    END IF;
-    PERFORM tireless.held_poll(mirror_checklists_due.forge, mirror_checklists_due.owner, mirror_checklists_due.repo,
-                               mirror_checklists_due.poller);
-    RETURN QUERY
-    SELECT c.job_id, c.number,
-           tireless.finished_job_comment(j) || E'\n\n' || fresh.checklist || E'\n\n' || tireless.comment_marker(j.id),
-           tireless.comment_marker(j.id), fresh.checklist
+    SELECT jsonb_build_object('job_id', c.job_id, 'number', c.number,
+                              'body', tireless.finished_job_comment(j) || E'\n\n' || fresh.checklist || E'\n\n'
+                                      || tireless.comment_marker(j.id),
+                              'marker', tireless.comment_marker(j.id), 'checklist', fresh.checklist)
       FROM tireless.mirror_comment c
       JOIN tireless.job j ON j.id = c.job_id
      CROSS JOIN tireless.policy p
      CROSS JOIN LATERAL (SELECT tireless.children_checklist(j) AS checklist) AS fresh
-     WHERE (c.forge, c.owner, c.repo) = (mirror_checklists_due.forge, mirror_checklists_due.owner, mirror_checklists_due.repo)
-       -- The partial index mirror_checklists_open: a checklist with every child checked is final.
+     WHERE c.job_id = w.job_id
+       -- A checklist with every child checked is final.
        AND c.checklist IS NOT NULL AND strpos(c.checklist, '- [ ] ') > 0
-       AND c.written_at IS NOT NULL AND c.checklist_next_try_at <= now() AND p.mirror_comments
-       AND fresh.checklist IS NOT NULL AND fresh.checklist <> c.checklist
-       AND tireless.mirror_may_write(c.forge, c.owner, c.repo, c.number)
-     ORDER BY c.checklist_next_try_at, c.job_id
-     LIMIT mirror_checklists_due.max_edits;
-END;
+       AND c.written_at IS NOT NULL AND p.mirror_comments
+       AND fresh.checklist IS NOT NULL AND fresh.checklist <> c.checklist;
 $$;
-COMMENT ON FUNCTION tireless.mirror_checklists_due(text, text, text, text, integer) IS
-    'For a poller holding the repository''s poll lease: the outcome comments whose checklist of children '
-    '(tireless.children_checklist) differs from the one last written (at most max_edits), while the written one '
-    'still has an unchecked child: the job, its issue, the whole new body ending with the marker line (at most '
-    'tireless.forge_body_limit() characters, as mirror_comments_due''s), the marker, '
-    'and the new checklist. An unchanged checklist is not listed, so it costs the forge no request; nor is one of a '
-    'gone issue or, for a day, an archived repository (tireless.mirror_may_write). TL004 without the lease.';
-REVOKE ALL ON FUNCTION tireless.mirror_checklists_due(text, text, text, text, integer) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
-GRANT EXECUTE ON FUNCTION tireless.mirror_checklists_due(text, text, text, text, integer) TO tireless_poller;
+COMMENT ON FUNCTION tireless.checklist_write(tireless.forge_write) IS
+    'What a checklist write (kind checklist) edits, as tireless.forge_writes_due lists it, when the outcome '
+    'comment''s checklist of children (tireless.children_checklist) differs from the one last written, while the '
+    'written one still has an unchecked child: {job_id, number, body (the whole new body ending with the marker '
+    'line, at most tireless.forge_body_limit() characters, as comment_write''s), marker, checklist (the new one)}. '
+    'An unchanged checklist is null (not due), so it costs the forge no request.';
+REVOKE ALL ON FUNCTION tireless.checklist_write(tireless.forge_write) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 
-CREATE OR REPLACE FUNCTION tireless.record_mirror_checklist(
-    forge text, owner text, repo text, poller text, job_id bigint, checklist text, error text DEFAULT NULL
-) RETURNS timestamptz
-    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-    SET search_path = pg_catalog, pg_temp
+CREATE OR REPLACE FUNCTION tireless.checklist_written(w tireless.forge_write, result jsonb) RETURNS boolean
+    LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
-    queued tireless.mirror_comment;
-    until timestamptz;
+    shown text := checklist_written.result ->> 'checklist';
 BEGIN
-    IF record_mirror_checklist.error IS NOT NULL AND btrim(record_mirror_checklist.error) = '' THEN
-        RAISE EXCEPTION 'error must say what failed, got %', quote_literal(record_mirror_checklist.error) USING ERRCODE = 'TL005';
-    END IF;
-    IF record_mirror_checklist.error IS NULL AND (record_mirror_checklist.checklist IS NULL
-                                                  OR btrim(record_mirror_checklist.checklist) = '') THEN
-        RAISE EXCEPTION 'checklist must be the text written, got %', coalesce(quote_literal(record_mirror_checklist.checklist), 'null')
+    IF shown IS NULL OR btrim(shown) = '' THEN
+        RAISE EXCEPTION 'checklist must be the text written, got %', coalesce(quote_literal(shown), 'null')
             USING ERRCODE = 'TL005';
     END IF;
-    PERFORM tireless.held_poll(record_mirror_checklist.forge, record_mirror_checklist.owner, record_mirror_checklist.repo,
-                               record_mirror_checklist.poller);
-    SELECT * INTO queued FROM tireless.mirror_comment c
-     WHERE c.job_id = record_mirror_checklist.job_id
-       AND (c.forge, c.owner, c.repo) = (record_mirror_checklist.forge, record_mirror_checklist.owner, record_mirror_checklist.repo)
-       AND c.written_at IS NOT NULL AND c.checklist IS NOT NULL
-       FOR UPDATE;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'job % of %/%/% has no outcome comment with a checklist written',
-            coalesce(record_mirror_checklist.job_id::text, 'null'),
-            record_mirror_checklist.forge, record_mirror_checklist.owner, record_mirror_checklist.repo
-            USING ERRCODE = 'TL005', HINT = 'Record the edits mirror_checklists_due returned.';
-    END IF;
-    IF record_mirror_checklist.error IS NULL THEN
-        UPDATE tireless.mirror_comment c
-           SET checklist = record_mirror_checklist.checklist, checklist_written_at = now(), checklist_failures = 0,
-               checklist_next_try_at = now(), checklist_error = NULL, checklist_error_at = NULL
-         WHERE c.job_id = queued.job_id;
-        PERFORM tireless.repo_writable(queued.forge, queued.owner, queued.repo);
-        RETURN NULL;
-    END IF;
-    -- 15 s doubling per failure in a row, capped at an hour, jittered to between half and all of it.
-    until := now() + least(interval '1 hour', interval '15 seconds' * (2::float8 ^ least(queued.checklist_failures, 20)))
-                     * (0.5 + random() / 2);
-    UPDATE tireless.mirror_comment c
-       SET checklist_failures = c.checklist_failures + 1, checklist_next_try_at = until,
-           checklist_error = left(btrim(record_mirror_checklist.error), 2000), checklist_error_at = now()
-     WHERE c.job_id = queued.job_id;
-    RETURN until;
+    UPDATE tireless.mirror_comment c SET checklist = shown, checklist_written_at = now() WHERE c.job_id = w.job_id;
+    RETURN strpos(shown, '- [ ] ') > 0;
 END;
 $$;
-COMMENT ON FUNCTION tireless.record_mirror_checklist(text, text, text, text, bigint, text, text) IS
-    'The forge shows job_id''s outcome comment with checklist (error null: recorded as the one written, so it is '
-    'listed again only when the children change; returns null), or editing it failed (error: counted, backed off '
-    'exponentially with jitter; returns when it is tried again). TL004 without the poll lease, TL005 for a comment '
-    'never written with a checklist.';
-REVOKE ALL ON FUNCTION tireless.record_mirror_checklist(text, text, text, text, bigint, text, text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
-GRANT EXECUTE ON FUNCTION tireless.record_mirror_checklist(text, text, text, text, bigint, text, text) TO tireless_poller;
+COMMENT ON FUNCTION tireless.checklist_written(tireless.forge_write, jsonb) IS
+    'The forge shows the outcome comment of write w with result.checklist: recorded as the one written, so it is '
+    'listed again only when the children change; returns whether the write stands (a child is still unchecked). '
+    'TL005 without the checklist.';
+REVOKE ALL ON FUNCTION tireless.checklist_written(tireless.forge_write, jsonb) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 
 -- For psql users: a plan's children as its checklist says them, and the cycles told on the forge.
 CREATE OR REPLACE FUNCTION tireless.job_checklist(job_id bigint)
@@ -240,8 +132,9 @@ GRANT EXECUTE ON FUNCTION tireless.job_checklist(bigint) TO tireless_runner, tir
 
 CREATE OR REPLACE VIEW tireless.cycle_reports AS
 SELECT r.forge, r.owner, r.repo, r.number, r.cycle, r.job_id, r.queued_at, r.written_at, r.broken_at,
-       r.failures, r.next_try_at, r.last_error
-  FROM tireless.cycle_report r;
+       coalesce(w.failures, 0) AS failures, coalesce(w.next_try_at, r.queued_at) AS next_try_at, w.last_error
+  FROM tireless.cycle_report r
+  LEFT JOIN tireless.forge_write w ON w.kind = 'cycle' AND w.report_id = r.id;
 COMMENT ON VIEW tireless.cycle_reports IS
     'Each dependency cycle told (or still to tell) on an issue of it: the cycle as the issue''s job note names it, '
     'the job found waiting on it, when it was found, when the mirror''s comment was written (null: still to write), '

@@ -416,8 +416,8 @@ def retry_now(conninfo: str) -> datetime:
     with psycopg.connect(conninfo, autocommit=True, connect_timeout=5) as conn:
         conn.execute("UPDATE tireless.repo_poll SET backoff_until = NULL, next_poll_at = now()")
         conn.execute("UPDATE tireless.mirror_issue SET next_try_at = now()")
-        conn.execute("UPDATE tireless.mirror_comment SET next_try_at = now()")
-        conn.execute("UPDATE tireless.plan_task SET next_try_at = now()")
+        conn.execute("UPDATE tireless.forge_write SET next_try_at = now() WHERE kind = 'comment'")
+        conn.execute("UPDATE tireless.forge_write SET next_try_at = now() WHERE kind = 'task'")
     return database_now(conninfo)
 
 

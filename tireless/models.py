@@ -64,7 +64,7 @@ class ForgeKind(StrEnum):
 
 
 class PullAction(StrEnum):
-    """What the mirror does for a delivery's pull request (`tireless.mirror_pulls_due`): open one
+    """What the mirror does for a delivery's pull request (`tireless.pull_write`): open one
     (none known for the branch), or update the one last recorded."""
 
     OPEN = "open"
@@ -393,7 +393,7 @@ class MirrorWrite:
 
 @dataclass(frozen=True, slots=True)
 class MirrorComment:
-    """A finished job's outcome comment still to write (`tireless.mirror_comments_due`): the body
+    """A finished job's outcome comment still to write (a write of kind comment, `tireless.comment_write`): the body
     ends with `marker`, which only a comment by the mirror's own forge account counts as.
     `checklist`: the children's checklist the body holds (a delivered plan's or discovery's;
     None when it has none), recorded with the post so that later edits start from it."""
@@ -408,7 +408,7 @@ class MirrorComment:
 @dataclass(frozen=True, slots=True)
 class MirrorChecklist:
     """An outcome comment whose checklist of children changed since it was last written
-    (`tireless.mirror_checklists_due`): the whole new `body` (ending with `marker`) replaces the
+    (kind checklist, `tireless.checklist_write`): the whole new `body` (ending with `marker`) replaces the
     one of the mirror's own comment that ends with the marker; `checklist` is what it now shows."""
 
     job_id: int
@@ -420,8 +420,8 @@ class MirrorChecklist:
 
 @dataclass(frozen=True, slots=True)
 class CycleReport:
-    """The comment that tells an issue it is on a dependency cycle (`tireless.cycle_reports_due`),
-    still to write: its body ends with `marker`, counted only in a comment of the mirror's own
+    """The comment that tells an issue it is on a dependency cycle (kind cycle,
+    `tireless.cycle_write`), still to write: its body ends with `marker`, counted only in a comment of the mirror's own
     account."""
 
     report_id: int
@@ -433,7 +433,7 @@ class CycleReport:
 @dataclass(frozen=True, slots=True)
 class PlanTask:
     """A task of a delivered plan or discover job whose issue the mirror must open
-    (`tireless.plan_tasks_due`): its title, body (ending with `marker`) and labels; an issue
+    (kind task, `tireless.task_write`): its title, body (ending with `marker`) and labels; an issue
     already opened with the marker by the mirror's own account since `since` is the one."""
 
     job_id: int
@@ -451,7 +451,7 @@ class PlanTask:
 
 @dataclass(frozen=True, slots=True)
 class MirrorPull:
-    """A pull request the mirror must open or update (`tireless.mirror_pulls_due`): the newest
+    """A pull request the mirror must open or update (kind pull, `tireless.pull_write`): the newest
     delivery of issue `number` not yet written. `action` is "open" when no pull request is known for
     the branch, "update" with the `pull_number` last recorded (find it by its head branch either way:
     it may have been closed, or a lost answer may have opened one). The body ends with `marker`."""
@@ -579,7 +579,7 @@ class ConversationOutcome:
 
 @dataclass(frozen=True, slots=True)
 class ConversationReply:
-    """A reply the mirror owes (`tireless.conversation_replies_due`): `react` (+1 on the command
+    """A reply the mirror owes (kind reply, `tireless.reply_write`): `react` (+1 on the command
     `comment_id`) or `comment` (`body`, ending with `marker`) on the issue or pull request
     `number`."""
 
@@ -589,6 +589,56 @@ class ConversationReply:
     comment_id: int | None
     body: str | None
     marker: str | None
+
+
+class WriteKind(StrEnum):
+    """The kinds of the outbox's forge writes (`tireless.forge_write`), in the order the mirror
+    makes them each round: a delivery's pull request before its outcome comment, which names it;
+    a plan's children before its comment, which lists them."""
+
+    PULL = "pull"
+    TASK = "task"
+    COMMENT = "comment"
+    CYCLE = "cycle"
+    CHECKLIST = "checklist"
+    REPLY = "reply"
+
+
+Write = MirrorPull | PlanTask | MirrorComment | CycleReport | MirrorChecklist | ConversationReply
+
+
+@dataclass(frozen=True, slots=True)
+class ForgeWrite:
+    """A forge write of the outbox due now (`tireless.forge_writes_due`): its id (which
+    `record_forge_write` takes back), its kind, the issue or pull request it goes to, and what to
+    write, rendered by the store for its kind."""
+
+    id: int
+    kind: WriteKind
+    number: int
+    write: Write
+
+    @classmethod
+    def from_row(cls, id: int, kind: str, number: int, payload: dict[str, Any]) -> ForgeWrite:
+        return cls(id, WriteKind(kind), number, _write(WriteKind(kind), dict(payload)))
+
+
+def _write(kind: WriteKind, payload: dict[str, Any]) -> Write:
+    """The typed write of a `forge_writes_due` payload."""
+    match kind:
+        case WriteKind.PULL:
+            return MirrorPull.from_row(**payload)
+        case WriteKind.TASK:
+            payload["since"] = datetime.fromisoformat(payload["since"])
+            return PlanTask(**payload)
+        case WriteKind.COMMENT:
+            return MirrorComment(**payload)
+        case WriteKind.CYCLE:
+            return CycleReport(**payload)
+        case WriteKind.CHECKLIST:
+            return MirrorChecklist(**payload)
+        case WriteKind.REPLY:
+            return ConversationReply(**payload)
 
 
 @dataclass(frozen=True, slots=True)

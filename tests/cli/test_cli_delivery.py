@@ -3,6 +3,7 @@ pull request once the mirror recorded it, no change, and the job's last checkpoi
 
 from __future__ import annotations
 
+from tests import outbox
 from tests.conftest import Database
 from tests.helpers import FORGE, OWNER, REPO, claimed, cli_json, issue, tireless_cli, tracked
 from tireless import JobStore
@@ -18,7 +19,7 @@ def test_show_and_jobs_show_what_each_job_delivered(store: JobStore, db: Databas
     store.record_checkpoint(job.id, "w1", "refs/tireless/checkpoints/1", BASE)
     store.deliver(job.id, "w1", "tireless/1", HEAD, "main", BASE)
     store.claim_repos_to_poll("p1")
-    store.record_mirror_pull(FORGE, OWNER, REPO, "p1", job.id, 12, URL)
+    outbox.record(store, "pull", FORGE, OWNER, REPO, "p1", job.id, result=outbox.pull(12, URL))
     store.deliver(unchanged.id, "w1")
     shown = cli_json(db.url, "show", str(job.id))
     assert {k: shown["delivery"][k] for k in ("branch", "head", "pull_number", "pull_url")} == {

@@ -20,7 +20,7 @@ from tests.helpers import rows
 from tireless import JobStore
 from tireless.forge import client_for, token_variable
 from tireless.forge.client import IssueRef
-from tireless.forge.mirror import relate_child
+from tireless.forge.outbox import relate_child
 from tireless.forge.poll import Report
 from tireless.models import PlanTask
 

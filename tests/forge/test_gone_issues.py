@@ -76,7 +76,9 @@ def backoffs_pass(setup: Setup) -> None:
     """Every write that failed is due again: a retry would be made now (no sleeping)."""
     with setup.db.connect() as conn:
         conn.execute("UPDATE tireless.mirror_issue SET next_try_at = now() - interval '1 hour'")
-        conn.execute("UPDATE tireless.mirror_comment SET next_try_at = now() - interval '1 hour'")
+        conn.execute(
+            "UPDATE tireless.forge_write SET next_try_at = now() - interval '1 hour' WHERE kind = 'comment'"
+        )
 
 
 def delivered(setup: Setup) -> int:

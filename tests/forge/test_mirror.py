@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from dev.standin_forge import Flavour, StandinForge
+from tests import outbox
 from tests.conftest import Database
 from tests.forge.test_poll import NAMES, OWNER, PLAN, TOKEN, Setup
 from tests.forge.test_standin_forge import validator
@@ -22,7 +23,8 @@ from tireless import JobStore
 from tireless.cli.render import render_repos
 from tireless.errors import NotHolder
 from tireless.forge import client_for, token_variable
-from tireless.forge.mirror import apply_write, post_comment
+from tireless.forge.mirror import apply_write
+from tireless.forge.outbox import post_comment
 from tireless.forge.poll import Report
 from tireless.models import Job
 
@@ -253,7 +255,7 @@ def test_the_same_write_applied_twice_leaves_one_comment_and_one_label(setup: Se
     setup.store.transition(job.id, "cancelled", "host1-3", "not needed")
     (target,) = setup.store.claim_repos_to_poll("poller-1")
     (write,) = setup.store.mirror_writes(setup.name, OWNER, REPO, "poller-1")
-    (comment,) = setup.store.mirror_comments_due(setup.name, OWNER, REPO, "poller-1")
+    (comment,) = outbox.due(setup.store, "comment", setup.name, OWNER, REPO, "poller-1")
     client = client_for(setup.forge.flavour, setup.forge.url, TOKEN)
     try:
         apply_write(client, OWNER, REPO, write)

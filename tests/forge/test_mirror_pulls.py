@@ -105,7 +105,7 @@ def test_a_job_delivered_while_the_forge_is_down_gets_its_pull_request_once_it_i
     )
     setup.forge.clear_faults()
     setup.db.scalar(
-        "UPDATE tireless.mirror_pull SET next_try_at = now() RETURNING 1"
+        "UPDATE tireless.forge_write SET next_try_at = now() WHERE kind = 'pull' RETURNING 1"
     )  # its backoff
     one_round(setup)
     (pull,) = setup.forge.pulls_of(OWNER, REPO)

@@ -245,7 +245,7 @@ def test_a_finished_jobs_comment_is_written_even_after_a_newer_job_took_the_issu
             {"f": setup.name, "o": OWNER, "r": REPO, "n": number},
         )
         conn.execute("UPDATE tireless.mirror_issue SET next_try_at = now()")
-        conn.execute("UPDATE tireless.mirror_comment SET next_try_at = now()")
+        conn.execute("UPDATE tireless.forge_write SET next_try_at = now() WHERE kind = 'comment'")
     for _ in range(2):
         one_round(setup)
     (comment,) = comments(setup, number)
@@ -276,7 +276,9 @@ def test_a_label_creation_and_a_comment_stored_but_unanswered_are_not_made_twice
     for _ in range(2):
         report = one_round(setup)
         with setup.db.connect() as conn:
-            conn.execute("UPDATE tireless.mirror_comment SET next_try_at = now()")
+            conn.execute(
+                "UPDATE tireless.forge_write SET next_try_at = now() WHERE kind = 'comment'"
+            )
     setup.forge.on_write(None)
     assert posts[0] == 1
     assert report.error is None

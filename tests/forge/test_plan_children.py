@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from dev.standin_forge import MIRROR_LOGIN, StandinForge
+from tests import outbox
 from tests.conftest import Database
 from tests.forge.test_mirror import claim, labels, one_round
 from tests.forge.test_poll import NAMES, OWNER, PLAN, TOKEN, Setup
@@ -19,7 +20,7 @@ from tests.helpers import rows
 from tireless import JobStore
 from tireless.forge import client_for, token_variable
 from tireless.forge.client import ReadFailed
-from tireless.forge.mirror import open_child
+from tireless.forge.outbox import open_child
 
 REPO = "widgets"
 TASKS: list[dict[str, Any]] = [
@@ -88,7 +89,7 @@ def test_a_create_whose_answer_was_lost_and_a_dead_poller_open_nothing_twice(
 ) -> None:
     job_id = delivered(setup)
     (target,) = setup.store.claim_repos_to_poll("poller-1")
-    first, *_ = setup.store.plan_tasks_due(setup.name, OWNER, REPO, "poller-1")
+    first, *_ = outbox.due(setup.store, "task", setup.name, OWNER, REPO, "poller-1")
     client = client_for(setup.forge.flavour, setup.forge.url, TOKEN, timeout=2.0)
     try:
         setup.forge.fault("applied-then-reset", writes_only=True)

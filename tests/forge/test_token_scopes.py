@@ -216,7 +216,9 @@ def test_an_outcome_comment_whose_answer_was_lost_is_not_posted_twice(
         for _ in range(3):
             setup.round()
             with setup.db.connect() as conn:
-                conn.execute("UPDATE tireless.mirror_comment SET next_try_at = now()")
+                conn.execute(
+                    "UPDATE tireless.forge_write SET next_try_at = now() WHERE kind = 'comment'"
+                )
         setup.forge.on_write(None)
         assert posts[0] == 1
         assert len(setup.forge.comments_of(OWNER, REPO, number)) == 1

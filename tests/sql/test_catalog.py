@@ -64,11 +64,11 @@ def test_forge_kind_is_one_vocabulary_in_sql_and_python(conn: psycopg.Connection
 def test_pull_action_answers_only_the_words_of_the_python_enum(
     conn: psycopg.Connection[Any],
 ) -> None:
-    """mirror_pulls_due's actions are literals in its body: exactly the PullAction values."""
+    """pull_write's actions are literals in its body: exactly the PullAction values."""
     body = column(
         conn,
         "SELECT prosrc FROM pg_proc WHERE oid ="
-        " 'tireless.mirror_pulls_due(text, text, text, text, integer)'::regprocedure",
+        " 'tireless.pull_write(tireless.forge_write)'::regprocedure",
     )[0]
     answered = set(re.findall(r"(?:THEN|ELSE) '(\w+)'", body))
     assert answered == {action.value for action in PullAction}

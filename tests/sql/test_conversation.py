@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from tests import outbox
 from tests.conftest import Database
 from tests.helpers import FORGE, OWNER, REPO, claimed, issue, jobs, rows, tireless_cli, tracked
 from tireless import Job, JobStore
@@ -90,7 +91,7 @@ def pull_request(store: JobStore) -> Job:
     store.deliver(job.id, job.claimed_by, "tireless/1", HEAD, "main", BASE, token=job.claim_token)
     store.claim_repos_to_poll(POLLER)
     url = f"https://git.example.com/{OWNER}/{REPO}/pulls/{PULL}"
-    store.record_mirror_pull(FORGE, OWNER, REPO, POLLER, job.id, PULL, url)
+    outbox.record(store, "pull", FORGE, OWNER, REPO, POLLER, job.id, result=outbox.pull(PULL, url))
     store.conversation_to_read(FORGE, OWNER, REPO, POLLER)
     return job
 
@@ -150,7 +151,7 @@ def test_a_revise_command_without_write_access_is_refused_once_and_its_text_reac
     assert (outcome.asked, outcome.refused, outcome.created) == (0, 1, 0)
     record(store, comment(602, "/tireless revise really", author="mallory", permission="none"))
     assert live(db) == []
-    replies = store.conversation_replies_due(FORGE, OWNER, REPO, POLLER)
+    replies = outbox.due(store, "reply", FORGE, OWNER, REPO, POLLER)
     assert [(r.number, r.reply) for r in replies] == [(PULL, "comment")]  # said once to mallory
     assert "Only people with write access to acme/widgets" in (replies[0].body or "")
     assert (replies[0].body or "").endswith(replies[0].marker or "?")
@@ -187,10 +188,10 @@ def test_a_revise_command_carries_its_instruction_and_gets_a_reaction(
     (job,) = live(db)
     (ask,) = store.job_asks(job.id)
     assert (ask.source, ask.verb, ask.body) == ("comment", "revise", "Use the new API.")
-    (reply,) = store.conversation_replies_due(FORGE, OWNER, REPO, POLLER)
+    (reply,) = outbox.due(store, "reply", FORGE, OWNER, REPO, POLLER)
     assert (reply.reply, reply.comment_id, reply.body) == ("react", 901, None)
-    assert store.record_conversation_reply(FORGE, OWNER, REPO, POLLER, reply.ask_id) is None
-    assert store.conversation_replies_due(FORGE, OWNER, REPO, POLLER) == []
+    assert outbox.record(store, "reply", FORGE, OWNER, REPO, POLLER, reply.ask_id) is None
+    assert outbox.due(store, "reply", FORGE, OWNER, REPO, POLLER) == []
 
 
 def test_stop_cancels_a_pending_job_and_asks_a_claimed_one_to_stop(
@@ -245,7 +246,7 @@ def test_failed_checks_ask_once_and_the_same_failure_on_the_next_head_asks_no_mo
     finish_live_job(store)
     same = record(store, checks(NEXT_HEAD, "tests"))
     assert (same.asked, same.refused, same.created) == (0, 1, 0)
-    (reply,) = store.conversation_replies_due(FORGE, OWNER, REPO, POLLER)
+    (reply,) = outbox.due(store, "reply", FORGE, OWNER, REPO, POLLER)
     assert "No revision is asked for the failed checks on" in (reply.body or "")
 
 
@@ -258,7 +259,7 @@ def test_max_revisions_holds_until_a_person_asks_on_the_issue_again(
     finish_live_job(store)
     refused = record(store, review(1202), review(1203, created_at=now(timedelta(seconds=1))))
     assert (refused.refused, refused.created) == (2, 0)
-    replies = store.conversation_replies_due(FORGE, OWNER, REPO, POLLER)
+    replies = outbox.due(store, "reply", FORGE, OWNER, REPO, POLLER)
     assert [r.reply for r in replies] == ["comment"]  # one comment, not one per refusal
     assert "(max_revisions)" in (replies[0].body or "")
     # A person asks on the issue: a job of the mode asked, and the count starts again.

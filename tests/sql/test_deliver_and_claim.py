@@ -118,7 +118,9 @@ def test_sent_again_with_its_ended_token_it_answers_the_job_it_claimed_and_recor
     assert again == first
     assert rows(db, "SELECT count(*) FROM tireless.job WHERE state = 'claimed'") == [(1,)]
     assert rows(db, "SELECT count(*) FROM tireless.delivery") == [(1,)]
-    assert rows(db, "SELECT count(*) FROM tireless.mirror_pull") == [(1,)], "one pull request"
+    assert rows(db, "SELECT count(*) FROM tireless.forge_write WHERE kind = 'pull'") == [(1,)], (
+        "one pull request"
+    )
     assert [event[1] for event in history(db, job.id)].count("delivered") == 1
 
 

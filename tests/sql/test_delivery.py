@@ -14,7 +14,9 @@ from typing import Any
 
 import psycopg
 import pytest
+from psycopg.types.json import Jsonb
 
+from tests import outbox
 from tests.conftest import Database
 from tests.helpers import (
     FORGE,
@@ -71,14 +73,19 @@ def repository(store: JobStore) -> JobStore:
 def pulls_due(store: JobStore) -> list[MirrorPull]:
     """What the mirror reads for the test repository, holding its poll lease."""
     store.claim_repos_to_poll(POLLER)
-    return store.mirror_pulls_due(FORGE, OWNER, REPO, POLLER)
+    return outbox.due(store, "pull", FORGE, OWNER, REPO, POLLER)
 
 
 def record_pull(store: JobStore, job_id: int, number: int = 12) -> None:
     """The mirror opened (or found, or updated) job_id's pull request: `number`."""
     store.claim_repos_to_poll(POLLER)
     url = f"https://git.example.com/acme/widgets/pulls/{number}"
-    assert store.record_mirror_pull(FORGE, OWNER, REPO, POLLER, job_id, number, url) is None
+    assert (
+        outbox.record(
+            store, "pull", FORGE, OWNER, REPO, POLLER, job_id, result=outbox.pull(number, url)
+        )
+        is None
+    )
 
 
 def delivery(db: Database, job_id: int) -> tuple[Any, ...]:
@@ -103,7 +110,7 @@ def stored(db: Database) -> tuple[Any, ...]:
     return (
         [(j.id, j.state, j.claimed_by, j.note) for j in jobs(db)],
         rows(db, "SELECT * FROM tireless.delivery"),
-        rows(db, "SELECT * FROM tireless.mirror_pull"),
+        rows(db, "SELECT * FROM tireless.forge_write"),
         rows(db, "SELECT * FROM tireless.checkpoint"),
     )
 
@@ -121,7 +128,7 @@ def test_deliver_records_what_was_pushed_and_queues_one_pull_request(
     assert rows(db, "SELECT branch, head, pull_number FROM tireless.job_list") == [
         ("tireless/1", HEAD, None)
     ]
-    assert db.scalar("SELECT count(*) FROM tireless.mirror_pull") == 1
+    assert db.scalar("SELECT count(*) FROM tireless.forge_write WHERE kind = 'pull'") == 1
     (pull,) = pulls_due(store)
     assert (pull.job_id, pull.number, pull.action, pull.pull_number) == (job.id, 1, "open", None)
     assert (pull.head_branch, pull.head, pull.base_branch, pull.draft) == (
@@ -146,7 +153,7 @@ def test_the_pull_request_is_listed_until_recorded_and_then_never_again(
     deliver(store, job)
     assert [p.job_id for p in pulls_due(store)] == [job.id]
     assert [p.job_id for p in pulls_due(store)] == [job.id], "listing writes nothing"
-    retry = store.record_mirror_pull(FORGE, OWNER, REPO, POLLER, job.id, error="HTTP 502")
+    retry = outbox.record(store, "pull", FORGE, OWNER, REPO, POLLER, job.id, error="HTTP 502")
     assert retry is not None
     assert retry > datetime.now(UTC)
     assert pulls_due(store) == [], "backing off"
@@ -154,7 +161,7 @@ def test_the_pull_request_is_listed_until_recorded_and_then_never_again(
         (1, "HTTP 502")
     ]
     with db.connect() as conn:
-        conn.execute("UPDATE tireless.mirror_pull SET next_try_at = now()")
+        conn.execute("UPDATE tireless.forge_write SET next_try_at = now() WHERE kind = 'pull'")
     assert [p.job_id for p in pulls_due(store)] == [job.id]
     record_pull(store, job.id)
     assert pulls_due(store) == []
@@ -163,7 +170,12 @@ def test_the_pull_request_is_listed_until_recorded_and_then_never_again(
     assert rows(db, "SELECT pull_failures, pull_error FROM tireless.deliveries") == [(0, None)]
     record_pull(store, job.id)  # recorded twice: harmless
     assert pulls_due(store) == []
-    assert db.scalar("SELECT count(*) FROM tireless.mirror_pull WHERE written_at IS NULL") == 0
+    assert (
+        db.scalar(
+            "SELECT count(*) FROM tireless.forge_write WHERE kind = 'pull' AND written_at IS NULL"
+        )
+        == 0
+    )
 
 
 def test_a_second_delivery_of_the_issue_reuses_the_branch_and_updates_its_pull_request(
@@ -228,7 +240,7 @@ def test_deliver_with_no_change_pushes_nothing_and_queues_no_pull_request(
         ("no change",),
         ("no change: already fixed upstream",),
     ]
-    assert db.scalar("SELECT count(*) FROM tireless.mirror_pull") == 0
+    assert db.scalar("SELECT count(*) FROM tireless.forge_write WHERE kind = 'pull'") == 0
     assert pulls_due(store) == []
     brief = store.job_brief(again(store).id)
     assert (brief.branch, brief.branch_head, brief.pull_number) == ("tireless/1", None, None)
@@ -326,14 +338,16 @@ def test_runners_deliver_and_checkpoint_pollers_write_pull_requests_and_the_tabl
             poller.deliver(job.id, "w1")
         deliver(runner, job)
         with pytest.raises(PermissionDenied):
-            runner.mirror_pulls_due(FORGE, OWNER, REPO, POLLER)
+            outbox.due(runner, "pull", FORGE, OWNER, REPO, POLLER)
         (pull,) = pulls_due(poller)
         record_pull(poller, pull.job_id)
         with pytest.raises(PermissionDenied):
-            runner.record_mirror_pull(FORGE, OWNER, REPO, POLLER, job.id, 12, URL)
+            outbox.record(
+                runner, "pull", FORGE, OWNER, REPO, POLLER, job.id, result=outbox.pull(12, URL)
+            )
     for group in ("tireless_runner", "tireless_poller"):
         with psycopg.connect(login(group), autocommit=True) as conn:
-            for table in ("delivery", "checkpoint", "mirror_pull"):
+            for table in ("delivery", "checkpoint", "forge_write"):
                 with pytest.raises(psycopg.errors.InsufficientPrivilege):
                     conn.execute(f"SELECT FROM tireless.{table}")
             assert conn.execute("SELECT count(*) FROM tireless.deliveries").fetchone() == (1,)
@@ -426,11 +440,11 @@ def test_the_outcome_comment_waits_for_the_pull_request_and_names_it(
     deliver(store, other)
     store.claim_repos_to_poll(POLLER)
     store.mirror_writes(FORGE, OWNER, REPO, POLLER)  # reads the ends: the comments are queued
-    assert store.mirror_comments_due(FORGE, OWNER, REPO, POLLER) == []
+    assert outbox.due(store, "comment", FORGE, OWNER, REPO, POLLER) == []
     record_pull(store, job.id)
     for _ in range(3):  # the other's pull request fails three times in a row
-        store.record_mirror_pull(FORGE, OWNER, REPO, POLLER, other.id, error="HTTP 403")
-    comments = {c.job_id: c.body for c in store.mirror_comments_due(FORGE, OWNER, REPO, POLLER)}
+        outbox.record(store, "pull", FORGE, OWNER, REPO, POLLER, other.id, error="HTTP 403")
+    comments = {c.job_id: c.body for c in outbox.due(store, "comment", FORGE, OWNER, REPO, POLLER)}
     assert comments[job.id].splitlines()[0] == (
         "tireless: delivered as #12 (branch `tireless/1`) after 1 attempt"
     )
@@ -551,7 +565,7 @@ def test_a_delivery_that_waits_for_the_sweeper_is_refused_and_records_nothing(
     assert isinstance(outcome[0], NotHolder)
     assert rows(db, "SELECT state::text FROM tireless.job") == [("pending",)]
     assert db.scalar("SELECT count(*) FROM tireless.delivery") == 0
-    assert db.scalar("SELECT count(*) FROM tireless.mirror_pull") == 0
+    assert db.scalar("SELECT count(*) FROM tireless.forge_write WHERE kind = 'pull'") == 0
 
 
 def test_recording_a_pull_request_does_not_hold_back_the_issue_s_next_delivery(
@@ -565,15 +579,16 @@ def test_recording_a_pull_request_does_not_hold_back_the_issue_s_next_delivery(
     deliver(store, first)
     second = again(store)
     store.claim_repos_to_poll(POLLER)
+    (written,) = outbox.listed(store, "pull", FORGE, OWNER, REPO, POLLER)
     with (
         db.connect(lock_timeout="2s") as mirror,
         db.connect(lock_timeout="2s") as conn,
         mirror.transaction(),
     ):
         mirror.execute(
-            "SELECT tireless.record_mirror_pull(forge => %s, owner => %s, repo => %s,"
-            " poller => %s, job_id => %s, pull_number => 12, pull_url => %s)",
-            [FORGE, OWNER, REPO, POLLER, first.id, URL],
+            "SELECT tireless.record_forge_write(forge => %s, owner => %s, repo => %s,"
+            " poller => %s, id => %s, result => %s)",
+            [FORGE, OWNER, REPO, POLLER, written.id, Jsonb(outbox.pull(12, URL))],
         )
         assert deliver(JobStore(conn), second, head=LATER).state == "delivered"
     (pull,) = pulls_due(store)

@@ -49,7 +49,7 @@ def test_a_delivery_sent_again_records_one_delivery_and_one_pull_request(
         delivered = store.deliver(job.id, "w1", "tireless/1", HEAD, "main", BASE, job.claim_token)
         assert delivered.state is JobState.DELIVERED
     assert rows(db, "SELECT count(*) FROM tireless.delivery") == [(1,)]
-    assert rows(db, "SELECT count(*) FROM tireless.mirror_pull") == [(1,)]
+    assert rows(db, "SELECT count(*) FROM tireless.forge_write WHERE kind = 'pull'") == [(1,)]
 
 
 def test_finish_and_claim_sent_again_answers_the_job_it_claimed_and_claims_no_other(

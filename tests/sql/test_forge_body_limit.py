@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+from tests import outbox
 from tests.conftest import Database
 from tests.helpers import FORGE, OWNER, REPO, TEST_REPO, claimed, issue, rows, tracked
 from tireless import JobStore
@@ -109,19 +110,23 @@ def test_a_long_checklist_is_cut_and_the_body_still_ends_with_its_marker(
     store.transition(job.id, "delivered", "w1", "planned")
     with db.connect() as conn:  # the mirror read the end (mirror_writes queues the comment)
         conn.execute(
-            "INSERT INTO tireless.mirror_comment (job_id, forge, owner, repo, number)"
-            " VALUES (%(id)s, %(f)s, %(o)s, %(r)s, 1)",
+            "WITH c AS (INSERT INTO tireless.mirror_comment (job_id, forge, owner, repo, number)"
+            " VALUES (%(id)s, %(f)s, %(o)s, %(r)s, 1) RETURNING *)"
+            " INSERT INTO tireless.forge_write (kind, forge, owner, repo, number, job_id)"
+            " SELECT 'comment', forge, owner, repo, number, job_id FROM c",
             {"id": job.id, "f": FORGE, "o": OWNER, "r": REPO},
         )
     for task in range(50):
-        store.record_plan_task(FORGE, OWNER, REPO, "p1", job.id, task, 100 + task)
+        outbox.record(
+            store, "task", FORGE, OWNER, REPO, "p1", job.id, task, result={"number": 100 + task}
+        )
     store.enqueue([issue(100 + task, title=f"Task {task}") for task in range(50)])
     with db.connect() as conn:  # each child waits on a hundred issues: a 2000-character line
         conn.execute(
             "UPDATE tireless.job SET waiting_on = ARRAY(SELECT 'acme/gadgets#' || g"
             " FROM generate_series(10000, 10099) AS g) WHERE number >= 100"
         )
-    (comment,) = store.mirror_comments_due(FORGE, OWNER, REPO, "p1")
+    (comment,) = outbox.due(store, "comment", FORGE, OWNER, REPO, "p1")
     assert comment.checklist is not None
     assert len(comment.checklist) <= LIMIT - 8192
     shown = comment.checklist.count("\n- [ ] ")

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from tests import outbox
 from tests.conftest import Database
 from tests.helpers import FORGE, OWNER, TEST_REPO, issue, rows
 from tireless import JobStore
@@ -74,7 +75,7 @@ def test_a_gone_issue_ends_its_jobs_and_the_mirror_lists_nothing_for_it(
     assert job_notes(db) == [(1, "cancelled", "issue deleted")]
     # The cancel queued a label write and an outcome comment: neither is due nor counted.
     assert polled.mirror_writes(*TEST_REPO, "p1") == []
-    assert polled.mirror_comments_due(*TEST_REPO, "p1") == []
+    assert outbox.due(polled, "comment", *TEST_REPO, "p1") == []
     assert db.scalar("SELECT count(*) FROM tireless.mirror_comment WHERE written_at IS NULL") == 1
     assert backlog(polled) == 0
     # Said again (another round found it gone too): nothing more to end, the first time kept.
@@ -113,7 +114,7 @@ def test_an_issue_listed_again_is_back_and_the_mirror_writes_to_it_again(
     assert [(w.number, str(w.state)) for w in polled.mirror_writes(*TEST_REPO, "p1")] == [
         (1, "pending")
     ]
-    assert len(polled.mirror_comments_due(*TEST_REPO, "p1")) == 1  # the cancelled job's
+    assert len(outbox.due(polled, "comment", *TEST_REPO, "p1")) == 1  # the cancelled job's
 
 
 def test_an_archived_repository_gets_no_write_for_a_day_then_one_is_tried_again(

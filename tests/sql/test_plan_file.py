@@ -1,5 +1,5 @@
 """A plan's tasks through the SQL functions: attach_plan checks the plan in the database and names
-the task and the field of a fault; once the job is delivered plan_tasks_due gives each task's issue
+the task and the field of a fault; once the job is delivered forge_writes_due gives each task's issue
 (labels, "Part of #P", "Depends on #N", the marker), a dependency before its dependents; the child's
 job records the plan's job as its parent, and a proposal gets no job until the opt-in is added."""
 
@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tests import outbox
 from tests.conftest import Database
 from tests.helpers import claimed, issue, rows, tracked
 from tireless import JobStore
@@ -93,29 +94,44 @@ def test_a_delivered_plan_gives_each_task_its_issue_dependencies_first(
     ]
     assert store.attach_plan(job.id, "w1", plan) == 3
     forge = polled(store, db)
-    assert store.plan_tasks_due(forge, "acme", "widgets", "poller-1") == []  # not delivered yet
+    assert (
+        outbox.due(store, "task", forge, "acme", "widgets", "poller-1") == []
+    )  # not delivered yet
     store.transition(job.id, JobState.DELIVERED, "w1")
-    (first,) = store.plan_tasks_due(forge, "acme", "widgets", "poller-1")
+    (first,) = outbox.due(store, "task", forge, "acme", "widgets", "poller-1")
     assert (first.task, first.parent_number, first.title) == (1, 7, "Build it")
     assert first.labels == ["tireless", "tireless/implement"]
     assert first.body.endswith(f"Part of #7\n\nOpened by tireless for job {job.id} (task 1).\n\n"
                                f"<!-- tireless:task:{job.id}:1 -->")  # fmt: skip
     assert first.marker == f"<!-- tireless:task:{job.id}:1 -->"
-    assert store.record_plan_task(forge, "acme", "widgets", "poller-1", job.id, 1, 11) is None
-    (second,) = store.plan_tasks_due(forge, "acme", "widgets", "poller-1")
+    assert (
+        outbox.record(
+            store, "task", forge, "acme", "widgets", "poller-1", job.id, 1, result={"number": 11}
+        )
+        is None
+    )
+    (second,) = outbox.due(store, "task", forge, "acme", "widgets", "poller-1")
     assert second.task == 0
     assert second.labels == ["tireless", "tireless/implement", "tireless/agent:gpu"]
     assert "Part of #7\n\nDepends on #11\nDepends on #3\n\n" in second.body
-    retry = store.record_plan_task(forge, "acme", "widgets", "poller-1", job.id, 0, error="500")
+    retry = outbox.record(
+        store, "task", forge, "acme", "widgets", "poller-1", job.id, 0, error="500"
+    )
     assert retry is not None
-    assert store.plan_tasks_due(forge, "acme", "widgets", "poller-1") == []  # backing off
-    run(db, "UPDATE tireless.plan_task SET next_try_at = now() WHERE task = 0")
-    store.record_plan_task(forge, "acme", "widgets", "poller-1", job.id, 0, 12)
-    store.record_plan_task(forge, "acme", "widgets", "poller-1", job.id, 0, 99)  # recorded once
-    (third,) = store.plan_tasks_due(forge, "acme", "widgets", "poller-1")
+    assert outbox.due(store, "task", forge, "acme", "widgets", "poller-1") == []  # backing off
+    run(db, "UPDATE tireless.forge_write SET next_try_at = now() WHERE kind = 'task' AND task = 0")
+    outbox.record(
+        store, "task", forge, "acme", "widgets", "poller-1", job.id, 0, result={"number": 12}
+    )
+    outbox.record(
+        store, "task", forge, "acme", "widgets", "poller-1", job.id, 0, result={"number": 99}
+    )  # recorded once
+    (third,) = outbox.due(store, "task", forge, "acme", "widgets", "poller-1")
     assert third.task == 2
     assert "Depends on #12" in third.body
-    store.record_plan_task(forge, "acme", "widgets", "poller-1", job.id, 2, 13)
+    outbox.record(
+        store, "task", forge, "acme", "widgets", "poller-1", job.id, 2, result={"number": 13}
+    )
     opened = rows(db, "SELECT task, child_number FROM tireless.job_tasks(%(j)s)", {"j": job.id})
     assert opened == [(0, 12), (1, 11), (2, 13)]
     # The children's jobs record the plan's job as their parent.
@@ -135,7 +151,9 @@ def test_a_child_seen_before_it_was_recorded_gets_its_parent_when_it_is(
     store.transition(job.id, JobState.DELIVERED, "w1")
     store.enqueue([issue(8, "tireless", "tireless/implement")])  # the create's answer was lost
     forge = polled(store, db)
-    store.record_plan_task(forge, "acme", "widgets", "poller-1", job.id, 0, 8)
+    outbox.record(
+        store, "task", forge, "acme", "widgets", "poller-1", job.id, 0, result={"number": 8}
+    )
     assert db.scalar("SELECT parent_id FROM tireless.job WHERE number = 8") == job.id
 
 
@@ -151,7 +169,7 @@ def test_a_later_attempt_replaces_the_plan_and_a_failed_one_opens_nothing(
     assert again.attempts == 2
     forge = polled(store, db)
     store.transition(again.id, JobState.DELIVERED, "w2")  # wrote no plan this time
-    assert store.plan_tasks_due(forge, "acme", "widgets", "poller-1") == []
+    assert outbox.due(store, "task", forge, "acme", "widgets", "poller-1") == []
 
 
 def test_a_proposal_gets_no_job_until_a_person_adds_the_opt_in(
@@ -162,10 +180,12 @@ def test_a_proposal_gets_no_job_until_a_person_adds_the_opt_in(
     store.attach_plan(job.id, "w1", [task("Maybe this")])
     store.transition(job.id, JobState.DELIVERED, "w1")
     forge = polled(store, db)
-    (proposal,) = store.plan_tasks_due(forge, "acme", "widgets", "poller-1")
+    (proposal,) = outbox.due(store, "task", forge, "acme", "widgets", "poller-1")
     assert proposal.labels == ["tireless/implement"]
     assert "(proposal 0)" in proposal.body
-    store.record_plan_task(forge, "acme", "widgets", "poller-1", job.id, 0, 8)
+    outbox.record(
+        store, "task", forge, "acme", "widgets", "poller-1", job.id, 0, result={"number": 8}
+    )
     assert store.enqueue([issue(8, "tireless/implement")]) == 0
     assert store.enqueue([issue(8, "tireless/implement", "tireless")]) == 1
     assert db.scalar("SELECT parent_id FROM tireless.job WHERE number = 8") == job.id

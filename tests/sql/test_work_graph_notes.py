@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from tests import outbox
 from tests.conftest import Database
 from tests.helpers import FORGE, OWNER, REPO, TEST_REPO, issue, rows
 from tireless import JobStore
@@ -54,7 +55,7 @@ def test_a_cycle_is_queued_once_on_each_issue_and_none_of_its_jobs_runs(
     assert len(reports(db)) == 2
     assert db.scalar("SELECT max(id) FROM tireless.cycle_report") == 2, "no id spent on a repeat"
 
-    due = polled.cycle_reports_due(FORGE, OWNER, REPO, "p1")
+    due = outbox.due(polled, "cycle", FORGE, OWNER, REPO, "p1")
     assert [(d.number, d.marker) for d in due] == [
         (3, f"<!-- tireless:cycle:{due[0].report_id} -->"),
         (4, f"<!-- tireless:cycle:{due[1].report_id} -->"),
@@ -63,17 +64,19 @@ def test_a_cycle_is_queued_once_on_each_issue_and_none_of_its_jobs_runs(
         f"tireless: this issue is on a dependency cycle: #3 → #4 → #3\n\n{CYCLE}\n\n{due[0].marker}"
     )
     with pytest.raises(NotHolder):
-        polled.cycle_reports_due(FORGE, OWNER, REPO, "p2")
-    until = polled.record_cycle_report(FORGE, OWNER, REPO, "p1", due[0].report_id, "HTTP 500")
+        outbox.due(polled, "cycle", FORGE, OWNER, REPO, "p2")
+    until = outbox.record(
+        polled, "cycle", FORGE, OWNER, REPO, "p1", due[0].report_id, error="HTTP 500"
+    )
     assert until is not None
     assert until > datetime.now(UTC)
-    assert polled.record_cycle_report(FORGE, OWNER, REPO, "p1", due[1].report_id) is None
-    assert polled.cycle_reports_due(FORGE, OWNER, REPO, "p1") == [], "#3 backed off, #4 written"
+    assert outbox.record(polled, "cycle", FORGE, OWNER, REPO, "p1", due[1].report_id) is None
+    assert outbox.due(polled, "cycle", FORGE, OWNER, REPO, "p1") == [], "#3 backed off, #4 written"
     assert rows(db, "SELECT failures, last_error FROM tireless.cycle_reports WHERE number = 3") == [
         (1, "HTTP 500")
     ]
     with pytest.raises(InvalidArgument):
-        polled.record_cycle_report(FORGE, OWNER, REPO, "p1", 999)
+        outbox.record(polled, "cycle", FORGE, OWNER, REPO, "p1", 999)
     assert polled.claim_next("w1", ["cc"]) is None
 
 
@@ -84,13 +87,13 @@ def test_a_broken_cycle_made_again_is_reported_again(polled: JobStore, db: Datab
         (3, "#3 → #4 → #3", False, True),
         (4, "#4 → #3 → #4", False, True),
     ]
-    assert polled.cycle_reports_due(FORGE, OWNER, REPO, "p1") == [], "broken before it was told"
+    assert outbox.due(polled, "cycle", FORGE, OWNER, REPO, "p1") == [], "broken before it was told"
     polled.enqueue([issue(4, body="Depends on #3")])  # and makes it again
     assert [r for r in reports(db) if not r[3]] == [
         (3, "#3 → #4 → #3", False, False),
         (4, "#4 → #3 → #4", False, False),
     ]
-    assert len(polled.cycle_reports_due(FORGE, OWNER, REPO, "p1")) == 2
+    assert len(outbox.due(polled, "cycle", FORGE, OWNER, REPO, "p1")) == 2
     assert polled.claim_next("w1", ["cc"]) is None
 
 
@@ -115,32 +118,49 @@ def test_a_checklist_edit_is_recorded_or_backed_off_under_the_lease(
     polled.transition(job.id, "delivered", "w1", "planned")
     with db.connect() as conn:  # the mirror read the end (mirror_writes queues the comment)
         conn.execute(
-            "INSERT INTO tireless.mirror_comment (job_id, forge, owner, repo, number)"
-            " VALUES (%(id)s, %(f)s, %(o)s, %(r)s, 1)",
+            "WITH c AS (INSERT INTO tireless.mirror_comment (job_id, forge, owner, repo, number)"
+            " VALUES (%(id)s, %(f)s, %(o)s, %(r)s, 1) RETURNING *)"
+            " INSERT INTO tireless.forge_write (kind, forge, owner, repo, number, job_id)"
+            " SELECT 'comment', forge, owner, repo, number, job_id FROM c",
             {"id": job.id, "f": FORGE, "o": OWNER, "r": REPO},
         )
-    assert polled.mirror_comments_due(FORGE, OWNER, REPO, "p1") == [], "waits for its children"
+    assert outbox.due(polled, "comment", FORGE, OWNER, REPO, "p1") == [], "waits for its children"
     for task, number in ((0, 2), (1, 3)):
-        polled.record_plan_task(FORGE, OWNER, REPO, "p1", job.id, task, number)
-    (comment,) = polled.mirror_comments_due(FORGE, OWNER, REPO, "p1")
+        outbox.record(
+            polled, "task", FORGE, OWNER, REPO, "p1", job.id, task, result={"number": number}
+        )
+    (comment,) = outbox.due(polled, "comment", FORGE, OWNER, REPO, "p1")
     assert comment.checklist == "Tasks:\n- [ ] #2 Frame — open\n- [ ] #3 Paint — open"
     assert comment.body.endswith(f"\n\n{comment.checklist}\n\n{comment.marker}")
-    polled.record_mirror_comment(FORGE, OWNER, REPO, "p1", job.id, checklist=comment.checklist)
-    assert polled.mirror_checklists_due(FORGE, OWNER, REPO, "p1") == [], "unchanged: no edit"
+    outbox.record(
+        polled, "comment", FORGE, OWNER, REPO, "p1", job.id, result={"checklist": comment.checklist}
+    )
+    assert outbox.due(polled, "checklist", FORGE, OWNER, REPO, "p1") == [], "unchanged: no edit"
 
     polled.enqueue([issue(2, "tireless", "tireless/implement", title="Frame")])
-    (edit,) = polled.mirror_checklists_due(FORGE, OWNER, REPO, "p1")
+    (edit,) = outbox.due(polled, "checklist", FORGE, OWNER, REPO, "p1")
     assert edit.checklist == "Tasks:\n- [ ] #2 Frame — pending\n- [ ] #3 Paint — open"
     assert edit.body == comment.body.replace(comment.checklist, edit.checklist)
     with pytest.raises(NotHolder):
-        polled.record_mirror_checklist(FORGE, OWNER, REPO, "p2", job.id, edit.checklist)
-    polled.record_mirror_checklist(FORGE, OWNER, REPO, "p1", job.id, edit.checklist, "HTTP 500")
-    assert polled.mirror_checklists_due(FORGE, OWNER, REPO, "p1") == [], "backed off"
+        outbox.record(
+            polled,
+            "checklist",
+            FORGE,
+            OWNER,
+            REPO,
+            "p2",
+            job.id,
+            result={"checklist": edit.checklist},
+        )
+    outbox.record(polled, "checklist", FORGE, OWNER, REPO, "p1", job.id, error="HTTP 500")
+    assert outbox.due(polled, "checklist", FORGE, OWNER, REPO, "p1") == [], "backed off"
     with db.connect() as conn:
-        conn.execute("UPDATE tireless.mirror_comment SET checklist_next_try_at = now()")
-    (again,) = polled.mirror_checklists_due(FORGE, OWNER, REPO, "p1")
-    polled.record_mirror_checklist(FORGE, OWNER, REPO, "p1", job.id, again.checklist)
-    assert polled.mirror_checklists_due(FORGE, OWNER, REPO, "p1") == []
+        conn.execute("UPDATE tireless.forge_write SET next_try_at = now() WHERE kind = 'checklist'")
+    (again,) = outbox.due(polled, "checklist", FORGE, OWNER, REPO, "p1")
+    outbox.record(
+        polled, "checklist", FORGE, OWNER, REPO, "p1", job.id, result={"checklist": again.checklist}
+    )
+    assert outbox.due(polled, "checklist", FORGE, OWNER, REPO, "p1") == []
     assert rows(
         db,
         "SELECT child_number, done, status, shown FROM tireless.job_checklist(%(id)s)",
@@ -148,7 +168,7 @@ def test_a_checklist_edit_is_recorded_or_backed_off_under_the_lease(
     ) == [(2, False, "pending", True), (3, False, "open", True)]
 
     polled.enqueue([issue(3, "bug", title="Paint", state="closed")])
-    (done,) = polled.mirror_checklists_due(FORGE, OWNER, REPO, "p1")
+    (done,) = outbox.due(polled, "checklist", FORGE, OWNER, REPO, "p1")
     assert done.checklist == "Tasks:\n- [ ] #2 Frame — pending\n- [x] #3 Paint — closed"
 
 
@@ -164,16 +184,18 @@ def test_a_discoverys_comment_lists_its_proposals_and_waits_for_them_only_so_lon
     polled.transition(job.id, "delivered", "w1", "found two")
     with db.connect() as conn:
         conn.execute(
-            "INSERT INTO tireless.mirror_comment (job_id, forge, owner, repo, number)"
-            " VALUES (%(id)s, %(f)s, %(o)s, %(r)s, 1)",
+            "WITH c AS (INSERT INTO tireless.mirror_comment (job_id, forge, owner, repo, number)"
+            " VALUES (%(id)s, %(f)s, %(o)s, %(r)s, 1) RETURNING *)"
+            " INSERT INTO tireless.forge_write (kind, forge, owner, repo, number, job_id)"
+            " SELECT 'comment', forge, owner, repo, number, job_id FROM c",
             {"id": job.id, "f": FORGE, "o": OWNER, "r": REPO},
         )
-    polled.record_plan_task(FORGE, OWNER, REPO, "p1", job.id, 0, 2)
+    outbox.record(polled, "task", FORGE, OWNER, REPO, "p1", job.id, 0, result={"number": 2})
     for _ in range(2):
-        polled.record_plan_task(FORGE, OWNER, REPO, "p1", job.id, 1, error="HTTP 422")
-    assert polled.mirror_comments_due(FORGE, OWNER, REPO, "p1") == [], "two failures: it waits"
-    polled.record_plan_task(FORGE, OWNER, REPO, "p1", job.id, 1, error="HTTP 422")
-    (comment,) = polled.mirror_comments_due(FORGE, OWNER, REPO, "p1")
+        outbox.record(polled, "task", FORGE, OWNER, REPO, "p1", job.id, 1, error="HTTP 422")
+    assert outbox.due(polled, "comment", FORGE, OWNER, REPO, "p1") == [], "two failures: it waits"
+    outbox.record(polled, "task", FORGE, OWNER, REPO, "p1", job.id, 1, error="HTTP 422")
+    (comment,) = outbox.due(polled, "comment", FORGE, OWNER, REPO, "p1")
     assert comment.checklist == (
         "Proposals:\n"
         "- [ ] #2 Idea — proposed: add the opt-in label to run it\n"

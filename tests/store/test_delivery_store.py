@@ -8,6 +8,7 @@ from datetime import datetime
 
 import pytest
 
+from tests import outbox
 from tests.helpers import FORGE, OWNER, REPO, claimed, issue, tracked
 from tests.store.test_async import any_store  # noqa: F401  (the fixture: sync and async)
 from tireless import JobState, JobStore
@@ -39,7 +40,7 @@ def test_a_holder_checkpoints_and_delivers_and_the_mirror_records_the_pull_reque
     done = any_store.deliver(job.id, "w1", "tireless/1", HEAD, "main", BASE, job.claim_token)
     assert done.state is JobState.DELIVERED
     any_store.claim_repos_to_poll("p1")
-    (pull,) = any_store.mirror_pulls_due(FORGE, OWNER, REPO, "p1")
+    (pull,) = outbox.due(any_store, "pull", FORGE, OWNER, REPO, "p1")
     assert isinstance(pull, MirrorPull)
     assert (pull.job_id, pull.action, pull.head_branch, pull.title) == (
         job.id,
@@ -47,10 +48,15 @@ def test_a_holder_checkpoints_and_delivers_and_the_mirror_records_the_pull_reque
         "tireless/1",
         "Fix #1: Widgets break",
     )
-    retry = any_store.record_mirror_pull(FORGE, OWNER, REPO, "p1", job.id, error="HTTP 502")
+    retry = outbox.record(any_store, "pull", FORGE, OWNER, REPO, "p1", job.id, error="HTTP 502")
     assert isinstance(retry, datetime)
-    assert any_store.record_mirror_pull(FORGE, OWNER, REPO, "p1", job.id, 12, URL) is None
-    assert any_store.mirror_pulls_due(FORGE, OWNER, REPO, "p1") == []
+    assert (
+        outbox.record(
+            any_store, "pull", FORGE, OWNER, REPO, "p1", job.id, result=outbox.pull(12, URL)
+        )
+        is None
+    )
+    assert outbox.due(any_store, "pull", FORGE, OWNER, REPO, "p1") == []
     any_store.rerun(FORGE, OWNER, REPO, 1)
     again = any_store.job_brief(claimed(any_store, "w2").id)
     assert (again.branch_head, again.pull_number, again.pull_url, again.checkpoint_ref) == (

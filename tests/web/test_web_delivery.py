@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import pytest
 from starlette.testclient import TestClient
 
+from tests import outbox
 from tests.conftest import Database
 from tests.helpers import FORGE, OWNER, REPO, claimed, issue, tracked
 from tests.web.test_web import browser
@@ -48,7 +49,7 @@ def test_a_job_page_shows_its_delivery_its_pull_request_and_its_checkpoint(
         f"<code>refs/tireless/checkpoints/1</code> at <code>{BASE}</code> (attempt 1, "
     )
     store.claim_repos_to_poll("p1")
-    store.record_mirror_pull(FORGE, OWNER, REPO, "p1", job.id, 12, URL)
+    outbox.record(store, "pull", FORGE, OWNER, REPO, "p1", job.id, result=outbox.pull(12, URL))
     page = dashboard.get(f"/jobs/{job.id}").text
     assert field(page, "pull") == f'<a href="{URL}" rel="noreferrer">#12</a> (draft)'
     store.deliver(unchanged.id, "w1")
@@ -66,7 +67,7 @@ def test_a_revision_page_says_what_it_answers_with_the_askers_text_escaped(
     job = claimed(store)
     store.deliver(job.id, "w1", "tireless/1", HEAD, "main", BASE)
     store.claim_repos_to_poll("p1")
-    store.record_mirror_pull(FORGE, OWNER, REPO, "p1", job.id, 12, URL)
+    outbox.record(store, "pull", FORGE, OWNER, REPO, "p1", job.id, result=outbox.pull(12, URL))
     review = {
         "source": "review", "id": 501, "number": 12, "author": "<b>alice</b>", "permission": "write",
         "state": "changes_requested", "created_at": "2099-01-01T00:00:00Z", "body": "rename it",

@@ -27,13 +27,12 @@ from psycopg.types.json import Jsonb
 
 from tireless.models import (
     ConversationOutcome,
-    ConversationReply,
     ConversationToRead,
-    CycleReport,
     Delivery,
     DiscoveredIssue,
     Forge,
     ForgeKind,
+    ForgeWrite,
     Heartbeat,
     Job,
     JobAsk,
@@ -42,11 +41,7 @@ from tireless.models import (
     JobNetwork,
     JobState,
     Lane,
-    MirrorChecklist,
-    MirrorComment,
-    MirrorPull,
     MirrorWrite,
-    PlanTask,
     PollOutcome,
     RepoDelivery,
     RepoLimit,
@@ -54,6 +49,7 @@ from tireless.models import (
     RepoRevisions,
     RepoStatus,
     RepoToPoll,
+    WriteKind,
 )
 
 DEFAULT_LEASE = timedelta(minutes=10)
@@ -779,170 +775,53 @@ def record_mirror_failure(
     return Call(RECORD_MIRROR_FAILURE, params, tuple_row, _value)
 
 
-MIRROR_COMMENTS_DUE = (
-    "SELECT job_id, number, body, marker, checklist"
-    " FROM tireless.mirror_comments_due(forge => %(forge)s, owner => %(owner)s, repo => %(repo)s,"
-    " poller => %(poller)s, max_comments => %(max_comments)s)"
+FORGE_WRITES_DUE = (
+    "SELECT id, kind, number, payload"
+    " FROM tireless.forge_writes_due(forge => %(forge)s, owner => %(owner)s, repo => %(repo)s,"
+    " poller => %(poller)s, kinds => %(kinds)s, max_writes => %(max_writes)s, now => %(now)s)"
 )
 
 
-def mirror_comments_due(
-    forge: str, owner: str, repo: str, poller: str, max_comments: int
-) -> Call[MirrorComment, list[MirrorComment]]:
-    params = _repo(forge, owner, repo) | {"poller": poller, "max_comments": max_comments}
-    return Call(MIRROR_COMMENTS_DUE, params, class_row(MirrorComment), _rows)
-
-
-RECORD_MIRROR_COMMENT = (
-    "SELECT tireless.record_mirror_comment(forge => %(forge)s, owner => %(owner)s,"
-    " repo => %(repo)s, poller => %(poller)s, job_id => %(job_id)s, error => %(error)s,"
-    " checklist => %(checklist)s)"
-)
-
-
-def record_mirror_comment(
+def forge_writes_due(
     forge: str,
     owner: str,
     repo: str,
     poller: str,
-    job_id: int,
-    error: str | None,
-    checklist: str | None = None,
-) -> Call[Any, datetime | None]:
-    params = _repo(forge, owner, repo) | {"poller": poller, "job_id": job_id, "error": error}
-    return Call(RECORD_MIRROR_COMMENT, params | {"checklist": checklist}, tuple_row, _value)
+    kinds: Sequence[WriteKind],
+    max_writes: int,
+    now: datetime | None,
+) -> Call[ForgeWrite, list[ForgeWrite]]:
+    params = _repo(forge, owner, repo) | {
+        "poller": poller,
+        "kinds": [str(kind) for kind in kinds],
+        "max_writes": max_writes,
+        "now": now,
+    }
+    return Call(FORGE_WRITES_DUE, params, args_row(ForgeWrite.from_row), _rows)
 
 
-MIRROR_CHECKLISTS_DUE = (
-    "SELECT job_id, number, body, marker, checklist"
-    " FROM tireless.mirror_checklists_due(forge => %(forge)s, owner => %(owner)s,"
-    " repo => %(repo)s, poller => %(poller)s, max_edits => %(max_edits)s)"
+RECORD_FORGE_WRITE = (
+    "SELECT tireless.record_forge_write(forge => %(forge)s, owner => %(owner)s, repo => %(repo)s,"
+    " poller => %(poller)s, id => %(id)s, error => %(error)s, result => %(result)s)"
 )
 
 
-def mirror_checklists_due(
-    forge: str, owner: str, repo: str, poller: str, max_edits: int
-) -> Call[MirrorChecklist, list[MirrorChecklist]]:
-    params = _repo(forge, owner, repo) | {"poller": poller, "max_edits": max_edits}
-    return Call(MIRROR_CHECKLISTS_DUE, params, class_row(MirrorChecklist), _rows)
-
-
-RECORD_MIRROR_CHECKLIST = (
-    "SELECT tireless.record_mirror_checklist(forge => %(forge)s, owner => %(owner)s,"
-    " repo => %(repo)s, poller => %(poller)s, job_id => %(job_id)s, checklist => %(checklist)s,"
-    " error => %(error)s)"
-)
-
-
-def record_mirror_checklist(
-    forge: str, owner: str, repo: str, poller: str, job_id: int, checklist: str, error: str | None
-) -> Call[Any, datetime | None]:
-    params = _repo(forge, owner, repo) | {"poller": poller, "job_id": job_id}
-    params |= {"checklist": checklist, "error": error}
-    return Call(RECORD_MIRROR_CHECKLIST, params, tuple_row, _value)
-
-
-CYCLE_REPORTS_DUE = (
-    "SELECT report_id, number, body, marker"
-    " FROM tireless.cycle_reports_due(forge => %(forge)s, owner => %(owner)s, repo => %(repo)s,"
-    " poller => %(poller)s, max_reports => %(max_reports)s)"
-)
-
-
-def cycle_reports_due(
-    forge: str, owner: str, repo: str, poller: str, max_reports: int
-) -> Call[CycleReport, list[CycleReport]]:
-    params = _repo(forge, owner, repo) | {"poller": poller, "max_reports": max_reports}
-    return Call(CYCLE_REPORTS_DUE, params, class_row(CycleReport), _rows)
-
-
-RECORD_CYCLE_REPORT = (
-    "SELECT tireless.record_cycle_report(forge => %(forge)s, owner => %(owner)s,"
-    " repo => %(repo)s, poller => %(poller)s, report_id => %(report_id)s, error => %(error)s)"
-)
-
-
-def record_cycle_report(
-    forge: str, owner: str, repo: str, poller: str, report_id: int, error: str | None
-) -> Call[Any, datetime | None]:
-    params = _repo(forge, owner, repo) | {"poller": poller, "report_id": report_id}
-    return Call(RECORD_CYCLE_REPORT, params | {"error": error}, tuple_row, _value)
-
-
-PLAN_TASKS_DUE = (
-    "SELECT job_id, task, parent_number, title, body, labels, marker, since, depends_on"
-    " FROM tireless.plan_tasks_due(forge => %(forge)s, owner => %(owner)s, repo => %(repo)s,"
-    " poller => %(poller)s, max_tasks => %(max_tasks)s)"
-)
-
-
-def plan_tasks_due(
-    forge: str, owner: str, repo: str, poller: str, max_tasks: int
-) -> Call[PlanTask, list[PlanTask]]:
-    params = _repo(forge, owner, repo) | {"poller": poller, "max_tasks": max_tasks}
-    return Call(PLAN_TASKS_DUE, params, class_row(PlanTask), _rows)
-
-
-RECORD_PLAN_TASK = (
-    "SELECT tireless.record_plan_task(forge => %(forge)s, owner => %(owner)s, repo => %(repo)s,"
-    " poller => %(poller)s, job_id => %(job_id)s, task => %(task)s, number => %(number)s,"
-    " error => %(error)s)"
-)
-
-
-def record_plan_task(
+def record_forge_write(
     forge: str,
     owner: str,
     repo: str,
     poller: str,
-    job_id: int,
-    task: int,
-    number: int | None,
+    write_id: int,
     error: str | None,
-) -> Call[Any, datetime | None]:
-    params = _repo(forge, owner, repo) | {"poller": poller, "job_id": job_id, "task": task}
-    return Call(RECORD_PLAN_TASK, params | {"number": number, "error": error}, tuple_row, _value)
-
-
-MIRROR_PULLS_DUE = (
-    "SELECT job_id, number, action, pull_number, head_branch, head, base_branch, title, body,"
-    " marker, draft FROM tireless.mirror_pulls_due(forge => %(forge)s, owner => %(owner)s,"
-    " repo => %(repo)s, poller => %(poller)s, max_pulls => %(max_pulls)s)"
-)
-
-
-def mirror_pulls_due(
-    forge: str, owner: str, repo: str, poller: str, max_pulls: int
-) -> Call[MirrorPull, list[MirrorPull]]:
-    params = _repo(forge, owner, repo) | {"poller": poller, "max_pulls": max_pulls}
-    return Call(MIRROR_PULLS_DUE, params, kwargs_row(MirrorPull.from_row), _rows)
-
-
-RECORD_MIRROR_PULL = (
-    "SELECT tireless.record_mirror_pull(forge => %(forge)s, owner => %(owner)s, repo => %(repo)s,"
-    " poller => %(poller)s, job_id => %(job_id)s, pull_number => %(pull_number)s,"
-    " pull_url => %(pull_url)s, error => %(error)s)"
-)
-
-
-def record_mirror_pull(
-    forge: str,
-    owner: str,
-    repo: str,
-    poller: str,
-    job_id: int,
-    pull_number: int | None,
-    pull_url: str | None,
-    error: str | None,
+    result: Mapping[str, Any] | None,
 ) -> Call[Any, datetime | None]:
     params = _repo(forge, owner, repo) | {
         "poller": poller,
-        "job_id": job_id,
-        "pull_number": pull_number,
-        "pull_url": pull_url,
+        "id": write_id,
         "error": error,
+        "result": None if result is None else Jsonb(dict(result)),
     }
-    return Call(RECORD_MIRROR_PULL, params, tuple_row, _value)
+    return Call(RECORD_FORGE_WRITE, params, tuple_row, _value)
 
 
 SET_MIRROR_COMMENTS = "SELECT tireless.set_mirror_comments(enabled => %(enabled)s)"
@@ -1193,33 +1072,6 @@ def record_conversation(
         "pulls": Jsonb([dict(pull) for pull in pulls]),
     }
     return Call(RECORD_CONVERSATION, params, class_row(ConversationOutcome), _only)
-
-
-CONVERSATION_REPLIES_DUE = (
-    "SELECT ask_id, number, reply, comment_id, body, marker FROM tireless.conversation_replies_due("
-    "forge => %(forge)s, owner => %(owner)s, repo => %(repo)s, poller => %(poller)s,"
-    " max_replies => %(max_replies)s)"
-)
-
-
-def conversation_replies_due(
-    forge: str, owner: str, repo: str, poller: str, max_replies: int
-) -> Call[ConversationReply, list[ConversationReply]]:
-    params = _repo(forge, owner, repo) | {"poller": poller, "max_replies": max_replies}
-    return Call(CONVERSATION_REPLIES_DUE, params, class_row(ConversationReply), _rows)
-
-
-RECORD_CONVERSATION_REPLY = (
-    "SELECT tireless.record_conversation_reply(forge => %(forge)s, owner => %(owner)s,"
-    " repo => %(repo)s, poller => %(poller)s, ask_id => %(ask_id)s, error => %(error)s)"
-)
-
-
-def record_conversation_reply(
-    forge: str, owner: str, repo: str, poller: str, ask_id: int, error: str | None
-) -> Call[Any, datetime | None]:
-    params = _repo(forge, owner, repo) | {"poller": poller, "ask_id": ask_id, "error": error}
-    return Call(RECORD_CONVERSATION_REPLY, params, tuple_row, _value)
 
 
 JOB_ASKS = (

@@ -23,13 +23,12 @@ from tireless.errors import translated_errors
 from tireless.models import (
     NO_CHANGE,
     ConversationOutcome,
-    ConversationReply,
     ConversationToRead,
-    CycleReport,
     Delivery,
     DiscoveredIssue,
     Forge,
     ForgeKind,
+    ForgeWrite,
     Heartbeat,
     Job,
     JobAsk,
@@ -38,11 +37,7 @@ from tireless.models import (
     JobNetwork,
     JobState,
     Lane,
-    MirrorChecklist,
-    MirrorComment,
-    MirrorPull,
     MirrorWrite,
-    PlanTask,
     PollOutcome,
     RepoDelivery,
     RepoLimit,
@@ -50,6 +45,7 @@ from tireless.models import (
     RepoRevisions,
     RepoStatus,
     RepoToPoll,
+    WriteKind,
 )
 from tireless.store import calls
 from tireless.store.calls import (
@@ -435,101 +431,34 @@ class JobStore:
         call = calls.record_mirror_failure(forge, owner, repo, poller, write, error)
         return self._run(call)
 
-    def mirror_comments_due(
-        self, forge: str, owner: str, repo: str, poller: str, max_comments: int = 100
-    ) -> list[MirrorComment]:
-        return self._run(calls.mirror_comments_due(forge, owner, repo, poller, max_comments))
-
-    def record_mirror_comment(
+    def forge_writes_due(
         self,
         forge: str,
         owner: str,
         repo: str,
         poller: str,
-        job_id: int,
-        error: str | None = None,
-        checklist: str | None = None,
-    ) -> datetime | None:
-        call = calls.record_mirror_comment(forge, owner, repo, poller, job_id, error, checklist)
-        return self._run(call)
+        kinds: Sequence[WriteKind],
+        max_writes: int = 100,
+        now: datetime | None = None,
+    ) -> list[ForgeWrite]:
+        """The outbox's writes of `kinds` due now (or at `now`), in the order of `kinds`."""
+        return self._run(calls.forge_writes_due(forge, owner, repo, poller, kinds, max_writes, now))
 
-    def mirror_checklists_due(
-        self, forge: str, owner: str, repo: str, poller: str, max_edits: int = 100
-    ) -> list[MirrorChecklist]:
-        return self._run(calls.mirror_checklists_due(forge, owner, repo, poller, max_edits))
-
-    def record_mirror_checklist(
+    def record_forge_write(
         self,
         forge: str,
         owner: str,
         repo: str,
         poller: str,
-        job_id: int,
-        checklist: str,
+        write_id: int,
         error: str | None = None,
+        result: Mapping[str, Any] | None = None,
     ) -> datetime | None:
-        call = calls.record_mirror_checklist(forge, owner, repo, poller, job_id, checklist, error)
-        return self._run(call)
-
-    def cycle_reports_due(
-        self, forge: str, owner: str, repo: str, poller: str, max_reports: int = 100
-    ) -> list[CycleReport]:
-        return self._run(calls.cycle_reports_due(forge, owner, repo, poller, max_reports))
-
-    def record_cycle_report(
-        self,
-        forge: str,
-        owner: str,
-        repo: str,
-        poller: str,
-        report_id: int,
-        error: str | None = None,
-    ) -> datetime | None:
-        call = calls.record_cycle_report(forge, owner, repo, poller, report_id, error)
-        return self._run(call)
-
-    def plan_tasks_due(
-        self, forge: str, owner: str, repo: str, poller: str, max_tasks: int = 100
-    ) -> list[PlanTask]:
-        return self._run(calls.plan_tasks_due(forge, owner, repo, poller, max_tasks))
-
-    def record_plan_task(
-        self,
-        forge: str,
-        owner: str,
-        repo: str,
-        poller: str,
-        job_id: int,
-        task: int,
-        number: int | None = None,
-        error: str | None = None,
-    ) -> datetime | None:
-        call = calls.record_plan_task(forge, owner, repo, poller, job_id, task, number, error)
-        return self._run(call)
-
-    def mirror_pulls_due(
-        self, forge: str, owner: str, repo: str, poller: str, max_pulls: int = 100
-    ) -> list[MirrorPull]:
-        """The pull requests to open or update: per issue, its newest delivery not yet written."""
-        return self._run(calls.mirror_pulls_due(forge, owner, repo, poller, max_pulls))
-
-    def record_mirror_pull(
-        self,
-        forge: str,
-        owner: str,
-        repo: str,
-        poller: str,
-        job_id: int,
-        pull_number: int | None = None,
-        pull_url: str | None = None,
-        error: str | None = None,
-    ) -> datetime | None:
-        """The forge opened, found or updated job_id's pull request (pull_number, pull_url; None
-        back), or the write failed (error; when it is tried again)."""
-        call = calls.record_mirror_pull(
-            forge, owner, repo, poller, job_id, pull_number, pull_url, error
+        """The forge's answer to write `write_id`: it landed (`result`, as its kind needs; None
+        back), or it failed (`error`; when it is tried again)."""
+        return self._run(
+            calls.record_forge_write(forge, owner, repo, poller, write_id, error, result)
         )
-        return self._run(call)
 
     def set_mirror_comments(self, enabled: bool) -> bool:
         return self._run(calls.set_mirror_comments(enabled))
@@ -647,17 +576,6 @@ class JobStore:
         call = calls.record_conversation(
             forge, owner, repo, poller, login, asks, comments_cursor, comments_etag, pulls
         )
-        return self._run(call)
-
-    def conversation_replies_due(
-        self, forge: str, owner: str, repo: str, poller: str, max_replies: int = 100
-    ) -> list[ConversationReply]:
-        return self._run(calls.conversation_replies_due(forge, owner, repo, poller, max_replies))
-
-    def record_conversation_reply(
-        self, forge: str, owner: str, repo: str, poller: str, ask_id: int, error: str | None = None
-    ) -> datetime | None:
-        call = calls.record_conversation_reply(forge, owner, repo, poller, ask_id, error)
         return self._run(call)
 
     def job_asks(self, job_id: int) -> list[JobAsk]:
