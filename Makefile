@@ -55,7 +55,7 @@ bench: install pg-binaries
 	cd bench && ../$(PY) poll.py $(if $(QUICK),--issues 100 --repos 100 --batch 1000 --repeats 1)
 	cd bench && ../$(PY) mirror.py $(if $(QUICK),--issues 20 --repeats 1)
 	$(PY) bench/workspace.py $(if $(QUICK),--commits 2000 --repeats 3)
-	$(PY) bench/delivery.py $(if $(QUICK),--jobs 5)
+	$(PY) bench/delivery.py $(if $(QUICK),--jobs 5 --chain 5)
 	$(PY) bench/conversation.py $(if $(QUICK),--samples 3 --repos 20 --pulls 4)
 	$(PY) bench/egress.py $(if $(QUICK),--quick)
 

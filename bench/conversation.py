@@ -51,10 +51,10 @@ import psycopg
 
 from dev.embedded import embedded_postgres
 from dev.standin_forge import Flavour, StandinForge
+from tireless.credentials import secret_variable
 from tireless.forge import token_variable
 from tireless.forge.poll import Report, client_factory, poll_round
 from tireless.migrate import migrate
-from tireless.runner.credentials import secret_variable
 from tireless.store import JobStore
 
 FORGE = "gitea"

@@ -16,7 +16,14 @@ mirror: the job's state label and outcome comment, and for a delivered job its p
 variants take turns job by job, the first of each turn alternating, so the machine's noise (it is
 shared) falls on both alike; one untimed pair first warms the cache (its cold job is reported).
 Figures are medians (min, max) over the --jobs pairs, in milliseconds; no figure is a pass or a
-fail. Prints a Markdown report.
+fail.
+
+Then what one job costs the store in a worker that goes on (issue 45's Measure): one `tireless work`
+process of each variant (no --once: it finishes each job and claims its next) runs --chain more
+jobs of its repository and drains itself on the last; its transactions (the database's
+xact_commit and xact_rollback, nothing else running) and round trips (ReadyForQuery messages,
+counted by a relay in front of the server, bench/roundtrips.py) per job, and their ratio to the
+COMMAND-only worker's. --chain-only runs that alone. Prints a Markdown report.
 """
 
 from __future__ import annotations
@@ -32,8 +39,9 @@ from datetime import timedelta
 from pathlib import Path
 
 import psycopg
+from roundtrips import RoundTrips, round_trips
 
-from dev.embedded import embedded_postgres
+from dev.embedded import SUPERUSER, embedded_postgres
 from dev.standin_forge import StandinForge
 from tireless.forge import token_variable
 from tireless.forge.poll import client_factory, poll_round
@@ -46,6 +54,8 @@ TOKEN = "tok-bench-delivery-5c1f"
 PLAIN, DELIVERED = "plain", "delivered"  # the repositories
 LANES = {PLAIN: "plain", DELIVERED: "cc"}
 COMMAND = ["sh", "-c", "echo x >> f.txt"]
+READ_TRANSACTIONS = 3
+"""What a read of the database's transactions adds to the next one (Bench.transactions)."""
 HOUR = timedelta(hours=1)  # the next poll of a repository: only poll_soon makes one due
 
 
@@ -151,6 +161,62 @@ class Bench:
     def pulls(self, repo: str) -> int:
         return len(self.forge.pulls_of(OWNER, repo))
 
+    def transactions(self) -> int:
+        """The database's transactions so far, once no connection but the bench's is open (a
+        backend's counts are in when it has exited). The bench's own are flushed before the read
+        and after it (pg_stat_force_next_flush), so that each read adds exactly three: its
+        transaction and the two flushes', one before the next read and two after."""
+        self.conn.execute("SELECT pg_stat_force_next_flush()")
+        with self.conn.transaction():
+            while True:
+                self.conn.execute("SELECT pg_stat_clear_snapshot()")
+                others = self.conn.execute(
+                    "SELECT count(*) FROM pg_stat_activity"
+                    " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                ).fetchone()
+                if others == (0,):
+                    break
+                time.sleep(0.05)
+            row = self.conn.execute(
+                "SELECT xact_commit + xact_rollback FROM pg_stat_database"
+                " WHERE datname = current_database()"
+            ).fetchone()
+        self.conn.execute("SELECT pg_stat_force_next_flush()")
+        assert row is not None
+        return int(row[0])
+
+    def chain(self, repo: str, numbers: list[int], relay: RoundTrips) -> tuple[int, int]:
+        """One `tireless work` (no --once) running `repo`'s jobs `numbers`, through the relay, until
+        it drains itself on the last; its transactions and round trips."""
+        ids: dict[int, int] = dict(
+            self.conn.execute(
+                "SELECT number, id FROM tireless.job WHERE repo = %s AND state = 'pending'", [repo]
+            ).fetchall()
+        )
+        if sorted(ids) != sorted(numbers):
+            raise RuntimeError(f"{repo}: pending {sorted(ids)}, expected {numbers}")
+        last = ids[numbers[-1]]
+        deliver = ["--deliver", "--state-dir", str(self.state_dir)] if repo == DELIVERED else []
+        script = f'{COMMAND[2]}; [ "$TIRELESS_JOB_ID" = {last} ] && kill -USR1 $PPID; true'
+        dbname = self.conn.info.dbname
+        environment = self.environment | {"DATABASE_URL": relay.conninfo(dbname, SUPERUSER)}
+        before, sent = self.transactions(), relay.count
+        done = subprocess.run(
+            [sys.executable, "-m", "tireless", "work", "--worker", f"chain-{repo}",
+             "--lane", LANES[repo], "--drain-on", "SIGUSR1", "--sandbox", "none", *deliver,
+             "--", "sh", "-c", script],
+            cwd=self.plain_dir, env=environment, capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+        trips = relay.count - sent
+        transactions = self.transactions() - before - READ_TRANSACTIONS
+        states = self.conn.execute(
+            "SELECT DISTINCT state::text FROM tireless.job WHERE repo = %s AND number = ANY(%s)",
+            [repo, numbers],
+        ).fetchall()
+        if done.returncode != 0 or states != [("delivered",)]:
+            raise RuntimeError(f"{repo}: exit {done.returncode}, {states}: {done.stderr}")
+        return transactions, trips
+
 
 def stats(values: list[float]) -> tuple[float, float, float]:
     return statistics.median(values), min(values), max(values)
@@ -170,6 +236,8 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=15, help="timed jobs of each variant")
     parser.add_argument("--files", type=int, default=200, help="files in the repository's tree")
     parser.add_argument("--commits", type=int, default=300, help="commits in its history")
+    parser.add_argument("--chain", type=int, default=20, help="jobs of each worker that goes on")
+    parser.add_argument("--chain-only", action="store_true", help="only the worker that goes on")
     options = parser.parse_args()
     began = time.perf_counter()
     with (
@@ -183,13 +251,13 @@ def main() -> None:
         migrate(conninfo)
         os.environ[token_variable(FORGE)] = TOKEN  # the poller's, as `tireless poll` reads it
         bench = Bench(conninfo, forge, Path(scratch))
-        with bench.conn:
-            report = measure(bench, options)
+        with bench.conn, round_trips(server.port) as relay:
+            report = measure(bench, options, relay)
     report.append(f"\nThe whole run took {time.perf_counter() - began:.0f} s.")
     print("\n".join(report))
 
 
-def measure(bench: Bench, options: argparse.Namespace) -> list[str]:
+def measure(bench: Bench, options: argparse.Namespace, relay: RoundTrips) -> list[str]:
     store, forge = bench.store, bench.forge
     store.add_forge(FORGE, "gitea", forge.url)
     files = tree(options.files)
@@ -197,14 +265,52 @@ def measure(bench: Bench, options: argparse.Namespace) -> list[str]:
     for repo in (PLAIN, DELIVERED):
         seed(forge, repo, files, options.commits)
     log(f"seeded two repositories in {time.perf_counter() - started:.1f} s")
-    numbers = {repo: bench.ask(repo, options.jobs + 1) for repo in (PLAIN, DELIVERED)}
     for repo in (PLAIN, DELIVERED):
         store.track_repo(FORGE, OWNER, repo)
+        bench.round(repo, mirrors_all=False)  # its first read, of no issue yet
+    if options.chain_only:
+        return chained(bench, options, relay)
+    report = timed(bench, options)
+    return [*report, "", *chained(bench, options, relay)]
+
+
+def pending(bench: Bench, expected: int) -> None:
+    made = bench.conn.execute("SELECT count(*) FROM tireless.job WHERE state = 'pending'")
+    if (count := made.fetchone()) != (expected,):
+        raise RuntimeError(f"expected {expected} pending jobs, found {count}")
+
+
+def chained(bench: Bench, options: argparse.Namespace, relay: RoundTrips) -> list[str]:
+    """Transactions and round trips per job of a worker that goes on, of each variant."""
+    numbers = {repo: bench.ask(repo, options.chain) for repo in (PLAIN, DELIVERED)}
+    for repo in (PLAIN, DELIVERED):
+        bench.round(repo, mirrors_all=False)  # the read: the jobs
+    pending(bench, 2 * options.chain)
+    counts = {repo: bench.chain(repo, numbers[repo], relay) for repo in (PLAIN, DELIVERED)}
+    per_job = {repo: (t / options.chain, r / options.chain) for repo, (t, r) in counts.items()}
+    log(f"a worker that goes on, per job: {per_job}")
+    (plain_t, plain_r), (delivered_t, delivered_r) = per_job[PLAIN], per_job[DELIVERED]
+    return [
+        f"# What one job costs the store in a worker that goes on: {options.chain} jobs of each\n",
+        "One `tireless work` process of each variant (no `--once`: each finish also claims the"
+        " next job) ran its repository's jobs and drained itself on the last (`--sandbox none`);"
+        " (b) with `--deliver`. Transactions: the database's `xact_commit + xact_rollback` over"
+        " the run, nothing else running; round trips: ReadyForQuery messages the server sent the"
+        " worker (bench/roundtrips.py). Per job, the worker's start and end included.\n",
+        "| per job | transactions | round trips |",
+        "|---|---:|---:|",
+        f"| (a) worker, COMMAND only | {plain_t:.2f} | {plain_r:.2f} |",
+        f"| (b) worker with `--deliver` | {delivered_t:.2f} | {delivered_r:.2f} |",
+        f"| ratio b / a | {delivered_t / plain_t:.2f}x | {delivered_r / plain_r:.2f}x |",
+    ]
+
+
+def timed(bench: Bench, options: argparse.Namespace) -> list[str]:
+    numbers = {repo: bench.ask(repo, options.jobs + 1) for repo in (PLAIN, DELIVERED)}
+    for repo in (PLAIN, DELIVERED):
         bench.round(repo, mirrors_all=False)  # the read: the jobs
         bench.round(repo)  # the mirror: their `pending` labels, so a later round has one job's
-    made = bench.conn.execute("SELECT count(*) FROM tireless.job WHERE state = 'pending'")
-    if (count := made.fetchone()) != (2 * (options.jobs + 1),):
-        raise RuntimeError(f"expected {2 * (options.jobs + 1)} pending jobs, found {count}")
+    pending(bench, 2 * (options.jobs + 1))
 
     # The warm-up pair, untimed in the figures: the cache's first mirror of the repository.
     cold = bench.work(DELIVERED, numbers[DELIVERED][0])

@@ -15,7 +15,7 @@ from workloads import FLOOR_SCHEMA, LEASE, SQL_CLAIM, SQL_FINISH
 
 from dev.embedded import EmbeddedPostgres
 from tireless import migrate
-from tireless.store import calls
+from tireless.store import reads
 
 
 def fresh_database(server: EmbeddedPostgres, name: str, *, floor: bool = False) -> str:
@@ -338,11 +338,11 @@ def load_history(conninfo: str, pending: int, finished: int, spread: str) -> Non
 
 
 def status_p50(conninfo: str, runs: int) -> float:
-    """Median time (ms) of the query `tireless status` runs (tireless.store.calls.STATUS)."""
+    """Median time (ms) of the query `tireless status` runs (tireless.store.reads.STATUS)."""
     timings: list[float] = []
     with psycopg.connect(conninfo, autocommit=True) as conn:
         for _ in range(runs):
             began = time.perf_counter()
-            conn.execute(calls.STATUS).fetchall()
+            conn.execute(reads.STATUS).fetchall()
             timings.append((time.perf_counter() - began) * 1000)
     return statistics.median(timings)

@@ -1,6 +1,6 @@
 -- The agent's brief: where its issue is, where to clone from, what the issue says, and what tireless last
--- pushed for it (the branch, its head, the pull request, the job's checkpoint); the repository's delivery
--- policy, which the admin sets and the runner checks the change against.
+-- pushed for it (the branch, its head, the pull request, the job's checkpoint); and the repository's
+-- delivery policy that applies (delivery.sql), which the runner checks the change against.
 --
 -- The current definition of each function, view and trigger here, with its comment and grants.
 -- tireless.migrate applies the files of db/ in a fixed order after the migrations (db/README.md).
@@ -60,69 +60,12 @@ COMMENT ON FUNCTION tireless.issue_push(text, text, text, integer) IS
     'request the mirror recorded for that branch (null: none known; it may have been merged or closed since).';
 REVOKE ALL ON FUNCTION tireless.issue_push(text, text, text, integer) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 
--- The repository's delivery policy, set by the admin (tireless.repo_delivery); the runner reads it in
--- the job's brief.
-CREATE OR REPLACE FUNCTION tireless.set_repo_delivery(forge text, owner text, repo text, protected text[] DEFAULT NULL,
-                                                      allowed text[] DEFAULT NULL, allow_ci boolean DEFAULT NULL,
-                                                      max_files integer DEFAULT NULL, max_bytes bigint DEFAULT NULL)
-    RETURNS tireless.repo_delivery
-    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-    SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    result tireless.repo_delivery;
-BEGIN
-    PERFORM tireless.check_path_globs('protected', set_repo_delivery.protected);
-    PERFORM tireless.check_path_globs('allowed', set_repo_delivery.allowed);
-    IF set_repo_delivery.max_files < 0 THEN
-        RAISE EXCEPTION 'max_files must be null (as it is), 0 (the runner''s default) or positive, got %',
-            set_repo_delivery.max_files USING ERRCODE = 'TL005';
-    END IF;
-    IF set_repo_delivery.max_bytes < 0 THEN
-        RAISE EXCEPTION 'max_bytes must be null (as it is), 0 (the runner''s default) or positive, got %',
-            set_repo_delivery.max_bytes USING ERRCODE = 'TL005';
-    END IF;
-    PERFORM tireless.check_tracked(set_repo_delivery.forge, set_repo_delivery.owner, set_repo_delivery.repo);
-    IF num_nonnulls(set_repo_delivery.protected, set_repo_delivery.allowed, set_repo_delivery.allow_ci,
-                    set_repo_delivery.max_files, set_repo_delivery.max_bytes) = 0 THEN
-        -- Nothing to change: the policy as it is (the defaults when none was set), and no row written.
-        SELECT * INTO result FROM tireless.repo_delivery d
-         WHERE (d.forge, d.owner, d.repo) = (set_repo_delivery.forge, set_repo_delivery.owner, set_repo_delivery.repo);
-        IF NOT FOUND THEN
-            result := ROW(set_repo_delivery.forge, set_repo_delivery.owner, set_repo_delivery.repo, '{}', '{}', false, NULL, NULL);
-        END IF;
-        RETURN result;
-    END IF;
-    -- One statement under the row's lock: concurrent setters of different settings both land.
-    INSERT INTO tireless.repo_delivery AS d (forge, owner, repo, protected, allowed, allow_ci, max_files, max_bytes)
-    VALUES (set_repo_delivery.forge, set_repo_delivery.owner, set_repo_delivery.repo,
-            coalesce(set_repo_delivery.protected, '{}'), coalesce(set_repo_delivery.allowed, '{}'),
-            coalesce(set_repo_delivery.allow_ci, false),
-            nullif(set_repo_delivery.max_files, 0), nullif(set_repo_delivery.max_bytes, 0))
-    ON CONFLICT ON CONSTRAINT one_delivery_policy_per_repo DO UPDATE
-       SET protected = coalesce(set_repo_delivery.protected, d.protected),
-           allowed = coalesce(set_repo_delivery.allowed, d.allowed),
-           allow_ci = coalesce(set_repo_delivery.allow_ci, d.allow_ci),
-           max_files = CASE WHEN set_repo_delivery.max_files IS NULL THEN d.max_files ELSE excluded.max_files END,
-           max_bytes = CASE WHEN set_repo_delivery.max_bytes IS NULL THEN d.max_bytes ELSE excluded.max_bytes END
-    RETURNING d.* INTO result;
-    RETURN result;
-END;
-$$;
-COMMENT ON FUNCTION tireless.set_repo_delivery(text, text, text, text[], text[], boolean, integer, bigint) IS
-    '(admin) The tracked repository''s delivery policy, which the runner checks an agent''s change against '
-    '(job_brief): the globs of paths it may not touch (protected), those it may touch all the same (allowed), '
-    'whether it may change the forge''s CI definitions (allow_ci), at most max_files files and max_bytes bytes '
-    '(0: the runner''s default). A null argument leaves its setting as it is; a list replaces the list. '
-    'Returns the policy. TL005 for a bad glob or limit, TL008 when the repository is not tracked.';
-REVOKE ALL ON FUNCTION tireless.set_repo_delivery(text, text, text, text[], text[], boolean, integer, bigint) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
-GRANT EXECUTE ON FUNCTION tireless.set_repo_delivery(text, text, text, text[], text[], boolean, integer, bigint) TO tireless_admin;
-
 CREATE OR REPLACE FUNCTION tireless.job_brief(job_id bigint)
     RETURNS TABLE (issue_url text, api_url text, clone_url text, body text, body_cut boolean,
                    branch text, branch_head text, pull_number integer, pull_url text,
                    checkpoint_ref text, checkpoint_commit text,
-                   protected_paths text[], allowed_paths text[], allow_ci boolean, max_files integer, max_bytes bigint)
+                   protected_paths text[], allowed_paths text[], allow_ci boolean, max_files integer, max_bytes bigint,
+                   applied_max_files integer, applied_max_bytes bigint)
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
 AS $$
@@ -131,13 +74,15 @@ BEGIN
     SELECT i.url, tireless.forge_api_url(f.kind, f.base_url), tireless.forge_clone_url(f.kind, f.base_url, j.owner, j.repo),
            i.body, coalesce(i.body_cut, false),
            push.branch, push.head, push.pull_number, push.pull_url, c.ref, c.commit,
-           coalesce(d.protected, '{}'), coalesce(d.allowed, '{}'), coalesce(d.allow_ci, false), d.max_files, d.max_bytes
+           applied.protected, applied.allowed, applied.allow_ci, d.max_files, d.max_bytes,
+           applied.max_files, applied.max_bytes
       FROM tireless.job j
       LEFT JOIN tireless.issue i ON (i.forge, i.owner, i.repo, i.number) = (j.forge, j.owner, j.repo, j.number)
       LEFT JOIN tireless.forge f ON f.name = j.forge
       LEFT JOIN tireless.checkpoint c ON c.job_id = j.id
       LEFT JOIN tireless.repo_delivery d ON (d.forge, d.owner, d.repo) = (j.forge, j.owner, j.repo)
      CROSS JOIN LATERAL tireless.issue_push(j.forge, j.owner, j.repo, j.number) AS push
+     CROSS JOIN LATERAL tireless.delivery_policy(j.forge, j.owner, j.repo) AS applied
      WHERE j.id = job_brief.job_id;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'no job with id %', coalesce(job_brief.job_id::text, 'null') USING ERRCODE = 'TL001';
@@ -150,8 +95,9 @@ COMMENT ON FUNCTION tireless.job_brief(bigint) IS
     'body_cut when cut). For the runner, what tireless last pushed for the issue (tireless.issue_push): the branch '
     'to push to, branch_head (the head to push with lease over; null: the branch was never pushed) and the pull '
     'request the mirror last recorded for it; and the job''s last checkpoint (ref and commit, from an earlier '
-    'attempt: the workspace starts there); and the repository''s delivery policy (set_repo_delivery; none set: '
-    'no globs, allow_ci false, null limits, the runner''s defaults). No token: the agent gets none. TL001 for an '
+    'attempt: the workspace starts there); and the repository''s delivery policy: its globs and allow_ci as they '
+    'apply (tireless.delivery_policy), its limits as set_repo_delivery set them (null: none set) and the limits '
+    'that apply, the defaults filled in (applied_max_files, applied_max_bytes). No token: the agent gets none. TL001 for an '
     'unknown job.';
 REVOKE ALL ON FUNCTION tireless.job_brief(bigint) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT EXECUTE ON FUNCTION tireless.job_brief(bigint) TO tireless_runner;

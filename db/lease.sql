@@ -1,5 +1,5 @@
--- Holding a claim: renew, heartbeat (with the watchdog and time limits), progress, the report, checkpoints,
--- give back, and the sweeper that returns expired claims.
+-- Holding a claim: renew, heartbeat (with the watchdog and time limits), progress, the report, give
+-- back, and the sweeper that returns expired claims (checkpoints and pushes are in delivery.sql).
 --
 -- The current definition of each function, view and trigger here, with its comment and grants.
 -- tireless.migrate applies the files of db/ in a fixed order after the migrations (db/README.md).
@@ -423,81 +423,6 @@ COMMENT ON FUNCTION tireless.attach_report(bigint, text, text, uuid) IS
     'TL001 for an unknown job, TL004 when worker (or token) does not hold it.';
 REVOKE ALL ON FUNCTION tireless.attach_report(bigint, text, text, uuid) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT EXECUTE ON FUNCTION tireless.attach_report(bigint, text, text, uuid) TO tireless_runner;
-
--- A checkpoint is the holder's own push of the workspace's commits so far, to a ref that is never the
--- pull request's branch; a later attempt of the job starts from the last one (job_brief).
-CREATE OR REPLACE FUNCTION tireless.record_checkpoint(job_id bigint, worker text, ref text, commit text, token uuid DEFAULT NULL)
-    RETURNS timestamptz
-    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-    SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    job tireless.job;
-    branch text;
-    result timestamptz;
-BEGIN
-    PERFORM tireless.check_ref_name('ref', record_checkpoint.ref);
-    PERFORM tireless.check_commit_id('commit', record_checkpoint.commit);
-    job := tireless.held_job(record_checkpoint.job_id, record_checkpoint.worker, record_checkpoint.token);
-    SELECT p.branch INTO branch FROM tireless.issue_push(job.forge, job.owner, job.repo, job.number) p;
-    IF record_checkpoint.ref IN (branch, 'refs/heads/' || branch) THEN
-        RAISE EXCEPTION 'ref % is the pull request''s branch; a checkpoint goes to a ref of its own',
-            quote_literal(record_checkpoint.ref)
-            USING ERRCODE = 'TL009', HINT = 'Push checkpoints to a ref such as refs/tireless/checkpoints/<job id>-<attempt id>.';
-    END IF;
-    INSERT INTO tireless.checkpoint AS c (job_id, attempt, ref, commit)
-    VALUES (job.id, job.attempts, record_checkpoint.ref, record_checkpoint.commit)
-    ON CONFLICT ON CONSTRAINT checkpoint_pkey DO UPDATE
-       SET attempt = excluded.attempt, ref = excluded.ref, commit = excluded.commit, recorded_at = now()
-    RETURNING c.recorded_at INTO result;
-    RETURN result;
-END;
-$$;
-COMMENT ON FUNCTION tireless.record_checkpoint(bigint, text, text, text, uuid) IS
-    'The holder pushed its workspace''s commits so far to ref (a ref of tireless''s own, never the pull request''s '
-    'branch) at commit: kept as the job''s last checkpoint, with the attempt, replacing the one before; job_brief '
-    'hands it to the job''s later attempts. Returns the time recorded. TL009 for a malformed ref or commit, or the '
-    'pull request''s branch; TL001 for an unknown job, TL004 when worker (or token, or the login) does not hold it.';
-REVOKE ALL ON FUNCTION tireless.record_checkpoint(bigint, text, text, text, uuid) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
-GRANT EXECUTE ON FUNCTION tireless.record_checkpoint(bigint, text, text, text, uuid) TO tireless_runner;
-
--- Recorded before the push, not after: a runner that dies after its push and before tireless.deliver
--- leaves a head on the branch that no delivery names; the next attempt may push over it as its own.
-CREATE OR REPLACE FUNCTION tireless.record_push(job_id bigint, worker text, branch text, head text, token uuid DEFAULT NULL)
-    RETURNS text[]
-    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-    SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    job tireless.job;
-    heads text[];
-BEGIN
-    PERFORM tireless.check_ref_name('branch', record_push.branch);
-    PERFORM tireless.check_commit_id('head', record_push.head);
-    job := tireless.held_job(record_push.job_id, record_push.worker, record_push.token);
-    INSERT INTO tireless.push (job_id, branch, head) VALUES (job.id, record_push.branch, record_push.head)
-    ON CONFLICT ON CONSTRAINT one_record_per_pushed_head DO NOTHING;
-    SELECT array_agg(o.head ORDER BY o.at DESC) INTO heads
-      FROM (SELECT p.head, max(p.recorded_at) AS at
-              FROM tireless.push p JOIN tireless.job j ON j.id = p.job_id
-             WHERE (j.forge, j.owner, j.repo, j.number) = (job.forge, job.owner, job.repo, job.number)
-               AND p.branch = record_push.branch
-             GROUP BY p.head
-             UNION ALL
-            SELECT d.head, d.delivered_at
-              FROM tireless.delivery d
-             WHERE (d.forge, d.owner, d.repo, d.number) = (job.forge, job.owner, job.repo, job.number)
-               AND d.branch = record_push.branch) o;
-    RETURN heads;
-END;
-$$;
-COMMENT ON FUNCTION tireless.record_push(bigint, text, text, text, uuid) IS
-    'The holder is about to push head to its issue''s branch: recorded first, so that a runner dying after the push '
-    'leaves a commit the next attempt knows as tireless''s own. Returns every head tireless pushed or delivered on '
-    'that branch for the issue, newest first: the commits a push may go over. TL009 for a malformed branch or head; '
-    'TL001 for an unknown job, TL004 when worker (or token, or the login) does not hold it.';
-REVOKE ALL ON FUNCTION tireless.record_push(bigint, text, text, text, uuid) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
-GRANT EXECUTE ON FUNCTION tireless.record_push(bigint, text, text, text, uuid) TO tireless_runner;
 
 CREATE OR REPLACE FUNCTION tireless.end_stopped_attempt(job_id bigint, worker text, token uuid DEFAULT NULL)
     RETURNS tireless.job

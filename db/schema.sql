@@ -2643,6 +2643,47 @@ $$;
 COMMENT ON FUNCTION tireless.deliver(job_id bigint, worker text, branch text, head text, base_branch text, base text, token uuid, note text, draft boolean) IS 'The holder delivers the job with what it pushed, in one transaction: exactly transition(job_id, ''delivered'', worker, note, token) (its refusals: TL004 unless worker, token and login hold the claim, TL003 for a finished job, TL001, TL005), then the delivery recorded (branch, head, base_branch, base, draft) and, for a tracked repository, the pull request queued for the mirror (mirror_pulls_due). Without branch, head, base_branch and base: delivered with no change (note ''no change'' unless given), no pull request. TL009 for a malformed branch or commit, a branch that is its own base, or a head that is its base; nothing changes. Sent again with the token of a claim its holder already ended (the answer was lost: a failover, a cut connection): answered with the job as it is now, nothing changes.';
 
 --
+-- Name: deliver_and_claim(bigint, text, text[], interval, text, text, text, text, uuid, text, boolean); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.deliver_and_claim(job_id bigint, worker text, lanes text[], lease interval DEFAULT '00:10:00'::interval, branch text DEFAULT NULL::text, head text DEFAULT NULL::text, base_branch text DEFAULT NULL::text, base text DEFAULT NULL::text, token uuid DEFAULT NULL::uuid, note text DEFAULT NULL::text, draft boolean DEFAULT false) RETURNS SETOF tireless.job
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    ended tireless.job;
+BEGIN
+    -- Sent again because its answer was lost (a failover, a cut connection): the first one committed.
+    SELECT * INTO ended FROM tireless.job j
+     WHERE deliver_and_claim.token IS NOT NULL
+       AND j.id = deliver_and_claim.job_id AND j.ended_claim_token = deliver_and_claim.token;
+    -- deliver's refusals either way (a malformed branch or commit first); sent again, it changes nothing.
+    PERFORM tireless.deliver(job_id => deliver_and_claim.job_id, worker => deliver_and_claim.worker,
+                             branch => deliver_and_claim.branch, head => deliver_and_claim.head,
+                             base_branch => deliver_and_claim.base_branch, base => deliver_and_claim.base,
+                             token => deliver_and_claim.token, note => deliver_and_claim.note,
+                             draft => deliver_and_claim.draft);
+    IF ended.id IS NOT NULL THEN
+        -- Its answer was the job it claimed for this worker in the same transaction (the same now()),
+        -- if that claim stands (finish_and_claim's rule).
+        RETURN QUERY SELECT * FROM tireless.job j
+                      WHERE j.state = 'claimed' AND j.claimed_by = deliver_and_claim.worker
+                        AND j.updated_at = ended.updated_at AND j.id <> ended.id
+                        AND tireless.acts_for_login(j.claimed_login);
+        RETURN;
+    END IF;
+    RETURN QUERY SELECT * FROM tireless.claim_next(worker => deliver_and_claim.worker, lanes => deliver_and_claim.lanes,
+                                                   lease => deliver_and_claim.lease);
+END;
+$$;
+
+--
+-- Name: FUNCTION deliver_and_claim(job_id bigint, worker text, lanes text[], lease interval, branch text, head text, base_branch text, base text, token uuid, note text, draft boolean); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.deliver_and_claim(job_id bigint, worker text, lanes text[], lease interval, branch text, head text, base_branch text, base text, token uuid, note text, draft boolean) IS 'The delivering runner''s cycle in one transaction: delivers job_id with what was pushed exactly as tireless.deliver(job_id, worker, branch, head, base_branch, base, token, note, draft) would (its refusals, with their SQLSTATEs: nothing is claimed when the delivery is refused), then claims the next job in lanes for worker exactly as tireless.claim_next would, and returns it (no row when nothing is claimable). Sent again with the token of a claim its holder already ended (the answer was lost): the job that delivery claimed for worker, if it still holds it, and nothing else changes.';
+
+--
 -- Name: delivery_of_a_delivered_job(); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -2674,6 +2715,123 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.delivery_of_a_delivered_job() IS 'Trigger of tireless.delivery: a delivery belongs to a delivered job (delivery_of_a_delivered_job) and names that job''s issue (delivery_names_its_job_s_issue); else check_violation (23514) naming the rule. A delivered job never changes again, so the rule holds for good once the row is in.';
+
+--
+-- Name: repo_delivery; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.repo_delivery (
+    forge text NOT NULL,
+    owner text NOT NULL,
+    repo text NOT NULL,
+    protected text[] DEFAULT '{}'::text[] NOT NULL,
+    allowed text[] DEFAULT '{}'::text[] NOT NULL,
+    allow_ci boolean DEFAULT false NOT NULL,
+    max_files integer,
+    max_bytes bigint,
+    CONSTRAINT allowed_globs_are_path_globs CHECK (((COALESCE(array_ndims(allowed), 1) = 1) AND ((cardinality(allowed) = 0) OR (array_to_string(allowed, '
+'::text, ''::text) ~ '^[^/\x01-\x1f\x7f][^\x01-\x1f\x7f]{0,254}(\n[^/\x01-\x1f\x7f][^\x01-\x1f\x7f]{0,254})*$'::text)))),
+    CONSTRAINT at_most_100_allowed_globs CHECK ((cardinality(allowed) <= 100)),
+    CONSTRAINT at_most_100_protected_globs CHECK ((cardinality(protected) <= 100)),
+    CONSTRAINT delivery_max_bytes_positive CHECK ((max_bytes > 0)),
+    CONSTRAINT delivery_max_files_positive CHECK ((max_files > 0)),
+    CONSTRAINT protected_globs_are_path_globs CHECK (((COALESCE(array_ndims(protected), 1) = 1) AND ((cardinality(protected) = 0) OR (array_to_string(protected, '
+'::text, ''::text) ~ '^[^/\x01-\x1f\x7f][^\x01-\x1f\x7f]{0,254}(\n[^/\x01-\x1f\x7f][^\x01-\x1f\x7f]{0,254})*$'::text))))
+);
+
+--
+-- Name: TABLE repo_delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.repo_delivery IS 'A repository''s delivery policy, over the runner''s defaults: the globs of paths a change may not touch, those it may touch all the same, whether it may change the forge''s CI definitions, and its limits. Private: set_repo_delivery keeps it; job_brief hands it to the runner.';
+
+--
+-- Name: COLUMN repo_delivery.protected; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.repo_delivery.protected IS 'Globs of paths a change may not touch (fnmatch on the whole path, * matching / too; a glob ending in / matches everything under it).';
+
+--
+-- Name: COLUMN repo_delivery.allowed; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.repo_delivery.allowed IS 'Globs of paths a change may touch all the same, even when protected or a CI definition.';
+
+--
+-- Name: COLUMN repo_delivery.allow_ci; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.repo_delivery.allow_ci IS 'Whether a change may touch the forge''s CI definitions (.github/workflows/, .gitea/workflows/, .forgejo/workflows/): a CI file can read the repository''s secrets.';
+
+--
+-- Name: COLUMN repo_delivery.max_files; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.repo_delivery.max_files IS 'At most this many files added, modified or deleted; null: the runner''s default.';
+
+--
+-- Name: COLUMN repo_delivery.max_bytes; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.repo_delivery.max_bytes IS 'At most this many bytes of the files added or modified; null: the runner''s default.';
+
+--
+-- Name: CONSTRAINT allowed_globs_are_path_globs ON repo_delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT allowed_globs_are_path_globs ON tireless.repo_delivery IS 'An allowed glob is 1 to 255 characters, no control character, not starting with /; a list of them has one dimension and no null.';
+
+--
+-- Name: CONSTRAINT at_most_100_allowed_globs ON repo_delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT at_most_100_allowed_globs ON tireless.repo_delivery IS 'A repository allows at most 100 globs.';
+
+--
+-- Name: CONSTRAINT at_most_100_protected_globs ON repo_delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT at_most_100_protected_globs ON tireless.repo_delivery IS 'A repository protects at most 100 globs.';
+
+--
+-- Name: CONSTRAINT delivery_max_bytes_positive ON repo_delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT delivery_max_bytes_positive ON tireless.repo_delivery IS 'A limit of bytes is null (the runner''s default) or positive.';
+
+--
+-- Name: CONSTRAINT delivery_max_files_positive ON repo_delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT delivery_max_files_positive ON tireless.repo_delivery IS 'A limit of files is null (the runner''s default) or positive.';
+
+--
+-- Name: CONSTRAINT protected_globs_are_path_globs ON repo_delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT protected_globs_are_path_globs ON tireless.repo_delivery IS 'A protected glob is 1 to 255 characters, no control character, not starting with / (a path in a repository never does); a list of them has one dimension and no null.';
+
+--
+-- Name: delivery_policy(text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.delivery_policy(forge text, owner text, repo text) RETURNS tireless.repo_delivery
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT delivery_policy.forge, delivery_policy.owner, delivery_policy.repo,
+           coalesce(d.protected, '{}'), coalesce(d.allowed, '{}'), coalesce(d.allow_ci, false),
+           coalesce(d.max_files, 1000), coalesce(d.max_bytes, 50 * 1024 * 1024::bigint)
+      FROM (VALUES (true)) AS always
+      LEFT JOIN tireless.repo_delivery d
+        ON (d.forge, d.owner, d.repo) = (delivery_policy.forge, delivery_policy.owner, delivery_policy.repo);
+$$;
+
+--
+-- Name: FUNCTION delivery_policy(forge text, owner text, repo text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.delivery_policy(forge text, owner text, repo text) IS 'The delivery policy that applies to the repository''s changes, the defaults filled in: its protected and allowed globs (none by default), allow_ci (false), max_files (1000 files changed) and max_bytes (52428800, 50 MiB, added or modified) where set_repo_delivery set none. The runner checks a change against exactly this (job_brief). A repository with no policy set, tracked or not, gets the defaults.';
 
 --
 -- Name: dependency_cycle(text, text, text, integer); Type: FUNCTION; Schema: tireless; Owner: -
@@ -4317,7 +4475,7 @@ COMMENT ON FUNCTION tireless.job_asks(job_id bigint) IS 'The asks a job answers,
 -- Name: job_brief(bigint); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
-CREATE FUNCTION tireless.job_brief(job_id bigint) RETURNS TABLE(issue_url text, api_url text, clone_url text, body text, body_cut boolean, branch text, branch_head text, pull_number integer, pull_url text, checkpoint_ref text, checkpoint_commit text, protected_paths text[], allowed_paths text[], allow_ci boolean, max_files integer, max_bytes bigint)
+CREATE FUNCTION tireless.job_brief(job_id bigint) RETURNS TABLE(issue_url text, api_url text, clone_url text, body text, body_cut boolean, branch text, branch_head text, pull_number integer, pull_url text, checkpoint_ref text, checkpoint_commit text, protected_paths text[], allowed_paths text[], allow_ci boolean, max_files integer, max_bytes bigint, applied_max_files integer, applied_max_bytes bigint)
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -4326,13 +4484,15 @@ BEGIN
     SELECT i.url, tireless.forge_api_url(f.kind, f.base_url), tireless.forge_clone_url(f.kind, f.base_url, j.owner, j.repo),
            i.body, coalesce(i.body_cut, false),
            push.branch, push.head, push.pull_number, push.pull_url, c.ref, c.commit,
-           coalesce(d.protected, '{}'), coalesce(d.allowed, '{}'), coalesce(d.allow_ci, false), d.max_files, d.max_bytes
+           applied.protected, applied.allowed, applied.allow_ci, d.max_files, d.max_bytes,
+           applied.max_files, applied.max_bytes
       FROM tireless.job j
       LEFT JOIN tireless.issue i ON (i.forge, i.owner, i.repo, i.number) = (j.forge, j.owner, j.repo, j.number)
       LEFT JOIN tireless.forge f ON f.name = j.forge
       LEFT JOIN tireless.checkpoint c ON c.job_id = j.id
       LEFT JOIN tireless.repo_delivery d ON (d.forge, d.owner, d.repo) = (j.forge, j.owner, j.repo)
      CROSS JOIN LATERAL tireless.issue_push(j.forge, j.owner, j.repo, j.number) AS push
+     CROSS JOIN LATERAL tireless.delivery_policy(j.forge, j.owner, j.repo) AS applied
      WHERE j.id = job_brief.job_id;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'no job with id %', coalesce(job_brief.job_id::text, 'null') USING ERRCODE = 'TL001';
@@ -4344,7 +4504,7 @@ $$;
 -- Name: FUNCTION job_brief(job_id bigint); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.job_brief(job_id bigint) IS 'What an agent needs besides the job row: the issue''s web URL, the forge''s API root, the repository''s clone URL (null when the forge is not registered), and the issue''s body as last polled (its first 65536 characters, body_cut when cut). For the runner, what tireless last pushed for the issue (tireless.issue_push): the branch to push to, branch_head (the head to push with lease over; null: the branch was never pushed) and the pull request the mirror last recorded for it; and the job''s last checkpoint (ref and commit, from an earlier attempt: the workspace starts there); and the repository''s delivery policy (set_repo_delivery; none set: no globs, allow_ci false, null limits, the runner''s defaults). No token: the agent gets none. TL001 for an unknown job.';
+COMMENT ON FUNCTION tireless.job_brief(job_id bigint) IS 'What an agent needs besides the job row: the issue''s web URL, the forge''s API root, the repository''s clone URL (null when the forge is not registered), and the issue''s body as last polled (its first 65536 characters, body_cut when cut). For the runner, what tireless last pushed for the issue (tireless.issue_push): the branch to push to, branch_head (the head to push with lease over; null: the branch was never pushed) and the pull request the mirror last recorded for it; and the job''s last checkpoint (ref and commit, from an earlier attempt: the workspace starts there); and the repository''s delivery policy: its globs and allow_ci as they apply (tireless.delivery_policy), its limits as set_repo_delivery set them (null: none set) and the limits that apply, the defaults filled in (applied_max_files, applied_max_bytes). No token: the agent gets none. TL001 for an unknown job.';
 
 --
 -- Name: job_checklist(bigint); Type: FUNCTION; Schema: tireless; Owner: -
@@ -4736,6 +4896,209 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.job_waits(job_id bigint) IS 'The dependencies of a job''s issue: each as #N or owner/repo#N, its state as last seen (open, closed, unseen: never read yet, so open; untracked: in a repository tireless does not track, so never read and open), where it was said (body, forge) and the cycle of open dependencies the issue is on, if any. No row: the issue depends on nothing. Why a job waits, for psql users and tireless show.';
+
+--
+-- Name: delivery; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.delivery (
+    job_id bigint NOT NULL,
+    forge text NOT NULL,
+    owner text NOT NULL,
+    repo text NOT NULL,
+    number integer NOT NULL,
+    branch text,
+    head text,
+    base_branch text,
+    base text,
+    draft boolean DEFAULT false NOT NULL,
+    delivered_at timestamp with time zone DEFAULT now() NOT NULL,
+    pull_number integer,
+    pull_url text,
+    pull_known_at timestamp with time zone,
+    CONSTRAINT a_change_moves_past_its_base CHECK ((head <> base)),
+    CONSTRAINT a_change_names_branch_head_and_base CHECK ((num_nonnulls(branch, head, base_branch, base) = ANY (ARRAY[0, 4]))),
+    CONSTRAINT base_branch_is_a_ref_name CHECK (((base_branch ~ '^[^\x01-\x20\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069~^:?*[\\`<>"]{1,255}$'::text) AND (base_branch !~ '^[-/]|/$|//|(^|/)\.|\.\.|@\{|\.lock(/|$)|\.$'::text) AND (base_branch <> '@'::text))),
+    CONSTRAINT base_is_a_commit_id CHECK ((base ~ '^([0-9a-f]{40}|[0-9a-f]{64})$'::text)),
+    CONSTRAINT branch_is_a_ref_name CHECK (((branch ~ '^[^\x01-\x20\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069~^:?*[\\`<>"]{1,255}$'::text) AND (branch !~ '^[-/]|/$|//|(^|/)\.|\.\.|@\{|\.lock(/|$)|\.$'::text) AND (branch <> '@'::text))),
+    CONSTRAINT head_is_a_commit_id CHECK ((head ~ '^([0-9a-f]{40}|[0-9a-f]{64})$'::text)),
+    CONSTRAINT no_change_opens_no_pull_request CHECK (((branch IS NOT NULL) OR ((pull_number IS NULL) AND (NOT draft)))),
+    CONSTRAINT pull_number_positive CHECK ((pull_number > 0)),
+    CONSTRAINT pull_number_url_and_time_together CHECK ((num_nonnulls(pull_number, pull_url, pull_known_at) = ANY (ARRAY[0, 3]))),
+    CONSTRAINT pull_request_is_not_its_own_base CHECK ((branch <> base_branch)),
+    CONSTRAINT pull_url_is_a_web_url CHECK (((pull_url ~ '^https?://[^\x01-\x20\x7f-\x9f]+$'::text) AND (length(pull_url) <= 2000)))
+);
+
+--
+-- Name: TABLE delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.delivery IS 'What a delivered job delivered, written by tireless.deliver in the transaction that delivers it: the branch pushed, its head commit, the base branch and commit it was made on, whether its pull request is a draft, and that pull request''s number and URL once the mirror recorded them (record_mirror_pull); no branch: delivered with no change. Private: deliver, record_mirror_pull and the views tireless.deliveries and job_list read it.';
+
+--
+-- Name: COLUMN delivery.branch; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.delivery.branch IS 'The branch pushed (<prefix>/<number>, the same across attempts and re-requests); null: no change.';
+
+--
+-- Name: COLUMN delivery.head; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.delivery.head IS 'The commit the branch was pushed to.';
+
+--
+-- Name: COLUMN delivery.base_branch; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.delivery.base_branch IS 'The branch the pull request goes to (the default branch).';
+
+--
+-- Name: COLUMN delivery.base; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.delivery.base IS 'The commit of base_branch the work started from.';
+
+--
+-- Name: COLUMN delivery.pull_known_at; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.delivery.pull_known_at IS 'When the mirror recorded the pull request (opened, found or updated for this delivery).';
+
+--
+-- Name: CONSTRAINT a_change_moves_past_its_base ON delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT a_change_moves_past_its_base ON tireless.delivery IS 'A change has a head other than its base: no commit is no change.';
+
+--
+-- Name: CONSTRAINT a_change_names_branch_head_and_base ON delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT a_change_names_branch_head_and_base ON tireless.delivery IS 'A change names its branch, head, base branch and base commit; no change names none of them.';
+
+--
+-- Name: CONSTRAINT base_branch_is_a_ref_name ON delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT base_branch_is_a_ref_name ON tireless.delivery IS 'A base branch is a git ref name (git check-ref-format), without `, <, > or ".';
+
+--
+-- Name: CONSTRAINT base_is_a_commit_id ON delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT base_is_a_commit_id ON tireless.delivery IS 'A base commit is 40 (SHA-1) or 64 (SHA-256) lowercase hex digits.';
+
+--
+-- Name: CONSTRAINT branch_is_a_ref_name ON delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT branch_is_a_ref_name ON tireless.delivery IS 'A branch is a git ref name (git check-ref-format), without `, <, > or ", so that it quotes safely in markdown.';
+
+--
+-- Name: CONSTRAINT head_is_a_commit_id ON delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT head_is_a_commit_id ON tireless.delivery IS 'A head commit is 40 (SHA-1) or 64 (SHA-256) lowercase hex digits.';
+
+--
+-- Name: CONSTRAINT no_change_opens_no_pull_request ON delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT no_change_opens_no_pull_request ON tireless.delivery IS 'A delivery with no change has no pull request, draft or not.';
+
+--
+-- Name: CONSTRAINT pull_number_positive ON delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT pull_number_positive ON tireless.delivery IS 'A pull request number is positive.';
+
+--
+-- Name: CONSTRAINT pull_number_url_and_time_together ON delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT pull_number_url_and_time_together ON tireless.delivery IS 'A pull request is known by its number, its URL and when it was recorded, or not at all.';
+
+--
+-- Name: CONSTRAINT pull_request_is_not_its_own_base ON delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT pull_request_is_not_its_own_base ON tireless.delivery IS 'A pull request goes from its branch to another.';
+
+--
+-- Name: CONSTRAINT pull_url_is_a_web_url ON delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT pull_url_is_a_web_url ON tireless.delivery IS 'A pull request URL is an http(s) URL of at most 2000 characters, no blank in it.';
+
+--
+-- Name: job_list; Type: VIEW; Schema: tireless; Owner: -
+--
+
+CREATE VIEW tireless.job_list AS
+ SELECT j.id,
+    j.forge,
+    j.owner,
+    j.repo,
+    j.number,
+    j.title,
+    j.kind,
+    j.lane,
+    j.state,
+    j.parent_id,
+    j.claimed_by,
+    j.claim_expires_at,
+    j.attempts,
+    j.available_at,
+    j.note,
+    j.created_at,
+    j.updated_at,
+    ((j.state = 'claimed'::tireless.job_state) AND (j.claim_expires_at < now())) AS past_lease,
+    d.branch,
+    d.head,
+    d.pull_number,
+    d.pull_url,
+        CASE
+            WHEN (j.state = 'pending'::tireless.job_state) THEN j.waiting_on
+            ELSE NULL::text[]
+        END AS waiting_on
+   FROM (tireless.job j
+     LEFT JOIN tireless.delivery d ON ((d.job_id = j.id)));
+
+--
+-- Name: VIEW job_list; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON VIEW tireless.job_list IS 'Every job as an operator sees it, without its claim token (a fencing secret of the holder); past_lease: claimed and its lease has run out; for a job delivered by tireless.deliver, the branch and head it pushed and its pull request once the mirror recorded it (tireless.deliveries has the rest); waiting_on: the open dependencies a pending job waits for (#3, owner/repo#7; null: none, tireless.job_waits says more). Readable by every role.';
+
+--
+-- Name: jobs_matching(tireless.job_state, text, tireless.job_kind, text, text, text, interval, text[], text, integer, bigint, bigint); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.jobs_matching(state tireless.job_state, lane text, kind tireless.job_kind, forge text, owner text, repo text, since interval, words text[], worker text, number integer, after bigint, before bigint) RETURNS SETOF tireless.job_list
+    LANGUAGE sql STABLE
+    AS $_$
+    SELECT j.*
+      FROM tireless.job_list j
+     WHERE ($1 IS NULL OR j.state = $1)
+       AND ($2 IS NULL OR j.lane = $2)
+       AND ($3 IS NULL OR j.kind = $3)
+       AND ($4 IS NULL OR j.forge = $4)
+       AND ($5 IS NULL OR (j.owner, j.repo) = ($5, $6))
+       AND ($7 IS NULL OR j.updated_at >= now() - $7)
+       AND ($8 IS NULL OR NOT EXISTS (
+               SELECT FROM unnest($8) AS w WHERE strpos(lower(coalesce(j.title, '')), lower(w)) = 0))
+       AND ($9 IS NULL OR j.claimed_by = $9 OR tireless.worker_ran(j.id, $9))
+       AND ($10 IS NULL OR j.number = $10)
+       AND ($11 IS NULL OR j.id > $11)
+       AND ($12 IS NULL OR j.id < $12)
+$_$;
+
+--
+-- Name: FUNCTION jobs_matching(state tireless.job_state, lane text, kind tireless.job_kind, forge text, owner text, repo text, since interval, words text[], worker text, number integer, after bigint, before bigint); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.jobs_matching(state tireless.job_state, lane text, kind tireless.job_kind, forge text, owner text, repo text, since interval, words text[], worker text, number integer, after bigint, before bigint) IS 'The rows of tireless.job_list that every given filter keeps (null: no filter), unchecked and unordered: tireless.list_jobs checks the filters, then orders and pages these.';
 
 --
 -- Name: judge_ask(text, text, text, text, jsonb, timestamp with time zone); Type: FUNCTION; Schema: tireless; Owner: -
@@ -5153,6 +5516,84 @@ END;
 --
 
 COMMENT ON FUNCTION tireless.lane_spend(lane text, OUT runs bigint, OUT agent_time interval) IS 'How many runs and how much agent time the lane spent today (UTC).';
+
+--
+-- Name: list_jobs(text, text, text, text, text, text, interval, text[], text, integer, bigint, bigint, boolean, integer); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.list_jobs(state text DEFAULT NULL::text, lane text DEFAULT NULL::text, kind text DEFAULT NULL::text, forge text DEFAULT NULL::text, owner text DEFAULT NULL::text, repo text DEFAULT NULL::text, since interval DEFAULT NULL::interval, words text[] DEFAULT NULL::text[], worker text DEFAULT NULL::text, number integer DEFAULT NULL::integer, after bigint DEFAULT NULL::bigint, before bigint DEFAULT NULL::bigint, newest boolean DEFAULT false, at_most integer DEFAULT 100) RETURNS SETOF tireless.job_list
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_custom_plan'
+    AS $$
+DECLARE
+    wanted_state tireless.job_state;
+    wanted_kind tireless.job_kind;
+BEGIN
+    IF list_jobs.state IS NOT NULL THEN
+        wanted_state := tireless.parse_state(list_jobs.state);
+    END IF;
+    IF list_jobs.kind IS NOT NULL THEN
+        wanted_kind := tireless.parse_kind(list_jobs.kind);
+    END IF;
+    IF list_jobs.lane IS NOT NULL THEN
+        PERFORM tireless.check_lane(list_jobs.lane);
+    END IF;
+    IF list_jobs.forge IS NOT NULL AND NOT length(list_jobs.forge) BETWEEN 1 AND 100 THEN
+        RAISE EXCEPTION 'forge must be 1 to 100 characters, got %', quote_literal(left(list_jobs.forge, 120))
+            USING ERRCODE = 'TL005';
+    END IF;
+    IF (list_jobs.owner IS NULL) <> (list_jobs.repo IS NULL)
+       OR NOT length(list_jobs.owner) BETWEEN 1 AND 200 OR NOT length(list_jobs.repo) BETWEEN 1 AND 200 THEN
+        RAISE EXCEPTION 'a repository filter takes an owner and a repo of 1 to 200 characters each, got owner % and repo %',
+            coalesce(quote_literal(left(list_jobs.owner, 220)), 'null'), coalesce(quote_literal(left(list_jobs.repo, 220)), 'null')
+            USING ERRCODE = 'TL005';
+    END IF;
+    IF list_jobs.since < interval '0' THEN
+        RAISE EXCEPTION 'since must not be negative, got %', list_jobs.since USING ERRCODE = 'TL005';
+    END IF;
+    IF cardinality(list_jobs.words) > 100
+       OR EXISTS (SELECT FROM unnest(list_jobs.words) AS w WHERE w IS NULL OR w = '' OR length(w) > 1000) THEN
+        RAISE EXCEPTION 'words must be at most 100 words of 1 to 1000 characters, got %', left(list_jobs.words::text, 300)
+            USING ERRCODE = 'TL005';
+    END IF;
+    IF list_jobs.worker IS NOT NULL THEN
+        PERFORM tireless.check_worker(list_jobs.worker);
+    END IF;
+    IF list_jobs.number <= 0 THEN
+        RAISE EXCEPTION 'number must be an issue number above 0, got %', list_jobs.number USING ERRCODE = 'TL005';
+    END IF;
+    IF list_jobs.after < 0 OR list_jobs.before < 0 THEN
+        RAISE EXCEPTION 'after and before take a job id, got after % and before %',
+            coalesce(list_jobs.after::text, 'null'), coalesce(list_jobs.before::text, 'null')
+            USING ERRCODE = 'TL005';
+    END IF;
+    IF list_jobs.newest IS NULL OR list_jobs.at_most IS NULL OR list_jobs.at_most < 0 THEN
+        RAISE EXCEPTION 'at_most must be a number of jobs (0 or more) and newest true or false, got at_most % and newest %',
+            coalesce(list_jobs.at_most::text, 'null'), coalesce(list_jobs.newest::text, 'null')
+            USING ERRCODE = 'TL005';
+    END IF;
+    IF list_jobs.newest THEN
+        RETURN QUERY
+        SELECT m.* FROM tireless.jobs_matching(wanted_state, list_jobs.lane, wanted_kind, list_jobs.forge,
+                                               list_jobs.owner, list_jobs.repo, list_jobs.since, list_jobs.words,
+                                               list_jobs.worker, list_jobs.number, list_jobs.after, list_jobs.before) m
+         ORDER BY m.id DESC LIMIT list_jobs.at_most;
+    ELSE
+        RETURN QUERY
+        SELECT m.* FROM tireless.jobs_matching(wanted_state, list_jobs.lane, wanted_kind, list_jobs.forge,
+                                               list_jobs.owner, list_jobs.repo, list_jobs.since, list_jobs.words,
+                                               list_jobs.worker, list_jobs.number, list_jobs.after, list_jobs.before) m
+         ORDER BY m.id LIMIT list_jobs.at_most;
+    END IF;
+END;
+$$;
+
+--
+-- Name: FUNCTION list_jobs(state text, lane text, kind text, forge text, owner text, repo text, since interval, words text[], worker text, number integer, after bigint, before bigint, newest boolean, at_most integer); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.list_jobs(state text, lane text, kind text, forge text, owner text, repo text, since interval, words text[], worker text, number integer, after bigint, before bigint, newest boolean, at_most integer) IS 'The job list as operators filter it (`tireless jobs`, the dashboard): rows of tireless.job_list, oldest first (newest: newest first), at most at_most of them, with ids above after and below before (keyset paging). Each filter given must hold: state, kind, lane, forge, the repository (owner and repo together), since (changed in that long), words (the title holds every one, in any case), worker (holds the job, or ran an attempt of it), number (the issue''s). A filter that cannot name anything is refused with TL005 naming the value.';
 
 --
 -- Name: lock_jobs_for_a_budget(); Type: FUNCTION; Schema: tireless; Owner: -
@@ -8547,101 +8988,6 @@ $$;
 COMMENT ON FUNCTION tireless.set_repo_capacity(forge text, owner text, repo text, capacity integer) IS '(admin) At most capacity claimed jobs of the tracked repository at once, all lanes together (null: unlimited; 0 holds its work back). Returns its limits. TL005 for a negative capacity, TL008 when it is not tracked.';
 
 --
--- Name: repo_delivery; Type: TABLE; Schema: tireless; Owner: -
---
-
-CREATE TABLE tireless.repo_delivery (
-    forge text NOT NULL,
-    owner text NOT NULL,
-    repo text NOT NULL,
-    protected text[] DEFAULT '{}'::text[] NOT NULL,
-    allowed text[] DEFAULT '{}'::text[] NOT NULL,
-    allow_ci boolean DEFAULT false NOT NULL,
-    max_files integer,
-    max_bytes bigint,
-    CONSTRAINT allowed_globs_are_path_globs CHECK (((COALESCE(array_ndims(allowed), 1) = 1) AND ((cardinality(allowed) = 0) OR (array_to_string(allowed, '
-'::text, ''::text) ~ '^[^/\x01-\x1f\x7f][^\x01-\x1f\x7f]{0,254}(\n[^/\x01-\x1f\x7f][^\x01-\x1f\x7f]{0,254})*$'::text)))),
-    CONSTRAINT at_most_100_allowed_globs CHECK ((cardinality(allowed) <= 100)),
-    CONSTRAINT at_most_100_protected_globs CHECK ((cardinality(protected) <= 100)),
-    CONSTRAINT delivery_max_bytes_positive CHECK ((max_bytes > 0)),
-    CONSTRAINT delivery_max_files_positive CHECK ((max_files > 0)),
-    CONSTRAINT protected_globs_are_path_globs CHECK (((COALESCE(array_ndims(protected), 1) = 1) AND ((cardinality(protected) = 0) OR (array_to_string(protected, '
-'::text, ''::text) ~ '^[^/\x01-\x1f\x7f][^\x01-\x1f\x7f]{0,254}(\n[^/\x01-\x1f\x7f][^\x01-\x1f\x7f]{0,254})*$'::text))))
-);
-
---
--- Name: TABLE repo_delivery; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON TABLE tireless.repo_delivery IS 'A repository''s delivery policy, over the runner''s defaults: the globs of paths a change may not touch, those it may touch all the same, whether it may change the forge''s CI definitions, and its limits. Private: set_repo_delivery keeps it; job_brief hands it to the runner.';
-
---
--- Name: COLUMN repo_delivery.protected; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.repo_delivery.protected IS 'Globs of paths a change may not touch (fnmatch on the whole path, * matching / too; a glob ending in / matches everything under it).';
-
---
--- Name: COLUMN repo_delivery.allowed; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.repo_delivery.allowed IS 'Globs of paths a change may touch all the same, even when protected or a CI definition.';
-
---
--- Name: COLUMN repo_delivery.allow_ci; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.repo_delivery.allow_ci IS 'Whether a change may touch the forge''s CI definitions (.github/workflows/, .gitea/workflows/, .forgejo/workflows/): a CI file can read the repository''s secrets.';
-
---
--- Name: COLUMN repo_delivery.max_files; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.repo_delivery.max_files IS 'At most this many files added, modified or deleted; null: the runner''s default.';
-
---
--- Name: COLUMN repo_delivery.max_bytes; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.repo_delivery.max_bytes IS 'At most this many bytes of the files added or modified; null: the runner''s default.';
-
---
--- Name: CONSTRAINT allowed_globs_are_path_globs ON repo_delivery; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT allowed_globs_are_path_globs ON tireless.repo_delivery IS 'An allowed glob is 1 to 255 characters, no control character, not starting with /; a list of them has one dimension and no null.';
-
---
--- Name: CONSTRAINT at_most_100_allowed_globs ON repo_delivery; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT at_most_100_allowed_globs ON tireless.repo_delivery IS 'A repository allows at most 100 globs.';
-
---
--- Name: CONSTRAINT at_most_100_protected_globs ON repo_delivery; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT at_most_100_protected_globs ON tireless.repo_delivery IS 'A repository protects at most 100 globs.';
-
---
--- Name: CONSTRAINT delivery_max_bytes_positive ON repo_delivery; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT delivery_max_bytes_positive ON tireless.repo_delivery IS 'A limit of bytes is null (the runner''s default) or positive.';
-
---
--- Name: CONSTRAINT delivery_max_files_positive ON repo_delivery; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT delivery_max_files_positive ON tireless.repo_delivery IS 'A limit of files is null (the runner''s default) or positive.';
-
---
--- Name: CONSTRAINT protected_globs_are_path_globs ON repo_delivery; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT protected_globs_are_path_globs ON tireless.repo_delivery IS 'A protected glob is 1 to 255 characters, no control character, not starting with / (a path in a repository never does); a list of them has one dimension and no null.';
-
---
 -- Name: set_repo_delivery(text, text, text, text[], text[], boolean, integer, bigint); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -9595,140 +9941,6 @@ CREATE VIEW tireless.cycle_reports AS
 COMMENT ON VIEW tireless.cycle_reports IS 'Each dependency cycle told (or still to tell) on an issue of it: the cycle as the issue''s job note names it, the job found waiting on it, when it was found, when the mirror''s comment was written (null: still to write), when the cycle was broken (then a comment not yet written is dropped, and the same cycle made again is told again), and the retries of a failing post.';
 
 --
--- Name: delivery; Type: TABLE; Schema: tireless; Owner: -
---
-
-CREATE TABLE tireless.delivery (
-    job_id bigint NOT NULL,
-    forge text NOT NULL,
-    owner text NOT NULL,
-    repo text NOT NULL,
-    number integer NOT NULL,
-    branch text,
-    head text,
-    base_branch text,
-    base text,
-    draft boolean DEFAULT false NOT NULL,
-    delivered_at timestamp with time zone DEFAULT now() NOT NULL,
-    pull_number integer,
-    pull_url text,
-    pull_known_at timestamp with time zone,
-    CONSTRAINT a_change_moves_past_its_base CHECK ((head <> base)),
-    CONSTRAINT a_change_names_branch_head_and_base CHECK ((num_nonnulls(branch, head, base_branch, base) = ANY (ARRAY[0, 4]))),
-    CONSTRAINT base_branch_is_a_ref_name CHECK (((base_branch ~ '^[^\x01-\x20\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069~^:?*[\\`<>"]{1,255}$'::text) AND (base_branch !~ '^[-/]|/$|//|(^|/)\.|\.\.|@\{|\.lock(/|$)|\.$'::text) AND (base_branch <> '@'::text))),
-    CONSTRAINT base_is_a_commit_id CHECK ((base ~ '^([0-9a-f]{40}|[0-9a-f]{64})$'::text)),
-    CONSTRAINT branch_is_a_ref_name CHECK (((branch ~ '^[^\x01-\x20\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069~^:?*[\\`<>"]{1,255}$'::text) AND (branch !~ '^[-/]|/$|//|(^|/)\.|\.\.|@\{|\.lock(/|$)|\.$'::text) AND (branch <> '@'::text))),
-    CONSTRAINT head_is_a_commit_id CHECK ((head ~ '^([0-9a-f]{40}|[0-9a-f]{64})$'::text)),
-    CONSTRAINT no_change_opens_no_pull_request CHECK (((branch IS NOT NULL) OR ((pull_number IS NULL) AND (NOT draft)))),
-    CONSTRAINT pull_number_positive CHECK ((pull_number > 0)),
-    CONSTRAINT pull_number_url_and_time_together CHECK ((num_nonnulls(pull_number, pull_url, pull_known_at) = ANY (ARRAY[0, 3]))),
-    CONSTRAINT pull_request_is_not_its_own_base CHECK ((branch <> base_branch)),
-    CONSTRAINT pull_url_is_a_web_url CHECK (((pull_url ~ '^https?://[^\x01-\x20\x7f-\x9f]+$'::text) AND (length(pull_url) <= 2000)))
-);
-
---
--- Name: TABLE delivery; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON TABLE tireless.delivery IS 'What a delivered job delivered, written by tireless.deliver in the transaction that delivers it: the branch pushed, its head commit, the base branch and commit it was made on, whether its pull request is a draft, and that pull request''s number and URL once the mirror recorded them (record_mirror_pull); no branch: delivered with no change. Private: deliver, record_mirror_pull and the views tireless.deliveries and job_list read it.';
-
---
--- Name: COLUMN delivery.branch; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.delivery.branch IS 'The branch pushed (<prefix>/<number>, the same across attempts and re-requests); null: no change.';
-
---
--- Name: COLUMN delivery.head; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.delivery.head IS 'The commit the branch was pushed to.';
-
---
--- Name: COLUMN delivery.base_branch; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.delivery.base_branch IS 'The branch the pull request goes to (the default branch).';
-
---
--- Name: COLUMN delivery.base; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.delivery.base IS 'The commit of base_branch the work started from.';
-
---
--- Name: COLUMN delivery.pull_known_at; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.delivery.pull_known_at IS 'When the mirror recorded the pull request (opened, found or updated for this delivery).';
-
---
--- Name: CONSTRAINT a_change_moves_past_its_base ON delivery; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT a_change_moves_past_its_base ON tireless.delivery IS 'A change has a head other than its base: no commit is no change.';
-
---
--- Name: CONSTRAINT a_change_names_branch_head_and_base ON delivery; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT a_change_names_branch_head_and_base ON tireless.delivery IS 'A change names its branch, head, base branch and base commit; no change names none of them.';
-
---
--- Name: CONSTRAINT base_branch_is_a_ref_name ON delivery; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT base_branch_is_a_ref_name ON tireless.delivery IS 'A base branch is a git ref name (git check-ref-format), without `, <, > or ".';
-
---
--- Name: CONSTRAINT base_is_a_commit_id ON delivery; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT base_is_a_commit_id ON tireless.delivery IS 'A base commit is 40 (SHA-1) or 64 (SHA-256) lowercase hex digits.';
-
---
--- Name: CONSTRAINT branch_is_a_ref_name ON delivery; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT branch_is_a_ref_name ON tireless.delivery IS 'A branch is a git ref name (git check-ref-format), without `, <, > or ", so that it quotes safely in markdown.';
-
---
--- Name: CONSTRAINT head_is_a_commit_id ON delivery; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT head_is_a_commit_id ON tireless.delivery IS 'A head commit is 40 (SHA-1) or 64 (SHA-256) lowercase hex digits.';
-
---
--- Name: CONSTRAINT no_change_opens_no_pull_request ON delivery; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT no_change_opens_no_pull_request ON tireless.delivery IS 'A delivery with no change has no pull request, draft or not.';
-
---
--- Name: CONSTRAINT pull_number_positive ON delivery; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT pull_number_positive ON tireless.delivery IS 'A pull request number is positive.';
-
---
--- Name: CONSTRAINT pull_number_url_and_time_together ON delivery; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT pull_number_url_and_time_together ON tireless.delivery IS 'A pull request is known by its number, its URL and when it was recorded, or not at all.';
-
---
--- Name: CONSTRAINT pull_request_is_not_its_own_base ON delivery; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT pull_request_is_not_its_own_base ON tireless.delivery IS 'A pull request goes from its branch to another.';
-
---
--- Name: CONSTRAINT pull_url_is_a_web_url ON delivery; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT pull_url_is_a_web_url ON tireless.delivery IS 'A pull request URL is an http(s) URL of at most 2000 characters, no blank in it.';
-
---
 -- Name: mirror_pull; Type: TABLE; Schema: tireless; Owner: -
 --
 
@@ -10216,46 +10428,6 @@ ALTER TABLE tireless.job ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
     NO MAXVALUE
     CACHE 1
 );
-
---
--- Name: job_list; Type: VIEW; Schema: tireless; Owner: -
---
-
-CREATE VIEW tireless.job_list AS
- SELECT j.id,
-    j.forge,
-    j.owner,
-    j.repo,
-    j.number,
-    j.title,
-    j.kind,
-    j.lane,
-    j.state,
-    j.parent_id,
-    j.claimed_by,
-    j.claim_expires_at,
-    j.attempts,
-    j.available_at,
-    j.note,
-    j.created_at,
-    j.updated_at,
-    ((j.state = 'claimed'::tireless.job_state) AND (j.claim_expires_at < now())) AS past_lease,
-    d.branch,
-    d.head,
-    d.pull_number,
-    d.pull_url,
-        CASE
-            WHEN (j.state = 'pending'::tireless.job_state) THEN j.waiting_on
-            ELSE NULL::text[]
-        END AS waiting_on
-   FROM (tireless.job j
-     LEFT JOIN tireless.delivery d ON ((d.job_id = j.id)));
-
---
--- Name: VIEW job_list; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON VIEW tireless.job_list IS 'Every job as an operator sees it, without its claim token (a fencing secret of the holder); past_lease: claimed and its lease has run out; for a job delivered by tireless.deliver, the branch and head it pushed and its pull request once the mirror recorded it (tireless.deliveries has the rest); waiting_on: the open dependencies a pending job waits for (#3, owner/repo#7; null: none, tireless.job_waits says more). Readable by every role.';
 
 --
 -- Name: job_progress; Type: VIEW; Schema: tireless; Owner: -
@@ -12383,10 +12555,25 @@ REVOKE ALL ON FUNCTION tireless.deliver(job_id bigint, worker text, branch text,
 GRANT ALL ON FUNCTION tireless.deliver(job_id bigint, worker text, branch text, head text, base_branch text, base text, token uuid, note text, draft boolean) TO tireless_runner;
 
 --
+-- Name: FUNCTION deliver_and_claim(job_id bigint, worker text, lanes text[], lease interval, branch text, head text, base_branch text, base text, token uuid, note text, draft boolean); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.deliver_and_claim(job_id bigint, worker text, lanes text[], lease interval, branch text, head text, base_branch text, base text, token uuid, note text, draft boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.deliver_and_claim(job_id bigint, worker text, lanes text[], lease interval, branch text, head text, base_branch text, base text, token uuid, note text, draft boolean) TO tireless_runner;
+
+--
 -- Name: FUNCTION delivery_of_a_delivered_job(); Type: ACL; Schema: tireless; Owner: -
 --
 
 REVOKE ALL ON FUNCTION tireless.delivery_of_a_delivered_job() FROM PUBLIC;
+
+--
+-- Name: FUNCTION delivery_policy(forge text, owner text, repo text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.delivery_policy(forge text, owner text, repo text) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.delivery_policy(forge text, owner text, repo text) TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.delivery_policy(forge text, owner text, repo text) TO tireless_admin;
 
 --
 -- Name: FUNCTION dependency_cycle(forge text, owner text, repo text, number integer); Type: ACL; Schema: tireless; Owner: -
@@ -12777,6 +12964,20 @@ GRANT ALL ON FUNCTION tireless.job_waits(job_id bigint) TO tireless_poller;
 GRANT ALL ON FUNCTION tireless.job_waits(job_id bigint) TO tireless_admin;
 
 --
+-- Name: TABLE job_list; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.job_list TO tireless_runner;
+GRANT SELECT ON TABLE tireless.job_list TO tireless_poller;
+GRANT SELECT ON TABLE tireless.job_list TO tireless_admin;
+
+--
+-- Name: FUNCTION jobs_matching(state tireless.job_state, lane text, kind tireless.job_kind, forge text, owner text, repo text, since interval, words text[], worker text, number integer, after bigint, before bigint); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.jobs_matching(state tireless.job_state, lane text, kind tireless.job_kind, forge text, owner text, repo text, since interval, words text[], worker text, number integer, after bigint, before bigint) FROM PUBLIC;
+
+--
 -- Name: FUNCTION judge_ask(forge text, owner text, repo text, login text, item jsonb, read_from timestamp with time zone); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -12839,6 +13040,15 @@ REVOKE ALL ON FUNCTION tireless.spend_day() FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION tireless.lane_spend(lane text, OUT runs bigint, OUT agent_time interval) FROM PUBLIC;
+
+--
+-- Name: FUNCTION list_jobs(state text, lane text, kind text, forge text, owner text, repo text, since interval, words text[], worker text, number integer, after bigint, before bigint, newest boolean, at_most integer); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.list_jobs(state text, lane text, kind text, forge text, owner text, repo text, since interval, words text[], worker text, number integer, after bigint, before bigint, newest boolean, at_most integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.list_jobs(state text, lane text, kind text, forge text, owner text, repo text, since interval, words text[], worker text, number integer, after bigint, before bigint, newest boolean, at_most integer) TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.list_jobs(state text, lane text, kind text, forge text, owner text, repo text, since interval, words text[], worker text, number integer, after bigint, before bigint, newest boolean, at_most integer) TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.list_jobs(state text, lane text, kind text, forge text, owner text, repo text, since interval, words text[], worker text, number integer, after bigint, before bigint, newest boolean, at_most integer) TO tireless_admin;
 
 --
 -- Name: FUNCTION lock_jobs_for_a_budget(); Type: ACL; Schema: tireless; Owner: -
@@ -13612,14 +13822,6 @@ GRANT SELECT ON TABLE tireless.forge TO tireless_admin;
 --
 
 GRANT SELECT ON TABLE tireless.issue TO tireless_admin;
-
---
--- Name: TABLE job_list; Type: ACL; Schema: tireless; Owner: -
---
-
-GRANT SELECT ON TABLE tireless.job_list TO tireless_runner;
-GRANT SELECT ON TABLE tireless.job_list TO tireless_poller;
-GRANT SELECT ON TABLE tireless.job_list TO tireless_admin;
 
 --
 -- Name: TABLE job_progress; Type: ACL; Schema: tireless; Owner: -

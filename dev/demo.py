@@ -65,15 +65,14 @@ from psycopg.rows import dict_row
 
 from dev.embedded import EmbeddedPostgres
 from dev.standin_forge import StandinForge, issues_of
-from tireless.cli.reads import fetch, status_rows
 from tireless.cli.render import job_table, render_status
 from tireless.forge import client_for, token_variable
 from tireless.forge.client import ForgeClient
 from tireless.forge.poll import poll_round
 from tireless.migrate import migrate
 from tireless.models import Job, JobKind, JobState, RepoToPoll
-from tireless.store import JobStore, calls
-from tireless.store.calls import JOB_ROW
+from tireless.store import JobStore, calls, reads
+from tireless.store.reads import fetch, status_rows
 from tireless.web.launch import start_dashboard
 
 HOME = Path(".tireless")
@@ -129,10 +128,6 @@ PLANNED = ("Plan the search feature", ["tireless", "tireless/plan"])
 PLAN_STEPS = 3
 TASKS = "SELECT child_number FROM tireless.job_tasks(%(job_id)s) ORDER BY task"
 HOLDER = "SELECT claimed_by FROM tireless.active_claims WHERE id = %(job_id)s"
-JOBS_OF_ISSUE = (
-    "SELECT id, state::text, note FROM tireless.job"
-    " WHERE (forge, owner, repo, number) = (%(forge)s, %(owner)s, %(repo)s, %(number)s) ORDER BY id"
-)
 REPORTS = (
     "SELECT j.id, a.report FROM tireless.job j JOIN tireless.job_attempt a"
     " ON (a.job_id, a.attempt) = (j.id, j.attempts) WHERE j.id = ANY (%(job_ids)s)"
@@ -295,8 +290,8 @@ class Crew:
 
 def jobs_of(conn: psycopg.Connection[Any], number: int) -> list[dict[str, Any]]:
     """The jobs of one issue of the demo repository, oldest first."""
-    key = {"forge": FORGE, "owner": OWNER, "repo": REPO, "number": number}
-    return fetch(conn, JOBS_OF_ISSUE, key, dict_row)
+    issue = reads.JobFilter(forge=FORGE, owner=OWNER, repo=REPO, number=number)
+    return reads.read(conn, reads.listed_jobs(issue, reads.Page(at_most=1000)))
 
 
 class Scene:
@@ -346,8 +341,9 @@ class Crash(Scene):
         )
 
     def story(self, conn: psycopg.Connection[Any]) -> str:
-        """What became of the job, from its history (tireless.job_event)."""
-        events = fetch(conn, calls.JOB_EVENTS, {"job_id": self.job_id}, dict_row)
+        """What became of the job, from its history (tireless.job_history)."""
+        assert self.job_id is not None, "the scene acted before its story"
+        events = reads.read(conn, reads.job_events(self.job_id))
         expired = [e for e in events if (e["note"] or "").startswith(f"lease of {self.victim} ")]
         last = events[-1]
         told = f"job {self.job_id}: its runner {self.victim} was killed"
@@ -546,7 +542,7 @@ class ReviewRound(Scene):
             )
         if self.revision is None and len(jobs) > 1:
             self.revision = jobs[1]["id"]
-            (made, *_) = fetch(conn, calls.JOB_EVENTS, {"job_id": self.revision}, dict_row)
+            (made, *_) = reads.read(conn, reads.job_events(self.revision))
             return (
                 f"#{self.number}: the poller read the review: job {self.revision}, {made['note']}"
             )
@@ -564,7 +560,7 @@ class ReviewRound(Scene):
             return f"{told}; {len(jobs)} jobs were made for #{self.number}, not 2"
         revision = jobs[1]
         ids = {"job_ids": [revision["id"]]}
-        (delivery,) = fetch(conn, calls.JOB_DELIVERIES, ids, dict_row) or (None,)
+        (delivery,) = fetch(conn, reads.JOB_DELIVERIES, ids, dict_row) or (None,)
         if delivery is None or not delivery["changed"]:
             return f"{told}; revision job {revision['id']} {revision['state']}, nothing pushed"
         branch = delivery["branch"]
@@ -593,8 +589,7 @@ def watch(
     """Show the status until every job is settled and every scene played, the deadline passes
     or a process the demo started ends unbidden; the jobs as they are then."""
     interactive = sys.stdout.isatty()
-    params: dict[str, Any] = {"state": None, "lane": None, "kind": None, "forge": None}
-    params |= {"owner": OWNER, "repo": REPO, "since": None, "after": 0, "limit": 1000}
+    listed = reads.jobs(reads.JobFilter(owner=OWNER, repo=REPO), reads.Page(after=0, at_most=1000))
     shown_at = 0.0
     told: list[str] = []  # shown under the status on a terminal, which redraws it every second
     while True:
@@ -603,7 +598,7 @@ def watch(
                 told.append(now() + notice)
                 if not interactive:
                     say("\n" + told[-1])
-        jobs = fetch(conn, calls.JOBS, params, JOB_ROW)
+        jobs = reads.read(conn, listed)
         settled = (
             bool(jobs)
             and all(job.state.is_terminal for job in jobs)
@@ -675,7 +670,7 @@ def pull_requests(
         key=lambda job: (job.number, job.id),
     )
     ids = {"job_ids": [job.id for job in implement]}
-    recorded = {row["job_id"]: row for row in fetch(conn, calls.JOB_DELIVERIES, ids, dict_row)}
+    recorded = {row["job_id"]: row for row in fetch(conn, reads.JOB_DELIVERIES, ids, dict_row)}
     reports = dict(conn.execute(REPORTS, ids).fetchall())
     pulls = {pull.head: pull for pull in forge.pulls_of(OWNER, REPO)}
     branches = forge.branches(OWNER, REPO)

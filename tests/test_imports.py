@@ -2,16 +2,20 @@
 never a higher one, and no modules import each other in a circle (DESIGN.md, "Layout").
 
 The rooms, lowest first:
-  0. the vocabulary: tireless/models.py, errors.py, migrate.py, connect.py;
+  0. the vocabulary: tireless/models.py, errors.py, migrate.py, connect.py, and what several rooms
+     share: credentials.py (where secrets are read from), masking.py and git.py (tireless's
+     hardened git, the forge's token in its own processes only);
   1. store/: the adapter;
   2. runner/ and forge/, siblings: either may import the other as long as the two rooms do not
-     import each other (today forge/ reads its tokens with runner/credentials.py; runner/ imports
-     nothing of forge/);
-  3. tireless/__init__.py, the public front door: it re-exports from the rooms below it, so web/,
-     cli/ and devtools/ may import it and the rooms below may not (they import the defining room);
+     import each other, and forge/ never imports runner/ (a room looks down, not sideways: what
+     both need is in the vocabulary; today runner/ imports nothing of forge/ either);
+  3. tireless/__init__.py, the public front door: it re-exports from the rooms below it, so web/
+     and cli/ may import it and the rooms below may not (they import the defining room);
   4. web/ and cli/ (with tireless/__main__.py, the command's entry), siblings as above (today
-     cli/ starts web/ for `tireless web`; web/ imports nothing of cli/);
-  5. devtools/: the demo, the stand-in forge, the embedded PostgreSQL; never imported by the product.
+     cli/ starts web/ for `tireless web`; web/ imports nothing of cli/); web/ never imports runner/
+     (cli/ starts the worker; the dashboard reads the store).
+No module of tireless/ imports dev/ (the stand-ins, the demo, the fault tools), which the wheel
+does not carry.
 
 Every import counts wherever it is written: at module level, under `if TYPE_CHECKING:`, inside a
 function. `from tireless.store import calls` is an import of the module tireless.store.calls; the
@@ -29,8 +33,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "tireless"
 
-VOCABULARY = {"tireless.models", "tireless.errors", "tireless.migrate", "tireless.connect"}
-ROOMS = {"store", "runner", "forge", "web", "cli", "devtools"}
+VOCABULARY = {
+    "tireless.models",
+    "tireless.errors",
+    "tireless.migrate",
+    "tireless.connect",
+    "tireless.credentials",
+    "tireless.masking",
+    "tireless.git",
+}
+ROOMS = {"store", "runner", "forge", "web", "cli"}
 RANK = {
     "vocabulary": 0,
     "store": 1,
@@ -39,17 +51,22 @@ RANK = {
     "front door": 3,
     "web": 4,
     "cli": 4,
-    "devtools": 5,
 }
+NEVER = {("forge", "runner"), ("web", "runner")}
+"""Rooms that may not import another, whatever their ranks."""
+DEV = "dev"
+"""The top-level package of the stand-ins, which no module of tireless/ imports."""
 
 
 @dataclass(frozen=True)
 class Module:
-    """A module of tireless/: its dotted name, its file, and the modules of tireless/ it imports."""
+    """A module of tireless/: its dotted name, its file, the modules of tireless/ it imports, and
+    the names it imports from dev/."""
 
     name: str
     path: str
     imported: frozenset[str]
+    dev: frozenset[str] = frozenset()
 
 
 def room(module: str) -> str | None:
@@ -98,7 +115,8 @@ def scan(package: Path) -> dict[str, Module]:
     modules = {}
     for name, (shown, names) in raw.items():
         imported = {resolve(dotted, raw) for dotted in names} - {None, name}
-        modules[name] = Module(name, shown, frozenset(m for m in imported if m is not None))
+        dev = frozenset(dotted for dotted in names if dotted.split(".")[0] == DEV)
+        modules[name] = Module(name, shown, frozenset(m for m in imported if m is not None), dev)
     return modules
 
 
@@ -162,8 +180,9 @@ def path_around(group: list[str], graph: Mapping[str, Iterable[str]]) -> list[st
 
 
 def offences(modules: Mapping[str, Module]) -> list[str]:
-    """What breaks the rule: a module in no room, an import upward, a circle of modules, a circle
-    of sibling rooms; each naming the imports that make it."""
+    """What breaks the rule: a module in no room, an import of dev/, an import upward or into a
+    room it may never import, a circle of modules, a circle of sibling rooms; each naming the
+    imports that make it."""
     found: list[str] = []
     rooms: dict[str, set[str]] = {}
     why: dict[tuple[str, str], list[str]] = {}
@@ -172,12 +191,18 @@ def offences(modules: Mapping[str, Module]) -> list[str]:
         if here is None:
             found.append(f"{module.path} is in no room: add it to one in tests/test_imports.py")
             continue
+        found += [
+            f"{module.path} imports {name} (dev/ is not the product's)"
+            for name in sorted(module.dev)
+        ]
         for target in sorted(module.imported):
             there = room(target)
             if there is None or there == here:
                 continue
             if RANK[there] > RANK[here]:
                 found.append(f"{module.path} imports {target} (up)")
+            elif (here, there) in NEVER:
+                found.append(f"{module.path} imports {target} ({here}/ never imports {there}/)")
             else:
                 rooms.setdefault(here, set()).add(there)
                 why.setdefault((here, there), []).append(f"{module.path} imports {target}")
@@ -206,34 +231,43 @@ def synthetic(imports: Mapping[str, Iterable[str]]) -> dict[str, Module]:
     }
 
 
-def test_the_check_finds_an_upward_import_a_circle_and_rooms_in_a_circle() -> None:
+def test_the_check_finds_an_upward_import_a_sideways_one_a_circle_and_rooms_in_a_circle() -> None:
     modules = synthetic(
         {
             "tireless.store.calls": ["tireless.runner.worker", "tireless.models"],
-            "tireless.runner.worker": ["tireless.store.calls", "tireless.forge.client"],
-            "tireless.runner.credentials": [],
-            "tireless.forge.poll": ["tireless.runner.credentials", "tireless.forge.client"],
-            "tireless.forge.client": [],
+            "tireless.runner.worker": ["tireless.store.calls", "tireless.git"],
+            "tireless.runner.workspace": ["tireless.git"],
+            "tireless.git": ["tireless.credentials"],
+            "tireless.credentials": [],
+            "tireless.forge.check": ["tireless.runner.workspace", "tireless.git"],
             "tireless.models": [],
-            "tireless.cli.commands": ["tireless.web.app", "tireless.devtools.demo"],
-            "tireless.web.app": ["tireless.web.pages"],
+            "tireless.cli.commands": ["tireless.web.app"],
+            "tireless.cli.parse": [],
+            "tireless.web.app": ["tireless.web.pages", "tireless.cli.parse"],
             "tireless.web.pages": ["tireless.web.app"],
-            "tireless.devtools.demo": [],
+            "tireless.web.hooks": ["tireless.runner.workspace"],
             "tireless.helpers": [],
         }
     )
     assert offences(modules) == [
         "tireless/store/calls.py imports tireless.runner.worker (up)",
-        "tireless/cli/commands.py imports tireless.devtools.demo (up)",
+        "tireless/forge/check.py imports tireless.runner.workspace (forge/ never imports runner/)",
+        "tireless/web/hooks.py imports tireless.runner.workspace (web/ never imports runner/)",
         "tireless/helpers.py is in no room: add it to one in tests/test_imports.py",
         "circle: tireless/runner/worker.py imports tireless.store.calls, "
         "tireless/store/calls.py imports tireless.runner.worker",
         "circle: tireless/web/app.py imports tireless.web.pages, "
         "tireless/web/pages.py imports tireless.web.app",
-        "rooms in a circle: forge -> runner -> forge (tireless/forge/poll.py imports "
-        "tireless.runner.credentials; tireless/runner/worker.py imports tireless.forge.client)",
+        "rooms in a circle: cli -> web -> cli (tireless/cli/commands.py imports "
+        "tireless.web.app; tireless/web/app.py imports tireless.cli.parse)",
     ]
     assert offences(synthetic({"tireless.store.calls": ["tireless.models"]})) == []
+    from_dev = Module(
+        "tireless.forge.poll", "tireless/forge/poll.py", frozenset(), frozenset({"dev.demo"})
+    )
+    assert offences({from_dev.name: from_dev}) == [
+        "tireless/forge/poll.py imports dev.demo (dev/ is not the product's)"
+    ]
 
 
 def test_the_scan_reads_imports_at_every_depth(tmp_path: Path) -> None:
@@ -254,7 +288,9 @@ def test_the_scan_reads_imports_at_every_depth(tmp_path: Path) -> None:
     (package / "store" / "calls.py").write_text("")
     (package / "web").mkdir()
     (package / "web" / "__init__.py").write_text("")
-    (package / "web" / "app.py").write_text("")
+    (package / "web" / "app.py").write_text(
+        "def later():\n    from dev.standin_forge import StandinForge\n"
+    )
     modules = scan(package)
     assert modules["tireless.store.sync"].imported == {
         "tireless.store.calls",
@@ -266,6 +302,7 @@ def test_the_scan_reads_imports_at_every_depth(tmp_path: Path) -> None:
     assert offences(modules) == [
         "tireless/store/sync.py imports tireless (up)",
         "tireless/store/sync.py imports tireless.web.app (up)",
+        "tireless/web/app.py imports dev.standin_forge.StandinForge (dev/ is not the product's)",
         "circle: tireless/__init__.py imports tireless.store, "
         "tireless/store/__init__.py imports tireless.store.sync, "
         "tireless/store/sync.py imports tireless",

@@ -6,6 +6,8 @@ The rules live in PostgreSQL (schema `tireless`); this package is a thin adapter
 from tireless.errors import TirelessError
 from tireless.migrate import migrate
 from tireless.models import (
+    NO_CHANGE,
+    Delivery,
     DiscoveredIssue,
     Forge,
     ForgeKind,
@@ -38,9 +40,11 @@ from tireless.store import (
 __all__ = [
     "DEFAULT_LEASE",
     "DEFAULT_POLL_LEASE",
+    "NO_CHANGE",
     "AsyncHeldJob",
     "AsyncJobStore",
     "AsyncWorkWaiter",
+    "Delivery",
     "DiscoveredIssue",
     "Forge",
     "ForgeKind",

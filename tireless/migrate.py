@@ -95,6 +95,7 @@ SQL_FILES = (
     "network.sql",
     "brief.sql",
     "transition.sql",
+    "delivery.sql",
     "work_rule.sql",
     "dependencies.sql",
     "poll.sql",
@@ -103,6 +104,7 @@ SQL_FILES = (
     "plans.sql",
     "work_graph.sql",
     "dashboard.sql",
+    "reads.sql",
 )
 
 

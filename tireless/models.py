@@ -3,7 +3,7 @@ tests/sql/test_catalog.py proves the two are one."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
@@ -255,12 +255,34 @@ class JobBrief:
     """At most this many files changed; None: the runner's default."""
     max_bytes: int | None = None
     """At most this many bytes added or modified; None: the runner's default."""
+    applied_max_files: int | None = field(default=None, compare=False)
+    """The limit of files that applies (`tireless.delivery_policy`: max_files, else the default);
+    derived from max_files by the store's rule, so not compared. None: a brief made by hand."""
+    applied_max_bytes: int | None = field(default=None, compare=False)
+    """The limit of bytes that applies: max_bytes, else the default (`tireless.delivery_policy`)."""
 
     @classmethod
     def from_row(cls, **columns: Any) -> JobBrief:
         for name in ("protected_paths", "allowed_paths"):
             columns[name] = tuple(columns[name])
         return cls(**columns)
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """What a holder delivers its job with (`tireless.deliver`): the work pushed to `branch` at
+    `head`, made on `base_branch` at `base`, its pull request a draft or not. No branch: the work
+    changed nothing (delivered with the note `no change`)."""
+
+    branch: str | None = None
+    head: str | None = None
+    base_branch: str | None = None
+    base: str | None = None
+    draft: bool = False
+
+
+NO_CHANGE = Delivery()
+"""The delivery of work that changed nothing."""
 
 
 @dataclass(frozen=True, slots=True)

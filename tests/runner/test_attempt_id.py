@@ -9,7 +9,7 @@ import uuid
 from tests.conftest import Database
 from tests.helpers import enqueue_jobs
 from tireless import JobStore
-from tireless.runner.worker import command_environment, job_json
+from tireless.runner.attempt import command_environment, job_json
 
 
 def test_a_claim_made_again_with_the_same_number_has_another_attempt_id(

@@ -20,7 +20,7 @@ from dev.standin_forge import StandinForge
 from tests.conftest import Database
 from tests.forge.test_mirror import comments, one_round
 from tests.forge.test_poll import OWNER, TOKEN, Setup
-from tests.helpers import tireless_cli, wait_until
+from tests.helpers import rows, tireless_cli, wait_until, wait_until_sql
 from tireless import JobStore
 from tireless.forge import token_variable
 from tireless.models import ATTEMPT_NAMESPACE
@@ -274,3 +274,47 @@ def test_a_push_whose_runner_died_before_delivering_is_pushed_over_by_the_next_a
     work(setup, tmp_path, "echo blue > paint.txt")
     assert setup.jobs(REPO)[number] == ("delivered", None)
     assert setup.forge.file_at(OWNER, REPO, branch, "paint.txt") == "blue\n"
+
+
+def test_a_delivering_worker_delivers_each_job_and_claims_the_next_in_one_transaction(
+    setup: Setup, tmp_path: Path
+) -> None:
+    """`tireless work --deliver` that goes on: the delivery of what it pushed and the claim of its
+    next job are one call of tireless.deliver_and_claim, one transaction."""
+    first, second = asked(setup, "Paint the widgets blue"), asked(setup, "Paint the gadgets blue")
+    with setup.db.connect() as conn:  # count the calls of the store's functions from now on
+        conn.execute(
+            "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET track_functions = ''pl''',"
+            " current_database()); END $$"
+        )
+    ids = dict(rows(setup.db, "SELECT number, id FROM tireless.job"))
+    # The worker stops when the queue is empty, by draining itself: its agent sends the drain
+    # signal on the last job (no sandbox: a contained agent can neither see nor signal its worker).
+    script = (
+        f'echo blue > paint.txt; [ "$TIRELESS_JOB_ID" = {ids[second]} ] && kill -USR1 $PPID; true'
+    )
+    result = tireless_cli(
+        setup.db.url, "work", "--worker", "runner-1", "--lane", "cc", "--deliver",
+        "--drain-on", "SIGUSR1", "--sandbox", "none", "--state-dir", str(tmp_path / "state"),
+        "--", "sh", "-c", script, **{token_variable(FORGE): TOKEN},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert setup.jobs(REPO) == {first: ("delivered", None), second: ("delivered", None)}
+    transactions = rows(
+        setup.db,
+        "SELECT 'delivered', xmin::text FROM tireless.job_event"
+        " WHERE job_id = %(first)s AND to_state = 'delivered'"
+        " UNION ALL SELECT 'its delivery', xmin::text FROM tireless.delivery WHERE job_id = %(first)s"
+        " UNION ALL SELECT 'the next claimed', xmin::text FROM tireless.job_event"
+        " WHERE job_id = %(second)s AND to_state = 'claimed'",
+        {"first": ids[first], "second": ids[second]},
+    )
+    assert [what for what, _ in transactions] == ["delivered", "its delivery", "the next claimed"]
+    assert len({xmin for _, xmin in transactions}) == 1, transactions
+    # The worker's connections are gone, so their counts are in: one deliver_and_claim (the last
+    # job, drained, is delivered alone, with tireless.deliver).
+    wait_until_sql(
+        setup.db.conninfo,
+        "(SELECT calls FROM pg_stat_user_functions"
+        "  WHERE schemaname = 'tireless' AND funcname = 'deliver_and_claim') = 1",
+    )

@@ -1,6 +1,6 @@
-"""The trusted push (tireless.runner.publish): the agent's workspace is read as data, its work
-committed and checked in a repository of the runner's, and pushed with a lease over tireless's
-own last push. Local bare repositories stand in for the forge; every git is real."""
+"""The trusted push (tireless.runner.extract, policy and push): the agent's workspace is read as
+data, its work committed and checked in a repository of the runner's, and pushed with a lease over
+tireless's own last push. Local bare repositories stand in for the forge; every git is real."""
 
 from __future__ import annotations
 
@@ -15,22 +15,22 @@ from pathlib import Path
 import pytest
 
 from tests.runner.test_workspace import AGENT_ENV, NOBODY, Forge, forge_commit, make_remote, sh
+from tireless import git as git_module
+from tireless.git import GitAuth, Identity
 from tireless.runner import workspace as workspace_module
-from tireless.runner.publish import (
+from tireless.runner.extract import PublishRefused
+from tireless.runner.policy import PublishPolicy, take_change
+from tireless.runner.push import (
     Checkpoint,
-    Identity,
     NoChange,
     Published,
-    PublishPolicy,
-    PublishRefused,
     PushFailed,
     checkpoint_ref,
     publish,
     push_change,
     save_checkpoint,
-    take_change,
 )
-from tireless.runner.workspace import GitAuth, RepoCache, Workspace, prepare_workspace
+from tireless.runner.workspace import RepoCache, Workspace, prepare_workspace
 
 BOT = Identity("tireless[bot]", "bot@tireless.example")
 FIRST, SECOND = "7e1b6a52-5f0e-5c1e-9d1c-0a4f2b9e8c11", "0c3d9f4e-8a27-5b61-b0f3-6d2e5a1c7b94"
@@ -237,13 +237,13 @@ def test_the_token_never_reaches_the_workspace_or_a_command_line(
     forge: Forge, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls: list[tuple[list[str], dict[str, str]]] = []
-    execute = workspace_module._execute
+    execute = git_module._execute
 
     def recording(argv: list[str], env: dict[str, str], *rest: object) -> object:
         calls.append((argv, env))
         return execute(argv, env, *rest)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(workspace_module, "_execute", recording)
+    monkeypatch.setattr(git_module, "_execute", recording)
     auth = GitAuth("tireless-bot", "tok-2718281828")
     secrets = [s.encode() for s in auth.secrets()]
     ws = prepare_workspace(forge.cache, forge.remote, auth, forge.jobs / "ws")

@@ -22,8 +22,8 @@ from psycopg.conninfo import make_conninfo
 from tests.conftest import Database
 from tests.helpers import enqueue_jobs, rows
 from tireless import JobStore
-from tireless.runner.credentials import is_credential_variable
-from tireless.runner.masking import Masker, OutputMasker
+from tireless.credentials import is_credential_variable
+from tireless.masking import Masker, OutputMasker
 
 # Looks everywhere an agent could: $PPID and each ancestor's environment block and command line
 # (up to pid 1), every file named after the dump's path, and its own environment.

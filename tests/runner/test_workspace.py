@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from tireless.runner import workspace as workspace_module
+from tireless import git as git_module
+from tireless.git import GitAuth
 from tireless.runner.workspace import (
-    GitAuth,
     RepoCache,
     Workspace,
     WorkspaceError,
@@ -177,13 +177,13 @@ def test_the_runners_git_is_hardened_and_its_token_kept_out_of_sight(
     forge: Forge, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls: list[tuple[list[str], dict[str, str]]] = []
-    execute = workspace_module._execute
+    execute = git_module._execute
 
     def recording(argv: list[str], env: dict[str, str], *rest: object) -> object:
         calls.append((argv, env))
         return execute(argv, env, *rest)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(workspace_module, "_execute", recording)
+    monkeypatch.setattr(git_module, "_execute", recording)
     monkeypatch.setenv("GIT_DIR", "/elsewhere")  # the runner's own GIT_* variables are not passed
     auth = GitAuth("tireless-bot", "tok-3141592653")
     assert "tok-3141592653" not in repr(auth)

@@ -5,6 +5,7 @@ only an admin sets it."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import psycopg
@@ -15,6 +16,7 @@ from tests.helpers import FORGE, OWNER, REPO, cli_json, issue, rows, tireless_cl
 from tests.sql.test_roles import Login, login  # noqa: F401  (the fixture)
 from tireless import JobStore, RepoDelivery
 from tireless.errors import InvalidArgument, PermissionDenied, UnknownRepository
+from tireless.runner.policy import PublishPolicy
 
 
 def stored(db: Database) -> list[tuple[Any, ...]]:
@@ -191,3 +193,30 @@ def test_the_command_line_sets_and_prints_the_policy(store: JobStore, db: Databa
     ]
     refused = tireless_cli(db.url, "repo", "delivery", FORGE, OWNER, "untracked", "--allow-ci")
     assert (refused.returncode, "TL008" in refused.stderr) == (1, True)
+
+
+def test_the_policy_that_applies_has_the_defaults_filled_in_and_the_brief_carries_it(
+    store: JobStore,
+    db: Database,
+    login: Login,  # noqa: F811
+) -> None:
+    tracked(store).enqueue([issue(1)])
+    job_id = db.scalar("SELECT id FROM tireless.job")
+    defaults = RepoDelivery(FORGE, OWNER, REPO, (), (), False, 1000, 50 << 20)
+    assert store.delivery_policy(FORGE, OWNER, REPO) == defaults
+    assert rows(db, "SELECT * FROM tireless.delivery_policy('gitea', 'acme', 'widgets')") == [
+        ("gitea", "acme", "widgets", [], [], False, 1000, 52428800)
+    ], "psql shows what applies"
+    assert store.delivery_policy(FORGE, OWNER, "gadgets") == replace(defaults, repo="gadgets")
+    store.set_repo_delivery(FORGE, OWNER, REPO, protected=["secrets/"], max_bytes=4096)
+    applied = RepoDelivery(FORGE, OWNER, REPO, ("secrets/",), (), False, 1000, 4096)
+    with JobStore(login("tireless_runner")) as runner:
+        assert runner.delivery_policy(FORGE, OWNER, REPO) == applied
+        brief = runner.job_brief(job_id)
+    assert (brief.max_files, brief.max_bytes) == (None, 4096), "as set"
+    assert (brief.applied_max_files, brief.applied_max_bytes) == (1000, 4096), "as it applies"
+    store.set_repo_delivery(FORGE, OWNER, REPO, max_files=7, max_bytes=0)  # 0: the default again
+    again = store.delivery_policy(FORGE, OWNER, REPO)
+    assert (again.max_files, again.max_bytes) == (7, 50 << 20)
+    # The publishing module's own defaults, for a caller without a store, are the store's.
+    assert (PublishPolicy().max_files, PublishPolicy().max_bytes) == (1000, 50 << 20)

@@ -22,7 +22,8 @@ from tests.helpers import (
 from tests.sql.test_roles import Login, login  # noqa: F401  (the fixture)
 from tireless import Job, JobState, JobStore
 from tireless.errors import NotHolder, PermissionDenied, UnknownJob
-from tireless.store.lease import Pushed, ShuttingDown
+from tireless.models import NO_CHANGE
+from tireless.store.lease import ShuttingDown
 
 
 def lane_failures(db: Database) -> int:
@@ -218,7 +219,7 @@ def test_a_stop_heard_after_the_work_was_pushed_delivers_it_and_notes_the_late_s
         assert job is not None
         store.request_cancel(job.id, "wrong repo")
         wait_until(lambda: held.cancel_requested, "the stop to be heard")
-        held.pushed = Pushed()  # what the push left: nothing changed, as the lease knows it
+        held.finish(NO_CHANGE)  # what the push left: nothing changed
     assert held.finished is not None
     assert held.finished.state is JobState.DELIVERED
     assert str(held.finished.note).startswith("no change; the cancel requested at ")

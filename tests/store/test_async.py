@@ -77,7 +77,14 @@ class BlockingContext:
         self._blocking = blocking
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._manager, name)  # say a lease's `finished`
+        value = getattr(self._manager, name)  # say a lease's `finished`
+        if not inspect.iscoroutinefunction(value):
+            return value
+
+        def call(*args: Any, **kwargs: Any) -> Any:  # say a lease's `finish`
+            return self._blocking.run(value(*args, **kwargs))
+
+        return call
 
     def __enter__(self) -> Any:
         return self._blocking.wrap(self._blocking.run(self._manager.__aenter__()))

@@ -23,8 +23,8 @@ from tests.sql.test_roles import Login, login  # noqa: F401 (the fixture)
 from tests.web.test_web import browser
 from tests.web.test_web_guard import asgi_post
 from tireless import JobStore
+from tireless.credentials import secret_variable
 from tireless.errors import InvalidArgument, translated_errors
-from tireless.runner.credentials import secret_variable
 from tireless.web.app import create_app
 from tireless.web.guard import HOOK_LIMIT as MAX_BODY
 from tireless.web.hooks import FORM

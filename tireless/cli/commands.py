@@ -17,7 +17,6 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row, tuple_row
 
-from tireless.cli.reads import fetch, replication_warning, status_rows
 from tireless.cli.render import (
     as_json,
     as_plain,
@@ -47,15 +46,16 @@ from tireless.cli.session import (
     stop_on_signals,
 )
 from tireless.connect import RECONNECT_EVERY, WORKER_CALL_DEADLINE
+from tireless.credentials import keep_secrets_out_of_environment_block
 from tireless.errors import PermissionDenied, UnknownJob
 from tireless.forge import token_variable
 from tireless.forge.check import MAX_REPOS, Target, check_forge, failed_required
 from tireless.forge.poll import READ_DEADLINE_FACTOR, Report, client_factory, poll_round
 from tireless.migrate import migrate
 from tireless.models import Job, JobState, RepoStatus
-from tireless.runner.credentials import keep_secrets_out_of_environment_block
-from tireless.store import JobStore, calls
+from tireless.store import JobStore, calls, reads
 from tireless.store.calls import JOB_ROW, issues_json
+from tireless.store.reads import fetch, replication_warning, status_rows
 
 PRUNE_BATCH = 1000
 """`tireless prune` deletes at most this many jobs per transaction."""
@@ -94,7 +94,7 @@ def cmd_track(args: argparse.Namespace) -> int:
         change = store.track_repo if tracking else store.untrack_repo
         changed = change(args.forge, args.owner, args.repo)
         if tracking:  # the key it is tracked under: `Acme Widgets` may be tracked as acme/widgets
-            key = next(iter(fetch(conn, calls.TRACKED_KEY, key, dict_row)), key)
+            key = next(iter(fetch(conn, reads.TRACKED_KEY, key, dict_row)), key)
     name = f"{key['forge']}/{key['owner']}/{key['repo']}"
     if tracking:
         text = f"tracking {name}" if changed else f"{name} was already tracked"
@@ -267,21 +267,24 @@ def cmd_jobs(args: argparse.Namespace) -> int:
     owner, _, repo = (args.repo or "").partition("/")
     if args.repo and not repo:
         raise UsageError(f"--repo takes OWNER/REPO, got {args.repo!r}")
-    params = {
-        "state": args.state,
-        "lane": args.lane,
-        "kind": args.kind,
-        "forge": args.forge,
-        "owner": owner or None,
-        "repo": repo or None,
-        "since": args.since,
-        "after": args.after,
-        "limit": args.limit,
-    }
+    words = tuple((args.title or "").split())
+    filters = reads.JobFilter(
+        state=args.state,
+        lane=args.lane,
+        kind=args.kind,
+        forge=args.forge,
+        owner=owner or None,
+        repo=repo or None,
+        since=args.since,
+        words=words or None,
+        worker=args.worker,
+        number=args.number,
+    )
+    page = reads.Page(after=args.after, newest=args.newest, at_most=args.limit)
     with connect(args) as conn, admin_read():
-        jobs = fetch(conn, calls.NEWEST_JOBS if args.newest else calls.JOBS, params, JOB_ROW)
+        jobs = reads.read(conn, reads.jobs(filters, page))
         delivered = [job.id for job in jobs if job.state is JobState.DELIVERED]
-        found = fetch(conn, calls.JOB_DELIVERIES, {"job_ids": delivered}, dict_row)
+        found = fetch(conn, reads.JOB_DELIVERIES, {"job_ids": delivered}, dict_row)
     deliveries = {row.pop("job_id"): row for row in found}
     listed = [dataclasses.asdict(job) | {"delivery": deliveries.get(job.id)} for job in jobs]
     emit(args, listed, job_table(jobs) if jobs else "no jobs")
@@ -300,18 +303,17 @@ def admin_read() -> Iterator[None]:
 
 def cmd_show(args: argparse.Namespace) -> int:
     with connect(args) as conn, admin_read():
-        found = fetch(conn, calls.JOB, {"job_id": args.job}, JOB_ROW)
-        if not found:
+        job = reads.read(conn, reads.job(args.job))
+        if job is None:
             raise UnknownJob(f"no job with id {args.job}")
-        history = fetch(conn, calls.JOB_EVENTS, {"job_id": args.job}, dict_row)
-        attempt = next(iter(fetch(conn, calls.JOB_PROGRESS, {"job_id": args.job}, dict_row)), None)
-        delivery = next(iter(fetch(conn, calls.JOB_DELIVERY, {"job_id": args.job}, dict_row)), None)
+        history = reads.read(conn, reads.job_events(args.job))
+        attempt = next(iter(fetch(conn, reads.JOB_PROGRESS, {"job_id": args.job}, dict_row)), None)
+        delivery = next(iter(fetch(conn, reads.JOB_DELIVERY, {"job_id": args.job}, dict_row)), None)
         checkpoint = next(
-            iter(fetch(conn, calls.JOB_CHECKPOINT, {"job_id": args.job}, dict_row)), None
+            iter(fetch(conn, reads.JOB_CHECKPOINT, {"job_id": args.job}, dict_row)), None
         )
         asks = fetch(conn, calls.JOB_ASKS, {"job_id": args.job}, dict_row)
         network = fetch(conn, calls.JOB_NETWORK, {"job_id": args.job}, dict_row)
-    job: Job = found[0]
     if delivery is not None:
         delivery.pop("job_id")
     shown = {
@@ -509,9 +511,9 @@ def skipped_line(forge: dict[str, Any]) -> str:
 def cmd_rerun(args: argparse.Namespace) -> int:
     with connect(args) as conn:
         job_id = JobStore(conn).rerun(args.forge, args.owner, args.repo, args.number, args.kind)
-        found = fetch(conn, calls.JOB, {"job_id": job_id}, JOB_ROW)
+        found = reads.read(conn, reads.job(job_id))
     issue = f"{args.forge}/{args.owner}/{args.repo}#{args.number}"
-    text = describe(found[0]) if found else f"job {job_id} pending for {issue}"
+    text = describe(found) if found else f"job {job_id} pending for {issue}"
     emit(args, {"job": job_id}, f"rerun {issue}: {text}")
     return OK
 
@@ -521,7 +523,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
     in short transactions of at most PRUNE_BATCH jobs each, so no lock is held for long."""
     with connect(args) as conn:
         store = JobStore(conn)
-        (preview,) = fetch(conn, calls.PRUNE_PREVIEW, {"older_than": args.older_than}, dict_row)
+        (preview,) = fetch(conn, reads.PRUNE_PREVIEW, {"older_than": args.older_than}, dict_row)
         what = f"finished job(s) unchanged for {span(args.older_than)}"
         if preview["jobs"]:
             what += f", last changed from {clock(preview['oldest'])} to {clock(preview['newest'])}"
@@ -612,15 +614,12 @@ def cmd_lane(args: argparse.Namespace) -> int:
 
 
 def cmd_work(args: argparse.Namespace) -> int:
-    from tireless.runner.delivery import Delivery, state_directory  # only for `work`
+    from tireless.runner.attempt import agent_user, unstartable  # only for `work`
+    from tireless.runner.config import WorkConfig
     from tireless.runner.gateway import parse_upstreams
+    from tireless.runner.publisher import Publisher, state_directory
     from tireless.runner.sandbox import choose
-    from tireless.runner.worker import (
-        CANNOT_START,
-        agent_user,
-        unstartable,
-        work,
-    )
+    from tireless.runner.worker import CANNOT_START, work
 
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
@@ -639,31 +638,31 @@ def cmd_work(args: argparse.Namespace) -> int:
         raise UsageError(str(bad)) from None
     secret_files = [value.partition("=")[2] for value in args.upstream_secret]
     sandbox = choose(args.sandbox, user, secret_files)  # one that cannot run here: a usage error
-    delivery = None
+    publisher = None
     if args.deliver:
         state_dir = args.state_dir or state_directory()
         try:
-            delivery = Delivery(state_dir, args.git_cache_max, agent=user, worker=args.worker)
+            publisher = Publisher(state_dir, args.git_cache_max, agent=user, worker=args.worker)
         except OSError as error:
             raise UsageError(f"--state-dir {state_dir}: {error}") from error
     with connect(args):
         pass  # a malformed URL is a usage error (2), an unreachable database exit 4
-    return work(
-        database_url(args),
-        args.worker,
-        args.lane,
-        command,
+    config = WorkConfig(
+        name=args.worker,
+        lanes=tuple(args.lane),
+        command=tuple(command),
+        sandbox=sandbox,
         lease=args.lease,
-        once=args.once,
         poll=args.poll,
         grace=args.grace,
+        once=args.once,
         drain_on=args.drain_on,
         progress_every=args.progress_every,
         agent=user,
-        sandbox=sandbox,
-        delivery=delivery,
-        upstreams=upstreams,
+        publisher=publisher,
+        upstreams=tuple(upstreams),
     )
+    return work(database_url(args), config)
 
 
 def cmd_web(args: argparse.Namespace) -> int:

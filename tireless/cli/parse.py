@@ -488,6 +488,11 @@ def parser() -> argparse.ArgumentParser:
         metavar="DURATION",
         help="only jobs changed in the last DURATION (e.g. 2h)",
     )
+    sub.add_argument(
+        "--title", metavar="WORDS", help="only jobs whose title holds every word (in any case)"
+    )
+    sub.add_argument("--worker", help="only jobs this worker holds or ran an attempt of")
+    sub.add_argument("--number", type=count, metavar="N", help="only jobs of issue number N")
     sub.add_argument("--newest", action="store_true", help="newest first")
     sub.add_argument(
         "--after", type=int, default=0, metavar="ID", help="only jobs with a larger id"

@@ -20,7 +20,7 @@ from psycopg.conninfo import conninfo_to_dict
 
 from tireless.cli.render import as_json, visible
 from tireless.connect import CALL_DEADLINE, Backoff, DeadlineConnection, with_defaults
-from tireless.runner.credentials import secret_from_environment
+from tireless.credentials import secret_from_environment
 from tireless.store.sync import Notifications
 
 OK, REFUSED, USAGE, NOTHING_TO_DO, UNREACHABLE = 0, 1, 2, 3, 4

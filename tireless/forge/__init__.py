@@ -4,11 +4,11 @@ store)."""
 
 from __future__ import annotations
 
+from tireless.credentials import is_token_variable, token_for, token_variable
 from tireless.forge.client import ForgeClient
 from tireless.forge.gitea import GiteaClient
 from tireless.forge.github import GitHubClient
 from tireless.forge.http import MAX_BYTES, TIMEOUT
-from tireless.runner.credentials import is_token_variable, token_for, token_variable
 
 __all__ = ["KINDS", "client_for", "is_token_variable", "token_for", "token_variable"]
 

@@ -14,16 +14,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
+from tireless.credentials import secret_variable
 from tireless.forge import client_for, token_for, token_variable
 from tireless.forge.client import ForgeClient, ReadFailed, Response
 from tireless.forge.gitea import LABEL_COLOR as GITEA_COLOR
 from tireless.forge.github import LABEL_COLOR as GITHUB_COLOR
 from tireless.forge.http import TIMEOUT, rate_limit_of
 from tireless.forge.validate import decode_json
+from tireless.git import BOT, GitAuth, GitError, git, git_auth
 from tireless.models import Forge
-from tireless.runner.credentials import secret_variable
-from tireless.runner.delivery import BOT, git_auth
-from tireless.runner.workspace import GitAuth, GitError, git
 
 MAX_REPOS = 3
 """Without --repo, the reads are tried on at most this many tracked repositories of the forge."""
@@ -389,8 +388,8 @@ class Checker:
 
     def git_read(self, target: Target) -> Finding:
         """`git ls-remote` of the clone URL the runner uses, the token given to git as the runner
-        gives it (tireless.runner.workspace.GitAuth: a header in git's own environment, never on
-        a command line)."""
+        gives it (tireless.git.GitAuth: a header in git's own environment, never on a command
+        line)."""
         capability = f"git read {target.owner}/{target.repo}"
         url = target.clone_url
         auth = git_auth(self.forge.name)

@@ -23,8 +23,8 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from tireless.masking import SHORTEST, Masker, OutputMasker
 from tireless.runner.egress import HostUse, family_of, split_host_port
-from tireless.runner.masking import SHORTEST, Masker, OutputMasker
 
 log = logging.getLogger(__name__)
 

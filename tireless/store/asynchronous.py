@@ -21,10 +21,12 @@ from psycopg_pool import AsyncConnectionPool
 from tireless.connect import AsyncFailoverPool
 from tireless.errors import translated_errors
 from tireless.models import (
+    NO_CHANGE,
     ConversationOutcome,
     ConversationReply,
     ConversationToRead,
     CycleReport,
+    Delivery,
     DiscoveredIssue,
     Forge,
     ForgeKind,
@@ -231,6 +233,22 @@ class AsyncJobStore:
         the pull request for the mirror, in one transaction. Without branch, head, base_branch and
         base: delivered with no change (note "no change" unless given), no pull request."""
         call = calls.deliver(job_id, worker, branch, head, base_branch, base, token, note, draft)
+        return await self._run(call)
+
+    async def deliver_and_claim(
+        self,
+        job_id: int,
+        worker: str,
+        lanes: Sequence[str],
+        lease: timedelta = DEFAULT_LEASE,
+        delivery: Delivery = NO_CHANGE,
+        token: UUID | None = None,
+        note: str | None = None,
+    ) -> Job | None:
+        """Deliver the job with what was pushed as `deliver` would (nothing is claimed when that is
+        refused), then claim the next job in lanes as `claim_next` would, in one transaction: the
+        job claimed, or None when none is claimable."""
+        call = calls.deliver_and_claim(job_id, worker, lanes, lease, delivery, token, note)
         return await self._run(call)
 
     async def record_checkpoint(
@@ -587,6 +605,11 @@ class AsyncJobStore:
                 forge, owner, repo, protected, allowed, allow_ci, max_files, max_bytes
             )
         )
+
+    async def delivery_policy(self, forge: str, owner: str, repo: str) -> RepoDelivery:
+        """The delivery policy that applies to the repository's changes, the defaults filled in
+        (no globs, CI definitions refused, at most 1000 files and 50 MiB where none is set)."""
+        return await self._run(calls.delivery_policy(forge, owner, repo))
 
     async def set_repo_revisions(
         self,

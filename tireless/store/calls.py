@@ -4,12 +4,13 @@ For each store method a builder returns its `Call`: the SQL (one database functi
 placeholders, nothing built from values), the parameters, the row factory and how the rows become
 the method's answer. JobStore and AsyncJobStore only run these calls (tireless.store.sync,
 tireless.store.asynchronous), and the lease helper runs the same ones (tireless.store.lease). The
-operator's reads (the `tireless` command, the demo, the dashboard) close the file: statements
-without a builder, run by their callers over their own connections. The head of the file says how
-a store uses its connections: the pool it opens, and when one statement needs a transaction block.
+operator's settings (the `tireless` command, the demo) close the file: statements without a
+builder, run by their callers over their own connections; the operator's reads are
+tireless.store.reads'. The head of the file says how a store uses its connections: the pool it
+opens, and when one statement needs a transaction block.
 
 The families follow the store's sections: tracking, the queue, forges and polling (with the
-mirror), routing, lanes, waiting for work, operator reads."""
+mirror), routing, lanes, waiting for work, operator settings."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ from tireless.models import (
     ConversationReply,
     ConversationToRead,
     CycleReport,
+    Delivery,
     DiscoveredIssue,
     Forge,
     ForgeKind,
@@ -332,7 +334,8 @@ def attach_plan(job_id: int, worker: str, plan: object, token: UUID | None) -> C
 JOB_BRIEF = (
     "SELECT issue_url, api_url, clone_url, body, body_cut, branch, branch_head, pull_number,"
     " pull_url, checkpoint_ref, checkpoint_commit, protected_paths, allowed_paths, allow_ci,"
-    " max_files, max_bytes FROM tireless.job_brief(job_id => %(job_id)s)"
+    " max_files, max_bytes, applied_max_files, applied_max_bytes"
+    " FROM tireless.job_brief(job_id => %(job_id)s)"
 )
 
 
@@ -371,6 +374,40 @@ def deliver(
         "draft": draft,
     }
     return Call(DELIVER, params, JOB_ROW, _only)
+
+
+DELIVER_AND_CLAIM = _returning(
+    JOB_COLUMNS,
+    "tireless.deliver_and_claim(job_id => %(job_id)s, worker => %(worker)s, lanes => %(lanes)s,"
+    " lease => %(lease)s, branch => %(branch)s, head => %(head)s, base_branch => %(base_branch)s,"
+    " base => %(base)s, token => %(token)s, note => %(note)s, draft => %(draft)s)",
+)
+
+
+def deliver_and_claim(
+    job_id: int,
+    worker: str,
+    lanes: Sequence[str],
+    lease: timedelta,
+    delivery: Delivery,
+    token: UUID | None,
+    note: str | None,
+) -> Call[Job, Job | None]:
+    """The delivering runner's cycle in one transaction: deliver, claim the next job (None: none)."""
+    params = {
+        "job_id": job_id,
+        "worker": worker,
+        "lanes": list(lanes),
+        "lease": lease,
+        "branch": delivery.branch,
+        "head": delivery.head,
+        "base_branch": delivery.base_branch,
+        "base": delivery.base,
+        "token": token,
+        "note": note,
+        "draft": delivery.draft,
+    }
+    return Call(DELIVER_AND_CLAIM, params, JOB_ROW, _first)
 
 
 RECORD_CHECKPOINT = (
@@ -1101,6 +1138,17 @@ def set_repo_delivery(
     return Call(SET_REPO_DELIVERY, params, kwargs_row(RepoDelivery.from_row), _only)
 
 
+DELIVERY_POLICY = _returning(
+    REPO_DELIVERY_COLUMNS,
+    "tireless.delivery_policy(forge => %(forge)s, owner => %(owner)s, repo => %(repo)s)",
+)
+
+
+def delivery_policy(forge: str, owner: str, repo: str) -> Call[RepoDelivery, RepoDelivery]:
+    params = _repo(forge, owner, repo)
+    return Call(DELIVERY_POLICY, params, kwargs_row(RepoDelivery.from_row), _only)
+
+
 # The conversation (db/conversation.sql): what a poller reads of it and hands the store, the
 # mirror's replies, what a job answers, the repository's revision policy.
 CONVERSATION_TO_READ = (
@@ -1214,78 +1262,14 @@ UNLISTEN_STOPS = "UNLISTEN tireless_stop"
 LISTEN_POLLS = "LISTEN tireless_poll"
 UNLISTEN_POLLS = "UNLISTEN tireless_poll"
 
-# Operator reads and settings (the `tireless` command, the demo, the dashboard's actions): run by
-# their callers over their own connections, rows as JOB_ROW or dicts.
+# Operator settings (the `tireless` command, the demo): run by their callers over their own
+# connections. The operator's reads are tireless.store.reads'.
 SET_POLICY = (
     "SELECT label_prefix, backoff_base, backoff_cap, breaker_threshold, breaker_cooldown"
     " FROM tireless.set_policy(label_prefix => %(label_prefix)s, backoff_base => %(backoff_base)s,"
     " backoff_cap => %(backoff_cap)s, breaker_threshold => %(breaker_threshold)s,"
     " breaker_cooldown => %(breaker_cooldown)s)"
 )
-STATUS = (
-    "SELECT lane, pending, ready, claimed, past_lease, delivered, failed, cancelled,"
-    " oldest_pending_seconds, breaker, paused, capacity, tripped_until, consecutive_failures,"
-    " runs_today, agent_seconds_today, runs_per_day, agent_seconds_per_day, budget_resets_at,"
-    " max_run, stall_after, waiting, egress"
-    " FROM tireless.lane_summary ORDER BY lane"
-)
-TRACKED_KEY = (
-    "SELECT k.forge, k.owner, k.repo"
-    " FROM tireless.tracked_key(forge => %(forge)s, owner => %(owner)s, repo => %(repo)s) k"
-)
-_JOB_FILTERS = (
-    " WHERE (%(state)s::text IS NULL OR j.state::text = %(state)s)"
-    " AND (%(lane)s::text IS NULL OR j.lane = %(lane)s)"
-    " AND (%(kind)s::text IS NULL OR j.kind::text = %(kind)s)"
-    " AND (%(forge)s::text IS NULL OR j.forge = %(forge)s)"
-    " AND (%(owner)s::text IS NULL OR (j.owner, j.repo) = (%(owner)s, %(repo)s))"
-    " AND (%(since)s::interval IS NULL OR j.updated_at >= now() - %(since)s::interval)"
-)
-JOBS = sql.SQL(
-    "SELECT {} FROM tireless.job j"
-    + _JOB_FILTERS
-    + " AND j.id > %(after)s ORDER BY j.id LIMIT %(limit)s"
-).format(JOB_COLUMNS)
-"""`tireless jobs`: oldest first, after a job id."""
-NEWEST_JOBS = sql.SQL(
-    "SELECT {} FROM tireless.job j"
-    + _JOB_FILTERS
-    + " AND j.id > %(after)s ORDER BY j.id DESC LIMIT %(limit)s"
-).format(JOB_COLUMNS)
-"""`tireless jobs --newest`: the newest first."""
-PRUNE_PREVIEW = (
-    "SELECT jobs, oldest, newest FROM tireless.prune_preview(older_than => %(older_than)s)"
-)
-JOB = sql.SQL("SELECT {} FROM tireless.job j WHERE j.id = %(job_id)s").format(JOB_COLUMNS)
-JOB_EVENTS = (
-    "SELECT e.id, e.at, e.from_state::text AS from_state, e.to_state::text AS to_state,"
-    " e.worker, e.attempt, e.note FROM tireless.job_event e WHERE e.job_id = %(job_id)s ORDER BY e.id"
-)
-JOB_PROGRESS = (
-    "SELECT p.attempt, p.started_at, p.progress_at, p.step, p.stop_note, p.reported"
-    " FROM tireless.job_progress p WHERE p.job_id = %(job_id)s"
-)
-"""The job's newest attempt as the watchdog sees it (`tireless show`, the dashboard's job page):
-no row before its first heartbeat under a limit, progress report or report."""
-DELIVERY_COLUMNS = (
-    "d.job_id, d.delivered_at, d.changed, d.branch, d.head, d.base_branch, d.base, d.draft,"
-    " d.pull_number, d.pull_url, d.pull_known_at, d.pull_queued_at, d.pull_written_at,"
-    " d.pull_failures, d.pull_error, d.pull_error_at"
-)
-JOB_DELIVERY = (
-    "SELECT " + DELIVERY_COLUMNS + " FROM tireless.deliveries d WHERE d.job_id = %(job_id)s"
-)
-"""What the job delivered through `deliver` (`tireless show`, the dashboard's job page): no row
-for a job that was not delivered, or was delivered by `transition`."""
-JOB_DELIVERIES = (
-    "SELECT " + DELIVERY_COLUMNS + " FROM tireless.deliveries d WHERE d.job_id = ANY (%(job_ids)s)"
-)
-"""The deliveries of the jobs `tireless jobs --json` lists."""
-JOB_CHECKPOINT = (
-    "SELECT c.attempt, c.ref, c.commit, c.recorded_at"
-    " FROM tireless.checkpoints c WHERE c.job_id = %(job_id)s"
-)
-"""The job's last checkpoint (`tireless show`, the dashboard's job page): no row without one."""
 ENQUEUE_AND_LIST = sql.SQL("SELECT {} FROM tireless.enqueue_and_list(issues => %(issues)s)").format(
     JOB_COLUMNS
 )

@@ -9,13 +9,16 @@ heartbeats when the lane's time limit or progress watchdog may stop the attempt
 (tireless.watchdog_due_at).
 
 `JobStore.lease(...)` returns a `HeldJob`, `AsyncJobStore.lease(...)` an `AsyncHeldJob`: context
-managers that build the calls claim_next, heartbeat, transition and give_back (tireless.store.calls),
-always with the claim's token, and hand them to the runner the store gives them, which runs each
-on a connection of its pool. They share every decision below. A runner that goes on to claim
-passes `then_claim`: when the block ends and `then_claim()` says to go on, the finish is
-tireless.finish_and_claim (one transaction: the finish, then the next claim), the job it claimed is
-`next`, and the runner's next lease holds it (`job=`) instead of claiming one. Any refusal that says the worker
-does not hold the job any more (TL004, whatever the job's state now is) is a lost lease.
+managers that build the calls claim_next, heartbeat, transition, deliver and give_back
+(tireless.store.calls), always with the claim's token, and hand them to the runner the store gives
+them, which runs each on a connection of its pool. They share every decision below. The holder
+says what it delivers with `held.finish(Delivery(...))` (tireless.deliver: what it pushed) inside
+the block; a block that ends without it is finished as its end says. A runner that goes on to claim
+passes `then_claim`: when the job is finished and `then_claim()` says to go on, the finish is
+tireless.finish_and_claim, or deliver_and_claim (one transaction: the finish, then the next claim),
+the job it claimed is `next`, and the runner's next lease holds it (`job=`) instead of claiming
+one. Any refusal that says the worker does not hold the job any more (TL004, whatever the job's
+state now is) is a lost lease.
 
 A call whose answer was lost (tireless.connect.answer_lost: a failover, a cut connection) is sent again
 with the same claim token: a heartbeat after a short, growing pause instead of a third of the lease, the
@@ -33,13 +36,12 @@ import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Protocol, TypeVar
 
 from tireless.connect import Backoff, answer_lost
 from tireless.errors import NotHolder, UnknownJob
-from tireless.models import Heartbeat, Job, JobState
+from tireless.models import Delivery, Heartbeat, Job, JobState
 from tireless.store import calls
 from tireless.store.calls import Call
 
@@ -78,18 +80,6 @@ class AsyncStopListener(Protocol):
 
 ListenForStops = Callable[[], AbstractContextManager[StopListener]]
 AsyncListenForStops = Callable[[], AbstractAsyncContextManager[AsyncStopListener]]
-
-
-@dataclass(frozen=True, slots=True)
-class Pushed:
-    """What the holder pushed before the block ended, for `tireless.deliver`: `branch` at `head`,
-    made on `base_branch` at `base`. No branch: the work changed nothing (delivered `no change`)."""
-
-    branch: str | None = None
-    head: str | None = None
-    base_branch: str | None = None
-    base: str | None = None
-    draft: bool = False
 
 
 NOT_HELD: tuple[type[Exception], ...] = (NotHolder, UnknownJob)
@@ -200,8 +190,7 @@ class _Holding:
         self.lost = False
         self.given_back = False
         """True when the lease gave the job back (the runner was stopping)."""
-        self.pushed: Pushed | None = None
-        """Set by the block when it pushed the work: a delivery then records it (tireless.deliver)."""
+        self._done = False  # finish() ended the job: the block's end finishes nothing
         self.held_until: float | None = None
         """time.monotonic() by which the claim ends unless renewed: from when the claim or the last
         renewal that answered was sent. Calls whose answer was lost are sent again until then."""
@@ -271,10 +260,13 @@ class _Holding:
                 self.on_cancel(job)
         return True
 
-    def _finish(self, job: Job, error: BaseException | None) -> Call[Job, Job | None]:
+    def _finish(
+        self, job: Job, error: BaseException | None, delivery: Delivery | None = None
+    ) -> Call[Job, Job | None]:
         """The call that ends the job once the renewals have stopped: give_back when the runner
-        stops, else a transition, or finish_and_claim when then_claim says the runner goes on;
-        LeaseLost if a renewal lost the job."""
+        stops, else a transition (deliver when the holder finished with a delivery), or
+        finish_and_claim (deliver_and_claim) when then_claim says the runner goes on; LeaseLost if
+        a renewal lost the job."""
         if self.lost:
             raise LeaseLost(job) from error
         if not self.cancel_requested:  # a cancel ends the job cancelled, however the work ended
@@ -283,22 +275,35 @@ class _Holding:
             if isinstance(error, STOPPING):
                 self.given_back = True
                 return calls.give_back(job.id, self.worker, reason(error), job.claim_token)
-        # A cancel heard once the work was pushed came too late to stop it: the job is delivered, and
-        # the database notes the late stop. The note of a cancelled job is the stop's, not ours.
-        cancelled = self.cancel_requested and (error is not None or self.pushed is None)
+        # A cancel heard once the work was delivered (pushed) came too late to stop it: the job is
+        # delivered, and the database notes the late stop. A cancelled job's note is the stop's.
+        cancelled = self.cancel_requested and (error is not None or delivery is None)
         state, note = (JobState.CANCELLED, None) if cancelled else outcome(error)
         self.ended_as = state
-        if state is JobState.DELIVERED and (pushed := self.pushed) is not None:
+        self._claims_next = (
+            not isinstance(error, STOPPING) and self.then_claim is not None and self.then_claim()
+        )
+        if state is JobState.DELIVERED and delivery is not None:
+            if self._claims_next:
+                return calls.deliver_and_claim(
+                    job.id, self.worker, self.lanes, self.lease, delivery, job.claim_token, note
+                )
             return calls.deliver(
-                job.id, self.worker, pushed.branch, pushed.head, pushed.base_branch, pushed.base,
-                job.claim_token, note, pushed.draft,
+                job.id, self.worker, delivery.branch, delivery.head, delivery.base_branch,
+                delivery.base, job.claim_token, note, delivery.draft,
             )  # fmt: skip
-        if not isinstance(error, STOPPING) and self.then_claim is not None and self.then_claim():
-            self._claims_next = True
+        if self._claims_next:
             return calls.finish_and_claim(
                 job.id, state, self.worker, self.lanes, self.lease, job.claim_token, note
             )
         return calls.transition(job.id, state, self.worker, note, job.claim_token)
+
+    def _finishing_now(self) -> Job:
+        """The held job that finish() ends; ValueError when there is none or it was finished."""
+        if self.job is None or self._done:
+            raise ValueError("finish() ends a held job once, inside its lease's block")
+        self._done = True
+        return self.job
 
     def _finish_again_in(self, job: Job, error: Exception) -> float | None:
         """Seconds to wait before sending the finish again after it failed with `error`; None
@@ -448,10 +453,19 @@ class HeldJob(_Holding):
             with contextlib.suppress(Exception):  # a connection that died has nothing to unlisten
                 listening.__exit__(None, None, None)
 
-    def __exit__(self, kind: object, error: BaseException | None, tb: object) -> bool:
-        job = self.job
-        if job is None:
-            return False
+    def finish(self, delivery: Delivery | None = None) -> None:
+        """End the job now: delivered, recording `delivery` (what the work pushed; a Delivery with
+        no branch: it changed nothing) with tireless.deliver, or deliver_and_claim when the runner
+        goes on (then_claim); without a delivery as the block's normal end would. A stop heard
+        before it decides as at the block's end (a cancel after the push comes too late: the job
+        is delivered). The block's end then finishes nothing; `finished` and `next` say how it
+        ended. LeaseLost when the lease was lost."""
+        job = self._finishing_now()
+        self._stop_renewing()
+        with self._finishing(job):
+            self._ended(self._run_until_answered(job, self._finish(job, None, delivery)))
+
+    def _stop_renewing(self) -> None:
         self._stop.set()
         if self._wakeup is not None:
             os.write(self._wakeup[1], b"x")
@@ -461,6 +475,13 @@ class HeldJob(_Holding):
             for fd in self._wakeup:
                 os.close(fd)
             self._wakeup = None
+
+    def __exit__(self, kind: object, error: BaseException | None, tb: object) -> bool:
+        job = self.job
+        if job is None or self._done:
+            return False
+        self._done = True
+        self._stop_renewing()
         with self._finishing(job):
             self._ended(self._run_until_answered(job, self._finish(job, error)))
         return self._swallowed(error)
@@ -563,14 +584,25 @@ class AsyncHeldJob(_Holding):
             with contextlib.suppress(Exception):  # a connection that died has nothing to unlisten
                 await listening.__aexit__(None, None, None)
 
-    async def __aexit__(self, kind: object, error: BaseException | None, tb: object) -> bool:
-        job = self.job
-        if job is None:
-            return False
+    async def finish(self, delivery: Delivery | None = None) -> None:
+        """HeldJob.finish: end the job now, delivered with `delivery` when given."""
+        job = self._finishing_now()
+        await self._stop_renewing()
+        with self._finishing(job):
+            self._ended(await self._run_until_answered(job, self._finish(job, None, delivery)))
+
+    async def _stop_renewing(self) -> None:
         if self._renewer is not None:
             self._renewer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._renewer
+
+    async def __aexit__(self, kind: object, error: BaseException | None, tb: object) -> bool:
+        job = self.job
+        if job is None or self._done:
+            return False
+        self._done = True
+        await self._stop_renewing()
         with self._finishing(job):
             self._ended(await self._run_until_answered(job, self._finish(job, error)))
         return self._swallowed(error)

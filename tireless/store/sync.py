@@ -21,10 +21,12 @@ from psycopg_pool import ConnectionPool
 from tireless.connect import FailoverPool
 from tireless.errors import translated_errors
 from tireless.models import (
+    NO_CHANGE,
     ConversationOutcome,
     ConversationReply,
     ConversationToRead,
     CycleReport,
+    Delivery,
     DiscoveredIssue,
     Forge,
     ForgeKind,
@@ -234,6 +236,22 @@ class JobStore:
         the pull request for the mirror, in one transaction. Without branch, head, base_branch and
         base: delivered with no change (note "no change" unless given), no pull request."""
         call = calls.deliver(job_id, worker, branch, head, base_branch, base, token, note, draft)
+        return self._run(call)
+
+    def deliver_and_claim(
+        self,
+        job_id: int,
+        worker: str,
+        lanes: Sequence[str],
+        lease: timedelta = DEFAULT_LEASE,
+        delivery: Delivery = NO_CHANGE,
+        token: UUID | None = None,
+        note: str | None = None,
+    ) -> Job | None:
+        """Deliver the job with what was pushed as `deliver` would (nothing is claimed when that is
+        refused), then claim the next job in lanes as `claim_next` would, in one transaction: the
+        job claimed, or None when none is claimable."""
+        call = calls.deliver_and_claim(job_id, worker, lanes, lease, delivery, token, note)
         return self._run(call)
 
     def record_checkpoint(
@@ -590,6 +608,11 @@ class JobStore:
             )
         )
 
+    def delivery_policy(self, forge: str, owner: str, repo: str) -> RepoDelivery:
+        """The delivery policy that applies to the repository's changes, the defaults filled in
+        (no globs, CI definitions refused, at most 1000 files and 50 MiB where none is set)."""
+        return self._run(calls.delivery_policy(forge, owner, repo))
+
     def set_repo_revisions(
         self,
         forge: str,
@@ -671,11 +694,11 @@ class JobStore:
         (tireless.store.lease). Raising ShuttingDown in the block gives the job back instead (the runner
         is stopping). When a heartbeat says the job was asked to stop (heard at once: the renewer
         LISTENs on tireless_stop, listen_for_stops), `on_cancel(job)` is called and the lease ends
-        the job cancelled with the stop's note, however the block ends (unless it pushed the work:
-        then it is delivered, the late stop noted). A runner that goes on
-        to claim passes `then_claim`: when it answers True at the block's end, the finish also
-        claims the next job in one transaction (finish_and_claim), `held.next`, which the runner's
-        next lease holds (`job=`) instead of claiming.
+        the job cancelled with the stop's note, however the block ends (unless the block finished
+        it with what it pushed, `held.finish(delivery)`: then it is delivered, the late stop
+        noted). A runner that goes on to claim passes `then_claim`: when it answers True at the
+        finish, the finish also claims the next job in one transaction (finish_and_claim, or
+        deliver_and_claim), `held.next`, which the runner's next lease holds (`job=`).
         Needs a store over a pool or connection string: the renewals run on their own connection,
         and the LISTEN for a stop holds one of its own while the block runs."""
         if not isinstance(self._connections, ConnectionPool):

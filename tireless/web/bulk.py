@@ -13,8 +13,8 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from tireless.store import calls
-from tireless.web import flash, reads
+from tireless.store import calls, reads
+from tireless.web import flash
 from tireless.web.dashboard import dashboard_of
 from tireless.web.pages import action_form, attempt, back_to, render, who
 

@@ -4,7 +4,7 @@ which app.py builds and the page, action, metrics and webhook handlers reach thr
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from psycopg import AsyncConnection
 from psycopg.rows import dict_row
@@ -13,7 +13,11 @@ from starlette.requests import Request
 from starlette.templating import Jinja2Templates
 
 from tireless.errors import translated_errors
+from tireless.store.calls import Call
+from tireless.store.reads import read_async
 from tireless.web.csrf import Csrf
+
+Answer = TypeVar("Answer")
 
 
 @dataclass
@@ -32,6 +36,12 @@ class Dashboard:
             with translated_errors():
                 await cur.execute(query, params or {})
             return await cur.fetchall()
+
+    async def read(self, call: Call[Any, Answer]) -> Answer:
+        """The answer of one of tireless.store.reads' calls (the job list, a job, its history)."""
+        conn: AsyncConnection[Any]
+        async with self.pool.connection() as conn:
+            return await read_async(conn, call)
 
 
 def dashboard_of(request: Request) -> Dashboard:

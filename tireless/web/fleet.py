@@ -11,7 +11,8 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
-from tireless.web import chart, reads
+from tireless.store import reads
+from tireless.web import chart
 from tireless.web.chart import GRAINS, WINDOWS
 from tireless.web.dashboard import dashboard_of
 from tireless.web.pages import issue_links, issue_url, render, who

@@ -23,9 +23,9 @@ from urllib.parse import unquote_to_bytes
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from tireless.credentials import secret_variable
 from tireless.errors import PermissionDenied, UnknownRepository
-from tireless.runner.credentials import secret_variable
-from tireless.web import reads
+from tireless.store import reads
 from tireless.web.dashboard import dashboard_of
 
 log = logging.getLogger("tireless.web.hooks")

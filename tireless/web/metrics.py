@@ -13,7 +13,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from tireless.errors import TirelessError
-from tireless.web import reads
+from tireless.store import reads
 from tireless.web.dashboard import dashboard_of
 
 BREAKER_STATES = ("closed", "half-open", "open")

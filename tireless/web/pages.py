@@ -15,8 +15,8 @@ from starlette.responses import RedirectResponse, Response
 
 from tireless.errors import TirelessError, translated_errors
 from tireless.models import JobKind, JobState
-from tireless.store import calls
-from tireless.web import chart, flash, reads
+from tireless.store import calls, reads
+from tireless.web import chart, flash
 from tireless.web.dashboard import dashboard_of
 
 PAGE_SIZE = 50
@@ -156,7 +156,7 @@ async def overview(request: Request) -> Response:
     )
 
 
-def job_filters(request: Request) -> dict[str, Any]:
+def job_filters(request: Request) -> reads.JobFilter:
     """The jobs page's filters from its query string; 400 for a value that names nothing."""
     query = request.query_params
     state, kind = query.get("state") or None, query.get("kind") or None
@@ -169,17 +169,18 @@ def job_filters(request: Request) -> dict[str, Any]:
     owner, _, repo = repo_text.partition("/")
     if repo_text and not (owner and repo):
         raise HTTPException(400, f"repo takes OWNER/REPO, got {repo_text!r}")
-    return {
-        "state": state,
-        "kind": kind,
-        "lane": query.get("lane") or None,
-        "forge": query.get("forge") or None,
-        "owner": owner or None,
-        "repo": repo or None,
-        "worker": query.get("worker") or None,
-        "number": search.get("number"),
-        "words": search.get("words"),
-    }
+    words = search.get("words")
+    return reads.JobFilter(
+        state=state,
+        kind=kind,
+        lane=query.get("lane") or None,
+        forge=query.get("forge") or None,
+        owner=owner or None,
+        repo=repo or None,
+        worker=query.get("worker") or None,
+        number=search.get("number"),
+        words=None if words is None else tuple(words),
+    )
 
 
 def searched(text: str) -> dict[str, Any]:
@@ -214,24 +215,25 @@ async def jobs(request: Request) -> Response:
     board = dashboard_of(request)
     filters = job_filters(request)
     before, after = page_bound(request, "before"), page_bound(request, "after")
-    params = {**filters, "before": before, "after": after, "limit": PAGE_SIZE + 1}
     if after is not None:
-        found = await board.rows(reads.JOBS_AFTER, params)
+        page = reads.Page(after=after, at_most=PAGE_SIZE + 1)
+        found = await board.read(reads.listed_jobs(filters, page))
         more_newer, found = len(found) > PAGE_SIZE, found[:PAGE_SIZE]
         found.reverse()
         more_older = True
     else:
-        found = await board.rows(reads.JOBS_BEFORE, params)
+        page = reads.Page(before=before, newest=True, at_most=PAGE_SIZE + 1)
+        found = await board.read(reads.listed_jobs(filters, page))
         more_older, found = len(found) > PAGE_SIZE, found[:PAGE_SIZE]
         more_newer = before is not None
     form = {
         "q": request.query_params.get("q") or None,
-        "state": filters["state"],
-        "kind": filters["kind"],
-        "lane": filters["lane"],
-        "forge": filters["forge"],
+        "state": filters.state,
+        "kind": filters.kind,
+        "lane": filters.lane,
+        "forge": filters.forge,
         "repo": request.query_params.get("repo") or None,
-        "worker": filters["worker"],
+        "worker": filters.worker,
     }
     shown = {key: value for key, value in form.items() if value}
     older = urlencode({**shown, "before": found[-1]["id"]}) if found and more_older else None
@@ -256,12 +258,11 @@ async def jobs(request: Request) -> Response:
 async def job(request: Request) -> Response:
     board = dashboard_of(request)
     job_id = job_id_of(request)
-    found = await board.rows(reads.JOB, {"job_id": job_id})
-    if not found:
+    row = await board.read(reads.listed_job(job_id))
+    if row is None:
         raise HTTPException(404, f"no job with id {job_id}")
-    row = found[0]
     forges = await issue_links(request)
-    parent = await board.rows(reads.JOB, {"job_id": row["parent_id"]}) if row["parent_id"] else []
+    parent = await board.read(reads.listed_job(row["parent_id"])) if row["parent_id"] else None
     now = (await board.rows("SELECT now() AS now"))[0]["now"]
     return render(
         request,
@@ -269,15 +270,15 @@ async def job(request: Request) -> Response:
         {
             "me": await who(request),
             "job": {**row, "url": issue_url(forges, row)},
-            "history": await board.rows(reads.HISTORY, {"job_id": job_id}),
-            "progress": next(iter(await board.rows(calls.JOB_PROGRESS, {"job_id": job_id})), None),
-            "delivery": next(iter(await board.rows(calls.JOB_DELIVERY, {"job_id": job_id})), None),
+            "history": await board.read(reads.job_history(job_id)),
+            "progress": next(iter(await board.rows(reads.JOB_PROGRESS, {"job_id": job_id})), None),
+            "delivery": next(iter(await board.rows(reads.JOB_DELIVERY, {"job_id": job_id})), None),
             "checkpoint": next(
-                iter(await board.rows(calls.JOB_CHECKPOINT, {"job_id": job_id})), None
+                iter(await board.rows(reads.JOB_CHECKPOINT, {"job_id": job_id})), None
             ),
             "asks": await board.rows(calls.JOB_ASKS, {"job_id": job_id}),
             "network": await board.rows(calls.JOB_NETWORK, {"job_id": job_id}),
-            "parent": parent[0] if parent else None,
+            "parent": parent,
             "children": [
                 {**child, "url": issue_url(forges, child)}
                 for child in await board.rows(reads.CHILDREN, {"job_id": job_id})
@@ -368,8 +369,8 @@ async def job_action(request: Request) -> Response:
         me = await who(request)
         params = {"job_id": job_id, "note": f"cancelled from the dashboard by {me['role']}"}
         return await run_action(request, calls.REQUEST_CANCEL, params, lambda _: back)
-    found = await dashboard_of(request).rows(reads.JOB, {"job_id": job_id})
-    if not found:
+    found = await dashboard_of(request).read(reads.listed_job(job_id))
+    if found is None:
         raise HTTPException(404, f"no job with id {job_id}")
-    issue = {key: found[0][key] for key in ("forge", "owner", "repo", "number")} | {"kind": None}
+    issue = {key: found[key] for key in ("forge", "owner", "repo", "number")} | {"kind": None}
     return await run_action(request, calls.RERUN, issue, lambda new_job: f"/jobs/{new_job}")

@@ -1,6 +1,6 @@
-"""The trusted push (DESIGN.md, "Delivery": The change, Trusted push, Checkpoints): what the agent
-left in its workspace becomes commits in a repository of the runner's, checked, and pushed to the
-issue's branch (or to a checkpoint ref) with a lease over tireless's own last push.
+"""Taking the agent's work out of its untrusted workspace (DESIGN.md, "Delivery": The change): what
+the agent left becomes commits in a repository of the runner's (`Change`), which policy.py checks
+and push.py pushes.
 
 The workspace is a repository cloned by a stranger. The runner never runs git with it as the
 repository and never reads its config, hooks, `info/attributes`, `info/exclude`,
@@ -17,7 +17,7 @@ repository and never reads its config, hooks, `info/attributes`, `info/exclude`,
 The runner's git then works in a fresh bare repository of its own (`runner.git`, no template)
 with `GIT_OBJECT_DIRECTORY=<quarantine>` and `GIT_ALTERNATE_OBJECT_DIRECTORIES=<runner.git
 objects>:<the cache's mirror objects>`, so only the agent's verified objects and the cache's are
-seen. Every command is hardened (`workspace.git`): no hook, no system or global config, no
+seen. Every command is hardened (`tireless.git.git`): no hook, no system or global config, no
 credential helper, no fsmonitor, no submodules.
 
 What the agent left uncommitted is committed by the runner: the working tree is listed in Python
@@ -36,40 +36,20 @@ own `.git`) are left out, as `git add` would leave them; so is what only the wor
 from __future__ import annotations
 
 import contextlib
-import fnmatch
 import os
 import re
 import shutil
 import stat
 import subprocess
 import tempfile
-from collections import deque
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
-from tireless.runner.masking import Masker
-from tireless.runner.workspace import (
-    HEX40,
-    LOCAL_TIMEOUT,
-    NETWORK_TIMEOUT,
-    GitAuth,
-    GitError,
-    GitTimeout,
-    Workspace,
-    git,
-)
+from tireless.git import HEX40, LOCAL_TIMEOUT, GitAuth, GitError, Identity, git
+from tireless.runner.workspace import Workspace
 
-CI_DEFINITIONS = (".github/workflows/", ".gitea/workflows/", ".forgejo/workflows/")
-"""Where the forges read their CI definitions (a CI file can read the repository's secrets)."""
-
-FORGE_FILE_LIMIT = 100 * 1024 * 1024
-"""GitHub blocks a push with a file over 100 MiB ("GitHub blocks files larger than 100 MiB":
-docs.github.com/en/repositories/working-with-files/managing-large-files/about-large-files-on-github).
-Gitea and Forgejo have no such default; the policy may lower it for them."""
-
-CHECKPOINTS = "refs/tireless/checkpoints"
 SMALL_FILE = 1 << 16
 """The most of `.git/HEAD` or a loose ref file the runner reads."""
 PACKED_REFS_LIMIT = 64 << 20
@@ -81,87 +61,6 @@ class PublishRefused(Exception):
     def __init__(self, note: str) -> None:
         super().__init__(note)
         self.note = note
-
-
-class PushFailed(Exception):
-    """The push did not reach the forge (`transient`: a connection refused or reset, a timeout,
-    a 5xx, a rate limit: push again later without running the agent again)."""
-
-    def __init__(self, note: str, transient: bool) -> None:
-        super().__init__(note)
-        self.note = note
-        self.transient = transient
-
-
-@dataclass(frozen=True)
-class Identity:
-    """The forge's bot identity: author and committer of the runner's commits."""
-
-    name: str
-    email: str
-
-    def __post_init__(self) -> None:
-        if not self.name or any(c in self.name + self.email for c in "<>\n\0"):
-            raise ValueError(f"not a commit identity: {self.name!r} <{self.email!r}>")
-
-
-@dataclass(frozen=True)
-class PublishPolicy:
-    """The limits of a change and the paths it may not touch. Globs are fnmatch patterns on the
-    whole path (`*` matches `/` too); a pattern ending in `/` matches everything under it."""
-
-    max_files: int = 1000
-    """Files the change adds, modifies or deletes."""
-    max_bytes: int = 50 << 20
-    """Bytes of the files the change adds or modifies."""
-    max_commits: int = 500
-    """Commits pushed."""
-    max_file_bytes: int = FORGE_FILE_LIMIT
-    """The largest file any pushed commit may hold: the forge would refuse the push."""
-    max_object_bytes: int = 2 << 30
-    """The workspace's own object files the runner takes in (loose objects and packs)."""
-    allow_ci: bool = False
-    """Whether the change may touch CI_DEFINITIONS."""
-    protected: tuple[str, ...] = ()
-    """Globs of paths the change may not touch."""
-    allowed: tuple[str, ...] = ()
-    """Globs of paths it may touch all the same (a CI file the repository lets agents edit)."""
-
-
-@dataclass(frozen=True)
-class Published:
-    """The change is on the forge: `branch` holds `head_commit`, made of `commits` (oldest first)
-    on `base_commit`. `head_commit` is tireless's last push of the branch (the next lease)."""
-
-    branch: str
-    head_commit: str
-    base_commit: str
-    commits: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Checkpoint:
-    """The workspace's commits so far, saved in tireless's own ref (never the pull request's
-    branch); `head_commit` is the next checkpoint's lease."""
-
-    ref: str
-    head_commit: str
-    base_commit: str
-    commits: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class NoChange:
-    """The agent changed nothing: the job is delivered with this note, and nothing is pushed."""
-
-    base_commit: str
-    note: str = "no change"
-
-
-def checkpoint_ref(job_id: int, attempt_id: str) -> str:
-    """The ref of one attempt's checkpoints (`Job.attempt_id`): two attempts of the same number
-    (a claim lost in a failover, whose agent has not stopped yet) never push over each other."""
-    return f"{CHECKPOINTS}/{job_id}-{attempt_id}"
 
 
 @dataclass(frozen=True)
@@ -177,10 +76,11 @@ class Entry:
 
 @dataclass
 class Change:
-    """The agent's work, taken into a repository of the runner's and checked: `head` (the agent's
-    HEAD, or the runner's commit of what it left uncommitted on it), `base`, `commits` (oldest
-    first) and `entries` (the files that differ from the base). Holds its scratch directory until
-    `close()`; `push_change` may push it again after a transient failure."""
+    """The agent's work, taken into a repository of the runner's (and checked, when
+    policy.take_change took it): `head` (the agent's HEAD, or the runner's commit of what it left
+    uncommitted on it), `base`, `commits` (oldest first) and `entries` (the files that differ from
+    the base). Holds its scratch directory until `close()`; `push_change` may push it again after
+    a transient failure."""
 
     workspace: Workspace
     scratch: Path
@@ -376,7 +276,7 @@ def _take_objects(change: Change, gitdir: int, limit: int) -> None:
                             )
                             if checked.returncode != 0:
                                 raise PublishRefused(
-                                    f"the workspace's pack {name} is broken: {_last_line(checked.stderr)}"
+                                    f"the workspace's pack {name} is broken: {last_line(checked.stderr)}"
                                 )
                     finally:
                         os.close(fd)
@@ -392,7 +292,7 @@ def _take_objects(change: Change, gitdir: int, limit: int) -> None:
         check=False,
     )  # fmt: skip
     if checked.returncode != 0:
-        raise PublishRefused(f"the workspace's objects are broken: {_last_line(checked.stderr)}")
+        raise PublishRefused(f"the workspace's objects are broken: {last_line(checked.stderr)}")
 
 
 def _copy_loose(objects: int, name: str, quarantine: Path, count: Callable[[int], None]) -> None:
@@ -426,28 +326,28 @@ def _copy_loose(objects: int, name: str, quarantine: Path, count: Callable[[int]
         os.close(directory)
 
 
-def _last_line(stderr: bytes) -> str:
+def last_line(stderr: bytes) -> str:
     lines = [line for line in stderr.decode(errors="replace").splitlines() if line.strip()]
     return lines[-1].strip() if lines else "(no message)"
 
 
 # The agent's uncommitted work
 @dataclass(frozen=True)
-class _TreeEntry:
+class TreeEntry:
     mode: int
     kind: str
     blob: str
 
 
-def _ls_tree(change: Change, treeish: str) -> dict[bytes, _TreeEntry]:
+def ls_tree(change: Change, treeish: str) -> dict[bytes, TreeEntry]:
     """Every file of a tree (recursively), by path."""
     listing = change.git("ls-tree", "-r", "-z", "--full-tree", treeish).stdout
-    entries: dict[bytes, _TreeEntry] = {}
+    entries: dict[bytes, TreeEntry] = {}
     for record in listing.split(b"\0"):
         if record:
             info, _, path = record.partition(b"\t")
             mode, kind, blob = info.decode().split(" ")
-            entries[path] = _TreeEntry(int(mode, 8), kind, blob)
+            entries[path] = TreeEntry(int(mode, 8), kind, blob)
     return entries
 
 
@@ -476,7 +376,7 @@ def _working_tree(root: bytes, wanted: set[bytes]) -> dict[bytes, os.stat_result
 
 
 def _commit_uncommitted(
-    change: Change, head: str, identity: Identity, job_id: int, attempt: int, policy: PublishPolicy
+    change: Change, head: str, identity: Identity, job_id: int, attempt: int, max_file_bytes: int
 ) -> str:
     """The agent's HEAD, or a commit on it of what the agent left in the working tree."""
     listing_index = {"GIT_INDEX_FILE": str(change.scratch / "listing.index")}
@@ -487,7 +387,7 @@ def _commit_uncommitted(
         "ls-files", "-z", "--others", "--exclude-standard",
         env=listing_index,
     ).stdout  # fmt: skip
-    tracked = _ls_tree(change, head)
+    tracked = ls_tree(change, head)
     wanted = {path for path, entry in tracked.items() if entry.kind == "blob"}
     wanted |= {path for path in untracked.split(b"\0") if path and not path.endswith(b"/")}
     wanted = {path for path in wanted if not any(map(_is_dot_git, path.split(b"/")))}
@@ -499,9 +399,9 @@ def _commit_uncommitted(
     links.mkdir()
     for path, found in sorted(files.items()):
         if stat.S_ISREG(found.st_mode):
-            if found.st_size > policy.max_file_bytes:
+            if found.st_size > max_file_bytes:
                 raise PublishRefused(
-                    f"{os.fsdecode(path)} is {found.st_size} bytes: over {policy.max_file_bytes}, "
+                    f"{os.fsdecode(path)} is {found.st_size} bytes: over {max_file_bytes}, "
                     "the forge would refuse it"
                 )
             mode = 0o100755 if found.st_mode & stat.S_IXUSR else 0o100644
@@ -564,8 +464,7 @@ def _hash_files(change: Change, files: Sequence[bytes]) -> list[str]:
     return [blobs[file] for file in files]
 
 
-# The checks
-def _diff(change: Change, old: str, new: str) -> tuple[Entry, ...]:
+def diff(change: Change, old: str, new: str) -> tuple[Entry, ...]:
     raw = change.git("diff-tree", "-r", "-z", "--no-renames", "--raw", old, new).stdout
     fields = raw.split(b"\0")
     entries: list[Entry] = []
@@ -578,177 +477,22 @@ def _diff(change: Change, old: str, new: str) -> tuple[Entry, ...]:
     return tuple(entries)
 
 
-def _touched_by_commits(change: Change) -> set[str]:
-    """Every path a commit of the change (not a merge) touches, also those a later commit
-    undid."""
-    if not change.commits:
-        return set()
-    listing = change.git(
-        "diff-tree", "-r", "-z", "--no-renames", "--name-only", "--stdin",
-        stdin="".join(f"{commit}\n" for commit in change.commits).encode(),
-    ).stdout  # fmt: skip
-    commits = set(change.commits)
-    return {
-        os.fsdecode(p)
-        for p in listing.split(b"\0")
-        if p and p.decode(errors="replace") not in commits
-    }
-
-
-def matches(path: str, pattern: str) -> bool:
-    """A policy glob: fnmatch on the whole path, or everything under a pattern ending in `/`."""
-    return path.startswith(pattern) if pattern.endswith("/") else fnmatch.fnmatchcase(path, pattern)
-
-
-def _names(paths: Sequence[str], most: int = 10) -> str:
-    shown = ", ".join(sorted(paths)[:most])
-    return shown + (f" and {len(paths) - most} more" if len(paths) > most else "")
-
-
-def _check_paths(change: Change, policy: PublishPolicy) -> None:
-    touched = {entry.path for entry in change.entries} | _touched_by_commits(change)
-    odd = [
-        p for p in touched if any(part.lower() in ("", ".", "..", ".git") for part in p.split("/"))
-    ]
-    if odd:
-        raise PublishRefused(f"the change has paths no forge accepts: {_names(odd)}")
-    others = [p for p in touched if not any(matches(p, glob) for glob in policy.allowed)]
-    ci = [p for p in others if any(matches(p, directory) for directory in CI_DEFINITIONS)]
-    if ci and not policy.allow_ci:
-        raise PublishRefused(
-            f"the change touches the forge's CI definitions, which the policy does not allow: {_names(ci)}"
-        )
-    protected = [p for p in others if any(matches(p, glob) for glob in policy.protected)]
-    if protected:
-        raise PublishRefused(f"the change touches paths the policy protects: {_names(protected)}")
-
-
-def _check_links(change: Change) -> None:
-    """Refuse a symbolic link the change adds or modifies that leads out of the tree: absolute,
-    or escaping it with `..`, resolved the way the kernel would through the tree's other links."""
-    changed = [e.path for e in change.entries if e.new_mode == 0o120000]
-    if not changed:
-        return
-    every = {
-        os.fsdecode(path): entry.blob
-        for path, entry in _ls_tree(change, change.head).items()
-        if entry.mode == 0o120000
-    }
-    targets = _blobs(change, list(every.values()))
-    links = {path: targets[blob].decode(errors="surrogateescape") for path, blob in every.items()}
-    out = [path for path in changed if _escapes(path, links)]
-    if out:
-        raise PublishRefused(
-            f"the change has symbolic links that point out of the tree: {_names(out)}"
-        )
-
-
-def _escapes(path: str, links: dict[str, str]) -> bool:
-    """Whether the link at `path` resolves outside the tree (or loops), given every link of it."""
-    resolved = path.split("/")[:-1]
-    pending = deque(links[path].split("/"))
-    if links[path].startswith("/"):
-        return True
-    hops = 0
-    while pending:
-        part = pending.popleft()
-        if part in ("", "."):
-            continue
-        if part == "..":
-            if not resolved:
-                return True
-            resolved.pop()
-            continue
-        here = "/".join([*resolved, part])
-        if here in links:
-            hops += 1
-            if hops > 40 or links[here].startswith("/"):
-                return True
-            pending.extendleft(reversed(links[here].split("/")))
-            continue
-        resolved.append(part)
-    return False
-
-
-def _blobs(change: Change, blobs: Sequence[str]) -> dict[str, bytes]:
-    """The content of small blobs (link targets), by name."""
-    if not blobs:
-        return {}
-    out = change.git("cat-file", "--batch", stdin="".join(f"{b}\n" for b in blobs).encode()).stdout
-    contents: dict[str, bytes] = {}
-    while out:
-        header, _, out = out.partition(b"\n")
-        name, _, size = header.decode().split(" ")
-        contents[name] = out[: int(size)]
-        out = out[int(size) + 1 :]
-    return contents
-
-
-def _check_sizes(change: Change, policy: PublishPolicy, limits: bool) -> None:
-    """Every object pushed is present; no file of any pushed commit is over the forge's limit;
-    with `limits`, the change is within the policy's counts."""
-    listed = change.git(
-        "rev-list", "--objects", "--no-object-names", change.head, f"^{change.base}", check=False
-    )
-    if listed.returncode != 0:
-        raise PublishRefused(
-            f"the workspace's commits need objects it does not hold: {_last_line(listed.stderr)}"
-        )
-    sizes = change.git(
-        "cat-file", "--batch-check=%(objectname) %(objecttype) %(objectsize)", stdin=listed.stdout
-    ).stdout.decode()
-    names = {entry.new_blob: entry.path for entry in change.entries}
-    for line in sizes.splitlines():
-        name, kind, *size = line.split(" ")
-        if kind == "missing":
-            raise PublishRefused(
-                f"the workspace's commits need object {name}, which it does not hold"
-            )
-        if kind == "blob" and int(size[0]) > policy.max_file_bytes:
-            where = names.get(name, f"a file of blob {name} in one of its commits")
-            raise PublishRefused(
-                f"the change holds {where} of {size[0]} bytes: over {policy.max_file_bytes}, "
-                "the forge would refuse the push"
-            )
-    if not limits:
-        return
-    if len(change.commits) > policy.max_commits:
-        raise PublishRefused(
-            f"the change has {len(change.commits)} commits: at most {policy.max_commits}"
-        )
-    if len(change.entries) > policy.max_files:
-        raise PublishRefused(
-            f"the change touches {len(change.entries)} files: at most {policy.max_files}"
-        )
-    new = [e.new_blob for e in change.entries if e.new_mode and e.new_mode != 0o160000]
-    checked = change.git(
-        "cat-file", "--batch-check=%(objectsize)", stdin="".join(f"{b}\n" for b in new).encode()
-    ).stdout.split()
-    total = sum(int(size) for size in checked)
-    if total > policy.max_bytes:
-        raise PublishRefused(
-            f"the change adds or modifies {total} bytes: at most {policy.max_bytes}"
-        )
-
-
-# Taking the change
-def take_change(
+def extract(
     workspace: Workspace,
     *,
     identity: Identity,
     job_id: int,
     attempt: int,
-    policy: PublishPolicy | None = None,
-    size_limits: bool = True,
+    max_object_bytes: int,
+    max_file_bytes: int,
     scratch_root: Path | None = None,
 ) -> Change:
-    """The agent's work in a repository of the runner's, committed (what it left uncommitted)
-    and checked: raises PublishRefused with the note when the workspace's `.git` was removed or
-    replaced, when its HEAD does not descend from the base, when the change holds a file the
-    forge would refuse, touches CI definitions or protected paths, adds a link out of the tree,
-    or (`size_limits`) is over the policy's counts. `change.empty`: nothing to deliver. Close it
-    (a context manager) when done."""
-    policy = policy or PublishPolicy()
+    """The agent's work in a repository of the runner's, committed (what it left uncommitted),
+    not yet checked against a policy (policy.take_change does both): raises PublishRefused with
+    the note when the workspace's `.git` was removed or replaced, when its objects take over
+    `max_object_bytes` or are broken, when its HEAD does not descend from the base, or when it
+    left a file over `max_file_bytes`. `change.empty`: nothing to deliver. Close it (a context
+    manager) when done."""
     scratch = Path(tempfile.mkdtemp(prefix="tireless-publish-", dir=scratch_root))
     change = Change(workspace, scratch, workspace.base_commit)
     try:
@@ -760,16 +504,21 @@ def take_change(
                 [str(change.repository / "objects"), str(workspace.mirror / "objects")]
             ),
         }
-        _take(change, identity, job_id, attempt, policy, size_limits)
+        _take(change, identity, job_id, attempt, max_object_bytes, max_file_bytes)
     except GitError as error:
         change.close()
-        raise PublishRefused(
-            f"the runner's git refused the workspace's work: {error.stderr.strip()[-500:]}"
-        ) from None
+        raise refused_by_git(error) from None
     except BaseException:
         change.close()
         raise
     return change
+
+
+def refused_by_git(error: GitError) -> PublishRefused:
+    """The note of a change the runner's git would not take in."""
+    return PublishRefused(
+        f"the runner's git refused the workspace's work: {error.stderr.strip()[-500:]}"
+    )
 
 
 def _take(
@@ -777,12 +526,12 @@ def _take(
     identity: Identity,
     job_id: int,
     attempt: int,
-    policy: PublishPolicy,
-    limits: bool,
+    max_object_bytes: int,
+    max_file_bytes: int,
 ) -> None:
     with _workspace_git(change.workspace.path) as gitdir:
         head = _agent_head(gitdir)
-        _take_objects(change, gitdir, policy.max_object_bytes)
+        _take_objects(change, gitdir, max_object_bytes)
     if change.git("cat-file", "-t", head, check=False).stdout.strip() != b"commit":
         raise PublishRefused(f"the workspace's HEAD names {head}, a commit it does not hold")
     descends = change.git("merge-base", "--is-ancestor", change.base, head, check=False)
@@ -793,24 +542,21 @@ def _take(
         )
     if descends.returncode != 0:
         raise PublishRefused(
-            f"the workspace's history cannot be read: {_last_line(descends.stderr)}"
+            f"the workspace's history cannot be read: {last_line(descends.stderr)}"
         )
     connected = change.git("rev-list", "--objects", head, f"^{change.base}", check=False)
     if connected.returncode != 0:
         raise PublishRefused(
-            f"the workspace's commits need objects it does not hold: {_last_line(connected.stderr)}"
+            f"the workspace's commits need objects it does not hold: {last_line(connected.stderr)}"
         )
-    change.head = _commit_uncommitted(change, head, identity, job_id, attempt, policy)
+    change.head = _commit_uncommitted(change, head, identity, job_id, attempt, max_file_bytes)
     change.tree = change.text("rev-parse", f"{change.head}^{{tree}}")
     change.base_tree = change.text("rev-parse", f"{change.base}^{{tree}}")
     if change.empty:
         return
     listed = change.text("rev-list", "--reverse", change.head, f"^{change.base}")
     change.commits = tuple(listed.split())
-    change.entries = _diff(change, change.base, change.head)
-    _check_paths(change, policy)
-    _check_sizes(change, policy, limits)  # before reading links: every blob's size is known
-    _check_links(change)
+    change.entries = diff(change, change.base, change.head)
 
 
 @contextlib.contextmanager
@@ -838,208 +584,3 @@ def _workspace_git(workspace: Path) -> Iterator[int]:
         yield gitdir
     finally:
         os.close(gitdir)
-
-
-# Pushing
-TRANSIENT = re.compile(
-    r"Could not resolve host|Failed to connect|Connection refused|Connection reset|Connection timed out"
-    r"|Operation timed out|timed out|Empty reply from server|early EOF|remote end hung up"
-    r"|returned error: (?:5\d\d|429)|RPC failed|HTTP (?:5\d\d|429)|SSL_(?:connect|read|write)"
-    r"|gnutls|stopped after",
-    re.IGNORECASE,
-)
-"""git's words (LC_ALL=C) for a push that did not reach the forge, or a forge that could not
-answer (5xx) or asked to come back later (429): worth pushing again."""
-
-REFUSED = re.compile(
-    r"returned error: 40[134]|HTTP 40[134]|Authentication failed|could not read Username|denied"
-)
-"""git's words for a forge that will not take the push from this token (no such repository, no
-write access, a token without the scope): pushing again changes nothing."""
-
-
-def push_change(
-    change: Change,
-    *,
-    auth: GitAuth | None,
-    ref: str,
-    expected: str | None,
-    url: str | None = None,
-    ours: Collection[str] = (),
-) -> str:
-    """Push `change.head` to `ref` of the forge (the workspace's clone URL unless `url`) with a
-    lease: the ref must hold `expected` (tireless's last push of it), or not exist when None.
-    Returns the commit pushed. A ref that holds a commit tireless did not push is left as it is
-    (PublishRefused naming it); one that holds a commit of `ours` (tireless pushed it, in an
-    attempt whose delivery was never recorded: its runner died after the push) is pushed over; a
-    ref someone deleted is made again; a push the forge refuses raises PublishRefused with its
-    words; one that did not get through raises PushFailed."""
-    url = url or change.workspace.clone_url
-    masker = Masker(auth.secrets() if auth is not None else [])
-    lease = expected
-    for _ in range(3):  # the lease given, then what the ref holds when that is tireless's own
-        refused = _push(change, auth, url, ref, lease, masker)
-        if refused is None:
-            change.workspace.pushed[change.head] = change.tree
-            return change.head
-        if "stale info" not in refused:
-            raise PublishRefused(f"the forge refused the push to {_short(ref)}: {refused}")
-        there = _remote_commit(change, auth, url, ref, masker)
-        if there == change.head:  # pushed already: an earlier answer was lost
-            change.workspace.pushed[change.head] = change.tree
-            return change.head
-        if there is None and lease is not None:
-            lease = None  # someone deleted the ref since tireless pushed it: make it again
-            continue
-        if there is not None and there in ours and there != lease:
-            lease = there
-            continue
-        raise PublishRefused(
-            f"{_short(ref)} has commit {(there or '?')[:12]} that tireless did not push "
-            f"(tireless's last push: {(expected or 'none')[:12]}); nothing was pushed and "
-            "nothing of theirs was overwritten"
-        )
-    raise PublishRefused(
-        f"{_short(ref)} kept moving while tireless pushed; nothing was overwritten"
-    )
-
-
-def _push(
-    change: Change, auth: GitAuth | None, url: str, ref: str, lease: str | None, masker: Masker
-) -> str | None:
-    """None when the forge took the push, else the reason it gave (`stale info`: the lease)."""
-    try:
-        pushed = change.git(
-            "push", "--porcelain", "--no-verify", "--no-recurse-submodules",
-            f"--force-with-lease={ref}:{lease or ''}",
-            "--end-of-options", url, f"{change.head}:{ref}",
-            auth=auth, check=False, timeout=NETWORK_TIMEOUT,
-        )  # fmt: skip
-    except GitTimeout as error:
-        raise PushFailed(
-            f"the push to {_short(ref)} timed out: {error.stderr}", transient=True
-        ) from None
-    out = masker.mask(pushed.stdout.decode(errors="replace"))
-    err = masker.mask(pushed.stderr.decode(errors="replace"))
-    said = [
-        line.removeprefix("remote:").strip()
-        for line in err.splitlines()
-        if line.startswith("remote:")
-    ]
-    for line in out.splitlines():
-        flag, _, rest = line.partition("\t")
-        if rest.endswith(f":{ref}") or f":{ref}\t" in rest:
-            if flag in (" ", "+", "*", "=") and pushed.returncode == 0:
-                return None
-            summary = rest.split("\t", 1)[-1]
-            return "; ".join([summary, *[s for s in said if s]])
-    if pushed.returncode == 0:
-        return None
-    words = "; ".join(s for s in said if s) or _last_line(err.encode())
-    if REFUSED.search(err):  # first: git may say "RPC failed; HTTP 403" too
-        raise PublishRefused(f"the forge refused the push to {_short(ref)}: {words}")
-    if TRANSIENT.search(err):
-        raise PushFailed(
-            f"the push to {_short(ref)} did not get through: {_last_line(err.encode())}",
-            transient=True,
-        )
-    raise PushFailed(f"the push to {_short(ref)} failed: {words}", transient=False)
-
-
-def _remote_commit(
-    change: Change, auth: GitAuth | None, url: str, ref: str, masker: Masker
-) -> str | None:
-    try:
-        listed = change.git(
-            "ls-remote",
-            "--end-of-options",
-            url,
-            ref,
-            auth=auth,
-            check=False,
-            timeout=NETWORK_TIMEOUT,
-        )
-    except GitTimeout:
-        raise PushFailed(f"reading {_short(ref)} on the forge timed out", transient=True) from None
-    if listed.returncode != 0:
-        err = masker.mask(listed.stderr.decode(errors="replace"))
-        raise PushFailed(
-            f"reading {_short(ref)} on the forge failed: {_last_line(err.encode())}",
-            bool(TRANSIENT.search(err)),
-        )
-    for line in listed.stdout.decode().splitlines():
-        commit, _, name = line.partition("\t")
-        if name == ref:
-            return commit
-    return None
-
-
-def _short(ref: str) -> str:
-    if ref.startswith("refs/heads/"):
-        return f"branch {ref.removeprefix('refs/heads/')}"
-    return f"ref {ref}"
-
-
-def publish(
-    workspace: Workspace,
-    *,
-    auth: GitAuth | None,
-    branch: str,
-    expected: str | None,
-    identity: Identity,
-    job_id: int,
-    attempt: int,
-    policy: PublishPolicy | None = None,
-) -> Published | NoChange:
-    """Deliver the workspace's change to `branch` (`<prefix>/<number>`): take it, check it, push
-    it with the lease `expected` (tireless's last push of the branch, None if it never pushed
-    it). NoChange when there is nothing to deliver. Raises PublishRefused (fail the attempt) or
-    PushFailed (transient: call again, or keep a `take_change` and `push_change` it again)."""
-    with take_change(
-        workspace, identity=identity, job_id=job_id, attempt=attempt, policy=policy
-    ) as change:
-        if change.empty:
-            return NoChange(change.base)
-        head = push_change(change, auth=auth, ref=f"refs/heads/{branch}", expected=expected)
-        return Published(branch, head, change.base, change.commits)
-
-
-def save_checkpoint(
-    workspace: Workspace,
-    *,
-    auth: GitAuth | None,
-    last: str | None,
-    identity: Identity,
-    job_id: int,
-    attempt: int,
-    attempt_id: str,
-    policy: PublishPolicy | None = None,
-) -> Checkpoint | NoChange:
-    """Save the workspace's commits so far (what is uncommitted committed as for `publish`) in
-    the attempt's own ref on the forge (`checkpoint_ref`), over nothing but this workspace's own
-    pushes: the same checks as `publish` but the size limits. NoChange when there is nothing to
-    save (no change, or the tree of `last`, the job's last checkpoint: this attempt's, else an
-    earlier attempt's; None for none)."""
-    with take_change(
-        workspace,
-        identity=identity,
-        job_id=job_id,
-        attempt=attempt,
-        policy=policy,
-        size_limits=False,
-    ) as change:
-        if change.empty:
-            return NoChange(change.base)
-        if last is not None:
-            last_tree = (
-                workspace.pushed.get(last)
-                or change.git("rev-parse", "--verify", "--quiet", f"{last}^{{tree}}", check=False)
-                .stdout.decode()
-                .strip()
-            )
-            if last_tree == change.tree:
-                return NoChange(change.base, "no change since the last checkpoint")
-        ref = checkpoint_ref(job_id, attempt_id)
-        expected = last if last in workspace.pushed else None  # else the ref is still to make
-        head = push_change(change, auth=auth, ref=ref, expected=expected, ours=workspace.pushed)
-        return Checkpoint(ref, head, change.base, change.commits)

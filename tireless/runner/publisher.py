@@ -1,9 +1,9 @@
-"""The job's delivery for `tireless work` (DESIGN.md, "Delivery"): the workspace COMMAND works in,
-made from the host's cache of the issue's repository, and, when an `implement` job's COMMAND exits
-0, its change pushed by the runner (publish.py) to the issue's branch, for the store to record
-with `tireless.deliver` when the lease delivers the job. Every kind gets a workspace; only
-`implement` pushes. A job whose forge is not registered (no clone URL) runs as before, in the
-worker's directory, with nothing to push."""
+"""Publishing for `tireless work --deliver` (DESIGN.md, "Delivery"): the workspace COMMAND works
+in, made from the host's cache of the issue's repository, and, when an `implement` job's COMMAND
+exits 0, its change pushed by the runner (push.py) to the issue's branch; the Delivery that
+push made is what the lease delivers the job with (`tireless.deliver`). Every kind gets a
+workspace; only `implement` pushes. A job whose forge is not registered (no clone URL) runs as
+before, in the worker's directory, with nothing to push."""
 
 from __future__ import annotations
 
@@ -21,37 +21,26 @@ from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from tireless.models import Job, JobBrief, JobKind
-from tireless.runner.credentials import token_for, token_variable
-from tireless.runner.publish import (
-    Checkpoint,
-    Identity,
-    PublishPolicy,
-    PublishRefused,
-    PushFailed,
-    push_change,
-    save_checkpoint,
-    take_change,
-)
+from tireless.credentials import token_variable
+from tireless.git import BOT, GitError, Identity, git_auth
+from tireless.models import NO_CHANGE, Delivery, Job, JobBrief, JobKind
+from tireless.runner.extract import PublishRefused
+from tireless.runner.policy import PublishPolicy, take_change
+from tireless.runner.push import Checkpoint, PushFailed, push_change, save_checkpoint
 from tireless.runner.workspace import (
-    GitAuth,
-    GitError,
     RepoCache,
     Workspace,
     WorkspaceError,
     prepare_workspace,
     remove_tree,
 )
-from tireless.store.lease import Pushed, Release
+from tireless.store.lease import Release
 
 log = logging.getLogger(__name__)
 
 PUSH_TRIES = 4
 """A push that does not get through (a timeout, a 5xx) is tried this many times, 1, 2 and 4 s
 apart, before the attempt is released: the agent is not run again for it."""
-
-BOT = Identity("tireless", "tireless@localhost")
-"""The author and committer of what the runner commits for the agent (`--git-identity`)."""
 
 
 def state_directory() -> Path:
@@ -62,16 +51,8 @@ def state_directory() -> Path:
     return Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "tireless"
 
 
-def git_auth(forge: str) -> GitAuth | None:
-    """The runner's git credentials for a forge, from TIRELESS_TOKEN_<NAME>[_FILE]; None when the
-    runner has none. `x-access-token` is GitHub's user name for a token over HTTPS, and Gitea and
-    Forgejo take the token as the password whatever the user name (tireless/runner/workspace.py)."""
-    token = token_for(forge)
-    return None if token is None else GitAuth.github(token)
-
-
 @dataclass
-class Delivery:
+class Publisher:
     """Where the runner keeps its cache of repositories and the jobs' workspaces, and what it pushes
     as."""
 
@@ -79,7 +60,8 @@ class Delivery:
     cache_max_bytes: int | None = None
     identity: Identity = BOT
     policy: PublishPolicy = field(default_factory=PublishPolicy)
-    """The defaults; each repository's delivery policy (its job's brief) goes over them."""
+    """The limits of a change the store does not set; the repository's policy, as it applies
+    (its job's brief), replaces the rest (policy_for)."""
     agent: pwd.struct_passwd | None = None
     worker: str = "worker"
     """The worker's name: its workspaces are named after it, so that it removes, when it starts,
@@ -137,15 +119,18 @@ class Delivery:
             made.remove()
 
     def policy_for(self, brief: JobBrief) -> PublishPolicy:
-        """The repository's delivery policy (`tireless.set_repo_delivery`, in the brief) over the
-        defaults: its globs added to theirs, its limits in place of theirs where it sets them."""
+        """The repository's delivery policy as it applies (`tireless.delivery_policy`, in the
+        brief: the store fills in the defaults) in place of the defaults of `policy`; the limits
+        the store does not set (commits, file and object sizes) stay those of `policy`."""
+        assert brief.applied_max_files is not None, "a brief from the store says what applies"
+        assert brief.applied_max_bytes is not None, "a brief from the store says what applies"
         return replace(
             self.policy,
-            protected=(*self.policy.protected, *brief.protected_paths),
-            allowed=(*self.policy.allowed, *brief.allowed_paths),
-            allow_ci=self.policy.allow_ci or brief.allow_ci,
-            max_files=brief.max_files or self.policy.max_files,
-            max_bytes=brief.max_bytes or self.policy.max_bytes,
+            protected=brief.protected_paths,
+            allowed=brief.allowed_paths,
+            allow_ci=brief.allow_ci,
+            max_files=brief.applied_max_files,
+            max_bytes=brief.applied_max_bytes,
         )
 
     def push(
@@ -155,9 +140,9 @@ class Delivery:
         workspace: Workspace,
         draft: bool,
         record: Callable[[str, str], Collection[str]],
-    ) -> Pushed | None:
+    ) -> Delivery | None:
         """After COMMAND exited 0: an `implement` job's change on the forge (its branch and head),
-        or Pushed with no branch when it changed nothing; None for a kind that does not push.
+        or NO_CHANGE when it changed nothing; None for a kind that does not push.
         `record(branch, head)` records the push in the store before it is made and answers the
         heads tireless pushed to the branch before (tireless.record_push), which the push may go
         over. Raises Release with the note when the change is refused (a CI file, a limit, someone
@@ -173,7 +158,7 @@ class Delivery:
                 policy=self.policy_for(brief),
             ) as change:  # fmt: skip
                 if change.empty:
-                    return Pushed()
+                    return NO_CHANGE
                 ours = record(brief.branch, change.head)
                 for tried in range(1, PUSH_TRIES + 1):
                     try:
@@ -188,7 +173,7 @@ class Delivery:
                         log.info("job %s: push failed (%s); again in %ss", job.id, failed, tried)
                         time.sleep(2 ** (tried - 1))
                 log.info("job %s: pushed %s at %s", job.id, brief.branch, head[:12])
-                return Pushed(brief.branch, head, base_branch, change.base, draft)
+                return Delivery(brief.branch, head, base_branch, change.base, draft)
         except (PublishRefused, PushFailed) as refused:
             raise Release(refused.note) from refused
         except GitError as failed:

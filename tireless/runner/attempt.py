@@ -1,0 +1,450 @@
+"""One attempt of `tireless work` at a claimed job: its files, its workspace and network, COMMAND,
+its report. The claim loop around it is tireless.runner.worker.
+
+COMMAND gets the job in TIRELESS_* environment variables and as JSON on stdin, and none of the
+worker's secrets: every libpq PG* variable, DATABASE_URL(_FILE), every other TIRELESS_* variable
+(forge tokens, webhook secrets) and systemd's CREDENTIALS_DIRECTORY are dropped from its
+environment; with an agent user (--agent-user) it runs as that Unix user, which can read neither
+the worker's credential files nor its /proc. COMMAND runs in a sandbox (tireless.runner.sandbox):
+nothing it starts outlives its job; with its lane's egress allowlist, in a network of its own
+whose only ways out are the runner's proxy and upstream gateways (tireless.runner.network).
+Every secret value the worker knows (the upstreams' too) is masked (`***`) in COMMAND's output,
+in the note and in the worker's log (tireless.masking). COMMAND also gets its brief
+(tireless.runner.brief: the issue's URL and body, the API root, the clone URL) and may leave a
+report in TIRELESS_REPORT_FILE; its output counts as progress, and a line `::progress:: TEXT`
+names its current step (tireless.runner.progress). With --deliver it works in a workspace of the
+issue's repository, and what an `implement` job changed is published when it exits 0
+(tireless.runner.publisher).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import logging
+import os
+import pwd
+import re
+import select
+import shutil
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+import psycopg
+
+from tireless.errors import MalformedPlan, TirelessError
+from tireless.masking import Masker, OutputMasker
+from tireless.models import Delivery, Job, JobBrief
+from tireless.runner.brief import AgentFiles
+from tireless.runner.config import WorkConfig
+from tireless.runner.egress import AllowEntry, parse_allowlist
+from tireless.runner.network import AgentNetwork
+from tireless.runner.progress import ProgressReporter
+from tireless.runner.publisher import Checkpoints
+from tireless.runner.sandbox import Contained, Unavailable, relay_python
+from tireless.runner.workspace import Workspace
+from tireless.store import JobStore
+from tireless.store.lease import NOT_HELD, NOTE_LIMIT, HeldJob, Release
+
+log = logging.getLogger("tireless.work")
+
+OUTPUT_KEPT = 4 * NOTE_LIMIT  # bytes of COMMAND's output kept for the note
+
+
+def unstartable(command: Sequence[str]) -> str | None:
+    """Why this user cannot start COMMAND (missing, a directory, not executable), or None."""
+    program = command[0]
+    found = shutil.which(program) if os.sep not in program else program
+    if found is None:
+        return f"cannot start COMMAND {program!r}: not found on PATH"
+    if not os.path.isfile(found):
+        return f"cannot start COMMAND {found!r}: no such file"
+    if not os.access(found, os.X_OK):
+        return f"cannot start COMMAND {found!r}: not executable by this user (uid {os.getuid()})"
+    return None
+
+
+WITHHELD = re.compile(r"PG[A-Z_]*|DATABASE_URL.*|TIRELESS_.*|CREDENTIALS_DIRECTORY")
+"""Environment variables COMMAND never sees: libpq's (PGPASSWORD, PGPASSFILE, PGSERVICE,
+PGSERVICEFILE, PGUSER, PGHOST, ..., all named PG...), DATABASE_URL and DATABASE_URL_FILE, every
+TIRELESS_ variable of the worker (forge tokens, webhook secrets, their _FILE paths; COMMAND gets
+its own TIRELESS_* job variables) and systemd's credentials directory."""
+
+
+def agent_user(name: str) -> pwd.struct_passwd:
+    """The Unix user COMMAND runs as; OSError (a usage error) when it does not exist or the worker
+    cannot switch to it (only root can)."""
+    try:
+        user = pwd.getpwnam(name)
+    except KeyError:
+        raise OSError(f"--agent-user: no Unix user {name!r}") from None
+    if os.geteuid() != 0:
+        raise OSError(f"--agent-user {name}: the worker must run as root to run COMMAND as {name}")
+    return user
+
+
+def command_environment(job: Job, agent: pwd.struct_passwd | None = None) -> dict[str, str]:
+    """The worker's environment without its credentials, plus the job's TIRELESS_* variables;
+    an agent user's own HOME, USER and LOGNAME."""
+    kept = {k: v for k, v in os.environ.items() if not WITHHELD.fullmatch(k)}
+    if agent is not None:
+        kept |= {"HOME": agent.pw_dir, "USER": agent.pw_name, "LOGNAME": agent.pw_name}
+    return kept | job_environment(job)
+
+
+def job_environment(job: Job) -> dict[str, str]:
+    """The TIRELESS_* variables COMMAND sees: TIRELESS_ATTEMPT counts the claims, and repeats when
+    a claim is lost in a failover; TIRELESS_ATTEMPT_ID names this claim alone (never its token)."""
+    assert job.attempt_id is not None, "COMMAND runs for a claimed job"
+    return {
+        "TIRELESS_JOB_ID": str(job.id),
+        "TIRELESS_FORGE": job.forge,
+        "TIRELESS_OWNER": job.owner,
+        "TIRELESS_REPO": job.repo,
+        "TIRELESS_NUMBER": str(job.number),
+        "TIRELESS_KIND": str(job.kind),
+        "TIRELESS_LANE": job.lane,
+        "TIRELESS_ATTEMPT": str(job.attempts),
+        "TIRELESS_ATTEMPT_ID": job.attempt_id,
+    }
+
+
+def job_json(job: Job, **brief: object) -> bytes:
+    """The job as COMMAND reads it on stdin: the row without its claim token, and its brief."""
+    row = dataclasses.asdict(job) | brief
+    del row["claim_token"]
+    return json.dumps(row, default=str).encode() + b"\n"
+
+
+def with_output(why: str, output: str) -> str:
+    """A note: why, then as much of the tail of COMMAND's output as fits the note."""
+    output = output.rstrip()
+    room = NOTE_LIMIT - len(why) - 1
+    return f"{why}\n{output[-room:]}" if output and room > 0 else why
+
+
+class Output(threading.Thread):
+    """Passes COMMAND's output through to ours with every secret masked, keeping its tail and
+    reporting progress (masked too), until its end or until `stop`: once COMMAND's processes are
+    gone, what is buffered is taken and nothing more is waited for (a process of the job that
+    got out of the sandbox's reach, holding the pipe, delays nothing)."""
+
+    def __init__(
+        self, fd: int, masked: OutputMasker, tail: bytearray, progress: ProgressReporter
+    ) -> None:
+        super().__init__(daemon=True)
+        self._fd = fd
+        self._masked = masked
+        self._tail = tail
+        self._progress = progress
+        self._wakeup, self._wake = os.pipe()  # written by `stop`
+
+    def run(self) -> None:
+        poller = select.poll()
+        poller.register(self._fd, select.POLLIN)
+        poller.register(self._wakeup, select.POLLIN)
+        try:
+            while True:
+                ready = dict(poller.poll())
+                if self._fd in ready:
+                    if not self._pass(os.read(self._fd, 65536)):
+                        return
+                elif self._wakeup in ready:
+                    os.set_blocking(self._fd, False)
+                    for _ in range(64):  # bounded: a writer outside the job cannot hold it
+                        with contextlib.suppress(BlockingIOError):
+                            if self._pass(os.read(self._fd, 65536)):
+                                continue
+                        return
+                    return
+        finally:
+            self._pass(b"")  # the end: what the masker held back
+
+    def _pass(self, chunk: bytes) -> bool:
+        """Pass a chunk on (b"": the end, what the masker held back); False when it was empty."""
+        out = self._masked.feed(chunk) if chunk else self._masked.end()
+        sys.stdout.buffer.write(out)
+        sys.stdout.buffer.flush()
+        self._tail.extend(out)
+        del self._tail[:-OUTPUT_KEPT]
+        self._progress.saw(out)
+        return bool(chunk)
+
+    def stop(self) -> None:
+        """COMMAND's processes are gone: take what is buffered and end; returns once ended."""
+        os.write(self._wake, b"x")
+        self.join()
+        os.close(self._wakeup)
+        os.close(self._wake)
+
+
+class Attempts:
+    """A worker's attempts, one at a time: for a claimed job, its files, workspace and network,
+    COMMAND run in the sandbox with its output masked, its report and tasks handed to the store
+    and its change published; and COMMAND stopped, on a signal the worker got or a stop its lease
+    heard. `signalled` answers the stop signal the worker got, if any."""
+
+    def __init__(
+        self,
+        store: JobStore,
+        config: WorkConfig,
+        masker: Masker,
+        signalled: Callable[[], str | None],
+    ) -> None:
+        self.store = store
+        self.config = config
+        self.name = config.name  # in every line it logs
+        self.masker = masker
+        self._signalled = signalled
+        self._relay_python: str | None = None  # found once a lane's allowlist needs the relay
+        self._lock = threading.RLock()  # the signal handler and the renewal thread stop COMMAND
+        self._contained: Contained | None = None  # COMMAND's processes, while its job runs
+        self._killer: threading.Timer | None = None
+        self._job_stop: str | None = None  # why its lease said the running job must stop
+
+    # Its network
+    def announce_network(self) -> None:
+        """Say once, per lane, what network its agents have; Unavailable (a usage error) when a
+        lane has an allowlist this worker cannot enforce."""
+        for lane in self.config.lanes:
+            hosts = self.store.lane_network(lane)
+            if hosts is None:
+                log.info(
+                    "%s: lane %s has no egress allowlist: its agents have the host's network%s",
+                    self.name, lane,
+                    f" and no upstream (`tireless lane allow-net {lane} --none` gives them only"
+                    " their upstreams)" if self.config.upstreams else "",
+                )  # fmt: skip
+                continue
+            self._allowlist(lane, hosts)
+            log.info(
+                "%s: lane %s: its agents reach %s through the runner's proxy only",
+                self.name, lane, ", ".join(hosts) or "no host",
+            )  # fmt: skip
+
+    def _allowlist(self, lane: str, hosts: Sequence[str]) -> list[AllowEntry]:
+        """A lane's allowlist, once the sandbox is known to enforce it (Unavailable otherwise)."""
+        if refusal := self.config.sandbox.network_refusal():
+            raise Unavailable(f"lane {lane} has an egress allowlist: {refusal}")
+        if self._relay_python is None:
+            self._relay_python = relay_python(self.config.agent)
+        return parse_allowlist(hosts)  # entries as the store checked and normalised them
+
+    @contextlib.contextmanager
+    def _network(self, job: Job) -> Iterator[AgentNetwork | None]:
+        """The job's network while COMMAND runs (None: the host's, and no upstream); what it saw
+        is recorded when it ends, whatever the job's outcome (a refused record is only logged)."""
+        hosts = self.store.lane_network(job.lane)
+        if hosts is None:
+            yield None
+            return
+        allow = self._allowlist(job.lane, hosts)
+        assert self._relay_python is not None  # found by _allowlist
+        network = AgentNetwork(allow, self.config.upstreams, self._relay_python)
+        try:
+            with network:
+                yield network
+        finally:
+            try:
+                self.store.record_job_network(job.id, self.name, job.claim_token, network.rows())
+            except (psycopg.Error, TirelessError) as error:
+                log.warning(
+                    "%s: job %s: its network use is not recorded: %s",
+                    self.name,
+                    job.id,
+                    error,
+                )
+
+    # COMMAND
+    def begin(self) -> None:
+        """A new job: no stop heard for it yet."""
+        with self._lock:
+            self._job_stop = None
+
+    def run(self, job: Job, held: HeldJob) -> tuple[int, str, Delivery | None]:
+        """Run COMMAND on the job, in its workspace; its exit code, the tail of its output and
+        what the job delivers: when it exits 0 and the job is still the worker's to deliver, its
+        change is published (Release: refused, or not pushed), else None."""
+        brief = self.store.job_brief(job.id)
+        asks = self.store.job_asks(job.id)
+        with (
+            AgentFiles(job.id, brief, asks, job.kind.value) as files,
+            self._workspace(job, brief) as made,
+        ):
+            if self.config.agent is not None:  # it reads the brief and writes its report there
+                for path in (files.body_file.parent, files.body_file):
+                    os.chown(path, self.config.agent.pw_uid, self.config.agent.pw_gid)
+            checkpoints = None
+            if made is not None and self.config.publisher is not None:
+                publisher, workspace = self.config.publisher, made
+                checkpoints = Checkpoints(
+                    lambda last: publisher.checkpoint(job, brief, workspace, last),
+                    lambda saved: self.store.record_checkpoint(
+                        job.id, self.name, saved.ref, saved.head_commit, job.claim_token
+                    ),
+                    brief.checkpoint_commit,
+                )
+            try:
+                with self._network(job) as network:
+                    code, output, draft = self._run_in(
+                        job, files, made, None if checkpoints is None else checkpoints.ask, network
+                    )
+            finally:
+                if checkpoints is not None:
+                    checkpoints.close()
+            self._attach_report(job, files)
+            if code == 0 and self._still_delivers(held):
+                self._attach_tasks(job, files)  # a bad plan fails the attempt (Release)
+            if code == 0 and made is not None and self._still_delivers(held):
+                assert self.config.publisher is not None
+                return code, output, self.config.publisher.push(
+                    job, brief, made, draft,
+                    lambda branch, head: self.store.record_push(
+                        job.id, self.name, branch, head, job.claim_token
+                    ),
+                )  # fmt: skip
+            return code, output, None
+
+    def _workspace(
+        self, job: Job, brief: JobBrief
+    ) -> contextlib.AbstractContextManager[Workspace | None]:
+        """The job's workspace, or none when the worker delivers nothing (COMMAND runs where the
+        worker runs)."""
+        if self.config.publisher is None:
+            return contextlib.nullcontext(None)
+        return self.config.publisher.workspace(job, brief)
+
+    def _still_delivers(self, held: HeldJob) -> bool:
+        """No stop, cancel, time limit or lost lease came while COMMAND ran: its work is pushed."""
+        stopped = held.cancel_requested or held.watchdog_stop is not None or held.lost
+        return self._signalled() is None and not stopped
+
+    def _run_in(
+        self,
+        job: Job,
+        files: AgentFiles,
+        workspace: Workspace | None,
+        checkpoint: Callable[[], object] | None,
+        network: AgentNetwork | None,
+    ) -> tuple[int, str, bool]:
+        env = command_environment(job, self.config.agent) | files.environment()
+        cwd = Path.cwd() if workspace is None else workspace.path
+        if workspace is not None:
+            env["TIRELESS_WORKSPACE"] = str(workspace.path)
+        if network is not None:
+            env |= network.environment()
+        with self._lock:
+            contained = self.config.sandbox.start(
+                self.config.command, cwd=cwd, writable=[files.body_file.parent], env=env,
+                agent=self.config.agent,  # its user and group, with no group of the worker's
+                network=None if network is None else network.isolation,
+            )  # fmt: skip
+            self._contained = contained
+            if (signalled := self._signalled()) is not None:
+                self.stop_command(f"worker stopped by {signalled}")
+            elif self._job_stop is not None:  # heard while the job was being prepared
+                self.stop_command(self._job_stop)
+        process = contained.process
+        assert process.stdin is not None
+        assert process.stdout is not None
+        tail = bytearray()
+        progress = ProgressReporter(
+            lambda step: self.store.report_progress(job.id, self.name, step, job.claim_token),
+            self.config.progress_every,
+            checkpoint,
+        )
+        output = Output(process.stdout.fileno(), OutputMasker(self.masker), tail, progress)
+        output.start()
+        try:
+            process.stdin.write(job_json(job, **files.json_fields()))
+            process.stdin.close()
+        except BrokenPipeError:
+            pass  # COMMAND does not read its stdin
+        never_ran: OSError | None = None
+        try:
+            code = process.wait()
+            try:
+                contained.end()  # nothing of the job is left, whatever it started
+            except OSError as error:
+                never_ran = error
+        finally:
+            output.stop()  # what is still buffered, and no more: no process of the job is left
+            process.stdout.close()
+            progress.close()
+            with self._lock:
+                self._contained = None
+                if self._killer is not None:
+                    self._killer.cancel()
+                    self._killer = None
+        if never_ran is not None:  # its output (the sandbox's) says why
+            lines = tail.decode(errors="replace").strip().splitlines()
+            raise OSError(lines[-1] if lines else str(never_ran)) from never_ran
+        return code, tail.decode(errors="replace")[-NOTE_LIMIT:], progress.draft
+
+    def _attach_report(self, job: Job, files: AgentFiles) -> None:
+        """The report COMMAND left, attached to the attempt before it is finished."""
+        report = files.report()
+        if report is None:
+            return
+        try:
+            masked = self.masker.mask(report)  # the mirror posts it on the issue
+            if self.store.attach_report(job.id, self.name, masked, job.claim_token):
+                log.info("%s: job %s: the report was cut to the store's limit", self.name, job.id)
+        except NOT_HELD:
+            log.info("%s: job %s: lease lost; its report is not kept", self.name, job.id)
+
+    def _attach_tasks(self, job: Job, files: AgentFiles) -> None:
+        """The plan's (or discovery's) tasks COMMAND left, handed to the store, which checks them:
+        a file that is not JSON, too large or refused (MalformedPlan, naming the task and the
+        field) fails the attempt with that note."""
+        try:
+            tasks = files.tasks()
+            if tasks is None:
+                return
+            count = self.store.attach_plan(
+                job.id, self.name, masked_json(self.masker, tasks), job.claim_token
+            )
+        except (ValueError, MalformedPlan) as bad:
+            raise Release(str(bad)) from None
+        except NOT_HELD:
+            log.info("%s: job %s: lease lost; its tasks are not kept", self.name, job.id)
+            return
+        log.info("%s: job %s: %s task(s) attached", self.name, job.id, count)
+
+    def stop_command(self, why: str) -> None:
+        """SIGTERM every process of COMMAND's now, SIGKILL what remains after the grace period;
+        also when COMMAND's top process has exited and something it started has not."""
+        with self._lock:
+            contained = self._contained
+            if contained is None or self._killer is not None:
+                return
+            log.info("%s: stopping the command: %s", self.name, why)
+            contained.signal(signal.SIGTERM)
+            self._killer = threading.Timer(
+                self.config.grace, contained.signal, args=(signal.SIGKILL,)
+            )
+            self._killer.daemon = True
+            self._killer.start()
+
+    def stop_job(self, why: str) -> None:
+        """Stop COMMAND now, or as soon as it starts when the job is still being prepared (the
+        lease lost, a cancel, the watchdog)."""
+        with self._lock:
+            self._job_stop = why
+            self.stop_command(why)
+
+
+def masked_json(masker: Masker, value: object) -> object:
+    """A parsed JSON value with every secret in its strings (keys too) masked: the tasks become
+    issues on the forge."""
+    if isinstance(value, str):
+        return masker.mask(value)
+    if isinstance(value, list):
+        return [masked_json(masker, item) for item in value]
+    if isinstance(value, dict):
+        return {masker.mask(str(k)): masked_json(masker, item) for k, item in value.items()}
+    return value
