@@ -291,6 +291,7 @@ class StandinForge(ConversationRoutes, DependencyRoutes):
         self.git_requests: list[Request] = []
         """The git requests received (kept apart from `requests`: `writes()` counts API writes)."""
         self._write_hook: Callable[[Request], None] | None = None
+        self._read_hook: Callable[[Request], None] | None = None
         # (writes, seconds): at most that many writes in any window of that many seconds.
         self.write_limit = write_limit
         self._write_times: list[float] = []
@@ -509,6 +510,12 @@ class StandinForge(ConversationRoutes, DependencyRoutes):
         test's person edits the issue at the exact moment the mirror writes."""
         with self._lock:
             self._write_hook = hook
+
+    def on_read(self, hook: Callable[[Request], None] | None) -> None:
+        """Call `hook` with each read (GET) as it arrives, before it is answered: a test's person
+        edits the issue between two reads of one poll."""
+        with self._lock:
+            self._read_hook = hook
 
     def writes(self) -> list[Request]:
         """The write requests received (every method but GET)."""
@@ -973,8 +980,8 @@ class StandinForge(ConversationRoutes, DependencyRoutes):
         refusal = self._token_refusal(method, path, authorized)
         if refusal is not None:  # checked before the resource is looked up, as both forges do
             return refusal
-        hook = self._write_hook
-        if hook is not None and method != "GET":
+        hook = self._read_hook if method == "GET" else self._write_hook
+        if hook is not None:
             hook(request)
         if method != "GET" and self._write_limited():
             # GitHub's secondary rate limit on content creation ("no more than 80

@@ -369,8 +369,7 @@ class PollOutcome:
 @dataclass(frozen=True, slots=True)
 class MirrorWrite:
     """What one issue should look like on the forge (`tireless.mirror_writes`): the state label
-    it shows and the labels to take off; when its job was made and with which labels, the opt-in
-    and the mode labels (the mirror checks the issue's label events against them: a request made
+    it shows and the labels to take off; when its job was made, the opt-in and the mode labels (the mirror checks the issue's label events against them: a request made
     again after the job began keeps its labels)."""
 
     number: int
@@ -379,14 +378,13 @@ class MirrorWrite:
     state_label: str
     drop_labels: tuple[str, ...]
     job_began: datetime
-    job_labels: tuple[str, ...]
     opt_in: str
     mode_labels: tuple[str, ...]
 
     @classmethod
     def from_row(cls, **columns: Any) -> MirrorWrite:
         columns["state"] = JobState(columns["state"])
-        for name in ("drop_labels", "job_labels", "mode_labels"):
+        for name in ("drop_labels", "mode_labels"):
             columns[name] = tuple(columns[name])
         return cls(**columns)
 

@@ -11,12 +11,14 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import IO, Any
 
 import psycopg
 import pytest
 
 from dev.embedded import EmbeddedPostgres, free_port
+from dev.replicas import DBNAME, ReplicaPair
 from tests.helpers import enqueue_jobs, tireless_cli, wait_until
 from tireless import JobStore, migrate
 
@@ -150,3 +152,32 @@ def test_sweep_every_exits_4_when_the_database_is_unreachable_at_its_start() -> 
     result = tireless_cli(nobody, "sweep", "--every", "1s")
     assert result.returncode == 4, result.stderr
     assert "cannot reach the database" in result.stderr
+
+
+def test_sweep_every_sweeps_the_promoted_standby_soon_after_the_primary_hangs() -> None:
+    """On the fleet's multi-host DSN: the primary is frozen (SIGSTOP: its connections stay open
+    and unanswered) and the standby promoted. The sweeper's call to the frozen primary ends by
+    the workers' deadline, it connects to the new primary and returns a 1 s lease that ran out
+    there within 10 s, as a worker would be back."""
+    with ReplicaPair(synchronous="on") as pair:
+        with psycopg.connect(pair.primary.conninfo(DBNAME), autocommit=True) as conn:
+            store = JobStore(conn)
+            enqueue_jobs(store, 2)
+            first = store.claim_next("w1", ["cc"], timedelta(seconds=1))
+        assert first is not None
+        env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+        sweeper = subprocess.Popen(
+            [sys.executable, "-m", "tireless", "--database", pair.dsn(), "sweep", "--every", "1s"],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        try:
+            read_until(sweeper.stdout, "returned 1 expired claim(s)")  # it runs, on the primary
+            pair.hang_primary()
+            pair.promote()
+            with psycopg.connect(pair.active_standby.conninfo(DBNAME), autocommit=True) as conn:
+                second = JobStore(conn).claim_next("w2", ["cc"], timedelta(seconds=1))
+            assert second is not None
+            read_until(sweeper.stdout, "returned 1 expired claim(s)", timeout=10)
+        finally:
+            sweeper.kill()
+            sweeper.wait()

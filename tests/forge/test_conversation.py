@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ from dev.standin_forge import StandinForge
 from tests.conftest import Database
 from tests.forge.test_mirror import comments, one_round
 from tests.forge.test_poll import OWNER, TOKEN, Setup
-from tests.helpers import rows, tireless_cli
+from tests.helpers import rows, tireless_cli, wait_until
 from tireless import JobStore
 from tireless.forge import token_variable
 
@@ -150,3 +151,35 @@ def test_failed_checks_ask_once_and_the_same_failure_on_the_next_head_asks_no_mo
     assert (
         sum("No revision is asked for the failed checks" in c for c in comments(setup, pull)) == 1
     )
+
+
+def test_a_command_stamped_in_the_whole_second_of_the_comments_cursor_is_read_once(
+    setup: Setup,
+) -> None:
+    """The forge stamps whole seconds, the cursor has fractions: a comment stamped at the cursor's
+    second may have been written after it, so that second is read again; what was read there is
+    acted on once, and a round after the boundary second reads no comments again."""
+    number = setup.forge.create_issue(OWNER, REPO, "Paint the widgets blue", ["tireless"])
+    one_round(setup)
+    setup.forge.add_comment_as(OWNER, REPO, number, "alice", "/tireless implement")
+    (shown,) = [i for i in setup.forge.issues_of(OWNER, REPO) if i.number == number]
+    stamp = shown.updated_at  # a whole second, as the comment's
+    key = {"f": setup.name, "o": OWNER, "r": REPO, "at": stamp + timedelta(seconds=0.52)}
+    setup.db.scalar(
+        "UPDATE tireless.conversation_read SET comments_cursor = %(at)s"
+        " WHERE (forge, owner, repo) = (%(f)s, %(o)s, %(r)s) RETURNING 1",
+        key,
+    )  # as when the cursor started at now(), 0.52 s into the second alice commented in
+    wait_until(lambda: datetime.now(UTC) >= stamp + timedelta(seconds=1), "the next second")
+    one_round(setup)
+    assert states(setup) == ["pending"]
+    one_round(setup)  # the mirror shows the job: its label moves the issue on
+    (shown,) = [i for i in setup.forge.issues_of(OWNER, REPO) if i.number == number]
+    wait_until(lambda: datetime.now(UTC) >= shown.updated_at + timedelta(seconds=1), "a second")
+    one_round(setup)  # reads the comments of that change
+    listed = len(setup.forge.listing_requests(OWNER, REPO))
+    read = [r for r in setup.forge.requests if r.path.endswith(f"{REPO}/issues/comments")]
+    one_round(setup)
+    assert len(setup.forge.listing_requests(OWNER, REPO)) > listed
+    assert [r for r in setup.forge.requests if r.path.endswith(f"{REPO}/issues/comments")] == read
+    assert states(setup) == ["pending"]

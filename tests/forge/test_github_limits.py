@@ -189,3 +189,21 @@ def test_the_github_standin_matches_label_names_without_case_and_refuses_long_on
         assert on_issue.status_code == 422
         assert on_issue.json()["errors"][0]["code"] == "invalid"
         assert http.post("/labels", json={"name": "l" * 50, "color": "ededed"}).status_code == 201
+
+
+def test_a_mode_label_of_another_case_asks_nothing_and_stays_when_the_job_ends_on_github(
+    github: Setup,
+) -> None:
+    """Labels that ask match exactly on every forge, for the poll and the mirror alike:
+    `Tireless/Plan` asks for no plan, so the job's end does not withdraw it (GitHub would take it
+    for `tireless/plan` were the mirror to ask it to)."""
+    number = github.forge.create_issue(OWNER, REPO, "asks", [*IMPLEMENT, "Tireless/Plan"])
+    one_round(github)  # the poll makes the job
+    one_round(github)  # the mirror shows it
+    job = claim(github.store)
+    assert job.kind == "implement", "Tireless/Plan is no mode label"
+    github.store.transition(job.id, "delivered", "host1-3", "merged")
+    one_round(github)
+    shown = labels(github, number)
+    assert "Tireless/Plan" in shown
+    assert "tireless/implement" not in shown

@@ -18,7 +18,7 @@ from dev.standin_forge import MIRROR_LOGIN, Flavour, Request, StandinForge
 from tests.conftest import Database
 from tests.forge.test_mirror import REPO, STATE, asked, claim, comments, labels, one_round, setup
 from tests.forge.test_poll import OWNER, PLAN, TOKEN, Setup
-from tests.helpers import rows
+from tests.helpers import rows, wait_until
 from tests.helpers import tireless_cli as cli
 from tireless import JobStore
 from tireless.forge import client_for, token_variable
@@ -28,6 +28,7 @@ from tireless.models import Job
 __all__ = ["setup"]  # the fixture, both API families
 
 MODE = "tireless/plan"
+OTHER = "tireless/implement"
 
 
 @pytest.fixture
@@ -395,3 +396,45 @@ def test_a_secondary_rate_limit_on_a_write_stops_the_forge_not_just_the_write(
         (status,) = store.repo_status()
         assert status.forge_limited_until is not None
         assert (status.forge_limited_until - datetime.now(UTC)).total_seconds() > 50
+
+
+def test_a_request_made_again_after_a_trade_the_jobs_labels_missed_keeps_its_label(
+    setup: Setup,
+) -> None:
+    """The listing that made the job showed the issue just before the person traded its mode
+    label for another, so the job's labels are out of date; while the job runs the person
+    withdraws (the new label off) and asks again (it on again). Writing the job's end, the mirror
+    keeps the new request's label, and the request gets its job."""
+    setup.track(REPO)
+    number = setup.forge.create_issue(OWNER, REPO, "asks", ["tireless", MODE])
+    listing = (
+        "/api/v1" if setup.forge.flavour == "gitea" else ""
+    ) + f"/repos/{OWNER}/{REPO}/issues"
+    listed, traded = threading.Event(), threading.Event()
+
+    def trade_after_the_listing(request: Request) -> None:
+        if request.path == listing:
+            listed.set()
+        elif listed.is_set() and not traded.is_set():
+            traded.set()
+            setup.forge.set_labels(OWNER, REPO, number, ["tireless", OTHER])
+
+    setup.forge.on_read(trade_after_the_listing)
+    one_round(setup)  # the listing shows MODE; the trade lands before the job is made
+    setup.forge.on_read(None)
+    assert traded.is_set()
+    job = claim(setup.store)
+    assert (job.kind, job.labels) == ("plan", ("tireless", MODE)), "the job's labels: stale"
+    began = job.created_at.replace(microsecond=0) + timedelta(seconds=1)
+    wait_until(lambda: datetime.now(UTC) >= began, "the person's next edit in a later second")
+    kept = [n for n in setup.forge.labels_of(OWNER, REPO, number) if n != OTHER]
+    setup.forge.set_labels(OWNER, REPO, number, kept)  # withdrawn
+    one_round(setup)  # the store sees it: the claim is asked to stop
+    setup.forge.set_labels(
+        OWNER, REPO, number, [*setup.forge.labels_of(OWNER, REPO, number), OTHER]
+    )
+    setup.store.transition(job.id, "cancelled", "host1-3", "stopped")
+    for _ in range(3):
+        one_round(setup)
+    assert OTHER in labels(setup, number)
+    assert jobs(setup, number) == ["cancelled", "pending"]

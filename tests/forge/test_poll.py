@@ -5,6 +5,7 @@ nothing while the others go on."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -352,3 +353,25 @@ def test_two_pollers_at_once_read_each_repository_once(setup: Setup, db: Databas
     for repo in repos:
         assert len(setup.forge.listing_requests(OWNER, repo)) == 1
         assert len(setup.jobs(repo)) == 1
+
+
+def test_a_hung_forge_costs_a_round_one_timeout_and_one_request(setup: Setup) -> None:
+    """The forge stops answering: the mirror's first request times out, and nothing more is
+    asked of that forge this round (no quick retry of a timeout, no listing, no other
+    repository's read), so the round ends after about one timeout; every repository says why."""
+    setup.track("widgets", "gadgets")
+    for repo in ("widgets", "gadgets"):
+        setup.forge.create_issue(OWNER, repo, "asks", PLAN)
+    setup.round()  # the jobs are made: the mirror has a write due for each
+    sent = len(setup.forge.requests)
+    setup.forge.fault("slow", times=None, seconds=5.0)  # hung: no answer within the timeout
+    started = time.monotonic()
+    reports = poll_round(
+        setup.store, "poller-1", clients=client_factory(timeout=1.0), read_deadline=4.0
+    )
+    took = time.monotonic() - started
+    setup.forge.clear_faults()
+    assert len(setup.forge.requests) - sent == 1, [r.path for r in setup.forge.requests[sent:]]
+    assert len(reports) == 2
+    assert all("timed out" in str(report.error) for report in reports), reports
+    assert took < 2.5, f"{took:.1f} s: about one timeout of 1 s"

@@ -324,3 +324,55 @@ def test_a_command_kept_under_tmp_still_runs_in_the_private_tmp_of_bwrap(
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "ran.txt").read_text() == "ran\n"
     assert db.scalar("SELECT state::text FROM tireless.job") == "delivered"
+
+
+def test_bwrap_gives_the_agent_user_a_private_tmp_it_can_write(
+    store: JobStore, db: Database, public_dir: Path, bwrap: None
+) -> None:
+    """The private /tmp is the agent's as a host's /tmp is anyone's (mode 1777), and TMPDIR names
+    it: an agent that makes its own directory there (OpenCode's /tmp/opencode) can start."""
+    if os.geteuid() != 0:
+        pytest.skip("--agent-user needs the worker to run as root")
+    enqueue_jobs(store, 1)
+    script = public_dir / "agent.sh"
+    script.write_text(
+        'stat -c %a /tmp > "$1/dump"; echo "$TMPDIR" >> "$1/dump"\n'
+        'mkdir /tmp/opencode && touch "$TMPDIR/x" && echo wrote >> "$1/dump"\n'
+    )
+    env = clean_environment() | {"DATABASE_URL": db.url, "TMPDIR": "/var/tmp/the-workers"}
+    done = run_worker(
+        env, public_dir, "--agent-user", "nobody", "--sandbox", "bwrap",
+        command=["sh", str(script), str(public_dir)],
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert (public_dir / "dump").read_text().split() == ["1777", "/tmp", "wrote"]
+    assert db.scalar("SELECT state::text FROM tireless.job") == "delivered"
+
+
+def test_bwrap_runs_an_agent_users_command_kept_in_a_directory_under_tmp(
+    store: JobStore, db: Database, public_dir: Path, bwrap: None
+) -> None:
+    """COMMAND's program in a directory of /tmp that is not COMMAND's working directory: the
+    directories that lead to it keep their modes in the private /tmp (bwrap alone would make them
+    0700, root's), so the agent's user reaches it as it would outside."""
+    if os.geteuid() != 0:
+        pytest.skip("--agent-user needs the worker to run as root")
+    enqueue_jobs(store, 1)
+    kept = Path(tempfile.mkdtemp(prefix="tireless-kept-"))
+    try:
+        (kept / "bin").mkdir()
+        for directory in (kept, kept / "bin"):
+            directory.chmod(0o755)
+        script = kept / "bin" / "agent.sh"
+        script.write_text('stat -c %a "$(dirname "$0")" > "$1/dump"\n')
+        script.chmod(0o755)
+        env = clean_environment() | {"DATABASE_URL": db.url}
+        done = run_worker(
+            env, public_dir, "--agent-user", "nobody", "--sandbox", "bwrap",
+            command=[str(script), str(public_dir)],
+        )  # fmt: skip
+    finally:
+        shutil.rmtree(kept)
+    assert done.returncode == 0, done.stderr
+    assert (public_dir / "dump").read_text() == "755\n"
+    assert db.scalar("SELECT state::text FROM tireless.job") == "delivered"

@@ -45,6 +45,7 @@ from tireless.cli.session import (
     reconnecting,
     stop_on_signals,
 )
+from tireless.connect import RECONNECT_EVERY, WORKER_CALL_DEADLINE
 from tireless.credentials import keep_secrets_out_of_environment_block
 from tireless.errors import PermissionDenied, UnknownJob
 from tireless.forge import token_variable
@@ -226,7 +227,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                 sys.stdout.flush()
             stop.wait(args.every)
 
-    reconnecting(args, stop, sweep)  # a lost connection is made again; exit 4 only at the start
+    # The workers' deadline and reconnect: a hung primary is left for the promoted standby within
+    # seconds, so leases that end there are returned as soon as the workers are back.
+    reconnecting(args, stop, sweep, deadline=WORKER_CALL_DEADLINE, reconnect_every=RECONNECT_EVERY)
     return OK
 
 

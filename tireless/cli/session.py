@@ -76,15 +76,21 @@ def deadline_connection(url: str, deadline: float | None) -> DeadlineConnection:
 
 
 def reconnecting(
-    args: argparse.Namespace, stop: StopSignals, serve: Callable[[psycopg.Connection[Any]], None]
+    args: argparse.Namespace,
+    stop: StopSignals,
+    serve: Callable[[psycopg.Connection[Any]], None],
+    *,
+    deadline: float = CALL_DEADLINE,
+    reconnect_every: float | None = None,
 ) -> None:
     """`serve` on a connection until a stop signal, for the commands that run until stopped
     (`sweep --every`, `poll --every`): a connection lost after the start is made again after a
-    short, growing pause (Backoff), with one line on stderr when it is lost and one when it is
-    back. Only the first connection failing is Unreachable (exit 4). Each call ends by
-    CALL_DEADLINE, so a host that hangs is left as one that died."""
+    short, growing pause (Backoff; with `reconnect_every`, every that many seconds at most, as a
+    worker's pool does), with one line on stderr when it is lost and one when it is back. Only
+    the first connection failing is Unreachable (exit 4). Each call ends by `deadline`, so a
+    host that hangs is left as one that died."""
     url = checked_url(args)
-    conn = open_connection(url, CALL_DEADLINE)
+    conn = open_connection(url, deadline)
     backoff = Backoff()
     while True:
         try:
@@ -104,11 +110,12 @@ def reconnecting(
         )
         since = time.monotonic()
         while True:
-            stop.wait(backoff.next())
+            pause = backoff.next()
+            stop.wait(pause if reconnect_every is None else min(pause, reconnect_every))
             if stop.stopped:
                 return
             try:
-                conn = deadline_connection(url, CALL_DEADLINE)
+                conn = deadline_connection(url, deadline)
                 break
             except psycopg.OperationalError:
                 continue

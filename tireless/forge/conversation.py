@@ -33,6 +33,10 @@ OVERLAP = timedelta(minutes=1)
 """Comments are listed from the cursor minus this much: one stamped a little late is still read; the
 store keeps each once."""
 
+RESOLUTION = timedelta(seconds=1)
+"""How finely the forges stamp `updated_at` (Gitea and GitHub: whole seconds, while the cursor has
+the store's fractions): a stamp in the cursor's own second may be later than the cursor."""
+
 COMMAND = "/tireless"
 
 
@@ -72,7 +76,7 @@ def read_conversation(
         for pull in to_read.pulls
         if pull.pull in listed and (pull.read_to is None or listed[pull.pull] > pull.read_to)
     ]
-    newer = [at for at in issues_updated if at > to_read.comments_cursor]
+    newer = [at for at in issues_updated if at > to_read.comments_cursor - RESOLUTION]
     newer += [listed[pull.pull] for pull in changed]
     read_comments = bool(newer)
     if not (read_comments or to_read.waiting or any(p.read_checks for p in to_read.pulls)):
@@ -97,12 +101,14 @@ def read_conversation(
                 )
         return permissions[author]
 
-    # Every comment is older than its issue's updated_at: once read, the cursor may move past them.
-    cursor = max([to_read.comments_cursor, *newer])
+    # Every comment is older than its issue's updated_at: once read, the cursor may move past their
+    # seconds, but not past the time the read began (a second not over may stamp more).
+    started = datetime.now(UTC)
+    newest = max(newer, default=to_read.comments_cursor)
     if read_comments:
         done.requests += 1
         for note in client.comments_since(owner, repo, to_read.comments_cursor - OVERLAP):
-            cursor = max(cursor, note.updated_at)
+            newest = max(newest, note.updated_at)
             if not note.body.lstrip().lower().startswith(COMMAND) or _is(note.author, login):
                 continue
             asks.append(
@@ -145,6 +151,7 @@ def read_conversation(
             )
         pulls.append(read)
     asks = [ask for ask in asks if ask["source"] == "checks" or ask["permission"] is not None]
+    cursor = max(to_read.comments_cursor, min(newest + RESOLUTION, started))
     outcome = store.record_conversation(
         target.forge, owner, repo, poller, login, asks, cursor, None, pulls
     )

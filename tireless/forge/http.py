@@ -47,8 +47,10 @@ MAX_REDIRECTS = 5
 MAX_BYTES = 16 * 1024 * 1024
 """The largest response body read; a bigger one is refused, not truncated."""
 QUICK_RETRIES = 2
-"""5xx and timeouts are retried this many times within one read, after 0.2 s and 0.4 s (with
-jitter); a read that still fails leaves the longer backoff to the store."""
+"""5xx and dropped connections are retried this many times within one read, after 0.2 s and 0.4 s
+(with jitter); a read that still fails leaves the longer backoff to the store. A timeout under a
+deadline (the poller's) is not retried: a forge that did not answer in its timeout is asked
+nothing more by that client (Http.set_deadline), which the poller makes anew each round."""
 AUTH_PAUSE = timedelta(minutes=10)
 """How long a forge that refused our credentials is left alone before it is asked again."""
 SECONDARY_LIMIT_PAUSE = timedelta(minutes=1)
@@ -183,6 +185,7 @@ class Http:
         self._timeout = timeout
         self._quick_retries = quick_retries
         self._deadline: float | None = None
+        self._hung: str | None = None  # the timeout under a deadline that ended our requests
         self._client = httpx.Client(
             headers=headers, timeout=httpx.Timeout(timeout), follow_redirects=False
         )
@@ -195,7 +198,10 @@ class Http:
 
     def set_deadline(self, seconds: float | None) -> None:
         """From now on, no request (nor its retries) outlives `seconds` from now; None: each
-        request only has its own timeout. The poller sets one per repository read."""
+        request only has its own timeout. The poller sets one per repository's round. A request
+        that times out under a deadline is the last this client sends (the poller's client lives
+        for one round of one forge, so a hung forge costs the round about one timeout): the later
+        ones fail at once, saying so."""
         self._deadline = None if seconds is None else time.monotonic() + seconds
 
     def next_page(self, response: Response) -> str | None:
@@ -223,14 +229,14 @@ class Http:
         params: dict[str, str] | None = None,
         headers: dict[str, str] | None = None,
     ) -> Response:
-        """GET with quick retries of 5xx and timeouts, redirects on the forge's host followed.
+        """GET with quick retries of 5xx and timeouts (but one under a deadline), redirects on the forge's host followed.
         Returns 2xx, 304, 404 and 410; raises RateLimited, AuthRefused, Unavailable, TooLarge or
         BadResponse for the rest."""
         return self._request("GET", url, params, headers, None, retry=True, write=False)
 
     def send(self, method: str, url: str, body: object = None, *, retry: bool = True) -> Response:
-        """A write (the mirror): POST, PUT, PATCH or DELETE with a JSON body. 5xx and timeouts are
-        retried quickly when `retry` (the write is idempotent); rate limits (rate_limit_of: also
+        """A write (the mirror): POST, PUT, PATCH or DELETE with a JSON body. 5xx and timeouts (but
+        one under a deadline) are retried quickly when `retry` (the write is idempotent); rate limits (rate_limit_of: also
         GitHub's secondary limits) and 401 stop the forge (RateLimited, AuthRefused); 403, 404,
         409, 410, 422 and 423 refuse this write only (WriteRefused)."""
         return self._request(method, url, None, None, body, retry=retry, write=True)
@@ -270,6 +276,7 @@ class Http:
                 response = self._follow(method, url, params, headers, body, where)
             except httpx.TimeoutException as error:
                 failure = Unavailable(f"{where}: timed out ({type(error).__name__})")
+                self._timed_out(failure)
             except httpx.TransportError as error:
                 failure = Unavailable(f"{where}: {type(error).__name__}: {error}")
             except httpx.HTTPError as error:  # an undecodable body, say a broken gzip stream
@@ -280,7 +287,8 @@ class Http:
                 failure = Unavailable(f"{where}: HTTP {response.status}")
                 failure.retry_after = retry_after(response.headers)
             pause = 0.2 * 2**attempt * random.uniform(0.5, 1.5)
-            if not retry or attempt >= self._quick_retries or self._left() < pause + 0.1:
+            late = self._hung is not None or self._left() < pause + 0.1
+            if not retry or attempt >= self._quick_retries or late:
                 raise failure
             time.sleep(pause)
             attempt += 1
@@ -290,6 +298,12 @@ class Http:
         if self._deadline is None:
             return self._timeout
         return min(self._timeout, self._deadline - time.monotonic())
+
+    def _timed_out(self, failure: Unavailable) -> Unavailable:
+        """Under a deadline, this client sends nothing more (set_deadline)."""
+        if self._deadline is not None:
+            self._hung = str(failure)
+        return failure
 
     def _follow(
         self,
@@ -331,6 +345,8 @@ class Http:
         body: object,
         where: str,
     ) -> Response:
+        if self._hung is not None:
+            raise Unavailable(f"{where}: not sent: {self._hung} before, this round")
         left = self._left()
         if left <= 0:
             raise Unavailable(f"{where}: the read's deadline passed")
@@ -347,7 +363,9 @@ class Http:
                 if len(content) > self._max_bytes:
                     raise TooLarge(f"{where}: body past the {self._max_bytes} byte limit")
                 if time.monotonic() > deadline:  # a body dripped slower than the timeout
-                    raise Unavailable(f"{where}: timed out reading the body ({left:.0f} s)")
+                    raise self._timed_out(
+                        Unavailable(f"{where}: timed out reading the body ({left:.0f} s)")
+                    )
             return Response(
                 reply.status_code, reply.headers, bytes(content), where, url=str(reply.url)
             )

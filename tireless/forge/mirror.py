@@ -113,36 +113,37 @@ def apply_write(
     issue = client.get_issue(owner, repo, number)
     if issue is None:
         raise IssueGone(f"issue {owner}/{repo}#{number} is gone", 404)
-    key = client.label_key  # the forge's label names compared as it does (GitHub: without case)
+    # The state labels, the mirror's own, are compared as the forge compares names (GitHub:
+    # without case, showing its repository label's spelling); the mode labels, a person's, match
+    # exactly, as the poll reads them (docs/forges.md, "Labels").
+    key = client.label_key
     if key(write.state_label) not in {key(name) for name in issue.labels}:
         client.ensure_label(owner, repo, write.state_label, STATE_LABEL_DESCRIPTION)
         client.add_label(owner, repo, number, write.state_label)
-    drop = {key(name) for name in write.drop_labels}
-    modes = {key(name) for name in write.mode_labels if name in write.drop_labels}
+    modes = {name for name in write.mode_labels if name in write.drop_labels}
+    drop = {key(name) for name in write.drop_labels if name not in modes}
     for name in issue.labels:
-        if key(name) in drop and key(name) not in modes:
+        if key(name) in drop:
             client.remove_label(owner, repo, number, name)
     if not write.state.is_terminal:
         return None
     if not modes:  # the store saw a newer request: its labels stay
         return client.get_issue(owner, repo, number)
     login = own_login(client)
-    asked = standing_request(write, _events(client, owner, repo, write), login)
-    standing = {key(name) for name in asked}
+    standing = standing_request(write, issue, _events(client, owner, repo, write), login)
     for name in issue.labels:
-        if key(name) in modes and key(name) not in standing:
+        if name in modes and name not in standing:
             client.remove_label(owner, repo, number, name)
     # Read after the writes, then the events again: a person who asked again while we wrote is
     # seen, and a label of theirs that our removal took off is put back.
     after = _shown(client, owner, repo, number)
-    asked = standing_request(write, _events(client, owner, repo, write), login)
-    standing = {key(name) for name in asked}
-    missing = [name for name in sorted(asked) if key(name) not in {key(n) for n in after.labels}]
+    standing = standing_request(write, issue, _events(client, owner, repo, write), login)
+    missing = [name for name in sorted(standing) if name not in after.labels]
     for name in missing:
         client.add_label(owner, repo, number, name)
     if missing:
         after = _shown(client, owner, repo, number)
-    left = [name for name in after.labels if key(name) in modes and key(name) not in standing]
+    left = [name for name in after.labels if name in modes and name not in standing]
     if left:
         raise ReadFailed(f"#{number}: {', '.join(left)} still on the issue after taking it off")
     return after
@@ -164,16 +165,16 @@ def _events(client: ForgeClient, owner: str, repo: str, write: MirrorWrite) -> l
 
 
 def standing_request(
-    write: MirrorWrite, events: list[IssueEvent], login: str | None
+    write: MirrorWrite, shown: ForgeIssue, events: list[IssueEvent], login: str | None
 ) -> frozenset[str]:
     """The mode labels of a request that a person made again after the job began and that still
-    stands: replaying the issue's events from the job's labels, the issue stopped asking for work
-    (a mode or opt-in label off, closed) and a person's edit made it ask again. One edit is the
-    events of one actor in one second that touch each label once (trading one mode label for
-    another is one edit, not a withdrawal and a new request). The mirror's own removal of such a
-    label does not withdraw it. Empty when the job's own request is the one that stands."""
-    labels = set(write.job_labels)
-    is_open = True
+    stands: replaying the issue's events from how it was when the job began, the issue stopped
+    asking for work (a mode or opt-in label off, closed) and a person's edit made it ask again.
+    One edit is the events of one actor in one second that touch each label once (trading one
+    mode label for another is one edit, not a withdrawal and a new request). The mirror's own
+    removal of such a label does not withdraw it. Empty when the job's own request is the one
+    that stands."""
+    labels, is_open = _as_it_began(shown, events)
     standing: set[str] = set()
 
     def asks() -> bool:
@@ -195,6 +196,24 @@ def standing_request(
         elif standing or (not asked and not mine):  # made again by a person, or still standing
             standing = {name for name in write.mode_labels if name in labels}
     return frozenset(standing)
+
+
+def _as_it_began(shown: ForgeIssue, events: list[IssueEvent]) -> tuple[set[str], bool]:
+    """The issue's labels and whether it was open before `events`, from the issue as `shown`: a
+    label an event touched was the opposite of what its first event made it, any other as shown
+    (so an issue shown before or after some of the events gives the same answer). Not the job's
+    labels: they are the listing's that made the job, which may predate an edit made before the
+    job began (stamped before it, so not among the events)."""
+    first: dict[str, IssueEvent] = {}
+    state: IssueEvent | None = None
+    for event in events:
+        if event.kind in ("labeled", "unlabeled") and event.label is not None:
+            first.setdefault(event.label, event)
+        elif event.kind in ("closed", "reopened") and state is None:
+            state = event
+    labels = {name for name in shown.labels if name not in first}
+    labels |= {name for name, event in first.items() if event.kind == "unlabeled"}
+    return labels, (shown.state == "open" if state is None else state.kind == "closed")
 
 
 def _edits(events: list[IssueEvent]) -> list[list[IssueEvent]]:

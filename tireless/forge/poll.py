@@ -4,8 +4,9 @@ each from its forge, and hands what it read to the store in one transaction per 
 The rules (the work rule, backoff, leases) are the database's; this module only reads forges.
 
 Each forge is read in a thread of its own, its repositories one after another, so a slow or dead
-forge holds up only itself; every request has its timeout and every repository read a deadline
-(READ_DEADLINE_FACTOR timeouts), retries included. While the round runs, a keeper renews the
+forge holds up only itself; every request has its timeout and every repository's round (the
+mirror's writes, the read, the conversation) a deadline (READ_DEADLINE_FACTOR timeouts), retries
+included; a request that times out is the forge's last this round (forge/http.py). While the round runs, a keeper renews the
 poller's leases every third of the lease: the lease can be short (a minute), and a poller that
 dies frees its repositories within it.
 """
@@ -49,8 +50,9 @@ still read. Reading an issue again changes nothing in the store."""
 
 
 READ_DEADLINE_FACTOR = 4
-"""A repository's read (its listings, the issues fetched one by one, every retry) is given up after
-this many request timeouts: two minutes with the default 30 s."""
+"""A repository's round (the mirror's writes, its listings, the issues fetched one by one, the
+conversation, every retry) is given up after this many request timeouts: two minutes with the
+default 30 s. A forge that does not answer costs its round one timeout (forge/http.py)."""
 
 
 def default_poller_name() -> str:
@@ -372,8 +374,9 @@ def poll_round(
     """One round: every due repository this poller could lease, read and recorded; a report
     each, in the order they were leased. Each forge is read in its own thread; a forge that stops
     (rate limit, refused credentials) is not asked again this round. `read_deadline`: seconds a
-    repository's read may take (None: no deadline beyond each request's timeout). Then it rolls
-    the history up for the dashboard (tireless.roll_up_history), as the sweeper does."""
+    repository's round may take, the mirror's writes and its read (None: no deadline beyond each
+    request's timeout). Then it rolls the history up for the dashboard (tireless.roll_up_history),
+    as the sweeper does."""
     targets = store.claim_repos_to_poll(poller, lease, max_repos)
     by_forge: dict[str, list[RepoToPoll]] = {}
     for target in targets:
@@ -450,8 +453,8 @@ def _poll_one(
     read_deadline: float | None,
     stopped: dict[str, ForgeStopped],
 ) -> None:
-    # The mirror and the read each have `read_deadline`: a long backlog of writes to a slow forge
-    # does not eat the read's time.
+    # One deadline for the repository's round, the mirror's writes and the read alike (the mirror's
+    # writes have their own smaller budget, MIRROR_BUDGET, so a backlog leaves the read its time).
     client.set_deadline(read_deadline)
     # The mirror first, under the same poll lease: the read that follows then sees the issues as
     # the mirror left them, and a withdrawal it recorded is not undone by an older listing.
@@ -469,7 +472,6 @@ def _poll_one(
         report.mirrored, report.mirror_failed = mirrored.applied, mirrored.failed
         report.mirror_error = mirrored.last_error
     try:
-        client.set_deadline(read_deadline)
         read = read_repository(client, target)
     except ForgeStopped as stop:
         _stop_forge(store, poller, target, report, stop, stopped)

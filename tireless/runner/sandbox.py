@@ -298,12 +298,15 @@ class Bubblewrap(Sandbox):
             argv += ["--json-status-fd", str(status_fd)]
         if os.geteuid() == 0 and agent is None:
             argv += ["--cap-drop", "ALL"]  # root without capabilities cannot undo the view
-        argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+        argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+        argv += ["--perms", "1777", "--tmpfs", "/tmp", "--setenv", "TMPDIR", "/tmp"]  # anyone's
         argv += ["--tmpfs", "/run"] if isolated else []
         named = _named_files(command)  # COMMAND's program and files stay visible, read-only
         if network is not None:
             named += _named_files([network.python])
             command = network.relayed(command, NET_MOUNT)
+        for directory in _leading_directories(named):
+            argv += ["--perms", _mode_for(directory, agent), "--dir", directory]
         for path in dict.fromkeys(named):
             argv += ["--ro-bind", path, path]
         own = [cwd, *writable]
@@ -550,6 +553,29 @@ def choose(
                 "--sandbox unshare: needs root and util-linux's unshare, setpriv and setsid"
             )
     return ProcessGroup()
+
+
+def _leading_directories(files: Sequence[str]) -> list[str]:
+    """The directories under /tmp that lead to `files`, each before those inside it."""
+    found = {
+        str(parent) for f in files for parent in Path(f).parents if parent.is_relative_to("/tmp")
+    }
+    return sorted(found - {"/tmp"}, key=lambda d: (d.count("/"), d))
+
+
+def _mode_for(directory: str, agent: pwd.struct_passwd | None) -> str:
+    """The mode a directory leading to COMMAND's files gets in the private /tmp, where it is
+    root's (bwrap would make it 0700): its own, and to others what the agent may do in the real
+    one (its owner's, group's or others' read and search), so COMMAND reaches what it would
+    outside."""
+    info = os.stat(directory)
+    mode = info.st_mode & 0o7777
+    if agent is not None:
+        if info.st_uid == agent.pw_uid:
+            mode |= (mode >> 6) & 0o5
+        elif info.st_gid == agent.pw_gid:
+            mode |= (mode >> 3) & 0o5
+    return f"{mode:04o}"
 
 
 def _named_files(command: Sequence[str]) -> list[str]:

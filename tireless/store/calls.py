@@ -716,8 +716,7 @@ def record_forge_trouble(name: str, error: str | None, until: datetime | None) -
 
 
 MIRROR_WRITES = (
-    "SELECT number, job_id, state, state_label, drop_labels, job_began, job_labels, opt_in,"
-    " mode_labels"
+    "SELECT number, job_id, state, state_label, drop_labels, job_began, opt_in, mode_labels"
     " FROM tireless.mirror_writes(forge => %(forge)s, owner => %(owner)s, repo => %(repo)s,"
     " poller => %(poller)s, max_writes => %(max_writes)s)"
 )
