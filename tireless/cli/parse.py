@@ -577,6 +577,13 @@ def parser() -> argparse.ArgumentParser:
         " job changed to the issue's branch, for one pull request per issue (docs/runners.md#delivery)",
     )
     sub.add_argument(
+        "--git-identity",
+        default=None,
+        metavar="'NAME <EMAIL>'",
+        help="with --deliver: the author and committer of tireless's commits (default: the"
+        " account of the forge's token, with its noreply address; docs/runners.md#the-commit)",
+    )
+    sub.add_argument(
         "--state-dir",
         type=Path,
         default=None,
