@@ -267,6 +267,8 @@ class StandinForge(ConversationRoutes, DependencyRoutes):
         X-OAuth-Scopes (a test may set another list, or None: no header)."""
         self.login = APP_LOGIN if installation else MIRROR_LOGIN
         """Who the token's writes (comments, issues, label changes, pull requests) are made by."""
+        self.account_email = f"{self.login}@forge.example"
+        """Gitea: the address GET /user answers for the token's account ("" for none)."""
         self.gitea_label_refs = gitea_label_refs
         self.gitea_label_totals = gitea_label_totals
         """Gitea's label lists carry X-Total-Count; False: Gitea up to 1.15, whose ListLabels
@@ -1151,7 +1153,10 @@ class StandinForge(ConversationRoutes, DependencyRoutes):
         if parts == ["user"] and method == "GET":
             if not authorized:
                 return self._error(401, "Bad credentials")
-            account = Answer(200, {}, {"id": 2, "login": self.login})
+            # Gitea answers its own account's primary address (services/convert/user.go toUser);
+            # GitHub the public one, none here.
+            email = self.account_email if self.flavour == "gitea" else None
+            account = Answer(200, {}, {"id": 2, "login": self.login, "email": email})
             if self.flavour == "github" and self.scopes is None and self.oauth_scopes is not None:
                 # A classic token's scopes on every answer (docs.github.com/en/apps/oauth-apps/
                 # building-oauth-apps/scopes-for-oauth-apps: "X-OAuth-Scopes lists the scopes
