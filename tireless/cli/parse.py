@@ -354,8 +354,10 @@ def parser() -> argparse.ArgumentParser:
     sub.add_argument(
         "--deliver",
         action="store_true",
-        help="also try git and pull requests, as `work --deliver` needs them (with --write: a"
-        " scratch branch pushed and deleted, a draft pull request opened and closed)",
+        help="also try git and pull requests, as `work --deliver` needs them: a scratch ref"
+        " refs/tireless/check/... pushed and deleted, the account's permission to open a pull"
+        " request read (with --write: a scratch branch pushed and deleted, a draft pull request"
+        " opened and closed)",
     )
     sub.add_argument(
         "--timeout",
