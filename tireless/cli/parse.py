@@ -583,7 +583,7 @@ def parser() -> argparse.ArgumentParser:
         default=None,
         metavar="'NAME <EMAIL>'",
         help="with --deliver: the author and committer of tireless's commits (default: the"
-        " account of the forge's token, with its noreply address; docs/runners.md#the-commit)",
+        " account of the forge's token, with its noreply address; docs/runners.md#delivery)",
     )
     sub.add_argument(
         "--state-dir",
