@@ -159,7 +159,7 @@ def test_the_identity_of_each_forges_account() -> None:
             Identity.parse(bad)
 
 
-def test_a_long_report_is_cut_at_a_line_saying_so() -> None:
+def test_a_long_report_is_cut_saying_so() -> None:
     long = "\n".join(f"line {n} " + "y" * 60 for n in range(200))
     body = paragraphs(long)
     assert len(body) <= BODY_LIMIT + 60

@@ -15,7 +15,7 @@ from tireless.git import Identity
 SUBJECT_LIMIT = 72
 """The most characters of a subject (git's own advice; longer ones are cut with `…`)."""
 BODY_LIMIT = 4000
-"""The most characters of the report kept in the body (cut at a line, saying so)."""
+"""The most characters of the report kept in the body (cut, saying so)."""
 BODY_LINES = 80
 """The most lines of the report kept in the body."""
 UNCOMMITTED = "What the agent left uncommitted, committed by tireless."
@@ -48,7 +48,7 @@ def one_line(text: str, limit: int = SUBJECT_LIMIT) -> str:
 
 def paragraphs(text: str, limit: int = BODY_LIMIT, lines: int = BODY_LINES) -> str:
     """Untrusted text as a commit body: cleaned, trailing spaces and runs of blank lines gone, at
-    most `lines` lines and `limit` characters, cut at a line and saying so."""
+    most `lines` lines and about `limit` characters, cut saying so."""
     cleaned = "".join(_visible(c) for c in text.replace("\r\n", "\n").replace("\r", "\n"))
     kept: list[str] = []
     size = 0
@@ -57,6 +57,8 @@ def paragraphs(text: str, limit: int = BODY_LIMIT, lines: int = BODY_LINES) -> s
         if not line and (not kept or not kept[-1]):
             continue
         if len(kept) == lines or size + len(line) + 1 > limit:
+            if len(kept) < lines and (room := limit - size - 1) > 0:  # the start of a long line
+                kept.append(line[:room].rstrip() + "…")
             while kept and not kept[-1]:
                 kept.pop()
             return "\n".join([*kept, "", CUT]).strip()
