@@ -19,8 +19,9 @@ from tests.forge.test_poll import OWNER, TOKEN, Setup
 from tests.helpers import tireless_cli
 from tireless import JobStore
 from tireless.forge import token_variable
-from tireless.git import Identity
-from tireless.runner.identity import account_identity
+from tireless.git import BOT, Identity
+from tireless.models import Forge, ForgeKind
+from tireless.runner.identity import Identities, account_identity
 from tireless.runner.message import BODY_LIMIT, CommitMessage, one_line, paragraphs
 
 REPO = "widgets"
@@ -167,3 +168,29 @@ def test_a_long_report_is_cut_saying_so() -> None:
     assert one_line("\n\n  first\u2028line  \nsecond") == "first line"
     message = CommitMessage(Identity("b", "b@x"), 5, "id-5", None, None, summary=long)
     assert message.subject() == "Fix tireless job 5"
+
+
+def test_a_token_without_an_account_commits_as_tireless_and_others_are_looked_up_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(token_variable("app"), TOKEN)
+    monkeypatch.setenv(token_variable("tea"), TOKEN)
+    with (
+        StandinForge("github", token=TOKEN, installation=True) as app,
+        StandinForge("gitea", token=TOKEN) as tea,
+    ):
+        forges = [
+            Forge("app", ForgeKind("github"), app.url),
+            Forge("tea", ForgeKind("gitea"), tea.url),
+        ]
+        identities = Identities(forges=lambda: forges)
+        assert identities.of("app") == BOT  # GET /user refused "by integration": no account
+        assert (
+            identities.of("tea")
+            == identities.of("tea")
+            == Identity(MIRROR_LOGIN, f"{MIRROR_LOGIN}@forge.example")
+        )
+        assert identities.of("gone") == BOT  # not registered
+        assert [r.path for r in tea.requests] == ["/api/v1/user"], "asked once"
+        given = Identity("Widget Bot", "bot@widgets.example")
+        assert Identities(given, lambda: forges).of("tea") == given

@@ -641,13 +641,9 @@ class Checker:
         base, head = self._default_head(url, auth)
         git("init", "-q", "--bare", str(bare), timeout=self.timeout)
         self._git("fetch", "-q", "--depth=1", url, f"refs/heads/{base}", bare=bare, auth=auth)
-        identity = {
-            "GIT_AUTHOR_NAME": BOT.name, "GIT_AUTHOR_EMAIL": BOT.email,
-            "GIT_COMMITTER_NAME": BOT.name, "GIT_COMMITTER_EMAIL": BOT.email,
-        }  # fmt: skip
         made = git(
             "commit-tree", f"{head}^{{tree}}", "-p", head, "-m", "tireless forge check",
-            git_dir=bare, env=identity, timeout=self.timeout,
+            git_dir=bare, env=BOT.environment(), timeout=self.timeout,
         )  # fmt: skip
         return base, made.stdout.decode().strip()
 
