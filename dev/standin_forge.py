@@ -267,6 +267,12 @@ class StandinForge(ConversationRoutes, DependencyRoutes):
         X-OAuth-Scopes (a test may set another list, or None: no header)."""
         self.login = APP_LOGIN if installation else MIRROR_LOGIN
         """Who the token's writes (comments, issues, label changes, pull requests) are made by."""
+        self.account_email = f"{self.login}@forge.example"
+        """Gitea: the address GET /user answers for the token's account ("" for none)."""
+        self.repo_permissions = {"admin": False, "push": True, "pull": True}
+        """The token's account's access to every repository (GET /repos/{o}/{r} `permissions`)."""
+        self.has_pull_requests = True
+        """Gitea: the repositories' pull requests are on (GET /repos/{o}/{r} `has_pull_requests`)."""
         self.gitea_label_refs = gitea_label_refs
         self.gitea_label_totals = gitea_label_totals
         """Gitea's label lists carry X-Total-Count; False: Gitea up to 1.15, whose ListLabels
@@ -839,16 +845,22 @@ class StandinForge(ConversationRoutes, DependencyRoutes):
         owner_json = {"id": 1, "login": owner} | (
             {"username": owner} if self.flavour == "gitea" else {}
         )
-        return {
-            "id": repo_id,
-            "name": repo,
-            "full_name": f"{owner}/{repo}",
-            "owner": owner_json,
-            "private": self.token is not None,
-            "html_url": f"{self.url}/{owner}/{repo}",
-            "clone_url": self.clone_url(owner, repo),
-            "default_branch": self.git.default_branch(owner, repo),
-        }
+        return (
+            {
+                "id": repo_id,
+                "name": repo,
+                "full_name": f"{owner}/{repo}",
+                "owner": owner_json,
+                "private": self.token is not None,
+                "html_url": f"{self.url}/{owner}/{repo}",
+                "clone_url": self.clone_url(owner, repo),
+                "default_branch": self.git.default_branch(owner, repo),
+            }
+            | (  # the caller's access: none shown to an anonymous one
+                {"permissions": dict(self.repo_permissions)} if self.token is not None else {}
+            )
+            | ({"has_pull_requests": self.has_pull_requests} if self.flavour == "gitea" else {})
+        )
 
     def _secondary_limit(self) -> Answer:
         """GitHub's secondary rate limit: 403 (or 429) whose message says so, often with no
@@ -1158,7 +1170,10 @@ class StandinForge(ConversationRoutes, DependencyRoutes):
         if parts == ["user"] and method == "GET":
             if not authorized:
                 return self._error(401, "Bad credentials")
-            account = Answer(200, {}, {"id": 2, "login": self.login})
+            # Gitea answers its own account's primary address (services/convert/user.go toUser);
+            # GitHub the public one, none here.
+            email = self.account_email if self.flavour == "gitea" else None
+            account = Answer(200, {}, {"id": 2, "login": self.login, "email": email})
             if self.flavour == "github" and self.scopes is None and self.oauth_scopes is not None:
                 # A classic token's scopes on every answer (docs.github.com/en/apps/oauth-apps/
                 # building-oauth-apps/scopes-for-oauth-apps: "X-OAuth-Scopes lists the scopes

@@ -206,20 +206,49 @@ def git(
     return result
 
 
+IDENTITY = re.compile(r"\s*([^<>]*?)\s*<([^<>\s]+@[^<>\s]+)>\s*")
+"""`NAME <EMAIL>`, as `tireless work --git-identity` takes it (git's own form of an author)."""
+
+
 @dataclass(frozen=True)
 class Identity:
-    """The forge's bot identity: author and committer of the runner's commits."""
+    """Author and committer of the runner's commits: the forge's bot account
+    (tireless.runner.identity) or `tireless work --git-identity`."""
 
     name: str
     email: str
 
     def __post_init__(self) -> None:
-        if not self.name or any(c in self.name + self.email for c in "<>\n\0"):
-            raise ValueError(f"not a commit identity: {self.name!r} <{self.email!r}>")
+        text = self.name + self.email
+        if not self.name.strip() or not self.email or any(c in text for c in "<>\n\0"):
+            raise ValueError(f"not a commit identity: {self.name!r} <{self.email}>")
+        if any(ord(c) < 0x20 or ord(c) == 0x7F for c in text):
+            raise ValueError(f"a commit identity with a control character: {text!r}")
+
+    @classmethod
+    def parse(cls, text: str) -> Identity:
+        """`NAME <EMAIL>`; ValueError naming the text when it is not that."""
+        found = IDENTITY.fullmatch(text)
+        if found is None or not found.group(1):
+            raise ValueError(f"not NAME <EMAIL>: {text!r}")
+        return cls(found.group(1), found.group(2))
+
+    def __str__(self) -> str:
+        return f"{self.name} <{self.email}>"
+
+    def environment(self) -> dict[str, str]:
+        """The author and committer of a `git commit-tree`."""
+        return {
+            "GIT_AUTHOR_NAME": self.name,
+            "GIT_AUTHOR_EMAIL": self.email,
+            "GIT_COMMITTER_NAME": self.name,
+            "GIT_COMMITTER_EMAIL": self.email,
+        }
 
 
 BOT = Identity("tireless", "tireless@localhost")
-"""The author and committer of what the runner commits for the agent (`--git-identity`)."""
+"""The author of the runner's commits when the forge's account cannot be read (a GitHub App
+installation's token has none) and no `--git-identity` was given; `forge check`'s scratch commit."""
 
 
 def git_auth(forge: str) -> GitAuth | None:

@@ -6,6 +6,7 @@ up again."""
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -59,8 +60,10 @@ def test_a_full_token_passes_every_check_with_a_line_each_and_writes_nothing(
         needed = [
             "api", "token", "identity", "list issues acme/widgets", "read labels acme/widgets",
             "read comments acme/widgets", "git read acme/widgets",
-            "read pull requests acme/widgets",
+            "git push scratch ref acme/widgets", "delete scratch ref acme/widgets",
+            "read pull requests acme/widgets", "pull request permission acme/widgets",
         ]  # fmt: skip
+        refs = all_refs(forge)
         for capability in needed:
             assert lines[capability].startswith("ok    "), lines[capability]
         assert "account tireless-bot" in lines["identity"]
@@ -75,7 +78,78 @@ def test_a_full_token_passes_every_check_with_a_line_each_and_writes_nothing(
         )
         assert forge.writes() == []
         assert {r.method for r in forge.requests} == {"GET"}
-        assert {r.method for r in forge.git_requests} == {"GET"}
+        # git: a push of a scratch ref of tireless's own, deleted again; nothing else changed
+        assert "refs/tireless/check/" in lines["git push scratch ref acme/widgets"]
+        assert any(r.path.endswith("/git-receive-pack") for r in forge.git_requests)
+        assert (
+            all_refs(forge)
+            == refs
+            == [f"{forge.branch_head('acme', 'widgets', 'main')} refs/heads/main"]
+        )
+
+
+def all_refs(forge: StandinForge) -> list[str]:
+    """Every ref of the stand-in's acme/widgets and its commit."""
+    listed = subprocess.run(
+        ["git", f"--git-dir={forge.git.path('acme', 'widgets')}", "for-each-ref",
+         "--format=%(objectname) %(refname)"],
+        check=True, capture_output=True, text=True,
+    ).stdout  # fmt: skip
+    return listed.splitlines()
+
+
+@pytest.mark.parametrize(
+    ("flavour", "scopes", "fix"),
+    [
+        ("gitea", ("read:issue", "read:repository", "read:user"), "the scope write:repository"),
+        ("github", ("issues:read", "pull_requests:read", "contents:read"),
+         "the permission contents=write"),
+    ],
+)  # fmt: skip
+def test_a_read_only_token_fails_deliver_at_the_push_naming_the_fix(
+    db: Database, flavour: Flavour, scopes: tuple[str, ...], fix: str
+) -> None:
+    with registered(db, flavour, scopes=scopes) as forge:
+        refs = all_refs(forge)
+        result = cli(db.url, "forge", "check", "forge", "--deliver", **ENV)
+        assert all_refs(forge) == refs
+    assert result.returncode == 1, result.stdout
+    lines = lines_of(result.stdout)
+    assert lines["git read acme/widgets"].startswith("ok    ")
+    pushed = lines["git push scratch ref acme/widgets"]
+    assert pushed.startswith("FAIL  git push scratch ref acme/widgets: ")
+    assert "403" in pushed
+    assert f"-- fix: give the token {fix}" in pushed
+    assert "delete scratch ref acme/widgets" not in lines
+
+
+@pytest.mark.parametrize("flavour", ["gitea", "github"])
+def test_an_account_that_may_not_write_the_repository_fails_the_pull_request_permission(
+    db: Database, flavour: Flavour
+) -> None:
+    with registered(db, flavour) as forge:
+        forge.repo_permissions = {"admin": False, "push": False, "pull": True}
+        result = cli(db.url, "forge", "check", "forge", "--deliver", **ENV)
+    assert result.returncode == 1, result.stdout
+    assert lines_of(result.stdout)["pull request permission acme/widgets"] == (
+        "FAIL  pull request permission acme/widgets: the token's account may not write"
+        " acme/widgets (its permissions: pull): it can push no branch to open a pull request"
+        " from -- fix: give the account write access to acme/widgets (a collaborator with"
+        " write, or a team that has it)"
+    )
+
+
+def test_a_gitea_repository_with_pull_requests_off_fails_naming_its_settings(
+    db: Database,
+) -> None:
+    with registered(db, "gitea") as forge:
+        forge.has_pull_requests = False
+        result = cli(db.url, "forge", "check", "forge", "--deliver", **ENV)
+    assert result.returncode == 1, result.stdout
+    line = lines_of(result.stdout)["pull request permission acme/widgets"]
+    assert line.startswith("FAIL  pull request permission acme/widgets: the repository has pull")
+    assert line.endswith(f"-- fix: turn them on in the repository's settings ({forge.url}"
+                         "/acme/widgets/settings)")  # fmt: skip
 
 
 def test_a_refused_token_exits_1_and_names_its_variable(db: Database) -> None:

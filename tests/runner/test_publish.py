@@ -19,6 +19,7 @@ from tireless import git as git_module
 from tireless.git import GitAuth, Identity
 from tireless.runner import workspace as workspace_module
 from tireless.runner.extract import PublishRefused
+from tireless.runner.message import CommitMessage
 from tireless.runner.policy import PublishPolicy, take_change
 from tireless.runner.push import (
     Checkpoint,
@@ -35,6 +36,8 @@ from tireless.runner.workspace import RepoCache, Workspace, prepare_workspace
 BOT = Identity("tireless[bot]", "bot@tireless.example")
 FIRST, SECOND = "7e1b6a52-5f0e-5c1e-9d1c-0a4f2b9e8c11", "0c3d9f4e-8a27-5b61-b0f3-6d2e5a1c7b94"
 """Two attempt ids (Job.attempt_id) of one job's claims that had the same attempt number."""
+COMMIT = CommitMessage(BOT, 41, FIRST, 7, "Paint the widgets blue")
+"""What the runner's commits of job 41 (issue #7) say."""
 
 
 @pytest.fixture
@@ -49,7 +52,7 @@ def forge(tmp_path: Path) -> Forge:
 
 def deliver(ws: Workspace, expected: str | None = None, **options: object) -> Published | NoChange:
     return publish(
-        ws, auth=None, branch="tireless/7", expected=expected, identity=BOT, job_id=41, attempt=2,
+        ws, auth=None, branch="tireless/7", expected=expected, commit=COMMIT,
         **options,  # type: ignore[arg-type]
     )  # fmt: skip
 
@@ -99,7 +102,7 @@ def test_the_agents_commits_and_what_it_left_uncommitted_are_pushed(forge: Forge
     assert on_forge(forge, "cat-file", "-p", f"{published.head_commit}:app-link") == "src/app.py"
     message = on_forge(forge, "log", "-1", "--format=%an <%ae>%n%cn%n%B", published.head_commit)
     assert message.startswith("tireless[bot] <bot@tireless.example>\ntireless[bot]\n")
-    assert "Tireless-Job: 41\nTireless-Attempt: 2" in message
+    assert f"Tireless-Job: 41\nTireless-Attempt: {FIRST}" in message
     first = on_forge(forge, "log", "-1", "--format=%an %s", published.commits[0])
     assert first == "Agent agent's commit"
 
@@ -249,9 +252,7 @@ def test_the_token_never_reaches_the_workspace_or_a_command_line(
     ws = prepare_workspace(forge.cache, forge.remote, auth, forge.jobs / "ws")
     with ws:
         (ws.path / "new.txt").write_text("x\n")
-        published = publish(
-            ws, auth=auth, branch="tireless/7", expected=None, identity=BOT, job_id=1, attempt=1
-        )
+        published = publish(ws, auth=auth, branch="tireless/7", expected=None, commit=COMMIT)
         assert isinstance(published, Published)
         for directory, _, files in os.walk(ws.path):
             for name in files:
@@ -295,7 +296,7 @@ def test_a_retry_publishes_again_with_the_lease_of_tireless_last_push(forge: For
         assert isinstance(first, Published)
     with forge.workspace("again", start="tireless/7", base="main") as ws:
         (ws.path / "two.txt").write_text("2\n")
-        with take_change(ws, identity=BOT, job_id=41, attempt=3) as change:
+        with take_change(ws, commit=COMMIT) as change:
             ref = "refs/heads/tireless/7"
             pushed = push_change(change, auth=None, ref=ref, expected=first.head_commit)
             # The answer was lost: pushing again, with the old lease, finds its own commit there.
@@ -320,7 +321,7 @@ def test_a_push_whose_delivery_was_never_recorded_is_tireless_own_and_pushed_ove
         assert isinstance(first, Published)
     with forge.workspace("again") as ws:
         (ws.path / "two.txt").write_text("2\n")
-        with take_change(ws, identity=BOT, job_id=41, attempt=2) as change:
+        with take_change(ws, commit=COMMIT) as change:
             ref = "refs/heads/tireless/7"
             with pytest.raises(PublishRefused, match="that tireless did not push"):
                 push_change(change, auth=None, ref=ref, expected=None)
@@ -445,7 +446,7 @@ def test_a_refused_push_names_the_forges_words_and_a_transient_one_says_so(
             PublishRefused, match=r"pre-receive hook declined\); GH006: Protected branch"
         ):
             deliver(ws)
-        with take_change(ws, identity=BOT, job_id=1, attempt=1) as change:
+        with take_change(ws, commit=COMMIT) as change:
             with socket.socket() as closed:
                 closed.bind(("127.0.0.1", 0))
                 port = closed.getsockname()[1]
@@ -489,7 +490,10 @@ class unavailable_forge:
 
 def checkpoint(ws: Workspace, last: str | None, attempt_id: str = FIRST) -> Checkpoint | NoChange:
     return save_checkpoint(
-        ws, auth=None, last=last, identity=BOT, job_id=41, attempt=1, attempt_id=attempt_id
+        ws,
+        auth=None,
+        last=last,
+        commit=CommitMessage(BOT, 41, attempt_id, 7, "Paint", checkpoint=True),
     )
 
 
@@ -537,7 +541,7 @@ def test_a_checkpoint_is_where_the_next_attempt_starts(forge: Forge) -> None:
         assert (ws.start_commit, ws.base_commit) == (saved.head_commit, main)
         assert (ws.path / "wip.txt").read_text() == "half done\n"
         assert agent(ws, "log", "--format=%s", f"{main}..HEAD").splitlines() == [
-            "Uncommitted work of tireless job 41, attempt 1",
+            "Checkpoint: step 1",
             "step 1",
         ]
         (ws.path / "wip.txt").write_text("done\n")

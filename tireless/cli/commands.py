@@ -51,6 +51,7 @@ from tireless.errors import PermissionDenied, UnknownJob
 from tireless.forge import token_variable
 from tireless.forge.check import MAX_REPOS, Target, check_forge, failed_required
 from tireless.forge.poll import READ_DEADLINE_FACTOR, Report, client_factory, poll_round
+from tireless.git import Identity
 from tireless.migrate import migrate
 from tireless.models import Job, JobState, RepoStatus
 from tireless.store import JobStore, calls, reads
@@ -617,6 +618,7 @@ def cmd_work(args: argparse.Namespace) -> int:
     from tireless.runner.attempt import agent_user, unstartable  # only for `work`
     from tireless.runner.config import WorkConfig
     from tireless.runner.gateway import parse_upstreams
+    from tireless.runner.identity import Identities
     from tireless.runner.publisher import Publisher, state_directory
     from tireless.runner.sandbox import choose
     from tireless.runner.worker import CANNOT_START, work
@@ -639,10 +641,18 @@ def cmd_work(args: argparse.Namespace) -> int:
     secret_files = [value.partition("=")[2] for value in args.upstream_secret]
     sandbox = choose(args.sandbox, user, secret_files)  # one that cannot run here: a usage error
     publisher = None
+    if args.git_identity is not None and not args.deliver:
+        raise UsageError("--git-identity is for --deliver: without it tireless commits nothing")
+    try:
+        given = None if args.git_identity is None else Identity.parse(args.git_identity)
+    except ValueError as bad:
+        raise UsageError(f"--git-identity: {bad}") from None
     if args.deliver:
         state_dir = args.state_dir or state_directory()
         try:
-            publisher = Publisher(state_dir, args.git_cache_max, agent=user, worker=args.worker)
+            publisher = Publisher(
+                state_dir, args.git_cache_max, Identities(given), agent=user, worker=args.worker
+            )
         except OSError as error:
             raise UsageError(f"--state-dir {state_dir}: {error}") from error
     with connect(args):

@@ -354,8 +354,10 @@ def parser() -> argparse.ArgumentParser:
     sub.add_argument(
         "--deliver",
         action="store_true",
-        help="also try git and pull requests, as `work --deliver` needs them (with --write: a"
-        " scratch branch pushed and deleted, a draft pull request opened and closed)",
+        help="also try git and pull requests, as `work --deliver` needs them: a scratch ref"
+        " refs/tireless/check/... pushed and deleted, the account's permission to open a pull"
+        " request read (with --write: a scratch branch pushed and deleted, a draft pull request"
+        " opened and closed)",
     )
     sub.add_argument(
         "--timeout",
@@ -575,6 +577,13 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="run COMMAND in a workspace of the issue's repository and push what an implement"
         " job changed to the issue's branch, for one pull request per issue (docs/runners.md#delivery)",
+    )
+    sub.add_argument(
+        "--git-identity",
+        default=None,
+        metavar="'NAME <EMAIL>'",
+        help="with --deliver: the author and committer of tireless's commits (default: the"
+        " account of the forge's token, with its noreply address; docs/runners.md#delivery)",
     )
     sub.add_argument(
         "--state-dir",

@@ -1,7 +1,8 @@
 """`tireless forge check`: what a forge's token can and cannot do of what tireless needs, tried
 before any poll, one finding per capability with the fix for a failure (the scope or permission
-the forge's refusal names, the variable, the URL). Without `write` only GETs are sent (and, with
-`deliver`, a read-only `git ls-remote`): nothing on the forge changes. docs/forges.md says more."""
+the forge's refusal names, the variable, the URL). Without `write` only GETs are sent, and, with
+`deliver`, git: a `git ls-remote`, and a scratch ref of tireless's own (`refs/tireless/check/...`)
+pushed and deleted again: nothing else on the forge changes. docs/forges.md says more."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import re
 import secrets
 import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from urllib.parse import quote
 
@@ -36,6 +37,9 @@ CHECK_LABEL = "tireless/check-"
 first's label."""
 CHECK_BRANCH = "tireless/check-"
 """The scratch branch's name starts so (deleted again at once)."""
+CHECK_REF = "refs/tireless/check/"
+"""`--deliver`'s scratch ref starts so, in tireless's own namespace beside its checkpoints
+(refs/tireless/checkpoints/): no branch, no pull request, no CI run; deleted again at once."""
 
 UNREACHABLE_FIX = "check that the forge is up and reachable from here, then check again"
 GITEA_SCOPE_REFUSAL = re.compile(r"required scope\(s\): \[([^\]]*)\]")
@@ -149,7 +153,11 @@ class Checker:
                 owners.append(target.owner)
                 found.append(self.organisation_labels(target.owner))
             if deliver:
-                found += [self.git_read(target), self.pulls_read(target.owner, target.repo)]
+                found += [self.git_read(target), *self.git_push(target)]
+                found += [
+                    self.pulls_read(target.owner, target.repo),
+                    self.pull_permission(target.owner, target.repo),
+                ]
         if write and repos:
             first = repos[0]
             found += self.writes(first.owner, first.repo)
@@ -161,8 +169,8 @@ class Checker:
                     "delivery",
                     True,
                     False,
-                    "not checked: git and pull requests are tried with --deliver (for runners"
-                    " that run `tireless work --deliver`)",
+                    "not checked: git (a push too) and pull requests are tried with --deliver"
+                    " (for runners that run `tireless work --deliver`)",
                 )
             )
         found.append(self.webhook_secret())
@@ -399,6 +407,76 @@ class Checker:
             return self._git_failed(capability, url, failed, READ_CODE)
         return Finding(capability, True, True, f"{url}: {branch} at {head[:12]}")
 
+    def git_push(self, target: Target) -> list[Finding]:
+        """A push as the runner's (a token that may only read fails here, not at its first
+        job): the default branch's head pushed to a scratch ref of tireless's own, then the ref
+        deleted. No commit is made and no branch touched."""
+        name, url = f"{target.owner}/{target.repo}", target.clone_url
+        auth = git_auth(self.forge.name)
+        ref = CHECK_REF + secrets.token_hex(4)
+        with tempfile.TemporaryDirectory(prefix="tireless-check-") as scratch:
+            bare = Path(scratch) / "check.git"
+            try:
+                base, head = self._default_head(url, auth)
+                git("init", "-q", "--bare", str(bare), timeout=self.timeout)
+                self._git(
+                    "fetch", "-q", "--depth=1", url, f"refs/heads/{base}", bare=bare, auth=auth
+                )
+                self._git("push", "-q", url, f"{head}:{ref}", bare=bare, auth=auth)
+            except GitError as failed:
+                return [self._git_failed(f"git push scratch ref {name}", url, failed, WRITE_CODE)]
+            pushed = f"pushed {ref} at {head[:12]}"
+            found = [Finding(f"git push scratch ref {name}", True, True, pushed)]
+            try:
+                self._git("push", "-q", url, f":{ref}", bare=bare, auth=auth)
+            except GitError as failed:
+                left = self._git_failed(f"delete scratch ref {name}", url, failed, WRITE_CODE)
+                return [*found, replace(left, detail=f"{left.detail} ({ref} is left: delete it)")]
+        return [*found, Finding(f"delete scratch ref {name}", True, True, f"deleted {ref}")]
+
+    def pull_permission(self, owner: str, repo: str) -> Finding:
+        """Whether the token's account may open the pull request, as far as the forge says so
+        without one being opened: the repository's `permissions.push` (GET /repos/{owner}/{repo}:
+        GitHub's full-repository, Gitea's Repository with the caller's `permissions`) and,
+        on Gitea, `has_pull_requests`. A fine-grained token's own pull_requests permission shows
+        only when a pull request is opened: --write does."""
+        capability = f"pull request permission {owner}/{repo}"
+        answer = self._ask("GET", f"repos/{quote(owner, safe='')}/{quote(repo, safe='')}")
+        judged = self._judge(capability, answer, WRITE_PULLS, done=lambda a: "")
+        if not judged.ok or not isinstance(answer, Response):
+            return judged
+        try:
+            data = decode_json(answer.body, answer.headers.get("content-type", ""), answer.where)
+        except ReadFailed as failure:
+            return Finding(capability, False, True, str(failure), UNREACHABLE_FIX)
+        data = data if isinstance(data, dict) else {}
+        permissions = data.get("permissions")
+        if not isinstance(permissions, dict):
+            return Finding(
+                capability, False, False,
+                f"{answer.where} gives no permissions for this token: not proved (--write opens"
+                " and closes a draft pull request)",
+            )  # fmt: skip
+        if data.get("has_pull_requests") is False:
+            return Finding(
+                capability, False, True, "the repository has pull requests turned off",
+                f"turn them on in the repository's settings ({self.web_root}/{owner}/{repo}"
+                "/settings)",
+            )  # fmt: skip
+        if permissions.get("push") is not True:
+            shown = ", ".join(sorted(k for k, v in permissions.items() if v is True)) or "none"
+            return Finding(
+                capability, False, True,
+                f"the token's account may not write {owner}/{repo} (its permissions: {shown}): it can push no"
+                " branch to open a pull request from",
+                f"give the account write access to {owner}/{repo} (a collaborator with write, or"
+                " a team that has it)",
+            )  # fmt: skip
+        more = (
+            "" if self.gitea else "; a fine-grained token's pull_requests=write shows with --write"
+        )
+        return Finding(capability, True, True, f"may push, and so open pull requests{more}")
+
     def _default_head(self, url: str, auth: GitAuth | None) -> tuple[str, str]:
         """The default branch and its head commit, by `git ls-remote --symref URL HEAD` in git's
         protocol v0: one GET of info/refs (v2 would POST its ls-refs command: a read, but the
@@ -563,13 +641,9 @@ class Checker:
         base, head = self._default_head(url, auth)
         git("init", "-q", "--bare", str(bare), timeout=self.timeout)
         self._git("fetch", "-q", "--depth=1", url, f"refs/heads/{base}", bare=bare, auth=auth)
-        identity = {
-            "GIT_AUTHOR_NAME": BOT.name, "GIT_AUTHOR_EMAIL": BOT.email,
-            "GIT_COMMITTER_NAME": BOT.name, "GIT_COMMITTER_EMAIL": BOT.email,
-        }  # fmt: skip
         made = git(
             "commit-tree", f"{head}^{{tree}}", "-p", head, "-m", "tireless forge check",
-            git_dir=bare, env=identity, timeout=self.timeout,
+            git_dir=bare, env=BOT.environment(), timeout=self.timeout,
         )  # fmt: skip
         return base, made.stdout.decode().strip()
 

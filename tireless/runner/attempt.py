@@ -296,7 +296,7 @@ class Attempts:
             finally:
                 if checkpoints is not None:
                     checkpoints.close()
-            self._attach_report(job, files)
+            report = self._attach_report(job, files)
             if code == 0 and self._still_delivers(held):
                 self._attach_tasks(job, files)  # a bad plan fails the attempt (Release)
             if code == 0 and made is not None and self._still_delivers(held):
@@ -306,6 +306,7 @@ class Attempts:
                     lambda branch, head: self.store.record_push(
                         job.id, self.name, branch, head, job.claim_token
                     ),
+                    report,
                 )  # fmt: skip
             return code, output, None
 
@@ -385,17 +386,19 @@ class Attempts:
             raise OSError(lines[-1] if lines else str(never_ran)) from never_ran
         return code, tail.decode(errors="replace")[-NOTE_LIMIT:], progress.draft
 
-    def _attach_report(self, job: Job, files: AgentFiles) -> None:
-        """The report COMMAND left, attached to the attempt before it is finished."""
+    def _attach_report(self, job: Job, files: AgentFiles) -> str | None:
+        """The report COMMAND left, attached to the attempt before it is finished; it, masked
+        (the body of the runner's commit), or None."""
         report = files.report()
         if report is None:
-            return
+            return None
+        masked = self.masker.mask(report)  # the mirror posts it on the issue
         try:
-            masked = self.masker.mask(report)  # the mirror posts it on the issue
             if self.store.attach_report(job.id, self.name, masked, job.claim_token):
                 log.info("%s: job %s: the report was cut to the store's limit", self.name, job.id)
         except NOT_HELD:
             log.info("%s: job %s: lease lost; its report is not kept", self.name, job.id)
+        return masked
 
     def _attach_tasks(self, job: Job, files: AgentFiles) -> None:
         """The plan's (or discovery's) tasks COMMAND left, handed to the store, which checks them:

@@ -27,8 +27,9 @@ against a temporary index holding the agent's HEAD (it reads the workspace's `.g
 opened with O_NOFOLLOW, and runner.git's own config and `info/exclude`; no config, hook or
 attribute of the workspace); each file is hashed by `hash-object -w --no-filters` (no attribute,
 no filter); the tree is built by `update-index --index-info` and `write-tree` on a temporary
-index and committed on the agent's HEAD by `commit-tree`, with the forge's bot identity and the
-trailers `Tireless-Job` and `Tireless-Attempt`. A nested repository's files (a directory with its
+index and committed on the agent's HEAD by `commit-tree`, as the forge's bot account (or
+`--git-identity`), with the message of tireless.runner.message: the issue's `Fix #N: <title>` or
+the agent's own last subject, its report, the trailers `Tireless-Job` and `Tireless-Attempt`. A nested repository's files (a directory with its
 own `.git`) are left out, as `git add` would leave them; so is what only the workspace's
 `.git/info/exclude` ignores (a local file, not the repository's rules).
 """
@@ -47,7 +48,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
-from tireless.git import HEX40, LOCAL_TIMEOUT, GitAuth, GitError, Identity, git
+from tireless.git import HEX40, LOCAL_TIMEOUT, GitAuth, GitError, git
+from tireless.runner.message import CommitMessage
 from tireless.runner.workspace import Workspace
 
 SMALL_FILE = 1 << 16
@@ -376,7 +378,7 @@ def _working_tree(root: bytes, wanted: set[bytes]) -> dict[bytes, os.stat_result
 
 
 def _commit_uncommitted(
-    change: Change, head: str, identity: Identity, job_id: int, attempt: int, max_file_bytes: int
+    change: Change, head: str, commit: CommitMessage, max_file_bytes: int
 ) -> str:
     """The agent's HEAD, or a commit on it of what the agent left in the working tree."""
     listing_index = {"GIT_INDEX_FILE": str(change.scratch / "listing.index")}
@@ -422,21 +424,16 @@ def _commit_uncommitted(
     tree = change.text("write-tree", env=building)
     if tree == change.text("rev-parse", f"{head}^{{tree}}"):
         return head
-    message = (
-        f"Uncommitted work of tireless job {job_id}, attempt {attempt}\n\n"
-        f"Tireless-Job: {job_id}\nTireless-Attempt: {attempt}\n"
+    agent_subject = None
+    if (
+        head != change.workspace.start_commit
+    ):  # the agent committed: its subject (message.py cleans)
+        agent_subject = change.git("log", "-1", "--format=%s", head).stdout.decode(errors="replace")
+    message = commit.text(agent_subject).encode()
+    made = change.git(
+        "commit-tree", tree, "-p", head, "-F", "-", stdin=message, env=commit.identity.environment()
     )
-    who = {
-        "GIT_AUTHOR_NAME": identity.name,
-        "GIT_AUTHOR_EMAIL": identity.email,
-        "GIT_COMMITTER_NAME": identity.name,
-        "GIT_COMMITTER_EMAIL": identity.email,
-    }
-    return (
-        change.git("commit-tree", tree, "-p", head, "-F", "-", stdin=message.encode(), env=who)
-        .stdout.decode()
-        .strip()
-    )
+    return made.stdout.decode().strip()
 
 
 def _hash_files(change: Change, files: Sequence[bytes]) -> list[str]:
@@ -480,9 +477,7 @@ def diff(change: Change, old: str, new: str) -> tuple[Entry, ...]:
 def extract(
     workspace: Workspace,
     *,
-    identity: Identity,
-    job_id: int,
-    attempt: int,
+    commit: CommitMessage,
     max_object_bytes: int,
     max_file_bytes: int,
     scratch_root: Path | None = None,
@@ -504,7 +499,7 @@ def extract(
                 [str(change.repository / "objects"), str(workspace.mirror / "objects")]
             ),
         }
-        _take(change, identity, job_id, attempt, max_object_bytes, max_file_bytes)
+        _take(change, commit, max_object_bytes, max_file_bytes)
     except GitError as error:
         change.close()
         raise refused_by_git(error) from None
@@ -522,12 +517,7 @@ def refused_by_git(error: GitError) -> PublishRefused:
 
 
 def _take(
-    change: Change,
-    identity: Identity,
-    job_id: int,
-    attempt: int,
-    max_object_bytes: int,
-    max_file_bytes: int,
+    change: Change, commit: CommitMessage, max_object_bytes: int, max_file_bytes: int
 ) -> None:
     with _workspace_git(change.workspace.path) as gitdir:
         head = _agent_head(gitdir)
@@ -549,7 +539,7 @@ def _take(
         raise PublishRefused(
             f"the workspace's commits need objects it does not hold: {last_line(connected.stderr)}"
         )
-    change.head = _commit_uncommitted(change, head, identity, job_id, attempt, max_file_bytes)
+    change.head = _commit_uncommitted(change, head, commit, max_file_bytes)
     change.tree = change.text("rev-parse", f"{change.head}^{{tree}}")
     change.base_tree = change.text("rev-parse", f"{change.base}^{{tree}}")
     if change.empty:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tireless.git import GitError, Identity
+from tireless.git import GitError
 from tireless.runner.extract import (
     Change,
     PublishRefused,
@@ -20,6 +20,7 @@ from tireless.runner.extract import (
     ls_tree,
     refused_by_git,
 )
+from tireless.runner.message import CommitMessage
 from tireless.runner.workspace import Workspace
 
 CI_DEFINITIONS = (".github/workflows/", ".gitea/workflows/", ".forgejo/workflows/")
@@ -210,9 +211,7 @@ def _check_sizes(change: Change, policy: PublishPolicy, limits: bool) -> None:
 def take_change(
     workspace: Workspace,
     *,
-    identity: Identity,
-    job_id: int,
-    attempt: int,
+    commit: CommitMessage,
     policy: PublishPolicy | None = None,
     size_limits: bool = True,
     scratch_root: Path | None = None,
@@ -225,7 +224,7 @@ def take_change(
     (a context manager) when done."""
     policy = policy or PublishPolicy()
     change = extract(
-        workspace, identity=identity, job_id=job_id, attempt=attempt,
+        workspace, commit=commit,
         max_object_bytes=policy.max_object_bytes, max_file_bytes=policy.max_file_bytes,
         scratch_root=scratch_root,
     )  # fmt: skip

@@ -22,9 +22,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tireless.credentials import token_variable
-from tireless.git import BOT, GitError, Identity, git_auth
+from tireless.git import GitError, git_auth
 from tireless.models import NO_CHANGE, Delivery, Job, JobBrief, JobKind
 from tireless.runner.extract import PublishRefused
+from tireless.runner.identity import Identities
+from tireless.runner.message import CommitMessage
 from tireless.runner.policy import PublishPolicy, take_change
 from tireless.runner.push import Checkpoint, PushFailed, push_change, save_checkpoint
 from tireless.runner.workspace import (
@@ -53,12 +55,12 @@ def state_directory() -> Path:
 
 @dataclass
 class Publisher:
-    """Where the runner keeps its cache of repositories and the jobs' workspaces, and what it pushes
-    as."""
+    """Where the runner keeps its cache of repositories and the jobs' workspaces, and who its
+    commits are by (`identities`: the forge's account, or `--git-identity`)."""
 
     state_dir: Path
     cache_max_bytes: int | None = None
-    identity: Identity = BOT
+    identities: Identities = field(default_factory=Identities)
     policy: PublishPolicy = field(default_factory=PublishPolicy)
     """The limits of a change the store does not set; the repository's policy, as it applies
     (its job's brief), replaces the rest (policy_for)."""
@@ -133,6 +135,16 @@ class Publisher:
             max_bytes=brief.applied_max_bytes,
         )
 
+    def commit_message(
+        self, job: Job, summary: str | None = None, checkpoint: bool = False
+    ) -> CommitMessage:
+        """What the runner's commit of the job's work says, and who it is by."""
+        assert job.attempt_id is not None, "a claimed job's work is committed"
+        return CommitMessage(
+            self.identities.of(job.forge), job.id, job.attempt_id, job.number, job.title,
+            summary, checkpoint,
+        )  # fmt: skip
+
     def push(
         self,
         job: Job,
@@ -140,9 +152,11 @@ class Publisher:
         workspace: Workspace,
         draft: bool,
         record: Callable[[str, str], Collection[str]],
+        report: str | None = None,
     ) -> Delivery | None:
         """After COMMAND exited 0: an `implement` job's change on the forge (its branch and head),
-        or NO_CHANGE when it changed nothing; None for a kind that does not push.
+        or NO_CHANGE when it changed nothing; None for a kind that does not push. `report` (the
+        agent's, masked) is the body of the runner's commit of what it left uncommitted.
         `record(branch, head)` records the push in the store before it is made and answers the
         heads tireless pushed to the branch before (tireless.record_push), which the push may go
         over. Raises Release with the note when the change is refused (a CI file, a limit, someone
@@ -154,9 +168,8 @@ class Publisher:
         base_branch = default_branch(workspace.mirror)
         try:
             with take_change(
-                workspace, identity=self.identity, job_id=job.id, attempt=job.attempts,
-                policy=self.policy_for(brief),
-            ) as change:  # fmt: skip
+                workspace, commit=self.commit_message(job, report), policy=self.policy_for(brief)
+            ) as change:
                 if change.empty:
                     return NO_CHANGE
                 ours = record(brief.branch, change.head)
@@ -188,9 +201,8 @@ class Publisher:
         assert job.attempt_id is not None, "a checkpoint is saved for a claimed job"
         try:
             saved = save_checkpoint(
-                workspace, auth=git_auth(job.forge), last=last, identity=self.identity,
-                job_id=job.id, attempt=job.attempts, attempt_id=job.attempt_id,
-                policy=self.policy_for(brief),
+                workspace, auth=git_auth(job.forge), last=last,
+                commit=self.commit_message(job, checkpoint=True), policy=self.policy_for(brief),
             )  # fmt: skip
         except (PublishRefused, PushFailed, GitError) as failed:
             log.warning("job %s: the checkpoint was not saved: %s", job.id, failed)

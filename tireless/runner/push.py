@@ -8,9 +8,10 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from tireless.git import NETWORK_TIMEOUT, GitAuth, GitTimeout, Identity
+from tireless.git import NETWORK_TIMEOUT, GitAuth, GitTimeout
 from tireless.masking import Masker
 from tireless.runner.extract import Change, PublishRefused, last_line
+from tireless.runner.message import CommitMessage
 from tireless.runner.policy import PublishPolicy, take_change
 from tireless.runner.workspace import Workspace
 
@@ -208,18 +209,14 @@ def publish(
     auth: GitAuth | None,
     branch: str,
     expected: str | None,
-    identity: Identity,
-    job_id: int,
-    attempt: int,
+    commit: CommitMessage,
     policy: PublishPolicy | None = None,
 ) -> Published | NoChange:
     """Deliver the workspace's change to `branch` (`<prefix>/<number>`): take it, check it, push
     it with the lease `expected` (tireless's last push of the branch, None if it never pushed
     it). NoChange when there is nothing to deliver. Raises PublishRefused (fail the attempt) or
     PushFailed (transient: call again, or keep a `take_change` and `push_change` it again)."""
-    with take_change(
-        workspace, identity=identity, job_id=job_id, attempt=attempt, policy=policy
-    ) as change:
+    with take_change(workspace, commit=commit, policy=policy) as change:
         if change.empty:
             return NoChange(change.base)
         head = push_change(change, auth=auth, ref=f"refs/heads/{branch}", expected=expected)
@@ -231,10 +228,7 @@ def save_checkpoint(
     *,
     auth: GitAuth | None,
     last: str | None,
-    identity: Identity,
-    job_id: int,
-    attempt: int,
-    attempt_id: str,
+    commit: CommitMessage,
     policy: PublishPolicy | None = None,
 ) -> Checkpoint | NoChange:
     """Save the workspace's commits so far (what is uncommitted committed as for `publish`) in
@@ -242,14 +236,7 @@ def save_checkpoint(
     pushes: the same checks as `publish` but the size limits. NoChange when there is nothing to
     save (no change, or the tree of `last`, the job's last checkpoint: this attempt's, else an
     earlier attempt's; None for none)."""
-    with take_change(
-        workspace,
-        identity=identity,
-        job_id=job_id,
-        attempt=attempt,
-        policy=policy,
-        size_limits=False,
-    ) as change:
+    with take_change(workspace, commit=commit, policy=policy, size_limits=False) as change:
         if change.empty:
             return NoChange(change.base)
         if last is not None:
@@ -261,7 +248,7 @@ def save_checkpoint(
             )
             if last_tree == change.tree:
                 return NoChange(change.base, "no change since the last checkpoint")
-        ref = checkpoint_ref(job_id, attempt_id)
+        ref = checkpoint_ref(commit.job_id, commit.attempt_id)
         expected = last if last in workspace.pushed else None  # else the ref is still to make
         head = push_change(change, auth=auth, ref=ref, expected=expected, ours=workspace.pushed)
         return Checkpoint(ref, head, change.base, change.commits)

@@ -252,6 +252,7 @@ def work(conninfo: str, config: WorkConfig) -> int:
     try:
         store = JobStore(pool)
         if config.publisher is not None:
+            config.publisher.identities.forges = store.forges  # whose account commits, per forge
             for forge in store.forges():
                 if git_auth(forge.name) is None:
                     log.warning(
