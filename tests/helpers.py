@@ -17,6 +17,8 @@ import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
+from importlib.resources import files
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -298,3 +300,9 @@ def wait_until_blocked(db: Database, waiter_pid: int, holder_pid: int, what: str
         timeout=10,
         every=0.01,
     )
+
+
+DB = Path(str(files("tireless") / "db"))
+
+
+MIGRATIONS = DB / "migrations"

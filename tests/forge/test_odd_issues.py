@@ -13,8 +13,8 @@ import pytest
 
 from dev.standin_forge import StandinForge
 from tests.conftest import Database
-from tests.forge.test_poll import NAMES, OWNER, PLAN, TOKEN, Setup
 from tests.helpers import rows
+from tests.support.forge import NAMES, OWNER, PLAN, TOKEN, Setup
 from tireless import JobStore
 from tireless.cli.render import render_repos
 from tireless.forge import token_variable

@@ -24,8 +24,7 @@ from tests.helpers import (
     rows,
     tireless_cli,
 )
-from tests.sql.test_roles import Login, login  # noqa: F401  (the fixture: new runner logins)
-from tests.store.test_async import any_store  # noqa: F401  (the fixture: every lease test runs sync and async)
+from tests.support.roles import Login
 from tests.workers import SPAWN, all_exit_0, reports, start
 from tireless import Job, JobState, JobStore
 from tireless.errors import (
@@ -135,7 +134,7 @@ def test_a_refused_finish_is_refused_as_transition_refuses_it_and_claims_nothing
 def test_another_runner_login_is_refused_as_transition_refuses_it_and_claims_nothing(
     db: Database,
     store: JobStore,
-    login: Login,  # noqa: F811
+    login: Login,
 ) -> None:
     enqueue_jobs(store, 2)
     with JobStore(login("tireless_runner")) as host1, JobStore(login("tireless_runner")) as host2:
@@ -287,7 +286,7 @@ def test_runner_processes_finishing_and_claiming_never_hand_one_job_to_two(
 # The lease: a runner that goes on finishes and claims in one call.
 def test_a_lease_that_goes_on_finishes_and_claims_in_one_call(
     db: Database,
-    any_store: JobStore,  # noqa: F811
+    any_store: JobStore,
 ) -> None:
     enqueue_jobs(any_store, 2)
     held = any_store.lease("w1", LANES, then_claim=lambda: True)
@@ -308,7 +307,7 @@ def test_a_lease_that_goes_on_finishes_and_claims_in_one_call(
 
 def test_a_lease_that_stops_gives_back_and_claims_nothing(
     db: Database,
-    any_store: JobStore,  # noqa: F811
+    any_store: JobStore,
 ) -> None:
     enqueue_jobs(any_store, 2)
     held = any_store.lease("w1", LANES, lease=timedelta(minutes=1), then_claim=lambda: False)
