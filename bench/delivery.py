@@ -34,7 +34,7 @@ from pathlib import Path
 import psycopg
 
 from dev.embedded import embedded_postgres
-from dev.standin_forge import StandinForge
+from dev.standin import StandinForge
 from tireless.forge import token_variable
 from tireless.forge.poll import client_factory, poll_round
 from tireless.migrate import migrate

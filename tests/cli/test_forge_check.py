@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from dev.standin_forge import Flavour, StandinForge
+from dev.standin import Flavour, StandinForge
 from tests.conftest import Database
 from tests.helpers import cli_json
 from tests.helpers import tireless_cli as cli

@@ -22,7 +22,7 @@ import pytest
 from psycopg.conninfo import make_conninfo
 from starlette.testclient import TestClient
 
-from dev.standin_forge import StandinForge
+from dev.standin import StandinForge
 from tests.conftest import Database
 from tests.helpers import (
     FORGE,
@@ -412,7 +412,7 @@ def test_the_stand_in_forge_runs_on_its_own_with_a_seed(db: Database, tmp_path: 
     issues = [{"title": "Add a flag", "labels": PLAN}]
     plan = {"owner": OWNER, "repo": REPO, "labels": ["tireless"], "issues": issues}
     seed.write_text(json.dumps({"repos": [plan]}))
-    module = "dev.standin_forge"
+    module = "dev.standin"
     command = [sys.executable, "-m", module, "--port", "0", "--seed", str(seed)]
     with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as standin:
         try:

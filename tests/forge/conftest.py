@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from dev.standin_forge import StandinForge
+from dev.standin import StandinForge
 from tests.conftest import Database
 from tests.support.forge import NAMES, TOKEN, Setup
 from tireless import JobStore

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from dev.standin_forge import StandinForge
+from dev.standin import StandinForge
 from tests.conftest import Database
 from tests.helpers import rows
 from tests.support.forge import NAMES, OWNER, TASKS, TOKEN, Setup, delivered

@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
-from dev.standin_forge import PERSON, StandinForge
+from dev.standin import PERSON, StandinForge
 from tests.conftest import Database
 from tests.support.forge import (
     OWNER,

@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from dev.standin_forge import Flavour, StandinForge
+from dev.standin import Flavour, StandinForge
 from tests.conftest import Database
 from tests.helpers import rows
 from tests.support.forge import NAMES, OWNER, PLAN, TOKEN, Setup, claim, comments, labels, one_round

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from dev.standin_forge import Request, StandinForge
+from dev.standin import Request, StandinForge
 from tests.conftest import Database
 from tests.helpers import rows
 from tests.support.forge import NAMES, OWNER, TOKEN, Setup, asked, claim, comments, one_round

@@ -11,7 +11,7 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from dev.standin_forge import Flavour, StandinForge
+from dev.standin import Flavour, StandinForge
 from tests.conftest import Database
 from tests.helpers import rows, track
 from tests.helpers import tireless_cli as cli

@@ -5,7 +5,7 @@ comment."""
 
 from __future__ import annotations
 
-from dev.standin_forge import Request
+from dev.standin import Request
 from tests.support.forge import OWNER, REPO, Setup, asked, claim, comments, one_round
 from tireless import JobStore
 from tireless.models import Job

@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from dev.standin_forge import MIRROR_LOGIN, Flavour, Request, StandinForge
+from dev.standin import MIRROR_LOGIN, Flavour, Request, StandinForge
 from tests.conftest import Database
 from tests.helpers import rows
 from tests.helpers import tireless_cli as cli

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from dev.standin_forge import StandinForge
+from dev.standin import StandinForge
 from tests.conftest import Database
 from tests.helpers import rows
 from tests.support.forge import NAMES, OWNER, PLAN, TOKEN, Setup

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from dev.standin_forge import MIRROR_LOGIN, StandinForge
+from dev.standin import MIRROR_LOGIN, StandinForge
 from tests.conftest import Database
 from tests.helpers import rows
 from tests.support.forge import (

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from dev.standin_forge import StandinForge, StoredIssue, issues_of
+from dev.standin import StandinForge, StoredIssue, issues_of
 from tests.conftest import Database
 from tests.support.forge import OWNER, PLAN, TOKEN, Setup
 from tireless import JobStore

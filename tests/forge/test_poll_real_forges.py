@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from dev.standin_forge import StandinForge
+from dev.standin import StandinForge
 from tests.conftest import Database
 from tests.helpers import cli_json, rows, wait_until
 from tests.helpers import tireless_cli as cli

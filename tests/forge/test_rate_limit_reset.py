@@ -12,7 +12,7 @@ from datetime import timedelta
 import httpx
 import pytest
 
-from dev.standin_forge import PRIMARY_LIMIT_FAULTS, StandinForge
+from dev.standin import PRIMARY_LIMIT_FAULTS, StandinForge
 from tests.conftest import Database
 from tests.helpers import rows
 from tests.helpers import tireless_cli as cli

@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from dev.standin_forge import StandinForge
+from dev.standin import StandinForge
 from tests.conftest import Database
 from tests.support.git import basic, commit, git
 

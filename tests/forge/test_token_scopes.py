@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from dev.standin_forge import APP_LOGIN, MIRROR_LOGIN, Request, StandinForge
+from dev.standin import APP_LOGIN, MIRROR_LOGIN, Request, StandinForge
 from tests.conftest import Database
 from tests.helpers import rows
 from tests.support.forge import NAMES, OWNER, PLAN, TOKEN, Setup, work

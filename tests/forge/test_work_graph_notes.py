@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from dev.standin_forge import MIRROR_LOGIN, Request, StandinForge
+from dev.standin import MIRROR_LOGIN, Request, StandinForge
 from tests.conftest import Database
 from tests.support.forge import NAMES, OWNER, TOKEN, Setup, claim, comments, delivered, one_round
 from tireless import JobStore

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from dev.standin_forge import StandinForge
+from dev.standin import StandinForge
 from tests.conftest import Database
 from tests.helpers import tireless_cli, wait_until
 from tests.support.forge import OWNER, TOKEN, Setup, comments, one_round

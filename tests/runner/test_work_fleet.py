@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from dev.standin_forge import StandinForge
+from dev.standin import StandinForge
 from tests.conftest import Database
 from tests.helpers import enqueue_jobs, history, issue, tireless_cli, tracked, wait_until_sql
 from tests.support.forge import NAMES, OWNER, PLAN, TOKEN, Setup, comments, one_round

@@ -7,7 +7,7 @@ import base64
 import subprocess
 from pathlib import Path
 
-from dev.standin_git import git_environment
+from dev.standin.git_backend import git_environment
 
 
 def basic(user: str, password: str) -> str:
