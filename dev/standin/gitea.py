@@ -1,8 +1,13 @@
 """Gitea's (and Forgejo's) own figures and tables, each with its source: the version the
 stand-in reports, the WIP title prefixes of a draft pull request, and the token scope categories
-and how a route maps to one."""
+and how a route maps to one, and an exclusive label's scope."""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from dev.standin.state import RepoLabel
 
 GITEA_WIP_PREFIXES = ("WIP:", "[WIP]")
 """Gitea's `[repository.pull-request] WORK_IN_PROGRESS_PREFIXES` default (modules/setting/
@@ -42,3 +47,14 @@ def _gitea_scope_category(parts: list[str]) -> str | None:
     if parts[1] == "issues" or (len(parts) > 3 and parts[3] in ("issues", "labels", "milestones")):
         return "issue"
     return "repository"
+
+
+def exclusive_scope(label: RepoLabel) -> str:
+    """Gitea's `Label.ExclusiveScope` (models/issues/label.go): the name up to its last `/` for an
+    exclusive label, "" for any other or when the `/` is first or last. Adding an exclusive label
+    knocks off the issue's labels of the same exclusive scope only; a label that is not exclusive
+    stays whatever its name (RemoveDuplicateExclusiveIssueLabels, models/issues/issue_label.go)."""
+    if not label.exclusive:
+        return ""
+    cut = label.name.rfind("/")
+    return "" if cut in (-1, 0, len(label.name) - 1) else label.name[:cut]

@@ -12,8 +12,9 @@ from urllib.parse import unquote, urlencode
 
 from dev.standin.faults import STATUS_FAULTS
 from dev.standin.git_http import GitOverHttp
+from dev.standin.gitea import exclusive_scope
 from dev.standin.github import GITHUB_LABEL_NAME_LIMIT
-from dev.standin.state import Answer, Comment, Flavour, RepoLabel, _exclusive_scope, _now, _time
+from dev.standin.state import Answer, Comment, Flavour, RepoLabel, _now, _time
 
 
 def _is_color(color: str, flavour: Flavour) -> bool:
@@ -220,12 +221,12 @@ class MirrorRoutes(GitOverHttp):
         current = [] if method == "PUT" else list(stored.labels)
         for name in names:
             label = self._label_named(owner, repo, name)
-            scope = _exclusive_scope(label)
+            scope = exclusive_scope(label)
             if scope:  # Gitea's scoped labels: one exclusive label per scope on an issue
                 current = [
                     n
                     for n in current
-                    if _exclusive_scope(self._label_named(owner, repo, n)) != scope
+                    if exclusive_scope(self._label_named(owner, repo, n)) != scope
                 ]
             if name not in current:
                 current.append(name)

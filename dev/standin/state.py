@@ -127,17 +127,6 @@ class Request:
     body: Any = None
 
 
-def _exclusive_scope(label: RepoLabel) -> str:
-    """Gitea's `Label.ExclusiveScope` (models/issues/label.go): the name up to its last `/` for an
-    exclusive label, "" for any other or when the `/` is first or last. Adding an exclusive label
-    knocks off the issue's labels of the same exclusive scope only; a label that is not exclusive
-    stays whatever its name (RemoveDuplicateExclusiveIssueLabels, models/issues/issue_label.go)."""
-    if not label.exclusive:
-        return ""
-    cut = label.name.rfind("/")
-    return "" if cut in (-1, 0, len(label.name) - 1) else label.name[:cut]
-
-
 def _now() -> datetime:
     # Both forges store and show whole seconds.
     return datetime.now(UTC).replace(microsecond=0)
