@@ -50,7 +50,7 @@ from typing import IO, Any
 import psycopg
 
 from dev.embedded import embedded_postgres
-from dev.standin_forge import Flavour, StandinForge
+from dev.standin import Flavour, StandinForge
 from tireless.credentials import secret_variable
 from tireless.forge import token_variable
 from tireless.forge.poll import Report, client_factory, poll_round

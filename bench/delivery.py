@@ -42,7 +42,7 @@ import psycopg
 from roundtrips import RoundTrips, round_trips
 
 from dev.embedded import SUPERUSER, embedded_postgres
-from dev.standin_forge import StandinForge
+from dev.standin import StandinForge
 from tireless.forge import token_variable
 from tireless.forge.poll import client_factory, poll_round
 from tireless.migrate import migrate

@@ -23,7 +23,7 @@ from datetime import timedelta
 import psycopg
 
 from dev.embedded import embedded_postgres
-from dev.standin_forge import Flavour, StandinForge
+from dev.standin import Flavour, StandinForge
 from tireless.forge import token_variable
 from tireless.forge.poll import client_factory, poll_round
 from tireless.migrate import migrate

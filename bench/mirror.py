@@ -22,7 +22,7 @@ from typing import Any
 import psycopg
 
 from dev.embedded import embedded_postgres
-from dev.standin_forge import StandinForge
+from dev.standin import StandinForge
 from tireless.forge import client_for
 from tireless.forge.poll import poll_round
 from tireless.migrate import migrate

@@ -26,7 +26,7 @@ from psycopg.types.json import Jsonb
 from statements import migrate_until
 
 from dev.embedded import embedded_postgres
-from dev.standin_forge import StandinForge
+from dev.standin import StandinForge
 from tireless.forge import client_for
 from tireless.forge.poll import Report, poll_round
 from tireless.models import RepoToPoll

@@ -39,7 +39,7 @@ from typing import Any
 import psycopg
 
 from dev.embedded import EmbeddedPostgres
-from dev.standin_forge import (
+from dev.standin import (
     MIRROR_LOGIN,
     Flavour,
     StandinForge,

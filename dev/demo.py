@@ -7,7 +7,7 @@ short and, when we are root, the postgres user can reach it wherever the project
 recreates the database tireless_demo in it; with DATABASE_URL it runs there. It migrates, sets a
 short backoff, starts `tireless web` on 127.0.0.1:8080 (or a free port when that one is taken)
 in the background, starts the stand-in forge (a Gitea on 127.0.0.1,
-dev.standin_forge), registers it (`add_forge`), tracks gitea/example/widgets, seeds
+dev.standin), registers it (`add_forge`), tracks gitea/example/widgets, seeds
 its git with a README, a source file and a changelog, opens there the issues of
 examples/issues.json and three of its own, and runs `tireless poll --every 1s`, two
 `tireless work --deliver` processes on examples/agent.sh (their workspaces and cache of
@@ -64,7 +64,7 @@ from psycopg import sql
 from psycopg.rows import dict_row
 
 from dev.embedded import EmbeddedPostgres
-from dev.standin_forge import StandinForge, issues_of
+from dev.standin import StandinForge, issues_of
 from tireless.cli.render import job_table, render_status
 from tireless.forge import client_for, token_variable
 from tireless.forge.client import ForgeClient

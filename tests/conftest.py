@@ -1,25 +1,34 @@
 """Fixtures: one private PostgreSQL per test session, a migrated template database
 (pytest-postgresql makes and loads it), and a fresh database per test copied from that template
-(DatabaseCopies)."""
+(DatabaseCopies); and the fixtures several directories share: a store of each kind (any_store),
+login roles of each group (login), and the workers a test starts (worker_process)."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import signal
+import subprocess
+import threading
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from types import FrameType
-from typing import Any
+from typing import Any, cast
 
 import psycopg
 import pytest
 from psycopg import sql
+from psycopg.conninfo import make_conninfo
 from pytest_postgresql import factories
 from pytest_postgresql.executors.noop import NoopExecutor
 
 from dev.embedded import EmbeddedPostgres
+from tests.support.roles import Login
+from tests.support.stores import Blocking
 from tireless import JobStore, migrate
+from tireless.store.asynchronous import AsyncJobStore
 
 SERVER = pytest.StashKey[EmbeddedPostgres]()
 
@@ -160,3 +169,60 @@ def db(database_copies: DatabaseCopies, server: EmbeddedPostgres) -> Iterator[Da
 def store(db: Database) -> Iterator[JobStore]:
     with JobStore(db.conninfo) as job_store:
         yield job_store
+
+
+@pytest.fixture
+def login(db: Database) -> Iterator[Login]:
+    """login(group) -> conninfo of a new LOGIN role that is a member of group (of none: an
+    outside login). Roles belong to the cluster, so each gets a unique name and is dropped (with
+    what it owns) at teardown."""
+    created: list[str] = []
+
+    def make(group: str | None) -> str:
+        name = f"{(group or 'outsider').removeprefix('tireless_')}_{uuid.uuid4().hex[:8]}"
+        with db.connect() as conn:
+            conn.execute(f'CREATE ROLE "{name}" LOGIN')
+            if group is not None:
+                conn.execute(f'GRANT {group} TO "{name}"')
+        created.append(name)
+        return make_conninfo(db.conninfo, user=name)
+
+    yield make
+    with db.connect() as conn:
+        for name in created:
+            conn.execute(
+                "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity WHERE usename = %s",
+                [name],
+            )
+            conn.execute(f'DROP OWNED BY "{name}"')
+            conn.execute(f'DROP ROLE "{name}"')
+
+
+@pytest.fixture
+def worker_process(db: Database) -> Iterator[list[subprocess.Popen[str]]]:
+    """Workers started by a test; any still running at its end are killed."""
+    started: list[subprocess.Popen[str]] = []
+    yield started
+    for process in started:
+        process.kill()
+        process.wait()
+
+
+@pytest.fixture(params=["sync", "async"])
+def any_store(request: pytest.FixtureRequest, db: Database) -> Iterator[JobStore]:
+    if request.param == "sync":
+        with JobStore(db.conninfo) as store:
+            yield store
+        return
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    facade = Blocking(AsyncJobStore(db.conninfo), loop)
+    facade.open()
+    try:
+        yield cast(JobStore, facade)
+    finally:
+        facade.close()
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join()
+        loop.close()

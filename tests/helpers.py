@@ -17,6 +17,8 @@ import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
+from importlib.resources import files
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -298,3 +300,27 @@ def wait_until_blocked(db: Database, waiter_pid: int, holder_pid: int, what: str
         timeout=10,
         every=0.01,
     )
+
+
+DB = Path(str(files("tireless") / "db"))
+
+
+MIGRATIONS = DB / "migrations"
+
+
+def same_transaction(db: Database, finished: int, claimed_next: int) -> bool:
+    """Whether the event that ended `finished` and the one that claimed `claimed_next` were
+    written by one transaction (the same xmin)."""
+    xmins = rows(
+        db,
+        "SELECT DISTINCT xmin::text FROM tireless.job_event"
+        " WHERE (job_id = %(a)s AND to_state <> 'claimed' AND from_state = 'claimed')"
+        "    OR (job_id = %(b)s AND to_state = 'claimed')",
+        {"a": finished, "b": claimed_next},
+    )
+    return len(xmins) == 1
+
+
+def snapshot(db: Database) -> list[tuple[Any, ...]]:
+    """Every job's state, holder, token and note: what a refused call must leave as it was."""
+    return rows(db, "SELECT id, state::text, claimed_by, claim_token, note FROM tireless.job")

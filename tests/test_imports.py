@@ -307,3 +307,51 @@ def test_the_scan_reads_imports_at_every_depth(tmp_path: Path) -> None:
         "tireless/store/__init__.py imports tireless.store.sync, "
         "tireless/store/sync.py imports tireless",
     ]
+
+
+def imports_of_test_modules(tests: Path) -> list[str]:
+    """Each import, in a file under `tests`, of a test module (`test_*.py`): `from
+    tests.x.test_y import z`, `import tests.x.test_y`, `from tests.x import test_y`, relative or
+    not. Shared helpers live in support modules and shared fixtures in conftest.py files instead,
+    so a test module is only ever run, never imported."""
+    found = []
+    for path in sorted(tests.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                named = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = "." * node.level + (node.module or "")
+                named = [base] + [f"{base}.{alias.name}".lstrip(".") for alias in node.names]
+            else:
+                continue
+            for dotted in named:
+                if dotted.rpartition(".")[2].startswith("test_"):
+                    where = path.relative_to(tests.parent)
+                    found.append(f"{where}:{node.lineno} imports the test module {dotted}")
+                    break
+    return found
+
+
+def test_no_test_imports_a_test_module() -> None:
+    offending = imports_of_test_modules(ROOT / "tests")
+    assert offending == [], "\n".join(offending)
+
+
+def test_the_check_finds_each_way_of_importing_a_test_module(tmp_path: Path) -> None:
+    tests = tmp_path / "tests"
+    (tests / "forge").mkdir(parents=True)
+    (tests / "forge" / "test_poll.py").write_text("from tests.support.forge import Setup\n")
+    (tests / "conftest.py").write_text("import pytest\nfrom tests.helpers import rows\n")
+    (tests / "forge" / "test_mirror.py").write_text(
+        "from tests.forge.test_poll import Setup\n"
+        "import tests.forge.test_poll\n"
+        "def helper() -> None:\n"
+        "    from tests.forge import test_poll\n"
+        "    from .test_poll import OWNER\n"
+    )
+    assert imports_of_test_modules(tests) == [
+        "tests/forge/test_mirror.py:1 imports the test module tests.forge.test_poll",
+        "tests/forge/test_mirror.py:2 imports the test module tests.forge.test_poll",
+        "tests/forge/test_mirror.py:4 imports the test module tests.forge.test_poll",
+        "tests/forge/test_mirror.py:5 imports the test module .test_poll",
+    ]

@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import Database
 from tests.helpers import claimed, enqueue_jobs, tireless_cli
-from tests.sql.test_roles import Login, login  # noqa: F401  (the fixture)
+from tests.support.roles import Login
 from tireless import JobStore
 
 
@@ -123,7 +123,7 @@ def job_lock_held(db: Database, hold: bool) -> Iterator[None]:
 def test_bad_input_gives_one_line_and_its_exit_code_never_a_traceback(
     db: Database,
     store: JobStore,
-    login: Login,  # noqa: F811
+    login: Login,
     case: BadInput,
 ) -> None:
     enqueue_jobs(store, 1)

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from dev.standin_forge import Flavour, StandinForge
+from dev.standin import Flavour, StandinForge
 from tests.conftest import Database
 from tests.helpers import cli_json
 from tests.helpers import tireless_cli as cli
-from tests.sql.test_roles import Login, login  # noqa: F401  (the fixture)
+from tests.support.roles import Login
 
 TOKEN = "tok-check-4f1a9e0c"
 ENV = {"TIRELESS_TOKEN_FORGE": TOKEN}
@@ -312,7 +312,7 @@ def test_no_tracked_repository_and_no_repo_fails_saying_what_to_track(db: Databa
 @pytest.mark.parametrize("flavour", ["gitea", "github"])
 def test_an_admin_login_tries_git_at_the_stores_clone_url_and_names_its_token_page(
     db: Database,
-    login: Login,  # noqa: F811
+    login: Login,
     flavour: Flavour,
 ) -> None:
     """As tireless_admin, the role the forge commands run as: the clone URL git is tried at, and

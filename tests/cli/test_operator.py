@@ -22,8 +22,7 @@ import pytest
 from psycopg.conninfo import make_conninfo
 from starlette.testclient import TestClient
 
-from dev.standin_forge import StandinForge
-from tests.cli.test_poll_cli import PLAN, TOKEN, TOKEN_ENV
+from dev.standin import StandinForge
 from tests.conftest import Database
 from tests.helpers import (
     FORGE,
@@ -39,17 +38,17 @@ from tests.helpers import (
     tracked,
     wait_until,
 )
-from tests.runner.test_work import (
+from tests.support.poll_cli import PLAN, TOKEN, TOKEN_ENV
+from tests.support.roles import Login
+from tests.support.web import browser
+from tests.support.work import (
     agent,
     read_log_until,
     start_sleeping_agent,
     start_worker,
     state_of,
     work_args,
-    worker_process,  # noqa: F401 (the fixture)
 )
-from tests.sql.test_roles import Login, login  # noqa: F401 (the fixture)
-from tests.web.test_web import browser
 from tireless import JobStore
 from tireless.cli.parse import parser
 from tireless.web.app import create_app
@@ -199,7 +198,7 @@ def test_cancel_of_a_claimed_job_stops_its_runner_and_ends_it_cancelled(
     store: JobStore,
     db: Database,
     tmp_path: Path,
-    worker_process: list[subprocess.Popen[str]],  # noqa: F811
+    worker_process: list[subprocess.Popen[str]],
 ) -> None:
     enqueue_jobs(store, 1)
     # A lease of 1.5 s is renewed every 0.5 s: the runner hears of the request at once.
@@ -256,7 +255,7 @@ def test_an_idle_worker_wakes_when_a_backoff_ends(
     store: JobStore,
     db: Database,
     tmp_path: Path,
-    worker_process: list[subprocess.Popen[str]],  # noqa: F811
+    worker_process: list[subprocess.Popen[str]],
 ) -> None:
     enqueue_jobs(store, 1)
     with db.connect() as conn:  # backed off: no notification will say when it is ready
@@ -390,7 +389,7 @@ def test_migrate_without_createrole_hints_at_what_it_needs(db: Database) -> None
 def test_a_runner_reading_jobs_is_told_who_may(
     store: JobStore,
     db: Database,
-    login: Login,  # noqa: F811
+    login: Login,
 ) -> None:
     refused = tireless_cli(login("tireless_runner"), "jobs")
     assert refused.returncode == 1
@@ -413,7 +412,7 @@ def test_the_stand_in_forge_runs_on_its_own_with_a_seed(db: Database, tmp_path: 
     issues = [{"title": "Add a flag", "labels": PLAN}]
     plan = {"owner": OWNER, "repo": REPO, "labels": ["tireless"], "issues": issues}
     seed.write_text(json.dumps({"repos": [plan]}))
-    module = "dev.standin_forge"
+    module = "dev.standin"
     command = [sys.executable, "-m", module, "--port", "0", "--seed", str(seed)]
     with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as standin:
         try:

@@ -15,15 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from dev.standin_forge import StandinForge
+from dev.standin import StandinForge
 from tests.conftest import Database
 from tests.helpers import cli_json, rows, wait_until
 from tests.helpers import tireless_cli as cli
+from tests.support.poll_cli import PLAN, TOKEN, TOKEN_ENV
 from tireless import JobStore
-
-TOKEN = "tok-cli-93be0f51d2"
-TOKEN_ENV = {"TIRELESS_TOKEN_GITEA": TOKEN}
-PLAN = ["tireless", "tireless/plan"]
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ from dev.chaos_forge import (
     run,
     set_up,
 )
-from dev.standin_forge import MIRROR_LOGIN, StandinForge
+from dev.standin import MIRROR_LOGIN, StandinForge
 from tests.conftest import Database
 from tireless import JobStore
 from tireless.forge import token_variable

@@ -12,11 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from dev.standin_forge import StandinForge
+from dev.standin import StandinForge
 from tests.conftest import Database
-from tests.forge.test_mirror import comments, one_round
-from tests.forge.test_poll import OWNER, TOKEN, Setup
 from tests.helpers import rows, tireless_cli, wait_until
+from tests.support.forge import OWNER, TOKEN, Setup, comments, one_round, work
 from tireless import JobStore
 from tireless.forge import token_variable
 
@@ -38,16 +37,6 @@ def setup(
         forge.set_permission(OWNER, REPO, "alice", "write")
         forge.set_permission(OWNER, REPO, "mallory", "read")
         yield setup
-
-
-def work(setup: Setup, tmp_path: Path, script: str) -> None:
-    """One job run by `tireless work --once --deliver` with `script` as its agent."""
-    result = tireless_cli(
-        setup.db.url, "work", "--worker", "runner-1", "--lane", "cc", "--once", "--deliver",
-        "--state-dir", str(tmp_path / "state"), "--", "sh", "-c", script,
-        **{token_variable(setup.name): TOKEN},
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr
 
 
 def delivered(setup: Setup, tmp_path: Path) -> tuple[int, int]:

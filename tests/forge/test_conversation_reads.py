@@ -13,8 +13,7 @@ from datetime import timedelta
 import httpx
 import pytest
 
-from dev import standin_conversation
-from dev.standin_forge import MIRROR_LOGIN, PERSON, Flavour, StandinForge
+from dev.standin import MIRROR_LOGIN, PERSON, Flavour, StandinForge, conversation
 from tireless.forge import client_for
 from tireless.forge.client import BadResponse, ForgeClient, WriteRefused
 from tireless.forge.gitea import REVIEW_STATES as GITEA_REVIEW_STATES
@@ -323,4 +322,4 @@ def test_a_review_or_comment_of_the_wrong_shape_is_refused() -> None:
 
 
 def test_the_stand_ins_accounts_are_the_forges() -> None:
-    assert (standin_conversation.ACCOUNT, standin_conversation.PERSON) == (MIRROR_LOGIN, PERSON)
+    assert (conversation.ACCOUNT, conversation.PERSON) == (MIRROR_LOGIN, PERSON)

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from dev.standin_forge import StandinForge
+from dev.standin import StandinForge
 from tireless.forge import client_for, token_for, token_variable
 from tireless.forge.client import (
     AuthRefused,

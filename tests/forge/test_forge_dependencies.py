@@ -12,11 +12,10 @@ from datetime import UTC, datetime
 
 import pytest
 
-from dev.standin_forge import StandinForge
+from dev.standin import StandinForge
 from tests.conftest import Database
-from tests.forge.test_plan_children import TASKS, delivered
-from tests.forge.test_poll import NAMES, OWNER, TOKEN, Setup
 from tests.helpers import rows
+from tests.support.forge import NAMES, OWNER, TASKS, TOKEN, Setup, delivered
 from tireless import JobStore
 from tireless.forge import client_for, token_variable
 from tireless.forge.client import IssueRef

@@ -12,11 +12,22 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
-from dev.standin_forge import PERSON, StandinForge
+from dev.standin import PERSON, StandinForge
 from tests.conftest import Database
-from tests.forge.test_mirror import REPO, STATE, asked, labels, one_round
-from tests.forge.test_mirror_requests import ask_again, claimed_a_while_ago, jobs
-from tests.forge.test_poll import OWNER, PLAN, TOKEN, Setup
+from tests.support.forge import (
+    OWNER,
+    PLAN,
+    REPO,
+    STATE,
+    TOKEN,
+    Setup,
+    ask_again,
+    asked,
+    claimed_a_while_ago,
+    jobs,
+    labels,
+    one_round,
+)
 from tireless import JobStore
 from tireless.forge import token_variable
 from tireless.forge.gitea import PAGE_SIZE, GiteaClient

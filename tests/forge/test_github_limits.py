@@ -11,11 +11,10 @@ from typing import Any
 import httpx
 import pytest
 
-from dev.standin_forge import Flavour, StandinForge
+from dev.standin import Flavour, StandinForge
 from tests.conftest import Database
-from tests.forge.test_mirror import claim, comments, labels, one_round
-from tests.forge.test_poll import NAMES, OWNER, PLAN, TOKEN, Setup
 from tests.helpers import rows
+from tests.support.forge import NAMES, OWNER, PLAN, TOKEN, Setup, claim, comments, labels, one_round
 from tireless import JobStore
 from tireless.forge import token_variable
 

@@ -10,11 +10,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from dev.standin_forge import Request, StandinForge
+from dev.standin import Request, StandinForge
 from tests.conftest import Database
-from tests.forge.test_mirror import asked, claim, comments, one_round
-from tests.forge.test_poll import NAMES, OWNER, TOKEN, Setup
 from tests.helpers import rows
+from tests.support.forge import NAMES, OWNER, TOKEN, Setup, asked, claim, comments, one_round
 from tireless import JobStore
 from tireless.forge import token_variable
 

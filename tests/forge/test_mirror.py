@@ -5,75 +5,41 @@ and a failing write is recorded without stopping the other issues or the polls."
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote
 
 import httpx
 import pytest
 
-from dev.standin_forge import Flavour, StandinForge
+from dev.standin import Flavour, StandinForge
 from tests import outbox
 from tests.conftest import Database
-from tests.forge.test_poll import NAMES, OWNER, PLAN, TOKEN, Setup
-from tests.forge.test_standin_forge import validator
 from tests.helpers import rows, track
 from tests.helpers import tireless_cli as cli
+from tests.support.forge import (
+    OWNER,
+    PLAN,
+    REPO,
+    STATE,
+    TOKEN,
+    Setup,
+    asked,
+    claim,
+    comments,
+    labels,
+    one_round,
+)
+from tests.support.schemas import validator
 from tireless import JobStore
 from tireless.cli.render import render_repos
 from tireless.errors import NotHolder
-from tireless.forge import client_for, token_variable
+from tireless.forge import client_for
 from tireless.forge.mirror import apply_write
 from tireless.forge.outbox import post_comment
-from tireless.forge.poll import Report
-from tireless.models import Job
-
-REPO = "widgets"
-STATE = "tireless/state/"
-
-
-@pytest.fixture(params=["gitea", "github"])
-def setup(
-    request: pytest.FixtureRequest, db: Database, store: JobStore, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[Setup]:
-    flavour = request.param
-    name = NAMES[flavour]
-    monkeypatch.setenv(token_variable(name), TOKEN)
-    with StandinForge(flavour, token=TOKEN, max_page_size=50) as forge:
-        store.add_forge(name, flavour, forge.url)
-        yield Setup(db, store, forge, name)
-
-
-def one_round(setup: Setup) -> Report:
-    (report,) = setup.round()
-    assert report.error is None, report.error
-    return report
-
-
-def asked(setup: Setup, title: str = "asks", labels: list[str] = PLAN) -> int:
-    """An issue that asks for work, its job made and its `pending` label shown."""
-    number = setup.forge.create_issue(OWNER, REPO, title, labels)
-    one_round(setup)  # the poll makes the job
-    one_round(setup)  # the mirror shows it
-    return number
-
-
-def claim(store: JobStore, worker: str = "host1-3") -> Job:
-    job = store.claim_next(worker, ["cc"])
-    assert job is not None
-    return job
-
-
-def labels(setup: Setup, number: int) -> list[str]:
-    return setup.forge.labels_of(OWNER, REPO, number)
 
 
 def state_labels(setup: Setup, number: int) -> list[str]:
     return [label for label in labels(setup, number) if label.startswith(STATE)]
-
-
-def comments(setup: Setup, number: int) -> list[str]:
-    return setup.forge.comments_of(OWNER, REPO, number)
 
 
 def mirror_row(setup: Setup, number: int) -> dict[str, Any]:

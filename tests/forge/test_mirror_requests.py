@@ -14,20 +14,32 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from dev.standin_forge import MIRROR_LOGIN, Flavour, Request, StandinForge
+from dev.standin import MIRROR_LOGIN, Flavour, Request, StandinForge
 from tests.conftest import Database
-from tests.forge.test_mirror import REPO, STATE, asked, claim, comments, labels, one_round, setup
-from tests.forge.test_poll import OWNER, PLAN, TOKEN, Setup
 from tests.helpers import rows, wait_until
 from tests.helpers import tireless_cli as cli
+from tests.support.forge import (
+    MODE,
+    OWNER,
+    PLAN,
+    REPO,
+    STATE,
+    TOKEN,
+    Setup,
+    ask_again,
+    asked,
+    began_earlier,
+    claim,
+    claimed_a_while_ago,
+    comments,
+    jobs,
+    labels,
+    one_round,
+)
 from tireless import JobStore
 from tireless.forge import client_for, token_variable
 from tireless.forge.mirror import MIRROR_BUDGET
-from tireless.models import Job
 
-__all__ = ["setup"]  # the fixture, both API families
-
-MODE = "tireless/plan"
 OTHER = "tireless/implement"
 
 
@@ -44,15 +56,6 @@ def poll_once(setup: Setup) -> str:
     done = cli(setup.db.url, "poll", "--once", **{token_variable(setup.name): TOKEN})
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout
-
-
-def jobs(setup: Setup, number: int) -> list[str]:
-    found = rows(
-        setup.db,
-        "SELECT state::text FROM tireless.job WHERE forge = %(f)s AND number = %(n)s ORDER BY id",
-        {"f": setup.name, "n": number},
-    )
-    return [state for (state,) in found]
 
 
 def deliver(store: JobStore, note: str = "done") -> int:
@@ -128,37 +131,6 @@ def test_a_mode_label_the_forge_did_not_take_off_is_not_recorded_as_withdrawn(
     one_round(setup)
     assert MODE not in labels(setup, number)
     assert jobs(setup, number) == ["delivered"]
-
-
-def began_earlier(setup: Setup, number: int) -> None:
-    """The live job began two seconds ago: a person's later edit is stamped (in the forge's whole
-    seconds) after it, as it is when a person edits an issue some time after its job was made."""
-    with setup.db.connect() as conn:
-        conn.execute(
-            "UPDATE tireless.job SET created_at = created_at - interval '2 seconds'"
-            " WHERE number = %(n)s AND state IN ('pending', 'claimed')",
-            {"n": number},
-        )
-        conn.execute(
-            "UPDATE tireless.issue SET asks_since = asks_since - interval '2 seconds'"
-            " WHERE number = %(n)s",
-            {"n": number},
-        )
-
-
-def claimed_a_while_ago(setup: Setup) -> tuple[int, Job]:
-    """An issue that asked, its job made two seconds ago and claimed."""
-    setup.track(REPO)
-    number = asked(setup)
-    began_earlier(setup, number)
-    return number, claim(setup.store)
-
-
-def ask_again(setup: Setup, number: int) -> None:
-    """The person takes the mode label off and puts it back: a new request."""
-    now = setup.forge.labels_of(OWNER, REPO, number)
-    setup.forge.set_labels(OWNER, REPO, number, [n for n in now if n != MODE])
-    setup.forge.set_labels(OWNER, REPO, number, [*[n for n in now if n != MODE], MODE])
 
 
 def test_a_request_made_as_the_mirror_takes_the_mode_label_off_gets_exactly_one_job(

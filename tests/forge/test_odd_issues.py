@@ -11,10 +11,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from dev.standin_forge import StandinForge
+from dev.standin import StandinForge
 from tests.conftest import Database
-from tests.forge.test_poll import NAMES, OWNER, PLAN, TOKEN, Setup
 from tests.helpers import rows
+from tests.support.forge import NAMES, OWNER, PLAN, TOKEN, Setup
 from tireless import JobStore
 from tireless.cli.render import render_repos
 from tireless.forge import token_variable

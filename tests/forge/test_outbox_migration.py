@@ -16,8 +16,8 @@ import pytest
 from yoyo import get_backend, read_migrations
 
 from dev.embedded import EmbeddedPostgres
-from dev.standin_forge import MIRROR_LOGIN, StandinForge
-from tests.forge.test_poll import OWNER, TOKEN
+from dev.standin import MIRROR_LOGIN, StandinForge
+from tests.support.forge import OWNER, TOKEN
 from tireless import DiscoveredIssue, JobStore, migrate
 from tireless.forge import token_variable
 from tireless.forge.poll import Report, client_factory, poll_round

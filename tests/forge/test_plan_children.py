@@ -7,27 +7,28 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
-from dev.standin_forge import MIRROR_LOGIN, StandinForge
+from dev.standin import MIRROR_LOGIN, StandinForge
 from tests import outbox
 from tests.conftest import Database
-from tests.forge.test_mirror import claim, labels, one_round
-from tests.forge.test_poll import NAMES, OWNER, PLAN, TOKEN, Setup
 from tests.helpers import rows
+from tests.support.forge import (
+    NAMES,
+    OWNER,
+    REPO,
+    TASKS,
+    TOKEN,
+    Setup,
+    delivered,
+    labels,
+    one_round,
+)
 from tireless import JobStore
 from tireless.forge import client_for, token_variable
 from tireless.forge.client import ReadFailed
 from tireless.forge.outbox import open_child
-
-REPO = "widgets"
-TASKS: list[dict[str, Any]] = [
-    {"title": "Build the frame", "body": "The frame first."},
-    {"title": "Paint it", "body": "Blue.", "depends_on": [0], "lane": "gpu"},
-    {"title": "Ship it", "body": "", "depends_on": [1, "#40"]},
-]
 
 
 @pytest.fixture(params=["gitea", "github"])
@@ -42,16 +43,6 @@ def setup(
         setup = Setup(db, store, forge, name)
         setup.track(REPO)
         yield setup
-
-
-def delivered(setup: Setup, mode: list[str] = PLAN, tasks: list[dict[str, Any]] = TASKS) -> int:
-    """A plan (or discover) job made, claimed, handed its tasks and delivered; its id."""
-    setup.forge.create_issue(OWNER, REPO, "Plan the widget", mode)
-    one_round(setup)
-    job = claim(setup.store)
-    assert setup.store.attach_plan(job.id, "host1-3", tasks) == len(tasks)
-    setup.store.transition(job.id, "delivered", "host1-3", "planned")
-    return job.id
 
 
 def opened(setup: Setup) -> list[tuple[int, str]]:

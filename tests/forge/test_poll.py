@@ -6,111 +6,16 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import pytest
 
-from dev.standin_forge import StandinForge, StoredIssue, issues_of
+from dev.standin import StandinForge, StoredIssue, issues_of
 from tests.conftest import Database
-from tests.helpers import rows
+from tests.support.forge import OWNER, PLAN, TOKEN, Setup
 from tireless import JobStore
 from tireless.forge import token_variable
 from tireless.forge.poll import Report, client_factory, poll_round
-
-TOKEN = "tok-poll-7d2e1b9c"
-OWNER = "acme"
-PLAN = ["tireless", "tireless/plan"]
-NAMES = {"gitea": "gitea", "github": "gh"}
-
-
-class Setup:
-    """A stand-in forge registered under `name`, its token in the environment, and helpers."""
-
-    def __init__(self, db: Database, store: JobStore, forge: StandinForge, name: str) -> None:
-        self.db, self.store, self.forge, self.name = db, store, forge, name
-
-    def track(self, *repos: str) -> None:
-        for repo in repos:
-            self.forge.create_repo(OWNER, repo)
-            self.store.track_repo(self.name, OWNER, repo)
-
-    def round(self, poller: str = "poller-1", **options: Any) -> list[Report]:
-        return poll_round(self.store, poller, clients=client_factory(timeout=2.0), **options)
-
-    def jobs(self, repo: str = "widgets") -> dict[int, tuple[str, str | None]]:
-        found = rows(
-            self.db,
-            "SELECT number, state::text, note FROM tireless.job"
-            " WHERE forge = %(f)s AND owner = %(o)s AND repo = %(r)s ORDER BY id",
-            {"f": self.name, "o": OWNER, "r": repo},
-        )
-        return {number: (state, note) for number, state, note in found}
-
-    def poll_state(self, repo: str = "widgets") -> dict[str, Any]:
-        (state,) = rows(
-            self.db,
-            "SELECT to_jsonb(s) FROM tireless.repo_status s"
-            " WHERE forge = %(f)s AND owner = %(o)s AND repo = %(r)s",
-            {"f": self.name, "o": OWNER, "r": repo},
-        )
-        found: dict[str, Any] = state[0]
-        return found
-
-    def snapshot(self, repo: str = "widgets") -> list[list[tuple[Any, ...]]]:
-        """Every job, issue and event row of the repository, and its cursor and ETag."""
-        key = {"f": self.name, "o": OWNER, "r": repo}
-        where = "forge = %(f)s AND owner = %(o)s AND repo = %(r)s"
-        return [
-            rows(
-                self.db,
-                f"SELECT j::text, xmin::text FROM tireless.job j WHERE {where} ORDER BY id",
-                key,
-            ),
-            rows(
-                self.db,
-                f"SELECT i::text, xmin::text FROM tireless.issue i WHERE {where} ORDER BY number",
-                key,
-            ),
-            rows(
-                self.db,
-                "SELECT e::text FROM tireless.job_event e JOIN tireless.job j ON j.id = e.job_id"
-                f" WHERE j.{where.replace(' AND ', ' AND j.')} ORDER BY e.id",
-                key,
-            ),
-            rows(self.db, f"SELECT cursor, etag FROM tireless.repo_poll WHERE {where}", key),
-        ]
-
-    def due_now(self, repo: str = "widgets") -> None:
-        """End a backoff (the test's stand-in for waiting it out)."""
-        with self.db.connect() as conn:
-            conn.execute(
-                "UPDATE tireless.repo_poll SET backoff_until = now(), next_poll_at = now()"
-                " WHERE forge = %(f)s AND owner = %(o)s AND repo = %(r)s",
-                {"f": self.name, "o": OWNER, "r": repo},
-            )
-            conn.execute("UPDATE tireless.forge SET limited_until = NULL, last_error = NULL")
-
-    def full_listing_next(self, repo: str = "widgets") -> None:
-        with self.db.connect() as conn:
-            conn.execute(
-                "UPDATE tireless.repo_poll SET reads_since_full = 9"
-                " WHERE forge = %(f)s AND owner = %(o)s AND repo = %(r)s",
-                {"f": self.name, "o": OWNER, "r": repo},
-            )
-
-
-@pytest.fixture(params=["gitea", "github"])
-def setup(
-    request: pytest.FixtureRequest, db: Database, store: JobStore, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[Setup]:
-    flavour = request.param
-    name = NAMES[flavour]
-    monkeypatch.setenv(token_variable(name), TOKEN)
-    with StandinForge(flavour, token=TOKEN, max_page_size=50) as forge:
-        store.add_forge(name, flavour, forge.url)
-        yield Setup(db, store, forge, name)
 
 
 def test_first_poll_makes_a_job_for_each_issue_that_asks(setup: Setup) -> None:

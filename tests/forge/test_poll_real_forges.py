@@ -15,25 +15,16 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from dev.standin_forge import StandinForge
+from dev.standin import StandinForge
 from tests.conftest import Database
 from tests.helpers import cli_json, rows, wait_until
 from tests.helpers import tireless_cli as cli
+from tests.support.real_forges import TOKEN, registered, wait_of
 from tireless.forge.client import RateLimited
 from tireless.forge.http import SECONDARY_LIMIT_PAUSE, Http
 
-TOKEN = "tok-real-4c1d9e"
 PLAN = ["tireless", "tireless/plan"]
 LEASE = ("--lease", "3s")
-
-
-def registered(db: Database, forge: StandinForge, name: str, *repos: str) -> dict[str, str]:
-    """The stand-in registered as `name` with `repos` of acme tracked; its token variable."""
-    cli_json(db.url, "forge", "add", name, "--kind", forge.flavour, "--url", forge.url)
-    for repo in repos:
-        forge.create_repo("acme", repo)
-        cli_json(db.url, "track", name, "acme", repo)
-    return {f"TIRELESS_TOKEN_{name.upper()}": TOKEN}
 
 
 def jobs(db: Database, forge: str, repo: str = "widgets") -> list[tuple[int, str, str | None]]:
@@ -56,11 +47,6 @@ def full_listing_next(db: Database, cursor_ahead: bool = False) -> None:
         conn.execute("UPDATE tireless.repo_poll SET reads_since_full = 9")
         if cursor_ahead:
             conn.execute("UPDATE tireless.repo_poll SET cursor = now() + interval '1 hour'")
-
-
-def wait_of(limited: RateLimited) -> timedelta:
-    assert limited.retry_after is not None
-    return limited.retry_after
 
 
 @pytest.fixture

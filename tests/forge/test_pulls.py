@@ -10,7 +10,7 @@ from contextlib import closing
 import httpx
 import pytest
 
-from dev.standin_forge import StandinForge
+from dev.standin import StandinForge
 from tireless.forge import client_for
 from tireless.forge.client import ForgeClient, PullRequest, WriteRefused
 

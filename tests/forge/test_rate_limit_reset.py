@@ -12,11 +12,11 @@ from datetime import timedelta
 import httpx
 import pytest
 
-from dev.standin_forge import PRIMARY_LIMIT_FAULTS, StandinForge
+from dev.standin import PRIMARY_LIMIT_FAULTS, StandinForge
 from tests.conftest import Database
-from tests.forge.test_poll_real_forges import TOKEN, registered, wait_of
 from tests.helpers import rows
 from tests.helpers import tireless_cli as cli
+from tests.support.real_forges import TOKEN, registered, wait_of
 from tireless.forge.client import RateLimited
 from tireless.forge.http import (
     PRIMARY_RESET_MAX,

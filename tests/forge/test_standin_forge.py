@@ -4,30 +4,16 @@ and its headers behave as the two APIs document (X-Total-Count, Link, ETag, rate
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
-from jsonschema import Draft202012Validator
-from referencing import Registry, Resource
 
-from dev.standin_forge import StandinForge
+from dev.standin import StandinForge
+from tests.support.schemas import validator
 from tireless.forge.http import links
 
-SCHEMAS = Path(__file__).resolve().parent.parent / "forge_schemas"
 TOKEN = "schema-token"
-
-
-def validator(name: str, pointer: str = "") -> Draft202012Validator:
-    schemas = {p.name: json.loads(p.read_text()) for p in SCHEMAS.glob("*.json")}
-    registry: Registry[Any] = Registry().with_resources(
-        (name, Resource.from_contents(schema)) for name, schema in schemas.items()
-    )
-    schema = {"$ref": f"{name}{pointer}"}
-    return Draft202012Validator(schema, registry=registry)
 
 
 def issues_path(forge: StandinForge) -> str:

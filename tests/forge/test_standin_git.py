@@ -4,7 +4,6 @@ challenge without it, and a push to a protected branch refused by git in the for
 
 from __future__ import annotations
 
-import base64
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,9 +11,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from dev.standin_forge import StandinForge
-from dev.standin_git import git_environment
+from dev.standin import StandinForge
 from tests.conftest import Database
+from tests.support.git import basic, commit, git
 
 TOKEN = "tok-git-5e2b7c"
 USERS = {"gitea": "tireless-bot", "github": "x-access-token"}
@@ -28,40 +27,8 @@ def forge(request: pytest.FixtureRequest) -> Iterator[StandinForge]:
         yield standin
 
 
-def basic(user: str, password: str) -> str:
-    return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
-
-
-def git(
-    *args: str,
-    cwd: Path | None = None,
-    auth: str | None = None,
-    env: dict[str, str] | None = None,
-) -> subprocess.CompletedProcess[str]:
-    """git with no configuration of this machine, never prompting; `auth` an Authorization
-    header given on the command line, as the runner gives it (no file holds it)."""
-    header = ["-c", f"http.extraHeader=Authorization: {auth}"] if auth else []
-    identity = ["-c", "user.name=Runner", "-c", "user.email=runner@example.com"]
-    return subprocess.run(
-        ["git", *header, *identity, *args],
-        cwd=cwd,
-        env=git_environment() | (env or {}),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-
-
 def clone(forge: StandinForge, into: Path, auth: str | None) -> subprocess.CompletedProcess[str]:
     return git("clone", "--quiet", forge.clone_url("acme", "widgets"), str(into), auth=auth)
-
-
-def commit(work: Path, name: str, text: str) -> str:
-    (work / name).write_text(text)
-    assert git("add", name, cwd=work).returncode == 0
-    assert git("commit", "--quiet", "-m", f"add {name}", cwd=work).returncode == 0
-    return git("rev-parse", "HEAD", cwd=work).stdout.strip()
 
 
 def test_clone_fetch_and_push_work_with_the_token(forge: StandinForge, tmp_path: Path) -> None:

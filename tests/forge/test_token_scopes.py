@@ -16,12 +16,11 @@ from typing import Any
 
 import pytest
 
-from dev.standin_forge import APP_LOGIN, MIRROR_LOGIN, Request, StandinForge
+from dev.standin import APP_LOGIN, MIRROR_LOGIN, Request, StandinForge
 from tests.conftest import Database
-from tests.forge.test_conversation import work
-from tests.forge.test_poll import NAMES, OWNER, PLAN, TOKEN, Setup
-from tests.forge.test_standin_git import basic, commit, git
 from tests.helpers import rows
+from tests.support.forge import NAMES, OWNER, PLAN, TOKEN, Setup, work
+from tests.support.git import basic, commit, git
 from tireless import JobStore
 from tireless.forge import token_variable
 from tireless.forge.http import forget_refusals

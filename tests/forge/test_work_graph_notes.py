@@ -9,11 +9,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from dev.standin_forge import MIRROR_LOGIN, Request, StandinForge
+from dev.standin import MIRROR_LOGIN, Request, StandinForge
 from tests.conftest import Database
-from tests.forge.test_mirror import claim, comments, one_round
-from tests.forge.test_plan_children import delivered
-from tests.forge.test_poll import NAMES, OWNER, TOKEN, Setup
+from tests.support.forge import NAMES, OWNER, TOKEN, Setup, claim, comments, delivered, one_round
 from tireless import JobStore
 from tireless.forge import client_for, token_variable
 from tireless.forge.client import WriteRefused

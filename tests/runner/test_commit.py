@@ -12,11 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from dev.standin_forge import MIRROR_LOGIN, StandinForge
+from dev.standin import MIRROR_LOGIN, StandinForge
 from tests.conftest import Database
-from tests.forge.test_mirror import one_round
-from tests.forge.test_poll import OWNER, TOKEN, Setup
 from tests.helpers import tireless_cli
+from tests.support.forge import OWNER, TOKEN, Setup, one_round
 from tireless import JobStore
 from tireless.forge import token_variable
 from tireless.git import BOT, Identity

@@ -24,32 +24,21 @@ import pytest
 
 from tests.conftest import Database
 from tests.helpers import enqueue_jobs, issue, tireless_cli, wait_until, wait_until_sql
-from tests.runner.test_work import (
+from tests.support.work import (
     MARKER,
     agent,
-    in_the_tests_directory,
+    clean_environment,
     marked,
     processes_marked,
+    run_worker,
+    skip_unless_available,
     start_worker,
     state_of,
     work_args,
-    worker_process,
 )
-from tests.runner.test_work_secrets import clean_environment, public_dir, run_worker
 from tireless import JobStore
 
-__all__ = ["in_the_tests_directory", "public_dir", "worker_process"]  # the fixtures, used by name
-
-IN_CI = os.environ.get("CI") == "true"
-
-
-def skip_unless_available(sandbox: str) -> None:
-    """bwrap's tests are skipped only where bubblewrap is missing, never in CI; unshare's where
-    the worker cannot use it (it needs root)."""
-    if sandbox == "bwrap" and shutil.which("bwrap") is None and not IN_CI:
-        pytest.skip("bubblewrap (bwrap) is not installed")
-    if sandbox == "unshare" and (os.geteuid() != 0 or shutil.which("unshare") is None):
-        pytest.skip("--sandbox unshare needs root and util-linux's unshare")
+pytestmark = pytest.mark.usefixtures("in_the_tests_directory")
 
 
 @pytest.fixture

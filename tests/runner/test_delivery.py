@@ -16,11 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from dev.standin_forge import StandinForge
+from dev.standin import StandinForge
 from tests.conftest import Database
-from tests.forge.test_mirror import comments, one_round
-from tests.forge.test_poll import OWNER, TOKEN, Setup
 from tests.helpers import rows, tireless_cli, wait_until, wait_until_sql
+from tests.support.forge import OWNER, TOKEN, Setup, comments, one_round
 from tireless import JobStore
 from tireless.forge import token_variable
 from tireless.models import ATTEMPT_NAMESPACE

@@ -28,14 +28,18 @@ import pytest
 
 from tests.conftest import Database
 from tests.helpers import enqueue_jobs, issue, tireless_cli, wait_until
-from tests.runner.test_containment import skip_unless_available
-from tests.runner.test_work import in_the_tests_directory, start_worker, work_args, worker_process
-from tests.runner.test_work_secrets import clean_environment, public_dir, run_worker
+from tests.support.work import (
+    clean_environment,
+    run_worker,
+    skip_unless_available,
+    start_worker,
+    work_args,
+)
 from tireless import JobStore
 from tireless.runner import relay
 from tireless.runner.sandbox import relay_python
 
-__all__ = ["in_the_tests_directory", "public_dir", "worker_process"]  # the fixtures, by name
+pytestmark = pytest.mark.usefixtures("in_the_tests_directory")
 
 LISTED = "127.0.0.2"
 UNLISTED = "127.0.0.3"

@@ -8,12 +8,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import Database
 from tests.helpers import issue, rows, tireless_cli, tracked
-from tests.runner.test_work import agent, in_the_tests_directory, state_of, work_args
+from tests.support.work import agent, state_of, work_args
 from tireless import JobStore
 
-__all__ = ["in_the_tests_directory"]  # the autouse fixture, for this module's tests too
+pytestmark = pytest.mark.usefixtures("in_the_tests_directory")
 
 GOOD = [{"title": "Build it", "body": "b"}, {"title": "Test it", "body": "", "depends_on": [0]}]
 

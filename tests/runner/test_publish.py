@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.runner.test_workspace import AGENT_ENV, NOBODY, Forge, forge_commit, make_remote, sh
+from tests.support.workspace import AGENT_ENV, NOBODY, Forge, forge_commit, make_remote, sh
 from tireless import git as git_module
 from tireless.git import GitAuth, Identity
 from tireless.runner import workspace as workspace_module

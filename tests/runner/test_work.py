@@ -3,42 +3,34 @@ the lease is renewed while it runs, a lost lease stops it, and SIGTERM releases 
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import select
 import signal
 import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import Database
 from tests.helpers import enqueue_jobs, history, issue, rows, tireless_cli, wait_until
+from tests.support.work import (
+    agent,
+    exits_0_with_its_command,
+    processes_marked,
+    read_log_until,
+    start_sleeping_agent,
+    start_worker,
+    state_of,
+    work_args,
+)
 from tireless import JobStore
-
-
-@pytest.fixture(autouse=True)
-def in_the_tests_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each worker runs in the test's own directory, COMMAND's working directory: the sandbox
-    (bwrap: a private /tmp) leaves it writable, so the files an agent leaves for the test are
-    where both sides see them."""
-    monkeypatch.chdir(tmp_path)
-
-
-def agent(tmp_path: Path, body: str) -> list[str]:
-    """A COMMAND running `body` in sh (given on its command line, so a sandbox's private /tmp
-    does not hide it; arguments appended are $1, ...), with $OUT a directory for what the test
-    reads back (COMMAND's working directory, where a sandbox lets it write)."""
-    return ["sh", "-c", f'OUT="{tmp_path}"\n{body}\n', "agent"]
-
 
 # Credentials the worker may hold in its environment (each harmless to its own connection here:
 # its URL names host, port, user and database), none of which may reach COMMAND.
+pytestmark = pytest.mark.usefixtures("in_the_tests_directory")
+
 LIBPQ_CREDENTIALS = {
     "PGPASSWORD": "secret",
     "PGPASSFILE": "/nonexistent/pgpass",
@@ -74,109 +66,8 @@ def over_tcp(db: Database) -> str:
     return f"postgresql://postgres@127.0.0.1:{db.server.port}/{dbname}"
 
 
-def work_args(*options: str) -> list[str]:
-    return ["work", "--worker", "runner-1", "--lane", "cc", *options]
-
-
-@pytest.fixture
-def worker_process(db: Database) -> Iterator[list[subprocess.Popen[str]]]:
-    """Workers started by a test; any still running at its end are killed."""
-    started: list[subprocess.Popen[str]] = []
-    yield started
-    for process in started:
-        process.kill()
-        process.wait()
-
-
-def start_worker(
-    db: Database,
-    started: list[subprocess.Popen[str]],
-    *args: str,
-    cwd: Path | None = None,
-    extra: dict[str, str] | None = None,
-) -> subprocess.Popen[str]:
-    """`tireless work ARGS` in `cwd` (COMMAND's working directory), with the test's environment
-    and `extra`."""
-    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"} | {"DATABASE_URL": db.url}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tireless", *args],
-        cwd=cwd,
-        env=env | (extra or {}),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    started.append(process)
-    return process
-
-
-def read_log_until(worker: subprocess.Popen[str], text: str, timeout: float = 30) -> str:
-    """What the worker has logged up to and including a line with `text` (raw reads of its
-    stderr, so nothing waits in a buffer); fails after `timeout` seconds or at the log's end."""
-    assert worker.stderr is not None
-    fd, seen = worker.stderr.fileno(), b""
-    deadline = time.monotonic() + timeout
-    while text.encode() not in seen:
-        remaining = deadline - time.monotonic()
-        assert remaining > 0, f"the worker never logged {text!r}: {seen.decode()}"
-        if select.select([fd], [], [], remaining)[0]:
-            chunk = os.read(fd, 65536)
-            assert chunk, f"the worker's log ended without {text!r}: {seen.decode()}"
-            seen += chunk
-    return seen.decode()
-
-
-def state_of(db: Database, job_id: int) -> str:
-    state: str = db.scalar("SELECT state::text FROM tireless.job WHERE id = %(id)s", {"id": job_id})
-    return state
-
-
-MARKER = "JOB_MARKER_OF_THE_TEST"
 """A variable of the worker's environment that COMMAND, and every process it starts, inherits:
 how a test finds the job's processes (in a PID namespace, the pid a process knows is not ours)."""
-
-
-def marked() -> dict[str, str]:
-    """A fresh marker for the job's processes, for start_worker's environment."""
-    return {MARKER: uuid.uuid4().hex}
-
-
-def processes_marked(marker: str) -> list[int]:
-    """The live processes carrying the marker in their environment."""
-    needle = f"{MARKER}={marker}".encode()
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit() and int(entry) != os.getpid():
-            with contextlib.suppress(OSError):
-                if needle in Path(f"/proc/{entry}/environ").read_bytes().split(b"\0"):
-                    found.append(int(entry))
-    return found
-
-
-def start_sleeping_agent(
-    db: Database, started: list[subprocess.Popen[str]], tmp_path: Path, *options: str
-) -> tuple[subprocess.Popen[str], Path]:
-    """A worker (`work OPTIONS -- COMMAND`) whose COMMAND writes the marker of its processes to a
-    file, then sleeps a minute; returned with that file once the command runs."""
-    command = agent(
-        tmp_path,
-        f'echo "${MARKER}" > "$OUT/started.tmp"\nmv "$OUT/started.tmp" "$OUT/started"\n'
-        "exec sleep 60",
-    )
-    worker = start_worker(
-        db, started, *work_args(*options, "--"), *command, cwd=tmp_path, extra=marked()
-    )
-    started_file = tmp_path / "started"
-    wait_until(started_file.exists, "the command to start")
-    return worker, started_file
-
-
-def exits_0_with_its_command(worker: subprocess.Popen[str], started_file: Path) -> str:
-    """Wait for the worker; assert it exited 0 and its command is gone too. Returns its stderr."""
-    _, err = worker.communicate(timeout=30)
-    assert worker.returncode == 0, err
-    assert processes_marked(started_file.read_text().strip()) == []
-    return err
 
 
 def test_a_command_that_exits_0_delivers_the_job_it_got_in_env_and_stdin(

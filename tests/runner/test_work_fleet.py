@@ -14,26 +14,23 @@ from pathlib import Path
 
 import pytest
 
-from dev.standin_forge import StandinForge
+from dev.standin import StandinForge
 from tests.conftest import Database
-from tests.forge.test_mirror import comments, one_round
-from tests.forge.test_poll import NAMES, OWNER, PLAN, TOKEN, Setup
 from tests.helpers import enqueue_jobs, history, issue, tireless_cli, tracked, wait_until_sql
-from tests.runner.test_work import (
+from tests.support.forge import NAMES, OWNER, PLAN, TOKEN, Setup, comments, one_round
+from tests.support.work import (
     agent,
     exits_0_with_its_command,
-    in_the_tests_directory,
+    set_back,
     start_sleeping_agent,
     start_worker,
     state_of,
     work_args,
-    worker_process,
 )
-from tests.sql.test_watchdog import set_back
 from tireless import JobStore
 from tireless.forge import token_variable
 
-__all__ = ["in_the_tests_directory", "worker_process"]  # the fixtures, used by name
+pytestmark = pytest.mark.usefixtures("in_the_tests_directory")
 
 FAST = ("--once", "--lease", "1500ms")
 """One job, renewed (and watched) every half second."""

@@ -9,10 +9,8 @@ from pathlib import Path
 
 from tests.conftest import Database
 from tests.helpers import enqueue_jobs, wait_until
-from tests.runner.test_work import agent, read_log_until, start_worker, work_args, worker_process
+from tests.support.work import agent, read_log_until, start_worker, work_args
 from tireless import JobStore
-
-__all__ = ["worker_process"]  # the fixture, imported for pytest
 
 LISTENING = (
     "SELECT pid FROM pg_stat_activity"

@@ -7,12 +7,7 @@ from __future__ import annotations
 
 import os
 import pwd
-import shutil
-import subprocess
-import sys
-import tempfile
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
 
@@ -21,8 +16,8 @@ from psycopg.conninfo import make_conninfo
 
 from tests.conftest import Database
 from tests.helpers import enqueue_jobs, rows
+from tests.support.work import clean_environment, run_worker
 from tireless import JobStore
-from tireless.credentials import is_credential_variable
 from tireless.masking import Masker, OutputMasker
 
 # Looks everywhere an agent could: $PPID and each ancestor's environment block and command line
@@ -49,35 +44,8 @@ NO_SANDBOX = ("--sandbox", "none")
 PID namespace hides them: tests/runner/test_containment.py)."""
 
 
-@pytest.fixture
-def public_dir() -> Iterator[Path]:
-    """A directory any user may read and write (the agent user's dump goes there)."""
-    path = Path(tempfile.mkdtemp(prefix="tireless-agent-"))
-    path.chmod(0o777)
-    yield path
-    shutil.rmtree(path)
-
-
 def secret(kind: str) -> str:
     return f"{kind}-{uuid.uuid4().hex}"
-
-
-def clean_environment() -> dict[str, str]:
-    """The test's environment without any credential variable of its own."""
-    return {k: v for k, v in os.environ.items() if not is_credential_variable(k)}
-
-
-def run_worker(
-    env: dict[str, str], cwd: Path, *options: str, command: list[str]
-) -> subprocess.CompletedProcess[bytes]:
-    worker = [sys.executable, "-m", "tireless", "work", "--worker", "w1", "--lane", "cc"]
-    return subprocess.run(
-        [*worker, "--once", *options, "--", *command],
-        env=env,
-        cwd=cwd,
-        capture_output=True,
-        timeout=120,
-    )
 
 
 def snooping_agent(public_dir: Path, *files: Path) -> tuple[list[str], Path]:

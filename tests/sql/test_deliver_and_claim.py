@@ -12,9 +12,16 @@ from typing import Any
 import pytest
 
 from tests.conftest import Database
-from tests.helpers import claimed, end_lease, enqueue_jobs, history, make_available, rows
-from tests.sql.test_finish_and_claim import same_transaction, snapshot
-from tests.store.test_async import any_store  # noqa: F401  (the fixture: sync and async)
+from tests.helpers import (
+    claimed,
+    end_lease,
+    enqueue_jobs,
+    history,
+    make_available,
+    rows,
+    same_transaction,
+    snapshot,
+)
 from tireless import Job, JobState, JobStore
 from tireless.errors import InvalidArgument, MalformedDelivery, NotHolder, TirelessError, UnknownJob
 from tireless.models import NO_CHANGE, Delivery
@@ -149,7 +156,7 @@ def test_a_malformed_delivery_sent_again_is_still_refused(db: Database, store: J
 
 def test_a_delivering_lease_that_goes_on_delivers_and_claims_in_one_call(
     db: Database,
-    any_store: JobStore,  # noqa: F811
+    any_store: JobStore,
 ) -> None:
     enqueue_jobs(any_store, 2)
     held = any_store.lease("w1", LANES, then_claim=lambda: True)
@@ -177,7 +184,7 @@ def test_a_delivering_lease_that_goes_on_delivers_and_claims_in_one_call(
 
 def test_a_lease_finishes_once_and_its_block_s_end_finishes_nothing(
     db: Database,
-    any_store: JobStore,  # noqa: F811
+    any_store: JobStore,
 ) -> None:
     enqueue_jobs(any_store, 1)
     held = any_store.lease("w1", LANES)

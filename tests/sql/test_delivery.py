@@ -32,7 +32,7 @@ from tests.helpers import (
     tracked,
     wait_until_blocked,
 )
-from tests.sql.test_roles import Login, login, login_name  # noqa: F401  (the fixture)
+from tests.support.roles import Login, login_name
 from tireless import Job, JobStore
 from tireless.errors import (
     InvariantViolated,
@@ -297,7 +297,7 @@ def test_deliver_refuses_exactly_what_transition_refuses_and_changes_nothing(
 def test_another_runner_login_may_not_deliver_or_checkpoint_for_the_holder(
     store: JobStore,
     db: Database,
-    login: Login,  # noqa: F811
+    login: Login,
 ) -> None:
     repository(store).enqueue([issue(1)])
     first, second = login("tireless_runner"), login("tireless_runner")
@@ -324,7 +324,7 @@ def test_another_runner_login_may_not_deliver_or_checkpoint_for_the_holder(
 
 def test_runners_deliver_and_checkpoint_pollers_write_pull_requests_and_the_tables_are_private(
     store: JobStore,
-    login: Login,  # noqa: F811
+    login: Login,
 ) -> None:
     repository(store).enqueue([issue(1)])
     with (

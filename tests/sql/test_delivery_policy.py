@@ -13,7 +13,7 @@ import pytest
 
 from tests.conftest import Database
 from tests.helpers import FORGE, OWNER, REPO, cli_json, issue, rows, tireless_cli, tracked
-from tests.sql.test_roles import Login, login  # noqa: F401  (the fixture)
+from tests.support.roles import Login
 from tireless import JobStore, RepoDelivery
 from tireless.errors import InvalidArgument, PermissionDenied, UnknownRepository
 from tireless.runner.policy import PublishPolicy
@@ -141,7 +141,7 @@ def test_the_brief_carries_the_repositorys_policy_and_another_repository_gets_th
 def test_only_an_admin_sets_the_policy_and_a_runner_reads_it_in_the_brief(
     store: JobStore,
     db: Database,
-    login: Login,  # noqa: F811
+    login: Login,
 ) -> None:
     tracked(store).enqueue([issue(1)])
     job_id = db.scalar("SELECT id FROM tireless.job")
@@ -198,7 +198,7 @@ def test_the_command_line_sets_and_prints_the_policy(store: JobStore, db: Databa
 def test_the_policy_that_applies_has_the_defaults_filled_in_and_the_brief_carries_it(
     store: JobStore,
     db: Database,
-    login: Login,  # noqa: F811
+    login: Login,
 ) -> None:
     tracked(store).enqueue([issue(1)])
     job_id = db.scalar("SELECT id FROM tireless.job")

@@ -15,6 +15,7 @@ from yoyo import get_backend, read_migrations
 from tests.conftest import SERVER, Database
 from tests.helpers import (
     FORGE,
+    MIGRATIONS,
     OWNER,
     REPO,
     TEST_REPO,
@@ -25,7 +26,6 @@ from tests.helpers import (
     track,
     tracked,
 )
-from tests.sql.test_sql_files import MIGRATIONS
 from tireless import DiscoveredIssue, JobState, JobStore, migrate
 from tireless.migrate import yoyo_uri
 

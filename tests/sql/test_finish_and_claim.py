@@ -22,10 +22,11 @@ from tests.helpers import (
     history,
     make_available,
     rows,
+    same_transaction,
+    snapshot,
     tireless_cli,
 )
-from tests.sql.test_roles import Login, login  # noqa: F401  (the fixture: new runner logins)
-from tests.store.test_async import any_store  # noqa: F401  (the fixture: every lease test runs sync and async)
+from tests.support.roles import Login
 from tests.workers import SPAWN, all_exit_0, reports, start
 from tireless import Job, JobState, JobStore
 from tireless.errors import (
@@ -48,19 +49,6 @@ def finish_and_claim(
     )
 
 
-def same_transaction(db: Database, finished: int, claimed_next: int) -> bool:
-    """Whether the event that ended `finished` and the one that claimed `claimed_next` were
-    written by one transaction (the same xmin)."""
-    xmins = rows(
-        db,
-        "SELECT DISTINCT xmin::text FROM tireless.job_event"
-        " WHERE (job_id = %(a)s AND to_state <> 'claimed' AND from_state = 'claimed')"
-        "    OR (job_id = %(b)s AND to_state = 'claimed')",
-        {"a": finished, "b": claimed_next},
-    )
-    return len(xmins) == 1
-
-
 def test_it_delivers_the_job_and_claims_the_next_in_one_transaction(
     db: Database, store: JobStore
 ) -> None:
@@ -76,10 +64,6 @@ def test_it_delivers_the_job_and_claims_the_next_in_one_transaction(
     assert same_transaction(db, first.id, second.id)
     assert finish_and_claim(store, second) is None, "no job left: no row"
     assert db.scalar("SELECT count(*) FROM tireless.job WHERE state = 'delivered'") == 2
-
-
-def snapshot(db: Database) -> list[tuple[Any, ...]]:
-    return rows(db, "SELECT id, state::text, claimed_by, claim_token, note FROM tireless.job")
 
 
 # Each refusal: its exception, and what it changes in the holder's call, given the job's token
@@ -135,7 +119,7 @@ def test_a_refused_finish_is_refused_as_transition_refuses_it_and_claims_nothing
 def test_another_runner_login_is_refused_as_transition_refuses_it_and_claims_nothing(
     db: Database,
     store: JobStore,
-    login: Login,  # noqa: F811
+    login: Login,
 ) -> None:
     enqueue_jobs(store, 2)
     with JobStore(login("tireless_runner")) as host1, JobStore(login("tireless_runner")) as host2:
@@ -287,7 +271,7 @@ def test_runner_processes_finishing_and_claiming_never_hand_one_job_to_two(
 # The lease: a runner that goes on finishes and claims in one call.
 def test_a_lease_that_goes_on_finishes_and_claims_in_one_call(
     db: Database,
-    any_store: JobStore,  # noqa: F811
+    any_store: JobStore,
 ) -> None:
     enqueue_jobs(any_store, 2)
     held = any_store.lease("w1", LANES, then_claim=lambda: True)
@@ -308,7 +292,7 @@ def test_a_lease_that_goes_on_finishes_and_claims_in_one_call(
 
 def test_a_lease_that_stops_gives_back_and_claims_nothing(
     db: Database,
-    any_store: JobStore,  # noqa: F811
+    any_store: JobStore,
 ) -> None:
     enqueue_jobs(any_store, 2)
     held = any_store.lease("w1", LANES, lease=timedelta(minutes=1), then_claim=lambda: False)

@@ -19,7 +19,7 @@ from tests.helpers import (
     make_available,
     wait_until,
 )
-from tests.sql.test_roles import Login, login  # noqa: F401  (the fixture)
+from tests.support.roles import Login
 from tireless import Job, JobState, JobStore
 from tireless.errors import NotHolder, PermissionDenied, UnknownJob
 from tireless.models import NO_CHANGE
@@ -122,7 +122,7 @@ def test_give_back_of_an_unknown_job_is_tl001(store: JobStore) -> None:
         store.give_back(424242, "w1")
 
 
-def test_a_runner_gives_back_and_a_poller_may_not(store: JobStore, login: Login) -> None:  # noqa: F811
+def test_a_runner_gives_back_and_a_poller_may_not(store: JobStore, login: Login) -> None:
     enqueue_jobs(store, 2)
     with JobStore(login("tireless_runner")) as runner:
         job = claimed(runner, "host1")
@@ -135,7 +135,7 @@ def test_a_runner_gives_back_and_a_poller_may_not(store: JobStore, login: Login)
 def test_an_admin_who_sets_role_runner_may_not_cancel_a_pending_job(
     db: Database,
     store: JobStore,
-    login: Login,  # noqa: F811
+    login: Login,
 ) -> None:
     enqueue_jobs(store, 1)
     job_id = db.scalar("SELECT id FROM tireless.job")

@@ -13,7 +13,7 @@ import pytest
 
 from tests.conftest import Database
 from tests.helpers import claimed, end_lease, enqueue_jobs, make_available, rows
-from tests.sql.test_roles import Login, login  # noqa: F401  (the fixture)
+from tests.support.roles import Login
 from tireless import JobStore
 from tireless.errors import InvalidArgument, NotHolder, PermissionDenied, UnknownJob
 from tireless.models import JobNetwork
@@ -258,7 +258,7 @@ def test_lane_egress_adds_up_the_refusals_and_bytes_of_each_lane(
 
 def test_runners_read_and_record_admins_set_and_the_table_is_private(
     store: JobStore,
-    login: Login,  # noqa: F811
+    login: Login,
 ) -> None:
     enqueue_jobs(store, 1)
     with (

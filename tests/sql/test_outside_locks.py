@@ -12,7 +12,7 @@ from psycopg.conninfo import make_conninfo
 
 from tests.conftest import Database
 from tests.helpers import FORGE, OWNER, REPO, end_lease, enqueue_jobs, issue, tracked
-from tests.sql.test_roles import Login, login  # noqa: F401  (the fixture)
+from tests.support.roles import Login
 from tireless import JobStore
 from tireless.errors import MalformedIssue
 
@@ -34,7 +34,7 @@ def impatient(conninfo: str) -> str:
 def test_an_outside_login_holding_every_old_lock_changes_nothing(
     store: JobStore,
     db: Database,
-    login: Login,  # noqa: F811
+    login: Login,
 ) -> None:
     enqueue_jobs(store, 2)
     store.add_forge(FORGE, "gitea", "https://gitea.example.com")

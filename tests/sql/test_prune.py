@@ -14,7 +14,7 @@ import pytest
 
 from tests.conftest import Database
 from tests.helpers import claimed, enqueue_jobs, rows, tireless_cli
-from tests.sql.test_roles import GROUPS, Login, login  # noqa: F401  (the fixture)
+from tests.support.roles import GROUPS, Login
 from tireless import JobStore
 from tireless.errors import InvalidArgument, PermissionDenied
 
@@ -118,7 +118,7 @@ def test_prune_refuses_a_negative_age(store: JobStore) -> None:
 def test_only_an_admin_may_prune(
     db: Database,
     store: JobStore,
-    login: Login,  # noqa: F811
+    login: Login,
     group: str,
 ) -> None:
     enqueue_jobs(store, 1)
@@ -133,7 +133,7 @@ def test_only_an_admin_may_prune(
 def test_no_role_deletes_history_directly_even_with_prunes_setting(
     db: Database,
     store: JobStore,
-    login: Login,  # noqa: F811
+    login: Login,
     group: str,
 ) -> None:
     enqueue_jobs(store, 1)

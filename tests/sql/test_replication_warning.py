@@ -16,7 +16,7 @@ from dev.replicas import DBNAME
 from tests.conftest import Database
 from tests.helpers import tireless_cli, wait_until
 from tests.standby import Replicated, hot_standby  # noqa: F401 (the fixture)
-from tests.web.test_web import browser
+from tests.support.web import browser
 from tireless.web.app import create_app
 
 WARNING = "tireless.replication_warning()"

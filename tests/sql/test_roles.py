@@ -4,20 +4,18 @@ tables are never writable directly, and a hostile search_path changes nothing.""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
 import pytest
-from psycopg.conninfo import make_conninfo
 
 from tests.conftest import Database
 from tests.helpers import FORGE, OWNER, REPO, enqueue_jobs, issue, rows, tracked
+from tests.support.roles import GROUPS, Login, login_name
 from tireless import JobStore
 from tireless.errors import NotHolder, PermissionDenied
 
-GROUPS = ("tireless_runner", "tireless_poller", "tireless_admin")
 # Each table the roles must not write, with a column an UPDATE would set.
 LOCKED_TABLES = {
     "job": "state",
@@ -29,36 +27,6 @@ LOCKED_TABLES = {
     "forge": "base_url",
     "repo_poll": "etag",
 }
-
-
-Login = Callable[[str | None], str]
-
-
-@pytest.fixture
-def login(db: Database) -> Iterator[Login]:
-    """login(group) -> conninfo of a new LOGIN role that is a member of group (of none: an
-    outside login). Roles belong to the cluster, so each gets a unique name and is dropped (with
-    what it owns) at teardown."""
-    created: list[str] = []
-
-    def make(group: str | None) -> str:
-        name = f"{(group or 'outsider').removeprefix('tireless_')}_{uuid.uuid4().hex[:8]}"
-        with db.connect() as conn:
-            conn.execute(f'CREATE ROLE "{name}" LOGIN')
-            if group is not None:
-                conn.execute(f'GRANT {group} TO "{name}"')
-        created.append(name)
-        return make_conninfo(db.conninfo, user=name)
-
-    yield make
-    with db.connect() as conn:
-        for name in created:
-            conn.execute(
-                "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity WHERE usename = %s",
-                [name],
-            )
-            conn.execute(f'DROP OWNED BY "{name}"')
-            conn.execute(f'DROP ROLE "{name}"')
 
 
 def refused(conn: psycopg.Connection[Any], query: str) -> str | None:
@@ -372,10 +340,6 @@ def test_a_hostile_search_path_changes_nothing(store: JobStore, login: Login, db
         "delivered",
         "claimed",
     ]
-
-
-def login_name(conninfo: str) -> str:
-    return str(psycopg.conninfo.conninfo_to_dict(conninfo)["user"])
 
 
 def test_another_runner_login_is_refused_on_every_holder_call(

@@ -11,7 +11,6 @@ import re
 import shutil
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +20,11 @@ import yoyo.migrations
 from yoyo import get_backend, read_migrations
 
 from tests.conftest import SERVER, Database
+from tests.helpers import DB, MIGRATIONS
 from tests.schema_dump import SCHEMA_FILE, dump_schema, server_major, written_major
 from tireless import migrate
 from tireless.migrate import SQL_FILES, apply_sql_files, sql_file_texts, yoyo_uri
 
-DB = Path(str(files("tireless") / "db"))
-MIGRATIONS = DB / "migrations"
 MIGRATION_IDS = sorted(p.name.removesuffix(".sql") for p in MIGRATIONS.glob("[0-9]*.sql"))
 # The first migration after which the SQL files hold every function, view and trigger.
 FIRST_WITH_SQL_FILES = "0026_sql_files"

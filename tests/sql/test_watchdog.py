@@ -11,21 +11,10 @@ import pytest
 
 from tests.conftest import Database
 from tests.helpers import claimed, enqueue_jobs, history, issue, make_available, rows
+from tests.support.work import set_back
 from tireless import Heartbeat, JobState, JobStore
 from tireless.errors import IllegalTransition, InvalidArgument, NotHolder, UnknownJob
 from tireless.models import Job
-
-
-def set_back(db: Database, job_id: int, column: str, by: str) -> None:
-    """Move an attempt's clock: its started_at or progress_at `by` earlier (an admin UPDATE)."""
-    assert column in ("started_at", "progress_at")
-    with db.connect() as conn:
-        moved = conn.execute(
-            f"UPDATE tireless.job_attempt SET {column} = {column} - %(by)s::interval"
-            " WHERE job_id = %(id)s",
-            {"by": by, "id": job_id},
-        ).rowcount
-    assert moved == 1
 
 
 def watched(store: JobStore, *, max_run: str | None = None, stall_after: str | None = None) -> Job:

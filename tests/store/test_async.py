@@ -4,13 +4,9 @@ in a thread (so a lease's renewal task keeps running while the test's block does
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 import threading
 import time
-from collections.abc import Coroutine, Iterator
 from datetime import datetime, timedelta
-from typing import Any, cast
 
 import pytest
 
@@ -39,78 +35,6 @@ from tireless import (
 from tireless.errors import DuplicateLiveJob, MalformedIssue, NotHolder, UnknownJob
 from tireless.store.asynchronous import AsyncJobStore
 from tireless.store.lease import LeaseLost, Release
-
-
-class Blocking:
-    """Any object with async methods, driven from sync code: each call runs on `loop`."""
-
-    def __init__(self, target: Any, loop: asyncio.AbstractEventLoop) -> None:
-        self._target = target
-        self._loop = loop
-
-    def run(self, coroutine: Coroutine[Any, Any, Any]) -> Any:
-        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(timeout=60)
-
-    def wrap(self, value: Any) -> Any:
-        if hasattr(value, "__aenter__"):
-            return BlockingContext(value, self)
-        public = (name for name in dir(value) if not name.startswith("_"))
-        if any(inspect.iscoroutinefunction(getattr(value, name, None)) for name in public):
-            return Blocking(value, self._loop)
-        return value
-
-    def __getattr__(self, name: str) -> Any:
-        method = getattr(self._target, name)
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            result = method(*args, **kwargs)
-            return self.wrap(self.run(result) if inspect.iscoroutine(result) else result)
-
-        return call
-
-
-class BlockingContext:
-    """An async context manager used with `with`; its attributes read through."""
-
-    def __init__(self, manager: Any, blocking: Blocking) -> None:
-        self._manager = manager
-        self._blocking = blocking
-
-    def __getattr__(self, name: str) -> Any:
-        value = getattr(self._manager, name)  # say a lease's `finished`
-        if not inspect.iscoroutinefunction(value):
-            return value
-
-        def call(*args: Any, **kwargs: Any) -> Any:  # say a lease's `finish`
-            return self._blocking.run(value(*args, **kwargs))
-
-        return call
-
-    def __enter__(self) -> Any:
-        return self._blocking.wrap(self._blocking.run(self._manager.__aenter__()))
-
-    def __exit__(self, kind: object, error: BaseException | None, tb: object) -> bool:
-        return bool(self._blocking.run(self._manager.__aexit__(kind, error, tb)))
-
-
-@pytest.fixture(params=["sync", "async"])
-def any_store(request: pytest.FixtureRequest, db: Database) -> Iterator[JobStore]:
-    if request.param == "sync":
-        with JobStore(db.conninfo) as store:
-            yield store
-        return
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    facade = Blocking(AsyncJobStore(db.conninfo), loop)
-    facade.open()
-    try:
-        yield cast(JobStore, facade)
-    finally:
-        facade.close()
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join()
-        loop.close()
 
 
 def test_async_store_has_every_public_method_of_the_sync_store() -> None:

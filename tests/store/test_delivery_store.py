@@ -10,7 +10,6 @@ import pytest
 
 from tests import outbox
 from tests.helpers import FORGE, OWNER, REPO, claimed, issue, tracked
-from tests.store.test_async import any_store  # noqa: F401  (the fixture: sync and async)
 from tireless import JobState, JobStore
 from tireless.errors import MalformedDelivery
 from tireless.models import MirrorPull, PullAction
@@ -20,7 +19,7 @@ URL = "https://git.example.com/acme/widgets/pulls/12"
 
 
 def test_a_holder_checkpoints_and_delivers_and_the_mirror_records_the_pull_request(
-    any_store: JobStore,  # noqa: F811
+    any_store: JobStore,
 ) -> None:
     any_store.add_forge(FORGE, "gitea", "https://git.example.com")
     tracked(any_store).enqueue([issue(1, title="Widgets break")])

@@ -5,122 +5,23 @@ the session's CSRF token, and nothing secret on any page."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from typing import Any
 
 import pytest
 from psycopg.conninfo import make_conninfo
 from starlette.testclient import TestClient
 
 from tests.conftest import Database
-from tests.helpers import FORGE, OWNER, REPO, claimed, end_lease, issue, tracked
-from tests.sql.test_roles import Login, login  # noqa: F401 (the fixture)
+from tests.helpers import issue, tracked
+from tests.support.roles import Login
+from tests.support.web import SITE, Client, Jobs, browser, csrf_of, job_ids, lane_row, populate
 from tireless import JobStore
 from tireless.web.app import create_app
 from tireless.web.dashboard import Dashboard
-from tireless.web.guard import Guard
-
-Client = Callable[[str], TestClient]
-SITE = "http://localhost"
-
-
-def browser(app: Guard) -> TestClient:
-    """A client that asks as the dashboard's own pages do: for localhost, with its Origin."""
-    return TestClient(app, base_url=SITE, headers={"Origin": SITE})
-
-
-@dataclass(frozen=True)
-class Jobs:
-    """The ids of a database holding jobs in every state, in two lanes and several kinds."""
-
-    pending: int
-    claimed: int
-    past_lease: int
-    delivered: int
-    failed: int
-    cancelled: int
-    child: int
-    other_repo: int
-
-
-def populate(store: JobStore, db: Database) -> Jobs:
-    tracked(store)
-    tracked(store, "gadgets")
-    store.enqueue([issue(n) for n in range(1, 7)])
-    store.enqueue(
-        [issue(7, "tireless", "tireless/plan", "tireless/agent:oc", title="Plan <b>it</b>")]
-    )
-    first = claimed(store, "runner-a")
-    second = claimed(store, "runner-b")
-    third = claimed(store, "runner-c")
-    fourth = claimed(store, "runner-d")
-    # After the claims: acme/widgets' jobs 1 to 4 are claimed, the repositories' turns aside.
-    store.enqueue([issue(1, repo="gadgets")])
-    store.transition(
-        first.id, "delivered", "runner-a", note="opened PR #3", token=first.claim_token
-    )
-    store.transition(second.id, "failed", "runner-b", note="tests failed", token=second.claim_token)
-    end_lease(db, fourth.id)
-    pending = 5
-    store.transition(6, "cancelled", note="not needed")
-    plan = 7
-    store.enqueue([issue(8, parent_id=plan)])
-    child: int = db.scalar("SELECT id FROM tireless.job WHERE number = 8")
-    store.pause_lane("oc")
-    with db.connect() as conn:
-        conn.execute(
-            "UPDATE tireless.lane SET consecutive_failures = 3,"
-            " tripped_until = now() + interval '5 minutes' WHERE name = 'oc'"
-        )
-    return Jobs(pending, third.id, fourth.id, first.id, second.id, 6, child, 8)
 
 
 @pytest.fixture
 def jobs(store: JobStore, db: Database) -> Jobs:
     return populate(store, db)
-
-
-@pytest.fixture
-def connect_as(db: Database) -> Iterator[Client]:
-    """connect_as(conninfo) -> a TestClient of an app over that connection (closed at the end)."""
-    clients: list[TestClient] = []
-
-    def make(conninfo: str) -> TestClient:
-        client = browser(create_app(conninfo))
-        client.__enter__()
-        clients.append(client)
-        return client
-
-    yield make
-    for client in clients:
-        client.__exit__(None, None, None)
-
-
-@pytest.fixture
-def admin(db: Database, connect_as: Client) -> TestClient:
-    return connect_as(db.conninfo)
-
-
-def csrf_of(page: str) -> str:
-    match = re.search(r'name="csrf" value="([0-9a-f]{64})"', page)
-    assert match is not None, "the page has no action form"
-    return match.group(1)
-
-
-def job_ids(page: str) -> list[int]:
-    return [int(i) for i in re.findall(r'<td class="n"><a href="/jobs/(\d+)">', page)]
-
-
-def lane_row(db: Database, lane: str) -> tuple[Any, ...]:
-    with db.connect() as conn:
-        row = conn.execute(
-            "SELECT paused, consecutive_failures, tripped_until IS NOT NULL FROM tireless.lane"
-            " WHERE name = %s",
-            [lane],
-        ).fetchone()
-    assert row is not None
-    return tuple(row)
 
 
 def test_the_overview_shows_each_lane_with_its_queue_and_breaker(
@@ -315,7 +216,7 @@ def test_a_post_without_the_sessions_csrf_token_changes_nothing(
 def test_without_admin_the_pages_are_read_only_and_actions_refused(
     jobs: Jobs,
     db: Database,
-    login: Login,  # noqa: F811
+    login: Login,
     connect_as: Client,
     group: str,
 ) -> None:
@@ -367,9 +268,6 @@ def test_an_error_page_tells_nothing_of_the_error(db: Database) -> None:
     assert "hunter2-secret" not in page.text
     assert "no_such_db_xyz" in page.text  # the database label, host/dbname only
     assert "FATAL" not in page.text
-
-
-__all__ = ["FORGE", "OWNER", "REPO", "Jobs", "browser", "populate"]
 
 
 def test_an_admin_reruns_a_finished_issue(admin: TestClient, jobs: Jobs, db: Database) -> None:

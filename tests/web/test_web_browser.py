@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from tests.conftest import Database
-from tests.web.test_web import Jobs, populate
+from tests.support.web import Jobs, populate
 from tireless import JobStore
 
 REBIND = "rebind.attacker.example"  # the browser resolves it to 127.0.0.1, as a rebinding DNS would

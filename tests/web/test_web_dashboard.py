@@ -13,8 +13,8 @@ from starlette.testclient import TestClient
 
 from tests.conftest import Database
 from tests.helpers import claimed, issue
-from tests.sql.test_roles import Login, login  # noqa: F401 (the fixture)
-from tests.web.test_web import Jobs, browser, csrf_of, job_ids, populate
+from tests.support.roles import Login
+from tests.support.web import Jobs, browser, csrf_of, job_ids, populate
 from tireless import JobStore
 from tireless.web import flash
 from tireless.web.app import create_app
@@ -212,7 +212,7 @@ def test_bulk_actions_need_the_csrf_token_and_an_admin(
     jobs: Jobs,
     db: Database,
     admin: TestClient,
-    login: Login,  # noqa: F811
+    login: Login,
 ) -> None:
     form = {"action": "cancel", "job": str(jobs.pending), "confirm": "yes"}
     assert admin.post("/jobs/bulk", data=form).status_code == 403

@@ -12,7 +12,7 @@ from starlette.testclient import TestClient
 from tests import outbox
 from tests.conftest import Database
 from tests.helpers import FORGE, OWNER, REPO, claimed, issue, tracked
-from tests.web.test_web import browser
+from tests.support.web import browser
 from tireless import JobStore
 from tireless.web.app import create_app
 

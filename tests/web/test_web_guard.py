@@ -17,15 +17,13 @@ from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
-from starlette.types import Receive
 
 from tests.conftest import Database
-from tests.web.test_web import SITE, Jobs, browser, csrf_of, lane_row, populate
+from tests.support.web import SITE, Jobs, asgi_post, browser, csrf_of, lane_row, populate
 from tireless import JobStore
 from tireless.web import guard
 from tireless.web.app import create_app
 from tireless.web.guard import (
-    Guard,
     SettingRefused,
     allowed_hosts,
     host_name,
@@ -204,33 +202,6 @@ def test_the_token_comes_from_the_environment_or_a_file(tmp_path: Path) -> None:
     ]:
         with pytest.raises(SettingRefused, match=says):
             token_from_environment(environ)
-
-
-def asgi_post(
-    app: Guard, path: str, headers: list[tuple[bytes, bytes]], receive: Receive
-) -> list[dict[str, Any]]:
-    """POST straight through ASGI (no lifespan, so no pool): what the app sends back."""
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "POST",
-        "scheme": "http",
-        "path": path,
-        "raw_path": path.encode(),
-        "root_path": "",
-        "query_string": b"",
-        "headers": [(b"host", b"localhost"), (b"origin", SITE.encode()), *headers],
-        "server": ("127.0.0.1", 80),
-        "client": ("127.0.0.1", 12345),
-    }
-    answers: list[dict[str, Any]] = []
-
-    async def answer(message: dict[str, Any]) -> None:
-        answers.append(message)
-
-    asyncio.run(app(scope, receive, answer))  # type: ignore[arg-type]
-    return answers
 
 
 def test_a_body_that_never_ends_is_cut_off(db: Database, monkeypatch: pytest.MonkeyPatch) -> None:

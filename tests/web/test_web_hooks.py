@@ -19,9 +19,8 @@ from starlette.testclient import TestClient
 
 from tests.conftest import Database
 from tests.helpers import FORGE, OWNER, REPO, track, tracked
-from tests.sql.test_roles import Login, login  # noqa: F401 (the fixture)
-from tests.web.test_web import browser
-from tests.web.test_web_guard import asgi_post
+from tests.support.roles import Login
+from tests.support.web import asgi_post, browser
 from tireless import JobStore
 from tireless.credentials import secret_variable
 from tireless.errors import InvalidArgument, translated_errors
@@ -237,7 +236,7 @@ def test_a_named_forge_uses_its_own_secret(
 def test_a_runner_dashboard_may_not_ask_for_a_poll(
     client: TestClient,
     db: Database,
-    login: Login,  # noqa: F811
+    login: Login,
 ) -> None:
     before = next_polls(db)
     with browser(create_app(login("tireless_runner"))) as runner:

@@ -4,44 +4,15 @@ finishing transaction is still open while it runs."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
 from tests.conftest import Database
 from tests.helpers import claimed, enqueue_jobs
-from tests.web.test_web import Jobs, browser, populate
+from tests.support.web import Jobs, populate, scrape, value
 from tireless import JobStore
-from tireless.web.app import create_app
-
-Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
-
-
-@pytest.fixture
-def client(db: Database) -> Iterator[TestClient]:
-    with browser(create_app(db.conninfo)) as test_client:
-        yield test_client
-
-
-def scrape(client: TestClient) -> tuple[Samples, dict[str, str]]:
-    """Every sample by (name, labels), and each family's type."""
-    response = client.get("/metrics")
-    assert response.status_code == 200
-    assert response.headers["content-type"].startswith("text/plain; version=0.0.4")
-    samples: Samples = {}
-    types: dict[str, str] = {}
-    for family in text_string_to_metric_families(response.text):
-        types[family.name] = family.type
-        for sample in family.samples:
-            samples[(sample.name, frozenset(sample.labels.items()))] = sample.value
-    return samples, types
-
-
-def value(samples: Samples, name: str, **labels: str) -> float:
-    return samples[(name, frozenset(labels.items()))]
 
 
 def figures(db: Database, query: str) -> list[tuple[Any, ...]]:

@@ -9,9 +9,8 @@ from typing import Any
 from starlette.testclient import TestClient
 
 from tests.helpers import claimed, enqueue_jobs
-from tests.sql.test_roles import Login, login  # noqa: F401  (the fixture)
-from tests.web.test_web import Client, admin, connect_as  # noqa: F401  (the fixtures)
-from tests.web.test_web_metrics import client, scrape, value  # noqa: F401  (the fixture)
+from tests.support.roles import Login
+from tests.support.web import Client, scrape, value
 from tireless import Job, JobStore
 
 
@@ -48,9 +47,9 @@ def recorded(store: JobStore, worker: str, lanes: tuple[str, ...], *hosts: dict[
 
 
 def test_a_job_page_lists_the_hosts_reached_and_refused(
-    admin: TestClient,  # noqa: F811
-    connect_as: Client,  # noqa: F811
-    login: Login,  # noqa: F811
+    admin: TestClient,
+    connect_as: Client,
+    login: Login,
     store: JobStore,
 ) -> None:
     enqueue_jobs(store, 1)
@@ -77,7 +76,7 @@ def test_a_job_page_lists_the_hosts_reached_and_refused(
 
 
 def test_metrics_count_each_lanes_refusals_and_bytes(
-    client: TestClient,  # noqa: F811
+    client: TestClient,
     store: JobStore,
 ) -> None:
     enqueue_jobs(store, 2)

@@ -11,8 +11,7 @@ from starlette.testclient import TestClient
 
 from tests.helpers import cli_json, tireless_cli
 from tests.standby import Replicated, hot_standby  # noqa: F401 (the fixture)
-from tests.web.test_web import Jobs, browser, populate
-from tests.web.test_web_metrics import scrape, value
+from tests.support.web import Jobs, browser, populate, scrape, value
 from tireless import JobStore
 from tireless.web.app import create_app
 

@@ -45,7 +45,7 @@ IDENTITY = {
 # "(protected branch hook declined)"; a plain pre-receive hook can only make git say
 # "(pre-receive hook declined)", the one difference left.
 _HOOK = """#!/bin/sh
-# The stand-in forge's branch protection (dev.standin_git): refuses any update of a
+# The stand-in forge's branch protection (dev.standin.git_backend): refuses any update of a
 # ref listed in {listed}, in the words of {flavour}.
 listed="${{GIT_DIR:-.}}/{listed}"
 refused=0

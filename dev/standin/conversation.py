@@ -1,7 +1,7 @@
 """The stand-in forge's side of the conversation on a pull request (issue 34): reviews and their
 inline comments, a repository's comment listing, collaborators' permissions, commit statuses and
 GitHub's check runs, reactions on comments, and the edit of a comment (PATCH
-.../issues/comments/{id}: the checklist of a plan's outcome comment, issue 35). StandinForge (dev.standin_forge) takes
+.../issues/comments/{id}: the checklist of a plan's outcome comment, issue 35). StandinForge (dev.standin) takes
 this in as a mixin and hands it each API request before its own routes; each quirk is cited where
 it is served, with the source the client that copes with it cites (tireless/forge/gitea.py,
 github.py). The stand-in's faults (`fault`) do not reach these routes.
@@ -21,7 +21,10 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import unquote, urlencode
 
-from dev.standin_git import StandinGit
+from dev.standin.git_backend import StandinGit
+
+if TYPE_CHECKING:
+    from dev.standin.state import Flavour
 
 ACCOUNT = "tireless-bot"
 """The token's account, StandinForge's MIRROR_LOGIN (the one who asks and reacts here)."""
@@ -165,7 +168,7 @@ class ConversationRoutes:
     declared under TYPE_CHECKING)."""
 
     if TYPE_CHECKING:
-        flavour: str
+        flavour: Flavour
         token: str | None
         git: StandinGit
         max_page_size: int

@@ -1,6 +1,6 @@
 """The stand-in forge's side of the work graph's forge relations (issue 35): Gitea's and Forgejo's
 issue dependencies, GitHub's blocked-by relations and sub-issues, and the summaries GitHub's issue
-objects carry of both. StandinForge (dev.standin_forge) takes this in as a mixin and
+objects carry of both. StandinForge (dev.standin) takes this in as a mixin and
 hands it each API request before its other routes; each quirk is cited where it is served, with
 the source the client that copes with it cites (tireless/forge/gitea.py, github.py). The
 stand-in's faults (`fault`, also with `number=`) reach these routes.
@@ -21,7 +21,10 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from dev.standin_conversation import Reply, Said
+from dev.standin.conversation import Reply, Said
+
+if TYPE_CHECKING:
+    from dev.standin.state import Flavour
 
 Key = tuple[str, str, int]
 """(owner, repo, number) of an issue of the stand-in."""
@@ -46,7 +49,7 @@ class DependencyRoutes:
     under TYPE_CHECKING)."""
 
     if TYPE_CHECKING:
-        flavour: str
+        flavour: Flavour
         max_page_size: int
         _lock: threading.Condition
         _repos: dict[tuple[str, str], dict[int, Any]]
@@ -190,7 +193,7 @@ class DependencyRoutes:
             return None
         fault = self._take_fault(owner, repo, number, write=method != "GET")
         status_faults = ("500", "429-seconds", "429-date", "401", "403", "secondary-limit")
-        if fault is not None and fault.name in status_faults:  # standin_forge.STATUS_FAULTS
+        if fault is not None and fault.name in status_faults:  # dev.standin.faults.STATUS_FAULTS
             return self._status_fault(fault)
         if not authorized:
             return self._error(
