@@ -81,14 +81,16 @@ SELECT j.id, j.forge, j.owner, j.repo, j.number, j.title, j.kind, j.lane, j.stat
        j.claimed_by, j.claim_expires_at, j.attempts, j.available_at, j.note, j.created_at, j.updated_at,
        (j.state = 'claimed' AND j.claim_expires_at < now()) AS past_lease,
        d.branch, d.head, d.pull_number, d.pull_url,
-       CASE WHEN j.state = 'pending' THEN j.waiting_on END AS waiting_on
+       CASE WHEN j.state = 'pending' THEN j.waiting_on END AS waiting_on,
+       tireless.note_cause(j.note) AS cause
   FROM tireless.job j
   LEFT JOIN tireless.delivery d ON d.job_id = j.id;
 COMMENT ON VIEW tireless.job_list IS
     'Every job as an operator sees it, without its claim token (a fencing secret of the holder); past_lease: '
     'claimed and its lease has run out; for a job delivered by tireless.deliver, the branch and head it pushed and '
     'its pull request once the mirror recorded it (tireless.deliveries has the rest); waiting_on: the open '
-    'dependencies a pending job waits for (#3, owner/repo#7; null: none, tireless.job_waits says more). Readable by every role.';
+    'dependencies a pending job waits for (#3, owner/repo#7; null: none, tireless.job_waits says more); cause: the '
+    'cause its note gives (tireless.note_cause: the agent''s last error line, not a banner before it). Readable by every role.';
 REVOKE ALL ON tireless.job_list FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT SELECT ON tireless.job_list TO tireless_runner, tireless_poller, tireless_admin;
 
@@ -353,8 +355,8 @@ BEGIN ATOMIC
      ORDER BY sum(f.jobs) DESC, f.error;
 END;
 COMMENT ON FUNCTION tireless.failure_groups(interval) IS
-    'The failures of the last span (at most 8 days) grouped by their error (the first line of the note that failed the '
-    'job): how many jobs, the newest, the lanes; most frequent first. Reads the folded counts and the history written '
+    'The failures of the last span (at most 8 days) grouped by their error (the cause the note that failed the job gives, '
+    'tireless.note_cause): how many jobs, the newest, the lanes; most frequent first. Reads the folded counts and the history written '
     'since the last tireless.roll_up_history(); writes nothing.';
 REVOKE ALL ON FUNCTION tireless.failure_groups(interval) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT EXECUTE ON FUNCTION tireless.failure_groups(interval) TO tireless_runner, tireless_poller, tireless_admin;
@@ -428,6 +430,33 @@ COMMENT ON FUNCTION tireless.issue_runs(bigint) IS
     'folded into tireless.issue_run and those created since, and job_id itself; empty for an unknown job.';
 REVOKE ALL ON FUNCTION tireless.issue_runs(bigint) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT EXECUTE ON FUNCTION tireless.issue_runs(bigint) TO tireless_runner, tireless_poller, tireless_admin;
+
+-- Each attempt of a job from its history: the claim, and the event that ended it.
+CREATE OR REPLACE FUNCTION tireless.job_attempts(job_id bigint)
+    RETURNS TABLE (attempt integer, worker text, started_at timestamptz, ended_at timestamptz, ran interval,
+                   ended_as text, cause text, output text, pull_number integer, pull_url text)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+    SELECT c.attempt, c.worker, c.at, e.at, e.at - c.at, e.to_state::text, tireless.note_cause(e.note), e.note,
+           CASE WHEN e.to_state = 'delivered' THEN d.pull_number END,
+           CASE WHEN e.to_state = 'delivered' THEN d.pull_url END
+      FROM tireless.job_event c
+      LEFT JOIN LATERAL (SELECT n.at, n.to_state, n.note FROM tireless.job_event n
+                          WHERE n.job_id = c.job_id AND n.id > c.id
+                          ORDER BY n.id LIMIT 1) AS e ON true
+      LEFT JOIN tireless.delivery d ON d.job_id = c.job_id
+     WHERE c.job_id = job_attempts.job_id AND c.to_state = 'claimed'
+     ORDER BY c.id;
+END;
+COMMENT ON FUNCTION tireless.job_attempts(bigint) IS
+    'A job''s attempts in order, from its history: who claimed each and when, when it ended and how long it ran '
+    '(null while it runs), the state it ended in (pending: released for a retry, given back or swept), its stop '
+    'reason (the cause its end note gives, tireless.note_cause), that note whole (a failed COMMAND''s: the tail of '
+    'its output, masked and bounded by the runner), and the pull request of the attempt that delivered. Empty for '
+    'an unknown job.';
+REVOKE ALL ON FUNCTION tireless.job_attempts(bigint) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.job_attempts(bigint) TO tireless_runner, tireless_poller, tireless_admin;
 
 CREATE OR REPLACE FUNCTION tireless.worker_ran(job_id bigint, worker text) RETURNS boolean
     LANGUAGE sql STABLE SECURITY DEFINER

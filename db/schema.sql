@@ -3213,6 +3213,41 @@ CREATE FUNCTION tireless.is_terminal(state tireless.job_state) RETURNS boolean
 COMMENT ON FUNCTION tireless.is_terminal(state tireless.job_state) IS 'True for the states a job never leaves: delivered, failed, cancelled.';
 
 --
+-- Name: note_cause(text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.note_cause(note text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    BEGIN ATOMIC
+ WITH lines AS (
+          SELECT btrim(l.line, '
+'::text) AS line,
+             l.n
+            FROM regexp_split_to_table(regexp_replace(COALESCE(note_cause.note, ''::text), '^attempts exhausted \(\d+ of \d+\); last: '::text, ''::text), '
+'::text) WITH ORDINALITY l(line, n)
+         ), meaningful AS (
+          SELECT l.line,
+             l.n
+            FROM lines l
+           WHERE (l.line ~ '[[:alnum:]]'::text)
+         )
+  SELECT COALESCE(( SELECT m.line
+            FROM meaningful m
+           WHERE (m.line ~* '(error|fail|fatal|exception|denied|refused|forbidden|cannot|can''t|could not|unable|not found|no such|invalid|missing|exceed|expired|timed? ?out|stalled|panic|abort|killed|out of memory|limit)'::text)
+           ORDER BY m.n DESC
+          LIMIT 1), ( SELECT m.line
+            FROM meaningful m
+           ORDER BY m.n
+          LIMIT 1), ''::text) AS "coalesce";
+END;
+
+--
+-- Name: FUNCTION note_cause(note text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.note_cause(note text) IS 'The cause a note gives, on one line: without the wrapper of a job whose attempts are spent ("attempts exhausted (3 of 3); last: "), the last line that reads as an error (error, fail, denied, refused, not found, timed out, limit, ...), else the first line with a letter or digit; empty for an empty or null note. The jobs list (tireless.job_list.cause), the Failures page and its groups (tireless.failure_groups) show it.';
+
+--
 -- Name: job_event; Type: TABLE; Schema: tireless; Owner: -
 --
 
@@ -3259,8 +3294,7 @@ CREATE FUNCTION tireless.history_moves(after_id bigint, upto_id bigint) RETURNS 
      e.worker,
      e.from_state,
      e.to_state,
-     split_part(COALESCE(e.note, ''::text), '
-'::text, 1) AS split_part,
+     tireless.note_cause(e.note) AS note_cause,
      j.id,
      j.forge,
      j.owner,
@@ -3287,7 +3321,7 @@ END;
 -- Name: FUNCTION history_moves(after_id bigint, upto_id bigint); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.history_moves(after_id bigint, upto_id bigint) IS 'The events with after_id < id <= upto_id (null: no upper bound) as the roll-up folds them: each with its job''s issue, lane and kind, the first line of its note (error), the wait (created to first claim) of a first claim and the run (claim to finish) of a finish. tireless.fold_history folds them; the dashboard''s reads add those after tireless.history_rollup.counted_to, the history not rolled up yet.';
+COMMENT ON FUNCTION tireless.history_moves(after_id bigint, upto_id bigint) IS 'The events with after_id < id <= upto_id (null: no upper bound) as the roll-up folds them: each with its job''s issue, lane and kind, the cause its note gives (error: tireless.note_cause), the wait (created to first claim) of a first claim and the run (claim to finish) of a finish. tireless.fold_history folds them; the dashboard''s reads add those after tireless.history_rollup.counted_to, the history not rolled up yet.';
 
 --
 -- Name: failure_count; Type: TABLE; Schema: tireless; Owner: -
@@ -3385,7 +3419,7 @@ END;
 -- Name: FUNCTION failure_groups(span interval); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.failure_groups(span interval) IS 'The failures of the last span (at most 8 days) grouped by their error (the first line of the note that failed the job): how many jobs, the newest, the lanes; most frequent first. Reads the folded counts and the history written since the last tireless.roll_up_history(); writes nothing.';
+COMMENT ON FUNCTION tireless.failure_groups(span interval) IS 'The failures of the last span (at most 8 days) grouped by their error (the cause the note that failed the job gives, tireless.note_cause): how many jobs, the newest, the lanes; most frequent first. Reads the folded counts and the history written since the last tireless.roll_up_history(); writes nothing.';
 
 --
 -- Name: finish_and_claim(bigint, text, text, text[], interval, uuid, text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -4472,6 +4506,183 @@ $$;
 COMMENT ON FUNCTION tireless.job_asks(job_id bigint) IS 'The asks a job answers, oldest first (for a revision: the reviews, commands and failed checks that asked for it, which the runner hands the agent in TIRELESS_REVIEW_FILE), or the stop that stopped it; empty for a job asked by its labels.';
 
 --
+-- Name: delivery; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.delivery (
+    job_id bigint NOT NULL,
+    forge text NOT NULL,
+    owner text NOT NULL,
+    repo text NOT NULL,
+    number integer NOT NULL,
+    branch text,
+    head text,
+    base_branch text,
+    base text,
+    draft boolean DEFAULT false NOT NULL,
+    delivered_at timestamp with time zone DEFAULT now() NOT NULL,
+    pull_number integer,
+    pull_url text,
+    pull_known_at timestamp with time zone,
+    CONSTRAINT a_change_moves_past_its_base CHECK ((head <> base)),
+    CONSTRAINT a_change_names_branch_head_and_base CHECK ((num_nonnulls(branch, head, base_branch, base) = ANY (ARRAY[0, 4]))),
+    CONSTRAINT base_branch_is_a_ref_name CHECK (((base_branch ~ '^[^\x01-\x20\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069~^:?*[\\`<>"]{1,255}$'::text) AND (base_branch !~ '^[-/]|/$|//|(^|/)\.|\.\.|@\{|\.lock(/|$)|\.$'::text) AND (base_branch <> '@'::text))),
+    CONSTRAINT base_is_a_commit_id CHECK ((base ~ '^([0-9a-f]{40}|[0-9a-f]{64})$'::text)),
+    CONSTRAINT branch_is_a_ref_name CHECK (((branch ~ '^[^\x01-\x20\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069~^:?*[\\`<>"]{1,255}$'::text) AND (branch !~ '^[-/]|/$|//|(^|/)\.|\.\.|@\{|\.lock(/|$)|\.$'::text) AND (branch <> '@'::text))),
+    CONSTRAINT head_is_a_commit_id CHECK ((head ~ '^([0-9a-f]{40}|[0-9a-f]{64})$'::text)),
+    CONSTRAINT no_change_opens_no_pull_request CHECK (((branch IS NOT NULL) OR ((pull_number IS NULL) AND (NOT draft)))),
+    CONSTRAINT pull_number_positive CHECK ((pull_number > 0)),
+    CONSTRAINT pull_number_url_and_time_together CHECK ((num_nonnulls(pull_number, pull_url, pull_known_at) = ANY (ARRAY[0, 3]))),
+    CONSTRAINT pull_request_is_not_its_own_base CHECK ((branch <> base_branch)),
+    CONSTRAINT pull_url_is_a_web_url CHECK (((pull_url ~ '^https?://[^\x01-\x20\x7f-\x9f]+$'::text) AND (length(pull_url) <= 2000)))
+);
+
+--
+-- Name: TABLE delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.delivery IS 'What a delivered job delivered, written by tireless.deliver in the transaction that delivers it: the branch pushed, its head commit, the base branch and commit it was made on, whether its pull request is a draft, and that pull request''s number and URL once the mirror recorded them (record_mirror_pull); no branch: delivered with no change. Private: deliver, record_mirror_pull and the views tireless.deliveries and job_list read it.';
+
+--
+-- Name: COLUMN delivery.branch; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.delivery.branch IS 'The branch pushed (<prefix>/<number>, the same across attempts and re-requests); null: no change.';
+
+--
+-- Name: COLUMN delivery.head; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.delivery.head IS 'The commit the branch was pushed to.';
+
+--
+-- Name: COLUMN delivery.base_branch; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.delivery.base_branch IS 'The branch the pull request goes to (the default branch).';
+
+--
+-- Name: COLUMN delivery.base; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.delivery.base IS 'The commit of base_branch the work started from.';
+
+--
+-- Name: COLUMN delivery.pull_known_at; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.delivery.pull_known_at IS 'When the mirror recorded the pull request (opened, found or updated for this delivery).';
+
+--
+-- Name: CONSTRAINT a_change_moves_past_its_base ON delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT a_change_moves_past_its_base ON tireless.delivery IS 'A change has a head other than its base: no commit is no change.';
+
+--
+-- Name: CONSTRAINT a_change_names_branch_head_and_base ON delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT a_change_names_branch_head_and_base ON tireless.delivery IS 'A change names its branch, head, base branch and base commit; no change names none of them.';
+
+--
+-- Name: CONSTRAINT base_branch_is_a_ref_name ON delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT base_branch_is_a_ref_name ON tireless.delivery IS 'A base branch is a git ref name (git check-ref-format), without `, <, > or ".';
+
+--
+-- Name: CONSTRAINT base_is_a_commit_id ON delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT base_is_a_commit_id ON tireless.delivery IS 'A base commit is 40 (SHA-1) or 64 (SHA-256) lowercase hex digits.';
+
+--
+-- Name: CONSTRAINT branch_is_a_ref_name ON delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT branch_is_a_ref_name ON tireless.delivery IS 'A branch is a git ref name (git check-ref-format), without `, <, > or ", so that it quotes safely in markdown.';
+
+--
+-- Name: CONSTRAINT head_is_a_commit_id ON delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT head_is_a_commit_id ON tireless.delivery IS 'A head commit is 40 (SHA-1) or 64 (SHA-256) lowercase hex digits.';
+
+--
+-- Name: CONSTRAINT no_change_opens_no_pull_request ON delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT no_change_opens_no_pull_request ON tireless.delivery IS 'A delivery with no change has no pull request, draft or not.';
+
+--
+-- Name: CONSTRAINT pull_number_positive ON delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT pull_number_positive ON tireless.delivery IS 'A pull request number is positive.';
+
+--
+-- Name: CONSTRAINT pull_number_url_and_time_together ON delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT pull_number_url_and_time_together ON tireless.delivery IS 'A pull request is known by its number, its URL and when it was recorded, or not at all.';
+
+--
+-- Name: CONSTRAINT pull_request_is_not_its_own_base ON delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT pull_request_is_not_its_own_base ON tireless.delivery IS 'A pull request goes from its branch to another.';
+
+--
+-- Name: CONSTRAINT pull_url_is_a_web_url ON delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT pull_url_is_a_web_url ON tireless.delivery IS 'A pull request URL is an http(s) URL of at most 2000 characters, no blank in it.';
+
+--
+-- Name: job_attempts(bigint); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.job_attempts(job_id bigint) RETURNS TABLE(attempt integer, worker text, started_at timestamp with time zone, ended_at timestamp with time zone, ran interval, ended_as text, cause text, output text, pull_number integer, pull_url text)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    BEGIN ATOMIC
+ SELECT c.attempt,
+     c.worker,
+     c.at,
+     e.at,
+     (e.at - c.at),
+     (e.to_state)::text AS to_state,
+     tireless.note_cause(e.note) AS note_cause,
+     e.note,
+         CASE
+             WHEN (e.to_state = 'delivered'::tireless.job_state) THEN d.pull_number
+             ELSE NULL::integer
+         END AS "case",
+         CASE
+             WHEN (e.to_state = 'delivered'::tireless.job_state) THEN d.pull_url
+             ELSE NULL::text
+         END AS "case"
+    FROM ((tireless.job_event c
+      LEFT JOIN LATERAL ( SELECT n.at,
+             n.to_state,
+             n.note
+            FROM tireless.job_event n
+           WHERE ((n.job_id = c.job_id) AND (n.id > c.id))
+           ORDER BY n.id
+          LIMIT 1) e ON (true))
+      LEFT JOIN tireless.delivery d ON ((d.job_id = c.job_id)))
+   WHERE ((c.job_id = job_attempts.job_id) AND (c.to_state = 'claimed'::tireless.job_state))
+   ORDER BY c.id;
+END;
+
+--
+-- Name: FUNCTION job_attempts(job_id bigint); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.job_attempts(job_id bigint) IS 'A job''s attempts in order, from its history: who claimed each and when, when it ended and how long it ran (null while it runs), the state it ended in (pending: released for a retry, given back or swept), its stop reason (the cause its end note gives, tireless.note_cause), that note whole (a failed COMMAND''s: the tail of its output, masked and bounded by the runner), and the pull request of the attempt that delivered. Empty for an unknown job.';
+
+--
 -- Name: job_brief(bigint); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -4898,140 +5109,6 @@ $$;
 COMMENT ON FUNCTION tireless.job_waits(job_id bigint) IS 'The dependencies of a job''s issue: each as #N or owner/repo#N, its state as last seen (open, closed, unseen: never read yet, so open; untracked: in a repository tireless does not track, so never read and open), where it was said (body, forge) and the cycle of open dependencies the issue is on, if any. No row: the issue depends on nothing. Why a job waits, for psql users and tireless show.';
 
 --
--- Name: delivery; Type: TABLE; Schema: tireless; Owner: -
---
-
-CREATE TABLE tireless.delivery (
-    job_id bigint NOT NULL,
-    forge text NOT NULL,
-    owner text NOT NULL,
-    repo text NOT NULL,
-    number integer NOT NULL,
-    branch text,
-    head text,
-    base_branch text,
-    base text,
-    draft boolean DEFAULT false NOT NULL,
-    delivered_at timestamp with time zone DEFAULT now() NOT NULL,
-    pull_number integer,
-    pull_url text,
-    pull_known_at timestamp with time zone,
-    CONSTRAINT a_change_moves_past_its_base CHECK ((head <> base)),
-    CONSTRAINT a_change_names_branch_head_and_base CHECK ((num_nonnulls(branch, head, base_branch, base) = ANY (ARRAY[0, 4]))),
-    CONSTRAINT base_branch_is_a_ref_name CHECK (((base_branch ~ '^[^\x01-\x20\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069~^:?*[\\`<>"]{1,255}$'::text) AND (base_branch !~ '^[-/]|/$|//|(^|/)\.|\.\.|@\{|\.lock(/|$)|\.$'::text) AND (base_branch <> '@'::text))),
-    CONSTRAINT base_is_a_commit_id CHECK ((base ~ '^([0-9a-f]{40}|[0-9a-f]{64})$'::text)),
-    CONSTRAINT branch_is_a_ref_name CHECK (((branch ~ '^[^\x01-\x20\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069~^:?*[\\`<>"]{1,255}$'::text) AND (branch !~ '^[-/]|/$|//|(^|/)\.|\.\.|@\{|\.lock(/|$)|\.$'::text) AND (branch <> '@'::text))),
-    CONSTRAINT head_is_a_commit_id CHECK ((head ~ '^([0-9a-f]{40}|[0-9a-f]{64})$'::text)),
-    CONSTRAINT no_change_opens_no_pull_request CHECK (((branch IS NOT NULL) OR ((pull_number IS NULL) AND (NOT draft)))),
-    CONSTRAINT pull_number_positive CHECK ((pull_number > 0)),
-    CONSTRAINT pull_number_url_and_time_together CHECK ((num_nonnulls(pull_number, pull_url, pull_known_at) = ANY (ARRAY[0, 3]))),
-    CONSTRAINT pull_request_is_not_its_own_base CHECK ((branch <> base_branch)),
-    CONSTRAINT pull_url_is_a_web_url CHECK (((pull_url ~ '^https?://[^\x01-\x20\x7f-\x9f]+$'::text) AND (length(pull_url) <= 2000)))
-);
-
---
--- Name: TABLE delivery; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON TABLE tireless.delivery IS 'What a delivered job delivered, written by tireless.deliver in the transaction that delivers it: the branch pushed, its head commit, the base branch and commit it was made on, whether its pull request is a draft, and that pull request''s number and URL once the mirror recorded them (record_mirror_pull); no branch: delivered with no change. Private: deliver, record_mirror_pull and the views tireless.deliveries and job_list read it.';
-
---
--- Name: COLUMN delivery.branch; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.delivery.branch IS 'The branch pushed (<prefix>/<number>, the same across attempts and re-requests); null: no change.';
-
---
--- Name: COLUMN delivery.head; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.delivery.head IS 'The commit the branch was pushed to.';
-
---
--- Name: COLUMN delivery.base_branch; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.delivery.base_branch IS 'The branch the pull request goes to (the default branch).';
-
---
--- Name: COLUMN delivery.base; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.delivery.base IS 'The commit of base_branch the work started from.';
-
---
--- Name: COLUMN delivery.pull_known_at; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.delivery.pull_known_at IS 'When the mirror recorded the pull request (opened, found or updated for this delivery).';
-
---
--- Name: CONSTRAINT a_change_moves_past_its_base ON delivery; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT a_change_moves_past_its_base ON tireless.delivery IS 'A change has a head other than its base: no commit is no change.';
-
---
--- Name: CONSTRAINT a_change_names_branch_head_and_base ON delivery; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT a_change_names_branch_head_and_base ON tireless.delivery IS 'A change names its branch, head, base branch and base commit; no change names none of them.';
-
---
--- Name: CONSTRAINT base_branch_is_a_ref_name ON delivery; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT base_branch_is_a_ref_name ON tireless.delivery IS 'A base branch is a git ref name (git check-ref-format), without `, <, > or ".';
-
---
--- Name: CONSTRAINT base_is_a_commit_id ON delivery; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT base_is_a_commit_id ON tireless.delivery IS 'A base commit is 40 (SHA-1) or 64 (SHA-256) lowercase hex digits.';
-
---
--- Name: CONSTRAINT branch_is_a_ref_name ON delivery; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT branch_is_a_ref_name ON tireless.delivery IS 'A branch is a git ref name (git check-ref-format), without `, <, > or ", so that it quotes safely in markdown.';
-
---
--- Name: CONSTRAINT head_is_a_commit_id ON delivery; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT head_is_a_commit_id ON tireless.delivery IS 'A head commit is 40 (SHA-1) or 64 (SHA-256) lowercase hex digits.';
-
---
--- Name: CONSTRAINT no_change_opens_no_pull_request ON delivery; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT no_change_opens_no_pull_request ON tireless.delivery IS 'A delivery with no change has no pull request, draft or not.';
-
---
--- Name: CONSTRAINT pull_number_positive ON delivery; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT pull_number_positive ON tireless.delivery IS 'A pull request number is positive.';
-
---
--- Name: CONSTRAINT pull_number_url_and_time_together ON delivery; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT pull_number_url_and_time_together ON tireless.delivery IS 'A pull request is known by its number, its URL and when it was recorded, or not at all.';
-
---
--- Name: CONSTRAINT pull_request_is_not_its_own_base ON delivery; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT pull_request_is_not_its_own_base ON tireless.delivery IS 'A pull request goes from its branch to another.';
-
---
--- Name: CONSTRAINT pull_url_is_a_web_url ON delivery; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT pull_url_is_a_web_url ON tireless.delivery IS 'A pull request URL is an http(s) URL of at most 2000 characters, no blank in it.';
-
---
 -- Name: job_list; Type: VIEW; Schema: tireless; Owner: -
 --
 
@@ -5061,7 +5138,8 @@ CREATE VIEW tireless.job_list AS
         CASE
             WHEN (j.state = 'pending'::tireless.job_state) THEN j.waiting_on
             ELSE NULL::text[]
-        END AS waiting_on
+        END AS waiting_on,
+    tireless.note_cause(j.note) AS cause
    FROM (tireless.job j
      LEFT JOIN tireless.delivery d ON ((d.job_id = j.id)));
 
@@ -5069,7 +5147,7 @@ CREATE VIEW tireless.job_list AS
 -- Name: VIEW job_list; Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON VIEW tireless.job_list IS 'Every job as an operator sees it, without its claim token (a fencing secret of the holder); past_lease: claimed and its lease has run out; for a job delivered by tireless.deliver, the branch and head it pushed and its pull request once the mirror recorded it (tireless.deliveries has the rest); waiting_on: the open dependencies a pending job waits for (#3, owner/repo#7; null: none, tireless.job_waits says more). Readable by every role.';
+COMMENT ON VIEW tireless.job_list IS 'Every job as an operator sees it, without its claim token (a fencing secret of the holder); past_lease: claimed and its lease has run out; for a job delivered by tireless.deliver, the branch and head it pushed and its pull request once the mirror recorded it (tireless.deliveries has the rest); waiting_on: the open dependencies a pending job waits for (#3, owner/repo#7; null: none, tireless.job_waits says more); cause: the cause its note gives (tireless.note_cause: the agent''s last error line, not a banner before it). Readable by every role.';
 
 --
 -- Name: jobs_matching(tireless.job_state, text, tireless.job_kind, text, text, text, interval, text[], text, integer, bigint, bigint); Type: FUNCTION; Schema: tireless; Owner: -
@@ -12645,6 +12723,15 @@ GRANT ALL ON FUNCTION tireless.is_terminal(state tireless.job_state) TO tireless
 GRANT ALL ON FUNCTION tireless.is_terminal(state tireless.job_state) TO tireless_poller;
 
 --
+-- Name: FUNCTION note_cause(note text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.note_cause(note text) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.note_cause(note text) TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.note_cause(note text) TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.note_cause(note text) TO tireless_admin;
+
+--
 -- Name: TABLE job_event; Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -12887,6 +12974,15 @@ REVOKE ALL ON FUNCTION tireless.job_asks(job_id bigint) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.job_asks(job_id bigint) TO tireless_runner;
 GRANT ALL ON FUNCTION tireless.job_asks(job_id bigint) TO tireless_poller;
 GRANT ALL ON FUNCTION tireless.job_asks(job_id bigint) TO tireless_admin;
+
+--
+-- Name: FUNCTION job_attempts(job_id bigint); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.job_attempts(job_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.job_attempts(job_id bigint) TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.job_attempts(job_id bigint) TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.job_attempts(job_id bigint) TO tireless_admin;
 
 --
 -- Name: FUNCTION job_brief(job_id bigint); Type: ACL; Schema: tireless; Owner: -

@@ -94,10 +94,12 @@ LIST_JOBS = (
 LISTED_COLUMNS = (
     "j.id, j.forge, j.owner, j.repo, j.number, j.title, j.kind::text AS kind, j.lane,"
     " j.state::text AS state, j.parent_id, j.claimed_by, j.claim_expires_at, j.attempts,"
-    " j.available_at, j.note, j.created_at, j.updated_at, j.past_lease, j.waiting_on"
+    " j.available_at, j.note, j.created_at, j.updated_at, j.past_lease, j.waiting_on,"
+    " j.cause, j.pull_number, j.pull_url"
 )
-"""The columns of tireless.job_list that the dashboard shows of a job (the delivery's are read
-with the job's page)."""
+"""The columns of tireless.job_list that the dashboard shows of a job: its cause (the note's,
+tireless.note_cause) and its pull request among them (the rest of the delivery is read with the
+job's page)."""
 LISTED_JOBS = "SELECT " + LISTED_COLUMNS + " FROM " + LIST_JOBS + " j"
 JOBS = sql.SQL(
     "SELECT {} FROM tireless.job"
@@ -231,13 +233,13 @@ FAILURE_GROUPS = "SELECT g.error, g.jobs, g.latest, g.lanes FROM tireless.failur
 FAILED = (
     "SELECT " + LISTED_COLUMNS + " FROM tireless.job_list j"
     " WHERE j.state = 'failed' AND j.updated_at >= now() - %(span)s::interval"
-    " AND (%(error)s::text IS NULL OR split_part(coalesce(j.note, ''), E'\\n', 1) = %(error)s)"
+    " AND (%(error)s::text IS NULL OR j.cause = %(error)s)"
     " ORDER BY j.updated_at DESC LIMIT 100"
 )
 RETRIED = (
     "SELECT " + LISTED_COLUMNS + " FROM tireless.job_list j"
     " WHERE j.state IN ('pending', 'claimed') AND j.attempts > (j.state = 'claimed')::int"
-    " AND (%(error)s::text IS NULL OR split_part(coalesce(j.note, ''), E'\\n', 1) = %(error)s)"
+    " AND (%(error)s::text IS NULL OR j.cause = %(error)s)"
     " ORDER BY j.id DESC LIMIT 100"
 )
 ISSUE_RUNS = (
@@ -254,6 +256,12 @@ JOBS_BY_ID = (
 PRUNE_PREVIEW = (
     "SELECT jobs, oldest, newest FROM tireless.prune_preview(older_than => %(older_than)s)"
 )
+JOB_ATTEMPTS = (
+    "SELECT a.attempt, a.worker, a.started_at, a.ended_at, a.ran, a.ended_as, a.cause, a.output,"
+    " a.pull_number, a.pull_url FROM tireless.job_attempts(%(job_id)s) a"
+)
+"""A job's attempts from its history (the dashboard's job page): each one's run time, how it
+ended, its stop reason, its output's tail (the end note) and the pull request it opened."""
 JOB_PROGRESS = (
     "SELECT p.attempt, p.started_at, p.progress_at, p.step, p.stop_note, p.reported"
     " FROM tireless.job_progress p WHERE p.job_id = %(job_id)s"

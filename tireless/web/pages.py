@@ -57,16 +57,11 @@ def when(value: datetime | None) -> Markup:
     return Markup('<time datetime="{}">{}</time>').format(value.isoformat(), clock(value))
 
 
-def first_line(value: str | None) -> str:
-    return "" if not value else value.split("\n", 1)[0]
-
-
 FILTERS: dict[str, Callable[..., str]] = {
     "age": age,
     "at_most": at_most,
     "clock": clock,
     "when": when,
-    "first_line": first_line,
 }
 
 
@@ -271,6 +266,7 @@ async def job(request: Request) -> Response:
             "me": await who(request),
             "job": {**row, "url": issue_url(forges, row)},
             "history": await board.read(reads.job_history(job_id)),
+            "attempts": await board.rows(reads.JOB_ATTEMPTS, {"job_id": job_id}),
             "progress": next(iter(await board.rows(reads.JOB_PROGRESS, {"job_id": job_id})), None),
             "delivery": next(iter(await board.rows(reads.JOB_DELIVERY, {"job_id": job_id})), None),
             "checkpoint": next(
