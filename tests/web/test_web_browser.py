@@ -377,7 +377,8 @@ def test_a_person_sees_why_a_job_failed_and_each_attempts_end(
     driver.get(dashboard + "failures")
     groups = driver.find_element(By.ID, "failure-groups")
     assert CAUSE in groups.text
-    assert "attempts exhausted" not in groups.text and "agent: implement" not in groups.text
+    assert "attempts exhausted" not in groups.text
+    assert "agent: implement" not in groups.text
     rows = driver.find_element(By.ID, "failures")
     assert CAUSE in rows.text
     screenshot(driver, tmp_path, "failures")
@@ -388,7 +389,8 @@ def test_a_person_sees_why_a_job_failed_and_each_attempts_end(
     driver.get(dashboard + "jobs")
     table = driver.find_element(By.ID, "jobs")
     headers = [th.text for th in table.find_elements(By.CSS_SELECTOR, "thead th")]
-    assert "Cause" in headers and "PR" in headers
+    assert "Cause" in headers
+    assert "PR" in headers
     cells = {
         tr.find_elements(By.TAG_NAME, "td")[1].text: [
             td.text for td in tr.find_elements(By.TAG_NAME, "td")
@@ -417,7 +419,8 @@ def test_a_person_sees_why_a_job_failed_and_each_attempts_end(
         "failed",
     ]
     tails = attempts.find_elements(By.CSS_SELECTOR, "tr.output pre")
-    assert BANNER.format(3) in tails[-1].text and CAUSE in tails[-1].text
+    assert BANNER.format(3) in tails[-1].text
+    assert CAUSE in tails[-1].text
     screenshot(driver, tmp_path, "job-attempts")
 
     # The delivered job's page: its attempt's pull request.

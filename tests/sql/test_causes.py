@@ -1,0 +1,95 @@
+"""A note's cause (tireless.note_cause, db/job.sql) as every list shows it, and a job's attempts
+from its history (tireless.job_attempts, db/dashboard.sql): each attempt's end, run time, stop
+reason, output and the pull request of the attempt that delivered."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import Database
+from tests.helpers import FORGE, OWNER, REPO, claimed, issue, tracked
+from tireless import JobStore
+
+BANNER = 'agent: implement example/widgets#31 "Fix it" (lane cc, attempt 3)'
+
+
+@pytest.mark.parametrize(
+    ("note", "cause"),
+    [
+        (
+            f"attempts exhausted (3 of 3); last: {BANNER}\nthe test suite fails on main",
+            "the test suite fails on main",
+        ),
+        (f"{BANNER}\nstep 1\nerror: cannot build\nsee the log above\n", "error: cannot build"),
+        (
+            'Traceback (most recent call last):\n  File "x", line 1\nValueError: bad input',
+            "ValueError: bad input",
+        ),
+        (
+            "attempts exhausted (3 of 3); last: lease of w1 expired at 2026-12-07",
+            "lease of w1 expired at 2026-12-07",
+        ),
+        ("tests failed", "tests failed"),
+        ("\n  \n----\nopened PR #3\nmerged", "opened PR #3"),
+        ("no change", "no change"),
+        ("", ""),
+        (None, ""),
+    ],
+)
+def test_a_notes_cause_is_its_last_error_line_or_its_first_meaningful_one(
+    db: Database, note: str | None, cause: str
+) -> None:
+    assert db.scalar("SELECT tireless.note_cause(%(note)s)", {"note": note}) == cause
+
+
+def test_the_job_list_and_the_failure_groups_show_the_cause(db: Database, store: JobStore) -> None:
+    tracked(store).enqueue([issue(1)])
+    job = claimed(store, "w1")
+    store.transition(
+        job.id,
+        "failed",
+        "w1",
+        note=f"{BANNER}\nthe test suite fails on main",
+        token=job.claim_token,
+    )
+    listed = db.scalar("SELECT cause FROM tireless.job_list WHERE id = %(id)s", {"id": job.id})
+    assert listed == "the test suite fails on main"
+    groups = db.scalar(
+        "SELECT array_agg(g.error) FROM tireless.failure_groups(interval '1 hour') g"
+    )
+    assert groups == ["the test suite fails on main"]
+    store.roll_up_history()
+    groups = db.scalar(
+        "SELECT array_agg(g.error) FROM tireless.failure_groups(interval '1 hour') g"
+    )
+    assert groups == ["the test suite fails on main"]
+
+
+def test_a_jobs_attempts_say_how_each_ended_and_the_pull_request(
+    db: Database, store: JobStore
+) -> None:
+    store.add_forge(FORGE, "gitea", "https://git.example.com")
+    tracked(store).enqueue([issue(1)])
+    with db.connect() as conn:
+        conn.execute("UPDATE tireless.policy SET backoff_base = interval '0'")
+    first = claimed(store, "w1")
+    store.transition(
+        first.id, "pending", "w1", note=f"{BANNER}\nexit: tests fail", token=first.claim_token
+    )
+    second = claimed(store, "w2")
+    store.deliver(second.id, "w2", "tireless/1", "a1" * 20, "main", "b2" * 20)
+    store.claim_repos_to_poll("p1")
+    store.record_mirror_pull(
+        FORGE, OWNER, REPO, "p1", second.id, 12, "https://git.example.com/p/12"
+    )
+    with db.connect() as conn:
+        rows = conn.execute(
+            "SELECT attempt, worker, ended_as, cause, output, ran >= interval '0', pull_number, pull_url"
+            " FROM tireless.job_attempts(%s)",
+            [first.id],
+        ).fetchall()
+    assert rows == [
+        (1, "w1", "pending", "exit: tests fail", f"{BANNER}\nexit: tests fail", True, None, None),
+        (2, "w2", "delivered", "", None, True, 12, "https://git.example.com/p/12"),
+    ]
+    assert db.scalar("SELECT count(*) FROM tireless.job_attempts(999)") == 0
