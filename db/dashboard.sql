@@ -458,6 +458,38 @@ COMMENT ON FUNCTION tireless.job_attempts(bigint) IS
 REVOKE ALL ON FUNCTION tireless.job_attempts(bigint) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT EXECUTE ON FUNCTION tireless.job_attempts(bigint) TO tireless_runner, tireless_poller, tireless_admin;
 
+-- What the overview flags: a part of the fleet that missed its rounds, seen in the store alone.
+CREATE OR REPLACE FUNCTION tireless.missed_rounds(grace interval DEFAULT '1 minute')
+    RETURNS TABLE (part text, due_since timestamptz, items bigint, detail text)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+    SELECT 'poller', min(d.due), count(*), format('%s repositories due to be polled and not polled', count(*))
+      FROM (SELECT greatest(r.next_poll_at, r.backoff_until, r.forge_limited_until) AS due
+              FROM tireless.repo_status r WHERE r.registered) AS d
+     WHERE d.due < now() - missed_rounds.grace
+    HAVING count(*) > 0
+    UNION ALL
+    SELECT 'sweeper', min(j.claim_expires_at), count(*), format('%s claims past their lease and not swept', count(*))
+      FROM tireless.job j
+     WHERE j.state = 'claimed' AND j.claim_expires_at < now() - missed_rounds.grace
+    HAVING count(*) > 0
+    UNION ALL
+    SELECT 'workers', min(j.available_at), count(*), format('%s ready jobs not claimed', count(*))
+      FROM tireless.job j
+      LEFT JOIN tireless.lane l ON l.name = j.lane
+     WHERE j.state = 'pending' AND j.waiting_on IS NULL AND j.available_at < now() - missed_rounds.grace
+       AND NOT coalesce(l.paused, false) AND coalesce(l.tripped_until < now(), true)
+    HAVING count(*) > 0;
+END;
+COMMENT ON FUNCTION tireless.missed_rounds(interval) IS
+    'The parts of the fleet that missed their rounds by more than grace, one row each: the poller (tracked '
+    'repositories of a registered forge past their next poll, backoff and rate limit), the sweeper (claims past '
+    'their lease), the workers (ready jobs of a lane neither paused nor tripped, left unclaimed); since when the '
+    'oldest was due, how many, and a sentence. No row: every part kept its rounds. The overview shows them.';
+REVOKE ALL ON FUNCTION tireless.missed_rounds(interval) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.missed_rounds(interval) TO tireless_runner, tireless_poller, tireless_admin;
+
 CREATE OR REPLACE FUNCTION tireless.worker_ran(job_id bigint, worker text) RETURNS boolean
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp

@@ -6205,6 +6205,319 @@ $$;
 COMMENT ON FUNCTION tireless.mirror_writes(forge text, owner text, repo text, poller text, max_writes integer, settle interval) IS 'For a poller holding the repository''s poll lease: reads the job history since the repository''s cursor (each changed issue now wants its newest job''s state, replacing any older wanted state; each finished job read gets its outcome comment queued) and returns the label writes due (at most max_writes): per issue its job and state, the state label to show, the labels to take off (the other state labels, and the mode labels once the job ended, unless the issue asked again since the job was made), when the job was made and with which labels, the opt-in and the mode labels; none for a gone issue or, for a day, an archived repository (tireless.mirror_may_write). The cursor passes only events older than settle. TL004 without the lease.';
 
 --
+-- Name: forge; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.forge (
+    name text NOT NULL,
+    kind tireless.forge_kind NOT NULL,
+    base_url text NOT NULL,
+    limited_until timestamp with time zone,
+    last_error text,
+    added_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT base_url_is_http CHECK (((base_url ~ '^https?://[^/?#[:space:][:cntrl:]]+(/[^?#[:space:][:cntrl:]]*)?$'::text) AND (length(base_url) <= 2000))),
+    CONSTRAINT forge_name_is_a_name CHECK ((name ~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$'::text))
+);
+
+--
+-- Name: TABLE forge; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.forge IS 'The registered forges: the name issue keys use, the API family and the URL. Tokens are never stored here. Private: add_forge, remove_forge, forges and record_forge_trouble.';
+
+--
+-- Name: COLUMN forge.limited_until; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.forge.limited_until IS 'After a rate limit or an auth failure, no repository of the forge is read before this time.';
+
+--
+-- Name: COLUMN forge.last_error; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.forge.last_error IS 'Why the forge is stopped (a rate limit, 401/403); null when it is not.';
+
+--
+-- Name: CONSTRAINT base_url_is_http ON forge; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT base_url_is_http ON tireless.forge IS 'The base URL is an http:// or https:// URL without query or fragment.';
+
+--
+-- Name: CONSTRAINT forge_name_is_a_name ON forge; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT forge_name_is_a_name ON tireless.forge IS 'A forge name is 1 to 100 letters, digits, ".", "-" or "_", starting with a letter or digit.';
+
+--
+-- Name: issue; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.issue (
+    forge text NOT NULL,
+    owner text NOT NULL,
+    repo text NOT NULL,
+    number integer NOT NULL,
+    state text NOT NULL,
+    labels text[] DEFAULT '{}'::text[] NOT NULL,
+    title text,
+    url text,
+    updated_at timestamp with time zone,
+    asks_since timestamp with time zone,
+    answered boolean DEFAULT false NOT NULL,
+    first_seen_at timestamp with time zone DEFAULT now() NOT NULL,
+    changed_at timestamp with time zone DEFAULT now() NOT NULL,
+    body text,
+    body_cut boolean DEFAULT false NOT NULL,
+    gone_at timestamp with time zone,
+    gone_note text,
+    CONSTRAINT body_within_limit CHECK ((length(body) <= 65536)),
+    CONSTRAINT issue_gone_note_bounded CHECK (((length(gone_note) >= 1) AND (length(gone_note) <= 2000))),
+    CONSTRAINT issue_gone_says_how CHECK (((gone_at IS NULL) = (gone_note IS NULL))),
+    CONSTRAINT issue_is_open_or_closed CHECK ((state = ANY (ARRAY['open'::text, 'closed'::text]))),
+    CONSTRAINT issue_number_is_positive CHECK ((number > 0))
+);
+
+--
+-- Name: TABLE issue; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.issue IS 'What the store was last shown of each issue of a tracked repository, and whether its current request for work has had its job. Private: enqueue, record_poll and rerun keep it.';
+
+--
+-- Name: COLUMN issue.updated_at; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.issue.updated_at IS 'The forge''s own updated_at of the issue, as last shown (null: not given).';
+
+--
+-- Name: COLUMN issue.asks_since; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.issue.asks_since IS 'Since when the issue''s current request for work stands (open, opt-in and mode label); null while it asks for none.';
+
+--
+-- Name: COLUMN issue.answered; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.issue.answered IS 'The current request has had its job (made by the work rule or by rerun); a new request resets it.';
+
+--
+-- Name: COLUMN issue.changed_at; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.issue.changed_at IS 'When the store last recorded a change of this issue.';
+
+--
+-- Name: COLUMN issue.body; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.issue.body IS 'The issue''s body as last shown, its first 65536 characters (tireless.issue_body_limit()); null when never given.';
+
+--
+-- Name: COLUMN issue.body_cut; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.issue.body_cut IS 'True when the body shown was longer than the limit and was cut.';
+
+--
+-- Name: COLUMN issue.gone_at; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.issue.gone_at IS 'When the forge last said the issue is gone (404 or 410: deleted; a redirect to another repository: moved); null while it is there. The mirror makes no write to a gone issue; a listing that shows it again clears it.';
+
+--
+-- Name: COLUMN issue.gone_note; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.issue.gone_note IS 'How it went: issue deleted, or issue moved to owner/name#N.';
+
+--
+-- Name: CONSTRAINT body_within_limit ON issue; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT body_within_limit ON tireless.issue IS 'A body is kept up to tireless.issue_body_limit() characters.';
+
+--
+-- Name: CONSTRAINT issue_gone_note_bounded ON issue; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT issue_gone_note_bounded ON tireless.issue IS 'The note is 1 to 2000 characters.';
+
+--
+-- Name: CONSTRAINT issue_gone_says_how ON issue; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT issue_gone_says_how ON tireless.issue IS 'A gone issue says how it went; one that is there says nothing.';
+
+--
+-- Name: CONSTRAINT issue_is_open_or_closed ON issue; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT issue_is_open_or_closed ON tireless.issue IS 'An issue is open or closed.';
+
+--
+-- Name: CONSTRAINT issue_number_is_positive ON issue; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT issue_number_is_positive ON tireless.issue IS 'Issue numbers start at 1.';
+
+--
+-- Name: issue_skip; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.issue_skip (
+    forge text NOT NULL,
+    owner text NOT NULL,
+    repo text NOT NULL,
+    number integer NOT NULL,
+    problem text NOT NULL,
+    first_seen timestamp with time zone DEFAULT now() NOT NULL,
+    last_seen timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT issue_skip_number_positive CHECK ((number > 0)),
+    CONSTRAINT issue_skip_problem_bounded CHECK (((length(problem) >= 1) AND (length(problem) <= 500)))
+);
+
+--
+-- Name: TABLE issue_skip; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.issue_skip IS 'Issues a poll had to leave out of its batch (tireless.record_poll), with the reason: shown by repo_status, the dashboard''s forge view and /metrics; a row goes when the issue is next recorded well-formed.';
+
+--
+-- Name: COLUMN issue_skip.number; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.issue_skip.number IS 'The issue left out (its number was sound; another field was not).';
+
+--
+-- Name: COLUMN issue_skip.problem; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.issue_skip.problem IS 'Why it was left out the last time: the field and what it held.';
+
+--
+-- Name: COLUMN issue_skip.first_seen; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.issue_skip.first_seen IS 'When a poll first left it out (since it was last recorded well-formed).';
+
+--
+-- Name: COLUMN issue_skip.last_seen; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.issue_skip.last_seen IS 'When a poll last left it out.';
+
+--
+-- Name: CONSTRAINT issue_skip_number_positive ON issue_skip; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT issue_skip_number_positive ON tireless.issue_skip IS 'An issue number is positive on both forges.';
+
+--
+-- Name: CONSTRAINT issue_skip_problem_bounded ON issue_skip; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT issue_skip_problem_bounded ON tireless.issue_skip IS 'The reason is said, and short enough for a status line (the poller trims it to 500 characters).';
+
+--
+-- Name: repo_status; Type: VIEW; Schema: tireless; Owner: -
+--
+
+CREATE VIEW tireless.repo_status AS
+ SELECT rp.forge,
+    rp.owner,
+    rp.repo,
+    (f.kind)::text AS forge_kind,
+    (f.name IS NOT NULL) AS registered,
+    rp.last_poll_at,
+    rp.last_success_at,
+    rp.last_error,
+    rp.last_error_at,
+    rp.consecutive_failures,
+    rp.next_poll_at,
+    rp.backoff_until,
+    rp.polled_by,
+    rp.cursor,
+    f.limited_until AS forge_limited_until,
+    f.last_error AS forge_error,
+    COALESCE(live.pending, (0)::bigint) AS pending,
+    COALESCE(live.claimed, (0)::bigint) AS claimed,
+    (COALESCE(queued.writes, (0)::bigint) + tireless.mirror_unread(rp.forge, rp.owner, rp.repo)) AS mirror_backlog,
+    queued.last_error AS mirror_error,
+    queued.last_error_at AS mirror_error_at,
+    rp.moved_to,
+    rp.last_warning,
+    rp.last_warning_at,
+    COALESCE(skips.issues, (0)::bigint) AS skipped_issues,
+    skips.newest AS skipped_issue
+   FROM ((((tireless.repo_poll rp
+     LEFT JOIN tireless.forge f ON ((f.name = rp.forge)))
+     LEFT JOIN LATERAL ( SELECT count(*) FILTER (WHERE (j.state = 'pending'::tireless.job_state)) AS pending,
+            count(*) FILTER (WHERE (j.state = 'claimed'::tireless.job_state)) AS claimed
+           FROM tireless.job j
+          WHERE (((j.forge = rp.forge) AND (j.owner = rp.owner) AND (j.repo = rp.repo)) AND (j.state = ANY (ARRAY['pending'::tireless.job_state, 'claimed'::tireless.job_state])))) live ON (true))
+     LEFT JOIN LATERAL ( SELECT count(*) AS writes,
+            (array_agg(mi.last_error ORDER BY mi.last_error_at DESC) FILTER (WHERE (mi.last_error IS NOT NULL)))[1] AS last_error,
+            max(mi.last_error_at) AS last_error_at
+           FROM tireless.mirror_issue mi
+          WHERE (((mi.forge = rp.forge) AND (mi.owner = rp.owner) AND (mi.repo = rp.repo)) AND (((mi.applied_job_id IS DISTINCT FROM mi.job_id) OR (mi.applied_state IS DISTINCT FROM mi.state)) OR (mi.applied_waiting <> mi.waiting)) AND (NOT (EXISTS ( SELECT
+                   FROM tireless.issue s
+                  WHERE (((s.forge = mi.forge) AND (s.owner = mi.owner) AND (s.repo = mi.repo) AND (s.number = mi.number)) AND (s.gone_at IS NOT NULL))))))) queued ON (true))
+     LEFT JOIN LATERAL ( SELECT count(*) AS issues,
+            (array_agg(format('#%s: %s'::text, k.number, k.problem) ORDER BY k.last_seen DESC, k.number))[1] AS newest
+           FROM tireless.issue_skip k
+          WHERE ((k.forge = rp.forge) AND (k.owner = rp.owner) AND (k.repo = rp.repo))) skips ON (true));
+
+--
+-- Name: VIEW repo_status; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON VIEW tireless.repo_status IS 'One row per tracked repository: its forge (registered or not, stopped until when and why), its last poll, last good read and last error, failures in a row, next poll, backoff, holder and cursor, its live jobs, the mirror: how many issues still wait for a forge write (mirror_backlog) and the newest error of those, and the poller''s notices: the owner/name the repository was moved to, the last warning of a good read, and how many of its issues the polls leave out as malformed (tireless.issue_skip) with the newest of them.';
+
+--
+-- Name: missed_rounds(interval); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.missed_rounds(grace interval DEFAULT '00:01:00'::interval) RETURNS TABLE(part text, due_since timestamp with time zone, items bigint, detail text)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    BEGIN ATOMIC
+ SELECT 'poller'::text,
+     min(d.due) AS min,
+     count(*) AS count,
+     format('%s repositories due to be polled and not polled'::text, count(*)) AS format
+    FROM ( SELECT GREATEST(r.next_poll_at, r.backoff_until, r.forge_limited_until) AS due
+            FROM tireless.repo_status r
+           WHERE r.registered) d
+   WHERE (d.due < (now() - missed_rounds.grace))
+  HAVING (count(*) > 0)
+ UNION ALL
+  SELECT 'sweeper'::text,
+     min(j.claim_expires_at) AS min,
+     count(*) AS count,
+     format('%s claims past their lease and not swept'::text, count(*)) AS format
+    FROM tireless.job j
+   WHERE ((j.state = 'claimed'::tireless.job_state) AND (j.claim_expires_at < (now() - missed_rounds.grace)))
+  HAVING (count(*) > 0)
+ UNION ALL
+  SELECT 'workers'::text,
+     min(j.available_at) AS min,
+     count(*) AS count,
+     format('%s ready jobs not claimed'::text, count(*)) AS format
+    FROM (tireless.job j
+      LEFT JOIN tireless.lane l ON ((l.name = j.lane)))
+   WHERE ((j.state = 'pending'::tireless.job_state) AND (j.waiting_on IS NULL) AND (j.available_at < (now() - missed_rounds.grace)) AND (NOT COALESCE(l.paused, false)) AND COALESCE((l.tripped_until < now()), true))
+  HAVING (count(*) > 0);
+END;
+
+--
+-- Name: FUNCTION missed_rounds(grace interval); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.missed_rounds(grace interval) IS 'The parts of the fleet that missed their rounds by more than grace, one row each: the poller (tracked repositories of a registered forge past their next poll, backoff and rate limit), the sweeper (claims past their lease), the workers (ready jobs of a lane neither paused nor tripped, left unclaimed); since when the oldest was due, how many, and a sentence. No row: every part kept its rounds. The overview shows them.';
+
+--
 -- Name: next_poll_due_at(); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -10194,164 +10507,6 @@ CREATE VIEW tireless.finished_jobs_by_hour AS
 COMMENT ON VIEW tireless.finished_jobs_by_hour IS 'Jobs finished per hour, lane and outcome over the last 8 days: the rolled-up counts and the history written since the last tireless.roll_up_history().';
 
 --
--- Name: forge; Type: TABLE; Schema: tireless; Owner: -
---
-
-CREATE TABLE tireless.forge (
-    name text NOT NULL,
-    kind tireless.forge_kind NOT NULL,
-    base_url text NOT NULL,
-    limited_until timestamp with time zone,
-    last_error text,
-    added_at timestamp with time zone DEFAULT now() NOT NULL,
-    CONSTRAINT base_url_is_http CHECK (((base_url ~ '^https?://[^/?#[:space:][:cntrl:]]+(/[^?#[:space:][:cntrl:]]*)?$'::text) AND (length(base_url) <= 2000))),
-    CONSTRAINT forge_name_is_a_name CHECK ((name ~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$'::text))
-);
-
---
--- Name: TABLE forge; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON TABLE tireless.forge IS 'The registered forges: the name issue keys use, the API family and the URL. Tokens are never stored here. Private: add_forge, remove_forge, forges and record_forge_trouble.';
-
---
--- Name: COLUMN forge.limited_until; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.forge.limited_until IS 'After a rate limit or an auth failure, no repository of the forge is read before this time.';
-
---
--- Name: COLUMN forge.last_error; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.forge.last_error IS 'Why the forge is stopped (a rate limit, 401/403); null when it is not.';
-
---
--- Name: CONSTRAINT base_url_is_http ON forge; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT base_url_is_http ON tireless.forge IS 'The base URL is an http:// or https:// URL without query or fragment.';
-
---
--- Name: CONSTRAINT forge_name_is_a_name ON forge; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT forge_name_is_a_name ON tireless.forge IS 'A forge name is 1 to 100 letters, digits, ".", "-" or "_", starting with a letter or digit.';
-
---
--- Name: issue; Type: TABLE; Schema: tireless; Owner: -
---
-
-CREATE TABLE tireless.issue (
-    forge text NOT NULL,
-    owner text NOT NULL,
-    repo text NOT NULL,
-    number integer NOT NULL,
-    state text NOT NULL,
-    labels text[] DEFAULT '{}'::text[] NOT NULL,
-    title text,
-    url text,
-    updated_at timestamp with time zone,
-    asks_since timestamp with time zone,
-    answered boolean DEFAULT false NOT NULL,
-    first_seen_at timestamp with time zone DEFAULT now() NOT NULL,
-    changed_at timestamp with time zone DEFAULT now() NOT NULL,
-    body text,
-    body_cut boolean DEFAULT false NOT NULL,
-    gone_at timestamp with time zone,
-    gone_note text,
-    CONSTRAINT body_within_limit CHECK ((length(body) <= 65536)),
-    CONSTRAINT issue_gone_note_bounded CHECK (((length(gone_note) >= 1) AND (length(gone_note) <= 2000))),
-    CONSTRAINT issue_gone_says_how CHECK (((gone_at IS NULL) = (gone_note IS NULL))),
-    CONSTRAINT issue_is_open_or_closed CHECK ((state = ANY (ARRAY['open'::text, 'closed'::text]))),
-    CONSTRAINT issue_number_is_positive CHECK ((number > 0))
-);
-
---
--- Name: TABLE issue; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON TABLE tireless.issue IS 'What the store was last shown of each issue of a tracked repository, and whether its current request for work has had its job. Private: enqueue, record_poll and rerun keep it.';
-
---
--- Name: COLUMN issue.updated_at; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.issue.updated_at IS 'The forge''s own updated_at of the issue, as last shown (null: not given).';
-
---
--- Name: COLUMN issue.asks_since; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.issue.asks_since IS 'Since when the issue''s current request for work stands (open, opt-in and mode label); null while it asks for none.';
-
---
--- Name: COLUMN issue.answered; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.issue.answered IS 'The current request has had its job (made by the work rule or by rerun); a new request resets it.';
-
---
--- Name: COLUMN issue.changed_at; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.issue.changed_at IS 'When the store last recorded a change of this issue.';
-
---
--- Name: COLUMN issue.body; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.issue.body IS 'The issue''s body as last shown, its first 65536 characters (tireless.issue_body_limit()); null when never given.';
-
---
--- Name: COLUMN issue.body_cut; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.issue.body_cut IS 'True when the body shown was longer than the limit and was cut.';
-
---
--- Name: COLUMN issue.gone_at; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.issue.gone_at IS 'When the forge last said the issue is gone (404 or 410: deleted; a redirect to another repository: moved); null while it is there. The mirror makes no write to a gone issue; a listing that shows it again clears it.';
-
---
--- Name: COLUMN issue.gone_note; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.issue.gone_note IS 'How it went: issue deleted, or issue moved to owner/name#N.';
-
---
--- Name: CONSTRAINT body_within_limit ON issue; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT body_within_limit ON tireless.issue IS 'A body is kept up to tireless.issue_body_limit() characters.';
-
---
--- Name: CONSTRAINT issue_gone_note_bounded ON issue; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT issue_gone_note_bounded ON tireless.issue IS 'The note is 1 to 2000 characters.';
-
---
--- Name: CONSTRAINT issue_gone_says_how ON issue; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT issue_gone_says_how ON tireless.issue IS 'A gone issue says how it went; one that is there says nothing.';
-
---
--- Name: CONSTRAINT issue_is_open_or_closed ON issue; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT issue_is_open_or_closed ON tireless.issue IS 'An issue is open or closed.';
-
---
--- Name: CONSTRAINT issue_number_is_positive ON issue; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT issue_number_is_positive ON tireless.issue IS 'Issue numbers start at 1.';
-
---
 -- Name: issue_dependency; Type: TABLE; Schema: tireless; Owner: -
 --
 
@@ -10422,64 +10577,6 @@ COMMENT ON CONSTRAINT dependency_numbers_positive ON tireless.issue_dependency I
 --
 
 COMMENT ON CONSTRAINT dependency_source_known ON tireless.issue_dependency IS 'A dependency is said by the body or by the forge.';
-
---
--- Name: issue_skip; Type: TABLE; Schema: tireless; Owner: -
---
-
-CREATE TABLE tireless.issue_skip (
-    forge text NOT NULL,
-    owner text NOT NULL,
-    repo text NOT NULL,
-    number integer NOT NULL,
-    problem text NOT NULL,
-    first_seen timestamp with time zone DEFAULT now() NOT NULL,
-    last_seen timestamp with time zone DEFAULT now() NOT NULL,
-    CONSTRAINT issue_skip_number_positive CHECK ((number > 0)),
-    CONSTRAINT issue_skip_problem_bounded CHECK (((length(problem) >= 1) AND (length(problem) <= 500)))
-);
-
---
--- Name: TABLE issue_skip; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON TABLE tireless.issue_skip IS 'Issues a poll had to leave out of its batch (tireless.record_poll), with the reason: shown by repo_status, the dashboard''s forge view and /metrics; a row goes when the issue is next recorded well-formed.';
-
---
--- Name: COLUMN issue_skip.number; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.issue_skip.number IS 'The issue left out (its number was sound; another field was not).';
-
---
--- Name: COLUMN issue_skip.problem; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.issue_skip.problem IS 'Why it was left out the last time: the field and what it held.';
-
---
--- Name: COLUMN issue_skip.first_seen; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.issue_skip.first_seen IS 'When a poll first left it out (since it was last recorded well-formed).';
-
---
--- Name: COLUMN issue_skip.last_seen; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.issue_skip.last_seen IS 'When a poll last left it out.';
-
---
--- Name: CONSTRAINT issue_skip_number_positive ON issue_skip; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT issue_skip_number_positive ON tireless.issue_skip IS 'An issue number is positive on both forges.';
-
---
--- Name: CONSTRAINT issue_skip_problem_bounded ON issue_skip; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT issue_skip_problem_bounded ON tireless.issue_skip IS 'The reason is said, and short enough for a status line (the poller trims it to 500 characters).';
 
 --
 -- Name: job_event_id_seq; Type: SEQUENCE; Schema: tireless; Owner: -
@@ -10954,61 +11051,6 @@ CREATE VIEW tireless.repo_shares AS
 --
 
 COMMENT ON VIEW tireless.repo_shares IS 'One row per lane and repository that has had pending work: its last claim (the longest-waiting goes first), whether it has work, its runs (under a budget of runs; null without) and agent seconds in the lane today (UTC), the repository''s capacity and daily budgets (all lanes), and budget_resets_at (the next midnight UTC) while its budget is spent.';
-
---
--- Name: repo_status; Type: VIEW; Schema: tireless; Owner: -
---
-
-CREATE VIEW tireless.repo_status AS
- SELECT rp.forge,
-    rp.owner,
-    rp.repo,
-    (f.kind)::text AS forge_kind,
-    (f.name IS NOT NULL) AS registered,
-    rp.last_poll_at,
-    rp.last_success_at,
-    rp.last_error,
-    rp.last_error_at,
-    rp.consecutive_failures,
-    rp.next_poll_at,
-    rp.backoff_until,
-    rp.polled_by,
-    rp.cursor,
-    f.limited_until AS forge_limited_until,
-    f.last_error AS forge_error,
-    COALESCE(live.pending, (0)::bigint) AS pending,
-    COALESCE(live.claimed, (0)::bigint) AS claimed,
-    (COALESCE(queued.writes, (0)::bigint) + tireless.mirror_unread(rp.forge, rp.owner, rp.repo)) AS mirror_backlog,
-    queued.last_error AS mirror_error,
-    queued.last_error_at AS mirror_error_at,
-    rp.moved_to,
-    rp.last_warning,
-    rp.last_warning_at,
-    COALESCE(skips.issues, (0)::bigint) AS skipped_issues,
-    skips.newest AS skipped_issue
-   FROM ((((tireless.repo_poll rp
-     LEFT JOIN tireless.forge f ON ((f.name = rp.forge)))
-     LEFT JOIN LATERAL ( SELECT count(*) FILTER (WHERE (j.state = 'pending'::tireless.job_state)) AS pending,
-            count(*) FILTER (WHERE (j.state = 'claimed'::tireless.job_state)) AS claimed
-           FROM tireless.job j
-          WHERE (((j.forge = rp.forge) AND (j.owner = rp.owner) AND (j.repo = rp.repo)) AND (j.state = ANY (ARRAY['pending'::tireless.job_state, 'claimed'::tireless.job_state])))) live ON (true))
-     LEFT JOIN LATERAL ( SELECT count(*) AS writes,
-            (array_agg(mi.last_error ORDER BY mi.last_error_at DESC) FILTER (WHERE (mi.last_error IS NOT NULL)))[1] AS last_error,
-            max(mi.last_error_at) AS last_error_at
-           FROM tireless.mirror_issue mi
-          WHERE (((mi.forge = rp.forge) AND (mi.owner = rp.owner) AND (mi.repo = rp.repo)) AND (((mi.applied_job_id IS DISTINCT FROM mi.job_id) OR (mi.applied_state IS DISTINCT FROM mi.state)) OR (mi.applied_waiting <> mi.waiting)) AND (NOT (EXISTS ( SELECT
-                   FROM tireless.issue s
-                  WHERE (((s.forge = mi.forge) AND (s.owner = mi.owner) AND (s.repo = mi.repo) AND (s.number = mi.number)) AND (s.gone_at IS NOT NULL))))))) queued ON (true))
-     LEFT JOIN LATERAL ( SELECT count(*) AS issues,
-            (array_agg(format('#%s: %s'::text, k.number, k.problem) ORDER BY k.last_seen DESC, k.number))[1] AS newest
-           FROM tireless.issue_skip k
-          WHERE ((k.forge = rp.forge) AND (k.owner = rp.owner) AND (k.repo = rp.repo))) skips ON (true));
-
---
--- Name: VIEW repo_status; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON VIEW tireless.repo_status IS 'One row per tracked repository: its forge (registered or not, stopped until when and why), its last poll, last good read and last error, failures in a row, next poll, backoff, holder and cursor, its live jobs, the mirror: how many issues still wait for a forge write (mirror_backlog) and the newest error of those, and the poller''s notices: the owner/name the repository was moved to, the last warning of a good read, and how many of its issues the polls leave out as malformed (tireless.issue_skip) with the newest of them.';
 
 --
 -- Name: sql_file; Type: TABLE; Schema: tireless; Owner: -
@@ -13232,6 +13274,35 @@ REVOKE ALL ON FUNCTION tireless.mirror_writes(forge text, owner text, repo text,
 GRANT ALL ON FUNCTION tireless.mirror_writes(forge text, owner text, repo text, poller text, max_writes integer, settle interval) TO tireless_poller;
 
 --
+-- Name: TABLE forge; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.forge TO tireless_admin;
+
+--
+-- Name: TABLE issue; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.issue TO tireless_admin;
+
+--
+-- Name: TABLE repo_status; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.repo_status TO tireless_runner;
+GRANT SELECT ON TABLE tireless.repo_status TO tireless_poller;
+GRANT SELECT ON TABLE tireless.repo_status TO tireless_admin;
+
+--
+-- Name: FUNCTION missed_rounds(grace interval); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.missed_rounds(grace interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.missed_rounds(grace interval) TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.missed_rounds(grace interval) TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.missed_rounds(grace interval) TO tireless_admin;
+
+--
 -- Name: FUNCTION next_poll_due_at(); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -13908,18 +13979,6 @@ GRANT SELECT ON TABLE tireless.finished_jobs_by_hour TO tireless_poller;
 GRANT SELECT ON TABLE tireless.finished_jobs_by_hour TO tireless_admin;
 
 --
--- Name: TABLE forge; Type: ACL; Schema: tireless; Owner: -
---
-
-GRANT SELECT ON TABLE tireless.forge TO tireless_admin;
-
---
--- Name: TABLE issue; Type: ACL; Schema: tireless; Owner: -
---
-
-GRANT SELECT ON TABLE tireless.issue TO tireless_admin;
-
---
 -- Name: TABLE job_progress; Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -13992,14 +14051,6 @@ GRANT SELECT ON TABLE tireless.push TO tireless_admin;
 GRANT SELECT ON TABLE tireless.repo_shares TO tireless_runner;
 GRANT SELECT ON TABLE tireless.repo_shares TO tireless_poller;
 GRANT SELECT ON TABLE tireless.repo_shares TO tireless_admin;
-
---
--- Name: TABLE repo_status; Type: ACL; Schema: tireless; Owner: -
---
-
-GRANT SELECT ON TABLE tireless.repo_status TO tireless_runner;
-GRANT SELECT ON TABLE tireless.repo_status TO tireless_poller;
-GRANT SELECT ON TABLE tireless.repo_status TO tireless_admin;
 
 --
 -- Name: TABLE sql_file; Type: ACL; Schema: tireless; Owner: -

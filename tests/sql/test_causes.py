@@ -93,3 +93,39 @@ def test_a_jobs_attempts_say_how_each_ended_and_the_pull_request(
         (2, "w2", "delivered", "", None, True, 12, "https://git.example.com/p/12"),
     ]
     assert db.scalar("SELECT count(*) FROM tireless.job_attempts(999)") == 0
+
+
+def test_the_parts_that_missed_their_rounds_are_named(db: Database, store: JobStore) -> None:
+    """tireless.missed_rounds: a repository past its next poll (the poller is dead), a claim past
+    its lease (no sweeper), a ready job left unclaimed (no worker); none while each keeps up."""
+    store.add_forge(FORGE, "gitea", "https://git.example.com")
+    tracked(store).enqueue([issue(1), issue(2)])
+    missed = "SELECT array_agg(m.part ORDER BY m.part) FROM tireless.missed_rounds() m"
+    held = claimed(store, "w1")
+    with db.connect() as conn:
+        conn.execute("UPDATE tireless.repo_poll SET next_poll_at = now() + interval '30 seconds'")
+    assert db.scalar(missed) is None  # job 2 became ready just now
+    with db.connect() as conn:
+        conn.execute("UPDATE tireless.repo_poll SET next_poll_at = now() - interval '19 seconds'")
+        conn.execute(
+            "UPDATE tireless.job SET claim_expires_at = now() - interval '30 seconds' WHERE id = %s",
+            [held.id],
+        )
+    assert db.scalar(missed) is None  # within the minute's grace
+    with db.connect() as conn:
+        conn.execute("UPDATE tireless.repo_poll SET next_poll_at = now() - interval '5 minutes'")
+        conn.execute(
+            "UPDATE tireless.job SET claim_expires_at = now() - interval '5 minutes' WHERE id = %s",
+            [held.id],
+        )
+        conn.execute(
+            "UPDATE tireless.job SET available_at = now() - interval '5 minutes' WHERE state = 'pending'"
+        )
+    assert db.scalar(missed) == ["poller", "sweeper", "workers"]
+    with db.connect() as conn:
+        detail = conn.execute(
+            "SELECT m.detail FROM tireless.missed_rounds() m WHERE m.part = 'poller'"
+        ).fetchone()
+    assert detail == ("1 repositories due to be polled and not polled",)
+    store.pause_lane("cc")
+    assert db.scalar(missed) == ["poller", "sweeper"]  # a paused lane's jobs wait on purpose

@@ -193,6 +193,10 @@ SELECT r.forge, r.owner, r.repo, r.last_poll_at, r.last_success_at, r.last_error
        r.mirror_backlog, r.mirror_error, r.mirror_error_at, r.skipped_issues, r.skipped_issue
   FROM tireless.repo_status r
  ORDER BY r.forge, r.owner, r.repo"""
+MISSED_ROUNDS = (
+    "SELECT m.part, m.due_since, m.items, m.detail FROM tireless.missed_rounds() m ORDER BY m.part"
+)
+"""The poller, sweeper or workers that missed their rounds by more than a minute (the overview)."""
 REPLICATION_WARNING = "SELECT tireless.replication_warning() AS warning"
 """Why a failover could lose acknowledged work (a standby without synchronous commit), or null."""
 STATUS = (

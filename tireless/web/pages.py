@@ -136,6 +136,7 @@ async def overview(request: Request) -> Response:
         repos = None  # this role may not read the repositories
     now = (await board.rows("SELECT now() AS now"))[0]["now"]
     warning = (await board.rows(reads.REPLICATION_WARNING))[0]["warning"]
+    missed = await board.rows(reads.MISSED_ROUNDS)
     finished = chart.activity(activity, chart.GRAINS["24h"], chart.WINDOWS["24h"])
     return render(
         request,
@@ -147,6 +148,7 @@ async def overview(request: Request) -> Response:
             "chart": finished,
             "now": now,
             "replication_warning": warning,
+            "missed": missed,
         },
     )
 
