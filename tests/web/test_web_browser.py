@@ -429,5 +429,14 @@ def test_a_person_sees_why_a_job_failed_and_each_attempts_end(
     assert delivered.find_element(By.LINK_TEXT, "#12").get_attribute("href") == PULL_URL
     assert "delivered" in delivered.text
 
+    # The overview: a poller whose rounds stopped is flagged, not only "Next poll: 5 minutes ago".
+    with db.connect() as conn:
+        conn.execute("UPDATE tireless.repo_poll SET next_poll_at = now() - interval '5 minutes'")
+    driver.get(dashboard)
+    flag = driver.find_element(By.ID, "missed-poller")
+    assert flag.is_displayed()
+    assert flag.text.startswith("The poller missed its rounds: 1 repositories due to be polled")
+    screenshot(driver, tmp_path, "overview-missed")
+
     console = driver.get_log("browser")  # type: ignore[no-untyped-call]  # untyped in selenium
     assert [entry for entry in console if entry["level"] == "SEVERE"] == []
