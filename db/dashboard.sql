@@ -434,18 +434,19 @@ GRANT EXECUTE ON FUNCTION tireless.issue_runs(bigint) TO tireless_runner, tirele
 -- Each attempt of a job from its history: the claim, and the event that ended it.
 CREATE OR REPLACE FUNCTION tireless.job_attempts(job_id bigint)
     RETURNS TABLE (attempt integer, worker text, started_at timestamptz, ended_at timestamptz, ran interval,
-                   ended_as text, cause text, output text, pull_number integer, pull_url text)
+                   ended_as text, cause text, output text, pull_number integer, pull_url text, exit_status integer)
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
 BEGIN ATOMIC
     SELECT c.attempt, c.worker, c.at, e.at, e.at - c.at, e.to_state::text, tireless.note_cause(e.note), e.note,
            CASE WHEN e.to_state = 'delivered' THEN d.pull_number END,
-           CASE WHEN e.to_state = 'delivered' THEN d.pull_url END
+           CASE WHEN e.to_state = 'delivered' THEN d.pull_url END, x.exit_status
       FROM tireless.job_event c
       LEFT JOIN LATERAL (SELECT n.at, n.to_state, n.note FROM tireless.job_event n
                           WHERE n.job_id = c.job_id AND n.id > c.id
                           ORDER BY n.id LIMIT 1) AS e ON true
       LEFT JOIN tireless.delivery d ON d.job_id = c.job_id
+      LEFT JOIN tireless.attempt_exit x ON (x.job_id, x.attempt) = (c.job_id, c.attempt)
      WHERE c.job_id = job_attempts.job_id AND c.to_state = 'claimed'
      ORDER BY c.id;
 END;
@@ -453,8 +454,8 @@ COMMENT ON FUNCTION tireless.job_attempts(bigint) IS
     'A job''s attempts in order, from its history: who claimed each and when, when it ended and how long it ran '
     '(null while it runs), the state it ended in (pending: released for a retry, given back or swept), its stop '
     'reason (the cause its end note gives, tireless.note_cause), that note whole (a failed COMMAND''s: the tail of '
-    'its output, masked and bounded by the runner), and the pull request of the attempt that delivered. Empty for '
-    'an unknown job.';
+    'its output, masked and bounded by the runner), the pull request of the attempt that delivered, and COMMAND''s '
+    'exit status as the runner recorded it (tireless.record_exit; null: not recorded). Empty for an unknown job.';
 REVOKE ALL ON FUNCTION tireless.job_attempts(bigint) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT EXECUTE ON FUNCTION tireless.job_attempts(bigint) TO tireless_runner, tireless_poller, tireless_admin;
 

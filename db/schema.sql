@@ -4506,6 +4506,23 @@ $$;
 COMMENT ON FUNCTION tireless.job_asks(job_id bigint) IS 'The asks a job answers, oldest first (for a revision: the reviews, commands and failed checks that asked for it, which the runner hands the agent in TIRELESS_REVIEW_FILE), or the stop that stopped it; empty for a job asked by its labels.';
 
 --
+-- Name: attempt_exit; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.attempt_exit (
+    job_id bigint NOT NULL,
+    attempt integer NOT NULL,
+    exit_status integer NOT NULL,
+    recorded_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+--
+-- Name: TABLE attempt_exit; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.attempt_exit IS 'The exit status of COMMAND in each attempt of a job, as the runner holding it recorded it (tireless.record_exit) before finishing the attempt; a negative status is the signal that ended it. Private: tireless.job_attempts reads it.';
+
+--
 -- Name: delivery; Type: TABLE; Schema: tireless; Owner: -
 --
 
@@ -4643,7 +4660,7 @@ COMMENT ON CONSTRAINT pull_url_is_a_web_url ON tireless.delivery IS 'A pull requ
 -- Name: job_attempts(bigint); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
-CREATE FUNCTION tireless.job_attempts(job_id bigint) RETURNS TABLE(attempt integer, worker text, started_at timestamp with time zone, ended_at timestamp with time zone, ran interval, ended_as text, cause text, output text, pull_number integer, pull_url text)
+CREATE FUNCTION tireless.job_attempts(job_id bigint) RETURNS TABLE(attempt integer, worker text, started_at timestamp with time zone, ended_at timestamp with time zone, ran interval, ended_as text, cause text, output text, pull_number integer, pull_url text, exit_status integer)
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     BEGIN ATOMIC
@@ -4662,8 +4679,9 @@ CREATE FUNCTION tireless.job_attempts(job_id bigint) RETURNS TABLE(attempt integ
          CASE
              WHEN (e.to_state = 'delivered'::tireless.job_state) THEN d.pull_url
              ELSE NULL::text
-         END AS "case"
-    FROM ((tireless.job_event c
+         END AS "case",
+     x.exit_status
+    FROM (((tireless.job_event c
       LEFT JOIN LATERAL ( SELECT n.at,
              n.to_state,
              n.note
@@ -4672,6 +4690,7 @@ CREATE FUNCTION tireless.job_attempts(job_id bigint) RETURNS TABLE(attempt integ
            ORDER BY n.id
           LIMIT 1) e ON (true))
       LEFT JOIN tireless.delivery d ON ((d.job_id = c.job_id)))
+      LEFT JOIN tireless.attempt_exit x ON (((x.job_id = c.job_id) AND (x.attempt = c.attempt))))
    WHERE ((c.job_id = job_attempts.job_id) AND (c.to_state = 'claimed'::tireless.job_state))
    ORDER BY c.id;
 END;
@@ -4680,7 +4699,7 @@ END;
 -- Name: FUNCTION job_attempts(job_id bigint); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.job_attempts(job_id bigint) IS 'A job''s attempts in order, from its history: who claimed each and when, when it ended and how long it ran (null while it runs), the state it ended in (pending: released for a retry, given back or swept), its stop reason (the cause its end note gives, tireless.note_cause), that note whole (a failed COMMAND''s: the tail of its output, masked and bounded by the runner), and the pull request of the attempt that delivered. Empty for an unknown job.';
+COMMENT ON FUNCTION tireless.job_attempts(job_id bigint) IS 'A job''s attempts in order, from its history: who claimed each and when, when it ended and how long it ran (null while it runs), the state it ended in (pending: released for a retry, given back or swept), its stop reason (the cause its end note gives, tireless.note_cause), that note whole (a failed COMMAND''s: the tail of its output, masked and bounded by the runner), the pull request of the attempt that delivered, and COMMAND''s exit status as the runner recorded it (tireless.record_exit; null: not recorded). Empty for an unknown job.';
 
 --
 -- Name: job_brief(bigint); Type: FUNCTION; Schema: tireless; Owner: -
@@ -7339,6 +7358,32 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.record_cycle_report(forge text, owner text, repo text, poller text, report_id bigint, error text) IS 'The forge confirmed the comment of cycle report report_id (error null: recorded as written, never listed again; returns null), or posting it failed (error: counted, backed off exponentially with jitter; returns when it is tried again). TL004 without the poll lease, TL005 for a report never queued.';
+
+--
+-- Name: record_exit(bigint, text, integer, uuid); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.record_exit(job_id bigint, worker text, exit_status integer, token uuid DEFAULT NULL::uuid) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    job tireless.job := tireless.held_job(record_exit.job_id, record_exit.worker, record_exit.token);
+BEGIN
+    IF record_exit.exit_status IS NULL THEN
+        RAISE EXCEPTION 'exit_status must be a number, got null' USING ERRCODE = 'TL005';
+    END IF;
+    INSERT INTO tireless.attempt_exit AS x (job_id, attempt, exit_status)
+    VALUES (job.id, job.attempts, record_exit.exit_status)
+    ON CONFLICT ON CONSTRAINT attempt_exit_pkey DO UPDATE SET exit_status = excluded.exit_status, recorded_at = now();
+END;
+$$;
+
+--
+-- Name: FUNCTION record_exit(job_id bigint, worker text, exit_status integer, token uuid); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.record_exit(job_id bigint, worker text, exit_status integer, token uuid) IS 'The holder records how COMMAND ended in its attempt (its exit status; negative: the signal that ended it), before it finishes the attempt; recorded again, the last one stands. TL001 for an unknown job, TL004 when worker (or token) does not hold it, TL005 for a null status.';
 
 --
 -- Name: record_forge_dependencies(jsonb); Type: FUNCTION; Schema: tireless; Owner: -
@@ -11243,6 +11288,13 @@ ALTER TABLE ONLY tireless.ask
     ADD CONSTRAINT ask_pkey PRIMARY KEY (id);
 
 --
+-- Name: attempt_exit attempt_exit_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.attempt_exit
+    ADD CONSTRAINT attempt_exit_pkey PRIMARY KEY (job_id, attempt);
+
+--
 -- Name: checkpoint checkpoint_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
 --
 
@@ -12070,6 +12122,19 @@ ALTER TABLE ONLY tireless.ask
 --
 
 COMMENT ON CONSTRAINT ask_of_a_tracked_repo ON tireless.ask IS 'Asks are kept while their repository is tracked.';
+
+--
+-- Name: attempt_exit attempt_exit_job_id_fkey; Type: FK CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.attempt_exit
+    ADD CONSTRAINT attempt_exit_job_id_fkey FOREIGN KEY (job_id) REFERENCES tireless.job(id) ON DELETE CASCADE;
+
+--
+-- Name: CONSTRAINT attempt_exit_job_id_fkey ON attempt_exit; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT attempt_exit_job_id_fkey ON tireless.attempt_exit IS 'An exit status belongs to a job and goes with it (prune).';
 
 --
 -- Name: checkpoint checkpoint_of_a_job; Type: FK CONSTRAINT; Schema: tireless; Owner: -
@@ -13439,6 +13504,13 @@ GRANT ALL ON FUNCTION tireless.record_conversation_reply(forge text, owner text,
 
 REVOKE ALL ON FUNCTION tireless.record_cycle_report(forge text, owner text, repo text, poller text, report_id bigint, error text) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.record_cycle_report(forge text, owner text, repo text, poller text, report_id bigint, error text) TO tireless_poller;
+
+--
+-- Name: FUNCTION record_exit(job_id bigint, worker text, exit_status integer, token uuid); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.record_exit(job_id bigint, worker text, exit_status integer, token uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.record_exit(job_id bigint, worker text, exit_status integer, token uuid) TO tireless_runner;
 
 --
 -- Name: FUNCTION record_forge_dependencies(issues jsonb); Type: ACL; Schema: tireless; Owner: -

@@ -73,6 +73,8 @@ def test_a_jobs_attempts_say_how_each_ended_and_the_pull_request(
     with db.connect() as conn:
         conn.execute("UPDATE tireless.policy SET backoff_base = interval '0'")
     first = claimed(store, "w1")
+    store.record_exit(first.id, "w1", 3, first.claim_token)
+    store.record_exit(first.id, "w1", 2, first.claim_token)  # recorded again: the last stands
     store.transition(
         first.id, "pending", "w1", note=f"{BANNER}\nexit: tests fail", token=first.claim_token
     )
@@ -84,13 +86,24 @@ def test_a_jobs_attempts_say_how_each_ended_and_the_pull_request(
     )
     with db.connect() as conn:
         rows = conn.execute(
-            "SELECT attempt, worker, ended_as, cause, output, ran >= interval '0', pull_number, pull_url"
+            "SELECT attempt, worker, ended_as, cause, output, ran >= interval '0', pull_number, pull_url,"
+            " exit_status"
             " FROM tireless.job_attempts(%s)",
             [first.id],
         ).fetchall()
     assert rows == [
-        (1, "w1", "pending", "exit: tests fail", f"{BANNER}\nexit: tests fail", True, None, None),
-        (2, "w2", "delivered", "", None, True, 12, "https://git.example.com/p/12"),
+        (
+            1,
+            "w1",
+            "pending",
+            "exit: tests fail",
+            f"{BANNER}\nexit: tests fail",
+            True,
+            None,
+            None,
+            2,
+        ),
+        (2, "w2", "delivered", "", None, True, 12, "https://git.example.com/p/12", None),
     ]
     assert db.scalar("SELECT count(*) FROM tireless.job_attempts(999)") == 0
 
@@ -129,3 +142,13 @@ def test_the_parts_that_missed_their_rounds_are_named(db: Database, store: JobSt
     assert detail == ("1 repositories due to be polled and not polled",)
     store.pause_lane("cc")
     assert db.scalar(missed) == ["poller", "sweeper"]  # a paused lane's jobs wait on purpose
+
+
+def test_only_the_holder_records_an_exit_status(db: Database, store: JobStore) -> None:
+    from tireless.errors import NotHolder
+
+    tracked(store).enqueue([issue(1)])
+    job = claimed(store, "w1")
+    with pytest.raises(NotHolder):
+        store.record_exit(job.id, "w2", 1)
+    assert db.scalar("SELECT count(*) FROM tireless.attempt_exit") == 0

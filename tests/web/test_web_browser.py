@@ -344,8 +344,8 @@ def test_a_person_sees_why_a_job_failed_and_each_attempts_end(
 ) -> None:
     """The cause in front: the Failures page and the jobs list show the agent's last error line,
     not the banner the output began with nor the store's "attempts exhausted" wrapper; the job
-    page shows each attempt's run time, how it ended, its stop reason, its output's tail and the
-    pull request of the attempt that delivered."""
+    page shows each attempt's run time, how it ended, its exit status, its stop reason, its
+    output's tail and the pull request of the attempt that delivered."""
     from selenium.webdriver import Chrome
     from selenium.webdriver.common.by import By
 
@@ -361,6 +361,7 @@ def test_a_person_sees_why_a_job_failed_and_each_attempts_end(
         job = claimed(store, "runner-a")
         assert job.number == 1
         output = f"{BANNER.format(attempt)}\nrunning the tests\n{CAUSE}\n"
+        store.record_exit(job.id, "runner-a", attempt, job.claim_token)
         store.transition(job.id, "pending", "runner-a", note=output, token=job.claim_token)
     assert (
         db.scalar("SELECT state::text FROM tireless.job WHERE id = %(id)s", {"id": job.id})
@@ -412,12 +413,13 @@ def test_a_person_sees_why_a_job_failed_and_each_attempts_end(
         texts = [td.text for td in tr.find_elements(By.TAG_NAME, "td")]
         assert texts[1] == "runner-a"
         assert texts[3].endswith("s"), texts  # its run time
-        assert texts[5] == CAUSE
+        assert texts[6] == CAUSE
     assert [tr.find_elements(By.TAG_NAME, "td")[4].text for tr in ended] == [
         "released",
         "released",
         "failed",
     ]
+    assert [tr.find_element(By.CSS_SELECTOR, "td.exit").text for tr in ended] == ["1", "2", "3"]
     tails = attempts.find_elements(By.CSS_SELECTOR, "tr.output pre")
     assert BANNER.format(3) in tails[-1].text
     assert CAUSE in tails[-1].text

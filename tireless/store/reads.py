@@ -262,10 +262,11 @@ PRUNE_PREVIEW = (
 )
 JOB_ATTEMPTS = (
     "SELECT a.attempt, a.worker, a.started_at, a.ended_at, a.ran, a.ended_as, a.cause, a.output,"
-    " a.pull_number, a.pull_url FROM tireless.job_attempts(%(job_id)s) a"
+    " a.pull_number, a.pull_url, a.exit_status FROM tireless.job_attempts(%(job_id)s) a"
 )
 """A job's attempts from its history (the dashboard's job page): each one's run time, how it
-ended, its stop reason, its output's tail (the end note) and the pull request it opened."""
+ended, COMMAND's exit status, its stop reason, its output's tail (the end note) and the pull
+request it opened."""
 JOB_PROGRESS = (
     "SELECT p.attempt, p.started_at, p.progress_at, p.step, p.stop_note, p.reported"
     " FROM tireless.job_progress p WHERE p.job_id = %(job_id)s"
