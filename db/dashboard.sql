@@ -403,6 +403,25 @@ COMMENT ON VIEW tireless.workers IS
 REVOKE ALL ON tireless.workers FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT SELECT ON tireless.workers TO tireless_runner, tireless_poller, tireless_admin;
 
+-- What each worker ended: the jobs finished in the span, each by the worker of its last event.
+CREATE OR REPLACE FUNCTION tireless.worker_outcomes(span interval)
+    RETURNS TABLE (worker text, delivered bigint, failed bigint)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+    SELECT e.worker, count(*) FILTER (WHERE j.state = 'delivered'), count(*) FILTER (WHERE j.state = 'failed')
+      FROM tireless.job j
+      CROSS JOIN LATERAL (SELECT l.worker FROM tireless.job_event l WHERE l.job_id = j.id ORDER BY l.id DESC LIMIT 1) AS e
+     WHERE j.state IN ('delivered', 'failed') AND j.updated_at >= now() - worker_outcomes.span AND e.worker IS NOT NULL
+     GROUP BY e.worker;
+END;
+COMMENT ON FUNCTION tireless.worker_outcomes(interval) IS
+    'Per worker, the jobs it delivered and the jobs it failed (its last attempt ended them failed, or its lease ran '
+    'out on their last attempt) among the jobs that ended in the last span: reads those jobs and the last event of '
+    'each, never the whole history. The workers page shows it.';
+REVOKE ALL ON FUNCTION tireless.worker_outcomes(interval) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.worker_outcomes(interval) TO tireless_runner, tireless_poller, tireless_admin;
+
 CREATE OR REPLACE FUNCTION tireless.issue_runs(job_id bigint)
     RETURNS TABLE (id bigint, state text, kind text, created_at timestamptz, note text)
     LANGUAGE sql STABLE SECURITY DEFINER

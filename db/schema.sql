@@ -10197,6 +10197,33 @@ $$;
 COMMENT ON FUNCTION tireless.watchdog_due_at(job_id bigint) IS 'When the watchdog may next stop the claimed job''s attempt: its start plus its lane''s max_run, or its last progress plus stall_after, whichever is first (a heartbeat then answers timeout or stalled, unless progress came since). Null when the job is not claimed or its lane has neither limit. The runner heartbeats at that time.';
 
 --
+-- Name: worker_outcomes(interval); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.worker_outcomes(span interval) RETURNS TABLE(worker text, delivered bigint, failed bigint)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    BEGIN ATOMIC
+ SELECT e.worker,
+     count(*) FILTER (WHERE (j.state = 'delivered'::tireless.job_state)) AS count,
+     count(*) FILTER (WHERE (j.state = 'failed'::tireless.job_state)) AS count
+    FROM (tireless.job j
+      CROSS JOIN LATERAL ( SELECT l.worker
+            FROM tireless.job_event l
+           WHERE (l.job_id = j.id)
+           ORDER BY l.id DESC
+          LIMIT 1) e)
+   WHERE ((j.state = ANY (ARRAY['delivered'::tireless.job_state, 'failed'::tireless.job_state])) AND (j.updated_at >= (now() - worker_outcomes.span)) AND (e.worker IS NOT NULL))
+   GROUP BY e.worker;
+END;
+
+--
+-- Name: FUNCTION worker_outcomes(span interval); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.worker_outcomes(span interval) IS 'Per worker, the jobs it delivered and the jobs it failed (its last attempt ended them failed, or its lease ran out on their last attempt) among the jobs that ended in the last span: reads those jobs and the last event of each, never the whole history. The workers page shows it.';
+
+--
 -- Name: worker_ran(bigint, text); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -13980,6 +14007,15 @@ REVOKE ALL ON FUNCTION tireless.watch_attempt(job_id bigint, attempt integer, la
 
 REVOKE ALL ON FUNCTION tireless.watchdog_due_at(job_id bigint) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.watchdog_due_at(job_id bigint) TO tireless_runner;
+
+--
+-- Name: FUNCTION worker_outcomes(span interval); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.worker_outcomes(span interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.worker_outcomes(span interval) TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.worker_outcomes(span interval) TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.worker_outcomes(span interval) TO tireless_admin;
 
 --
 -- Name: FUNCTION worker_ran(job_id bigint, worker text); Type: ACL; Schema: tireless; Owner: -

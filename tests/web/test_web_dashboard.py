@@ -258,3 +258,22 @@ def test_the_overview_flags_a_poller_that_missed_its_rounds(db: Database, store:
         page = client.get("/").text
     assert 'id="missed-poller"' in page
     assert "The poller missed its rounds: 1 repositories due to be polled and not polled" in page
+
+
+def test_each_worker_shows_the_jobs_it_delivered_and_failed(admin: TestClient, jobs: Jobs) -> None:
+    page = admin.get("/workers").text
+    rows = {
+        cells[0]: cells
+        for cells in (
+            [
+                re.sub(r"<[^>]+>", "", cell).strip()
+                for cell in re.findall(r"<td[^>]*>(.*?)</td>", tr, re.S)
+            ]
+            for tr in re.findall(r"<tr class=\"worker-[\w-]+\">(.*?)</tr>", page, re.S)
+        )
+    }
+    assert [rows["runner-a"][-2:], rows["runner-b"][-2:], rows["runner-c"][-2:]] == [
+        ["1", "0"],
+        ["0", "1"],
+        ["0", "0"],
+    ]

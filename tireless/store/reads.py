@@ -228,8 +228,10 @@ ACTIVITY = "SELECT a.* FROM tireless.queue_activity(%(span)s::interval) a"
 DURATIONS = "SELECT d.* FROM tireless.job_durations(%(span)s::interval) d"
 WORKERS = """
 SELECT w.worker, w.lanes, w.job_id, w.jobs_held, w.held_since, w.last_heartbeat, w.lease_ends,
-       w.last_seen, w.first_seen, w.status
+       w.last_seen, w.first_seen, w.status, coalesce(o.delivered, 0) AS delivered,
+       coalesce(o.failed, 0) AS failed
   FROM tireless.workers w
+  LEFT JOIN tireless.worker_outcomes(interval '24 hours') o ON o.worker = w.worker
  ORDER BY w.status = 'idle', w.status = 'working', w.last_seen DESC NULLS LAST, w.worker"""
 FAILURE_GROUPS = "SELECT g.error, g.jobs, g.latest, g.lanes FROM tireless.failure_groups(%(span)s::interval) g LIMIT 50"
 # Failed in the window, newest first (the index of terminal jobs by their last change), and
