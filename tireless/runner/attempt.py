@@ -392,6 +392,8 @@ class Attempts:
             self.store.record_exit(job.id, self.name, code, job.claim_token)
         except NOT_HELD:
             log.info("%s: job %s: lease lost; its exit status is not kept", self.name, job.id)
+        except (psycopg.Error, TirelessError) as error:  # the finish still says how it ended
+            log.warning("%s: job %s: its exit status is not kept: %s", self.name, job.id, error)
 
     def _attach_report(self, job: Job, files: AgentFiles) -> None:
         """The report COMMAND left, attached to the attempt before it is finished."""
