@@ -81,14 +81,16 @@ SELECT j.id, j.forge, j.owner, j.repo, j.number, j.title, j.kind, j.lane, j.stat
        j.claimed_by, j.claim_expires_at, j.attempts, j.available_at, j.note, j.created_at, j.updated_at,
        (j.state = 'claimed' AND j.claim_expires_at < now()) AS past_lease,
        d.branch, d.head, d.pull_number, d.pull_url,
-       CASE WHEN j.state = 'pending' THEN j.waiting_on END AS waiting_on
+       CASE WHEN j.state = 'pending' THEN j.waiting_on END AS waiting_on,
+       tireless.note_cause(j.note) AS cause
   FROM tireless.job j
   LEFT JOIN tireless.delivery d ON d.job_id = j.id;
 COMMENT ON VIEW tireless.job_list IS
     'Every job as an operator sees it, without its claim token (a fencing secret of the holder); past_lease: '
     'claimed and its lease has run out; for a job delivered by tireless.deliver, the branch and head it pushed and '
     'its pull request once the mirror recorded it (tireless.deliveries has the rest); waiting_on: the open '
-    'dependencies a pending job waits for (#3, owner/repo#7; null: none, tireless.job_waits says more). Readable by every role.';
+    'dependencies a pending job waits for (#3, owner/repo#7; null: none, tireless.job_waits says more); cause: the '
+    'cause its note gives (tireless.note_cause: the agent''s last error line, not a banner before it). Readable by every role.';
 REVOKE ALL ON tireless.job_list FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT SELECT ON tireless.job_list TO tireless_runner, tireless_poller, tireless_admin;
 
@@ -353,8 +355,8 @@ BEGIN ATOMIC
      ORDER BY sum(f.jobs) DESC, f.error;
 END;
 COMMENT ON FUNCTION tireless.failure_groups(interval) IS
-    'The failures of the last span (at most 8 days) grouped by their error (the first line of the note that failed the '
-    'job): how many jobs, the newest, the lanes; most frequent first. Reads the folded counts and the history written '
+    'The failures of the last span (at most 8 days) grouped by their error (the cause the note that failed the job gives, '
+    'tireless.note_cause): how many jobs, the newest, the lanes; most frequent first. Reads the folded counts and the history written '
     'since the last tireless.roll_up_history(); writes nothing.';
 REVOKE ALL ON FUNCTION tireless.failure_groups(interval) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT EXECUTE ON FUNCTION tireless.failure_groups(interval) TO tireless_runner, tireless_poller, tireless_admin;
@@ -401,6 +403,25 @@ COMMENT ON VIEW tireless.workers IS
 REVOKE ALL ON tireless.workers FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT SELECT ON tireless.workers TO tireless_runner, tireless_poller, tireless_admin;
 
+-- What each worker ended: the jobs finished in the span, each by the worker of its last event.
+CREATE OR REPLACE FUNCTION tireless.worker_outcomes(span interval)
+    RETURNS TABLE (worker text, delivered bigint, failed bigint)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+    SELECT e.worker, count(*) FILTER (WHERE j.state = 'delivered'), count(*) FILTER (WHERE j.state = 'failed')
+      FROM tireless.job j
+      CROSS JOIN LATERAL (SELECT l.worker FROM tireless.job_event l WHERE l.job_id = j.id ORDER BY l.id DESC LIMIT 1) AS e
+     WHERE j.state IN ('delivered', 'failed') AND j.updated_at >= now() - worker_outcomes.span AND e.worker IS NOT NULL
+     GROUP BY e.worker;
+END;
+COMMENT ON FUNCTION tireless.worker_outcomes(interval) IS
+    'Per worker, the jobs it delivered and the jobs it failed (its last attempt ended them failed, or its lease ran '
+    'out on their last attempt) among the jobs that ended in the last span: reads those jobs and the last event of '
+    'each, never the whole history. The workers page shows it.';
+REVOKE ALL ON FUNCTION tireless.worker_outcomes(interval) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.worker_outcomes(interval) TO tireless_runner, tireless_poller, tireless_admin;
+
 CREATE OR REPLACE FUNCTION tireless.issue_runs(job_id bigint)
     RETURNS TABLE (id bigint, state text, kind text, created_at timestamptz, note text)
     LANGUAGE sql STABLE SECURITY DEFINER
@@ -428,6 +449,66 @@ COMMENT ON FUNCTION tireless.issue_runs(bigint) IS
     'folded into tireless.issue_run and those created since, and job_id itself; empty for an unknown job.';
 REVOKE ALL ON FUNCTION tireless.issue_runs(bigint) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT EXECUTE ON FUNCTION tireless.issue_runs(bigint) TO tireless_runner, tireless_poller, tireless_admin;
+
+-- Each attempt of a job from its history: the claim, and the event that ended it.
+CREATE OR REPLACE FUNCTION tireless.job_attempts(job_id bigint)
+    RETURNS TABLE (attempt integer, worker text, started_at timestamptz, ended_at timestamptz, ran interval,
+                   ended_as text, cause text, output text, pull_number integer, pull_url text, exit_status integer)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+    SELECT c.attempt, c.worker, c.at, e.at, e.at - c.at, e.to_state::text, tireless.note_cause(e.note), e.note,
+           CASE WHEN e.to_state = 'delivered' THEN d.pull_number END,
+           CASE WHEN e.to_state = 'delivered' THEN d.pull_url END, x.exit_status
+      FROM tireless.job_event c
+      LEFT JOIN LATERAL (SELECT n.at, n.to_state, n.note FROM tireless.job_event n
+                          WHERE n.job_id = c.job_id AND n.id > c.id
+                          ORDER BY n.id LIMIT 1) AS e ON true
+      LEFT JOIN tireless.delivery d ON d.job_id = c.job_id
+      LEFT JOIN tireless.attempt_exit x ON (x.job_id, x.attempt) = (c.job_id, c.attempt)
+     WHERE c.job_id = job_attempts.job_id AND c.to_state = 'claimed'
+     ORDER BY c.id;
+END;
+COMMENT ON FUNCTION tireless.job_attempts(bigint) IS
+    'A job''s attempts in order, from its history: who claimed each and when, when it ended and how long it ran '
+    '(null while it runs), the state it ended in (pending: released for a retry, given back or swept), its stop '
+    'reason (the cause its end note gives, tireless.note_cause), that note whole (a failed COMMAND''s: the tail of '
+    'its output, masked and bounded by the runner), the pull request of the attempt that delivered, and COMMAND''s '
+    'exit status as the runner recorded it (tireless.record_exit; null: not recorded). Empty for an unknown job.';
+REVOKE ALL ON FUNCTION tireless.job_attempts(bigint) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.job_attempts(bigint) TO tireless_runner, tireless_poller, tireless_admin;
+
+-- What the overview flags: a part of the fleet that missed its rounds, seen in the store alone.
+CREATE OR REPLACE FUNCTION tireless.missed_rounds(grace interval DEFAULT '1 minute')
+    RETURNS TABLE (part text, due_since timestamptz, items bigint, detail text)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+    SELECT 'poller', min(d.due), count(*), format('%s repositories due to be polled and not polled', count(*))
+      FROM (SELECT greatest(r.next_poll_at, r.backoff_until, r.forge_limited_until) AS due
+              FROM tireless.repo_status r WHERE r.registered) AS d
+     WHERE d.due < now() - missed_rounds.grace
+    HAVING count(*) > 0
+    UNION ALL
+    SELECT 'sweeper', min(j.claim_expires_at), count(*), format('%s claims past their lease and not swept', count(*))
+      FROM tireless.job j
+     WHERE j.state = 'claimed' AND j.claim_expires_at < now() - missed_rounds.grace
+    HAVING count(*) > 0
+    UNION ALL
+    SELECT 'workers', min(j.available_at), count(*), format('%s ready jobs not claimed', count(*))
+      FROM tireless.job j
+      LEFT JOIN tireless.lane l ON l.name = j.lane
+     WHERE j.state = 'pending' AND j.waiting_on IS NULL AND j.available_at < now() - missed_rounds.grace
+       AND NOT coalesce(l.paused, false) AND coalesce(l.tripped_until < now(), true)
+    HAVING count(*) > 0;
+END;
+COMMENT ON FUNCTION tireless.missed_rounds(interval) IS
+    'The parts of the fleet that missed their rounds by more than grace, one row each: the poller (tracked '
+    'repositories of a registered forge past their next poll, backoff and rate limit), the sweeper (claims past '
+    'their lease), the workers (ready jobs of a lane neither paused nor tripped, left unclaimed); since when the '
+    'oldest was due, how many, and a sentence. No row: every part kept its rounds. The overview shows them.';
+REVOKE ALL ON FUNCTION tireless.missed_rounds(interval) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.missed_rounds(interval) TO tireless_runner, tireless_poller, tireless_admin;
 
 CREATE OR REPLACE FUNCTION tireless.worker_ran(job_id bigint, worker text) RETURNS boolean
     LANGUAGE sql STABLE SECURITY DEFINER

@@ -216,7 +216,7 @@ CREATE OR REPLACE FUNCTION tireless.history_moves(after_id bigint, upto_id bigin
     ROWS 100  -- the history since the last roll-up: a sweeper's pass apart, not the default 1000
     SET search_path = pg_catalog, pg_temp
 BEGIN ATOMIC
-    SELECT e.at, e.worker, e.from_state, e.to_state, split_part(coalesce(e.note, ''), E'\n', 1), j.id, j.forge, j.owner,
+    SELECT e.at, e.worker, e.from_state, e.to_state, tireless.note_cause(e.note), j.id, j.forge, j.owner,
            j.repo, j.number, j.lane, j.kind,
            CASE WHEN e.to_state = 'claimed' AND e.attempt = 1
                 THEN extract(epoch FROM e.at - j.created_at)::float8 END,
@@ -232,7 +232,7 @@ BEGIN ATOMIC
 END;
 COMMENT ON FUNCTION tireless.history_moves(bigint, bigint) IS
     'The events with after_id < id <= upto_id (null: no upper bound) as the roll-up folds them: each with its job''s '
-    'issue, lane and kind, the first line of its note (error), the wait (created to first claim) of a first claim '
+    'issue, lane and kind, the cause its note gives (error: tireless.note_cause), the wait (created to first claim) of a first claim '
     'and the run (claim to finish) of a finish. tireless.fold_history folds them; the dashboard''s reads add those '
     'after tireless.history_rollup.counted_to, the history not rolled up yet.';
 REVOKE ALL ON FUNCTION tireless.history_moves(bigint, bigint) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;

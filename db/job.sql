@@ -98,3 +98,33 @@ CREATE OR REPLACE TRIGGER jobs_are_never_truncated
     FOR EACH STATEMENT EXECUTE FUNCTION tireless.keep_history_with_its_job();
 COMMENT ON TRIGGER jobs_are_never_truncated ON tireless.job IS
     'Every event belongs to a job: tireless.job is never emptied under its history.';
+
+-- A note's cause, as every list shows it (the jobs list, the Failures page and its groups): the note
+-- without the store's wrapper of a spent job, then the agent's last error line, else the first line
+-- that says anything. A failed COMMAND's note is the tail of its output, whose first line is often a
+-- banner and whose cause comes last.
+CREATE OR REPLACE FUNCTION tireless.note_cause(note text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+BEGIN ATOMIC
+    WITH lines AS (
+        SELECT btrim(l.line, E' \t\r') AS line, l.n
+          FROM regexp_split_to_table(
+                   regexp_replace(coalesce(note_cause.note, ''), '^attempts exhausted \(\d+ of \d+\); last: ', ''),
+                   E'\n') WITH ORDINALITY AS l (line, n)
+    ), meaningful AS (
+        SELECT l.line, l.n FROM lines l WHERE l.line ~ '[[:alnum:]]'
+    )
+    SELECT coalesce(
+        (SELECT m.line FROM meaningful m
+          WHERE m.line ~* '(error|fail|fatal|exception|denied|refused|forbidden|cannot|can''t|could not|unable|not found|no such|invalid|missing|exceed|expired|timed? ?out|stalled|panic|abort|killed|out of memory|limit)'
+          ORDER BY m.n DESC LIMIT 1),
+        (SELECT m.line FROM meaningful m ORDER BY m.n LIMIT 1),
+        '');
+END;
+COMMENT ON FUNCTION tireless.note_cause(text) IS
+    'The cause a note gives, on one line: without the wrapper of a job whose attempts are spent ("attempts '
+    'exhausted (3 of 3); last: "), the last line that reads as an error (error, fail, denied, refused, not '
+    'found, timed out, limit, ...), else the first line with a letter or digit; empty for an empty or null note. '
+    'The jobs list (tireless.job_list.cause), the Failures page and its groups (tireless.failure_groups) show it.';
+REVOKE ALL ON FUNCTION tireless.note_cause(text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.note_cause(text) TO tireless_runner, tireless_poller, tireless_admin;

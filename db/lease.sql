@@ -424,6 +424,29 @@ COMMENT ON FUNCTION tireless.attach_report(bigint, text, text, uuid) IS
 REVOKE ALL ON FUNCTION tireless.attach_report(bigint, text, text, uuid) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT EXECUTE ON FUNCTION tireless.attach_report(bigint, text, text, uuid) TO tireless_runner;
 
+CREATE OR REPLACE FUNCTION tireless.record_exit(job_id bigint, worker text, exit_status integer, token uuid DEFAULT NULL)
+    RETURNS void
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    job tireless.job := tireless.held_job(record_exit.job_id, record_exit.worker, record_exit.token);
+BEGIN
+    IF record_exit.exit_status IS NULL THEN
+        RAISE EXCEPTION 'exit_status must be a number, got null' USING ERRCODE = 'TL005';
+    END IF;
+    INSERT INTO tireless.attempt_exit AS x (job_id, attempt, exit_status)
+    VALUES (job.id, job.attempts, record_exit.exit_status)
+    ON CONFLICT ON CONSTRAINT attempt_exit_pkey DO UPDATE SET exit_status = excluded.exit_status, recorded_at = now();
+END;
+$$;
+COMMENT ON FUNCTION tireless.record_exit(bigint, text, integer, uuid) IS
+    'The holder records how COMMAND ended in its attempt (its exit status; negative: the signal that ended it), '
+    'before it finishes the attempt; recorded again, the last one stands. TL001 for an unknown job, TL004 when '
+    'worker (or token) does not hold it, TL005 for a null status.';
+REVOKE ALL ON FUNCTION tireless.record_exit(bigint, text, integer, uuid) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.record_exit(bigint, text, integer, uuid) TO tireless_runner;
+
 CREATE OR REPLACE FUNCTION tireless.end_stopped_attempt(job_id bigint, worker text, token uuid DEFAULT NULL)
     RETURNS tireless.job
     LANGUAGE plpgsql VOLATILE SECURITY DEFINER

@@ -3286,6 +3286,41 @@ CREATE FUNCTION tireless.is_terminal(state tireless.job_state) RETURNS boolean
 COMMENT ON FUNCTION tireless.is_terminal(state tireless.job_state) IS 'True for the states a job never leaves: delivered, failed, cancelled.';
 
 --
+-- Name: note_cause(text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.note_cause(note text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    BEGIN ATOMIC
+ WITH lines AS (
+          SELECT btrim(l.line, '
+'::text) AS line,
+             l.n
+            FROM regexp_split_to_table(regexp_replace(COALESCE(note_cause.note, ''::text), '^attempts exhausted \(\d+ of \d+\); last: '::text, ''::text), '
+'::text) WITH ORDINALITY l(line, n)
+         ), meaningful AS (
+          SELECT l.line,
+             l.n
+            FROM lines l
+           WHERE (l.line ~ '[[:alnum:]]'::text)
+         )
+  SELECT COALESCE(( SELECT m.line
+            FROM meaningful m
+           WHERE (m.line ~* '(error|fail|fatal|exception|denied|refused|forbidden|cannot|can''t|could not|unable|not found|no such|invalid|missing|exceed|expired|timed? ?out|stalled|panic|abort|killed|out of memory|limit)'::text)
+           ORDER BY m.n DESC
+          LIMIT 1), ( SELECT m.line
+            FROM meaningful m
+           ORDER BY m.n
+          LIMIT 1), ''::text) AS "coalesce";
+END;
+
+--
+-- Name: FUNCTION note_cause(note text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.note_cause(note text) IS 'The cause a note gives, on one line: without the wrapper of a job whose attempts are spent ("attempts exhausted (3 of 3); last: "), the last line that reads as an error (error, fail, denied, refused, not found, timed out, limit, ...), else the first line with a letter or digit; empty for an empty or null note. The jobs list (tireless.job_list.cause), the Failures page and its groups (tireless.failure_groups) show it.';
+
+--
 -- Name: job_event; Type: TABLE; Schema: tireless; Owner: -
 --
 
@@ -3332,8 +3367,7 @@ CREATE FUNCTION tireless.history_moves(after_id bigint, upto_id bigint) RETURNS 
      e.worker,
      e.from_state,
      e.to_state,
-     split_part(COALESCE(e.note, ''::text), '
-'::text, 1) AS split_part,
+     tireless.note_cause(e.note) AS note_cause,
      j.id,
      j.forge,
      j.owner,
@@ -3360,7 +3394,7 @@ END;
 -- Name: FUNCTION history_moves(after_id bigint, upto_id bigint); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.history_moves(after_id bigint, upto_id bigint) IS 'The events with after_id < id <= upto_id (null: no upper bound) as the roll-up folds them: each with its job''s issue, lane and kind, the first line of its note (error), the wait (created to first claim) of a first claim and the run (claim to finish) of a finish. tireless.fold_history folds them; the dashboard''s reads add those after tireless.history_rollup.counted_to, the history not rolled up yet.';
+COMMENT ON FUNCTION tireless.history_moves(after_id bigint, upto_id bigint) IS 'The events with after_id < id <= upto_id (null: no upper bound) as the roll-up folds them: each with its job''s issue, lane and kind, the cause its note gives (error: tireless.note_cause), the wait (created to first claim) of a first claim and the run (claim to finish) of a finish. tireless.fold_history folds them; the dashboard''s reads add those after tireless.history_rollup.counted_to, the history not rolled up yet.';
 
 --
 -- Name: failure_count; Type: TABLE; Schema: tireless; Owner: -
@@ -3458,7 +3492,7 @@ END;
 -- Name: FUNCTION failure_groups(span interval); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.failure_groups(span interval) IS 'The failures of the last span (at most 8 days) grouped by their error (the first line of the note that failed the job): how many jobs, the newest, the lanes; most frequent first. Reads the folded counts and the history written since the last tireless.roll_up_history(); writes nothing.';
+COMMENT ON FUNCTION tireless.failure_groups(span interval) IS 'The failures of the last span (at most 8 days) grouped by their error (the cause the note that failed the job gives, tireless.note_cause): how many jobs, the newest, the lanes; most frequent first. Reads the folded counts and the history written since the last tireless.roll_up_history(); writes nothing.';
 
 --
 -- Name: finish_and_claim(bigint, text, text, text[], interval, uuid, text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -4606,6 +4640,202 @@ $$;
 COMMENT ON FUNCTION tireless.job_asks(job_id bigint) IS 'The asks a job answers, oldest first (for a revision: the reviews, commands and failed checks that asked for it, which the runner hands the agent in TIRELESS_REVIEW_FILE), or the stop that stopped it; empty for a job asked by its labels.';
 
 --
+-- Name: attempt_exit; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.attempt_exit (
+    job_id bigint NOT NULL,
+    attempt integer NOT NULL,
+    exit_status integer NOT NULL,
+    recorded_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+--
+-- Name: TABLE attempt_exit; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.attempt_exit IS 'The exit status of COMMAND in each attempt of a job, as the runner holding it recorded it (tireless.record_exit) before finishing the attempt; a negative status is the signal that ended it. Private: tireless.job_attempts reads it.';
+
+--
+-- Name: delivery; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.delivery (
+    job_id bigint NOT NULL,
+    forge text NOT NULL,
+    owner text NOT NULL,
+    repo text NOT NULL,
+    number integer NOT NULL,
+    branch text,
+    head text,
+    base_branch text,
+    base text,
+    draft boolean DEFAULT false NOT NULL,
+    delivered_at timestamp with time zone DEFAULT now() NOT NULL,
+    pull_number integer,
+    pull_url text,
+    pull_known_at timestamp with time zone,
+    CONSTRAINT a_change_moves_past_its_base CHECK ((head <> base)),
+    CONSTRAINT a_change_names_branch_head_and_base CHECK ((num_nonnulls(branch, head, base_branch, base) = ANY (ARRAY[0, 4]))),
+    CONSTRAINT base_branch_is_a_ref_name CHECK (((base_branch ~ '^[^\x01-\x20\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069~^:?*[\\`<>"]{1,255}$'::text) AND (base_branch !~ '^[-/]|/$|//|(^|/)\.|\.\.|@\{|\.lock(/|$)|\.$'::text) AND (base_branch <> '@'::text))),
+    CONSTRAINT base_is_a_commit_id CHECK ((base ~ '^([0-9a-f]{40}|[0-9a-f]{64})$'::text)),
+    CONSTRAINT branch_is_a_ref_name CHECK (((branch ~ '^[^\x01-\x20\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069~^:?*[\\`<>"]{1,255}$'::text) AND (branch !~ '^[-/]|/$|//|(^|/)\.|\.\.|@\{|\.lock(/|$)|\.$'::text) AND (branch <> '@'::text))),
+    CONSTRAINT head_is_a_commit_id CHECK ((head ~ '^([0-9a-f]{40}|[0-9a-f]{64})$'::text)),
+    CONSTRAINT no_change_opens_no_pull_request CHECK (((branch IS NOT NULL) OR ((pull_number IS NULL) AND (NOT draft)))),
+    CONSTRAINT pull_number_positive CHECK ((pull_number > 0)),
+    CONSTRAINT pull_number_url_and_time_together CHECK ((num_nonnulls(pull_number, pull_url, pull_known_at) = ANY (ARRAY[0, 3]))),
+    CONSTRAINT pull_request_is_not_its_own_base CHECK ((branch <> base_branch)),
+    CONSTRAINT pull_url_is_a_web_url CHECK (((pull_url ~ '^https?://[^\x01-\x20\x7f-\x9f]+$'::text) AND (length(pull_url) <= 2000)))
+);
+
+--
+-- Name: TABLE delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.delivery IS 'What a delivered job delivered, written by tireless.deliver in the transaction that delivers it: the branch pushed, its head commit, the base branch and commit it was made on, whether its pull request is a draft, and that pull request''s number and URL once the mirror recorded them (record_mirror_pull); no branch: delivered with no change. Private: deliver, record_mirror_pull and the views tireless.deliveries and job_list read it.';
+
+--
+-- Name: COLUMN delivery.branch; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.delivery.branch IS 'The branch pushed (<prefix>/<number>, the same across attempts and re-requests); null: no change.';
+
+--
+-- Name: COLUMN delivery.head; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.delivery.head IS 'The commit the branch was pushed to.';
+
+--
+-- Name: COLUMN delivery.base_branch; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.delivery.base_branch IS 'The branch the pull request goes to (the default branch).';
+
+--
+-- Name: COLUMN delivery.base; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.delivery.base IS 'The commit of base_branch the work started from.';
+
+--
+-- Name: COLUMN delivery.pull_known_at; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.delivery.pull_known_at IS 'When the mirror recorded the pull request (opened, found or updated for this delivery).';
+
+--
+-- Name: CONSTRAINT a_change_moves_past_its_base ON delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT a_change_moves_past_its_base ON tireless.delivery IS 'A change has a head other than its base: no commit is no change.';
+
+--
+-- Name: CONSTRAINT a_change_names_branch_head_and_base ON delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT a_change_names_branch_head_and_base ON tireless.delivery IS 'A change names its branch, head, base branch and base commit; no change names none of them.';
+
+--
+-- Name: CONSTRAINT base_branch_is_a_ref_name ON delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT base_branch_is_a_ref_name ON tireless.delivery IS 'A base branch is a git ref name (git check-ref-format), without `, <, > or ".';
+
+--
+-- Name: CONSTRAINT base_is_a_commit_id ON delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT base_is_a_commit_id ON tireless.delivery IS 'A base commit is 40 (SHA-1) or 64 (SHA-256) lowercase hex digits.';
+
+--
+-- Name: CONSTRAINT branch_is_a_ref_name ON delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT branch_is_a_ref_name ON tireless.delivery IS 'A branch is a git ref name (git check-ref-format), without `, <, > or ", so that it quotes safely in markdown.';
+
+--
+-- Name: CONSTRAINT head_is_a_commit_id ON delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT head_is_a_commit_id ON tireless.delivery IS 'A head commit is 40 (SHA-1) or 64 (SHA-256) lowercase hex digits.';
+
+--
+-- Name: CONSTRAINT no_change_opens_no_pull_request ON delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT no_change_opens_no_pull_request ON tireless.delivery IS 'A delivery with no change has no pull request, draft or not.';
+
+--
+-- Name: CONSTRAINT pull_number_positive ON delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT pull_number_positive ON tireless.delivery IS 'A pull request number is positive.';
+
+--
+-- Name: CONSTRAINT pull_number_url_and_time_together ON delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT pull_number_url_and_time_together ON tireless.delivery IS 'A pull request is known by its number, its URL and when it was recorded, or not at all.';
+
+--
+-- Name: CONSTRAINT pull_request_is_not_its_own_base ON delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT pull_request_is_not_its_own_base ON tireless.delivery IS 'A pull request goes from its branch to another.';
+
+--
+-- Name: CONSTRAINT pull_url_is_a_web_url ON delivery; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT pull_url_is_a_web_url ON tireless.delivery IS 'A pull request URL is an http(s) URL of at most 2000 characters, no blank in it.';
+
+--
+-- Name: job_attempts(bigint); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.job_attempts(job_id bigint) RETURNS TABLE(attempt integer, worker text, started_at timestamp with time zone, ended_at timestamp with time zone, ran interval, ended_as text, cause text, output text, pull_number integer, pull_url text, exit_status integer)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    BEGIN ATOMIC
+ SELECT c.attempt,
+     c.worker,
+     c.at,
+     e.at,
+     (e.at - c.at),
+     (e.to_state)::text AS to_state,
+     tireless.note_cause(e.note) AS note_cause,
+     e.note,
+         CASE
+             WHEN (e.to_state = 'delivered'::tireless.job_state) THEN d.pull_number
+             ELSE NULL::integer
+         END AS "case",
+         CASE
+             WHEN (e.to_state = 'delivered'::tireless.job_state) THEN d.pull_url
+             ELSE NULL::text
+         END AS "case",
+     x.exit_status
+    FROM (((tireless.job_event c
+      LEFT JOIN LATERAL ( SELECT n.at,
+             n.to_state,
+             n.note
+            FROM tireless.job_event n
+           WHERE ((n.job_id = c.job_id) AND (n.id > c.id))
+           ORDER BY n.id
+          LIMIT 1) e ON (true))
+      LEFT JOIN tireless.delivery d ON ((d.job_id = c.job_id)))
+      LEFT JOIN tireless.attempt_exit x ON (((x.job_id = c.job_id) AND (x.attempt = c.attempt))))
+   WHERE ((c.job_id = job_attempts.job_id) AND (c.to_state = 'claimed'::tireless.job_state))
+   ORDER BY c.id;
+END;
+
+--
+-- Name: FUNCTION job_attempts(job_id bigint); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.job_attempts(job_id bigint) IS 'A job''s attempts in order, from its history: who claimed each and when, when it ended and how long it ran (null while it runs), the state it ended in (pending: released for a retry, given back or swept), its stop reason (the cause its end note gives, tireless.note_cause), that note whole (a failed COMMAND''s: the tail of its output, masked and bounded by the runner), the pull request of the attempt that delivered, and COMMAND''s exit status as the runner recorded it (tireless.record_exit; null: not recorded). Empty for an unknown job.';
+
+--
 -- Name: job_brief(bigint); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -5034,140 +5264,6 @@ $$;
 COMMENT ON FUNCTION tireless.job_waits(job_id bigint) IS 'The dependencies of a job''s issue: each as #N or owner/repo#N, its state as last seen (open, closed, unseen: never read yet, so open; untracked: in a repository tireless does not track, so never read and open), where it was said (body, forge) and the cycle of open dependencies the issue is on, if any. No row: the issue depends on nothing. Why a job waits, for psql users and tireless show.';
 
 --
--- Name: delivery; Type: TABLE; Schema: tireless; Owner: -
---
-
-CREATE TABLE tireless.delivery (
-    job_id bigint NOT NULL,
-    forge text NOT NULL,
-    owner text NOT NULL,
-    repo text NOT NULL,
-    number integer NOT NULL,
-    branch text,
-    head text,
-    base_branch text,
-    base text,
-    draft boolean DEFAULT false NOT NULL,
-    delivered_at timestamp with time zone DEFAULT now() NOT NULL,
-    pull_number integer,
-    pull_url text,
-    pull_known_at timestamp with time zone,
-    CONSTRAINT a_change_moves_past_its_base CHECK ((head <> base)),
-    CONSTRAINT a_change_names_branch_head_and_base CHECK ((num_nonnulls(branch, head, base_branch, base) = ANY (ARRAY[0, 4]))),
-    CONSTRAINT base_branch_is_a_ref_name CHECK (((base_branch ~ '^[^\x01-\x20\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069~^:?*[\\`<>"]{1,255}$'::text) AND (base_branch !~ '^[-/]|/$|//|(^|/)\.|\.\.|@\{|\.lock(/|$)|\.$'::text) AND (base_branch <> '@'::text))),
-    CONSTRAINT base_is_a_commit_id CHECK ((base ~ '^([0-9a-f]{40}|[0-9a-f]{64})$'::text)),
-    CONSTRAINT branch_is_a_ref_name CHECK (((branch ~ '^[^\x01-\x20\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069~^:?*[\\`<>"]{1,255}$'::text) AND (branch !~ '^[-/]|/$|//|(^|/)\.|\.\.|@\{|\.lock(/|$)|\.$'::text) AND (branch <> '@'::text))),
-    CONSTRAINT head_is_a_commit_id CHECK ((head ~ '^([0-9a-f]{40}|[0-9a-f]{64})$'::text)),
-    CONSTRAINT no_change_opens_no_pull_request CHECK (((branch IS NOT NULL) OR ((pull_number IS NULL) AND (NOT draft)))),
-    CONSTRAINT pull_number_positive CHECK ((pull_number > 0)),
-    CONSTRAINT pull_number_url_and_time_together CHECK ((num_nonnulls(pull_number, pull_url, pull_known_at) = ANY (ARRAY[0, 3]))),
-    CONSTRAINT pull_request_is_not_its_own_base CHECK ((branch <> base_branch)),
-    CONSTRAINT pull_url_is_a_web_url CHECK (((pull_url ~ '^https?://[^\x01-\x20\x7f-\x9f]+$'::text) AND (length(pull_url) <= 2000)))
-);
-
---
--- Name: TABLE delivery; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON TABLE tireless.delivery IS 'What a delivered job delivered, written by tireless.deliver in the transaction that delivers it: the branch pushed, its head commit, the base branch and commit it was made on, whether its pull request is a draft, and that pull request''s number and URL once the mirror recorded them (record_mirror_pull); no branch: delivered with no change. Private: deliver, record_mirror_pull and the views tireless.deliveries and job_list read it.';
-
---
--- Name: COLUMN delivery.branch; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.delivery.branch IS 'The branch pushed (<prefix>/<number>, the same across attempts and re-requests); null: no change.';
-
---
--- Name: COLUMN delivery.head; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.delivery.head IS 'The commit the branch was pushed to.';
-
---
--- Name: COLUMN delivery.base_branch; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.delivery.base_branch IS 'The branch the pull request goes to (the default branch).';
-
---
--- Name: COLUMN delivery.base; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.delivery.base IS 'The commit of base_branch the work started from.';
-
---
--- Name: COLUMN delivery.pull_known_at; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.delivery.pull_known_at IS 'When the mirror recorded the pull request (opened, found or updated for this delivery).';
-
---
--- Name: CONSTRAINT a_change_moves_past_its_base ON delivery; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT a_change_moves_past_its_base ON tireless.delivery IS 'A change has a head other than its base: no commit is no change.';
-
---
--- Name: CONSTRAINT a_change_names_branch_head_and_base ON delivery; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT a_change_names_branch_head_and_base ON tireless.delivery IS 'A change names its branch, head, base branch and base commit; no change names none of them.';
-
---
--- Name: CONSTRAINT base_branch_is_a_ref_name ON delivery; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT base_branch_is_a_ref_name ON tireless.delivery IS 'A base branch is a git ref name (git check-ref-format), without `, <, > or ".';
-
---
--- Name: CONSTRAINT base_is_a_commit_id ON delivery; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT base_is_a_commit_id ON tireless.delivery IS 'A base commit is 40 (SHA-1) or 64 (SHA-256) lowercase hex digits.';
-
---
--- Name: CONSTRAINT branch_is_a_ref_name ON delivery; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT branch_is_a_ref_name ON tireless.delivery IS 'A branch is a git ref name (git check-ref-format), without `, <, > or ", so that it quotes safely in markdown.';
-
---
--- Name: CONSTRAINT head_is_a_commit_id ON delivery; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT head_is_a_commit_id ON tireless.delivery IS 'A head commit is 40 (SHA-1) or 64 (SHA-256) lowercase hex digits.';
-
---
--- Name: CONSTRAINT no_change_opens_no_pull_request ON delivery; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT no_change_opens_no_pull_request ON tireless.delivery IS 'A delivery with no change has no pull request, draft or not.';
-
---
--- Name: CONSTRAINT pull_number_positive ON delivery; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT pull_number_positive ON tireless.delivery IS 'A pull request number is positive.';
-
---
--- Name: CONSTRAINT pull_number_url_and_time_together ON delivery; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT pull_number_url_and_time_together ON tireless.delivery IS 'A pull request is known by its number, its URL and when it was recorded, or not at all.';
-
---
--- Name: CONSTRAINT pull_request_is_not_its_own_base ON delivery; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT pull_request_is_not_its_own_base ON tireless.delivery IS 'A pull request goes from its branch to another.';
-
---
--- Name: CONSTRAINT pull_url_is_a_web_url ON delivery; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT pull_url_is_a_web_url ON tireless.delivery IS 'A pull request URL is an http(s) URL of at most 2000 characters, no blank in it.';
-
---
 -- Name: job_list; Type: VIEW; Schema: tireless; Owner: -
 --
 
@@ -5197,7 +5293,8 @@ CREATE VIEW tireless.job_list AS
         CASE
             WHEN (j.state = 'pending'::tireless.job_state) THEN j.waiting_on
             ELSE NULL::text[]
-        END AS waiting_on
+        END AS waiting_on,
+    tireless.note_cause(j.note) AS cause
    FROM (tireless.job j
      LEFT JOIN tireless.delivery d ON ((d.job_id = j.id)));
 
@@ -5205,7 +5302,7 @@ CREATE VIEW tireless.job_list AS
 -- Name: VIEW job_list; Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON VIEW tireless.job_list IS 'Every job as an operator sees it, without its claim token (a fencing secret of the holder); past_lease: claimed and its lease has run out; for a job delivered by tireless.deliver, the branch and head it pushed and its pull request once the mirror recorded it (tireless.deliveries has the rest); waiting_on: the open dependencies a pending job waits for (#3, owner/repo#7; null: none, tireless.job_waits says more). Readable by every role.';
+COMMENT ON VIEW tireless.job_list IS 'Every job as an operator sees it, without its claim token (a fencing secret of the holder); past_lease: claimed and its lease has run out; for a job delivered by tireless.deliver, the branch and head it pushed and its pull request once the mirror recorded it (tireless.deliveries has the rest); waiting_on: the open dependencies a pending job waits for (#3, owner/repo#7; null: none, tireless.job_waits says more); cause: the cause its note gives (tireless.note_cause: the agent''s last error line, not a banner before it). Readable by every role.';
 
 --
 -- Name: jobs_matching(tireless.job_state, text, tireless.job_kind, text, text, text, interval, text[], text, integer, bigint, bigint); Type: FUNCTION; Schema: tireless; Owner: -
@@ -6144,6 +6241,319 @@ $$;
 COMMENT ON FUNCTION tireless.mirror_writes(forge text, owner text, repo text, poller text, max_writes integer, settle interval) IS 'For a poller holding the repository''s poll lease: reads the job history since the repository''s cursor (each changed issue now wants its newest job''s state, replacing any older wanted state; each finished job read gets its outcome comment queued) and returns the label writes due (at most max_writes): per issue its job and state, the state label to show, the labels to take off (the other state labels, and the mode labels once the job ended, unless the issue asked again since the job was made), when the job was made and with which labels, the opt-in and the mode labels; none for a gone issue or, for a day, an archived repository (tireless.mirror_may_write). The cursor passes only events older than settle. TL004 without the lease.';
 
 --
+-- Name: forge; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.forge (
+    name text NOT NULL,
+    kind tireless.forge_kind NOT NULL,
+    base_url text NOT NULL,
+    limited_until timestamp with time zone,
+    last_error text,
+    added_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT base_url_is_http CHECK (((base_url ~ '^https?://[^/?#[:space:][:cntrl:]]+(/[^?#[:space:][:cntrl:]]*)?$'::text) AND (length(base_url) <= 2000))),
+    CONSTRAINT forge_name_is_a_name CHECK ((name ~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$'::text))
+);
+
+--
+-- Name: TABLE forge; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.forge IS 'The registered forges: the name issue keys use, the API family and the URL. Tokens are never stored here. Private: add_forge, remove_forge, forges and record_forge_trouble.';
+
+--
+-- Name: COLUMN forge.limited_until; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.forge.limited_until IS 'After a rate limit or an auth failure, no repository of the forge is read before this time.';
+
+--
+-- Name: COLUMN forge.last_error; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.forge.last_error IS 'Why the forge is stopped (a rate limit, 401/403); null when it is not.';
+
+--
+-- Name: CONSTRAINT base_url_is_http ON forge; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT base_url_is_http ON tireless.forge IS 'The base URL is an http:// or https:// URL without query or fragment.';
+
+--
+-- Name: CONSTRAINT forge_name_is_a_name ON forge; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT forge_name_is_a_name ON tireless.forge IS 'A forge name is 1 to 100 letters, digits, ".", "-" or "_", starting with a letter or digit.';
+
+--
+-- Name: issue; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.issue (
+    forge text NOT NULL,
+    owner text NOT NULL,
+    repo text NOT NULL,
+    number integer NOT NULL,
+    state text NOT NULL,
+    labels text[] DEFAULT '{}'::text[] NOT NULL,
+    title text,
+    url text,
+    updated_at timestamp with time zone,
+    asks_since timestamp with time zone,
+    answered boolean DEFAULT false NOT NULL,
+    first_seen_at timestamp with time zone DEFAULT now() NOT NULL,
+    changed_at timestamp with time zone DEFAULT now() NOT NULL,
+    body text,
+    body_cut boolean DEFAULT false NOT NULL,
+    gone_at timestamp with time zone,
+    gone_note text,
+    CONSTRAINT body_within_limit CHECK ((length(body) <= 65536)),
+    CONSTRAINT issue_gone_note_bounded CHECK (((length(gone_note) >= 1) AND (length(gone_note) <= 2000))),
+    CONSTRAINT issue_gone_says_how CHECK (((gone_at IS NULL) = (gone_note IS NULL))),
+    CONSTRAINT issue_is_open_or_closed CHECK ((state = ANY (ARRAY['open'::text, 'closed'::text]))),
+    CONSTRAINT issue_number_is_positive CHECK ((number > 0))
+);
+
+--
+-- Name: TABLE issue; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.issue IS 'What the store was last shown of each issue of a tracked repository, and whether its current request for work has had its job. Private: enqueue, record_poll and rerun keep it.';
+
+--
+-- Name: COLUMN issue.updated_at; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.issue.updated_at IS 'The forge''s own updated_at of the issue, as last shown (null: not given).';
+
+--
+-- Name: COLUMN issue.asks_since; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.issue.asks_since IS 'Since when the issue''s current request for work stands (open, opt-in and mode label); null while it asks for none.';
+
+--
+-- Name: COLUMN issue.answered; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.issue.answered IS 'The current request has had its job (made by the work rule or by rerun); a new request resets it.';
+
+--
+-- Name: COLUMN issue.changed_at; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.issue.changed_at IS 'When the store last recorded a change of this issue.';
+
+--
+-- Name: COLUMN issue.body; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.issue.body IS 'The issue''s body as last shown, its first 65536 characters (tireless.issue_body_limit()); null when never given.';
+
+--
+-- Name: COLUMN issue.body_cut; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.issue.body_cut IS 'True when the body shown was longer than the limit and was cut.';
+
+--
+-- Name: COLUMN issue.gone_at; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.issue.gone_at IS 'When the forge last said the issue is gone (404 or 410: deleted; a redirect to another repository: moved); null while it is there. The mirror makes no write to a gone issue; a listing that shows it again clears it.';
+
+--
+-- Name: COLUMN issue.gone_note; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.issue.gone_note IS 'How it went: issue deleted, or issue moved to owner/name#N.';
+
+--
+-- Name: CONSTRAINT body_within_limit ON issue; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT body_within_limit ON tireless.issue IS 'A body is kept up to tireless.issue_body_limit() characters.';
+
+--
+-- Name: CONSTRAINT issue_gone_note_bounded ON issue; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT issue_gone_note_bounded ON tireless.issue IS 'The note is 1 to 2000 characters.';
+
+--
+-- Name: CONSTRAINT issue_gone_says_how ON issue; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT issue_gone_says_how ON tireless.issue IS 'A gone issue says how it went; one that is there says nothing.';
+
+--
+-- Name: CONSTRAINT issue_is_open_or_closed ON issue; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT issue_is_open_or_closed ON tireless.issue IS 'An issue is open or closed.';
+
+--
+-- Name: CONSTRAINT issue_number_is_positive ON issue; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT issue_number_is_positive ON tireless.issue IS 'Issue numbers start at 1.';
+
+--
+-- Name: issue_skip; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.issue_skip (
+    forge text NOT NULL,
+    owner text NOT NULL,
+    repo text NOT NULL,
+    number integer NOT NULL,
+    problem text NOT NULL,
+    first_seen timestamp with time zone DEFAULT now() NOT NULL,
+    last_seen timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT issue_skip_number_positive CHECK ((number > 0)),
+    CONSTRAINT issue_skip_problem_bounded CHECK (((length(problem) >= 1) AND (length(problem) <= 500)))
+);
+
+--
+-- Name: TABLE issue_skip; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.issue_skip IS 'Issues a poll had to leave out of its batch (tireless.record_poll), with the reason: shown by repo_status, the dashboard''s forge view and /metrics; a row goes when the issue is next recorded well-formed.';
+
+--
+-- Name: COLUMN issue_skip.number; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.issue_skip.number IS 'The issue left out (its number was sound; another field was not).';
+
+--
+-- Name: COLUMN issue_skip.problem; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.issue_skip.problem IS 'Why it was left out the last time: the field and what it held.';
+
+--
+-- Name: COLUMN issue_skip.first_seen; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.issue_skip.first_seen IS 'When a poll first left it out (since it was last recorded well-formed).';
+
+--
+-- Name: COLUMN issue_skip.last_seen; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.issue_skip.last_seen IS 'When a poll last left it out.';
+
+--
+-- Name: CONSTRAINT issue_skip_number_positive ON issue_skip; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT issue_skip_number_positive ON tireless.issue_skip IS 'An issue number is positive on both forges.';
+
+--
+-- Name: CONSTRAINT issue_skip_problem_bounded ON issue_skip; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT issue_skip_problem_bounded ON tireless.issue_skip IS 'The reason is said, and short enough for a status line (the poller trims it to 500 characters).';
+
+--
+-- Name: repo_status; Type: VIEW; Schema: tireless; Owner: -
+--
+
+CREATE VIEW tireless.repo_status AS
+ SELECT rp.forge,
+    rp.owner,
+    rp.repo,
+    (f.kind)::text AS forge_kind,
+    (f.name IS NOT NULL) AS registered,
+    rp.last_poll_at,
+    rp.last_success_at,
+    rp.last_error,
+    rp.last_error_at,
+    rp.consecutive_failures,
+    rp.next_poll_at,
+    rp.backoff_until,
+    rp.polled_by,
+    rp.cursor,
+    f.limited_until AS forge_limited_until,
+    f.last_error AS forge_error,
+    COALESCE(live.pending, (0)::bigint) AS pending,
+    COALESCE(live.claimed, (0)::bigint) AS claimed,
+    (COALESCE(queued.writes, (0)::bigint) + tireless.mirror_unread(rp.forge, rp.owner, rp.repo)) AS mirror_backlog,
+    queued.last_error AS mirror_error,
+    queued.last_error_at AS mirror_error_at,
+    rp.moved_to,
+    rp.last_warning,
+    rp.last_warning_at,
+    COALESCE(skips.issues, (0)::bigint) AS skipped_issues,
+    skips.newest AS skipped_issue
+   FROM ((((tireless.repo_poll rp
+     LEFT JOIN tireless.forge f ON ((f.name = rp.forge)))
+     LEFT JOIN LATERAL ( SELECT count(*) FILTER (WHERE (j.state = 'pending'::tireless.job_state)) AS pending,
+            count(*) FILTER (WHERE (j.state = 'claimed'::tireless.job_state)) AS claimed
+           FROM tireless.job j
+          WHERE (((j.forge = rp.forge) AND (j.owner = rp.owner) AND (j.repo = rp.repo)) AND (j.state = ANY (ARRAY['pending'::tireless.job_state, 'claimed'::tireless.job_state])))) live ON (true))
+     LEFT JOIN LATERAL ( SELECT count(*) AS writes,
+            (array_agg(mi.last_error ORDER BY mi.last_error_at DESC) FILTER (WHERE (mi.last_error IS NOT NULL)))[1] AS last_error,
+            max(mi.last_error_at) AS last_error_at
+           FROM tireless.mirror_issue mi
+          WHERE (((mi.forge = rp.forge) AND (mi.owner = rp.owner) AND (mi.repo = rp.repo)) AND (((mi.applied_job_id IS DISTINCT FROM mi.job_id) OR (mi.applied_state IS DISTINCT FROM mi.state)) OR (mi.applied_waiting <> mi.waiting)) AND (NOT (EXISTS ( SELECT
+                   FROM tireless.issue s
+                  WHERE (((s.forge = mi.forge) AND (s.owner = mi.owner) AND (s.repo = mi.repo) AND (s.number = mi.number)) AND (s.gone_at IS NOT NULL))))))) queued ON (true))
+     LEFT JOIN LATERAL ( SELECT count(*) AS issues,
+            (array_agg(format('#%s: %s'::text, k.number, k.problem) ORDER BY k.last_seen DESC, k.number))[1] AS newest
+           FROM tireless.issue_skip k
+          WHERE ((k.forge = rp.forge) AND (k.owner = rp.owner) AND (k.repo = rp.repo))) skips ON (true));
+
+--
+-- Name: VIEW repo_status; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON VIEW tireless.repo_status IS 'One row per tracked repository: its forge (registered or not, stopped until when and why), its last poll, last good read and last error, failures in a row, next poll, backoff, holder and cursor, its live jobs, the mirror: how many issues still wait for a forge write (mirror_backlog) and the newest error of those, and the poller''s notices: the owner/name the repository was moved to, the last warning of a good read, and how many of its issues the polls leave out as malformed (tireless.issue_skip) with the newest of them.';
+
+--
+-- Name: missed_rounds(interval); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.missed_rounds(grace interval DEFAULT '00:01:00'::interval) RETURNS TABLE(part text, due_since timestamp with time zone, items bigint, detail text)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    BEGIN ATOMIC
+ SELECT 'poller'::text,
+     min(d.due) AS min,
+     count(*) AS count,
+     format('%s repositories due to be polled and not polled'::text, count(*)) AS format
+    FROM ( SELECT GREATEST(r.next_poll_at, r.backoff_until, r.forge_limited_until) AS due
+            FROM tireless.repo_status r
+           WHERE r.registered) d
+   WHERE (d.due < (now() - missed_rounds.grace))
+  HAVING (count(*) > 0)
+ UNION ALL
+  SELECT 'sweeper'::text,
+     min(j.claim_expires_at) AS min,
+     count(*) AS count,
+     format('%s claims past their lease and not swept'::text, count(*)) AS format
+    FROM tireless.job j
+   WHERE ((j.state = 'claimed'::tireless.job_state) AND (j.claim_expires_at < (now() - missed_rounds.grace)))
+  HAVING (count(*) > 0)
+ UNION ALL
+  SELECT 'workers'::text,
+     min(j.available_at) AS min,
+     count(*) AS count,
+     format('%s ready jobs not claimed'::text, count(*)) AS format
+    FROM (tireless.job j
+      LEFT JOIN tireless.lane l ON ((l.name = j.lane)))
+   WHERE ((j.state = 'pending'::tireless.job_state) AND (j.waiting_on IS NULL) AND (j.available_at < (now() - missed_rounds.grace)) AND (NOT COALESCE(l.paused, false)) AND COALESCE((l.tripped_until < now()), true))
+  HAVING (count(*) > 0);
+END;
+
+--
+-- Name: FUNCTION missed_rounds(grace interval); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.missed_rounds(grace interval) IS 'The parts of the fleet that missed their rounds by more than grace, one row each: the poller (tracked repositories of a registered forge past their next poll, backoff and rate limit), the sweeper (claims past their lease), the workers (ready jobs of a lane neither paused nor tripped, left unclaimed); since when the oldest was due, how many, and a sentence. No row: every part kept its rounds. The overview shows them.';
+
+--
 -- Name: next_poll_due_at(); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -6882,6 +7292,32 @@ $_$;
 --
 
 COMMENT ON FUNCTION tireless.record_conversation(forge text, owner text, repo text, poller text, login text, asks jsonb, comments_cursor timestamp with time zone, comments_etag text, pulls jsonb, OUT asked integer, OUT refused integer, OUT created integer, OUT stopped integer, OUT skipped text[]) IS 'What a poller holding the repository''s poll lease read of its conversation, in one transaction: asks, a JSON array of {source: review|comment|checks, id, number (the pull request or issue it was made on), author, permission (admin|write|read|none), created_at, body, state (a review''s), comments [{path, line, body}], head and checks [{name, state: passed|failed|pending, summary, url}] (checks)}, each judged by judge_ask (login: tireless''s own account, whose words never ask; null when the forge would not say); then a job for each issue whose asks wait and that has no live job. Stores the comments cursor (never moved back) and ETag, and per pull request {pull, reviews_etag, read_to, checks_head}. A malformed ask is skipped and reported in skipped. Returns asked, refused, created, stopped. TL010 when asks or pulls is not an array, TL004 without the lease, TL008 for an untracked repository.';
+
+--
+-- Name: record_exit(bigint, text, integer, uuid); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.record_exit(job_id bigint, worker text, exit_status integer, token uuid DEFAULT NULL::uuid) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    job tireless.job := tireless.held_job(record_exit.job_id, record_exit.worker, record_exit.token);
+BEGIN
+    IF record_exit.exit_status IS NULL THEN
+        RAISE EXCEPTION 'exit_status must be a number, got null' USING ERRCODE = 'TL005';
+    END IF;
+    INSERT INTO tireless.attempt_exit AS x (job_id, attempt, exit_status)
+    VALUES (job.id, job.attempts, record_exit.exit_status)
+    ON CONFLICT ON CONSTRAINT attempt_exit_pkey DO UPDATE SET exit_status = excluded.exit_status, recorded_at = now();
+END;
+$$;
+
+--
+-- Name: FUNCTION record_exit(job_id bigint, worker text, exit_status integer, token uuid); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.record_exit(job_id bigint, worker text, exit_status integer, token uuid) IS 'The holder records how COMMAND ended in its attempt (its exit status; negative: the signal that ended it), before it finishes the attempt; recorded again, the last one stands. TL001 for an unknown job, TL004 when worker (or token) does not hold it, TL005 for a null status.';
 
 --
 -- Name: record_forge_dependencies(jsonb); Type: FUNCTION; Schema: tireless; Owner: -
@@ -9652,6 +10088,33 @@ $$;
 COMMENT ON FUNCTION tireless.watchdog_due_at(job_id bigint) IS 'When the watchdog may next stop the claimed job''s attempt: its start plus its lane''s max_run, or its last progress plus stall_after, whichever is first (a heartbeat then answers timeout or stalled, unless progress came since). Null when the job is not claimed or its lane has neither limit. The runner heartbeats at that time.';
 
 --
+-- Name: worker_outcomes(interval); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.worker_outcomes(span interval) RETURNS TABLE(worker text, delivered bigint, failed bigint)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    BEGIN ATOMIC
+ SELECT e.worker,
+     count(*) FILTER (WHERE (j.state = 'delivered'::tireless.job_state)) AS count,
+     count(*) FILTER (WHERE (j.state = 'failed'::tireless.job_state)) AS count
+    FROM (tireless.job j
+      CROSS JOIN LATERAL ( SELECT l.worker
+            FROM tireless.job_event l
+           WHERE (l.job_id = j.id)
+           ORDER BY l.id DESC
+          LIMIT 1) e)
+   WHERE ((j.state = ANY (ARRAY['delivered'::tireless.job_state, 'failed'::tireless.job_state])) AND (j.updated_at >= (now() - worker_outcomes.span)) AND (e.worker IS NOT NULL))
+   GROUP BY e.worker;
+END;
+
+--
+-- Name: FUNCTION worker_outcomes(span interval); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.worker_outcomes(span interval) IS 'Per worker, the jobs it delivered and the jobs it failed (its last attempt ended them failed, or its lease ran out on their last attempt) among the jobs that ended in the last span: reads those jobs and the last event of each, never the whole history. The workers page shows it.';
+
+--
 -- Name: worker_ran(bigint, text); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -9971,51 +10434,6 @@ CREATE VIEW tireless.finished_jobs_by_hour AS
 COMMENT ON VIEW tireless.finished_jobs_by_hour IS 'Jobs finished per hour, lane and outcome over the last 8 days: the rolled-up counts and the history written since the last tireless.roll_up_history().';
 
 --
--- Name: forge; Type: TABLE; Schema: tireless; Owner: -
---
-
-CREATE TABLE tireless.forge (
-    name text NOT NULL,
-    kind tireless.forge_kind NOT NULL,
-    base_url text NOT NULL,
-    limited_until timestamp with time zone,
-    last_error text,
-    added_at timestamp with time zone DEFAULT now() NOT NULL,
-    CONSTRAINT base_url_is_http CHECK (((base_url ~ '^https?://[^/?#[:space:][:cntrl:]]+(/[^?#[:space:][:cntrl:]]*)?$'::text) AND (length(base_url) <= 2000))),
-    CONSTRAINT forge_name_is_a_name CHECK ((name ~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$'::text))
-);
-
---
--- Name: TABLE forge; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON TABLE tireless.forge IS 'The registered forges: the name issue keys use, the API family and the URL. Tokens are never stored here. Private: add_forge, remove_forge, forges and record_forge_trouble.';
-
---
--- Name: COLUMN forge.limited_until; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.forge.limited_until IS 'After a rate limit or an auth failure, no repository of the forge is read before this time.';
-
---
--- Name: COLUMN forge.last_error; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.forge.last_error IS 'Why the forge is stopped (a rate limit, 401/403); null when it is not.';
-
---
--- Name: CONSTRAINT base_url_is_http ON forge; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT base_url_is_http ON tireless.forge IS 'The base URL is an http:// or https:// URL without query or fragment.';
-
---
--- Name: CONSTRAINT forge_name_is_a_name ON forge; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT forge_name_is_a_name ON tireless.forge IS 'A forge name is 1 to 100 letters, digits, ".", "-" or "_", starting with a letter or digit.';
-
---
 -- Name: forge_write_id_seq; Type: SEQUENCE; Schema: tireless; Owner: -
 --
 
@@ -10027,119 +10445,6 @@ ALTER TABLE tireless.forge_write ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTIT
     NO MAXVALUE
     CACHE 1
 );
-
---
--- Name: issue; Type: TABLE; Schema: tireless; Owner: -
---
-
-CREATE TABLE tireless.issue (
-    forge text NOT NULL,
-    owner text NOT NULL,
-    repo text NOT NULL,
-    number integer NOT NULL,
-    state text NOT NULL,
-    labels text[] DEFAULT '{}'::text[] NOT NULL,
-    title text,
-    url text,
-    updated_at timestamp with time zone,
-    asks_since timestamp with time zone,
-    answered boolean DEFAULT false NOT NULL,
-    first_seen_at timestamp with time zone DEFAULT now() NOT NULL,
-    changed_at timestamp with time zone DEFAULT now() NOT NULL,
-    body text,
-    body_cut boolean DEFAULT false NOT NULL,
-    gone_at timestamp with time zone,
-    gone_note text,
-    CONSTRAINT body_within_limit CHECK ((length(body) <= 65536)),
-    CONSTRAINT issue_gone_note_bounded CHECK (((length(gone_note) >= 1) AND (length(gone_note) <= 2000))),
-    CONSTRAINT issue_gone_says_how CHECK (((gone_at IS NULL) = (gone_note IS NULL))),
-    CONSTRAINT issue_is_open_or_closed CHECK ((state = ANY (ARRAY['open'::text, 'closed'::text]))),
-    CONSTRAINT issue_number_is_positive CHECK ((number > 0))
-);
-
---
--- Name: TABLE issue; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON TABLE tireless.issue IS 'What the store was last shown of each issue of a tracked repository, and whether its current request for work has had its job. Private: enqueue, record_poll and rerun keep it.';
-
---
--- Name: COLUMN issue.updated_at; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.issue.updated_at IS 'The forge''s own updated_at of the issue, as last shown (null: not given).';
-
---
--- Name: COLUMN issue.asks_since; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.issue.asks_since IS 'Since when the issue''s current request for work stands (open, opt-in and mode label); null while it asks for none.';
-
---
--- Name: COLUMN issue.answered; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.issue.answered IS 'The current request has had its job (made by the work rule or by rerun); a new request resets it.';
-
---
--- Name: COLUMN issue.changed_at; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.issue.changed_at IS 'When the store last recorded a change of this issue.';
-
---
--- Name: COLUMN issue.body; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.issue.body IS 'The issue''s body as last shown, its first 65536 characters (tireless.issue_body_limit()); null when never given.';
-
---
--- Name: COLUMN issue.body_cut; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.issue.body_cut IS 'True when the body shown was longer than the limit and was cut.';
-
---
--- Name: COLUMN issue.gone_at; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.issue.gone_at IS 'When the forge last said the issue is gone (404 or 410: deleted; a redirect to another repository: moved); null while it is there. The mirror makes no write to a gone issue; a listing that shows it again clears it.';
-
---
--- Name: COLUMN issue.gone_note; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.issue.gone_note IS 'How it went: issue deleted, or issue moved to owner/name#N.';
-
---
--- Name: CONSTRAINT body_within_limit ON issue; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT body_within_limit ON tireless.issue IS 'A body is kept up to tireless.issue_body_limit() characters.';
-
---
--- Name: CONSTRAINT issue_gone_note_bounded ON issue; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT issue_gone_note_bounded ON tireless.issue IS 'The note is 1 to 2000 characters.';
-
---
--- Name: CONSTRAINT issue_gone_says_how ON issue; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT issue_gone_says_how ON tireless.issue IS 'A gone issue says how it went; one that is there says nothing.';
-
---
--- Name: CONSTRAINT issue_is_open_or_closed ON issue; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT issue_is_open_or_closed ON tireless.issue IS 'An issue is open or closed.';
-
---
--- Name: CONSTRAINT issue_number_is_positive ON issue; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT issue_number_is_positive ON tireless.issue IS 'Issue numbers start at 1.';
 
 --
 -- Name: issue_dependency; Type: TABLE; Schema: tireless; Owner: -
@@ -10212,64 +10517,6 @@ COMMENT ON CONSTRAINT dependency_numbers_positive ON tireless.issue_dependency I
 --
 
 COMMENT ON CONSTRAINT dependency_source_known ON tireless.issue_dependency IS 'A dependency is said by the body or by the forge.';
-
---
--- Name: issue_skip; Type: TABLE; Schema: tireless; Owner: -
---
-
-CREATE TABLE tireless.issue_skip (
-    forge text NOT NULL,
-    owner text NOT NULL,
-    repo text NOT NULL,
-    number integer NOT NULL,
-    problem text NOT NULL,
-    first_seen timestamp with time zone DEFAULT now() NOT NULL,
-    last_seen timestamp with time zone DEFAULT now() NOT NULL,
-    CONSTRAINT issue_skip_number_positive CHECK ((number > 0)),
-    CONSTRAINT issue_skip_problem_bounded CHECK (((length(problem) >= 1) AND (length(problem) <= 500)))
-);
-
---
--- Name: TABLE issue_skip; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON TABLE tireless.issue_skip IS 'Issues a poll had to leave out of its batch (tireless.record_poll), with the reason: shown by repo_status, the dashboard''s forge view and /metrics; a row goes when the issue is next recorded well-formed.';
-
---
--- Name: COLUMN issue_skip.number; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.issue_skip.number IS 'The issue left out (its number was sound; another field was not).';
-
---
--- Name: COLUMN issue_skip.problem; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.issue_skip.problem IS 'Why it was left out the last time: the field and what it held.';
-
---
--- Name: COLUMN issue_skip.first_seen; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.issue_skip.first_seen IS 'When a poll first left it out (since it was last recorded well-formed).';
-
---
--- Name: COLUMN issue_skip.last_seen; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.issue_skip.last_seen IS 'When a poll last left it out.';
-
---
--- Name: CONSTRAINT issue_skip_number_positive ON issue_skip; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT issue_skip_number_positive ON tireless.issue_skip IS 'An issue number is positive on both forges.';
-
---
--- Name: CONSTRAINT issue_skip_problem_bounded ON issue_skip; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT issue_skip_problem_bounded ON tireless.issue_skip IS 'The reason is said, and short enough for a status line (the poller trims it to 500 characters).';
 
 --
 -- Name: job_event_id_seq; Type: SEQUENCE; Schema: tireless; Owner: -
@@ -10700,61 +10947,6 @@ CREATE VIEW tireless.repo_shares AS
 COMMENT ON VIEW tireless.repo_shares IS 'One row per lane and repository that has had pending work: its last claim (the longest-waiting goes first), whether it has work, its runs (under a budget of runs; null without) and agent seconds in the lane today (UTC), the repository''s capacity and daily budgets (all lanes), and budget_resets_at (the next midnight UTC) while its budget is spent.';
 
 --
--- Name: repo_status; Type: VIEW; Schema: tireless; Owner: -
---
-
-CREATE VIEW tireless.repo_status AS
- SELECT rp.forge,
-    rp.owner,
-    rp.repo,
-    (f.kind)::text AS forge_kind,
-    (f.name IS NOT NULL) AS registered,
-    rp.last_poll_at,
-    rp.last_success_at,
-    rp.last_error,
-    rp.last_error_at,
-    rp.consecutive_failures,
-    rp.next_poll_at,
-    rp.backoff_until,
-    rp.polled_by,
-    rp.cursor,
-    f.limited_until AS forge_limited_until,
-    f.last_error AS forge_error,
-    COALESCE(live.pending, (0)::bigint) AS pending,
-    COALESCE(live.claimed, (0)::bigint) AS claimed,
-    (COALESCE(queued.writes, (0)::bigint) + tireless.mirror_unread(rp.forge, rp.owner, rp.repo)) AS mirror_backlog,
-    queued.last_error AS mirror_error,
-    queued.last_error_at AS mirror_error_at,
-    rp.moved_to,
-    rp.last_warning,
-    rp.last_warning_at,
-    COALESCE(skips.issues, (0)::bigint) AS skipped_issues,
-    skips.newest AS skipped_issue
-   FROM ((((tireless.repo_poll rp
-     LEFT JOIN tireless.forge f ON ((f.name = rp.forge)))
-     LEFT JOIN LATERAL ( SELECT count(*) FILTER (WHERE (j.state = 'pending'::tireless.job_state)) AS pending,
-            count(*) FILTER (WHERE (j.state = 'claimed'::tireless.job_state)) AS claimed
-           FROM tireless.job j
-          WHERE (((j.forge = rp.forge) AND (j.owner = rp.owner) AND (j.repo = rp.repo)) AND (j.state = ANY (ARRAY['pending'::tireless.job_state, 'claimed'::tireless.job_state])))) live ON (true))
-     LEFT JOIN LATERAL ( SELECT count(*) AS writes,
-            (array_agg(mi.last_error ORDER BY mi.last_error_at DESC) FILTER (WHERE (mi.last_error IS NOT NULL)))[1] AS last_error,
-            max(mi.last_error_at) AS last_error_at
-           FROM tireless.mirror_issue mi
-          WHERE (((mi.forge = rp.forge) AND (mi.owner = rp.owner) AND (mi.repo = rp.repo)) AND (((mi.applied_job_id IS DISTINCT FROM mi.job_id) OR (mi.applied_state IS DISTINCT FROM mi.state)) OR (mi.applied_waiting <> mi.waiting)) AND (NOT (EXISTS ( SELECT
-                   FROM tireless.issue s
-                  WHERE (((s.forge = mi.forge) AND (s.owner = mi.owner) AND (s.repo = mi.repo) AND (s.number = mi.number)) AND (s.gone_at IS NOT NULL))))))) queued ON (true))
-     LEFT JOIN LATERAL ( SELECT count(*) AS issues,
-            (array_agg(format('#%s: %s'::text, k.number, k.problem) ORDER BY k.last_seen DESC, k.number))[1] AS newest
-           FROM tireless.issue_skip k
-          WHERE ((k.forge = rp.forge) AND (k.owner = rp.owner) AND (k.repo = rp.repo))) skips ON (true));
-
---
--- Name: VIEW repo_status; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON VIEW tireless.repo_status IS 'One row per tracked repository: its forge (registered or not, stopped until when and why), its last poll, last good read and last error, failures in a row, next poll, backoff, holder and cursor, its live jobs, the mirror: how many issues still wait for a forge write (mirror_backlog) and the newest error of those, and the poller''s notices: the owner/name the repository was moved to, the last warning of a good read, and how many of its issues the polls leave out as malformed (tireless.issue_skip) with the newest of them.';
-
---
 -- Name: sql_file; Type: TABLE; Schema: tireless; Owner: -
 --
 
@@ -10943,6 +11135,13 @@ ALTER TABLE ONLY tireless.activity_count
 
 ALTER TABLE ONLY tireless.ask
     ADD CONSTRAINT ask_pkey PRIMARY KEY (id);
+
+--
+-- Name: attempt_exit attempt_exit_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.attempt_exit
+    ADD CONSTRAINT attempt_exit_pkey PRIMARY KEY (job_id, attempt);
 
 --
 -- Name: checkpoint checkpoint_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
@@ -11739,6 +11938,19 @@ ALTER TABLE ONLY tireless.ask
 COMMENT ON CONSTRAINT ask_of_a_tracked_repo ON tireless.ask IS 'Asks are kept while their repository is tracked.';
 
 --
+-- Name: attempt_exit attempt_exit_job_id_fkey; Type: FK CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.attempt_exit
+    ADD CONSTRAINT attempt_exit_job_id_fkey FOREIGN KEY (job_id) REFERENCES tireless.job(id) ON DELETE CASCADE;
+
+--
+-- Name: CONSTRAINT attempt_exit_job_id_fkey ON attempt_exit; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT attempt_exit_job_id_fkey ON tireless.attempt_exit IS 'An exit status belongs to a job and goes with it (prune).';
+
+--
 -- Name: checkpoint checkpoint_of_a_job; Type: FK CONSTRAINT; Schema: tireless; Owner: -
 --
 
@@ -12493,6 +12705,15 @@ GRANT ALL ON FUNCTION tireless.is_terminal(state tireless.job_state) TO tireless
 GRANT ALL ON FUNCTION tireless.is_terminal(state tireless.job_state) TO tireless_poller;
 
 --
+-- Name: FUNCTION note_cause(note text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.note_cause(note text) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.note_cause(note text) TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.note_cause(note text) TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.note_cause(note text) TO tireless_admin;
+
+--
 -- Name: TABLE job_event; Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -12750,6 +12971,15 @@ GRANT ALL ON FUNCTION tireless.job_asks(job_id bigint) TO tireless_poller;
 GRANT ALL ON FUNCTION tireless.job_asks(job_id bigint) TO tireless_admin;
 
 --
+-- Name: FUNCTION job_attempts(job_id bigint); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.job_attempts(job_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.job_attempts(job_id bigint) TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.job_attempts(job_id bigint) TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.job_attempts(job_id bigint) TO tireless_admin;
+
+--
 -- Name: FUNCTION job_brief(job_id bigint); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -12976,6 +13206,35 @@ REVOKE ALL ON FUNCTION tireless.mirror_writes(forge text, owner text, repo text,
 GRANT ALL ON FUNCTION tireless.mirror_writes(forge text, owner text, repo text, poller text, max_writes integer, settle interval) TO tireless_poller;
 
 --
+-- Name: TABLE forge; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.forge TO tireless_admin;
+
+--
+-- Name: TABLE issue; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.issue TO tireless_admin;
+
+--
+-- Name: TABLE repo_status; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.repo_status TO tireless_runner;
+GRANT SELECT ON TABLE tireless.repo_status TO tireless_poller;
+GRANT SELECT ON TABLE tireless.repo_status TO tireless_admin;
+
+--
+-- Name: FUNCTION missed_rounds(grace interval); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.missed_rounds(grace interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.missed_rounds(grace interval) TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.missed_rounds(grace interval) TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.missed_rounds(grace interval) TO tireless_admin;
+
+--
 -- Name: FUNCTION next_poll_due_at(); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -13103,6 +13362,13 @@ GRANT ALL ON FUNCTION tireless.record_checkpoint(job_id bigint, worker text, ref
 
 REVOKE ALL ON FUNCTION tireless.record_conversation(forge text, owner text, repo text, poller text, login text, asks jsonb, comments_cursor timestamp with time zone, comments_etag text, pulls jsonb, OUT asked integer, OUT refused integer, OUT created integer, OUT stopped integer, OUT skipped text[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.record_conversation(forge text, owner text, repo text, poller text, login text, asks jsonb, comments_cursor timestamp with time zone, comments_etag text, pulls jsonb, OUT asked integer, OUT refused integer, OUT created integer, OUT stopped integer, OUT skipped text[]) TO tireless_poller;
+
+--
+-- Name: FUNCTION record_exit(job_id bigint, worker text, exit_status integer, token uuid); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.record_exit(job_id bigint, worker text, exit_status integer, token uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.record_exit(job_id bigint, worker text, exit_status integer, token uuid) TO tireless_runner;
 
 --
 -- Name: FUNCTION record_forge_dependencies(issues jsonb); Type: ACL; Schema: tireless; Owner: -
@@ -13577,6 +13843,15 @@ REVOKE ALL ON FUNCTION tireless.watchdog_due_at(job_id bigint) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.watchdog_due_at(job_id bigint) TO tireless_runner;
 
 --
+-- Name: FUNCTION worker_outcomes(span interval); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.worker_outcomes(span interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.worker_outcomes(span interval) TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.worker_outcomes(span interval) TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.worker_outcomes(span interval) TO tireless_admin;
+
+--
 -- Name: FUNCTION worker_ran(job_id bigint, worker text); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -13644,18 +13919,6 @@ GRANT SELECT ON TABLE tireless.finished_jobs TO tireless_admin;
 GRANT SELECT ON TABLE tireless.finished_jobs_by_hour TO tireless_runner;
 GRANT SELECT ON TABLE tireless.finished_jobs_by_hour TO tireless_poller;
 GRANT SELECT ON TABLE tireless.finished_jobs_by_hour TO tireless_admin;
-
---
--- Name: TABLE forge; Type: ACL; Schema: tireless; Owner: -
---
-
-GRANT SELECT ON TABLE tireless.forge TO tireless_admin;
-
---
--- Name: TABLE issue; Type: ACL; Schema: tireless; Owner: -
---
-
-GRANT SELECT ON TABLE tireless.issue TO tireless_admin;
 
 --
 -- Name: TABLE job_progress; Type: ACL; Schema: tireless; Owner: -
@@ -13730,14 +13993,6 @@ GRANT SELECT ON TABLE tireless.push TO tireless_admin;
 GRANT SELECT ON TABLE tireless.repo_shares TO tireless_runner;
 GRANT SELECT ON TABLE tireless.repo_shares TO tireless_poller;
 GRANT SELECT ON TABLE tireless.repo_shares TO tireless_admin;
-
---
--- Name: TABLE repo_status; Type: ACL; Schema: tireless; Owner: -
---
-
-GRANT SELECT ON TABLE tireless.repo_status TO tireless_runner;
-GRANT SELECT ON TABLE tireless.repo_status TO tireless_poller;
-GRANT SELECT ON TABLE tireless.repo_status TO tireless_admin;
 
 --
 -- Name: TABLE sql_file; Type: ACL; Schema: tireless; Owner: -

@@ -122,6 +122,10 @@ def test_a_failing_command_releases_the_job_with_the_tail_of_its_output(
     assert len(note) == 4000 - len("\n")  # the tail, trailing newline trimmed
     assert history(db, job_id)[-1][:4] == ("claimed", "pending", "runner-1", 1)
     assert "command exited with 7" in result.stderr
+    exits = "SELECT attempt, exit_status FROM tireless.job_attempts(%(id)s)"
+    assert db.scalar(f"SELECT array_agg(row(a.*)::text) FROM ({exits}) a", {"id": job_id}) == [
+        "(1,7)"
+    ]  # the job page's attempts: COMMAND's exit status, recorded by the runner
 
 
 def test_a_command_that_outlives_its_lease_keeps_it_renewed_and_delivers(

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from tests import outbox
 from tests.conftest import Database
 from tests.support.web import Jobs, populate
 from tireless import JobStore
@@ -350,3 +351,115 @@ def test_a_rebound_name_and_a_foreign_frame_get_no_dashboard(
     driver.switch_to.frame(driver.find_element(By.ID, "f"))
     assert driver.execute_script("return document.URL") == "chrome-error://chromewebdata/"
     assert driver.find_elements(By.ID, "lanes") == []
+
+
+BANNER = 'agent: implement acme/widgets#1 "Fix it" (lane cc, attempt {})'
+CAUSE = "the test suite fails on main"
+PULL_URL = "https://git.example.com/acme/widgets/pulls/12"
+
+
+def test_a_person_sees_why_a_job_failed_and_each_attempts_end(
+    store: JobStore, db: Database, dashboard: str, chromium: object, tmp_path: Path
+) -> None:
+    """The cause in front: the Failures page and the jobs list show the agent's last error line,
+    not the banner the output began with nor the store's "attempts exhausted" wrapper; the job
+    page shows each attempt's run time, how it ended, its exit status, its stop reason, its
+    output's tail and the pull request of the attempt that delivered."""
+    from selenium.webdriver import Chrome
+    from selenium.webdriver.common.by import By
+
+    from tests.helpers import FORGE, OWNER, REPO, claimed, issue, tracked
+
+    assert isinstance(chromium, Chrome)
+    driver = chromium
+    store.add_forge(FORGE, "gitea", "https://git.example.com")
+    tracked(store).enqueue([issue(1, title="Fix it"), issue(2, title="Add it")])
+    with db.connect() as conn:  # the first attempt is retried at once
+        conn.execute("UPDATE tireless.policy SET backoff_base = interval '0'")
+    for attempt in (1, 2, 3):
+        job = claimed(store, "runner-a")
+        assert job.number == 1
+        output = f"{BANNER.format(attempt)}\nrunning the tests\n{CAUSE}\n"
+        store.record_exit(job.id, "runner-a", attempt, job.claim_token)
+        store.transition(job.id, "pending", "runner-a", note=output, token=job.claim_token)
+    assert (
+        db.scalar("SELECT state::text FROM tireless.job WHERE id = %(id)s", {"id": job.id})
+        == "failed"
+    )
+    note = db.scalar("SELECT note FROM tireless.job WHERE id = %(id)s", {"id": job.id})
+    assert note.startswith(f"attempts exhausted (3 of 3); last: {BANNER.format(3)}\n")
+    good = claimed(store, "runner-b")
+    store.deliver(good.id, "runner-b", "tireless/2", "a1" * 20, "main", "b2" * 20)
+    store.claim_repos_to_poll("p1")
+    outbox.record(
+        store, "pull", FORGE, OWNER, REPO, "p1", good.id, result=outbox.pull(12, PULL_URL)
+    )
+
+    # The Failures page: the group and the job's row say the cause.
+    driver.get(dashboard + "failures")
+    groups = driver.find_element(By.ID, "failure-groups")
+    assert CAUSE in groups.text
+    assert "attempts exhausted" not in groups.text
+    assert "agent: implement" not in groups.text
+    rows = driver.find_element(By.ID, "failures")
+    assert CAUSE in rows.text
+    screenshot(driver, tmp_path, "failures")
+    follow(driver, groups.find_element(By.LINK_TEXT, CAUSE))
+    assert driver.find_element(By.ID, "failures").find_element(By.LINK_TEXT, str(job.id))
+
+    # The jobs list: the cause and the pull request, each in its column.
+    driver.get(dashboard + "jobs")
+    table = driver.find_element(By.ID, "jobs")
+    headers = [th.text for th in table.find_elements(By.CSS_SELECTOR, "thead th")]
+    assert "Cause" in headers
+    assert "PR" in headers
+    cells = {
+        tr.find_elements(By.TAG_NAME, "td")[1].text: [
+            td.text for td in tr.find_elements(By.TAG_NAME, "td")
+        ]
+        for tr in table.find_elements(By.CSS_SELECTOR, "tbody tr")
+    }
+    by_id = {row[1]: row for row in cells.values()}
+    assert by_id[str(job.id)][headers.index("Cause")] == CAUSE
+    assert by_id[str(good.id)][headers.index("PR")] == "#12"
+    assert table.find_element(By.LINK_TEXT, "#12").get_attribute("href") == PULL_URL
+
+    # The failed job's page: each attempt, its run time, stop reason and output's tail.
+    driver.get(dashboard + f"jobs/{job.id}")
+    assert driver.find_element(By.ID, "cause").text == CAUSE
+    attempts = driver.find_element(By.ID, "attempts")
+    ended = attempts.find_elements(By.CSS_SELECTOR, "tr.attempt")
+    assert [tr.find_elements(By.TAG_NAME, "td")[0].text for tr in ended] == ["1", "2", "3"]
+    for tr in ended:
+        texts = [td.text for td in tr.find_elements(By.TAG_NAME, "td")]
+        assert texts[1] == "runner-a"
+        assert texts[3].endswith("s"), texts  # its run time
+        assert texts[6] == CAUSE
+    assert [tr.find_elements(By.TAG_NAME, "td")[4].text for tr in ended] == [
+        "released",
+        "released",
+        "failed",
+    ]
+    assert [tr.find_element(By.CSS_SELECTOR, "td.exit").text for tr in ended] == ["1", "2", "3"]
+    tails = attempts.find_elements(By.CSS_SELECTOR, "tr.output pre")
+    assert BANNER.format(3) in tails[-1].text
+    assert CAUSE in tails[-1].text
+    screenshot(driver, tmp_path, "job-attempts")
+
+    # The delivered job's page: its attempt's pull request.
+    driver.get(dashboard + f"jobs/{good.id}")
+    delivered = driver.find_element(By.CSS_SELECTOR, "#attempts tr.attempt")
+    assert delivered.find_element(By.LINK_TEXT, "#12").get_attribute("href") == PULL_URL
+    assert "delivered" in delivered.text
+
+    # The overview: a poller whose rounds stopped is flagged, not only "Next poll: 5 minutes ago".
+    with db.connect() as conn:
+        conn.execute("UPDATE tireless.repo_poll SET next_poll_at = now() - interval '5 minutes'")
+    driver.get(dashboard)
+    flag = driver.find_element(By.ID, "missed-poller")
+    assert flag.is_displayed()
+    assert flag.text.startswith("The poller missed its rounds: 1 repositories due to be polled")
+    screenshot(driver, tmp_path, "overview-missed")
+
+    console = driver.get_log("browser")  # type: ignore[no-untyped-call]  # untyped in selenium
+    assert [entry for entry in console if entry["level"] == "SEVERE"] == []

@@ -12,7 +12,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from tests.conftest import Database
-from tests.helpers import claimed, issue
+from tests.helpers import FORGE, claimed, issue, tracked
 from tests.support.roles import Login
 from tests.support.web import Jobs, browser, csrf_of, job_ids, populate
 from tireless import JobStore
@@ -241,3 +241,39 @@ def test_every_lane_is_on_the_overview_also_without_live_jobs(
     assert '<a href="/jobs?lane=gm">gm</a>' in page
     assert '<body data-refresh="15">' in page
     assert '<time datetime="' in page
+
+
+def test_the_overview_flags_a_poller_that_missed_its_rounds(db: Database, store: JobStore) -> None:
+    """ "Next poll: 19 seconds ago" is flagged once the poll is a minute late: the poller is dead."""
+    store.add_forge(FORGE, "gitea", "https://git.example.com")
+    tracked(store)
+    with db.connect() as conn:
+        conn.execute("UPDATE tireless.repo_poll SET next_poll_at = now() - interval '19 seconds'")
+    with browser(create_app(db.conninfo)) as client:
+        assert 'id="missed-poller"' not in client.get("/").text
+        with db.connect() as conn:
+            conn.execute(
+                "UPDATE tireless.repo_poll SET next_poll_at = now() - interval '3 minutes'"
+            )
+        page = client.get("/").text
+    assert 'id="missed-poller"' in page
+    assert "The poller missed its rounds: 1 repositories due to be polled and not polled" in page
+
+
+def test_each_worker_shows_the_jobs_it_delivered_and_failed(admin: TestClient, jobs: Jobs) -> None:
+    page = admin.get("/workers").text
+    rows = {
+        cells[0]: cells
+        for cells in (
+            [
+                re.sub(r"<[^>]+>", "", cell).strip()
+                for cell in re.findall(r"<td[^>]*>(.*?)</td>", tr, re.S)
+            ]
+            for tr in re.findall(r"<tr class=\"worker-[\w-]+\">(.*?)</tr>", page, re.S)
+        )
+    }
+    assert [rows["runner-a"][-2:], rows["runner-b"][-2:], rows["runner-c"][-2:]] == [
+        ["1", "0"],
+        ["0", "1"],
+        ["0", "0"],
+    ]

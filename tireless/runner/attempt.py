@@ -296,6 +296,7 @@ class Attempts:
             finally:
                 if checkpoints is not None:
                     checkpoints.close()
+            self._record_exit(job, code)
             report = self._attach_report(job, files)
             if code == 0 and self._still_delivers(held):
                 self._attach_tasks(job, files)  # a bad plan fails the attempt (Release)
@@ -385,6 +386,15 @@ class Attempts:
             lines = tail.decode(errors="replace").strip().splitlines()
             raise OSError(lines[-1] if lines else str(never_ran)) from never_ran
         return code, tail.decode(errors="replace")[-NOTE_LIMIT:], progress.draft
+
+    def _record_exit(self, job: Job, code: int) -> None:
+        """COMMAND's exit status, recorded in the attempt before it is finished (the job page)."""
+        try:
+            self.store.record_exit(job.id, self.name, code, job.claim_token)
+        except NOT_HELD:
+            log.info("%s: job %s: lease lost; its exit status is not kept", self.name, job.id)
+        except (psycopg.Error, TirelessError) as error:  # the finish still says how it ended
+            log.warning("%s: job %s: its exit status is not kept: %s", self.name, job.id, error)
 
     def _attach_report(self, job: Job, files: AgentFiles) -> str | None:
         """The report COMMAND left, attached to the attempt before it is finished; it, masked

@@ -212,6 +212,12 @@ class AsyncJobStore:
         """The holder attaches its agent's report (the outcome comment); True when it was cut."""
         return await self._run(calls.attach_report(job_id, worker, report, token))
 
+    async def record_exit(
+        self, job_id: int, worker: str, exit_status: int, token: UUID | None = None
+    ) -> None:
+        """The holder records COMMAND's exit status in its attempt (negative: the signal)."""
+        await self._run(calls.record_exit(job_id, worker, exit_status, token))
+
     async def deliver(
         self,
         job_id: int,

@@ -316,6 +316,17 @@ def attach_report(job_id: int, worker: str, report: str, token: UUID | None) -> 
     return Call(ATTACH_REPORT, params, tuple_row, _flag)
 
 
+RECORD_EXIT = (
+    "SELECT tireless.record_exit(job_id => %(job_id)s, worker => %(worker)s,"
+    " exit_status => %(exit_status)s, token => %(token)s)"
+)
+
+
+def record_exit(job_id: int, worker: str, exit_status: int, token: UUID | None) -> Call[Any, None]:
+    params = {"job_id": job_id, "worker": worker, "exit_status": exit_status, "token": token}
+    return Call(RECORD_EXIT, params, tuple_row, _nothing)
+
+
 ATTACH_PLAN = (
     "SELECT tireless.attach_plan(job_id => %(job_id)s, worker => %(worker)s,"
     " plan => %(plan)s, token => %(token)s)"

@@ -94,10 +94,12 @@ LIST_JOBS = (
 LISTED_COLUMNS = (
     "j.id, j.forge, j.owner, j.repo, j.number, j.title, j.kind::text AS kind, j.lane,"
     " j.state::text AS state, j.parent_id, j.claimed_by, j.claim_expires_at, j.attempts,"
-    " j.available_at, j.note, j.created_at, j.updated_at, j.past_lease, j.waiting_on"
+    " j.available_at, j.note, j.created_at, j.updated_at, j.past_lease, j.waiting_on,"
+    " j.cause, j.pull_number, j.pull_url"
 )
-"""The columns of tireless.job_list that the dashboard shows of a job (the delivery's are read
-with the job's page)."""
+"""The columns of tireless.job_list that the dashboard shows of a job: its cause (the note's,
+tireless.note_cause) and its pull request among them (the rest of the delivery is read with the
+job's page)."""
 LISTED_JOBS = "SELECT " + LISTED_COLUMNS + " FROM " + LIST_JOBS + " j"
 JOBS = sql.SQL(
     "SELECT {} FROM tireless.job"
@@ -191,6 +193,10 @@ SELECT r.forge, r.owner, r.repo, r.last_poll_at, r.last_success_at, r.last_error
        r.mirror_backlog, r.mirror_error, r.mirror_error_at, r.skipped_issues, r.skipped_issue
   FROM tireless.repo_status r
  ORDER BY r.forge, r.owner, r.repo"""
+MISSED_ROUNDS = (
+    "SELECT m.part, m.due_since, m.items, m.detail FROM tireless.missed_rounds() m ORDER BY m.part"
+)
+"""The poller, sweeper or workers that missed their rounds by more than a minute (the overview)."""
 REPLICATION_WARNING = "SELECT tireless.replication_warning() AS warning"
 """Why a failover could lose acknowledged work (a standby without synchronous commit), or null."""
 STATUS = (
@@ -222,8 +228,10 @@ ACTIVITY = "SELECT a.* FROM tireless.queue_activity(%(span)s::interval) a"
 DURATIONS = "SELECT d.* FROM tireless.job_durations(%(span)s::interval) d"
 WORKERS = """
 SELECT w.worker, w.lanes, w.job_id, w.jobs_held, w.held_since, w.last_heartbeat, w.lease_ends,
-       w.last_seen, w.first_seen, w.status
+       w.last_seen, w.first_seen, w.status, coalesce(o.delivered, 0) AS delivered,
+       coalesce(o.failed, 0) AS failed
   FROM tireless.workers w
+  LEFT JOIN tireless.worker_outcomes(interval '24 hours') o ON o.worker = w.worker
  ORDER BY w.status = 'idle', w.status = 'working', w.last_seen DESC NULLS LAST, w.worker"""
 FAILURE_GROUPS = "SELECT g.error, g.jobs, g.latest, g.lanes FROM tireless.failure_groups(%(span)s::interval) g LIMIT 50"
 # Failed in the window, newest first (the index of terminal jobs by their last change), and
@@ -231,13 +239,13 @@ FAILURE_GROUPS = "SELECT g.error, g.jobs, g.latest, g.lanes FROM tireless.failur
 FAILED = (
     "SELECT " + LISTED_COLUMNS + " FROM tireless.job_list j"
     " WHERE j.state = 'failed' AND j.updated_at >= now() - %(span)s::interval"
-    " AND (%(error)s::text IS NULL OR split_part(coalesce(j.note, ''), E'\\n', 1) = %(error)s)"
+    " AND (%(error)s::text IS NULL OR j.cause = %(error)s)"
     " ORDER BY j.updated_at DESC LIMIT 100"
 )
 RETRIED = (
     "SELECT " + LISTED_COLUMNS + " FROM tireless.job_list j"
     " WHERE j.state IN ('pending', 'claimed') AND j.attempts > (j.state = 'claimed')::int"
-    " AND (%(error)s::text IS NULL OR split_part(coalesce(j.note, ''), E'\\n', 1) = %(error)s)"
+    " AND (%(error)s::text IS NULL OR j.cause = %(error)s)"
     " ORDER BY j.id DESC LIMIT 100"
 )
 ISSUE_RUNS = (
@@ -254,6 +262,13 @@ JOBS_BY_ID = (
 PRUNE_PREVIEW = (
     "SELECT jobs, oldest, newest FROM tireless.prune_preview(older_than => %(older_than)s)"
 )
+JOB_ATTEMPTS = (
+    "SELECT a.attempt, a.worker, a.started_at, a.ended_at, a.ran, a.ended_as, a.cause, a.output,"
+    " a.pull_number, a.pull_url, a.exit_status FROM tireless.job_attempts(%(job_id)s) a"
+)
+"""A job's attempts from its history (the dashboard's job page): each one's run time, how it
+ended, COMMAND's exit status, its stop reason, its output's tail (the end note) and the pull
+request it opened."""
 JOB_PROGRESS = (
     "SELECT p.attempt, p.started_at, p.progress_at, p.step, p.stop_note, p.reported"
     " FROM tireless.job_progress p WHERE p.job_id = %(job_id)s"

@@ -215,6 +215,12 @@ class JobStore:
         """The holder attaches its agent's report (the outcome comment); True when it was cut."""
         return self._run(calls.attach_report(job_id, worker, report, token))
 
+    def record_exit(
+        self, job_id: int, worker: str, exit_status: int, token: UUID | None = None
+    ) -> None:
+        """The holder records COMMAND's exit status in its attempt (negative: the signal)."""
+        self._run(calls.record_exit(job_id, worker, exit_status, token))
+
     def deliver(
         self,
         job_id: int,

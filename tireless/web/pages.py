@@ -57,16 +57,11 @@ def when(value: datetime | None) -> Markup:
     return Markup('<time datetime="{}">{}</time>').format(value.isoformat(), clock(value))
 
 
-def first_line(value: str | None) -> str:
-    return "" if not value else value.split("\n", 1)[0]
-
-
 FILTERS: dict[str, Callable[..., str]] = {
     "age": age,
     "at_most": at_most,
     "clock": clock,
     "when": when,
-    "first_line": first_line,
 }
 
 
@@ -141,6 +136,7 @@ async def overview(request: Request) -> Response:
         repos = None  # this role may not read the repositories
     now = (await board.rows("SELECT now() AS now"))[0]["now"]
     warning = (await board.rows(reads.REPLICATION_WARNING))[0]["warning"]
+    missed = await board.rows(reads.MISSED_ROUNDS)
     finished = chart.activity(activity, chart.GRAINS["24h"], chart.WINDOWS["24h"])
     return render(
         request,
@@ -152,6 +148,7 @@ async def overview(request: Request) -> Response:
             "chart": finished,
             "now": now,
             "replication_warning": warning,
+            "missed": missed,
         },
     )
 
@@ -271,6 +268,7 @@ async def job(request: Request) -> Response:
             "me": await who(request),
             "job": {**row, "url": issue_url(forges, row)},
             "history": await board.read(reads.job_history(job_id)),
+            "attempts": await board.rows(reads.JOB_ATTEMPTS, {"job_id": job_id}),
             "progress": next(iter(await board.rows(reads.JOB_PROGRESS, {"job_id": job_id})), None),
             "delivery": next(iter(await board.rows(reads.JOB_DELIVERY, {"job_id": job_id})), None),
             "checkpoint": next(
