@@ -663,12 +663,12 @@ def cmd_work(args: argparse.Namespace) -> int:
 
 
 def cmd_web(args: argparse.Namespace) -> int:
-    try:  # the web stack is the optional extra tireless[web]
+    try:  # the web stack is the optional extra tireless-store[web]
         from tireless.web.app import serve
         from tireless.web.guard import SettingRefused
     except ImportError as missing:
         raise UsageError(
-            f"tireless web needs the extra: pip install 'tireless[web]' ({missing})"
+            f"tireless web needs the extra: pip install 'tireless-store[web]' ({missing})"
         ) from missing
     host, _, port = args.bind.rpartition(":")
     if not host or not port.isdigit():

@@ -171,7 +171,7 @@ def parser() -> argparse.ArgumentParser:
         parents=[common(defaults=True)],
     )
     top.add_argument(
-        "--version", action="version", version=f"tireless {version('tireless')}", help=VERSION_HELP
+        "--version", action="version", version=f"tireless {version('tireless-store')}", help=VERSION_HELP
     )
     commands = top.add_subparsers(dest="command_name", metavar="COMMAND")
 
@@ -628,7 +628,7 @@ def parser() -> argparse.ArgumentParser:
         help="the agent to run on each job (checked before anything is claimed)",
     )
 
-    sub = command("web", cmd_web, "the dashboard, /metrics and the forge webhooks (tireless[web])")
+    sub = command("web", cmd_web, "the dashboard, /metrics and the forge webhooks (tireless-store[web])")
     sub.add_argument(
         "--bind",
         default="127.0.0.1:8080",
