@@ -4,13 +4,17 @@ SQLSTATE, errno or HTTP status."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import psycopg
 import pytest
 from psycopg import sql
 
 from dev.embedded import EmbeddedPostgres
-from tests.helpers import tireless_cli
+from dev.standin_forge import StandinForge
+from tests.cli.test_poll_cli import PLAN, TOKEN
+from tests.conftest import Database
+from tests.helpers import FORGE, OWNER, REPO, cli_json, tireless_cli
 
 
 @pytest.fixture
@@ -44,3 +48,43 @@ def test_a_store_never_migrated_says_run_tireless_migrate(
     said = [line for line in result.stderr.splitlines() if line.startswith("tireless: ")]
     assert len(said) == 1, result.stderr
     assert said[0].startswith("tireless: the store is not migrated: run `tireless migrate` ("), said
+
+
+@pytest.fixture
+def forge(db: Database) -> Iterator[StandinForge]:
+    """A stand-in Gitea with one issue asking for work, registered and tracked."""
+    with StandinForge("gitea", token=TOKEN) as standin:
+        standin.create_issue(OWNER, REPO, "a plan", PLAN)
+        cli_json(db.url, "forge", "add", FORGE, "--kind", "gitea", "--url", standin.url)
+        cli_json(db.url, "track", FORGE, OWNER, REPO)
+        yield standin
+
+
+def test_a_token_file_that_is_missing_names_its_variable(
+    db: Database, forge: StandinForge, tmp_path: Path
+) -> None:
+    missing = tmp_path / "gitea-token"
+    for args in (("poll", "--once"), ("forge", "check", FORGE)):
+        result = tireless_cli(db.url, *args, TIRELESS_TOKEN_GITEA_FILE=str(missing))
+        assert result.returncode == 2, result.stderr
+        assert result.stderr.splitlines() == [
+            "tireless: [Errno 2] TIRELESS_TOKEN_GITEA_FILE names a file that cannot be read:"
+            f" No such file or directory: '{missing}'"
+        ]
+    assert not forge.requests
+
+
+def test_poll_without_its_token_says_the_variable_is_not_set_and_sends_nothing(
+    db: Database, forge: StandinForge
+) -> None:
+    result = tireless_cli(db.url, "poll", "--once")
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.splitlines() == [
+        "tireless: TIRELESS_TOKEN_GITEA is not set (nor TIRELESS_TOKEN_GITEA_FILE): nothing was"
+        " sent to the forge; set it to the forge's token, or pass --anonymous to read public"
+        " repositories without one"
+    ]
+    assert not forge.requests
+    assert db.scalar("SELECT limited_until FROM tireless.forge") is None  # not stopped
+    polled = tireless_cli(db.url, "poll", "--once", TIRELESS_TOKEN_GITEA=TOKEN)
+    assert polled.returncode == 0, polled.stdout  # no stop to wait out

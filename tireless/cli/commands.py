@@ -394,8 +394,9 @@ def cmd_poll(args: argparse.Namespace) -> int:
     next round at once, and so does the end of a backoff or of a forge's stop when it comes
     before `--every` (tireless.next_poll_due_at). SIGINT or SIGTERM let the round under way finish
     (no repository stays leased to a poller that is gone), then end the command (exit 0)."""
-    if args.every is None:
-        with connect(args) as conn:
+    with connect(args) as conn:
+        tokens_set(args, JobStore(conn))
+        if args.every is None:
             return poll_once(args, JobStore(conn))
     stop = StopSignals()
     next_poll_in = timedelta(seconds=args.every)
@@ -419,6 +420,22 @@ def cmd_poll(args: argparse.Namespace) -> int:
 
     reconnecting(args, stop, poll)  # a lost connection is made again; exit 4 only at the start
     return OK
+
+
+def tokens_set(args: argparse.Namespace, store: JobStore) -> None:
+    """A usage error, before anything is sent, when a forge with a tracked repository has no token
+    (TIRELESS_TOKEN_<NAME> nor its _FILE), unless --anonymous reads public repositories without:
+    a forge would refuse the reads, and the poll would stop it for a while."""
+    if args.anonymous:
+        return
+    unset = sorted({token_variable(r.forge) for r in store.tracked_repos()} - set(os.environ))
+    unset = [name for name in unset if name + "_FILE" not in os.environ]
+    if unset:
+        raise UsageError(
+            f"{' and '.join(unset)} is not set (nor {unset[0]}_FILE): nothing was sent to the"
+            " forge; set it to the forge's token, or pass --anonymous to read public"
+            " repositories without one"
+        )
 
 
 POLL_WAKE_MARGIN = 0.05
