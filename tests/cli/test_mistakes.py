@@ -3,6 +3,8 @@ SQLSTATE, errno or HTTP status."""
 
 from __future__ import annotations
 
+import os
+import pwd
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,7 +16,8 @@ from dev.embedded import EmbeddedPostgres
 from dev.standin_forge import StandinForge
 from tests.cli.test_poll_cli import PLAN, TOKEN
 from tests.conftest import Database
-from tests.helpers import FORGE, OWNER, REPO, cli_json, tireless_cli
+from tests.helpers import FORGE, OWNER, REPO, cli_json, enqueue_jobs, tireless_cli
+from tireless import JobStore
 
 
 @pytest.fixture
@@ -88,3 +91,25 @@ def test_poll_without_its_token_says_the_variable_is_not_set_and_sends_nothing(
     assert db.scalar("SELECT limited_until FROM tireless.forge") is None  # not stopped
     polled = tireless_cli(db.url, "poll", "--once", TIRELESS_TOKEN_GITEA=TOKEN)
     assert polled.returncode == 0, polled.stdout  # no stop to wait out
+
+
+def test_a_command_the_agent_user_cannot_read_is_refused_before_any_claim(
+    store: JobStore, db: Database, tmp_path: Path
+) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("--agent-user needs the worker to run as root")
+    enqueue_jobs(store, 1)
+    closed = tmp_path / "closed"  # pytest's directories are 0700: closed to nobody
+    closed.mkdir(mode=0o700)
+    script = closed / "agent.sh"
+    script.write_text("#!/bin/sh\ntrue\n")
+    script.chmod(0o755)
+    args = ("work", "--worker", "w", "--lane", "cc", "--once", "--agent-user", "nobody")
+    result = tireless_cli(db.url, *args, "--", str(script))
+    assert result.returncode == 5, result.stderr
+    assert result.stderr.splitlines() == [
+        f"tireless: cannot start COMMAND '{script}': --agent-user nobody"
+        f" (uid {pwd.getpwnam('nobody').pw_uid}) cannot read and execute it, or a directory"
+        " above it is closed to that user"
+    ]
+    assert db.scalar("SELECT state::text || attempts FROM tireless.job") == "pending0"

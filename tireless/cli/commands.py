@@ -628,7 +628,7 @@ def cmd_lane(args: argparse.Namespace) -> int:
 
 
 def cmd_work(args: argparse.Namespace) -> int:
-    from tireless.runner.attempt import agent_user, unstartable  # only for `work`
+    from tireless.runner.attempt import agent_user, unstartable, unstartable_by  # `work` only
     from tireless.runner.config import WorkConfig
     from tireless.runner.gateway import parse_upstreams
     from tireless.runner.publisher import Publisher, state_directory
@@ -646,6 +646,9 @@ def cmd_work(args: argparse.Namespace) -> int:
     if args.command_line is not None:
         keep_secrets_out_of_environment_block(args.command_line)
     user = None if args.agent_user is None else agent_user(args.agent_user)
+    if user is not None and (problem := unstartable_by(command, user)):
+        print(f"tireless: {problem}", file=sys.stderr)
+        return CANNOT_START
     try:  # the secrets are read here, by the worker; their files are hidden from COMMAND
         upstreams = parse_upstreams(args.upstream, args.upstream_header, args.upstream_secret)
     except ValueError as bad:
