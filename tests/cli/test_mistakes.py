@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import pwd
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -113,3 +114,39 @@ def test_a_command_the_agent_user_cannot_read_is_refused_before_any_claim(
         " above it is closed to that user"
     ]
     assert db.scalar("SELECT state::text || attempts FROM tireless.job") == "pending0"
+
+
+def test_work_without_deliver_says_at_start_that_nothing_is_pushed(db: Database) -> None:
+    result = tireless_cli(db.url, "work", "--worker", "w", "--lane", "cc", "--once", "--", "true")
+    assert result.returncode == 3, result.stderr  # no job: the line comes before any claim
+    said = [line for line in result.stderr.splitlines() if "without --deliver" in line]
+    assert len(said) == 1, result.stderr
+    assert said[0].endswith(
+        f"w: without --deliver nothing is pushed: COMMAND runs in this worker's directory"
+        f" ({Path.cwd()}), not in a workspace of the issue's repository"
+    )
+
+
+def test_sandbox_auto_without_bubblewrap_warns_what_the_fallback_does_not_contain(
+    db: Database, tmp_path: Path
+) -> None:
+    bin_dir = tmp_path / "bin"  # a PATH with what `work` needs but no bwrap
+    bin_dir.mkdir()
+    for tool in ("sh", "true", "setpriv", "unshare", "setsid", "git"):
+        if found := shutil.which(tool):
+            (bin_dir / tool).symlink_to(found)
+    args = ("work", "--worker", "w", "--lane", "cc", "--once", "--", "true")
+    result = tireless_cli(db.url, *args, PATH=str(bin_dir))
+    assert result.returncode == 3, result.stderr  # no job
+    warned = [line for line in result.stderr.splitlines() if "warning" in line]
+    assert len(warned) == 1, result.stderr
+    assert warned[0].startswith(
+        "tireless work: warning: --sandbox auto: bubblewrap is missing or cannot run here, so"
+        " COMMAND runs under --sandbox "
+    ), warned
+    assert (
+        "/ is writable, /tmp is shared, and the worker's secret files are not hidden" in warned[0]
+    )
+    assert warned[0].endswith("; install bubblewrap, or say --sandbox unshare") or warned[
+        0
+    ].endswith("; install bubblewrap, or say --sandbox none")

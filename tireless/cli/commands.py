@@ -655,6 +655,13 @@ def cmd_work(args: argparse.Namespace) -> int:
         raise UsageError(str(bad)) from None
     secret_files = [value.partition("=")[2] for value in args.upstream_secret]
     sandbox = choose(args.sandbox, user, secret_files)  # one that cannot run here: a usage error
+    if args.sandbox == "auto" and sandbox.uncontained:
+        print(
+            f"tireless work: warning: --sandbox auto: bubblewrap is missing or cannot run here,"
+            f" so COMMAND runs under --sandbox {sandbox.name}, which does not contain it:"
+            f" {sandbox.uncontained}; install bubblewrap, or say --sandbox {sandbox.name}",
+            file=sys.stderr,
+        )
     publisher = None
     if args.deliver:
         state_dir = args.state_dir or state_directory()
