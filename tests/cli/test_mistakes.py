@@ -150,3 +150,18 @@ def test_sandbox_auto_without_bubblewrap_warns_what_the_fallback_does_not_contai
     assert warned[0].endswith("; install bubblewrap, or say --sandbox unshare") or warned[
         0
     ].endswith("; install bubblewrap, or say --sandbox none")
+
+
+def test_a_lane_typo_names_the_lane_and_the_lanes_that_have_jobs(
+    store: JobStore, db: Database
+) -> None:
+    enqueue_jobs(store, 1)
+    enqueue_jobs(store, 1, "tireless", "tireless/implement", "tireless/agent:oc", first=2)
+    args = ("work", "--worker", "w", "--lane", "ccc", "--lane", "oc", "--once", "--", "true")
+    result = tireless_cli(db.url, *args)
+    warned = [line for line in result.stderr.splitlines() if "warning" in line]
+    assert warned == [
+        "tireless work: warning: no job or lane is named 'ccc'; the lanes with jobs are cc, oc"
+    ], result.stderr
+    assert result.returncode == 0, result.stderr  # the oc job
+    assert db.scalar("SELECT tireless.lane_problem(lanes => ARRAY['cc', 'oc'])") is None

@@ -669,8 +669,9 @@ def cmd_work(args: argparse.Namespace) -> int:
             publisher = Publisher(state_dir, args.git_cache_max, agent=user, worker=args.worker)
         except OSError as error:
             raise UsageError(f"--state-dir {state_dir}: {error}") from error
-    with connect(args):
-        pass  # a malformed URL is a usage error (2), an unreachable database exit 4
+    with connect(args) as conn:  # a malformed URL is a usage error (2), unreachable exit 4
+        if lanes := JobStore(conn).lane_problem(args.lane):
+            print(f"tireless work: warning: {lanes}", file=sys.stderr)
     config = WorkConfig(
         name=args.worker,
         lanes=tuple(args.lane),
