@@ -165,3 +165,21 @@ def test_a_lane_typo_names_the_lane_and_the_lanes_that_have_jobs(
     ], result.stderr
     assert result.returncode == 0, result.stderr  # the oc job
     assert db.scalar("SELECT tireless.lane_problem(lanes => ARRAY['cc', 'oc'])") is None
+
+
+def test_a_misspelled_repository_names_both_fixes_and_waits_ten_minutes(
+    db: Database, forge: StandinForge
+) -> None:
+    cli_json(db.url, "track", FORGE, OWNER, "widgts")
+    result = tireless_cli(db.url, "poll", "--once", TIRELESS_TOKEN_GITEA=TOKEN)
+    assert result.returncode == 1, result.stdout
+    (line,) = [line for line in result.stdout.splitlines() if "widgts" in line]
+    assert (
+        "HTTP 404: repository not found, or the token cannot see it: check its owner and name"
+        " (`tireless repos`; `tireless untrack` it and `tireless track` the right one), or give"
+        " the token read access to it; asked again in 10 minutes"
+    ) in line, line
+    waits = db.scalar(
+        "SELECT backoff_until - now() FROM tireless.repo_poll WHERE repo = 'widgts'"
+    ).total_seconds()
+    assert 9 * 60 < waits <= 11 * 60, waits
