@@ -180,3 +180,27 @@ COMMENT ON FUNCTION tireless.set_lane_stall_after(text, interval) IS
     'stalled from its heartbeat and ends as a failure, note "no progress for 30m (last: ran the tests)". Returns the lane.';
 REVOKE ALL ON FUNCTION tireless.set_lane_stall_after(text, interval) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT EXECUTE ON FUNCTION tireless.set_lane_stall_after(text, interval) TO tireless_admin;
+
+CREATE OR REPLACE FUNCTION tireless.lane_problem(lanes text[]) RETURNS text
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+AS $$
+    WITH known AS (
+        SELECT j.lane FROM tireless.job j
+        UNION SELECT l.name FROM tireless.lane l
+        UNION SELECT kp.default_lane FROM tireless.kind_policy kp
+    ), unknown AS (
+        SELECT asked FROM unnest(lane_problem.lanes) AS asked
+         WHERE asked NOT IN (SELECT k.lane FROM known k)
+    )
+    SELECT format('no job or lane is named %s; the lanes with jobs are %s',
+                  string_agg(DISTINCT quote_literal(u.asked), ', '),
+                  coalesce((SELECT string_agg(DISTINCT j.lane, ', ' ORDER BY j.lane) FROM tireless.job j),
+                           'none yet'))
+      FROM unknown u
+    HAVING count(*) > 0;
+$$;
+COMMENT ON FUNCTION tireless.lane_problem(text[]) IS
+    'What is wrong with a worker''s lanes: null when each has a job, a setting (tireless.lane) or is a kind''s default lane; else a sentence naming the unknown ones (a typo, most likely) and the lanes that have jobs. A worker says it at start; it may still wait on a lane that gets its first job later.';
+REVOKE ALL ON FUNCTION tireless.lane_problem(text[]) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.lane_problem(text[]) TO tireless_runner, tireless_admin;

@@ -5659,6 +5659,36 @@ $$;
 COMMENT ON FUNCTION tireless.lane_network(lane text) IS 'The lane''s egress allowlist (tireless.set_lane_network): null when it has none (the agent keeps the host''s network), empty for no egress at all. TL005 for a bad lane name.';
 
 --
+-- Name: lane_problem(text[]); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.lane_problem(lanes text[]) RETURNS text
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    WITH known AS (
+        SELECT j.lane FROM tireless.job j
+        UNION SELECT l.name FROM tireless.lane l
+        UNION SELECT kp.default_lane FROM tireless.kind_policy kp
+    ), unknown AS (
+        SELECT asked FROM unnest(lane_problem.lanes) AS asked
+         WHERE asked NOT IN (SELECT k.lane FROM known k)
+    )
+    SELECT format('no job or lane is named %s; the lanes with jobs are %s',
+                  string_agg(DISTINCT quote_literal(u.asked), ', '),
+                  coalesce((SELECT string_agg(DISTINCT j.lane, ', ' ORDER BY j.lane) FROM tireless.job j),
+                           'none yet'))
+      FROM unknown u
+    HAVING count(*) > 0;
+$$;
+
+--
+-- Name: FUNCTION lane_problem(lanes text[]); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.lane_problem(lanes text[]) IS 'What is wrong with a worker''s lanes: null when each has a job, a setting (tireless.lane) or is a kind''s default lane; else a sentence naming the unknown ones (a typo, most likely) and the lanes that have jobs. A worker says it at start; it may still wait on a lane that gets its first job later.';
+
+--
 -- Name: spend_day(); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -13119,6 +13149,14 @@ REVOKE ALL ON FUNCTION tireless.lane_hands_out_work(paused boolean, tripped_unti
 REVOKE ALL ON FUNCTION tireless.lane_network(lane text) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.lane_network(lane text) TO tireless_runner;
 GRANT ALL ON FUNCTION tireless.lane_network(lane text) TO tireless_admin;
+
+--
+-- Name: FUNCTION lane_problem(lanes text[]); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.lane_problem(lanes text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.lane_problem(lanes text[]) TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.lane_problem(lanes text[]) TO tireless_admin;
 
 --
 -- Name: FUNCTION spend_day(); Type: ACL; Schema: tireless; Owner: -

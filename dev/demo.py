@@ -734,7 +734,7 @@ def run() -> int:
     if dashboard := start_web(url):
         say(f"dashboard at {dashboard} (it stays up until `make stop`)")
     else:
-        say(f"the dashboard did not start (it needs tireless[web]): see {LOGS}/web.log")
+        say(f"the dashboard did not start (it needs tireless-store[web]): see {LOGS}/web.log")
     token = secrets.token_hex(16)  # the stand-in forge's; only the poller's environment holds it
     with (
         psycopg.connect(url, autocommit=True) as conn,

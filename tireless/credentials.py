@@ -49,11 +49,16 @@ def is_credential_variable(name: str) -> bool:
 
 def secret_from_environment(variable: str) -> str | None:
     """The secret in `variable`, else in the file `variable_FILE` names (its content without the
-    final line break); None when neither is set or the value is empty."""
+    final line break); None when neither is set or the value is empty. A file that cannot be read
+    is an OSError naming the variable as well as the file."""
     if value := os.environ.get(variable):
         return value
     if path := os.environ.get(variable + "_FILE"):
-        return Path(path).read_text().rstrip("\r\n") or None
+        try:
+            return Path(path).read_text().rstrip("\r\n") or None
+        except OSError as error:
+            why = f"{variable}_FILE names a file that cannot be read: {error.strerror}"
+            raise OSError(error.errno, why, path) from error
     return None
 
 

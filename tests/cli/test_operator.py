@@ -421,7 +421,7 @@ def test_the_stand_in_forge_runs_on_its_own_with_a_seed(db: Database, tmp_path: 
             (url,) = re.findall(r"at (http://127\.0\.0\.1:\d+) with 1 issue", first)
             cli_json(db.url, "forge", "add", FORGE, "--kind", "gitea", "--url", url)
             cli_json(db.url, "track", FORGE, OWNER, REPO)
-            polled = tireless_cli(db.url, "poll", "--once")
+            polled = tireless_cli(db.url, "poll", "--once", "--anonymous")
             assert polled.returncode == 0, polled.stderr
             assert "gitea/acme/widgets: 1 new job" in polled.stdout
         finally:

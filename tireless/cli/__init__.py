@@ -24,6 +24,11 @@ def connection_failed(error: psycopg.Error) -> bool:
     return code.startswith("08") or code in ("57P01", "57P02", "57P03")
 
 
+NOT_MIGRATED = frozenset({"3F000", "42P01", "42883", "42703"})
+"""A schema, table, function or column tireless needs is missing: the store was never migrated, or
+by an older tireless."""
+
+
 def report(code: str | None, message: str, detail: str | None, hint: str | None) -> str:
     """A database error for a person: `tireless: SQLSTATE: message`, then DETAIL and HINT lines."""
     lines = [f"tireless: {code}: {message}" if code else f"tireless: {message}"]
@@ -65,6 +70,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             return UNREACHABLE
         diag = error.diag
         message = diag.message_primary or first_line(error)
+        if error.sqlstate in NOT_MIGRATED:
+            print(
+                "tireless: the store is not migrated: run `tireless migrate`"
+                f" ({error.sqlstate}: {message})",
+                file=sys.stderr,
+            )
+            return REFUSED
         print(
             report(error.sqlstate, message, diag.message_detail, diag.message_hint), file=sys.stderr
         )

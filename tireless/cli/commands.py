@@ -398,8 +398,9 @@ def cmd_poll(args: argparse.Namespace) -> int:
     next round at once, and so does the end of a backoff or of a forge's stop when it comes
     before `--every` (tireless.next_poll_due_at). SIGINT or SIGTERM let the round under way finish
     (no repository stays leased to a poller that is gone), then end the command (exit 0)."""
-    if args.every is None:
-        with connect(args) as conn:
+    with connect(args) as conn:
+        tokens_set(args, JobStore(conn))
+        if args.every is None:
             return poll_once(args, JobStore(conn))
     stop = StopSignals()
     next_poll_in = timedelta(seconds=args.every)
@@ -423,6 +424,22 @@ def cmd_poll(args: argparse.Namespace) -> int:
 
     reconnecting(args, stop, poll)  # a lost connection is made again; exit 4 only at the start
     return OK
+
+
+def tokens_set(args: argparse.Namespace, store: JobStore) -> None:
+    """A usage error, before anything is sent, when a forge with a tracked repository has no token
+    (TIRELESS_TOKEN_<NAME> nor its _FILE), unless --anonymous reads public repositories without:
+    a forge would refuse the reads, and the poll would stop it for a while."""
+    if args.anonymous:
+        return
+    unset = sorted({token_variable(r.forge) for r in store.tracked_repos()} - set(os.environ))
+    unset = [name for name in unset if name + "_FILE" not in os.environ]
+    if unset:
+        raise UsageError(
+            f"{' and '.join(unset)} is not set (nor {unset[0]}_FILE): nothing was sent to the"
+            " forge; set it to the forge's token, or pass --anonymous to read public"
+            " repositories without one"
+        )
 
 
 POLL_WAKE_MARGIN = 0.05
@@ -615,7 +632,7 @@ def cmd_lane(args: argparse.Namespace) -> int:
 
 
 def cmd_work(args: argparse.Namespace) -> int:
-    from tireless.runner.attempt import agent_user, unstartable  # only for `work`
+    from tireless.runner.attempt import agent_user, unstartable, unstartable_by  # `work` only
     from tireless.runner.config import WorkConfig
     from tireless.runner.gateway import parse_upstreams
     from tireless.runner.identity import Identities
@@ -634,12 +651,22 @@ def cmd_work(args: argparse.Namespace) -> int:
     if args.command_line is not None:
         keep_secrets_out_of_environment_block(args.command_line)
     user = None if args.agent_user is None else agent_user(args.agent_user)
+    if user is not None and (problem := unstartable_by(command, user)):
+        print(f"tireless: {problem}", file=sys.stderr)
+        return CANNOT_START
     try:  # the secrets are read here, by the worker; their files are hidden from COMMAND
         upstreams = parse_upstreams(args.upstream, args.upstream_header, args.upstream_secret)
     except ValueError as bad:
         raise UsageError(str(bad)) from None
     secret_files = [value.partition("=")[2] for value in args.upstream_secret]
     sandbox = choose(args.sandbox, user, secret_files)  # one that cannot run here: a usage error
+    if args.sandbox == "auto" and sandbox.uncontained:
+        print(
+            f"tireless work: warning: --sandbox auto: bubblewrap is missing or cannot run here,"
+            f" so COMMAND runs under --sandbox {sandbox.name}, which does not contain it:"
+            f" {sandbox.uncontained}; install bubblewrap, or say --sandbox {sandbox.name}",
+            file=sys.stderr,
+        )
     publisher = None
     if args.git_identity is not None and not args.deliver:
         raise UsageError("--git-identity is for --deliver: without it tireless commits nothing")
@@ -655,8 +682,9 @@ def cmd_work(args: argparse.Namespace) -> int:
             )
         except OSError as error:
             raise UsageError(f"--state-dir {state_dir}: {error}") from error
-    with connect(args):
-        pass  # a malformed URL is a usage error (2), an unreachable database exit 4
+    with connect(args) as conn:  # a malformed URL is a usage error (2), unreachable exit 4
+        if lanes := JobStore(conn).lane_problem(args.lane):
+            print(f"tireless work: warning: {lanes}", file=sys.stderr)
     config = WorkConfig(
         name=args.worker,
         lanes=tuple(args.lane),
@@ -676,12 +704,12 @@ def cmd_work(args: argparse.Namespace) -> int:
 
 
 def cmd_web(args: argparse.Namespace) -> int:
-    try:  # the web stack is the optional extra tireless[web]
+    try:  # the web stack is the optional extra tireless-store[web]
         from tireless.web.app import serve
         from tireless.web.guard import SettingRefused
     except ImportError as missing:
         raise UsageError(
-            f"tireless web needs the extra: pip install 'tireless[web]' ({missing})"
+            f"tireless web needs the extra: pip install 'tireless-store[web]' ({missing})"
         ) from missing
     host, _, port = args.bind.rpartition(":")
     if not host or not port.isdigit():

@@ -171,7 +171,10 @@ def parser() -> argparse.ArgumentParser:
         parents=[common(defaults=True)],
     )
     top.add_argument(
-        "--version", action="version", version=f"tireless {version('tireless')}", help=VERSION_HELP
+        "--version",
+        action="version",
+        version=f"tireless {version('tireless-store')}",
+        help=VERSION_HELP,
     )
     commands = top.add_subparsers(dest="command_name", metavar="COMMAND")
 
@@ -378,6 +381,12 @@ def parser() -> argparse.ArgumentParser:
         type=seconds,
         metavar="DURATION",
         help="a round every DURATION (e.g. 60s) until SIGINT/SIGTERM",
+    )
+    sub.add_argument(
+        "--anonymous",
+        action="store_true",
+        help="read forges whose token is not set without one (public repositories only);"
+        " without it, poll refuses to start",
     )
     poller_arguments(sub)
     sub = command("rerun", cmd_rerun, "(admin) a new job for an issue with no live job")
@@ -637,7 +646,9 @@ def parser() -> argparse.ArgumentParser:
         help="the agent to run on each job (checked before anything is claimed)",
     )
 
-    sub = command("web", cmd_web, "the dashboard, /metrics and the forge webhooks (tireless[web])")
+    sub = command(
+        "web", cmd_web, "the dashboard, /metrics and the forge webhooks (tireless-store[web])"
+    )
     sub.add_argument(
         "--bind",
         default="127.0.0.1:8080",

@@ -387,6 +387,18 @@ class BadResponse(ReadFailed):
     pages that disagree with its own count, a Link to another host, a body past the size limit."""
 
 
+NOT_FOUND_PAUSE = timedelta(minutes=10)
+"""How long a repository the forge says is not there waits before it is asked again: not a
+transient failure (a typo, or a token that cannot see it) that a short backoff would fix."""
+
+
+class NotFound(ReadFailed):
+    """404 on a repository's listing: it does not exist under that name, or the token cannot see
+    it. Asked again after NOT_FOUND_PAUSE (or the longer backoff), not every few seconds."""
+
+    retry_after = NOT_FOUND_PAUSE
+
+
 class Unavailable(ReadFailed):
     """5xx, a timeout, a connection refused or reset: retried with exponential backoff."""
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from tireless.forge.client import BadResponse, Response, TooLarge
+from tireless.forge.client import NOT_FOUND_PAUSE, BadResponse, NotFound, Response, TooLarge
 from tireless.forge.http import Http
 from tireless.forge.validate import decode_json, issue_list
 
@@ -66,6 +66,13 @@ def read_pages(
 
 
 def _take(pages: Pages, response: Response) -> None:
+    if response.status == 404:
+        raise NotFound(
+            f"{response.where}: HTTP 404: repository not found, or the token cannot see it:"
+            " check its owner and name (`tireless repos`; `tireless untrack` it and `tireless"
+            " track` the right one), or give the token read access to it; asked again in"
+            f" {NOT_FOUND_PAUSE.seconds // 60} minutes"
+        )
     if response.status != 200:
         raise BadResponse(f"{response.where}: HTTP {response.status}")
     data = decode_json(response.body, response.headers.get("content-type", ""), response.where)

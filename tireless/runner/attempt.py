@@ -29,6 +29,7 @@ import re
 import select
 import shutil
 import signal
+import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -65,6 +66,26 @@ def unstartable(command: Sequence[str]) -> str | None:
         return f"cannot start COMMAND {found!r}: no such file"
     if not os.access(found, os.X_OK):
         return f"cannot start COMMAND {found!r}: not executable by this user (uid {os.getuid()})"
+    return None
+
+
+def unstartable_by(command: Sequence[str], agent: pwd.struct_passwd) -> str | None:
+    """Why the agent user cannot start COMMAND (the program or a directory above it closed to
+    it; a script it cannot read), or None: asked of the kernel as that user, through setpriv."""
+    found = shutil.which(command[0]) if os.sep not in command[0] else command[0]
+    if found is None:
+        return None  # unstartable() says it
+    with open(found, "rb") as program:
+        script = program.read(2) == b"#!"
+    test = 'test -x "$1"' + (' && test -r "$1"' if script else "")
+    as_agent = ["setpriv", f"--reuid={agent.pw_uid}", f"--regid={agent.pw_gid}", "--init-groups"]
+    asked = subprocess.run([*as_agent, "sh", "-c", test, "sh", found], check=False)
+    if asked.returncode != 0:
+        needs = "read and execute" if script else "execute"
+        return (
+            f"cannot start COMMAND {found!r}: --agent-user {agent.pw_name} (uid {agent.pw_uid})"
+            f" cannot {needs} it, or a directory above it is closed to that user"
+        )
     return None
 
 

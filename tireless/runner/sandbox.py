@@ -172,6 +172,8 @@ class Sandbox:
     """How `tireless work` starts COMMAND: `start` a job's COMMAND, `describe` in one line."""
 
     name = ""
+    uncontained = ""
+    """What this sandbox leaves open that bwrap closes (said when `--sandbox auto` falls back)."""
 
     def describe(self) -> str:
         raise NotImplementedError
@@ -377,6 +379,9 @@ class Unshare(Sandbox):
     not PID 1 and hears SIGTERM as it would anywhere."""
 
     name = "unshare"
+    uncontained = (
+        "/ is writable, /tmp is shared, and the worker's secret files are not hidden from COMMAND"
+    )
 
     def describe(self) -> str:
         return (
@@ -436,6 +441,10 @@ class ProcessGroup(Sandbox):
     worker is COMMAND's, stopped with it and killed when its job ends."""
 
     name = "none"
+    uncontained = (
+        "no namespace: / is writable, /tmp is shared, the worker's secret files are not hidden,"
+        " and COMMAND outlives a SIGKILL of the worker"
+    )
 
     def __init__(self) -> None:
         libc = ctypes.CDLL(None, use_errno=True)

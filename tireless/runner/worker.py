@@ -29,6 +29,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from types import FrameType
 
 import psycopg
@@ -241,6 +242,13 @@ def work(conninfo: str, config: WorkConfig) -> int:
     for handler in logging.getLogger().handlers:
         handler.addFilter(MaskingFilter(masker))
     log.info("%s: containment: %s", name, config.sandbox.describe())
+    if config.publisher is None:
+        log.info(
+            "%s: without --deliver nothing is pushed: COMMAND runs in this worker's directory"
+            " (%s), not in a workspace of the issue's repository",
+            name,
+            Path.cwd(),
+        )
     psycopg.connect(with_defaults(conninfo)).close()  # unreachable: fail now, not in the pool
     # One connection listens for work, one for a stop of the running job, one renews, one claims
     # and finishes; each is checked before use, so a connection the database dropped (a restart)

@@ -315,6 +315,10 @@ class AsyncJobStore:
         """Seconds until the earliest backed-off job in the lanes is claimable; None: none waits."""
         return await self._run(calls.next_ready_in(lanes))
 
+    async def lane_problem(self, lanes: Sequence[str]) -> str | None:
+        """JobStore.lane_problem: the unknown lanes among these; None when each is known."""
+        return await self._run(calls.lane_problem(lanes))
+
     async def next_poll_in(self) -> float | None:
         """JobStore.next_poll_in: seconds until a tracked repository is due; None: there is none."""
         return await self._run(calls.next_poll_in())

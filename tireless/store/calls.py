@@ -270,6 +270,15 @@ def heartbeat(
     return Call(HEARTBEAT, params, tuple_row, _heartbeat)
 
 
+LANE_PROBLEM = "SELECT tireless.lane_problem(lanes => %(lanes)s)"
+
+
+def lane_problem(lanes: Sequence[str]) -> Call[Any, str | None]:
+    """The lanes no job, setting or kind's default names (a typo), with the lanes that have
+    jobs; None when every lane is known."""
+    return Call(LANE_PROBLEM, {"lanes": list(lanes)}, tuple_row, _value)
+
+
 WATCHDOG_DUE_IN = (
     "SELECT extract(epoch FROM tireless.watchdog_due_at(job_id => %(job_id)s) - now())::float8"
 )

@@ -318,6 +318,10 @@ class JobStore:
         """Seconds until the earliest backed-off job in the lanes is claimable; None: none waits."""
         return self._run(calls.next_ready_in(lanes))
 
+    def lane_problem(self, lanes: Sequence[str]) -> str | None:
+        """What is wrong with a worker's lanes (tireless.lane_problem): None when each is known."""
+        return self._run(calls.lane_problem(lanes))
+
     def next_poll_in(self) -> float | None:
         """Seconds until a tracked repository of a registered forge is due for a poll (negative:
         one is due now); None when there is none."""
