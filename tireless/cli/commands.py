@@ -54,7 +54,7 @@ from tireless.forge.poll import READ_DEADLINE_FACTOR, Report, client_factory, po
 from tireless.git import Identity
 from tireless.migrate import migrate
 from tireless.models import Job, JobState, RepoStatus
-from tireless.store import JobStore, calls, reads
+from tireless.store import JobStore, calls, forge_calls, reads
 from tireless.store.calls import JOB_ROW, issues_json
 from tireless.store.reads import fetch, replication_warning, status_rows
 
@@ -313,7 +313,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         checkpoint = next(
             iter(fetch(conn, reads.JOB_CHECKPOINT, {"job_id": args.job}, dict_row)), None
         )
-        asks = fetch(conn, calls.JOB_ASKS, {"job_id": args.job}, dict_row)
+        asks = fetch(conn, forge_calls.JOB_ASKS, {"job_id": args.job}, dict_row)
         network = fetch(conn, calls.JOB_NETWORK, {"job_id": args.job}, dict_row)
     if delivery is not None:
         delivery.pop("job_id")
@@ -379,11 +379,11 @@ def forge_check(args: argparse.Namespace, conn: psycopg.Connection[Any]) -> int:
         tracked = [(r.owner, r.repo) for r in store.tracked_repos() if r.forge == forge.name]
         repos = tracked[:MAX_REPOS]
     where = {"kind": forge.kind, "base_url": forge.base_url}
-    ((web_root,),) = fetch(conn, calls.FORGE_WEB_ROOT, where, tuple_row)
+    ((web_root,),) = fetch(conn, forge_calls.FORGE_WEB_ROOT, where, tuple_row)
     targets = []
     for owner, repo in repos:
         place = {**where, "owner": owner, "repo": repo}
-        ((clone_url,),) = fetch(conn, calls.FORGE_CLONE_URL, place, tuple_row)
+        ((clone_url,),) = fetch(conn, forge_calls.FORGE_CLONE_URL, place, tuple_row)
         targets.append(Target(owner, repo, clone_url))
     findings = check_forge(
         forge, web_root, targets, write=args.write, deliver=args.deliver, timeout=args.timeout

@@ -47,7 +47,7 @@ from tireless.models import (
     RepoToPoll,
     WriteKind,
 )
-from tireless.store import calls
+from tireless.store import calls, forge_calls
 from tireless.store.calls import (
     DEFAULT_LEASE,
     DEFAULT_POLL_LEASE,
@@ -321,30 +321,30 @@ class AsyncJobStore:
 
     async def next_poll_in(self) -> float | None:
         """JobStore.next_poll_in: seconds until a tracked repository is due; None: there is none."""
-        return await self._run(calls.next_poll_in())
+        return await self._run(forge_calls.next_poll_in())
 
     # Forges and polling
     async def add_forge(self, name: str, kind: ForgeKind | str, base_url: str) -> bool:
-        return await self._run(calls.add_forge(name, kind, base_url))
+        return await self._run(forge_calls.add_forge(name, kind, base_url))
 
     async def remove_forge(self, name: str) -> bool:
-        return await self._run(calls.remove_forge(name))
+        return await self._run(forge_calls.remove_forge(name))
 
     async def forges(self) -> list[Forge]:
-        return await self._run(calls.forges())
+        return await self._run(forge_calls.forges())
 
     async def check_forge(self, name: str) -> None:
         """TL008 (UnknownRepository) unless the forge is registered."""
-        return await self._run(calls.check_forge(name))
+        return await self._run(forge_calls.check_forge(name))
 
     async def retry_forge(self, name: str) -> int:
         """(admin) Clear the forge's stop and make its repositories due now; how many they are."""
-        return await self._run(calls.retry_forge(name))
+        return await self._run(forge_calls.retry_forge(name))
 
     async def claim_repos_to_poll(
         self, poller: str, lease: timedelta = DEFAULT_POLL_LEASE, max_repos: int = 100
     ) -> list[RepoToPoll]:
-        return await self._run(calls.claim_repos_to_poll(poller, lease, max_repos))
+        return await self._run(forge_calls.claim_repos_to_poll(poller, lease, max_repos))
 
     async def record_poll(
         self,
@@ -362,7 +362,7 @@ class AsyncJobStore:
     ) -> PollOutcome:
         """`odd`: the issues the poller read but could not take as issues (number, why): kept
         in tireless.issue_skip beside those the store itself leaves out, the rest recorded."""
-        call = calls.record_poll(
+        call = forge_calls.record_poll(
             forge, owner, repo, poller, issues, cursor, etag, full_listing, deleted, next_poll_in,
             odd,
         )  # fmt: skip
@@ -377,11 +377,11 @@ class AsyncJobStore:
         error: str,
         retry_after: timedelta | None = None,
     ) -> datetime:
-        call = calls.record_poll_failure(forge, owner, repo, poller, error, retry_after)
+        call = forge_calls.record_poll_failure(forge, owner, repo, poller, error, retry_after)
         return await self._run(call)
 
     async def renew_poll_leases(self, poller: str, lease: timedelta) -> int:
-        return await self._run(calls.renew_poll_leases(poller, lease))
+        return await self._run(forge_calls.renew_poll_leases(poller, lease))
 
     async def record_poll_notice(
         self,
@@ -393,33 +393,37 @@ class AsyncJobStore:
         warning: str | None,
     ) -> None:
         return await self._run(
-            calls.record_poll_notice(forge, owner, repo, poller, moved_to, warning)
+            forge_calls.record_poll_notice(forge, owner, repo, poller, moved_to, warning)
         )
 
     async def record_issue_moved(
         self, forge: str, owner: str, repo: str, poller: str, number: int, note: str
     ) -> int:
-        return await self._run(calls.record_issue_moved(forge, owner, repo, poller, number, note))
+        return await self._run(
+            forge_calls.record_issue_moved(forge, owner, repo, poller, number, note)
+        )
 
     async def record_issue_gone(
         self, forge: str, owner: str, repo: str, poller: str, number: int, note: str
     ) -> int:
-        return await self._run(calls.record_issue_gone(forge, owner, repo, poller, number, note))
+        return await self._run(
+            forge_calls.record_issue_gone(forge, owner, repo, poller, number, note)
+        )
 
     async def record_repo_archived(
         self, forge: str, owner: str, repo: str, poller: str
     ) -> datetime:
-        return await self._run(calls.record_repo_archived(forge, owner, repo, poller))
+        return await self._run(forge_calls.record_repo_archived(forge, owner, repo, poller))
 
     async def record_forge_trouble(
         self, name: str, error: str | None, until: datetime | None
     ) -> None:
-        return await self._run(calls.record_forge_trouble(name, error, until))
+        return await self._run(forge_calls.record_forge_trouble(name, error, until))
 
     async def mirror_writes(
         self, forge: str, owner: str, repo: str, poller: str, max_writes: int = 100
     ) -> list[MirrorWrite]:
-        return await self._run(calls.mirror_writes(forge, owner, repo, poller, max_writes))
+        return await self._run(forge_calls.mirror_writes(forge, owner, repo, poller, max_writes))
 
     async def record_mirror_write(
         self,
@@ -430,13 +434,13 @@ class AsyncJobStore:
         write: MirrorWrite,
         issue: DiscoveredIssue | Mapping[str, Any] | None = None,
     ) -> bool:
-        call = calls.record_mirror_write(forge, owner, repo, poller, write, issue)
+        call = forge_calls.record_mirror_write(forge, owner, repo, poller, write, issue)
         return await self._run(call)
 
     async def record_mirror_failure(
         self, forge: str, owner: str, repo: str, poller: str, write: MirrorWrite, error: str
     ) -> datetime:
-        call = calls.record_mirror_failure(forge, owner, repo, poller, write, error)
+        call = forge_calls.record_mirror_failure(forge, owner, repo, poller, write, error)
         return await self._run(call)
 
     async def forge_writes_due(
@@ -451,7 +455,7 @@ class AsyncJobStore:
     ) -> list[ForgeWrite]:
         """The outbox's writes of `kinds` due now (or at `now`), in the order of `kinds`."""
         return await self._run(
-            calls.forge_writes_due(forge, owner, repo, poller, kinds, max_writes, now)
+            forge_calls.forge_writes_due(forge, owner, repo, poller, kinds, max_writes, now)
         )
 
     async def record_forge_write(
@@ -467,17 +471,17 @@ class AsyncJobStore:
         """The forge's answer to write `write_id`: it landed (`result`, as its kind needs; None
         back), or it failed (`error`; when it is tried again)."""
         return await self._run(
-            calls.record_forge_write(forge, owner, repo, poller, write_id, error, result)
+            forge_calls.record_forge_write(forge, owner, repo, poller, write_id, error, result)
         )
 
     async def set_mirror_comments(self, enabled: bool) -> bool:
-        return await self._run(calls.set_mirror_comments(enabled))
+        return await self._run(forge_calls.set_mirror_comments(enabled))
 
     async def poll_soon(self, forge: str, owner: str, repo: str) -> bool:
-        return await self._run(calls.poll_soon(forge, owner, repo))
+        return await self._run(forge_calls.poll_soon(forge, owner, repo))
 
     async def repo_status(self) -> list[RepoStatus]:
-        return await self._run(calls.repo_status())
+        return await self._run(forge_calls.repo_status())
 
     # Routing, answered by the database's one implementation
     async def job_kind_for(self, labels: Sequence[str]) -> JobKind | None:
@@ -562,13 +566,15 @@ class AsyncJobStore:
     ) -> RepoRevisions:
         """(admin) The tracked repository's revision policy: whether failed checks ask for a
         revision, and how many an issue gets; a None leaves its setting as it is."""
-        call = calls.set_repo_revisions(forge, owner, repo, revise_on_failed_checks, max_revisions)
+        call = forge_calls.set_repo_revisions(
+            forge, owner, repo, revise_on_failed_checks, max_revisions
+        )
         return await self._run(call)
 
     async def conversation_to_read(
         self, forge: str, owner: str, repo: str, poller: str
     ) -> ConversationToRead:
-        return await self._run(calls.conversation_to_read(forge, owner, repo, poller))
+        return await self._run(forge_calls.conversation_to_read(forge, owner, repo, poller))
 
     async def record_conversation(
         self,
@@ -583,14 +589,14 @@ class AsyncJobStore:
         pulls: Sequence[Mapping[str, Any]] = (),
     ) -> ConversationOutcome:
         """What the poller read of the repository's conversation (tireless.record_conversation)."""
-        call = calls.record_conversation(
+        call = forge_calls.record_conversation(
             forge, owner, repo, poller, login, asks, comments_cursor, comments_etag, pulls
         )
         return await self._run(call)
 
     async def job_asks(self, job_id: int) -> list[JobAsk]:
         """The reviews, commands and failed checks the job answers, oldest first."""
-        return await self._run(calls.job_asks(job_id))
+        return await self._run(forge_calls.job_asks(job_id))
 
     async def job_network(self, job_id: int) -> list[JobNetwork]:
         """What each attempt of the job reached and was refused, by attempt."""

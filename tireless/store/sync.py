@@ -47,7 +47,7 @@ from tireless.models import (
     RepoToPoll,
     WriteKind,
 )
-from tireless.store import calls
+from tireless.store import calls, forge_calls
 from tireless.store.calls import (
     DEFAULT_LEASE,
     DEFAULT_POLL_LEASE,
@@ -325,30 +325,30 @@ class JobStore:
     def next_poll_in(self) -> float | None:
         """Seconds until a tracked repository of a registered forge is due for a poll (negative:
         one is due now); None when there is none."""
-        return self._run(calls.next_poll_in())
+        return self._run(forge_calls.next_poll_in())
 
     # Forges and polling
     def add_forge(self, name: str, kind: ForgeKind | str, base_url: str) -> bool:
-        return self._run(calls.add_forge(name, kind, base_url))
+        return self._run(forge_calls.add_forge(name, kind, base_url))
 
     def remove_forge(self, name: str) -> bool:
-        return self._run(calls.remove_forge(name))
+        return self._run(forge_calls.remove_forge(name))
 
     def forges(self) -> list[Forge]:
-        return self._run(calls.forges())
+        return self._run(forge_calls.forges())
 
     def check_forge(self, name: str) -> None:
         """TL008 (UnknownRepository) unless the forge is registered."""
-        return self._run(calls.check_forge(name))
+        return self._run(forge_calls.check_forge(name))
 
     def retry_forge(self, name: str) -> int:
         """(admin) Clear the forge's stop and make its repositories due now; how many they are."""
-        return self._run(calls.retry_forge(name))
+        return self._run(forge_calls.retry_forge(name))
 
     def claim_repos_to_poll(
         self, poller: str, lease: timedelta = DEFAULT_POLL_LEASE, max_repos: int = 100
     ) -> list[RepoToPoll]:
-        return self._run(calls.claim_repos_to_poll(poller, lease, max_repos))
+        return self._run(forge_calls.claim_repos_to_poll(poller, lease, max_repos))
 
     def record_poll(
         self,
@@ -366,7 +366,7 @@ class JobStore:
     ) -> PollOutcome:
         """`odd`: the issues the poller read but could not take as issues (number, why): kept
         in tireless.issue_skip beside those the store itself leaves out, the rest recorded."""
-        call = calls.record_poll(
+        call = forge_calls.record_poll(
             forge, owner, repo, poller, issues, cursor, etag, full_listing, deleted, next_poll_in,
             odd,
         )  # fmt: skip
@@ -381,11 +381,11 @@ class JobStore:
         error: str,
         retry_after: timedelta | None = None,
     ) -> datetime:
-        call = calls.record_poll_failure(forge, owner, repo, poller, error, retry_after)
+        call = forge_calls.record_poll_failure(forge, owner, repo, poller, error, retry_after)
         return self._run(call)
 
     def renew_poll_leases(self, poller: str, lease: timedelta) -> int:
-        return self._run(calls.renew_poll_leases(poller, lease))
+        return self._run(forge_calls.renew_poll_leases(poller, lease))
 
     def record_poll_notice(
         self,
@@ -396,32 +396,34 @@ class JobStore:
         moved_to: str | None,
         warning: str | None,
     ) -> None:
-        return self._run(calls.record_poll_notice(forge, owner, repo, poller, moved_to, warning))
+        return self._run(
+            forge_calls.record_poll_notice(forge, owner, repo, poller, moved_to, warning)
+        )
 
     def record_issue_moved(
         self, forge: str, owner: str, repo: str, poller: str, number: int, note: str
     ) -> int:
-        return self._run(calls.record_issue_moved(forge, owner, repo, poller, number, note))
+        return self._run(forge_calls.record_issue_moved(forge, owner, repo, poller, number, note))
 
     def record_issue_gone(
         self, forge: str, owner: str, repo: str, poller: str, number: int, note: str
     ) -> int:
         """The forge says the issue is gone (deleted, or moved: `note` says how): its live jobs
         end and the mirror writes to it no more. Returns how many jobs it ended."""
-        return self._run(calls.record_issue_gone(forge, owner, repo, poller, number, note))
+        return self._run(forge_calls.record_issue_gone(forge, owner, repo, poller, number, note))
 
     def record_repo_archived(self, forge: str, owner: str, repo: str, poller: str) -> datetime:
         """The forge refused a write because the repository is archived: no mirror write to it
         for a day. Returns when one is tried again."""
-        return self._run(calls.record_repo_archived(forge, owner, repo, poller))
+        return self._run(forge_calls.record_repo_archived(forge, owner, repo, poller))
 
     def record_forge_trouble(self, name: str, error: str | None, until: datetime | None) -> None:
-        return self._run(calls.record_forge_trouble(name, error, until))
+        return self._run(forge_calls.record_forge_trouble(name, error, until))
 
     def mirror_writes(
         self, forge: str, owner: str, repo: str, poller: str, max_writes: int = 100
     ) -> list[MirrorWrite]:
-        return self._run(calls.mirror_writes(forge, owner, repo, poller, max_writes))
+        return self._run(forge_calls.mirror_writes(forge, owner, repo, poller, max_writes))
 
     def record_mirror_write(
         self,
@@ -432,13 +434,13 @@ class JobStore:
         write: MirrorWrite,
         issue: DiscoveredIssue | Mapping[str, Any] | None = None,
     ) -> bool:
-        call = calls.record_mirror_write(forge, owner, repo, poller, write, issue)
+        call = forge_calls.record_mirror_write(forge, owner, repo, poller, write, issue)
         return self._run(call)
 
     def record_mirror_failure(
         self, forge: str, owner: str, repo: str, poller: str, write: MirrorWrite, error: str
     ) -> datetime:
-        call = calls.record_mirror_failure(forge, owner, repo, poller, write, error)
+        call = forge_calls.record_mirror_failure(forge, owner, repo, poller, write, error)
         return self._run(call)
 
     def forge_writes_due(
@@ -452,7 +454,9 @@ class JobStore:
         now: datetime | None = None,
     ) -> list[ForgeWrite]:
         """The outbox's writes of `kinds` due now (or at `now`), in the order of `kinds`."""
-        return self._run(calls.forge_writes_due(forge, owner, repo, poller, kinds, max_writes, now))
+        return self._run(
+            forge_calls.forge_writes_due(forge, owner, repo, poller, kinds, max_writes, now)
+        )
 
     def record_forge_write(
         self,
@@ -467,17 +471,17 @@ class JobStore:
         """The forge's answer to write `write_id`: it landed (`result`, as its kind needs; None
         back), or it failed (`error`; when it is tried again)."""
         return self._run(
-            calls.record_forge_write(forge, owner, repo, poller, write_id, error, result)
+            forge_calls.record_forge_write(forge, owner, repo, poller, write_id, error, result)
         )
 
     def set_mirror_comments(self, enabled: bool) -> bool:
-        return self._run(calls.set_mirror_comments(enabled))
+        return self._run(forge_calls.set_mirror_comments(enabled))
 
     def poll_soon(self, forge: str, owner: str, repo: str) -> bool:
-        return self._run(calls.poll_soon(forge, owner, repo))
+        return self._run(forge_calls.poll_soon(forge, owner, repo))
 
     def repo_status(self) -> list[RepoStatus]:
-        return self._run(calls.repo_status())
+        return self._run(forge_calls.repo_status())
 
     # Routing, answered by the database's one implementation
     def job_kind_for(self, labels: Sequence[str]) -> JobKind | None:
@@ -562,13 +566,15 @@ class JobStore:
     ) -> RepoRevisions:
         """(admin) The tracked repository's revision policy: whether failed checks ask for a
         revision, and how many an issue gets; a None leaves its setting as it is."""
-        call = calls.set_repo_revisions(forge, owner, repo, revise_on_failed_checks, max_revisions)
+        call = forge_calls.set_repo_revisions(
+            forge, owner, repo, revise_on_failed_checks, max_revisions
+        )
         return self._run(call)
 
     def conversation_to_read(
         self, forge: str, owner: str, repo: str, poller: str
     ) -> ConversationToRead:
-        return self._run(calls.conversation_to_read(forge, owner, repo, poller))
+        return self._run(forge_calls.conversation_to_read(forge, owner, repo, poller))
 
     def record_conversation(
         self,
@@ -583,14 +589,14 @@ class JobStore:
         pulls: Sequence[Mapping[str, Any]] = (),
     ) -> ConversationOutcome:
         """What the poller read of the repository's conversation (tireless.record_conversation)."""
-        call = calls.record_conversation(
+        call = forge_calls.record_conversation(
             forge, owner, repo, poller, login, asks, comments_cursor, comments_etag, pulls
         )
         return self._run(call)
 
     def job_asks(self, job_id: int) -> list[JobAsk]:
         """The reviews, commands and failed checks the job answers, oldest first."""
-        return self._run(calls.job_asks(job_id))
+        return self._run(forge_calls.job_asks(job_id))
 
     def job_network(self, job_id: int) -> list[JobNetwork]:
         """What each attempt of the job reached and was refused, by attempt."""

@@ -15,7 +15,7 @@ from starlette.responses import RedirectResponse, Response
 
 from tireless.errors import TirelessError, translated_errors
 from tireless.models import JobKind, JobState
-from tireless.store import calls, reads
+from tireless.store import calls, forge_calls, reads
 from tireless.web import chart, flash
 from tireless.web.dashboard import dashboard_of
 
@@ -73,7 +73,7 @@ async def who(request: Request) -> dict[str, Any]:
 async def issue_links(request: Request) -> dict[str, tuple[str, str]]:
     """forge name -> (kind, base_url) from the registry; empty when this role may not read it."""
     try:
-        rows = await dashboard_of(request).rows(calls.FORGES)
+        rows = await dashboard_of(request).rows(forge_calls.FORGES)
     except TirelessError:
         return {}
     return {row["name"]: (row["kind"], row["base_url"]) for row in rows}
@@ -274,7 +274,7 @@ async def job(request: Request) -> Response:
             "checkpoint": next(
                 iter(await board.rows(reads.JOB_CHECKPOINT, {"job_id": job_id})), None
             ),
-            "asks": await board.rows(calls.JOB_ASKS, {"job_id": job_id}),
+            "asks": await board.rows(forge_calls.JOB_ASKS, {"job_id": job_id}),
             "network": await board.rows(calls.JOB_NETWORK, {"job_id": job_id}),
             "parent": parent,
             "children": [
@@ -354,7 +354,7 @@ async def forge_action(request: Request) -> Response:
     form = await action_form(request)
     back = back_to(form, "/")
     params = {"name": request.path_params["forge"]}
-    return await run_action(request, calls.RETRY_FORGE, params, lambda _: back)
+    return await run_action(request, forge_calls.RETRY_FORGE, params, lambda _: back)
 
 
 async def job_action(request: Request) -> Response:
