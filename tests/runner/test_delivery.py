@@ -317,3 +317,37 @@ def test_a_delivering_worker_delivers_each_job_and_claims_the_next_in_one_transa
         "(SELECT calls FROM pg_stat_user_functions"
         "  WHERE schemaname = 'tireless' AND funcname = 'deliver_and_claim') = 1",
     )
+
+
+def test_the_pull_request_follows_the_push_at_once_while_poll_every_waits(
+    setup: Setup, tmp_path: Path
+) -> None:
+    """`poll --every 10m` would not read the repository again for ten minutes; the delivery makes
+    it due and wakes the poller (NOTIFY tireless_poll), so the pull request opens at once."""
+    number = asked(setup)
+    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"} | {
+        token_variable(FORGE): TOKEN
+    }
+    command = [
+        sys.executable,
+        "-m",
+        "tireless",
+        "--database",
+        setup.db.url,
+        "poll",
+        "--every",
+        "10m",
+    ]
+    read = "SELECT count(*) FROM tireless.repo_poll WHERE last_success_at > now() - interval '1 minute'"
+    rounds = "SELECT last_success_at FROM tireless.repo_poll"
+    with subprocess.Popen(command, env=env, stderr=subprocess.DEVNULL) as poller:
+        try:
+            wait_until(lambda: setup.db.scalar(read) == 1, "the poller's first round")
+            first = setup.db.scalar(rounds)
+            work(setup, tmp_path, "echo blue > paint.txt")
+            wait_until(lambda: setup.forge.pulls_of(OWNER, REPO), "the pull request", timeout=20)
+            assert setup.db.scalar(rounds) > first, "a round of its own, not the first one's"
+        finally:
+            poller.kill()
+    (pull,) = setup.forge.pulls_of(OWNER, REPO)
+    assert pull.head == f"tireless/{number}"
