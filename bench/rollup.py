@@ -60,7 +60,9 @@ def main() -> None:
                 counted = conn.execute("SELECT tireless.roll_up_history()").fetchone()
                 times.append(time.perf_counter() - started)
                 assert counted == (JOBS_PER_ROUND,), counted
-            top = conn.execute("SELECT counted_to = tireless.history_top() FROM tireless.history_rollup")
+            top = conn.execute(
+                "SELECT counted_to = tireless.history_top() FROM tireless.history_rollup"
+            )
             assert top.fetchone() == (True,), "the roll-up kept up"
     print(
         f"roll_up_history per 1,000 events over {base:,} rolled up: median"

@@ -52,12 +52,13 @@ def assert_exact(read: Database, truth: Database) -> None:
     finished = counts(truth, FINISHED_JOBS)
     assert finished, "the load finished no job"
     assert counts(read, "SELECT lane, outcome, jobs FROM tireless.finished_jobs") == finished
-    assert (
-        counts(read, "SELECT hour, lane, outcome, jobs FROM tireless.finished_jobs_by_hour")
-        == counts(truth, FINISHED_BY_HOUR)
-    )
+    assert counts(
+        read, "SELECT hour, lane, outcome, jobs FROM tireless.finished_jobs_by_hour"
+    ) == counts(truth, FINISHED_BY_HOUR)
     failed = sum(n for (_, state), n in finished.items() if state == "failed")
-    assert read.scalar("SELECT coalesce(sum(jobs), 0) FROM tireless.failure_groups('1 day')") == failed
+    assert (
+        read.scalar("SELECT coalesce(sum(jobs), 0) FROM tireless.failure_groups('1 day')") == failed
+    )
     chart = counts(
         read,
         "SELECT lane, o.outcome, sum(o.jobs) FROM tireless.queue_activity('1 day') a"
@@ -87,7 +88,10 @@ def test_counts_are_exact_after_load_on_the_primary_and_the_standby(
     primary.scalar(NO_BACKOFF)
     out = new_queue()
     stop = SPAWN.Event()
-    chores = [start(sweeper, primary.conninfo, stop, out), start(roller, primary.conninfo, stop, out)]
+    chores = [
+        start(sweeper, primary.conninfo, stop, out),
+        start(roller, primary.conninfo, stop, out),
+    ]
     runners = [
         start(runner, primary.conninfo, f"load-{i}", ["cc"], OPERATIONS, i, LEASE_SECONDS, out)
         for i in range(RUNNERS)
@@ -98,7 +102,9 @@ def test_counts_are_exact_after_load_on_the_primary_and_the_standby(
         stop.set()
     chore = tallies(out, chores, timeout=30)
     all_exit_0([*runners, *chores])
-    assert work["transitions"] and chore["rollups"] > 1 and chore["sweeps"] > 1
+    assert work["transitions"]
+    assert chore["rollups"] > 1
+    assert chore["sweeps"] > 1
     assert_exact(primary, primary)  # the reads add what the last roll-up left
     with JobStore(primary.conninfo) as store:
         store.expire_stale_claims()
