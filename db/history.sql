@@ -87,7 +87,7 @@ AS $$
 DECLARE
     state     tireless.history_rollup;
     newest    bigint;
-    horizon   xid8;
+    mine      xid8;
     oldest    xid8;
     target    bigint;
     counted   bigint;
@@ -98,8 +98,7 @@ BEGIN
         RETURN 0;
     END IF;
     -- One rollup at a time; a second caller leaves it to the first. A table lock, not a row lock:
-    -- it takes no transaction id, so the horizons below are not held back by this transaction
-    -- itself. EXCLUSIVE conflicts with itself, not with the ACCESS SHARE of a reader (the most a
+    -- it takes no transaction id, so the one taken below is drawn after newest is read. EXCLUSIVE conflicts with itself, not with the ACCESS SHARE of a reader (the most a
     -- login other than the owner may take on the table), so no one else can hold it.
     BEGIN
         LOCK TABLE tireless.history_rollup IN EXCLUSIVE MODE NOWAIT;
@@ -107,12 +106,21 @@ BEGIN
         RETURN 0;
     END;
     SELECT r.* INTO state FROM tireless.history_rollup r;
-    -- Each statement takes a new snapshot: every event id up to newest was drawn by a transaction
-    -- that already had its transaction id, so one older than horizon.
+    -- A caller's transaction that already has its transaction id may be older than a transaction
+    -- that drew an event id below newest: its id proves nothing, so it counts nothing.
+    IF pg_catalog.pg_current_xact_id_if_assigned() IS NOT NULL THEN
+        RETURN 0;
+    END IF;
+    -- Every event id up to newest was drawn by a transaction that already had its transaction id
+    -- (the event is written after its job's row), so by one older than the id this transaction
+    -- takes next (mine). Not the snapshot's xmax: a transaction whose id is at or past xmax (none
+    -- newer has ended yet) is running but in no snapshot's xmin, and its event would be skipped.
     SELECT CASE WHEN s.is_called THEN s.last_value ELSE 0 END INTO newest FROM tireless.job_event_id_seq s;
-    horizon := pg_catalog.pg_snapshot_xmax(pg_catalog.pg_current_snapshot());
+    mine := pg_catalog.pg_current_xact_id();
+    -- A new statement, a new snapshot: its xmin counts this transaction's own id, so it equals mine
+    -- exactly when every transaction older than mine has ended.
     oldest := pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot());
-    IF oldest >= horizon THEN
+    IF oldest >= mine THEN
         -- Every transaction that could hold an event up to newest has ended: count them all now.
         target := newest;
         state.waiting_to := NULL;
@@ -120,13 +128,13 @@ BEGIN
     ELSIF state.waiting_to IS NOT NULL AND oldest >= state.waiting_until THEN
         target := state.waiting_to;
         state.waiting_to := newest;
-        state.waiting_until := horizon;
+        state.waiting_until := mine;
     ELSE
         -- A transaction older than the stop is still open: count nothing yet, keep the stop.
         target := state.counted_to;
         IF state.waiting_to IS NULL THEN
             state.waiting_to := newest;
-            state.waiting_until := horizon;
+            state.waiting_until := mine;
         END IF;
     END IF;
 
@@ -160,7 +168,9 @@ COMMENT ON FUNCTION tireless.roll_up_history() IS
     'Counts the finished jobs of the history written since the last call into tireless.finished_jobs and '
     'tireless.finished_jobs_by_hour, and folds the same events into the dashboard''s roll-ups (tireless.fold_history); '
     'returns how many finished jobs it added. Reads only new events; an event of a '
-    'transaction still open is counted by a later call. Returns 0 at once while another call is rolling up (it holds the '
+    'transaction still open is counted by a later call: it moves up to an event id only once every transaction older '
+    'than its own (whose id it takes after reading the newest event id) has ended. Counts nothing and returns 0 in a '
+    'transaction that already had its transaction id. Returns 0 at once while another call is rolling up (it holds the '
     'table lock of tireless.history_rollup, which only the schema''s owner can take), and does nothing and returns 0 in a '
     'read-only transaction or on a hot standby. Called by the sweeper and the poller, never by a read.';
 REVOKE ALL ON FUNCTION tireless.roll_up_history() FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;

@@ -1,5 +1,5 @@
 """Process bodies for the fault and soak tests: runners that claim, renew, release, deliver, fail
-or abandon at random, a sweeper and a poller. Each reports a Tally through a queue, so the test can
+or abandon at random, a sweeper, a roll-up of the history and a poller. Each reports a Tally through a queue, so the test can
 say how many events the history must hold. Started with the "spawn" method: nothing is shared."""
 
 from __future__ import annotations
@@ -144,6 +144,16 @@ def sweeper(conninfo: str, stop: Event, out: Queue[Tally]) -> None:
             tally["swept"] += store.expire_stale_claims()
             tally["sweeps"] += 1
             stop.wait(0.05)
+    out.put(tally)
+
+
+def roller(conninfo: str, stop: Event, out: Queue[Tally]) -> None:
+    """Rolls the history up for the dashboard, as fast as it can, until told to stop."""
+    tally: Tally = Counter()
+    with JobStore(conninfo) as store:
+        while not stop.is_set():
+            tally["rolled"] += store.roll_up_history()
+            tally["rollups"] += 1
     out.put(tally)
 
 
