@@ -10,8 +10,7 @@ from collections import Counter
 from tests.conftest import Database
 from tests.helpers import enqueue_jobs
 from tests.standby import Replicated, hot_standby  # noqa: F401 (the fixture)
-from tests.web.test_web import browser
-from tests.web.test_web_metrics import scrape
+from tests.support.web import browser, scrape
 from tests.workers import (
     NO_BACKOFF,
     SPAWN,
