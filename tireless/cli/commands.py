@@ -427,12 +427,14 @@ def cmd_poll(args: argparse.Namespace) -> int:
 
 
 def tokens_set(args: argparse.Namespace, store: JobStore) -> None:
-    """A usage error, before anything is sent, when a forge with a tracked repository has no token
-    (TIRELESS_TOKEN_<NAME> nor its _FILE), unless --anonymous reads public repositories without:
-    a forge would refuse the reads, and the poll would stop it for a while."""
+    """A usage error, before anything is sent, when a registered forge with a tracked repository
+    has no token (TIRELESS_TOKEN_<NAME> nor its _FILE), unless --anonymous reads public
+    repositories without: a forge would refuse the reads, and the poll would stop it for a while."""
     if args.anonymous:
         return
-    unset = sorted({token_variable(r.forge) for r in store.tracked_repos()} - set(os.environ))
+    registered = {forge.name for forge in store.forges()}  # the others are skipped, and said so
+    tracked = {r.forge for r in store.tracked_repos() if r.forge in registered}
+    unset = sorted({token_variable(forge) for forge in tracked} - set(os.environ))
     unset = [name for name in unset if name + "_FILE" not in os.environ]
     if unset:
         raise UsageError(
