@@ -378,6 +378,7 @@ def test_a_request_made_again_after_a_trade_the_jobs_labels_missed_keeps_its_lab
     withdraws (the new label off) and asks again (it on again). Writing the job's end, the mirror
     keeps the new request's label, and the request gets its job."""
     setup.track(REPO)
+    one_round(setup)  # the first read, of no issue: the comments cursor starts before the issue
     number = setup.forge.create_issue(OWNER, REPO, "asks", ["tireless", MODE])
     listing = (
         "/api/v1" if setup.forge.flavour == "gitea" else ""
@@ -392,7 +393,9 @@ def test_a_request_made_again_after_a_trade_the_jobs_labels_missed_keeps_its_lab
             setup.forge.set_labels(OWNER, REPO, number, ["tireless", OTHER])
 
     setup.forge.on_read(trade_after_the_listing)
-    one_round(setup)  # the listing shows MODE; the trade lands before the job is made
+    # The listing shows MODE; the trade lands at the next read (the issue's comments, newer than
+    # the cursor), before the job is made.
+    one_round(setup)
     setup.forge.on_read(None)
     assert traded.is_set()
     job = claim(setup.store)
