@@ -246,8 +246,15 @@ BEGIN
          WHERE (t.forge, t.owner, t.repo) = (result.forge, result.owner, result.repo);
         IF FOUND THEN
             -- The pull request follows the push at once: the repository is due now and the pollers
-            -- are woken at commit (poll_soon: NOTIFY tireless_poll), as a webhook does; a backoff holds.
-            PERFORM tireless.poll_soon(result.forge, result.owner, result.repo);
+            -- are woken at commit (poll_soon: NOTIFY tireless_poll), as a webhook does; a backoff
+            -- holds. Never a wait: while a poller's transaction holds the repository's row (its
+            -- round is under way), the delivery wakes nothing, and that round or the next writes it.
+            PERFORM FROM tireless.repo_poll rp
+             WHERE (rp.forge, rp.owner, rp.repo) = (result.forge, result.owner, result.repo)
+               FOR UPDATE SKIP LOCKED;
+            IF FOUND THEN
+                PERFORM tireless.poll_soon(result.forge, result.owner, result.repo);
+            END IF;
         END IF;
     END IF;
     RETURN result;
@@ -258,7 +265,8 @@ COMMENT ON FUNCTION tireless.deliver(bigint, text, text, text, text, text, uuid,
     'worker, note, token) (its refusals: TL004 unless worker, token and login hold the claim, TL003 for a finished '
     'job, TL001, TL005), then the delivery recorded (branch, head, base_branch, base, draft) and, for a tracked '
     'repository, the pull request queued for the mirror (a write of the outbox, tireless.forge_write) and the '
-    'repository made due now, the pollers woken (poll_soon), so the pull request follows the push at once. Without branch, head, base_branch and '
+    'repository made due now, the pollers woken (poll_soon), so the pull request follows the push at once (never '
+    'waiting for a poller that holds the repository: then its round writes it). Without branch, head, base_branch and '
     'base: delivered with no change (note ''no change'' unless given), no pull request. TL009 for a malformed '
     'branch or commit, a branch that is its own base, or a head that is its base; nothing changes.'
     ' Sent again with the token of a claim its holder already ended (the answer was lost: a failover, a cut connection): answered with the job as it is now, nothing changes.';
