@@ -11,6 +11,10 @@ from tests.conftest import Database
 from tests.helpers import FORGE, OWNER, REPO, claimed, issue, tracked
 from tireless import JobStore
 
+# The history's roll-up waits on every older transaction of the cluster: no database is
+# copied or dropped beside these tests (tests/conftest.py, DatabaseCopies).
+pytestmark = pytest.mark.quiet_cluster
+
 BANNER = 'agent: implement example/widgets#31 "Fix it" (lane cc, attempt 3)'
 
 

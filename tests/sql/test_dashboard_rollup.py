@@ -19,6 +19,10 @@ import pytest
 from tests.conftest import Database
 from tireless.errors import InvalidArgument, translated_errors
 
+# The history's roll-up waits on every older transaction of the cluster: no database is
+# copied or dropped beside these tests (tests/conftest.py, DatabaseCopies).
+pytestmark = pytest.mark.quiet_cluster
+
 ORIGIN = datetime(2000, 1, 1, tzinfo=UTC)
 LANES = ("cc", "oc")
 KINDS = ("implement", "plan")

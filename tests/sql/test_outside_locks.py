@@ -16,6 +16,10 @@ from tests.support.roles import Login
 from tireless import JobStore
 from tireless.errors import MalformedIssue
 
+# The history's roll-up waits on every older transaction of the cluster: no database is
+# copied or dropped beside these tests (tests/conftest.py, DatabaseCopies).
+pytestmark = pytest.mark.quiet_cluster
+
 # The advisory keys the functions took before 0019_holder_login: a repository's issues (enqueue,
 # record_poll, rerun, the mirror), a lane's sweep, and the history rollup.
 OLD_REPO_KEY = (

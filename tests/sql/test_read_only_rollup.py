@@ -6,10 +6,16 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from tests.conftest import Database
 from tests.helpers import claimed, enqueue_jobs, tireless_cli
 from tireless import JobStore
 from tireless.forge.poll import client_factory, poll_round
+
+# The history's roll-up waits on every older transaction of the cluster: no database is
+# copied or dropped beside these tests (tests/conftest.py, DatabaseCopies).
+pytestmark = pytest.mark.quiet_cluster
 
 READS = (
     "SELECT * FROM tireless.finished_jobs ORDER BY lane, outcome",

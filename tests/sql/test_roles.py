@@ -16,6 +16,10 @@ from tests.support.roles import GROUPS, Login, login_name
 from tireless import JobStore
 from tireless.errors import NotHolder, PermissionDenied
 
+# The history's roll-up waits on every older transaction of the cluster: no database is
+# copied or dropped beside these tests (tests/conftest.py, DatabaseCopies).
+pytestmark = pytest.mark.quiet_cluster
+
 # Each table the roles must not write, with a column an UPDATE would set.
 LOCKED_TABLES = {
     "job": "state",

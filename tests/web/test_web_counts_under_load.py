@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
+
 from tests.conftest import Database
 from tests.helpers import enqueue_jobs
 from tests.standby import Replicated, hot_standby  # noqa: F401 (the fixture)
@@ -24,6 +26,10 @@ from tests.workers import (
 )
 from tireless import JobStore
 from tireless.web.app import create_app
+
+# The history's roll-up waits on every older transaction of the cluster: no database is
+# copied or dropped beside these tests (tests/conftest.py, DatabaseCopies).
+pytestmark = pytest.mark.quiet_cluster
 
 RUNNERS, OPERATIONS, JOBS, LEASE_SECONDS = 6, 400, 240, 0.05
 

@@ -14,6 +14,10 @@ from tests.helpers import claimed, enqueue_jobs
 from tests.support.web import Jobs, populate, scrape, value
 from tireless import JobStore
 
+# The history's roll-up waits on every older transaction of the cluster: no database is
+# copied or dropped beside these tests (tests/conftest.py, DatabaseCopies).
+pytestmark = pytest.mark.quiet_cluster
+
 
 def figures(db: Database, query: str) -> list[tuple[Any, ...]]:
     with db.connect() as conn:

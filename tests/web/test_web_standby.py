@@ -15,6 +15,10 @@ from tests.support.web import Jobs, browser, populate, scrape, value
 from tireless import JobStore
 from tireless.web.app import create_app
 
+# The history's roll-up waits on every older transaction of the cluster: no database is
+# copied or dropped beside these tests (tests/conftest.py, DatabaseCopies).
+pytestmark = pytest.mark.quiet_cluster
+
 FINISHED = (
     "SELECT lane, state::text, count(*) FROM tireless.job"
     " WHERE state IN ('delivered', 'failed', 'cancelled') GROUP BY lane, state"
