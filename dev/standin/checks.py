@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dev.standin.github import CHECK_RUN_CONCLUSIONS, CHECK_RUN_STATUSES
+from dev.standin.github_conversation import CHECK_RUN_CONCLUSIONS, CHECK_RUN_STATUSES
 from dev.standin.records import MIRROR_LOGIN, Answer, StoredCheckRun, StoredStatus, _now, latest
 from dev.standin.reviews import ReviewRoutes
 

@@ -106,12 +106,10 @@ class ForgeApi(ConversationRoutes):
             return archived
         related = self._dependency_answer(method, path, query, body, authorized)
         if related is not None:  # issue 35's relations: dev.standin.dependencies
-            dropped = getattr(related, "drop", False)
-            answer = Answer(related.status, related.headers, related.body, drop=dropped)
-            return self._count_rate(answer, query)
+            return self._count_rate(related, query)
         said = self._conversation_answer(method, path, query, body, authorized)
         if said is not None:
-            return self._count_rate(Answer(said.status, said.headers, said.body), query)
+            return self._count_rate(said, query)
         mirror_route = self._mirror_route(path)
         if mirror_route is not None:
             return self._mirror_answer(method, mirror_route, query, body, authorized)
