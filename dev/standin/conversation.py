@@ -183,7 +183,7 @@ class ConversationRoutes(CheckRoutes):
         for an id that is no comment of the repository (Gitea: EditIssueComment, routers/api/v1/
         repo/issue_comment.go, also for one of another repository; GitHub: docs.github.com/rest/
         issues/comments#update-an-issue-comment). Who may edit, and which body it takes, is the
-        forge's to say (`api.comment_edit_refusal`)."""
+        forge's to say (`api.comment_edit`)."""
         found = self._comment(owner, repo, int(rest[2]))
         if found is None:
             return self.api.not_found()
@@ -195,11 +195,11 @@ class ConversationRoutes(CheckRoutes):
         role = self._permissions.get((owner, repo), {}).get(ACCOUNT, "admin")
         mine = str(comment.author).lower() == ACCOUNT
         text = body.get("body") if isinstance(body, dict) else None
-        refused = self.api.comment_edit_refusal(mine, role, text)
-        if refused is not None or not isinstance(text, str):
-            return refused or self.api.error(422, "Validation Failed")
+        edited = self.api.comment_edit(mine, role, text)
+        if isinstance(edited, Answer):
+            return edited
         before = comment.updated_at or comment.created_at
-        comment.body = text
+        comment.body = edited
         comment.updated_at = max(_now(), before + timedelta(seconds=1))
         return Answer(200, {}, self._comment_json(owner, repo, number, comment))
 

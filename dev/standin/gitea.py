@@ -5,6 +5,7 @@ beside the go-gitea/gitea source that shows it, and its figures and tables."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -120,7 +121,9 @@ class GiteaApi(GiteaConversation):
         """The StandinForge served (built by ForgeState, its base, before its other layers)."""
 
     # Tokens and scopes (issue 36)
-    def checked_scopes(self, scopes: Any, installation: bool) -> frozenset[str] | None:
+    def checked_scopes(
+        self, scopes: Iterable[str] | None, installation: bool
+    ) -> frozenset[str] | None:
         """The token's scopes as given, each one of Gitea's names (`all`, `read:issue`...)."""
         if installation:
             raise ValueError(

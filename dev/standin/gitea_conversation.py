@@ -63,13 +63,14 @@ class GiteaConversation:
     def reaction_json(self, made: dict[str, Any], login: str, content: str) -> dict[str, Any]:
         return made
 
-    def comment_edit_refusal(self, mine: bool, role: str, text: object) -> Answer | None:
-        """EditIssueComment (routers/api/v1/repo/issue_comment.go): the comment's author or the
-        repository's admin may edit it (`ctx.Doer.ID != comment.PosterID && !ctx.Repo.IsAdmin()`:
-        403 with no body); an empty body is stored."""
+    def comment_edit(self, mine: bool, role: str, text: object) -> str | Answer:
+        """The body an edit stores, or its refusal. EditIssueComment (routers/api/v1/repo/
+        issue_comment.go): the comment's author or the repository's admin may edit it
+        (`ctx.Doer.ID != comment.PosterID && !ctx.Repo.IsAdmin()`: 403 with no body); an empty
+        body is stored."""
         if not (mine or role in ("admin", "owner")):
             return Answer(403, {}, None)
-        return None if isinstance(text, str) else self.error(422, "Validation Failed")
+        return text if isinstance(text, str) else self.error(422, "Validation Failed")
 
     def shows_review(self, review: StoredReview) -> bool:
         """A requested review is listed, as REQUEST_REVIEW."""

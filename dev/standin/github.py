@@ -6,6 +6,7 @@ answer) that shows it, and its figures and tables."""
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
@@ -140,7 +141,9 @@ class GitHubApi(GitHubConversation):
         """The StandinForge served (built by ForgeState, its base, before its other layers)."""
 
     # Tokens and permissions (issue 36)
-    def checked_scopes(self, scopes: Any, installation: bool) -> frozenset[str] | None:
+    def checked_scopes(
+        self, scopes: Iterable[str] | None, installation: bool
+    ) -> frozenset[str] | None:
         """The token's fine-grained permissions as given (`issues:write`...), each one of
         GITHUB_PERMISSIONS; `metadata:read` comes with every one."""
         if scopes is None:

@@ -106,8 +106,9 @@ class GitHubConversation:
         ident = 7000 + sum(f"{login}{content}".encode())
         return {"id": ident, "node_id": f"REA_{ident}"} | made
 
-    def comment_edit_refusal(self, mine: bool, role: str, text: object) -> Answer | None:
-        """The comment's author or anyone with write access may edit it (docs.github.com
+    def comment_edit(self, mine: bool, role: str, text: object) -> str | Answer:
+        """The body an edit stores, or its refusal. The comment's author or anyone with write
+        access may edit it (docs.github.com
         "Managing disruptive comments": 403 "Must have admin rights to Repository." otherwise);
         an empty body is 422, as one past GITHUB_BODY_LIMIT (docs.github.com/rest/issues/
         comments#update-an-issue-comment)."""
@@ -115,7 +116,7 @@ class GitHubConversation:
             return self.error(403, "Must have admin rights to Repository.")
         if not isinstance(text, str) or not text:
             return self.error(422, "Validation Failed")
-        return self.too_long("IssueComment", text)
+        return self.too_long("IssueComment", text) or text
 
     def shows_review(self, review: StoredReview) -> bool:
         """A requested review is no review on GitHub (GITHUB_REVIEW_STATES)."""
