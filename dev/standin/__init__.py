@@ -39,8 +39,9 @@ reviews.py (reviews, permissions), checks.py (commit statuses, check runs), conv
 (comments, reactions, the dispatch of those), dependencies.py (the work graph's relations),
 rest.py (the poller's reads, token scopes and the dispatch of every API request), forge.py (the
 server, StandinForge). The shared routes branch on no flavour: each asks the forge's API object,
-`api`, for what is its own, GiteaApi in gitea.py (Gitea and Forgejo) or GitHubApi in github.py,
-where each quirk sits beside its citation.
+`api`, for what is its own, GiteaApi in gitea.py (Gitea and Forgejo) or GitHubApi in github.py
+(their parts of the conversation in gitea_conversation.py and github_conversation.py), where each
+quirk sits beside its citation.
 """
 
 from __future__ import annotations
