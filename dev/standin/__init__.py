@@ -30,20 +30,25 @@ branch protection a real pre-receive hook; and pull requests (`/repos/{o}/{r}/pu
 list, get, edit), numbered with the issues. `seed_git`, `branch_head`, `commits_of`,
 `protect_branch`, `pulls_of` let tests set the scene and read what happened.
 
-The package by concern, each layer a class built on the one before: state.py (the issues, labels,
-comments, pulls and repositories in memory, and what tests set and read), views.py (how each forge
-shows them in JSON), faults.py (the faults a test switches on, the rate limits), git_http.py (git
-over HTTP), mirror.py (labels, comments, events), pulls.py (pull requests), rest.py (the poller's
-reads, token scopes and the dispatch of every API request), forge.py (the server, StandinForge).
-Gitea's and GitHub's own figures, tables and rules, with their citations, are in gitea.py and
-github.py.
+The package by concern, each layer a class built on the one before: records.py (what it keeps,
+and the Answer of a route), state.py (the issues, labels, comments, pulls and repositories in
+memory, what tests set and read, and `token_accepted`, the one place a token is accepted),
+views.py (the JSON both forges share), faults.py (the faults a test switches on, the rate limits),
+git_http.py (git over HTTP), mirror.py (labels, comments, events), pulls.py (pull requests),
+reviews.py (reviews, permissions), checks.py (commit statuses, check runs), conversation.py
+(comments, reactions, the dispatch of those), dependencies.py (the work graph's relations),
+rest.py (the poller's reads, token scopes and the dispatch of every API request), forge.py (the
+server, StandinForge). The shared routes branch on no flavour: each asks the forge's API object,
+`api`, for what is its own, GiteaApi in gitea.py (Gitea and Forgejo) or GitHubApi in github.py
+(their parts of the conversation in gitea_conversation.py and github_conversation.py), where each
+quirk sits beside its citation.
 """
 
 from __future__ import annotations
 
 from dev.standin.faults import BODY_FAULTS, FAULTS, PRIMARY_LIMIT_FAULTS, STATUS_FAULTS
 from dev.standin.forge import StandinForge, issues_of, main, seed
-from dev.standin.state import (
+from dev.standin.records import (
     APP_LOGIN,
     MIRROR_LOGIN,
     PERSON,

@@ -9,7 +9,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
-from dev.standin.state import Answer, Fault, StoredIssue
+from dev.standin.records import Answer, Fault, StoredIssue
 from dev.standin.views import ForgeViews
 
 PRIMARY_LIMIT_FAULTS = (
@@ -123,16 +123,16 @@ class ForgeFaults(ForgeViews):
 
     def _status_fault(self, fault: Fault) -> Answer:
         if fault.name == "500":
-            return self._error(500, "Internal Server Error")
+            return self.api.error(500, "Internal Server Error")
         if fault.name == "429-seconds":
-            answer = self._error(429, "Too Many Requests")
+            answer = self.api.error(429, "Too Many Requests")
             return replace(answer, headers={"Retry-After": str(int(fault.seconds))})
         if fault.name == "429-date":
             when = datetime.now(UTC) + timedelta(seconds=fault.seconds)
-            answer = self._error(429, "Too Many Requests")
+            answer = self.api.error(429, "Too Many Requests")
             return replace(answer, headers={"Retry-After": format_datetime(when, usegmt=True)})
         if fault.name == "401":
-            return self._error(401, "Bad credentials")
+            return self.api.error(401, "Bad credentials")
         if fault.name == "secondary-limit":
             return self._secondary_limit()
         if fault.name in PRIMARY_LIMIT_FAULTS:
@@ -178,11 +178,8 @@ class ForgeFaults(ForgeViews):
         return replace(answer, body=[first, *body[1:]])
 
     def _count_rate(self, answer: Answer, query: dict[str, str]) -> Answer:
-        if self.flavour != "github":
-            return answer
-        with self._lock:
-            self.rate_remaining = max(self.rate_remaining - 1, 0)
-        return replace(answer, headers=self._rate_headers() | answer.headers)
+        """The answer as the forge's rate limit counts it (GitHub's: GitHubApi.count_rate)."""
+        return self.api.count_rate(answer)
 
     def _primary_limit(self, name: str) -> Answer:
         """GitHub's primary rate limit spent: 403 with x-ratelimit-remaining: 0 (docs.github.com/
@@ -203,7 +200,7 @@ class ForgeFaults(ForgeViews):
         del headers["x-ratelimit-reset"]
         if reset is not None:
             headers["x-ratelimit-reset"] = reset
-        answer = self._error(403, "API rate limit exceeded")
+        answer = self.api.error(403, "API rate limit exceeded")
         return replace(answer, headers=headers)
 
     def _secondary_limit(self) -> Answer:

@@ -4,7 +4,6 @@ request handler, and `python -m dev.standin` (main, seed)."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import threading
 import time
@@ -13,8 +12,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal, TypedDict, Unpack
 from urllib.parse import parse_qs, urlsplit
 
+from dev.standin.records import Flavour, StoredIssue
 from dev.standin.rest import ForgeApi
-from dev.standin.state import Flavour, StoredIssue
 
 
 class ForgeOptions(TypedDict, total=False):
@@ -82,16 +81,14 @@ def _handler(forge: StandinForge) -> type[BaseHTTPRequestHandler]:
             query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
             answer = forge.answer(parts.path, query, self.headers.get("Authorization"))
             body = answer.encoded()
-            etag = None
-            if forge.flavour == "github" and answer.status == 200:
-                etag = 'W/"' + hashlib.sha256(body).hexdigest()[:32] + '"'
-                if self.headers.get("If-None-Match") == etag:
-                    # A conditional request that matches: 304, no body, and (GitHub) no rate
-                    # limit spent.
-                    with forge._lock:
-                        forge.rate_remaining += 1
-                    self._send(304, answer.headers | {"ETag": etag}, b"", None)
-                    return
+            etag = forge.api.etag(body) if answer.status == 200 else None
+            if etag is not None and self.headers.get("If-None-Match") == etag:
+                # A conditional request that matches: 304, no body, and (GitHub) no rate
+                # limit spent.
+                with forge._lock:
+                    forge.rate_remaining += 1
+                self._send(304, answer.headers | {"ETag": etag}, b"", None)
+                return
             headers = answer.headers | ({"ETag": etag} if etag else {})
             self._send(answer.status, headers, body, answer.content_type, answer.drip)
 

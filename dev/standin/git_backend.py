@@ -33,17 +33,9 @@ IDENTITY = {
     "GIT_COMMITTER_EMAIL": "alice@example.com",
 }
 
-# The forge's words for a push to a protected branch, printed by the pre-receive hook; git shows
+# The pre-receive hook of branch protection; {refuse} is the forge's own words for the refusal
+# (GiteaApi.protected_refusal in dev.standin.gitea, GitHubApi's in dev.standin.github): git shows
 # each line prefixed `remote: ` and the ref `! [remote rejected] ... (pre-receive hook declined)`.
-# Gitea: HookPreReceive's preReceiveBranch (routers/private/hook_pre_receive.go) answers the
-# UserMsg "Not allowed to push to protected branch %s" (and "branch %s is protected from
-# deletion"); `gitea hook pre-receive` prints it as "Gitea: " + the message (fail() in
-# cmd/serv.go, called by runHookPreReceive in cmd/hook.go).
-# GitHub: "error: GH006: Protected branch update failed for refs/heads/main." then the rule that
-# refused it, "error: Changes must be made through a pull request." (as pushes show it, e.g.
-# desktop/desktop#17586, SalamLang/Salam#430). GitHub's own reason on the rejected ref reads
-# "(protected branch hook declined)"; a plain pre-receive hook can only make git say
-# "(pre-receive hook declined)", the one difference left.
 _HOOK = """#!/bin/sh
 # The stand-in forge's branch protection (dev.standin.git_backend): refuses any update of a
 # ref listed in {listed}, in the words of {flavour}.
@@ -58,15 +50,6 @@ while read -r old new ref; do
 done
 exit $refused
 """
-_REFUSE = {
-    "gitea": """        if [ "$new" = "0000000000000000000000000000000000000000" ]; then
-            echo "Gitea: branch $branch is protected from deletion" >&2
-        else
-            echo "Gitea: Not allowed to push to protected branch $branch" >&2
-        fi""",
-    "github": """        echo "error: GH006: Protected branch update failed for $ref." >&2
-        echo "error: Changes must be made through a pull request." >&2""",
-}
 
 
 @dataclass(frozen=True)
@@ -106,8 +89,11 @@ class StandinGit:
     """The bare repositories of one stand-in forge, made on first use under a temporary directory
     that `close` removes."""
 
-    def __init__(self, flavour: Flavour) -> None:
+    def __init__(self, flavour: Flavour, refuse: str) -> None:
         self.flavour: Flavour = flavour
+        self.refuse = refuse
+        """The hook's shell lines that print the forge's refusal of a protected branch's update
+        (`$ref`, `$branch`, `$new` set)."""
         self._root: Path | None = None
         self._lock = threading.RLock()
 
@@ -141,9 +127,7 @@ class StandinGit:
                 self._run(made, "config", "http.receivepack", "true")
                 hook = made / "hooks" / "pre-receive"
                 hook.write_text(
-                    _HOOK.format(
-                        listed=PROTECTED_LIST, flavour=self.flavour, refuse=_REFUSE[self.flavour]
-                    )
+                    _HOOK.format(listed=PROTECTED_LIST, flavour=self.flavour, refuse=self.refuse)
                 )
                 hook.chmod(0o755)
                 made.rename(path)

@@ -9,7 +9,7 @@ from urllib.parse import parse_qs
 
 from dev.standin.faults import ForgeFaults
 from dev.standin.git_backend import SERVICES, CgiAnswer, GitCommit
-from dev.standin.state import MIRROR_LOGIN, Request, _granted
+from dev.standin.records import MIRROR_LOGIN, Request, _granted
 
 
 class GitOverHttp(ForgeFaults):
@@ -64,22 +64,15 @@ class GitOverHttp(ForgeFaults):
     def _git_token_refusal(
         self, owner: str, repo: str, service: str, query: str
     ) -> CgiAnswer | None:
-        """A git fetch needs the token to read the repository, a push to write it. Gitea:
-        `read:repository` / `write:repository` (routers/web/repo/githttp.go httpBase ->
-        CheckRepoScopedToken, services/context/permission.go: a bare 403); GitHub: the
-        `contents` permission, a push refused with 403 and "Permission to {o}/{r}.git denied"
-        (what git shows as `remote: Permission to ... denied`)."""
+        """A git fetch needs the token to read the repository, a push to write it, in the
+        forge's scope for git (`api.git_scope`), refused in its words (`api.git_refused`)."""
         if self.scopes is None:
             return None
         pushing = service == "git-receive-pack" or "service=git-receive-pack" in query
         level = "write" if pushing else "read"
-        name = "repository" if self.flavour == "gitea" else "contents"
-        if _granted(self.scopes, name, level):
+        if _granted(self.scopes, self.api.git_scope, level):
             return None
-        if self.flavour == "gitea":
-            return CgiAnswer(403, {"Content-Type": "text/plain"}, b"Forbidden\n")
-        denied = f"Permission to {owner}/{repo}.git denied to {self.login}.\n"
-        return CgiAnswer(403, {"Content-Type": "text/plain"}, denied.encode())
+        return self.api.git_refused(owner, repo)
 
     # Git over HTTP (issue 33)
     def git_route(self, path: str) -> tuple[str, str, str] | None:
@@ -95,12 +88,8 @@ class GitOverHttp(ForgeFaults):
 
     def _git_account(self, authorization: str | None) -> str | None:
         """The account whose token a git request carries, None when refused. Both forges take
-        the token over HTTP Basic: Gitea as the password, or as the username with an empty
-        password or "x-oauth-basic" (Basic.Verify, services/auth/basic.go); GitHub as the
-        password under any username, `x-access-token` for an app's token (docs.github.com/en/
-        apps/creating-github-apps/authenticating-with-a-github-app/authenticating-as-a-github-
-        app-installation; a personal token "instead of your password", docs.github.com/en/
-        get-started/git-basics/about-remote-repositories#cloning-with-https-urls)."""
+        the token over HTTP Basic, each in its own places (`api.git_tokens`); whether it is
+        accepted is `token_accepted`'s to say."""
         user, password = "", ""
         if authorization and authorization[:6].lower() == "basic ":
             try:
@@ -110,9 +99,7 @@ class GitOverHttp(ForgeFaults):
             user, _, password = decoded.partition(":")
         if self.token is None:  # the stand-in takes any token, or none
             return user or MIRROR_LOGIN
-        if password == self.token:
-            return MIRROR_LOGIN
-        if self.flavour == "gitea" and user == self.token and password in ("", "x-oauth-basic"):
+        if any(self.token_accepted(token) for token in self.api.git_tokens(user, password)):
             return MIRROR_LOGIN
         return None
 
@@ -134,14 +121,12 @@ class GitOverHttp(ForgeFaults):
             self.git_requests.append(Request(method, path, asked, account is not None))
             known = (owner, repo) in self._repos
         if account is None:
-            # A fetch or push without the right credentials: 401 and a Basic challenge, so git
-            # asks its credential helper or GIT_ASKPASS. Gitea: `Basic realm="Gitea"` (httpBase,
-            # routers/web/repo/githttp.go); GitHub: `Basic realm="GitHub"` (what GitHub
-            # Desktop's credential helper tells a GitHub host by, desktop/desktop getEndpointKind).
-            realm = "Gitea" if self.flavour == "gitea" else "GitHub"
+            # A fetch or push without the right credentials: 401 and a Basic challenge in the
+            # forge's realm (`api.realm`), so git asks its credential helper or GIT_ASKPASS.
+            challenge = f'Basic realm="{self.api.realm}"'
             return CgiAnswer(
                 401,
-                {"WWW-Authenticate": f'Basic realm="{realm}"', "Content-Type": "text/plain"},
+                {"WWW-Authenticate": challenge, "Content-Type": "text/plain"},
                 b"Unauthorized\n",
             )
         refused = self._git_token_refusal(owner, repo, service, query)

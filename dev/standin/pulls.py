@@ -1,5 +1,5 @@
-"""Pull requests (issue 33): create, list, get and edit, numbered with the issues, each forge's
-quirks cited where they are served."""
+"""Pull requests (issue 33): create, list, get and edit, numbered with the issues; each forge's
+quirks are its API's (dev.standin.gitea, dev.standin.github), cited there."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from urllib.parse import urlencode
 
 from dev.standin.faults import BODY_FAULTS, STATUS_FAULTS
 from dev.standin.mirror import MirrorRoutes
-from dev.standin.state import Answer, StoredPull, _now
+from dev.standin.records import Answer, StoredPull, _now
 
 
 class PullRoutes(MirrorRoutes):
@@ -39,23 +39,22 @@ class PullRoutes(MirrorRoutes):
         if fault is not None and fault.name in STATUS_FAULTS:
             return self._status_fault(fault)
         if not authorized:
-            message = "token is required" if self.flavour == "gitea" else "Bad credentials"
-            return self._error(401, message)
+            return self.api.unauthorized()
         with self._lock:
             if (owner, repo) not in self._repos:
-                return self._error(404, "Not Found")
+                return self.api.error(404, "Not Found")
             if number is None and method == "GET":
                 answer = self._pull_list(owner, repo, query)
             elif number is None and method == "POST":
                 answer = self._pull_create(owner, repo, body)
             elif number is not None and (owner, repo, number) not in self._pulls:
-                answer = self._not_found()  # an issue's number is no pull request's
+                answer = self.api.not_found()  # an issue's number is no pull request's
             elif method == "GET":
                 answer = Answer(200, {}, self._pull_json(owner, repo, number or 0))
             elif method == "PATCH":
                 answer = self._pull_edit(owner, repo, number or 0, body)
             else:
-                answer = self._error(405, "Method Not Allowed")
+                answer = self.api.error(405, "Method Not Allowed")
         if fault is not None and fault.name == "applied-then-reset":
             return replace(answer, drop=True)
         if fault is not None and fault.name == "applied-then-slow":
@@ -79,10 +78,8 @@ class PullRoutes(MirrorRoutes):
             and base
             and title
         ):
-            if self.flavour == "gitea":  # binding:"Required" on head, base and title
-                return self._error(422, "[Head]: Required; [Base]: Required; [Title]: Required")
-            return self._github_invalid({"resource": "PullRequest", "code": "missing_field"})
-        too_long = self._github_too_long("PullRequest", text)
+            return self.api.missing("PullRequest", "Head", "Base", "Title")
+        too_long = self.api.too_long("PullRequest", text)
         if too_long is not None:
             return too_long
         head_owner, _, branch = head.rpartition(":")
@@ -97,70 +94,25 @@ class PullRoutes(MirrorRoutes):
             and pull.base == base
             and self._repos[(owner, repo)][n].state == "open"
         ]
-        if self.flavour == "gitea":
-            # CreatePullRequest (routers/api/v1/repo/pull.go): head == base is a 422; a head or
-            # base that is no branch (parseCompareInfo, UnstableGuessRefByShortName) a 404 with
-            # APIErrorNotFound; an open pull request with the same head and base a 409 whose
-            # message is ErrPullRequestAlreadyExists (models/issues/pull.go).
-            if head == base:
-                return self._error(
-                    422, "Invalid PullRequest: There are no changes between the head and the base"
-                )
-            if head_sha is None or base_sha is None:
-                return self._not_found()
-            if open_from_head:
-                repo_id = self._repo_id(owner, repo)
-                return self._error(
-                    409,
-                    "pull request already exists for these targets [id: "
-                    f"{5000 + open_from_head[0]}, issue_id: {open_from_head[0]}, head_repo_id:"
-                    f" {repo_id}, base_repo_id: {repo_id}, head_branch: {branch}, base_branch:"
-                    f" {base}]",
-                )
-            draft = False
-        else:
-            # GitHub (docs.github.com/en/rest/pulls/pulls#create-a-pull-request): a head that is
-            # no branch is 422 {"resource":"PullRequest","field":"head","code":"invalid"}
-            # (as seen in shepherd-tools/shepherd#51); a second open pull request from the same
-            # head to the same base is 422 code "custom", "A pull request already exists for
-            # owner:branch." (github/VisualStudio#453, vsoch/pull-request-action#86); a head with
-            # nothing the base lacks is "No commits between main and branch"
-            # (peter-evans/create-pull-request#4088).
-            if head_sha is None:
-                return self._github_invalid(
-                    {"resource": "PullRequest", "field": "head", "code": "invalid"}
-                )
-            if base_sha is None:
-                return self._github_invalid(
-                    {"resource": "PullRequest", "field": "base", "code": "invalid"}
-                )
-            if open_from_head:
-                message = f"A pull request already exists for {owner}:{branch}."
-                return self._github_invalid(
-                    {"resource": "PullRequest", "code": "custom", "message": message}
-                )
-            if self.git.is_ancestor(owner, repo, head_sha, base_sha):
-                message = f"No commits between {base} and {branch}"
-                return self._github_invalid(
-                    {"resource": "PullRequest", "code": "custom", "message": message}
-                )
-            draft = form.get("draft") is True
+        refused = self.api.pull_create_refusal(
+            owner, repo, head, base, branch, (head_sha, base_sha), open_from_head
+        )
+        if refused is not None:
+            return refused
+        draft = self.api.draft(form)
         number = self._new_pull(
             owner, repo, title, text, StoredPull(branch, base, draft, self.login)
         )
-        headers = {}
-        if self.flavour == "github":  # 201 Created with the new resource's Location
-            headers["Location"] = f"{self.url}/repos/{owner}/{repo}/pulls/{number}"
+        headers = self.api.created_headers(owner, repo, number)
         return Answer(201, headers, self._pull_json(owner, repo, number))
 
     def _pull_edit(self, owner: str, repo: str, number: int, body: Any) -> Answer:
-        """PATCH .../pulls/{n} (called under the lock): `title`, `body`, `state`. Gitea answers
-        201, not 200 (EditPullRequest, routers/api/v1/repo/pull.go: "TODO this should be 200,
-        not 201") and ignores an empty title (`if len(form.Title) > 0`); GitHub answers 200."""
+        """PATCH .../pulls/{n} (called under the lock): `title`, `body`, `state`, answered with the
+        forge's `edit_status`. An empty title is ignored (Gitea: `if len(form.Title) > 0`)."""
         form = body if isinstance(body, dict) else {}
         changes: dict[str, Any] = {}
         title, text, state = form.get("title"), form.get("body"), form.get("state")
-        too_long = self._github_too_long("PullRequest", text)
+        too_long = self.api.too_long("PullRequest", text)
         if too_long is not None:
             return too_long
         if isinstance(title, str) and title:
@@ -169,26 +121,18 @@ class PullRoutes(MirrorRoutes):
             changes["body"] = text
         if state is not None:
             if state not in ("open", "closed"):
-                if self.flavour == "gitea":
-                    return self._error(422, "[State]: invalid")
-                return self._github_invalid(
-                    {"resource": "PullRequest", "field": "state", "code": "invalid"}
-                )
+                return self.api.invalid_field("PullRequest", "state")
             changes["state"] = state
             changes["closed_at"] = _now() if state == "closed" else None
         if changes:
             self._change(owner, repo, number, self.login, **changes)
-        status = 201 if self.flavour == "gitea" else 200
-        return Answer(status, {}, self._pull_json(owner, repo, number))
+        return Answer(self.api.edit_status, {}, self._pull_json(owner, repo, number))
 
     def _pull_list(self, owner: str, repo: str, query: dict[str, str]) -> Answer:
-        """GET .../pulls (called under the lock), newest first. Gitea: `state` (open unless
-        told), paged by `page`/`limit` (clamped to MAX_RESPONSE_ITEMS) with Link and
-        X-Total-Count (ListPullRequests, routers/api/v1/repo/pull.go: SetLinkHeader,
-        SetTotalCountHeader); no head filter. GitHub: `state`, `head` as `user:ref-name` and
-        `base` filters, `per_page` up to 100, Link pages (docs.github.com/en/rest/pulls/
-        pulls#list-pull-requests). A `head` without `user:` matches nothing here: the format the
-        docs give is the one a client must send."""
+        """GET .../pulls (called under the lock), newest first: `state` (open unless told), the
+        forge's own filters (`api.pull_listed`), paged by `page` and the forge's size (clamped)
+        with Link, and Gitea's X-Total-Count (ListPullRequests, routers/api/v1/repo/pull.go:
+        SetLinkHeader, SetTotalCountHeader)."""
         state = query.get("state", "open")
         issues = self._repos[(owner, repo)]
         chosen = [
@@ -197,16 +141,10 @@ class PullRoutes(MirrorRoutes):
             if (o, r) == (owner, repo)
             and n in issues
             and (state == "all" or issues[n].state == state)
-            and (
-                self.flavour == "gitea"
-                or "head" not in query
-                or query["head"] == f"{owner}:{pull.head}"
-            )
-            and (self.flavour == "gitea" or query.get("base", pull.base) == pull.base)
+            and self.api.pull_listed(query, owner, pull)
         ]
         chosen.sort(reverse=True)
-        size_key = "limit" if self.flavour == "gitea" else "per_page"
-        asked = int(query.get(size_key, "0") or 0)
+        asked = int(query.get(self.api.size_key, "0") or 0)
         size = min(asked if asked > 0 else 30, self.max_page_size)
         page = max(int(query.get("page", "1") or 1), 1)
         last = max((len(chosen) + size - 1) // size, 1)
@@ -215,9 +153,8 @@ class PullRoutes(MirrorRoutes):
         items = [self._pull_json(owner, repo, n, heads, repo_json) for n in shown]
         headers: dict[str, str] = {}
         if page < last:
-            path = f"{self._api_prefix()}/repos/{owner}/{repo}/pulls"
+            path = f"{self.api.prefix}/repos/{owner}/{repo}/pulls"
             after = f"{self.url}{path}?" + urlencode(query | {"page": str(page + 1)})
             headers["Link"] = f'<{after}>; rel="next"'
-        if self.flavour == "gitea":
-            headers["X-Total-Count"] = str(len(chosen))
+        headers |= self.api.total_count(len(chosen))
         return Answer(200, headers, items)

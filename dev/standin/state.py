@@ -1,186 +1,36 @@
 """The stand-in forge's state: the issues, labels, comments, events, pull requests and
 repositories it holds in memory (under one lock), what tests set and read of them, the requests
-it saw, and the Answer its routes give."""
+it saw, its forge's API (`api`: dev.standin.gitea or dev.standin.github), and the one place a
+request's token is accepted (`token_accepted`)."""
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime, timedelta
+from dataclasses import replace
+from datetime import timedelta
 from http.server import ThreadingHTTPServer
 from typing import Any, Literal
 
 from dev.standin.git_backend import StandinGit
-from dev.standin.gitea import GITEA_SCOPE_CATEGORIES, GITEA_WIP_PREFIXES
-from dev.standin.github import GITHUB_PERMISSIONS
-
-Flavour = Literal["gitea", "github"]
-
-
-MIRROR_LOGIN = "tireless-bot"
-"""The account the token belongs to (GET /user): the mirror writes as it."""
-
-
-APP_LOGIN = "tireless-app[bot]"
-"""The account a GitHub App installation's token writes as: the App's slug and `[bot]`
-(docs.github.com/en/apps/creating-github-apps/about-creating-github-apps/about-creating-github-
-apps#building-a-github-app-that-acts-on-its-own-behalf; PyGithub's ReplayData shows such authors)."""
-
-
-PERSON = "alice"
-"""Who the test's own edits (create_issue, set_labels, close_issue...) are made by."""
-
-
-@dataclass
-class StoredIssue:
-    number: int
-    title: str
-    labels: list[str]
-    state: str = "open"
-    pull_request: bool = False
-    body: str = ""
-    """The issue's text: `body` in Gitea's swagger (templates/swagger/v1_json.tmpl, `Issue`) and in
-    GitHub's issue schema (REST docs, "Get an issue"), served as stored ("" when empty)."""
-    created_at: datetime = field(default_factory=lambda: _now())
-    updated_at: datetime = field(default_factory=lambda: _now())
-    closed_at: datetime | None = None
-    author: str = PERSON
-    """Who opened it (`user.login`): a person, or the mirror (POST .../issues)."""
-
-
-@dataclass
-class StoredPull:
-    """What a pull request has beyond its issue. Its number, title, body and state are those of
-    its StoredIssue (`pull_request=True`): both forges number pull requests in the issues'
-    sequence, and GitHub's and Gitea's issue endpoints answer for a pull request's number too."""
-
-    head: str
-    base: str
-    draft: bool = False
-    """GitHub's flag (POST .../pulls `draft`); a Gitea draft is a title prefix instead."""
-    author: str = MIRROR_LOGIN
-
-
-@dataclass(frozen=True)
-class PullView:
-    """A pull request as a test reads it (pulls_of)."""
-
-    number: int
-    head: str
-    base: str
-    title: str
-    body: str
-    state: str
-    draft: bool
-    author: str
-
-
-@dataclass
-class RepoLabel:
-    id: int
-    name: str
-    color: str
-    description: str = ""
-    exclusive: bool = False
-
-
-@dataclass
-class Comment:
-    id: int
-    body: str
-    created_at: datetime = field(default_factory=lambda: _now())
-    author: str = MIRROR_LOGIN
-    updated_at: datetime | None = None  # edited (edit_comment): None is created_at
-
-
-@dataclass(frozen=True)
-class Event:
-    """A change of an issue's labels or state, as both forges keep them (GitHub's issue events,
-    Gitea's timeline): `kind` labeled/unlabeled (with `label`), closed, reopened."""
-
-    id: int
-    at: datetime
-    actor: str
-    kind: str
-    label: RepoLabel | None = None
-
-
-@dataclass
-class Fault:
-    name: str
-    times: int | None  # None: until cleared
-    repo: tuple[str, str] | None
-    seconds: float
-    writes_only: bool = False
-    number: int | None = None
-
-
-@dataclass(frozen=True)
-class Request:
-    method: str
-    path: str
-    query: dict[str, str]
-    authorized: bool
-    body: Any = None
-
-
-def _now() -> datetime:
-    # Both forges store and show whole seconds.
-    return datetime.now(UTC).replace(microsecond=0)
-
-
-def _time(when: datetime | None) -> str | None:
-    return None if when is None else when.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _checked_scopes(
-    flavour: Flavour, scopes: Iterable[str] | None, installation: bool
-) -> frozenset[str] | None:
-    """The token's scopes as given, each checked against the flavour's names."""
-    if installation and flavour != "github":
-        raise ValueError("installation=True is a GitHub App's token: the flavour must be github")
-    if scopes is None:
-        return None
-    given = frozenset(scopes)
-    if flavour == "gitea":
-        known = {"all"} | {f"{lv}:{c}" for lv in ("read", "write") for c in GITEA_SCOPE_CATEGORIES}
-    else:
-        known = {f"{p}:{lv}" for lv in ("read", "write") for p in GITHUB_PERMISSIONS}
-        given |= {"metadata:read"}
-    unknown = sorted(given - known)
-    if unknown:
-        raise ValueError(f"unknown {flavour} token scope(s) {unknown}: one of {sorted(known)}")
-    return given
-
-
-def _granted(scopes: frozenset[str], name: str, level: str) -> bool:
-    """Whether the scopes allow `level` (read or write) on `name`, a Gitea category or a GitHub
-    permission: write implies read; Gitea's `all` allows everything."""
-    if "all" in scopes:
-        return True
-    wanted = ("write",) if level == "write" else ("read", "write")
-    return any(f"{lv}:{name}" in scopes or f"{name}:{lv}" in scopes for lv in wanted)
-
-
-@dataclass(frozen=True)
-class Answer:
-    status: int
-    headers: dict[str, str]
-    body: Any
-    raw: bytes | None = None
-    content_type: str = "application/json;charset=utf-8"
-    drip: float = 0.0
-    """Seconds between the body's bytes (the `drip` fault): a server or proxy trickling it."""
-    drop: bool = False  # close the connection and send nothing (the answer is lost)
-
-    def encoded(self) -> bytes:
-        if self.raw is not None:
-            return self.raw
-        # ensure_ascii: NUL and lone surrogates travel as \u escapes, as a forge's JSON writes them.
-        return json.dumps(self.body, ensure_ascii=True).encode()
+from dev.standin.gitea import GiteaApi
+from dev.standin.github import GitHubApi
+from dev.standin.records import (
+    APP_LOGIN,
+    MIRROR_LOGIN,
+    PERSON,
+    Comment,
+    Event,
+    Fault,
+    Flavour,
+    PullView,
+    RepoLabel,
+    Request,
+    StoredIssue,
+    StoredPull,
+    _now,
+)
 
 
 class ForgeState:
@@ -205,7 +55,10 @@ class ForgeState:
         installation: bool = False,
     ) -> None:
         self.flavour: Flavour = flavour
-        self.scopes = _checked_scopes(flavour, scopes, installation)
+        self.api: GiteaApi | GitHubApi = GiteaApi(self) if flavour == "gitea" else GitHubApi(self)
+        """The forge's own API: its paths, shapes, paging, errors and quirks, each beside its
+        citation (dev.standin.gitea for Gitea and Forgejo, dev.standin.github for GitHub)."""
+        self.scopes = self.api.checked_scopes(scopes, installation)
         """What the token may do: Gitea's scope names (`read:issue`, `write:repository`, `all`)
         or GitHub's fine-grained permissions (`issues:write`, `metadata:read`); None for a token
         that may do everything (a classic one). Checked by `_token_refusal`."""
@@ -228,8 +81,7 @@ class ForgeState:
         answered the page alone (routers/api/v1/repo/label.go; go-gitea/gitea#17968 added the
         count in 1.16)."""
         self.token = token
-        # Gitea: `[api] MAX_RESPONSE_ITEMS` (default 50) clamps `limit`; GitHub: `per_page` max 100.
-        self.max_page_size = max_page_size or (50 if flavour == "gitea" else 100)
+        self.max_page_size = max_page_size or self.api.max_page_size
         self.rate_limit = rate_limit
         self.rate_remaining = rate_limit
         self.rate_reset = int(time.time()) + 3600
@@ -241,7 +93,7 @@ class ForgeState:
         self._duplicate_labels: dict[tuple[str, str], list[RepoLabel]] = {}
         self._events: dict[tuple[str, str, int], list[Event]] = {}
         self._pulls: dict[tuple[str, str, int], StoredPull] = {}
-        self.git = StandinGit(flavour)
+        self.git = StandinGit(flavour, self.api.protected_refusal)
         """The bare repositories behind the clone URLs (dev.standin.git_backend)."""
         self.git_requests: list[Request] = []
         """The git requests received (kept apart from `requests`: `writes()` counts API writes)."""
@@ -266,12 +118,14 @@ class ForgeState:
         its own web root, which the stand-in's is)."""
         return f"{self.url}/{owner}/{repo}.git"
 
-    # Pull requests (issue 33), each quirk cited where it is served.
-    def _api_prefix(self) -> str:
-        return "/api/v1" if self.flavour == "gitea" else ""
+    def _new_id(self) -> int:
+        """The next id (called under the lock): ids never repeat, across kinds."""
+        self._next_id += 1
+        return self._next_id - 1
 
     def _rate_headers(self) -> dict[str, str]:
-        # GitHub sends these on every response; x-ratelimit-reset is in epoch seconds.
+        # GitHub sends these on every response; x-ratelimit-reset is in epoch seconds. The
+        # stand-in's rate-limit faults send them on either forge.
         return {
             "x-ratelimit-limit": str(self.rate_limit),
             "x-ratelimit-remaining": str(self.rate_remaining),
@@ -279,16 +133,6 @@ class ForgeState:
             "x-ratelimit-used": str(self.rate_limit - self.rate_remaining),
             "x-ratelimit-resource": "core",
         }
-
-    def _is_draft(self, title: str, pull: StoredPull) -> bool:
-        """GitHub: the pull request's own flag. Gitea has none: a pull request is a draft (work
-        in progress) when its title starts with one of `[repository.pull-request]
-        WORK_IN_PROGRESS_PREFIXES`, "WIP:" and "[WIP]" by default (modules/setting/
-        repository.go), compared case-insensitively (HasWorkInProgressPrefix, models/issues/
-        pull.go); newer versions serve that as `draft` (services/convert/pull.go)."""
-        if self.flavour == "github":
-            return pull.draft
-        return title.upper().startswith(GITEA_WIP_PREFIXES)
 
     def _new_pull(self, owner: str, repo: str, title: str, body: str, pull: StoredPull) -> int:
         """Stores a pull request under the next issue number (called under the lock)."""
@@ -519,8 +363,7 @@ class ForgeState:
             return [r for r in self.requests if r.path == path]
 
     def _issues_path(self, owner: str, repo: str) -> str:
-        prefix = "/api/v1" if self.flavour == "gitea" else ""
-        return f"{prefix}/repos/{owner}/{repo}/issues"
+        return f"{self.api.prefix}/repos/{owner}/{repo}/issues"
 
     # The poller's quirks (issue 21): renamed repositories, transferred issues, ROOT_URL links,
     # GitHub's secondary rate limit, huge bodies. Kept together so a reader can check each one
@@ -535,7 +378,7 @@ class ForgeState:
     def archive_repo(self, owner: str, repo: str, archived: bool = True) -> None:
         """Gitea: the repository is archived (or, `archived` False, no longer): its reads answer
         as before, the writes `mustNotBeArchived` guards answer 423 (`_archived_answer`)."""
-        if self.flavour != "gitea":
+        if not self.api.locks_archived:
             raise ValueError(f"archive_repo is Gitea's 423, not of flavour {self.flavour!r}")
         with self._lock:
             if (owner, repo) not in self._repos:
@@ -616,7 +459,7 @@ class ForgeState:
                     issues[n].title,
                     issues[n].body,
                     issues[n].state,
-                    self._is_draft(issues[n].title, pull),
+                    self.api.is_draft(issues[n].title, pull),
                     pull.author,
                 )
                 for (o, r, n), pull in sorted(self._pulls.items())
@@ -625,26 +468,11 @@ class ForgeState:
 
     def pull_creates(self, owner: str, repo: str) -> list[Request]:
         """The POST .../pulls requests received for the repository (answered or not)."""
-        path = f"{self._api_prefix()}/repos/{owner}/{repo}/pulls"
+        path = f"{self.api.prefix}/repos/{owner}/{repo}/pulls"
         return [r for r in self.writes() if r.method == "POST" and r.path == path]
 
     def close_pull(self, owner: str, repo: str, number: int) -> None:
         self.close_issue(owner, repo, number)
-
-    def _error(self, status: int, message: str) -> Answer:
-        if self.flavour == "gitea":
-            return Answer(status, {}, {"message": message, "url": f"{self.url}/api/swagger"})
-        docs = "https://docs.github.com/rest"
-        headers = self._rate_headers() if status == 403 else {}
-        return Answer(status, headers, {"message": message, "documentation_url": docs})
-
-    def _not_found(self) -> Answer:
-        """Gitea's APIErrorNotFound without a message (services/context/api.go): "The target
-        couldn't be found." with an empty `errors`; GitHub's plain "Not Found"."""
-        if self.flavour == "gitea":
-            answer = self._error(404, "The target couldn't be found.")
-            return replace(answer, body=answer.body | {"errors": []})
-        return self._error(404, "Not Found")
 
     def _record(self, request: Request) -> threading.Event | None:
         with self._lock:
@@ -652,8 +480,19 @@ class ForgeState:
             self._lock.notify_all()
             return self._gate
 
+    # Authentication: the one place a request's token is accepted, for the API and for git.
+    def token_accepted(self, token: str) -> bool:
+        """Whether `token` is one the forge takes: any when it was made without one, else that
+        one. The API (`_authorized`) and git (`_git_account`, dev.standin.git_http) both ask
+        here, after each forge's own way of carrying the token is read."""
+        return self.token is None or token == self.token
+
     def _authorized(self, header: str | None) -> bool:
+        """Whether the API request's Authorization header carries an accepted token. Gitea:
+        `Authorization: token T` (also `Bearer`); GitHub: `Bearer T` (also `token`)."""
         if self.token is None:
             return True
-        # Gitea: `Authorization: token T` (also `Bearer`); GitHub: `Bearer T` (also `token`).
-        return header in (f"token {self.token}", f"Bearer {self.token}")
+        for scheme in ("token ", "Bearer "):
+            if header is not None and header.startswith(scheme):
+                return self.token_accepted(header[len(scheme) :])
+        return False
