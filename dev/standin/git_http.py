@@ -108,6 +108,8 @@ class GitOverHttp(ForgeFaults):
             except (ValueError, UnicodeDecodeError):
                 return None
             user, _, password = decoded.partition(":")
+        if self.app is not None:  # a GitHub App's installation token (dev.standin.apps)
+            return self.app.git_account(password)
         if self.token is None:  # the stand-in takes any token, or none
             return user or MIRROR_LOGIN
         if password == self.token:

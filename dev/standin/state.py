@@ -11,11 +11,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from http.server import ThreadingHTTPServer
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from dev.standin.git_backend import StandinGit
 from dev.standin.gitea import GITEA_SCOPE_CATEGORIES, GITEA_WIP_PREFIXES
 from dev.standin.github import GITHUB_PERMISSIONS
+
+if TYPE_CHECKING:
+    from dev.standin.apps import StandinApp
 
 Flavour = Literal["gitea", "github"]
 
@@ -189,6 +192,8 @@ class ForgeState:
 
     _server: ThreadingHTTPServer
     """The HTTP server on 127.0.0.1, bound by StandinForge (dev.standin.forge)."""
+    app: StandinApp | None = None
+    """A GitHub App a test attached (dev.standin.apps): it answers its routes and its tokens."""
 
     def __init__(
         self,
@@ -653,6 +658,8 @@ class ForgeState:
             return self._gate
 
     def _authorized(self, header: str | None) -> bool:
+        if self.app is not None:
+            return self.app.accepts(header)
         if self.token is None:
             return True
         # Gitea: `Authorization: token T` (also `Bearer`); GitHub: `Bearer T` (also `token`).

@@ -22,7 +22,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tireless.credentials import token_variable
-from tireless.git import GitError, git_auth
+from tireless.forge.client import ReadFailed
+from tireless.git import GitAuth, GitError, git_auth
 from tireless.models import NO_CHANGE, Delivery, Job, JobBrief, JobKind
 from tireless.runner.extract import PublishRefused
 from tireless.runner.identity import Identities
@@ -87,7 +88,7 @@ class Publisher:
         if brief.clone_url is None:
             yield None
             return
-        auth = git_auth(job.forge)
+        auth = forge_auth(job)
         if auth is None:
             raise Release(
                 f"this runner has no token for forge {job.forge!r}: set {token_variable(job.forge)}"
@@ -164,7 +165,6 @@ class Publisher:
         if job.kind is not JobKind.IMPLEMENT:
             return None
         assert brief.branch is not None, "the brief names the branch of an issue with a clone URL"
-        auth = git_auth(job.forge)
         base_branch = default_branch(workspace.mirror)
         try:
             with take_change(
@@ -176,7 +176,7 @@ class Publisher:
                 for tried in range(1, PUSH_TRIES + 1):
                     try:
                         head = push_change(
-                            change, auth=auth, ref=f"refs/heads/{brief.branch}",
+                            change, auth=forge_auth(job), ref=f"refs/heads/{brief.branch}",
                             expected=brief.branch_head, ours=ours,
                         )  # fmt: skip
                         break
@@ -201,10 +201,10 @@ class Publisher:
         assert job.attempt_id is not None, "a checkpoint is saved for a claimed job"
         try:
             saved = save_checkpoint(
-                workspace, auth=git_auth(job.forge), last=last,
+                workspace, auth=forge_auth(job), last=last,
                 commit=self.commit_message(job, checkpoint=True), policy=self.policy_for(brief),
             )  # fmt: skip
-        except (PublishRefused, PushFailed, GitError) as failed:
+        except (PublishRefused, PushFailed, GitError, Release) as failed:
             log.warning("job %s: the checkpoint was not saved: %s", job.id, failed)
             return None
         return saved if isinstance(saved, Checkpoint) else None
@@ -269,3 +269,12 @@ def default_branch(mirror: Path) -> str:
     """The repository's default branch, as the cache's mirror of the forge names it."""
     head = (mirror / "HEAD").read_text().strip()
     return head.removeprefix("ref: refs/heads/") if head.startswith("ref: ") else "main"
+
+
+def forge_auth(job: Job) -> GitAuth | None:
+    """git_auth for the job's repository; Release (a failed attempt, with a note) when the forge's
+    GitHub App could not mint its token (the forge unreachable, the App not installed there)."""
+    try:
+        return git_auth(job.forge, job.owner, job.repo)
+    except ReadFailed as failed:
+        raise Release(f"forge {job.forge}: no token for {job.owner}/{job.repo}: {failed}") from None

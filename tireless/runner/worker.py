@@ -37,6 +37,7 @@ from psycopg_pool import ConnectionPool
 
 from tireless.connect import WORKER_CALL_DEADLINE, Backoff, FailoverPool, with_defaults
 from tireless.credentials import known_secrets, token_variable
+from tireless.forge.app_auth import has_app, refresh_apps
 from tireless.git import git_auth
 from tireless.masking import Masker, MaskingFilter
 from tireless.models import Job, JobState
@@ -261,8 +262,9 @@ def work(conninfo: str, config: WorkConfig) -> int:
         store = JobStore(pool)
         if config.publisher is not None:
             config.publisher.identities.forges = store.forges  # whose account commits, per forge
+            refresh_apps(store)  # the forges of a GitHub App mint their installations' tokens
             for forge in store.forges():
-                if git_auth(forge.name) is None:
+                if not has_app(forge.name) and git_auth(forge.name) is None:
                     log.warning(
                         "%s: no token for forge %s (set %s or %s_FILE): its jobs are released",
                         name, forge.name, token_variable(forge.name), token_variable(forge.name),
