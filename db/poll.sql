@@ -90,7 +90,7 @@ BEGIN
         RAISE EXCEPTION 'app_key_file % names the key of no App: give app_id as well', quote_literal(left(set_forge_app.app_key_file, 200))
             USING ERRCODE = 'TL005';
     END IF;
-    IF set_forge_app.app_key_file !~ '^/[^[:cntrl:]]{0,4095}$' THEN
+    IF set_forge_app.app_key_file !~ '^/[^[:cntrl:]]*$' OR length(set_forge_app.app_key_file) > 4096 THEN
         RAISE EXCEPTION 'app_key_file must be an absolute path, got %', quote_literal(left(set_forge_app.app_key_file, 200))
             USING ERRCODE = 'TL005';
     END IF;

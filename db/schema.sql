@@ -6315,7 +6315,7 @@ CREATE TABLE tireless.forge (
     CONSTRAINT app_id_is_positive CHECK ((app_id > 0)),
     CONSTRAINT app_is_a_github_forge CHECK (((app_id IS NULL) OR (kind = 'github'::tireless.forge_kind))),
     CONSTRAINT app_key_file_has_an_app CHECK (((app_key_file IS NULL) OR (app_id IS NOT NULL))),
-    CONSTRAINT app_key_file_is_absolute CHECK ((app_key_file ~ '^/[^[:cntrl:]]{0,4095}$'::text)),
+    CONSTRAINT app_key_file_is_absolute CHECK (((app_key_file ~ '^/[^[:cntrl:]]*$'::text) AND (length(app_key_file) <= 4096))),
     CONSTRAINT base_url_is_http CHECK (((base_url ~ '^https?://[^/?#[:space:][:cntrl:]]+(/[^?#[:space:][:cntrl:]]*)?$'::text) AND (length(base_url) <= 2000))),
     CONSTRAINT forge_name_is_a_name CHECK ((name ~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$'::text))
 );
@@ -8923,7 +8923,7 @@ BEGIN
         RAISE EXCEPTION 'app_key_file % names the key of no App: give app_id as well', quote_literal(left(set_forge_app.app_key_file, 200))
             USING ERRCODE = 'TL005';
     END IF;
-    IF set_forge_app.app_key_file !~ '^/[^[:cntrl:]]{0,4095}$' THEN
+    IF set_forge_app.app_key_file !~ '^/[^[:cntrl:]]*$' OR length(set_forge_app.app_key_file) > 4096 THEN
         RAISE EXCEPTION 'app_key_file must be an absolute path, got %', quote_literal(left(set_forge_app.app_key_file, 200))
             USING ERRCODE = 'TL005';
     END IF;

@@ -7,7 +7,7 @@ ALTER TABLE tireless.forge
     ADD CONSTRAINT app_id_is_positive CHECK (app_id > 0),
     ADD CONSTRAINT app_is_a_github_forge CHECK (app_id IS NULL OR kind = 'github'),
     ADD CONSTRAINT app_key_file_has_an_app CHECK (app_key_file IS NULL OR app_id IS NOT NULL),
-    ADD CONSTRAINT app_key_file_is_absolute CHECK (app_key_file ~ '^/[^[:cntrl:]]{0,4095}$');
+    ADD CONSTRAINT app_key_file_is_absolute CHECK (app_key_file ~ '^/[^[:cntrl:]]*$' AND length(app_key_file) <= 4096);
 COMMENT ON COLUMN tireless.forge.app_id IS
     'The GitHub App tireless authenticates as on this forge (its installation tokens are minted by the poller, mirror and runner); null: a token from TIRELESS_TOKEN_<NAME>.';
 COMMENT ON COLUMN tireless.forge.app_key_file IS

@@ -34,6 +34,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import unquote
 
 import jwt
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPublicKey
@@ -114,7 +115,7 @@ class StandinApp:
             and parts[2] == "installation"
         ):
             return self._as_app(method, parts, bearer)
-        if method == "GET" and parts == ["users", APP_LOGIN]:
+        if method == "GET" and [unquote(part) for part in parts] == ["users", APP_LOGIN]:
             bot = {"login": APP_LOGIN, "id": BOT_USER_ID, "type": "Bot", "site_admin": False}
             return Answer(200, {}, bot)
         with self._lock:

@@ -1,0 +1,223 @@
+"""A GitHub forge registered with a GitHub App (`forge add --app-id --app-key-file`) against the
+stand-in's App (dev.standin.apps): tokens minted per installation and renewed as they expire
+while polls, mirror writes and a `--deliver` push go on; the App's JWTs as GitHub checks them; an
+owner without an installation; the key and the tokens kept out of the store, the logs and the
+agent's reach; the bot's commit and pull request."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import jwt
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from dev.standin import APP_LOGIN, StandinForge
+from dev.standin.apps import BOT_USER_ID, StandinApp
+from tests.conftest import Database
+from tests.helpers import rows, tireless_cli
+from tests.schema_dump import pg_dump
+from tireless import JobStore
+from tireless.errors import InvalidArgument, UnknownRepository
+from tireless.forge.app_auth import GitHubApp, app_of, use_apps
+from tireless.forge.client import AuthRefused
+from tireless.forge.http import forget_refusals
+from tireless.forge.poll import Report, client_factory, poll_round
+
+FORGE = "gh"
+OWNERS = ("acme", "beta")
+UNINSTALLED = "nobody"
+IMPLEMENT = ["tireless", "tireless/implement"]
+PLAN = ["tireless", "tireless/plan"]
+LIFETIME = 2.0
+"""Seconds an installation token lives on the stand-in here: three lifetimes in a test."""
+
+
+def new_key() -> rsa.RSAPrivateKey:
+    return rsa.generate_private_key(public_exponent=65537, key_size=2048)
+
+
+def pem(key: rsa.RSAPrivateKey) -> bytes:
+    return key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.TraditionalOpenSSL,  # as GitHub hands it out: PKCS#1
+        serialization.NoEncryption(),
+    )
+
+
+KEY = new_key()
+
+
+@pytest.fixture
+def app_forge(
+    db: Database, store: JobStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[StandinForge, StandinApp, Path]]:
+    """The stand-in GitHub with its App installed on OWNERS, registered by `tireless forge add
+    --app-id --app-key-file`, a repository of each owner (and of UNINSTALLED) tracked."""
+    forget_refusals()
+    key_file = tmp_path / "app.pem"
+    key_file.write_bytes(pem(KEY))
+    key_file.chmod(0o600)
+    app = StandinApp(KEY.public_key(), lifetime=LIFETIME)
+    with StandinForge("github", installation=True) as forge:
+        forge.app = app
+        for owner in OWNERS:
+            app.install(owner)
+        added = tireless_cli(
+            db.url, "forge", "add", FORGE, "--kind", "github", "--url", forge.url,
+            "--app-id", str(app.app_id), "--app-key-file", str(key_file),
+        )  # fmt: skip
+        assert added.returncode == 0, added.stderr
+        assert f"GitHub App {app.app_id}" in added.stdout
+        for owner in (*OWNERS, UNINSTALLED):
+            forge.create_repo(owner, "widgets")
+            store.track_repo(FORGE, owner, "widgets")
+        yield forge, app, key_file
+    use_apps([], [])
+
+
+def poll(store: JobStore) -> list[Report]:
+    return poll_round(store, "poller-1", clients=client_factory(2.0, store))
+
+
+def test_tokens_expire_while_polls_mirror_writes_and_a_push_go_on_each_minted_once(
+    db: Database,
+    store: JobStore,
+    app_forge: tuple[StandinForge, StandinApp, Path],
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    forge, app, key_file = app_forge
+    caplog.set_level(logging.DEBUG)
+    forge.seed_git("acme", "widgets", {"README.md": "widgets\n"})
+    number = forge.create_issue("acme", "widgets", "Paint it", IMPLEMENT)
+    started = time.monotonic()
+    rounds: list[list[Report]] = []
+    pushed: subprocess.CompletedProcess[str] | None = None
+    while time.monotonic() - started < 3 * LIFETIME or pushed is None:
+        for owner in OWNERS:  # something to read, and a state label to write, every round
+            forge.create_issue(owner, "widgets", f"plan {len(rounds)}", PLAN)
+        rounds.append(poll(store))
+        if pushed is None and time.monotonic() - started > LIFETIME:
+            # The agent leaves what it can see in the change it delivers: read from the forge.
+            script = "env > seen.txt; cat .git/config >> seen.txt 2>/dev/null; ls -la >> seen.txt"
+            pushed = tireless_cli(
+                db.url, "work", "--worker", "runner-1", "--lane", "cc", "--once", "--deliver",
+                "--state-dir", str(tmp_path / "state"), "--", "sh", "-c", script,
+            )  # fmt: skip
+            assert pushed.returncode == 0, pushed.stderr
+    rounds.append(poll(store))  # the pull request the delivery asked for
+    elapsed = time.monotonic() - started
+
+    # No failure across three lifetimes but the owner without an installation, said once.
+    for reports in rounds:
+        for report in reports:
+            assert report.error is None or report.owner == UNINSTALLED, report.error
+            assert report.mirror_error is None, report.mirror_error
+    missing = [r for reports in rounds for r in reports if r.owner == UNINSTALLED]
+    assert len(missing) == 1
+    assert UNINSTALLED in (missing[0].error or "")
+    warned = [r for r in caplog.records if "not installed on" in r.getMessage()]
+    assert len(warned) == 1
+    assert UNINSTALLED in warned[0].getMessage()
+    assert app.refused == []  # no expired token was ever sent, and every JWT passed
+
+    # Each owner its own installation and tokens; minted once a lifetime, not per request.
+    product = app_of(FORGE)
+    assert product is not None
+    ours = {app.installations[owner][0] for owner in OWNERS}
+    assert set(product.mints) == ours
+    assert {t.owner for t in app.tokens.values()} == set(OWNERS)
+    for installation in ours:
+        minted = product.mints[installation]
+        assert 3 <= minted <= elapsed / (0.75 * LIFETIME) + 1, (minted, elapsed)
+    acme = app.installations["acme"][0]
+    assert app.mints[acme] > product.mints[acme], "the runner minted its own"
+
+    # The bot's commit and pull request.
+    branch = f"tireless/{number}"
+    host = "127.0.0.1"
+    commit = forge.commits_of("acme", "widgets", branch)[0]
+    shown = ["log", "-1", "--format=%an <%ae> %cn <%ce>", commit.sha]
+    bot = f"{APP_LOGIN} <{BOT_USER_ID}+{APP_LOGIN}@users.noreply.{host}>"
+    assert forge.git._run(forge.git.path("acme", "widgets"), *shown).strip() == f"{bot} {bot}"
+    (pull,) = forge.pulls_of("acme", "widgets")
+    assert (pull.head, pull.author) == (branch, APP_LOGIN)
+
+    # The key and the tokens: in no table, no log, nothing the agent saw.
+    key_text = key_file.read_text()
+    key_body = "".join(key_text.splitlines()[1:-1])
+    secrets = [*app.tokens, key_body[:64], key_body[-64:]]
+    dump = subprocess.run(
+        [str(pg_dump()), "--data-only", f"--dbname={db.conninfo}"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    seen = forge.file_at("acme", "widgets", branch, "seen.txt") or ""
+    assert "TIRELESS_JOB_ID" in seen
+    logs = caplog.text + (pushed.stderr if pushed else "")
+    for secret in secrets:
+        assert secret not in dump
+        assert secret not in logs
+        assert secret not in seen
+    assert str(key_file) not in seen
+
+
+def test_the_stand_in_refuses_a_jwt_as_github_does_and_the_product_s_always_passes(
+    app_forge: tuple[StandinForge, StandinApp, Path],
+) -> None:
+    forge, app, _ = app_forge
+    now = int(time.time())
+
+    def installation(token: str) -> tuple[int, str]:
+        answer = httpx.get(
+            f"{forge.url}/repos/acme/widgets/installation",
+            headers={"Authorization": f"Bearer {token}"},
+        )
+        return answer.status_code, answer.json()["message"] if answer.status_code != 200 else ""
+
+    claims = {"iat": now - 60, "exp": now + 540, "iss": str(app.app_id)}
+    assert installation(jwt.encode(claims, KEY, algorithm="RS256"))[0] == 200
+    wrong_key = jwt.encode(claims, new_key(), algorithm="RS256")
+    assert installation(wrong_key) == (401, "A JSON web token could not be decoded")
+    too_long = jwt.encode(claims | {"exp": now + 11 * 60}, KEY, algorithm="RS256")
+    assert installation(too_long) == (
+        401,
+        "'Expiration time' claim ('exp') is too far in the future",
+    )
+    ahead = GitHubApp(
+        forge.url, app.app_id, KEY, key_source="test", clock=lambda: time.time() + 120
+    )
+    with pytest.raises(AuthRefused, match="clock"):
+        ahead.installation("acme", "widgets")
+    ahead.close()
+    assert app.refused[-1].startswith("'Issued at' claim ('iat')")
+    ours = GitHubApp(forge.url, app.app_id, KEY, key_source="test")
+    for _ in range(3):
+        assert installation(ours.jwt())[0] == 200
+    assert ours.installation("beta", "widgets").id == app.installations["beta"][0]
+    ours.close()
+
+
+def test_the_registry_refuses_a_bad_app_naming_the_value(
+    store: JobStore, app_forge: tuple[StandinForge, StandinApp, Path], db: Database
+) -> None:
+    with pytest.raises(InvalidArgument, match="got 0"):
+        store.set_forge_app(FORGE, 0)
+    with pytest.raises(InvalidArgument, match=r"'relative/app\.pem'"):
+        store.set_forge_app(FORGE, 7, "relative/app.pem")
+    store.add_forge("tea", "gitea", "http://127.0.0.1:1")
+    with pytest.raises(InvalidArgument, match="'tea' is a gitea forge"):
+        store.set_forge_app("tea", 7)
+    with pytest.raises(UnknownRepository, match="'nope'"):
+        store.set_forge_app("nope", 7)
+    (app,) = store.forge_apps()
+    assert app.name == FORGE
+    assert app.app_key_file is not None
+    columns = rows(db, "SELECT app_id, app_key_file FROM tireless.forge WHERE name = 'tea'")
+    assert columns == [(None, None)]
