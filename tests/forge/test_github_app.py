@@ -6,6 +6,7 @@ agent's reach; the bot's commit and pull request."""
 
 from __future__ import annotations
 
+import json
 import logging
 import subprocess
 import time
@@ -221,3 +222,23 @@ def test_the_registry_refuses_a_bad_app_naming_the_value(
     assert app.app_key_file is not None
     columns = rows(db, "SELECT app_id, app_key_file FROM tireless.forge WHERE name = 'tea'")
     assert columns == [(None, None)]
+
+
+def test_forge_check_names_the_app_each_installation_and_the_permissions_it_lacks(
+    db: Database, app_forge: tuple[StandinForge, StandinApp, Path]
+) -> None:
+    _, app, _ = app_forge
+    app.install("beta", {"issues": "read", "metadata": "read"})
+    checked = tireless_cli(db.url, "forge", "check", FORGE, "--json")
+    assert checked.returncode == 1, checked.stderr
+    found = {f["capability"]: f for f in json.loads(checked.stdout)}
+    assert found["app"]["ok"]
+    assert "tireless-app[bot]" in found["app"]["detail"]
+    assert found["installation acme"]["ok"]
+    assert found["permissions acme"]["ok"]
+    assert not found["permissions beta"]["ok"]
+    assert "issues: write" in found["permissions beta"]["fix"]
+    assert "pull_requests: write" in found["permissions beta"]["fix"]
+    assert "contents" not in found["permissions beta"]["fix"], "contents: write is --deliver's"
+    assert not found["installation nobody"]["ok"]
+    assert "install the App on nobody" in found["installation nobody"]["fix"]

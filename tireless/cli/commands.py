@@ -11,6 +11,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -49,8 +50,10 @@ from tireless.connect import RECONNECT_EVERY, WORKER_CALL_DEADLINE
 from tireless.credentials import app_key_variable, keep_secrets_out_of_environment_block
 from tireless.errors import PermissionDenied, UnknownJob
 from tireless.forge import token_variable
-from tireless.forge.app_auth import load_key
+from tireless.forge.app_auth import app_of, load_key, refresh_apps
+from tireless.forge.app_check import check_app_forge
 from tireless.forge.check import MAX_REPOS, Target, check_forge, failed_required
+from tireless.forge.client import AuthRefused
 from tireless.forge.poll import READ_DEADLINE_FACTOR, Report, client_factory, poll_round
 from tireless.git import Identity
 from tireless.migrate import migrate
@@ -413,7 +416,13 @@ def forge_check(args: argparse.Namespace, conn: psycopg.Connection[Any]) -> int:
         place = {**where, "owner": owner, "repo": repo}
         ((clone_url,),) = fetch(conn, forge_calls.FORGE_CLONE_URL, place, tuple_row)
         targets.append(Target(owner, repo, clone_url))
-    findings = check_forge(
+    refresh_apps(store, args.timeout)
+    try:
+        app = app_of(forge.name)
+    except AuthRefused as broken:  # its App's key is nowhere, or not a key
+        raise UsageError(str(broken)) from None
+    check = check_forge if app is None else partial(check_app_forge, app=app)
+    findings = check(
         forge, web_root, targets, write=args.write, deliver=args.deliver, timeout=args.timeout
     )
     emit(args, findings, render_findings(forge.name, findings))
