@@ -273,7 +273,7 @@ class GitHubApp:
         with minting:
             with self._lock:
                 cached = self._tokens.get(installation)
-            now = datetime.now(UTC)
+            now = datetime.fromtimestamp(self._clock(), UTC)
             if cached is not None and cached.value != stale and cached.fresh(now):
                 return cached
             made = self._mint(installation)
@@ -301,7 +301,7 @@ class GitHubApp:
             raise BadResponse(f"POST /{path}: expires_at is not a time") from None
         if expires_at.tzinfo is None:
             raise BadResponse(f"POST /{path}: expires_at has no time zone")
-        now = datetime.now(UTC)
+        now = datetime.fromtimestamp(self._clock(), UTC)
         log.info("forge at %s: minted a token of installation %s, until %s", self.base_url,
                  installation, expires_at.isoformat(timespec="seconds"))  # fmt: skip
         return Token(value, expires_at, now, _permissions(found.get("permissions")))
