@@ -22,16 +22,18 @@ asks it first of every API request (rest.py) and git request (git_http.py).
 - An installation token expired: 401 "Bad credentials"; used on another owner's repository: 404
   "Not Found" (an installation sees only its own repositories); `GET /user`: 403 "Resource not
   accessible by integration" (rest.py, `installation`). Git takes it as the password of
-  `x-access-token` (docs.github.com, "Authenticating as a GitHub App installation").
+  `x-access-token` (docs.github.com, "Authenticating as a GitHub App installation"); a refused
+  one is 401 with GitHub's Basic challenge (git_http.py).
 """
 
 from __future__ import annotations
 
+import base64
 import secrets
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import unquote
@@ -86,6 +88,7 @@ class StandinApp:
         self.mints: dict[int, int] = {}
         self.refused: list[str] = []
         """The message of every 401 the App gave (JWTs and expired tokens), in order."""
+        self.refuse_push_once = False
 
     def install(self, owner: str, permissions: Mapping[str, str] | None = None) -> int:
         """Installs the App on `owner` (every repository), with these permissions; its id."""
@@ -134,10 +137,18 @@ class StandinApp:
             issued = self.tokens.get(_bearer(authorization) or "")
         return issued is not None and self.clock() < issued.expires_at
 
-    def git_account(self, password: str) -> str | None:
-        """The bot, for a live installation token as git's password; None otherwise."""
+    def git_account(self, authorization: str | None, request: str) -> str | None:
+        """The bot, for a live installation token as the password of git's HTTP Basic; None (a
+        401) otherwise. With `refuse_push_once`, the first push's token is revoked and refused
+        (a token that expired between a runner's clone and its push)."""
+        _, _, password = _basic(authorization).partition(":")
         with self._lock:
             issued = self.tokens.get(password)
+            if issued is not None and self.refuse_push_once and "receive-pack" in request:
+                self.refuse_push_once = False
+                self.tokens[password] = replace(issued, expires_at=0.0)
+                self.refused.append("Bad credentials")
+                return None
         return APP_LOGIN if issued is not None and self.clock() < issued.expires_at else None
 
     # The App's routes, each asked with its JWT
@@ -232,6 +243,16 @@ class StandinApp:
             "permissions": permissions,
             "html_url": f"https://github.com/organizations/{owner}/settings/installations/{number}",
         }
+
+
+def _basic(authorization: str | None) -> str:
+    """`user:password` of an HTTP Basic header, "" for another or none."""
+    if authorization is None or authorization[:6].lower() != "basic ":
+        return ""
+    try:
+        return base64.b64decode(authorization[6:].strip(), validate=True).decode()
+    except (ValueError, UnicodeDecodeError):
+        return ""
 
 
 def _bearer(authorization: str | None) -> str | None:

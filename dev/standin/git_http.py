@@ -108,8 +108,6 @@ class GitOverHttp(ForgeFaults):
             except (ValueError, UnicodeDecodeError):
                 return None
             user, _, password = decoded.partition(":")
-        if self.app is not None:  # a GitHub App's installation token (dev.standin.apps)
-            return self.app.git_account(password)
         if self.token is None:  # the stand-in takes any token, or none
             return user or MIRROR_LOGIN
         if password == self.token:
@@ -130,6 +128,8 @@ class GitOverHttp(ForgeFaults):
     ) -> CgiAnswer:
         """One smart-HTTP request: the credentials checked, then git-http-backend."""
         account = self._git_account(headers.get("authorization"))
+        if self.app is not None:  # a GitHub App's installation token (dev.standin.apps)
+            account = self.app.git_account(headers.get("authorization"), f"{service}?{query}")
         with self._lock:
             asked = {k: v[-1] for k, v in parse_qs(query).items()}
             path = f"/{owner}/{repo}.git/{service}"

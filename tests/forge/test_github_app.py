@@ -11,6 +11,7 @@ import logging
 import subprocess
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import httpx
@@ -26,6 +27,7 @@ from tests.helpers import rows, tireless_cli
 from tests.schema_dump import pg_dump
 from tireless import JobStore
 from tireless.errors import InvalidArgument, UnknownRepository
+from tireless.forge import client_for
 from tireless.forge.app_auth import GitHubApp, app_of, use_apps
 from tireless.forge.client import AuthRefused
 from tireless.forge.http import forget_refusals
@@ -108,6 +110,7 @@ def test_tokens_expire_while_polls_mirror_writes_and_a_push_go_on_each_minted_on
         if pushed is None and time.monotonic() - started > LIFETIME:
             # The agent leaves what it can see in the change it delivers: read from the forge.
             script = "env > seen.txt; cat .git/config >> seen.txt 2>/dev/null; ls -la >> seen.txt"
+            app.refuse_push_once = True  # its token expired between the clone and the push
             pushed = tireless_cli(
                 db.url, "work", "--worker", "runner-1", "--lane", "cc", "--once", "--deliver",
                 "--state-dir", str(tmp_path / "state"), "--", "sh", "-c", script,
@@ -142,6 +145,7 @@ def test_tokens_expire_while_polls_mirror_writes_and_a_push_go_on_each_minted_on
         # At least one renewal (the rounds stop while the runner's process works), and never
         # more than one token per three quarters of a lifetime: not one per request.
         assert 2 <= minted <= elapsed / (0.75 * LIFETIME) + 1, (minted, elapsed)
+    assert not app.refuse_push_once, "the push was refused once, minted anew and pushed"
     acme = app.installations["acme"][0]
     assert app.mints[acme] > product.mints[acme], "the runner minted its own"
 
@@ -173,7 +177,7 @@ def test_tokens_expire_while_polls_mirror_writes_and_a_push_go_on_each_minted_on
     assert str(key_file) not in seen
 
 
-def test_the_stand_in_refuses_a_jwt_as_github_does_and_the_product_s_always_passes(
+def test_the_stand_in_refuses_a_jwt_as_github_does_the_product_s_pass_and_a_401_mints_once_more(
     app_forge: tuple[StandinForge, StandinApp, Path],
 ) -> None:
     forge, app, _ = app_forge
@@ -206,6 +210,17 @@ def test_the_stand_in_refuses_a_jwt_as_github_does_and_the_product_s_always_pass
     for _ in range(3):
         assert installation(ours.jwt())[0] == 200
     assert ours.installation("beta", "widgets").id == app.installations["beta"][0]
+    # A token the forge no longer takes (revoked, or expired on its way): 401, one mint, the
+    # request sent once more, and it succeeds.
+    client = client_for("github", forge.url, None, app=ours)
+    client.list_issues("beta", "widgets", since=None)
+    for token, issued in list(app.tokens.items()):
+        app.tokens[token] = replace(issued, expires_at=0.0)
+    refused = len(app.refused)
+    assert client.list_issues("beta", "widgets", since=None).issues == ()
+    assert app.refused[refused:] == ["Bad credentials"]
+    assert ours.mints == {app.installations["beta"][0]: 2}
+    client.close()
     ours.close()
 
 

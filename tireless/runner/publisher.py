@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tireless.credentials import token_variable
+from tireless.forge.app_auth import app_of
 from tireless.forge.client import ReadFailed
 from tireless.git import GitAuth, GitError, git_auth
 from tireless.models import NO_CHANGE, Delivery, Job, JobBrief, JobKind
@@ -173,15 +174,21 @@ class Publisher:
                 if change.empty:
                     return NO_CHANGE
                 ours = record(brief.branch, change.head)
+                auth, renewed = forge_auth(job), False
                 for tried in range(1, PUSH_TRIES + 1):
                     try:
                         head = push_change(
-                            change, auth=forge_auth(job), ref=f"refs/heads/{brief.branch}",
+                            change, auth=auth, ref=f"refs/heads/{brief.branch}",
                             expected=brief.branch_head, ours=ours,
                         )  # fmt: skip
                         break
-                    except PushFailed as failed:
-                        if not failed.transient or tried == PUSH_TRIES:
+                    except (PushFailed, PublishRefused) as failed:
+                        if not renewed and (fresh := renewed_auth(job, auth, str(failed))):
+                            auth, renewed = fresh, True  # a GitHub App's token refused: once
+                            continue
+                        if isinstance(failed, PublishRefused) or not failed.transient:
+                            raise
+                        if tried == PUSH_TRIES:
                             raise
                         log.info("job %s: push failed (%s); again in %ss", job.id, failed, tried)
                         time.sleep(2 ** (tried - 1))
@@ -278,3 +285,21 @@ def forge_auth(job: Job) -> GitAuth | None:
         return git_auth(job.forge, job.owner, job.repo)
     except ReadFailed as failed:
         raise Release(f"forge {job.forge}: no token for {job.owner}/{job.repo}: {failed}") from None
+
+
+GIT_AUTH_REFUSED = re.compile(
+    r"Authentication failed|could not read Username|returned error: 401|HTTP 401", re.IGNORECASE
+)
+"""What git says when the forge refused its credentials (an installation token expired)."""
+
+
+def renewed_auth(job: Job, auth: GitAuth | None, failed: str) -> GitAuth | None:
+    """For a push the forge refused our token (401), on a forge of a GitHub App: the credentials
+    of a token minted anew (the push is then tried once more); None otherwise."""
+    app = app_of(job.forge)
+    if app is None or auth is None or not GIT_AUTH_REFUSED.search(failed):
+        return None
+    try:
+        return GitAuth.github(app.renew(job.owner, job.repo, auth.token))
+    except ReadFailed:
+        return None
