@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tireless.credentials import token_for
-from tireless.forge.app_auth import app_of
 from tireless.masking import Masker
 
 HEX40 = re.compile(r"[0-9a-f]{40}")
@@ -252,13 +251,9 @@ BOT = Identity("tireless", "tireless@localhost")
 installation's token has none) and no `--git-identity` was given; `forge check`'s scratch commit."""
 
 
-def git_auth(forge: str, owner: str = "", repo: str = "") -> GitAuth | None:
-    """The runner's git credentials for a forge, from TIRELESS_TOKEN_<NAME>[_FILE], or for a
-    forge of a GitHub App the token of the installation of `owner` (found through `repo`), minted
-    or cached (tireless.forge.app_auth); None when the runner has none. `x-access-token` is
-    GitHub's user name for a token over HTTPS, and Gitea and Forgejo take the token as the
-    password whatever the user name (GitAuth above)."""
-    if (app := app_of(forge)) is not None:
-        return GitAuth.github(app.token(owner, repo))
+def git_auth(forge: str) -> GitAuth | None:
+    """The runner's git credentials for a forge, from TIRELESS_TOKEN_<NAME>[_FILE]; None when the
+    runner has none. `x-access-token` is GitHub's user name for a token over HTTPS, and Gitea and
+    Forgejo take the token as the password whatever the user name (GitAuth above)."""
     token = token_for(forge)
     return None if token is None else GitAuth.github(token)

@@ -34,6 +34,7 @@ from cryptography.hazmat.primitives.serialization import load_pem_private_key
 from tireless.credentials import app_key_for, app_key_variable
 from tireless.forge.client import AuthRefused, BadResponse, ReadFailed, Unavailable
 from tireless.forge.http import AUTH_PAUSE, TIMEOUT
+from tireless.git import GitAuth, git_auth
 from tireless.models import Forge, ForgeApp
 from tireless.store import JobStore
 
@@ -403,6 +404,14 @@ def app_of(forge: str) -> GitHubApp | None:
     if broken is not None:
         raise AuthRefused(f"{broken} ({missing_key_fix(forge)})", datetime.now(UTC) + AUTH_PAUSE)
     return app
+
+
+def forge_git_auth(forge: str, owner: str, repo: str) -> GitAuth | None:
+    """The runner's git credentials for a repository: its installation's token (minted or
+    cached) on a forge of a GitHub App, else tireless.git.git_auth's token; None without one."""
+    if (app := app_of(forge)) is not None:
+        return GitAuth.github(app.token(owner, repo))
+    return git_auth(forge)
 
 
 def has_app(forge: str) -> bool:

@@ -17,12 +17,13 @@ from urllib.parse import quote
 
 from tireless.credentials import secret_variable
 from tireless.forge import client_for, token_for, token_variable
+from tireless.forge.app_auth import forge_git_auth
 from tireless.forge.client import ForgeClient, ReadFailed, Response
 from tireless.forge.gitea import LABEL_COLOR as GITEA_COLOR
 from tireless.forge.github import LABEL_COLOR as GITHUB_COLOR
 from tireless.forge.http import TIMEOUT, rate_limit_of
 from tireless.forge.validate import decode_json
-from tireless.git import BOT, GitAuth, GitError, git, git_auth
+from tireless.git import BOT, GitAuth, GitError, git
 from tireless.models import Forge
 
 MAX_REPOS = 3
@@ -179,7 +180,7 @@ class Checker:
     def git_auth(self, target: Target) -> GitAuth | None:
         """The runner's git credentials for the repository (none when its App could not mint)."""
         try:
-            return git_auth(self.forge.name, target.owner, target.repo)
+            return forge_git_auth(self.forge.name, target.owner, target.repo)
         except ReadFailed:
             return None
 

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tireless.credentials import token_variable
-from tireless.forge.app_auth import app_of
+from tireless.forge.app_auth import app_of, forge_git_auth
 from tireless.forge.client import ReadFailed
-from tireless.git import GitAuth, GitError, git_auth
+from tireless.git import GitAuth, GitError
 from tireless.models import NO_CHANGE, Delivery, Job, JobBrief, JobKind
 from tireless.runner.extract import PublishRefused
 from tireless.runner.identity import Identities
@@ -282,7 +282,7 @@ def forge_auth(job: Job) -> GitAuth | None:
     """git_auth for the job's repository; Release (a failed attempt, with a note) when the forge's
     GitHub App could not mint its token (the forge unreachable, the App not installed there)."""
     try:
-        return git_auth(job.forge, job.owner, job.repo)
+        return forge_git_auth(job.forge, job.owner, job.repo)
     except ReadFailed as failed:
         raise Release(f"forge {job.forge}: no token for {job.owner}/{job.repo}: {failed}") from None
 
