@@ -109,7 +109,10 @@ def test_tokens_expire_while_polls_mirror_writes_and_a_push_go_on_each_minted_on
         rounds.append(poll(store))
         if pushed is None and time.monotonic() - started > LIFETIME:
             # The agent leaves what it can see in the change it delivers: read from the forge.
-            script = "env > seen.txt; cat .git/config >> seen.txt 2>/dev/null; ls -la >> seen.txt"
+            script = (
+                "env > seen.txt; cat .git/config >> seen.txt 2>/dev/null; ls -la >> seen.txt;"
+                f" cat {key_file} >> seen.txt 2>/dev/null; true"
+            )
             app.refuse_push_once = True  # its token expired between the clone and the push
             pushed = tireless_cli(
                 db.url, "work", "--worker", "runner-1", "--lane", "cc", "--once", "--deliver",

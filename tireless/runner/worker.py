@@ -260,6 +260,7 @@ def work(conninfo: str, config: WorkConfig) -> int:
     pool.open(wait=True, timeout=POOL_OPEN_TIMEOUT)
     try:
         store = JobStore(pool)
+        config.sandbox.hide([a.app_key_file for a in store.forge_apps() if a.app_key_file])
         if config.publisher is not None:
             config.publisher.identities.forges = store.forges  # whose account commits, per forge
             refresh_apps(store)  # the forges of a GitHub App mint their installations' tokens
