@@ -246,10 +246,10 @@ def test_the_registry_refuses_a_bad_app_naming_the_value(
     assert columns == [(None, None)]
 
 
-def test_forge_check_names_the_app_each_installation_and_the_permissions_it_lacks(
+def test_forge_check_names_the_app_each_installation_and_the_permissions_it_lacks_and_list_the_app(
     db: Database, app_forge: tuple[StandinForge, StandinApp, Path]
 ) -> None:
-    _, app, _ = app_forge
+    _, app, key_file = app_forge
     app.install("beta", {"issues": "read", "metadata": "read"})
     checked = tireless_cli(db.url, "forge", "check", FORGE, "--json")
     assert checked.returncode == 1, checked.stderr
@@ -264,3 +264,5 @@ def test_forge_check_names_the_app_each_installation_and_the_permissions_it_lack
     assert "contents" not in found["permissions beta"]["fix"], "contents: write is --deliver's"
     assert not found["installation nobody"]["ok"]
     assert "install the App on nobody" in found["installation nobody"]["fix"]
+    listed = tireless_cli(db.url, "forge", "list").stdout
+    assert f"GitHub App {app.app_id}, key: TIRELESS_APP_KEY_GH_FILE or {key_file}" in listed

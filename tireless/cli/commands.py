@@ -347,7 +347,8 @@ def cmd_forge(args: argparse.Namespace) -> int:
             return forge_check(args, conn)
         if args.forge_action == "list":
             forges = store.forges()
-            emit(args, forges, render_forges(forges) if forges else "no forges registered")
+            listed = render_forges(forges, store.forge_apps()) if forges else "no forges registered"
+            emit(args, forges, listed)
             return OK
         if args.forge_action == "add":
             key_file = app_flags(args)
