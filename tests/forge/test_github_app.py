@@ -264,5 +264,8 @@ def test_forge_check_names_the_app_each_installation_and_the_permissions_it_lack
     assert "contents" not in found["permissions beta"]["fix"], "contents: write is --deliver's"
     assert not found["installation nobody"]["ok"]
     assert "install the App on nobody" in found["installation nobody"]["fix"]
+    polled = tireless_cli(db.url, "poll", "--once")  # no TIRELESS_TOKEN_GH is asked for
+    assert "not set" not in polled.stderr
+    assert "not installed on nobody" in polled.stdout
     listed = tireless_cli(db.url, "forge", "list").stdout
     assert f"GitHub App {app.app_id}, key: TIRELESS_APP_KEY_GH_FILE or {key_file}" in listed
