@@ -227,7 +227,7 @@ def test_the_stand_in_refuses_a_jwt_as_github_does_the_product_s_pass_and_a_401_
     ours.close()
 
 
-def test_the_registry_refuses_a_bad_app_naming_the_value(
+def test_the_registry_refuses_a_bad_app_naming_the_value_and_a_key_nowhere_stops_the_forge(
     store: JobStore, app_forge: tuple[StandinForge, StandinApp, Path], db: Database
 ) -> None:
     with pytest.raises(InvalidArgument, match="got 0"):
@@ -244,6 +244,14 @@ def test_the_registry_refuses_a_bad_app_naming_the_value(
     assert app.app_key_file is not None
     columns = rows(db, "SELECT app_id, app_key_file FROM tireless.forge WHERE name = 'tea'")
     assert columns == [(None, None)]
+    # An App whose key is nowhere stops its forge, naming where to put the key.
+    assert store.set_forge_app(FORGE, app.app_id, None)
+    reports = poll(store)
+    assert reports
+    for report in reports:
+        assert "TIRELESS_APP_KEY_GH_FILE" in (report.error or "")
+    (trouble,) = rows(db, "SELECT last_error FROM tireless.forge WHERE name = 'gh'")
+    assert "TIRELESS_APP_KEY_GH" in trouble[0]
 
 
 def test_forge_check_names_the_app_each_installation_and_the_permissions_it_lacks_and_list_the_app(
