@@ -352,35 +352,34 @@ _apps_lock = threading.Lock()
 
 def use_apps(forges: Sequence[Forge], apps: Sequence[ForgeApp], timeout: float = TIMEOUT) -> None:
     """Makes the registry's Apps this process's (the store's `forges()` and `forge_apps()`): a
-    forge whose App, URL and key are unchanged keeps its GitHubApp and its tokens. A key that
-    cannot be read is an OSError or a ValueError naming the variable or file, never the key."""
+    forge whose App, URL and key are unchanged keeps its GitHubApp and its tokens. A forge whose
+    key cannot be read, or is no RSA key, is kept aside with why: app_of refuses it, naming the
+    variable or the file (never the key)."""
     urls = {forge.name: forge.base_url for forge in forges}
     kept: dict[str, GitHubApp] = {}
     broken: dict[str, str] = {}
     for entry in apps:
         if entry.name not in urls:
             continue
+        url = urls[entry.name].rstrip("/") + "/"
         try:
             pem, source = app_key_for(entry.name, entry.app_key_file)
-            key = load_key(pem, source)
+            digest = hashlib.sha256(pem).hexdigest()
+            with _apps_lock:
+                known = _apps.get(entry.name)
+            if known is not None and (known.base_url, known.app_id, known.key_digest) == (
+                url,
+                entry.app_id,
+                digest,
+            ):
+                kept[entry.name] = known
+                continue
+            kept[entry.name] = GitHubApp(
+                url, entry.app_id, load_key(pem, source), key_source=source, key_digest=digest,
+                timeout=timeout,
+            )  # fmt: skip
         except (LookupError, OSError, ValueError) as error:
             broken[entry.name] = str(error)
-            continue
-        digest = hashlib.sha256(pem).hexdigest()
-        with _apps_lock:
-            known = _apps.get(entry.name)
-        url = urls[entry.name].rstrip("/") + "/"
-        if known is not None and (known.base_url, known.app_id, known.key_digest) == (
-            url,
-            entry.app_id,
-            digest,
-        ):
-            kept[entry.name] = known
-            continue
-        kept[entry.name] = GitHubApp(
-            url, entry.app_id, key, key_source=source, key_digest=digest,
-            timeout=timeout,
-        )  # fmt: skip
     with _apps_lock:
         for name, old in _apps.items():
             if kept.get(name) is not old:
