@@ -28,7 +28,7 @@ from tests.schema_dump import pg_dump
 from tireless import JobStore
 from tireless.errors import InvalidArgument, UnknownRepository
 from tireless.forge import client_for
-from tireless.forge.app_auth import GitHubApp, app_of, use_apps
+from tireless.forge.app_auth import GitHubApp, NoInstallation, app_of, use_apps
 from tireless.forge.client import AuthRefused
 from tireless.forge.http import forget_refusals
 from tireless.forge.poll import Report, client_factory, poll_round
@@ -223,6 +223,13 @@ def test_the_stand_in_refuses_a_jwt_as_github_does_the_product_s_pass_and_a_401_
     assert client.list_issues("beta", "widgets", since=None).issues == ()
     assert app.refused[refused:] == ["Bad credentials"]
     assert ours.mints == {app.installations["beta"][0]: 2}
+    # Uninstalled since: the owner's repositories wait, said with the owner's name.
+    del app.installations["beta"]
+    for token, issued in list(app.tokens.items()):
+        app.tokens[token] = replace(issued, expires_at=0.0)
+    for _ in range(2):  # the mint refused, then the lookup of the owner
+        with pytest.raises(NoInstallation, match="installed on beta"):
+            client.list_issues("beta", "widgets", since=None)
     client.close()
     ours.close()
 

@@ -288,6 +288,13 @@ class GitHubApp:
         path = f"app/installations/{installation}/access_tokens"
         response = self._as_app("POST", path)
         self._count_time(started)
+        if response.status_code == 404:  # uninstalled since: its owner is looked up again
+            with self._lock:
+                gone = [o for o, i in self._owners.items() if i.id == installation]
+                for owner in gone:
+                    del self._owners[owner]
+            named = ", ".join(gone) or f"installation {installation}"
+            raise NoInstallation(f"the App {self.app_id} is no longer installed on {named}", named)
         if response.status_code != 201:
             raise BadResponse(
                 f"POST /{path}: unexpected HTTP {response.status_code} {_message(response)}"
