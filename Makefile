@@ -60,6 +60,7 @@ bench: install pg-binaries
 	$(PY) bench/egress.py $(if $(QUICK),--quick)
 	$(PY) bench/rollup.py $(if $(QUICK),--quick)
 	$(PY) bench/pull_follows_push.py $(if $(QUICK),--jobs 3)
+	$(PY) bench/app_tokens.py $(if $(QUICK),--hours 2 --repeats 1)
 
 run: install pg-binaries
 	$(PY) -m dev.demo

@@ -69,6 +69,55 @@ COMMENT ON FUNCTION tireless.forges() IS 'The registered forges, by name: name, 
 REVOKE ALL ON FUNCTION tireless.forges() FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT EXECUTE ON FUNCTION tireless.forges() TO tireless_runner, tireless_poller;
 
+CREATE OR REPLACE FUNCTION tireless.set_forge_app(name text, app_id bigint, app_key_file text DEFAULT NULL) RETURNS boolean
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    forge_kind tireless.forge_kind;
+BEGIN
+    PERFORM tireless.check_forge(set_forge_app.name);
+    SELECT f.kind INTO forge_kind FROM tireless.forge f WHERE f.name = set_forge_app.name;
+    IF set_forge_app.app_id IS NOT NULL AND forge_kind <> 'github' THEN
+        RAISE EXCEPTION 'forge % is a % forge: only a github forge has an App', quote_literal(set_forge_app.name), forge_kind
+            USING ERRCODE = 'TL005';
+    END IF;
+    IF set_forge_app.app_id <= 0 THEN
+        RAISE EXCEPTION 'app_id must be a positive integer, got %', set_forge_app.app_id
+            USING ERRCODE = 'TL005', HINT = 'The App ID is on the App''s settings page (github.com/settings/apps/SLUG).';
+    END IF;
+    IF set_forge_app.app_key_file IS NOT NULL AND set_forge_app.app_id IS NULL THEN
+        RAISE EXCEPTION 'app_key_file % names the key of no App: give app_id as well', quote_literal(left(set_forge_app.app_key_file, 200))
+            USING ERRCODE = 'TL005';
+    END IF;
+    IF set_forge_app.app_key_file !~ '^/[^[:cntrl:]]*$' OR length(set_forge_app.app_key_file) > 4096 THEN
+        RAISE EXCEPTION 'app_key_file must be an absolute path, got %', quote_literal(left(set_forge_app.app_key_file, 200))
+            USING ERRCODE = 'TL005';
+    END IF;
+    UPDATE tireless.forge f SET app_id = set_forge_app.app_id, app_key_file = set_forge_app.app_key_file
+     WHERE f.name = set_forge_app.name
+       AND (f.app_id, f.app_key_file) IS DISTINCT FROM (set_forge_app.app_id, set_forge_app.app_key_file);
+    RETURN FOUND;
+END;
+$$;
+COMMENT ON FUNCTION tireless.set_forge_app(text, bigint, text) IS
+    '(admin) Makes a github forge''s credentials its GitHub App: app_id, and app_key_file, the absolute path of the '
+    'App''s private key on the hosts that run tireless (the path, never the key); app_id null: a token again. True when '
+    'it changed the entry. TL008 for a forge not registered, TL005 for a bad argument or a forge of another kind.';
+REVOKE ALL ON FUNCTION tireless.set_forge_app(text, bigint, text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.set_forge_app(text, bigint, text) TO tireless_admin;
+
+CREATE OR REPLACE FUNCTION tireless.forge_apps() RETURNS TABLE (name text, app_id bigint, app_key_file text)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT f.name, f.app_id, f.app_key_file FROM tireless.forge f WHERE f.app_id IS NOT NULL ORDER BY f.name;
+$$;
+COMMENT ON FUNCTION tireless.forge_apps() IS
+    'The forges that authenticate as a GitHub App, by name: the App''s id and the path of its key''s file (or null).';
+REVOKE ALL ON FUNCTION tireless.forge_apps() FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.forge_apps() TO tireless_runner, tireless_poller;
+
 -- The poll bookkeeping: pollers lease the repositories that are due.
 CREATE OR REPLACE FUNCTION tireless.claim_repos_to_poll(poller text, lease interval DEFAULT '5 minutes', max_repos integer DEFAULT 100)
     RETURNS TABLE (forge text, owner text, repo text, kind text, base_url text, cursor timestamptz, etag text, full_listing boolean,

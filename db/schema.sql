@@ -3944,6 +3944,23 @@ CREATE FUNCTION tireless.forge_api_url(kind tireless.forge_kind, base_url text) 
 COMMENT ON FUNCTION tireless.forge_api_url(kind tireless.forge_kind, base_url text) IS 'A registered forge''s API root: base_url for GitHub (it is the API root), base_url/api/v1 for Gitea and Forgejo.';
 
 --
+-- Name: forge_apps(); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.forge_apps() RETURNS TABLE(name text, app_id bigint, app_key_file text)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT f.name, f.app_id, f.app_key_file FROM tireless.forge f WHERE f.app_id IS NOT NULL ORDER BY f.name;
+$$;
+
+--
+-- Name: FUNCTION forge_apps(); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.forge_apps() IS 'The forges that authenticate as a GitHub App, by name: the App''s id and the path of its key''s file (or null).';
+
+--
 -- Name: forge_body_limit(); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -6293,6 +6310,12 @@ CREATE TABLE tireless.forge (
     limited_until timestamp with time zone,
     last_error text,
     added_at timestamp with time zone DEFAULT now() NOT NULL,
+    app_id bigint,
+    app_key_file text,
+    CONSTRAINT app_id_is_positive CHECK ((app_id > 0)),
+    CONSTRAINT app_is_a_github_forge CHECK (((app_id IS NULL) OR (kind = 'github'::tireless.forge_kind))),
+    CONSTRAINT app_key_file_has_an_app CHECK (((app_key_file IS NULL) OR (app_id IS NOT NULL))),
+    CONSTRAINT app_key_file_is_absolute CHECK (((app_key_file ~ '^/[^[:cntrl:]]*$'::text) AND (length(app_key_file) <= 4096))),
     CONSTRAINT base_url_is_http CHECK (((base_url ~ '^https?://[^/?#[:space:][:cntrl:]]+(/[^?#[:space:][:cntrl:]]*)?$'::text) AND (length(base_url) <= 2000))),
     CONSTRAINT forge_name_is_a_name CHECK ((name ~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$'::text))
 );
@@ -6314,6 +6337,42 @@ COMMENT ON COLUMN tireless.forge.limited_until IS 'After a rate limit or an auth
 --
 
 COMMENT ON COLUMN tireless.forge.last_error IS 'Why the forge is stopped (a rate limit, 401/403); null when it is not.';
+
+--
+-- Name: COLUMN forge.app_id; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.forge.app_id IS 'The GitHub App tireless authenticates as on this forge (its installation tokens are minted by the poller, mirror and runner); null: a token from TIRELESS_TOKEN_<NAME>.';
+
+--
+-- Name: COLUMN forge.app_key_file; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.forge.app_key_file IS 'The path of the App''s private key (PEM) on the hosts that run tireless, read when TIRELESS_APP_KEY_<NAME>[_FILE] is not set; the path only, never the key.';
+
+--
+-- Name: CONSTRAINT app_id_is_positive ON forge; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT app_id_is_positive ON tireless.forge IS 'An App id is a positive integer (GitHub''s App settings page, "App ID").';
+
+--
+-- Name: CONSTRAINT app_is_a_github_forge ON forge; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT app_is_a_github_forge ON tireless.forge IS 'Only a GitHub forge has an App.';
+
+--
+-- Name: CONSTRAINT app_key_file_has_an_app ON forge; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT app_key_file_has_an_app ON tireless.forge IS 'A key file belongs to an App.';
+
+--
+-- Name: CONSTRAINT app_key_file_is_absolute ON forge; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT app_key_file_is_absolute ON tireless.forge IS 'The key file is an absolute path (each process reads it wherever it runs).';
 
 --
 -- Name: CONSTRAINT base_url_is_http ON forge; Type: COMMENT; Schema: tireless; Owner: -
@@ -8838,6 +8897,48 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.safe_report_text(body text) IS 'An agent''s report made safe to post as markdown: safe_comment_text, and a zero-width space after every < and inside every ![ so that no HTML tag opens and no image loads.';
+
+--
+-- Name: set_forge_app(text, bigint, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.set_forge_app(name text, app_id bigint, app_key_file text DEFAULT NULL::text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+DECLARE
+    forge_kind tireless.forge_kind;
+BEGIN
+    PERFORM tireless.check_forge(set_forge_app.name);
+    SELECT f.kind INTO forge_kind FROM tireless.forge f WHERE f.name = set_forge_app.name;
+    IF set_forge_app.app_id IS NOT NULL AND forge_kind <> 'github' THEN
+        RAISE EXCEPTION 'forge % is a % forge: only a github forge has an App', quote_literal(set_forge_app.name), forge_kind
+            USING ERRCODE = 'TL005';
+    END IF;
+    IF set_forge_app.app_id <= 0 THEN
+        RAISE EXCEPTION 'app_id must be a positive integer, got %', set_forge_app.app_id
+            USING ERRCODE = 'TL005', HINT = 'The App ID is on the App''s settings page (github.com/settings/apps/SLUG).';
+    END IF;
+    IF set_forge_app.app_key_file IS NOT NULL AND set_forge_app.app_id IS NULL THEN
+        RAISE EXCEPTION 'app_key_file % names the key of no App: give app_id as well', quote_literal(left(set_forge_app.app_key_file, 200))
+            USING ERRCODE = 'TL005';
+    END IF;
+    IF set_forge_app.app_key_file !~ '^/[^[:cntrl:]]*$' OR length(set_forge_app.app_key_file) > 4096 THEN
+        RAISE EXCEPTION 'app_key_file must be an absolute path, got %', quote_literal(left(set_forge_app.app_key_file, 200))
+            USING ERRCODE = 'TL005';
+    END IF;
+    UPDATE tireless.forge f SET app_id = set_forge_app.app_id, app_key_file = set_forge_app.app_key_file
+     WHERE f.name = set_forge_app.name
+       AND (f.app_id, f.app_key_file) IS DISTINCT FROM (set_forge_app.app_id, set_forge_app.app_key_file);
+    RETURN FOUND;
+END;
+$_$;
+
+--
+-- Name: FUNCTION set_forge_app(name text, app_id bigint, app_key_file text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.set_forge_app(name text, app_id bigint, app_key_file text) IS '(admin) Makes a github forge''s credentials its GitHub App: app_id, and app_key_file, the absolute path of the App''s private key on the hosts that run tireless (the path, never the key); app_id null: a token again. True when it changed the entry. TL008 for a forge not registered, TL005 for a bad argument or a forge of another kind.';
 
 --
 -- Name: kind_policy; Type: TABLE; Schema: tireless; Owner: -
@@ -12855,6 +12956,14 @@ REVOKE ALL ON FUNCTION tireless.fold_history(after_id bigint, upto_id bigint) FR
 REVOKE ALL ON FUNCTION tireless.forge_api_url(kind tireless.forge_kind, base_url text) FROM PUBLIC;
 
 --
+-- Name: FUNCTION forge_apps(); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.forge_apps() FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.forge_apps() TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.forge_apps() TO tireless_poller;
+
+--
 -- Name: FUNCTION forge_body_limit(); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -13693,6 +13802,13 @@ REVOKE ALL ON FUNCTION tireless.safe_comment_text(body text) FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION tireless.safe_report_text(body text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION set_forge_app(name text, app_id bigint, app_key_file text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.set_forge_app(name text, app_id bigint, app_key_file text) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.set_forge_app(name text, app_id bigint, app_key_file text) TO tireless_admin;
 
 --
 -- Name: TABLE kind_policy; Type: ACL; Schema: tireless; Owner: -

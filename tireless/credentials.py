@@ -27,14 +27,16 @@ SECRETS_FD = "TIRELESS_SECRETS_FD"
 
 CREDENTIAL_VARIABLE = re.compile(
     r"DATABASE_URL|PG[A-Z_]*|TIRELESS_[A-Z0-9_]*(TOKEN|SECRET|PASSWORD)[A-Z0-9_]*"
+    r"|TIRELESS_APP_KEY_[A-Z0-9_]*"
 )
 """Variables that hold a secret, or tell libpq where to find one, moved out of the worker's
 environment block: DATABASE_URL, every libpq variable (PGPASSWORD, PGPASSFILE, PGSERVICE, ...),
-forge tokens (TIRELESS_TOKEN_<NAME>), webhook secrets (TIRELESS_WEBHOOK_SECRET_<NAME>) and any
-other TIRELESS_ token, secret or password. Their `_FILE` forms hold a path, not a secret."""
+forge tokens (TIRELESS_TOKEN_<NAME>), webhook secrets (TIRELESS_WEBHOOK_SECRET_<NAME>), GitHub
+Apps' private keys (TIRELESS_APP_KEY_<NAME>) and any other TIRELESS_ token, secret or password. Their `_FILE` forms hold a path, not a secret."""
 
 SECRET_VARIABLE = re.compile(
     r"DATABASE_URL|PGPASSWORD|TIRELESS_[A-Z0-9_]*(TOKEN|SECRET|PASSWORD)[A-Z0-9_]*"
+    r"|TIRELESS_APP_KEY_[A-Z0-9_]*"
 )
 """The credential variables whose value is itself a secret, masked wherever it appears (not
 PGHOST or PGUSER: masking a host name or a port would mask ordinary text)."""
@@ -72,6 +74,34 @@ def secret_variable(forge: str) -> str:
     """`TIRELESS_WEBHOOK_SECRET_<NAME>`: the forge's webhook secret, named as its token is (the
     dashboard checks the forge's webhooks with it; `tireless forge check` says whether it is set)."""
     return "TIRELESS_WEBHOOK_SECRET_" + re.sub(r"[^A-Za-z0-9]", "_", forge).upper()
+
+
+def app_key_variable(forge: str) -> str:
+    """`TIRELESS_APP_KEY_<NAME>`: the PEM of the forge's GitHub App key (or, as `_FILE`, its
+    path), named as the forge's token is."""
+    return "TIRELESS_APP_KEY_" + re.sub(r"[^A-Za-z0-9]", "_", forge).upper()
+
+
+def app_key_for(forge: str, registered: str | None) -> tuple[bytes, str]:
+    """The PEM of the forge's GitHub App key and where it was read from: TIRELESS_APP_KEY_<NAME>,
+    else the file TIRELESS_APP_KEY_<NAME>_FILE names, else the file the registry names
+    (`forge add --app-key-file`; the environment wins: each host may keep the key elsewhere).
+    LookupError when none is set; an OSError naming the variable or the file when it cannot be
+    read. The key itself is never in a message."""
+    variable = app_key_variable(forge)
+    if pem := secret_from_environment(variable):
+        source = variable if os.environ.get(variable) else f"{variable}_FILE"
+        return pem.encode(), source
+    if registered is None:
+        raise LookupError(
+            f"forge {forge}: no key for its GitHub App: set {variable}_FILE (or {variable}), or"
+            " give `tireless forge add --app-key-file`"
+        )
+    try:
+        return Path(registered).read_bytes(), registered
+    except OSError as error:
+        why = f"forge {forge}: the App's key file cannot be read: {error.strerror}"
+        raise OSError(error.errno, why, registered) from error
 
 
 def is_token_variable(name: str) -> bool:

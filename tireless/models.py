@@ -325,6 +325,16 @@ class Forge:
 
 
 @dataclass(frozen=True, slots=True)
+class ForgeApp:
+    """A forge that authenticates as a GitHub App: its id, and the path of its private key's file
+    (None: only TIRELESS_APP_KEY_<NAME>[_FILE] names the key). The key itself is never stored."""
+
+    name: str
+    app_id: int
+    app_key_file: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class RepoToPoll:
     """A repository `claim_repos_to_poll` leased to a poller, with what the read needs."""
 

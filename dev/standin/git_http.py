@@ -115,6 +115,8 @@ class GitOverHttp(ForgeFaults):
     ) -> CgiAnswer:
         """One smart-HTTP request: the credentials checked, then git-http-backend."""
         account = self._git_account(headers.get("authorization"))
+        if self.app is not None:  # a GitHub App's installation token (dev.standin.apps)
+            account = self.app.git_account(headers.get("authorization"), f"{service}?{query}")
         with self._lock:
             asked = {k: v[-1] for k, v in parse_qs(query).items()}
             path = f"/{owner}/{repo}.git/{service}"

@@ -76,6 +76,10 @@ class ForgeApi(ConversationRoutes):
         method: str = "GET",
         body: Any = None,
     ) -> Answer:
+        if self.app is not None and (
+            by_app := self.app.answer(method, self._api_parts(path)[1], authorization)
+        ):
+            return by_app  # a GitHub App's routes and token refusals (dev.standin.apps)
         authorized = self._authorized(authorization)
         request = Request(method, path, query, authorized, body)
         gate = self._record(request)

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from datetime import timedelta
 from http.server import ThreadingHTTPServer
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from dev.standin.git_backend import StandinGit
 from dev.standin.gitea import GiteaApi
@@ -32,6 +32,9 @@ from dev.standin.records import (
     _now,
 )
 
+if TYPE_CHECKING:
+    from dev.standin.apps import StandinApp
+
 
 class ForgeState:
     """The forge's state in memory, and the public methods tests and the demo use to set the scene
@@ -39,6 +42,8 @@ class ForgeState:
 
     _server: ThreadingHTTPServer
     """The HTTP server on 127.0.0.1, bound by StandinForge (dev.standin.forge)."""
+    app: StandinApp | None = None
+    """A GitHub App a test attached (dev.standin.apps): it answers its routes and its tokens."""
 
     def __init__(
         self,
@@ -490,6 +495,8 @@ class ForgeState:
     def _authorized(self, header: str | None) -> bool:
         """Whether the API request's Authorization header carries an accepted token. Gitea:
         `Authorization: token T` (also `Bearer`); GitHub: `Bearer T` (also `token`)."""
+        if self.app is not None:
+            return self.app.accepts(header)
         if self.token is None:
             return True
         for scheme in ("token ", "Bearer "):

@@ -480,3 +480,23 @@ def test_an_organisation_ping_answers_that_the_hook_works_and_changes_nothing(
     assert db.scalar("SELECT count(*) FROM tireless.webhook_delivery") == 0
     badly_signed = client.post("/hooks/github", content=sent, headers=github(b"other"))
     assert badly_signed.status_code == 401
+
+
+def test_a_github_app_s_installation_event_is_taken_and_changes_nothing(
+    client: TestClient, db: Database
+) -> None:
+    """An App's webhook gets `installation` events, which name the account and no repository
+    (docs.github.com/en/webhooks/webhook-events-and-payloads#installation): 202, nothing due."""
+    before = next_polls(db)
+    event = {
+        "action": "created",
+        "installation": {"id": 101, "account": {"login": "acme", "type": "Organization"}},
+        "repositories": [{"id": 1, "name": "widgets", "full_name": "acme/widgets"}],
+        "sender": {"login": "Codertocat", "id": 21031067},
+    }
+    body = json.dumps(event).encode()
+    headers = {**github(body), "X-GitHub-Event": "installation"}
+    response = client.post("/hooks/github", content=body, headers=headers)
+    assert response.status_code == 202, response.text
+    assert response.json() == {"forge": "github", "installation": "acme", "poll_soon": None}
+    assert next_polls(db) == before

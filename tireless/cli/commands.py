@@ -11,6 +11,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -46,10 +47,13 @@ from tireless.cli.session import (
     stop_on_signals,
 )
 from tireless.connect import RECONNECT_EVERY, WORKER_CALL_DEADLINE
-from tireless.credentials import keep_secrets_out_of_environment_block
+from tireless.credentials import app_key_variable, keep_secrets_out_of_environment_block
 from tireless.errors import PermissionDenied, UnknownJob
 from tireless.forge import token_variable
+from tireless.forge.app_auth import app_of, load_key, refresh_apps
+from tireless.forge.app_check import check_app_forge
 from tireless.forge.check import MAX_REPOS, Target, check_forge, failed_required
+from tireless.forge.client import AuthRefused
 from tireless.forge.poll import READ_DEADLINE_FACTOR, Report, client_factory, poll_round
 from tireless.git import Identity
 from tireless.migrate import migrate
@@ -343,21 +347,49 @@ def cmd_forge(args: argparse.Namespace) -> int:
             return forge_check(args, conn)
         if args.forge_action == "list":
             forges = store.forges()
-            emit(args, forges, render_forges(forges) if forges else "no forges registered")
+            listed = render_forges(forges, store.forge_apps()) if forges else "no forges registered"
+            emit(args, forges, listed)
             return OK
         if args.forge_action == "add":
+            key_file = app_flags(args)
             changed = store.add_forge(args.name, args.kind, args.url)
+            if args.app_id is not None:
+                changed = store.set_forge_app(args.name, args.app_id, key_file) or changed
+            credentials = (
+                f"its token is read from {token_variable(args.name)}"
+                if args.app_id is None
+                else f"as GitHub App {args.app_id}, its key read from"
+                f" {app_key_variable(args.name)}_FILE, else {key_file or 'nowhere'}"
+            )
             text = (
-                f"forge {args.name}: {args.kind} at {args.url}; its token is read from"
-                f" {token_variable(args.name)}"
+                f"forge {args.name}: {args.kind} at {args.url}; {credentials}"
                 if changed
-                else f"forge {args.name} was already {args.kind} at {args.url}"
+                else f"forge {args.name} was already {args.kind} at {args.url}; {credentials}"
             )
         else:
             changed = store.remove_forge(args.name)
             text = f"removed forge {args.name}" if changed else f"no forge named {args.name}"
     emit(args, {"name": args.name, "changed": changed}, text)
     return OK
+
+
+def app_flags(args: argparse.Namespace) -> str | None:
+    """`forge add`'s --app-id and --app-key-file checked before anything is registered: the key
+    file's absolute path (it must hold an RSA private key; only the path is registered)."""
+    if args.app_key_file is not None and args.app_id is None:
+        raise UsageError("--app-key-file names the key of a GitHub App: give --app-id as well")
+    if args.app_id is not None and args.kind != "github":
+        raise UsageError(f"--app-id is a GitHub App's: forge {args.name} is {args.kind}")
+    if args.app_key_file is None:
+        return None
+    path = Path(args.app_key_file).resolve()
+    try:
+        load_key(path.read_bytes(), str(path))
+    except OSError as error:
+        raise UsageError(f"--app-key-file {path}: {error.strerror}") from None
+    except ValueError as error:
+        raise UsageError(f"--app-key-file: {error}") from None
+    return str(path)
 
 
 def forge_check(args: argparse.Namespace, conn: psycopg.Connection[Any]) -> int:
@@ -385,7 +417,13 @@ def forge_check(args: argparse.Namespace, conn: psycopg.Connection[Any]) -> int:
         place = {**where, "owner": owner, "repo": repo}
         ((clone_url,),) = fetch(conn, forge_calls.FORGE_CLONE_URL, place, tuple_row)
         targets.append(Target(owner, repo, clone_url))
-    findings = check_forge(
+    refresh_apps(store, args.timeout)
+    try:
+        app = app_of(forge.name)
+    except AuthRefused as broken:  # its App's key is nowhere, or not a key
+        raise UsageError(str(broken)) from None
+    check = check_forge if app is None else partial(check_app_forge, app=app)
+    findings = check(
         forge, web_root, targets, write=args.write, deliver=args.deliver, timeout=args.timeout
     )
     emit(args, findings, render_findings(forge.name, findings))
@@ -413,7 +451,7 @@ def cmd_poll(args: argparse.Namespace) -> int:
                 poll_round(
                     store,
                     args.poller,
-                    clients=client_factory(args.timeout),
+                    clients=client_factory(args.timeout, store),
                     next_poll_in=next_poll_in,
                     lease=args.lease,
                     read_deadline=READ_DEADLINE_FACTOR * args.timeout,
@@ -433,6 +471,7 @@ def tokens_set(args: argparse.Namespace, store: JobStore) -> None:
     if args.anonymous:
         return
     registered = {forge.name for forge in store.forges()}  # the others are skipped, and said so
+    registered -= {app.name for app in store.forge_apps()}  # a GitHub App mints its own tokens
     tracked = {r.forge for r in store.tracked_repos() if r.forge in registered}
     unset = sorted({token_variable(forge) for forge in tracked} - set(os.environ))
     unset = [name for name in unset if name + "_FILE" not in os.environ]
@@ -476,7 +515,7 @@ def poll_once(args: argparse.Namespace, store: JobStore) -> int:
     reports = poll_round(
         store,
         args.poller,
-        clients=client_factory(args.timeout),
+        clients=client_factory(args.timeout, store),
         lease=args.lease,
         read_deadline=READ_DEADLINE_FACTOR * args.timeout,
         log=poll_log(args),

@@ -329,6 +329,18 @@ def parser() -> argparse.ArgumentParser:
         required=True,
         help="Gitea/Forgejo: the web root; GitHub: the API root (https://api.github.com)",
     )
+    sub.add_argument(
+        "--app-id",
+        type=int,
+        help="GitHub: authenticate as this GitHub App (its App ID), minting its installations'"
+        " tokens, instead of TIRELESS_TOKEN_<NAME> (docs/forges.md#github-app)",
+    )
+    sub.add_argument(
+        "--app-key-file",
+        metavar="PEM",
+        help="with --app-id: the App's private key file, as the hosts running tireless read it"
+        " (its path is registered, never the key; TIRELESS_APP_KEY_<NAME>_FILE wins over it)",
+    )
     forge("list", "the registered forges, and the variable each one's token is read from")
     sub = forge("remove", "unregister a forge")
     sub.add_argument("name", help="the forge's short name")

@@ -11,10 +11,11 @@ from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
+from tireless.credentials import app_key_variable
 from tireless.forge import token_variable
 from tireless.forge.check import Finding
 from tireless.forge.poll import Report
-from tireless.models import Forge, Job, RepoDelivery, RepoLimit, RepoStatus
+from tireless.models import Forge, ForgeApp, Job, RepoDelivery, RepoLimit, RepoStatus
 
 
 def as_json(value: Any) -> str:
@@ -344,15 +345,27 @@ def field_text(value: Any) -> str:
     return str(value)
 
 
-def render_forges(forges: Sequence[Forge]) -> str:
-    """The registered forges and the variable each one's token is read from."""
+def render_forges(forges: Sequence[Forge], apps: Sequence[ForgeApp] = ()) -> str:
+    """The registered forges and the variable each one's token is read from (a GitHub App's:
+    its id and where its key is read from)."""
+    by_name = {app.name: app for app in apps}
+
+    def credentials(name: str) -> str:
+        app = by_name.get(name)
+        if app is None:
+            return token_variable(name)
+        key = f"{app_key_variable(name)}_FILE" + (
+            f" or {app.app_key_file}" if app.app_key_file else ""
+        )
+        return f"GitHub App {app.app_id}, key: {key}"
+
     return table(
         [dataclasses.asdict(f) for f in forges],
         [
             ("NAME", lambda r: r["name"]),
             ("KIND", lambda r: str(r["kind"])),
             ("URL", lambda r: r["base_url"]),
-            ("TOKEN-VARIABLE", lambda r: token_variable(r["name"])),
+            ("TOKEN-VARIABLE", lambda r: credentials(r["name"])),
         ],
     )
 

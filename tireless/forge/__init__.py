@@ -5,6 +5,7 @@ store)."""
 from __future__ import annotations
 
 from tireless.credentials import is_token_variable, token_for, token_variable
+from tireless.forge.app_auth import GitHubApp
 from tireless.forge.client import ForgeClient
 from tireless.forge.gitea import GiteaClient
 from tireless.forge.github import GitHubClient
@@ -22,10 +23,12 @@ def client_for(
     *,
     timeout: float = TIMEOUT,
     max_bytes: int = MAX_BYTES,
+    app: GitHubApp | None = None,
 ) -> ForgeClient:
-    """The client of a registered forge's kind."""
+    """The client of a registered forge's kind; a GitHub one with `app` authenticates as its
+    installations (tireless.forge.app_auth), `token` unused."""
     if kind in ("gitea", "forgejo"):
         return GiteaClient(base_url, token, timeout=timeout, max_bytes=max_bytes)
     if kind == "github":
-        return GitHubClient(base_url, token, timeout=timeout, max_bytes=max_bytes)
+        return GitHubClient(base_url, token, timeout=timeout, max_bytes=max_bytes, app=app)
     raise ValueError(f"unknown forge kind {kind!r}: expected one of {', '.join(KINDS)}")

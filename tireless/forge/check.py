@@ -17,12 +17,13 @@ from urllib.parse import quote
 
 from tireless.credentials import secret_variable
 from tireless.forge import client_for, token_for, token_variable
+from tireless.forge.app_auth import forge_git_auth
 from tireless.forge.client import ForgeClient, ReadFailed, Response
 from tireless.forge.gitea import LABEL_COLOR as GITEA_COLOR
 from tireless.forge.github import LABEL_COLOR as GITHUB_COLOR
 from tireless.forge.http import TIMEOUT, rate_limit_of
 from tireless.forge.validate import decode_json
-from tireless.git import BOT, GitAuth, GitError, git, git_auth
+from tireless.git import BOT, GitAuth, GitError, git
 from tireless.models import Forge
 
 MAX_REPOS = 3
@@ -175,6 +176,13 @@ class Checker:
             )
         found.append(self.webhook_secret())
         return found
+
+    def git_auth(self, target: Target) -> GitAuth | None:
+        """The runner's git credentials for the repository (none when its App could not mint)."""
+        try:
+            return forge_git_auth(self.forge.name, target.owner, target.repo)
+        except ReadFailed:
+            return None
 
     # What each answer means
     def _ask(self, method: str, path: str, body: object = None) -> Response | str:
@@ -400,7 +408,7 @@ class Checker:
         line)."""
         capability = f"git read {target.owner}/{target.repo}"
         url = target.clone_url
-        auth = git_auth(self.forge.name)
+        auth = self.git_auth(target)
         try:
             branch, head = self._default_head(url, auth)
         except GitError as failed:
@@ -412,7 +420,7 @@ class Checker:
         job): the default branch's head pushed to a scratch ref of tireless's own, then the ref
         deleted. No commit is made and no branch touched."""
         name, url = f"{target.owner}/{target.repo}", target.clone_url
-        auth = git_auth(self.forge.name)
+        auth = self.git_auth(target)
         ref = CHECK_REF + secrets.token_hex(4)
         with tempfile.TemporaryDirectory(prefix="tireless-check-") as scratch:
             bare = Path(scratch) / "check.git"
@@ -592,7 +600,7 @@ class Checker:
         branch's head pushed to it, a draft pull request from it opened and closed."""
         owner, repo, url = target.owner, target.repo, target.clone_url
         name = f"{owner}/{repo}"
-        auth = git_auth(self.forge.name)
+        auth = self.git_auth(target)
         branch = CHECK_BRANCH + secrets.token_hex(4)
         with tempfile.TemporaryDirectory(prefix="tireless-check-") as scratch:
             bare = Path(scratch) / "check.git"

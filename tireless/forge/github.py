@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
+from tireless.forge.app_auth import GitHubApp, InstallationAuth
 from tireless.forge.client import (
     MAX_FORGE_DEPENDENCIES,
     BadResponse,
@@ -108,12 +109,15 @@ class GitHubClient:
         *,
         timeout: float = TIMEOUT,
         max_bytes: int = MAX_BYTES,
+        app: GitHubApp | None = None,
     ) -> None:
         headers = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28"}
-        if token:
+        if token and app is None:
             headers["Authorization"] = f"Bearer {token}"
+        self._app = app
         self._login: str | None = None
-        self._http = Http(base_url, headers, timeout=timeout, max_bytes=max_bytes)
+        auth = None if app is None else InstallationAuth(app)
+        self._http = Http(base_url, headers, timeout=timeout, max_bytes=max_bytes, auth=auth)
         self._known_labels: set[tuple[str, str, str]] = set()
 
     def close(self) -> None:
@@ -456,6 +460,8 @@ class GitHubClient:
         sent_or_found(lambda: self._http.send("POST", url, body, retry=False), there)
 
     def whoami(self) -> str:
+        if self._login is None and self._app is not None:
+            self._login = self._app.bot_login()  # an installation's token writes as the bot
         if self._login is None:
             # GET /user: a GitHub App installation's token has no user and is refused it
             # ("Resource not accessible by integration"): optional, see Http.learn_login.

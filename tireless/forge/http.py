@@ -174,12 +174,14 @@ class Http:
         timeout: float = TIMEOUT,
         max_bytes: int = MAX_BYTES,
         quick_retries: int = QUICK_RETRIES,
+        auth: httpx.Auth | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/") + "/"
         self._origin = _origin(self.base_url)
         # What this forge refused this token, and the login it learned: kept per process by the
         # base URL and a digest of the credentials (a new token is asked anew), never the token.
-        credentials = headers.get("Authorization", "").encode()
+        # An App's tokens change every hour: its key is the App (tireless.forge.app_auth).
+        credentials = headers.get("Authorization", repr(auth)).encode()
         self._key = (self.base_url, hashlib.sha256(credentials).hexdigest())
         self._max_bytes = max_bytes
         self._timeout = timeout
@@ -187,7 +189,7 @@ class Http:
         self._deadline: float | None = None
         self._hung: str | None = None  # the timeout under a deadline that ended our requests
         self._client = httpx.Client(
-            headers=headers, timeout=httpx.Timeout(timeout), follow_redirects=False
+            headers=headers, timeout=httpx.Timeout(timeout), follow_redirects=False, auth=auth
         )
 
     def close(self) -> None:

@@ -24,8 +24,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from tireless.credentials import app_key_variable
 from tireless.errors import NotHolder, TirelessError
 from tireless.forge import client_for, token_for, token_variable
+from tireless.forge.app_auth import app_of, has_app, refresh_apps
 from tireless.forge.client import (
     AuthRefused,
     ForgeClient,
@@ -351,11 +353,16 @@ def issue_rows(
 ClientFactory = Callable[[RepoToPoll], ForgeClient]
 
 
-def client_factory(timeout: float) -> ClientFactory:
-    """Clients built from the forge registry's rows, tokens from TIRELESS_TOKEN_<NAME>."""
+def client_factory(timeout: float, store: JobStore | None = None) -> ClientFactory:
+    """Clients built from the forge registry's rows, tokens from TIRELESS_TOKEN_<NAME>, or
+    minted for the forge's GitHub App (the registry's Apps read from `store`, when given)."""
+    if store is not None:
+        refresh_apps(store, timeout)
 
     def build(target: RepoToPoll) -> ForgeClient:
-        return client_for(target.kind, target.base_url, token_for(target.forge), timeout=timeout)
+        app = app_of(target.forge)  # AuthRefused when its App's key is nowhere: the forge stops
+        token = token_for(target.forge)
+        return client_for(target.kind, target.base_url, token, timeout=timeout, app=app)
 
     return build
 
@@ -404,10 +411,15 @@ def poll_round(
                     late.retry_after = timedelta(0)
                     _fail(store, poller, target, report, late)
                 else:
-                    client = client or clients(target)
-                    _poll_one(
-                        store, poller, client, target, report, next_poll_in, read_deadline, stopped
-                    )
+                    try:
+                        client = client or clients(target)
+                    except ForgeStopped as stop:  # its App's key is nowhere
+                        _stop_forge(store, poller, target, report, stop, stopped)
+                    else:
+                        _poll_one(
+                            store, poller, client, target, report, next_poll_in, read_deadline,
+                            stopped,
+                        )  # fmt: skip
                 if report.did_something:
                     logged(report)
         finally:
@@ -564,8 +576,13 @@ def _stop_forge(
     """The forge is asked nothing more until stop.until; refused credentials name the variable
     the token is read from, and how to ask again at once."""
     if isinstance(stop, AuthRefused):
+        source = (
+            f"the App's key is read from {app_key_variable(target.forge)}[_FILE] or its key file"
+            if has_app(target.forge)
+            else f"the token is read from {token_variable(target.forge)}"
+        )
         stop = AuthRefused(
-            f"{stop} (the token is read from {token_variable(target.forge)}; once it is right,"
+            f"{stop} ({source}; once it is right,"
             f" `tireless forge retry {target.forge}` asks again at once)",
             stop.until,
         )

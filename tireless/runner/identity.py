@@ -9,8 +9,11 @@ operator's `tireless work --git-identity "NAME <EMAIL>"`.
   account its primary address: services/convert/user.go toUser), else the placeholder Gitea itself
   gives a private address, `<login>@<NO_REPLY_ADDRESS>`, whose default is `noreply.<DOMAIN>`
   (models/user/user.go GetPlaceholderEmail; modules/setting/service.go).
-A token with no account (a GitHub App installation's: GET /user is refused "by integration") or a
-forge that cannot say gets tireless.git.BOT, said once in the log with the fix.
+- A forge registered with a GitHub App (`forge add --app-id`): the App's bot, `<slug>[bot]` from
+  GET /app, and `<id>+<slug>[bot]@users.noreply.<host>`, the bot user's id from GET /users/<login>.
+A token with no account (an installation token given as TIRELESS_TOKEN_<NAME>: GET /user is
+refused "by integration") or a forge that cannot say gets tireless.git.BOT, said once in the log
+with the fix.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from collections.abc import Callable, Sequence
 from urllib.parse import urlsplit
 
 from tireless.forge import client_for, token_for
+from tireless.forge.app_auth import app_of
 from tireless.forge.client import ReadFailed
 from tireless.forge.validate import decode_json
 from tireless.git import BOT, Identity
@@ -50,6 +54,8 @@ def forge_identity(forge: Forge, timeout: float = 30.0) -> Identity:
     """The forge's account of the runner's token (TIRELESS_TOKEN_<NAME>); ReadFailed when the
     forge could not be asked (unreachable, a 5xx); LookupError saying why when it answered with
     no account (no token, a refusal, an App installation's token)."""
+    if (app := app_of(forge.name)) is not None:  # the App's bot: GET /app, GET /users/<bot>
+        return Identity(app.bot_login(), app.bot_email())
     token = token_for(forge.name)
     if token is None:
         raise LookupError(f"no token for forge {forge.name}")

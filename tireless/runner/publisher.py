@@ -22,7 +22,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tireless.credentials import token_variable
-from tireless.git import GitError, git_auth
+from tireless.forge.app_auth import app_of, forge_git_auth
+from tireless.forge.client import ReadFailed
+from tireless.git import GitAuth, GitError
 from tireless.models import NO_CHANGE, Delivery, Job, JobBrief, JobKind
 from tireless.runner.extract import PublishRefused
 from tireless.runner.identity import Identities
@@ -87,7 +89,7 @@ class Publisher:
         if brief.clone_url is None:
             yield None
             return
-        auth = git_auth(job.forge)
+        auth = forge_auth(job)
         if auth is None:
             raise Release(
                 f"this runner has no token for forge {job.forge!r}: set {token_variable(job.forge)}"
@@ -164,7 +166,6 @@ class Publisher:
         if job.kind is not JobKind.IMPLEMENT:
             return None
         assert brief.branch is not None, "the brief names the branch of an issue with a clone URL"
-        auth = git_auth(job.forge)
         base_branch = default_branch(workspace.mirror)
         try:
             with take_change(
@@ -173,6 +174,7 @@ class Publisher:
                 if change.empty:
                     return NO_CHANGE
                 ours = record(brief.branch, change.head)
+                auth, renewed = forge_auth(job), False
                 for tried in range(1, PUSH_TRIES + 1):
                     try:
                         head = push_change(
@@ -180,8 +182,13 @@ class Publisher:
                             expected=brief.branch_head, ours=ours,
                         )  # fmt: skip
                         break
-                    except PushFailed as failed:
-                        if not failed.transient or tried == PUSH_TRIES:
+                    except (PushFailed, PublishRefused) as failed:
+                        if not renewed and (fresh := renewed_auth(job, auth, str(failed))):
+                            auth, renewed = fresh, True  # a GitHub App's token refused: once
+                            continue
+                        if isinstance(failed, PublishRefused) or not failed.transient:
+                            raise
+                        if tried == PUSH_TRIES:
                             raise
                         log.info("job %s: push failed (%s); again in %ss", job.id, failed, tried)
                         time.sleep(2 ** (tried - 1))
@@ -201,10 +208,10 @@ class Publisher:
         assert job.attempt_id is not None, "a checkpoint is saved for a claimed job"
         try:
             saved = save_checkpoint(
-                workspace, auth=git_auth(job.forge), last=last,
+                workspace, auth=forge_auth(job), last=last,
                 commit=self.commit_message(job, checkpoint=True), policy=self.policy_for(brief),
             )  # fmt: skip
-        except (PublishRefused, PushFailed, GitError) as failed:
+        except (PublishRefused, PushFailed, GitError, Release) as failed:
             log.warning("job %s: the checkpoint was not saved: %s", job.id, failed)
             return None
         return saved if isinstance(saved, Checkpoint) else None
@@ -269,3 +276,30 @@ def default_branch(mirror: Path) -> str:
     """The repository's default branch, as the cache's mirror of the forge names it."""
     head = (mirror / "HEAD").read_text().strip()
     return head.removeprefix("ref: refs/heads/") if head.startswith("ref: ") else "main"
+
+
+def forge_auth(job: Job) -> GitAuth | None:
+    """git_auth for the job's repository; Release (a failed attempt, with a note) when the forge's
+    GitHub App could not mint its token (the forge unreachable, the App not installed there)."""
+    try:
+        return forge_git_auth(job.forge, job.owner, job.repo)
+    except ReadFailed as failed:
+        raise Release(f"forge {job.forge}: no token for {job.owner}/{job.repo}: {failed}") from None
+
+
+GIT_AUTH_REFUSED = re.compile(
+    r"Authentication failed|could not read Username|returned error: 401|HTTP 401", re.IGNORECASE
+)
+"""What git says when the forge refused its credentials (an installation token expired)."""
+
+
+def renewed_auth(job: Job, auth: GitAuth | None, failed: str) -> GitAuth | None:
+    """For a push the forge refused our token (401), on a forge of a GitHub App: the credentials
+    of a token minted anew (the push is then tried once more); None otherwise."""
+    app = app_of(job.forge)
+    if app is None or auth is None or not GIT_AUTH_REFUSED.search(failed):
+        return None
+    try:
+        return GitAuth.github(app.renew(job.owner, job.repo, auth.token))
+    except ReadFailed:
+        return None

@@ -183,6 +183,10 @@ class Sandbox:
         an egress allowlist needs one); None when it can."""
         raise NotImplementedError
 
+    def hide(self, files: Sequence[str]) -> None:
+        """More secret files COMMAND must not read, learned after the start (the registry's
+        GitHub App key files); a sandbox that hides no file (none, unshare) hides none."""
+
     def start(
         self,
         command: Sequence[str],
@@ -261,6 +265,10 @@ class Bubblewrap(Sandbox):
         )
         self._network_refusal: str | None = None
         self._network_checked = False
+
+    def hide(self, files: Sequence[str]) -> None:
+        found = {os.path.realpath(f) for f in files if os.path.isfile(f)}
+        self.secret_files = sorted(set(self.secret_files) | found)
 
     def describe(self) -> str:
         return (

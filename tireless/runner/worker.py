@@ -37,6 +37,7 @@ from psycopg_pool import ConnectionPool
 
 from tireless.connect import WORKER_CALL_DEADLINE, Backoff, FailoverPool, with_defaults
 from tireless.credentials import known_secrets, token_variable
+from tireless.forge.app_auth import has_app, refresh_apps
 from tireless.git import git_auth
 from tireless.masking import Masker, MaskingFilter
 from tireless.models import Job, JobState
@@ -259,10 +260,12 @@ def work(conninfo: str, config: WorkConfig) -> int:
     pool.open(wait=True, timeout=POOL_OPEN_TIMEOUT)
     try:
         store = JobStore(pool)
+        config.sandbox.hide([a.app_key_file for a in store.forge_apps() if a.app_key_file])
         if config.publisher is not None:
             config.publisher.identities.forges = store.forges  # whose account commits, per forge
+            refresh_apps(store)  # the forges of a GitHub App mint their installations' tokens
             for forge in store.forges():
-                if git_auth(forge.name) is None:
+                if not has_app(forge.name) and git_auth(forge.name) is None:
                     log.warning(
                         "%s: no token for forge %s (set %s or %s_FILE): its jobs are released",
                         name, forge.name, token_variable(forge.name), token_variable(forge.name),

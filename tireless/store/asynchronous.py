@@ -27,6 +27,7 @@ from tireless.models import (
     Delivery,
     DiscoveredIssue,
     Forge,
+    ForgeApp,
     ForgeKind,
     ForgeWrite,
     Heartbeat,
@@ -332,6 +333,16 @@ class AsyncJobStore:
 
     async def forges(self) -> list[Forge]:
         return await self._run(forge_calls.forges())
+
+    async def set_forge_app(
+        self, name: str, app_id: int | None, app_key_file: str | None = None
+    ) -> bool:
+        """(admin) The forge's GitHub App (None: a token again); true when the entry changed."""
+        return await self._run(forge_calls.set_forge_app(name, app_id, app_key_file))
+
+    async def forge_apps(self) -> list[ForgeApp]:
+        """The forges that authenticate as a GitHub App."""
+        return await self._run(forge_calls.forge_apps())
 
     async def check_forge(self, name: str) -> None:
         """TL008 (UnknownRepository) unless the forge is registered."""

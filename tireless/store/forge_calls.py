@@ -18,6 +18,7 @@ from tireless.models import (
     ConversationToRead,
     DiscoveredIssue,
     Forge,
+    ForgeApp,
     ForgeKind,
     ForgeWrite,
     JobAsk,
@@ -73,6 +74,24 @@ FORGE_CLONE_URL = (
 
 def forges() -> Call[Forge, list[Forge]]:
     return Call(FORGES, {}, kwargs_row(Forge.from_row), _rows)
+
+
+SET_FORGE_APP = (
+    "SELECT tireless.set_forge_app(name => %(name)s, app_id => %(app_id)s,"
+    " app_key_file => %(app_key_file)s)"
+)
+
+
+def set_forge_app(name: str, app_id: int | None, app_key_file: str | None) -> Call[Any, bool]:
+    params = {"name": name, "app_id": app_id, "app_key_file": app_key_file}
+    return Call(SET_FORGE_APP, params, tuple_row, _flag)
+
+
+FORGE_APPS = "SELECT name, app_id, app_key_file FROM tireless.forge_apps()"
+
+
+def forge_apps() -> Call[ForgeApp, list[ForgeApp]]:
+    return Call(FORGE_APPS, {}, class_row(ForgeApp), _rows)
 
 
 CHECK_FORGE = "SELECT tireless.check_forge(name => %(name)s)"

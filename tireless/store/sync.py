@@ -27,6 +27,7 @@ from tireless.models import (
     Delivery,
     DiscoveredIssue,
     Forge,
+    ForgeApp,
     ForgeKind,
     ForgeWrite,
     Heartbeat,
@@ -336,6 +337,14 @@ class JobStore:
 
     def forges(self) -> list[Forge]:
         return self._run(forge_calls.forges())
+
+    def set_forge_app(self, name: str, app_id: int | None, app_key_file: str | None = None) -> bool:
+        """(admin) The forge's GitHub App (None: a token again); true when the entry changed."""
+        return self._run(forge_calls.set_forge_app(name, app_id, app_key_file))
+
+    def forge_apps(self) -> list[ForgeApp]:
+        """The forges that authenticate as a GitHub App."""
+        return self._run(forge_calls.forge_apps())
 
     def check_forge(self, name: str) -> None:
         """TL008 (UnknownRepository) unless the forge is registered."""

@@ -120,6 +120,18 @@ def is_ping(payload: object) -> bool:
     return isinstance(payload, dict) and {"zen", "hook_id", "hook"} <= payload.keys()
 
 
+def installation_account(payload: object) -> str | None:
+    """The account of a GitHub App's `installation` or `installation_repositories` event (sent
+    to the App's webhook when it is installed, removed or given repositories: docs.github.com/
+    en/webhooks/webhook-events-and-payloads#installation), which names no repository; None for
+    another payload."""
+    if not isinstance(payload, dict) or not isinstance(payload.get("installation"), dict):
+        return None
+    account = payload["installation"].get("account")
+    login = account.get("login") if isinstance(account, dict) else None
+    return login if isinstance(login, str) and login else None
+
+
 async def receive(request: Request) -> Response:
     flavour_name = request.path_params["flavour"]
     flavour = FLAVOURS.get(flavour_name)
@@ -150,6 +162,9 @@ async def receive(request: Request) -> Response:
     repository = repository_of(data)
     if repository is None and is_ping(data):
         return JSONResponse({"forge": forge, "ping": "reachable, signature good"}, 200)
+    if repository is None and (account := installation_account(data)) is not None:
+        # The poller finds each owner's installation itself (tireless.forge.app_auth).
+        return JSONResponse({"forge": forge, "installation": account, "poll_soon": None}, 202)
     if repository is None:
         return refuse(400, "the payload names no repository")
     owner, repo = repository
