@@ -203,7 +203,7 @@ STATUS = (
     "SELECT lane, pending, ready, claimed, past_lease, delivered, failed, cancelled,"
     " oldest_pending_seconds, breaker, paused, capacity, tripped_until, consecutive_failures,"
     " runs_today, agent_seconds_today, runs_per_day, agent_seconds_per_day, budget_resets_at,"
-    " max_run, stall_after, waiting, egress"
+    " max_run, stall_after, waiting, egress, memory_limit, cpu_limit, pids_limit, disk_limit"
     " FROM tireless.lane_summary ORDER BY lane"
 )
 FINISHED = (
@@ -289,6 +289,19 @@ JOB_DELIVERIES = (
     "SELECT " + DELIVERY_COLUMNS + " FROM tireless.deliveries d WHERE d.job_id = ANY (%(job_ids)s)"
 )
 """The deliveries of the jobs `tireless jobs --json` lists."""
+USAGE_COLUMNS = (
+    "u.attempt, u.peak_memory, u.cpu_seconds, u.peak_processes, u.workspace_bytes, u.limit_reached"
+)
+JOB_USAGE = (
+    "SELECT " + USAGE_COLUMNS + " FROM tireless.job_usage u WHERE u.job_id = %(job_id)s"
+    " ORDER BY u.attempt"
+)
+"""What each attempt of a job used of its host (`tireless show`, the job page)."""
+JOBS_USAGE = (
+    "SELECT DISTINCT ON (u.job_id) u.job_id, " + USAGE_COLUMNS + " FROM tireless.job_usage u"
+    " WHERE u.job_id = ANY (%(job_ids)s) ORDER BY u.job_id, u.attempt DESC"
+)
+"""What the newest measured attempt of each job `tireless jobs --json` lists used."""
 JOB_CHECKPOINT = (
     "SELECT c.attempt, c.ref, c.commit, c.recorded_at"
     " FROM tireless.checkpoints c WHERE c.job_id = %(job_id)s"
