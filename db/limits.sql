@@ -160,3 +160,20 @@ COMMENT ON VIEW tireless.job_usage IS
     'What `tireless show`, `tireless jobs --json`, the job page and /metrics read.';
 REVOKE ALL ON tireless.job_usage FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT SELECT ON tireless.job_usage TO tireless_runner, tireless_poller, tireless_admin;
+
+CREATE OR REPLACE VIEW tireless.lane_usage AS
+SELECT u.lane, count(*) AS attempts,
+       coalesce(sum(u.cpu_seconds), 0)::float8 AS cpu_seconds,
+       max(u.peak_memory) AS peak_memory,
+       max(u.peak_processes) AS peak_processes,
+       count(*) FILTER (WHERE u.limit_reached = 'memory') AS memory_stops,
+       count(*) FILTER (WHERE u.limit_reached = 'pids') AS pids_stops,
+       count(*) FILTER (WHERE u.limit_reached = 'disk') AS disk_stops
+  FROM tireless.attempt_usage u
+ GROUP BY u.lane;
+COMMENT ON VIEW tireless.lane_usage IS
+    'Per lane, over the jobs the store keeps: its measured attempts, the CPU seconds they used, the largest peak '
+    'memory and process count of one, and how many each limit stopped (memory_stops, pids_stops, disk_stops). '
+    '/metrics exports them.';
+REVOKE ALL ON tireless.lane_usage FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT SELECT ON tireless.lane_usage TO tireless_runner, tireless_poller, tireless_admin;

@@ -11072,6 +11072,28 @@ CREATE VIEW tireless.lane_summary AS
 COMMENT ON VIEW tireless.lane_summary IS 'One row per lane that has live jobs, settings or jobs finished in the last 24 hours: lane_status (live jobs, the oldest pending job''s age in seconds, breaker, its failures in a row, paused, capacity) beside queue_stats''s delivered, failed and cancelled counts, and today''s spend (UTC: runs_today, counted under a budget of runs, agent_seconds_today) against the lane''s daily budgets, with budget_resets_at (the next midnight UTC) while a budget is spent, its time limits (max_run, stall_after), and its pending jobs waiting for a dependency (waiting), its egress allowlist (egress; null: the host''s network, empty: no egress), and its limits on one attempt (memory_limit, cpu_limit, pids_limit, disk_limit; null: none). What `tireless status`, `tireless lane show` and the dashboard''s overview show.';
 
 --
+-- Name: lane_usage; Type: VIEW; Schema: tireless; Owner: -
+--
+
+CREATE VIEW tireless.lane_usage AS
+ SELECT u.lane,
+    count(*) AS attempts,
+    COALESCE(sum(u.cpu_seconds), (0)::double precision) AS cpu_seconds,
+    max(u.peak_memory) AS peak_memory,
+    max(u.peak_processes) AS peak_processes,
+    count(*) FILTER (WHERE (u.limit_reached = 'memory'::text)) AS memory_stops,
+    count(*) FILTER (WHERE (u.limit_reached = 'pids'::text)) AS pids_stops,
+    count(*) FILTER (WHERE (u.limit_reached = 'disk'::text)) AS disk_stops
+   FROM tireless.attempt_usage u
+  GROUP BY u.lane;
+
+--
+-- Name: VIEW lane_usage; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON VIEW tireless.lane_usage IS 'Per lane, over the jobs the store keeps: its measured attempts, the CPU seconds they used, the largest peak memory and process count of one, and how many each limit stopped (memory_stops, pids_stops, disk_stops). /metrics exports them.';
+
+--
 -- Name: mirror_comment; Type: TABLE; Schema: tireless; Owner: -
 --
 
@@ -14359,6 +14381,14 @@ GRANT SELECT ON TABLE tireless.queue_stats TO tireless_admin;
 GRANT SELECT ON TABLE tireless.lane_summary TO tireless_runner;
 GRANT SELECT ON TABLE tireless.lane_summary TO tireless_poller;
 GRANT SELECT ON TABLE tireless.lane_summary TO tireless_admin;
+
+--
+-- Name: TABLE lane_usage; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.lane_usage TO tireless_runner;
+GRANT SELECT ON TABLE tireless.lane_usage TO tireless_poller;
+GRANT SELECT ON TABLE tireless.lane_usage TO tireless_admin;
 
 --
 -- Name: TABLE mirror_comment; Type: ACL; Schema: tireless; Owner: -
