@@ -269,6 +269,12 @@ def work(conninfo: str, config: WorkConfig) -> int:
                     )  # fmt: skip
         worker = Worker(store, config, masker)
         worker.attempts.announce_network()
-        return worker.run()
+        worker.attempts.find_cgroups()
+        try:
+            worker.attempts.announce_limits()
+            return worker.run()
+        finally:
+            if worker.attempts.cgroups is not None:
+                worker.attempts.cgroups.close()
     finally:
         pool.close()
