@@ -8,7 +8,8 @@ left there. `Cgroups.attempt` makes an attempt's group (`Confined`): its limits 
 command line prefix through which COMMAND's first process joins it before it executes anything
 (so no process of COMMAND's tree is ever outside it), the limit it reached, what it used, and its
 removal. `Watch` polls a running attempt: a limit reached stops it at once, and the disk limit is
-the workspace's size and the sandbox's /tmp together."""
+the workspace's size and the sandbox's /tmp together; a limit the kernel enforced before the watch
+looked (COMMAND gave up at a refused fork and ended) is found when COMMAND ends."""
 
 from __future__ import annotations
 
@@ -359,6 +360,11 @@ class Watch:
             self._thread.join()
         if self.workspace is not None:
             self.workspace_bytes = tree_size(self.workspace)
+        if self.reached is None and self.group is not None:  # COMMAND ended before a look
+            self.reached = self.group.reached()
+        over = self.limits.disk is not None and (self.workspace_bytes or 0) > self.limits.disk
+        if self.reached is None and over:
+            self.reached = "disk"
 
     def _run(self) -> None:
         next_disk = 0.0
