@@ -596,7 +596,10 @@ def parser() -> argparse.ArgumentParser:
         choices=["auto", "bwrap", "unshare", "none"],
         default="auto",
         help="how COMMAND is contained (default auto: bwrap, else unshare as root, else none);"
-        " docs/runners.md#containment",
+        " docs/runners.md#containment. A lane's limits (`lane limits`) are enforced in a control"
+        " group of each attempt's own: bwrap enforces memory, cpus, pids and disk (a sized /tmp,"
+        " the workspace watched); unshare memory, cpus and pids; none none of them. A lane whose"
+        " limits this worker cannot enforce is not served (exit 2)",
     )
     sub.add_argument(
         "--deliver",
