@@ -29,7 +29,7 @@ from tests.support.work import (
     work_args,
 )
 from tireless import JobStore
-from tireless.runner.limits import TREE, Cgroups, Unenforceable, own_cgroups
+from tireless.runner.limits import TREE, Cgroups, Unenforceable, own_cgroups, worker_directory
 
 pytestmark = pytest.mark.usefixtures("in_public_dir", "cgroups")
 
@@ -219,7 +219,7 @@ def test_a_sigkilled_worker_leaves_no_process_and_no_control_group(
     )
     wait_until((public_dir / "started").exists, "the agent to run")
     _, own = own_cgroups()
-    left = [base / TREE / f"w{worker.pid}" for base in own.values()]
+    left = [base / TREE / worker_directory(worker.pid) for base in own.values()]
     assert all(path.is_dir() for path in left), "the attempt's group, under the worker's"
     worker.kill()
     worker.wait()

@@ -104,6 +104,14 @@ def own_cgroups(proc: Path = Path("/proc/self")) -> tuple[int, dict[str, Path]]:
     return 1, found
 
 
+def worker_directory(pid: int) -> str:
+    """The directory of a worker's attempts' groups: its PID and its PID namespace, so a worker
+    removes only what a dead worker of its own namespace left (a PID it cannot see in another
+    namespace is not a dead one)."""
+    namespace = os.readlink("/proc/self/ns/pid").partition("[")[2].rstrip("]")
+    return f"w{pid}@{namespace}"
+
+
 class Unenforceable(Exception):
     """What the host lacks to make an attempt's control group (said when a lane needs one)."""
 
@@ -120,12 +128,12 @@ class Cgroups:
     @classmethod
     def find(cls) -> Cgroups:
         """This worker's, checked writable (a directory of its own made in each), with what a
-        killed worker left removed; Unenforceable naming what is missing otherwise."""
+        killed worker of its PID namespace left removed; Unenforceable naming what is missing otherwise."""
         try:
             version, own = own_cgroups()
         except (OSError, ValueError, IndexError) as error:
             raise Unenforceable(f"its control groups cannot be read ({error})") from None
-        worker = f"w{os.getpid()}"
+        worker = worker_directory(os.getpid())
         if version == 2:
             return cls._v2(own[""], worker)
         missing = [name for name in V1_CONTROLLERS if name not in own]
@@ -175,9 +183,12 @@ class Cgroups:
     def _reap(self, tree: Path) -> None:
         """Remove the attempts' groups of workers no longer alive (a SIGKILL leaves them): any
         process still in one is killed first."""
+        namespace = worker_directory(0).partition("@")[2]
         for worker in tree.iterdir():
-            pid = worker.name[1:]
-            if not worker.is_dir() or not pid.isdigit() or Path(f"/proc/{pid}").exists():
+            pid, _, of = worker.name[1:].partition("@")
+            if not worker.is_dir() or of != namespace or not pid.isdigit():
+                continue
+            if Path(f"/proc/{pid}").exists():
                 continue
             for group in [*(p for p in worker.iterdir() if p.is_dir()), worker]:
                 _empty(group)
