@@ -34,9 +34,12 @@ def test_limits_are_set_kept_cleared_and_shown(db: Database) -> None:
     assert (row["memory_limit"], row["cpu_limit"], row["pids_limit"], row["disk_limit"]) == (
         512 << 20, None, 128, 3 << 29,
     )  # fmt: skip
-    result = tireless_cli(db.url, "lane", "limits", "cc", "--off")
-    assert limits_column(result.stdout, "cc") == "-"
+    tireless_cli(db.url, "lane", "limits", "oc", "--pids", "64")
+    assert limits_column(tireless_cli(db.url, "status").stdout, "oc") == "pids 64"
+    assert "LIMITS" not in tireless_cli(db.url, "lane", "limits", "cc", "--off").stdout
     assert limits_column(tireless_cli(db.url, "status").stdout, "cc") == "-"
+    tireless_cli(db.url, "lane", "limits", "oc", "--off")
+    assert "LIMITS" not in tireless_cli(db.url, "status").stdout, "shown where a lane has some"
 
 
 @pytest.mark.parametrize(

@@ -146,8 +146,9 @@ def render_status(rows: Sequence[dict[str, Any]]) -> str:
         ("OLDEST-PENDING", lambda row: age(row["oldest_pending_seconds"])),
         ("LANE-STATE", flags),
         ("EGRESS", lambda row: egress_text(row["egress"])),
-        ("LIMITS", limits_text),
     ]
+    if any(limits_text(row) != "-" for row in rows):  # only where a lane has limits
+        columns.append(("LIMITS", limits_text))
     live = sum(row["pending"] + row["claimed"] for row in rows)
     summary = f"{live} live job(s)" if live else "settled: no pending or claimed job"
     window = "delivered, failed, cancelled: jobs that finished in the last 24 hours"
