@@ -7,7 +7,10 @@ worker's secrets: every libpq PG* variable, DATABASE_URL(_FILE), every other TIR
 environment; with an agent user (--agent-user) it runs as that Unix user, which can read neither
 the worker's credential files nor its /proc. COMMAND runs in a sandbox (tireless.runner.sandbox):
 nothing it starts outlives its job; with its lane's egress allowlist, in a network of its own
-whose only ways out are the runner's proxy and upstream gateways (tireless.runner.network).
+whose only ways out are the runner's proxy and upstream gateways (tireless.runner.network); in a
+control group of the attempt's own, held to its lane's limits, where the host has one
+(tireless.runner.limits): past a limit its processes are stopped and the attempt fails with a note
+naming it, and what it used is recorded with the attempt.
 Every secret value the worker knows (the upstreams' too) is masked (`***`) in COMMAND's output,
 in the note and in the worker's log (tireless.masking). COMMAND also gets its brief
 (tireless.runner.brief: the issue's URL and body, the API root, the clone URL) and may leave a
