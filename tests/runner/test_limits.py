@@ -227,3 +227,26 @@ def test_a_sigkilled_worker_leaves_no_process_and_no_control_group(
     again = tireless_cli(db.url, *work_args("--once", *AS_NOBODY, "--"), "true")
     assert again.returncode == 3, again.stderr  # nothing to claim: its job is still held
     assert [path for path in left if path.exists()] == []
+
+
+def test_a_v1_hosts_controllers_are_found_mounted_alone_or_together(tmp_path: Path) -> None:
+    """Debian's cpu and cpuacct share a mount (/sys/fs/cgroup/cpu,cpuacct); here each has its own."""
+    if (Path("/sys/fs/cgroup") / "cgroup.controllers").exists():
+        pytest.skip("a cgroup v2 host")
+    (tmp_path / "cgroup").write_text(
+        "9:pids:/a\n4:memory:/b/c\n2:cpu,cpuacct:/\n1:name=systemd:/d\n0::/\n"
+    )
+    (tmp_path / "mountinfo").write_text(
+        "31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n"
+        "32 31 0:29 / /sys/fs/cgroup/cpu,cpuacct rw,relatime - cgroup cgroup rw,cpu,cpuacct\n"
+        "35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n"
+        "39 31 0:36 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids\n"
+    )
+    version, found = own_cgroups(tmp_path)
+    assert version == 1
+    assert found == {
+        "cpu": Path("/sys/fs/cgroup/cpu,cpuacct"),
+        "cpuacct": Path("/sys/fs/cgroup/cpu,cpuacct"),
+        "memory": Path("/sys/fs/cgroup/memory/b/c"),
+        "pids": Path("/sys/fs/cgroup/pids/a"),
+    }

@@ -123,12 +123,12 @@ class Cgroups:
 
     version: int
     bases: dict[str, Path]
-    worker: str
 
     @classmethod
     def find(cls) -> Cgroups:
         """This worker's, checked writable (a directory of its own made in each), with what a
-        killed worker of its PID namespace left removed; Unenforceable naming what is missing otherwise."""
+        killed worker of its PID namespace left removed; Unenforceable naming what is missing
+        otherwise."""
         try:
             version, own = own_cgroups()
         except (OSError, ValueError, IndexError) as error:
@@ -140,7 +140,7 @@ class Cgroups:
         if missing:
             raise Unenforceable(f"no cgroup v1 {', '.join(missing)} controller is mounted")
         bases = {name: own[name] / TREE / worker for name in V1_CONTROLLERS}
-        found = cls(1, bases, worker)
+        found = cls(1, bases)
         found._make()
         return found
 
@@ -161,7 +161,7 @@ class Cgroups:
                     f"its cgroup v2 group {own} is not delegated to it ({error.strerror}):"
                     " run it in a unit with Delegate=yes"
                 ) from None
-        found = cls(2, {"": own / TREE / worker}, worker)
+        found = cls(2, {"": own / TREE / worker})
         found._make(parent_controls=wanted)
         return found
 
