@@ -31,7 +31,8 @@ SELECT coalesce(l.name, live.lane) AS lane,
        live.oldest_pending_age,
        l.max_run, l.stall_after,
        coalesce(live.waiting, 0) AS waiting,
-       l.egress
+       l.egress,
+       l.memory_limit, l.cpu_limit, l.pids_limit, l.disk_limit
   FROM tireless.lane l
   FULL JOIN live ON live.lane = l.name
  CROSS JOIN tireless.policy p;
@@ -39,7 +40,8 @@ COMMENT ON VIEW tireless.lane_status IS
     'One row per lane that has settings or live jobs: capacity, paused, circuit breaker (closed, open while tripped, '
     'half-open after the cool-down until a success), its pending, ready, claimed and past-lease jobs, its time '
     'limits (max_run, stall_after; null: none), its pending jobs waiting for a dependency (waiting; never ready), '
-    'and its egress allowlist (null: none, the host''s network; empty: no egress).';
+    'its egress allowlist (null: none, the host''s network; empty: no egress), and its limits on one attempt '
+    '(memory_limit and disk_limit in bytes, cpu_limit in CPUs, pids_limit in processes; null: none).';
 REVOKE ALL ON tireless.lane_status FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT SELECT ON tireless.lane_status TO tireless_runner, tireless_poller, tireless_admin;
 
@@ -139,7 +141,8 @@ SELECT coalesce(s.lane, q.lane) AS lane,
        b.runs_per_day, b.agent_seconds_per_day, b.budget_resets_at,
        s.max_run, s.stall_after,
        coalesce(s.waiting, 0) AS waiting,
-       s.egress
+       s.egress,
+       s.memory_limit, s.cpu_limit, s.pids_limit, s.disk_limit
   FROM tireless.lane_status s
   FULL JOIN (SELECT st.lane,
                     sum(st.jobs) FILTER (WHERE st.state = 'delivered')::bigint AS delivered,
@@ -153,7 +156,8 @@ COMMENT ON VIEW tireless.lane_summary IS
     'queue_stats''s delivered, failed and cancelled counts, and today''s spend (UTC: runs_today, counted under a budget of runs, '
     'agent_seconds_today) against the lane''s daily budgets, with budget_resets_at (the next midnight UTC) while a '
     'budget is spent, its time limits (max_run, stall_after), and its pending jobs waiting for a dependency '
-    '(waiting), and its egress allowlist (egress; null: the host''s network, empty: no egress). What `tireless '
+    '(waiting), its egress allowlist (egress; null: the host''s network, empty: no egress), and its limits on one '
+    'attempt (memory_limit, cpu_limit, pids_limit, disk_limit; null: none). What `tireless '
     'status`, `tireless lane show` and the dashboard''s overview show.';
 REVOKE ALL ON tireless.lane_summary FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT SELECT ON tireless.lane_summary TO tireless_runner, tireless_poller, tireless_admin;

@@ -185,12 +185,20 @@ CREATE TABLE tireless.lane (
     agent_time_per_day interval,
     limited boolean GENERATED ALWAYS AS (((capacity IS NOT NULL) OR (runs_per_day IS NOT NULL) OR (agent_time_per_day IS NOT NULL))) STORED,
     egress text[],
+    memory_limit bigint,
+    cpu_limit numeric(7,2),
+    pids_limit integer,
+    disk_limit bigint,
     CONSTRAINT agent_time_per_day_positive CHECK ((agent_time_per_day > '00:00:00'::interval)),
     CONSTRAINT capacity_not_negative CHECK ((capacity >= 0)),
+    CONSTRAINT cpu_limit_in_range CHECK (((cpu_limit >= 0.01) AND (cpu_limit <= (4096)::numeric))),
+    CONSTRAINT disk_limit_in_range CHECK (((disk_limit >= 1048576) AND (disk_limit <= '1125899906842624'::bigint))),
     CONSTRAINT egress_at_most_100_entries CHECK ((cardinality(egress) <= 100)),
     CONSTRAINT failures_not_negative CHECK ((consecutive_failures >= 0)),
     CONSTRAINT lane_name_is_a_name CHECK (tireless.is_lane_name(name)),
     CONSTRAINT max_run_is_positive CHECK ((max_run > '00:00:00'::interval)),
+    CONSTRAINT memory_limit_in_range CHECK (((memory_limit >= 16777216) AND (memory_limit <= '1125899906842624'::bigint))),
+    CONSTRAINT pids_limit_in_range CHECK (((pids_limit >= 8) AND (pids_limit <= 4194304))),
     CONSTRAINT runs_per_day_not_negative CHECK ((runs_per_day >= 0)),
     CONSTRAINT stall_after_is_positive CHECK ((stall_after > '00:00:00'::interval))
 );
@@ -250,6 +258,30 @@ COMMENT ON COLUMN tireless.lane.limited IS 'The lane has a capacity or a budget:
 COMMENT ON COLUMN tireless.lane.egress IS 'The hosts the lane''s agents may reach (HOST[:PORT] entries: a DNS name, *.suffix, or an IP literal), through the runner''s proxy from a network namespace of their own. Null: no list, the host''s network; empty: no egress.';
 
 --
+-- Name: COLUMN lane.memory_limit; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.lane.memory_limit IS 'The most memory (bytes) one attempt''s processes may use together; null: no limit.';
+
+--
+-- Name: COLUMN lane.cpu_limit; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.lane.cpu_limit IS 'The most CPUs one attempt''s processes may use together (1.5: one and a half); null: no limit.';
+
+--
+-- Name: COLUMN lane.pids_limit; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.lane.pids_limit IS 'The most processes (and threads) one attempt may have alive at once; null: no limit.';
+
+--
+-- Name: COLUMN lane.disk_limit; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.lane.disk_limit IS 'The most bytes one attempt may write in its workspace, and in its sandbox''s /tmp; null: no limit.';
+
+--
 -- Name: CONSTRAINT agent_time_per_day_positive ON lane; Type: COMMENT; Schema: tireless; Owner: -
 --
 
@@ -260,6 +292,18 @@ COMMENT ON CONSTRAINT agent_time_per_day_positive ON tireless.lane IS 'A budget 
 --
 
 COMMENT ON CONSTRAINT capacity_not_negative ON tireless.lane IS 'Capacity is null (unlimited) or not negative.';
+
+--
+-- Name: CONSTRAINT cpu_limit_in_range ON lane; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT cpu_limit_in_range ON tireless.lane IS 'A CPU limit is 0.01 to 4096 CPUs.';
+
+--
+-- Name: CONSTRAINT disk_limit_in_range ON lane; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT disk_limit_in_range ON tireless.lane IS 'A disk limit is 1 MiB to 1 PiB.';
 
 --
 -- Name: CONSTRAINT egress_at_most_100_entries ON lane; Type: COMMENT; Schema: tireless; Owner: -
@@ -284,6 +328,18 @@ COMMENT ON CONSTRAINT lane_name_is_a_name ON tireless.lane IS 'A lane is a short
 --
 
 COMMENT ON CONSTRAINT max_run_is_positive ON tireless.lane IS 'A time limit is null (none) or more than 0.';
+
+--
+-- Name: CONSTRAINT memory_limit_in_range ON lane; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT memory_limit_in_range ON tireless.lane IS 'A memory limit is 16 MiB to 1 PiB.';
+
+--
+-- Name: CONSTRAINT pids_limit_in_range ON lane; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT pids_limit_in_range ON tireless.lane IS 'A process limit is 8 to 4194304 (the sandbox needs a few of its own).';
 
 --
 -- Name: CONSTRAINT runs_per_day_not_negative ON lane; Type: COMMENT; Schema: tireless; Owner: -
@@ -5668,6 +5724,30 @@ $$;
 COMMENT ON FUNCTION tireless.lane_hands_out_work(paused boolean, tripped_until timestamp with time zone) IS 'True when a lane with these settings hands out work now: not paused, and its circuit breaker not tripped.';
 
 --
+-- Name: lane_limits(text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.lane_limits(lane text) RETURNS jsonb
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    found jsonb;
+BEGIN
+    PERFORM tireless.check_lane(lane_limits.lane);
+    SELECT jsonb_build_object('memory', l.memory_limit, 'cpus', l.cpu_limit, 'pids', l.pids_limit, 'disk', l.disk_limit)
+      INTO found FROM tireless.lane l WHERE l.name = lane_limits.lane;
+    RETURN coalesce(found, '{"memory": null, "cpus": null, "pids": null, "disk": null}'::jsonb);
+END;
+$$;
+
+--
+-- Name: FUNCTION lane_limits(lane text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.lane_limits(lane text) IS 'The lane''s limits on one attempt (tireless.set_lane_limits): {memory: bytes, cpus: CPUs, pids: processes, disk: bytes}, each null when it has none. TL005 for a bad lane name. Runners read it at start and at each claim.';
+
+--
 -- Name: lane_network(text); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -7264,6 +7344,45 @@ END;
 --
 
 COMMENT ON FUNCTION tireless.queue_activity(span interval) IS 'Each lane over the last span (at most 8 days) in buckets of a minute (span up to 2 hours) or an hour: its pending and claimed jobs at the end of each bucket and the jobs that ended delivered, failed or cancelled in it. Reads the folded buckets, the history written since the last tireless.roll_up_history() and the live jobs; writes nothing (a hot standby answers it). A job re-routed to another lane while pending counts in the lane it had when the rollup read its event.';
+
+--
+-- Name: record_attempt_usage(bigint, text, bigint, double precision, integer, bigint, text, uuid); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.record_attempt_usage(job_id bigint, worker text, peak_memory bigint, cpu_seconds double precision, peak_processes integer, workspace_bytes bigint, limit_reached text DEFAULT NULL::text, token uuid DEFAULT NULL::uuid) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    job tireless.job := tireless.held_job(record_attempt_usage.job_id, record_attempt_usage.worker, record_attempt_usage.token);
+BEGIN
+    IF record_attempt_usage.peak_memory < 0 OR record_attempt_usage.cpu_seconds < 0
+       OR record_attempt_usage.peak_processes < 0 OR record_attempt_usage.workspace_bytes < 0
+       OR record_attempt_usage.cpu_seconds = 'NaN' THEN
+        RAISE EXCEPTION 'usage of job % must not be negative, got memory %, CPU seconds %, processes %, workspace %',
+            job.id, record_attempt_usage.peak_memory, record_attempt_usage.cpu_seconds,
+            record_attempt_usage.peak_processes, record_attempt_usage.workspace_bytes USING ERRCODE = 'TL005';
+    END IF;
+    IF record_attempt_usage.limit_reached NOT IN ('memory', 'pids', 'disk') THEN
+        RAISE EXCEPTION 'limit_reached must be memory, pids, disk or null, got %',
+            quote_literal(left(record_attempt_usage.limit_reached, 80)) USING ERRCODE = 'TL005';
+    END IF;
+    INSERT INTO tireless.attempt_usage AS u
+           (job_id, attempt, lane, peak_memory, cpu_seconds, peak_processes, workspace_bytes, limit_reached)
+    VALUES (job.id, job.attempts, job.lane, record_attempt_usage.peak_memory, record_attempt_usage.cpu_seconds,
+            record_attempt_usage.peak_processes, record_attempt_usage.workspace_bytes, record_attempt_usage.limit_reached)
+    ON CONFLICT ON CONSTRAINT attempt_usage_pkey DO UPDATE
+       SET peak_memory = excluded.peak_memory, cpu_seconds = excluded.cpu_seconds,
+           peak_processes = excluded.peak_processes, workspace_bytes = excluded.workspace_bytes,
+           limit_reached = excluded.limit_reached, recorded_at = now();
+END;
+$$;
+
+--
+-- Name: FUNCTION record_attempt_usage(job_id bigint, worker text, peak_memory bigint, cpu_seconds double precision, peak_processes integer, workspace_bytes bigint, limit_reached text, token uuid); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.record_attempt_usage(job_id bigint, worker text, peak_memory bigint, cpu_seconds double precision, peak_processes integer, workspace_bytes bigint, limit_reached text, token uuid) IS 'The holder records what its attempt used once COMMAND ended: peak memory (bytes), CPU seconds, the most processes alive at once, the workspace''s final size (bytes), each null when not measured, and the limit that stopped it (memory, pids, disk; null: none); recorded again, the last one stands. TL001 for an unknown job, TL004 when worker (or token) does not hold it, TL005 for a negative figure or an unknown limit.';
 
 --
 -- Name: record_checkpoint(bigint, text, text, text, uuid); Type: FUNCTION; Schema: tireless; Owner: -
@@ -9077,6 +9196,74 @@ $$;
 COMMENT ON FUNCTION tireless.set_lane_capacity(lane text, capacity integer) IS 'At most capacity claimed jobs in the lane at once (null: unlimited; 0 holds the lane''s work back). Returns the lane.';
 
 --
+-- Name: set_lane_limits(text, text, text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.set_lane_limits(lane text, memory text DEFAULT NULL::text, cpus text DEFAULT NULL::text, pids text DEFAULT NULL::text, disk text DEFAULT NULL::text) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+DECLARE
+    memory_bytes bigint;
+    disk_bytes bigint;
+    cpu_count numeric;
+    pid_count integer;
+BEGIN
+    PERFORM tireless.check_lane(set_lane_limits.lane);
+    IF set_lane_limits.memory IS NOT NULL AND lower(set_lane_limits.memory) <> 'none' THEN
+        memory_bytes := tireless.size_bytes(set_lane_limits.memory);
+        IF memory_bytes IS NULL OR memory_bytes NOT BETWEEN 16777216 AND 1125899906842624 THEN
+            RAISE EXCEPTION 'memory limit of lane % must be a size from 16 MiB to 1 PiB (512M, 2GiB) or none, got %',
+                quote_literal(set_lane_limits.lane), quote_literal(left(set_lane_limits.memory, 80))
+                USING ERRCODE = 'TL005';
+        END IF;
+    END IF;
+    IF set_lane_limits.disk IS NOT NULL AND lower(set_lane_limits.disk) <> 'none' THEN
+        disk_bytes := tireless.size_bytes(set_lane_limits.disk);
+        IF disk_bytes IS NULL OR disk_bytes NOT BETWEEN 1048576 AND 1125899906842624 THEN
+            RAISE EXCEPTION 'disk limit of lane % must be a size from 1 MiB to 1 PiB (512M, 2GiB) or none, got %',
+                quote_literal(set_lane_limits.lane), quote_literal(left(set_lane_limits.disk, 80))
+                USING ERRCODE = 'TL005';
+        END IF;
+    END IF;
+    IF set_lane_limits.cpus IS NOT NULL AND lower(set_lane_limits.cpus) <> 'none' THEN
+        IF set_lane_limits.cpus ~ '^\s*[0-9]{1,4}(\.[0-9]{1,2})?\s*$' THEN
+            cpu_count := trim(set_lane_limits.cpus)::numeric;
+        END IF;
+        IF cpu_count IS NULL OR cpu_count NOT BETWEEN 0.01 AND 4096 THEN
+            RAISE EXCEPTION 'CPU limit of lane % must be a number of CPUs from 0.01 to 4096 (1, 1.5) or none, got %',
+                quote_literal(set_lane_limits.lane), quote_literal(left(set_lane_limits.cpus, 80))
+                USING ERRCODE = 'TL005';
+        END IF;
+    END IF;
+    IF set_lane_limits.pids IS NOT NULL AND lower(set_lane_limits.pids) <> 'none' THEN
+        IF set_lane_limits.pids ~ '^\s*[0-9]{1,7}\s*$' THEN
+            pid_count := trim(set_lane_limits.pids)::integer;
+        END IF;
+        IF pid_count IS NULL OR pid_count NOT BETWEEN 8 AND 4194304 THEN
+            RAISE EXCEPTION 'process limit of lane % must be a count from 8 to 4194304 or none, got %',
+                quote_literal(set_lane_limits.lane), quote_literal(left(set_lane_limits.pids, 80))
+                USING ERRCODE = 'TL005', HINT = 'The sandbox needs a few processes of its own before COMMAND starts.';
+        END IF;
+    END IF;
+    PERFORM tireless.ensure_lane(set_lane_limits.lane);
+    UPDATE tireless.lane l
+       SET memory_limit = CASE WHEN set_lane_limits.memory IS NULL THEN l.memory_limit ELSE memory_bytes END,
+           disk_limit = CASE WHEN set_lane_limits.disk IS NULL THEN l.disk_limit ELSE disk_bytes END,
+           cpu_limit = CASE WHEN set_lane_limits.cpus IS NULL THEN l.cpu_limit ELSE cpu_count END,
+           pids_limit = CASE WHEN set_lane_limits.pids IS NULL THEN l.pids_limit ELSE pid_count END
+     WHERE l.name = set_lane_limits.lane;
+    RETURN tireless.lane_limits(set_lane_limits.lane);
+END;
+$_$;
+
+--
+-- Name: FUNCTION set_lane_limits(lane text, memory text, cpus text, pids text, disk text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.set_lane_limits(lane text, memory text, cpus text, pids text, disk text) IS '(admin) The lane''s limits on one attempt: memory and disk sizes (512M, 2GiB: K, M, G, T are powers of 1024), cpus a number of CPUs (1.5), pids a count of processes; each null keeps the lane''s, none clears it. Returns them as tireless.lane_limits does. TL005 naming the value for a bad one, and nothing changes. Runners enforce them on the whole process tree of each attempt (a control group of its own), or do not serve the lane.';
+
+--
 -- Name: set_lane_max_run(text, interval); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -9687,6 +9874,31 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.short_duration(span interval) IS 'An interval written short, as the watchdog''s notes show it: 2h, 30m, 1h30m, 45s, 1d, 250ms (whole seconds above one second).';
+
+--
+-- Name: size_bytes(text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.size_bytes(size text) RETURNS bigint
+    LANGUAGE plpgsql IMMUTABLE
+    AS $_$
+DECLARE
+    parts text[] := regexp_match(size_bytes.size, '^\s*([0-9]{1,16}(?:\.[0-9]{1,6})?)\s*(?:([KMGTkmgt])(?:i?[Bb])?|[Bb])?\s*$');
+BEGIN
+    IF parts IS NULL THEN
+        RETURN NULL;
+    END IF;
+    RETURN floor(parts[1]::numeric * 1024 ^ coalesce(strpos('KMGT', upper(parts[2])), 0))::bigint;
+EXCEPTION WHEN numeric_value_out_of_range THEN
+    RETURN NULL;
+END;
+$_$;
+
+--
+-- Name: FUNCTION size_bytes(size text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.size_bytes(size text) IS 'The bytes a size names (a number of bytes, or a number with K, M, G or T, each 1024 times the last, an optional i and B: 512M, 512MiB, 1.5G), or null when it is not a size.';
 
 --
 -- Name: start_counting_runs(text, text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -10326,6 +10538,42 @@ ALTER TABLE tireless.ask ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
 );
 
 --
+-- Name: attempt_usage; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.attempt_usage (
+    job_id bigint NOT NULL,
+    attempt integer NOT NULL,
+    lane text NOT NULL,
+    peak_memory bigint,
+    cpu_seconds double precision,
+    peak_processes integer,
+    workspace_bytes bigint,
+    limit_reached text,
+    recorded_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT attempt_usage_limit_known CHECK ((limit_reached = ANY (ARRAY['memory'::text, 'pids'::text, 'disk'::text]))),
+    CONSTRAINT attempt_usage_not_negative CHECK (((peak_memory >= 0) AND (cpu_seconds >= (0)::double precision) AND (peak_processes >= 0) AND (workspace_bytes >= 0)))
+);
+
+--
+-- Name: TABLE attempt_usage; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.attempt_usage IS 'What each attempt''s processes used of the host, as the runner holding it measured it (tireless.record_attempt_usage) once COMMAND ended: peak memory and CPU seconds of its control group, the most processes alive at once, the workspace''s final size, and the limit it reached (if one stopped it). Null: not measured on that host. Private: read tireless.job_usage.';
+
+--
+-- Name: CONSTRAINT attempt_usage_limit_known ON attempt_usage; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT attempt_usage_limit_known ON tireless.attempt_usage IS 'The limit reached is memory, pids or disk (a CPU limit slows, never stops).';
+
+--
+-- Name: CONSTRAINT attempt_usage_not_negative ON attempt_usage; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT attempt_usage_not_negative ON tireless.attempt_usage IS 'Usage is never negative.';
+
+--
 -- Name: checkpoint; Type: TABLE; Schema: tireless; Owner: -
 --
 
@@ -10717,6 +10965,28 @@ CREATE VIEW tireless.job_progress AS
 COMMENT ON VIEW tireless.job_progress IS 'Each job''s newest attempt as the watchdog sees it: when it was claimed, its last progress and step, the watchdog''s stop and note, and whether the agent attached a report. No row before the attempt''s first heartbeat under a limit, progress report or report.';
 
 --
+-- Name: job_usage; Type: VIEW; Schema: tireless; Owner: -
+--
+
+CREATE VIEW tireless.job_usage AS
+ SELECT u.job_id,
+    u.attempt,
+    u.lane,
+    u.peak_memory,
+    u.cpu_seconds,
+    u.peak_processes,
+    u.workspace_bytes,
+    u.limit_reached,
+    u.recorded_at
+   FROM tireless.attempt_usage u;
+
+--
+-- Name: VIEW job_usage; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON VIEW tireless.job_usage IS 'What each attempt used of its host (tireless.record_attempt_usage): peak memory and workspace size in bytes, CPU seconds, the most processes alive at once (null: not measured), and the limit that stopped it, if one did. What `tireless show`, `tireless jobs --json`, the job page and /metrics read.';
+
+--
 -- Name: lane_budget; Type: VIEW; Schema: tireless; Owner: -
 --
 
@@ -10811,7 +11081,11 @@ CREATE VIEW tireless.lane_status AS
     l.max_run,
     l.stall_after,
     COALESCE(live.waiting, (0)::bigint) AS waiting,
-    l.egress
+    l.egress,
+    l.memory_limit,
+    l.cpu_limit,
+    l.pids_limit,
+    l.disk_limit
    FROM ((tireless.lane l
      FULL JOIN live ON ((live.lane = l.name)))
      CROSS JOIN tireless.policy p);
@@ -10820,7 +11094,7 @@ CREATE VIEW tireless.lane_status AS
 -- Name: VIEW lane_status; Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON VIEW tireless.lane_status IS 'One row per lane that has settings or live jobs: capacity, paused, circuit breaker (closed, open while tripped, half-open after the cool-down until a success), its pending, ready, claimed and past-lease jobs, its time limits (max_run, stall_after; null: none), its pending jobs waiting for a dependency (waiting; never ready), and its egress allowlist (null: none, the host''s network; empty: no egress).';
+COMMENT ON VIEW tireless.lane_status IS 'One row per lane that has settings or live jobs: capacity, paused, circuit breaker (closed, open while tripped, half-open after the cool-down until a success), its pending, ready, claimed and past-lease jobs, its time limits (max_run, stall_after; null: none), its pending jobs waiting for a dependency (waiting; never ready), its egress allowlist (null: none, the host''s network; empty: no egress), and its limits on one attempt (memory_limit and disk_limit in bytes, cpu_limit in CPUs, pids_limit in processes; null: none).';
 
 --
 -- Name: queue_stats; Type: VIEW; Schema: tireless; Owner: -
@@ -10878,7 +11152,11 @@ CREATE VIEW tireless.lane_summary AS
     s.max_run,
     s.stall_after,
     COALESCE(s.waiting, (0)::bigint) AS waiting,
-    s.egress
+    s.egress,
+    s.memory_limit,
+    s.cpu_limit,
+    s.pids_limit,
+    s.disk_limit
    FROM ((tireless.lane_status s
      FULL JOIN ( SELECT st.lane,
             (sum(st.jobs) FILTER (WHERE (st.state = 'delivered'::tireless.job_state)))::bigint AS delivered,
@@ -10892,7 +11170,29 @@ CREATE VIEW tireless.lane_summary AS
 -- Name: VIEW lane_summary; Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON VIEW tireless.lane_summary IS 'One row per lane that has live jobs, settings or jobs finished in the last 24 hours: lane_status (live jobs, the oldest pending job''s age in seconds, breaker, its failures in a row, paused, capacity) beside queue_stats''s delivered, failed and cancelled counts, and today''s spend (UTC: runs_today, counted under a budget of runs, agent_seconds_today) against the lane''s daily budgets, with budget_resets_at (the next midnight UTC) while a budget is spent, its time limits (max_run, stall_after), and its pending jobs waiting for a dependency (waiting), and its egress allowlist (egress; null: the host''s network, empty: no egress). What `tireless status`, `tireless lane show` and the dashboard''s overview show.';
+COMMENT ON VIEW tireless.lane_summary IS 'One row per lane that has live jobs, settings or jobs finished in the last 24 hours: lane_status (live jobs, the oldest pending job''s age in seconds, breaker, its failures in a row, paused, capacity) beside queue_stats''s delivered, failed and cancelled counts, and today''s spend (UTC: runs_today, counted under a budget of runs, agent_seconds_today) against the lane''s daily budgets, with budget_resets_at (the next midnight UTC) while a budget is spent, its time limits (max_run, stall_after), and its pending jobs waiting for a dependency (waiting), its egress allowlist (egress; null: the host''s network, empty: no egress), and its limits on one attempt (memory_limit, cpu_limit, pids_limit, disk_limit; null: none). What `tireless status`, `tireless lane show` and the dashboard''s overview show.';
+
+--
+-- Name: lane_usage; Type: VIEW; Schema: tireless; Owner: -
+--
+
+CREATE VIEW tireless.lane_usage AS
+ SELECT u.lane,
+    count(*) AS attempts,
+    COALESCE(sum(u.cpu_seconds), (0)::double precision) AS cpu_seconds,
+    max(u.peak_memory) AS peak_memory,
+    max(u.peak_processes) AS peak_processes,
+    count(*) FILTER (WHERE (u.limit_reached = 'memory'::text)) AS memory_stops,
+    count(*) FILTER (WHERE (u.limit_reached = 'pids'::text)) AS pids_stops,
+    count(*) FILTER (WHERE (u.limit_reached = 'disk'::text)) AS disk_stops
+   FROM tireless.attempt_usage u
+  GROUP BY u.lane;
+
+--
+-- Name: VIEW lane_usage; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON VIEW tireless.lane_usage IS 'Per lane, over the jobs the store keeps: its measured attempts, the CPU seconds they used, the largest peak memory and process count of one, and how many each limit stopped (memory_stops, pids_stops, disk_stops). /metrics exports them.';
 
 --
 -- Name: mirror_comment; Type: TABLE; Schema: tireless; Owner: -
@@ -11293,6 +11593,13 @@ ALTER TABLE ONLY tireless.ask
 
 ALTER TABLE ONLY tireless.attempt_exit
     ADD CONSTRAINT attempt_exit_pkey PRIMARY KEY (job_id, attempt);
+
+--
+-- Name: attempt_usage attempt_usage_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.attempt_usage
+    ADD CONSTRAINT attempt_usage_pkey PRIMARY KEY (job_id, attempt);
 
 --
 -- Name: checkpoint checkpoint_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
@@ -12100,6 +12407,19 @@ ALTER TABLE ONLY tireless.attempt_exit
 --
 
 COMMENT ON CONSTRAINT attempt_exit_job_id_fkey ON tireless.attempt_exit IS 'An exit status belongs to a job and goes with it (prune).';
+
+--
+-- Name: attempt_usage attempt_usage_job_id_fkey; Type: FK CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.attempt_usage
+    ADD CONSTRAINT attempt_usage_job_id_fkey FOREIGN KEY (job_id) REFERENCES tireless.job(id) ON DELETE CASCADE;
+
+--
+-- Name: CONSTRAINT attempt_usage_job_id_fkey ON attempt_usage; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT attempt_usage_job_id_fkey ON tireless.attempt_usage IS 'Usage belongs to its job and goes with it (prune).';
 
 --
 -- Name: checkpoint checkpoint_of_a_job; Type: FK CONSTRAINT; Schema: tireless; Owner: -
@@ -13272,6 +13592,14 @@ GRANT ALL ON FUNCTION tireless.lane_for(kind text, labels text[]) TO tireless_po
 REVOKE ALL ON FUNCTION tireless.lane_hands_out_work(paused boolean, tripped_until timestamp with time zone) FROM PUBLIC;
 
 --
+-- Name: FUNCTION lane_limits(lane text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.lane_limits(lane text) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.lane_limits(lane text) TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.lane_limits(lane text) TO tireless_admin;
+
+--
 -- Name: FUNCTION lane_network(lane text); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -13515,6 +13843,13 @@ REVOKE ALL ON FUNCTION tireless.queue_activity(span interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.queue_activity(span interval) TO tireless_runner;
 GRANT ALL ON FUNCTION tireless.queue_activity(span interval) TO tireless_poller;
 GRANT ALL ON FUNCTION tireless.queue_activity(span interval) TO tireless_admin;
+
+--
+-- Name: FUNCTION record_attempt_usage(job_id bigint, worker text, peak_memory bigint, cpu_seconds double precision, peak_processes integer, workspace_bytes bigint, limit_reached text, token uuid); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.record_attempt_usage(job_id bigint, worker text, peak_memory bigint, cpu_seconds double precision, peak_processes integer, workspace_bytes bigint, limit_reached text, token uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.record_attempt_usage(job_id bigint, worker text, peak_memory bigint, cpu_seconds double precision, peak_processes integer, workspace_bytes bigint, limit_reached text, token uuid) TO tireless_runner;
 
 --
 -- Name: FUNCTION record_checkpoint(job_id bigint, worker text, ref text, commit text, token uuid); Type: ACL; Schema: tireless; Owner: -
@@ -13838,6 +14173,13 @@ REVOKE ALL ON FUNCTION tireless.set_lane_capacity(lane text, capacity integer) F
 GRANT ALL ON FUNCTION tireless.set_lane_capacity(lane text, capacity integer) TO tireless_admin;
 
 --
+-- Name: FUNCTION set_lane_limits(lane text, memory text, cpus text, pids text, disk text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.set_lane_limits(lane text, memory text, cpus text, pids text, disk text) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.set_lane_limits(lane text, memory text, cpus text, pids text, disk text) TO tireless_admin;
+
+--
 -- Name: FUNCTION set_lane_max_run(lane text, max_run interval); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -13923,6 +14265,12 @@ REVOKE ALL ON FUNCTION tireless.settle_dependencies(touched jsonb) FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION tireless.short_duration(span interval) FROM PUBLIC;
+
+--
+-- Name: FUNCTION size_bytes(size text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.size_bytes(size text) FROM PUBLIC;
 
 --
 -- Name: FUNCTION start_counting_runs(lane text, forge text, owner text, repo text); Type: ACL; Schema: tireless; Owner: -
@@ -14103,6 +14451,14 @@ GRANT SELECT ON TABLE tireless.job_progress TO tireless_poller;
 GRANT SELECT ON TABLE tireless.job_progress TO tireless_admin;
 
 --
+-- Name: TABLE job_usage; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.job_usage TO tireless_runner;
+GRANT SELECT ON TABLE tireless.job_usage TO tireless_poller;
+GRANT SELECT ON TABLE tireless.job_usage TO tireless_admin;
+
+--
 -- Name: TABLE lane_budget; Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -14141,6 +14497,14 @@ GRANT SELECT ON TABLE tireless.queue_stats TO tireless_admin;
 GRANT SELECT ON TABLE tireless.lane_summary TO tireless_runner;
 GRANT SELECT ON TABLE tireless.lane_summary TO tireless_poller;
 GRANT SELECT ON TABLE tireless.lane_summary TO tireless_admin;
+
+--
+-- Name: TABLE lane_usage; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.lane_usage TO tireless_runner;
+GRANT SELECT ON TABLE tireless.lane_usage TO tireless_poller;
+GRANT SELECT ON TABLE tireless.lane_usage TO tireless_admin;
 
 --
 -- Name: TABLE mirror_comment; Type: ACL; Schema: tireless; Owner: -

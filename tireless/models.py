@@ -209,6 +209,55 @@ class Lane:
     """No claim once the attempts ended today held their claims this long; None: no budget."""
 
 
+def size_text(size: int) -> str:
+    """A size in bytes as a person reads it, in the largest binary unit that keeps it at least 1:
+    512 MiB, 1 GiB, 1.5 GiB, 900 B."""
+    for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= scale:
+            return f"{size / scale:.2f}".rstrip("0").rstrip(".") + f" {unit}"
+    return f"{size} B"
+
+
+@dataclass(frozen=True, slots=True)
+class LaneLimits:
+    """What one attempt of a lane may take of its host (tireless.lane_limits); None: no limit."""
+
+    memory: int | None = None
+    """Bytes of memory its processes may use together."""
+    cpus: float | None = None
+    """CPUs its processes may use together (1.5: one and a half)."""
+    pids: int | None = None
+    """Processes (and threads) it may have alive at once."""
+    disk: int | None = None
+    """Bytes it may write in its workspace, and in its sandbox's /tmp."""
+
+    @classmethod
+    def from_json(cls, value: dict[str, Any]) -> LaneLimits:
+        cpus = value.get("cpus")
+        return cls(
+            memory=value.get("memory"),
+            cpus=None if cpus is None else float(cpus),
+            pids=value.get("pids"),
+            disk=value.get("disk"),
+        )
+
+    def any(self) -> bool:
+        """Whether the lane has a limit at all."""
+        return any(v is not None for v in (self.memory, self.cpus, self.pids, self.disk))
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptUsage:
+    """What one attempt used of its host (tireless.record_attempt_usage); None: not measured."""
+
+    peak_memory: int | None = None
+    cpu_seconds: float | None = None
+    peak_processes: int | None = None
+    workspace_bytes: int | None = None
+    limit_reached: str | None = None
+    """The limit that stopped it: memory, pids or disk; None: none did."""
+
+
 @dataclass(frozen=True, slots=True)
 class RepoLimit:
     """A row of `tireless.repo_limit`: a repository's capacity and daily budgets, all lanes."""

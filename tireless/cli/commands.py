@@ -290,8 +290,13 @@ def cmd_jobs(args: argparse.Namespace) -> int:
         jobs = reads.read(conn, reads.jobs(filters, page))
         delivered = [job.id for job in jobs if job.state is JobState.DELIVERED]
         found = fetch(conn, reads.JOB_DELIVERIES, {"job_ids": delivered}, dict_row)
+        measured = fetch(conn, reads.JOBS_USAGE, {"job_ids": [job.id for job in jobs]}, dict_row)
     deliveries = {row.pop("job_id"): row for row in found}
-    listed = [dataclasses.asdict(job) | {"delivery": deliveries.get(job.id)} for job in jobs]
+    usage = {row.pop("job_id"): row for row in measured}
+    listed = [
+        dataclasses.asdict(job) | {"delivery": deliveries.get(job.id), "usage": usage.get(job.id)}
+        for job in jobs
+    ]
     emit(args, listed, job_table(jobs) if jobs else "no jobs")
     return OK
 
@@ -319,6 +324,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         )
         asks = fetch(conn, forge_calls.JOB_ASKS, {"job_id": args.job}, dict_row)
         network = fetch(conn, calls.JOB_NETWORK, {"job_id": args.job}, dict_row)
+        usage = fetch(conn, reads.JOB_USAGE, {"job_id": args.job}, dict_row)
     if delivery is not None:
         delivery.pop("job_id")
     shown = {
@@ -328,9 +334,10 @@ def cmd_show(args: argparse.Namespace) -> int:
         "checkpoint": checkpoint,
         "asks": asks,
         "network": network,
+        "usage": usage,
         "history": history,
     }
-    emit(args, shown, render_job(job, history, attempt, delivery, checkpoint, asks, network))
+    emit(args, shown, render_job(job, history, attempt, delivery, checkpoint, asks, network, usage))
     return OK
 
 
@@ -645,8 +652,21 @@ def allowlist(args: argparse.Namespace) -> list[str] | None:
     return list(args.hosts)
 
 
+def limits_given(args: argparse.Namespace) -> dict[str, str | None]:
+    """`lane limits`'s settings: those given (the store parses and checks them), or every one
+    cleared with --off."""
+    given = {name: getattr(args, name) for name in ("memory", "cpus", "pids", "disk")}
+    if args.off:
+        if named := [f"--{name}" for name, value in given.items() if value is not None]:
+            raise UsageError(f"lane limits takes limits or --off, not both: {named[0]}")
+        return dict.fromkeys(given, "none")
+    if all(value is None for value in given.values()):
+        raise UsageError("lane limits needs --memory, --cpus, --pids, --disk or --off")
+    return given
+
+
 def cmd_lane(args: argparse.Namespace) -> int:
-    """`lane pause|resume|capacity|budget|max-run|stall-after|allow-net|show`: a lane's settings,
+    """`lane pause|resume|capacity|budget|max-run|stall-after|allow-net|limits|show`: a lane's settings,
     and its row of `tireless status`."""
     with connect(args) as conn:
         store = JobStore(conn)
@@ -664,6 +684,8 @@ def cmd_lane(args: argparse.Namespace) -> int:
             store.set_lane_stall_after(args.lane, args.stall_after)
         elif args.lane_action == "allow-net":
             store.set_lane_network(args.lane, allowlist(args))
+        elif args.lane_action == "limits":
+            store.set_lane_limits(args.lane, **limits_given(args))
         rows = [row for row in status_rows(conn) if args.lane in (None, row["lane"])]
     if not rows:
         emit(args, rows, f"lane {args.lane} has no settings and no live or recent jobs")

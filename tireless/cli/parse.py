@@ -457,7 +457,7 @@ def parser() -> argparse.ArgumentParser:
             "lane",
             cmd_lane,
             "(admin) a lane's settings: pause, resume, capacity, budget, max-run, stall-after,"
-            " allow-net, show",
+            " allow-net, limits, show",
         ),
         "lane_action",
     )
@@ -497,6 +497,23 @@ def parser() -> argparse.ArgumentParser:
         "--off", action="store_true", help="no list: the agent keeps the host's network"
     )
     form.add_argument("--none", action="store_true", help="an empty list: no egress at all")
+    sub = lane(
+        "limits",
+        "what one attempt may take of its host: memory, CPUs, processes, disk (--off: none)",
+    )
+    sub.add_argument("lane", help="the lane's name, e.g. cc")
+    for flag, metavar, help in (
+        (
+            "--memory",
+            "SIZE",
+            "memory of the attempt's processes together, e.g. 2G (none: no limit)",
+        ),
+        ("--cpus", "N", "CPUs of the attempt's processes together, e.g. 1.5 (none: no limit)"),
+        ("--pids", "N", "processes alive at once, e.g. 256 (none: no limit)"),
+        ("--disk", "SIZE", "bytes written in the workspace and in /tmp, e.g. 5G (none: no limit)"),
+    ):
+        sub.add_argument(flag, metavar=metavar, help=help)
+    sub.add_argument("--off", action="store_true", help="clear every limit of the lane")
     sub = lane("show", "a lane's queue and settings (all lanes when none is named)")
     sub.add_argument("lane", nargs="?", help="the lane's name (default: every lane)")
     sub = command("jobs", cmd_jobs, "list jobs, oldest first (--newest: newest first)")
@@ -591,7 +608,10 @@ def parser() -> argparse.ArgumentParser:
         choices=["auto", "bwrap", "unshare", "none"],
         default="auto",
         help="how COMMAND is contained (default auto: bwrap, else unshare as root, else none);"
-        " docs/runners.md#containment",
+        " docs/runners.md#containment. A lane's limits (`lane limits`) are enforced in a control"
+        " group of each attempt's own: bwrap enforces memory, cpus, pids and disk (a sized /tmp,"
+        " the workspace watched); unshare memory, cpus and pids; none none of them. A lane whose"
+        " limits this worker cannot enforce is not served (exit 2)",
     )
     sub.add_argument(
         "--deliver",

@@ -6,7 +6,7 @@ import dataclasses
 import json
 import textwrap
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
@@ -15,7 +15,7 @@ from tireless.credentials import app_key_variable
 from tireless.forge import token_variable
 from tireless.forge.check import Finding
 from tireless.forge.poll import Report
-from tireless.models import Forge, ForgeApp, Job, RepoDelivery, RepoLimit, RepoStatus
+from tireless.models import Forge, ForgeApp, Job, RepoDelivery, RepoLimit, RepoStatus, size_text
 
 
 def as_json(value: Any) -> str:
@@ -148,12 +148,28 @@ def render_status(rows: Sequence[dict[str, Any]]) -> str:
         ("LANE-STATE", flags),
         ("EGRESS", lambda row: egress_text(row["egress"])),
     ]
+    if any(limits_text(row) != "-" for row in rows):  # only where a lane has limits
+        columns.append(("LIMITS", limits_text))
     live = sum(row["pending"] + row["claimed"] for row in rows)
     summary = f"{live} live job(s)" if live else "settled: no pending or claimed job"
     window = "delivered, failed, cancelled: jobs that finished in the last 24 hours"
     return (
         "\n".join([table(rows, columns), window, summary]) if rows else "no lanes and no jobs yet"
     )
+
+
+def limits_text(row: Mapping[str, Any]) -> str:
+    """A lane's limits on one attempt (memory_limit, cpu_limit, pids_limit, disk_limit), or -."""
+    parts = []
+    if row.get("memory_limit") is not None:
+        parts.append(f"memory {size_text(row['memory_limit'])}")
+    if row.get("cpu_limit") is not None:
+        parts.append(f"cpus {float(row['cpu_limit']):g}")
+    if row.get("pids_limit") is not None:
+        parts.append(f"pids {row['pids_limit']}")
+    if row.get("disk_limit") is not None:
+        parts.append(f"disk {size_text(row['disk_limit'])}")
+    return ", ".join(parts) or "-"
 
 
 def egress_text(entries: Sequence[str] | None) -> str:
@@ -270,11 +286,13 @@ def render_job(
     checkpoint: dict[str, Any] | None = None,
     asks: Sequence[dict[str, Any]] = (),
     network: Sequence[dict[str, Any]] = (),
+    usage: Sequence[dict[str, Any]] = (),
 ) -> str:
     """A job's fields, its newest attempt's progress (tireless.job_attempt) when it has a record,
     what it delivered (tireless.deliveries) and its last checkpoint (tireless.checkpoints) when it
-    has them, the hosts its agent reached and was refused (tireless.job_network), then its
-    history (tireless.job_event), oldest first."""
+    has them, what each attempt used of its host (tireless.job_usage), the hosts its agent reached
+    and was refused (tireless.job_network), then its history (tireless.job_event), oldest
+    first."""
     fields = "\n".join(
         f"{name:>17}: {field_text(value)}" for name, value in dataclasses.asdict(job).items()
     )
@@ -298,6 +316,8 @@ def render_job(
         fields += f"\n{'checkpoint':>17}: {saved} ({when})"
     if asks:
         fields += f"\n{'asked in':>17}: " + "; ".join(ask_text(ask) for ask in asks)
+    for used in usage:
+        fields += f"\n{'usage':>17}: attempt {used['attempt']}: {usage_text(used)}"
     events = table(
         history,
         [
@@ -311,6 +331,21 @@ def render_job(
     )
     reached = f"\n\nnetwork:\n{network_table(network)}" if network else ""
     return f"{fields}{reached}\n\nhistory:\n{events}"
+
+
+def usage_text(used: Mapping[str, Any]) -> str:
+    """What an attempt used (a row of tireless.job_usage), for a person."""
+    parts = [
+        "peak memory " + ("-" if used["peak_memory"] is None else size_text(used["peak_memory"])),
+        "CPU " + ("-" if used["cpu_seconds"] is None else f"{used['cpu_seconds']:.2f} s"),
+        "peak processes "
+        + ("-" if used["peak_processes"] is None else str(used["peak_processes"])),
+        "workspace "
+        + ("-" if used["workspace_bytes"] is None else size_text(used["workspace_bytes"])),
+    ]
+    if used["limit_reached"] is not None:
+        parts.append(f"stopped by its {used['limit_reached']} limit")
+    return ", ".join(parts)
 
 
 def delivery_lines(delivery: dict[str, Any]) -> list[tuple[str, str]]:

@@ -7,7 +7,10 @@ worker's secrets: every libpq PG* variable, DATABASE_URL(_FILE), every other TIR
 environment; with an agent user (--agent-user) it runs as that Unix user, which can read neither
 the worker's credential files nor its /proc. COMMAND runs in a sandbox (tireless.runner.sandbox):
 nothing it starts outlives its job; with its lane's egress allowlist, in a network of its own
-whose only ways out are the runner's proxy and upstream gateways (tireless.runner.network).
+whose only ways out are the runner's proxy and upstream gateways (tireless.runner.network); in a
+control group of the attempt's own, held to its lane's limits, where the host has one
+(tireless.runner.limits): past a limit its processes are stopped and the attempt fails with a note
+naming it, and what it used is recorded with the attempt.
 Every secret value the worker knows (the upstreams' too) is masked (`***`) in COMMAND's output,
 in the note and in the worker's log (tireless.masking). COMMAND also gets its brief
 (tireless.runner.brief: the issue's URL and body, the API root, the clone URL) and may leave a
@@ -39,10 +42,19 @@ import psycopg
 
 from tireless.errors import MalformedPlan, TirelessError
 from tireless.masking import Masker, OutputMasker
-from tireless.models import Delivery, Job, JobBrief
+from tireless.models import Delivery, Job, JobBrief, LaneLimits
 from tireless.runner.brief import AgentFiles
 from tireless.runner.config import WorkConfig
 from tireless.runner.egress import AllowEntry, parse_allowlist
+from tireless.runner.limits import (
+    Cgroups,
+    Confined,
+    Unenforceable,
+    Watch,
+    confined,
+    limit_note,
+    limits_text,
+)
 from tireless.runner.network import AgentNetwork
 from tireless.runner.progress import ProgressReporter
 from tireless.runner.publisher import Checkpoints
@@ -226,6 +238,47 @@ class Attempts:
         self._contained: Contained | None = None  # COMMAND's processes, while its job runs
         self._killer: threading.Timer | None = None
         self._job_stop: str | None = None  # why its lease said the running job must stop
+        self.cgroups: Cgroups | None = None  # where attempts' control groups go (find_cgroups)
+        self._no_cgroups = "its control groups were not looked for"  # why cgroups is None
+
+    # Its limits
+    def find_cgroups(self) -> None:
+        """Look for the worker's control groups once, at its start: each attempt gets a group of
+        its own under them (its limits, its figures), where the sandbox can put COMMAND in one."""
+        if self.config.sandbox.limits_refusal(False) is not None:
+            self._no_cgroups = str(self.config.sandbox.limits_refusal(False))
+            return
+        try:
+            self.cgroups = Cgroups.find()
+        except Unenforceable as lacking:
+            self._no_cgroups = f"the host cannot bound an attempt: {lacking}"
+            log.info("%s: attempts are not measured: %s", self.name, self._no_cgroups)
+
+    def announce_limits(self) -> None:
+        """Say once, per lane with limits, what bounds its agents; Unavailable (a usage error)
+        when a lane has a limit this worker cannot enforce."""
+        for lane in self.config.lanes:
+            limits = self.store.lane_limits(lane)
+            if limits.any():
+                self._enforceable(lane, limits)
+                assert self.cgroups is not None
+                log.info(
+                    "%s: lane %s: each attempt is held to %s (cgroup v%s)",
+                    self.name, lane, limits_text(limits), self.cgroups.version,
+                )  # fmt: skip
+
+    def _enforceable(self, lane: str, limits: LaneLimits) -> None:
+        """Unavailable naming the limit and what the host or sandbox lacks, unless it is held."""
+        refusal = self.config.sandbox.limits_refusal(limits.disk is not None)
+        if refusal is None and self.cgroups is None:
+            refusal = self._no_cgroups
+        if refusal is None and limits.disk is not None and self.config.publisher is None:
+            refusal = "--disk bounds the job's workspace, and without --deliver there is none"
+        if refusal is not None:
+            raise Unavailable(
+                f"lane {lane} has limits ({limits_text(limits)}) this worker cannot enforce:"
+                f" {refusal}; it does not serve the lane"
+            )
 
     # Its network
     def announce_network(self) -> None:
@@ -311,7 +364,7 @@ class Attempts:
                 )
             try:
                 with self._network(job) as network:
-                    code, output, draft = self._run_in(
+                    code, output, draft, stopped_by = self._run_in(
                         job, files, made, None if checkpoints is None else checkpoints.ask, network
                     )
             finally:
@@ -319,6 +372,8 @@ class Attempts:
                     checkpoints.close()
             self._record_exit(job, code)
             report = self._attach_report(job, files)
+            if stopped_by is not None:  # the agent's failure: retries and the breaker apply
+                raise Release(with_output(stopped_by, output))
             if code == 0 and self._still_delivers(held):
                 self._attach_tasks(job, files)  # a bad plan fails the attempt (Release)
             if code == 0 and made is not None and self._still_delivers(held):
@@ -353,18 +408,44 @@ class Attempts:
         workspace: Workspace | None,
         checkpoint: Callable[[], object] | None,
         network: AgentNetwork | None,
-    ) -> tuple[int, str, bool]:
+    ) -> tuple[int, str, bool, str | None]:
+        """COMMAND's exit code, the tail of its output, whether it asked for a draft, and the note
+        of the limit that stopped it (None: none did)."""
         env = command_environment(job, self.config.agent) | files.environment()
         cwd = Path.cwd() if workspace is None else workspace.path
         if workspace is not None:
             env["TIRELESS_WORKSPACE"] = str(workspace.path)
         if network is not None:
             env |= network.environment()
+        limits = self.store.lane_limits(job.lane)  # read at each claim, as the allowlist is
+        if limits.any():
+            self._enforceable(job.lane, limits)
+        with confined(self.cgroups, f"job{job.id}.{job.attempts}", limits) as group:
+            code, output, draft, reached = self._contain(
+                job, files, cwd, env, checkpoint, network, limits, group, workspace
+            )
+        return code, output, draft, None if reached is None else limit_note(limits, reached)
+
+    def _contain(
+        self,
+        job: Job,
+        files: AgentFiles,
+        cwd: Path,
+        env: dict[str, str],
+        checkpoint: Callable[[], object] | None,
+        network: AgentNetwork | None,
+        limits: LaneLimits,
+        group: Confined | None,
+        workspace: Workspace | None,
+    ) -> tuple[int, str, bool, str | None]:
+        """COMMAND run in the sandbox, in its control group when it has one; what it used is
+        recorded when it ends, and the limit that stopped it (if one did) returned."""
         with self._lock:
             contained = self.config.sandbox.start(
                 self.config.command, cwd=cwd, writable=[files.body_file.parent], env=env,
                 agent=self.config.agent,  # its user and group, with no group of the worker's
                 network=None if network is None else network.isolation,
+                enter=() if group is None else group.enter(), tmp_size=limits.disk,
             )  # fmt: skip
             self._contained = contained
             if (signalled := self._signalled()) is not None:
@@ -388,12 +469,17 @@ class Attempts:
         except BrokenPipeError:
             pass  # COMMAND does not read its stdin
         never_ran: OSError | None = None
+        watch = Watch(
+            limits, group, None if workspace is None else workspace.path, contained.init,
+            lambda limit: self._limit_reached(job, limit, group),
+        )  # fmt: skip
         try:
-            code = process.wait()
-            try:
-                contained.end()  # nothing of the job is left, whatever it started
-            except OSError as error:
-                never_ran = error
+            with watch:
+                code = process.wait()
+                try:
+                    contained.end()  # nothing of the job is left, whatever it started
+                except OSError as error:
+                    never_ran = error
         finally:
             output.stop()  # what is still buffered, and no more: no process of the job is left
             process.stdout.close()
@@ -406,7 +492,27 @@ class Attempts:
         if never_ran is not None:  # its output (the sandbox's) says why
             lines = tail.decode(errors="replace").strip().splitlines()
             raise OSError(lines[-1] if lines else str(never_ran)) from never_ran
-        return code, tail.decode(errors="replace")[-NOTE_LIMIT:], progress.draft
+        if group is not None or workspace is not None:
+            self._record_usage(job, watch)
+        return code, tail.decode(errors="replace")[-NOTE_LIMIT:], progress.draft, watch.reached
+
+    def _limit_reached(self, job: Job, limit: str, group: Confined | None) -> None:
+        """From the watch: the attempt went past a limit; every process of it is stopped now."""
+        log.info("%s: job %s: %s limit reached; stopping the command", self.name, job.id, limit)
+        with self._lock:
+            if self._contained is not None:
+                self._contained.signal(signal.SIGKILL)
+        if group is not None:
+            group.kill()
+
+    def _record_usage(self, job: Job, watch: Watch) -> None:
+        """What the attempt used, recorded before it is finished (a refused record is logged)."""
+        try:
+            self.store.record_attempt_usage(job.id, self.name, watch.usage(), job.claim_token)
+        except NOT_HELD:
+            log.info("%s: job %s: lease lost; its usage is not kept", self.name, job.id)
+        except (psycopg.Error, TirelessError) as error:
+            log.warning("%s: job %s: its usage is not kept: %s", self.name, job.id, error)
 
     def _record_exit(self, job: Job, code: int) -> None:
         """COMMAND's exit status, recorded in the attempt before it is finished (the job page)."""

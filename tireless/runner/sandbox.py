@@ -157,6 +157,11 @@ class Contained:
         self.process = process
         self.ended = False
 
+    def init(self) -> int | None:
+        """The first process of the sandbox's own namespaces, in the worker's numbering (its
+        /proc/PID/root shows the sandbox's mounts); None when it has none."""
+        return None
+
     def signal(self, signum: signal.Signals) -> None:
         """SIGTERM: ask every process of the job to stop; SIGKILL: end them all now. Acts while
         anything of the job remains, whether or not COMMAND's top process has exited."""
@@ -183,6 +188,11 @@ class Sandbox:
         an egress allowlist needs one); None when it can."""
         raise NotImplementedError
 
+    def limits_refusal(self, disk: bool) -> str | None:
+        """Why this sandbox cannot hold COMMAND to a lane's limits (a control group, and with
+        `disk` a private /tmp of a bounded size); None when it can."""
+        raise NotImplementedError
+
     def hide(self, files: Sequence[str]) -> None:
         """More secret files COMMAND must not read, learned after the start (the registry's
         GitHub App key files); a sandbox that hides no file (none, unshare) hides none."""
@@ -196,10 +206,14 @@ class Sandbox:
         env: Mapping[str, str],
         agent: pwd.struct_passwd | None,
         network: Isolation | None = None,
+        enter: Sequence[str] = (),
+        tmp_size: int | None = None,
     ) -> Contained:
         """COMMAND started in `cwd` with `env` (as `agent` when given), stdin and stdout pipes,
-        stderr on stdout; it may write in `cwd` and `writable` (and in a sandbox's own /tmp);
-        with `network`, in a network namespace of its own behind the relay."""
+        stderr on stdout; it may write in `cwd` and `writable` (and in a sandbox's own /tmp, of
+        `tmp_size` bytes at most); with `network`, in a network namespace of its own behind the
+        relay; `enter`: the command line prefix that puts its first process in its attempt's
+        control group (tireless.runner.limits) before anything is executed."""
         raise NotImplementedError
 
 
@@ -276,6 +290,9 @@ class Bubblewrap(Sandbox):
             " /tmp, the worker's secret files hidden)"
         )
 
+    def limits_refusal(self, disk: bool) -> str | None:
+        return None  # a control group around bwrap, and --size for its /tmp
+
     def network_refusal(self) -> str | None:
         if not self._network_checked:
             probe = self.argv([], cwd=Path("/"), writable=[], agent=None, isolated=True)
@@ -297,6 +314,7 @@ class Bubblewrap(Sandbox):
         status_fd: int | None = None,
         network: Isolation | None = None,
         isolated: bool = False,
+        tmp_size: int | None = None,
     ) -> list[str]:
         """The bwrap command line that runs COMMAND for a job; with `network` (or `isolated`, no
         relay: a probe), in a network namespace of its own with an empty /run (a daemon's unix
@@ -309,6 +327,7 @@ class Bubblewrap(Sandbox):
         if os.geteuid() == 0 and agent is None:
             argv += ["--cap-drop", "ALL"]  # root without capabilities cannot undo the view
         argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+        argv += [] if tmp_size is None else ["--size", str(tmp_size)]  # bwrap 0.6 on
         argv += ["--perms", "1777", "--tmpfs", "/tmp", "--setenv", "TMPDIR", "/tmp"]  # anyone's
         argv += ["--tmpfs", "/run"] if isolated else []
         named = _named_files(command)  # COMMAND's program and files stay visible, read-only
@@ -343,13 +362,15 @@ class Bubblewrap(Sandbox):
         env: Mapping[str, str],
         agent: pwd.struct_passwd | None,
         network: Isolation | None = None,
+        enter: Sequence[str] = (),
+        tmp_size: int | None = None,
     ) -> Contained:
         status, status_writer = os.pipe()
         try:
-            argv = self.argv(
+            argv = [*enter, *self.argv(
                 command, cwd=cwd, writable=writable, agent=agent, status_fd=status_writer,
-                network=network,
-            )  # fmt: skip
+                network=network, tmp_size=tmp_size,
+            )]  # fmt: skip
             process = subprocess.Popen(
                 argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                 env=dict(env), start_new_session=True, pass_fds=[status_writer],
@@ -405,6 +426,11 @@ class Unshare(Sandbox):
             )
         return None
 
+    def limits_refusal(self, disk: bool) -> str | None:
+        if disk:
+            return "--sandbox unshare shares the host's /tmp, which --disk cannot bound"
+        return None
+
     def argv(
         self,
         command: Sequence[str],
@@ -434,9 +460,11 @@ class Unshare(Sandbox):
         env: Mapping[str, str],
         agent: pwd.struct_passwd | None,
         network: Isolation | None = None,
+        enter: Sequence[str] = (),
+        tmp_size: int | None = None,
     ) -> Contained:
         process = subprocess.Popen(
-            self.argv(command, agent, network), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            [*enter, *self.argv(command, agent, network)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, env=dict(env), cwd=cwd, start_new_session=True,
         )  # fmt: skip
         return _InNamespace(process)
@@ -468,6 +496,12 @@ class ProcessGroup(Sandbox):
     def network_refusal(self) -> str | None:
         return "--sandbox none cannot give the agent a network of its own (use --sandbox bwrap)"
 
+    def limits_refusal(self, disk: bool) -> str | None:
+        return (
+            "--sandbox none runs COMMAND without a control group of its own (and what it leaves"
+            " outlives a SIGKILL of the worker, unwatched); use --sandbox bwrap"
+        )
+
     def start(
         self,
         command: Sequence[str],
@@ -477,9 +511,13 @@ class ProcessGroup(Sandbox):
         env: Mapping[str, str],
         agent: pwd.struct_passwd | None,
         network: Isolation | None = None,
+        enter: Sequence[str] = (),
+        tmp_size: int | None = None,
     ) -> Contained:
         if network is not None:
             raise Unavailable(self.network_refusal())
+        if enter or tmp_size is not None:
+            raise Unavailable(self.limits_refusal(tmp_size is not None))
         process = subprocess.Popen(
             list(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, env=dict(env), cwd=cwd,

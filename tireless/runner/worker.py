@@ -8,7 +8,9 @@ and goes on to the next job. A heartbeat that answers cancel (the job was asked 
 withdrew its request, an admin cancelled it) stops COMMAND and ends the job cancelled with the
 stop's note (the database's, not the worker's): a cancel is not a failure. One that answers
 timeout or stalled (the lane's max_run or stall_after, the watchdog) stops COMMAND and ends the
-attempt as a failure with the watchdog's note. A stop is heard at once (the lease LISTENs on
+attempt as a failure with the watchdog's note; so does a lane's limit COMMAND went past
+(tireless.runner.limits), with a note naming it. A lane whose limits the worker cannot enforce is
+not served: the worker says so at start and exits 2. A stop is heard at once (the lease LISTENs on
 tireless_stop while COMMAND runs), a time limit when it passes. SIGINT or SIGTERM stop COMMAND,
 give the job back (tireless.give_back: not a failure) and end the worker (exit 0); a signal that
 arrives while a claim is under way gives the claimed job back at once. The drain signal
@@ -272,6 +274,12 @@ def work(conninfo: str, config: WorkConfig) -> int:
                     )  # fmt: skip
         worker = Worker(store, config, masker)
         worker.attempts.announce_network()
-        return worker.run()
+        worker.attempts.find_cgroups()
+        try:
+            worker.attempts.announce_limits()
+            return worker.run()
+        finally:
+            if worker.attempts.cgroups is not None:
+                worker.attempts.cgroups.close()
     finally:
         pool.close()

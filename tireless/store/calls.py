@@ -14,7 +14,7 @@ The families follow the store's sections: tracking, the queue, routing, lanes, w
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import asdict, dataclass, fields
 from datetime import datetime, timedelta
 from typing import Any, Generic, LiteralString, TypeVar
 from uuid import UUID
@@ -25,6 +25,7 @@ from psycopg.rows import BaseRowFactory, args_row, class_row, kwargs_row, tuple_
 from psycopg.types.json import Jsonb
 
 from tireless.models import (
+    AttemptUsage,
     Delivery,
     DiscoveredIssue,
     Heartbeat,
@@ -34,6 +35,7 @@ from tireless.models import (
     JobNetwork,
     JobState,
     Lane,
+    LaneLimits,
     RepoDelivery,
     RepoLimit,
     RepoRef,
@@ -608,6 +610,49 @@ LANE_NETWORK = "SELECT tireless.lane_network(lane => %(lane)s)"
 
 def lane_network(lane: str) -> Call[Any, list[str] | None]:
     return Call(LANE_NETWORK, {"lane": lane}, tuple_row, _value)
+
+
+SET_LANE_LIMITS = (
+    "SELECT tireless.set_lane_limits(lane => %(lane)s, memory => %(memory)s, cpus => %(cpus)s,"
+    " pids => %(pids)s, disk => %(disk)s)"
+)
+
+
+def set_lane_limits(
+    lane: str,
+    memory: str | None = None,
+    cpus: str | None = None,
+    pids: str | None = None,
+    disk: str | None = None,
+) -> Call[Any, LaneLimits]:
+    params = {"lane": lane, "memory": memory, "cpus": cpus, "pids": pids, "disk": disk}
+    return Call(SET_LANE_LIMITS, params, tuple_row, _limits)
+
+
+LANE_LIMITS = "SELECT tireless.lane_limits(lane => %(lane)s)"
+
+
+def lane_limits(lane: str) -> Call[Any, LaneLimits]:
+    return Call(LANE_LIMITS, {"lane": lane}, tuple_row, _limits)
+
+
+def _limits(rows: list[tuple[Any, ...]]) -> LaneLimits:
+    return LaneLimits.from_json(rows[0][0])
+
+
+RECORD_ATTEMPT_USAGE = (
+    "SELECT tireless.record_attempt_usage(job_id => %(job_id)s, worker => %(worker)s,"
+    " peak_memory => %(peak_memory)s, cpu_seconds => %(cpu_seconds)s,"
+    " peak_processes => %(peak_processes)s, workspace_bytes => %(workspace_bytes)s,"
+    " limit_reached => %(limit_reached)s, token => %(token)s)"
+)
+
+
+def record_attempt_usage(
+    job_id: int, worker: str, usage: AttemptUsage, token: UUID | None
+) -> Call[Any, None]:
+    params = {"job_id": job_id, "worker": worker, "token": token} | asdict(usage)
+    return Call(RECORD_ATTEMPT_USAGE, params, tuple_row, _nothing)
 
 
 SET_LANE_STALL_AFTER = _returning(

@@ -178,14 +178,15 @@ SELECT every.lane, s.capacity, coalesce(s.paused, false) AS paused,
        coalesce(s.claimed, 0) AS claimed, coalesce(s.past_lease, 0) AS past_lease,
        extract(epoch FROM s.oldest_pending_age)::float8 AS oldest_pending_seconds,
        b.runs_today, coalesce(b.agent_seconds_today, 0) AS agent_seconds_today,
-       b.runs_per_day, b.agent_seconds_per_day, b.budget_resets_at, coalesce(s.waiting, 0) AS waiting
+       b.runs_per_day, b.agent_seconds_per_day, b.budget_resets_at, coalesce(s.waiting, 0) AS waiting,
+       s.memory_limit, s.cpu_limit, s.pids_limit, s.disk_limit
   FROM (SELECT l.lane FROM tireless.lane_status l UNION SELECT f.lane FROM tireless.finished_jobs f) AS every
   LEFT JOIN tireless.lane_status s ON s.lane = every.lane
   LEFT JOIN tireless.lane_budget b ON b.lane = every.lane
  ORDER BY every.lane"""
 """Every lane: with settings or live jobs (lane_status), or that ever finished a job (the
 rolled-up counters: every lane `tireless status` lists, without reading a day of finished jobs),
-with today's spend against its daily budgets (lane_budget)."""
+with today's spend against its daily budgets (lane_budget) and its limits on one attempt."""
 REPOS = """
 SELECT r.forge, r.owner, r.repo, r.last_poll_at, r.last_success_at, r.last_error, r.last_error_at,
        r.consecutive_failures, r.next_poll_at, r.backoff_until, r.registered,
@@ -203,7 +204,7 @@ STATUS = (
     "SELECT lane, pending, ready, claimed, past_lease, delivered, failed, cancelled,"
     " oldest_pending_seconds, breaker, paused, capacity, tripped_until, consecutive_failures,"
     " runs_today, agent_seconds_today, runs_per_day, agent_seconds_per_day, budget_resets_at,"
-    " max_run, stall_after, waiting, egress"
+    " max_run, stall_after, waiting, egress, memory_limit, cpu_limit, pids_limit, disk_limit"
     " FROM tireless.lane_summary ORDER BY lane"
 )
 FINISHED = (
@@ -213,6 +214,11 @@ LANE_EGRESS = (
     "SELECT e.lane, e.refusals, e.bytes_in, e.bytes_out FROM tireless.lane_egress e ORDER BY e.lane"
 )
 """Per lane, the requests its agents were refused and the bytes they moved, over the kept jobs."""
+LANE_USAGE = (
+    "SELECT u.lane, u.attempts, u.cpu_seconds, u.peak_memory, u.peak_processes,"
+    " u.memory_stops, u.pids_stops, u.disk_stops FROM tireless.lane_usage u ORDER BY u.lane"
+)
+"""Per lane, what its measured attempts used and how many a limit stopped, over the kept jobs."""
 
 TRACKED_KEY = (
     "SELECT k.forge, k.owner, k.repo"
@@ -289,6 +295,19 @@ JOB_DELIVERIES = (
     "SELECT " + DELIVERY_COLUMNS + " FROM tireless.deliveries d WHERE d.job_id = ANY (%(job_ids)s)"
 )
 """The deliveries of the jobs `tireless jobs --json` lists."""
+USAGE_COLUMNS = (
+    "u.attempt, u.peak_memory, u.cpu_seconds, u.peak_processes, u.workspace_bytes, u.limit_reached"
+)
+JOB_USAGE = (
+    "SELECT " + USAGE_COLUMNS + " FROM tireless.job_usage u WHERE u.job_id = %(job_id)s"
+    " ORDER BY u.attempt"
+)
+"""What each attempt of a job used of its host (`tireless show`, the job page)."""
+JOBS_USAGE = (
+    "SELECT DISTINCT ON (u.job_id) u.job_id, " + USAGE_COLUMNS + " FROM tireless.job_usage u"
+    " WHERE u.job_id = ANY (%(job_ids)s) ORDER BY u.job_id, u.attempt DESC"
+)
+"""What the newest measured attempt of each job `tireless jobs --json` lists used."""
 JOB_CHECKPOINT = (
     "SELECT c.attempt, c.ref, c.commit, c.recorded_at"
     " FROM tireless.checkpoints c WHERE c.job_id = %(job_id)s"

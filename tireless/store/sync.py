@@ -22,6 +22,7 @@ from tireless.connect import FailoverPool
 from tireless.errors import translated_errors
 from tireless.models import (
     NO_CHANGE,
+    AttemptUsage,
     ConversationOutcome,
     ConversationToRead,
     Delivery,
@@ -38,6 +39,7 @@ from tireless.models import (
     JobNetwork,
     JobState,
     Lane,
+    LaneLimits,
     MirrorWrite,
     PollOutcome,
     RepoDelivery,
@@ -221,6 +223,13 @@ class JobStore:
     ) -> None:
         """The holder records COMMAND's exit status in its attempt (negative: the signal)."""
         self._run(calls.record_exit(job_id, worker, exit_status, token))
+
+    def record_attempt_usage(
+        self, job_id: int, worker: str, usage: AttemptUsage, token: UUID | None = None
+    ) -> None:
+        """The holder records what its attempt used of the host (peaks, CPU seconds, the
+        workspace's size) and the limit that stopped it, if one did."""
+        self._run(calls.record_attempt_usage(job_id, worker, usage, token))
 
     def deliver(
         self,
@@ -518,6 +527,23 @@ class JobStore:
         """The hosts the lane's agents may reach (HOST[:PORT]); [] for no egress, None for no
         list (the host's network). Returns the list as stored."""
         return self._run(calls.set_lane_network(lane, hosts))
+
+    def set_lane_limits(
+        self,
+        lane: str,
+        memory: str | None = None,
+        cpus: str | None = None,
+        pids: str | None = None,
+        disk: str | None = None,
+    ) -> LaneLimits:
+        """The lane's limits on one attempt: sizes (512M, 2GiB), a number of CPUs, a count of
+        processes, each as the store parses it; None keeps the lane's, "none" clears it. Returns
+        them as stored."""
+        return self._run(calls.set_lane_limits(lane, memory, cpus, pids, disk))
+
+    def lane_limits(self, lane: str) -> LaneLimits:
+        """The lane's limits on one attempt (each None when it has none)."""
+        return self._run(calls.lane_limits(lane))
 
     def lane_network(self, lane: str) -> list[str] | None:
         """The lane's egress allowlist: None when it has none, [] for no egress."""

@@ -1,7 +1,8 @@
 """`/metrics` in the Prometheus text format (0.0.4). Live figures come from tireless.lane_status
 and tireless.repo_status; finished jobs are counters from tireless.finished_jobs: what the
 sweeper's and poller's roll-up counted plus the history written since, so a scrape writes nothing
-(a hot standby answers it); the agents' network from tireless.lane_egress."""
+(a hot standby answers it); the agents' network from tireless.lane_egress; the lanes' limits from
+tireless.lane_status and what their attempts used from tireless.lane_usage."""
 
 from __future__ import annotations
 
@@ -151,6 +152,63 @@ def egress_families(out: Exposition, lanes: list[dict[str, Any]]) -> None:
     )
 
 
+LIMITS = (
+    ("memory_bytes", "memory_limit"),
+    ("cpus", "cpu_limit"),
+    ("processes", "pids_limit"),
+    ("disk_bytes", "disk_limit"),
+)
+
+
+def usage_families(
+    out: Exposition, lanes: list[dict[str, Any]], usage: list[dict[str, Any]]
+) -> None:
+    out.family(
+        "tireless_lane_limit",
+        "gauge",
+        "The lane's limit on one attempt, by resource (memory_bytes, cpus, processes, disk_bytes);"
+        " absent: no limit.",
+        (
+            ({"lane": lane["lane"], "resource": resource}, float(lane[column]))
+            for lane in lanes
+            for resource, column in LIMITS
+            if lane.get(column) is not None
+        ),
+    )
+    out.family(
+        "tireless_lane_attempt_cpu_seconds_total",
+        "counter",
+        "CPU seconds the lane's measured attempts used (over the jobs the store keeps).",
+        (({"lane": u["lane"]}, u["cpu_seconds"]) for u in usage),
+    )
+    out.family(
+        "tireless_lane_attempt_peak_memory_bytes",
+        "gauge",
+        "The largest peak memory of one of the lane's attempts (over the jobs the store keeps).",
+        (({"lane": u["lane"]}, u["peak_memory"]) for u in usage if u["peak_memory"] is not None),
+    )
+    out.family(
+        "tireless_lane_attempt_peak_processes",
+        "gauge",
+        "The most processes one of the lane's attempts had alive at once (over the kept jobs).",
+        (
+            ({"lane": u["lane"]}, u["peak_processes"])
+            for u in usage
+            if u["peak_processes"] is not None
+        ),
+    )
+    out.family(
+        "tireless_lane_limit_stops_total",
+        "counter",
+        "Attempts of the lane stopped by a limit (memory, pids, disk), over the jobs the store keeps.",
+        (
+            ({"lane": u["lane"], "limit": limit}, u[f"{limit}_stops"])
+            for u in usage
+            for limit in ("memory", "pids", "disk")
+        ),
+    )
+
+
 def repo_families(out: Exposition, repos: list[dict[str, Any]]) -> None:
     def key(repo: Mapping[str, Any]) -> dict[str, Any]:
         return {"forge": repo["forge"], "owner": repo["owner"], "repo": repo["repo"]}
@@ -191,7 +249,8 @@ async def scrape(request: Request) -> Response:
     board = dashboard_of(request)
     now = (await board.rows("SELECT now() AS now"))[0]["now"]
     out = Exposition()
-    lane_families(out, await board.rows(reads.LANES), now)
+    lanes = await board.rows(reads.LANES)
+    lane_families(out, lanes, now)
     out.family(
         "tireless_jobs_finished_total",
         "counter",
@@ -202,6 +261,7 @@ async def scrape(request: Request) -> Response:
         ),
     )
     egress_families(out, await board.rows(reads.LANE_EGRESS))
+    usage_families(out, lanes, await board.rows(reads.LANE_USAGE))
     try:
         repos = await board.rows(reads.REPOS)
     except TirelessError:

@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from tireless.errors import TirelessError, translated_errors
-from tireless.models import JobKind, JobState
+from tireless.models import JobKind, JobState, size_text
 from tireless.store import calls, forge_calls, reads
 from tireless.web import chart, flash
 from tireless.web.dashboard import dashboard_of
@@ -61,6 +61,7 @@ FILTERS: dict[str, Callable[..., str]] = {
     "age": age,
     "at_most": at_most,
     "clock": clock,
+    "size": size_text,
     "when": when,
 }
 
@@ -276,6 +277,7 @@ async def job(request: Request) -> Response:
             ),
             "asks": await board.rows(forge_calls.JOB_ASKS, {"job_id": job_id}),
             "network": await board.rows(calls.JOB_NETWORK, {"job_id": job_id}),
+            "usage": await board.rows(reads.JOB_USAGE, {"job_id": job_id}),
             "parent": parent,
             "children": [
                 {**child, "url": issue_url(forges, child)}
