@@ -18,6 +18,7 @@ from dev.standin import StandinForge
 from tests.conftest import Database
 from tests.helpers import FORGE, OWNER, REPO, cli_json, enqueue_jobs, tireless_cli
 from tests.support.poll_cli import PLAN, TOKEN
+from tests.support.work import clean_environment, run_worker
 from tireless import JobStore
 
 
@@ -125,6 +126,31 @@ def test_work_without_deliver_says_at_start_that_nothing_is_pushed(db: Database)
         f"w: without --deliver nothing is pushed: COMMAND runs in this worker's directory"
         f" ({Path.cwd()}), not in a workspace of the issue's repository"
     )
+
+
+def test_work_without_deliver_where_command_may_not_write_gives_each_job_a_directory_of_its_own(
+    store: JobStore, db: Database
+) -> None:
+    """A worker started in / (systemd's default, read-only under bwrap): an implement job's
+    COMMAND writes in a fresh directory of the job's own, TIRELESS_WORKSPACE, gone with the job."""
+    enqueue_jobs(store, 1)
+    command = ["sh", "-c", 'echo a change > notes.md && echo "ran in $PWD own $TIRELESS_WORKSPACE"']
+    env = clean_environment() | {"DATABASE_URL": db.url}
+    result = run_worker(env, Path("/"), command=command)
+    out, err = result.stdout.decode(), result.stderr.decode()
+    assert result.returncode == 0, err
+    said = [line for line in err.splitlines() if "without --deliver" in line]
+    assert len(said) == 1, err
+    assert said[0].endswith(
+        "w1: without --deliver nothing is pushed: COMMAND runs in an empty directory of each job's"
+        " own (TIRELESS_WORKSPACE, removed when the job ends), as it may not write in this"
+        " worker's directory (/); not in a workspace of the issue's repository"
+    )
+    (ran,) = [line.split() for line in out.splitlines() if line.startswith("ran in ")]
+    assert ran[2] == ran[4] != "/", out
+    assert not Path(ran[2]).exists(), "removed when the job ended"
+    assert not Path("/notes.md").exists()
+    assert db.scalar("SELECT state::text FROM tireless.job") == "delivered"
 
 
 def test_sandbox_auto_without_bubblewrap_warns_what_the_fallback_does_not_contain(

@@ -634,7 +634,12 @@ def cmd_lane(args: argparse.Namespace) -> int:
 
 
 def cmd_work(args: argparse.Namespace) -> int:
-    from tireless.runner.attempt import agent_user, unstartable, unstartable_by  # `work` only
+    from tireless.runner.attempt import (  # `work` only
+        agent_user,
+        unstartable,
+        unstartable_by,
+        writable_directory,
+    )
     from tireless.runner.config import WorkConfig
     from tireless.runner.gateway import parse_upstreams
     from tireless.runner.identity import Identities
@@ -700,6 +705,7 @@ def cmd_work(args: argparse.Namespace) -> int:
         progress_every=args.progress_every,
         agent=user,
         publisher=publisher,
+        directory=None if publisher is not None else writable_directory(user),
         upstreams=tuple(upstreams),
     )
     return work(database_url(args), config)

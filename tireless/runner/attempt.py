@@ -89,6 +89,21 @@ def unstartable_by(command: Sequence[str], agent: pwd.struct_passwd) -> str | No
     return None
 
 
+def writable_directory(agent: pwd.struct_passwd | None) -> Path | None:
+    """The worker's directory, when COMMAND may write in it (COMMAND's working directory without
+    --deliver); None when it may not: `/` (systemd's default, read-only under bwrap), a directory
+    the worker or the agent user (asked of the kernel as that user, through setpriv) cannot
+    write, or one on a read-only filesystem. COMMAND then runs in its job's own directory."""
+    here = Path.cwd()
+    if here == Path("/"):
+        return None
+    if agent is None:
+        return here if os.access(here, os.W_OK) else None
+    as_agent = ["setpriv", f"--reuid={agent.pw_uid}", f"--regid={agent.pw_gid}", "--init-groups"]
+    asked = subprocess.run([*as_agent, "test", "-w", str(here)], check=False)
+    return here if asked.returncode == 0 else None
+
+
 WITHHELD = re.compile(r"PG[A-Z_]*|DATABASE_URL.*|TIRELESS_.*|CREDENTIALS_DIRECTORY")
 """Environment variables COMMAND never sees: libpq's (PGPASSWORD, PGPASSFILE, PGSERVICE,
 PGSERVICEFILE, PGUSER, PGHOST, ..., all named PG...), DATABASE_URL and DATABASE_URL_FILE, every
@@ -296,8 +311,12 @@ class Attempts:
             AgentFiles(job.id, brief, asks, job.kind.value) as files,
             self._workspace(job, brief) as made,
         ):
+            where: Workspace | Path | None = made
+            if made is None and self.config.directory is None:  # nowhere of the worker's to write
+                where = files.own_directory()
             if self.config.agent is not None:  # it reads the brief and writes its report there
-                for path in (files.body_file.parent, files.body_file):
+                own = [where] if isinstance(where, Path) else []  # a workspace is made its own
+                for path in (files.directory, files.body_file, *own):
                     os.chown(path, self.config.agent.pw_uid, self.config.agent.pw_gid)
             checkpoints = None
             if made is not None and self.config.publisher is not None:
@@ -312,7 +331,11 @@ class Attempts:
             try:
                 with self._network(job) as network:
                     code, output, draft = self._run_in(
-                        job, files, made, None if checkpoints is None else checkpoints.ask, network
+                        job,
+                        files,
+                        where,
+                        None if checkpoints is None else checkpoints.ask,
+                        network,
                     )
             finally:
                 if checkpoints is not None:
@@ -335,8 +358,8 @@ class Attempts:
     def _workspace(
         self, job: Job, brief: JobBrief
     ) -> contextlib.AbstractContextManager[Workspace | None]:
-        """The job's workspace, or none when the worker delivers nothing (COMMAND runs where the
-        worker runs)."""
+        """The job's workspace of the issue's repository, or none when the worker delivers nothing
+        (COMMAND runs in the worker's directory, or in an empty one of the job's own)."""
         if self.config.publisher is None:
             return contextlib.nullcontext(None)
         return self.config.publisher.workspace(job, brief)
@@ -350,14 +373,18 @@ class Attempts:
         self,
         job: Job,
         files: AgentFiles,
-        workspace: Workspace | None,
+        workspace: Workspace | Path | None,
         checkpoint: Callable[[], object] | None,
         network: AgentNetwork | None,
     ) -> tuple[int, str, bool]:
+        """COMMAND run for the job in `workspace`, its TIRELESS_WORKSPACE (the issue's repository
+        with --deliver, else an empty directory of the job's own), or in the worker's directory:
+        its exit code, the tail of its output, whether it asked for a draft."""
         env = command_environment(job, self.config.agent) | files.environment()
-        cwd = Path.cwd() if workspace is None else workspace.path
+        cwd = Path.cwd()
         if workspace is not None:
-            env["TIRELESS_WORKSPACE"] = str(workspace.path)
+            cwd = workspace.path if isinstance(workspace, Workspace) else workspace
+            env["TIRELESS_WORKSPACE"] = str(cwd)
         if network is not None:
             env |= network.environment()
         with self._lock:

@@ -242,10 +242,18 @@ def work(conninfo: str, config: WorkConfig) -> int:
     for handler in logging.getLogger().handlers:
         handler.addFilter(MaskingFilter(masker))
     log.info("%s: containment: %s", name, config.sandbox.describe())
-    if config.publisher is None:
+    if config.publisher is None and config.directory is not None:
         log.info(
             "%s: without --deliver nothing is pushed: COMMAND runs in this worker's directory"
             " (%s), not in a workspace of the issue's repository",
+            name,
+            config.directory,
+        )
+    elif config.publisher is None:
+        log.info(
+            "%s: without --deliver nothing is pushed: COMMAND runs in an empty directory of each"
+            " job's own (TIRELESS_WORKSPACE, removed when the job ends), as it may not write in"
+            " this worker's directory (%s); not in a workspace of the issue's repository",
             name,
             Path.cwd(),
         )
