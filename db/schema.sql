@@ -630,6 +630,8 @@ BEGIN
     -- Dependencies gate claims: the jobs of these issues, and of the issues that depend on them,
     -- wait or are released (a new statement: it sees the issues and jobs written above).
     PERFORM tireless.settle_dependencies(touched);
+    -- A label under the prefix that names nothing is told once per issue and label (labels.sql).
+    PERFORM tireless.report_unknown_labels(touched);
     PERFORM tireless.announce_work(l) FROM unnest(woken) AS l;
 END;
 $$;
@@ -638,7 +640,7 @@ $$;
 -- Name: FUNCTION apply_work_rule(issues jsonb, OUT created integer, OUT cancelled integer, OUT rerouted integer, OUT seen integer); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.apply_work_rule(issues jsonb, OUT created integer, OUT cancelled integer, OUT rerouted integer, OUT seen integer) IS 'The work rule on a checked batch of issues of tracked repositories: a pending job for an issue that asks for work and whose request has had none; withdrawal cancels a pending job or requests the cancel of a claimed one (note, and cancel_note: issue closed, or issue no longer asks for work); relabelling re-routes a pending job; an issue''s "depends_on" replaces its forge relations (record_forge_dependencies); the pending jobs of the issues judged, of those whose forge relations changed and of their dependents wait for their open dependencies or are released (settle_dependencies). An issue shown as it was before writes nothing. Returns what it did.';
+COMMENT ON FUNCTION tireless.apply_work_rule(issues jsonb, OUT created integer, OUT cancelled integer, OUT rerouted integer, OUT seen integer) IS 'The work rule on a checked batch of issues of tracked repositories: a pending job for an issue that asks for work and whose request has had none; withdrawal cancels a pending job or requests the cancel of a claimed one (note, and cancel_note: issue closed, or issue no longer asks for work); relabelling re-routes a pending job; an issue''s "depends_on" replaces its forge relations (record_forge_dependencies); the pending jobs of the issues judged, of those whose forge relations changed and of their dependents wait for their open dependencies or are released (settle_dependencies); a label of an issue judged that names nothing is reported once (report_unknown_labels). An issue shown as it was before writes nothing. Returns what it did.';
 
 --
 -- Name: arm_agent_time_count(); Type: FUNCTION; Schema: tireless; Owner: -
@@ -1561,14 +1563,16 @@ CREATE TABLE tireless.forge_write (
     next_try_at timestamp with time zone DEFAULT now() NOT NULL,
     last_error text,
     last_error_at timestamp with time zone,
+    label_id bigint,
     CONSTRAINT forge_write_failures_not_negative CHECK ((failures >= 0)),
-    CONSTRAINT forge_write_kind_known CHECK ((kind = ANY (ARRAY['pull'::text, 'task'::text, 'comment'::text, 'cycle'::text, 'checklist'::text, 'reply'::text]))),
+    CONSTRAINT forge_write_kind_known CHECK ((kind = ANY (ARRAY['pull'::text, 'task'::text, 'comment'::text, 'cycle'::text, 'checklist'::text, 'reply'::text, 'unknown_label'::text]))),
     CONSTRAINT forge_write_names_its_target CHECK (
 CASE kind
-    WHEN 'task'::text THEN ((job_id IS NOT NULL) AND (task IS NOT NULL) AND (report_id IS NULL) AND (ask_id IS NULL))
-    WHEN 'cycle'::text THEN ((report_id IS NOT NULL) AND (job_id IS NULL) AND (task IS NULL) AND (ask_id IS NULL))
-    WHEN 'reply'::text THEN ((ask_id IS NOT NULL) AND (job_id IS NULL) AND (task IS NULL) AND (report_id IS NULL))
-    ELSE ((job_id IS NOT NULL) AND (task IS NULL) AND (report_id IS NULL) AND (ask_id IS NULL))
+    WHEN 'task'::text THEN ((job_id IS NOT NULL) AND (task IS NOT NULL) AND (report_id IS NULL) AND (ask_id IS NULL) AND (label_id IS NULL))
+    WHEN 'cycle'::text THEN ((report_id IS NOT NULL) AND (job_id IS NULL) AND (task IS NULL) AND (ask_id IS NULL) AND (label_id IS NULL))
+    WHEN 'reply'::text THEN ((ask_id IS NOT NULL) AND (job_id IS NULL) AND (task IS NULL) AND (report_id IS NULL) AND (label_id IS NULL))
+    WHEN 'unknown_label'::text THEN ((label_id IS NOT NULL) AND (job_id IS NULL) AND (task IS NULL) AND (report_id IS NULL) AND (ask_id IS NULL))
+    ELSE ((job_id IS NOT NULL) AND (task IS NULL) AND (report_id IS NULL) AND (ask_id IS NULL) AND (label_id IS NULL))
 END)
 );
 
@@ -1576,7 +1580,13 @@ END)
 -- Name: TABLE forge_write; Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON TABLE tireless.forge_write IS 'The outbox of the mirror''s forge writes other than labels: one row per write queued (kind pull: a delivery''s pull request, job_id; task: a plan task''s child issue, job_id and task; comment: a finished job''s outcome comment, job_id; cycle: the comment of a dependency cycle, report_id; checklist: the edits of an outcome comment''s checklist of children, job_id, standing while the checklist written has an unchecked child; reply: the conversation''s reply to an ask, ask_id), on issue number. What is written is rendered from the store when it is due (tireless.forge_writes_due); written_at is when it landed (tireless.record_forge_write), failures, next_try_at and last_error its retries (tireless.forge_write_backoff).';
+COMMENT ON TABLE tireless.forge_write IS 'The outbox of the mirror''s forge writes other than labels: one row per write queued (kind pull: a delivery''s pull request, job_id; task: a plan task''s child issue, job_id and task; comment: a finished job''s outcome comment, job_id; cycle: the comment of a dependency cycle, report_id; checklist: the edits of an outcome comment''s checklist of children, job_id, standing while the checklist written has an unchecked child; reply: the conversation''s reply to an ask, ask_id; unknown_label: the comment that names a label meaning nothing, label_id), on issue number. What is written is rendered from the store when it is due (tireless.forge_writes_due); written_at is when it landed (tireless.record_forge_write), failures, next_try_at and last_error its retries (tireless.forge_write_backoff).';
+
+--
+-- Name: COLUMN forge_write.label_id; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.forge_write.label_id IS 'The label report a write of kind unknown_label posts (tireless.label_report).';
 
 --
 -- Name: CONSTRAINT forge_write_failures_not_negative ON forge_write; Type: COMMENT; Schema: tireless; Owner: -
@@ -1588,13 +1598,13 @@ COMMENT ON CONSTRAINT forge_write_failures_not_negative ON tireless.forge_write 
 -- Name: CONSTRAINT forge_write_kind_known ON forge_write; Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON CONSTRAINT forge_write_kind_known ON tireless.forge_write IS 'A write is one of the six kinds the mirror makes (tireless.forge_writes_due dispatches by it).';
+COMMENT ON CONSTRAINT forge_write_kind_known ON tireless.forge_write IS 'A write is one of the seven kinds the mirror makes (tireless.forge_writes_due dispatches by it).';
 
 --
 -- Name: CONSTRAINT forge_write_names_its_target ON forge_write; Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON CONSTRAINT forge_write_names_its_target ON tireless.forge_write IS 'Each kind names what it writes and nothing else: a job (pull, comment, checklist), a job and its task (task), a cycle report (cycle) or an ask (reply).';
+COMMENT ON CONSTRAINT forge_write_names_its_target ON tireless.forge_write IS 'Each kind names what it writes and nothing else: a job (pull, comment, checklist), a job and its task (task), a cycle report (cycle), an ask (reply) or a label report (unknown_label).';
 
 --
 -- Name: checklist_write(tireless.forge_write); Type: FUNCTION; Schema: tireless; Owner: -
@@ -4014,8 +4024,8 @@ BEGIN
     END IF;
     IF forge_writes_due.kinds IS NULL OR cardinality(forge_writes_due.kinds) = 0
        OR array_position(forge_writes_due.kinds, NULL) IS NOT NULL
-       OR NOT forge_writes_due.kinds <@ ARRAY['pull', 'task', 'comment', 'cycle', 'checklist', 'reply'] THEN
-        RAISE EXCEPTION 'kinds must name at least one of pull, task, comment, cycle, checklist, reply, got %',
+       OR NOT forge_writes_due.kinds <@ ARRAY['pull', 'task', 'comment', 'cycle', 'checklist', 'reply', 'unknown_label'] THEN
+        RAISE EXCEPTION 'kinds must name at least one of pull, task, comment, cycle, checklist, reply, unknown_label, got %',
             coalesce(forge_writes_due.kinds::text, 'null') USING ERRCODE = 'TL005';
     END IF;
     PERFORM tireless.held_poll(forge_writes_due.forge, forge_writes_due.owner, forge_writes_due.repo, forge_writes_due.poller);
@@ -4027,7 +4037,8 @@ BEGIN
                                             WHEN 'comment' THEN tireless.comment_write(w)
                                             WHEN 'cycle' THEN tireless.cycle_write(w)
                                             WHEN 'checklist' THEN tireless.checklist_write(w)
-                                            WHEN 'reply' THEN tireless.reply_write(w) END AS payload) AS rendered
+                                            WHEN 'reply' THEN tireless.reply_write(w)
+                                            WHEN 'unknown_label' THEN tireless.unknown_label_write(w) END AS payload) AS rendered
      WHERE (w.forge, w.owner, w.repo) = (forge_writes_due.forge, forge_writes_due.owner, forge_writes_due.repo)
        AND w.kind = ANY (forge_writes_due.kinds)
        AND w.written_at IS NULL AND w.next_try_at <= coalesce(forge_writes_due.now, now())
@@ -4035,7 +4046,7 @@ BEGIN
        AND rendered.payload IS NOT NULL
      ORDER BY array_position(forge_writes_due.kinds, w.kind),
               -- A plan's tasks in the file's order (a dependency before its dependents); the others soonest first.
-              CASE WHEN w.kind <> 'task' THEN w.next_try_at END, w.job_id, w.task, w.report_id, w.ask_id
+              CASE WHEN w.kind <> 'task' THEN w.next_try_at END, w.job_id, w.task, w.report_id, w.ask_id, w.label_id
      LIMIT forge_writes_due.max_writes;
 END;
 $$;
@@ -4044,7 +4055,7 @@ $$;
 -- Name: FUNCTION forge_writes_due(forge text, owner text, repo text, poller text, kinds text[], max_writes integer, now timestamp with time zone); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.forge_writes_due(forge text, owner text, repo text, poller text, kinds text[], max_writes integer, now timestamp with time zone) IS 'For a poller holding the repository''s poll lease: the forge writes of the given kinds due now (or at now, when given: a retry''s backoff passed), at most max_writes, in the order of kinds, then soonest first (a plan''s tasks in the file''s order): the write''s id, its kind, the issue or pull request it goes to, and what to write, rendered from the store as it is now by its kind''s function (pull: tireless.pull_write, task: task_write, comment: comment_write, cycle: cycle_write, checklist: checklist_write, reply: reply_write), which also says whether it waits (a comment for its pull request, a task for its dependencies). None for a gone issue or, for a day, an archived repository (tireless.mirror_may_write). TL004 without the lease, TL005 for bad kinds or max_writes.';
+COMMENT ON FUNCTION tireless.forge_writes_due(forge text, owner text, repo text, poller text, kinds text[], max_writes integer, now timestamp with time zone) IS 'For a poller holding the repository''s poll lease: the forge writes of the given kinds due now (or at now, when given: a retry''s backoff passed), at most max_writes, in the order of kinds, then soonest first (a plan''s tasks in the file''s order): the write''s id, its kind, the issue or pull request it goes to, and what to write, rendered from the store as it is now by its kind''s function (pull: tireless.pull_write, task: task_write, comment: comment_write, cycle: cycle_write, checklist: checklist_write, reply: reply_write, unknown_label: unknown_label_write), which also says whether it waits (a comment for its pull request, a task for its dependencies). None for a gone issue or, for a day, an archived repository (tireless.mirror_may_write). TL004 without the lease, TL005 for bad kinds or max_writes.';
 
 --
 -- Name: forges(); Type: FUNCTION; Schema: tireless; Owner: -
@@ -5563,6 +5574,20 @@ $$;
 COMMENT ON FUNCTION tireless.keep_turns() IS 'Trigger of tireless.job (per changed row): a job returned to pending, re-routed or released from its wait gives its repository a turn with work in its lane.';
 
 --
+-- Name: label_marker(bigint); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.label_marker(report_id bigint) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN format('<!-- tireless:label:%s -->'::text, report_id);
+
+--
+-- Name: FUNCTION label_marker(report_id bigint); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.label_marker(report_id bigint) IS 'The hidden last line of the comment that reports a label naming nothing (tireless.label_report); the mirror counts it only in a comment written by its own forge account.';
+
+--
 -- Name: label_name_limit(tireless.forge_kind); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -5577,6 +5602,85 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.label_name_limit(kind tireless.forge_kind) IS 'The longest label name a forge of that kind takes: 50 characters on GitHub, 255 on Gitea and Forgejo.';
+
+--
+-- Name: label_report; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.label_report (
+    id bigint NOT NULL,
+    forge text NOT NULL,
+    owner text NOT NULL,
+    repo text NOT NULL,
+    number integer NOT NULL,
+    label text NOT NULL,
+    found_at timestamp with time zone DEFAULT now() NOT NULL,
+    written_at timestamp with time zone,
+    CONSTRAINT label_report_bounded CHECK (((length(label) >= 1) AND (length(label) <= 255)))
+);
+
+--
+-- Name: TABLE label_report; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.label_report IS 'Per issue and label under the label prefix that names no mode, agent or state (a typo, tireless/implment): the comment that says so on the issue, written once (written_at). Private: the work rule queues it (tireless.report_unknown_labels), the outbox writes it; tireless.label_reports shows it.';
+
+--
+-- Name: COLUMN label_report.id; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.label_report.id IS 'The report; its comment ends with the marker <!-- tireless:label:<id> -->.';
+
+--
+-- Name: COLUMN label_report.number; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.label_report.number IS 'The issue that carries the label.';
+
+--
+-- Name: COLUMN label_report.label; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.label_report.label IS 'The label as the forge showed it.';
+
+--
+-- Name: COLUMN label_report.found_at; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.label_report.found_at IS 'When a poll first showed the issue with it.';
+
+--
+-- Name: COLUMN label_report.written_at; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.label_report.written_at IS 'When the forge confirmed the comment (null: still to write).';
+
+--
+-- Name: CONSTRAINT label_report_bounded ON label_report; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT label_report_bounded ON tireless.label_report IS 'A label is named in at most 255 characters (Gitea''s limit).';
+
+--
+-- Name: label_report_text(tireless.label_report); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.label_report_text(report tireless.label_report) RETURNS text
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT 'tireless: the label `' || tireless.safe_comment_text(replace(report.label, '`', '''')) || '` names nothing '
+           || 'tireless knows, so it asks for no work. The mode labels are '
+           || array_to_string(ARRAY(SELECT '`' || l || '`' FROM unnest(m.mode_labels) AS l), ', ')
+           || ' (each with the opt-in label `' || m.prefix || '`); `' || m.prefix || '/agent:<lane>` chooses the agent.'
+           || E'\n\n' || tireless.label_marker(report.id)
+      FROM tireless.mirror_labels() AS m;
+$$;
+
+--
+-- Name: FUNCTION label_report_text(report tireless.label_report); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.label_report_text(report tireless.label_report) IS 'The comment that reports a label naming nothing on its issue: the label (made safe by safe_comment_text), that it asks for no work, the mode labels and the opt-in label of the current prefix, the agent label, and the marker line (tireless.label_marker).';
 
 --
 -- Name: labels_problem(text[]); Type: FUNCTION; Schema: tireless; Owner: -
@@ -7503,6 +7607,7 @@ BEGIN
         WHEN 'cycle' THEN PERFORM tireless.cycle_written(queued);
         WHEN 'checklist' THEN standing := tireless.checklist_written(queued, coalesce(record_forge_write.result, '{}'));
         WHEN 'reply' THEN PERFORM tireless.reply_written(queued);
+        WHEN 'unknown_label' THEN PERFORM tireless.unknown_label_written(queued);
     END CASE;
     UPDATE tireless.forge_write w
        SET written_at = CASE WHEN standing THEN NULL ELSE coalesce(w.written_at, now()) END,
@@ -7517,7 +7622,7 @@ $$;
 -- Name: FUNCTION record_forge_write(forge text, owner text, repo text, poller text, id bigint, error text, result jsonb); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.record_forge_write(forge text, owner text, repo text, poller text, id bigint, error text, result jsonb) IS 'The forge''s answer to forge write id. error null: it landed, with result (pull: {pull_number, pull_url}; task: {number} of the child issue; comment: {checklist} it holds, if any; checklist: {checklist} it now shows; cycle and reply: none) recorded by its kind''s function (tireless.pull_written and the others); never listed again, but a checklist with an unchecked child, listed again when the children change; returns null, also for a write recorded before. Or it failed (error): counted, backed off by tireless.forge_write_backoff; returns when it is tried again; the other writes go on. TL004 without the poll lease, TL005 for a write never queued, a blank error or both error and result, TL009 for a malformed pull request.';
+COMMENT ON FUNCTION tireless.record_forge_write(forge text, owner text, repo text, poller text, id bigint, error text, result jsonb) IS 'The forge''s answer to forge write id. error null: it landed, with result (pull: {pull_number, pull_url}; task: {number} of the child issue; comment: {checklist} it holds, if any; checklist: {checklist} it now shows; cycle, reply and label: none) recorded by its kind''s function (tireless.pull_written and the others); never listed again, but a checklist with an unchecked child, listed again when the children change; returns null, also for a write recorded before. Or it failed (error): counted, backed off by tireless.forge_write_backoff; returns when it is tried again; the other writes go on. TL004 without the poll lease, TL005 for a write never queued, a blank error or both error and result, TL009 for a malformed pull request.';
 
 --
 -- Name: record_issue_gone(text, text, text, text, integer, text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -10025,6 +10130,69 @@ $$;
 COMMENT ON FUNCTION tireless.transition(job_id bigint, to_state text, worker text, note text, token uuid) IS 'Moves a job along its state machine and returns it. A worker that is given must hold the claim (and the token, when given) from the login that claimed (or an admin), whatever the job''s state now is: else TL004. Leaving claimed (to pending, delivered, failed, cancelled) needs the holder; a release after the last attempt the budget counts fails the job, and a release of a job asked to stop cancels it. A job asked to stop ends cancelled with the stop''s note (cancel_note), whatever note the holder gives, or delivered with a note saying the stop came after the work was done. A pending job can only be cancelled (by tireless_admin). Entering claimed, or leaving a terminal state, is refused. Sent again with the token of a claim its holder already ended (the answer was lost: a failover, a cut connection): answered with the job as it is now, nothing changes.';
 
 --
+-- Name: unknown_label_write(tireless.forge_write); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.unknown_label_write(w tireless.forge_write) RETURNS jsonb
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT jsonb_build_object('report_id', r.id, 'number', r.number, 'body', tireless.label_report_text(r),
+                              'marker', tireless.label_marker(r.id))
+      FROM tireless.label_report r
+     CROSS JOIN tireless.policy p
+     WHERE r.id = w.label_id AND r.written_at IS NULL AND p.mirror_comments;
+$$;
+
+--
+-- Name: FUNCTION unknown_label_write(w tireless.forge_write); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.unknown_label_write(w tireless.forge_write) IS 'What an unknown_label write (kind unknown_label) posts, as tireless.forge_writes_due lists it: {report_id, number, body (tireless.label_report_text, ending with its marker line), marker}; null (not due) while comments are off (set_mirror_comments).';
+
+--
+-- Name: unknown_label_written(tireless.forge_write); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.unknown_label_written(w tireless.forge_write) RETURNS void
+    LANGUAGE sql
+    BEGIN ATOMIC
+ UPDATE tireless.label_report r SET written_at = COALESCE(r.written_at, now())
+   WHERE (r.id = (unknown_label_written.w).label_id);
+END;
+
+--
+-- Name: FUNCTION unknown_label_written(w tireless.forge_write); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.unknown_label_written(w tireless.forge_write) IS 'The forge shows the comment of the label report of write w: recorded as written.';
+
+--
+-- Name: unknown_labels(text[]); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.unknown_labels(labels text[]) RETURNS text[]
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT coalesce(array_agg(DISTINCT l ORDER BY l), '{}')
+      FROM tireless.mirror_labels() AS m
+     CROSS JOIN unnest(coalesce(unknown_labels.labels, '{}')) AS l
+     WHERE starts_with(l, m.prefix || '/')
+       -- The mode labels match exactly (the work rule's rule): another case is a typo too.
+       AND l <> ALL (m.mode_labels)
+       -- The state labels are tireless's own, matched without case (GitHub's may come back so).
+       AND lower(l) <> ALL (SELECT lower(s) FROM unnest(m.state_labels) AS s)
+       AND NOT (starts_with(l, m.prefix || '/agent:')
+                AND tireless.is_lane_name(substr(l, length(m.prefix || '/agent:') + 1)));
+$$;
+
+--
+-- Name: FUNCTION unknown_labels(labels text[]); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.unknown_labels(labels text[]) IS 'The labels of a set under the label prefix (<prefix>/...) that name nothing tireless knows: no mode label (exactly: <prefix>/discover, <prefix>/plan, <prefix>/implement), no agent label of a valid lane (<prefix>/agent:<lane>), no state label (<prefix>/state/<state>, in any case); sorted, each once; empty when there is none. The opt-in label, the prefix itself, is no label under it.';
+
+--
 -- Name: untrack_repo(text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -10616,6 +10784,45 @@ CREATE VIEW tireless.job_progress AS
 COMMENT ON VIEW tireless.job_progress IS 'Each job''s newest attempt as the watchdog sees it: when it was claimed, its last progress and step, the watchdog''s stop and note, and whether the agent attached a report. No row before the attempt''s first heartbeat under a limit, progress report or report.';
 
 --
+-- Name: label_report_id_seq; Type: SEQUENCE; Schema: tireless; Owner: -
+--
+
+ALTER TABLE tireless.label_report ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME tireless.label_report_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+--
+-- Name: label_reports; Type: VIEW; Schema: tireless; Owner: -
+--
+
+CREATE VIEW tireless.label_reports AS
+ SELECT r.forge,
+    r.owner,
+    r.repo,
+    r.number,
+    r.label,
+    r.found_at,
+    r.written_at,
+    COALESCE(w.failures, 0) AS failures,
+    COALESCE(w.next_try_at, r.found_at) AS next_try_at,
+    w.last_error,
+    COALESCE(((s.state = 'open'::text) AND (s.gone_at IS NULL) AND (r.label = ANY (s.labels))), false) AS standing
+   FROM ((tireless.label_report r
+     LEFT JOIN tireless.forge_write w ON (((w.kind = 'unknown_label'::text) AND (w.label_id = r.id))))
+     LEFT JOIN tireless.issue s ON (((s.forge = r.forge) AND (s.owner = r.owner) AND (s.repo = r.repo) AND (s.number = r.number))));
+
+--
+-- Name: VIEW label_reports; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON VIEW tireless.label_reports IS 'Each label under the prefix that names nothing, per issue that carried it: when a poll first showed it, when the mirror''s comment saying so was written (null: still to write), the retries of a failing post, and whether the open issue still carries it as last polled (standing: `tireless status` lists those).';
+
+--
 -- Name: lane_budget; Type: VIEW; Schema: tireless; Owner: -
 --
 
@@ -11173,6 +11380,66 @@ CREATE VIEW tireless.workers AS
 COMMENT ON VIEW tireless.workers IS 'Every worker named by the history in the last 24 hours or holding a job now: the lanes it claimed from, the job it holds (the newest of jobs_held) since when, its last heartbeat (null until the first after the claim), when its lease ends, and its status: working, stopped heartbeating (a lease it holds ran out) or idle. Reads the rolled-up tireless.worker_seen and the history written since the last tireless.roll_up_history().';
 
 --
+-- Name: forge_write forge_write_once; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.forge_write
+    ADD CONSTRAINT forge_write_once UNIQUE NULLS NOT DISTINCT (kind, job_id, task, report_id, ask_id, label_id);
+
+--
+-- Name: CONSTRAINT forge_write_once ON forge_write; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT forge_write_once ON tireless.forge_write IS 'A write is queued once for what it writes: queuing it again does nothing.';
+
+--
+-- Name: report_unknown_labels(jsonb); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.report_unknown_labels(touched jsonb) RETURNS integer
+    LANGUAGE sql
+    BEGIN ATOMIC
+ WITH found AS (
+          INSERT INTO tireless.label_report (forge, owner, repo, number, label)  SELECT s.forge,
+                     s.owner,
+                     s.repo,
+                     s.number,
+                     "left"(u.label, 255) AS "left"
+                    FROM ((( SELECT DISTINCT x.forge,
+                             x.owner,
+                             x.repo,
+                             x.number
+                            FROM jsonb_to_recordset(report_unknown_labels.touched) x(forge text, owner text, repo text, number integer)) t
+                      JOIN tireless.issue s ON (((s.forge = t.forge) AND (s.owner = t.owner) AND (s.repo = t.repo) AND (s.number = t.number))))
+                      CROSS JOIN LATERAL unnest(tireless.unknown_labels(s.labels)) u(label))
+                   WHERE ((s.state = 'open'::text) AND (s.gone_at IS NULL))
+                   ORDER BY s.forge, s.owner, s.repo, s.number, u.label ON CONFLICT(forge, owner, repo, number, label) DO NOTHING
+           RETURNING label_report.id,
+             label_report.forge,
+             label_report.owner,
+             label_report.repo,
+             label_report.number
+         ), queued AS (
+          INSERT INTO tireless.forge_write (kind, forge, owner, repo, number, label_id)  SELECT 'unknown_label',
+                     f.forge,
+                     f.owner,
+                     f.repo,
+                     f.number,
+                     f.id
+                    FROM found f ON CONFLICT ON CONSTRAINT forge_write_once DO NOTHING
+           RETURNING 1 AS "?column?"
+         )
+  SELECT count(*) AS count
+    FROM queued;
+END;
+
+--
+-- Name: FUNCTION report_unknown_labels(touched jsonb); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.report_unknown_labels(touched jsonb) IS 'For the issues the work rule judged ([{forge, owner, repo, number}]): each label of an open one that names nothing (tireless.unknown_labels) and was never reported on it gets its label report and the comment''s write of the outbox (kind unknown_label). Returns how many were queued. Private: apply_work_rule calls it.';
+
+--
 -- Name: activity_count activity_count_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
 --
 
@@ -11248,19 +11515,6 @@ ALTER TABLE ONLY tireless.finished_hourly
 
 ALTER TABLE ONLY tireless.forge
     ADD CONSTRAINT forge_pkey PRIMARY KEY (name);
-
---
--- Name: forge_write forge_write_once; Type: CONSTRAINT; Schema: tireless; Owner: -
---
-
-ALTER TABLE ONLY tireless.forge_write
-    ADD CONSTRAINT forge_write_once UNIQUE NULLS NOT DISTINCT (kind, job_id, task, report_id, ask_id);
-
---
--- Name: CONSTRAINT forge_write_once ON forge_write; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT forge_write_once ON tireless.forge_write IS 'A write is queued once for what it writes: queuing it again does nothing.';
 
 --
 -- Name: forge_write forge_write_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
@@ -11343,6 +11597,26 @@ COMMENT ON CONSTRAINT job_rules_hold ON tireless.job IS 'Every row keeps the nin
 
 ALTER TABLE ONLY tireless.kind_policy
     ADD CONSTRAINT kind_policy_pkey PRIMARY KEY (kind);
+
+--
+-- Name: label_report label_report_once; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.label_report
+    ADD CONSTRAINT label_report_once UNIQUE (forge, owner, repo, number, label);
+
+--
+-- Name: CONSTRAINT label_report_once ON label_report; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT label_report_once ON tireless.label_report IS 'An issue is told of a label once, never again.';
+
+--
+-- Name: label_report label_report_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.label_report
+    ADD CONSTRAINT label_report_pkey PRIMARY KEY (id);
 
 --
 -- Name: lane lane_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
@@ -11642,6 +11916,18 @@ CREATE INDEX forge_writes_due ON tireless.forge_write USING btree (forge, owner,
 --
 
 CREATE INDEX forge_writes_of_a_job ON tireless.forge_write USING btree (job_id) WHERE (job_id IS NOT NULL);
+
+--
+-- Name: forge_writes_of_a_label_report; Type: INDEX; Schema: tireless; Owner: -
+--
+
+CREATE INDEX forge_writes_of_a_label_report ON tireless.forge_write USING btree (label_id) WHERE (label_id IS NOT NULL);
+
+--
+-- Name: INDEX forge_writes_of_a_label_report; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON INDEX tireless.forge_writes_of_a_label_report IS 'The write of a label report, found by the report.';
 
 --
 -- Name: forge_writes_of_a_report; Type: INDEX; Schema: tireless; Owner: -
@@ -12092,6 +12378,19 @@ ALTER TABLE ONLY tireless.forge_write
 COMMENT ON CONSTRAINT forge_write_of_a_job ON tireless.forge_write IS 'A job pruned takes its writes with it.';
 
 --
+-- Name: forge_write forge_write_of_a_label_report; Type: FK CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.forge_write
+    ADD CONSTRAINT forge_write_of_a_label_report FOREIGN KEY (label_id) REFERENCES tireless.label_report(id) ON DELETE CASCADE;
+
+--
+-- Name: CONSTRAINT forge_write_of_a_label_report ON forge_write; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT forge_write_of_a_label_report ON tireless.forge_write IS 'A label report deleted takes its write with it.';
+
+--
 -- Name: forge_write forge_write_of_a_task; Type: FK CONSTRAINT; Schema: tireless; Owner: -
 --
 
@@ -12155,6 +12454,19 @@ ALTER TABLE ONLY tireless.job_attempt
 --
 
 COMMENT ON CONSTRAINT job_attempt_job_id_fkey ON tireless.job_attempt IS 'An attempt row belongs to a job and goes with it (prune).';
+
+--
+-- Name: label_report label_report_of_a_tracked_repo; Type: FK CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.label_report
+    ADD CONSTRAINT label_report_of_a_tracked_repo FOREIGN KEY (forge, owner, repo) REFERENCES tireless.tracked_repo(forge, owner, repo) ON DELETE CASCADE;
+
+--
+-- Name: CONSTRAINT label_report_of_a_tracked_repo ON label_report; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT label_report_of_a_tracked_repo ON tireless.label_report IS 'Mirror state belongs to a tracked repository and goes with it.';
 
 --
 -- Name: mirror_comment mirror_comment_of_a_job; Type: FK CONSTRAINT; Schema: tireless; Owner: -
@@ -13137,10 +13449,28 @@ REVOKE ALL ON FUNCTION tireless.keep_history_with_its_job() FROM PUBLIC;
 REVOKE ALL ON FUNCTION tireless.keep_turns() FROM PUBLIC;
 
 --
+-- Name: FUNCTION label_marker(report_id bigint); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.label_marker(report_id bigint) FROM PUBLIC;
+
+--
 -- Name: FUNCTION label_name_limit(kind tireless.forge_kind); Type: ACL; Schema: tireless; Owner: -
 --
 
 REVOKE ALL ON FUNCTION tireless.label_name_limit(kind tireless.forge_kind) FROM PUBLIC;
+
+--
+-- Name: TABLE label_report; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.label_report TO tireless_admin;
+
+--
+-- Name: FUNCTION label_report_text(report tireless.label_report); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.label_report_text(report tireless.label_report) FROM PUBLIC;
 
 --
 -- Name: FUNCTION labels_problem(labels text[]); Type: ACL; Schema: tireless; Owner: -
@@ -13875,6 +14205,27 @@ REVOKE ALL ON FUNCTION tireless.transition(job_id bigint, to_state text, worker 
 GRANT ALL ON FUNCTION tireless.transition(job_id bigint, to_state text, worker text, note text, token uuid) TO tireless_runner;
 
 --
+-- Name: FUNCTION unknown_label_write(w tireless.forge_write); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.unknown_label_write(w tireless.forge_write) FROM PUBLIC;
+
+--
+-- Name: FUNCTION unknown_label_written(w tireless.forge_write); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.unknown_label_written(w tireless.forge_write) FROM PUBLIC;
+
+--
+-- Name: FUNCTION unknown_labels(labels text[]); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.unknown_labels(labels text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.unknown_labels(labels text[]) TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.unknown_labels(labels text[]) TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.unknown_labels(labels text[]) TO tireless_admin;
+
+--
 -- Name: FUNCTION untrack_repo(forge text, owner text, repo text); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -13987,6 +14338,14 @@ GRANT SELECT ON TABLE tireless.job_progress TO tireless_poller;
 GRANT SELECT ON TABLE tireless.job_progress TO tireless_admin;
 
 --
+-- Name: TABLE label_reports; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.label_reports TO tireless_runner;
+GRANT SELECT ON TABLE tireless.label_reports TO tireless_poller;
+GRANT SELECT ON TABLE tireless.label_reports TO tireless_admin;
+
+--
 -- Name: TABLE lane_budget; Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -14071,6 +14430,12 @@ GRANT SELECT ON TABLE tireless.tracked_repo TO tireless_admin;
 GRANT SELECT ON TABLE tireless.workers TO tireless_runner;
 GRANT SELECT ON TABLE tireless.workers TO tireless_poller;
 GRANT SELECT ON TABLE tireless.workers TO tireless_admin;
+
+--
+-- Name: FUNCTION report_unknown_labels(touched jsonb); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.report_unknown_labels(touched jsonb) FROM PUBLIC;
 
 --
 -- PostgreSQL database dump complete

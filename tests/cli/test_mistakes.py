@@ -14,12 +14,13 @@ import pytest
 from psycopg import sql
 
 from dev.embedded import EmbeddedPostgres
-from dev.standin import StandinForge
+from dev.standin import Flavour, StandinForge
 from tests.conftest import Database
 from tests.helpers import FORGE, OWNER, REPO, cli_json, enqueue_jobs, tireless_cli
 from tests.support.poll_cli import PLAN, TOKEN
 from tests.support.work import clean_environment, run_worker
 from tireless import JobStore
+from tireless.forge import token_variable
 
 
 @pytest.fixture
@@ -209,3 +210,36 @@ def test_a_misspelled_repository_names_both_fixes_and_waits_ten_minutes(
         "SELECT backoff_until - now() FROM tireless.repo_poll WHERE repo = 'widgts'"
     ).total_seconds()
     assert 9 * 60 < waits <= 11 * 60, waits
+
+
+@pytest.mark.parametrize("flavour", ["gitea", "github"])
+def test_a_label_typo_is_said_once_on_the_issue_and_in_status(
+    db: Database, flavour: Flavour
+) -> None:
+    """`tireless/implment`: one comment naming the mode labels, whatever later polls show (the
+    label taken off and put back included), and a line of `tireless status`."""
+    name = "gh" if flavour == "github" else flavour
+    with StandinForge(flavour, token=TOKEN) as standin:
+        standin.create_repo(OWNER, REPO)
+        typo = ["tireless", "tireless/implment"]
+        number = standin.create_issue(OWNER, REPO, "a typo", typo)
+        cli_json(db.url, "forge", "add", name, "--kind", flavour, "--url", standin.url)
+        cli_json(db.url, "track", name, OWNER, REPO)
+        for labels in (typo, typo, ["tireless"], typo):
+            standin.set_labels(OWNER, REPO, number, labels)
+            polled = tireless_cli(db.url, "poll", "--once", **{token_variable(name): TOKEN})
+            assert polled.returncode == 0, polled.stdout + polled.stderr
+        said = standin.comments_of(OWNER, REPO, number)
+        status = tireless_cli(db.url, "status")
+    assert len(said) == 1, said
+    assert said[0].startswith(
+        "tireless: the label `tireless/implment` names nothing tireless knows, so it asks for no"
+        " work. The mode labels are `tireless/discover`, `tireless/plan`, `tireless/implement`"
+        " (each with the opt-in label `tireless`); `tireless/agent:<lane>` chooses the agent."
+    ), said[0]
+    assert db.scalar("SELECT count(*) FROM tireless.job") == 0
+    assert status.returncode == 0, status.stderr
+    assert (
+        "labels that name nothing (no mode, agent or state; they ask for no work):\n"
+        f"  {name}/{OWNER}/{REPO}#{number}: tireless/implment (said on the issue)"
+    ) in status.stdout, status.stdout

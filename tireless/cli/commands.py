@@ -26,6 +26,7 @@ from tireless.cli.render import (
     render_findings,
     render_forges,
     render_job,
+    render_label_reports,
     render_repo_delivery,
     render_repo_limit,
     render_repos,
@@ -240,8 +241,9 @@ def cmd_status(args: argparse.Namespace) -> int:
         warning = replication_warning(conn)
         try:
             repos = JobStore(conn).repo_status()
+            typos = reads.label_reports(conn)
         except PermissionDenied:
-            repos = []
+            repos, typos = [], []
     troubled = [r for r in repos if r.last_error or r.forge_error or r.mirror_error]
     backlog = sum(r.mirror_backlog for r in repos if r.registered)  # else no poller writes
     text = render_status(rows)
@@ -254,6 +256,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         text += f"\n\nmirror: {backlog} issue(s) wait for their forge labels or comment"
     if troubled:
         text += "\n\nrepositories with errors:\n" + render_repos(troubled)
+    if typos:
+        text += "\n\n" + render_label_reports(typos)
     emit(args, rows, text)
     return OK
 
