@@ -10306,6 +10306,29 @@ $$;
 COMMENT ON FUNCTION tireless.watchdog_due_at(job_id bigint) IS 'When the watchdog may next stop the claimed job''s attempt: its start plus its lane''s max_run, or its last progress plus stall_after, whichever is first (a heartbeat then answers timeout or stalled, unless progress came since). Null when the job is not claimed or its lane has neither limit. The runner heartbeats at that time.';
 
 --
+-- Name: worker_beat(text, interval); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.worker_beat(worker text, lease interval) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM tireless.check_worker(worker_beat.worker);
+    PERFORM tireless.check_lease(worker_beat.lease);
+    UPDATE tireless.worker_state s SET beat_at = now(), expires_at = now() + worker_beat.lease
+     WHERE s.worker = worker_beat.worker AND s.stopped_at IS NULL;
+    RETURN FOUND;
+END;
+$$;
+
+--
+-- Name: FUNCTION worker_beat(worker text, lease interval); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.worker_beat(worker text, lease interval) IS 'A running worker''s beat: alive for lease more. False when it has no record, or one that says it stopped (a store restored from a backup, or another process of the same name): it says it started again (tireless.worker_started). TL005 for a bad worker name or lease.';
+
+--
 -- Name: worker_outcomes(interval); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -10350,6 +10373,64 @@ END;
 --
 
 COMMENT ON FUNCTION tireless.worker_ran(job_id bigint, worker text) IS 'True when the history of job_id names worker (it claimed, finished or gave back the job); reads that job''s events only.';
+
+--
+-- Name: worker_started(text, text[], interval); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.worker_started(worker text, lanes text[], lease interval) RETURNS timestamp with time zone
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM tireless.check_worker(worker_started.worker);
+    PERFORM tireless.check_lease(worker_started.lease);
+    IF worker_started.lanes IS NULL OR cardinality(worker_started.lanes) = 0 THEN
+        RAISE EXCEPTION 'lanes must name at least one lane, got %', coalesce(worker_started.lanes::text, 'null')
+            USING ERRCODE = 'TL005';
+    END IF;
+    PERFORM tireless.check_lane(l) FROM unnest(worker_started.lanes) AS l;
+    INSERT INTO tireless.worker_state AS s (worker, lanes, started_at, beat_at, expires_at)
+    VALUES (worker_started.worker, ARRAY(SELECT DISTINCT l FROM unnest(worker_started.lanes) AS l ORDER BY l),
+            now(), now(), now() + worker_started.lease)
+    ON CONFLICT ON CONSTRAINT worker_state_pkey DO UPDATE
+       SET lanes = excluded.lanes, started_at = now(), beat_at = now(), expires_at = excluded.expires_at,
+           stopped_at = NULL, stopped_how = NULL;
+    RETURN now();
+END;
+$$;
+
+--
+-- Name: FUNCTION worker_started(worker text, lanes text[], lease interval); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.worker_started(worker text, lanes text[], lease interval) IS 'A worker process says it started, serving lanes: its record (tireless.worker_state) starts again, alive for lease (its beats renew it, tireless.worker_beat). Returns when. TL005 for a bad worker name, lease or lane.';
+
+--
+-- Name: worker_stopped(text, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.worker_stopped(worker text, how text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM tireless.check_worker(worker_stopped.worker);
+    IF worker_stopped.how IS NULL OR btrim(worker_stopped.how) = '' THEN
+        RAISE EXCEPTION 'how must say how the worker stopped, got %', coalesce(quote_literal(worker_stopped.how), 'null')
+            USING ERRCODE = 'TL005';
+    END IF;
+    UPDATE tireless.worker_state s SET stopped_at = now(), stopped_how = left(btrim(worker_stopped.how), 200)
+     WHERE s.worker = worker_stopped.worker AND s.stopped_at IS NULL;
+    RETURN FOUND;
+END;
+$$;
+
+--
+-- Name: FUNCTION worker_stopped(worker text, how text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.worker_stopped(worker text, how text) IS 'A worker says it stopped, and how (stopped by SIGINT, drained, --once): its record says stopped from now on. False when it has no record that runs. TL005 for a bad worker name or a blank how.';
 
 --
 -- Name: active_claims; Type: VIEW; Schema: tireless; Owner: -
@@ -11295,6 +11376,82 @@ COMMENT ON TABLE tireless.webhook_delivery IS 'The SHA-256 of each signed webhoo
 COMMENT ON CONSTRAINT digest_is_sha256 ON tireless.webhook_delivery IS 'A digest is the 32 bytes of a SHA-256.';
 
 --
+-- Name: worker_state; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.worker_state (
+    worker text NOT NULL,
+    lanes text[] NOT NULL,
+    started_at timestamp with time zone DEFAULT now() NOT NULL,
+    beat_at timestamp with time zone DEFAULT now() NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    stopped_at timestamp with time zone,
+    stopped_how text,
+    CONSTRAINT worker_state_named CHECK (((length(worker) >= 1) AND (length(worker) <= 200))),
+    CONSTRAINT worker_state_stop_said CHECK (((stopped_how IS NULL) OR ((length(stopped_how) >= 1) AND (length(stopped_how) <= 200))))
+);
+
+--
+-- Name: TABLE worker_state; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.worker_state IS 'Per worker name, its last process as it said itself: when it started, its lanes, its last beat and until when that beat holds (its lease), when it stopped and how. Private: tireless.worker_started, worker_beat and worker_stopped write it; tireless.workers shows it.';
+
+--
+-- Name: COLUMN worker_state.worker; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.worker_state.worker IS 'The worker''s name (tireless work --worker), unique per process.';
+
+--
+-- Name: COLUMN worker_state.lanes; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.worker_state.lanes IS 'The lanes it serves.';
+
+--
+-- Name: COLUMN worker_state.started_at; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.worker_state.started_at IS 'When its process started (said at start).';
+
+--
+-- Name: COLUMN worker_state.beat_at; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.worker_state.beat_at IS 'Its last beat.';
+
+--
+-- Name: COLUMN worker_state.expires_at; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.worker_state.expires_at IS 'Until when its last beat holds (the beat plus its lease): past it with no stop said, the worker is lost.';
+
+--
+-- Name: COLUMN worker_state.stopped_at; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.worker_state.stopped_at IS 'When it said it stopped (null: it has not).';
+
+--
+-- Name: COLUMN worker_state.stopped_how; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.worker_state.stopped_how IS 'How it stopped, in its words (stopped by SIGINT, drained, --once).';
+
+--
+-- Name: CONSTRAINT worker_state_named ON worker_state; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT worker_state_named ON tireless.worker_state IS 'A worker''s name has 1 to 200 characters.';
+
+--
+-- Name: CONSTRAINT worker_state_stop_said ON worker_state; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT worker_state_stop_said ON tireless.worker_state IS 'How a worker stopped is said in 1 to 200 characters.';
+
+--
 -- Name: workers; Type: VIEW; Schema: tireless; Owner: -
 --
 
@@ -11314,9 +11471,16 @@ CREATE VIEW tireless.workers AS
                 END AS "case",
             m.at,
             m.at
-           FROM tireless.history_moves(( SELECT r.counted_to
-                   FROM tireless.history_rollup r), NULL::bigint) m(at, worker, from_state, to_state, error, job_id, forge, owner, repo, number, lane, kind, waited, ran)
+           FROM tireless.history_moves(( SELECT r_1.counted_to
+                   FROM tireless.history_rollup r_1), NULL::bigint) m(at, worker, from_state, to_state, error, job_id, forge, owner, repo, number, lane, kind, waited, ran)
           WHERE (m.worker IS NOT NULL)
+        UNION ALL
+         SELECT r_1.worker,
+            l.lane,
+            r_1.started_at,
+            GREATEST(r_1.beat_at, r_1.stopped_at) AS "greatest"
+           FROM (tireless.worker_state r_1
+             LEFT JOIN LATERAL unnest(r_1.lanes) l(lane) ON (true))
         ), recent AS (
          SELECT s.worker,
             COALESCE(array_agg(DISTINCT s.lane ORDER BY s.lane) FILTER (WHERE (s.lane IS NOT NULL)), '{}'::text[]) AS lanes,
@@ -11369,15 +11533,28 @@ CREATE VIEW tireless.workers AS
             WHEN h.past_lease THEN 'stopped heartbeating'::text
             WHEN (h.job_id IS NOT NULL) THEN 'working'::text
             ELSE 'idle'::text
-        END AS status
-   FROM (recent w
-     FULL JOIN holding h ON ((h.worker = w.worker)));
+        END AS status,
+        CASE
+            WHEN ((r.stopped_at IS NOT NULL) AND (h.job_id IS NULL)) THEN 'stopped'::text
+            WHEN (h.past_lease OR ((r.stopped_at IS NULL) AND (r.expires_at < now()))) THEN 'lost'::text
+            WHEN (h.job_id IS NOT NULL) THEN 'live'::text
+            WHEN ((r.worker IS NOT NULL) AND (r.stopped_at IS NULL)) THEN 'idle'::text
+            ELSE 'unknown'::text
+        END AS presence,
+    r.started_at,
+    r.beat_at,
+    r.expires_at AS beat_expires_at,
+    r.stopped_at,
+    r.stopped_how
+   FROM ((recent w
+     FULL JOIN holding h ON ((h.worker = w.worker)))
+     LEFT JOIN tireless.worker_state r ON ((r.worker = COALESCE(w.worker, h.worker))));
 
 --
 -- Name: VIEW workers; Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON VIEW tireless.workers IS 'Every worker named by the history in the last 24 hours or holding a job now: the lanes it claimed from, the job it holds (the newest of jobs_held) since when, its last heartbeat (null until the first after the claim), when its lease ends, and its status: working, stopped heartbeating (a lease it holds ran out) or idle. Reads the rolled-up tireless.worker_seen and the history written since the last tireless.roll_up_history().';
+COMMENT ON VIEW tireless.workers IS 'Every worker named by the history or by its own record in the last 24 hours, or holding a job now: the lanes it serves and claimed from, the job it holds (the newest of jobs_held) since when, its last heartbeat (null until the first after the claim), when its lease ends, and its status: working, stopped heartbeating (a lease it holds ran out) or idle. Then its presence, from its own record (tireless.worker_state: tireless.worker_started, worker_beat, worker_stopped): live (it holds a job), idle (it beats and holds none), stopped (it said so, stopped_how), lost (its beat lapsed, or a lease it holds ran out, with no word of stopping: killed, or its host gone) or unknown (no record: a runner older than the record); when it started, its last beat and until when that holds, when and how it stopped. Reads the rolled-up tireless.worker_seen and the history written since the last tireless.roll_up_history().';
 
 --
 -- Name: forge_write forge_write_once; Type: CONSTRAINT; Schema: tireless; Owner: -
@@ -11832,6 +12009,13 @@ ALTER TABLE ONLY tireless.webhook_delivery
 
 ALTER TABLE ONLY tireless.worker_seen
     ADD CONSTRAINT worker_seen_pkey PRIMARY KEY (worker);
+
+--
+-- Name: worker_state worker_state_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.worker_state
+    ADD CONSTRAINT worker_state_pkey PRIMARY KEY (worker);
 
 --
 -- Name: asks_by_issue; Type: INDEX; Schema: tireless; Owner: -
@@ -14252,6 +14436,13 @@ REVOKE ALL ON FUNCTION tireless.watchdog_due_at(job_id bigint) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.watchdog_due_at(job_id bigint) TO tireless_runner;
 
 --
+-- Name: FUNCTION worker_beat(worker text, lease interval); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.worker_beat(worker text, lease interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.worker_beat(worker text, lease interval) TO tireless_runner;
+
+--
 -- Name: FUNCTION worker_outcomes(span interval); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -14268,6 +14459,20 @@ REVOKE ALL ON FUNCTION tireless.worker_ran(job_id bigint, worker text) FROM PUBL
 GRANT ALL ON FUNCTION tireless.worker_ran(job_id bigint, worker text) TO tireless_runner;
 GRANT ALL ON FUNCTION tireless.worker_ran(job_id bigint, worker text) TO tireless_poller;
 GRANT ALL ON FUNCTION tireless.worker_ran(job_id bigint, worker text) TO tireless_admin;
+
+--
+-- Name: FUNCTION worker_started(worker text, lanes text[], lease interval); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.worker_started(worker text, lanes text[], lease interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.worker_started(worker text, lanes text[], lease interval) TO tireless_runner;
+
+--
+-- Name: FUNCTION worker_stopped(worker text, how text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.worker_stopped(worker text, how text) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.worker_stopped(worker text, how text) TO tireless_runner;
 
 --
 -- Name: TABLE active_claims; Type: ACL; Schema: tireless; Owner: -
@@ -14422,6 +14627,12 @@ GRANT SELECT ON TABLE tireless.sql_file TO tireless_admin;
 --
 
 GRANT SELECT ON TABLE tireless.tracked_repo TO tireless_admin;
+
+--
+-- Name: TABLE worker_state; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.worker_state TO tireless_admin;
 
 --
 -- Name: TABLE workers; Type: ACL; Schema: tireless; Owner: -

@@ -1,4 +1,4 @@
--- An operator's second day (issue 50): a label under the prefix that names nothing is told once per issue and label (tireless.label_report, a write of the outbox of kind unknown_label).
+-- An operator's second day (issue 50): a label under the prefix that names nothing is told once per issue and label (tireless.label_report, a write of the outbox of kind unknown_label); each worker's own record of its start, beats and stop (tireless.worker_state), so the workers page tells live, idle, stopped and lost apart.
 -- depends: 0041_attempt_exit
 
 -- One row per issue and label found under the label prefix naming no mode, agent or state
@@ -69,3 +69,33 @@ COMMENT ON CONSTRAINT forge_write_names_its_target ON tireless.forge_write IS
 COMMENT ON CONSTRAINT forge_write_once ON tireless.forge_write IS
     'A write is queued once for what it writes: queuing it again does nothing.';
 COMMENT ON INDEX tireless.forge_writes_of_a_label_report IS 'The write of a label report, found by the report.';
+
+-- Each worker's own record (the workers page's live, idle, stopped and lost): a worker says when it
+-- starts, beats while it runs (whether it holds a job or not) and says when it stops; one whose
+-- beat lapsed with no word of stopping is lost (killed, its host gone).
+CREATE TABLE tireless.worker_state (
+    worker      text        PRIMARY KEY,
+    lanes       text[]      NOT NULL,
+    started_at  timestamptz NOT NULL DEFAULT now(),
+    beat_at     timestamptz NOT NULL DEFAULT now(),
+    expires_at  timestamptz NOT NULL,
+    stopped_at  timestamptz,
+    stopped_how text,
+    CONSTRAINT worker_state_named CHECK (length(worker) BETWEEN 1 AND 200),
+    CONSTRAINT worker_state_stop_said CHECK (stopped_how IS NULL OR length(stopped_how) BETWEEN 1 AND 200)
+);
+COMMENT ON TABLE tireless.worker_state IS
+    'Per worker name, its last process as it said itself: when it started, its lanes, its last beat and until when '
+    'that beat holds (its lease), when it stopped and how. Private: tireless.worker_started, worker_beat and '
+    'worker_stopped write it; tireless.workers shows it.';
+COMMENT ON COLUMN tireless.worker_state.worker IS 'The worker''s name (tireless work --worker), unique per process.';
+COMMENT ON COLUMN tireless.worker_state.lanes IS 'The lanes it serves.';
+COMMENT ON COLUMN tireless.worker_state.started_at IS 'When its process started (said at start).';
+COMMENT ON COLUMN tireless.worker_state.beat_at IS 'Its last beat.';
+COMMENT ON COLUMN tireless.worker_state.expires_at IS
+    'Until when its last beat holds (the beat plus its lease): past it with no stop said, the worker is lost.';
+COMMENT ON COLUMN tireless.worker_state.stopped_at IS 'When it said it stopped (null: it has not).';
+COMMENT ON COLUMN tireless.worker_state.stopped_how IS 'How it stopped, in its words (stopped by SIGINT, drained, --once).';
+COMMENT ON CONSTRAINT worker_state_named ON tireless.worker_state IS 'A worker''s name has 1 to 200 characters.';
+COMMENT ON CONSTRAINT worker_state_stop_said ON tireless.worker_state IS 'How a worker stopped is said in 1 to 200 characters.';
+GRANT SELECT ON tireless.worker_state TO tireless_admin;

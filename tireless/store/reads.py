@@ -234,7 +234,8 @@ DURATIONS = "SELECT d.* FROM tireless.job_durations(%(span)s::interval) d"
 WORKERS = """
 SELECT w.worker, w.lanes, w.job_id, w.jobs_held, w.held_since, w.last_heartbeat, w.lease_ends,
        w.last_seen, w.first_seen, w.status, coalesce(o.delivered, 0) AS delivered,
-       coalesce(o.failed, 0) AS failed
+       coalesce(o.failed, 0) AS failed, w.presence, w.started_at, w.beat_at, w.stopped_at,
+       w.stopped_how
   FROM tireless.workers w
   LEFT JOIN tireless.worker_outcomes(interval '24 hours') o ON o.worker = w.worker
  ORDER BY w.status = 'idle', w.status = 'working', w.last_seen DESC NULLS LAST, w.worker"""
