@@ -7048,6 +7048,9 @@ BEGIN
         deleted := deleted + cardinality(batch);
     END LOOP;
     PERFORM set_config('tireless.pruning', 'off', true);
+    -- The records of workers that stopped, or were lost, before the cutoff go too (one per name).
+    DELETE FROM tireless.worker_state s
+     WHERE greatest(s.beat_at, s.stopped_at) < cutoff AND (s.stopped_at IS NOT NULL OR s.expires_at < now());
     RETURN deleted;
 END;
 $$;
@@ -7056,7 +7059,7 @@ $$;
 -- Name: FUNCTION prune(older_than interval, max_jobs integer); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.prune(older_than interval, max_jobs integer) IS '(admin) Deletes terminal jobs last changed before now() - older_than, with their history, in batches of 1000; never a live job, never a job that a remaining job names as parent. max_jobs (null: no limit) bounds one call, so a caller can keep each transaction short. Returns how many jobs it deleted.';
+COMMENT ON FUNCTION tireless.prune(older_than interval, max_jobs integer) IS '(admin) Deletes terminal jobs last changed before now() - older_than, with their history, in batches of 1000; never a live job, never a job that a remaining job names as parent. max_jobs (null: no limit) bounds one call, so a caller can keep each transaction short. Also deletes the records of workers that stopped or were lost before then (tireless.worker_state). Returns how many jobs it deleted.';
 
 --
 -- Name: prune_preview(interval); Type: FUNCTION; Schema: tireless; Owner: -

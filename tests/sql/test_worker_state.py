@@ -64,3 +64,19 @@ def test_bad_input_is_refused_naming_it_and_changes_nothing(
         call(store)
     assert named in str(refused.value)
     assert rows(db, "SELECT s::text FROM tireless.worker_state s") == before
+
+
+def test_prune_deletes_the_records_of_workers_gone_before_its_cutoff(
+    store: JobStore, db: Database
+) -> None:
+    for name in ("stopped", "lost", "running"):
+        store.worker_started(name, ["cc"], LEASE)
+    store.worker_stopped("stopped", "SIGTERM")
+    with db.connect() as conn:
+        conn.execute(
+            "UPDATE tireless.worker_state SET beat_at = beat_at - interval '2 days',"
+            " expires_at = expires_at - interval '2 days',"
+            " stopped_at = stopped_at - interval '2 days' WHERE worker <> 'running'"
+        )
+        conn.execute("SELECT tireless.prune(older_than => '1 day')")
+    assert rows(db, "SELECT worker FROM tireless.worker_state") == [("running",)]
