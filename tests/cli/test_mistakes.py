@@ -129,15 +129,21 @@ def test_work_without_deliver_says_at_start_that_nothing_is_pushed(db: Database)
     )
 
 
+@pytest.mark.parametrize("where", ["/", "closed to the agent user"])
 def test_work_without_deliver_where_command_may_not_write_gives_each_job_a_directory_of_its_own(
-    store: JobStore, db: Database
+    store: JobStore, db: Database, tmp_path: Path, where: str
 ) -> None:
-    """A worker started in / (systemd's default, read-only under bwrap): an implement job's
-    COMMAND writes in a fresh directory of the job's own, TIRELESS_WORKSPACE, gone with the job."""
+    """A worker started in / (systemd's default, read-only under bwrap), or in a directory its
+    --agent-user cannot write: an implement job's COMMAND writes in a fresh directory of the job's
+    own, TIRELESS_WORKSPACE, gone with the job."""
+    agent = [] if where == "/" else ["--agent-user", "nobody"]
+    if agent and os.geteuid() != 0:
+        pytest.skip("--agent-user needs the worker to run as root")
+    directory = Path("/") if where == "/" else tmp_path  # pytest's directories are 0700
     enqueue_jobs(store, 1)
     command = ["sh", "-c", 'echo a change > notes.md && echo "ran in $PWD own $TIRELESS_WORKSPACE"']
     env = clean_environment() | {"DATABASE_URL": db.url}
-    result = run_worker(env, Path("/"), command=command)
+    result = run_worker(env, directory, *agent, command=command)
     out, err = result.stdout.decode(), result.stderr.decode()
     assert result.returncode == 0, err
     said = [line for line in err.splitlines() if "without --deliver" in line]
@@ -145,12 +151,12 @@ def test_work_without_deliver_where_command_may_not_write_gives_each_job_a_direc
     assert said[0].endswith(
         "w1: without --deliver nothing is pushed: COMMAND runs in an empty directory of each job's"
         " own (TIRELESS_WORKSPACE, removed when the job ends), as it may not write in this"
-        " worker's directory (/); not in a workspace of the issue's repository"
+        f" worker's directory ({directory}); not in a workspace of the issue's repository"
     )
     (ran,) = [line.split() for line in out.splitlines() if line.startswith("ran in ")]
-    assert ran[2] == ran[4] != "/", out
+    assert ran[2] == ran[4] != str(directory), out
     assert not Path(ran[2]).exists(), "removed when the job ended"
-    assert not Path("/notes.md").exists()
+    assert not (directory / "notes.md").exists()
     assert db.scalar("SELECT state::text FROM tireless.job") == "delivered"
 
 
