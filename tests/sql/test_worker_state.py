@@ -54,6 +54,7 @@ def test_a_worker_is_idle_live_stopped_and_lost_by_its_own_record(
         (lambda s: s.worker_beat("w1", timedelta(days=2)), "2 days"),
         (lambda s: s.worker_stopped("w1", " "), "' '"),
     ],
+    ids=["blank worker", "no lane", "bad lane", "no lease", "lease past a day", "blank how"],
 )
 def test_bad_input_is_refused_naming_it_and_changes_nothing(
     store: JobStore, db: Database, call: Callable[[JobStore], object], named: str

@@ -14,7 +14,8 @@ in the note and in the worker's log (tireless.masking). COMMAND also gets its br
 report in TIRELESS_REPORT_FILE; its output counts as progress, and a line `::progress:: TEXT`
 names its current step (tireless.runner.progress). With --deliver it works in a workspace of the
 issue's repository, and what an `implement` job changed is published when it exits 0
-(tireless.runner.publisher).
+(tireless.runner.publisher); without it, in the worker's directory, or in an empty directory of
+the job's own where it may not write there (writable_directory).
 """
 
 from __future__ import annotations
