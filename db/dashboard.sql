@@ -373,6 +373,10 @@ WITH seen AS (
     SELECT m.worker, CASE WHEN m.to_state = 'claimed' THEN m.lane END, m.at, m.at
       FROM tireless.history_moves((SELECT r.counted_to FROM tireless.history_rollup r), NULL) m
      WHERE m.worker IS NOT NULL
+    UNION ALL
+    -- A worker's own record: it is seen from its start to its last beat, serving its lanes.
+    SELECT r.worker, l.lane, r.started_at, greatest(r.beat_at, r.stopped_at)
+      FROM tireless.worker_state r LEFT JOIN LATERAL unnest(r.lanes) AS l (lane) ON true
 ), recent AS (
     SELECT s.worker, coalesce(array_agg(DISTINCT s.lane ORDER BY s.lane) FILTER (WHERE s.lane IS NOT NULL), '{}') AS lanes,
            min(s.first_seen) AS first_seen, max(s.last_seen) AS last_seen
@@ -396,14 +400,26 @@ SELECT coalesce(w.worker, h.worker) AS worker,
        ARRAY(SELECT DISTINCT l FROM unnest(coalesce(w.lanes, '{}') || h.lane) AS l WHERE l IS NOT NULL ORDER BY l) AS lanes,
        h.job_id, coalesce(h.jobs_held, 0) AS jobs_held, h.held_since, h.last_heartbeat, h.claim_expires_at AS lease_ends,
        greatest(w.last_seen, h.held_since, h.last_heartbeat) AS last_seen, w.first_seen,
-       CASE WHEN h.past_lease THEN 'stopped heartbeating' WHEN h.job_id IS NOT NULL THEN 'working' ELSE 'idle' END AS status
+       CASE WHEN h.past_lease THEN 'stopped heartbeating' WHEN h.job_id IS NOT NULL THEN 'working' ELSE 'idle' END AS status,
+       CASE WHEN r.stopped_at IS NOT NULL AND h.job_id IS NULL THEN 'stopped'
+            WHEN h.past_lease OR (r.stopped_at IS NULL AND r.expires_at < now()) THEN 'lost'
+            WHEN h.job_id IS NOT NULL THEN 'live'
+            WHEN r.worker IS NOT NULL AND r.stopped_at IS NULL THEN 'idle'
+            ELSE 'unknown' END AS presence,
+       r.started_at, r.beat_at, r.expires_at AS beat_expires_at, r.stopped_at, r.stopped_how
   FROM recent w
-  FULL JOIN holding h ON h.worker = w.worker;
+  FULL JOIN holding h ON h.worker = w.worker
+  LEFT JOIN tireless.worker_state r ON r.worker = coalesce(w.worker, h.worker);
 COMMENT ON VIEW tireless.workers IS
-    'Every worker named by the history in the last 24 hours or holding a job now: the lanes it claimed from, the job '
-    'it holds (the newest of jobs_held) since when, its last heartbeat (null until the first after the claim), when '
-    'its lease ends, and its status: working, stopped heartbeating (a lease it holds ran out) or idle. Reads the '
-    'rolled-up tireless.worker_seen and the history written since the last tireless.roll_up_history().';
+    'Every worker named by the history or by its own record in the last 24 hours, or holding a job now: the lanes it '
+    'serves and claimed from, the job it holds (the newest of jobs_held) since when, its last heartbeat (null until '
+    'the first after the claim), when its lease ends, and its status: working, stopped heartbeating (a lease it '
+    'holds ran out) or idle. Then its presence, from its own record (tireless.worker_state: tireless.worker_started, '
+    'worker_beat, worker_stopped): live (it holds a job), idle (it beats and holds none), stopped (it said so, '
+    'stopped_how), lost (its beat lapsed, or a lease it holds ran out, with no word of stopping: killed, or its '
+    'host gone) or unknown (no record: a runner older than the record); when it started, its last beat and until '
+    'when that holds, when and how it stopped. Reads the rolled-up tireless.worker_seen and the history written '
+    'since the last tireless.roll_up_history().';
 REVOKE ALL ON tireless.workers FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT SELECT ON tireless.workers TO tireless_runner, tireless_poller, tireless_admin;
 

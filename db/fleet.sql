@@ -1,4 +1,5 @@
--- Lanes: the wake-up notice, capacity, pause and resume, the circuit breaker, time limits.
+-- Lanes: the wake-up notice, capacity, pause and resume, the circuit breaker, time limits; and each
+-- worker's own record of its start, beats and stop.
 --
 -- The current definition of each function, view and trigger here, with its comment and grants.
 -- tireless.migrate applies the files of db/ in a fixed order after the migrations (db/README.md).
@@ -204,3 +205,73 @@ COMMENT ON FUNCTION tireless.lane_problem(text[]) IS
     'What is wrong with a worker''s lanes: null when each has a job, a setting (tireless.lane) or is a kind''s default lane; else a sentence naming the unknown ones (a typo, most likely) and the lanes that have jobs. A worker says it at start; it may still wait on a lane that gets its first job later.';
 REVOKE ALL ON FUNCTION tireless.lane_problem(text[]) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT EXECUTE ON FUNCTION tireless.lane_problem(text[]) TO tireless_runner, tireless_admin;
+
+-- Each worker's own record (tireless.worker_state): it says when it starts, beats while it runs and
+-- says when it stops, so the workers page tells a live or idle worker from one that stopped and
+-- from one that was lost (its beat lapsed with no word: killed, or its host gone).
+CREATE OR REPLACE FUNCTION tireless.worker_started(worker text, lanes text[], lease interval) RETURNS timestamptz
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM tireless.check_worker(worker_started.worker);
+    PERFORM tireless.check_lease(worker_started.lease);
+    IF worker_started.lanes IS NULL OR cardinality(worker_started.lanes) = 0 THEN
+        RAISE EXCEPTION 'lanes must name at least one lane, got %', coalesce(worker_started.lanes::text, 'null')
+            USING ERRCODE = 'TL005';
+    END IF;
+    PERFORM tireless.check_lane(l) FROM unnest(worker_started.lanes) AS l;
+    INSERT INTO tireless.worker_state AS s (worker, lanes, started_at, beat_at, expires_at)
+    VALUES (worker_started.worker, ARRAY(SELECT DISTINCT l FROM unnest(worker_started.lanes) AS l ORDER BY l),
+            now(), now(), now() + worker_started.lease)
+    ON CONFLICT ON CONSTRAINT worker_state_pkey DO UPDATE
+       SET lanes = excluded.lanes, started_at = now(), beat_at = now(), expires_at = excluded.expires_at,
+           stopped_at = NULL, stopped_how = NULL;
+    RETURN now();
+END;
+$$;
+COMMENT ON FUNCTION tireless.worker_started(text, text[], interval) IS
+    'A worker process says it started, serving lanes: its record (tireless.worker_state) starts again, alive for '
+    'lease (its beats renew it, tireless.worker_beat). Returns when. TL005 for a bad worker name, lease or lane.';
+REVOKE ALL ON FUNCTION tireless.worker_started(text, text[], interval) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.worker_started(text, text[], interval) TO tireless_runner;
+
+CREATE OR REPLACE FUNCTION tireless.worker_beat(worker text, lease interval) RETURNS boolean
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM tireless.check_worker(worker_beat.worker);
+    PERFORM tireless.check_lease(worker_beat.lease);
+    UPDATE tireless.worker_state s SET beat_at = now(), expires_at = now() + worker_beat.lease
+     WHERE s.worker = worker_beat.worker AND s.stopped_at IS NULL;
+    RETURN FOUND;
+END;
+$$;
+COMMENT ON FUNCTION tireless.worker_beat(text, interval) IS
+    'A running worker''s beat: alive for lease more. False when it has no record, or one that says it stopped (a '
+    'store restored from a backup, or another process of the same name): it says it started again '
+    '(tireless.worker_started). TL005 for a bad worker name or lease.';
+REVOKE ALL ON FUNCTION tireless.worker_beat(text, interval) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.worker_beat(text, interval) TO tireless_runner;
+
+CREATE OR REPLACE FUNCTION tireless.worker_stopped(worker text, how text) RETURNS boolean
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM tireless.check_worker(worker_stopped.worker);
+    IF worker_stopped.how IS NULL OR btrim(worker_stopped.how) = '' THEN
+        RAISE EXCEPTION 'how must say how the worker stopped, got %', coalesce(quote_literal(worker_stopped.how), 'null')
+            USING ERRCODE = 'TL005';
+    END IF;
+    UPDATE tireless.worker_state s SET stopped_at = now(), stopped_how = left(btrim(worker_stopped.how), 200)
+     WHERE s.worker = worker_stopped.worker AND s.stopped_at IS NULL;
+    RETURN FOUND;
+END;
+$$;
+COMMENT ON FUNCTION tireless.worker_stopped(text, text) IS
+    'A worker says it stopped, and how (stopped by SIGINT, drained, --once): its record says stopped from now on. '
+    'False when it has no record that runs. TL005 for a bad worker name or a blank how.';
+REVOKE ALL ON FUNCTION tireless.worker_stopped(text, text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.worker_stopped(text, text) TO tireless_runner;

@@ -1,8 +1,9 @@
 -- The outbox of the mirror's forge writes (issue 45): the pull requests of deliveries, the issues
 -- of plans' tasks, the outcome comments, the comments of dependency cycles, the edits of
--- checklists and the conversation's replies are each a row of tireless.forge_write, queued by what
--- makes them (deliver, attach_plan, mirror_writes, settle_dependencies, judge_ask, a comment
--- written with a checklist). One due function lists them, rendered from the store as it is now by
+-- checklists, the conversation's replies and the comments on labels that name nothing are each a
+-- row of tireless.forge_write, queued by what makes them (deliver, attach_plan, mirror_writes,
+-- settle_dependencies, judge_ask, a comment written with a checklist, report_unknown_labels).
+-- One due function lists them, rendered from the store as it is now by
 -- each kind's own function (tireless.pull_write and the others, in the file of their concern); one
 -- record function takes the forge's answer, a success by each kind's own function
 -- (tireless.pull_written and the others), a failure by the one backoff. The label writes are not
@@ -36,8 +37,8 @@ BEGIN
     END IF;
     IF forge_writes_due.kinds IS NULL OR cardinality(forge_writes_due.kinds) = 0
        OR array_position(forge_writes_due.kinds, NULL) IS NOT NULL
-       OR NOT forge_writes_due.kinds <@ ARRAY['pull', 'task', 'comment', 'cycle', 'checklist', 'reply'] THEN
-        RAISE EXCEPTION 'kinds must name at least one of pull, task, comment, cycle, checklist, reply, got %',
+       OR NOT forge_writes_due.kinds <@ ARRAY['pull', 'task', 'comment', 'cycle', 'checklist', 'reply', 'unknown_label'] THEN
+        RAISE EXCEPTION 'kinds must name at least one of pull, task, comment, cycle, checklist, reply, unknown_label, got %',
             coalesce(forge_writes_due.kinds::text, 'null') USING ERRCODE = 'TL005';
     END IF;
     PERFORM tireless.held_poll(forge_writes_due.forge, forge_writes_due.owner, forge_writes_due.repo, forge_writes_due.poller);
@@ -49,7 +50,8 @@ BEGIN
                                             WHEN 'comment' THEN tireless.comment_write(w)
                                             WHEN 'cycle' THEN tireless.cycle_write(w)
                                             WHEN 'checklist' THEN tireless.checklist_write(w)
-                                            WHEN 'reply' THEN tireless.reply_write(w) END AS payload) AS rendered
+                                            WHEN 'reply' THEN tireless.reply_write(w)
+                                            WHEN 'unknown_label' THEN tireless.unknown_label_write(w) END AS payload) AS rendered
      WHERE (w.forge, w.owner, w.repo) = (forge_writes_due.forge, forge_writes_due.owner, forge_writes_due.repo)
        AND w.kind = ANY (forge_writes_due.kinds)
        AND w.written_at IS NULL AND w.next_try_at <= coalesce(forge_writes_due.now, now())
@@ -57,7 +59,7 @@ BEGIN
        AND rendered.payload IS NOT NULL
      ORDER BY array_position(forge_writes_due.kinds, w.kind),
               -- A plan's tasks in the file's order (a dependency before its dependents); the others soonest first.
-              CASE WHEN w.kind <> 'task' THEN w.next_try_at END, w.job_id, w.task, w.report_id, w.ask_id
+              CASE WHEN w.kind <> 'task' THEN w.next_try_at END, w.job_id, w.task, w.report_id, w.ask_id, w.label_id
      LIMIT forge_writes_due.max_writes;
 END;
 $$;
@@ -66,7 +68,8 @@ COMMENT ON FUNCTION tireless.forge_writes_due(text, text, text, text, text[], in
     'when given: a retry''s backoff passed), at most max_writes, in the order of kinds, then soonest first (a plan''s '
     'tasks in the file''s order): the write''s id, its kind, the issue or pull request it goes to, and what to write, '
     'rendered from the store as it is now by its kind''s function (pull: tireless.pull_write, task: task_write, '
-    'comment: comment_write, cycle: cycle_write, checklist: checklist_write, reply: reply_write), which also says '
+    'comment: comment_write, cycle: cycle_write, checklist: checklist_write, reply: reply_write, unknown_label: '
+    'unknown_label_write), which also says '
     'whether it waits (a comment for its pull request, a task for its dependencies). None for a gone issue or, for a '
     'day, an archived repository (tireless.mirror_may_write). TL004 without the lease, TL005 for bad kinds or '
     'max_writes.';
@@ -123,6 +126,7 @@ BEGIN
         WHEN 'cycle' THEN PERFORM tireless.cycle_written(queued);
         WHEN 'checklist' THEN standing := tireless.checklist_written(queued, coalesce(record_forge_write.result, '{}'));
         WHEN 'reply' THEN PERFORM tireless.reply_written(queued);
+        WHEN 'unknown_label' THEN PERFORM tireless.unknown_label_written(queued);
     END CASE;
     UPDATE tireless.forge_write w
        SET written_at = CASE WHEN standing THEN NULL ELSE coalesce(w.written_at, now()) END,
@@ -134,8 +138,8 @@ END;
 $$;
 COMMENT ON FUNCTION tireless.record_forge_write(text, text, text, text, bigint, text, jsonb) IS
     'The forge''s answer to forge write id. error null: it landed, with result (pull: {pull_number, pull_url}; task: '
-    '{number} of the child issue; comment: {checklist} it holds, if any; checklist: {checklist} it now shows; cycle '
-    'and reply: none) recorded by its kind''s function (tireless.pull_written and the others); never listed again, '
+    '{number} of the child issue; comment: {checklist} it holds, if any; checklist: {checklist} it now shows; cycle, '
+    'reply and label: none) recorded by its kind''s function (tireless.pull_written and the others); never listed again, '
     'but a checklist with an unchecked child, listed again when the children change; returns null, also for a write '
     'recorded before. Or it failed (error): counted, backed off by tireless.forge_write_backoff; returns when it is '
     'tried again; the other writes go on. TL004 without the poll lease, TL005 for a write never queued, a blank '

@@ -686,6 +686,8 @@ BEGIN
     -- Dependencies gate claims: the jobs of these issues, and of the issues that depend on them,
     -- wait or are released (a new statement: it sees the issues and jobs written above).
     PERFORM tireless.settle_dependencies(touched);
+    -- A label under the prefix that names nothing is told once per issue and label (labels.sql).
+    PERFORM tireless.report_unknown_labels(touched);
     PERFORM tireless.announce_work(l) FROM unnest(woken) AS l;
 END;
 $$;
@@ -694,7 +696,7 @@ $$;
 -- Name: FUNCTION apply_work_rule(issues jsonb, OUT created integer, OUT cancelled integer, OUT rerouted integer, OUT seen integer); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.apply_work_rule(issues jsonb, OUT created integer, OUT cancelled integer, OUT rerouted integer, OUT seen integer) IS 'The work rule on a checked batch of issues of tracked repositories: a pending job for an issue that asks for work and whose request has had none; withdrawal cancels a pending job or requests the cancel of a claimed one (note, and cancel_note: issue closed, or issue no longer asks for work); relabelling re-routes a pending job; an issue''s "depends_on" replaces its forge relations (record_forge_dependencies); the pending jobs of the issues judged, of those whose forge relations changed and of their dependents wait for their open dependencies or are released (settle_dependencies). An issue shown as it was before writes nothing. Returns what it did.';
+COMMENT ON FUNCTION tireless.apply_work_rule(issues jsonb, OUT created integer, OUT cancelled integer, OUT rerouted integer, OUT seen integer) IS 'The work rule on a checked batch of issues of tracked repositories: a pending job for an issue that asks for work and whose request has had none; withdrawal cancels a pending job or requests the cancel of a claimed one (note, and cancel_note: issue closed, or issue no longer asks for work); relabelling re-routes a pending job; an issue''s "depends_on" replaces its forge relations (record_forge_dependencies); the pending jobs of the issues judged, of those whose forge relations changed and of their dependents wait for their open dependencies or are released (settle_dependencies); a label of an issue judged that names nothing is reported once (report_unknown_labels). An issue shown as it was before writes nothing. Returns what it did.';
 
 --
 -- Name: arm_agent_time_count(); Type: FUNCTION; Schema: tireless; Owner: -
@@ -1617,14 +1619,16 @@ CREATE TABLE tireless.forge_write (
     next_try_at timestamp with time zone DEFAULT now() NOT NULL,
     last_error text,
     last_error_at timestamp with time zone,
+    label_id bigint,
     CONSTRAINT forge_write_failures_not_negative CHECK ((failures >= 0)),
-    CONSTRAINT forge_write_kind_known CHECK ((kind = ANY (ARRAY['pull'::text, 'task'::text, 'comment'::text, 'cycle'::text, 'checklist'::text, 'reply'::text]))),
+    CONSTRAINT forge_write_kind_known CHECK ((kind = ANY (ARRAY['pull'::text, 'task'::text, 'comment'::text, 'cycle'::text, 'checklist'::text, 'reply'::text, 'unknown_label'::text]))),
     CONSTRAINT forge_write_names_its_target CHECK (
 CASE kind
-    WHEN 'task'::text THEN ((job_id IS NOT NULL) AND (task IS NOT NULL) AND (report_id IS NULL) AND (ask_id IS NULL))
-    WHEN 'cycle'::text THEN ((report_id IS NOT NULL) AND (job_id IS NULL) AND (task IS NULL) AND (ask_id IS NULL))
-    WHEN 'reply'::text THEN ((ask_id IS NOT NULL) AND (job_id IS NULL) AND (task IS NULL) AND (report_id IS NULL))
-    ELSE ((job_id IS NOT NULL) AND (task IS NULL) AND (report_id IS NULL) AND (ask_id IS NULL))
+    WHEN 'task'::text THEN ((job_id IS NOT NULL) AND (task IS NOT NULL) AND (report_id IS NULL) AND (ask_id IS NULL) AND (label_id IS NULL))
+    WHEN 'cycle'::text THEN ((report_id IS NOT NULL) AND (job_id IS NULL) AND (task IS NULL) AND (ask_id IS NULL) AND (label_id IS NULL))
+    WHEN 'reply'::text THEN ((ask_id IS NOT NULL) AND (job_id IS NULL) AND (task IS NULL) AND (report_id IS NULL) AND (label_id IS NULL))
+    WHEN 'unknown_label'::text THEN ((label_id IS NOT NULL) AND (job_id IS NULL) AND (task IS NULL) AND (report_id IS NULL) AND (ask_id IS NULL))
+    ELSE ((job_id IS NOT NULL) AND (task IS NULL) AND (report_id IS NULL) AND (ask_id IS NULL) AND (label_id IS NULL))
 END)
 );
 
@@ -1632,7 +1636,13 @@ END)
 -- Name: TABLE forge_write; Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON TABLE tireless.forge_write IS 'The outbox of the mirror''s forge writes other than labels: one row per write queued (kind pull: a delivery''s pull request, job_id; task: a plan task''s child issue, job_id and task; comment: a finished job''s outcome comment, job_id; cycle: the comment of a dependency cycle, report_id; checklist: the edits of an outcome comment''s checklist of children, job_id, standing while the checklist written has an unchecked child; reply: the conversation''s reply to an ask, ask_id), on issue number. What is written is rendered from the store when it is due (tireless.forge_writes_due); written_at is when it landed (tireless.record_forge_write), failures, next_try_at and last_error its retries (tireless.forge_write_backoff).';
+COMMENT ON TABLE tireless.forge_write IS 'The outbox of the mirror''s forge writes other than labels: one row per write queued (kind pull: a delivery''s pull request, job_id; task: a plan task''s child issue, job_id and task; comment: a finished job''s outcome comment, job_id; cycle: the comment of a dependency cycle, report_id; checklist: the edits of an outcome comment''s checklist of children, job_id, standing while the checklist written has an unchecked child; reply: the conversation''s reply to an ask, ask_id; unknown_label: the comment that names a label meaning nothing, label_id), on issue number. What is written is rendered from the store when it is due (tireless.forge_writes_due); written_at is when it landed (tireless.record_forge_write), failures, next_try_at and last_error its retries (tireless.forge_write_backoff).';
+
+--
+-- Name: COLUMN forge_write.label_id; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.forge_write.label_id IS 'The label report a write of kind unknown_label posts (tireless.label_report).';
 
 --
 -- Name: CONSTRAINT forge_write_failures_not_negative ON forge_write; Type: COMMENT; Schema: tireless; Owner: -
@@ -1644,13 +1654,13 @@ COMMENT ON CONSTRAINT forge_write_failures_not_negative ON tireless.forge_write 
 -- Name: CONSTRAINT forge_write_kind_known ON forge_write; Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON CONSTRAINT forge_write_kind_known ON tireless.forge_write IS 'A write is one of the six kinds the mirror makes (tireless.forge_writes_due dispatches by it).';
+COMMENT ON CONSTRAINT forge_write_kind_known ON tireless.forge_write IS 'A write is one of the seven kinds the mirror makes (tireless.forge_writes_due dispatches by it).';
 
 --
 -- Name: CONSTRAINT forge_write_names_its_target ON forge_write; Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON CONSTRAINT forge_write_names_its_target ON tireless.forge_write IS 'Each kind names what it writes and nothing else: a job (pull, comment, checklist), a job and its task (task), a cycle report (cycle) or an ask (reply).';
+COMMENT ON CONSTRAINT forge_write_names_its_target ON tireless.forge_write IS 'Each kind names what it writes and nothing else: a job (pull, comment, checklist), a job and its task (task), a cycle report (cycle), an ask (reply) or a label report (unknown_label).';
 
 --
 -- Name: checklist_write(tireless.forge_write); Type: FUNCTION; Schema: tireless; Owner: -
@@ -4087,8 +4097,8 @@ BEGIN
     END IF;
     IF forge_writes_due.kinds IS NULL OR cardinality(forge_writes_due.kinds) = 0
        OR array_position(forge_writes_due.kinds, NULL) IS NOT NULL
-       OR NOT forge_writes_due.kinds <@ ARRAY['pull', 'task', 'comment', 'cycle', 'checklist', 'reply'] THEN
-        RAISE EXCEPTION 'kinds must name at least one of pull, task, comment, cycle, checklist, reply, got %',
+       OR NOT forge_writes_due.kinds <@ ARRAY['pull', 'task', 'comment', 'cycle', 'checklist', 'reply', 'unknown_label'] THEN
+        RAISE EXCEPTION 'kinds must name at least one of pull, task, comment, cycle, checklist, reply, unknown_label, got %',
             coalesce(forge_writes_due.kinds::text, 'null') USING ERRCODE = 'TL005';
     END IF;
     PERFORM tireless.held_poll(forge_writes_due.forge, forge_writes_due.owner, forge_writes_due.repo, forge_writes_due.poller);
@@ -4100,7 +4110,8 @@ BEGIN
                                             WHEN 'comment' THEN tireless.comment_write(w)
                                             WHEN 'cycle' THEN tireless.cycle_write(w)
                                             WHEN 'checklist' THEN tireless.checklist_write(w)
-                                            WHEN 'reply' THEN tireless.reply_write(w) END AS payload) AS rendered
+                                            WHEN 'reply' THEN tireless.reply_write(w)
+                                            WHEN 'unknown_label' THEN tireless.unknown_label_write(w) END AS payload) AS rendered
      WHERE (w.forge, w.owner, w.repo) = (forge_writes_due.forge, forge_writes_due.owner, forge_writes_due.repo)
        AND w.kind = ANY (forge_writes_due.kinds)
        AND w.written_at IS NULL AND w.next_try_at <= coalesce(forge_writes_due.now, now())
@@ -4108,7 +4119,7 @@ BEGIN
        AND rendered.payload IS NOT NULL
      ORDER BY array_position(forge_writes_due.kinds, w.kind),
               -- A plan's tasks in the file's order (a dependency before its dependents); the others soonest first.
-              CASE WHEN w.kind <> 'task' THEN w.next_try_at END, w.job_id, w.task, w.report_id, w.ask_id
+              CASE WHEN w.kind <> 'task' THEN w.next_try_at END, w.job_id, w.task, w.report_id, w.ask_id, w.label_id
      LIMIT forge_writes_due.max_writes;
 END;
 $$;
@@ -4117,7 +4128,7 @@ $$;
 -- Name: FUNCTION forge_writes_due(forge text, owner text, repo text, poller text, kinds text[], max_writes integer, now timestamp with time zone); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.forge_writes_due(forge text, owner text, repo text, poller text, kinds text[], max_writes integer, now timestamp with time zone) IS 'For a poller holding the repository''s poll lease: the forge writes of the given kinds due now (or at now, when given: a retry''s backoff passed), at most max_writes, in the order of kinds, then soonest first (a plan''s tasks in the file''s order): the write''s id, its kind, the issue or pull request it goes to, and what to write, rendered from the store as it is now by its kind''s function (pull: tireless.pull_write, task: task_write, comment: comment_write, cycle: cycle_write, checklist: checklist_write, reply: reply_write), which also says whether it waits (a comment for its pull request, a task for its dependencies). None for a gone issue or, for a day, an archived repository (tireless.mirror_may_write). TL004 without the lease, TL005 for bad kinds or max_writes.';
+COMMENT ON FUNCTION tireless.forge_writes_due(forge text, owner text, repo text, poller text, kinds text[], max_writes integer, now timestamp with time zone) IS 'For a poller holding the repository''s poll lease: the forge writes of the given kinds due now (or at now, when given: a retry''s backoff passed), at most max_writes, in the order of kinds, then soonest first (a plan''s tasks in the file''s order): the write''s id, its kind, the issue or pull request it goes to, and what to write, rendered from the store as it is now by its kind''s function (pull: tireless.pull_write, task: task_write, comment: comment_write, cycle: cycle_write, checklist: checklist_write, reply: reply_write, unknown_label: unknown_label_write), which also says whether it waits (a comment for its pull request, a task for its dependencies). None for a gone issue or, for a day, an archived repository (tireless.mirror_may_write). TL004 without the lease, TL005 for bad kinds or max_writes.';
 
 --
 -- Name: forges(); Type: FUNCTION; Schema: tireless; Owner: -
@@ -5636,6 +5647,20 @@ $$;
 COMMENT ON FUNCTION tireless.keep_turns() IS 'Trigger of tireless.job (per changed row): a job returned to pending, re-routed or released from its wait gives its repository a turn with work in its lane.';
 
 --
+-- Name: label_marker(bigint); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.label_marker(report_id bigint) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN format('<!-- tireless:label:%s -->'::text, report_id);
+
+--
+-- Name: FUNCTION label_marker(report_id bigint); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.label_marker(report_id bigint) IS 'The hidden last line of the comment that reports a label naming nothing (tireless.label_report); the mirror counts it only in a comment written by its own forge account.';
+
+--
 -- Name: label_name_limit(tireless.forge_kind); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -5650,6 +5675,85 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.label_name_limit(kind tireless.forge_kind) IS 'The longest label name a forge of that kind takes: 50 characters on GitHub, 255 on Gitea and Forgejo.';
+
+--
+-- Name: label_report; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.label_report (
+    id bigint NOT NULL,
+    forge text NOT NULL,
+    owner text NOT NULL,
+    repo text NOT NULL,
+    number integer NOT NULL,
+    label text NOT NULL,
+    found_at timestamp with time zone DEFAULT now() NOT NULL,
+    written_at timestamp with time zone,
+    CONSTRAINT label_report_bounded CHECK (((length(label) >= 1) AND (length(label) <= 255)))
+);
+
+--
+-- Name: TABLE label_report; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.label_report IS 'Per issue and label under the label prefix that names no mode, agent or state (a typo, tireless/implment): the comment that says so on the issue, written once (written_at). Private: the work rule queues it (tireless.report_unknown_labels), the outbox writes it; tireless.label_reports shows it.';
+
+--
+-- Name: COLUMN label_report.id; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.label_report.id IS 'The report; its comment ends with the marker <!-- tireless:label:<id> -->.';
+
+--
+-- Name: COLUMN label_report.number; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.label_report.number IS 'The issue that carries the label.';
+
+--
+-- Name: COLUMN label_report.label; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.label_report.label IS 'The label as the forge showed it.';
+
+--
+-- Name: COLUMN label_report.found_at; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.label_report.found_at IS 'When a poll first showed the issue with it.';
+
+--
+-- Name: COLUMN label_report.written_at; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.label_report.written_at IS 'When the forge confirmed the comment (null: still to write).';
+
+--
+-- Name: CONSTRAINT label_report_bounded ON label_report; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT label_report_bounded ON tireless.label_report IS 'A label is named in at most 255 characters (Gitea''s limit).';
+
+--
+-- Name: label_report_text(tireless.label_report); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.label_report_text(report tireless.label_report) RETURNS text
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT 'tireless: the label `' || tireless.safe_comment_text(replace(report.label, '`', '''')) || '` names nothing '
+           || 'tireless knows, so it asks for no work. The mode labels are '
+           || array_to_string(ARRAY(SELECT '`' || l || '`' FROM unnest(m.mode_labels) AS l), ', ')
+           || ' (each with the opt-in label `' || m.prefix || '`); `' || m.prefix || '/agent:<lane>` chooses the agent.'
+           || E'\n\n' || tireless.label_marker(report.id)
+      FROM tireless.mirror_labels() AS m;
+$$;
+
+--
+-- Name: FUNCTION label_report_text(report tireless.label_report); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.label_report_text(report tireless.label_report) IS 'The comment that reports a label naming nothing on its issue: the label (made safe by safe_comment_text), that it asks for no work, the mode labels and the opt-in label of the current prefix, the agent label, and the marker line (tireless.label_marker).';
 
 --
 -- Name: labels_problem(text[]); Type: FUNCTION; Schema: tireless; Owner: -
@@ -7083,6 +7187,9 @@ BEGIN
         deleted := deleted + cardinality(batch);
     END LOOP;
     PERFORM set_config('tireless.pruning', 'off', true);
+    -- The records of workers that stopped, or were lost, before the cutoff go too (one per name).
+    DELETE FROM tireless.worker_state s
+     WHERE greatest(s.beat_at, s.stopped_at) < cutoff AND (s.stopped_at IS NOT NULL OR s.expires_at < now());
     RETURN deleted;
 END;
 $$;
@@ -7091,7 +7198,7 @@ $$;
 -- Name: FUNCTION prune(older_than interval, max_jobs integer); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.prune(older_than interval, max_jobs integer) IS '(admin) Deletes terminal jobs last changed before now() - older_than, with their history, in batches of 1000; never a live job, never a job that a remaining job names as parent. max_jobs (null: no limit) bounds one call, so a caller can keep each transaction short. Returns how many jobs it deleted.';
+COMMENT ON FUNCTION tireless.prune(older_than interval, max_jobs integer) IS '(admin) Deletes terminal jobs last changed before now() - older_than, with their history, in batches of 1000; never a live job, never a job that a remaining job names as parent. max_jobs (null: no limit) bounds one call, so a caller can keep each transaction short. Also deletes the records of workers that stopped or were lost before then (tireless.worker_state). Returns how many jobs it deleted.';
 
 --
 -- Name: prune_preview(interval); Type: FUNCTION; Schema: tireless; Owner: -
@@ -7681,6 +7788,7 @@ BEGIN
         WHEN 'cycle' THEN PERFORM tireless.cycle_written(queued);
         WHEN 'checklist' THEN standing := tireless.checklist_written(queued, coalesce(record_forge_write.result, '{}'));
         WHEN 'reply' THEN PERFORM tireless.reply_written(queued);
+        WHEN 'unknown_label' THEN PERFORM tireless.unknown_label_written(queued);
     END CASE;
     UPDATE tireless.forge_write w
        SET written_at = CASE WHEN standing THEN NULL ELSE coalesce(w.written_at, now()) END,
@@ -7695,7 +7803,7 @@ $$;
 -- Name: FUNCTION record_forge_write(forge text, owner text, repo text, poller text, id bigint, error text, result jsonb); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.record_forge_write(forge text, owner text, repo text, poller text, id bigint, error text, result jsonb) IS 'The forge''s answer to forge write id. error null: it landed, with result (pull: {pull_number, pull_url}; task: {number} of the child issue; comment: {checklist} it holds, if any; checklist: {checklist} it now shows; cycle and reply: none) recorded by its kind''s function (tireless.pull_written and the others); never listed again, but a checklist with an unchecked child, listed again when the children change; returns null, also for a write recorded before. Or it failed (error): counted, backed off by tireless.forge_write_backoff; returns when it is tried again; the other writes go on. TL004 without the poll lease, TL005 for a write never queued, a blank error or both error and result, TL009 for a malformed pull request.';
+COMMENT ON FUNCTION tireless.record_forge_write(forge text, owner text, repo text, poller text, id bigint, error text, result jsonb) IS 'The forge''s answer to forge write id. error null: it landed, with result (pull: {pull_number, pull_url}; task: {number} of the child issue; comment: {checklist} it holds, if any; checklist: {checklist} it now shows; cycle, reply and label: none) recorded by its kind''s function (tireless.pull_written and the others); never listed again, but a checklist with an unchecked child, listed again when the children change; returns null, also for a write recorded before. Or it failed (error): counted, backed off by tireless.forge_write_backoff; returns when it is tried again; the other writes go on. TL004 without the poll lease, TL005 for a write never queued, a blank error or both error and result, TL009 for a malformed pull request.';
 
 --
 -- Name: record_issue_gone(text, text, text, text, integer, text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -10338,6 +10446,69 @@ $$;
 COMMENT ON FUNCTION tireless.transition(job_id bigint, to_state text, worker text, note text, token uuid) IS 'Moves a job along its state machine and returns it. A worker that is given must hold the claim (and the token, when given) from the login that claimed (or an admin), whatever the job''s state now is: else TL004. Leaving claimed (to pending, delivered, failed, cancelled) needs the holder; a release after the last attempt the budget counts fails the job, and a release of a job asked to stop cancels it. A job asked to stop ends cancelled with the stop''s note (cancel_note), whatever note the holder gives, or delivered with a note saying the stop came after the work was done. A pending job can only be cancelled (by tireless_admin). Entering claimed, or leaving a terminal state, is refused. Sent again with the token of a claim its holder already ended (the answer was lost: a failover, a cut connection): answered with the job as it is now, nothing changes.';
 
 --
+-- Name: unknown_label_write(tireless.forge_write); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.unknown_label_write(w tireless.forge_write) RETURNS jsonb
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT jsonb_build_object('report_id', r.id, 'number', r.number, 'body', tireless.label_report_text(r),
+                              'marker', tireless.label_marker(r.id))
+      FROM tireless.label_report r
+     CROSS JOIN tireless.policy p
+     WHERE r.id = w.label_id AND r.written_at IS NULL AND p.mirror_comments;
+$$;
+
+--
+-- Name: FUNCTION unknown_label_write(w tireless.forge_write); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.unknown_label_write(w tireless.forge_write) IS 'What an unknown_label write (kind unknown_label) posts, as tireless.forge_writes_due lists it: {report_id, number, body (tireless.label_report_text, ending with its marker line), marker}; null (not due) while comments are off (set_mirror_comments).';
+
+--
+-- Name: unknown_label_written(tireless.forge_write); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.unknown_label_written(w tireless.forge_write) RETURNS void
+    LANGUAGE sql
+    BEGIN ATOMIC
+ UPDATE tireless.label_report r SET written_at = COALESCE(r.written_at, now())
+   WHERE (r.id = (unknown_label_written.w).label_id);
+END;
+
+--
+-- Name: FUNCTION unknown_label_written(w tireless.forge_write); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.unknown_label_written(w tireless.forge_write) IS 'The forge shows the comment of the label report of write w: recorded as written.';
+
+--
+-- Name: unknown_labels(text[]); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.unknown_labels(labels text[]) RETURNS text[]
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT coalesce(array_agg(DISTINCT l ORDER BY l), '{}')
+      FROM tireless.mirror_labels() AS m
+     CROSS JOIN unnest(coalesce(unknown_labels.labels, '{}')) AS l
+     WHERE starts_with(l, m.prefix || '/')
+       -- The mode labels match exactly (the work rule's rule): another case is a typo too.
+       AND l <> ALL (m.mode_labels)
+       -- The state labels are tireless's own, matched without case (GitHub's may come back so).
+       AND lower(l) <> ALL (SELECT lower(s) FROM unnest(m.state_labels) AS s)
+       AND NOT (starts_with(l, m.prefix || '/agent:')
+                AND tireless.is_lane_name(substr(l, length(m.prefix || '/agent:') + 1)));
+$$;
+
+--
+-- Name: FUNCTION unknown_labels(labels text[]); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.unknown_labels(labels text[]) IS 'The labels of a set under the label prefix (<prefix>/...) that name nothing tireless knows: no mode label (exactly: <prefix>/discover, <prefix>/plan, <prefix>/implement), no agent label of a valid lane (<prefix>/agent:<lane>), no state label (<prefix>/state/<state>, in any case); sorted, each once; empty when there is none. The opt-in label, the prefix itself, is no label under it.';
+
+--
 -- Name: untrack_repo(text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -10451,6 +10622,29 @@ $$;
 COMMENT ON FUNCTION tireless.watchdog_due_at(job_id bigint) IS 'When the watchdog may next stop the claimed job''s attempt: its start plus its lane''s max_run, or its last progress plus stall_after, whichever is first (a heartbeat then answers timeout or stalled, unless progress came since). Null when the job is not claimed or its lane has neither limit. The runner heartbeats at that time.';
 
 --
+-- Name: worker_beat(text, interval); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.worker_beat(worker text, lease interval) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM tireless.check_worker(worker_beat.worker);
+    PERFORM tireless.check_lease(worker_beat.lease);
+    UPDATE tireless.worker_state s SET beat_at = now(), expires_at = now() + worker_beat.lease
+     WHERE s.worker = worker_beat.worker AND s.stopped_at IS NULL;
+    RETURN FOUND;
+END;
+$$;
+
+--
+-- Name: FUNCTION worker_beat(worker text, lease interval); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.worker_beat(worker text, lease interval) IS 'A running worker''s beat: alive for lease more. False when it has no record, or one that says it stopped (a store restored from a backup, or another process of the same name): it says it started again (tireless.worker_started). TL005 for a bad worker name or lease.';
+
+--
 -- Name: worker_outcomes(interval); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -10495,6 +10689,64 @@ END;
 --
 
 COMMENT ON FUNCTION tireless.worker_ran(job_id bigint, worker text) IS 'True when the history of job_id names worker (it claimed, finished or gave back the job); reads that job''s events only.';
+
+--
+-- Name: worker_started(text, text[], interval); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.worker_started(worker text, lanes text[], lease interval) RETURNS timestamp with time zone
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM tireless.check_worker(worker_started.worker);
+    PERFORM tireless.check_lease(worker_started.lease);
+    IF worker_started.lanes IS NULL OR cardinality(worker_started.lanes) = 0 THEN
+        RAISE EXCEPTION 'lanes must name at least one lane, got %', coalesce(worker_started.lanes::text, 'null')
+            USING ERRCODE = 'TL005';
+    END IF;
+    PERFORM tireless.check_lane(l) FROM unnest(worker_started.lanes) AS l;
+    INSERT INTO tireless.worker_state AS s (worker, lanes, started_at, beat_at, expires_at)
+    VALUES (worker_started.worker, ARRAY(SELECT DISTINCT l FROM unnest(worker_started.lanes) AS l ORDER BY l),
+            now(), now(), now() + worker_started.lease)
+    ON CONFLICT ON CONSTRAINT worker_state_pkey DO UPDATE
+       SET lanes = excluded.lanes, started_at = now(), beat_at = now(), expires_at = excluded.expires_at,
+           stopped_at = NULL, stopped_how = NULL;
+    RETURN now();
+END;
+$$;
+
+--
+-- Name: FUNCTION worker_started(worker text, lanes text[], lease interval); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.worker_started(worker text, lanes text[], lease interval) IS 'A worker process says it started, serving lanes: its record (tireless.worker_state) starts again, alive for lease (its beats renew it, tireless.worker_beat). Returns when. TL005 for a bad worker name, lease or lane.';
+
+--
+-- Name: worker_stopped(text, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.worker_stopped(worker text, how text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM tireless.check_worker(worker_stopped.worker);
+    IF worker_stopped.how IS NULL OR btrim(worker_stopped.how) = '' THEN
+        RAISE EXCEPTION 'how must say how the worker stopped, got %', coalesce(quote_literal(worker_stopped.how), 'null')
+            USING ERRCODE = 'TL005';
+    END IF;
+    UPDATE tireless.worker_state s SET stopped_at = now(), stopped_how = left(btrim(worker_stopped.how), 200)
+     WHERE s.worker = worker_stopped.worker AND s.stopped_at IS NULL;
+    RETURN FOUND;
+END;
+$$;
+
+--
+-- Name: FUNCTION worker_stopped(worker text, how text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.worker_stopped(worker text, how text) IS 'A worker says it stopped, and how (stopped by SIGINT, drained, --once): its record says stopped from now on. False when it has no record that runs. TL005 for a bad worker name or a blank how.';
 
 --
 -- Name: active_claims; Type: VIEW; Schema: tireless; Owner: -
@@ -10985,6 +11237,45 @@ CREATE VIEW tireless.job_usage AS
 --
 
 COMMENT ON VIEW tireless.job_usage IS 'What each attempt used of its host (tireless.record_attempt_usage): peak memory and workspace size in bytes, CPU seconds, the most processes alive at once (null: not measured), and the limit that stopped it, if one did. What `tireless show`, `tireless jobs --json`, the job page and /metrics read.';
+
+--
+-- Name: label_report_id_seq; Type: SEQUENCE; Schema: tireless; Owner: -
+--
+
+ALTER TABLE tireless.label_report ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME tireless.label_report_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+--
+-- Name: label_reports; Type: VIEW; Schema: tireless; Owner: -
+--
+
+CREATE VIEW tireless.label_reports AS
+ SELECT r.forge,
+    r.owner,
+    r.repo,
+    r.number,
+    r.label,
+    r.found_at,
+    r.written_at,
+    COALESCE(w.failures, 0) AS failures,
+    COALESCE(w.next_try_at, r.found_at) AS next_try_at,
+    w.last_error,
+    COALESCE(((s.state = 'open'::text) AND (s.gone_at IS NULL) AND (r.label = ANY (s.labels))), false) AS standing
+   FROM ((tireless.label_report r
+     LEFT JOIN tireless.forge_write w ON (((w.kind = 'unknown_label'::text) AND (w.label_id = r.id))))
+     LEFT JOIN tireless.issue s ON (((s.forge = r.forge) AND (s.owner = r.owner) AND (s.repo = r.repo) AND (s.number = r.number))));
+
+--
+-- Name: VIEW label_reports; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON VIEW tireless.label_reports IS 'Each label under the prefix that names nothing, per issue that carried it: when a poll first showed it, when the mirror''s comment saying so was written (null: still to write), the retries of a failing post, and whether the open issue still carries it as last polled (standing: `tireless status` lists those).';
 
 --
 -- Name: lane_budget; Type: VIEW; Schema: tireless; Owner: -
@@ -11489,6 +11780,82 @@ COMMENT ON TABLE tireless.webhook_delivery IS 'The SHA-256 of each signed webhoo
 COMMENT ON CONSTRAINT digest_is_sha256 ON tireless.webhook_delivery IS 'A digest is the 32 bytes of a SHA-256.';
 
 --
+-- Name: worker_state; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.worker_state (
+    worker text NOT NULL,
+    lanes text[] NOT NULL,
+    started_at timestamp with time zone DEFAULT now() NOT NULL,
+    beat_at timestamp with time zone DEFAULT now() NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    stopped_at timestamp with time zone,
+    stopped_how text,
+    CONSTRAINT worker_state_named CHECK (((length(worker) >= 1) AND (length(worker) <= 200))),
+    CONSTRAINT worker_state_stop_said CHECK (((stopped_how IS NULL) OR ((length(stopped_how) >= 1) AND (length(stopped_how) <= 200))))
+);
+
+--
+-- Name: TABLE worker_state; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.worker_state IS 'Per worker name, its last process as it said itself: when it started, its lanes, its last beat and until when that beat holds (its lease), when it stopped and how. Private: tireless.worker_started, worker_beat and worker_stopped write it; tireless.workers shows it.';
+
+--
+-- Name: COLUMN worker_state.worker; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.worker_state.worker IS 'The worker''s name (tireless work --worker), unique per process.';
+
+--
+-- Name: COLUMN worker_state.lanes; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.worker_state.lanes IS 'The lanes it serves.';
+
+--
+-- Name: COLUMN worker_state.started_at; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.worker_state.started_at IS 'When its process started (said at start).';
+
+--
+-- Name: COLUMN worker_state.beat_at; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.worker_state.beat_at IS 'Its last beat.';
+
+--
+-- Name: COLUMN worker_state.expires_at; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.worker_state.expires_at IS 'Until when its last beat holds (the beat plus its lease): past it with no stop said, the worker is lost.';
+
+--
+-- Name: COLUMN worker_state.stopped_at; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.worker_state.stopped_at IS 'When it said it stopped (null: it has not).';
+
+--
+-- Name: COLUMN worker_state.stopped_how; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.worker_state.stopped_how IS 'How it stopped, in its words (stopped by SIGINT, drained, --once).';
+
+--
+-- Name: CONSTRAINT worker_state_named ON worker_state; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT worker_state_named ON tireless.worker_state IS 'A worker''s name has 1 to 200 characters.';
+
+--
+-- Name: CONSTRAINT worker_state_stop_said ON worker_state; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT worker_state_stop_said ON tireless.worker_state IS 'How a worker stopped is said in 1 to 200 characters.';
+
+--
 -- Name: workers; Type: VIEW; Schema: tireless; Owner: -
 --
 
@@ -11508,9 +11875,16 @@ CREATE VIEW tireless.workers AS
                 END AS "case",
             m.at,
             m.at
-           FROM tireless.history_moves(( SELECT r.counted_to
-                   FROM tireless.history_rollup r), NULL::bigint) m(at, worker, from_state, to_state, error, job_id, forge, owner, repo, number, lane, kind, waited, ran)
+           FROM tireless.history_moves(( SELECT r_1.counted_to
+                   FROM tireless.history_rollup r_1), NULL::bigint) m(at, worker, from_state, to_state, error, job_id, forge, owner, repo, number, lane, kind, waited, ran)
           WHERE (m.worker IS NOT NULL)
+        UNION ALL
+         SELECT r_1.worker,
+            l.lane,
+            r_1.started_at,
+            GREATEST(r_1.beat_at, r_1.stopped_at) AS "greatest"
+           FROM (tireless.worker_state r_1
+             LEFT JOIN LATERAL unnest(r_1.lanes) l(lane) ON (true))
         ), recent AS (
          SELECT s.worker,
             COALESCE(array_agg(DISTINCT s.lane ORDER BY s.lane) FILTER (WHERE (s.lane IS NOT NULL)), '{}'::text[]) AS lanes,
@@ -11563,15 +11937,88 @@ CREATE VIEW tireless.workers AS
             WHEN h.past_lease THEN 'stopped heartbeating'::text
             WHEN (h.job_id IS NOT NULL) THEN 'working'::text
             ELSE 'idle'::text
-        END AS status
-   FROM (recent w
-     FULL JOIN holding h ON ((h.worker = w.worker)));
+        END AS status,
+        CASE
+            WHEN ((r.stopped_at IS NOT NULL) AND (h.job_id IS NULL)) THEN 'stopped'::text
+            WHEN (h.past_lease OR ((r.stopped_at IS NULL) AND (r.expires_at < now()))) THEN 'lost'::text
+            WHEN (h.job_id IS NOT NULL) THEN 'live'::text
+            WHEN ((r.worker IS NOT NULL) AND (r.stopped_at IS NULL)) THEN 'idle'::text
+            ELSE 'unknown'::text
+        END AS presence,
+    r.started_at,
+    r.beat_at,
+    r.expires_at AS beat_expires_at,
+    r.stopped_at,
+    r.stopped_how
+   FROM ((recent w
+     FULL JOIN holding h ON ((h.worker = w.worker)))
+     LEFT JOIN tireless.worker_state r ON ((r.worker = COALESCE(w.worker, h.worker))));
 
 --
 -- Name: VIEW workers; Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON VIEW tireless.workers IS 'Every worker named by the history in the last 24 hours or holding a job now: the lanes it claimed from, the job it holds (the newest of jobs_held) since when, its last heartbeat (null until the first after the claim), when its lease ends, and its status: working, stopped heartbeating (a lease it holds ran out) or idle. Reads the rolled-up tireless.worker_seen and the history written since the last tireless.roll_up_history().';
+COMMENT ON VIEW tireless.workers IS 'Every worker named by the history or by its own record in the last 24 hours, or holding a job now: the lanes it serves and claimed from, the job it holds (the newest of jobs_held) since when, its last heartbeat (null until the first after the claim), when its lease ends, and its status: working, stopped heartbeating (a lease it holds ran out) or idle. Then its presence, from its own record (tireless.worker_state: tireless.worker_started, worker_beat, worker_stopped): live (it holds a job), idle (it beats and holds none), stopped (it said so, stopped_how), lost (its beat lapsed, or a lease it holds ran out, with no word of stopping: killed, or its host gone) or unknown (no record: a runner older than the record); when it started, its last beat and until when that holds, when and how it stopped. Reads the rolled-up tireless.worker_seen and the history written since the last tireless.roll_up_history().';
+
+--
+-- Name: forge_write forge_write_once; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.forge_write
+    ADD CONSTRAINT forge_write_once UNIQUE NULLS NOT DISTINCT (kind, job_id, task, report_id, ask_id, label_id);
+
+--
+-- Name: CONSTRAINT forge_write_once ON forge_write; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT forge_write_once ON tireless.forge_write IS 'A write is queued once for what it writes: queuing it again does nothing.';
+
+--
+-- Name: report_unknown_labels(jsonb); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.report_unknown_labels(touched jsonb) RETURNS integer
+    LANGUAGE sql
+    BEGIN ATOMIC
+ WITH found AS (
+          INSERT INTO tireless.label_report (forge, owner, repo, number, label)  SELECT s.forge,
+                     s.owner,
+                     s.repo,
+                     s.number,
+                     "left"(u.label, 255) AS "left"
+                    FROM ((( SELECT DISTINCT x.forge,
+                             x.owner,
+                             x.repo,
+                             x.number
+                            FROM jsonb_to_recordset(report_unknown_labels.touched) x(forge text, owner text, repo text, number integer)) t
+                      JOIN tireless.issue s ON (((s.forge = t.forge) AND (s.owner = t.owner) AND (s.repo = t.repo) AND (s.number = t.number))))
+                      CROSS JOIN LATERAL unnest(tireless.unknown_labels(s.labels)) u(label))
+                   WHERE ((s.state = 'open'::text) AND (s.gone_at IS NULL))
+                   ORDER BY s.forge, s.owner, s.repo, s.number, u.label ON CONFLICT(forge, owner, repo, number, label) DO NOTHING
+           RETURNING label_report.id,
+             label_report.forge,
+             label_report.owner,
+             label_report.repo,
+             label_report.number
+         ), queued AS (
+          INSERT INTO tireless.forge_write (kind, forge, owner, repo, number, label_id)  SELECT 'unknown_label',
+                     f.forge,
+                     f.owner,
+                     f.repo,
+                     f.number,
+                     f.id
+                    FROM found f ON CONFLICT ON CONSTRAINT forge_write_once DO NOTHING
+           RETURNING 1 AS "?column?"
+         )
+  SELECT count(*) AS count
+    FROM queued;
+END;
+
+--
+-- Name: FUNCTION report_unknown_labels(touched jsonb); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.report_unknown_labels(touched jsonb) IS 'For the issues the work rule judged ([{forge, owner, repo, number}]): each label of an open one that names nothing (tireless.unknown_labels) and was never reported on it gets its label report and the comment''s write of the outbox (kind unknown_label). Returns how many were queued. Private: apply_work_rule calls it.';
 
 --
 -- Name: activity_count activity_count_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
@@ -11658,19 +12105,6 @@ ALTER TABLE ONLY tireless.forge
     ADD CONSTRAINT forge_pkey PRIMARY KEY (name);
 
 --
--- Name: forge_write forge_write_once; Type: CONSTRAINT; Schema: tireless; Owner: -
---
-
-ALTER TABLE ONLY tireless.forge_write
-    ADD CONSTRAINT forge_write_once UNIQUE NULLS NOT DISTINCT (kind, job_id, task, report_id, ask_id);
-
---
--- Name: CONSTRAINT forge_write_once ON forge_write; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT forge_write_once ON tireless.forge_write IS 'A write is queued once for what it writes: queuing it again does nothing.';
-
---
 -- Name: forge_write forge_write_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
 --
 
@@ -11751,6 +12185,26 @@ COMMENT ON CONSTRAINT job_rules_hold ON tireless.job IS 'Every row keeps the nin
 
 ALTER TABLE ONLY tireless.kind_policy
     ADD CONSTRAINT kind_policy_pkey PRIMARY KEY (kind);
+
+--
+-- Name: label_report label_report_once; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.label_report
+    ADD CONSTRAINT label_report_once UNIQUE (forge, owner, repo, number, label);
+
+--
+-- Name: CONSTRAINT label_report_once ON label_report; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT label_report_once ON tireless.label_report IS 'An issue is told of a label once, never again.';
+
+--
+-- Name: label_report label_report_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.label_report
+    ADD CONSTRAINT label_report_pkey PRIMARY KEY (id);
 
 --
 -- Name: lane lane_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
@@ -11968,6 +12422,13 @@ ALTER TABLE ONLY tireless.worker_seen
     ADD CONSTRAINT worker_seen_pkey PRIMARY KEY (worker);
 
 --
+-- Name: worker_state worker_state_pkey; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.worker_state
+    ADD CONSTRAINT worker_state_pkey PRIMARY KEY (worker);
+
+--
 -- Name: asks_by_issue; Type: INDEX; Schema: tireless; Owner: -
 --
 
@@ -12050,6 +12511,18 @@ CREATE INDEX forge_writes_due ON tireless.forge_write USING btree (forge, owner,
 --
 
 CREATE INDEX forge_writes_of_a_job ON tireless.forge_write USING btree (job_id) WHERE (job_id IS NOT NULL);
+
+--
+-- Name: forge_writes_of_a_label_report; Type: INDEX; Schema: tireless; Owner: -
+--
+
+CREATE INDEX forge_writes_of_a_label_report ON tireless.forge_write USING btree (label_id) WHERE (label_id IS NOT NULL);
+
+--
+-- Name: INDEX forge_writes_of_a_label_report; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON INDEX tireless.forge_writes_of_a_label_report IS 'The write of a label report, found by the report.';
 
 --
 -- Name: forge_writes_of_a_report; Type: INDEX; Schema: tireless; Owner: -
@@ -12513,6 +12986,19 @@ ALTER TABLE ONLY tireless.forge_write
 COMMENT ON CONSTRAINT forge_write_of_a_job ON tireless.forge_write IS 'A job pruned takes its writes with it.';
 
 --
+-- Name: forge_write forge_write_of_a_label_report; Type: FK CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.forge_write
+    ADD CONSTRAINT forge_write_of_a_label_report FOREIGN KEY (label_id) REFERENCES tireless.label_report(id) ON DELETE CASCADE;
+
+--
+-- Name: CONSTRAINT forge_write_of_a_label_report ON forge_write; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT forge_write_of_a_label_report ON tireless.forge_write IS 'A label report deleted takes its write with it.';
+
+--
 -- Name: forge_write forge_write_of_a_task; Type: FK CONSTRAINT; Schema: tireless; Owner: -
 --
 
@@ -12576,6 +13062,19 @@ ALTER TABLE ONLY tireless.job_attempt
 --
 
 COMMENT ON CONSTRAINT job_attempt_job_id_fkey ON tireless.job_attempt IS 'An attempt row belongs to a job and goes with it (prune).';
+
+--
+-- Name: label_report label_report_of_a_tracked_repo; Type: FK CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.label_report
+    ADD CONSTRAINT label_report_of_a_tracked_repo FOREIGN KEY (forge, owner, repo) REFERENCES tireless.tracked_repo(forge, owner, repo) ON DELETE CASCADE;
+
+--
+-- Name: CONSTRAINT label_report_of_a_tracked_repo ON label_report; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT label_report_of_a_tracked_repo ON tireless.label_report IS 'Mirror state belongs to a tracked repository and goes with it.';
 
 --
 -- Name: mirror_comment mirror_comment_of_a_job; Type: FK CONSTRAINT; Schema: tireless; Owner: -
@@ -13566,10 +14065,28 @@ REVOKE ALL ON FUNCTION tireless.keep_history_with_its_job() FROM PUBLIC;
 REVOKE ALL ON FUNCTION tireless.keep_turns() FROM PUBLIC;
 
 --
+-- Name: FUNCTION label_marker(report_id bigint); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.label_marker(report_id bigint) FROM PUBLIC;
+
+--
 -- Name: FUNCTION label_name_limit(kind tireless.forge_kind); Type: ACL; Schema: tireless; Owner: -
 --
 
 REVOKE ALL ON FUNCTION tireless.label_name_limit(kind tireless.forge_kind) FROM PUBLIC;
+
+--
+-- Name: TABLE label_report; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.label_report TO tireless_admin;
+
+--
+-- Name: FUNCTION label_report_text(report tireless.label_report); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.label_report_text(report tireless.label_report) FROM PUBLIC;
 
 --
 -- Name: FUNCTION labels_problem(labels text[]); Type: ACL; Schema: tireless; Owner: -
@@ -14339,6 +14856,27 @@ REVOKE ALL ON FUNCTION tireless.transition(job_id bigint, to_state text, worker 
 GRANT ALL ON FUNCTION tireless.transition(job_id bigint, to_state text, worker text, note text, token uuid) TO tireless_runner;
 
 --
+-- Name: FUNCTION unknown_label_write(w tireless.forge_write); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.unknown_label_write(w tireless.forge_write) FROM PUBLIC;
+
+--
+-- Name: FUNCTION unknown_label_written(w tireless.forge_write); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.unknown_label_written(w tireless.forge_write) FROM PUBLIC;
+
+--
+-- Name: FUNCTION unknown_labels(labels text[]); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.unknown_labels(labels text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.unknown_labels(labels text[]) TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.unknown_labels(labels text[]) TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.unknown_labels(labels text[]) TO tireless_admin;
+
+--
 -- Name: FUNCTION untrack_repo(forge text, owner text, repo text); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -14365,6 +14903,13 @@ REVOKE ALL ON FUNCTION tireless.watchdog_due_at(job_id bigint) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.watchdog_due_at(job_id bigint) TO tireless_runner;
 
 --
+-- Name: FUNCTION worker_beat(worker text, lease interval); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.worker_beat(worker text, lease interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.worker_beat(worker text, lease interval) TO tireless_runner;
+
+--
 -- Name: FUNCTION worker_outcomes(span interval); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -14381,6 +14926,20 @@ REVOKE ALL ON FUNCTION tireless.worker_ran(job_id bigint, worker text) FROM PUBL
 GRANT ALL ON FUNCTION tireless.worker_ran(job_id bigint, worker text) TO tireless_runner;
 GRANT ALL ON FUNCTION tireless.worker_ran(job_id bigint, worker text) TO tireless_poller;
 GRANT ALL ON FUNCTION tireless.worker_ran(job_id bigint, worker text) TO tireless_admin;
+
+--
+-- Name: FUNCTION worker_started(worker text, lanes text[], lease interval); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.worker_started(worker text, lanes text[], lease interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.worker_started(worker text, lanes text[], lease interval) TO tireless_runner;
+
+--
+-- Name: FUNCTION worker_stopped(worker text, how text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.worker_stopped(worker text, how text) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.worker_stopped(worker text, how text) TO tireless_runner;
 
 --
 -- Name: TABLE active_claims; Type: ACL; Schema: tireless; Owner: -
@@ -14457,6 +15016,14 @@ GRANT SELECT ON TABLE tireless.job_progress TO tireless_admin;
 GRANT SELECT ON TABLE tireless.job_usage TO tireless_runner;
 GRANT SELECT ON TABLE tireless.job_usage TO tireless_poller;
 GRANT SELECT ON TABLE tireless.job_usage TO tireless_admin;
+
+--
+-- Name: TABLE label_reports; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.label_reports TO tireless_runner;
+GRANT SELECT ON TABLE tireless.label_reports TO tireless_poller;
+GRANT SELECT ON TABLE tireless.label_reports TO tireless_admin;
 
 --
 -- Name: TABLE lane_budget; Type: ACL; Schema: tireless; Owner: -
@@ -14545,12 +15112,24 @@ GRANT SELECT ON TABLE tireless.sql_file TO tireless_admin;
 GRANT SELECT ON TABLE tireless.tracked_repo TO tireless_admin;
 
 --
+-- Name: TABLE worker_state; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.worker_state TO tireless_admin;
+
+--
 -- Name: TABLE workers; Type: ACL; Schema: tireless; Owner: -
 --
 
 GRANT SELECT ON TABLE tireless.workers TO tireless_runner;
 GRANT SELECT ON TABLE tireless.workers TO tireless_poller;
 GRANT SELECT ON TABLE tireless.workers TO tireless_admin;
+
+--
+-- Name: FUNCTION report_unknown_labels(touched jsonb); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.report_unknown_labels(touched jsonb) FROM PUBLIC;
 
 --
 -- PostgreSQL database dump complete

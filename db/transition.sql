@@ -279,13 +279,17 @@ BEGIN
         deleted := deleted + cardinality(batch);
     END LOOP;
     PERFORM set_config('tireless.pruning', 'off', true);
+    -- The records of workers that stopped, or were lost, before the cutoff go too (one per name).
+    DELETE FROM tireless.worker_state s
+     WHERE greatest(s.beat_at, s.stopped_at) < cutoff AND (s.stopped_at IS NOT NULL OR s.expires_at < now());
     RETURN deleted;
 END;
 $$;
 COMMENT ON FUNCTION tireless.prune(interval, integer) IS
     '(admin) Deletes terminal jobs last changed before now() - older_than, with their history, in batches of 1000; '
     'never a live job, never a job that a remaining job names as parent. max_jobs (null: no limit) bounds one call, '
-    'so a caller can keep each transaction short. Returns how many jobs it deleted.';
+    'so a caller can keep each transaction short. Also deletes the records of workers that stopped or were lost '
+    'before then (tireless.worker_state). Returns how many jobs it deleted.';
 REVOKE ALL ON FUNCTION tireless.prune(interval, integer) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT EXECUTE ON FUNCTION tireless.prune(interval, integer) TO tireless_admin;
 

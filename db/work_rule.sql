@@ -467,6 +467,8 @@ BEGIN
     -- Dependencies gate claims: the jobs of these issues, and of the issues that depend on them,
     -- wait or are released (a new statement: it sees the issues and jobs written above).
     PERFORM tireless.settle_dependencies(touched);
+    -- A label under the prefix that names nothing is told once per issue and label (labels.sql).
+    PERFORM tireless.report_unknown_labels(touched);
     PERFORM tireless.announce_work(l) FROM unnest(woken) AS l;
 END;
 $$;
@@ -476,7 +478,8 @@ COMMENT ON FUNCTION tireless.apply_work_rule(jsonb) IS
     '(note, and cancel_note: issue closed, or issue no longer asks for work); '
     'relabelling re-routes a pending job; an issue''s "depends_on" replaces its forge relations '
     '(record_forge_dependencies); the pending jobs of the issues judged, of those whose forge relations changed and '
-    'of their dependents wait for their open dependencies or are released (settle_dependencies). An issue shown as '
+    'of their dependents wait for their open dependencies or are released (settle_dependencies); a label of an '
+    'issue judged that names nothing is reported once (report_unknown_labels). An issue shown as '
     'it was before writes nothing. '
     'Returns what it did.';
 REVOKE ALL ON FUNCTION tireless.apply_work_rule(jsonb) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;

@@ -15,6 +15,7 @@ from tireless.models import (
     ConversationReply,
     CycleReport,
     ForgeWrite,
+    LabelReport,
     PlanTask,
     WriteKind,
 )
@@ -30,11 +31,11 @@ not listed again, and recording it again is harmless."""
 
 
 def key(due: ForgeWrite) -> tuple[str, int, int | None]:
-    """What a write writes: its kind and its job (and task), cycle report or ask."""
+    """What a write writes: its kind and its job (and task), cycle or label report, or ask."""
     write = due.write
     if isinstance(write, PlanTask):
         return due.kind.value, write.job_id, write.task
-    if isinstance(write, CycleReport):
+    if isinstance(write, CycleReport | LabelReport):
         return due.kind.value, write.report_id, None
     if isinstance(write, ConversationReply):
         return due.kind.value, write.ask_id, None

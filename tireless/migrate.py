@@ -104,6 +104,7 @@ SQL_FILES = (
     "conversation.sql",
     "plans.sql",
     "work_graph.sql",
+    "labels.sql",
     "outbox.sql",
     "dashboard.sql",
     "reads.sql",

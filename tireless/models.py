@@ -488,6 +488,18 @@ class CycleReport:
 
 
 @dataclass(frozen=True, slots=True)
+class LabelReport:
+    """The comment that tells an issue one of its labels under the prefix names nothing (kind
+    label, `tireless.label_write`), still to write: its body names the mode labels and ends with
+    `marker`, counted only in a comment of the mirror's own account."""
+
+    report_id: int
+    number: int
+    body: str
+    marker: str
+
+
+@dataclass(frozen=True, slots=True)
 class PlanTask:
     """A task of a delivered plan or discover job whose issue the mirror must open
     (kind task, `tireless.task_write`): its title, body (ending with `marker`) and labels; an issue
@@ -659,9 +671,18 @@ class WriteKind(StrEnum):
     CYCLE = "cycle"
     CHECKLIST = "checklist"
     REPLY = "reply"
+    UNKNOWN_LABEL = "unknown_label"
 
 
-Write = MirrorPull | PlanTask | MirrorComment | CycleReport | MirrorChecklist | ConversationReply
+Write = (
+    MirrorPull
+    | PlanTask
+    | MirrorComment
+    | CycleReport
+    | MirrorChecklist
+    | ConversationReply
+    | LabelReport
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -696,6 +717,8 @@ def _write(kind: WriteKind, payload: dict[str, Any]) -> Write:
             return MirrorChecklist(**payload)
         case WriteKind.REPLY:
             return ConversationReply(**payload)
+        case WriteKind.UNKNOWN_LABEL:
+            return LabelReport(**payload)
 
 
 @dataclass(frozen=True, slots=True)

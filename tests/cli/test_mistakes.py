@@ -14,11 +14,13 @@ import pytest
 from psycopg import sql
 
 from dev.embedded import EmbeddedPostgres
-from dev.standin import StandinForge
+from dev.standin import Flavour, StandinForge
 from tests.conftest import Database
 from tests.helpers import FORGE, OWNER, REPO, cli_json, enqueue_jobs, tireless_cli
 from tests.support.poll_cli import PLAN, TOKEN
+from tests.support.work import clean_environment, run_worker
 from tireless import JobStore
+from tireless.forge import token_variable
 
 
 @pytest.fixture
@@ -127,6 +129,37 @@ def test_work_without_deliver_says_at_start_that_nothing_is_pushed(db: Database)
     )
 
 
+@pytest.mark.parametrize("where", ["/", "closed to the agent user"])
+def test_work_without_deliver_where_command_may_not_write_gives_each_job_a_directory_of_its_own(
+    store: JobStore, db: Database, tmp_path: Path, where: str
+) -> None:
+    """A worker started in / (systemd's default, read-only under bwrap), or in a directory its
+    --agent-user cannot write: an implement job's COMMAND writes in a fresh directory of the job's
+    own, TIRELESS_WORKSPACE, gone with the job."""
+    agent = [] if where == "/" else ["--agent-user", "nobody"]
+    if agent and os.geteuid() != 0:
+        pytest.skip("--agent-user needs the worker to run as root")
+    directory = Path("/") if where == "/" else tmp_path  # pytest's directories are 0700
+    enqueue_jobs(store, 1)
+    command = ["sh", "-c", 'echo a change > notes.md && echo "ran in $PWD own $TIRELESS_WORKSPACE"']
+    env = clean_environment() | {"DATABASE_URL": db.url}
+    result = run_worker(env, directory, *agent, command=command)
+    out, err = result.stdout.decode(), result.stderr.decode()
+    assert result.returncode == 0, err
+    said = [line for line in err.splitlines() if "without --deliver" in line]
+    assert len(said) == 1, err
+    assert said[0].endswith(
+        "w1: without --deliver nothing is pushed: COMMAND runs in an empty directory of each job's"
+        " own (TIRELESS_WORKSPACE, removed when the job ends), as it may not write in this"
+        f" worker's directory ({directory}); not in a workspace of the issue's repository"
+    )
+    (ran,) = [line.split() for line in out.splitlines() if line.startswith("ran in ")]
+    assert ran[2] == ran[4] != str(directory), out
+    assert not Path(ran[2]).exists(), "removed when the job ended"
+    assert not (directory / "notes.md").exists()
+    assert db.scalar("SELECT state::text FROM tireless.job") == "delivered"
+
+
 def test_sandbox_auto_without_bubblewrap_warns_what_the_fallback_does_not_contain(
     db: Database, tmp_path: Path
 ) -> None:
@@ -183,3 +216,36 @@ def test_a_misspelled_repository_names_both_fixes_and_waits_ten_minutes(
         "SELECT backoff_until - now() FROM tireless.repo_poll WHERE repo = 'widgts'"
     ).total_seconds()
     assert 9 * 60 < waits <= 11 * 60, waits
+
+
+@pytest.mark.parametrize("flavour", ["gitea", "github"])
+def test_a_label_typo_is_said_once_on_the_issue_and_in_status(
+    db: Database, flavour: Flavour
+) -> None:
+    """`tireless/implment`: one comment naming the mode labels, whatever later polls show (the
+    label taken off and put back included), and a line of `tireless status`."""
+    name = "gh" if flavour == "github" else flavour
+    with StandinForge(flavour, token=TOKEN) as standin:
+        standin.create_repo(OWNER, REPO)
+        typo = ["tireless", "tireless/implment"]
+        number = standin.create_issue(OWNER, REPO, "a typo", typo)
+        cli_json(db.url, "forge", "add", name, "--kind", flavour, "--url", standin.url)
+        cli_json(db.url, "track", name, OWNER, REPO)
+        for labels in (typo, typo, ["tireless"], typo):
+            standin.set_labels(OWNER, REPO, number, labels)
+            polled = tireless_cli(db.url, "poll", "--once", **{token_variable(name): TOKEN})
+            assert polled.returncode == 0, polled.stdout + polled.stderr
+        said = standin.comments_of(OWNER, REPO, number)
+        status = tireless_cli(db.url, "status")
+    assert len(said) == 1, said
+    assert said[0].startswith(
+        "tireless: the label `tireless/implment` names nothing tireless knows, so it asks for no"
+        " work. The mode labels are `tireless/discover`, `tireless/plan`, `tireless/implement`"
+        " (each with the opt-in label `tireless`); `tireless/agent:<lane>` chooses the agent."
+    ), said[0]
+    assert db.scalar("SELECT count(*) FROM tireless.job") == 0
+    assert status.returncode == 0, status.stderr
+    assert (
+        "labels that name nothing (no mode, agent or state; they ask for no work):\n"
+        f"  {name}/{OWNER}/{REPO}#{number}: tireless/implment (said on the issue)"
+    ) in status.stdout, status.stdout

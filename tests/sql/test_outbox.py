@@ -29,6 +29,7 @@ def queued(store: JobStore) -> JobStore:
     store.track_repo(*TEST_REPO)
     store.enqueue([issue(1), issue(2, *PLAN), issue(3, *PLAN), issue(4)])
     store.enqueue([issue(10, body="Depends on #11"), issue(11, body="Depends on #10")])  # a cycle
+    store.enqueue([issue(30, "tireless", "tireless/implment")])  # a label that names nothing
     jobs = {}
     for _ in range(4):
         job = store.claim_next("w1", ["cc"])

@@ -27,6 +27,7 @@ from tireless.cli.render import (
     render_findings,
     render_forges,
     render_job,
+    render_label_reports,
     render_repo_delivery,
     render_repo_limit,
     render_repos,
@@ -244,8 +245,9 @@ def cmd_status(args: argparse.Namespace) -> int:
         warning = replication_warning(conn)
         try:
             repos = JobStore(conn).repo_status()
+            typos = reads.label_reports(conn)
         except PermissionDenied:
-            repos = []
+            repos, typos = [], []
     troubled = [r for r in repos if r.last_error or r.forge_error or r.mirror_error]
     backlog = sum(r.mirror_backlog for r in repos if r.registered)  # else no poller writes
     text = render_status(rows)
@@ -258,6 +260,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         text += f"\n\nmirror: {backlog} issue(s) wait for their forge labels or comment"
     if troubled:
         text += "\n\nrepositories with errors:\n" + render_repos(troubled)
+    if typos:
+        text += "\n\n" + render_label_reports(typos)
     emit(args, rows, text)
     return OK
 
@@ -695,7 +699,12 @@ def cmd_lane(args: argparse.Namespace) -> int:
 
 
 def cmd_work(args: argparse.Namespace) -> int:
-    from tireless.runner.attempt import agent_user, unstartable, unstartable_by  # `work` only
+    from tireless.runner.attempt import (  # `work` only
+        agent_user,
+        unstartable,
+        unstartable_by,
+        writable_directory,
+    )
     from tireless.runner.config import WorkConfig
     from tireless.runner.gateway import parse_upstreams
     from tireless.runner.identity import Identities
@@ -761,6 +770,7 @@ def cmd_work(args: argparse.Namespace) -> int:
         progress_every=args.progress_every,
         agent=user,
         publisher=publisher,
+        directory=None if publisher is not None else writable_directory(user),
         upstreams=tuple(upstreams),
     )
     return work(database_url(args), config)

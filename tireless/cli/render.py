@@ -218,6 +218,21 @@ def job_table(jobs: Sequence[Job]) -> str:
     )
 
 
+def render_label_reports(reports: Sequence[dict[str, Any]]) -> str:
+    """The open issues' labels under the prefix that name nothing (tireless.label_reports), each
+    with whether the issue was told so."""
+    lines = [
+        f"  {r['forge']}/{r['owner']}/{r['repo']}#{r['number']}: {r['label']} ("
+        + ("said on the issue" if r["written_at"] else "to be said on the issue")
+        + (f"; last error: {r['last_error']}" if r["last_error"] else "")
+        + ")"
+        for r in reports
+    ]
+    return "labels that name nothing (no mode, agent or state; they ask for no work):\n" + (
+        "\n".join(lines)
+    )
+
+
 def render_repos(repos: Sequence[RepoStatus]) -> str:
     """Each tracked repository's last poll, next poll and backlog (tireless.repo_status), then
     each one's errors in full, wrapped."""

@@ -2,7 +2,8 @@
 repository (`tireless.forge_writes_due`: the pull requests of deliveries, the issues of delivered
 plans' tasks and discoveries' proposals, the outcome comments of finished jobs, the comments that
 tell an issue it is on a dependency cycle, the edits of outcome comments whose checklist of
-children changed, the conversation's replies) and reports each back
+children changed, the conversation's replies, the comments that tell an issue one of its labels
+names nothing) and reports each back
 (`tireless.record_forge_write`), dispatching by kind. What to write is the store's decision; this
 module only talks to the forge.
 
@@ -39,6 +40,7 @@ from tireless.models import (
     ConversationReply,
     CycleReport,
     ForgeWrite,
+    LabelReport,
     MirrorChecklist,
     MirrorComment,
     MirrorPull,
@@ -60,7 +62,7 @@ class MirrorOutcome:
     applied: int = 0  # label writes
     pulled: int = 0  # pull requests opened or updated
     opened: int = 0  # the issues of plans' tasks and discoveries' proposals
-    commented: int = 0  # outcome comments, and the comments that tell an issue of a cycle
+    commented: int = 0  # outcome comments, the comments that tell an issue of a cycle or a label
     edited: int = 0  # outcome comments whose checklist of children changed
     replied: int = 0  # the conversation's reactions and refusals
     failed: int = 0  # label writes, pull requests, comments and replies
@@ -155,7 +157,7 @@ def _count(outcome: MirrorOutcome, kind: WriteKind) -> None:
             outcome.pulled += 1
         case WriteKind.TASK:
             outcome.opened += 1
-        case WriteKind.COMMENT | WriteKind.CYCLE:
+        case WriteKind.COMMENT | WriteKind.CYCLE | WriteKind.UNKNOWN_LABEL:
             outcome.commented += 1
         case WriteKind.CHECKLIST:
             outcome.edited += 1
@@ -185,8 +187,9 @@ def _write_comment(client: ForgeClient, owner: str, repo: str, due: ForgeWrite) 
     return Written(None if checklist is None else {"checklist": checklist})
 
 
-def _write_cycle(client: ForgeClient, owner: str, repo: str, due: ForgeWrite) -> Written:
-    assert isinstance(due.write, CycleReport)
+def _write_note(client: ForgeClient, owner: str, repo: str, due: ForgeWrite) -> Written:
+    """A comment of the store's on an issue (a cycle, a label that names nothing), posted once."""
+    assert isinstance(due.write, CycleReport | LabelReport)
     report = due.write
     if own_comment(client, owner, repo, report.number, report.marker) is None:
         client.add_comment(owner, repo, report.number, report.body)
@@ -209,9 +212,10 @@ _WRITERS: dict[WriteKind, Callable[[ForgeClient, str, str, ForgeWrite], Written]
     WriteKind.PULL: _write_pull,
     WriteKind.TASK: _write_task,
     WriteKind.COMMENT: _write_comment,
-    WriteKind.CYCLE: _write_cycle,
+    WriteKind.CYCLE: _write_note,
     WriteKind.CHECKLIST: _write_checklist,
     WriteKind.REPLY: _write_reply,
+    WriteKind.UNKNOWN_LABEL: _write_note,
 }
 
 

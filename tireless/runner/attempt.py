@@ -17,7 +17,8 @@ in the note and in the worker's log (tireless.masking). COMMAND also gets its br
 report in TIRELESS_REPORT_FILE; its output counts as progress, and a line `::progress:: TEXT`
 names its current step (tireless.runner.progress). With --deliver it works in a workspace of the
 issue's repository, and what an `implement` job changed is published when it exits 0
-(tireless.runner.publisher).
+(tireless.runner.publisher); without it, in the worker's directory, or in an empty directory of
+the job's own where it may not write there (writable_directory).
 """
 
 from __future__ import annotations
@@ -99,6 +100,21 @@ def unstartable_by(command: Sequence[str], agent: pwd.struct_passwd) -> str | No
             f" cannot {needs} it, or a directory above it is closed to that user"
         )
     return None
+
+
+def writable_directory(agent: pwd.struct_passwd | None) -> Path | None:
+    """The worker's directory, when COMMAND may write in it (COMMAND's working directory without
+    --deliver); None when it may not: `/` (systemd's default, read-only under bwrap), a directory
+    the worker or the agent user (asked of the kernel as that user, through setpriv) cannot
+    write, or one on a read-only filesystem. COMMAND then runs in its job's own directory."""
+    here = Path.cwd()
+    if here == Path("/"):
+        return None
+    if agent is None:
+        return here if os.access(here, os.W_OK) else None
+    as_agent = ["setpriv", f"--reuid={agent.pw_uid}", f"--regid={agent.pw_gid}", "--init-groups"]
+    asked = subprocess.run([*as_agent, "test", "-w", str(here)], check=False)
+    return here if asked.returncode == 0 else None
 
 
 WITHHELD = re.compile(r"PG[A-Z_]*|DATABASE_URL.*|TIRELESS_.*|CREDENTIALS_DIRECTORY")
@@ -349,8 +365,12 @@ class Attempts:
             AgentFiles(job.id, brief, asks, job.kind.value) as files,
             self._workspace(job, brief) as made,
         ):
+            where: Workspace | Path | None = made
+            if made is None and self.config.directory is None:  # nowhere of the worker's to write
+                where = files.own_directory()
             if self.config.agent is not None:  # it reads the brief and writes its report there
-                for path in (files.body_file.parent, files.body_file):
+                own = [where] if isinstance(where, Path) else []  # a workspace is made its own
+                for path in (files.directory, files.body_file, *own):
                     os.chown(path, self.config.agent.pw_uid, self.config.agent.pw_gid)
             checkpoints = None
             if made is not None and self.config.publisher is not None:
@@ -365,7 +385,7 @@ class Attempts:
             try:
                 with self._network(job) as network:
                     code, output, draft, stopped_by = self._run_in(
-                        job, files, made, None if checkpoints is None else checkpoints.ask, network
+                        job, files, where, None if checkpoints is None else checkpoints.ask, network
                     )
             finally:
                 if checkpoints is not None:
@@ -390,8 +410,8 @@ class Attempts:
     def _workspace(
         self, job: Job, brief: JobBrief
     ) -> contextlib.AbstractContextManager[Workspace | None]:
-        """The job's workspace, or none when the worker delivers nothing (COMMAND runs where the
-        worker runs)."""
+        """The job's workspace of the issue's repository, or none when the worker delivers nothing
+        (COMMAND runs in the worker's directory, or in an empty one of the job's own)."""
         if self.config.publisher is None:
             return contextlib.nullcontext(None)
         return self.config.publisher.workspace(job, brief)
@@ -405,16 +425,19 @@ class Attempts:
         self,
         job: Job,
         files: AgentFiles,
-        workspace: Workspace | None,
+        workspace: Workspace | Path | None,
         checkpoint: Callable[[], object] | None,
         network: AgentNetwork | None,
     ) -> tuple[int, str, bool, str | None]:
-        """COMMAND's exit code, the tail of its output, whether it asked for a draft, and the note
-        of the limit that stopped it (None: none did)."""
+        """COMMAND run for the job in `workspace`, its TIRELESS_WORKSPACE (the issue's repository
+        with --deliver, else an empty directory of the job's own), or in the worker's directory:
+        its exit code, the tail of its output, whether it asked for a draft, and the note of the
+        limit that stopped it (None: none did)."""
         env = command_environment(job, self.config.agent) | files.environment()
-        cwd = Path.cwd() if workspace is None else workspace.path
+        cwd = Path.cwd()
         if workspace is not None:
-            env["TIRELESS_WORKSPACE"] = str(workspace.path)
+            cwd = workspace.path if isinstance(workspace, Workspace) else workspace
+            env["TIRELESS_WORKSPACE"] = str(cwd)
         if network is not None:
             env |= network.environment()
         limits = self.store.lane_limits(job.lane)  # read at each claim, as the allowlist is
@@ -422,8 +445,9 @@ class Attempts:
             self._enforceable(job.lane, limits)
         with confined(self.cgroups, f"job{job.id}.{job.attempts}", limits) as group:
             code, output, draft, reached = self._contain(
-                job, files, cwd, env, checkpoint, network, limits, group, workspace
-            )
+                job, files, cwd, env, checkpoint, network, limits, group,
+                None if workspace is None else cwd,
+            )  # fmt: skip
         return code, output, draft, None if reached is None else limit_note(limits, reached)
 
     def _contain(
@@ -436,10 +460,11 @@ class Attempts:
         network: AgentNetwork | None,
         limits: LaneLimits,
         group: Confined | None,
-        workspace: Workspace | None,
+        workspace: Path | None,
     ) -> tuple[int, str, bool, str | None]:
         """COMMAND run in the sandbox, in its control group when it has one; what it used is
-        recorded when it ends, and the limit that stopped it (if one did) returned."""
+        recorded when it ends (with the size of `workspace`, the job's own directory it ran in),
+        and the limit that stopped it (if one did) returned."""
         with self._lock:
             contained = self.config.sandbox.start(
                 self.config.command, cwd=cwd, writable=[files.body_file.parent], env=env,
@@ -470,7 +495,7 @@ class Attempts:
             pass  # COMMAND does not read its stdin
         never_ran: OSError | None = None
         watch = Watch(
-            limits, group, None if workspace is None else workspace.path, contained.init,
+            limits, group, workspace, contained.init,
             lambda limit: self._limit_reached(job, limit, group),
         )  # fmt: skip
         try:

@@ -11,8 +11,9 @@ attaches it to the attempt (tireless.attach_report) and the mirror posts it as t
 A plan job may write its tasks to TIRELESS_PLAN_FILE, a discover job its proposals to
 TIRELESS_PROPOSALS_FILE (JSON, docs/runners.md); the worker hands them to the store
 (tireless.attach_plan), which checks them, and the mirror opens an issue for each once the job is
-delivered. The files live in a directory of the job's own, removed when COMMAND ends. No token is
-given."""
+delivered. The files live in a directory of the job's own, removed when COMMAND ends; without
+--deliver, where COMMAND may not write in the worker's directory, an empty `workspace` directory
+in it is COMMAND's working directory and TIRELESS_WORKSPACE. No token is given."""
 
 from __future__ import annotations
 
@@ -49,6 +50,8 @@ class AgentFiles:
         self.kind = kind
         self.asks = tuple(asks)
         self._directory = tempfile.TemporaryDirectory(prefix=f"tireless-job-{job_id}-")
+        self.directory = Path(self._directory.name)
+        """The job's directory (0700, the agent user's when there is one): COMMAND may write it."""
         self.body_file = Path(self._directory.name) / "issue.md"
         self.report_file = Path(self._directory.name) / "report.md"
         self.review_file = Path(self._directory.name) / "review.md" if self.asks else None
@@ -69,6 +72,14 @@ class AgentFiles:
         tb: TracebackType | None,
     ) -> None:
         self._directory.cleanup()
+
+    def own_directory(self) -> Path:
+        """An empty directory of the job's own, in its directory (made on first use, removed
+        with it): COMMAND's working directory and TIRELESS_WORKSPACE without --deliver, when
+        COMMAND may not write in the worker's."""
+        own = self.directory / "workspace"
+        own.mkdir(mode=0o700, exist_ok=True)
+        return own
 
     def environment(self) -> dict[str, str]:
         """The brief's TIRELESS_* variables (an unknown URL is empty)."""

@@ -7,6 +7,7 @@ import pwd
 import signal
 from dataclasses import dataclass
 from datetime import timedelta
+from pathlib import Path
 
 from tireless.runner.gateway import Upstream
 from tireless.runner.publisher import Publisher
@@ -38,7 +39,10 @@ class WorkConfig:
     agent: pwd.struct_passwd | None = None
     """The Unix user COMMAND runs as; None: the worker's."""
     publisher: Publisher | None = None
-    """The workspaces and the trusted push (`--deliver`); None: COMMAND runs in the worker's
-    directory."""
+    """The workspaces and the trusted push (`--deliver`); None: COMMAND runs in `directory`."""
+    directory: Path | None = None
+    """Without --deliver, COMMAND's working directory: the worker's, when COMMAND may write it
+    (tireless.runner.attempt.writable_directory); None: an empty directory of each job's own
+    (TIRELESS_WORKSPACE), removed with the job."""
     upstreams: tuple[Upstream, ...] = ()
     """The services COMMAND reaches through the runner's gateways (`work --upstream`)."""

@@ -21,7 +21,8 @@ jobs it waits on JobStore.listen (LISTEN tireless_work), and at most until the e
 backed-off job of its lanes is ready (tireless.next_ready_at), since a backoff's end sends no
 notification. A COMMAND that cannot be started is the runner's fault: `work` checks it before
 claiming, and one that fails to start on a claimed job gives the job back and ends the worker
-(exit 5).
+(exit 5). Its own record in the store (tireless.runner.presence) says when it started, beats
+while it runs and says how it stopped, for the workers page.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from tireless.masking import Masker, MaskingFilter
 from tireless.models import Job, JobState
 from tireless.runner.attempt import Attempts, with_output
 from tireless.runner.config import WorkConfig
+from tireless.runner.presence import Presence
 from tireless.runner.sandbox import Unavailable
 from tireless.store import JobStore
 from tireless.store.calls import POOL_OPEN_TIMEOUT, POOL_OPTIONS
@@ -109,6 +111,17 @@ class Worker:
         else:
             log.info("%s: drained (%s)", self.name, self.drain_signal)
         return 0
+
+    def ended_how(self) -> str:
+        """How the loop ended, in a few words (its record in the store says it): the signal that
+        stopped it, the drain, --once, or COMMAND that could not start."""
+        if self.cannot_start is not None:
+            return "COMMAND could not start"
+        if self.stop_signal is not None:
+            return self.stop_signal
+        if self.drain_signal is not None:
+            return f"drained on {self.drain_signal}"
+        return "--once"
 
     def _going_on(self) -> bool:
         return self.stop_signal is None and self.drain_signal is None and self.cannot_start is None
@@ -245,19 +258,27 @@ def work(conninfo: str, config: WorkConfig) -> int:
     for handler in logging.getLogger().handlers:
         handler.addFilter(MaskingFilter(masker))
     log.info("%s: containment: %s", name, config.sandbox.describe())
-    if config.publisher is None:
+    if config.publisher is None and config.directory is not None:
         log.info(
             "%s: without --deliver nothing is pushed: COMMAND runs in this worker's directory"
             " (%s), not in a workspace of the issue's repository",
+            name,
+            config.directory,
+        )
+    elif config.publisher is None:
+        log.info(
+            "%s: without --deliver nothing is pushed: COMMAND runs in an empty directory of each"
+            " job's own (TIRELESS_WORKSPACE, removed when the job ends), as it may not write in"
+            " this worker's directory (%s); not in a workspace of the issue's repository",
             name,
             Path.cwd(),
         )
     psycopg.connect(with_defaults(conninfo)).close()  # unreachable: fail now, not in the pool
     # One connection listens for work, one for a stop of the running job, one renews, one claims
-    # and finishes; each is checked before use, so a connection the database dropped (a restart)
+    # and finishes, one beats (the worker's own record); each is checked before use, so a connection the database dropped (a restart)
     # is replaced instead of failing a call.
     # Each call waits WORKER_CALL_DEADLINE at most: a hung primary is left for the promoted standby.
-    options = POOL_OPTIONS | {"max_size": 4, "check": ConnectionPool.check_connection}
+    options = POOL_OPTIONS | {"max_size": 5, "check": ConnectionPool.check_connection}
     pool = FailoverPool(conninfo, deadline=WORKER_CALL_DEADLINE, open=False, **options)
     pool.open(wait=True, timeout=POOL_OPEN_TIMEOUT)
     try:
@@ -277,7 +298,10 @@ def work(conninfo: str, config: WorkConfig) -> int:
         worker.attempts.find_cgroups()
         try:
             worker.attempts.announce_limits()
-            return worker.run()
+            with Presence(store, config) as presence:  # a worker that dies says nothing: lost
+                code = worker.run()
+                presence.stopped(worker.ended_how())
+                return code
         finally:
             if worker.attempts.cgroups is not None:
                 worker.attempts.cgroups.close()

@@ -326,6 +326,26 @@ def record_exit(job_id: int, worker: str, exit_status: int, token: UUID | None) 
     return Call(RECORD_EXIT, params, tuple_row, _nothing)
 
 
+WORKER_STARTED = (
+    "SELECT tireless.worker_started(worker => %(worker)s, lanes => %(lanes)s, lease => %(lease)s)"
+)
+WORKER_BEAT = "SELECT tireless.worker_beat(worker => %(worker)s, lease => %(lease)s)"
+WORKER_STOPPED = "SELECT tireless.worker_stopped(worker => %(worker)s, how => %(how)s)"
+
+
+def worker_started(worker: str, lanes: Sequence[str], lease: timedelta) -> Call[Any, None]:
+    params = {"worker": worker, "lanes": list(lanes), "lease": lease}
+    return Call(WORKER_STARTED, params, tuple_row, _nothing)
+
+
+def worker_beat(worker: str, lease: timedelta) -> Call[Any, bool]:
+    return Call(WORKER_BEAT, {"worker": worker, "lease": lease}, tuple_row, _flag)
+
+
+def worker_stopped(worker: str, how: str) -> Call[Any, bool]:
+    return Call(WORKER_STOPPED, {"worker": worker, "how": how}, tuple_row, _flag)
+
+
 ATTACH_PLAN = (
     "SELECT tireless.attach_plan(job_id => %(job_id)s, worker => %(worker)s,"
     " plan => %(plan)s, token => %(token)s)"

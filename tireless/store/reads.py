@@ -198,6 +198,11 @@ MISSED_ROUNDS = (
     "SELECT m.part, m.due_since, m.items, m.detail FROM tireless.missed_rounds() m ORDER BY m.part"
 )
 """The poller, sweeper or workers that missed their rounds by more than a minute (the overview)."""
+LABEL_REPORTS = (
+    "SELECT forge, owner, repo, number, label, written_at, last_error FROM tireless.label_reports"
+    " WHERE standing ORDER BY forge, owner, repo, number, label"
+)
+"""The labels under the prefix that name nothing on the open issues that still carry them."""
 REPLICATION_WARNING = "SELECT tireless.replication_warning() AS warning"
 """Why a failover could lose acknowledged work (a standby without synchronous commit), or null."""
 STATUS = (
@@ -235,7 +240,8 @@ DURATIONS = "SELECT d.* FROM tireless.job_durations(%(span)s::interval) d"
 WORKERS = """
 SELECT w.worker, w.lanes, w.job_id, w.jobs_held, w.held_since, w.last_heartbeat, w.lease_ends,
        w.last_seen, w.first_seen, w.status, coalesce(o.delivered, 0) AS delivered,
-       coalesce(o.failed, 0) AS failed
+       coalesce(o.failed, 0) AS failed, w.presence, w.started_at, w.beat_at, w.stopped_at,
+       w.stopped_how
   FROM tireless.workers w
   LEFT JOIN tireless.worker_outcomes(interval '24 hours') o ON o.worker = w.worker
  ORDER BY w.status = 'idle', w.status = 'working', w.last_seen DESC NULLS LAST, w.worker"""
@@ -318,6 +324,11 @@ JOB_CHECKPOINT = (
 def status_rows(conn: psycopg.Connection[Any]) -> list[dict[str, Any]]:
     """tireless.lane_summary: each lane's queue, settings and terminal counts."""
     return fetch(conn, STATUS, {}, dict_row)
+
+
+def label_reports(conn: psycopg.Connection[Any]) -> list[dict[str, Any]]:
+    """tireless.label_reports, the standing ones: each open issue's labels that name nothing."""
+    return fetch(conn, LABEL_REPORTS, {}, dict_row)
 
 
 def replication_warning(conn: psycopg.Connection[Any]) -> str | None:

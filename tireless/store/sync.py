@@ -218,6 +218,19 @@ class JobStore:
         """The holder attaches its agent's report (the outcome comment); True when it was cut."""
         return self._run(calls.attach_report(job_id, worker, report, token))
 
+    # The worker's own record (the workers page: live, idle, stopped, lost)
+    def worker_started(self, worker: str, lanes: Sequence[str], lease: timedelta) -> None:
+        """A worker process says it started, serving lanes; alive for lease, renewed by its beats."""
+        self._run(calls.worker_started(worker, lanes, lease))
+
+    def worker_beat(self, worker: str, lease: timedelta) -> bool:
+        """A running worker's beat; False: it has no running record (say it started again)."""
+        return self._run(calls.worker_beat(worker, lease))
+
+    def worker_stopped(self, worker: str, how: str) -> bool:
+        """A worker says it stopped, and how (SIGINT, --once, ...)."""
+        return self._run(calls.worker_stopped(worker, how))
+
     def record_exit(
         self, job_id: int, worker: str, exit_status: int, token: UUID | None = None
     ) -> None:
