@@ -17,6 +17,7 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row, tuple_row
 
+from tireless.cli.agents import COMMAND, agent_bins, log_agent, work_program
 from tireless.cli.render import (
     as_json,
     as_plain,
@@ -625,6 +626,8 @@ def cmd_lane(args: argparse.Namespace) -> int:
             store.set_lane_stall_after(args.lane, args.stall_after)
         elif args.lane_action == "allow-net":
             store.set_lane_network(args.lane, allowlist(args))
+        elif args.lane_action == "agent":
+            store.set_lane_agent(args.lane, None if args.profile == "none" else args.profile)
         rows = [row for row in status_rows(conn) if args.lane in (None, row["lane"])]
     if not rows:
         emit(args, rows, f"lane {args.lane} has no settings and no live or recent jobs")
@@ -643,17 +646,19 @@ def cmd_work(args: argparse.Namespace) -> int:
     from tireless.runner.worker import CANNOT_START, work
 
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
-    if not command:
-        raise UsageError("work needs a COMMAND after --")
-    if os.sep in command[0]:  # `./run-agent.sh` names it from here, not from a job's workspace
+    bins = agent_bins(args.agent_bin, args.agent)
+    program = work_program(args.agent, command, bins)
+    if (
+        args.agent == COMMAND and os.sep in command[0]
+    ):  # `./run-agent.sh`: from here, not a workspace
         command = [os.path.abspath(command[0]), *command[1:]]
-    if problem := unstartable(command):
+    if problem := unstartable([program]):
         print(f"tireless: {problem}", file=sys.stderr)
         return CANNOT_START
     if args.command_line is not None:
         keep_secrets_out_of_environment_block(args.command_line)
     user = None if args.agent_user is None else agent_user(args.agent_user)
-    if user is not None and (problem := unstartable_by(command, user)):
+    if user is not None and (problem := unstartable_by([program], user)):
         print(f"tireless: {problem}", file=sys.stderr)
         return CANNOT_START
     try:  # the secrets are read here, by the worker; their files are hidden from COMMAND
@@ -701,7 +706,11 @@ def cmd_work(args: argparse.Namespace) -> int:
         agent=user,
         publisher=publisher,
         upstreams=tuple(upstreams),
+        profile=args.agent,
+        agent_bins=tuple(bins.items()),
     )
+    if args.agent != COMMAND:
+        log_agent(args.worker, args.agent, program)
     return work(database_url(args), config)
 
 

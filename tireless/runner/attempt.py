@@ -40,6 +40,7 @@ import psycopg
 from tireless.errors import MalformedPlan, TirelessError
 from tireless.masking import Masker, OutputMasker
 from tireless.models import Delivery, Job, JobBrief
+from tireless.runner.agents import COMMAND, PROFILES, AgentRun, find_program
 from tireless.runner.brief import AgentFiles
 from tireless.runner.config import WorkConfig
 from tireless.runner.egress import AllowEntry, parse_allowlist
@@ -311,14 +312,21 @@ class Attempts:
                 )
             try:
                 with self._network(job) as network:
+                    agent = self._agent_run(job, files, network)
                     code, output, draft = self._run_in(
-                        job, files, made, None if checkpoints is None else checkpoints.ask, network
-                    )
+                        job, files, made, None if checkpoints is None else checkpoints.ask, network,
+                        agent,
+                    )  # fmt: skip
             finally:
                 if checkpoints is not None:
                     checkpoints.close()
             self._record_exit(job, code)
-            report = self._attach_report(job, files)
+            report = self._attach_report(job, files, None if agent is None else agent.report())
+            if agent is not None:
+                log.info("%s: job %s: %s", self.name, job.id, agent.reader.summary())
+                note = agent.note(code)
+                if note is not None and self._still_delivers(held):
+                    raise Release(with_output(note, output))
             if code == 0 and self._still_delivers(held):
                 self._attach_tasks(job, files)  # a bad plan fails the attempt (Release)
             if code == 0 and made is not None and self._still_delivers(held):
@@ -331,6 +339,29 @@ class Attempts:
                     report,
                 )  # fmt: skip
             return code, output, None
+
+    def _agent_run(
+        self, job: Job, files: AgentFiles, network: AgentNetwork | None
+    ) -> AgentRun | None:
+        """The agent CLI the job runs, ready to start (its home made, its prompt and config
+        written): its lane's profile, else the worker's; None for COMMAND. Release when the
+        lane's CLI is not on this runner."""
+        name = self.store.lane_agent(job.lane) or self.config.profile
+        if name == COMMAND:
+            return None
+        profile = PROFILES[name]
+        program = find_program(profile, self.config.agent_bin(name))
+        if program is None:
+            raise Release(
+                f"lane {job.lane} runs {name}, whose program {profile.program!r} is not on this"
+                f" runner's PATH (tireless work --agent-bin {name}=PATH)"
+            )
+        extra = self.config.command if name == self.config.profile else ()
+        offered = {} if network is None else network.environment()
+        agent = AgentRun(profile, program, extra, job, files, offered)
+        user = self.config.agent
+        agent.prepare(None if user is None else (user.pw_uid, user.pw_gid))
+        return agent
 
     def _workspace(
         self, job: Job, brief: JobBrief
@@ -353,6 +384,7 @@ class Attempts:
         workspace: Workspace | None,
         checkpoint: Callable[[], object] | None,
         network: AgentNetwork | None,
+        agent: AgentRun | None,
     ) -> tuple[int, str, bool]:
         env = command_environment(job, self.config.agent) | files.environment()
         cwd = Path.cwd() if workspace is None else workspace.path
@@ -360,9 +392,12 @@ class Attempts:
             env["TIRELESS_WORKSPACE"] = str(workspace.path)
         if network is not None:
             env |= network.environment()
+        command = self.config.command if agent is None else agent.command()
+        if agent is not None:
+            env |= agent.environment()
         with self._lock:
             contained = self.config.sandbox.start(
-                self.config.command, cwd=cwd, writable=[files.body_file.parent], env=env,
+                command, cwd=cwd, writable=[files.body_file.parent], env=env,
                 agent=self.config.agent,  # its user and group, with no group of the worker's
                 network=None if network is None else network.isolation,
             )  # fmt: skip
@@ -379,11 +414,14 @@ class Attempts:
             lambda step: self.store.report_progress(job.id, self.name, step, job.claim_token),
             self.config.progress_every,
             checkpoint,
+            None if agent is None else agent.reader.line,
         )
         output = Output(process.stdout.fileno(), OutputMasker(self.masker), tail, progress)
         output.start()
         try:
-            process.stdin.write(job_json(job, **files.json_fields()))
+            process.stdin.write(
+                job_json(job, **files.json_fields()) if agent is None else agent.stdin()
+            )
             process.stdin.close()
         except BrokenPipeError:
             pass  # COMMAND does not read its stdin
@@ -397,6 +435,8 @@ class Attempts:
         finally:
             output.stop()  # what is still buffered, and no more: no process of the job is left
             process.stdout.close()
+            if agent is not None:  # the last step: what the CLI did and spent
+                progress.saw(f"::progress:: {agent.reader.summary()}\n".encode())
             progress.close()
             with self._lock:
                 self._contained = None
@@ -417,10 +457,10 @@ class Attempts:
         except (psycopg.Error, TirelessError) as error:  # the finish still says how it ended
             log.warning("%s: job %s: its exit status is not kept: %s", self.name, job.id, error)
 
-    def _attach_report(self, job: Job, files: AgentFiles) -> str | None:
-        """The report COMMAND left, attached to the attempt before it is finished; it, masked
-        (the body of the runner's commit), or None."""
-        report = files.report()
+    def _attach_report(self, job: Job, files: AgentFiles, answer: str | None) -> str | None:
+        """The report COMMAND left (else a known CLI's final `answer`), attached to the attempt
+        before it is finished; it, masked (the body of the runner's commit), or None."""
+        report = files.report() or answer
         if report is None:
             return None
         masked = self.masker.mask(report)  # the mirror posts it on the issue

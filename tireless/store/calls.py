@@ -610,6 +610,20 @@ def lane_network(lane: str) -> Call[Any, list[str] | None]:
     return Call(LANE_NETWORK, {"lane": lane}, tuple_row, _value)
 
 
+SET_LANE_AGENT = "SELECT tireless.set_lane_agent(lane => %(lane)s, agent => %(agent)s)"
+
+
+def set_lane_agent(lane: str, agent: str | None) -> Call[Any, str | None]:
+    return Call(SET_LANE_AGENT, {"lane": lane, "agent": agent}, tuple_row, _value)
+
+
+LANE_AGENT = "SELECT tireless.lane_agent(lane => %(lane)s)"
+
+
+def lane_agent(lane: str) -> Call[Any, str | None]:
+    return Call(LANE_AGENT, {"lane": lane}, tuple_row, _value)
+
+
 SET_LANE_STALL_AFTER = _returning(
     LANE_COLUMNS, "tireless.set_lane_stall_after(lane => %(lane)s, stall_after => %(stall_after)s)"
 )
