@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -48,7 +50,15 @@ def _run(argv: list[str]) -> str | None:
         return str(error)
     if done.returncode == 0:
         return None
-    return " ".join((done.stdout + done.stderr).strip().splitlines()[-3:]) or f"exit {done.returncode}"
+    return (
+        " ".join((done.stdout + done.stderr).strip().splitlines()[-3:]) or f"exit {done.returncode}"
+    )
+
+
+def _system_python() -> str:
+    """A Python every user may run (the system's): the tests run the CLI as an agent user, who
+    cannot enter a home directory holding the tests' own Python (pyenv's under /root)."""
+    return shutil.which("python3", path=os.defpath) or sys.executable
 
 
 def install_one(name: str, pin: dict[str, str]) -> dict[str, str]:
@@ -65,7 +75,7 @@ def install_one(name: str, pin: dict[str, str]) -> dict[str, str]:
         binary = place / "venv" / "bin" / pin["bin"]
         pip = str(place / "venv" / "bin" / "pip")
         steps = [
-            [sys.executable, "-m", "venv", str(place / "venv")],
+            [_system_python(), "-m", "venv", "--clear", str(place / "venv")],
             [pip, "install", "--quiet", f"{pin['package']}=={version}"],
         ]
     if not (marker.exists() and binary.exists()):
@@ -74,7 +84,9 @@ def install_one(name: str, pin: dict[str, str]) -> dict[str, str]:
             old.unlink()
         for step in steps:
             if (failed := _run(step)) is not None:
-                return {"skipped": f"{pin['registry']} refused {pin['package']}@{version}: {failed}"}
+                return {
+                    "skipped": f"{pin['registry']} refused {pin['package']}@{version}: {failed}"
+                }
         marker.touch()
     # Every user may read and run it (an agent user runs it in the tests' sandbox).
     subprocess.run(["chmod", "-R", "a+rX", str(place)], check=False)
@@ -103,7 +115,9 @@ def installed(name: str) -> tuple[str | None, str]:
     if known.get("version") == pin["version"] and Path(known.get("bin", "")).exists():
         return known["bin"], pin["version"]
     found = install([name])[name]
-    return (found.get("bin"), found.get("version", "")) if "bin" in found else (None, found["skipped"])
+    return (
+        (found.get("bin"), found.get("version", "")) if "bin" in found else (None, found["skipped"])
+    )
 
 
 def newest(pin: dict[str, str]) -> str | None:

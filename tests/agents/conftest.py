@@ -54,8 +54,10 @@ def model() -> Iterator[ModelStandin]:
 
 @pytest.fixture
 def shared_dir() -> Iterator[Path]:
-    """A directory the agent user may reach (the state directory, the upstream's secret)."""
-    path = Path(tempfile.mkdtemp(prefix="tl-agents-"))
+    """A directory the agent user may reach (the state directory, the upstream's secret), outside
+    /tmp as /var/lib/tireless is: a workspace's objects are its cache's, which the sandbox shows
+    only outside its private /tmp."""
+    path = Path(tempfile.mkdtemp(prefix="tl-agents-", dir="/var/tmp"))
     path.chmod(0o755)
     yield path
     shutil.rmtree(path, ignore_errors=True)

@@ -10,11 +10,13 @@ JSON object a line: `assistant` messages with `tool_use` blocks, and a last `res
 `error`; `turn.completed` with `usage`; `turn.failed` and `error`); OpenCode's `run --format json`
 (`tool_use` parts, `text` parts, `step_finish` with `tokens`, `error`); Gemini CLI's
 `--output-format stream-json` (`tool_use`, `message`, `result` with `stats`, `error`); aider
-writes plain text, read from its chat history instead (tireless.runner.agents)."""
+writes plain text: its errors read from its lines, its report from its chat history
+(tireless.runner.agents)."""
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -219,8 +221,31 @@ class Gemini(Reader):
         return None
 
 
-class PlainText(Reader):
-    """A CLI without structured output (aider): no step, the report read afterwards."""
+LITELLM_STATUSES = {
+    "BadRequestError": 400,
+    "AuthenticationError": 401,
+    "PermissionDeniedError": 403,
+    "NotFoundError": 404,
+    "RateLimitError": 429,
+    "InternalServerError": 500,
+    "ServiceUnavailableError": 503,
+}
+"""The HTTP status each of litellm's exceptions (aider's client) stands for (litellm/exceptions.py)."""
+
+
+class Aider(Reader):
+    """aider writes plain text: no step; the report is read from its chat history afterwards,
+    its model errors (litellm's exceptions, which it prints and then exits 0) from its lines."""
+
+    def line(self, raw: bytes) -> str | None:
+        text = raw.decode(errors="replace").strip()
+        if match := re.search(r"litellm\.(\w+Error)\b.*", text):
+            status = LITELLM_STATUSES.get(match.group(1))
+            answered = f"answered {status}" if status else "failed"
+            self.error = self.error or f"the model's API {answered}: {match.group(0)[:300]}"
+        elif text.startswith("Tokens: ") and "sent" in text:
+            self.turns = (self.turns or 0) + 1
+        return None
 
 
 READERS: dict[str, type[Reader]] = {
@@ -228,5 +253,5 @@ READERS: dict[str, type[Reader]] = {
     "codex": Codex,
     "opencode": OpenCode,
     "gemini": Gemini,
-    "aider": PlainText,
+    "aider": Aider,
 }
