@@ -100,6 +100,24 @@ def work_program(profile: str, command: list[str], bins: dict[str, str]) -> str:
     return found
 
 
+def lanes_program(args: argparse.Namespace, bins: dict[str, str]) -> str:
+    """A worker without COMMAND or --agent serves lanes that each name a profile (tireless lane
+    agent): the program of the first, each one's found (UsageError naming a lane that names none
+    or a program missing)."""
+    with connect(args) as conn:
+        store = JobStore(conn)
+        named = {lane: store.lane_agent(lane) for lane in args.lane}
+    programs = []
+    for lane, profile in named.items():
+        if profile in (None, COMMAND):
+            raise UsageError(
+                "work needs a COMMAND after -- (or --agent PROFILE, or lanes that each name one:"
+                f" tireless lane agent LANE PROFILE): lane {lane} names none"
+            )
+        programs.append(work_program(profile, [], bins))
+    return programs[0]
+
+
 def log_agent(worker: str, profile: str, program: str) -> None:
     from tireless.runner.agents import version_of
 

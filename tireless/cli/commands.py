@@ -17,7 +17,7 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row, tuple_row
 
-from tireless.cli.agents import COMMAND, agent_bins, log_agent, work_program
+from tireless.cli.agents import COMMAND, agent_bins, lanes_program, log_agent, work_program
 from tireless.cli.render import (
     as_json,
     as_plain,
@@ -647,15 +647,19 @@ def cmd_work(args: argparse.Namespace) -> int:
 
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     bins = agent_bins(args.agent_bin, args.agent)
-    program = work_program(args.agent, command, bins)
-    if (
-        args.agent == COMMAND and os.sep in command[0]
-    ):  # `./run-agent.sh`: from here, not a workspace
+    lanes_name_theirs = args.agent == COMMAND and not command
+    if lanes_name_theirs and args.command_line is not None:  # the store is read: secrets first
+        keep_secrets_out_of_environment_block(args.command_line)
+    if lanes_name_theirs:
+        program = lanes_program(args, bins)
+    else:
+        program = work_program(args.agent, command, bins)
+    if command and args.agent == COMMAND and os.sep in command[0]:  # `./agent`: from here
         command = [os.path.abspath(command[0]), *command[1:]]
     if problem := unstartable([program]):
         print(f"tireless: {problem}", file=sys.stderr)
         return CANNOT_START
-    if args.command_line is not None:
+    if args.command_line is not None and not lanes_name_theirs:
         keep_secrets_out_of_environment_block(args.command_line)
     user = None if args.agent_user is None else agent_user(args.agent_user)
     if user is not None and (problem := unstartable_by([program], user)):

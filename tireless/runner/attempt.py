@@ -347,6 +347,10 @@ class Attempts:
         written): its lane's profile, else the worker's; None for COMMAND. Release when the
         lane's CLI is not on this runner."""
         name = self.store.lane_agent(job.lane) or self.config.profile
+        if name == COMMAND and not self.config.command:  # the lane's profile was lifted since
+            raise Release(
+                f"lane {job.lane} names no agent (tireless lane agent) and this worker has no COMMAND"
+            )
         if name == COMMAND:
             return None
         profile = PROFILES[name]
