@@ -44,9 +44,8 @@ def test_a_lane_names_a_known_profile_only_and_tireless_agents_says_what_it_lack
     done = tireless_cli(db.url, "lane", "agent", "oc", "claud")
     assert done.returncode == 1
     assert "TL012" in done.stderr
-    with pytest.raises(psycopg.errors.CheckViolation):  # the column's own rule, for other writers
-        with db.connect() as conn:
-            conn.execute("UPDATE tireless.lane SET agent = 'No Such' WHERE name = 'oc'")
+    with db.connect() as conn, pytest.raises(psycopg.errors.CheckViolation):  # its own rule
+        conn.execute("UPDATE tireless.lane SET agent = 'No Such' WHERE name = 'oc'")
     assert tireless_cli(db.url, "lane", "agent", "oc", "none").returncode == 0
     assert store.lane_agent("oc") is None
     assert tireless_cli(db.url, "lane", "agent", "cc", "claude-code").returncode == 0
