@@ -1,6 +1,7 @@
-"""`tireless agents`: the agent CLI profiles `tireless work --agent` knows, whether each one's
-program is found here (`--agent-bin` overrides the path) and its version, the lanes that name
-it, and what a lane lacks for it (an egress allowlist, the upstream it reaches its model by)."""
+"""The agent CLIs on the command line: `tireless agents` (the profiles `tireless work --agent`
+knows, whether each one's program is found here, `--agent-bin` overriding the path, its version,
+the lanes that name it, and what a lane lacks for it: an egress allowlist, the upstream it reaches
+its model by), and what `tireless work` checks of its agent before it claims anything."""
 
 from __future__ import annotations
 

@@ -149,6 +149,12 @@ def with_output(why: str, output: str) -> str:
     return f"{why}\n{output[-room:]}" if output and room > 0 else why
 
 
+def plain_lines(output: str) -> str:
+    """A known CLI's output without its JSON events (its reader has said what they hold): what
+    it wrote besides, its warnings and errors, for the note."""
+    return "\n".join(line for line in output.splitlines() if not line.lstrip().startswith("{"))
+
+
 class Output(threading.Thread):
     """Passes COMMAND's output through to ours with every secret masked, keeping its tail and
     reporting progress (masked too), until its end or until `stop`: once COMMAND's processes are
@@ -326,7 +332,7 @@ class Attempts:
                 log.info("%s: job %s: %s", self.name, job.id, agent.reader.summary())
                 note = agent.note(code)
                 if note is not None and self._still_delivers(held):
-                    raise Release(with_output(note, output))
+                    raise Release(with_output(note, plain_lines(output)))
             if code == 0 and self._still_delivers(held):
                 self._attach_tasks(job, files)  # a bad plan fails the attempt (Release)
             if code == 0 and made is not None and self._still_delivers(held):
