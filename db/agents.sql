@@ -52,3 +52,14 @@ COMMENT ON FUNCTION tireless.lane_agent(text) IS
     'name. Runners read it at each claim.';
 REVOKE ALL ON FUNCTION tireless.lane_agent(text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT EXECUTE ON FUNCTION tireless.lane_agent(text) TO tireless_runner, tireless_admin;
+
+CREATE OR REPLACE FUNCTION tireless.lane_agents() RETURNS TABLE (lane text, agent text)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT l.name, l.agent FROM tireless.lane l WHERE l.agent IS NOT NULL ORDER BY l.name;
+$$;
+COMMENT ON FUNCTION tireless.lane_agents() IS
+    'Every lane that names an agent CLI profile (tireless.set_lane_agent), with it, by lane name.';
+REVOKE ALL ON FUNCTION tireless.lane_agents() FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.lane_agents() TO tireless_runner, tireless_admin;

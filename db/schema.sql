@@ -5650,6 +5650,23 @@ $$;
 COMMENT ON FUNCTION tireless.lane_agent(lane text) IS 'The agent CLI profile the lane names (tireless.set_lane_agent), null when it names none. TL005 for a bad lane name. Runners read it at each claim.';
 
 --
+-- Name: lane_agents(); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.lane_agents() RETURNS TABLE(lane text, agent text)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT l.name, l.agent FROM tireless.lane l WHERE l.agent IS NOT NULL ORDER BY l.name;
+$$;
+
+--
+-- Name: FUNCTION lane_agents(); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.lane_agents() IS 'Every lane that names an agent CLI profile (tireless.set_lane_agent), with it, by lane name.';
+
+--
 -- Name: lane_for(text, text[]); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -13242,6 +13259,14 @@ REVOKE ALL ON FUNCTION tireless.labels_problem(labels text[]) FROM PUBLIC;
 REVOKE ALL ON FUNCTION tireless.lane_agent(lane text) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.lane_agent(lane text) TO tireless_runner;
 GRANT ALL ON FUNCTION tireless.lane_agent(lane text) TO tireless_admin;
+
+--
+-- Name: FUNCTION lane_agents(); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.lane_agents() FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.lane_agents() TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.lane_agents() TO tireless_admin;
 
 --
 -- Name: FUNCTION lane_for(kind text, labels text[]); Type: ACL; Schema: tireless; Owner: -

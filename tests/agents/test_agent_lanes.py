@@ -75,6 +75,9 @@ def test_a_lane_names_a_known_profile_only_and_tireless_agents_says_what_it_lack
         ).stdout
     )  # fmt: skip
     assert {row["profile"]: row for row in listed}["claude-code"]["lacks"] == []
+    assert store.lane_agents() == {"cc": "claude-code"}
+    every = json.loads(tireless_cli(db.url, "agents", "--json").stdout)  # the lanes naming one
+    assert {row["profile"]: row["lanes"] for row in every}["claude-code"] == ["cc"]
 
 
 def test_a_plan_job_of_a_lane_naming_claude_code_writes_its_plan_through_the_cli(

@@ -42,9 +42,7 @@ def cmd_agents(args: argparse.Namespace) -> int:
     upstreams = {item.partition("=")[0] for item in args.upstream}
     with connect(args) as conn:
         store = JobStore(conn)
-        lanes = args.lane or [
-            row[0] for row in conn.execute("SELECT name FROM tireless.lane ORDER BY name")
-        ]
+        lanes = args.lane or list(store.lane_agents())
         named = {lane: store.lane_agent(lane) for lane in lanes}
         networks = {lane: store.lane_network(lane) for lane in lanes}
     rows: list[dict[str, Any]] = []

@@ -523,6 +523,10 @@ class AsyncJobStore:
         """The agent CLI profile the lane names, None when it names none."""
         return await self._run(calls.lane_agent(lane))
 
+    async def lane_agents(self) -> dict[str, str]:
+        """Every lane that names an agent CLI profile, with it."""
+        return await self._run(calls.lane_agents())
+
     # Repositories' shares
     async def set_repo_capacity(
         self, forge: str, owner: str, repo: str, capacity: int | None

@@ -624,6 +624,13 @@ def lane_agent(lane: str) -> Call[Any, str | None]:
     return Call(LANE_AGENT, {"lane": lane}, tuple_row, _value)
 
 
+LANE_AGENTS = "SELECT lane, agent FROM tireless.lane_agents()"
+
+
+def lane_agents() -> Call[tuple[Any, ...], dict[str, str]]:
+    return Call(LANE_AGENTS, {}, tuple_row, lambda rows: {lane: agent for lane, agent in rows})
+
+
 SET_LANE_STALL_AFTER = _returning(
     LANE_COLUMNS, "tireless.set_lane_stall_after(lane => %(lane)s, stall_after => %(stall_after)s)"
 )

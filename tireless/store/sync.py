@@ -523,6 +523,10 @@ class JobStore:
         """The agent CLI profile the lane names, None when it names none."""
         return self._run(calls.lane_agent(lane))
 
+    def lane_agents(self) -> dict[str, str]:
+        """Every lane that names an agent CLI profile, with it."""
+        return self._run(calls.lane_agents())
+
     # Repositories' shares
     def set_repo_capacity(
         self, forge: str, owner: str, repo: str, capacity: int | None
