@@ -5,7 +5,7 @@ and push, the delivery, then the mirror's round that opens the pull request), me
 jobs, against the same job run by a shell COMMAND that makes one model request itself, in the
 same run.
 
-    python bench/agents.py [--runs 5] [--profiles claude-code,opencode,codex,aider]
+    python bench/agents.py [--runs 5] [--profiles claude-code,opencode,codex,aider,gemini]
 
 A private PostgreSQL, the gitea-flavoured stand-in forge and the scripted model stand-in on
 127.0.0.1; one lane per variant, each with no egress but its upstream gateway, whose model is the
@@ -45,7 +45,8 @@ FORGE, OWNER, REPO = "gitea", "acme", "widgets"
 TOKEN = "tok-bench-agents-7a1d"
 SHELL = "shell"
 UPSTREAMS = {SHELL: "anthropic", "claude-code": "anthropic", "opencode": "anthropic",
-             "codex": "openai", "aider": "openai"}  # fmt: skip
+             "codex": "openai", "aider": "openai", "gemini": "gemini"}  # fmt: skip
+HEADERS = {"anthropic": "x-api-key", "gemini": "x-goog-api-key"}
 ASK = (
     'curl -s -o /dev/null -H "x-api-key: x" -H "content-type: application/json" -d'
     ' \'{"model": "m", "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}]}\''
@@ -91,8 +92,12 @@ class Bench:
             "SELECT id FROM tireless.job WHERE number = %s", [number]
         ).fetchone()[0]  # type: ignore[index]
         upstream = UPSTREAMS[variant]
-        url = self.model.url if upstream == "anthropic" else self.model.url + "/v1"
-        header = ["--upstream-header", "anthropic=x-api-key"] if upstream == "anthropic" else []
+        url = self.model.url + "/v1" if upstream == "openai" else self.model.url
+        header = (
+            []
+            if upstream not in HEADERS
+            else ["--upstream-header", f"{upstream}={HEADERS[upstream]}"]
+        )
         agent = ["--", "sh", "-c", ASK] if variant == SHELL else [
             "--agent", variant, "--agent-bin", str(program)]  # fmt: skip
         user = ["--agent-user", "nobody"] if os.geteuid() == 0 else []
@@ -128,7 +133,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
     )
     parser.add_argument("--runs", type=int, default=5, help="jobs of each variant")
-    parser.add_argument("--profiles", default="claude-code,opencode,codex,aider")
+    parser.add_argument("--profiles", default="claude-code,opencode,codex,aider,gemini")
     options = parser.parse_args()
     variants: dict[str, str | None] = {SHELL: None}
     skipped = []

@@ -24,15 +24,18 @@ UPSTREAM = {
     "opencode": "anthropic",
     "codex": "openai",
     "aider": "openai",
+    "gemini": "gemini",
 }
 """The upstream each profile is tested through (its API the stand-in speaks)."""
+HEADERS = {"anthropic": "x-api-key", "gemini": "x-goog-api-key"}
+"""The header each upstream takes its key in (the gateway's --upstream-header)."""
 RETRIES = {"CLAUDE_CODE_MAX_RETRIES": "0"}
 """The worker's environment, which the CLI inherits: a model error is not retried within the
 attempt (tireless retries the attempt)."""
 REPORT = "Painted the widgets blue and wrote NOTES.md."
 MARK = ".first-attempt-was-here"
 
-# The probe the CLI's shell tool runs in the second attempt: the reversed key (so the probe's own
+# The probe the CLI writes and its shell tool runs in the second attempt: the reversed key (so the probe's own
 # command line does not hold it) looked for in the environment and argv of every process it can
 # see, its home and the workspace; whether the first attempt's mark is in its home; the key it
 # was given; a host it may not reach (registry.npmjs.org), refused and recorded.
@@ -52,8 +55,8 @@ def run_work(
     setup: Setup, shared: Path, model: ModelStandin, profile: str, program: str, secret: Path
 ) -> str:
     upstream = UPSTREAM[profile]
-    url = model.url if upstream == "anthropic" else model.url + "/v1"
-    header = ["--upstream-header", "anthropic=x-api-key"] if upstream == "anthropic" else []
+    url = model.url + "/v1" if upstream == "openai" else model.url
+    header = ["--upstream-header", f"{upstream}={HEADERS[upstream]}"] if upstream in HEADERS else []
     done = tireless_cli(
         setup.db.url, "work", "--worker", "runner-1", "--lane", "cc", "--once", "--deliver",
         "--state-dir", str(shared / "state"), "--sandbox", "bwrap", *agent_user(),
@@ -65,7 +68,7 @@ def run_work(
     return done.stderr
 
 
-@pytest.mark.parametrize("profile", ["claude-code", "opencode", "codex", "aider"])
+@pytest.mark.parametrize("profile", ["claude-code", "opencode", "codex", "aider", "gemini"])
 def test_a_real_cli_edits_through_its_own_tools_and_its_work_becomes_one_pull_request(
     setup: Setup, model: ModelStandin, shared_dir: Path, profile: str
 ) -> None:
@@ -92,7 +95,9 @@ def test_a_real_cli_edits_through_its_own_tools_and_its_work_becomes_one_pull_re
 
     # The second attempt, in a fresh home: the probe, the edit, the final message.
     make_available(setup.db, job_id)
-    probe = [Shell(PROBE.format(reversed=key[::-1], mark=MARK))] if shell else []
+    # The probe goes in a file first: Gemini CLI's shell tool refuses a command substitution.
+    script = PROBE.format(reversed=key[::-1], mark=MARK)
+    probe = [Write("probe.sh", script + "\n"), Shell("sh probe.sh")] if shell else []
     model.script = Script(
         [*probe, Write("NOTES.md", "# Paint\nThe widgets are blue.\n"), Final(REPORT)]
     )
@@ -115,7 +120,12 @@ def test_a_real_cli_edits_through_its_own_tools_and_its_work_becomes_one_pull_re
     # The key went to the model only through the gateway; the CLI sent the placeholder.
     requests = model.model_requests()
     assert requests, "the CLI reached the model through the gateway"
-    sent = [r.headers.get("x-api-key") or r.headers.get("authorization", "") for r in requests]
+    sent = [
+        r.headers.get("x-api-key")
+        or r.headers.get("x-goog-api-key")
+        or r.headers.get("authorization", "")
+        for r in requests
+    ]
     assert all(key in value for value in sent), "the gateway put the real key on every request"
     assert key not in first + second, "masked in the worker's log"
 

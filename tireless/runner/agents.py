@@ -103,6 +103,7 @@ wire_api = "responses"
 """
 
 GEMINI_SETTINGS = """{
+  "security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": false}},
   "telemetry": {"enabled": false},
   "privacy": {"usageStatisticsEnabled": false},
   "general": {"disableAutoUpdate": true, "disableUpdateNag": true}

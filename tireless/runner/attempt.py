@@ -152,7 +152,8 @@ def with_output(why: str, output: str) -> str:
 def plain_lines(output: str) -> str:
     """A known CLI's output without its JSON events (its reader has said what they hold): what
     it wrote besides, its warnings and errors, for the note."""
-    return "\n".join(line for line in output.splitlines() if not line.lstrip().startswith("{"))
+    kept = [line for line in output.splitlines() if not line.strip().startswith("{")]
+    return "\n".join(line for line in kept if not line.rstrip().endswith("}"))  # a cut event
 
 
 class Output(threading.Thread):
