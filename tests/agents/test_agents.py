@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from dev.model_standin import Fail, Final, ModelStandin, Script, Shell, Write
+from dev.model_standin import Fail, Final, ModelStandin, Script, Shell, Step, Write
 from tests.agents.conftest import FORGE, agent_user, cli
 from tests.helpers import make_available, tireless_cli
 from tests.support.forge import OWNER, REPO, TOKEN, Setup, comments, one_round
@@ -97,7 +97,7 @@ def test_a_real_cli_edits_through_its_own_tools_and_its_work_becomes_one_pull_re
     make_available(setup.db, job_id)
     # The probe goes in a file first: Gemini CLI's shell tool refuses a command substitution.
     script = PROBE.format(reversed=key[::-1], mark=MARK)
-    probe = [Write("probe.sh", script + "\n"), Shell("sh probe.sh")] if shell else []
+    probe: list[Step] = [Write("probe.sh", script + "\n"), Shell("sh probe.sh")] if shell else []
     model.script = Script(
         [*probe, Write("NOTES.md", "# Paint\nThe widgets are blue.\n"), Final(REPORT)]
     )
