@@ -14,7 +14,9 @@ in the note and in the worker's log (tireless.masking). COMMAND also gets its br
 report in TIRELESS_REPORT_FILE; its output counts as progress, and a line `::progress:: TEXT`
 names its current step (tireless.runner.progress). With --deliver it works in a workspace of the
 issue's repository, and what an `implement` job changed is published when it exits 0
-(tireless.runner.publisher).
+(tireless.runner.publisher). A known agent CLI (its lane's profile, else the worker's `--agent`:
+tireless.runner.agents) runs in COMMAND's place, its prompt on stdin, its output read into steps,
+its final message the report and its own error the note.
 """
 
 from __future__ import annotations
