@@ -111,6 +111,8 @@ def test_a_real_cli_edits_through_its_own_tools_and_its_work_becomes_one_pull_re
         assert setup.forge.file_at(OWNER, REPO, branch, "probe.txt") == "found:\n", (
             "the key (or the first attempt's home) was found where the agent looks"
         )
+    if profile == "claude-code":  # its hook asked for a checkpoint after each edit
+        assert setup.db.scalar("SELECT count(*) FROM tireless.checkpoint") >= 1
     one_round(setup)  # the mirror opens the pull request and posts the outcome
     (pull,) = setup.forge.pulls_of(OWNER, REPO)
     assert pull.head == branch

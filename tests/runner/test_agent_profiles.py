@@ -45,7 +45,7 @@ def test_a_revision_s_prompt_goes_on_stdin_and_the_home_is_the_attempt_s_own(
             assert said in prompt, said
         assert run.command() == [
             "/opt/claude", "-p", "--output-format", "stream-json", "--verbose",
-            "--dangerously-skip-permissions", "--model", "x",
+            "--include-hook-events", "--dangerously-skip-permissions", "--model", "x",
         ]  # fmt: skip
         env = run.environment()
         assert env["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:4000"
@@ -53,7 +53,8 @@ def test_a_revision_s_prompt_goes_on_stdin_and_the_home_is_the_attempt_s_own(
         assert env["HOME"] == str(files.body_file.parent / "home")
         assert env["CLAUDE_CONFIG_DIR"] == env["HOME"] + "/.claude"
         assert env["DISABLE_TELEMETRY"] == env["DISABLE_AUTOUPDATER"] == "1"
-        assert list(run.home.iterdir()) == [], "fresh: nothing of another attempt's"
+        made = sorted(str(p.relative_to(run.home)) for p in run.home.rglob("*"))
+        assert made == [".claude", ".claude/settings.json"], "fresh: its own config, no more"
 
 
 def test_a_plan_job_s_prompt_names_its_plan_file_and_opencode_s_config_its_gateway(

@@ -4,8 +4,9 @@ reports, the turns it spent and its own error (a model request refused, an API e
 out), from which the attempt's note is made.
 
 The formats, as each CLI writes them: Claude Code's `--output-format stream-json --verbose` (one
-JSON object a line: `assistant` messages with `tool_use` blocks, and a last `result` with
-`result`, `usage`, `num_turns`, `is_error`, `subtype`, `api_error_status`); `codex exec --json`
+JSON object a line: `assistant` messages with `tool_use` blocks, with `--include-hook-events` a
+`hook_response` for each hook that ran, whose `::checkpoint::` asks for a checkpoint, and a last
+`result` with `result`, `usage`, `num_turns`, `is_error`, `subtype`, `api_error_status`); `codex exec --json`
 (`item.started`/`item.completed` items `command_execution`, `file_change`, `agent_message`,
 `error`; `turn.completed` with `usage`; `turn.failed` and `error`); OpenCode's `run --format json`
 (`tool_use` parts, `text` parts, `step_finish` with `tokens`, `error`); Gemini CLI's
@@ -21,6 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 STEP_LIMIT = 200
+CHECKPOINT = "::checkpoint::"
+"""What `line` answers for an event that asks for a checkpoint (a Claude Code hook's output)."""
 
 
 @dataclass
@@ -65,6 +68,8 @@ class Reader:
         if not isinstance(event, dict):
             return None
         step = self.event(event)
+        if step == CHECKPOINT:
+            return step
         if step is not None:
             self.tools.append(step)
             return step[:STEP_LIMIT]
@@ -119,6 +124,9 @@ def _dict(value: Any) -> dict[str, Any]:
 class ClaudeCode(Reader):
     def event(self, event: dict[str, Any]) -> str | None:
         kind = event.get("type")
+        if kind == "system" and event.get("subtype") == "hook_response":
+            printed = str(event.get("stdout") or "").splitlines()
+            return CHECKPOINT if CHECKPOINT in (line.strip() for line in printed) else None
         if kind == "assistant":
             content = _dict(event.get("message")).get("content") or []
             for block in content:

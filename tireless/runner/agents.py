@@ -81,6 +81,14 @@ HOME_ENV = {
 }
 """Every profile's home: the attempt's own, writable in the sandbox, fresh each attempt."""
 
+CLAUDE_SETTINGS = """{
+  "hooks": {"PostToolUse": [{"matcher": "Write|Edit|MultiEdit|NotebookEdit",
+                             "hooks": [{"type": "command", "command": "echo ::checkpoint::"}]}]}
+}
+"""
+"""Claude Code's user settings: after each edit a hook says `::checkpoint::`, which its
+`--include-hook-events` output carries to the runner (a checkpoint of the work so far)."""
+
 OPENCODE_CONFIG = """{
   "$$schema": "https://opencode.ai/config.json",
   "autoupdate": false,
@@ -120,8 +128,10 @@ PROFILES: dict[str, Profile] = {
             "--output-format",
             "stream-json",
             "--verbose",
+            "--include-hook-events",
             "--dangerously-skip-permissions",
         ),
+        files={".claude/settings.json": CLAUDE_SETTINGS},
         env={
             "CLAUDE_CONFIG_DIR": "$home/.claude",
             "DISABLE_TELEMETRY": "1",

@@ -58,7 +58,8 @@ class ProgressReporter:
         self._report = report
         self._checkpoint = checkpoint
         self._read = read
-        """A known agent CLI's reader (tireless.runner.agent_output): the step a line names."""
+        """A known agent CLI's reader (tireless.runner.agent_output): the step a line names, or
+        `::checkpoint::` for an event asking for one."""
         """Called (on the reader's thread: it must not wait) for each `::checkpoint::` line."""
         self._every = min(every, AT_MOST_EVERY)
         self._lock = threading.Lock()
@@ -76,11 +77,14 @@ class ProgressReporter:
         lines = (self._partial + chunk).split(b"\n")
         self._partial = lines.pop()[-LONGEST_LINE:]
         step = last_step(lines)
-        if self._read is not None:
+        asked = any(line.strip() == CHECKPOINT_LINE for line in lines)
+        if self._read is not None:  # a known CLI's events: its steps, its checkpoints
             for line in lines:
-                step = self._read(line) or step
+                said = self._read(line)
+                asked = asked or said == CHECKPOINT_LINE.decode()
+                step = said if said and said != CHECKPOINT_LINE.decode() else step
         self.draft = self.draft or any(line.strip() == DRAFT_LINE for line in lines)
-        if self._checkpoint is not None and any(line.strip() == CHECKPOINT_LINE for line in lines):
+        if self._checkpoint is not None and asked:
             self._checkpoint()
         with self._lock:
             self._pending = True
