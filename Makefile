@@ -7,7 +7,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: install lint typecheck test soak chaos-forge failover bench run stop schema pg-binaries clean
+.PHONY: agents install lint typecheck test soak chaos-forge failover bench run stop schema pg-binaries clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -16,6 +16,11 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 install: $(VENV)/.installed
+
+# The coding-agent CLIs at the versions agents.json pins (npm, PyPI): `make agents` pins each to
+# its registry's newest version and installs them under .tireless/agents/ (docs/agents.md).
+agents: install
+	$(PY) -m dev.agents update
 
 pg-binaries: install
 	@$(PY) -c 'from dev.embedded import find_server_binaries as f; print("PostgreSQL server binaries:", f())' \
@@ -59,6 +64,7 @@ bench: install pg-binaries
 	$(PY) bench/conversation.py $(if $(QUICK),--samples 3 --repos 20 --pulls 4)
 	$(PY) bench/egress.py $(if $(QUICK),--quick)
 	$(PY) bench/limits.py $(if $(QUICK),--quick)
+	$(PY) bench/agents.py $(if $(QUICK),--runs 1)
 	$(PY) bench/rollup.py $(if $(QUICK),--quick)
 	$(PY) bench/pull_follows_push.py $(if $(QUICK),--jobs 3)
 	$(PY) bench/app_tokens.py $(if $(QUICK),--hours 2 --repeats 1)

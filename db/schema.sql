@@ -156,6 +156,20 @@ $_$;
 COMMENT ON FUNCTION tireless.add_forge(name text, kind text, base_url text) IS 'Registers a forge (kind gitea, forgejo or github; base_url http(s)://, a trailing slash dropped) or changes its entry; true when it created or changed it, false when it was already so. TL005 for a bad argument, and when the policy''s label_prefix makes a label longer than a forge of that kind takes (50 characters on GitHub).';
 
 --
+-- Name: agent_profiles(); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.agent_profiles() RETURNS text[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN ARRAY['command'::text, 'claude-code'::text, 'codex'::text, 'opencode'::text, 'gemini'::text, 'aider'::text];
+
+--
+-- Name: FUNCTION agent_profiles(); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.agent_profiles() IS 'The agent CLI profiles tireless work knows (tireless.runner.agents.CHOICES): command (the worker''s COMMAND), claude-code, codex, opencode, gemini, aider.';
+
+--
 -- Name: is_lane_name(text); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -189,6 +203,8 @@ CREATE TABLE tireless.lane (
     cpu_limit numeric(7,2),
     pids_limit integer,
     disk_limit bigint,
+    agent text,
+    CONSTRAINT agent_is_a_profile_name CHECK ((agent ~ '^[a-z][a-z0-9-]{0,39}$'::text)),
     CONSTRAINT agent_time_per_day_positive CHECK ((agent_time_per_day > '00:00:00'::interval)),
     CONSTRAINT capacity_not_negative CHECK ((capacity >= 0)),
     CONSTRAINT cpu_limit_in_range CHECK (((cpu_limit >= 0.01) AND (cpu_limit <= (4096)::numeric))),
@@ -280,6 +296,18 @@ COMMENT ON COLUMN tireless.lane.pids_limit IS 'The most processes (and threads) 
 --
 
 COMMENT ON COLUMN tireless.lane.disk_limit IS 'The most bytes one attempt may write in its workspace, and in its sandbox''s /tmp; null: no limit.';
+
+--
+-- Name: COLUMN lane.agent; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.lane.agent IS 'The agent CLI profile the lane''s jobs run (tireless.agent_profiles: claude-code, codex, opencode, gemini, aider, command). Null: the worker''s own --agent, or its COMMAND.';
+
+--
+-- Name: CONSTRAINT agent_is_a_profile_name ON lane; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT agent_is_a_profile_name ON tireless.lane IS 'A lane''s agent is a profile name: lower-case letters, digits and dashes, at most 40.';
 
 --
 -- Name: CONSTRAINT agent_time_per_day_positive ON lane; Type: COMMENT; Schema: tireless; Owner: -
@@ -5779,6 +5807,43 @@ $$;
 COMMENT ON FUNCTION tireless.labels_problem(labels text[]) IS 'Why a set of issue labels breaks the limits (at most 100 labels of 1 to 200 characters), or null when it keeps them.';
 
 --
+-- Name: lane_agent(text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.lane_agent(lane text) RETURNS text
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM tireless.check_lane(lane_agent.lane);
+    RETURN (SELECT l.agent FROM tireless.lane l WHERE l.name = lane_agent.lane);
+END;
+$$;
+
+--
+-- Name: FUNCTION lane_agent(lane text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.lane_agent(lane text) IS 'The agent CLI profile the lane names (tireless.set_lane_agent), null when it names none. TL005 for a bad lane name. Runners read it at each claim.';
+
+--
+-- Name: lane_agents(); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.lane_agents() RETURNS TABLE(lane text, agent text)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT l.name, l.agent FROM tireless.lane l WHERE l.agent IS NOT NULL ORDER BY l.name;
+$$;
+
+--
+-- Name: FUNCTION lane_agents(); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.lane_agents() IS 'Every lane that names an agent CLI profile (tireless.set_lane_agent), with it, by lane name.';
+
+--
 -- Name: lane_for(text, text[]); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -9229,6 +9294,37 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.set_kind_policy(kind text, default_lane text, max_attempts integer) IS 'Sets a kind''s default lane and attempt budget (a null argument leaves it as it is); returns the row.';
+
+--
+-- Name: set_lane_agent(text, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.set_lane_agent(lane text, agent text) RETURNS text
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    stored text;
+BEGIN
+    PERFORM tireless.check_lane(set_lane_agent.lane);
+    IF set_lane_agent.agent IS NOT NULL AND NOT set_lane_agent.agent = ANY (tireless.agent_profiles()) THEN
+        RAISE EXCEPTION 'unknown agent profile % for lane %', quote_literal(left(set_lane_agent.agent, 80)),
+            quote_literal(set_lane_agent.lane)
+            USING ERRCODE = 'TL012',
+                  DETAIL = format('The profiles are %s.', array_to_string(tireless.agent_profiles(), ', '));
+    END IF;
+    PERFORM tireless.ensure_lane(set_lane_agent.lane);
+    UPDATE tireless.lane l SET agent = set_lane_agent.agent WHERE l.name = set_lane_agent.lane
+        RETURNING l.agent INTO stored;
+    RETURN stored;
+END;
+$$;
+
+--
+-- Name: FUNCTION set_lane_agent(lane text, agent text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.set_lane_agent(lane text, agent text) IS '(admin) The agent CLI profile the lane''s jobs run (one of tireless.agent_profiles); null: none, the worker''s own --agent or COMMAND. Returns it. TL012 naming an unknown profile, TL005 for a bad lane name; nothing changes.';
 
 --
 -- Name: set_lane_budget(text, integer, interval); Type: FUNCTION; Schema: tireless; Owner: -
@@ -13237,6 +13333,14 @@ REVOKE ALL ON FUNCTION tireless.add_forge(name text, kind text, base_url text) F
 GRANT ALL ON FUNCTION tireless.add_forge(name text, kind text, base_url text) TO tireless_admin;
 
 --
+-- Name: FUNCTION agent_profiles(); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.agent_profiles() FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.agent_profiles() TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.agent_profiles() TO tireless_admin;
+
+--
 -- Name: FUNCTION is_lane_name(name text); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -14095,6 +14199,22 @@ REVOKE ALL ON FUNCTION tireless.label_report_text(report tireless.label_report) 
 REVOKE ALL ON FUNCTION tireless.labels_problem(labels text[]) FROM PUBLIC;
 
 --
+-- Name: FUNCTION lane_agent(lane text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.lane_agent(lane text) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.lane_agent(lane text) TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.lane_agent(lane text) TO tireless_admin;
+
+--
+-- Name: FUNCTION lane_agents(); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.lane_agents() FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.lane_agents() TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.lane_agents() TO tireless_admin;
+
+--
 -- Name: FUNCTION lane_for(kind text, labels text[]); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -14674,6 +14794,13 @@ GRANT SELECT ON TABLE tireless.kind_policy TO tireless_admin;
 
 REVOKE ALL ON FUNCTION tireless.set_kind_policy(kind text, default_lane text, max_attempts integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.set_kind_policy(kind text, default_lane text, max_attempts integer) TO tireless_admin;
+
+--
+-- Name: FUNCTION set_lane_agent(lane text, agent text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.set_lane_agent(lane text, agent text) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.set_lane_agent(lane text, agent text) TO tireless_admin;
 
 --
 -- Name: FUNCTION set_lane_budget(lane text, runs_per_day integer, agent_time_per_day interval); Type: ACL; Schema: tireless; Owner: -

@@ -63,6 +63,8 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import dict_row
 
+from dev.demo_agent import WORKER as CLI_WORKER
+from dev.demo_agent import RealAgent
 from dev.embedded import EmbeddedPostgres
 from dev.standin import StandinForge, issues_of
 from tireless.cli.render import job_table, render_status
@@ -579,6 +581,22 @@ class ReviewRound(Scene):
         )
 
 
+class RealAgentScene(Scene):
+    """A real agent CLI runs one lane's job against the model stand-in (dev.demo_agent)."""
+
+    def __init__(self, agent: RealAgent) -> None:
+        self.agent, self.number, self.started = agent, agent.number, False
+
+    def act(self, conn: psycopg.Connection[Any], crew: Crew, forge: StandinForge) -> str | None:
+        if self.started:
+            return None
+        self.started = True
+        return self.agent.start(crew.env | crew.token, STATE, LOGS / f"{CLI_WORKER}.log")
+
+    def story(self, conn: psycopg.Connection[Any]) -> str:
+        return self.agent.story(conn, OWNER, REPO)
+
+
 def watch(
     conn: psycopg.Connection[Any],
     deadline: float,
@@ -769,8 +787,18 @@ def run() -> int:
             ReviewRound(forge),
             Plan(planned),
         ]
+        real = RealAgent.open(store, forge, OWNER, REPO, STATE)
+        if isinstance(real, str):
+            say(real)
+        else:
+            say(f"lane real runs {real.profile} {real.version} against the model stand-in")
+            scenes.append(RealAgentScene(real))
         with Crew(url, token) as crew:
-            final = watch(conn, deadline, crew, forge, scenes)
+            try:
+                final = watch(conn, deadline, crew, forge, scenes)
+            finally:
+                if not isinstance(real, str):
+                    real.finish()
         say("\n" + job_table(final))
         if left := mirror_once_more(store, token):
             say(f"\nthe mirror still has {left} write(s) to make: the forge may show older states")

@@ -94,6 +94,7 @@ SQL_FILES = (
     "lease.sql",
     "network.sql",
     "limits.sql",
+    "agents.sql",
     "brief.sql",
     "transition.sql",
     "delivery.sql",

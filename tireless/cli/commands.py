@@ -18,6 +18,7 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row, tuple_row
 
+from tireless.cli.agents import COMMAND, agent_bins, lanes_program, log_agent, work_program
 from tireless.cli.render import (
     as_json,
     as_plain,
@@ -690,6 +691,8 @@ def cmd_lane(args: argparse.Namespace) -> int:
             store.set_lane_network(args.lane, allowlist(args))
         elif args.lane_action == "limits":
             store.set_lane_limits(args.lane, **limits_given(args))
+        elif args.lane_action == "agent":
+            store.set_lane_agent(args.lane, None if args.profile == "none" else args.profile)
         rows = [row for row in status_rows(conn) if args.lane in (None, row["lane"])]
     if not rows:
         emit(args, rows, f"lane {args.lane} has no settings and no live or recent jobs")
@@ -713,17 +716,23 @@ def cmd_work(args: argparse.Namespace) -> int:
     from tireless.runner.worker import CANNOT_START, work
 
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
-    if not command:
-        raise UsageError("work needs a COMMAND after --")
-    if os.sep in command[0]:  # `./run-agent.sh` names it from here, not from a job's workspace
+    bins = agent_bins(args.agent_bin, args.agent)
+    lanes_name_theirs = args.agent == COMMAND and not command
+    if lanes_name_theirs and args.command_line is not None:  # the store is read: secrets first
+        keep_secrets_out_of_environment_block(args.command_line)
+    if lanes_name_theirs:
+        program = lanes_program(args, bins)
+    else:
+        program = work_program(args.agent, command, bins)
+    if command and args.agent == COMMAND and os.sep in command[0]:  # `./agent`: from here
         command = [os.path.abspath(command[0]), *command[1:]]
-    if problem := unstartable(command):
+    if problem := unstartable([program]):
         print(f"tireless: {problem}", file=sys.stderr)
         return CANNOT_START
-    if args.command_line is not None:
+    if args.command_line is not None and not lanes_name_theirs:
         keep_secrets_out_of_environment_block(args.command_line)
     user = None if args.agent_user is None else agent_user(args.agent_user)
-    if user is not None and (problem := unstartable_by(command, user)):
+    if user is not None and (problem := unstartable_by([program], user)):
         print(f"tireless: {problem}", file=sys.stderr)
         return CANNOT_START
     try:  # the secrets are read here, by the worker; their files are hidden from COMMAND
@@ -772,7 +781,11 @@ def cmd_work(args: argparse.Namespace) -> int:
         publisher=publisher,
         directory=None if publisher is not None else writable_directory(user),
         upstreams=tuple(upstreams),
+        profile=args.agent,
+        agent_bins=tuple(bins.items()),
     )
+    if args.agent != COMMAND:
+        log_agent(args.worker, args.agent, program)
     return work(database_url(args), config)
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import NoReturn
 from uuid import UUID
 
+from tireless.cli.agents import cmd_agents
 from tireless.cli.commands import (
     cmd_cancel,
     cmd_claim,
@@ -137,6 +138,25 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def agent_arguments(sub: argparse.ArgumentParser, work: bool = True) -> None:
+    """`--agent` (work only) and `--agent-bin` (docs/agents.md)."""
+    if work:
+        sub.add_argument(
+            "--agent",
+            default="command",
+            metavar="PROFILE",
+            help="the agent CLI to run: claude-code, codex, opencode, gemini, aider, or command"
+            " (COMMAND, the default); a lane's own (tireless lane agent) wins (docs/agents.md)",
+        )
+    sub.add_argument(
+        "--agent-bin",
+        action="append",
+        default=[],
+        metavar="[PROFILE=]PATH",
+        help="a profile's program where it is not on PATH",
+    )
 
 
 def parser() -> argparse.ArgumentParser:
@@ -457,7 +477,7 @@ def parser() -> argparse.ArgumentParser:
             "lane",
             cmd_lane,
             "(admin) a lane's settings: pause, resume, capacity, budget, max-run, stall-after,"
-            " allow-net, limits, show",
+            " allow-net, limits, agent, show",
         ),
         "lane_action",
     )
@@ -514,6 +534,14 @@ def parser() -> argparse.ArgumentParser:
     ):
         sub.add_argument(flag, metavar=metavar, help=help)
     sub.add_argument("--off", action="store_true", help="clear every limit of the lane")
+
+    sub = lane("agent", "the agent CLI the lane's jobs run (none: the worker's --agent or COMMAND)")
+    sub.add_argument("lane", help="the lane's name, e.g. oc")
+    sub.add_argument(
+        "profile",
+        metavar="PROFILE|none",
+        help="claude-code, codex, opencode, gemini, aider, command",
+    )
     sub = lane("show", "a lane's queue and settings (all lanes when none is named)")
     sub.add_argument("lane", nargs="?", help="the lane's name (default: every lane)")
     sub = command("jobs", cmd_jobs, "list jobs, oldest first (--newest: newest first)")
@@ -671,11 +699,19 @@ def parser() -> argparse.ArgumentParser:
         metavar="NAME=FILE",
         help="the file the upstream's secret is read from, by the worker only (hidden from COMMAND)",
     )
+    agent_arguments(sub)
     sub.add_argument(
         "command",
         nargs=argparse.REMAINDER,
         metavar="-- COMMAND [ARGS...]",
-        help="the agent to run on each job (checked before anything is claimed)",
+        help="the agent to run on each job (checked before anything is claimed); with --agent"
+        " PROFILE, the CLI's extra arguments",
+    )
+    sub = command("agents", cmd_agents, "the agent CLIs tireless work knows, found or not")
+    agent_arguments(sub, work=False)
+    sub.add_argument("--lane", action="append", default=[], help="what this lane lacks for each")
+    sub.add_argument(
+        "--upstream", action="append", default=[], metavar="NAME=URL", help="as tireless work's"
     )
 
     sub = command(

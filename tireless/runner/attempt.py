@@ -18,7 +18,9 @@ report in TIRELESS_REPORT_FILE; its output counts as progress, and a line `::pro
 names its current step (tireless.runner.progress). With --deliver it works in a workspace of the
 issue's repository, and what an `implement` job changed is published when it exits 0
 (tireless.runner.publisher); without it, in the worker's directory, or in an empty directory of
-the job's own where it may not write there (writable_directory).
+the job's own where it may not write there (writable_directory). A known agent CLI (its lane's
+profile, else the worker's `--agent`: tireless.runner.agents) runs in COMMAND's place, its prompt
+on stdin, its output read into steps, its final message the report and its own error the note.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ import psycopg
 from tireless.errors import MalformedPlan, TirelessError
 from tireless.masking import Masker, OutputMasker
 from tireless.models import Delivery, Job, JobBrief, LaneLimits
+from tireless.runner.agents import COMMAND, PROFILES, AgentRun, find_program
 from tireless.runner.brief import AgentFiles
 from tireless.runner.config import WorkConfig
 from tireless.runner.egress import AllowEntry, parse_allowlist
@@ -174,6 +177,13 @@ def with_output(why: str, output: str) -> str:
     output = output.rstrip()
     room = NOTE_LIMIT - len(why) - 1
     return f"{why}\n{output[-room:]}" if output and room > 0 else why
+
+
+def plain_lines(output: str) -> str:
+    """A known CLI's output without its JSON events (its reader has said what they hold): what
+    it wrote besides, its warnings and errors, for the note."""
+    kept = [line for line in output.splitlines() if not line.strip().startswith("{")]
+    return "\n".join(line for line in kept if not line.rstrip().endswith("}"))  # a cut event
 
 
 class Output(threading.Thread):
@@ -384,16 +394,23 @@ class Attempts:
                 )
             try:
                 with self._network(job) as network:
+                    agent = self._agent_run(job, files, network)
                     code, output, draft, stopped_by = self._run_in(
-                        job, files, where, None if checkpoints is None else checkpoints.ask, network
-                    )
+                        job, files, where, None if checkpoints is None else checkpoints.ask, network,
+                        agent,
+                    )  # fmt: skip
             finally:
                 if checkpoints is not None:
                     checkpoints.close()
             self._record_exit(job, code)
-            report = self._attach_report(job, files)
+            report = self._attach_report(job, files, None if agent is None else agent.report())
             if stopped_by is not None:  # the agent's failure: retries and the breaker apply
                 raise Release(with_output(stopped_by, output))
+            if agent is not None:
+                log.info("%s: job %s: %s", self.name, job.id, agent.reader.summary())
+                note = agent.note(code)
+                if note is not None and self._still_delivers(held):
+                    raise Release(with_output(note, plain_lines(output)))
             if code == 0 and self._still_delivers(held):
                 self._attach_tasks(job, files)  # a bad plan fails the attempt (Release)
             if code == 0 and made is not None and self._still_delivers(held):
@@ -406,6 +423,33 @@ class Attempts:
                     report,
                 )  # fmt: skip
             return code, output, None
+
+    def _agent_run(
+        self, job: Job, files: AgentFiles, network: AgentNetwork | None
+    ) -> AgentRun | None:
+        """The agent CLI the job runs, ready to start (its home made, its prompt and config
+        written): its lane's profile, else the worker's; None for COMMAND. Release when the
+        lane's CLI is not on this runner."""
+        name = self.store.lane_agent(job.lane) or self.config.profile
+        if name == COMMAND and not self.config.command:  # the lane's profile was lifted since
+            raise Release(
+                f"lane {job.lane} names no agent (tireless lane agent) and this worker has no COMMAND"
+            )
+        if name == COMMAND:
+            return None
+        profile = PROFILES[name]
+        program = find_program(profile, self.config.agent_bin(name))
+        if program is None:
+            raise Release(
+                f"lane {job.lane} runs {name}, whose program {profile.program!r} is not on this"
+                f" runner's PATH (tireless work --agent-bin {name}=PATH)"
+            )
+        extra = self.config.command if name == self.config.profile else ()
+        offered = {} if network is None else network.environment()
+        agent = AgentRun(profile, program, extra, job, files, offered)
+        user = self.config.agent
+        agent.prepare(None if user is None else (user.pw_uid, user.pw_gid))
+        return agent
 
     def _workspace(
         self, job: Job, brief: JobBrief
@@ -428,6 +472,7 @@ class Attempts:
         workspace: Workspace | Path | None,
         checkpoint: Callable[[], object] | None,
         network: AgentNetwork | None,
+        agent: AgentRun | None,
     ) -> tuple[int, str, bool, str | None]:
         """COMMAND run for the job in `workspace`, its TIRELESS_WORKSPACE (the issue's repository
         with --deliver, else an empty directory of the job's own), or in the worker's directory:
@@ -440,13 +485,15 @@ class Attempts:
             env["TIRELESS_WORKSPACE"] = str(cwd)
         if network is not None:
             env |= network.environment()
+        if agent is not None:
+            env |= agent.environment()
         limits = self.store.lane_limits(job.lane)  # read at each claim, as the allowlist is
         if limits.any():
             self._enforceable(job.lane, limits)
         with confined(self.cgroups, f"job{job.id}.{job.attempts}", limits) as group:
             code, output, draft, reached = self._contain(
                 job, files, cwd, env, checkpoint, network, limits, group,
-                None if workspace is None else cwd,
+                None if workspace is None else cwd, agent,
             )  # fmt: skip
         return code, output, draft, None if reached is None else limit_note(limits, reached)
 
@@ -461,13 +508,15 @@ class Attempts:
         limits: LaneLimits,
         group: Confined | None,
         workspace: Path | None,
+        agent: AgentRun | None,
     ) -> tuple[int, str, bool, str | None]:
         """COMMAND run in the sandbox, in its control group when it has one; what it used is
         recorded when it ends (with the size of `workspace`, the job's own directory it ran in),
         and the limit that stopped it (if one did) returned."""
+        command = self.config.command if agent is None else agent.command()
         with self._lock:
             contained = self.config.sandbox.start(
-                self.config.command, cwd=cwd, writable=[files.body_file.parent], env=env,
+                command, cwd=cwd, writable=[files.body_file.parent], env=env,
                 agent=self.config.agent,  # its user and group, with no group of the worker's
                 network=None if network is None else network.isolation,
                 enter=() if group is None else group.enter(), tmp_size=limits.disk,
@@ -485,11 +534,14 @@ class Attempts:
             lambda step: self.store.report_progress(job.id, self.name, step, job.claim_token),
             self.config.progress_every,
             checkpoint,
+            None if agent is None else agent.reader.line,
         )
         output = Output(process.stdout.fileno(), OutputMasker(self.masker), tail, progress)
         output.start()
         try:
-            process.stdin.write(job_json(job, **files.json_fields()))
+            process.stdin.write(
+                job_json(job, **files.json_fields()) if agent is None else agent.stdin()
+            )
             process.stdin.close()
         except BrokenPipeError:
             pass  # COMMAND does not read its stdin
@@ -508,6 +560,8 @@ class Attempts:
         finally:
             output.stop()  # what is still buffered, and no more: no process of the job is left
             process.stdout.close()
+            if agent is not None:  # the last step: what the CLI did and spent
+                progress.saw(f"::progress:: {agent.reader.summary()}\n".encode())
             progress.close()
             with self._lock:
                 self._contained = None
@@ -548,10 +602,10 @@ class Attempts:
         except (psycopg.Error, TirelessError) as error:  # the finish still says how it ended
             log.warning("%s: job %s: its exit status is not kept: %s", self.name, job.id, error)
 
-    def _attach_report(self, job: Job, files: AgentFiles) -> str | None:
-        """The report COMMAND left, attached to the attempt before it is finished; it, masked
-        (the body of the runner's commit), or None."""
-        report = files.report()
+    def _attach_report(self, job: Job, files: AgentFiles, answer: str | None) -> str | None:
+        """The report COMMAND left (else a known CLI's final `answer`), attached to the attempt
+        before it is finished; it, masked (the body of the runner's commit), or None."""
+        report = files.report() or answer
         if report is None:
             return None
         masked = self.masker.mask(report)  # the mirror posts it on the issue

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
+from tireless.runner.agents import COMMAND
 from tireless.runner.gateway import Upstream
 from tireless.runner.publisher import Publisher
 from tireless.runner.sandbox import Sandbox
@@ -25,6 +26,7 @@ class WorkConfig:
     """The worker's name (unique per process): claims, leases and workspaces carry it."""
     lanes: tuple[str, ...]
     command: tuple[str, ...]
+    """COMMAND; for an agent profile, the CLI's extra arguments (`--agent PROFILE -- ARGS`)."""
     sandbox: Sandbox
     """How COMMAND is contained (tireless.runner.sandbox.choose)."""
     lease: timedelta
@@ -46,3 +48,10 @@ class WorkConfig:
     (TIRELESS_WORKSPACE), removed with the job."""
     upstreams: tuple[Upstream, ...] = ()
     """The services COMMAND reaches through the runner's gateways (`work --upstream`)."""
+    profile: str = COMMAND
+    """The agent CLI (tireless.runner.agents) for the lanes that name none; `command`: COMMAND."""
+    agent_bins: tuple[tuple[str, str], ...] = ()
+    """A profile's program where it is not on PATH (`--agent-bin [PROFILE=]PATH`)."""
+
+    def agent_bin(self, profile: str) -> str | None:
+        return dict(self.agent_bins).get(profile)

@@ -1,6 +1,6 @@
 """The progress of a running COMMAND, as `tireless work` reports it to the store
 (tireless.report_progress): any output is progress, and a line `::progress:: TEXT` names the step
-the agent is at now. Writes are throttled, at most one per `every` seconds but never fewer than one
+the agent is at now (a known agent CLI's tool calls too: tireless.runner.agent_output). Writes are throttled, at most one per `every` seconds but never fewer than one
 a second while output comes (the lane's stall_after, which the runner cannot read, may be a few
 seconds); output seen meanwhile is written when the throttle allows (a timer), and a step still
 unwritten when COMMAND ends is written then, so the last step is never lost."""
@@ -53,9 +53,13 @@ class ProgressReporter:
         report: Callable[[str | None], object],
         every: float,
         checkpoint: Callable[[], object] | None = None,
+        read: Callable[[bytes], str | None] | None = None,
     ) -> None:
         self._report = report
         self._checkpoint = checkpoint
+        self._read = read
+        """A known agent CLI's reader (tireless.runner.agent_output): the step a line names, or
+        `::checkpoint::` for an event asking for one."""
         """Called (on the reader's thread: it must not wait) for each `::checkpoint::` line."""
         self._every = min(every, AT_MOST_EVERY)
         self._lock = threading.Lock()
@@ -73,8 +77,14 @@ class ProgressReporter:
         lines = (self._partial + chunk).split(b"\n")
         self._partial = lines.pop()[-LONGEST_LINE:]
         step = last_step(lines)
+        asked = any(line.strip() == CHECKPOINT_LINE for line in lines)
+        if self._read is not None:  # a known CLI's events: its steps, its checkpoints
+            for line in lines:
+                said = self._read(line)
+                asked = asked or said == CHECKPOINT_LINE.decode()
+                step = said if said and said != CHECKPOINT_LINE.decode() else step
         self.draft = self.draft or any(line.strip() == DRAFT_LINE for line in lines)
-        if self._checkpoint is not None and any(line.strip() == CHECKPOINT_LINE for line in lines):
+        if self._checkpoint is not None and asked:
             self._checkpoint()
         with self._lock:
             self._pending = True

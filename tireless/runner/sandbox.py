@@ -334,13 +334,15 @@ class Bubblewrap(Sandbox):
         if network is not None:
             named += _named_files([network.python])
             command = network.relayed(command, NET_MOUNT)
-        for directory in _leading_directories(named):
-            argv += ["--perms", _mode_for(directory, agent), "--dir", directory]
-        for path in dict.fromkeys(named):
-            argv += ["--ro-bind", path, path]
         own = [cwd, *writable]
         if agent is not None and agent.pw_dir not in ("", "/") and os.path.isdir(agent.pw_dir):
             own.append(Path(agent.pw_dir))  # the agent's own home
+        # The directories leading to them too: a workspace under /tmp keeps its parents' modes, so
+        # the agent user may enter it again by its path (a CLI's shell tool starts there).
+        for directory in _leading_directories([*named, *map(str, own)]):
+            argv += ["--perms", _mode_for(directory, agent), "--dir", directory]
+        for path in dict.fromkeys(named):
+            argv += ["--ro-bind", path, path]
         for path in map(str, own):
             if path != "/":  # a worker started in / (systemd's default) does not make / writable
                 argv += ["--bind", path, path]

@@ -44,6 +44,7 @@ from tireless.forge.app_auth import has_app, refresh_apps
 from tireless.git import git_auth
 from tireless.masking import Masker, MaskingFilter
 from tireless.models import Job, JobState
+from tireless.runner.agents import COMMAND
 from tireless.runner.attempt import Attempts, with_output
 from tireless.runner.config import WorkConfig
 from tireless.runner.presence import Presence
@@ -194,7 +195,9 @@ class Worker:
                     self.cannot_start = str(error)
                     raise ShuttingDown(self.cannot_start) from error
                 except OSError as error:  # the runner's fault: give the job back, then stop
-                    self.cannot_start = f"cannot start COMMAND {self.config.command[0]!r}: {error}"
+                    what = self.config.command[:1] if self.config.profile == COMMAND else ()
+                    program = what[0] if what else self.config.profile
+                    self.cannot_start = f"cannot start COMMAND {program!r}: {error}"
                     raise ShuttingDown(self.cannot_start) from error
                 if self.stop_signal is not None:
                     raise ShuttingDown(with_output(f"worker stopped by {self.stop_signal}", output))

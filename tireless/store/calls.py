@@ -675,6 +675,27 @@ def record_attempt_usage(
     return Call(RECORD_ATTEMPT_USAGE, params, tuple_row, _nothing)
 
 
+SET_LANE_AGENT = "SELECT tireless.set_lane_agent(lane => %(lane)s, agent => %(agent)s)"
+
+
+def set_lane_agent(lane: str, agent: str | None) -> Call[Any, str | None]:
+    return Call(SET_LANE_AGENT, {"lane": lane, "agent": agent}, tuple_row, _value)
+
+
+LANE_AGENT = "SELECT tireless.lane_agent(lane => %(lane)s)"
+
+
+def lane_agent(lane: str) -> Call[Any, str | None]:
+    return Call(LANE_AGENT, {"lane": lane}, tuple_row, _value)
+
+
+LANE_AGENTS = "SELECT lane, agent FROM tireless.lane_agents()"
+
+
+def lane_agents() -> Call[tuple[Any, ...], dict[str, str]]:
+    return Call(LANE_AGENTS, {}, tuple_row, lambda rows: {lane: agent for lane, agent in rows})
+
+
 SET_LANE_STALL_AFTER = _returning(
     LANE_COLUMNS, "tireless.set_lane_stall_after(lane => %(lane)s, stall_after => %(stall_after)s)"
 )

@@ -562,6 +562,19 @@ class JobStore:
         """The lane's egress allowlist: None when it has none, [] for no egress."""
         return self._run(calls.lane_network(lane))
 
+    def set_lane_agent(self, lane: str, agent: str | None) -> str | None:
+        """The agent CLI profile the lane's jobs run (tireless.runner.agents); None: the worker's
+        own. UnknownAgent (TL012) for a profile tireless does not know."""
+        return self._run(calls.set_lane_agent(lane, agent))
+
+    def lane_agent(self, lane: str) -> str | None:
+        """The agent CLI profile the lane names, None when it names none."""
+        return self._run(calls.lane_agent(lane))
+
+    def lane_agents(self) -> dict[str, str]:
+        """Every lane that names an agent CLI profile, with it."""
+        return self._run(calls.lane_agents())
+
     # Repositories' shares
     def set_repo_capacity(
         self, forge: str, owner: str, repo: str, capacity: int | None
