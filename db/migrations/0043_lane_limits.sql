@@ -1,5 +1,5 @@
 -- Limits (issue 47): what one agent may take of its host (a lane's memory, CPUs, processes and disk), and what each attempt used.
--- depends: 0041_attempt_exit
+-- depends: 0042_github_apps
 
 -- Null: no limit. Set by tireless.set_lane_limits (db/limits.sql), the only writer.
 ALTER TABLE tireless.lane
