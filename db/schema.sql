@@ -183,13 +183,18 @@ CREATE TABLE tireless.lane (
     stall_after interval,
     runs_per_day integer,
     agent_time_per_day interval,
-    limited boolean GENERATED ALWAYS AS (((capacity IS NOT NULL) OR (runs_per_day IS NOT NULL) OR (agent_time_per_day IS NOT NULL))) STORED,
     egress text[],
+    tokens_per_day bigint,
+    cost_per_day numeric,
+    tokens_per_job bigint,
+    cost_per_job numeric,
+    limited boolean GENERATED ALWAYS AS (((capacity IS NOT NULL) OR (runs_per_day IS NOT NULL) OR (agent_time_per_day IS NOT NULL) OR (tokens_per_day IS NOT NULL) OR (cost_per_day IS NOT NULL))) STORED,
     CONSTRAINT agent_time_per_day_positive CHECK ((agent_time_per_day > '00:00:00'::interval)),
     CONSTRAINT capacity_not_negative CHECK ((capacity >= 0)),
     CONSTRAINT egress_at_most_100_entries CHECK ((cardinality(egress) <= 100)),
     CONSTRAINT failures_not_negative CHECK ((consecutive_failures >= 0)),
     CONSTRAINT lane_name_is_a_name CHECK (tireless.is_lane_name(name)),
+    CONSTRAINT lane_token_budgets_not_negative CHECK (((tokens_per_day >= 0) AND (cost_per_day >= (0)::numeric) AND (tokens_per_job >= 0) AND (cost_per_job >= (0)::numeric))),
     CONSTRAINT max_run_is_positive CHECK ((max_run > '00:00:00'::interval)),
     CONSTRAINT runs_per_day_not_negative CHECK ((runs_per_day >= 0)),
     CONSTRAINT stall_after_is_positive CHECK ((stall_after > '00:00:00'::interval))
@@ -238,16 +243,40 @@ COMMENT ON COLUMN tireless.lane.runs_per_day IS 'At most this many claims in the
 COMMENT ON COLUMN tireless.lane.agent_time_per_day IS 'No claim once the lane''s attempts ended today held their claims this long in all; null: no budget.';
 
 --
--- Name: COLUMN lane.limited; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.lane.limited IS 'The lane has a capacity or a budget: claim_next counts it under the lane''s row lock.';
-
---
 -- Name: COLUMN lane.egress; Type: COMMENT; Schema: tireless; Owner: -
 --
 
 COMMENT ON COLUMN tireless.lane.egress IS 'The hosts the lane''s agents may reach (HOST[:PORT] entries: a DNS name, *.suffix, or an IP literal), through the runner''s proxy from a network namespace of their own. Null: no list, the host''s network; empty: no egress.';
+
+--
+-- Name: COLUMN lane.tokens_per_day; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.lane.tokens_per_day IS 'No claim once the lane''s agents used this many tokens today (UTC); null: no budget.';
+
+--
+-- Name: COLUMN lane.cost_per_day; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.lane.cost_per_day IS 'No claim once the lane''s agents spent this many USD today (UTC); null: no budget.';
+
+--
+-- Name: COLUMN lane.tokens_per_job; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.lane.tokens_per_job IS 'A job of the lane fails once its attempts used this many tokens; null: no budget.';
+
+--
+-- Name: COLUMN lane.cost_per_job; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.lane.cost_per_job IS 'A job of the lane fails once its attempts spent this many USD; null: no budget.';
+
+--
+-- Name: COLUMN lane.limited; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.lane.limited IS 'The lane has a capacity or a daily budget: claim_next counts it under the lane''s row lock.';
 
 --
 -- Name: CONSTRAINT agent_time_per_day_positive ON lane; Type: COMMENT; Schema: tireless; Owner: -
@@ -280,6 +309,12 @@ COMMENT ON CONSTRAINT failures_not_negative ON tireless.lane IS 'A count of fail
 COMMENT ON CONSTRAINT lane_name_is_a_name ON tireless.lane IS 'A lane is a short name (see tireless.is_lane_name).';
 
 --
+-- Name: CONSTRAINT lane_token_budgets_not_negative ON lane; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT lane_token_budgets_not_negative ON tireless.lane IS 'A budget of tokens or cost is null (none) or 0 or more.';
+
+--
 -- Name: CONSTRAINT max_run_is_positive ON lane; Type: COMMENT; Schema: tireless; Owner: -
 --
 
@@ -308,10 +343,15 @@ CREATE TABLE tireless.repo_limit (
     capacity integer,
     runs_per_day integer,
     agent_time_per_day interval,
+    tokens_per_day bigint,
+    cost_per_day numeric,
+    tokens_per_job bigint,
+    cost_per_job numeric,
     CONSTRAINT repo_agent_time_per_day_positive CHECK ((agent_time_per_day > '00:00:00'::interval)),
     CONSTRAINT repo_capacity_not_negative CHECK ((capacity >= 0)),
     CONSTRAINT repo_runs_per_day_not_negative CHECK ((runs_per_day >= 0)),
-    CONSTRAINT some_limit_is_set CHECK ((num_nonnulls(capacity, runs_per_day, agent_time_per_day) > 0))
+    CONSTRAINT repo_token_budgets_not_negative CHECK (((tokens_per_day >= 0) AND (cost_per_day >= (0)::numeric) AND (tokens_per_job >= 0) AND (cost_per_job >= (0)::numeric))),
+    CONSTRAINT some_limit_is_set CHECK ((num_nonnulls(capacity, runs_per_day, agent_time_per_day, tokens_per_day, cost_per_day, tokens_per_job, cost_per_job) > 0))
 );
 
 --
@@ -339,6 +379,30 @@ COMMENT ON COLUMN tireless.repo_limit.runs_per_day IS 'At most this many claims 
 COMMENT ON COLUMN tireless.repo_limit.agent_time_per_day IS 'No claim once the repository''s attempts ended today held their claims this long in all; null: no budget.';
 
 --
+-- Name: COLUMN repo_limit.tokens_per_day; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.repo_limit.tokens_per_day IS 'No claim once the repository''s agents used this many tokens today (UTC); null: no budget.';
+
+--
+-- Name: COLUMN repo_limit.cost_per_day; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.repo_limit.cost_per_day IS 'No claim once the repository''s agents spent this many USD today (UTC); null: no budget.';
+
+--
+-- Name: COLUMN repo_limit.tokens_per_job; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.repo_limit.tokens_per_job IS 'A job of the repository fails once its attempts used this many tokens; null: no budget.';
+
+--
+-- Name: COLUMN repo_limit.cost_per_job; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.repo_limit.cost_per_job IS 'A job of the repository fails once its attempts spent this many USD; null: no budget.';
+
+--
 -- Name: CONSTRAINT repo_agent_time_per_day_positive ON repo_limit; Type: COMMENT; Schema: tireless; Owner: -
 --
 
@@ -355,6 +419,12 @@ COMMENT ON CONSTRAINT repo_capacity_not_negative ON tireless.repo_limit IS 'A ca
 --
 
 COMMENT ON CONSTRAINT repo_runs_per_day_not_negative ON tireless.repo_limit IS 'A budget of runs is null (none) or 0 or more.';
+
+--
+-- Name: CONSTRAINT repo_token_budgets_not_negative ON repo_limit; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT repo_token_budgets_not_negative ON tireless.repo_limit IS 'A budget of tokens or cost is null (none) or 0 or more.';
 
 --
 -- Name: CONSTRAINT some_limit_is_set ON repo_limit; Type: COMMENT; Schema: tireless; Owner: -
@@ -375,6 +445,150 @@ CREATE FUNCTION tireless.agent_time_budgeted() RETURNS boolean
 --
 
 COMMENT ON FUNCTION tireless.agent_time_budgeted() IS 'True when some lane or repository has a daily budget of agent time.';
+
+--
+-- Name: job; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.job (
+    id bigint NOT NULL,
+    forge text NOT NULL,
+    owner text NOT NULL,
+    repo text NOT NULL,
+    number integer NOT NULL,
+    title text,
+    labels text[] DEFAULT '{}'::text[] NOT NULL,
+    kind tireless.job_kind NOT NULL,
+    lane text NOT NULL,
+    state tireless.job_state DEFAULT 'pending'::tireless.job_state NOT NULL,
+    parent_id bigint,
+    claimed_by text,
+    claim_expires_at timestamp with time zone,
+    claim_token uuid,
+    attempts integer DEFAULT 0 NOT NULL,
+    available_at timestamp with time zone DEFAULT now() NOT NULL,
+    note text,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    cancel_requested_at timestamp with time zone,
+    given_back integer DEFAULT 0 NOT NULL,
+    claimed_login text,
+    cancel_note text,
+    waiting_on text[],
+    ended_claim_token uuid,
+    CONSTRAINT pending_holds_no_claim CHECK (((state <> 'pending'::tireless.job_state) OR ((claimed_by IS NULL) AND (claim_expires_at IS NULL) AND (claim_token IS NULL))))
+)
+WITH (fillfactor='80', autovacuum_vacuum_scale_factor='0.02', autovacuum_analyze_scale_factor='0.02');
+
+--
+-- Name: TABLE job; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.job IS 'One run of an agent on one issue. Private: the functions of schema tireless are the API.';
+
+--
+-- Name: COLUMN job.claim_token; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.job.claim_token IS 'Fencing token: a fresh uuid per claim. A holder that presents an old token cannot renew or finish the new attempt.';
+
+--
+-- Name: COLUMN job.available_at; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.job.available_at IS 'A pending job is not claimed before this time (backoff after a failed attempt).';
+
+--
+-- Name: COLUMN job.note; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.job.note IS 'Why the job is where it is: the note of the last transition, or why the store moved it.';
+
+--
+-- Name: COLUMN job.cancel_requested_at; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.job.cancel_requested_at IS 'When the issue withdrew its request while the job was claimed; null unless it did. The job then ends cancelled.';
+
+--
+-- Name: COLUMN job.given_back; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.job.given_back IS 'How many of the job''s attempts ended in give_back (a runner stopping, not a failure): they stay in attempts and in the history but are not counted against max_attempts.';
+
+--
+-- Name: COLUMN job.claimed_login; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.job.claimed_login IS 'The database login (session_user) that made the job''s latest claim; kept after the claim ends, like attempts. While the job is claimed only that login (or an admin) may renew, heartbeat, give back or finish it. Null: claimed before 0019_holder_login, or never claimed.';
+
+--
+-- Name: COLUMN job.cancel_note; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.job.cancel_note IS 'Why a claimed job was asked to stop, set with cancel_requested_at by whoever asked (request_cancel, the work rule, the poll): the note the job ends cancelled with, or that its delivery records as come too late. Null without a request.';
+
+--
+-- Name: COLUMN job.waiting_on; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.job.waiting_on IS 'For a pending job: the open dependencies of its issue that it waits for (#3, owner/repo#7), not claimable until the last one closes; null when it waits for nothing. Kept by dependencies.sql.';
+
+--
+-- Name: COLUMN job.ended_claim_token; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.job.ended_claim_token IS 'The token of the last claim its holder ended presenting that token (a delivery, a failure, a release, a give-back, a cancel); kept when the job is claimed again, untouched by an expiry. A finish or give-back sent again with this token (its answer was lost) is answered with the job as it is now, not refused: the first one committed.';
+
+--
+-- Name: CONSTRAINT pending_holds_no_claim ON job; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT pending_holds_no_claim ON tireless.job IS 'A pending job has no holder, no lease and no token: a half-done release fails here instead of stranding the job.';
+
+--
+-- Name: allowance_of(tireless.job); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.allowance_of(job tireless.job) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    AS $$
+DECLARE
+    lane_row tireless.lane;
+    repo_row tireless.repo_limit;
+    spent record;
+    note text;
+BEGIN
+    SELECT * INTO lane_row FROM tireless.lane l WHERE l.name = job.lane;
+    SELECT * INTO repo_row FROM tireless.repo_limit l WHERE (l.forge, l.owner, l.repo) = (job.forge, job.owner, job.repo);
+    IF num_nonnulls(lane_row.tokens_per_job, lane_row.cost_per_job, repo_row.tokens_per_job, repo_row.cost_per_job) > 0 THEN
+        spent := tireless.spend_of(job.id, NULL, NULL, NULL, NULL);
+        note := coalesce(
+            tireless.spent_budget(spent.tokens, spent.cost, lane_row.tokens_per_job, lane_row.cost_per_job,
+                                  format('for the job (lane %s)', job.lane)),
+            tireless.spent_budget(spent.tokens, spent.cost, repo_row.tokens_per_job, repo_row.cost_per_job,
+                                  format('for the job (repository %s/%s/%s)', job.forge, job.owner, job.repo)));
+        IF note IS NOT NULL THEN
+            RETURN jsonb_build_object('budgeted', true, 'spent', 'job', 'note', note);
+        END IF;
+    END IF;
+    note := coalesce(tireless.lane_usage_spent(job.lane), tireless.repo_usage_spent(job.forge, job.owner, job.repo));
+    IF note IS NOT NULL THEN
+        RETURN jsonb_build_object('budgeted', true, 'spent', 'day', 'note', note);
+    END IF;
+    RETURN jsonb_build_object(
+        'budgeted', num_nonnulls(lane_row.tokens_per_job, lane_row.cost_per_job, lane_row.tokens_per_day,
+                                 lane_row.cost_per_day, repo_row.tokens_per_job, repo_row.cost_per_job,
+                                 repo_row.tokens_per_day, repo_row.cost_per_day) > 0,
+        'spent', NULL, 'note', NULL);
+END;
+$$;
+
+--
+-- Name: FUNCTION allowance_of(job tireless.job); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.allowance_of(job tireless.job) IS 'Whether the job may spend more: {budgeted (a budget of tokens or cost applies to it), spent (null; job: its lane''s or repository''s budget per job is reached; day: a daily one is), note (the spent budget''s)}.';
 
 --
 -- Name: announce_poll(text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -987,106 +1201,6 @@ $$;
 COMMENT ON FUNCTION tireless.attach_report(job_id bigint, worker text, report text, token uuid) IS 'The holder attaches its agent''s outcome summary (markdown) to the attempt before finishing it; the mirror posts it as the outcome comment instead of the note. Kept up to 60000 characters: true when it was cut. TL001 for an unknown job, TL004 when worker (or token) does not hold it.';
 
 --
--- Name: job; Type: TABLE; Schema: tireless; Owner: -
---
-
-CREATE TABLE tireless.job (
-    id bigint NOT NULL,
-    forge text NOT NULL,
-    owner text NOT NULL,
-    repo text NOT NULL,
-    number integer NOT NULL,
-    title text,
-    labels text[] DEFAULT '{}'::text[] NOT NULL,
-    kind tireless.job_kind NOT NULL,
-    lane text NOT NULL,
-    state tireless.job_state DEFAULT 'pending'::tireless.job_state NOT NULL,
-    parent_id bigint,
-    claimed_by text,
-    claim_expires_at timestamp with time zone,
-    claim_token uuid,
-    attempts integer DEFAULT 0 NOT NULL,
-    available_at timestamp with time zone DEFAULT now() NOT NULL,
-    note text,
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    updated_at timestamp with time zone DEFAULT now() NOT NULL,
-    cancel_requested_at timestamp with time zone,
-    given_back integer DEFAULT 0 NOT NULL,
-    claimed_login text,
-    cancel_note text,
-    waiting_on text[],
-    ended_claim_token uuid,
-    CONSTRAINT pending_holds_no_claim CHECK (((state <> 'pending'::tireless.job_state) OR ((claimed_by IS NULL) AND (claim_expires_at IS NULL) AND (claim_token IS NULL))))
-)
-WITH (fillfactor='80', autovacuum_vacuum_scale_factor='0.02', autovacuum_analyze_scale_factor='0.02');
-
---
--- Name: TABLE job; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON TABLE tireless.job IS 'One run of an agent on one issue. Private: the functions of schema tireless are the API.';
-
---
--- Name: COLUMN job.claim_token; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.job.claim_token IS 'Fencing token: a fresh uuid per claim. A holder that presents an old token cannot renew or finish the new attempt.';
-
---
--- Name: COLUMN job.available_at; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.job.available_at IS 'A pending job is not claimed before this time (backoff after a failed attempt).';
-
---
--- Name: COLUMN job.note; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.job.note IS 'Why the job is where it is: the note of the last transition, or why the store moved it.';
-
---
--- Name: COLUMN job.cancel_requested_at; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.job.cancel_requested_at IS 'When the issue withdrew its request while the job was claimed; null unless it did. The job then ends cancelled.';
-
---
--- Name: COLUMN job.given_back; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.job.given_back IS 'How many of the job''s attempts ended in give_back (a runner stopping, not a failure): they stay in attempts and in the history but are not counted against max_attempts.';
-
---
--- Name: COLUMN job.claimed_login; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.job.claimed_login IS 'The database login (session_user) that made the job''s latest claim; kept after the claim ends, like attempts. While the job is claimed only that login (or an admin) may renew, heartbeat, give back or finish it. Null: claimed before 0019_holder_login, or never claimed.';
-
---
--- Name: COLUMN job.cancel_note; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.job.cancel_note IS 'Why a claimed job was asked to stop, set with cancel_requested_at by whoever asked (request_cancel, the work rule, the poll): the note the job ends cancelled with, or that its delivery records as come too late. Null without a request.';
-
---
--- Name: COLUMN job.waiting_on; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.job.waiting_on IS 'For a pending job: the open dependencies of its issue that it waits for (#3, owner/repo#7), not claimable until the last one closes; null when it waits for nothing. Kept by dependencies.sql.';
-
---
--- Name: COLUMN job.ended_claim_token; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.job.ended_claim_token IS 'The token of the last claim its holder ended presenting that token (a delivery, a failure, a release, a give-back, a cancel); kept when the job is claimed again, untouched by an expiry. A finish or give-back sent again with this token (its answer was lost) is answered with the job as it is now, not refused: the first one committed.';
-
---
--- Name: CONSTRAINT pending_holds_no_claim ON job; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT pending_holds_no_claim ON tireless.job IS 'A pending job has no holder, no lease and no token: a half-done release fails here instead of stranding the job.';
-
---
 -- Name: attempts_spent(tireless.job); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -1495,6 +1609,34 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.check_run_limit(name text, span interval) IS 'Raises TL005 (naming the setting) unless the limit is null or 0 < limit <= 30 days.';
+
+--
+-- Name: check_spend_budget(bigint, numeric, bigint, numeric); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.check_spend_budget(tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    AS $$
+DECLARE
+    what text;
+    amount numeric;
+BEGIN
+    FOR what, amount IN VALUES ('tokens_per_day', check_spend_budget.tokens_per_day::numeric),
+                               ('cost_per_day', check_spend_budget.cost_per_day),
+                               ('tokens_per_job', check_spend_budget.tokens_per_job::numeric),
+                               ('cost_per_job', check_spend_budget.cost_per_job) LOOP
+        IF amount < 0 OR amount > 1e15 THEN
+            RAISE EXCEPTION '% must be null (no budget) or from 0 to 1e15, got %', what, amount USING ERRCODE = 'TL005';
+        END IF;
+    END LOOP;
+END;
+$$;
+
+--
+-- Name: FUNCTION check_spend_budget(tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.check_spend_budget(tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric) IS 'Raises TL005 (naming the setting) unless each budget of tokens or cost (USD) is null or from 0 to 1e15.';
 
 --
 -- Name: check_tracked(text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -2065,7 +2207,8 @@ BEGIN
                 CONTINUE;
             END IF;
             spent := tireless.lane_spend(capped.name);
-            IF NOT tireless.budget_spent(spent.runs, spent.agent_time, capped.runs_per_day, capped.agent_time_per_day) THEN
+            IF NOT tireless.budget_spent(spent.runs, spent.agent_time, capped.runs_per_day, capped.agent_time_per_day)
+               AND tireless.lane_usage_spent(capped.name) IS NULL THEN
                 open_lanes := open_lanes || capped.name;
             END IF;
         END LOOP;
@@ -4407,6 +4550,20 @@ CREATE FUNCTION tireless.is_lease(lease interval) RETURNS boolean
 COMMENT ON FUNCTION tireless.is_lease(lease interval) IS 'True when 0 < lease <= 1 day (false for null).';
 
 --
+-- Name: is_model_name(text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.is_model_name(name text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN (name ~ '^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,198}\*?$'::text);
+
+--
+-- Name: FUNCTION is_model_name(name text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.is_model_name(name text) IS 'True for a model name a price may name: 1 to 200 letters, digits and . _ : / @ + -, starting with a letter or digit, with one * at its end for a prefix.';
+
+--
 -- Name: is_ref_name(text); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -5247,6 +5404,157 @@ $$;
 COMMENT ON FUNCTION tireless.job_tasks(job_id bigint) IS 'The tasks a plan or discover job handed back (tireless.attach_plan), in the file''s order: each with the issue the mirror opened for it (null until then) and why its last try failed.';
 
 --
+-- Name: model_price; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.model_price (
+    model text NOT NULL,
+    input numeric NOT NULL,
+    output numeric NOT NULL,
+    cache_read numeric,
+    cache_write numeric,
+    set_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT model_price_not_negative CHECK (((input >= (0)::numeric) AND (output >= (0)::numeric) AND (COALESCE(cache_read, (0)::numeric) >= (0)::numeric) AND (COALESCE(cache_write, (0)::numeric) >= (0)::numeric)))
+);
+
+--
+-- Name: TABLE model_price; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.model_price IS 'USD per million tokens of a model (a name, or a prefix* that prices every model it starts): none is built in. A cache price left null is the input price. Written by tireless.set_model_price.';
+
+--
+-- Name: CONSTRAINT model_price_not_negative ON model_price; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT model_price_not_negative ON tireless.model_price IS 'A price is never negative.';
+
+--
+-- Name: price_of(text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.price_of(model text) RETURNS tireless.model_price
+    LANGUAGE sql STABLE
+    BEGIN ATOMIC
+ SELECT p.model,
+     p.input,
+     p.output,
+     p.cache_read,
+     p.cache_write,
+     p.set_at
+    FROM tireless.model_price p
+   WHERE ((p.model = price_of.model) OR (("right"(p.model, 1) = '*'::text) AND starts_with(price_of.model, "left"(p.model, '-1'::integer))))
+   ORDER BY (p.model = price_of.model) DESC, (length(p.model)) DESC
+  LIMIT 1;
+END;
+
+--
+-- Name: FUNCTION price_of(model text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.price_of(model text) IS 'The price of a model: its own row of tireless.model_price, else the longest prefix* that starts its name; a row of nulls when it has none (unpriced).';
+
+--
+-- Name: usage_cost(text, bigint, bigint, bigint, bigint); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.usage_cost(model text, input bigint, output bigint, cache_read bigint, cache_write bigint) RETURNS numeric
+    LANGUAGE sql STABLE
+    BEGIN ATOMIC
+ SELECT ((((((usage_cost.input)::numeric * p.input) + ((usage_cost.output)::numeric * p.output)) + ((usage_cost.cache_read)::numeric * COALESCE(p.cache_read, p.input))) + ((usage_cost.cache_write)::numeric * COALESCE(p.cache_write, p.input))) / (1000000)::numeric)
+    FROM tireless.price_of(usage_cost.model) p(model, input, output, cache_read, cache_write, set_at);
+END;
+
+--
+-- Name: FUNCTION usage_cost(model text, input bigint, output bigint, cache_read bigint, cache_write bigint); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.usage_cost(model text, input bigint, output bigint, cache_read bigint, cache_write bigint) IS 'What tokens of a model cost in USD at its price (tireless.price_of; a cache price left null is the input price); null when the model is unpriced.';
+
+--
+-- Name: model_usage; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.model_usage (
+    job_id bigint NOT NULL,
+    attempt integer NOT NULL,
+    model text NOT NULL,
+    spend_day date NOT NULL,
+    lane text NOT NULL,
+    forge text NOT NULL,
+    owner text NOT NULL,
+    repo text NOT NULL,
+    requests bigint DEFAULT 0 NOT NULL,
+    unread bigint DEFAULT 0 NOT NULL,
+    input_tokens bigint DEFAULT 0 NOT NULL,
+    output_tokens bigint DEFAULT 0 NOT NULL,
+    cache_read_tokens bigint DEFAULT 0 NOT NULL,
+    cache_write_tokens bigint DEFAULT 0 NOT NULL,
+    CONSTRAINT model_usage_attempt_positive CHECK ((attempt > 0)),
+    CONSTRAINT model_usage_counts_not_negative CHECK (((requests >= 0) AND (unread >= 0) AND (unread <= requests) AND (input_tokens >= 0) AND (output_tokens >= 0) AND (cache_read_tokens >= 0) AND (cache_write_tokens >= 0))),
+    CONSTRAINT model_usage_model_bounded CHECK (((length(model) >= 1) AND (length(model) <= 200)))
+);
+
+--
+-- Name: TABLE model_usage; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.model_usage IS 'What each attempt''s agent asked of each model through the runner''s gateway, per UTC day (the daily budgets): requests, the answers among them whose usage could not be read (unread: their tokens are unknown, never zero), and input, output, cache-read and cache-write tokens, added up by tireless.record_usage as the attempt goes. Private: read tireless.job_usage, tireless.usage_by_day and tireless.agent_usage.';
+
+--
+-- Name: COLUMN model_usage.unread; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.model_usage.unread IS 'Answers counted in requests whose usage the gateway could not read: their tokens are unknown.';
+
+--
+-- Name: CONSTRAINT model_usage_attempt_positive ON model_usage; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT model_usage_attempt_positive ON tireless.model_usage IS 'Attempts count from 1.';
+
+--
+-- Name: CONSTRAINT model_usage_counts_not_negative ON model_usage; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT model_usage_counts_not_negative ON tireless.model_usage IS 'Counts are never negative, and unread answers are among the requests.';
+
+--
+-- Name: CONSTRAINT model_usage_model_bounded ON model_usage; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT model_usage_model_bounded ON tireless.model_usage IS 'A model name is 1 to 200 characters.';
+
+--
+-- Name: job_usage(bigint); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.job_usage(job_id bigint) RETURNS TABLE(attempt integer, model text, requests bigint, unread bigint, input_tokens bigint, output_tokens bigint, cache_read_tokens bigint, cache_write_tokens bigint, cost numeric)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    BEGIN ATOMIC
+ SELECT u.attempt,
+     u.model,
+     (sum(u.requests))::bigint AS sum,
+     (sum(u.unread))::bigint AS sum,
+     (sum(u.input_tokens))::bigint AS sum,
+     (sum(u.output_tokens))::bigint AS sum,
+     (sum(u.cache_read_tokens))::bigint AS sum,
+     (sum(u.cache_write_tokens))::bigint AS sum,
+     tireless.usage_cost(u.model, (sum(u.input_tokens))::bigint, (sum(u.output_tokens))::bigint, (sum(u.cache_read_tokens))::bigint, (sum(u.cache_write_tokens))::bigint) AS usage_cost
+    FROM tireless.model_usage u
+   WHERE (u.job_id = job_usage.job_id)
+   GROUP BY u.attempt, u.model
+   ORDER BY u.attempt, u.model;
+END;
+
+--
+-- Name: FUNCTION job_usage(job_id bigint); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.job_usage(job_id bigint) IS 'What each attempt of the job asked of each model: requests, the unread ones (tokens unknown), tokens of each kind, and the cost in USD at today''s prices (null: unpriced). What `tireless show`, `jobs` and the job page show.';
+
+--
 -- Name: job_waits(bigint); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -5799,6 +6107,91 @@ END;
 --
 
 COMMENT ON FUNCTION tireless.lane_spend(lane text, OUT runs bigint, OUT agent_time interval) IS 'How many runs and how much agent time the lane spent today (UTC).';
+
+--
+-- Name: spend_of(bigint, text, text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.spend_of(job_id bigint, lane text, forge text, owner text, repo text, OUT tokens bigint, OUT cost numeric) RETURNS record
+    LANGUAGE sql STABLE
+    BEGIN ATOMIC
+ SELECT (COALESCE(sum((((u.input_tokens + u.output_tokens) + u.cache_read_tokens) + u.cache_write_tokens)), (0)::numeric))::bigint AS "coalesce",
+     COALESCE(sum(tireless.usage_cost(u.model, u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens)), (0)::numeric) AS "coalesce"
+    FROM tireless.model_usage u
+   WHERE
+         CASE
+             WHEN (spend_of.job_id IS NOT NULL) THEN (u.job_id = spend_of.job_id)
+             WHEN (spend_of.lane IS NOT NULL) THEN ((u.spend_day = tireless.spend_day()) AND (u.lane = spend_of.lane))
+             ELSE ((u.spend_day = tireless.spend_day()) AND ((u.forge = spend_of.forge) AND (u.owner = spend_of.owner) AND (u.repo = spend_of.repo)))
+         END;
+END;
+
+--
+-- Name: FUNCTION spend_of(job_id bigint, lane text, forge text, owner text, repo text, OUT tokens bigint, OUT cost numeric); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.spend_of(job_id bigint, lane text, forge text, owner text, repo text, OUT tokens bigint, OUT cost numeric) IS 'Tokens (every kind) and USD (priced models only) spent by a job''s attempts (job_id), else by a lane today (lane), else by a repository today (UTC).';
+
+--
+-- Name: tokens_text(numeric); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.tokens_text(tokens numeric) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN to_char(tokens, 'FM999,999,999,999,999,990'::text);
+
+--
+-- Name: FUNCTION tokens_text(tokens numeric); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.tokens_text(tokens numeric) IS 'A count with thousands separated: 3,612.';
+
+--
+-- Name: usd_text(numeric); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.usd_text(usd numeric) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN ('$'::text || to_char(round(usd, 2), 'FM999,999,999,999,990.00'::text));
+
+--
+-- Name: FUNCTION usd_text(usd numeric); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.usd_text(usd numeric) IS 'An amount of USD to the cent: $1,204.31.';
+
+--
+-- Name: spent_budget(bigint, numeric, bigint, numeric, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.spent_budget(tokens bigint, cost numeric, tokens_budget bigint, cost_budget numeric, whose text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN CASE WHEN (tokens >= tokens_budget) THEN format('token budget spent: %s of %s tokens %s'::text, tireless.tokens_text((tokens)::numeric), tireless.tokens_text((tokens_budget)::numeric), whose) WHEN (cost >= cost_budget) THEN format('cost budget spent: %s of %s %s'::text, tireless.usd_text(cost), tireless.usd_text(cost_budget), whose) ELSE NULL::text END;
+
+--
+-- Name: FUNCTION spent_budget(tokens bigint, cost numeric, tokens_budget bigint, cost_budget numeric, whose text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.spent_budget(tokens bigint, cost numeric, tokens_budget bigint, cost_budget numeric, whose text) IS 'The note of a spent budget (token budget spent: 3,612 of 3,000 tokens for the job (lane cc)), or null when neither the budget of tokens nor that of cost is reached (a null budget is never spent).';
+
+--
+-- Name: lane_usage_spent(text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.lane_usage_spent(lane text) RETURNS text
+    LANGUAGE sql STABLE
+    BEGIN ATOMIC
+ SELECT tireless.spent_budget(s.tokens, s.cost, l.tokens_per_day, l.cost_per_day, format('today (lane %s)'::text, l.name)) AS spent_budget
+    FROM tireless.lane l,
+     LATERAL tireless.spend_of(NULL::bigint, l.name, NULL::text, NULL::text, NULL::text) s(tokens, cost)
+   WHERE ((l.name = lane_usage_spent.lane) AND (num_nonnulls(l.tokens_per_day, l.cost_per_day) > 0));
+END;
+
+--
+-- Name: FUNCTION lane_usage_spent(lane text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.lane_usage_spent(lane text) IS 'The note of the lane''s daily budget of tokens or cost when today''s usage (UTC) reached it; null otherwise.';
 
 --
 -- Name: list_jobs(text, text, text, text, text, text, interval, text[], text, integer, bigint, bigint, boolean, integer); Type: FUNCTION; Schema: tireless; Owner: -
@@ -6594,6 +6987,30 @@ END;
 --
 
 COMMENT ON FUNCTION tireless.missed_rounds(grace interval) IS 'The parts of the fleet that missed their rounds by more than grace, one row each: the poller (tracked repositories of a registered forge past their next poll, backoff and rate limit), the sweeper (claims past their lease), the workers (ready jobs of a lane neither paused nor tripped, left unclaimed); since when the oldest was due, how many, and a sentence. No row: every part kept its rounds. The overview shows them.';
+
+--
+-- Name: model_prices(); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.model_prices() RETURNS SETOF tireless.model_price
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    BEGIN ATOMIC
+ SELECT p.model,
+     p.input,
+     p.output,
+     p.cache_read,
+     p.cache_write,
+     p.set_at
+    FROM tireless.model_price p
+   ORDER BY p.model;
+END;
+
+--
+-- Name: FUNCTION model_prices(); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.model_prices() IS 'Every price set (tireless.set_model_price), by model.';
 
 --
 -- Name: next_poll_due_at(); Type: FUNCTION; Schema: tireless; Owner: -
@@ -8110,6 +8527,60 @@ $$;
 COMMENT ON FUNCTION tireless.record_repo_archived(forge text, owner text, repo text, poller text) IS 'The forge refused a mirror write because the repository is archived (Gitea: 423): for a day the mirror''s due functions list nothing for it (reads go on), then one write is tried again; a write that succeeds clears it. Returns when a write is tried again. TL004 without the poll lease, TL008 for an untracked repository.';
 
 --
+-- Name: record_usage(bigint, text, uuid, jsonb); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.record_usage(job_id bigint, worker text, token uuid, usage jsonb) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+DECLARE
+    job tireless.job;
+    item jsonb;
+    ordinal bigint;
+    counts CONSTANT text[] := ARRAY['requests', 'unread', 'input', 'output', 'cache_read', 'cache_write'];
+BEGIN
+    IF jsonb_typeof(record_usage.usage) IS DISTINCT FROM 'array' OR jsonb_array_length(record_usage.usage) > 1000 THEN
+        RAISE EXCEPTION 'usage must be a JSON array of at most 1000 rows, got %',
+            coalesce(left(record_usage.usage::text, 200), 'null') USING ERRCODE = 'TL005';
+    END IF;
+    FOR item, ordinal IN SELECT e, o FROM jsonb_array_elements(record_usage.usage) WITH ORDINALITY AS x(e, o) LOOP
+        IF NOT coalesce(jsonb_typeof(item) = 'object'
+                AND jsonb_typeof(item -> 'model') = 'string' AND length(item ->> 'model') BETWEEN 1 AND 200
+                AND (SELECT bool_and((item ->> c) ~ '^[0-9]{1,15}$') FROM unnest(counts) AS c)
+                AND (item ->> 'unread')::bigint <= (item ->> 'requests')::bigint, false) THEN
+            RAISE EXCEPTION 'usage[%] is not {model, requests, unread, input, output, cache_read, cache_write}: %',
+                ordinal - 1, left(item::text, 300)
+                USING ERRCODE = 'TL005',
+                      HINT = 'model a name of 1 to 200 characters; counts whole numbers, not negative; unread at most requests.';
+        END IF;
+    END LOOP;
+    job := tireless.held_job(record_usage.job_id, record_usage.worker, record_usage.token);
+    INSERT INTO tireless.model_usage AS u (job_id, attempt, model, spend_day, lane, forge, owner, repo, requests,
+                                           unread, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens)
+    SELECT job.id, job.attempts, r.model, tireless.spend_day(), job.lane, job.forge, job.owner, job.repo,
+           sum(r.requests), sum(r.unread), sum(r.input), sum(r.output), sum(r.cache_read), sum(r.cache_write)
+      FROM jsonb_to_recordset(record_usage.usage)
+           AS r(model text, requests bigint, unread bigint, input bigint, output bigint, cache_read bigint,
+                cache_write bigint)
+     GROUP BY r.model
+    ON CONFLICT ON CONSTRAINT model_usage_per_attempt_model_and_day DO UPDATE
+       SET requests = u.requests + excluded.requests, unread = u.unread + excluded.unread,
+           input_tokens = u.input_tokens + excluded.input_tokens,
+           output_tokens = u.output_tokens + excluded.output_tokens,
+           cache_read_tokens = u.cache_read_tokens + excluded.cache_read_tokens,
+           cache_write_tokens = u.cache_write_tokens + excluded.cache_write_tokens;
+    RETURN tireless.allowance_of(job);
+END;
+$_$;
+
+--
+-- Name: FUNCTION record_usage(job_id bigint, worker text, token uuid, usage jsonb); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.record_usage(job_id bigint, worker text, token uuid, usage jsonb) IS 'The holder''s gateway adds what its attempt''s agent used since its last record: a JSON array of {model, requests, unread (answers whose usage it could not read), input, output, cache_read, cache_write} (tokens), added to the attempt''s row of each model for today (UTC). Returns the allowance (tireless.allowance_of). TL005 naming a malformed row; TL001 for an unknown job, TL004 when worker (or token, or the login) does not hold it.';
+
+--
 -- Name: refresh_lane(text, text, text, integer, text[]); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -8387,7 +8858,8 @@ BEGIN
         RETURN false;
     END IF;
     spent := tireless.repo_spend(limits.forge, limits.owner, limits.repo);
-    RETURN NOT tireless.budget_spent(spent.runs, spent.agent_time, limits.runs_per_day, limits.agent_time_per_day);
+    RETURN NOT tireless.budget_spent(spent.runs, spent.agent_time, limits.runs_per_day, limits.agent_time_per_day)
+       AND tireless.repo_usage_spent(limits.forge, limits.owner, limits.repo) IS NULL;
 END;
 $$;
 
@@ -8415,6 +8887,25 @@ END;
 --
 
 COMMENT ON FUNCTION tireless.repo_spend(forge text, owner text, repo text, OUT runs bigint, OUT agent_time interval) IS 'How many runs and how much agent time the repository spent today (UTC), all lanes.';
+
+--
+-- Name: repo_usage_spent(text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.repo_usage_spent(forge text, owner text, repo text) RETURNS text
+    LANGUAGE sql STABLE
+    BEGIN ATOMIC
+ SELECT tireless.spent_budget(s.tokens, s.cost, l.tokens_per_day, l.cost_per_day, format('today (repository %s/%s/%s)'::text, l.forge, l.owner, l.repo)) AS spent_budget
+    FROM tireless.repo_limit l,
+     LATERAL tireless.spend_of(NULL::bigint, NULL::text, l.forge, l.owner, l.repo) s(tokens, cost)
+   WHERE (((l.forge = repo_usage_spent.forge) AND (l.owner = repo_usage_spent.owner) AND (l.repo = repo_usage_spent.repo)) AND (num_nonnulls(l.tokens_per_day, l.cost_per_day) > 0));
+END;
+
+--
+-- Name: FUNCTION repo_usage_spent(forge text, owner text, repo text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.repo_usage_spent(forge text, owner text, repo text) IS 'The note of the repository''s daily budget of tokens or cost when today''s usage (UTC, all lanes) reached it; null otherwise.';
 
 --
 -- Name: repo_writable(text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -8903,10 +9394,10 @@ $$;
 COMMENT ON FUNCTION tireless.set_kind_policy(kind text, default_lane text, max_attempts integer) IS 'Sets a kind''s default lane and attempt budget (a null argument leaves it as it is); returns the row.';
 
 --
--- Name: set_lane_budget(text, integer, interval); Type: FUNCTION; Schema: tireless; Owner: -
+-- Name: set_lane_budget(text, integer, interval, bigint, numeric, bigint, numeric); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
-CREATE FUNCTION tireless.set_lane_budget(lane text, runs_per_day integer, agent_time_per_day interval) RETURNS tireless.lane
+CREATE FUNCTION tireless.set_lane_budget(lane text, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint DEFAULT NULL::bigint, cost_per_day numeric DEFAULT NULL::numeric, tokens_per_job bigint DEFAULT NULL::bigint, cost_per_job numeric DEFAULT NULL::numeric) RETURNS tireless.lane
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -8917,6 +9408,8 @@ DECLARE
     runs_start boolean;
 BEGIN
     PERFORM tireless.check_budget(set_lane_budget.runs_per_day, set_lane_budget.agent_time_per_day);
+    PERFORM tireless.check_spend_budget(set_lane_budget.tokens_per_day, set_lane_budget.cost_per_day,
+                                        set_lane_budget.tokens_per_job, set_lane_budget.cost_per_job);
     SELECT * INTO before FROM tireless.lane l WHERE l.name = set_lane_budget.lane;
     -- Whenever a budget of agent time is on either side, not only when it differs from the value read
     -- here: a concurrent setter may change it before this one writes.
@@ -8927,7 +9420,9 @@ BEGIN
     END IF;
     PERFORM tireless.ensure_lane(set_lane_budget.lane);
     UPDATE tireless.lane l
-       SET runs_per_day = set_lane_budget.runs_per_day, agent_time_per_day = set_lane_budget.agent_time_per_day
+       SET runs_per_day = set_lane_budget.runs_per_day, agent_time_per_day = set_lane_budget.agent_time_per_day,
+           tokens_per_day = set_lane_budget.tokens_per_day, cost_per_day = set_lane_budget.cost_per_day,
+           tokens_per_job = set_lane_budget.tokens_per_job, cost_per_job = set_lane_budget.cost_per_job
      WHERE l.name = set_lane_budget.lane RETURNING l.* INTO result;
     IF agent_time_changes THEN
         PERFORM tireless.arm_agent_time_count();
@@ -8941,10 +9436,10 @@ END;
 $$;
 
 --
--- Name: FUNCTION set_lane_budget(lane text, runs_per_day integer, agent_time_per_day interval); Type: COMMENT; Schema: tireless; Owner: -
+-- Name: FUNCTION set_lane_budget(lane text, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.set_lane_budget(lane text, runs_per_day integer, agent_time_per_day interval) IS '(admin) The lane''s daily budget (the UTC calendar day): at most runs_per_day claims, and no claim once its attempts ended today held their claims agent_time_per_day in all (null: no budget of that kind); each counts from the moment it is set. When spent, its jobs stay pending until midnight UTC. Returns the lane.';
+COMMENT ON FUNCTION tireless.set_lane_budget(lane text, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric) IS '(admin) The lane''s budgets. Daily (the UTC calendar day): at most runs_per_day claims, no claim once its attempts ended today held their claims agent_time_per_day in all, or its agents used tokens_per_day tokens or cost_per_day USD today; each counts from the moment it is set, and when spent its jobs stay pending until midnight UTC. Per job: once a job''s attempts used tokens_per_job tokens or cost_per_job USD, the gateway refuses its agent''s next model request and the attempt fails. Null: no budget of that kind. Returns the lane.';
 
 --
 -- Name: set_lane_capacity(text, integer); Type: FUNCTION; Schema: tireless; Owner: -
@@ -9096,6 +9591,50 @@ $$;
 COMMENT ON FUNCTION tireless.set_mirror_comments(enabled boolean) IS '(admin) Turns the mirror''s comment on finished jobs on or off (the state labels stay); returns the setting.';
 
 --
+-- Name: set_model_price(text, numeric, numeric, numeric, numeric); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.set_model_price(model text, input numeric, output numeric, cache_read numeric DEFAULT NULL::numeric, cache_write numeric DEFAULT NULL::numeric) RETURNS tireless.model_price
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    result tireless.model_price;
+    what text;
+    price numeric;
+BEGIN
+    IF NOT coalesce(tireless.is_model_name(set_model_price.model), false) THEN
+        RAISE EXCEPTION 'model must be a model name or a prefix*, got %',
+            coalesce(quote_literal(left(set_model_price.model, 220)), 'null')
+            USING ERRCODE = 'TL015',
+                  HINT = '1 to 200 letters, digits and . _ : / @ + -, with one * at the end for every model it starts.';
+    END IF;
+    FOR what, price IN VALUES ('input', set_model_price.input), ('output', set_model_price.output),
+                              ('cache_read', set_model_price.cache_read), ('cache_write', set_model_price.cache_write) LOOP
+        IF (price IS NULL AND what IN ('input', 'output')) OR price < 0 OR price > 1000000 THEN
+            RAISE EXCEPTION 'the % price of % must be USD per million tokens from 0 to 1000000, got %',
+                what, set_model_price.model, coalesce(price::text, 'null')
+                USING ERRCODE = 'TL015';
+        END IF;
+    END LOOP;
+    INSERT INTO tireless.model_price AS p (model, input, output, cache_read, cache_write)
+    VALUES (set_model_price.model, set_model_price.input, set_model_price.output, set_model_price.cache_read,
+            set_model_price.cache_write)
+    ON CONFLICT ON CONSTRAINT one_price_per_model DO UPDATE
+       SET input = excluded.input, output = excluded.output, cache_read = excluded.cache_read,
+           cache_write = excluded.cache_write, set_at = now()
+    RETURNING p.* INTO result;
+    RETURN result;
+END;
+$$;
+
+--
+-- Name: FUNCTION set_model_price(model text, input numeric, output numeric, cache_read numeric, cache_write numeric); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.set_model_price(model text, input numeric, output numeric, cache_read numeric, cache_write numeric) IS '(admin) The price of a model in USD per million tokens of input, output, cache read and cache write (a cache price left null is the input price); model is a name or a prefix* that prices every model it starts (a name''s own price wins, then the longest prefix). Costs are computed from it whenever they are read. Returns the price. TL015 naming a bad model or price.';
+
+--
 -- Name: policy; Type: TABLE; Schema: tireless; Owner: -
 --
 
@@ -9209,10 +9748,10 @@ $_$;
 COMMENT ON FUNCTION tireless.set_policy(label_prefix text, backoff_base interval, backoff_cap interval, breaker_threshold integer, breaker_cooldown interval) IS 'Changes the store-wide settings named (a null argument leaves its setting as it is) and returns them. TL005 for a bad value, and for a label_prefix that makes a label longer than a registered forge takes (tireless.check_label_prefix: 50 characters on GitHub).';
 
 --
--- Name: set_repo_budget(text, text, text, integer, interval); Type: FUNCTION; Schema: tireless; Owner: -
+-- Name: set_repo_budget(text, text, text, integer, interval, bigint, numeric, bigint, numeric); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
-CREATE FUNCTION tireless.set_repo_budget(forge text, owner text, repo text, runs_per_day integer, agent_time_per_day interval) RETURNS tireless.repo_limit
+CREATE FUNCTION tireless.set_repo_budget(forge text, owner text, repo text, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint DEFAULT NULL::bigint, cost_per_day numeric DEFAULT NULL::numeric, tokens_per_job bigint DEFAULT NULL::bigint, cost_per_job numeric DEFAULT NULL::numeric) RETURNS tireless.repo_limit
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -9220,18 +9759,22 @@ DECLARE
     current tireless.repo_limit;
 BEGIN
     PERFORM tireless.check_budget(set_repo_budget.runs_per_day, set_repo_budget.agent_time_per_day);
+    PERFORM tireless.check_spend_budget(set_repo_budget.tokens_per_day, set_repo_budget.cost_per_day,
+                                        set_repo_budget.tokens_per_job, set_repo_budget.cost_per_job);
     SELECT * INTO current FROM tireless.repo_limit l
      WHERE (l.forge, l.owner, l.repo) = (set_repo_budget.forge, set_repo_budget.owner, set_repo_budget.repo);
     RETURN tireless.set_repo_limit(set_repo_budget.forge, set_repo_budget.owner, set_repo_budget.repo,
-                                   current.capacity, set_repo_budget.runs_per_day, set_repo_budget.agent_time_per_day);
+                                   current.capacity, set_repo_budget.runs_per_day, set_repo_budget.agent_time_per_day,
+                                   set_repo_budget.tokens_per_day, set_repo_budget.cost_per_day,
+                                   set_repo_budget.tokens_per_job, set_repo_budget.cost_per_job);
 END;
 $$;
 
 --
--- Name: FUNCTION set_repo_budget(forge text, owner text, repo text, runs_per_day integer, agent_time_per_day interval); Type: COMMENT; Schema: tireless; Owner: -
+-- Name: FUNCTION set_repo_budget(forge text, owner text, repo text, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.set_repo_budget(forge text, owner text, repo text, runs_per_day integer, agent_time_per_day interval) IS '(admin) The tracked repository''s daily budget, all lanes together (the UTC calendar day): at most runs_per_day claims, and no claim once its attempts ended today held their claims agent_time_per_day in all (null: no budget of that kind). Returns its limits. TL005 for a bad budget, TL008 when it is not tracked.';
+COMMENT ON FUNCTION tireless.set_repo_budget(forge text, owner text, repo text, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric) IS '(admin) The tracked repository''s budgets, all lanes together. Daily (the UTC calendar day): at most runs_per_day claims, and no claim once its attempts ended today held their claims agent_time_per_day in all, or its agents used tokens_per_day tokens or cost_per_day USD today. Per job: once a job''s attempts used tokens_per_job tokens or cost_per_job USD, the gateway refuses its next model request and the attempt fails. Null: no budget of that kind. Returns its limits. TL005 for a bad budget, TL008 when it is not tracked.';
 
 --
 -- Name: set_repo_capacity(text, text, text, integer); Type: FUNCTION; Schema: tireless; Owner: -
@@ -9251,7 +9794,9 @@ BEGIN
     SELECT * INTO current FROM tireless.repo_limit l
      WHERE (l.forge, l.owner, l.repo) = (set_repo_capacity.forge, set_repo_capacity.owner, set_repo_capacity.repo);
     RETURN tireless.set_repo_limit(set_repo_capacity.forge, set_repo_capacity.owner, set_repo_capacity.repo,
-                                   set_repo_capacity.capacity, current.runs_per_day, current.agent_time_per_day);
+                                   set_repo_capacity.capacity, current.runs_per_day, current.agent_time_per_day,
+                                   current.tokens_per_day, current.cost_per_day, current.tokens_per_job,
+                                   current.cost_per_job);
 END;
 $$;
 
@@ -9317,10 +9862,10 @@ $$;
 COMMENT ON FUNCTION tireless.set_repo_delivery(forge text, owner text, repo text, protected text[], allowed text[], allow_ci boolean, max_files integer, max_bytes bigint) IS '(admin) The tracked repository''s delivery policy, which the runner checks an agent''s change against (job_brief): the globs of paths it may not touch (protected), those it may touch all the same (allowed), whether it may change the forge''s CI definitions (allow_ci), at most max_files files and max_bytes bytes (0: the runner''s default). A null argument leaves its setting as it is; a list replaces the list. Returns the policy. TL005 for a bad glob or limit, TL008 when the repository is not tracked.';
 
 --
--- Name: set_repo_limit(text, text, text, integer, integer, interval); Type: FUNCTION; Schema: tireless; Owner: -
+-- Name: set_repo_limit(text, text, text, integer, integer, interval, bigint, numeric, bigint, numeric); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
-CREATE FUNCTION tireless.set_repo_limit(forge text, owner text, repo text, capacity integer, runs_per_day integer, agent_time_per_day interval) RETURNS tireless.repo_limit
+CREATE FUNCTION tireless.set_repo_limit(forge text, owner text, repo text, capacity integer, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric) RETURNS tireless.repo_limit
     LANGUAGE plpgsql
     AS $$
 DECLARE
@@ -9338,17 +9883,23 @@ BEGIN
         PERFORM tireless.lock_jobs_for_a_budget();
     END IF;
     result := ROW(set_repo_limit.forge, set_repo_limit.owner, set_repo_limit.repo, set_repo_limit.capacity,
-                  set_repo_limit.runs_per_day, set_repo_limit.agent_time_per_day);
-    IF num_nonnulls(result.capacity, result.runs_per_day, result.agent_time_per_day) = 0 THEN
+                  set_repo_limit.runs_per_day, set_repo_limit.agent_time_per_day, set_repo_limit.tokens_per_day,
+                  set_repo_limit.cost_per_day, set_repo_limit.tokens_per_job, set_repo_limit.cost_per_job);
+    IF num_nonnulls(result.capacity, result.runs_per_day, result.agent_time_per_day, result.tokens_per_day,
+                    result.cost_per_day, result.tokens_per_job, result.cost_per_job) = 0 THEN
         DELETE FROM tireless.repo_limit l WHERE (l.forge, l.owner, l.repo) = (result.forge, result.owner, result.repo);
     ELSE
         INSERT INTO tireless.repo_limit AS l VALUES (result.*)
         ON CONFLICT ON CONSTRAINT one_limit_row_per_repo DO UPDATE
            SET capacity = excluded.capacity, runs_per_day = excluded.runs_per_day,
-               agent_time_per_day = excluded.agent_time_per_day;
+               agent_time_per_day = excluded.agent_time_per_day, tokens_per_day = excluded.tokens_per_day,
+               cost_per_day = excluded.cost_per_day, tokens_per_job = excluded.tokens_per_job,
+               cost_per_job = excluded.cost_per_job;
     END IF;
     UPDATE tireless.lane_repo r
-       SET limited = num_nonnulls(result.capacity, result.runs_per_day, result.agent_time_per_day) > 0
+       SET limited = num_nonnulls(result.capacity, result.runs_per_day, result.agent_time_per_day,
+                                  result.tokens_per_day, result.cost_per_day, result.tokens_per_job,
+                                  result.cost_per_job) > 0
      WHERE (r.forge, r.owner, r.repo) = (result.forge, result.owner, result.repo);
     IF agent_time_changes THEN
         PERFORM tireless.arm_agent_time_count();
@@ -9361,10 +9912,10 @@ END;
 $$;
 
 --
--- Name: FUNCTION set_repo_limit(forge text, owner text, repo text, capacity integer, runs_per_day integer, agent_time_per_day interval); Type: COMMENT; Schema: tireless; Owner: -
+-- Name: FUNCTION set_repo_limit(forge text, owner text, repo text, capacity integer, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.set_repo_limit(forge text, owner text, repo text, capacity integer, runs_per_day integer, agent_time_per_day interval) IS 'Writes a tracked repository''s capacity and budgets (no row when all are null), tells its turns whether they are limited, switches the count of agent time when a budget of agent time is written, and starts counting runs when a budget of runs starts. TL008 when it is not tracked.';
+COMMENT ON FUNCTION tireless.set_repo_limit(forge text, owner text, repo text, capacity integer, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric) IS 'Writes a tracked repository''s capacity and budgets (no row when all are null), tells its turns whether they are limited, switches the count of agent time when a budget of agent time is written, and starts counting runs when a budget of runs starts. TL008 when it is not tracked.';
 
 --
 -- Name: repo_revisions; Type: TABLE; Schema: tireless; Owner: -
@@ -10047,6 +10598,32 @@ $$;
 COMMENT ON FUNCTION tireless.untrack_repo(forge text, owner text, repo text) IS 'Stops tracking a repository; false if it was not tracked. Its jobs stay as they are.';
 
 --
+-- Name: usage_allowance(bigint, text, uuid); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.usage_allowance(job_id bigint, worker text, token uuid) RETURNS jsonb
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    job tireless.job;
+BEGIN
+    SELECT * INTO job FROM tireless.job j WHERE j.id = usage_allowance.job_id;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'no job with id %', coalesce(usage_allowance.job_id::text, 'null') USING ERRCODE = 'TL001';
+    END IF;
+    PERFORM tireless.check_holder(job, usage_allowance.worker, usage_allowance.token);
+    RETURN tireless.allowance_of(job);
+END;
+$$;
+
+--
+-- Name: FUNCTION usage_allowance(job_id bigint, worker text, token uuid); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.usage_allowance(job_id bigint, worker text, token uuid) IS 'What the holder''s gateway asks before it forwards a model request: {budgeted, spent (null, job or day), note} (tireless.allowance_of). TL001 for an unknown job, TL004 when worker (or token, or the login) does not hold it.';
+
+--
 -- Name: waiting_note(text, text[], text); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -10210,6 +10787,42 @@ CREATE VIEW tireless.active_claims AS
 --
 
 COMMENT ON VIEW tireless.active_claims IS 'Claimed jobs with the time left on their lease (negative: past its lease, waiting for the sweeper), and the login that claimed each.';
+
+--
+-- Name: agent_usage; Type: VIEW; Schema: tireless; Owner: -
+--
+
+CREATE VIEW tireless.agent_usage AS
+ SELECT u.lane,
+    u.forge,
+    u.owner,
+    u.repo,
+    u.model,
+    (sum(u.requests))::bigint AS requests,
+    (sum(u.unread))::bigint AS unread,
+    (sum(u.input_tokens))::bigint AS input_tokens,
+    (sum(u.output_tokens))::bigint AS output_tokens,
+    (sum(u.cache_read_tokens))::bigint AS cache_read_tokens,
+    (sum(u.cache_write_tokens))::bigint AS cache_write_tokens,
+    (((((sum(u.input_tokens) * p.input) + (sum(u.output_tokens) * p.output)) + (sum(u.cache_read_tokens) * COALESCE(p.cache_read, p.input))) + (sum(u.cache_write_tokens) * COALESCE(p.cache_write, p.input))) / (1000000)::numeric) AS cost
+   FROM (tireless.model_usage u
+     LEFT JOIN LATERAL ( SELECT q.model,
+            q.input,
+            q.output,
+            q.cache_read,
+            q.cache_write,
+            q.set_at
+           FROM tireless.model_price q
+          WHERE ((q.model = u.model) OR (("right"(q.model, 1) = '*'::text) AND starts_with(u.model, "left"(q.model, '-1'::integer))))
+          ORDER BY (q.model = u.model) DESC, (length(q.model)) DESC
+         LIMIT 1) p ON (true))
+  GROUP BY u.lane, u.forge, u.owner, u.repo, u.model, p.input, p.output, p.cache_read, p.cache_write;
+
+--
+-- Name: VIEW agent_usage; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON VIEW tireless.agent_usage IS 'Per lane, repository and model, over the jobs the store keeps: model requests, the unread ones, tokens of each kind and the cost in USD (null: unpriced). /metrics exports them as counters.';
 
 --
 -- Name: ask_id_seq; Type: SEQUENCE; Schema: tireless; Owner: -
@@ -11380,6 +11993,19 @@ ALTER TABLE ONLY tireless.mirror_repo
     ADD CONSTRAINT mirror_repo_pkey PRIMARY KEY (forge, owner, repo);
 
 --
+-- Name: model_usage model_usage_per_attempt_model_and_day; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.model_usage
+    ADD CONSTRAINT model_usage_per_attempt_model_and_day PRIMARY KEY (job_id, attempt, model, spend_day);
+
+--
+-- Name: CONSTRAINT model_usage_per_attempt_model_and_day ON model_usage; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT model_usage_per_attempt_model_and_day ON tireless.model_usage IS 'One row per attempt, model and UTC day; record_usage adds to it.';
+
+--
 -- Name: ask one_ask_per_forge_item; Type: CONSTRAINT; Schema: tireless; Owner: -
 --
 
@@ -11437,6 +12063,19 @@ ALTER TABLE ONLY tireless.repo_limit
 --
 
 COMMENT ON CONSTRAINT one_limit_row_per_repo ON tireless.repo_limit IS 'A repository has one set of limits.';
+
+--
+-- Name: model_price one_price_per_model; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.model_price
+    ADD CONSTRAINT one_price_per_model PRIMARY KEY (model);
+
+--
+-- Name: CONSTRAINT one_price_per_model ON model_price; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT one_price_per_model ON tireless.model_price IS 'A model name or prefix has one price.';
 
 --
 -- Name: pull_read one_read_per_pull; Type: CONSTRAINT; Schema: tireless; Owner: -
@@ -11690,6 +12329,12 @@ CREATE INDEX mirror_writes_due ON tireless.mirror_issue USING btree (forge, owne
 --
 
 COMMENT ON INDEX tireless.mirror_writes_due IS 'The writes still to apply, per repository, by when they are due.';
+
+--
+-- Name: model_usage_by_day; Type: INDEX; Schema: tireless; Owner: -
+--
+
+CREATE INDEX model_usage_by_day ON tireless.model_usage USING btree (spend_day, lane);
 
 --
 -- Name: network_use_per_attempt; Type: INDEX; Schema: tireless; Owner: -
@@ -12209,6 +12854,19 @@ ALTER TABLE ONLY tireless.mirror_repo
 COMMENT ON CONSTRAINT mirror_of_a_tracked_repo ON tireless.mirror_repo IS 'Mirror state belongs to a tracked repository and goes with it.';
 
 --
+-- Name: model_usage model_usage_of_a_job; Type: FK CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.model_usage
+    ADD CONSTRAINT model_usage_of_a_job FOREIGN KEY (job_id) REFERENCES tireless.job(id) ON DELETE CASCADE;
+
+--
+-- Name: CONSTRAINT model_usage_of_a_job ON model_usage; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT model_usage_of_a_job ON tireless.model_usage IS 'Usage belongs to a job and goes with it (prune).';
+
+--
 -- Name: network_use network_use_of_a_job; Type: FK CONSTRAINT; Schema: tireless; Owner: -
 --
 
@@ -12337,6 +12995,18 @@ GRANT SELECT ON TABLE tireless.lane TO tireless_admin;
 REVOKE ALL ON FUNCTION tireless.agent_time_budgeted() FROM PUBLIC;
 
 --
+-- Name: TABLE job; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.job TO tireless_admin;
+
+--
+-- Name: FUNCTION allowance_of(job tireless.job); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.allowance_of(job tireless.job) FROM PUBLIC;
+
+--
 -- Name: FUNCTION announce_poll(forge text); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -12403,12 +13073,6 @@ GRANT ALL ON FUNCTION tireless.attach_plan(job_id bigint, worker text, plan json
 
 REVOKE ALL ON FUNCTION tireless.attach_report(job_id bigint, worker text, report text, token uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.attach_report(job_id bigint, worker text, report text, token uuid) TO tireless_runner;
-
---
--- Name: TABLE job; Type: ACL; Schema: tireless; Owner: -
---
-
-GRANT SELECT ON TABLE tireless.job TO tireless_admin;
 
 --
 -- Name: FUNCTION attempts_spent(job tireless.job); Type: ACL; Schema: tireless; Owner: -
@@ -12512,6 +13176,12 @@ REVOKE ALL ON FUNCTION tireless.check_repo(forge text, owner text, repo text) FR
 --
 
 REVOKE ALL ON FUNCTION tireless.check_run_limit(name text, span interval) FROM PUBLIC;
+
+--
+-- Name: FUNCTION check_spend_budget(tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.check_spend_budget(tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric) FROM PUBLIC;
 
 --
 -- Name: FUNCTION check_tracked(forge text, owner text, repo text); Type: ACL; Schema: tireless; Owner: -
@@ -12958,6 +13628,12 @@ REVOKE ALL ON FUNCTION tireless.is_forge_timestamp(value text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION tireless.is_lease(lease interval) FROM PUBLIC;
 
 --
+-- Name: FUNCTION is_model_name(name text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.is_model_name(name text) FROM PUBLIC;
+
+--
 -- Name: FUNCTION is_ref_name(name text); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -13096,6 +13772,27 @@ GRANT ALL ON FUNCTION tireless.job_tasks(job_id bigint) TO tireless_poller;
 GRANT ALL ON FUNCTION tireless.job_tasks(job_id bigint) TO tireless_admin;
 
 --
+-- Name: FUNCTION price_of(model text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.price_of(model text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION usage_cost(model text, input bigint, output bigint, cache_read bigint, cache_write bigint); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.usage_cost(model text, input bigint, output bigint, cache_read bigint, cache_write bigint) FROM PUBLIC;
+
+--
+-- Name: FUNCTION job_usage(job_id bigint); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.job_usage(job_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.job_usage(job_id bigint) TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.job_usage(job_id bigint) TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.job_usage(job_id bigint) TO tireless_admin;
+
+--
 -- Name: FUNCTION job_waits(job_id bigint); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -13189,6 +13886,36 @@ REVOKE ALL ON FUNCTION tireless.spend_day() FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION tireless.lane_spend(lane text, OUT runs bigint, OUT agent_time interval) FROM PUBLIC;
+
+--
+-- Name: FUNCTION spend_of(job_id bigint, lane text, forge text, owner text, repo text, OUT tokens bigint, OUT cost numeric); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.spend_of(job_id bigint, lane text, forge text, owner text, repo text, OUT tokens bigint, OUT cost numeric) FROM PUBLIC;
+
+--
+-- Name: FUNCTION tokens_text(tokens numeric); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.tokens_text(tokens numeric) FROM PUBLIC;
+
+--
+-- Name: FUNCTION usd_text(usd numeric); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.usd_text(usd numeric) FROM PUBLIC;
+
+--
+-- Name: FUNCTION spent_budget(tokens bigint, cost numeric, tokens_budget bigint, cost_budget numeric, whose text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.spent_budget(tokens bigint, cost numeric, tokens_budget bigint, cost_budget numeric, whose text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION lane_usage_spent(lane text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.lane_usage_spent(lane text) FROM PUBLIC;
 
 --
 -- Name: FUNCTION list_jobs(state text, lane text, kind text, forge text, owner text, repo text, since interval, words text[], worker text, number integer, after bigint, before bigint, newest boolean, at_most integer); Type: ACL; Schema: tireless; Owner: -
@@ -13291,6 +14018,15 @@ REVOKE ALL ON FUNCTION tireless.missed_rounds(grace interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.missed_rounds(grace interval) TO tireless_runner;
 GRANT ALL ON FUNCTION tireless.missed_rounds(grace interval) TO tireless_poller;
 GRANT ALL ON FUNCTION tireless.missed_rounds(grace interval) TO tireless_admin;
+
+--
+-- Name: FUNCTION model_prices(); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.model_prices() FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.model_prices() TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.model_prices() TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.model_prices() TO tireless_admin;
 
 --
 -- Name: FUNCTION next_poll_due_at(); Type: ACL; Schema: tireless; Owner: -
@@ -13534,6 +14270,13 @@ REVOKE ALL ON FUNCTION tireless.record_repo_archived(forge text, owner text, rep
 GRANT ALL ON FUNCTION tireless.record_repo_archived(forge text, owner text, repo text, poller text) TO tireless_poller;
 
 --
+-- Name: FUNCTION record_usage(job_id bigint, worker text, token uuid, usage jsonb); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.record_usage(job_id bigint, worker text, token uuid, usage jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.record_usage(job_id bigint, worker text, token uuid, usage jsonb) TO tireless_runner;
+
+--
 -- Name: FUNCTION refresh_lane(forge text, owner text, repo text, number integer, labels text[]); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -13612,6 +14355,12 @@ REVOKE ALL ON FUNCTION tireless.repo_has_room(forge text, owner text, repo text)
 --
 
 REVOKE ALL ON FUNCTION tireless.repo_spend(forge text, owner text, repo text, OUT runs bigint, OUT agent_time interval) FROM PUBLIC;
+
+--
+-- Name: FUNCTION repo_usage_spent(forge text, owner text, repo text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.repo_usage_spent(forge text, owner text, repo text) FROM PUBLIC;
 
 --
 -- Name: FUNCTION repo_writable(forge text, owner text, repo text); Type: ACL; Schema: tireless; Owner: -
@@ -13708,11 +14457,11 @@ REVOKE ALL ON FUNCTION tireless.set_kind_policy(kind text, default_lane text, ma
 GRANT ALL ON FUNCTION tireless.set_kind_policy(kind text, default_lane text, max_attempts integer) TO tireless_admin;
 
 --
--- Name: FUNCTION set_lane_budget(lane text, runs_per_day integer, agent_time_per_day interval); Type: ACL; Schema: tireless; Owner: -
+-- Name: FUNCTION set_lane_budget(lane text, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric); Type: ACL; Schema: tireless; Owner: -
 --
 
-REVOKE ALL ON FUNCTION tireless.set_lane_budget(lane text, runs_per_day integer, agent_time_per_day interval) FROM PUBLIC;
-GRANT ALL ON FUNCTION tireless.set_lane_budget(lane text, runs_per_day integer, agent_time_per_day interval) TO tireless_admin;
+REVOKE ALL ON FUNCTION tireless.set_lane_budget(lane text, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.set_lane_budget(lane text, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric) TO tireless_admin;
 
 --
 -- Name: FUNCTION set_lane_capacity(lane text, capacity integer); Type: ACL; Schema: tireless; Owner: -
@@ -13750,6 +14499,13 @@ REVOKE ALL ON FUNCTION tireless.set_mirror_comments(enabled boolean) FROM PUBLIC
 GRANT ALL ON FUNCTION tireless.set_mirror_comments(enabled boolean) TO tireless_admin;
 
 --
+-- Name: FUNCTION set_model_price(model text, input numeric, output numeric, cache_read numeric, cache_write numeric); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.set_model_price(model text, input numeric, output numeric, cache_read numeric, cache_write numeric) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.set_model_price(model text, input numeric, output numeric, cache_read numeric, cache_write numeric) TO tireless_admin;
+
+--
 -- Name: TABLE policy; Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -13763,11 +14519,11 @@ REVOKE ALL ON FUNCTION tireless.set_policy(label_prefix text, backoff_base inter
 GRANT ALL ON FUNCTION tireless.set_policy(label_prefix text, backoff_base interval, backoff_cap interval, breaker_threshold integer, breaker_cooldown interval) TO tireless_admin;
 
 --
--- Name: FUNCTION set_repo_budget(forge text, owner text, repo text, runs_per_day integer, agent_time_per_day interval); Type: ACL; Schema: tireless; Owner: -
+-- Name: FUNCTION set_repo_budget(forge text, owner text, repo text, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric); Type: ACL; Schema: tireless; Owner: -
 --
 
-REVOKE ALL ON FUNCTION tireless.set_repo_budget(forge text, owner text, repo text, runs_per_day integer, agent_time_per_day interval) FROM PUBLIC;
-GRANT ALL ON FUNCTION tireless.set_repo_budget(forge text, owner text, repo text, runs_per_day integer, agent_time_per_day interval) TO tireless_admin;
+REVOKE ALL ON FUNCTION tireless.set_repo_budget(forge text, owner text, repo text, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.set_repo_budget(forge text, owner text, repo text, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric) TO tireless_admin;
 
 --
 -- Name: FUNCTION set_repo_capacity(forge text, owner text, repo text, capacity integer); Type: ACL; Schema: tireless; Owner: -
@@ -13784,10 +14540,10 @@ REVOKE ALL ON FUNCTION tireless.set_repo_delivery(forge text, owner text, repo t
 GRANT ALL ON FUNCTION tireless.set_repo_delivery(forge text, owner text, repo text, protected text[], allowed text[], allow_ci boolean, max_files integer, max_bytes bigint) TO tireless_admin;
 
 --
--- Name: FUNCTION set_repo_limit(forge text, owner text, repo text, capacity integer, runs_per_day integer, agent_time_per_day interval); Type: ACL; Schema: tireless; Owner: -
+-- Name: FUNCTION set_repo_limit(forge text, owner text, repo text, capacity integer, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric); Type: ACL; Schema: tireless; Owner: -
 --
 
-REVOKE ALL ON FUNCTION tireless.set_repo_limit(forge text, owner text, repo text, capacity integer, runs_per_day integer, agent_time_per_day interval) FROM PUBLIC;
+REVOKE ALL ON FUNCTION tireless.set_repo_limit(forge text, owner text, repo text, capacity integer, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric) FROM PUBLIC;
 
 --
 -- Name: FUNCTION set_repo_revisions(forge text, owner text, repo text, revise_on_failed_checks boolean, max_revisions integer); Type: ACL; Schema: tireless; Owner: -
@@ -13882,6 +14638,13 @@ REVOKE ALL ON FUNCTION tireless.untrack_repo(forge text, owner text, repo text) 
 GRANT ALL ON FUNCTION tireless.untrack_repo(forge text, owner text, repo text) TO tireless_admin;
 
 --
+-- Name: FUNCTION usage_allowance(job_id bigint, worker text, token uuid); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.usage_allowance(job_id bigint, worker text, token uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.usage_allowance(job_id bigint, worker text, token uuid) TO tireless_runner;
+
+--
 -- Name: FUNCTION waiting_note(forge text, waiting_on text[], cycle text); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -13925,6 +14688,14 @@ GRANT ALL ON FUNCTION tireless.worker_ran(job_id bigint, worker text) TO tireles
 GRANT SELECT ON TABLE tireless.active_claims TO tireless_runner;
 GRANT SELECT ON TABLE tireless.active_claims TO tireless_poller;
 GRANT SELECT ON TABLE tireless.active_claims TO tireless_admin;
+
+--
+-- Name: TABLE agent_usage; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.agent_usage TO tireless_runner;
+GRANT SELECT ON TABLE tireless.agent_usage TO tireless_poller;
+GRANT SELECT ON TABLE tireless.agent_usage TO tireless_admin;
 
 --
 -- Name: TABLE checkpoints; Type: ACL; Schema: tireless; Owner: -

@@ -93,6 +93,7 @@ SQL_FILES = (
     "claim.sql",
     "lease.sql",
     "network.sql",
+    "ledger.sql",
     "brief.sql",
     "transition.sql",
     "delivery.sql",
