@@ -1,19 +1,22 @@
 """A model API's key kept out of the sandbox: the agent talks plain HTTP to a gateway on loopback,
 which forwards each request to the upstream's real URL (over TLS for https), adds the secret
-header, and streams the answer back with the secret masked."""
+header, and streams the answer back with the secret masked; with a ledger, it reads each model
+answer's usage as it passes (tireless.runner.usage) and refuses a request once a budget is spent."""
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
 import io
+import itertools
+import json
 import logging
 import os
 import re
 import socket
 import socketserver
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
@@ -25,6 +28,8 @@ import httpx
 
 from tireless.masking import SHORTEST, Masker, OutputMasker
 from tireless.runner.egress import HostUse, family_of, split_host_port
+from tireless.runner.ledger import Ledger
+from tireless.runner.usage import Api, Usage, UsageReader, api_of, ask_for_usage, requested_model
 
 log = logging.getLogger(__name__)
 
@@ -168,8 +173,11 @@ class UpstreamGateway:
     """Serves plain HTTP on a unix socket path or a TCP (host, port) and forwards every request
     (the methods APIs use) to the upstream: url + path?query, the secret header added."""
 
-    def __init__(self, upstream: Upstream, listen: str | tuple[str, int]) -> None:
+    def __init__(
+        self, upstream: Upstream, listen: str | tuple[str, int], ledger: Ledger | None = None
+    ) -> None:
         self.upstream = upstream
+        self.ledger = ledger
         self._listen = listen
         self.masker = Masker([upstream.secret])
         url = httpx.URL(upstream.url)
@@ -293,16 +301,30 @@ class Forwarder(BaseHTTPRequestHandler):
             if self.busy:
                 raise Answer(503, f"the gateway serves at most {gateway.limit} connections at once")
             check_target(self.path, self.headers.get_all("Host") or [])
-            body = request_body(self.headers, self.rfile)
+            asked = request_body(self.headers, self.rfile)
+            body: Iterable[bytes] | bytes | None = asked
+            api = None if gateway.ledger is None else api_of(self.command, self.path)
+            headers = forwarded(self.headers, upstream)
+            reader = None
+            if api is not None:
+                assert gateway.ledger is not None
+                if (note := gateway.ledger.refusal()) is not None:
+                    self.spent(api, note)
+                    return
+                body, headers, reader = self.read_usage(api, asked or iter(()), headers)
+                if isinstance(body, bytes):
+                    gateway.counted(bytes_out=len(body))
             url = upstream.url.rstrip("/") + self.path
             with gateway.client.stream(
                 self.command,
                 url,
-                headers=forwarded(self.headers, upstream),
-                content=None if body is None else self.counted(body),
+                headers=headers,
+                content=body if body is None or isinstance(body, bytes) else self.counted(body),
             ) as response:
                 gateway.counted(requests=1)
-                self.answer(response)
+                if reader is not None:
+                    reader.started(response)
+                self.answer(response, reader)
         except Answer as refusal:
             self.refuse(refusal.status, refusal.reason)
         except httpx.HTTPError as error:
@@ -318,12 +340,56 @@ class Forwarder(BaseHTTPRequestHandler):
 
     do_GET = do_HEAD = do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = forward
 
-    def counted(self, body: Iterator[bytes]) -> Iterator[bytes]:
+    def counted(self, body: Iterable[bytes]) -> Iterator[bytes]:
         for chunk in body:
             self.gateway.counted(bytes_out=len(chunk))
             yield chunk
 
-    def answer(self, response: httpx.Response) -> None:
+    def read_usage(
+        self, api: Api, body: Iterator[bytes], headers: list[tuple[str, str]]
+    ) -> tuple[Iterable[bytes] | bytes, list[tuple[str, str]], AnswerUsage]:
+        """A model request's body and headers as forwarded, and what reads its answer's usage: a
+        Chat Completions request is read whole, to ask a stream for its usage (its length then
+        set again by httpx)."""
+        ledger = self.gateway.ledger
+        assert ledger is not None
+        if api is not Api.CHAT:
+            first = next(body, b"")
+            return (
+                itertools.chain((first,), body),
+                headers,
+                AnswerUsage(ledger, api, requested_model(first[:65536]), False),
+            )
+        whole, added = ask_for_usage(b"".join(body))
+        if added:
+            headers = [(n, v) for n, v in headers if n.lower() != "content-length"]
+        return whole, headers, AnswerUsage(ledger, api, requested_model(whole[:65536]), added)
+
+    def spent(self, api: Api, note: str) -> None:
+        """Answers a model request in the vendor's own error JSON: the budget is spent."""
+        message = f"tireless: {note}"
+        error: dict[str, Any] = (
+            {"type": "error", "error": {"type": "invalid_request_error", "message": message}}
+            if api is Api.ANTHROPIC
+            else {
+                "error": {
+                    "message": message,
+                    "type": "insufficient_quota",
+                    "param": None,
+                    "code": "insufficient_quota",
+                }
+            }
+        )
+        body = json.dumps(error).encode()
+        self.send_response_only(400)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(body)
+        self.close_connection = True
+
+    def answer(self, response: httpx.Response, reader: AnswerUsage | None = None) -> None:
         """The upstream's status and headers (masked), then its body masked chunk by chunk:
         chunked for an HTTP/1.1 agent, close-delimited for an HTTP/1.0 one."""
         masker = self.gateway.masker
@@ -346,7 +412,11 @@ class Forwarder(BaseHTTPRequestHandler):
         try:
             for chunk in response.iter_bytes():
                 self.gateway.counted(bytes_in=len(chunk))
+                if reader is not None:
+                    chunk = reader.feed(chunk)
                 self.wfile.write(framed(masked.feed(chunk), chunked))
+            if reader is not None:
+                self.wfile.write(framed(masked.feed(reader.end()), chunked))
         except httpx.HTTPError as error:
             log.warning(
                 "%s",
@@ -356,6 +426,9 @@ class Forwarder(BaseHTTPRequestHandler):
             )
             self.close_connection = True  # the agent sees an unfinished answer
             return
+        finally:
+            if reader is not None:
+                reader.counted()
         self.wfile.write(framed(masked.end(), chunked) + (b"0\r\n\r\n" if chunked else b""))
 
     def refuse(self, status: int, reason: str) -> None:
@@ -368,6 +441,46 @@ class Forwarder(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
         self.close_connection = True
+
+
+class AnswerUsage:
+    """One model request's answer read for its usage, which the ledger counts once the answer
+    ended (an error answer: a request of no tokens; one whose usage cannot be read: unread)."""
+
+    def __init__(self, ledger: Ledger, api: Api, model: str | None, strip: bool) -> None:
+        self._ledger, self._api, self._model, self._strip = ledger, api, model, strip
+        self._reader: UsageReader | None = None
+        self._error = False
+        self._done = False
+
+    def started(self, response: httpx.Response) -> None:
+        stream = response.headers.get("content-type", "").startswith("text/event-stream")
+        self._error = response.status_code >= 400
+        self._reader = UsageReader(self._api, stream, self._model or "unknown", self._strip)
+
+    def feed(self, chunk: bytes) -> bytes:
+        return chunk if self._reader is None else self._reader.feed(chunk)
+
+    def end(self) -> bytes:
+        if self._reader is None:
+            return b""
+        rest, usage = self._reader.end()
+        self._reader = None
+        self.counted(usage)
+        return rest
+
+    def counted(self, usage: Usage | None = None) -> None:
+        """Counts the answer once: its usage, or (broken off) what was read of it so far."""
+        if self._done:
+            return
+        self._done = True
+        if usage is None:
+            usage = (
+                Usage(self._model or "unknown") if self._reader is None else self._reader.end()[1]
+            )
+        if self._error and not usage.read:
+            usage.read = True  # an error answer used no tokens
+        self._ledger.add(usage)
 
 
 def framed(data: bytes, chunked: bool) -> bytes:
