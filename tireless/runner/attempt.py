@@ -43,6 +43,7 @@ from tireless.models import Delivery, Job, JobBrief
 from tireless.runner.brief import AgentFiles
 from tireless.runner.config import WorkConfig
 from tireless.runner.egress import AllowEntry, parse_allowlist
+from tireless.runner.ledger import Allowance, Ledger
 from tireless.runner.network import AgentNetwork
 from tireless.runner.progress import ProgressReporter
 from tireless.runner.publisher import Checkpoints
@@ -54,6 +55,8 @@ from tireless.store.lease import NOT_HELD, NOTE_LIMIT, HeldJob, Release
 log = logging.getLogger("tireless.work")
 
 OUTPUT_KEPT = 4 * NOTE_LIMIT  # bytes of COMMAND's output kept for the note
+SPENT_GRACE = 10.0
+"""Seconds COMMAND may go on after its gateway refused a request for a spent budget."""
 
 
 def unstartable(command: Sequence[str]) -> str | None:
@@ -226,6 +229,8 @@ class Attempts:
         self._contained: Contained | None = None  # COMMAND's processes, while its job runs
         self._killer: threading.Timer | None = None
         self._job_stop: str | None = None  # why its lease said the running job must stop
+        self.spent: Allowance | None = None
+        """The budget the running job's gateway refused a model request for (tireless.runner.ledger)."""
 
     # Its network
     def announce_network(self) -> None:
@@ -265,11 +270,22 @@ class Attempts:
             return
         allow = self._allowlist(job.lane, hosts)
         assert self._relay_python is not None  # found by _allowlist
-        network = AgentNetwork(allow, self.config.upstreams, self._relay_python)
+        ledger = None
+        if self.config.upstreams:
+            ledger = Ledger(
+                lambda rows: self.store.record_usage(job.id, self.name, job.claim_token, rows),
+                lambda: self.store.usage_allowance(job.id, self.name, job.claim_token),
+                self._spent,
+            ).start()
+        network = AgentNetwork(allow, self.config.upstreams, self._relay_python, ledger)
         try:
             with network:
                 yield network
         finally:
+            if ledger is not None:
+                ledger.close()  # every gateway has stopped: every answer is counted
+                with self._lock:
+                    self.spent = ledger.spent
             try:
                 self.store.record_job_network(job.id, self.name, job.claim_token, network.rows())
             except (psycopg.Error, TirelessError) as error:
@@ -280,11 +296,26 @@ class Attempts:
                     error,
                 )
 
+    def _spent(self, note: str) -> None:
+        """A budget is spent (the gateway refused a model request): COMMAND has SPENT_GRACE
+        seconds to end on its own, having read the refusal, before it is stopped."""
+        with self._lock:
+            contained = self._contained
+        timer = threading.Timer(SPENT_GRACE, self._stop_if_running, args=(contained, note))
+        timer.daemon = True
+        timer.start()
+
+    def _stop_if_running(self, contained: Contained | None, why: str) -> None:
+        with self._lock:
+            if contained is not None and self._contained is contained:
+                self.stop_command(why)
+
     # COMMAND
     def begin(self) -> None:
-        """A new job: no stop heard for it yet."""
+        """A new job: no stop heard for it yet, no budget spent."""
         with self._lock:
             self._job_stop = None
+            self.spent = None
 
     def run(self, job: Job, held: HeldJob) -> tuple[int, str, Delivery | None]:
         """Run COMMAND on the job, in its workspace; its exit code, the tail of its output and
