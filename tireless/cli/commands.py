@@ -17,6 +17,7 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row, tuple_row
 
+from tireless.cli.ledger import spend_budget, usage_table
 from tireless.cli.render import (
     as_json,
     as_plain,
@@ -139,8 +140,9 @@ def cmd_repo(args: argparse.Namespace) -> int:
             limits = store.set_repo_capacity(args.forge, args.owner, args.repo, args.capacity)
         else:
             limits = store.set_repo_budget(
-                args.forge, args.owner, args.repo, args.runs_per_day, args.agent_time_per_day
-            )
+                args.forge, args.owner, args.repo, args.runs_per_day, args.agent_time_per_day,
+                spend_budget(args),
+            )  # fmt: skip
     emit(args, limits, render_repo_limit(limits))
     return OK
 
@@ -315,6 +317,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         )
         asks = fetch(conn, forge_calls.JOB_ASKS, {"job_id": args.job}, dict_row)
         network = fetch(conn, calls.JOB_NETWORK, {"job_id": args.job}, dict_row)
+        usage = JobStore(conn).job_usage(args.job)
     if delivery is not None:
         delivery.pop("job_id")
     shown = {
@@ -324,9 +327,12 @@ def cmd_show(args: argparse.Namespace) -> int:
         "checkpoint": checkpoint,
         "asks": asks,
         "network": network,
+        "usage": usage,
         "history": history,
     }
-    emit(args, shown, render_job(job, history, attempt, delivery, checkpoint, asks, network))
+    text = render_job(job, history, attempt, delivery, checkpoint, asks, network)
+    spent = f"\n\nmodel usage:\n{usage_table(usage)}" if usage else ""
+    emit(args, shown, text + spent)
     return OK
 
 
@@ -618,7 +624,9 @@ def cmd_lane(args: argparse.Namespace) -> int:
         elif args.lane_action == "capacity":
             store.set_lane_capacity(args.lane, args.capacity)
         elif args.lane_action == "budget":
-            store.set_lane_budget(args.lane, args.runs_per_day, args.agent_time_per_day)
+            store.set_lane_budget(
+                args.lane, args.runs_per_day, args.agent_time_per_day, spend_budget(args)
+            )
         elif args.lane_action == "max-run":
             store.set_lane_max_run(args.lane, args.max_run)
         elif args.lane_action == "stall-after":

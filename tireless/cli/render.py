@@ -8,6 +8,7 @@ import textwrap
 import unicodedata
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
+from decimal import Decimal
 from typing import Any
 from uuid import UUID
 
@@ -23,7 +24,7 @@ def as_json(value: Any) -> str:
             return item.isoformat()
         if isinstance(item, timedelta):
             return item.total_seconds()
-        if isinstance(item, UUID):
+        if isinstance(item, UUID | Decimal):  # an amount of USD as written, to the last digit
             return str(item)
         if dataclasses.is_dataclass(item) and not isinstance(item, type):
             return dataclasses.asdict(item)
