@@ -329,20 +329,74 @@ GRANT EXECUTE ON FUNCTION tireless.job_usage(bigint) TO tireless_runner, tireles
 
 -- /metrics reads this at each scrape: one pass over model_usage, which prune keeps as short as the jobs.
 CREATE OR REPLACE VIEW tireless.agent_usage AS
-SELECT u.lane, u.forge, u.owner, u.repo, u.model,
+SELECT t.*,
+       t.input_tokens * t.input_price / 1000000 AS input_cost,
+       t.output_tokens * t.output_price / 1000000 AS output_cost,
+       t.cache_read_tokens * coalesce(t.cache_read_price, t.input_price) / 1000000 AS cache_read_cost,
+       t.cache_write_tokens * coalesce(t.cache_write_price, t.input_price) / 1000000 AS cache_write_cost,
+       (t.input_tokens * t.input_price + t.output_tokens * t.output_price
+        + t.cache_read_tokens * coalesce(t.cache_read_price, t.input_price)
+        + t.cache_write_tokens * coalesce(t.cache_write_price, t.input_price)) / 1000000 AS cost
+  FROM (SELECT u.lane, u.forge, u.owner, u.repo, u.model,
+               sum(u.requests)::bigint AS requests, sum(u.unread)::bigint AS unread,
+               sum(u.input_tokens)::bigint AS input_tokens, sum(u.output_tokens)::bigint AS output_tokens,
+               sum(u.cache_read_tokens)::bigint AS cache_read_tokens,
+               sum(u.cache_write_tokens)::bigint AS cache_write_tokens,
+               p.input AS input_price, p.output AS output_price, p.cache_read AS cache_read_price,
+               p.cache_write AS cache_write_price
+          FROM tireless.model_usage u
+          LEFT JOIN LATERAL (SELECT q.* FROM tireless.model_price q
+                              WHERE q.model = u.model
+                                 OR (right(q.model, 1) = '*' AND starts_with(u.model, left(q.model, -1)))
+                              ORDER BY q.model = u.model DESC, length(q.model) DESC LIMIT 1) p ON true
+         GROUP BY u.lane, u.forge, u.owner, u.repo, u.model, p.input, p.output, p.cache_read, p.cache_write) t;
+COMMENT ON VIEW tireless.agent_usage IS
+    'Per lane, repository and model, over the jobs the store keeps: model requests, the unread ones, tokens of each '
+    'kind, the prices that apply and the cost in USD of each kind and in all (null: unpriced). /metrics exports '
+    'them as counters.';
+REVOKE ALL ON tireless.agent_usage FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT SELECT ON tireless.agent_usage TO tireless_runner, tireless_poller, tireless_admin;
+
+-- The one line that says what a job's agent spent, wherever a job is shown: `tireless show`, the job
+-- page, the outcome comment and the pull request's body.
+CREATE OR REPLACE FUNCTION tireless.spend_text(job_id bigint) RETURNS text
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+    SELECT format('%s model request%s, %s tokens, %s%s',
+                  tireless.tokens_text(sum(u.requests)), CASE WHEN sum(u.requests) = 1 THEN '' ELSE 's' END,
+                  tireless.tokens_text(sum(u.input_tokens + u.output_tokens + u.cache_read_tokens + u.cache_write_tokens)),
+                  CASE WHEN bool_and(u.cost IS NULL) THEN 'unpriced'
+                       ELSE tireless.usd_text(sum(u.cost)) || CASE WHEN bool_or(u.cost IS NULL) THEN ' + unpriced' ELSE '' END END,
+                  CASE WHEN sum(u.unread) > 0 THEN format(' (%s with tokens unknown)', tireless.tokens_text(sum(u.unread))) ELSE '' END)
+      FROM tireless.job_usage(spend_text.job_id) u
+    HAVING count(*) > 0;
+END;
+COMMENT ON FUNCTION tireless.spend_text(bigint) IS
+    'What the job''s agent spent, in one line: 12 model requests, 84,210 tokens, $0.41 (unpriced, or + unpriced, for '
+    'models without a price; the answers whose tokens are unknown said); null when it made no model request '
+    'through a gateway.';
+REVOKE ALL ON FUNCTION tireless.spend_text(bigint) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.spend_text(bigint) TO tireless_runner, tireless_poller, tireless_admin;
+
+-- The overview reads this: what was spent each UTC day by lane and repository (today's rows first
+-- in its queries), over the jobs the store keeps.
+CREATE OR REPLACE VIEW tireless.usage_by_day AS
+SELECT u.spend_day, u.lane, u.forge, u.owner, u.repo,
        sum(u.requests)::bigint AS requests, sum(u.unread)::bigint AS unread,
-       sum(u.input_tokens)::bigint AS input_tokens, sum(u.output_tokens)::bigint AS output_tokens,
-       sum(u.cache_read_tokens)::bigint AS cache_read_tokens, sum(u.cache_write_tokens)::bigint AS cache_write_tokens,
-       (sum(u.input_tokens) * p.input + sum(u.output_tokens) * p.output
-        + sum(u.cache_read_tokens) * coalesce(p.cache_read, p.input)
-        + sum(u.cache_write_tokens) * coalesce(p.cache_write, p.input)) / 1000000 AS cost
+       sum(u.input_tokens + u.output_tokens + u.cache_read_tokens + u.cache_write_tokens)::bigint AS tokens,
+       sum((u.input_tokens * p.input + u.output_tokens * p.output
+            + u.cache_read_tokens * coalesce(p.cache_read, p.input)
+            + u.cache_write_tokens * coalesce(p.cache_write, p.input)) / 1000000) AS cost,
+       bool_or(p.input IS NULL) AS unpriced
   FROM tireless.model_usage u
   LEFT JOIN LATERAL (SELECT q.* FROM tireless.model_price q
                       WHERE q.model = u.model OR (right(q.model, 1) = '*' AND starts_with(u.model, left(q.model, -1)))
                       ORDER BY q.model = u.model DESC, length(q.model) DESC LIMIT 1) p ON true
- GROUP BY u.lane, u.forge, u.owner, u.repo, u.model, p.input, p.output, p.cache_read, p.cache_write;
-COMMENT ON VIEW tireless.agent_usage IS
-    'Per lane, repository and model, over the jobs the store keeps: model requests, the unread ones, tokens of each '
-    'kind and the cost in USD (null: unpriced). /metrics exports them as counters.';
-REVOKE ALL ON tireless.agent_usage FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
-GRANT SELECT ON tireless.agent_usage TO tireless_runner, tireless_poller, tireless_admin;
+ GROUP BY u.spend_day, u.lane, u.forge, u.owner, u.repo;
+COMMENT ON VIEW tireless.usage_by_day IS
+    'Per UTC day, lane and repository, over the jobs the store keeps: model requests (unread: tokens unknown), '
+    'tokens of every kind, the cost in USD of its priced models, and whether some model was unpriced. The '
+    'overview''s spend today and its chart over the last days.';
+REVOKE ALL ON tireless.usage_by_day FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT SELECT ON tireless.usage_by_day TO tireless_runner, tireless_poller, tireless_admin;

@@ -3778,6 +3778,8 @@ BEGIN
                        THEN coalesce(' as #' || delivered.pull_number, '') || format(' (branch `%s`)', delivered.branch)
                        ELSE '' END,
                   job.attempts, CASE WHEN job.attempts = 1 THEN '' ELSE 's' END)
+           -- What its agent spent, when it made model requests through a gateway (tireless.spend_text).
+           || coalesce('; ' || tireless.spend_text(job.id), '')
       INTO head
       FROM (SELECT) AS one
       LEFT JOIN tireless.delivery delivered ON delivered.job_id = job.id;
@@ -3810,7 +3812,7 @@ $$;
 -- Name: FUNCTION finished_job_comment(job tireless.job); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.finished_job_comment(job tireless.job) IS 'The comment a finished job leaves on its issue, up to its checklist of children and its marker line, which tireless.comment_write adds: the outcome and attempts on the first line (a delivery that pushed names its pull request once the mirror recorded it, and its branch: delivered as #12 (branch `tireless/7`) after 1 attempt), then the report its last attempt attached (tireless.attach_report) made safe and cut to fit (tireless.fit_report: the whole comment, checklist and marker included, within tireless.forge_body_limit(), a cut saying so) when there is one, else the last holder and the note (blanks folded, cut to 500 characters, made safe by safe_comment_text) in a fenced code block with a fence longer than any backtick run inside, so nothing of it renders or notifies.';
+COMMENT ON FUNCTION tireless.finished_job_comment(job tireless.job) IS 'The comment a finished job leaves on its issue, up to its checklist of children and its marker line, which tireless.comment_write adds: the outcome and attempts on the first line (a delivery that pushed names its pull request once the mirror recorded it, and its branch: delivered as #12 (branch `tireless/7`) after 1 attempt), what its agent spent when it made model requests (; 12 model requests, 84,210 tokens, $0.41: tireless.spend_text), then the report its last attempt attached (tireless.attach_report) made safe and cut to fit (tireless.fit_report: the whole comment, checklist and marker included, within tireless.forge_body_limit(), a cut saying so) when there is one, else the last holder and the note (blanks folded, cut to 500 characters, made safe by safe_comment_text) in a fenced code block with a fence longer than any backtick run inside, so nothing of it renders or notifies.';
 
 --
 -- Name: fit_report(text, integer); Type: FUNCTION; Schema: tireless; Owner: -
@@ -7446,7 +7448,8 @@ CREATE FUNCTION tireless.pull_request_text(job tireless.job, OUT title text, OUT
                                 CASE WHEN a.report_cut THEN E'\n\n(report cut at 60000 characters)' ELSE '' END AS cut
                            FROM tireless.job_attempt a
                           WHERE a.job_id = job.id AND a.attempt = job.attempts) AS report ON true
-     CROSS JOIN LATERAL (SELECT format('Delivered by tireless: job %s, attempt %s.', job.id, job.attempts)
+     CROSS JOIN LATERAL (SELECT format('Delivered by tireless: job %s, attempt %s%s.', job.id, job.attempts,
+                                       coalesce('; ' || tireless.spend_text(job.id), ''))
                                 || E'\n\n' || tireless.pull_marker(job.number) AS text) AS tail;
 $$;
 
@@ -7454,7 +7457,7 @@ $$;
 -- Name: FUNCTION pull_request_text(job tireless.job, OUT title text, OUT body text); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.pull_request_text(job tireless.job, OUT title text, OUT body text) IS 'The title and body of the pull request of a delivered job: "Fix #7: <the issue''s title>" (blanks folded, made safe by safe_comment_text, cut to 200 characters); "Closes #7", the report of the job''s last attempt made safe and cut so that the body fits in tireless.forge_body_limit() (tireless.fit_report, a cut saying so), which job and attempt made it, and the marker line (tireless.pull_marker).';
+COMMENT ON FUNCTION tireless.pull_request_text(job tireless.job, OUT title text, OUT body text) IS 'The title and body of the pull request of a delivered job: "Fix #7: <the issue''s title>" (blanks folded, made safe by safe_comment_text, cut to 200 characters); "Closes #7", the report of the job''s last attempt made safe and cut so that the body fits in tireless.forge_body_limit() (tireless.fit_report, a cut saying so), which job and attempt made it and what its agent spent (tireless.spend_text), and the marker line (tireless.pull_marker).';
 
 --
 -- Name: pull_write(tireless.forge_write); Type: FUNCTION; Schema: tireless; Owner: -
@@ -10139,6 +10142,41 @@ $$;
 COMMENT ON FUNCTION tireless.short_duration(span interval) IS 'An interval written short, as the watchdog''s notes show it: 2h, 30m, 1h30m, 45s, 1d, 250ms (whole seconds above one second).';
 
 --
+-- Name: spend_text(bigint); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.spend_text(job_id bigint) RETURNS text
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    BEGIN ATOMIC
+ SELECT format('%s model request%s, %s tokens, %s%s'::text, tireless.tokens_text(sum(u.requests)),
+         CASE
+             WHEN (sum(u.requests) = (1)::numeric) THEN ''::text
+             ELSE 's'::text
+         END, tireless.tokens_text(sum((((u.input_tokens + u.output_tokens) + u.cache_read_tokens) + u.cache_write_tokens))),
+         CASE
+             WHEN bool_and((u.cost IS NULL)) THEN 'unpriced'::text
+             ELSE (tireless.usd_text(sum(u.cost)) ||
+             CASE
+                 WHEN bool_or((u.cost IS NULL)) THEN ' + unpriced'::text
+                 ELSE ''::text
+             END)
+         END,
+         CASE
+             WHEN (sum(u.unread) > (0)::numeric) THEN format(' (%s with tokens unknown)'::text, tireless.tokens_text(sum(u.unread)))
+             ELSE ''::text
+         END) AS format
+    FROM tireless.job_usage(spend_text.job_id) u(attempt, model, requests, unread, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost)
+  HAVING (count(*) > 0);
+END;
+
+--
+-- Name: FUNCTION spend_text(job_id bigint); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.spend_text(job_id bigint) IS 'What the job''s agent spent, in one line: 12 model requests, 84,210 tokens, $0.41 (unpriced, or + unpriced, for models without a price; the answers whose tokens are unknown said); null when it made no model request through a gateway.';
+
+--
 -- Name: start_counting_runs(text, text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -10793,36 +10831,59 @@ COMMENT ON VIEW tireless.active_claims IS 'Claimed jobs with the time left on th
 --
 
 CREATE VIEW tireless.agent_usage AS
- SELECT u.lane,
-    u.forge,
-    u.owner,
-    u.repo,
-    u.model,
-    (sum(u.requests))::bigint AS requests,
-    (sum(u.unread))::bigint AS unread,
-    (sum(u.input_tokens))::bigint AS input_tokens,
-    (sum(u.output_tokens))::bigint AS output_tokens,
-    (sum(u.cache_read_tokens))::bigint AS cache_read_tokens,
-    (sum(u.cache_write_tokens))::bigint AS cache_write_tokens,
-    (((((sum(u.input_tokens) * p.input) + (sum(u.output_tokens) * p.output)) + (sum(u.cache_read_tokens) * COALESCE(p.cache_read, p.input))) + (sum(u.cache_write_tokens) * COALESCE(p.cache_write, p.input))) / (1000000)::numeric) AS cost
-   FROM (tireless.model_usage u
-     LEFT JOIN LATERAL ( SELECT q.model,
-            q.input,
-            q.output,
-            q.cache_read,
-            q.cache_write,
-            q.set_at
-           FROM tireless.model_price q
-          WHERE ((q.model = u.model) OR (("right"(q.model, 1) = '*'::text) AND starts_with(u.model, "left"(q.model, '-1'::integer))))
-          ORDER BY (q.model = u.model) DESC, (length(q.model)) DESC
-         LIMIT 1) p ON (true))
-  GROUP BY u.lane, u.forge, u.owner, u.repo, u.model, p.input, p.output, p.cache_read, p.cache_write;
+ SELECT t.lane,
+    t.forge,
+    t.owner,
+    t.repo,
+    t.model,
+    t.requests,
+    t.unread,
+    t.input_tokens,
+    t.output_tokens,
+    t.cache_read_tokens,
+    t.cache_write_tokens,
+    t.input_price,
+    t.output_price,
+    t.cache_read_price,
+    t.cache_write_price,
+    (((t.input_tokens)::numeric * t.input_price) / (1000000)::numeric) AS input_cost,
+    (((t.output_tokens)::numeric * t.output_price) / (1000000)::numeric) AS output_cost,
+    (((t.cache_read_tokens)::numeric * COALESCE(t.cache_read_price, t.input_price)) / (1000000)::numeric) AS cache_read_cost,
+    (((t.cache_write_tokens)::numeric * COALESCE(t.cache_write_price, t.input_price)) / (1000000)::numeric) AS cache_write_cost,
+    ((((((t.input_tokens)::numeric * t.input_price) + ((t.output_tokens)::numeric * t.output_price)) + ((t.cache_read_tokens)::numeric * COALESCE(t.cache_read_price, t.input_price))) + ((t.cache_write_tokens)::numeric * COALESCE(t.cache_write_price, t.input_price))) / (1000000)::numeric) AS cost
+   FROM ( SELECT u.lane,
+            u.forge,
+            u.owner,
+            u.repo,
+            u.model,
+            (sum(u.requests))::bigint AS requests,
+            (sum(u.unread))::bigint AS unread,
+            (sum(u.input_tokens))::bigint AS input_tokens,
+            (sum(u.output_tokens))::bigint AS output_tokens,
+            (sum(u.cache_read_tokens))::bigint AS cache_read_tokens,
+            (sum(u.cache_write_tokens))::bigint AS cache_write_tokens,
+            p.input AS input_price,
+            p.output AS output_price,
+            p.cache_read AS cache_read_price,
+            p.cache_write AS cache_write_price
+           FROM (tireless.model_usage u
+             LEFT JOIN LATERAL ( SELECT q.model,
+                    q.input,
+                    q.output,
+                    q.cache_read,
+                    q.cache_write,
+                    q.set_at
+                   FROM tireless.model_price q
+                  WHERE ((q.model = u.model) OR (("right"(q.model, 1) = '*'::text) AND starts_with(u.model, "left"(q.model, '-1'::integer))))
+                  ORDER BY (q.model = u.model) DESC, (length(q.model)) DESC
+                 LIMIT 1) p ON (true))
+          GROUP BY u.lane, u.forge, u.owner, u.repo, u.model, p.input, p.output, p.cache_read, p.cache_write) t;
 
 --
 -- Name: VIEW agent_usage; Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON VIEW tireless.agent_usage IS 'Per lane, repository and model, over the jobs the store keeps: model requests, the unread ones, tokens of each kind and the cost in USD (null: unpriced). /metrics exports them as counters.';
+COMMENT ON VIEW tireless.agent_usage IS 'Per lane, repository and model, over the jobs the store keeps: model requests, the unread ones, tokens of each kind, the prices that apply and the cost in USD of each kind and in all (null: unpriced). /metrics exports them as counters.';
 
 --
 -- Name: ask_id_seq; Type: SEQUENCE; Schema: tireless; Owner: -
@@ -11676,6 +11737,40 @@ CREATE TABLE tireless.tracked_repo (
 --
 
 COMMENT ON TABLE tireless.tracked_repo IS 'Repositories the poller reads. Private: use track_repo, untrack_repo and tracked_repos.';
+
+--
+-- Name: usage_by_day; Type: VIEW; Schema: tireless; Owner: -
+--
+
+CREATE VIEW tireless.usage_by_day AS
+ SELECT u.spend_day,
+    u.lane,
+    u.forge,
+    u.owner,
+    u.repo,
+    (sum(u.requests))::bigint AS requests,
+    (sum(u.unread))::bigint AS unread,
+    (sum((((u.input_tokens + u.output_tokens) + u.cache_read_tokens) + u.cache_write_tokens)))::bigint AS tokens,
+    sum(((((((u.input_tokens)::numeric * p.input) + ((u.output_tokens)::numeric * p.output)) + ((u.cache_read_tokens)::numeric * COALESCE(p.cache_read, p.input))) + ((u.cache_write_tokens)::numeric * COALESCE(p.cache_write, p.input))) / (1000000)::numeric)) AS cost,
+    bool_or((p.input IS NULL)) AS unpriced
+   FROM (tireless.model_usage u
+     LEFT JOIN LATERAL ( SELECT q.model,
+            q.input,
+            q.output,
+            q.cache_read,
+            q.cache_write,
+            q.set_at
+           FROM tireless.model_price q
+          WHERE ((q.model = u.model) OR (("right"(q.model, 1) = '*'::text) AND starts_with(u.model, "left"(q.model, '-1'::integer))))
+          ORDER BY (q.model = u.model) DESC, (length(q.model)) DESC
+         LIMIT 1) p ON (true))
+  GROUP BY u.spend_day, u.lane, u.forge, u.owner, u.repo;
+
+--
+-- Name: VIEW usage_by_day; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON VIEW tireless.usage_by_day IS 'Per UTC day, lane and repository, over the jobs the store keeps: model requests (unread: tokens unknown), tokens of every kind, the cost in USD of its priced models, and whether some model was unpriced. The overview''s spend today and its chart over the last days.';
 
 --
 -- Name: webhook_delivery; Type: TABLE; Schema: tireless; Owner: -
@@ -14565,6 +14660,15 @@ REVOKE ALL ON FUNCTION tireless.settle_dependencies(touched jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION tireless.short_duration(span interval) FROM PUBLIC;
 
 --
+-- Name: FUNCTION spend_text(job_id bigint); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.spend_text(job_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.spend_text(job_id bigint) TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.spend_text(job_id bigint) TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.spend_text(job_id bigint) TO tireless_admin;
+
+--
 -- Name: FUNCTION start_counting_runs(lane text, forge text, owner text, repo text); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -14834,6 +14938,14 @@ GRANT SELECT ON TABLE tireless.sql_file TO tireless_admin;
 --
 
 GRANT SELECT ON TABLE tireless.tracked_repo TO tireless_admin;
+
+--
+-- Name: TABLE usage_by_day; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.usage_by_day TO tireless_runner;
+GRANT SELECT ON TABLE tireless.usage_by_day TO tireless_poller;
+GRANT SELECT ON TABLE tireless.usage_by_day TO tireless_admin;
 
 --
 -- Name: TABLE workers; Type: ACL; Schema: tireless; Owner: -

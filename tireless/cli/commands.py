@@ -318,6 +318,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         asks = fetch(conn, forge_calls.JOB_ASKS, {"job_id": args.job}, dict_row)
         network = fetch(conn, calls.JOB_NETWORK, {"job_id": args.job}, dict_row)
         usage = JobStore(conn).job_usage(args.job)
+        spend = fetch(conn, reads.JOB_SPEND, {"job_id": args.job}, dict_row)[0]["spend"]
     if delivery is not None:
         delivery.pop("job_id")
     shown = {
@@ -328,10 +329,11 @@ def cmd_show(args: argparse.Namespace) -> int:
         "asks": asks,
         "network": network,
         "usage": usage,
+        "spend": spend,
         "history": history,
     }
     text = render_job(job, history, attempt, delivery, checkpoint, asks, network)
-    spent = f"\n\nmodel usage:\n{usage_table(usage)}" if usage else ""
+    spent = f"\n\nmodel usage:\n{usage_table(usage, spend)}" if usage else ""
     emit(args, shown, text + spent)
     return OK
 

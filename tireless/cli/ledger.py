@@ -1,6 +1,6 @@
 """The ledger on the command line: `tireless model price|prices` (prices are data), and how a job's
-model usage reads for a person (`tireless show`, `jobs`): per model its requests, tokens and cost,
-and the one-line summary `12 model requests, 84,210 tokens, $0.41`."""
+model usage reads for a person (`tireless show`): per model its requests, tokens and cost, then
+the store's one line (tireless.spend_text: `12 model requests, 84,210 tokens, $0.41`)."""
 
 from __future__ import annotations
 
@@ -129,26 +129,7 @@ def cost_text(cost: Decimal | None) -> str:
     return "unpriced" if cost is None else f"${cost:,.2f}"
 
 
-def spend_summary(usage: Sequence[ModelUsage]) -> str:
-    """`12 model requests, 84,210 tokens, $0.41`; the cost `+ unpriced` when some model has no
-    price, and the unread answers said (their tokens are unknown)."""
-    requests = sum(u.requests for u in usage)
-    tokens = sum(u.tokens for u in usage)
-    priced = [u.cost for u in usage if u.cost is not None]
-    unpriced = len(priced) < len(usage)
-    cost = (
-        "unpriced"
-        if not priced
-        else cost_text(sum(priced, Decimal(0))) + (" + unpriced" if unpriced else "")
-    )
-    unread = sum(u.unread for u in usage)
-    text = (
-        f"{requests:,} model request{'s' * (requests != 1)}, {tokens_text(tokens)} tokens, {cost}"
-    )
-    return text + (f" ({unread:,} with tokens unknown)" if unread else "")
-
-
-def usage_table(usage: Sequence[ModelUsage]) -> str:
+def usage_table(usage: Sequence[ModelUsage], spend: str) -> str:
     """A job's usage per attempt and model (rows of tireless.job_usage), then its summary."""
     rows = table(
         [asdict(u) for u in usage],
@@ -163,4 +144,4 @@ def usage_table(usage: Sequence[ModelUsage]) -> str:
             ("COST", lambda u: cost_text(u["cost"])),
         ],
     )  # fmt: skip
-    return f"{rows}\n{spend_summary(usage)}"
+    return f"{rows}\n{spend}"

@@ -213,6 +213,16 @@ LANE_EGRESS = (
     "SELECT e.lane, e.refusals, e.bytes_in, e.bytes_out FROM tireless.lane_egress e ORDER BY e.lane"
 )
 """Per lane, the requests its agents were refused and the bytes they moved, over the kept jobs."""
+AGENT_USAGE = (
+    "SELECT u.lane, u.forge, u.owner, u.repo, u.model, u.requests, u.unread, u.input_tokens,"
+    " u.output_tokens, u.cache_read_tokens, u.cache_write_tokens, u.input_cost::float8 AS input_cost,"
+    " u.output_cost::float8 AS output_cost, u.cache_read_cost::float8 AS cache_read_cost,"
+    " u.cache_write_cost::float8 AS cache_write_cost"
+    " FROM tireless.agent_usage u ORDER BY u.lane, u.forge, u.owner, u.repo, u.model"
+)
+"""Per lane, repository and model, the model requests, tokens and cost, over the kept jobs."""
+JOB_SPEND = "SELECT tireless.spend_text(job_id => %(job_id)s) AS spend"
+"""What a job's agent spent, in one line (null without a model request through a gateway)."""
 
 TRACKED_KEY = (
     "SELECT k.forge, k.owner, k.repo"

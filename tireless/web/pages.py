@@ -15,8 +15,8 @@ from starlette.responses import RedirectResponse, Response
 
 from tireless.errors import TirelessError, translated_errors
 from tireless.models import JobKind, JobState
-from tireless.store import calls, forge_calls, reads
-from tireless.web import chart, flash
+from tireless.store import calls, forge_calls, ledger_calls, reads
+from tireless.web import chart, flash, spend
 from tireless.web.dashboard import dashboard_of
 
 PAGE_SIZE = 50
@@ -138,6 +138,7 @@ async def overview(request: Request) -> Response:
     warning = (await board.rows(reads.REPLICATION_WARNING))[0]["warning"]
     missed = await board.rows(reads.MISSED_ROUNDS)
     finished = chart.activity(activity, chart.GRAINS["24h"], chart.WINDOWS["24h"])
+    spent = spend.spend(await board.rows(spend.SPEND_BY_DAY, {"days": spend.DAYS}))
     return render(
         request,
         "overview.html",
@@ -146,6 +147,7 @@ async def overview(request: Request) -> Response:
             "lanes": lanes,
             "repos": repos,
             "chart": finished,
+            "spend": spent,
             "now": now,
             "replication_warning": warning,
             "missed": missed,
@@ -276,6 +278,8 @@ async def job(request: Request) -> Response:
             ),
             "asks": await board.rows(forge_calls.JOB_ASKS, {"job_id": job_id}),
             "network": await board.rows(calls.JOB_NETWORK, {"job_id": job_id}),
+            "usage": await board.rows(ledger_calls.JOB_USAGE, {"job_id": job_id}),
+            "spend": (await board.rows(reads.JOB_SPEND, {"job_id": job_id}))[0]["spend"],
             "parent": parent,
             "children": [
                 {**child, "url": issue_url(forges, child)}
