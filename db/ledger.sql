@@ -400,3 +400,78 @@ COMMENT ON VIEW tireless.usage_by_day IS
     'overview''s spend today and its chart over the last days.';
 REVOKE ALL ON tireless.usage_by_day FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 GRANT SELECT ON tireless.usage_by_day TO tireless_runner, tireless_poller, tireless_admin;
+
+CREATE OR REPLACE FUNCTION tireless.transcript_limit() RETURNS bigint
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN 20 * 1024 * 1024;
+COMMENT ON FUNCTION tireless.transcript_limit() IS
+    'The bytes of exchanges (requests and answers, before compression) an attempt''s transcript keeps: 20 MiB.';
+REVOKE ALL ON FUNCTION tireless.transcript_limit() FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.transcript_limit() TO tireless_runner, tireless_poller, tireless_admin;
+
+CREATE OR REPLACE FUNCTION tireless.record_exchange(job_id bigint, worker text, token uuid, api text, model text,
+                                                    status integer, request bytea, answer bytea,
+                                                    request_bytes bigint, answer_bytes bigint)
+    RETURNS boolean
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    job tireless.job;
+    kept bigint;
+    whole boolean;
+BEGIN
+    IF record_exchange.api IS NULL OR record_exchange.api NOT IN ('anthropic', 'chat', 'responses')
+       OR record_exchange.model IS NULL OR length(record_exchange.model) NOT BETWEEN 1 AND 200
+       OR record_exchange.status IS NULL OR record_exchange.status NOT BETWEEN 100 AND 999
+       OR record_exchange.request_bytes IS NULL OR record_exchange.request_bytes < 0
+       OR record_exchange.answer_bytes IS NULL OR record_exchange.answer_bytes < 0
+       OR (record_exchange.request IS NULL) <> (record_exchange.answer IS NULL) THEN
+        RAISE EXCEPTION 'an exchange is {api (anthropic, chat or responses), model, status, request and answer (both or '
+                        'neither), their sizes}, got api %, model %, status %, sizes % and %',
+            coalesce(quote_literal(left(record_exchange.api, 50)), 'null'),
+            coalesce(quote_literal(left(record_exchange.model, 220)), 'null'),
+            coalesce(record_exchange.status::text, 'null'), coalesce(record_exchange.request_bytes::text, 'null'),
+            coalesce(record_exchange.answer_bytes::text, 'null')
+            USING ERRCODE = 'TL005';
+    END IF;
+    job := tireless.held_job(record_exchange.job_id, record_exchange.worker, record_exchange.token);
+    SELECT coalesce(sum(e.request_bytes + e.answer_bytes) FILTER (WHERE e.request IS NOT NULL), 0) INTO kept
+      FROM tireless.model_exchange e WHERE e.job_id = job.id AND e.attempt = job.attempts;
+    whole := record_exchange.request IS NOT NULL
+             AND kept + record_exchange.request_bytes + record_exchange.answer_bytes <= tireless.transcript_limit();
+    INSERT INTO tireless.model_exchange (job_id, attempt, seq, api, model, status, request, answer, request_bytes,
+                                         answer_bytes)
+    SELECT job.id, job.attempts,
+           coalesce((SELECT max(e.seq) FROM tireless.model_exchange e WHERE e.job_id = job.id AND e.attempt = job.attempts), 0) + 1,
+           record_exchange.api, record_exchange.model, record_exchange.status,
+           CASE WHEN whole THEN record_exchange.request END, CASE WHEN whole THEN record_exchange.answer END,
+           record_exchange.request_bytes, record_exchange.answer_bytes;
+    RETURN whole;
+END;
+$$;
+COMMENT ON FUNCTION tireless.record_exchange(bigint, text, uuid, text, text, integer, bytea, bytea, bigint, bigint) IS
+    'The holder''s gateway adds an exchange to its attempt''s transcript: the API, the model, the answer''s status, '
+    'the request and the answer (masked, compressed; null for one the gateway did not keep) and their sizes before '
+    'compression. Kept whole while the attempt''s kept exchanges stay within tireless.transcript_limit(), else its '
+    'sizes only (cut). Returns whether it was kept whole. TL005 for a malformed exchange; TL001 for an unknown job, '
+    'TL004 when worker (or token, or the login) does not hold it.';
+REVOKE ALL ON FUNCTION tireless.record_exchange(bigint, text, uuid, text, text, integer, bytea, bytea, bigint, bigint) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.record_exchange(bigint, text, uuid, text, text, integer, bytea, bytea, bigint, bigint) TO tireless_runner;
+
+CREATE OR REPLACE FUNCTION tireless.job_transcript(job_id bigint)
+    RETURNS TABLE (attempt integer, seq integer, at timestamptz, api text, model text, status integer, request bytea,
+                   answer bytea, request_bytes bigint, answer_bytes bigint)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+    SELECT e.attempt, e.seq, e.at, e.api, e.model, e.status, e.request, e.answer, e.request_bytes, e.answer_bytes
+      FROM tireless.model_exchange e
+     WHERE e.job_id = job_transcript.job_id
+     ORDER BY e.attempt, e.seq;
+END;
+COMMENT ON FUNCTION tireless.job_transcript(bigint) IS
+    'The transcript of each attempt of the job, exchange by exchange (request and answer zlib-compressed, null when '
+    'cut): what `tireless show JOB --transcript` and the job page render as a session.';
+REVOKE ALL ON FUNCTION tireless.job_transcript(bigint) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.job_transcript(bigint) TO tireless_admin;

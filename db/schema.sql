@@ -5406,6 +5406,87 @@ $$;
 COMMENT ON FUNCTION tireless.job_tasks(job_id bigint) IS 'The tasks a plan or discover job handed back (tireless.attach_plan), in the file''s order: each with the issue the mirror opened for it (null until then) and why its last try failed.';
 
 --
+-- Name: model_exchange; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.model_exchange (
+    job_id bigint NOT NULL,
+    attempt integer NOT NULL,
+    seq integer NOT NULL,
+    at timestamp with time zone DEFAULT now() NOT NULL,
+    api text NOT NULL,
+    model text NOT NULL,
+    status integer NOT NULL,
+    request bytea,
+    answer bytea,
+    request_bytes bigint NOT NULL,
+    answer_bytes bigint NOT NULL,
+    CONSTRAINT model_exchange_api_known CHECK ((api = ANY (ARRAY['anthropic'::text, 'chat'::text, 'responses'::text]))),
+    CONSTRAINT model_exchange_kept_whole_or_cut CHECK (((request IS NULL) = (answer IS NULL))),
+    CONSTRAINT model_exchange_model_bounded CHECK (((length(model) >= 1) AND (length(model) <= 200))),
+    CONSTRAINT model_exchange_sizes_not_negative CHECK (((request_bytes >= 0) AND (answer_bytes >= 0)))
+);
+
+--
+-- Name: TABLE model_exchange; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.model_exchange IS 'The transcript of an attempt: each model request and its answer as the runner''s gateway passed them (masked; the request as the agent sent it, before the key was added), zlib-compressed; request and answer null for an exchange past the attempt''s 20 MiB (its sizes kept: what was cut). Written by tireless.record_exchange; read by tireless.job_transcript; prune removes it with its job.';
+
+--
+-- Name: CONSTRAINT model_exchange_api_known ON model_exchange; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT model_exchange_api_known ON tireless.model_exchange IS 'The APIs the gateway reads.';
+
+--
+-- Name: CONSTRAINT model_exchange_kept_whole_or_cut ON model_exchange; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT model_exchange_kept_whole_or_cut ON tireless.model_exchange IS 'An exchange is kept whole (request and answer) or cut (neither, its sizes kept).';
+
+--
+-- Name: CONSTRAINT model_exchange_model_bounded ON model_exchange; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT model_exchange_model_bounded ON tireless.model_exchange IS 'A model name is 1 to 200 characters.';
+
+--
+-- Name: CONSTRAINT model_exchange_sizes_not_negative ON model_exchange; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT model_exchange_sizes_not_negative ON tireless.model_exchange IS 'Sizes are never negative.';
+
+--
+-- Name: job_transcript(bigint); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.job_transcript(job_id bigint) RETURNS TABLE(attempt integer, seq integer, at timestamp with time zone, api text, model text, status integer, request bytea, answer bytea, request_bytes bigint, answer_bytes bigint)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    BEGIN ATOMIC
+ SELECT e.attempt,
+     e.seq,
+     e.at,
+     e.api,
+     e.model,
+     e.status,
+     e.request,
+     e.answer,
+     e.request_bytes,
+     e.answer_bytes
+    FROM tireless.model_exchange e
+   WHERE (e.job_id = job_transcript.job_id)
+   ORDER BY e.attempt, e.seq;
+END;
+
+--
+-- Name: FUNCTION job_transcript(job_id bigint); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.job_transcript(job_id bigint) IS 'The transcript of each attempt of the job, exchange by exchange (request and answer zlib-compressed, null when cut): what `tireless show JOB --transcript` and the job page render as a session.';
+
+--
 -- Name: model_price; Type: TABLE; Schema: tireless; Owner: -
 --
 
@@ -7754,6 +7835,55 @@ $_$;
 --
 
 COMMENT ON FUNCTION tireless.record_conversation(forge text, owner text, repo text, poller text, login text, asks jsonb, comments_cursor timestamp with time zone, comments_etag text, pulls jsonb, OUT asked integer, OUT refused integer, OUT created integer, OUT stopped integer, OUT skipped text[]) IS 'What a poller holding the repository''s poll lease read of its conversation, in one transaction: asks, a JSON array of {source: review|comment|checks, id, number (the pull request or issue it was made on), author, permission (admin|write|read|none), created_at, body, state (a review''s), comments [{path, line, body}], head and checks [{name, state: passed|failed|pending, summary, url}] (checks)}, each judged by judge_ask (login: tireless''s own account, whose words never ask; null when the forge would not say); then a job for each issue whose asks wait and that has no live job. Stores the comments cursor (never moved back) and ETag, and per pull request {pull, reviews_etag, read_to, checks_head}. A malformed ask is skipped and reported in skipped. Returns asked, refused, created, stopped. TL010 when asks or pulls is not an array, TL004 without the lease, TL008 for an untracked repository.';
+
+--
+-- Name: record_exchange(bigint, text, uuid, text, text, integer, bytea, bytea, bigint, bigint); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.record_exchange(job_id bigint, worker text, token uuid, api text, model text, status integer, request bytea, answer bytea, request_bytes bigint, answer_bytes bigint) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    job tireless.job;
+    kept bigint;
+    whole boolean;
+BEGIN
+    IF record_exchange.api IS NULL OR record_exchange.api NOT IN ('anthropic', 'chat', 'responses')
+       OR record_exchange.model IS NULL OR length(record_exchange.model) NOT BETWEEN 1 AND 200
+       OR record_exchange.status IS NULL OR record_exchange.status NOT BETWEEN 100 AND 999
+       OR record_exchange.request_bytes IS NULL OR record_exchange.request_bytes < 0
+       OR record_exchange.answer_bytes IS NULL OR record_exchange.answer_bytes < 0
+       OR (record_exchange.request IS NULL) <> (record_exchange.answer IS NULL) THEN
+        RAISE EXCEPTION 'an exchange is {api (anthropic, chat or responses), model, status, request and answer (both or '
+                        'neither), their sizes}, got api %, model %, status %, sizes % and %',
+            coalesce(quote_literal(left(record_exchange.api, 50)), 'null'),
+            coalesce(quote_literal(left(record_exchange.model, 220)), 'null'),
+            coalesce(record_exchange.status::text, 'null'), coalesce(record_exchange.request_bytes::text, 'null'),
+            coalesce(record_exchange.answer_bytes::text, 'null')
+            USING ERRCODE = 'TL005';
+    END IF;
+    job := tireless.held_job(record_exchange.job_id, record_exchange.worker, record_exchange.token);
+    SELECT coalesce(sum(e.request_bytes + e.answer_bytes) FILTER (WHERE e.request IS NOT NULL), 0) INTO kept
+      FROM tireless.model_exchange e WHERE e.job_id = job.id AND e.attempt = job.attempts;
+    whole := record_exchange.request IS NOT NULL
+             AND kept + record_exchange.request_bytes + record_exchange.answer_bytes <= tireless.transcript_limit();
+    INSERT INTO tireless.model_exchange (job_id, attempt, seq, api, model, status, request, answer, request_bytes,
+                                         answer_bytes)
+    SELECT job.id, job.attempts,
+           coalesce((SELECT max(e.seq) FROM tireless.model_exchange e WHERE e.job_id = job.id AND e.attempt = job.attempts), 0) + 1,
+           record_exchange.api, record_exchange.model, record_exchange.status,
+           CASE WHEN whole THEN record_exchange.request END, CASE WHEN whole THEN record_exchange.answer END,
+           record_exchange.request_bytes, record_exchange.answer_bytes;
+    RETURN whole;
+END;
+$$;
+
+--
+-- Name: FUNCTION record_exchange(job_id bigint, worker text, token uuid, api text, model text, status integer, request bytea, answer bytea, request_bytes bigint, answer_bytes bigint); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.record_exchange(job_id bigint, worker text, token uuid, api text, model text, status integer, request bytea, answer bytea, request_bytes bigint, answer_bytes bigint) IS 'The holder''s gateway adds an exchange to its attempt''s transcript: the API, the model, the answer''s status, the request and the answer (masked, compressed; null for one the gateway did not keep) and their sizes before compression. Kept whole while the attempt''s kept exchanges stay within tireless.transcript_limit(), else its sizes only (cut). Returns whether it was kept whole. TL005 for a malformed exchange; TL001 for an unknown job, TL004 when worker (or token, or the login) does not hold it.';
 
 --
 -- Name: record_exit(bigint, text, integer, uuid); Type: FUNCTION; Schema: tireless; Owner: -
@@ -10442,6 +10572,20 @@ $$;
 COMMENT ON FUNCTION tireless.tracked_repos() IS 'The repositories the poller should read, in order.';
 
 --
+-- Name: transcript_limit(); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.transcript_limit() RETURNS bigint
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN ((20 * 1024) * 1024);
+
+--
+-- Name: FUNCTION transcript_limit(); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.transcript_limit() IS 'The bytes of exchanges (requests and answers, before compression) an attempt''s transcript keeps: 20 MiB.';
+
+--
 -- Name: transition(bigint, text, text, text, uuid); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -12088,6 +12232,19 @@ ALTER TABLE ONLY tireless.mirror_repo
     ADD CONSTRAINT mirror_repo_pkey PRIMARY KEY (forge, owner, repo);
 
 --
+-- Name: model_exchange model_exchange_per_attempt; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.model_exchange
+    ADD CONSTRAINT model_exchange_per_attempt PRIMARY KEY (job_id, attempt, seq);
+
+--
+-- Name: CONSTRAINT model_exchange_per_attempt ON model_exchange; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT model_exchange_per_attempt ON tireless.model_exchange IS 'Exchanges of an attempt in the order they ended.';
+
+--
 -- Name: model_usage model_usage_per_attempt_model_and_day; Type: CONSTRAINT; Schema: tireless; Owner: -
 --
 
@@ -12947,6 +13104,19 @@ ALTER TABLE ONLY tireless.mirror_repo
 --
 
 COMMENT ON CONSTRAINT mirror_of_a_tracked_repo ON tireless.mirror_repo IS 'Mirror state belongs to a tracked repository and goes with it.';
+
+--
+-- Name: model_exchange model_exchange_of_a_job; Type: FK CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.model_exchange
+    ADD CONSTRAINT model_exchange_of_a_job FOREIGN KEY (job_id) REFERENCES tireless.job(id) ON DELETE CASCADE;
+
+--
+-- Name: CONSTRAINT model_exchange_of_a_job ON model_exchange; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT model_exchange_of_a_job ON tireless.model_exchange IS 'A transcript belongs to a job and goes with it (prune).';
 
 --
 -- Name: model_usage model_usage_of_a_job; Type: FK CONSTRAINT; Schema: tireless; Owner: -
@@ -13867,6 +14037,13 @@ GRANT ALL ON FUNCTION tireless.job_tasks(job_id bigint) TO tireless_poller;
 GRANT ALL ON FUNCTION tireless.job_tasks(job_id bigint) TO tireless_admin;
 
 --
+-- Name: FUNCTION job_transcript(job_id bigint); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.job_transcript(job_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.job_transcript(job_id bigint) TO tireless_admin;
+
+--
 -- Name: FUNCTION price_of(model text); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -14251,6 +14428,13 @@ GRANT ALL ON FUNCTION tireless.record_checkpoint(job_id bigint, worker text, ref
 
 REVOKE ALL ON FUNCTION tireless.record_conversation(forge text, owner text, repo text, poller text, login text, asks jsonb, comments_cursor timestamp with time zone, comments_etag text, pulls jsonb, OUT asked integer, OUT refused integer, OUT created integer, OUT stopped integer, OUT skipped text[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.record_conversation(forge text, owner text, repo text, poller text, login text, asks jsonb, comments_cursor timestamp with time zone, comments_etag text, pulls jsonb, OUT asked integer, OUT refused integer, OUT created integer, OUT stopped integer, OUT skipped text[]) TO tireless_poller;
+
+--
+-- Name: FUNCTION record_exchange(job_id bigint, worker text, token uuid, api text, model text, status integer, request bytea, answer bytea, request_bytes bigint, answer_bytes bigint); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.record_exchange(job_id bigint, worker text, token uuid, api text, model text, status integer, request bytea, answer bytea, request_bytes bigint, answer_bytes bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.record_exchange(job_id bigint, worker text, token uuid, api text, model text, status integer, request bytea, answer bytea, request_bytes bigint, answer_bytes bigint) TO tireless_runner;
 
 --
 -- Name: FUNCTION record_exit(job_id bigint, worker text, exit_status integer, token uuid); Type: ACL; Schema: tireless; Owner: -
@@ -14726,6 +14910,15 @@ GRANT ALL ON FUNCTION tireless.tracked_key(forge text, owner text, repo text) TO
 
 REVOKE ALL ON FUNCTION tireless.tracked_repos() FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.tracked_repos() TO tireless_poller;
+
+--
+-- Name: FUNCTION transcript_limit(); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.transcript_limit() FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.transcript_limit() TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.transcript_limit() TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.transcript_limit() TO tireless_admin;
 
 --
 -- Name: FUNCTION transition(job_id bigint, to_state text, worker text, note text, token uuid); Type: ACL; Schema: tireless; Owner: -

@@ -103,3 +103,37 @@ COMMENT ON CONSTRAINT some_limit_is_set ON tireless.repo_limit IS
 DROP FUNCTION tireless.set_lane_budget(text, integer, interval);
 DROP FUNCTION tireless.set_repo_budget(text, text, text, integer, interval);
 DROP FUNCTION tireless.set_repo_limit(text, text, text, integer, integer, interval);
+
+-- The transcript: each exchange of an attempt with its model, as the gateway passed it (masked;
+-- the request recorded before the gateway added the key), compressed, at most 20 MiB an attempt.
+CREATE TABLE tireless.model_exchange (
+    job_id        bigint      NOT NULL,
+    attempt       integer     NOT NULL,
+    seq           integer     NOT NULL,
+    at            timestamptz NOT NULL DEFAULT now(),
+    api           text        NOT NULL,
+    model         text        NOT NULL,
+    status        integer     NOT NULL,
+    request       bytea,
+    answer        bytea,
+    request_bytes bigint      NOT NULL,
+    answer_bytes  bigint      NOT NULL,
+    CONSTRAINT model_exchange_per_attempt PRIMARY KEY (job_id, attempt, seq),
+    CONSTRAINT model_exchange_of_a_job FOREIGN KEY (job_id) REFERENCES tireless.job (id) ON DELETE CASCADE,
+    CONSTRAINT model_exchange_api_known CHECK (api IN ('anthropic', 'chat', 'responses')),
+    CONSTRAINT model_exchange_model_bounded CHECK (length(model) BETWEEN 1 AND 200),
+    CONSTRAINT model_exchange_sizes_not_negative CHECK (request_bytes >= 0 AND answer_bytes >= 0),
+    CONSTRAINT model_exchange_kept_whole_or_cut CHECK ((request IS NULL) = (answer IS NULL))
+);
+COMMENT ON TABLE tireless.model_exchange IS
+    'The transcript of an attempt: each model request and its answer as the runner''s gateway passed them (masked; '
+    'the request as the agent sent it, before the key was added), zlib-compressed; request and answer null for an '
+    'exchange past the attempt''s 20 MiB (its sizes kept: what was cut). Written by tireless.record_exchange; read '
+    'by tireless.job_transcript; prune removes it with its job.';
+COMMENT ON CONSTRAINT model_exchange_per_attempt ON tireless.model_exchange IS 'Exchanges of an attempt in the order they ended.';
+COMMENT ON CONSTRAINT model_exchange_of_a_job ON tireless.model_exchange IS 'A transcript belongs to a job and goes with it (prune).';
+COMMENT ON CONSTRAINT model_exchange_api_known ON tireless.model_exchange IS 'The APIs the gateway reads.';
+COMMENT ON CONSTRAINT model_exchange_model_bounded ON tireless.model_exchange IS 'A model name is 1 to 200 characters.';
+COMMENT ON CONSTRAINT model_exchange_sizes_not_negative ON tireless.model_exchange IS 'Sizes are never negative.';
+COMMENT ON CONSTRAINT model_exchange_kept_whole_or_cut ON tireless.model_exchange IS
+    'An exchange is kept whole (request and answer) or cut (neither, its sizes kept).';

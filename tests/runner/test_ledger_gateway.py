@@ -19,7 +19,7 @@ from tireless import JobStore
 from tireless.models import Job, SpendBudget
 from tireless.runner.gateway import Upstream, UpstreamGateway
 from tireless.runner.ledger import Ledger
-from tireless.runner.usage import Api, UsageReader
+from tireless.usage import Api, UsageReader
 
 SECRET = "sk-ledger-test-secret-0123456789"
 SONNET, GPT = "claude-sonnet-4-5", "gpt-5"

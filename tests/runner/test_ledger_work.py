@@ -13,13 +13,14 @@ import signal
 import subprocess
 import sys
 import uuid
+import zlib
 from pathlib import Path
 
 import pytest
 
 from dev.model_standin import ModelStandin, Script, Usage
 from tests.conftest import Database
-from tests.helpers import enqueue_jobs, wait_until
+from tests.helpers import enqueue_jobs, rows, tireless_cli, wait_until
 from tests.support.work import clean_environment, run_worker, skip_unless_available, work_args
 from tireless import JobStore
 from tireless.models import SpendBudget
@@ -33,10 +34,11 @@ pytestmark = pytest.mark.usefixtures("in_the_tests_directory")
 AGENT = r"""
 import json, os, sys, time, urllib.error, urllib.request
 out, rounds, linger = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "linger"
+planted = sys.argv[4] if len(sys.argv) > 4 else "nothing"
 base = os.environ["TIRELESS_UPSTREAM_MODEL_URL"]
 calls = [
     ("/v1/messages", {"model": "claude-sonnet-4-5", "max_tokens": 50, "stream": True,
-                      "messages": [{"role": "user", "content": "hi"}]}),
+                      "messages": [{"role": "user", "content": f"hi, the token is {planted}"}]}),
     ("/v1/chat/completions", {"model": "gpt-5", "stream": True,
                               "messages": [{"role": "user", "content": "hi"}]}),
     ("/v1/responses", {"model": "gpt-5", "input": "hi"}),
@@ -63,7 +65,8 @@ USAGE = Usage(input_tokens=300, output_tokens=40, cache_read_input_tokens=100,
 
 def worker_options(public_dir: Path, model: ModelStandin) -> list[str]:
     secret = public_dir / "model-key"
-    secret.write_text(f"sk-test-{uuid.uuid4().hex}\n")
+    if not secret.exists():
+        secret.write_text(f"sk-test-{uuid.uuid4().hex}\n")
     agent = ["--agent-user", "nobody"] if os.geteuid() == 0 else []
     return [
         *agent, "--sandbox", "bwrap", "--upstream", f"model={model.url}",
@@ -71,9 +74,10 @@ def worker_options(public_dir: Path, model: ModelStandin) -> list[str]:
     ]  # fmt: skip
 
 
-def command(public_dir: Path, rounds: int, linger: bool = False) -> list[str]:
+def command(public_dir: Path, rounds: int, linger: bool = False, *more: str) -> list[str]:
     python = relay_python(pwd.getpwnam("nobody") if os.geteuid() == 0 else None)
-    return [python, "-I", "-c", AGENT, str(public_dir), str(rounds), "linger" if linger else "-"]
+    linger_word = "linger" if linger else "-"
+    return [python, "-I", "-c", AGENT, str(public_dir), str(rounds), linger_word, *more]
 
 
 def totals(store: JobStore, job_id: int) -> dict[str, tuple[int, ...]]:
@@ -97,16 +101,21 @@ def sandboxed(store: JobStore) -> JobStore:
     return store
 
 
-def test_usage_is_recorded_as_the_attempt_goes_and_a_sigkill_keeps_it(
+def test_usage_and_the_transcript_are_recorded_as_the_attempt_goes_and_a_sigkill_keeps_them(
     sandboxed: JobStore, db: Database, public_dir: Path
 ) -> None:
+    """The agent puts a secret of the worker's (a variable it masks) into its prompt: the
+    transcript, masked as all output is, holds neither it nor the model's key."""
     store = sandboxed
     enqueue_jobs(store, 1)
+    planted = f"planted-{uuid.uuid4().hex}"
     with ModelStandin(Script(usage=USAGE)) as model:
-        env = clean_environment() | {"DATABASE_URL": db.url}
+        env = clean_environment() | {"DATABASE_URL": db.url, "TIRELESS_PLANTED_TOKEN": planted}
+        options = worker_options(public_dir, model)
+        key = (public_dir / "model-key").read_text().strip()
         worker = subprocess.Popen(
-            [sys.executable, "-m", "tireless", *work_args("--once", *worker_options(public_dir, model), "--"),
-             *command(public_dir, 2, linger=True)],
+            [sys.executable, "-m", "tireless", *work_args("--once", *options, "--"),
+             *command(public_dir, 2, True, planted)],
             env=env, cwd=public_dir, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         )  # fmt: skip
         try:
@@ -126,6 +135,25 @@ def test_usage_is_recorded_as_the_attempt_goes_and_a_sigkill_keeps_it(
             worker.communicate()
     assert totals(store, job_id) == expected, "what was recorded stays"
     assert db.scalar("SELECT state::text FROM tireless.job") == "claimed"
+    assert model.model_requests()[0].headers["x-api-key"] == key, "the gateway added the key"
+    wait_until(
+        lambda: db.scalar("SELECT count(*) FROM tireless.model_exchange") == 6, "the transcript"
+    )
+    shown = tireless_cli(db.url, "show", str(job_id), "--transcript")
+    assert shown.returncode == 0, shown.stderr
+    text = shown.stdout
+    assert text.count("── attempt 1, exchange") == 6
+    assert "▸ user (text): hi, the token is ***" in text
+    assert "◂ assistant (text): Scripted work" in text
+    assert "300 in, 40 out, 100 cache read, 20 cache write" in text, "each turn's tokens"
+    stored = b"".join(
+        zlib.decompress(part)
+        for row in rows(db, "SELECT request, answer FROM tireless.model_exchange")
+        for part in row
+    )
+    for secret in (planted, key):
+        assert secret not in text
+        assert secret.encode() not in stored
 
 
 def test_a_spent_budget_per_job_refuses_the_request_and_fails_the_job_with_its_note(

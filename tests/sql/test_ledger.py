@@ -6,6 +6,7 @@ pending until the day allows."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -132,3 +133,28 @@ def test_a_repositorys_daily_budget_holds_its_jobs_in_every_lane(store: JobStore
     assert store.claim_next("w2", ["cc"]) is None
     store.set_repo_budget(FORGE, OWNER, REPO, None, None)
     assert store.claim_next("w2", ["cc"]) is not None, "no budget, no row, no hold"
+
+
+def test_an_attempts_transcript_keeps_20_mib_says_what_was_cut_and_goes_with_its_job(
+    store: JobStore, db: Database
+) -> None:
+    enqueue_jobs(store, 1)
+    job = claimed(store)
+    big = 12 * 1024 * 1024
+    exchange = {"api": "chat", "model": "gpt-5", "status": 200, "request": b"x", "answer": b"y",
+                "request_bytes": big, "answer_bytes": 1}  # fmt: skip
+    assert store.record_exchange(job.id, "w1", job.claim_token, exchange) is True
+    assert store.record_exchange(job.id, "w1", job.claim_token, exchange) is False, "past 20 MiB"
+    kept = rows(
+        db,
+        "SELECT seq, request IS NOT NULL, request_bytes FROM tireless.model_exchange ORDER BY seq",
+    )
+    assert kept == [(1, True, big), (2, False, big)]
+    store.record_usage(job.id, "w1", job.claim_token, [usage("gpt-5")])
+    store.transition(job.id, "failed", "w1")
+    with db.connect() as conn:  # aged past the triggers, as the prune tests age jobs
+        conn.execute("SET session_replication_role = replica")
+        conn.execute("UPDATE tireless.job SET updated_at = now() - interval '2 days'")
+    assert store.prune(timedelta(days=1)) == 1
+    assert rows(db, "SELECT count(*) FROM tireless.model_exchange") == [(0,)]
+    assert rows(db, "SELECT count(*) FROM tireless.model_usage") == [(0,)]

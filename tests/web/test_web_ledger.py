@@ -4,6 +4,8 @@ model with its one line; the overview shows today's spend by lane and repository
 
 from __future__ import annotations
 
+import json
+import zlib
 from decimal import Decimal
 from typing import Any
 
@@ -62,6 +64,25 @@ def test_metrics_the_job_page_and_the_overview_show_the_store_s_usage(
         "tireless_agent_cost_total",
         frozenset((key | {"model": "local", "kind": "input"}).items()),
     ) not in samples, "unpriced"
+
+    request = {
+        "model": "claude-sonnet-4-5",
+        "messages": [{"role": "user", "content": "Fix the bug"}],
+    }
+    answer = {"content": [{"type": "text", "text": "Done <b>here</b>"},
+                          {"type": "tool_use", "name": "Edit", "input": {"path": "a.py"}}],
+              "usage": {"input_tokens": 12, "output_tokens": 3}}  # fmt: skip
+    store.record_exchange(
+        first.id, "w1", first.claim_token,
+        {"api": "anthropic", "model": "claude-sonnet-4-5", "status": 200,
+         "request": zlib.compress(json.dumps(request).encode()),
+         "answer": zlib.compress(json.dumps(answer).encode()), "request_bytes": 90, "answer_bytes": 120},
+    )  # fmt: skip
+    session = client.get(f"/jobs/{first.id}/transcript").text
+    assert "Fix the bug" in session
+    assert "Done &lt;b&gt;here&lt;/b&gt;" in session, "the model's text, escaped"
+    assert "Edit({&#34;path&#34;: &#34;a.py&#34;})" in session
+    assert "12 in, 3 out" in session
 
     page = client.get(f"/jobs/{first.id}").text
     assert "12 model requests, 84,210 tokens, $0.36 + unpriced (1 with tokens unknown)" in page

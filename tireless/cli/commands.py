@@ -17,7 +17,7 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row, tuple_row
 
-from tireless.cli.ledger import spend_budget, usage_table
+from tireless.cli.ledger import show_transcript, spend_budget, usage_table
 from tireless.cli.render import (
     as_json,
     as_plain,
@@ -305,6 +305,8 @@ def admin_read() -> Iterator[None]:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    if args.transcript:
+        return show_transcript(args)
     with connect(args) as conn, admin_read():
         job = reads.read(conn, reads.job(args.job))
         if job is None:

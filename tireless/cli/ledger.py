@@ -9,10 +9,14 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from decimal import Decimal, InvalidOperation
 
+from psycopg.rows import dict_row
+
 from tireless.cli.render import table
 from tireless.cli.session import connect, emit
+from tireless.errors import UnknownJob
 from tireless.models import ModelPrice, ModelUsage, SpendBudget
-from tireless.store import JobStore
+from tireless.store import JobStore, ledger_calls
+from tireless.web import transcript
 
 OK = 0
 
@@ -145,3 +149,18 @@ def usage_table(usage: Sequence[ModelUsage], spend: str) -> str:
         ],
     )  # fmt: skip
     return f"{rows}\n{spend}"
+
+
+def show_transcript(args: argparse.Namespace) -> int:
+    """`tireless show JOB --transcript`: the job's exchanges with its model, as a session."""
+    with connect(args) as conn, conn.cursor(row_factory=dict_row) as cur:
+        if (
+            cur.execute(
+                "SELECT 1 FROM tireless.job_list WHERE id = %(job)s", {"job": args.job}
+            ).fetchone()
+            is None
+        ):
+            raise UnknownJob(f"no job with id {args.job}")
+        rows = cur.execute(ledger_calls.JOB_TRANSCRIPT, {"job_id": args.job}).fetchall()
+    emit(args, [asdict(turn) for turn in transcript.turns(rows)], transcript.render(rows))
+    return OK

@@ -529,6 +529,12 @@ def parser() -> argparse.ArgumentParser:
     )
     sub = command("show", cmd_show, "a job and its history")
     sub.add_argument("job", type=int, help="the job's id")
+    sub.add_argument(
+        "--transcript",
+        action="store_true",
+        help="(admin) print its agent's session with its model instead: each request and answer"
+        " the runner's gateway kept",
+    )
 
     sub = command(
         "prune", cmd_prune, "(admin) delete finished jobs unchanged for a while, with their history"

@@ -276,6 +276,10 @@ class Attempts:
                 lambda rows: self.store.record_usage(job.id, self.name, job.claim_token, rows),
                 lambda: self.store.usage_allowance(job.id, self.name, job.claim_token),
                 self._spent,
+                keep=lambda exchange: self.store.record_exchange(
+                    job.id, self.name, job.claim_token, dataclasses.asdict(exchange)
+                ),
+                masker=self.masker,  # the transcript is masked as all output is
             ).start()
         network = AgentNetwork(allow, self.config.upstreams, self._relay_python, ledger)
         try:

@@ -1,7 +1,7 @@
 """A model API's key kept out of the sandbox: the agent talks plain HTTP to a gateway on loopback,
 which forwards each request to the upstream's real URL (over TLS for https), adds the secret
 header, and streams the answer back with the secret masked; with a ledger, it reads each model
-answer's usage as it passes (tireless.runner.usage) and refuses a request once a budget is spent."""
+answer's usage as it passes (tireless.usage) and refuses a request once a budget is spent."""
 
 from __future__ import annotations
 
@@ -28,8 +28,8 @@ import httpx
 
 from tireless.masking import SHORTEST, Masker, OutputMasker
 from tireless.runner.egress import HostUse, family_of, split_host_port
-from tireless.runner.ledger import Ledger
-from tireless.runner.usage import Api, Usage, UsageReader, api_of, ask_for_usage, requested_model
+from tireless.runner.ledger import TRANSCRIPT_KEPT, Exchange, Ledger
+from tireless.usage import Api, Usage, UsageReader, api_of, ask_for_usage, requested_model
 
 log = logging.getLogger(__name__)
 
@@ -355,15 +355,14 @@ class Forwarder(BaseHTTPRequestHandler):
         assert ledger is not None
         if api is not Api.CHAT:
             first = next(body, b"")
-            return (
-                itertools.chain((first,), body),
-                headers,
-                AnswerUsage(ledger, api, requested_model(first[:65536]), False),
-            )
+            exchange = AnswerUsage(ledger, api, requested_model(first[:65536]), False)
+            return exchange.keep_request(itertools.chain((first,), body)), headers, exchange
         whole, added = ask_for_usage(b"".join(body))
         if added:
             headers = [(n, v) for n, v in headers if n.lower() != "content-length"]
-        return whole, headers, AnswerUsage(ledger, api, requested_model(whole[:65536]), added)
+        exchange = AnswerUsage(ledger, api, requested_model(whole[:65536]), added)
+        exchange.keep(whole)
+        return whole, headers, exchange
 
     def spent(self, api: Api, note: str) -> None:
         """Answers a model request in the vendor's own error JSON: the budget is spent."""
@@ -409,14 +408,19 @@ class Forwarder(BaseHTTPRequestHandler):
         if bodiless:
             return
         masked = OutputMasker(masker)
+
+        def send(data: bytes) -> None:
+            if reader is not None:
+                reader.keep_answer(data)
+            self.wfile.write(framed(data, chunked))
+
         try:
             for chunk in response.iter_bytes():
                 self.gateway.counted(bytes_in=len(chunk))
-                if reader is not None:
-                    chunk = reader.feed(chunk)
-                self.wfile.write(framed(masked.feed(chunk), chunked))
+                send(masked.feed(chunk if reader is None else reader.feed(chunk)))
             if reader is not None:
-                self.wfile.write(framed(masked.feed(reader.end()), chunked))
+                send(masked.feed(reader.end()))
+            send(masked.end())
         except httpx.HTTPError as error:
             log.warning(
                 "%s",
@@ -428,8 +432,9 @@ class Forwarder(BaseHTTPRequestHandler):
             return
         finally:
             if reader is not None:
-                reader.counted()
-        self.wfile.write(framed(masked.end(), chunked) + (b"0\r\n\r\n" if chunked else b""))
+                reader.counted(masker, response.status_code)
+        if chunked:
+            self.wfile.write(b"0\r\n\r\n")
 
     def refuse(self, status: int, reason: str) -> None:
         """Answers status with a one-line reason and closes: the request's body may be unread."""
@@ -444,14 +449,37 @@ class Forwarder(BaseHTTPRequestHandler):
 
 
 class AnswerUsage:
-    """One model request's answer read for its usage, which the ledger counts once the answer
-    ended (an error answer: a request of no tokens; one whose usage cannot be read: unread)."""
+    """One model request's exchange: its answer read for its usage, and its request and answer
+    kept for the transcript (at most TRANSCRIPT_KEPT bytes of each), which the ledger has once
+    the answer ended (an error answer: a request of no tokens; one whose usage cannot be read, or
+    broken off: unread)."""
 
     def __init__(self, ledger: Ledger, api: Api, model: str | None, strip: bool) -> None:
         self._ledger, self._api, self._model, self._strip = ledger, api, model, strip
         self._reader: UsageReader | None = None
+        self._usage: Usage | None = None
         self._error = False
         self._done = False
+        self._request: list[bytes] = []
+        self._answer: list[bytes] = []
+        self._sizes = [0, 0]
+
+    def keep_request(self, body: Iterable[bytes]) -> Iterator[bytes]:
+        """The request's body as it is forwarded, kept as it passes."""
+        for chunk in body:
+            self.keep(chunk)
+            yield chunk
+
+    def keep(self, request: bytes) -> None:
+        self._keep(self._request, 0, request)
+
+    def keep_answer(self, data: bytes) -> None:
+        self._keep(self._answer, 1, data)
+
+    def _keep(self, kept: list[bytes], which: int, data: bytes) -> None:
+        self._sizes[which] += len(data)
+        if self._ledger.keeps_transcript and self._sizes[which] <= TRANSCRIPT_KEPT:
+            kept.append(data)
 
     def started(self, response: httpx.Response) -> None:
         stream = response.headers.get("content-type", "").startswith("text/event-stream")
@@ -462,25 +490,36 @@ class AnswerUsage:
         return chunk if self._reader is None else self._reader.feed(chunk)
 
     def end(self) -> bytes:
+        """What the reader still held; the answer's usage is read."""
         if self._reader is None:
             return b""
-        rest, usage = self._reader.end()
-        self._reader = None
-        self.counted(usage)
+        rest, self._usage = self._reader.end()
         return rest
 
-    def counted(self, usage: Usage | None = None) -> None:
-        """Counts the answer once: its usage, or (broken off) what was read of it so far."""
+    def counted(self, masker: Masker, status: int) -> None:
+        """Hands the exchange to the ledger once: its usage (or, broken off, what was read of it
+        so far, unread), its request (masked) and answer."""
         if self._done:
             return
         self._done = True
-        if usage is None:
+        usage = self._usage
+        if usage is None:  # broken off: its tokens so far, said to be unread
             usage = (
                 Usage(self._model or "unknown") if self._reader is None else self._reader.end()[1]
             )
+            usage.read = False
         if self._error and not usage.read:
             usage.read = True  # an error answer used no tokens
         self._ledger.add(usage)
+        whole = max(self._sizes) <= TRANSCRIPT_KEPT and self._ledger.keeps_transcript
+        self._ledger.add_exchange(
+            Exchange(
+                self._api.value, usage.model, status,
+                masker.mask_bytes(b"".join(self._request)) if whole else None,
+                b"".join(self._answer) if whole else None,
+                self._sizes[0], self._sizes[1],
+            )
+        )  # fmt: skip
 
 
 def framed(data: bytes, chunked: bool) -> bytes:

@@ -6,8 +6,10 @@ before each request, so no budget is passed by more than the request in flight."
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
+import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -15,17 +17,38 @@ from typing import Any
 import psycopg
 
 from tireless.errors import NotHolder, TirelessError, UnknownJob
-from tireless.runner.usage import Usage
+from tireless.masking import Masker
+from tireless.usage import Usage
 
 log = logging.getLogger(__name__)
 
 FLUSH_EVERY = 1.0
 """Seconds between the ledger's records of usage while an attempt runs."""
+TRANSCRIPT_KEPT = 20 * 1024 * 1024
+"""The bytes of requests and answers an attempt's transcript keeps (tireless.transcript_limit);
+an exchange past them is recorded by its sizes only."""
 
 Allowance = Mapping[str, Any]
 """What record_usage and usage_allowance answer: {budgeted, spent (None, "job" or "day"), note}."""
 Record = Callable[[Sequence[Mapping[str, Any]]], Allowance]
 Ask = Callable[[], Allowance]
+
+
+@dataclass(frozen=True, slots=True)
+class Exchange:
+    """A model request and its answer as the gateway passed them (None when not kept: past the
+    transcript's bytes), with their sizes."""
+
+    api: str
+    model: str
+    status: int
+    request: bytes | None
+    answer: bytes | None
+    request_bytes: int
+    answer_bytes: int
+
+
+KeepExchange = Callable[[Exchange], object]
 
 
 @dataclass(slots=True)
@@ -52,8 +75,14 @@ class Ledger:
         ask: Ask,
         on_spent: Callable[[str], None] | None = None,
         every: float = FLUSH_EVERY,
+        keep: KeepExchange | None = None,
+        masker: Masker | None = None,
     ) -> None:
         self._record = record
+        self._keep = keep
+        self._masker = masker
+        self._exchanges: list[Exchange] = []
+        self._kept = 0  # bytes of the attempt's exchanges kept so far
         self._ask = ask
         self._on_spent = on_spent
         self._every = every
@@ -93,22 +122,62 @@ class Ledger:
             counts.cache_read += usage.cache_read
             counts.cache_write += usage.cache_write
 
+    @property
+    def keeps_transcript(self) -> bool:
+        """Whether exchanges are still kept whole: the transcript has room left."""
+        return self._keep is not None and self._kept < TRANSCRIPT_KEPT
+
+    def add_exchange(self, exchange: Exchange) -> None:
+        if self._keep is None:
+            return
+        with self._lock:
+            if exchange.request is not None and exchange.answer is not None:
+                size = exchange.request_bytes + exchange.answer_bytes
+                if self._kept + size > TRANSCRIPT_KEPT:  # past the room: its sizes only
+                    exchange = dataclasses.replace(exchange, request=None, answer=None)
+                self._kept += size
+            self._exchanges.append(exchange)
+
     def flush(self) -> None:
         """Hands what was added since the last record to the store (kept for the next one when
-        the store cannot be reached), and keeps its answer as the allowance."""
+        the store cannot be reached), and keeps its answer as the allowance; then the exchanges,
+        masked and compressed."""
         with self._flushing:
+            self._flush_usage()
             with self._lock:
-                batch, self._counts = self._counts, {}
-            if not batch and not self._allowance["budgeted"]:
-                return
-            rows = [{"model": model, **vars_of(counts)} for model, counts in batch.items()]
-            allowance = self._call(lambda: self._record(rows) if rows else self._ask())
-            if allowance is None and self._held:
-                with self._lock:  # recorded at the next batch
-                    for model, counts in batch.items():
-                        merge(self._counts.setdefault(model, Counts()), counts)
-            elif allowance is not None:
-                self._allowance = allowance
+                exchanges, self._exchanges = self._exchanges, []
+            for exchange in exchanges:
+                self._call_keep(exchange)
+
+    def _call_keep(self, exchange: Exchange) -> None:
+        """Records one exchange, masked and compressed; one the store cannot take is dropped
+        (the transcript is a record for people: the usage is what the budgets count)."""
+        keep, mask = self._keep, self._masker
+        assert keep is not None
+
+        def packed(data: bytes | None) -> bytes | None:
+            if data is None:
+                return None
+            return zlib.compress(mask.mask_bytes(data) if mask is not None else data)
+
+        recorded = dataclasses.replace(
+            exchange, request=packed(exchange.request), answer=packed(exchange.answer)
+        )
+        self._call(lambda: {"kept": keep(recorded)})
+
+    def _flush_usage(self) -> None:
+        with self._lock:
+            batch, self._counts = self._counts, {}
+        if not batch and not self._allowance["budgeted"]:
+            return
+        rows = [{"model": model, **vars_of(counts)} for model, counts in batch.items()]
+        allowance = self._call(lambda: self._record(rows) if rows else self._ask())
+        if allowance is None and self._held:
+            with self._lock:  # recorded at the next batch
+                for model, counts in batch.items():
+                    merge(self._counts.setdefault(model, Counts()), counts)
+        elif allowance is not None:
+            self._allowance = allowance
 
     def _call(self, call: Callable[[], Allowance]) -> Allowance | None:
         if not self._held:

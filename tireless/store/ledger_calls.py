@@ -76,3 +76,21 @@ JOB_USAGE = "SELECT * FROM tireless.job_usage(job_id => %(job_id)s)"
 
 def job_usage(job_id: int) -> Call[ModelUsage, list[ModelUsage]]:
     return Call(JOB_USAGE, {"job_id": job_id}, class_row(ModelUsage), _rows)
+
+
+RECORD_EXCHANGE = (
+    "SELECT tireless.record_exchange(job_id => %(job_id)s, worker => %(worker)s, token => %(token)s,"
+    " api => %(api)s, model => %(model)s, status => %(status)s, request => %(request)s,"
+    " answer => %(answer)s, request_bytes => %(request_bytes)s, answer_bytes => %(answer_bytes)s)"
+)
+
+
+def record_exchange(
+    job_id: int, worker: str, token: UUID | None, exchange: Mapping[str, Any]
+) -> Call[Any, bool]:
+    params = {"job_id": job_id, "worker": worker, "token": token, **exchange}
+    return Call(RECORD_EXCHANGE, params, tuple_row, _value)
+
+
+JOB_TRANSCRIPT = "SELECT * FROM tireless.job_transcript(job_id => %(job_id)s)"
+"""A job's exchanges, attempt by attempt (tireless.transcript renders them)."""

@@ -11,7 +11,6 @@ import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import datetime, timedelta
-from decimal import Decimal
 from typing import Any, LiteralString, TypeVar
 from uuid import UUID
 
@@ -39,8 +38,6 @@ from tireless.models import (
     JobState,
     Lane,
     MirrorWrite,
-    ModelPrice,
-    ModelUsage,
     PollOutcome,
     RepoDelivery,
     RepoLimit,
@@ -51,7 +48,7 @@ from tireless.models import (
     SpendBudget,
     WriteKind,
 )
-from tireless.store import calls, forge_calls, ledger_calls
+from tireless.store import calls, forge_calls
 from tireless.store.calls import (
     DEFAULT_LEASE,
     DEFAULT_POLL_LEASE,
@@ -61,6 +58,7 @@ from tireless.store.calls import (
     needs_transaction,
 )
 from tireless.store.lease import NEEDS_A_POOL, HeldJob, OnCancel, OnLost, ThenClaim
+from tireless.store.ledger_store import LedgerMethods
 
 Answer = TypeVar("Answer")
 
@@ -70,7 +68,7 @@ def atomic(conn: Connection[Any]) -> AbstractContextManager[Any]:
     return conn.transaction() if needs_transaction(conn) else nullcontext()
 
 
-class JobStore:
+class JobStore(LedgerMethods):
     """The store, over a conninfo (a libpq connection string or URL: the store owns a pool,
     opened by `with`, by `open()` or at the first call), a ConnectionPool (the caller opens and
     closes it) or one Connection (calls join the caller's transaction as savepoints).
@@ -274,18 +272,6 @@ class JobStore:
         NetworkReport.as_json(): host, port, allowed, requests, bytes_in, bytes_out, reason),
         replacing what the attempt recorded before; returns how many rows are kept."""
         return self._run(calls.record_job_network(job_id, worker, token, hosts))
-
-    def record_usage(
-        self, job_id: int, worker: str, token: UUID | None, usage: Sequence[Mapping[str, Any]]
-    ) -> dict[str, Any]:
-        """The holder's gateway adds what its attempt's agent used since its last record (rows of
-        {model, requests, unread, input, output, cache_read, cache_write}); returns the allowance:
-        {budgeted, spent (None, "job" or "day"), note}."""
-        return self._run(ledger_calls.record_usage(job_id, worker, token, usage))
-
-    def usage_allowance(self, job_id: int, worker: str, token: UUID | None) -> dict[str, Any]:
-        """What the holder's gateway may do before a model request (as record_usage answers)."""
-        return self._run(ledger_calls.usage_allowance(job_id, worker, token))
 
     def record_push(
         self, job_id: int, worker: str, branch: str, head: str, token: UUID | None = None
@@ -622,26 +608,6 @@ class JobStore:
     def job_network(self, job_id: int) -> list[JobNetwork]:
         """What each attempt of the job reached and was refused, by attempt."""
         return self._run(calls.job_network(job_id))
-
-    def job_usage(self, job_id: int) -> list[ModelUsage]:
-        """What each attempt of the job asked of each model, with its cost (None: unpriced)."""
-        return self._run(ledger_calls.job_usage(job_id))
-
-    def set_model_price(
-        self,
-        model: str,
-        input: Decimal,
-        output: Decimal,
-        cache_read: Decimal | None = None,
-        cache_write: Decimal | None = None,
-    ) -> ModelPrice:
-        """A model's (or a prefix*'s) price in USD per million tokens."""
-        return self._run(
-            ledger_calls.set_model_price(model, input, output, cache_read, cache_write)
-        )
-
-    def model_prices(self) -> list[ModelPrice]:
-        return self._run(ledger_calls.model_prices())
 
     def pause_lane(self, lane: str) -> Lane:
         return self._run(calls.pause_lane(lane))

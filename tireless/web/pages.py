@@ -16,7 +16,7 @@ from starlette.responses import RedirectResponse, Response
 from tireless.errors import TirelessError, translated_errors
 from tireless.models import JobKind, JobState
 from tireless.store import calls, forge_calls, ledger_calls, reads
-from tireless.web import chart, flash, spend
+from tireless.web import chart, flash, spend, transcript
 from tireless.web.dashboard import dashboard_of
 
 PAGE_SIZE = 50
@@ -288,6 +288,21 @@ async def job(request: Request) -> Response:
             "runs": await board.rows(reads.ISSUE_RUNS, {"job_id": job_id}),
             "now": now,
         },
+    )
+
+
+async def job_transcript(request: Request) -> Response:
+    """The job's session with its model: each exchange its gateway kept, as turns."""
+    board = dashboard_of(request)
+    job_id = job_id_of(request)
+    row = await board.read(reads.listed_job(job_id))
+    if row is None:
+        raise HTTPException(404, f"no job with id {job_id}")
+    rows = await board.rows(ledger_calls.JOB_TRANSCRIPT, {"job_id": job_id})
+    return render(
+        request,
+        "transcript.html",
+        {"me": await who(request), "job": row, "turns": transcript.turns(rows)},
     )
 
 
