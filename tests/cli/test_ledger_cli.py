@@ -38,6 +38,13 @@ def test_prices_budgets_and_a_jobs_usage_on_the_command_line(store: JobStore, db
     # 70,000 * 3 + 10,000 * 15 per million: $0.36
     assert "12 model requests, 84,210 tokens, $0.36 + unpriced" in shown.stdout
     assert "claude-sonnet-4-5" in shown.stdout
+    jobs = tireless_cli(db.url, "jobs")
+    assert "SPEND" in jobs.stdout
+    assert "12 model requests, 84,210 tokens, $0.36 + unpriced" in jobs.stdout
+    (listed_job,) = cli_json(db.url, "jobs", "--json")
+    assert [(u["model"], u["requests"], u["cost"]) for u in listed_job["usage"]] == [
+        ("claude-sonnet-4-5", 10, "0.36"), ("local", 2, None),
+    ]  # fmt: skip
     listed = tireless_cli(db.url, "model", "prices")
     assert listed.stdout.splitlines()[1].split()[:5] == ["claude-*", "3", "15", "0.30", "3"]
 

@@ -288,9 +288,20 @@ def cmd_jobs(args: argparse.Namespace) -> int:
         jobs = reads.read(conn, reads.jobs(filters, page))
         delivered = [job.id for job in jobs if job.state is JobState.DELIVERED]
         found = fetch(conn, reads.JOB_DELIVERIES, {"job_ids": delivered}, dict_row)
+        spent = fetch(conn, reads.JOBS_USAGE, {"job_ids": [job.id for job in jobs]}, dict_row)
     deliveries = {row.pop("job_id"): row for row in found}
-    listed = [dataclasses.asdict(job) | {"delivery": deliveries.get(job.id)} for job in jobs]
-    emit(args, listed, job_table(jobs) if jobs else "no jobs")
+    spend = {row["job_id"]: row["spend"] for row in spent if row["spend"] is not None}
+    usage = {row["job_id"]: row["usage"] for row in spent}
+    listed = [
+        dataclasses.asdict(job)
+        | {
+            "delivery": deliveries.get(job.id),
+            "spend": spend.get(job.id),
+            "usage": usage.get(job.id),
+        }
+        for job in jobs
+    ]
+    emit(args, listed, job_table(jobs, spend) if jobs else "no jobs")
     return OK
 
 

@@ -6,7 +6,7 @@ import dataclasses
 import json
 import textwrap
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
@@ -185,21 +185,22 @@ def job_state(row: dict[str, Any]) -> str:
     return "waiting" if row["state"] == "pending" and row.get("waiting_on") else str(row["state"])
 
 
-def job_table(jobs: Sequence[Job]) -> str:
+def job_table(jobs: Sequence[Job], spend: Mapping[int, str] | None = None) -> str:
+    """The jobs, one line each; with `spend` (tireless.spend_text by job id) a SPEND column when
+    some job made model requests."""
     rows = [dataclasses.asdict(job) for job in jobs]
-    return table(
-        rows,
-        [
-            ("ID", lambda r: str(r["id"])),
-            ("ISSUE", lambda r: f"{r['forge']}/{r['owner']}/{r['repo']}#{r['number']}"),
-            ("KIND", lambda r: str(r["kind"])),
-            ("LANE", lambda r: r["lane"]),
-            ("STATE", job_state),
-            ("ATTEMPTS", lambda r: str(r["attempts"])),
-            ("HOLDER", lambda r: r["claimed_by"] or "-"),
-            ("NOTE", lambda r: last_line(r["note"])),
-        ],
-    )
+    columns: list[tuple[str, Callable[[Any], str]]] = [
+        ("ID", lambda r: str(r["id"])),
+        ("ISSUE", lambda r: f"{r['forge']}/{r['owner']}/{r['repo']}#{r['number']}"),
+        ("KIND", lambda r: str(r["kind"])),
+        ("LANE", lambda r: r["lane"]),
+        ("STATE", job_state),
+        ("ATTEMPTS", lambda r: str(r["attempts"])),
+        ("HOLDER", lambda r: r["claimed_by"] or "-"),
+    ]
+    if spend:
+        columns.append(("SPEND", lambda r: spend.get(r["id"]) or "-"))
+    return table(rows, [*columns, ("NOTE", lambda r: last_line(r["note"]))])
 
 
 def render_repos(repos: Sequence[RepoStatus]) -> str:
