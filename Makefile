@@ -58,6 +58,7 @@ bench: install pg-binaries
 	$(PY) bench/delivery.py $(if $(QUICK),--jobs 5 --chain 5)
 	$(PY) bench/conversation.py $(if $(QUICK),--samples 3 --repos 20 --pulls 4)
 	$(PY) bench/egress.py $(if $(QUICK),--quick)
+	$(PY) bench/ledger.py $(if $(QUICK),--quick)
 	$(PY) bench/rollup.py $(if $(QUICK),--quick)
 	$(PY) bench/pull_follows_push.py $(if $(QUICK),--jobs 3)
 

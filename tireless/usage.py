@@ -16,7 +16,7 @@ JSON_LIMIT = 16 * 1024 * 1024
 LINE_LIMIT = 4 * 1024 * 1024
 """The longest line of a stream kept whole; a longer one is passed on and not read."""
 MODEL_IN_REQUEST = re.compile(rb'"model"\s*:\s*"([^"\\]{1,200})"')
-USAGE_NULL = re.compile(rb'"usage"\s*:\s*null')
+USAGE_SET = re.compile(rb'"usage"\s*:\s*\{')
 
 
 class Api(StrEnum):
@@ -82,8 +82,8 @@ def ask_for_usage(body: bytes) -> tuple[bytes, bool]:
 
 class UsageReader:
     """Fed an answer's bytes as they arrive (`feed` returns what to pass on), then `end`: the
-    answer's Usage. A stream (text/event-stream) is read line by line, decoding only the events
-    that carry usage; another answer is kept (up to JSON_LIMIT) and read once it ended."""
+    answer's Usage. A stream (text/event-stream) passes as it comes; only its lines that may carry
+    usage are split out and decoded; another answer is kept (up to JSON_LIMIT) and read once it ended."""
 
     def __init__(self, api: Api, stream: bool, model: str, strip_usage_chunk: bool = False) -> None:
         self.api = api
@@ -91,12 +91,8 @@ class UsageReader:
         self.usage = Usage(model)
         self._strip = strip_usage_chunk and stream and api is Api.CHAT
         self._pending = b""  # a stream's unfinished line
-        self._event = b""  # the event: line of the event being read
         self._kept: list[bytes] = []  # an answer that is not a stream
         self._size = 0
-        self._held: list[
-            bytes
-        ] = []  # the lines of a chat event held until it is known not to be the usage chunk
         self._dropping = False  # the usage chunk was taken out: so is the blank line that ends it
 
     def feed(self, chunk: bytes) -> bytes:
@@ -105,45 +101,51 @@ class UsageReader:
             if self._size <= JSON_LIMIT:
                 self._kept.append(chunk)
             return chunk
-        if b"\n" not in chunk:
-            self._pending += chunk
-            if len(self._pending) > LINE_LIMIT:  # no line: passed on, not read
-                passed, self._pending = self._pending, b""
-                return passed if not self._strip else self._release() + passed
+        buffered = self._pending + chunk if self._pending else chunk
+        cut = buffered.rfind(b"\n") + 1
+        if cut == 0:  # no line ends here
+            self._pending = buffered
+            if len(buffered) > LINE_LIMIT:  # a line this long is passed on, not read
+                self._pending = b""
+                return buffered if self._strip else chunk
             return b"" if self._strip else chunk
-        lines = (self._pending + chunk).split(b"\n")
-        self._pending = lines.pop()
-        if not self._strip:
-            for line in lines:
-                self._line(line)
-            return chunk
+        complete, self._pending = buffered[:cut], buffered[cut:]
+        # The fast path: lines that cannot carry usage pass without being split or decoded.
+        passed = (
+            self._lines(complete) if self._carries_usage(complete) or self._dropping else complete
+        )
+        return passed if self._strip else chunk
+
+    def _carries_usage(self, lines: bytes) -> bool:
+        if self.api is Api.ANTHROPIC:
+            return b"message_start" in lines or b"message_delta" in lines
+        if self.api is Api.RESPONSES:
+            return b"response.completed" in lines
+        return USAGE_SET.search(lines) is not None
+
+    def _lines(self, complete: bytes) -> bytes:
+        """Reads each line; what passes on (the usage chunk, and the blank line that ends it, are
+        taken out when the agent did not ask for them)."""
         out: list[bytes] = []
-        for line in lines:
-            if self._line(line):
-                self._held.clear()  # the usage chunk: the agent did not ask for it
-                self._dropping = True
+        for line in complete.split(b"\n")[:-1]:
+            if self._line(line) and self._strip:
+                self._dropping = True  # the usage chunk: the agent did not ask for it
                 continue
-            ends = not line.strip(b"\r")
-            if self._dropping and ends:
+            if self._dropping and not line.strip(b"\r"):
                 self._dropping = False
                 continue
-            self._held.append(line + b"\n")
-            if ends:  # an event ends: what it held passes
-                out.append(self._release())
+            self._dropping = False
+            out.append(line + b"\n")
         return b"".join(out)
-
-    def _release(self) -> bytes:
-        released = b"".join(self._held)
-        self._held.clear()
-        return released
 
     def end(self) -> tuple[bytes, Usage]:
         """What is still held to pass on, and the answer's Usage."""
         rest = b""
         if self.stream:
             if self._pending:
-                self._line(self._pending)
-            rest = self._release() + self._pending if self._strip else b""
+                rest = self._lines(self._pending + b"\n")[:-1] if self._strip else b""
+                if not self._strip:
+                    self._line(self._pending)
             self._pending = b""
         elif self._size <= JSON_LIMIT:
             try:
@@ -159,36 +161,23 @@ class UsageReader:
 
     def _line(self, line: bytes) -> bool:
         """Reads one line of a stream; True when it is the data of a chat usage chunk."""
-        if line.startswith(b"event:"):
-            self._event = line[6:].strip()
-            return False
         if not line.startswith(b"data:"):
-            if not line.strip(b"\r"):
-                self._event = b""
             return False
         data = line[5:]
         if self.api is Api.ANTHROPIC:
-            if self._event in (b"message_start", b"message_delta") or (
-                not self._event and (b'"message_start"' in data or b'"message_delta"' in data)
-            ):
+            if b'"message_start"' in data or b'"message_delta"' in data:
                 self._anthropic(self._decode(data))
             return False
         if self.api is Api.RESPONSES:
-            if self._event == b"response.completed" or (
-                not self._event and b'"response.completed"' in data
-            ):
+            if b'"response.completed"' in data:
                 event = self._decode(data)
                 response = event.get("response") if isinstance(event, dict) else None
                 if isinstance(response, dict):
                     self._model(response.get("model"))
                     self._usage(response.get("usage"))
             return False
-        # Chat Completions: the model in every chunk, the usage in the last one that asked for it.
-        if self.usage.model == "unknown" and b'"model"' in data:
-            event = self._decode(data)
-            if isinstance(event, dict):
-                self._model(event.get("model"))
-        if b'"usage"' not in data or USAGE_NULL.search(data):
+        # Chat Completions: the usage in the last chunk of a stream that asked for it.
+        if USAGE_SET.search(data) is None:
             return False
         event = self._decode(data)
         if not isinstance(event, dict) or not isinstance(event.get("usage"), dict):
