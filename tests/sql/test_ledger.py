@@ -158,3 +158,25 @@ def test_an_attempts_transcript_keeps_20_mib_says_what_was_cut_and_goes_with_its
     assert store.prune(timedelta(days=1)) == 1
     assert rows(db, "SELECT count(*) FROM tireless.model_exchange") == [(0,)]
     assert rows(db, "SELECT count(*) FROM tireless.model_usage") == [(0,)]
+
+
+def test_the_outcome_comment_and_the_pull_requests_body_say_what_the_agent_spent(
+    store: JobStore, db: Database
+) -> None:
+    enqueue_jobs(store, 1)
+    job = claimed(store)
+    store.record_usage(
+        job.id, "w1", job.claim_token,
+        [usage("claude-sonnet-4-5", 12, input=70_000, output=10_000, cache_read=4_210)],
+    )  # fmt: skip
+    store.set_model_price("claude-*", Decimal(3), Decimal(15), Decimal("0.30"))
+    store.transition(job.id, "failed", "w1", "it broke")
+    spend = "12 model requests, 84,210 tokens, $0.36"
+    (comment, body) = rows(
+        db,
+        "SELECT tireless.finished_job_comment(j), (tireless.pull_request_text(j)).body"
+        " FROM tireless.job j WHERE j.id = %(id)s",
+        {"id": job.id},
+    )[0]
+    assert comment.splitlines()[0] == f"tireless: failed after 1 attempt; {spend}"
+    assert f"Delivered by tireless: job {job.id}, attempt 1; {spend}." in body
