@@ -100,7 +100,9 @@ GRANT EXECUTE ON FUNCTION tireless.model_prices() TO tireless_runner, tireless_p
 -- The budgets of tokens and cost a setter writes: checked here, stored by set_lane_budget and
 -- set_repo_budget (budgets.sql).
 CREATE OR REPLACE FUNCTION tireless.check_spend_budget(tokens_per_day bigint, cost_per_day numeric,
-                                                       tokens_per_job bigint, cost_per_job numeric) RETURNS void
+                                                       tokens_per_job bigint, cost_per_job numeric,
+                                                       tokens_per_attempt bigint, cost_per_attempt numeric,
+                                                       tokens_per_issue bigint, cost_per_issue numeric) RETURNS void
     LANGUAGE plpgsql IMMUTABLE
 AS $$
 DECLARE
@@ -110,16 +112,21 @@ BEGIN
     FOR what, amount IN VALUES ('tokens_per_day', check_spend_budget.tokens_per_day::numeric),
                                ('cost_per_day', check_spend_budget.cost_per_day),
                                ('tokens_per_job', check_spend_budget.tokens_per_job::numeric),
-                               ('cost_per_job', check_spend_budget.cost_per_job) LOOP
+                               ('cost_per_job', check_spend_budget.cost_per_job),
+                               ('tokens_per_attempt', check_spend_budget.tokens_per_attempt::numeric),
+                               ('cost_per_attempt', check_spend_budget.cost_per_attempt),
+                               ('tokens_per_issue', check_spend_budget.tokens_per_issue::numeric),
+                               ('cost_per_issue', check_spend_budget.cost_per_issue) LOOP
         IF amount < 0 OR amount > 1e15 THEN
             RAISE EXCEPTION '% must be null (no budget) or from 0 to 1e15, got %', what, amount USING ERRCODE = 'TL005';
         END IF;
     END LOOP;
 END;
 $$;
-COMMENT ON FUNCTION tireless.check_spend_budget(bigint, numeric, bigint, numeric) IS
-    'Raises TL005 (naming the setting) unless each budget of tokens or cost (USD) is null or from 0 to 1e15.';
-REVOKE ALL ON FUNCTION tireless.check_spend_budget(bigint, numeric, bigint, numeric) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+COMMENT ON FUNCTION tireless.check_spend_budget(bigint, numeric, bigint, numeric, bigint, numeric, bigint, numeric) IS
+    'Raises TL005 (naming the setting) unless each budget of tokens or cost (USD), per day, job, attempt and issue, '
+    'is null or from 0 to 1e15.';
+REVOKE ALL ON FUNCTION tireless.check_spend_budget(bigint, numeric, bigint, numeric, bigint, numeric, bigint, numeric) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 
 CREATE OR REPLACE FUNCTION tireless.tokens_text(tokens numeric) RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -151,6 +158,36 @@ COMMENT ON FUNCTION tireless.spend_of(bigint, text, text, text, text) IS
     'Tokens (every kind) and USD (priced models only) spent by a job''s attempts (job_id), else by a lane today '
     '(lane), else by a repository today (UTC).';
 REVOKE ALL ON FUNCTION tireless.spend_of(bigint, text, text, text, text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+
+-- What an attempt of a job spent, and what all the jobs of an issue spent.
+CREATE OR REPLACE FUNCTION tireless.attempt_spend(job_id bigint, attempt integer, OUT tokens bigint, OUT cost numeric)
+    LANGUAGE sql STABLE
+BEGIN ATOMIC
+    SELECT coalesce(sum(u.input_tokens + u.output_tokens + u.cache_read_tokens + u.cache_write_tokens), 0)::bigint,
+           coalesce(sum(tireless.usage_cost(u.model, u.input_tokens, u.output_tokens, u.cache_read_tokens,
+                                            u.cache_write_tokens)), 0)
+      FROM tireless.model_usage u
+     WHERE u.job_id = attempt_spend.job_id AND u.attempt = attempt_spend.attempt;
+END;
+COMMENT ON FUNCTION tireless.attempt_spend(bigint, integer) IS
+    'Tokens (every kind) and USD (priced models only) spent by one attempt of a job.';
+REVOKE ALL ON FUNCTION tireless.attempt_spend(bigint, integer) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+
+CREATE OR REPLACE FUNCTION tireless.issue_spend(forge text, owner text, repo text, number integer,
+                                                OUT tokens bigint, OUT cost numeric)
+    LANGUAGE sql STABLE
+BEGIN ATOMIC
+    SELECT coalesce(sum(u.input_tokens + u.output_tokens + u.cache_read_tokens + u.cache_write_tokens), 0)::bigint,
+           coalesce(sum(tireless.usage_cost(u.model, u.input_tokens, u.output_tokens, u.cache_read_tokens,
+                                            u.cache_write_tokens)), 0)
+      FROM tireless.job j
+      JOIN tireless.model_usage u ON u.job_id = j.id
+     WHERE (j.forge, j.owner, j.repo, j.number) = (issue_spend.forge, issue_spend.owner, issue_spend.repo, issue_spend.number);
+END;
+COMMENT ON FUNCTION tireless.issue_spend(text, text, text, integer) IS
+    'Tokens (every kind) and USD (priced models only) spent by every job of an issue the store keeps (retries, '
+    'revisions, fixes of failed checks).';
+REVOKE ALL ON FUNCTION tireless.issue_spend(text, text, text, integer) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 
 -- The first budget of tokens or cost that is spent, as the note the attempt ends with; null when none.
 CREATE OR REPLACE FUNCTION tireless.spent_budget(tokens bigint, cost numeric, tokens_budget bigint,
@@ -194,7 +231,7 @@ COMMENT ON FUNCTION tireless.repo_usage_spent(text, text, text) IS
 REVOKE ALL ON FUNCTION tireless.repo_usage_spent(text, text, text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 
 -- What the gateway may do next for a held job: {"budgeted": whether any budget of tokens or cost
--- applies, "spent": null, or "job" or "day", "note": the spent budget's note}.
+-- applies, "spent": null, or "issue", "job", "attempt" or "day", "note": the spent budget's note}.
 CREATE OR REPLACE FUNCTION tireless.allowance_of(job tireless.job) RETURNS jsonb
     LANGUAGE plpgsql STABLE
 AS $$
@@ -206,6 +243,17 @@ DECLARE
 BEGIN
     SELECT * INTO lane_row FROM tireless.lane l WHERE l.name = job.lane;
     SELECT * INTO repo_row FROM tireless.repo_limit l WHERE (l.forge, l.owner, l.repo) = (job.forge, job.owner, job.repo);
+    IF num_nonnulls(lane_row.tokens_per_issue, lane_row.cost_per_issue, repo_row.tokens_per_issue, repo_row.cost_per_issue) > 0 THEN
+        spent := tireless.issue_spend(job.forge, job.owner, job.repo, job.number);
+        note := coalesce(
+            tireless.spent_budget(spent.tokens, spent.cost, lane_row.tokens_per_issue, lane_row.cost_per_issue,
+                                  format('for the issue (lane %s)', job.lane)),
+            tireless.spent_budget(spent.tokens, spent.cost, repo_row.tokens_per_issue, repo_row.cost_per_issue,
+                                  format('for the issue (repository %s/%s/%s)', job.forge, job.owner, job.repo)));
+        IF note IS NOT NULL THEN
+            RETURN jsonb_build_object('budgeted', true, 'spent', 'issue', 'note', note);
+        END IF;
+    END IF;
     IF num_nonnulls(lane_row.tokens_per_job, lane_row.cost_per_job, repo_row.tokens_per_job, repo_row.cost_per_job) > 0 THEN
         spent := tireless.spend_of(job.id, NULL, NULL, NULL, NULL);
         note := coalesce(
@@ -217,20 +265,36 @@ BEGIN
             RETURN jsonb_build_object('budgeted', true, 'spent', 'job', 'note', note);
         END IF;
     END IF;
+    IF num_nonnulls(lane_row.tokens_per_attempt, lane_row.cost_per_attempt, repo_row.tokens_per_attempt,
+                    repo_row.cost_per_attempt) > 0 THEN
+        spent := tireless.attempt_spend(job.id, job.attempts);
+        note := coalesce(
+            tireless.spent_budget(spent.tokens, spent.cost, lane_row.tokens_per_attempt, lane_row.cost_per_attempt,
+                                  format('for the attempt (lane %s)', job.lane)),
+            tireless.spent_budget(spent.tokens, spent.cost, repo_row.tokens_per_attempt, repo_row.cost_per_attempt,
+                                  format('for the attempt (repository %s/%s/%s)', job.forge, job.owner, job.repo)));
+        IF note IS NOT NULL THEN
+            RETURN jsonb_build_object('budgeted', true, 'spent', 'attempt', 'note', note);
+        END IF;
+    END IF;
     note := coalesce(tireless.lane_usage_spent(job.lane), tireless.repo_usage_spent(job.forge, job.owner, job.repo));
     IF note IS NOT NULL THEN
         RETURN jsonb_build_object('budgeted', true, 'spent', 'day', 'note', note);
     END IF;
     RETURN jsonb_build_object(
         'budgeted', num_nonnulls(lane_row.tokens_per_job, lane_row.cost_per_job, lane_row.tokens_per_day,
-                                 lane_row.cost_per_day, repo_row.tokens_per_job, repo_row.cost_per_job,
-                                 repo_row.tokens_per_day, repo_row.cost_per_day) > 0,
+                                 lane_row.cost_per_day, lane_row.tokens_per_attempt, lane_row.cost_per_attempt,
+                                 lane_row.tokens_per_issue, lane_row.cost_per_issue, repo_row.tokens_per_job,
+                                 repo_row.cost_per_job, repo_row.tokens_per_day, repo_row.cost_per_day,
+                                 repo_row.tokens_per_attempt, repo_row.cost_per_attempt, repo_row.tokens_per_issue,
+                                 repo_row.cost_per_issue) > 0,
         'spent', NULL, 'note', NULL);
 END;
 $$;
 COMMENT ON FUNCTION tireless.allowance_of(tireless.job) IS
-    'Whether the job may spend more: {budgeted (a budget of tokens or cost applies to it), spent (null; job: its '
-    'lane''s or repository''s budget per job is reached; day: a daily one is), note (the spent budget''s)}.';
+    'Whether the job may spend more: {budgeted (a budget of tokens or cost applies to it), spent (null; issue, job or '
+    'attempt: its lane''s or repository''s budget per issue, per job or per attempt is reached, the widest first; '
+    'day: a daily one is), note (the spent budget''s)}.';
 REVOKE ALL ON FUNCTION tireless.allowance_of(tireless.job) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 
 CREATE OR REPLACE FUNCTION tireless.usage_allowance(job_id bigint, worker text, token uuid) RETURNS jsonb

@@ -188,13 +188,17 @@ CREATE TABLE tireless.lane (
     cost_per_day numeric,
     tokens_per_job bigint,
     cost_per_job numeric,
+    tokens_per_attempt bigint,
+    cost_per_attempt numeric,
+    tokens_per_issue bigint,
+    cost_per_issue numeric,
     limited boolean GENERATED ALWAYS AS (((capacity IS NOT NULL) OR (runs_per_day IS NOT NULL) OR (agent_time_per_day IS NOT NULL) OR (tokens_per_day IS NOT NULL) OR (cost_per_day IS NOT NULL))) STORED,
     CONSTRAINT agent_time_per_day_positive CHECK ((agent_time_per_day > '00:00:00'::interval)),
     CONSTRAINT capacity_not_negative CHECK ((capacity >= 0)),
     CONSTRAINT egress_at_most_100_entries CHECK ((cardinality(egress) <= 100)),
     CONSTRAINT failures_not_negative CHECK ((consecutive_failures >= 0)),
     CONSTRAINT lane_name_is_a_name CHECK (tireless.is_lane_name(name)),
-    CONSTRAINT lane_token_budgets_not_negative CHECK (((tokens_per_day >= 0) AND (cost_per_day >= (0)::numeric) AND (tokens_per_job >= 0) AND (cost_per_job >= (0)::numeric))),
+    CONSTRAINT lane_token_budgets_not_negative CHECK (((tokens_per_day >= 0) AND (cost_per_day >= (0)::numeric) AND (tokens_per_job >= 0) AND (cost_per_job >= (0)::numeric) AND (tokens_per_attempt >= 0) AND (cost_per_attempt >= (0)::numeric) AND (tokens_per_issue >= 0) AND (cost_per_issue >= (0)::numeric))),
     CONSTRAINT max_run_is_positive CHECK ((max_run > '00:00:00'::interval)),
     CONSTRAINT runs_per_day_not_negative CHECK ((runs_per_day >= 0)),
     CONSTRAINT stall_after_is_positive CHECK ((stall_after > '00:00:00'::interval))
@@ -273,6 +277,30 @@ COMMENT ON COLUMN tireless.lane.tokens_per_job IS 'A job of the lane fails once 
 COMMENT ON COLUMN tireless.lane.cost_per_job IS 'A job of the lane fails once its attempts spent this many USD; null: no budget.';
 
 --
+-- Name: COLUMN lane.tokens_per_attempt; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.lane.tokens_per_attempt IS 'An attempt of the lane''s jobs fails once it used this many tokens; null: no budget.';
+
+--
+-- Name: COLUMN lane.cost_per_attempt; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.lane.cost_per_attempt IS 'An attempt of the lane''s jobs fails once it spent this many USD; null: no budget.';
+
+--
+-- Name: COLUMN lane.tokens_per_issue; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.lane.tokens_per_issue IS 'A job of the lane fails once the jobs of its issue used this many tokens; null: no budget.';
+
+--
+-- Name: COLUMN lane.cost_per_issue; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.lane.cost_per_issue IS 'A job of the lane fails once the jobs of its issue spent this many USD; null: no budget.';
+
+--
 -- Name: COLUMN lane.limited; Type: COMMENT; Schema: tireless; Owner: -
 --
 
@@ -347,11 +375,15 @@ CREATE TABLE tireless.repo_limit (
     cost_per_day numeric,
     tokens_per_job bigint,
     cost_per_job numeric,
+    tokens_per_attempt bigint,
+    cost_per_attempt numeric,
+    tokens_per_issue bigint,
+    cost_per_issue numeric,
     CONSTRAINT repo_agent_time_per_day_positive CHECK ((agent_time_per_day > '00:00:00'::interval)),
     CONSTRAINT repo_capacity_not_negative CHECK ((capacity >= 0)),
     CONSTRAINT repo_runs_per_day_not_negative CHECK ((runs_per_day >= 0)),
-    CONSTRAINT repo_token_budgets_not_negative CHECK (((tokens_per_day >= 0) AND (cost_per_day >= (0)::numeric) AND (tokens_per_job >= 0) AND (cost_per_job >= (0)::numeric))),
-    CONSTRAINT some_limit_is_set CHECK ((num_nonnulls(capacity, runs_per_day, agent_time_per_day, tokens_per_day, cost_per_day, tokens_per_job, cost_per_job) > 0))
+    CONSTRAINT repo_token_budgets_not_negative CHECK (((tokens_per_day >= 0) AND (cost_per_day >= (0)::numeric) AND (tokens_per_job >= 0) AND (cost_per_job >= (0)::numeric) AND (tokens_per_attempt >= 0) AND (cost_per_attempt >= (0)::numeric) AND (tokens_per_issue >= 0) AND (cost_per_issue >= (0)::numeric))),
+    CONSTRAINT some_limit_is_set CHECK ((num_nonnulls(capacity, runs_per_day, agent_time_per_day, tokens_per_day, cost_per_day, tokens_per_job, cost_per_job, tokens_per_attempt, cost_per_attempt, tokens_per_issue, cost_per_issue) > 0))
 );
 
 --
@@ -401,6 +433,30 @@ COMMENT ON COLUMN tireless.repo_limit.tokens_per_job IS 'A job of the repository
 --
 
 COMMENT ON COLUMN tireless.repo_limit.cost_per_job IS 'A job of the repository fails once its attempts spent this many USD; null: no budget.';
+
+--
+-- Name: COLUMN repo_limit.tokens_per_attempt; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.repo_limit.tokens_per_attempt IS 'An attempt of the repository''s jobs fails once it used this many tokens; null: no budget.';
+
+--
+-- Name: COLUMN repo_limit.cost_per_attempt; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.repo_limit.cost_per_attempt IS 'An attempt of the repository''s jobs fails once it spent this many USD; null: no budget.';
+
+--
+-- Name: COLUMN repo_limit.tokens_per_issue; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.repo_limit.tokens_per_issue IS 'A job of the repository fails once the jobs of its issue used this many tokens; null: no budget.';
+
+--
+-- Name: COLUMN repo_limit.cost_per_issue; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.repo_limit.cost_per_issue IS 'A job of the repository fails once the jobs of its issue spent this many USD; null: no budget.';
 
 --
 -- Name: CONSTRAINT repo_agent_time_per_day_positive ON repo_limit; Type: COMMENT; Schema: tireless; Owner: -
@@ -561,6 +617,17 @@ DECLARE
 BEGIN
     SELECT * INTO lane_row FROM tireless.lane l WHERE l.name = job.lane;
     SELECT * INTO repo_row FROM tireless.repo_limit l WHERE (l.forge, l.owner, l.repo) = (job.forge, job.owner, job.repo);
+    IF num_nonnulls(lane_row.tokens_per_issue, lane_row.cost_per_issue, repo_row.tokens_per_issue, repo_row.cost_per_issue) > 0 THEN
+        spent := tireless.issue_spend(job.forge, job.owner, job.repo, job.number);
+        note := coalesce(
+            tireless.spent_budget(spent.tokens, spent.cost, lane_row.tokens_per_issue, lane_row.cost_per_issue,
+                                  format('for the issue (lane %s)', job.lane)),
+            tireless.spent_budget(spent.tokens, spent.cost, repo_row.tokens_per_issue, repo_row.cost_per_issue,
+                                  format('for the issue (repository %s/%s/%s)', job.forge, job.owner, job.repo)));
+        IF note IS NOT NULL THEN
+            RETURN jsonb_build_object('budgeted', true, 'spent', 'issue', 'note', note);
+        END IF;
+    END IF;
     IF num_nonnulls(lane_row.tokens_per_job, lane_row.cost_per_job, repo_row.tokens_per_job, repo_row.cost_per_job) > 0 THEN
         spent := tireless.spend_of(job.id, NULL, NULL, NULL, NULL);
         note := coalesce(
@@ -572,14 +639,29 @@ BEGIN
             RETURN jsonb_build_object('budgeted', true, 'spent', 'job', 'note', note);
         END IF;
     END IF;
+    IF num_nonnulls(lane_row.tokens_per_attempt, lane_row.cost_per_attempt, repo_row.tokens_per_attempt,
+                    repo_row.cost_per_attempt) > 0 THEN
+        spent := tireless.attempt_spend(job.id, job.attempts);
+        note := coalesce(
+            tireless.spent_budget(spent.tokens, spent.cost, lane_row.tokens_per_attempt, lane_row.cost_per_attempt,
+                                  format('for the attempt (lane %s)', job.lane)),
+            tireless.spent_budget(spent.tokens, spent.cost, repo_row.tokens_per_attempt, repo_row.cost_per_attempt,
+                                  format('for the attempt (repository %s/%s/%s)', job.forge, job.owner, job.repo)));
+        IF note IS NOT NULL THEN
+            RETURN jsonb_build_object('budgeted', true, 'spent', 'attempt', 'note', note);
+        END IF;
+    END IF;
     note := coalesce(tireless.lane_usage_spent(job.lane), tireless.repo_usage_spent(job.forge, job.owner, job.repo));
     IF note IS NOT NULL THEN
         RETURN jsonb_build_object('budgeted', true, 'spent', 'day', 'note', note);
     END IF;
     RETURN jsonb_build_object(
         'budgeted', num_nonnulls(lane_row.tokens_per_job, lane_row.cost_per_job, lane_row.tokens_per_day,
-                                 lane_row.cost_per_day, repo_row.tokens_per_job, repo_row.cost_per_job,
-                                 repo_row.tokens_per_day, repo_row.cost_per_day) > 0,
+                                 lane_row.cost_per_day, lane_row.tokens_per_attempt, lane_row.cost_per_attempt,
+                                 lane_row.tokens_per_issue, lane_row.cost_per_issue, repo_row.tokens_per_job,
+                                 repo_row.cost_per_job, repo_row.tokens_per_day, repo_row.cost_per_day,
+                                 repo_row.tokens_per_attempt, repo_row.cost_per_attempt, repo_row.tokens_per_issue,
+                                 repo_row.cost_per_issue) > 0,
         'spent', NULL, 'note', NULL);
 END;
 $$;
@@ -588,7 +670,7 @@ $$;
 -- Name: FUNCTION allowance_of(job tireless.job); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.allowance_of(job tireless.job) IS 'Whether the job may spend more: {budgeted (a budget of tokens or cost applies to it), spent (null; job: its lane''s or repository''s budget per job is reached; day: a daily one is), note (the spent budget''s)}.';
+COMMENT ON FUNCTION tireless.allowance_of(job tireless.job) IS 'Whether the job may spend more: {budgeted (a budget of tokens or cost applies to it), spent (null; issue, job or attempt: its lane''s or repository''s budget per issue, per job or per attempt is reached, the widest first; day: a daily one is), note (the spent budget''s)}.';
 
 --
 -- Name: announce_poll(text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -1201,6 +1283,147 @@ $$;
 COMMENT ON FUNCTION tireless.attach_report(job_id bigint, worker text, report text, token uuid) IS 'The holder attaches its agent''s outcome summary (markdown) to the attempt before finishing it; the mirror posts it as the outcome comment instead of the note. Kept up to 60000 characters: true when it was cut. TL001 for an unknown job, TL004 when worker (or token) does not hold it.';
 
 --
+-- Name: model_price; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.model_price (
+    model text NOT NULL,
+    input numeric NOT NULL,
+    output numeric NOT NULL,
+    cache_read numeric,
+    cache_write numeric,
+    set_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT model_price_not_negative CHECK (((input >= (0)::numeric) AND (output >= (0)::numeric) AND (COALESCE(cache_read, (0)::numeric) >= (0)::numeric) AND (COALESCE(cache_write, (0)::numeric) >= (0)::numeric)))
+);
+
+--
+-- Name: TABLE model_price; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.model_price IS 'USD per million tokens of a model (a name, or a prefix* that prices every model it starts): none is built in. A cache price left null is the input price. Written by tireless.set_model_price.';
+
+--
+-- Name: CONSTRAINT model_price_not_negative ON model_price; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT model_price_not_negative ON tireless.model_price IS 'A price is never negative.';
+
+--
+-- Name: price_of(text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.price_of(model text) RETURNS tireless.model_price
+    LANGUAGE sql STABLE
+    BEGIN ATOMIC
+ SELECT p.model,
+     p.input,
+     p.output,
+     p.cache_read,
+     p.cache_write,
+     p.set_at
+    FROM tireless.model_price p
+   WHERE ((p.model = price_of.model) OR (("right"(p.model, 1) = '*'::text) AND starts_with(price_of.model, "left"(p.model, '-1'::integer))))
+   ORDER BY (p.model = price_of.model) DESC, (length(p.model)) DESC
+  LIMIT 1;
+END;
+
+--
+-- Name: FUNCTION price_of(model text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.price_of(model text) IS 'The price of a model: its own row of tireless.model_price, else the longest prefix* that starts its name; a row of nulls when it has none (unpriced).';
+
+--
+-- Name: usage_cost(text, bigint, bigint, bigint, bigint); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.usage_cost(model text, input bigint, output bigint, cache_read bigint, cache_write bigint) RETURNS numeric
+    LANGUAGE sql STABLE
+    BEGIN ATOMIC
+ SELECT ((((((usage_cost.input)::numeric * p.input) + ((usage_cost.output)::numeric * p.output)) + ((usage_cost.cache_read)::numeric * COALESCE(p.cache_read, p.input))) + ((usage_cost.cache_write)::numeric * COALESCE(p.cache_write, p.input))) / (1000000)::numeric)
+    FROM tireless.price_of(usage_cost.model) p(model, input, output, cache_read, cache_write, set_at);
+END;
+
+--
+-- Name: FUNCTION usage_cost(model text, input bigint, output bigint, cache_read bigint, cache_write bigint); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.usage_cost(model text, input bigint, output bigint, cache_read bigint, cache_write bigint) IS 'What tokens of a model cost in USD at its price (tireless.price_of; a cache price left null is the input price); null when the model is unpriced.';
+
+--
+-- Name: model_usage; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.model_usage (
+    job_id bigint NOT NULL,
+    attempt integer NOT NULL,
+    model text NOT NULL,
+    spend_day date NOT NULL,
+    lane text NOT NULL,
+    forge text NOT NULL,
+    owner text NOT NULL,
+    repo text NOT NULL,
+    requests bigint DEFAULT 0 NOT NULL,
+    unread bigint DEFAULT 0 NOT NULL,
+    input_tokens bigint DEFAULT 0 NOT NULL,
+    output_tokens bigint DEFAULT 0 NOT NULL,
+    cache_read_tokens bigint DEFAULT 0 NOT NULL,
+    cache_write_tokens bigint DEFAULT 0 NOT NULL,
+    CONSTRAINT model_usage_attempt_positive CHECK ((attempt > 0)),
+    CONSTRAINT model_usage_counts_not_negative CHECK (((requests >= 0) AND (unread >= 0) AND (unread <= requests) AND (input_tokens >= 0) AND (output_tokens >= 0) AND (cache_read_tokens >= 0) AND (cache_write_tokens >= 0))),
+    CONSTRAINT model_usage_model_bounded CHECK (((length(model) >= 1) AND (length(model) <= 200)))
+);
+
+--
+-- Name: TABLE model_usage; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.model_usage IS 'What each attempt''s agent asked of each model through the runner''s gateway, per UTC day (the daily budgets): requests, the answers among them whose usage could not be read (unread: their tokens are unknown, never zero), and input, output, cache-read and cache-write tokens, added up by tireless.record_usage as the attempt goes. Private: read tireless.job_usage, tireless.usage_by_day and tireless.agent_usage.';
+
+--
+-- Name: COLUMN model_usage.unread; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.model_usage.unread IS 'Answers counted in requests whose usage the gateway could not read: their tokens are unknown.';
+
+--
+-- Name: CONSTRAINT model_usage_attempt_positive ON model_usage; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT model_usage_attempt_positive ON tireless.model_usage IS 'Attempts count from 1.';
+
+--
+-- Name: CONSTRAINT model_usage_counts_not_negative ON model_usage; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT model_usage_counts_not_negative ON tireless.model_usage IS 'Counts are never negative, and unread answers are among the requests.';
+
+--
+-- Name: CONSTRAINT model_usage_model_bounded ON model_usage; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT model_usage_model_bounded ON tireless.model_usage IS 'A model name is 1 to 200 characters.';
+
+--
+-- Name: attempt_spend(bigint, integer); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.attempt_spend(job_id bigint, attempt integer, OUT tokens bigint, OUT cost numeric) RETURNS record
+    LANGUAGE sql STABLE
+    BEGIN ATOMIC
+ SELECT (COALESCE(sum((((u.input_tokens + u.output_tokens) + u.cache_read_tokens) + u.cache_write_tokens)), (0)::numeric))::bigint AS "coalesce",
+     COALESCE(sum(tireless.usage_cost(u.model, u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens)), (0)::numeric) AS "coalesce"
+    FROM tireless.model_usage u
+   WHERE ((u.job_id = attempt_spend.job_id) AND (u.attempt = attempt_spend.attempt));
+END;
+
+--
+-- Name: FUNCTION attempt_spend(job_id bigint, attempt integer, OUT tokens bigint, OUT cost numeric); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.attempt_spend(job_id bigint, attempt integer, OUT tokens bigint, OUT cost numeric) IS 'Tokens (every kind) and USD (priced models only) spent by one attempt of a job.';
+
+--
 -- Name: attempts_spent(tireless.job); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -1611,10 +1834,10 @@ $$;
 COMMENT ON FUNCTION tireless.check_run_limit(name text, span interval) IS 'Raises TL005 (naming the setting) unless the limit is null or 0 < limit <= 30 days.';
 
 --
--- Name: check_spend_budget(bigint, numeric, bigint, numeric); Type: FUNCTION; Schema: tireless; Owner: -
+-- Name: check_spend_budget(bigint, numeric, bigint, numeric, bigint, numeric, bigint, numeric); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
-CREATE FUNCTION tireless.check_spend_budget(tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric) RETURNS void
+CREATE FUNCTION tireless.check_spend_budget(tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric, tokens_per_attempt bigint, cost_per_attempt numeric, tokens_per_issue bigint, cost_per_issue numeric) RETURNS void
     LANGUAGE plpgsql IMMUTABLE
     AS $$
 DECLARE
@@ -1624,7 +1847,11 @@ BEGIN
     FOR what, amount IN VALUES ('tokens_per_day', check_spend_budget.tokens_per_day::numeric),
                                ('cost_per_day', check_spend_budget.cost_per_day),
                                ('tokens_per_job', check_spend_budget.tokens_per_job::numeric),
-                               ('cost_per_job', check_spend_budget.cost_per_job) LOOP
+                               ('cost_per_job', check_spend_budget.cost_per_job),
+                               ('tokens_per_attempt', check_spend_budget.tokens_per_attempt::numeric),
+                               ('cost_per_attempt', check_spend_budget.cost_per_attempt),
+                               ('tokens_per_issue', check_spend_budget.tokens_per_issue::numeric),
+                               ('cost_per_issue', check_spend_budget.cost_per_issue) LOOP
         IF amount < 0 OR amount > 1e15 THEN
             RAISE EXCEPTION '% must be null (no budget) or from 0 to 1e15, got %', what, amount USING ERRCODE = 'TL005';
         END IF;
@@ -1633,10 +1860,10 @@ END;
 $$;
 
 --
--- Name: FUNCTION check_spend_budget(tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric); Type: COMMENT; Schema: tireless; Owner: -
+-- Name: FUNCTION check_spend_budget(tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric, tokens_per_attempt bigint, cost_per_attempt numeric, tokens_per_issue bigint, cost_per_issue numeric); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.check_spend_budget(tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric) IS 'Raises TL005 (naming the setting) unless each budget of tokens or cost (USD) is null or from 0 to 1e15.';
+COMMENT ON FUNCTION tireless.check_spend_budget(tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric, tokens_per_attempt bigint, cost_per_attempt numeric, tokens_per_issue bigint, cost_per_issue numeric) IS 'Raises TL005 (naming the setting) unless each budget of tokens or cost (USD), per day, job, attempt and issue, is null or from 0 to 1e15.';
 
 --
 -- Name: check_tracked(text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -4791,6 +5018,26 @@ END;
 COMMENT ON FUNCTION tireless.issue_runs(job_id bigint) IS 'Every job the issue of job_id has had (a re-run, or a new request after one ended), in order: those the rollup folded into tireless.issue_run and those created since, and job_id itself; empty for an unknown job.';
 
 --
+-- Name: issue_spend(text, text, text, integer); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.issue_spend(forge text, owner text, repo text, number integer, OUT tokens bigint, OUT cost numeric) RETURNS record
+    LANGUAGE sql STABLE
+    BEGIN ATOMIC
+ SELECT (COALESCE(sum((((u.input_tokens + u.output_tokens) + u.cache_read_tokens) + u.cache_write_tokens)), (0)::numeric))::bigint AS "coalesce",
+     COALESCE(sum(tireless.usage_cost(u.model, u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens)), (0)::numeric) AS "coalesce"
+    FROM (tireless.job j
+      JOIN tireless.model_usage u ON ((u.job_id = j.id)))
+   WHERE ((j.forge = issue_spend.forge) AND (j.owner = issue_spend.owner) AND (j.repo = issue_spend.repo) AND (j.number = issue_spend.number));
+END;
+
+--
+-- Name: FUNCTION issue_spend(forge text, owner text, repo text, number integer, OUT tokens bigint, OUT cost numeric); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.issue_spend(forge text, owner text, repo text, number integer, OUT tokens bigint, OUT cost numeric) IS 'Tokens (every kind) and USD (priced models only) spent by every job of an issue the store keeps (retries, revisions, fixes of failed checks).';
+
+--
 -- Name: job_asks(bigint); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -5485,128 +5732,6 @@ END;
 --
 
 COMMENT ON FUNCTION tireless.job_transcript(job_id bigint) IS 'The transcript of each attempt of the job, exchange by exchange (request and answer zlib-compressed, null when cut): what `tireless show JOB --transcript` and the job page render as a session.';
-
---
--- Name: model_price; Type: TABLE; Schema: tireless; Owner: -
---
-
-CREATE TABLE tireless.model_price (
-    model text NOT NULL,
-    input numeric NOT NULL,
-    output numeric NOT NULL,
-    cache_read numeric,
-    cache_write numeric,
-    set_at timestamp with time zone DEFAULT now() NOT NULL,
-    CONSTRAINT model_price_not_negative CHECK (((input >= (0)::numeric) AND (output >= (0)::numeric) AND (COALESCE(cache_read, (0)::numeric) >= (0)::numeric) AND (COALESCE(cache_write, (0)::numeric) >= (0)::numeric)))
-);
-
---
--- Name: TABLE model_price; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON TABLE tireless.model_price IS 'USD per million tokens of a model (a name, or a prefix* that prices every model it starts): none is built in. A cache price left null is the input price. Written by tireless.set_model_price.';
-
---
--- Name: CONSTRAINT model_price_not_negative ON model_price; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT model_price_not_negative ON tireless.model_price IS 'A price is never negative.';
-
---
--- Name: price_of(text); Type: FUNCTION; Schema: tireless; Owner: -
---
-
-CREATE FUNCTION tireless.price_of(model text) RETURNS tireless.model_price
-    LANGUAGE sql STABLE
-    BEGIN ATOMIC
- SELECT p.model,
-     p.input,
-     p.output,
-     p.cache_read,
-     p.cache_write,
-     p.set_at
-    FROM tireless.model_price p
-   WHERE ((p.model = price_of.model) OR (("right"(p.model, 1) = '*'::text) AND starts_with(price_of.model, "left"(p.model, '-1'::integer))))
-   ORDER BY (p.model = price_of.model) DESC, (length(p.model)) DESC
-  LIMIT 1;
-END;
-
---
--- Name: FUNCTION price_of(model text); Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON FUNCTION tireless.price_of(model text) IS 'The price of a model: its own row of tireless.model_price, else the longest prefix* that starts its name; a row of nulls when it has none (unpriced).';
-
---
--- Name: usage_cost(text, bigint, bigint, bigint, bigint); Type: FUNCTION; Schema: tireless; Owner: -
---
-
-CREATE FUNCTION tireless.usage_cost(model text, input bigint, output bigint, cache_read bigint, cache_write bigint) RETURNS numeric
-    LANGUAGE sql STABLE
-    BEGIN ATOMIC
- SELECT ((((((usage_cost.input)::numeric * p.input) + ((usage_cost.output)::numeric * p.output)) + ((usage_cost.cache_read)::numeric * COALESCE(p.cache_read, p.input))) + ((usage_cost.cache_write)::numeric * COALESCE(p.cache_write, p.input))) / (1000000)::numeric)
-    FROM tireless.price_of(usage_cost.model) p(model, input, output, cache_read, cache_write, set_at);
-END;
-
---
--- Name: FUNCTION usage_cost(model text, input bigint, output bigint, cache_read bigint, cache_write bigint); Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON FUNCTION tireless.usage_cost(model text, input bigint, output bigint, cache_read bigint, cache_write bigint) IS 'What tokens of a model cost in USD at its price (tireless.price_of; a cache price left null is the input price); null when the model is unpriced.';
-
---
--- Name: model_usage; Type: TABLE; Schema: tireless; Owner: -
---
-
-CREATE TABLE tireless.model_usage (
-    job_id bigint NOT NULL,
-    attempt integer NOT NULL,
-    model text NOT NULL,
-    spend_day date NOT NULL,
-    lane text NOT NULL,
-    forge text NOT NULL,
-    owner text NOT NULL,
-    repo text NOT NULL,
-    requests bigint DEFAULT 0 NOT NULL,
-    unread bigint DEFAULT 0 NOT NULL,
-    input_tokens bigint DEFAULT 0 NOT NULL,
-    output_tokens bigint DEFAULT 0 NOT NULL,
-    cache_read_tokens bigint DEFAULT 0 NOT NULL,
-    cache_write_tokens bigint DEFAULT 0 NOT NULL,
-    CONSTRAINT model_usage_attempt_positive CHECK ((attempt > 0)),
-    CONSTRAINT model_usage_counts_not_negative CHECK (((requests >= 0) AND (unread >= 0) AND (unread <= requests) AND (input_tokens >= 0) AND (output_tokens >= 0) AND (cache_read_tokens >= 0) AND (cache_write_tokens >= 0))),
-    CONSTRAINT model_usage_model_bounded CHECK (((length(model) >= 1) AND (length(model) <= 200)))
-);
-
---
--- Name: TABLE model_usage; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON TABLE tireless.model_usage IS 'What each attempt''s agent asked of each model through the runner''s gateway, per UTC day (the daily budgets): requests, the answers among them whose usage could not be read (unread: their tokens are unknown, never zero), and input, output, cache-read and cache-write tokens, added up by tireless.record_usage as the attempt goes. Private: read tireless.job_usage, tireless.usage_by_day and tireless.agent_usage.';
-
---
--- Name: COLUMN model_usage.unread; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.model_usage.unread IS 'Answers counted in requests whose usage the gateway could not read: their tokens are unknown.';
-
---
--- Name: CONSTRAINT model_usage_attempt_positive ON model_usage; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT model_usage_attempt_positive ON tireless.model_usage IS 'Attempts count from 1.';
-
---
--- Name: CONSTRAINT model_usage_counts_not_negative ON model_usage; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT model_usage_counts_not_negative ON tireless.model_usage IS 'Counts are never negative, and unread answers are among the requests.';
-
---
--- Name: CONSTRAINT model_usage_model_bounded ON model_usage; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT model_usage_model_bounded ON tireless.model_usage IS 'A model name is 1 to 200 characters.';
 
 --
 -- Name: job_usage(bigint); Type: FUNCTION; Schema: tireless; Owner: -
@@ -9527,10 +9652,10 @@ $$;
 COMMENT ON FUNCTION tireless.set_kind_policy(kind text, default_lane text, max_attempts integer) IS 'Sets a kind''s default lane and attempt budget (a null argument leaves it as it is); returns the row.';
 
 --
--- Name: set_lane_budget(text, integer, interval, bigint, numeric, bigint, numeric); Type: FUNCTION; Schema: tireless; Owner: -
+-- Name: set_lane_budget(text, integer, interval, bigint, numeric, bigint, numeric, bigint, numeric, bigint, numeric); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
-CREATE FUNCTION tireless.set_lane_budget(lane text, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint DEFAULT NULL::bigint, cost_per_day numeric DEFAULT NULL::numeric, tokens_per_job bigint DEFAULT NULL::bigint, cost_per_job numeric DEFAULT NULL::numeric) RETURNS tireless.lane
+CREATE FUNCTION tireless.set_lane_budget(lane text, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint DEFAULT NULL::bigint, cost_per_day numeric DEFAULT NULL::numeric, tokens_per_job bigint DEFAULT NULL::bigint, cost_per_job numeric DEFAULT NULL::numeric, tokens_per_attempt bigint DEFAULT NULL::bigint, cost_per_attempt numeric DEFAULT NULL::numeric, tokens_per_issue bigint DEFAULT NULL::bigint, cost_per_issue numeric DEFAULT NULL::numeric) RETURNS tireless.lane
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -9542,7 +9667,9 @@ DECLARE
 BEGIN
     PERFORM tireless.check_budget(set_lane_budget.runs_per_day, set_lane_budget.agent_time_per_day);
     PERFORM tireless.check_spend_budget(set_lane_budget.tokens_per_day, set_lane_budget.cost_per_day,
-                                        set_lane_budget.tokens_per_job, set_lane_budget.cost_per_job);
+                                        set_lane_budget.tokens_per_job, set_lane_budget.cost_per_job,
+                                        set_lane_budget.tokens_per_attempt, set_lane_budget.cost_per_attempt,
+                                        set_lane_budget.tokens_per_issue, set_lane_budget.cost_per_issue);
     SELECT * INTO before FROM tireless.lane l WHERE l.name = set_lane_budget.lane;
     -- Whenever a budget of agent time is on either side, not only when it differs from the value read
     -- here: a concurrent setter may change it before this one writes.
@@ -9555,7 +9682,9 @@ BEGIN
     UPDATE tireless.lane l
        SET runs_per_day = set_lane_budget.runs_per_day, agent_time_per_day = set_lane_budget.agent_time_per_day,
            tokens_per_day = set_lane_budget.tokens_per_day, cost_per_day = set_lane_budget.cost_per_day,
-           tokens_per_job = set_lane_budget.tokens_per_job, cost_per_job = set_lane_budget.cost_per_job
+           tokens_per_job = set_lane_budget.tokens_per_job, cost_per_job = set_lane_budget.cost_per_job,
+           tokens_per_attempt = set_lane_budget.tokens_per_attempt, cost_per_attempt = set_lane_budget.cost_per_attempt,
+           tokens_per_issue = set_lane_budget.tokens_per_issue, cost_per_issue = set_lane_budget.cost_per_issue
      WHERE l.name = set_lane_budget.lane RETURNING l.* INTO result;
     IF agent_time_changes THEN
         PERFORM tireless.arm_agent_time_count();
@@ -9569,10 +9698,10 @@ END;
 $$;
 
 --
--- Name: FUNCTION set_lane_budget(lane text, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric); Type: COMMENT; Schema: tireless; Owner: -
+-- Name: FUNCTION set_lane_budget(lane text, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric, tokens_per_attempt bigint, cost_per_attempt numeric, tokens_per_issue bigint, cost_per_issue numeric); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.set_lane_budget(lane text, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric) IS '(admin) The lane''s budgets. Daily (the UTC calendar day): at most runs_per_day claims, no claim once its attempts ended today held their claims agent_time_per_day in all, or its agents used tokens_per_day tokens or cost_per_day USD today; each counts from the moment it is set, and when spent its jobs stay pending until midnight UTC. Per job: once a job''s attempts used tokens_per_job tokens or cost_per_job USD, the gateway refuses its agent''s next model request and the attempt fails. Null: no budget of that kind. Returns the lane.';
+COMMENT ON FUNCTION tireless.set_lane_budget(lane text, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric, tokens_per_attempt bigint, cost_per_attempt numeric, tokens_per_issue bigint, cost_per_issue numeric) IS '(admin) The lane''s budgets. Daily (the UTC calendar day): at most runs_per_day claims, no claim once its attempts ended today held their claims agent_time_per_day in all, or its agents used tokens_per_day tokens or cost_per_day USD today; each counts from the moment it is set, and when spent its jobs stay pending until midnight UTC. Per job (its attempts), per issue (all its jobs) and per attempt: once it used tokens_per_job tokens or cost_per_job USD (or the per issue, per attempt ones), the gateway refuses its agent''s next model request and the job fails (the attempt only, for a budget per attempt). Null: no budget of that kind. Returns the lane.';
 
 --
 -- Name: set_lane_capacity(text, integer); Type: FUNCTION; Schema: tireless; Owner: -
@@ -9881,10 +10010,10 @@ $_$;
 COMMENT ON FUNCTION tireless.set_policy(label_prefix text, backoff_base interval, backoff_cap interval, breaker_threshold integer, breaker_cooldown interval) IS 'Changes the store-wide settings named (a null argument leaves its setting as it is) and returns them. TL005 for a bad value, and for a label_prefix that makes a label longer than a registered forge takes (tireless.check_label_prefix: 50 characters on GitHub).';
 
 --
--- Name: set_repo_budget(text, text, text, integer, interval, bigint, numeric, bigint, numeric); Type: FUNCTION; Schema: tireless; Owner: -
+-- Name: set_repo_budget(text, text, text, integer, interval, bigint, numeric, bigint, numeric, bigint, numeric, bigint, numeric); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
-CREATE FUNCTION tireless.set_repo_budget(forge text, owner text, repo text, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint DEFAULT NULL::bigint, cost_per_day numeric DEFAULT NULL::numeric, tokens_per_job bigint DEFAULT NULL::bigint, cost_per_job numeric DEFAULT NULL::numeric) RETURNS tireless.repo_limit
+CREATE FUNCTION tireless.set_repo_budget(forge text, owner text, repo text, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint DEFAULT NULL::bigint, cost_per_day numeric DEFAULT NULL::numeric, tokens_per_job bigint DEFAULT NULL::bigint, cost_per_job numeric DEFAULT NULL::numeric, tokens_per_attempt bigint DEFAULT NULL::bigint, cost_per_attempt numeric DEFAULT NULL::numeric, tokens_per_issue bigint DEFAULT NULL::bigint, cost_per_issue numeric DEFAULT NULL::numeric) RETURNS tireless.repo_limit
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -9893,21 +10022,25 @@ DECLARE
 BEGIN
     PERFORM tireless.check_budget(set_repo_budget.runs_per_day, set_repo_budget.agent_time_per_day);
     PERFORM tireless.check_spend_budget(set_repo_budget.tokens_per_day, set_repo_budget.cost_per_day,
-                                        set_repo_budget.tokens_per_job, set_repo_budget.cost_per_job);
+                                        set_repo_budget.tokens_per_job, set_repo_budget.cost_per_job,
+                                        set_repo_budget.tokens_per_attempt, set_repo_budget.cost_per_attempt,
+                                        set_repo_budget.tokens_per_issue, set_repo_budget.cost_per_issue);
     SELECT * INTO current FROM tireless.repo_limit l
      WHERE (l.forge, l.owner, l.repo) = (set_repo_budget.forge, set_repo_budget.owner, set_repo_budget.repo);
     RETURN tireless.set_repo_limit(set_repo_budget.forge, set_repo_budget.owner, set_repo_budget.repo,
                                    current.capacity, set_repo_budget.runs_per_day, set_repo_budget.agent_time_per_day,
                                    set_repo_budget.tokens_per_day, set_repo_budget.cost_per_day,
-                                   set_repo_budget.tokens_per_job, set_repo_budget.cost_per_job);
+                                   set_repo_budget.tokens_per_job, set_repo_budget.cost_per_job,
+                                   set_repo_budget.tokens_per_attempt, set_repo_budget.cost_per_attempt,
+                                   set_repo_budget.tokens_per_issue, set_repo_budget.cost_per_issue);
 END;
 $$;
 
 --
--- Name: FUNCTION set_repo_budget(forge text, owner text, repo text, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric); Type: COMMENT; Schema: tireless; Owner: -
+-- Name: FUNCTION set_repo_budget(forge text, owner text, repo text, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric, tokens_per_attempt bigint, cost_per_attempt numeric, tokens_per_issue bigint, cost_per_issue numeric); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.set_repo_budget(forge text, owner text, repo text, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric) IS '(admin) The tracked repository''s budgets, all lanes together. Daily (the UTC calendar day): at most runs_per_day claims, and no claim once its attempts ended today held their claims agent_time_per_day in all, or its agents used tokens_per_day tokens or cost_per_day USD today. Per job: once a job''s attempts used tokens_per_job tokens or cost_per_job USD, the gateway refuses its next model request and the attempt fails. Null: no budget of that kind. Returns its limits. TL005 for a bad budget, TL008 when it is not tracked.';
+COMMENT ON FUNCTION tireless.set_repo_budget(forge text, owner text, repo text, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric, tokens_per_attempt bigint, cost_per_attempt numeric, tokens_per_issue bigint, cost_per_issue numeric) IS '(admin) The tracked repository''s budgets, all lanes together. Daily (the UTC calendar day): at most runs_per_day claims, and no claim once its attempts ended today held their claims agent_time_per_day in all, or its agents used tokens_per_day tokens or cost_per_day USD today. Per job, per issue and per attempt: once it used tokens_per_job tokens or cost_per_job USD (or the per issue, per attempt ones), the gateway refuses its next model request and the job fails (the attempt only, for a budget per attempt). Null: no budget of that kind. Returns its limits. TL005 for a bad budget, TL008 when it is not tracked.';
 
 --
 -- Name: set_repo_capacity(text, text, text, integer); Type: FUNCTION; Schema: tireless; Owner: -
@@ -9929,7 +10062,8 @@ BEGIN
     RETURN tireless.set_repo_limit(set_repo_capacity.forge, set_repo_capacity.owner, set_repo_capacity.repo,
                                    set_repo_capacity.capacity, current.runs_per_day, current.agent_time_per_day,
                                    current.tokens_per_day, current.cost_per_day, current.tokens_per_job,
-                                   current.cost_per_job);
+                                   current.cost_per_job, current.tokens_per_attempt, current.cost_per_attempt,
+                                   current.tokens_per_issue, current.cost_per_issue);
 END;
 $$;
 
@@ -9995,10 +10129,10 @@ $$;
 COMMENT ON FUNCTION tireless.set_repo_delivery(forge text, owner text, repo text, protected text[], allowed text[], allow_ci boolean, max_files integer, max_bytes bigint) IS '(admin) The tracked repository''s delivery policy, which the runner checks an agent''s change against (job_brief): the globs of paths it may not touch (protected), those it may touch all the same (allowed), whether it may change the forge''s CI definitions (allow_ci), at most max_files files and max_bytes bytes (0: the runner''s default). A null argument leaves its setting as it is; a list replaces the list. Returns the policy. TL005 for a bad glob or limit, TL008 when the repository is not tracked.';
 
 --
--- Name: set_repo_limit(text, text, text, integer, integer, interval, bigint, numeric, bigint, numeric); Type: FUNCTION; Schema: tireless; Owner: -
+-- Name: set_repo_limit(text, text, text, integer, integer, interval, bigint, numeric, bigint, numeric, bigint, numeric, bigint, numeric); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
-CREATE FUNCTION tireless.set_repo_limit(forge text, owner text, repo text, capacity integer, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric) RETURNS tireless.repo_limit
+CREATE FUNCTION tireless.set_repo_limit(forge text, owner text, repo text, capacity integer, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric, tokens_per_attempt bigint, cost_per_attempt numeric, tokens_per_issue bigint, cost_per_issue numeric) RETURNS tireless.repo_limit
     LANGUAGE plpgsql
     AS $$
 DECLARE
@@ -10017,9 +10151,12 @@ BEGIN
     END IF;
     result := ROW(set_repo_limit.forge, set_repo_limit.owner, set_repo_limit.repo, set_repo_limit.capacity,
                   set_repo_limit.runs_per_day, set_repo_limit.agent_time_per_day, set_repo_limit.tokens_per_day,
-                  set_repo_limit.cost_per_day, set_repo_limit.tokens_per_job, set_repo_limit.cost_per_job);
+                  set_repo_limit.cost_per_day, set_repo_limit.tokens_per_job, set_repo_limit.cost_per_job,
+                  set_repo_limit.tokens_per_attempt, set_repo_limit.cost_per_attempt, set_repo_limit.tokens_per_issue,
+                  set_repo_limit.cost_per_issue);
     IF num_nonnulls(result.capacity, result.runs_per_day, result.agent_time_per_day, result.tokens_per_day,
-                    result.cost_per_day, result.tokens_per_job, result.cost_per_job) = 0 THEN
+                    result.cost_per_day, result.tokens_per_job, result.cost_per_job, result.tokens_per_attempt,
+                    result.cost_per_attempt, result.tokens_per_issue, result.cost_per_issue) = 0 THEN
         DELETE FROM tireless.repo_limit l WHERE (l.forge, l.owner, l.repo) = (result.forge, result.owner, result.repo);
     ELSE
         INSERT INTO tireless.repo_limit AS l VALUES (result.*)
@@ -10027,12 +10164,15 @@ BEGIN
            SET capacity = excluded.capacity, runs_per_day = excluded.runs_per_day,
                agent_time_per_day = excluded.agent_time_per_day, tokens_per_day = excluded.tokens_per_day,
                cost_per_day = excluded.cost_per_day, tokens_per_job = excluded.tokens_per_job,
-               cost_per_job = excluded.cost_per_job;
+               cost_per_job = excluded.cost_per_job, tokens_per_attempt = excluded.tokens_per_attempt,
+               cost_per_attempt = excluded.cost_per_attempt, tokens_per_issue = excluded.tokens_per_issue,
+               cost_per_issue = excluded.cost_per_issue;
     END IF;
     UPDATE tireless.lane_repo r
        SET limited = num_nonnulls(result.capacity, result.runs_per_day, result.agent_time_per_day,
                                   result.tokens_per_day, result.cost_per_day, result.tokens_per_job,
-                                  result.cost_per_job) > 0
+                                  result.cost_per_job, result.tokens_per_attempt, result.cost_per_attempt,
+                                  result.tokens_per_issue, result.cost_per_issue) > 0
      WHERE (r.forge, r.owner, r.repo) = (result.forge, result.owner, result.repo);
     IF agent_time_changes THEN
         PERFORM tireless.arm_agent_time_count();
@@ -10045,10 +10185,10 @@ END;
 $$;
 
 --
--- Name: FUNCTION set_repo_limit(forge text, owner text, repo text, capacity integer, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric); Type: COMMENT; Schema: tireless; Owner: -
+-- Name: FUNCTION set_repo_limit(forge text, owner text, repo text, capacity integer, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric, tokens_per_attempt bigint, cost_per_attempt numeric, tokens_per_issue bigint, cost_per_issue numeric); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.set_repo_limit(forge text, owner text, repo text, capacity integer, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric) IS 'Writes a tracked repository''s capacity and budgets (no row when all are null), tells its turns whether they are limited, switches the count of agent time when a budget of agent time is written, and starts counting runs when a budget of runs starts. TL008 when it is not tracked.';
+COMMENT ON FUNCTION tireless.set_repo_limit(forge text, owner text, repo text, capacity integer, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric, tokens_per_attempt bigint, cost_per_attempt numeric, tokens_per_issue bigint, cost_per_issue numeric) IS 'Writes a tracked repository''s capacity and budgets (no row when all are null), tells its turns whether they are limited, switches the count of agent time when a budget of agent time is written, and starts counting runs when a budget of runs starts. TL008 when it is not tracked.';
 
 --
 -- Name: repo_revisions; Type: TABLE; Schema: tireless; Owner: -
@@ -13340,6 +13480,24 @@ REVOKE ALL ON FUNCTION tireless.attach_report(job_id bigint, worker text, report
 GRANT ALL ON FUNCTION tireless.attach_report(job_id bigint, worker text, report text, token uuid) TO tireless_runner;
 
 --
+-- Name: FUNCTION price_of(model text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.price_of(model text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION usage_cost(model text, input bigint, output bigint, cache_read bigint, cache_write bigint); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.usage_cost(model text, input bigint, output bigint, cache_read bigint, cache_write bigint) FROM PUBLIC;
+
+--
+-- Name: FUNCTION attempt_spend(job_id bigint, attempt integer, OUT tokens bigint, OUT cost numeric); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.attempt_spend(job_id bigint, attempt integer, OUT tokens bigint, OUT cost numeric) FROM PUBLIC;
+
+--
 -- Name: FUNCTION attempts_spent(job tireless.job); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -13443,10 +13601,10 @@ REVOKE ALL ON FUNCTION tireless.check_repo(forge text, owner text, repo text) FR
 REVOKE ALL ON FUNCTION tireless.check_run_limit(name text, span interval) FROM PUBLIC;
 
 --
--- Name: FUNCTION check_spend_budget(tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric); Type: ACL; Schema: tireless; Owner: -
+-- Name: FUNCTION check_spend_budget(tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric, tokens_per_attempt bigint, cost_per_attempt numeric, tokens_per_issue bigint, cost_per_issue numeric); Type: ACL; Schema: tireless; Owner: -
 --
 
-REVOKE ALL ON FUNCTION tireless.check_spend_budget(tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric) FROM PUBLIC;
+REVOKE ALL ON FUNCTION tireless.check_spend_budget(tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric, tokens_per_attempt bigint, cost_per_attempt numeric, tokens_per_issue bigint, cost_per_issue numeric) FROM PUBLIC;
 
 --
 -- Name: FUNCTION check_tracked(forge text, owner text, repo text); Type: ACL; Schema: tireless; Owner: -
@@ -13953,6 +14111,12 @@ GRANT ALL ON FUNCTION tireless.issue_runs(job_id bigint) TO tireless_poller;
 GRANT ALL ON FUNCTION tireless.issue_runs(job_id bigint) TO tireless_admin;
 
 --
+-- Name: FUNCTION issue_spend(forge text, owner text, repo text, number integer, OUT tokens bigint, OUT cost numeric); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.issue_spend(forge text, owner text, repo text, number integer, OUT tokens bigint, OUT cost numeric) FROM PUBLIC;
+
+--
 -- Name: FUNCTION job_asks(job_id bigint); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -14042,18 +14206,6 @@ GRANT ALL ON FUNCTION tireless.job_tasks(job_id bigint) TO tireless_admin;
 
 REVOKE ALL ON FUNCTION tireless.job_transcript(job_id bigint) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.job_transcript(job_id bigint) TO tireless_admin;
-
---
--- Name: FUNCTION price_of(model text); Type: ACL; Schema: tireless; Owner: -
---
-
-REVOKE ALL ON FUNCTION tireless.price_of(model text) FROM PUBLIC;
-
---
--- Name: FUNCTION usage_cost(model text, input bigint, output bigint, cache_read bigint, cache_write bigint); Type: ACL; Schema: tireless; Owner: -
---
-
-REVOKE ALL ON FUNCTION tireless.usage_cost(model text, input bigint, output bigint, cache_read bigint, cache_write bigint) FROM PUBLIC;
 
 --
 -- Name: FUNCTION job_usage(job_id bigint); Type: ACL; Schema: tireless; Owner: -
@@ -14736,11 +14888,11 @@ REVOKE ALL ON FUNCTION tireless.set_kind_policy(kind text, default_lane text, ma
 GRANT ALL ON FUNCTION tireless.set_kind_policy(kind text, default_lane text, max_attempts integer) TO tireless_admin;
 
 --
--- Name: FUNCTION set_lane_budget(lane text, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric); Type: ACL; Schema: tireless; Owner: -
+-- Name: FUNCTION set_lane_budget(lane text, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric, tokens_per_attempt bigint, cost_per_attempt numeric, tokens_per_issue bigint, cost_per_issue numeric); Type: ACL; Schema: tireless; Owner: -
 --
 
-REVOKE ALL ON FUNCTION tireless.set_lane_budget(lane text, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric) FROM PUBLIC;
-GRANT ALL ON FUNCTION tireless.set_lane_budget(lane text, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric) TO tireless_admin;
+REVOKE ALL ON FUNCTION tireless.set_lane_budget(lane text, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric, tokens_per_attempt bigint, cost_per_attempt numeric, tokens_per_issue bigint, cost_per_issue numeric) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.set_lane_budget(lane text, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric, tokens_per_attempt bigint, cost_per_attempt numeric, tokens_per_issue bigint, cost_per_issue numeric) TO tireless_admin;
 
 --
 -- Name: FUNCTION set_lane_capacity(lane text, capacity integer); Type: ACL; Schema: tireless; Owner: -
@@ -14798,11 +14950,11 @@ REVOKE ALL ON FUNCTION tireless.set_policy(label_prefix text, backoff_base inter
 GRANT ALL ON FUNCTION tireless.set_policy(label_prefix text, backoff_base interval, backoff_cap interval, breaker_threshold integer, breaker_cooldown interval) TO tireless_admin;
 
 --
--- Name: FUNCTION set_repo_budget(forge text, owner text, repo text, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric); Type: ACL; Schema: tireless; Owner: -
+-- Name: FUNCTION set_repo_budget(forge text, owner text, repo text, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric, tokens_per_attempt bigint, cost_per_attempt numeric, tokens_per_issue bigint, cost_per_issue numeric); Type: ACL; Schema: tireless; Owner: -
 --
 
-REVOKE ALL ON FUNCTION tireless.set_repo_budget(forge text, owner text, repo text, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric) FROM PUBLIC;
-GRANT ALL ON FUNCTION tireless.set_repo_budget(forge text, owner text, repo text, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric) TO tireless_admin;
+REVOKE ALL ON FUNCTION tireless.set_repo_budget(forge text, owner text, repo text, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric, tokens_per_attempt bigint, cost_per_attempt numeric, tokens_per_issue bigint, cost_per_issue numeric) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.set_repo_budget(forge text, owner text, repo text, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric, tokens_per_attempt bigint, cost_per_attempt numeric, tokens_per_issue bigint, cost_per_issue numeric) TO tireless_admin;
 
 --
 -- Name: FUNCTION set_repo_capacity(forge text, owner text, repo text, capacity integer); Type: ACL; Schema: tireless; Owner: -
@@ -14819,10 +14971,10 @@ REVOKE ALL ON FUNCTION tireless.set_repo_delivery(forge text, owner text, repo t
 GRANT ALL ON FUNCTION tireless.set_repo_delivery(forge text, owner text, repo text, protected text[], allowed text[], allow_ci boolean, max_files integer, max_bytes bigint) TO tireless_admin;
 
 --
--- Name: FUNCTION set_repo_limit(forge text, owner text, repo text, capacity integer, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric); Type: ACL; Schema: tireless; Owner: -
+-- Name: FUNCTION set_repo_limit(forge text, owner text, repo text, capacity integer, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric, tokens_per_attempt bigint, cost_per_attempt numeric, tokens_per_issue bigint, cost_per_issue numeric); Type: ACL; Schema: tireless; Owner: -
 --
 
-REVOKE ALL ON FUNCTION tireless.set_repo_limit(forge text, owner text, repo text, capacity integer, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric) FROM PUBLIC;
+REVOKE ALL ON FUNCTION tireless.set_repo_limit(forge text, owner text, repo text, capacity integer, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric, tokens_per_attempt bigint, cost_per_attempt numeric, tokens_per_issue bigint, cost_per_issue numeric) FROM PUBLIC;
 
 --
 -- Name: FUNCTION set_repo_revisions(forge text, owner text, repo text, revise_on_failed_checks boolean, max_revisions integer); Type: ACL; Schema: tireless; Owner: -

@@ -216,6 +216,12 @@ class Lane:
     """A job fails once its attempts used this many tokens; None: no budget."""
     cost_per_job: Decimal | None = None
     """A job fails once its attempts spent this many USD; None: no budget."""
+    tokens_per_attempt: int | None = None
+    cost_per_attempt: Decimal | None = None
+    """An attempt fails once it used this many tokens or USD; None: no budget."""
+    tokens_per_issue: int | None = None
+    cost_per_issue: Decimal | None = None
+    """A job fails once the jobs of its issue used this many tokens or USD; None: no budget."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,6 +241,10 @@ class RepoLimit:
     cost_per_day: Decimal | None = None
     tokens_per_job: int | None = None
     cost_per_job: Decimal | None = None
+    tokens_per_attempt: int | None = None
+    cost_per_attempt: Decimal | None = None
+    tokens_per_issue: int | None = None
+    cost_per_issue: Decimal | None = None
     """The budgets of tokens and cost, as Lane's; None: no budget."""
 
 
@@ -247,6 +257,10 @@ class SpendBudget:
     cost_per_day: Decimal | None = None
     tokens_per_job: int | None = None
     cost_per_job: Decimal | None = None
+    tokens_per_attempt: int | None = None
+    cost_per_attempt: Decimal | None = None
+    tokens_per_issue: int | None = None
+    cost_per_issue: Decimal | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -65,12 +65,21 @@ ALTER TABLE tireless.lane
     ADD COLUMN cost_per_day numeric,
     ADD COLUMN tokens_per_job bigint,
     ADD COLUMN cost_per_job numeric,
+    ADD COLUMN tokens_per_attempt bigint,
+    ADD COLUMN cost_per_attempt numeric,
+    ADD COLUMN tokens_per_issue bigint,
+    ADD COLUMN cost_per_issue numeric,
     ADD CONSTRAINT lane_token_budgets_not_negative CHECK (
-        tokens_per_day >= 0 AND cost_per_day >= 0 AND tokens_per_job >= 0 AND cost_per_job >= 0);
+        tokens_per_day >= 0 AND cost_per_day >= 0 AND tokens_per_job >= 0 AND cost_per_job >= 0
+        AND tokens_per_attempt >= 0 AND cost_per_attempt >= 0 AND tokens_per_issue >= 0 AND cost_per_issue >= 0);
 COMMENT ON COLUMN tireless.lane.tokens_per_day IS 'No claim once the lane''s agents used this many tokens today (UTC); null: no budget.';
 COMMENT ON COLUMN tireless.lane.cost_per_day IS 'No claim once the lane''s agents spent this many USD today (UTC); null: no budget.';
 COMMENT ON COLUMN tireless.lane.tokens_per_job IS 'A job of the lane fails once its attempts used this many tokens; null: no budget.';
 COMMENT ON COLUMN tireless.lane.cost_per_job IS 'A job of the lane fails once its attempts spent this many USD; null: no budget.';
+COMMENT ON COLUMN tireless.lane.tokens_per_attempt IS 'An attempt of the lane''s jobs fails once it used this many tokens; null: no budget.';
+COMMENT ON COLUMN tireless.lane.cost_per_attempt IS 'An attempt of the lane''s jobs fails once it spent this many USD; null: no budget.';
+COMMENT ON COLUMN tireless.lane.tokens_per_issue IS 'A job of the lane fails once the jobs of its issue used this many tokens; null: no budget.';
+COMMENT ON COLUMN tireless.lane.cost_per_issue IS 'A job of the lane fails once the jobs of its issue spent this many USD; null: no budget.';
 COMMENT ON CONSTRAINT lane_token_budgets_not_negative ON tireless.lane IS 'A budget of tokens or cost is null (none) or 0 or more.';
 ALTER TABLE tireless.lane DROP COLUMN limited;
 ALTER TABLE tireless.lane
@@ -85,16 +94,25 @@ ALTER TABLE tireless.repo_limit
     ADD COLUMN cost_per_day numeric,
     ADD COLUMN tokens_per_job bigint,
     ADD COLUMN cost_per_job numeric,
+    ADD COLUMN tokens_per_attempt bigint,
+    ADD COLUMN cost_per_attempt numeric,
+    ADD COLUMN tokens_per_issue bigint,
+    ADD COLUMN cost_per_issue numeric,
     ADD CONSTRAINT repo_token_budgets_not_negative CHECK (
-        tokens_per_day >= 0 AND cost_per_day >= 0 AND tokens_per_job >= 0 AND cost_per_job >= 0),
+        tokens_per_day >= 0 AND cost_per_day >= 0 AND tokens_per_job >= 0 AND cost_per_job >= 0
+        AND tokens_per_attempt >= 0 AND cost_per_attempt >= 0 AND tokens_per_issue >= 0 AND cost_per_issue >= 0),
     DROP CONSTRAINT some_limit_is_set,
     ADD CONSTRAINT some_limit_is_set CHECK (
         num_nonnulls(capacity, runs_per_day, agent_time_per_day, tokens_per_day, cost_per_day, tokens_per_job,
-                     cost_per_job) > 0);
+                     cost_per_job, tokens_per_attempt, cost_per_attempt, tokens_per_issue, cost_per_issue) > 0);
 COMMENT ON COLUMN tireless.repo_limit.tokens_per_day IS 'No claim once the repository''s agents used this many tokens today (UTC); null: no budget.';
 COMMENT ON COLUMN tireless.repo_limit.cost_per_day IS 'No claim once the repository''s agents spent this many USD today (UTC); null: no budget.';
 COMMENT ON COLUMN tireless.repo_limit.tokens_per_job IS 'A job of the repository fails once its attempts used this many tokens; null: no budget.';
 COMMENT ON COLUMN tireless.repo_limit.cost_per_job IS 'A job of the repository fails once its attempts spent this many USD; null: no budget.';
+COMMENT ON COLUMN tireless.repo_limit.tokens_per_attempt IS 'An attempt of the repository''s jobs fails once it used this many tokens; null: no budget.';
+COMMENT ON COLUMN tireless.repo_limit.cost_per_attempt IS 'An attempt of the repository''s jobs fails once it spent this many USD; null: no budget.';
+COMMENT ON COLUMN tireless.repo_limit.tokens_per_issue IS 'A job of the repository fails once the jobs of its issue used this many tokens; null: no budget.';
+COMMENT ON COLUMN tireless.repo_limit.cost_per_issue IS 'A job of the repository fails once the jobs of its issue spent this many USD; null: no budget.';
 COMMENT ON CONSTRAINT repo_token_budgets_not_negative ON tireless.repo_limit IS 'A budget of tokens or cost is null (none) or 0 or more.';
 COMMENT ON CONSTRAINT some_limit_is_set ON tireless.repo_limit IS
     'A repository without any limit has no row (claim_next treats it as any other).';

@@ -180,3 +180,21 @@ def test_the_outcome_comment_and_the_pull_requests_body_say_what_the_agent_spent
     )[0]
     assert comment.splitlines()[0] == f"tireless: failed after 1 attempt; {spend}"
     assert f"Delivered by tireless: job {job.id}, attempt 1; {spend}." in body
+
+
+def test_budgets_per_attempt_and_per_issue_name_themselves(store: JobStore) -> None:
+    enqueue_jobs(store, 1)
+    store.set_repo_budget(FORGE, OWNER, REPO, None, None, SpendBudget(tokens_per_attempt=100))
+    job = claimed(store)
+    allowance = store.record_usage(job.id, "w1", job.claim_token, [usage("m", input=150)])
+    note = (
+        f"token budget spent: 150 of 100 tokens for the attempt (repository {FORGE}/{OWNER}/{REPO})"
+    )
+    assert (allowance["spent"], allowance["note"]) == ("attempt", note)
+    store.set_lane_budget("cc", None, None, SpendBudget(tokens_per_issue=120, tokens_per_job=10))
+    allowance = store.usage_allowance(job.id, "w1", job.claim_token)
+    assert allowance["note"] == "token budget spent: 150 of 120 tokens for the issue (lane cc)", (
+        "the widest budget spent is named"
+    )
+    with pytest.raises(InvalidArgument, match="tokens_per_issue must be null"):
+        store.set_lane_budget("cc", None, None, SpendBudget(tokens_per_issue=-1))

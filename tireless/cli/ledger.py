@@ -57,6 +57,10 @@ def add_spend_budget_arguments(sub: argparse.ArgumentParser) -> None:
         ),
         ("--tokens-per-job", tokens_or_none, "tokens a job's attempts may use in all"),
         ("--cost-per-job", usd_or_none, "USD a job's attempts may spend in all"),
+        ("--tokens-per-attempt", tokens_or_none, "tokens one attempt may use (the job may retry)"),
+        ("--cost-per-attempt", usd_or_none, "USD one attempt may spend (the job may retry)"),
+        ("--tokens-per-issue", tokens_or_none, "tokens all the jobs of an issue may use"),
+        ("--cost-per-issue", usd_or_none, "USD all the jobs of an issue may spend"),
     ):
         sub.add_argument(
             flag,

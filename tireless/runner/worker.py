@@ -186,7 +186,9 @@ class Worker:
                     log.info("%s: job %s: %s", self.name, job.id, spent["note"])
                     if spent["spent"] == "day":  # given back, claimed again once the day allows
                         raise ShuttingDown(str(spent["note"]))
-                    raise Fail(str(spent["note"]))
+                    if spent["spent"] == "attempt":  # a failed attempt: the job may retry
+                        raise Release(str(spent["note"]))
+                    raise Fail(str(spent["note"]))  # the job's or the issue's: no retry
                 if code != 0:
                     log.info("%s: command exited with %s on job %s", self.name, code, job.id)
                     raise Release(output.rstrip() or f"command exited with {code}")

@@ -625,7 +625,9 @@ SET_LANE_BUDGET = _returning(
     "tireless.set_lane_budget(lane => %(lane)s, runs_per_day => %(runs_per_day)s,"
     " agent_time_per_day => %(agent_time_per_day)s, tokens_per_day => %(tokens_per_day)s,"
     " cost_per_day => %(cost_per_day)s, tokens_per_job => %(tokens_per_job)s,"
-    " cost_per_job => %(cost_per_job)s)",
+    " cost_per_job => %(cost_per_job)s, tokens_per_attempt => %(tokens_per_attempt)s,"
+    " cost_per_attempt => %(cost_per_attempt)s, tokens_per_issue => %(tokens_per_issue)s,"
+    " cost_per_issue => %(cost_per_issue)s)",
 )
 
 
@@ -663,7 +665,9 @@ SET_REPO_BUDGET = _returning(
     "tireless.set_repo_budget(forge => %(forge)s, owner => %(owner)s, repo => %(repo)s,"
     " runs_per_day => %(runs_per_day)s, agent_time_per_day => %(agent_time_per_day)s,"
     " tokens_per_day => %(tokens_per_day)s, cost_per_day => %(cost_per_day)s,"
-    " tokens_per_job => %(tokens_per_job)s, cost_per_job => %(cost_per_job)s)",
+    " tokens_per_job => %(tokens_per_job)s, cost_per_job => %(cost_per_job)s,"
+    " tokens_per_attempt => %(tokens_per_attempt)s, cost_per_attempt => %(cost_per_attempt)s,"
+    " tokens_per_issue => %(tokens_per_issue)s, cost_per_issue => %(cost_per_issue)s)",
 )
 
 
