@@ -87,7 +87,8 @@ class Ledger:
         self._on_spent = on_spent
         self._every = every
         self._lock = threading.Lock()
-        self._flushing = threading.Lock()  # one record at a time, in order
+        self._recording = threading.Lock()  # one record of usage at a time, in order
+        self._flushing = threading.Lock()  # one batch of exchanges at a time, in order
         self._counts: dict[str, Counts] = {}
         self._allowance: Allowance = {"budgeted": True, "spent": None, "note": None}
         self._held = True  # False once the store says the worker no longer holds the job
@@ -142,8 +143,8 @@ class Ledger:
         """Hands what was added since the last record to the store (kept for the next one when
         the store cannot be reached), and keeps its answer as the allowance; then the exchanges,
         masked and compressed."""
+        self._flush_usage()
         with self._flushing:
-            self._flush_usage()
             with self._lock:
                 exchanges, self._exchanges = self._exchanges, []
             for exchange in exchanges:
@@ -166,18 +167,21 @@ class Ledger:
         self._call(lambda: {"kept": keep(recorded)})
 
     def _flush_usage(self) -> None:
-        with self._lock:
-            batch, self._counts = self._counts, {}
-        if not batch and not self._allowance["budgeted"]:
-            return
-        rows = [{"model": model, **vars_of(counts)} for model, counts in batch.items()]
-        allowance = self._call(lambda: self._record(rows) if rows else self._ask())
-        if allowance is None and self._held:
-            with self._lock:  # recorded at the next batch
-                for model, counts in batch.items():
-                    merge(self._counts.setdefault(model, Counts()), counts)
-        elif allowance is not None:
-            self._allowance = allowance
+        """The usage since the last record, and the allowance (under its own lock: a request
+        that asks the allowance never waits for the transcript's writes)."""
+        with self._recording:
+            with self._lock:
+                batch, self._counts = self._counts, {}
+            if not batch and not self._allowance["budgeted"]:
+                return
+            rows = [{"model": model, **vars_of(counts)} for model, counts in batch.items()]
+            allowance = self._call(lambda: self._record(rows) if rows else self._ask())
+            if allowance is None and self._held:
+                with self._lock:  # recorded at the next batch
+                    for model, counts in batch.items():
+                        merge(self._counts.setdefault(model, Counts()), counts)
+            elif allowance is not None:
+                self._allowance = allowance
 
     def _call(self, call: Callable[[], Allowance]) -> Allowance | None:
         if not self._held:
@@ -194,7 +198,7 @@ class Ledger:
         """None when a model request may be forwarded; else the note of the budget it would pass.
         Under a budget the usage so far is recorded first and the store asked."""
         if self._allowance["budgeted"]:
-            self.flush()
+            self._flush_usage()
         allowance = self._allowance
         if allowance["spent"] is None:
             return None
