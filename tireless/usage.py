@@ -16,6 +16,8 @@ JSON_LIMIT = 16 * 1024 * 1024
 LINE_LIMIT = 4 * 1024 * 1024
 """The longest line of a stream kept whole; a longer one is passed on and not read."""
 MODEL_IN_REQUEST = re.compile(rb'"model"\s*:\s*"([^"\\]{1,200})"')
+MARKER_SPAN = 64
+"""Bytes either side of a chunk's seam searched for a marker of usage split between chunks."""
 USAGE_SET = re.compile(rb'"usage"\s*:\s*\{')
 
 
@@ -94,6 +96,7 @@ class UsageReader:
         self._kept: list[bytes] = []  # an answer that is not a stream
         self._size = 0
         self._dropping = False  # the usage chunk was taken out: so is the blank line that ends it
+        self._marked = False  # the unfinished line holds a marker of usage
 
     def feed(self, chunk: bytes) -> bytes:
         if not self.stream:
@@ -101,19 +104,25 @@ class UsageReader:
             if self._size <= JSON_LIMIT:
                 self._kept.append(chunk)
             return chunk
-        buffered = self._pending + chunk if self._pending else chunk
-        cut = buffered.rfind(b"\n") + 1
-        if cut == 0:  # no line ends here
-            self._pending = buffered
-            if len(buffered) > LINE_LIMIT:  # a line this long is passed on, not read
-                self._pending = b""
-                return buffered if self._strip else chunk
+        end = chunk.rfind(b"\n") + 1
+        seam = self._pending[-MARKER_SPAN:] + chunk[:MARKER_SPAN]
+        in_chunk = self._carries_usage(chunk)
+        marked = self._marked or in_chunk or self._carries_usage(seam)
+        if end == 0:  # no line ends here
+            self._pending += chunk
+            self._marked = marked
+            if len(self._pending) > LINE_LIMIT:  # a line this long is passed on, not read
+                passed, self._pending, self._marked = self._pending, b"", False
+                return passed if self._strip else chunk
             return b"" if self._strip else chunk
-        complete, self._pending = buffered[:cut], buffered[cut:]
-        # The fast path: lines that cannot carry usage pass without being split or decoded.
-        passed = (
-            self._lines(complete) if self._carries_usage(complete) or self._dropping else complete
-        )
+        # The fast path: lines that cannot carry usage pass without being copied, split or
+        # decoded (a marker split between two chunks is found at the seam).
+        if marked or self._dropping:
+            passed = self._lines(self._pending + chunk[:end])
+        else:
+            passed = self._pending + chunk[:end] if self._strip else b""
+        self._pending = chunk[end:]
+        self._marked = in_chunk and self._carries_usage(self._pending)
         return passed if self._strip else chunk
 
     def _carries_usage(self, lines: bytes) -> bool:

@@ -133,6 +133,17 @@ def test_usage_is_read_across_any_split_of_the_stream_and_unread_when_absent() -
         assert (usage.model, usage.read, usage.input, usage.output, usage.cache_read) == (
             SONNET, True, 7, 42, 3,
         )  # fmt: skip
+    chunk = {"model": GPT, "choices": [{"delta": {"content": "hi"}}], "usage": None}
+    last = {"model": GPT, "choices": [], "usage": {"prompt_tokens": 9, "completion_tokens": 2}}
+    kept = f"data: {json.dumps(chunk)}\n\n" * 3 + "data: [DONE]\n\n"
+    stream = (kept.removesuffix("data: [DONE]\n\n") + f"data: {json.dumps(last)}\n\n"
+              + "data: [DONE]\n\n").encode()  # fmt: skip
+    for size in (1, 7, 100, len(stream)):
+        reader = UsageReader(Api.CHAT, True, GPT, strip_usage_chunk=True)
+        passed = b"".join(reader.feed(stream[i : i + size]) for i in range(0, len(stream), size))
+        rest, usage = reader.end()
+        assert passed + rest == kept.encode(), "the usage chunk taken out, nothing else"
+        assert (usage.read, usage.input, usage.output) == (True, 9, 2)
     reader = UsageReader(Api.CHAT, False, GPT)
     reader.feed(b"<html>a proxy's page</html>")
     assert reader.end()[1].read is False, "unread: its tokens are unknown, not zero"

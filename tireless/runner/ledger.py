@@ -159,7 +159,7 @@ class Ledger:
         def packed(data: bytes | None) -> bytes | None:
             if data is None:
                 return None
-            return zlib.compress(mask.mask_bytes(data) if mask is not None else data)
+            return zlib.compress(mask.mask_bytes(data) if mask is not None else data, 1)  # fast
 
         recorded = dataclasses.replace(
             exchange, request=packed(exchange.request), answer=packed(exchange.answer)
