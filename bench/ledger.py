@@ -11,10 +11,11 @@ model stand-in makes them (dev/model_standin's events, built once), an event a w
 off; two gateways to it listen on loopback, one without a ledger and one with a Ledger whose
 records go to memory (the store's calls run in the ledger's own thread, a second apart, not in the
 answer's path: what they cost the database is the store's benches'), keeping the transcript
-masked and compressed. A client process per route and repeat times its requests: small answers
-(a short reply, each request on one kept-alive connection; the time to the answer's last byte)
-and large ones (a 1 MiB reply of 24-character deltas, as the API streams: bytes per second). The
-routes take turns in each repeat. Figures are medians over the repeats of each repeat's figure;
+masked and compressed. A client process per API and repeat times its requests, each sent to both
+routes in turn (the first alternating, so that the shared machine's load weighs on both alike), on
+one kept-alive connection a route: small answers (a short reply; the time to the answer's last
+byte) and large ones (a 1 MiB reply of 24-character deltas, as the API streams: bytes per
+second). Figures are medians over the repeats of each repeat's figure;
 the ledger's against the plain gateway's of the same repeat. Prints a Markdown report.
 """
 
@@ -51,17 +52,18 @@ APIS = {
 
 CLIENT = r"""
 import http.client, json, sys, time
-port, path, body, count, large = int(sys.argv[1]), sys.argv[2], sys.argv[3].encode(), int(sys.argv[4]), sys.argv[5] == "large"
-conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-times, sizes = [], []
-for _ in range(count):
-    start = time.perf_counter()
-    conn.request("POST", path, body, {"Content-Type": "application/json"})
-    answer = conn.getresponse()
-    data = answer.read()
-    times.append(time.perf_counter() - start)
-    sizes.append(len(data))
-    assert answer.status == 200, (answer.status, data[:200])
+ports, path, body, count = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3].encode(), int(sys.argv[4])
+conns = [http.client.HTTPConnection("127.0.0.1", port, timeout=60) for port in ports]
+times, sizes = [[] for _ in ports], [[] for _ in ports]
+for n in range(count):
+    for which in (range(len(ports)) if n % 2 == 0 else reversed(range(len(ports)))):
+        start = time.perf_counter()
+        conns[which].request("POST", path, body, {"Content-Type": "application/json"})
+        answer = conns[which].getresponse()
+        data = answer.read()
+        times[which].append(time.perf_counter() - start)
+        sizes[which].append(len(data))
+        assert answer.status == 200, (answer.status, data[:200])
 print(json.dumps({"times": times, "sizes": sizes}))
 """
 
@@ -108,14 +110,15 @@ def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def client(port: int, api: str, count: int, large: bool) -> dict[str, Any]:
+def client(ports: list[int], api: str, count: int, large: bool) -> dict[str, Any]:
+    """Each request sent to every route in turn (the first alternating), so that the machine's
+    load weighs on the routes alike."""
     path, body = APIS[api]
     request = {**body, "messages": [{"role": "user", "content": "hi"}]}
     if large:
         request |= {"max_tokens": LARGE_MARK} if api == "anthropic" else {"user": "large"}
     done = subprocess.run(
-        [sys.executable, "-c", CLIENT, str(port), path, json.dumps(request), str(count),
-         "large" if large else "small"],
+        [sys.executable, "-c", CLIENT, json.dumps(ports), path, json.dumps(request), str(count)],
         capture_output=True, text=True, check=True, timeout=600,
     )  # fmt: skip
     measured: dict[str, Any] = json.loads(done.stdout)
@@ -148,17 +151,19 @@ def main() -> None:
         UpstreamGateway(upstream, ("127.0.0.1", 0), ledger) as counting,
     ):
         routes = {"gateway": plain, "gateway + ledger": counting}
+        ports = []
+        for gateway in routes.values():
+            address = gateway.address
+            assert isinstance(address, tuple)
+            ports.append(address[1])
         for repeat in range(repeats):
-            order = list(routes)[repeat % 2 :] + list(routes)[: repeat % 2]
             for api in APIS:
-                for name in order:
-                    address = routes[name].address
-                    assert isinstance(address, tuple)
-                    short = client(address[1], api, small, False)
-                    long = client(address[1], api, large, True)
+                short = client(ports, api, small, False)
+                long = client(ports, api, large, True)
+                for index, name in enumerate(routes):
                     figures = results.setdefault((api, name), {"latency": [], "rate": []})
-                    figures["latency"].append(statistics.median(short["times"]) * 1000)
-                    figures["rate"].append(sum(long["sizes"]) / sum(long["times"]))
+                    figures["latency"].append(statistics.median(short["times"][index]) * 1000)
+                    figures["rate"].append(sum(long["sizes"][index]) / sum(long["times"][index]))
             log(f"repeat {repeat + 1} of {repeats} done")
     server.shutdown()
     ledger.close()

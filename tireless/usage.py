@@ -18,7 +18,6 @@ LINE_LIMIT = 4 * 1024 * 1024
 MODEL_IN_REQUEST = re.compile(rb'"model"\s*:\s*"([^"\\]{1,200})"')
 MARKER_SPAN = 64
 """Bytes either side of a chunk's seam searched for a marker of usage split between chunks."""
-USAGE_SET = re.compile(rb'"usage"\s*:\s*\{')
 
 
 class Api(StrEnum):
@@ -27,6 +26,15 @@ class Api(StrEnum):
     ANTHROPIC = "anthropic"
     CHAT = "chat"
     RESPONSES = "responses"
+
+
+MARKERS = {
+    Api.ANTHROPIC: b'"message_',
+    Api.CHAT: b'"prompt_tokens"',
+    Api.RESPONSES: b"response.completed",
+}
+"""A word each API's events that carry usage have, and few others (Anthropic's message_start,
+message_delta and message_stop; a Chat usage object; the Responses event that ends a response)."""
 
 
 def api_of(method: str, path: str) -> Api | None:
@@ -97,6 +105,7 @@ class UsageReader:
         self._size = 0
         self._dropping = False  # the usage chunk was taken out: so is the blank line that ends it
         self._marked = False  # the unfinished line holds a marker of usage
+        self._marker = MARKERS[api]
 
     def feed(self, chunk: bytes) -> bytes:
         if not self.stream:
@@ -126,11 +135,8 @@ class UsageReader:
         return passed if self._strip else chunk
 
     def _carries_usage(self, lines: bytes) -> bool:
-        if self.api is Api.ANTHROPIC:
-            return b"message_start" in lines or b"message_delta" in lines
-        if self.api is Api.RESPONSES:
-            return b"response.completed" in lines
-        return USAGE_SET.search(lines) is not None
+        """Whether the bytes may hold usage: one search for a word only usage events have."""
+        return self._marker in lines
 
     def _lines(self, complete: bytes) -> bytes:
         """Reads each line; what passes on (the usage chunk, and the blank line that ends it, are
@@ -186,7 +192,7 @@ class UsageReader:
                     self._usage(response.get("usage"))
             return False
         # Chat Completions: the usage in the last chunk of a stream that asked for it.
-        if USAGE_SET.search(data) is None:
+        if self._marker not in data:
             return False
         event = self._decode(data)
         if not isinstance(event, dict) or not isinstance(event.get("usage"), dict):

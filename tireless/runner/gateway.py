@@ -410,6 +410,8 @@ class Forwarder(BaseHTTPRequestHandler):
         masked = OutputMasker(masker)
 
         def send(data: bytes) -> None:
+            if not data:  # held back (a partial line, the start of a secret): nothing to send yet
+                return
             if reader is not None:
                 reader.keep_answer(data)
             self.wfile.write(framed(data, chunked))
