@@ -127,6 +127,10 @@ def test_usage_and_the_transcript_are_recorded_as_the_attempt_goes_and_a_sigkill
             }
             wait_until((public_dir / "log.json").exists, "the agent's requests", timeout=60)
             wait_until(lambda: totals(store, job_id) == expected, "the usage's next batch")
+            wait_until(
+                lambda: db.scalar("SELECT count(*) FROM tireless.model_exchange") == 6,
+                "the transcript's batch, which follows the usage's",
+            )
             worker.send_signal(signal.SIGKILL)
             worker.wait(timeout=30)
         finally:
