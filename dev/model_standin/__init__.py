@@ -6,7 +6,8 @@ openai.py).
 
 A test gives it a script: the steps the model takes with the CLI's own tools, picked by name and
 schema from the tools the CLI declares (script.py), then a final message; the usage each answer
-reports; faults (`fail(529)`, `fail(401, times=1)`) answered in each vendor's shape. It records
+reports; faults (`fail(529)`, `fail(401, times=1)`, or a `Fail(401)` step the conversation
+reaches) answered in each vendor's shape. It records
 every request it received (`received`) and every answer it gave (`given`).
 
     script = Script([Write("NOTES.md", "hello\\n"), Final("Wrote NOTES.md.")], usage=Usage(120, 30))
@@ -21,11 +22,12 @@ every request it received (`received`) and every answer it gave (`given`).
 
 from __future__ import annotations
 
-from dev.model_standin.script import Edit, Final, Read, Script, Shell, Step, Usage, Write
+from dev.model_standin.script import Edit, Fail, Final, Read, Script, Shell, Step, Usage, Write
 from dev.model_standin.server import Given, ModelStandin, Received
 
 __all__ = [
     "Edit",
+    "Fail",
     "Final",
     "Given",
     "ModelStandin",

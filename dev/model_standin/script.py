@@ -73,7 +73,14 @@ class Final:
     text: str
 
 
-Step = Write | Edit | Read | Shell | Final
+@dataclass(frozen=True)
+class Fail:
+    """Answer this turn with an HTTP error `status` in the API's own shape (401, 529, ...)."""
+
+    status: int
+
+
+Step = Write | Edit | Read | Shell | Final | Fail
 
 
 @dataclass
@@ -165,7 +172,7 @@ def call_for(step: Step, tools: list[Tool], cwd: str | None, text: str) -> Call 
     A write goes to a tool named write/create with a path and a content parameter (Claude Code's
     Write, OpenCode's write, Gemini's write_file), else to apply_patch (Codex), else to a shell
     tool; an edit to a tool with old/new string parameters."""
-    if isinstance(step, Final):
+    if isinstance(step, Final | Fail):
         return None
     if isinstance(step, Write):
         path = _resolve(_path_of(step, text), cwd)
@@ -272,8 +279,10 @@ def aider_edit(step: Step, cwd: str | None, text: str) -> str:
 
 def script_from_json(data: dict[str, Any]) -> Script:
     """A Script from its JSON form: `{"steps": [{"write": {"path", "content"}}, {"edit": {...}},
-    {"read": {"path"}}, {"shell": {"command"}}, {"final": "text"}], "usage": {...}, "aside": ...}`."""
-    kinds: dict[str, Any] = {"write": Write, "edit": Edit, "read": Read, "shell": Shell}
+    {"read": {"path"}}, {"shell": {"command"}}, {"fail": {"status"}}, {"final": "text"}], "usage": {...}, "aside": ...}`."""
+    kinds: dict[str, Any] = {
+        "write": Write, "edit": Edit, "read": Read, "shell": Shell, "fail": Fail,
+    }  # fmt: skip
     steps: list[Step] = []
     for raw in data.get("steps", []):
         ((kind, value),) = raw.items()

@@ -16,6 +16,7 @@ from dev.model_standin import anthropic, openai
 from dev.model_standin.script import (
     Api,
     Call,
+    Fail,
     Final,
     Script,
     Usage,
@@ -153,18 +154,21 @@ class ModelStandin:
             self._count += 1
         return number, f"standin{number:04d}"
 
+    def scripted_failure(self, api: Api, body: dict[str, Any]) -> int | None:
+        """The status of a Fail step the conversation has reached, if it has (a request with
+        tools only: a side request is not the conversation)."""
+        if not declared_tools(api, body):
+            return None
+        done = _tool_results(api, body)
+        step = self.script.steps[done] if done < len(self.script.steps) else None
+        return step.status if isinstance(step, Fail) else None
+
     def answer(self, api: Api, body: dict[str, Any]) -> tuple[str | None, Call | None, str]:
         """What to say to `body`: the text, the tool call, and the kind of answer."""
         tools = declared_tools(api, body)
         text = "\n".join(texts({k: v for k, v in body.items() if k != "tools"}))
         cwd = working_directory(text)
-        if api == "anthropic":
-            done = anthropic.tool_results(body)
-        elif api == "chat":
-            done = openai.chat_tool_results(body)
-        else:
-            done = openai.responses_tool_results(body)
-        step = self.script.step(done)
+        step = self.script.step(_tool_results(api, body))
         if not tools:
             if "SEARCH/REPLACE" in text:
                 final = self.script.step(len(self.script.steps))
@@ -177,6 +181,14 @@ class ModelStandin:
             assert isinstance(step, Final)
             return step.text, None, "final"
         return None, call, "tool"
+
+
+def _tool_results(api: Api, body: dict[str, Any]) -> int:
+    if api == "anthropic":
+        return anthropic.tool_results(body)
+    if api == "chat":
+        return openai.chat_tool_results(body)
+    return openai.responses_tool_results(body)
 
 
 def _api_of(method: str, path: str) -> Api | None:
@@ -224,7 +236,7 @@ def _handler(standin: ModelStandin) -> type[BaseHTTPRequestHandler]:
                 return self.json(200, anthropic.count_tokens(standin.script.usage))
             if api is None or not isinstance(body, dict):
                 return self.json(404, {"error": {"message": f"no route {method} {path}"}})
-            if status := standin._fault():
+            if status := standin._fault() or standin.scripted_failure(api, body):
                 shape = anthropic.error(status) if api == "anthropic" else openai.error(status)
                 standin._record(Given(api, "error", None, status, None, False, time.monotonic()))
                 return self.json(status, shape)

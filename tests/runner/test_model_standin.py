@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from dev.model_standin import Final, ModelStandin, Script, Usage, Write
+from dev.model_standin import Fail, Final, ModelStandin, Script, Usage, Write
 
 CLAUDE_TOOLS = [
     {"name": "Read", "input_schema": {"properties": {"file_path": {}}}},
@@ -230,3 +230,22 @@ def test_errors_come_in_each_vendor_s_shape_for_as_many_requests_as_asked(
         ("error", 401),
         ("error", 401),
     ]
+
+
+def test_a_fail_step_answers_its_error_once_the_conversation_reaches_it() -> None:
+    script = Script([Write("a.txt", "a"), Fail(529)])
+    with ModelStandin(script) as model:
+        body: dict[str, Any] = {
+            "messages": [{"role": "user", "content": "go"}],
+            "tools": CLAUDE_TOOLS,
+        }
+        assert httpx.post(model.url + "/v1/messages", json=body).status_code == 200
+        body["messages"].append(
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "t", "content": "ok"}],
+            }
+        )
+        assert httpx.post(model.url + "/v1/messages", json=body).status_code == 529
+        aside = httpx.post(model.url + "/v1/messages", json={"messages": body["messages"]})
+        assert aside.status_code == 200, "a side request is not the conversation"
