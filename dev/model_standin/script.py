@@ -274,6 +274,8 @@ def aider_edit(step: Step, cwd: str | None, text: str) -> str:
             f"{step.path}\n```\n<<<<<<< SEARCH\n{step.old}\n=======\n{step.new}\n"
             ">>>>>>> REPLACE\n```\n"
         )
+    if isinstance(step, Shell):  # aider offers to run the shell commands an answer suggests
+        return f"```bash\n{step.command}\n```\n"
     return ""
 
 

@@ -158,6 +158,10 @@ class ModelStandin:
         """The status of a Fail step the conversation has reached, if it has (a request with
         tools only: a side request is not the conversation)."""
         if not declared_tools(api, body):
+            # aider edits in text, the whole script in one answer: a Fail step fails it.
+            if "SEARCH/REPLACE" in "\n".join(texts(body)):
+                failing = [s for s in self.script.steps if isinstance(s, Fail)]
+                return failing[0].status if failing else None
             return None
         done = _tool_results(api, body)
         step = self.script.steps[done] if done < len(self.script.steps) else None
