@@ -1,8 +1,9 @@
 """A scripted model for the tests, the demo and the bench: a real HTTP server on 127.0.0.1 that
 speaks the Anthropic Messages API (POST /v1/messages, streaming or not; count_tokens) and
 OpenAI's Chat Completions (POST /v1/chat/completions) and Responses (POST /v1/responses), with
-GET /v1/models, as their documentation describes them (the citations are in anthropic.py and
-openai.py).
+GET /v1/models, and Google's Gemini API (POST /v1beta/models/M:generateContent and
+:streamGenerateContent, for Gemini CLI), as their documentation describes them (the citations are
+in anthropic.py, openai.py and gemini.py).
 
 A test gives it a script: the steps the model takes with the CLI's own tools, picked by name and
 schema from the tools the CLI declares (script.py), then a final message; the usage each answer

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-Api = Literal["anthropic", "chat", "responses"]
+Api = Literal["anthropic", "chat", "responses", "gemini"]
 
 
 @dataclass(frozen=True)
@@ -133,7 +133,7 @@ class Call:
 def declared_tools(api: Api, body: dict[str, Any]) -> list[Tool]:
     """The tools a request declares. Anthropic: `tools[].name` and `input_schema`; Chat
     Completions: `tools[].function.name` and `parameters`; Responses: `tools[]` flat, `name` and
-    `parameters`, or `type: "custom"` with a grammar."""
+    `parameters`, or `type: "custom"` with a grammar. (Gemini's: dev.model_standin.gemini.)"""
     tools = []
     for raw in body.get("tools") or []:
         if not isinstance(raw, dict):
@@ -248,6 +248,7 @@ def _shell(tools: list[Tool], command: str) -> Call:
 CWD_PATTERNS = (
     r"<cwd>\s*([^<\s]+)\s*</cwd>",  # Codex's environment_context
     r"Working directory:\s*(/\S+)",  # Claude Code, OpenCode
+    r"working in the directory:?\s*`?(/[^\s`]+)",  # Gemini CLI
     r"[Cc]urrent working directory[^/\n]*?(/[^\s'\"`]+)",
 )
 

@@ -12,13 +12,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
-from dev.model_standin import anthropic, openai
+from dev.model_standin import anthropic, gemini, openai
 from dev.model_standin.script import (
     Api,
     Call,
     Fail,
     Final,
     Script,
+    Tool,
     Usage,
     aider_edit,
     call_for,
@@ -157,7 +158,7 @@ class ModelStandin:
     def scripted_failure(self, api: Api, body: dict[str, Any]) -> int | None:
         """The status of a Fail step the conversation has reached, if it has (a request with
         tools only: a side request is not the conversation)."""
-        if not declared_tools(api, body):
+        if not _tools(api, body):
             # aider edits in text, the whole script in one answer: a Fail step fails it.
             if "SEARCH/REPLACE" in "\n".join(texts(body)):
                 failing = [s for s in self.script.steps if isinstance(s, Fail)]
@@ -169,7 +170,7 @@ class ModelStandin:
 
     def answer(self, api: Api, body: dict[str, Any]) -> tuple[str | None, Call | None, str]:
         """What to say to `body`: the text, the tool call, and the kind of answer."""
-        tools = declared_tools(api, body)
+        tools = _tools(api, body)
         text = "\n".join(texts({k: v for k, v in body.items() if k != "tools"}))
         cwd = working_directory(text)
         step = self.script.step(_tool_results(api, body))
@@ -179,7 +180,8 @@ class ModelStandin:
                 edits = "".join(aider_edit(s, cwd, text) for s in self.script.steps)
                 assert isinstance(final, Final)
                 return edits + "\n" + final.text, None, "final"
-            return self.script.aside, None, "aside"
+            aside = gemini.json_aside(body) if api == "gemini" else None
+            return aside or self.script.aside, None, "aside"
         call = call_for(step, tools, cwd, text)
         if call is None:
             assert isinstance(step, Final)
@@ -187,7 +189,13 @@ class ModelStandin:
         return None, call, "tool"
 
 
+def _tools(api: Api, body: dict[str, Any]) -> list[Tool]:
+    return gemini.declared(body) if api == "gemini" else declared_tools(api, body)
+
+
 def _tool_results(api: Api, body: dict[str, Any]) -> int:
+    if api == "gemini":
+        return gemini.tool_results(body)
     if api == "anthropic":
         return anthropic.tool_results(body)
     if api == "chat":
@@ -204,6 +212,8 @@ def _api_of(method: str, path: str) -> Api | None:
         return "chat"
     if path.endswith("/responses"):
         return "responses"
+    if path.endswith((":generateContent", ":streamGenerateContent")):
+        return "gemini"
     return None
 
 
@@ -238,24 +248,32 @@ def _handler(standin: ModelStandin) -> type[BaseHTTPRequestHandler]:
                 return self.json(200, openai.models(standin.script.models))
             if path.endswith("/count_tokens") and method == "POST":
                 return self.json(200, anthropic.count_tokens(standin.script.usage))
+            if path.endswith(":countTokens") and method == "POST":
+                return self.json(200, {"totalTokens": standin.script.usage.input_tokens})
             if api is None or not isinstance(body, dict):
                 return self.json(404, {"error": {"message": f"no route {method} {path}"}})
             if status := standin._fault() or standin.scripted_failure(api, body):
-                shape = anthropic.error(status) if api == "anthropic" else openai.error(status)
+                shape = (
+                    anthropic.error(status) if api == "anthropic"
+                    else gemini.error(status) if api == "gemini"
+                    else openai.error(status)
+                )  # fmt: skip
                 standin._record(Given(api, "error", None, status, None, False, time.monotonic()))
                 return self.json(status, shape)
-            self.model(api, body)
+            self.model(api, body, path)
 
-        def model(self, api: Api, body: dict[str, Any]) -> None:
+        def model(self, api: Api, body: dict[str, Any], path: str) -> None:
             number, ident = standin._ident()
             usage = standin.script.usage_of(number)
             name = str(body.get("model") or "standin")
+            if api == "gemini":  # /v1beta/models/{model}:streamGenerateContent
+                name = path.rsplit("/", 1)[-1].split(":")[0]
             try:
                 text, call, kind = standin.answer(api, body)
             except LookupError as e:
                 self.json(400, {"error": {"type": "invalid_request_error", "message": str(e)}})
                 return
-            streamed = bool(body.get("stream"))
+            streamed = bool(body.get("stream")) or path.endswith(":streamGenerateContent")
             tool = call.name if call else None
             answer: Iterator[bytes] | None = None
             if api == "anthropic":
@@ -263,6 +281,11 @@ def _handler(standin: ModelStandin) -> type[BaseHTTPRequestHandler]:
                     answer = anthropic.stream(name, ident, text, call, usage)
                 else:
                     whole = anthropic.message(name, ident, text, call, usage)
+            elif api == "gemini":
+                if streamed:
+                    answer = gemini.stream(name, ident, text, call, usage)
+                else:
+                    whole = gemini.response(name, ident, text, call, usage)
             elif api == "chat":
                 if streamed:
                     include = bool((body.get("stream_options") or {}).get("include_usage"))

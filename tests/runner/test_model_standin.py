@@ -249,3 +249,47 @@ def test_a_fail_step_answers_its_error_once_the_conversation_reaches_it() -> Non
         assert httpx.post(model.url + "/v1/messages", json=body).status_code == 529
         aside = httpx.post(model.url + "/v1/messages", json={"messages": body["messages"]})
         assert aside.status_code == 200, "a side request is not the conversation"
+
+
+def test_gemini_streams_a_function_call_and_answers_a_json_aside_by_its_schema(
+    model: ModelStandin,
+) -> None:
+    body: dict[str, Any] = {
+        "contents": [{"role": "user", "parts": [{"text": "go"}]}],
+        "tools": [{"functionDeclarations": [
+            {"name": "write_file", "parametersJsonSchema": {"properties": {"file_path": {}, "content": {}}}}
+        ]}],
+    }  # fmt: skip
+    url = model.url + "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse"
+    with httpx.stream("POST", url, json=body) as response:
+        events = sse(response)
+    (_, last), *_ = reversed(events)
+    part = last["candidates"][0]["content"]["parts"][-1]
+    assert part == {
+        "functionCall": {
+            "name": "write_file",
+            "args": {"file_path": "NOTES.md", "content": "hello\n"},
+        }
+    }
+    assert last["usageMetadata"]["promptTokenCount"] == 120
+    schema = {
+        "type": "OBJECT",
+        "properties": {"score": {"type": "INTEGER"}, "why": {"type": "STRING"}},
+    }
+    aside = httpx.post(
+        model.url + "/v1beta/models/flash:generateContent",
+        json={
+            "contents": [],
+            "generationConfig": {
+                "responseMimeType": "application/json",
+                "responseJsonSchema": schema,
+            },
+        },
+    ).json()
+    assert json.loads(aside["candidates"][0]["content"]["parts"][0]["text"]) == {
+        "score": 1,
+        "why": "",
+    }
+    model.fail(401, times=1)
+    refused = httpx.post(model.url + "/v1beta/models/flash:generateContent", json=body)
+    assert refused.json()["error"]["status"] == "UNAUTHENTICATED"
