@@ -65,6 +65,7 @@ bench: install pg-binaries
 	$(PY) bench/egress.py $(if $(QUICK),--quick)
 	$(PY) bench/limits.py $(if $(QUICK),--quick)
 	$(PY) bench/agents.py $(if $(QUICK),--runs 1)
+	$(PY) bench/ledger.py $(if $(QUICK),--quick)
 	$(PY) bench/rollup.py $(if $(QUICK),--quick)
 	$(PY) bench/pull_follows_push.py $(if $(QUICK),--jobs 3)
 	$(PY) bench/app_tokens.py $(if $(QUICK),--hours 2 --repeats 1)

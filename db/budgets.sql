@@ -116,7 +116,8 @@ BEGIN
         RETURN false;
     END IF;
     spent := tireless.repo_spend(limits.forge, limits.owner, limits.repo);
-    RETURN NOT tireless.budget_spent(spent.runs, spent.agent_time, limits.runs_per_day, limits.agent_time_per_day);
+    RETURN NOT tireless.budget_spent(spent.runs, spent.agent_time, limits.runs_per_day, limits.agent_time_per_day)
+       AND tireless.repo_usage_spent(limits.forge, limits.owner, limits.repo) IS NULL;
 END;
 $$;
 COMMENT ON FUNCTION tireless.repo_has_room(text, text, text) IS
@@ -144,7 +145,13 @@ COMMENT ON FUNCTION tireless.check_budget(integer, interval) IS
     'Raises TL005 (naming the setting) unless runs_per_day is null or >= 0 and agent_time_per_day null or in (0, 1000 days].';
 REVOKE ALL ON FUNCTION tireless.check_budget(integer, interval) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 
-CREATE OR REPLACE FUNCTION tireless.set_lane_budget(lane text, runs_per_day integer, agent_time_per_day interval)
+CREATE OR REPLACE FUNCTION tireless.set_lane_budget(lane text, runs_per_day integer, agent_time_per_day interval,
+                                                    tokens_per_day bigint DEFAULT NULL, cost_per_day numeric DEFAULT NULL,
+                                                    tokens_per_job bigint DEFAULT NULL, cost_per_job numeric DEFAULT NULL,
+                                                    tokens_per_attempt bigint DEFAULT NULL,
+                                                    cost_per_attempt numeric DEFAULT NULL,
+                                                    tokens_per_issue bigint DEFAULT NULL,
+                                                    cost_per_issue numeric DEFAULT NULL)
     RETURNS tireless.lane
     LANGUAGE plpgsql VOLATILE SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
@@ -156,6 +163,10 @@ DECLARE
     runs_start boolean;
 BEGIN
     PERFORM tireless.check_budget(set_lane_budget.runs_per_day, set_lane_budget.agent_time_per_day);
+    PERFORM tireless.check_spend_budget(set_lane_budget.tokens_per_day, set_lane_budget.cost_per_day,
+                                        set_lane_budget.tokens_per_job, set_lane_budget.cost_per_job,
+                                        set_lane_budget.tokens_per_attempt, set_lane_budget.cost_per_attempt,
+                                        set_lane_budget.tokens_per_issue, set_lane_budget.cost_per_issue);
     SELECT * INTO before FROM tireless.lane l WHERE l.name = set_lane_budget.lane;
     -- Whenever a budget of agent time is on either side, not only when it differs from the value read
     -- here: a concurrent setter may change it before this one writes.
@@ -166,7 +177,11 @@ BEGIN
     END IF;
     PERFORM tireless.ensure_lane(set_lane_budget.lane);
     UPDATE tireless.lane l
-       SET runs_per_day = set_lane_budget.runs_per_day, agent_time_per_day = set_lane_budget.agent_time_per_day
+       SET runs_per_day = set_lane_budget.runs_per_day, agent_time_per_day = set_lane_budget.agent_time_per_day,
+           tokens_per_day = set_lane_budget.tokens_per_day, cost_per_day = set_lane_budget.cost_per_day,
+           tokens_per_job = set_lane_budget.tokens_per_job, cost_per_job = set_lane_budget.cost_per_job,
+           tokens_per_attempt = set_lane_budget.tokens_per_attempt, cost_per_attempt = set_lane_budget.cost_per_attempt,
+           tokens_per_issue = set_lane_budget.tokens_per_issue, cost_per_issue = set_lane_budget.cost_per_issue
      WHERE l.name = set_lane_budget.lane RETURNING l.* INTO result;
     IF agent_time_changes THEN
         PERFORM tireless.arm_agent_time_count();
@@ -178,15 +193,23 @@ BEGIN
     RETURN result;
 END;
 $$;
-COMMENT ON FUNCTION tireless.set_lane_budget(text, integer, interval) IS
-    '(admin) The lane''s daily budget (the UTC calendar day): at most runs_per_day claims, and no claim once its '
-    'attempts ended today held their claims agent_time_per_day in all (null: no budget of that kind); each counts '
-    'from the moment it is set. When spent, its jobs stay pending until midnight UTC. Returns the lane.';
-REVOKE ALL ON FUNCTION tireless.set_lane_budget(text, integer, interval) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
-GRANT EXECUTE ON FUNCTION tireless.set_lane_budget(text, integer, interval) TO tireless_admin;
+COMMENT ON FUNCTION tireless.set_lane_budget(text, integer, interval, bigint, numeric, bigint, numeric, bigint, numeric, bigint, numeric) IS
+    '(admin) The lane''s budgets. Daily (the UTC calendar day): at most runs_per_day claims, no claim once its '
+    'attempts ended today held their claims agent_time_per_day in all, or its agents used tokens_per_day tokens or '
+    'cost_per_day USD today; each counts from the moment it is set, and when spent its jobs stay pending until '
+    'midnight UTC. Per job (its attempts), per issue (all its jobs) and per attempt: once it used tokens_per_job '
+    'tokens or cost_per_job USD (or the per issue, per attempt ones), the gateway refuses its agent''s next model '
+    'request and the job fails (the attempt only, for a budget per attempt). Null: no budget of that kind. Returns '
+    'the lane.';
+REVOKE ALL ON FUNCTION tireless.set_lane_budget(text, integer, interval, bigint, numeric, bigint, numeric, bigint, numeric, bigint, numeric) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.set_lane_budget(text, integer, interval, bigint, numeric, bigint, numeric, bigint, numeric, bigint, numeric) TO tireless_admin;
 
 CREATE OR REPLACE FUNCTION tireless.set_repo_limit(forge text, owner text, repo text, capacity integer,
-                                                   runs_per_day integer, agent_time_per_day interval)
+                                                   runs_per_day integer, agent_time_per_day interval,
+                                                   tokens_per_day bigint, cost_per_day numeric,
+                                                   tokens_per_job bigint, cost_per_job numeric,
+                                                   tokens_per_attempt bigint, cost_per_attempt numeric,
+                                                   tokens_per_issue bigint, cost_per_issue numeric)
     RETURNS tireless.repo_limit
     LANGUAGE plpgsql VOLATILE
 AS $$
@@ -205,17 +228,29 @@ BEGIN
         PERFORM tireless.lock_jobs_for_a_budget();
     END IF;
     result := ROW(set_repo_limit.forge, set_repo_limit.owner, set_repo_limit.repo, set_repo_limit.capacity,
-                  set_repo_limit.runs_per_day, set_repo_limit.agent_time_per_day);
-    IF num_nonnulls(result.capacity, result.runs_per_day, result.agent_time_per_day) = 0 THEN
+                  set_repo_limit.runs_per_day, set_repo_limit.agent_time_per_day, set_repo_limit.tokens_per_day,
+                  set_repo_limit.cost_per_day, set_repo_limit.tokens_per_job, set_repo_limit.cost_per_job,
+                  set_repo_limit.tokens_per_attempt, set_repo_limit.cost_per_attempt, set_repo_limit.tokens_per_issue,
+                  set_repo_limit.cost_per_issue);
+    IF num_nonnulls(result.capacity, result.runs_per_day, result.agent_time_per_day, result.tokens_per_day,
+                    result.cost_per_day, result.tokens_per_job, result.cost_per_job, result.tokens_per_attempt,
+                    result.cost_per_attempt, result.tokens_per_issue, result.cost_per_issue) = 0 THEN
         DELETE FROM tireless.repo_limit l WHERE (l.forge, l.owner, l.repo) = (result.forge, result.owner, result.repo);
     ELSE
         INSERT INTO tireless.repo_limit AS l VALUES (result.*)
         ON CONFLICT ON CONSTRAINT one_limit_row_per_repo DO UPDATE
            SET capacity = excluded.capacity, runs_per_day = excluded.runs_per_day,
-               agent_time_per_day = excluded.agent_time_per_day;
+               agent_time_per_day = excluded.agent_time_per_day, tokens_per_day = excluded.tokens_per_day,
+               cost_per_day = excluded.cost_per_day, tokens_per_job = excluded.tokens_per_job,
+               cost_per_job = excluded.cost_per_job, tokens_per_attempt = excluded.tokens_per_attempt,
+               cost_per_attempt = excluded.cost_per_attempt, tokens_per_issue = excluded.tokens_per_issue,
+               cost_per_issue = excluded.cost_per_issue;
     END IF;
     UPDATE tireless.lane_repo r
-       SET limited = num_nonnulls(result.capacity, result.runs_per_day, result.agent_time_per_day) > 0
+       SET limited = num_nonnulls(result.capacity, result.runs_per_day, result.agent_time_per_day,
+                                  result.tokens_per_day, result.cost_per_day, result.tokens_per_job,
+                                  result.cost_per_job, result.tokens_per_attempt, result.cost_per_attempt,
+                                  result.tokens_per_issue, result.cost_per_issue) > 0
      WHERE (r.forge, r.owner, r.repo) = (result.forge, result.owner, result.repo);
     IF agent_time_changes THEN
         PERFORM tireless.arm_agent_time_count();
@@ -226,11 +261,11 @@ BEGIN
     RETURN result;
 END;
 $$;
-COMMENT ON FUNCTION tireless.set_repo_limit(text, text, text, integer, integer, interval) IS
+COMMENT ON FUNCTION tireless.set_repo_limit(text, text, text, integer, integer, interval, bigint, numeric, bigint, numeric, bigint, numeric, bigint, numeric) IS
     'Writes a tracked repository''s capacity and budgets (no row when all are null), tells its turns whether they '
     'are limited, switches the count of agent time when a budget of agent time is written, and starts counting '
     'runs when a budget of runs starts. TL008 when it is not tracked.';
-REVOKE ALL ON FUNCTION tireless.set_repo_limit(text, text, text, integer, integer, interval) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+REVOKE ALL ON FUNCTION tireless.set_repo_limit(text, text, text, integer, integer, interval, bigint, numeric, bigint, numeric, bigint, numeric, bigint, numeric) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 
 CREATE OR REPLACE FUNCTION tireless.set_repo_capacity(forge text, owner text, repo text, capacity integer)
     RETURNS tireless.repo_limit
@@ -247,7 +282,10 @@ BEGIN
     SELECT * INTO current FROM tireless.repo_limit l
      WHERE (l.forge, l.owner, l.repo) = (set_repo_capacity.forge, set_repo_capacity.owner, set_repo_capacity.repo);
     RETURN tireless.set_repo_limit(set_repo_capacity.forge, set_repo_capacity.owner, set_repo_capacity.repo,
-                                   set_repo_capacity.capacity, current.runs_per_day, current.agent_time_per_day);
+                                   set_repo_capacity.capacity, current.runs_per_day, current.agent_time_per_day,
+                                   current.tokens_per_day, current.cost_per_day, current.tokens_per_job,
+                                   current.cost_per_job, current.tokens_per_attempt, current.cost_per_attempt,
+                                   current.tokens_per_issue, current.cost_per_issue);
 END;
 $$;
 COMMENT ON FUNCTION tireless.set_repo_capacity(text, text, text, integer) IS
@@ -257,7 +295,11 @@ REVOKE ALL ON FUNCTION tireless.set_repo_capacity(text, text, text, integer) FRO
 GRANT EXECUTE ON FUNCTION tireless.set_repo_capacity(text, text, text, integer) TO tireless_admin;
 
 CREATE OR REPLACE FUNCTION tireless.set_repo_budget(forge text, owner text, repo text, runs_per_day integer,
-                                         agent_time_per_day interval)
+                                         agent_time_per_day interval, tokens_per_day bigint DEFAULT NULL,
+                                         cost_per_day numeric DEFAULT NULL, tokens_per_job bigint DEFAULT NULL,
+                                         cost_per_job numeric DEFAULT NULL, tokens_per_attempt bigint DEFAULT NULL,
+                                         cost_per_attempt numeric DEFAULT NULL, tokens_per_issue bigint DEFAULT NULL,
+                                         cost_per_issue numeric DEFAULT NULL)
     RETURNS tireless.repo_limit
     LANGUAGE plpgsql VOLATILE SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
@@ -266,18 +308,29 @@ DECLARE
     current tireless.repo_limit;
 BEGIN
     PERFORM tireless.check_budget(set_repo_budget.runs_per_day, set_repo_budget.agent_time_per_day);
+    PERFORM tireless.check_spend_budget(set_repo_budget.tokens_per_day, set_repo_budget.cost_per_day,
+                                        set_repo_budget.tokens_per_job, set_repo_budget.cost_per_job,
+                                        set_repo_budget.tokens_per_attempt, set_repo_budget.cost_per_attempt,
+                                        set_repo_budget.tokens_per_issue, set_repo_budget.cost_per_issue);
     SELECT * INTO current FROM tireless.repo_limit l
      WHERE (l.forge, l.owner, l.repo) = (set_repo_budget.forge, set_repo_budget.owner, set_repo_budget.repo);
     RETURN tireless.set_repo_limit(set_repo_budget.forge, set_repo_budget.owner, set_repo_budget.repo,
-                                   current.capacity, set_repo_budget.runs_per_day, set_repo_budget.agent_time_per_day);
+                                   current.capacity, set_repo_budget.runs_per_day, set_repo_budget.agent_time_per_day,
+                                   set_repo_budget.tokens_per_day, set_repo_budget.cost_per_day,
+                                   set_repo_budget.tokens_per_job, set_repo_budget.cost_per_job,
+                                   set_repo_budget.tokens_per_attempt, set_repo_budget.cost_per_attempt,
+                                   set_repo_budget.tokens_per_issue, set_repo_budget.cost_per_issue);
 END;
 $$;
-COMMENT ON FUNCTION tireless.set_repo_budget(text, text, text, integer, interval) IS
-    '(admin) The tracked repository''s daily budget, all lanes together (the UTC calendar day): at most '
-    'runs_per_day claims, and no claim once its attempts ended today held their claims agent_time_per_day in all '
-    '(null: no budget of that kind). Returns its limits. TL005 for a bad budget, TL008 when it is not tracked.';
-REVOKE ALL ON FUNCTION tireless.set_repo_budget(text, text, text, integer, interval) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
-GRANT EXECUTE ON FUNCTION tireless.set_repo_budget(text, text, text, integer, interval) TO tireless_admin;
+COMMENT ON FUNCTION tireless.set_repo_budget(text, text, text, integer, interval, bigint, numeric, bigint, numeric, bigint, numeric, bigint, numeric) IS
+    '(admin) The tracked repository''s budgets, all lanes together. Daily (the UTC calendar day): at most '
+    'runs_per_day claims, and no claim once its attempts ended today held their claims agent_time_per_day in all, '
+    'or its agents used tokens_per_day tokens or cost_per_day USD today. Per job, per issue and per attempt: once '
+    'it used tokens_per_job tokens or cost_per_job USD (or the per issue, per attempt ones), the gateway refuses its '
+    'next model request and the job fails (the attempt only, for a budget per attempt). '
+    'Null: no budget of that kind. Returns its limits. TL005 for a bad budget, TL008 when it is not tracked.';
+REVOKE ALL ON FUNCTION tireless.set_repo_budget(text, text, text, integer, interval, bigint, numeric, bigint, numeric, bigint, numeric, bigint, numeric) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+GRANT EXECUTE ON FUNCTION tireless.set_repo_budget(text, text, text, integer, interval, bigint, numeric, bigint, numeric, bigint, numeric, bigint, numeric) TO tireless_admin;
 
 CREATE OR REPLACE VIEW tireless.repo_shares AS
 SELECT r.lane, r.forge, r.owner, r.repo, r.last_claimed_at, r.has_work,

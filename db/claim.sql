@@ -114,7 +114,8 @@ BEGIN
                 CONTINUE;
             END IF;
             spent := tireless.lane_spend(capped.name);
-            IF NOT tireless.budget_spent(spent.runs, spent.agent_time, capped.runs_per_day, capped.agent_time_per_day) THEN
+            IF NOT tireless.budget_spent(spent.runs, spent.agent_time, capped.runs_per_day, capped.agent_time_per_day)
+               AND tireless.lane_usage_spent(capped.name) IS NULL THEN
                 open_lanes := open_lanes || capped.name;
             END IF;
         END LOOP;

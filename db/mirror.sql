@@ -122,6 +122,8 @@ BEGIN
                        THEN coalesce(' as #' || delivered.pull_number, '') || format(' (branch `%s`)', delivered.branch)
                        ELSE '' END,
                   job.attempts, CASE WHEN job.attempts = 1 THEN '' ELSE 's' END)
+           -- What its agent spent, when it made model requests through a gateway (tireless.spend_text).
+           || coalesce('; ' || tireless.spend_text(job.id), '')
       INTO head
       FROM (SELECT) AS one
       LEFT JOIN tireless.delivery delivered ON delivered.job_id = job.id;
@@ -153,7 +155,8 @@ COMMENT ON FUNCTION tireless.finished_job_comment(tireless.job) IS
     'The comment a finished job leaves on its issue, up to its checklist of children and its marker line, which '
     'tireless.comment_write adds: the outcome and attempts on the first line (a delivery that '
     'pushed names its pull request once the mirror recorded it, and its branch: delivered as #12 (branch '
-    '`tireless/7`) after 1 attempt), then the report its '
+    '`tireless/7`) after 1 attempt), what its agent spent when it made model requests (; 12 model requests, 84,210 '
+    'tokens, $0.41: tireless.spend_text), then the report its '
     'last attempt attached (tireless.attach_report) made safe and cut to fit (tireless.fit_report: the whole '
     'comment, checklist and marker included, within tireless.forge_body_limit(), a cut saying so) when there is '
     'one, else the last holder and the note (blanks folded, cut to 500 characters, made safe by safe_comment_text) '
@@ -724,14 +727,15 @@ AS $$
                                 CASE WHEN a.report_cut THEN E'\n\n(report cut at 60000 characters)' ELSE '' END AS cut
                            FROM tireless.job_attempt a
                           WHERE a.job_id = job.id AND a.attempt = job.attempts) AS report ON true
-     CROSS JOIN LATERAL (SELECT format('Delivered by tireless: job %s, attempt %s.', job.id, job.attempts)
+     CROSS JOIN LATERAL (SELECT format('Delivered by tireless: job %s, attempt %s%s.', job.id, job.attempts,
+                                       coalesce('; ' || tireless.spend_text(job.id), ''))
                                 || E'\n\n' || tireless.pull_marker(job.number) AS text) AS tail;
 $$;
 COMMENT ON FUNCTION tireless.pull_request_text(tireless.job) IS
     'The title and body of the pull request of a delivered job: "Fix #7: <the issue''s title>" (blanks folded, made '
     'safe by safe_comment_text, cut to 200 characters); "Closes #7", the report of the job''s last attempt made safe '
     'and cut so that the body fits in tireless.forge_body_limit() (tireless.fit_report, a cut saying so), which job '
-    'and attempt made it, and the marker line (tireless.pull_marker).';
+    'and attempt made it and what its agent spent (tireless.spend_text), and the marker line (tireless.pull_marker).';
 REVOKE ALL ON FUNCTION tireless.pull_request_text(tireless.job) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 
 CREATE OR REPLACE FUNCTION tireless.pull_write(w tireless.forge_write) RETURNS jsonb

@@ -197,12 +197,20 @@ CREATE TABLE tireless.lane (
     stall_after interval,
     runs_per_day integer,
     agent_time_per_day interval,
-    limited boolean GENERATED ALWAYS AS (((capacity IS NOT NULL) OR (runs_per_day IS NOT NULL) OR (agent_time_per_day IS NOT NULL))) STORED,
     egress text[],
     memory_limit bigint,
     cpu_limit numeric(7,2),
     pids_limit integer,
     disk_limit bigint,
+    tokens_per_day bigint,
+    cost_per_day numeric,
+    tokens_per_job bigint,
+    cost_per_job numeric,
+    tokens_per_attempt bigint,
+    cost_per_attempt numeric,
+    tokens_per_issue bigint,
+    cost_per_issue numeric,
+    limited boolean GENERATED ALWAYS AS (((capacity IS NOT NULL) OR (runs_per_day IS NOT NULL) OR (agent_time_per_day IS NOT NULL) OR (tokens_per_day IS NOT NULL) OR (cost_per_day IS NOT NULL))) STORED,
     agent text,
     CONSTRAINT agent_is_a_profile_name CHECK ((agent ~ '^[a-z][a-z0-9-]{0,39}$'::text)),
     CONSTRAINT agent_time_per_day_positive CHECK ((agent_time_per_day > '00:00:00'::interval)),
@@ -212,6 +220,7 @@ CREATE TABLE tireless.lane (
     CONSTRAINT egress_at_most_100_entries CHECK ((cardinality(egress) <= 100)),
     CONSTRAINT failures_not_negative CHECK ((consecutive_failures >= 0)),
     CONSTRAINT lane_name_is_a_name CHECK (tireless.is_lane_name(name)),
+    CONSTRAINT lane_token_budgets_not_negative CHECK (((tokens_per_day >= 0) AND (cost_per_day >= (0)::numeric) AND (tokens_per_job >= 0) AND (cost_per_job >= (0)::numeric) AND (tokens_per_attempt >= 0) AND (cost_per_attempt >= (0)::numeric) AND (tokens_per_issue >= 0) AND (cost_per_issue >= (0)::numeric))),
     CONSTRAINT max_run_is_positive CHECK ((max_run > '00:00:00'::interval)),
     CONSTRAINT memory_limit_in_range CHECK (((memory_limit >= 16777216) AND (memory_limit <= '1125899906842624'::bigint))),
     CONSTRAINT pids_limit_in_range CHECK (((pids_limit >= 8) AND (pids_limit <= 4194304))),
@@ -262,12 +271,6 @@ COMMENT ON COLUMN tireless.lane.runs_per_day IS 'At most this many claims in the
 COMMENT ON COLUMN tireless.lane.agent_time_per_day IS 'No claim once the lane''s attempts ended today held their claims this long in all; null: no budget.';
 
 --
--- Name: COLUMN lane.limited; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.lane.limited IS 'The lane has a capacity or a budget: claim_next counts it under the lane''s row lock.';
-
---
 -- Name: COLUMN lane.egress; Type: COMMENT; Schema: tireless; Owner: -
 --
 
@@ -296,6 +299,60 @@ COMMENT ON COLUMN tireless.lane.pids_limit IS 'The most processes (and threads) 
 --
 
 COMMENT ON COLUMN tireless.lane.disk_limit IS 'The most bytes one attempt may write in its workspace, and in its sandbox''s /tmp; null: no limit.';
+
+--
+-- Name: COLUMN lane.tokens_per_day; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.lane.tokens_per_day IS 'No claim once the lane''s agents used this many tokens today (UTC); null: no budget.';
+
+--
+-- Name: COLUMN lane.cost_per_day; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.lane.cost_per_day IS 'No claim once the lane''s agents spent this many USD today (UTC); null: no budget.';
+
+--
+-- Name: COLUMN lane.tokens_per_job; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.lane.tokens_per_job IS 'A job of the lane fails once its attempts used this many tokens; null: no budget.';
+
+--
+-- Name: COLUMN lane.cost_per_job; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.lane.cost_per_job IS 'A job of the lane fails once its attempts spent this many USD; null: no budget.';
+
+--
+-- Name: COLUMN lane.tokens_per_attempt; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.lane.tokens_per_attempt IS 'An attempt of the lane''s jobs fails once it used this many tokens; null: no budget.';
+
+--
+-- Name: COLUMN lane.cost_per_attempt; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.lane.cost_per_attempt IS 'An attempt of the lane''s jobs fails once it spent this many USD; null: no budget.';
+
+--
+-- Name: COLUMN lane.tokens_per_issue; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.lane.tokens_per_issue IS 'A job of the lane fails once the jobs of its issue used this many tokens; null: no budget.';
+
+--
+-- Name: COLUMN lane.cost_per_issue; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.lane.cost_per_issue IS 'A job of the lane fails once the jobs of its issue spent this many USD; null: no budget.';
+
+--
+-- Name: COLUMN lane.limited; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.lane.limited IS 'The lane has a capacity or a daily budget: claim_next counts it under the lane''s row lock.';
 
 --
 -- Name: COLUMN lane.agent; Type: COMMENT; Schema: tireless; Owner: -
@@ -352,6 +409,12 @@ COMMENT ON CONSTRAINT failures_not_negative ON tireless.lane IS 'A count of fail
 COMMENT ON CONSTRAINT lane_name_is_a_name ON tireless.lane IS 'A lane is a short name (see tireless.is_lane_name).';
 
 --
+-- Name: CONSTRAINT lane_token_budgets_not_negative ON lane; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT lane_token_budgets_not_negative ON tireless.lane IS 'A budget of tokens or cost is null (none) or 0 or more.';
+
+--
 -- Name: CONSTRAINT max_run_is_positive ON lane; Type: COMMENT; Schema: tireless; Owner: -
 --
 
@@ -392,10 +455,19 @@ CREATE TABLE tireless.repo_limit (
     capacity integer,
     runs_per_day integer,
     agent_time_per_day interval,
+    tokens_per_day bigint,
+    cost_per_day numeric,
+    tokens_per_job bigint,
+    cost_per_job numeric,
+    tokens_per_attempt bigint,
+    cost_per_attempt numeric,
+    tokens_per_issue bigint,
+    cost_per_issue numeric,
     CONSTRAINT repo_agent_time_per_day_positive CHECK ((agent_time_per_day > '00:00:00'::interval)),
     CONSTRAINT repo_capacity_not_negative CHECK ((capacity >= 0)),
     CONSTRAINT repo_runs_per_day_not_negative CHECK ((runs_per_day >= 0)),
-    CONSTRAINT some_limit_is_set CHECK ((num_nonnulls(capacity, runs_per_day, agent_time_per_day) > 0))
+    CONSTRAINT repo_token_budgets_not_negative CHECK (((tokens_per_day >= 0) AND (cost_per_day >= (0)::numeric) AND (tokens_per_job >= 0) AND (cost_per_job >= (0)::numeric) AND (tokens_per_attempt >= 0) AND (cost_per_attempt >= (0)::numeric) AND (tokens_per_issue >= 0) AND (cost_per_issue >= (0)::numeric))),
+    CONSTRAINT some_limit_is_set CHECK ((num_nonnulls(capacity, runs_per_day, agent_time_per_day, tokens_per_day, cost_per_day, tokens_per_job, cost_per_job, tokens_per_attempt, cost_per_attempt, tokens_per_issue, cost_per_issue) > 0))
 );
 
 --
@@ -423,6 +495,54 @@ COMMENT ON COLUMN tireless.repo_limit.runs_per_day IS 'At most this many claims 
 COMMENT ON COLUMN tireless.repo_limit.agent_time_per_day IS 'No claim once the repository''s attempts ended today held their claims this long in all; null: no budget.';
 
 --
+-- Name: COLUMN repo_limit.tokens_per_day; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.repo_limit.tokens_per_day IS 'No claim once the repository''s agents used this many tokens today (UTC); null: no budget.';
+
+--
+-- Name: COLUMN repo_limit.cost_per_day; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.repo_limit.cost_per_day IS 'No claim once the repository''s agents spent this many USD today (UTC); null: no budget.';
+
+--
+-- Name: COLUMN repo_limit.tokens_per_job; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.repo_limit.tokens_per_job IS 'A job of the repository fails once its attempts used this many tokens; null: no budget.';
+
+--
+-- Name: COLUMN repo_limit.cost_per_job; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.repo_limit.cost_per_job IS 'A job of the repository fails once its attempts spent this many USD; null: no budget.';
+
+--
+-- Name: COLUMN repo_limit.tokens_per_attempt; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.repo_limit.tokens_per_attempt IS 'An attempt of the repository''s jobs fails once it used this many tokens; null: no budget.';
+
+--
+-- Name: COLUMN repo_limit.cost_per_attempt; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.repo_limit.cost_per_attempt IS 'An attempt of the repository''s jobs fails once it spent this many USD; null: no budget.';
+
+--
+-- Name: COLUMN repo_limit.tokens_per_issue; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.repo_limit.tokens_per_issue IS 'A job of the repository fails once the jobs of its issue used this many tokens; null: no budget.';
+
+--
+-- Name: COLUMN repo_limit.cost_per_issue; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.repo_limit.cost_per_issue IS 'A job of the repository fails once the jobs of its issue spent this many USD; null: no budget.';
+
+--
 -- Name: CONSTRAINT repo_agent_time_per_day_positive ON repo_limit; Type: COMMENT; Schema: tireless; Owner: -
 --
 
@@ -439,6 +559,12 @@ COMMENT ON CONSTRAINT repo_capacity_not_negative ON tireless.repo_limit IS 'A ca
 --
 
 COMMENT ON CONSTRAINT repo_runs_per_day_not_negative ON tireless.repo_limit IS 'A budget of runs is null (none) or 0 or more.';
+
+--
+-- Name: CONSTRAINT repo_token_budgets_not_negative ON repo_limit; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT repo_token_budgets_not_negative ON tireless.repo_limit IS 'A budget of tokens or cost is null (none) or 0 or more.';
 
 --
 -- Name: CONSTRAINT some_limit_is_set ON repo_limit; Type: COMMENT; Schema: tireless; Owner: -
@@ -459,6 +585,176 @@ CREATE FUNCTION tireless.agent_time_budgeted() RETURNS boolean
 --
 
 COMMENT ON FUNCTION tireless.agent_time_budgeted() IS 'True when some lane or repository has a daily budget of agent time.';
+
+--
+-- Name: job; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.job (
+    id bigint NOT NULL,
+    forge text NOT NULL,
+    owner text NOT NULL,
+    repo text NOT NULL,
+    number integer NOT NULL,
+    title text,
+    labels text[] DEFAULT '{}'::text[] NOT NULL,
+    kind tireless.job_kind NOT NULL,
+    lane text NOT NULL,
+    state tireless.job_state DEFAULT 'pending'::tireless.job_state NOT NULL,
+    parent_id bigint,
+    claimed_by text,
+    claim_expires_at timestamp with time zone,
+    claim_token uuid,
+    attempts integer DEFAULT 0 NOT NULL,
+    available_at timestamp with time zone DEFAULT now() NOT NULL,
+    note text,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    cancel_requested_at timestamp with time zone,
+    given_back integer DEFAULT 0 NOT NULL,
+    claimed_login text,
+    cancel_note text,
+    waiting_on text[],
+    ended_claim_token uuid,
+    CONSTRAINT pending_holds_no_claim CHECK (((state <> 'pending'::tireless.job_state) OR ((claimed_by IS NULL) AND (claim_expires_at IS NULL) AND (claim_token IS NULL))))
+)
+WITH (fillfactor='80', autovacuum_vacuum_scale_factor='0.02', autovacuum_analyze_scale_factor='0.02');
+
+--
+-- Name: TABLE job; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.job IS 'One run of an agent on one issue. Private: the functions of schema tireless are the API.';
+
+--
+-- Name: COLUMN job.claim_token; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.job.claim_token IS 'Fencing token: a fresh uuid per claim. A holder that presents an old token cannot renew or finish the new attempt.';
+
+--
+-- Name: COLUMN job.available_at; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.job.available_at IS 'A pending job is not claimed before this time (backoff after a failed attempt).';
+
+--
+-- Name: COLUMN job.note; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.job.note IS 'Why the job is where it is: the note of the last transition, or why the store moved it.';
+
+--
+-- Name: COLUMN job.cancel_requested_at; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.job.cancel_requested_at IS 'When the issue withdrew its request while the job was claimed; null unless it did. The job then ends cancelled.';
+
+--
+-- Name: COLUMN job.given_back; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.job.given_back IS 'How many of the job''s attempts ended in give_back (a runner stopping, not a failure): they stay in attempts and in the history but are not counted against max_attempts.';
+
+--
+-- Name: COLUMN job.claimed_login; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.job.claimed_login IS 'The database login (session_user) that made the job''s latest claim; kept after the claim ends, like attempts. While the job is claimed only that login (or an admin) may renew, heartbeat, give back or finish it. Null: claimed before 0019_holder_login, or never claimed.';
+
+--
+-- Name: COLUMN job.cancel_note; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.job.cancel_note IS 'Why a claimed job was asked to stop, set with cancel_requested_at by whoever asked (request_cancel, the work rule, the poll): the note the job ends cancelled with, or that its delivery records as come too late. Null without a request.';
+
+--
+-- Name: COLUMN job.waiting_on; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.job.waiting_on IS 'For a pending job: the open dependencies of its issue that it waits for (#3, owner/repo#7), not claimable until the last one closes; null when it waits for nothing. Kept by dependencies.sql.';
+
+--
+-- Name: COLUMN job.ended_claim_token; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON COLUMN tireless.job.ended_claim_token IS 'The token of the last claim its holder ended presenting that token (a delivery, a failure, a release, a give-back, a cancel); kept when the job is claimed again, untouched by an expiry. A finish or give-back sent again with this token (its answer was lost) is answered with the job as it is now, not refused: the first one committed.';
+
+--
+-- Name: CONSTRAINT pending_holds_no_claim ON job; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT pending_holds_no_claim ON tireless.job IS 'A pending job has no holder, no lease and no token: a half-done release fails here instead of stranding the job.';
+
+--
+-- Name: allowance_of(tireless.job); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.allowance_of(job tireless.job) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    AS $$
+DECLARE
+    lane_row tireless.lane;
+    repo_row tireless.repo_limit;
+    spent record;
+    note text;
+BEGIN
+    SELECT * INTO lane_row FROM tireless.lane l WHERE l.name = job.lane;
+    SELECT * INTO repo_row FROM tireless.repo_limit l WHERE (l.forge, l.owner, l.repo) = (job.forge, job.owner, job.repo);
+    IF num_nonnulls(lane_row.tokens_per_issue, lane_row.cost_per_issue, repo_row.tokens_per_issue, repo_row.cost_per_issue) > 0 THEN
+        spent := tireless.issue_spend(job.forge, job.owner, job.repo, job.number);
+        note := coalesce(
+            tireless.spent_budget(spent.tokens, spent.cost, lane_row.tokens_per_issue, lane_row.cost_per_issue,
+                                  format('for the issue (lane %s)', job.lane)),
+            tireless.spent_budget(spent.tokens, spent.cost, repo_row.tokens_per_issue, repo_row.cost_per_issue,
+                                  format('for the issue (repository %s/%s/%s)', job.forge, job.owner, job.repo)));
+        IF note IS NOT NULL THEN
+            RETURN jsonb_build_object('budgeted', true, 'spent', 'issue', 'note', note);
+        END IF;
+    END IF;
+    IF num_nonnulls(lane_row.tokens_per_job, lane_row.cost_per_job, repo_row.tokens_per_job, repo_row.cost_per_job) > 0 THEN
+        spent := tireless.spend_of(job.id, NULL, NULL, NULL, NULL);
+        note := coalesce(
+            tireless.spent_budget(spent.tokens, spent.cost, lane_row.tokens_per_job, lane_row.cost_per_job,
+                                  format('for the job (lane %s)', job.lane)),
+            tireless.spent_budget(spent.tokens, spent.cost, repo_row.tokens_per_job, repo_row.cost_per_job,
+                                  format('for the job (repository %s/%s/%s)', job.forge, job.owner, job.repo)));
+        IF note IS NOT NULL THEN
+            RETURN jsonb_build_object('budgeted', true, 'spent', 'job', 'note', note);
+        END IF;
+    END IF;
+    IF num_nonnulls(lane_row.tokens_per_attempt, lane_row.cost_per_attempt, repo_row.tokens_per_attempt,
+                    repo_row.cost_per_attempt) > 0 THEN
+        spent := tireless.attempt_spend(job.id, job.attempts);
+        note := coalesce(
+            tireless.spent_budget(spent.tokens, spent.cost, lane_row.tokens_per_attempt, lane_row.cost_per_attempt,
+                                  format('for the attempt (lane %s)', job.lane)),
+            tireless.spent_budget(spent.tokens, spent.cost, repo_row.tokens_per_attempt, repo_row.cost_per_attempt,
+                                  format('for the attempt (repository %s/%s/%s)', job.forge, job.owner, job.repo)));
+        IF note IS NOT NULL THEN
+            RETURN jsonb_build_object('budgeted', true, 'spent', 'attempt', 'note', note);
+        END IF;
+    END IF;
+    note := coalesce(tireless.lane_usage_spent(job.lane), tireless.repo_usage_spent(job.forge, job.owner, job.repo));
+    IF note IS NOT NULL THEN
+        RETURN jsonb_build_object('budgeted', true, 'spent', 'day', 'note', note);
+    END IF;
+    RETURN jsonb_build_object(
+        'budgeted', num_nonnulls(lane_row.tokens_per_job, lane_row.cost_per_job, lane_row.tokens_per_day,
+                                 lane_row.cost_per_day, lane_row.tokens_per_attempt, lane_row.cost_per_attempt,
+                                 lane_row.tokens_per_issue, lane_row.cost_per_issue, repo_row.tokens_per_job,
+                                 repo_row.cost_per_job, repo_row.tokens_per_day, repo_row.cost_per_day,
+                                 repo_row.tokens_per_attempt, repo_row.cost_per_attempt, repo_row.tokens_per_issue,
+                                 repo_row.cost_per_issue) > 0,
+        'spent', NULL, 'note', NULL);
+END;
+$$;
+
+--
+-- Name: FUNCTION allowance_of(job tireless.job); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.allowance_of(job tireless.job) IS 'Whether the job may spend more: {budgeted (a budget of tokens or cost applies to it), spent (null; issue, job or attempt: its lane''s or repository''s budget per issue, per job or per attempt is reached, the widest first; day: a daily one is), note (the spent budget''s)}.';
 
 --
 -- Name: announce_poll(text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -1073,104 +1369,145 @@ $$;
 COMMENT ON FUNCTION tireless.attach_report(job_id bigint, worker text, report text, token uuid) IS 'The holder attaches its agent''s outcome summary (markdown) to the attempt before finishing it; the mirror posts it as the outcome comment instead of the note. Kept up to 60000 characters: true when it was cut. TL001 for an unknown job, TL004 when worker (or token) does not hold it.';
 
 --
--- Name: job; Type: TABLE; Schema: tireless; Owner: -
+-- Name: model_price; Type: TABLE; Schema: tireless; Owner: -
 --
 
-CREATE TABLE tireless.job (
-    id bigint NOT NULL,
+CREATE TABLE tireless.model_price (
+    model text NOT NULL,
+    input numeric NOT NULL,
+    output numeric NOT NULL,
+    cache_read numeric,
+    cache_write numeric,
+    set_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT model_price_not_negative CHECK (((input >= (0)::numeric) AND (output >= (0)::numeric) AND (COALESCE(cache_read, (0)::numeric) >= (0)::numeric) AND (COALESCE(cache_write, (0)::numeric) >= (0)::numeric)))
+);
+
+--
+-- Name: TABLE model_price; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.model_price IS 'USD per million tokens of a model (a name, or a prefix* that prices every model it starts): none is built in. A cache price left null is the input price. Written by tireless.set_model_price.';
+
+--
+-- Name: CONSTRAINT model_price_not_negative ON model_price; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT model_price_not_negative ON tireless.model_price IS 'A price is never negative.';
+
+--
+-- Name: price_of(text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.price_of(model text) RETURNS tireless.model_price
+    LANGUAGE sql STABLE
+    BEGIN ATOMIC
+ SELECT p.model,
+     p.input,
+     p.output,
+     p.cache_read,
+     p.cache_write,
+     p.set_at
+    FROM tireless.model_price p
+   WHERE ((p.model = price_of.model) OR (("right"(p.model, 1) = '*'::text) AND starts_with(price_of.model, "left"(p.model, '-1'::integer))))
+   ORDER BY (p.model = price_of.model) DESC, (length(p.model)) DESC
+  LIMIT 1;
+END;
+
+--
+-- Name: FUNCTION price_of(model text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.price_of(model text) IS 'The price of a model: its own row of tireless.model_price, else the longest prefix* that starts its name; a row of nulls when it has none (unpriced).';
+
+--
+-- Name: usage_cost(text, bigint, bigint, bigint, bigint); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.usage_cost(model text, input bigint, output bigint, cache_read bigint, cache_write bigint) RETURNS numeric
+    LANGUAGE sql STABLE
+    BEGIN ATOMIC
+ SELECT ((((((usage_cost.input)::numeric * p.input) + ((usage_cost.output)::numeric * p.output)) + ((usage_cost.cache_read)::numeric * COALESCE(p.cache_read, p.input))) + ((usage_cost.cache_write)::numeric * COALESCE(p.cache_write, p.input))) / (1000000)::numeric)
+    FROM tireless.price_of(usage_cost.model) p(model, input, output, cache_read, cache_write, set_at);
+END;
+
+--
+-- Name: FUNCTION usage_cost(model text, input bigint, output bigint, cache_read bigint, cache_write bigint); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.usage_cost(model text, input bigint, output bigint, cache_read bigint, cache_write bigint) IS 'What tokens of a model cost in USD at its price (tireless.price_of; a cache price left null is the input price); null when the model is unpriced.';
+
+--
+-- Name: model_usage; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.model_usage (
+    job_id bigint NOT NULL,
+    attempt integer NOT NULL,
+    model text NOT NULL,
+    spend_day date NOT NULL,
+    lane text NOT NULL,
     forge text NOT NULL,
     owner text NOT NULL,
     repo text NOT NULL,
-    number integer NOT NULL,
-    title text,
-    labels text[] DEFAULT '{}'::text[] NOT NULL,
-    kind tireless.job_kind NOT NULL,
-    lane text NOT NULL,
-    state tireless.job_state DEFAULT 'pending'::tireless.job_state NOT NULL,
-    parent_id bigint,
-    claimed_by text,
-    claim_expires_at timestamp with time zone,
-    claim_token uuid,
-    attempts integer DEFAULT 0 NOT NULL,
-    available_at timestamp with time zone DEFAULT now() NOT NULL,
-    note text,
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    updated_at timestamp with time zone DEFAULT now() NOT NULL,
-    cancel_requested_at timestamp with time zone,
-    given_back integer DEFAULT 0 NOT NULL,
-    claimed_login text,
-    cancel_note text,
-    waiting_on text[],
-    ended_claim_token uuid,
-    CONSTRAINT pending_holds_no_claim CHECK (((state <> 'pending'::tireless.job_state) OR ((claimed_by IS NULL) AND (claim_expires_at IS NULL) AND (claim_token IS NULL))))
-)
-WITH (fillfactor='80', autovacuum_vacuum_scale_factor='0.02', autovacuum_analyze_scale_factor='0.02');
+    requests bigint DEFAULT 0 NOT NULL,
+    unread bigint DEFAULT 0 NOT NULL,
+    input_tokens bigint DEFAULT 0 NOT NULL,
+    output_tokens bigint DEFAULT 0 NOT NULL,
+    cache_read_tokens bigint DEFAULT 0 NOT NULL,
+    cache_write_tokens bigint DEFAULT 0 NOT NULL,
+    CONSTRAINT model_usage_attempt_positive CHECK ((attempt > 0)),
+    CONSTRAINT model_usage_counts_not_negative CHECK (((requests >= 0) AND (unread >= 0) AND (unread <= requests) AND (input_tokens >= 0) AND (output_tokens >= 0) AND (cache_read_tokens >= 0) AND (cache_write_tokens >= 0))),
+    CONSTRAINT model_usage_model_bounded CHECK (((length(model) >= 1) AND (length(model) <= 200)))
+);
 
 --
--- Name: TABLE job; Type: COMMENT; Schema: tireless; Owner: -
+-- Name: TABLE model_usage; Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON TABLE tireless.job IS 'One run of an agent on one issue. Private: the functions of schema tireless are the API.';
+COMMENT ON TABLE tireless.model_usage IS 'What each attempt''s agent asked of each model through the runner''s gateway, per UTC day (the daily budgets): requests, the answers among them whose usage could not be read (unread: their tokens are unknown, never zero), and input, output, cache-read and cache-write tokens, added up by tireless.record_usage as the attempt goes. Private: read tireless.job_model_usage, tireless.usage_by_day and tireless.agent_usage.';
 
 --
--- Name: COLUMN job.claim_token; Type: COMMENT; Schema: tireless; Owner: -
+-- Name: COLUMN model_usage.unread; Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON COLUMN tireless.job.claim_token IS 'Fencing token: a fresh uuid per claim. A holder that presents an old token cannot renew or finish the new attempt.';
+COMMENT ON COLUMN tireless.model_usage.unread IS 'Answers counted in requests whose usage the gateway could not read: their tokens are unknown.';
 
 --
--- Name: COLUMN job.available_at; Type: COMMENT; Schema: tireless; Owner: -
+-- Name: CONSTRAINT model_usage_attempt_positive ON model_usage; Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON COLUMN tireless.job.available_at IS 'A pending job is not claimed before this time (backoff after a failed attempt).';
+COMMENT ON CONSTRAINT model_usage_attempt_positive ON tireless.model_usage IS 'Attempts count from 1.';
 
 --
--- Name: COLUMN job.note; Type: COMMENT; Schema: tireless; Owner: -
+-- Name: CONSTRAINT model_usage_counts_not_negative ON model_usage; Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON COLUMN tireless.job.note IS 'Why the job is where it is: the note of the last transition, or why the store moved it.';
+COMMENT ON CONSTRAINT model_usage_counts_not_negative ON tireless.model_usage IS 'Counts are never negative, and unread answers are among the requests.';
 
 --
--- Name: COLUMN job.cancel_requested_at; Type: COMMENT; Schema: tireless; Owner: -
+-- Name: CONSTRAINT model_usage_model_bounded ON model_usage; Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON COLUMN tireless.job.cancel_requested_at IS 'When the issue withdrew its request while the job was claimed; null unless it did. The job then ends cancelled.';
+COMMENT ON CONSTRAINT model_usage_model_bounded ON tireless.model_usage IS 'A model name is 1 to 200 characters.';
 
 --
--- Name: COLUMN job.given_back; Type: COMMENT; Schema: tireless; Owner: -
+-- Name: attempt_spend(bigint, integer); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
-COMMENT ON COLUMN tireless.job.given_back IS 'How many of the job''s attempts ended in give_back (a runner stopping, not a failure): they stay in attempts and in the history but are not counted against max_attempts.';
+CREATE FUNCTION tireless.attempt_spend(job_id bigint, attempt integer, OUT tokens bigint, OUT cost numeric) RETURNS record
+    LANGUAGE sql STABLE
+    BEGIN ATOMIC
+ SELECT (COALESCE(sum((((u.input_tokens + u.output_tokens) + u.cache_read_tokens) + u.cache_write_tokens)), (0)::numeric))::bigint AS "coalesce",
+     COALESCE(sum(tireless.usage_cost(u.model, u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens)), (0)::numeric) AS "coalesce"
+    FROM tireless.model_usage u
+   WHERE ((u.job_id = attempt_spend.job_id) AND (u.attempt = attempt_spend.attempt));
+END;
 
 --
--- Name: COLUMN job.claimed_login; Type: COMMENT; Schema: tireless; Owner: -
+-- Name: FUNCTION attempt_spend(job_id bigint, attempt integer, OUT tokens bigint, OUT cost numeric); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON COLUMN tireless.job.claimed_login IS 'The database login (session_user) that made the job''s latest claim; kept after the claim ends, like attempts. While the job is claimed only that login (or an admin) may renew, heartbeat, give back or finish it. Null: claimed before 0019_holder_login, or never claimed.';
-
---
--- Name: COLUMN job.cancel_note; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.job.cancel_note IS 'Why a claimed job was asked to stop, set with cancel_requested_at by whoever asked (request_cancel, the work rule, the poll): the note the job ends cancelled with, or that its delivery records as come too late. Null without a request.';
-
---
--- Name: COLUMN job.waiting_on; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.job.waiting_on IS 'For a pending job: the open dependencies of its issue that it waits for (#3, owner/repo#7), not claimable until the last one closes; null when it waits for nothing. Kept by dependencies.sql.';
-
---
--- Name: COLUMN job.ended_claim_token; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON COLUMN tireless.job.ended_claim_token IS 'The token of the last claim its holder ended presenting that token (a delivery, a failure, a release, a give-back, a cancel); kept when the job is claimed again, untouched by an expiry. A finish or give-back sent again with this token (its answer was lost) is answered with the job as it is now, not refused: the first one committed.';
-
---
--- Name: CONSTRAINT pending_holds_no_claim ON job; Type: COMMENT; Schema: tireless; Owner: -
---
-
-COMMENT ON CONSTRAINT pending_holds_no_claim ON tireless.job IS 'A pending job has no holder, no lease and no token: a half-done release fails here instead of stranding the job.';
+COMMENT ON FUNCTION tireless.attempt_spend(job_id bigint, attempt integer, OUT tokens bigint, OUT cost numeric) IS 'Tokens (every kind) and USD (priced models only) spent by one attempt of a job.';
 
 --
 -- Name: attempts_spent(tireless.job); Type: FUNCTION; Schema: tireless; Owner: -
@@ -1581,6 +1918,38 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.check_run_limit(name text, span interval) IS 'Raises TL005 (naming the setting) unless the limit is null or 0 < limit <= 30 days.';
+
+--
+-- Name: check_spend_budget(bigint, numeric, bigint, numeric, bigint, numeric, bigint, numeric); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.check_spend_budget(tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric, tokens_per_attempt bigint, cost_per_attempt numeric, tokens_per_issue bigint, cost_per_issue numeric) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    AS $$
+DECLARE
+    what text;
+    amount numeric;
+BEGIN
+    FOR what, amount IN VALUES ('tokens_per_day', check_spend_budget.tokens_per_day::numeric),
+                               ('cost_per_day', check_spend_budget.cost_per_day),
+                               ('tokens_per_job', check_spend_budget.tokens_per_job::numeric),
+                               ('cost_per_job', check_spend_budget.cost_per_job),
+                               ('tokens_per_attempt', check_spend_budget.tokens_per_attempt::numeric),
+                               ('cost_per_attempt', check_spend_budget.cost_per_attempt),
+                               ('tokens_per_issue', check_spend_budget.tokens_per_issue::numeric),
+                               ('cost_per_issue', check_spend_budget.cost_per_issue) LOOP
+        IF amount < 0 OR amount > 1e15 THEN
+            RAISE EXCEPTION '% must be null (no budget) or from 0 to 1e15, got %', what, amount USING ERRCODE = 'TL005';
+        END IF;
+    END LOOP;
+END;
+$$;
+
+--
+-- Name: FUNCTION check_spend_budget(tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric, tokens_per_attempt bigint, cost_per_attempt numeric, tokens_per_issue bigint, cost_per_issue numeric); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.check_spend_budget(tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric, tokens_per_attempt bigint, cost_per_attempt numeric, tokens_per_issue bigint, cost_per_issue numeric) IS 'Raises TL005 (naming the setting) unless each budget of tokens or cost (USD), per day, job, attempt and issue, is null or from 0 to 1e15.';
 
 --
 -- Name: check_tracked(text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -2159,7 +2528,8 @@ BEGIN
                 CONTINUE;
             END IF;
             spent := tireless.lane_spend(capped.name);
-            IF NOT tireless.budget_spent(spent.runs, spent.agent_time, capped.runs_per_day, capped.agent_time_per_day) THEN
+            IF NOT tireless.budget_spent(spent.runs, spent.agent_time, capped.runs_per_day, capped.agent_time_per_day)
+               AND tireless.lane_usage_spent(capped.name) IS NULL THEN
                 open_lanes := open_lanes || capped.name;
             END IF;
         END LOOP;
@@ -3729,6 +4099,8 @@ BEGIN
                        THEN coalesce(' as #' || delivered.pull_number, '') || format(' (branch `%s`)', delivered.branch)
                        ELSE '' END,
                   job.attempts, CASE WHEN job.attempts = 1 THEN '' ELSE 's' END)
+           -- What its agent spent, when it made model requests through a gateway (tireless.spend_text).
+           || coalesce('; ' || tireless.spend_text(job.id), '')
       INTO head
       FROM (SELECT) AS one
       LEFT JOIN tireless.delivery delivered ON delivered.job_id = job.id;
@@ -3761,7 +4133,7 @@ $$;
 -- Name: FUNCTION finished_job_comment(job tireless.job); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.finished_job_comment(job tireless.job) IS 'The comment a finished job leaves on its issue, up to its checklist of children and its marker line, which tireless.comment_write adds: the outcome and attempts on the first line (a delivery that pushed names its pull request once the mirror recorded it, and its branch: delivered as #12 (branch `tireless/7`) after 1 attempt), then the report its last attempt attached (tireless.attach_report) made safe and cut to fit (tireless.fit_report: the whole comment, checklist and marker included, within tireless.forge_body_limit(), a cut saying so) when there is one, else the last holder and the note (blanks folded, cut to 500 characters, made safe by safe_comment_text) in a fenced code block with a fence longer than any backtick run inside, so nothing of it renders or notifies.';
+COMMENT ON FUNCTION tireless.finished_job_comment(job tireless.job) IS 'The comment a finished job leaves on its issue, up to its checklist of children and its marker line, which tireless.comment_write adds: the outcome and attempts on the first line (a delivery that pushed names its pull request once the mirror recorded it, and its branch: delivered as #12 (branch `tireless/7`) after 1 attempt), what its agent spent when it made model requests (; 12 model requests, 84,210 tokens, $0.41: tireless.spend_text), then the report its last attempt attached (tireless.attach_report) made safe and cut to fit (tireless.fit_report: the whole comment, checklist and marker included, within tireless.forge_body_limit(), a cut saying so) when there is one, else the last holder and the note (blanks folded, cut to 500 characters, made safe by safe_comment_text) in a fenced code block with a fence longer than any backtick run inside, so nothing of it renders or notifies.';
 
 --
 -- Name: fit_report(text, integer); Type: FUNCTION; Schema: tireless; Owner: -
@@ -4519,6 +4891,20 @@ CREATE FUNCTION tireless.is_lease(lease interval) RETURNS boolean
 COMMENT ON FUNCTION tireless.is_lease(lease interval) IS 'True when 0 < lease <= 1 day (false for null).';
 
 --
+-- Name: is_model_name(text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.is_model_name(name text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN (name ~ '^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,198}\*?$'::text);
+
+--
+-- Name: FUNCTION is_model_name(name text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.is_model_name(name text) IS 'True for a model name a price may name: 1 to 200 letters, digits and . _ : / @ + -, starting with a letter or digit, with one * at its end for a prefix.';
+
+--
 -- Name: is_ref_name(text); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -4742,6 +5128,26 @@ END;
 --
 
 COMMENT ON FUNCTION tireless.issue_runs(job_id bigint) IS 'Every job the issue of job_id has had (a re-run, or a new request after one ended), in order: those the rollup folded into tireless.issue_run and those created since, and job_id itself; empty for an unknown job.';
+
+--
+-- Name: issue_spend(text, text, text, integer); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.issue_spend(forge text, owner text, repo text, number integer, OUT tokens bigint, OUT cost numeric) RETURNS record
+    LANGUAGE sql STABLE
+    BEGIN ATOMIC
+ SELECT (COALESCE(sum((((u.input_tokens + u.output_tokens) + u.cache_read_tokens) + u.cache_write_tokens)), (0)::numeric))::bigint AS "coalesce",
+     COALESCE(sum(tireless.usage_cost(u.model, u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens)), (0)::numeric) AS "coalesce"
+    FROM (tireless.job j
+      JOIN tireless.model_usage u ON ((u.job_id = j.id)))
+   WHERE ((j.forge = issue_spend.forge) AND (j.owner = issue_spend.owner) AND (j.repo = issue_spend.repo) AND (j.number = issue_spend.number));
+END;
+
+--
+-- Name: FUNCTION issue_spend(forge text, owner text, repo text, number integer, OUT tokens bigint, OUT cost numeric); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.issue_spend(forge text, owner text, repo text, number integer, OUT tokens bigint, OUT cost numeric) IS 'Tokens (every kind) and USD (priced models only) spent by every job of an issue the store keeps (retries, revisions, fixes of failed checks).';
 
 --
 -- Name: job_asks(bigint); Type: FUNCTION; Schema: tireless; Owner: -
@@ -5134,6 +5540,35 @@ $$;
 COMMENT ON FUNCTION tireless.job_kind_for(labels text[]) IS 'The kind of work a set of issue labels asks for: the opt-in label and a mode label are both needed; discover beats plan beats implement; null when the labels ask for none. Labels match exactly.';
 
 --
+-- Name: job_model_usage(bigint); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.job_model_usage(job_id bigint) RETURNS TABLE(attempt integer, model text, requests bigint, unread bigint, input_tokens bigint, output_tokens bigint, cache_read_tokens bigint, cache_write_tokens bigint, cost numeric)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    BEGIN ATOMIC
+ SELECT u.attempt,
+     u.model,
+     (sum(u.requests))::bigint AS sum,
+     (sum(u.unread))::bigint AS sum,
+     (sum(u.input_tokens))::bigint AS sum,
+     (sum(u.output_tokens))::bigint AS sum,
+     (sum(u.cache_read_tokens))::bigint AS sum,
+     (sum(u.cache_write_tokens))::bigint AS sum,
+     tireless.usage_cost(u.model, (sum(u.input_tokens))::bigint, (sum(u.output_tokens))::bigint, (sum(u.cache_read_tokens))::bigint, (sum(u.cache_write_tokens))::bigint) AS usage_cost
+    FROM tireless.model_usage u
+   WHERE (u.job_id = job_model_usage.job_id)
+   GROUP BY u.attempt, u.model
+   ORDER BY u.attempt, u.model;
+END;
+
+--
+-- Name: FUNCTION job_model_usage(job_id bigint); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.job_model_usage(job_id bigint) IS 'What each attempt of the job asked of each model: requests, the unread ones (tokens unknown), tokens of each kind, and the cost in USD at today''s prices (null: unpriced). What `tireless show`, `jobs` and the job page show.';
+
+--
 -- Name: network_use; Type: TABLE; Schema: tireless; Owner: -
 --
 
@@ -5357,6 +5792,87 @@ $$;
 --
 
 COMMENT ON FUNCTION tireless.job_tasks(job_id bigint) IS 'The tasks a plan or discover job handed back (tireless.attach_plan), in the file''s order: each with the issue the mirror opened for it (null until then) and why its last try failed.';
+
+--
+-- Name: model_exchange; Type: TABLE; Schema: tireless; Owner: -
+--
+
+CREATE TABLE tireless.model_exchange (
+    job_id bigint NOT NULL,
+    attempt integer NOT NULL,
+    seq integer NOT NULL,
+    at timestamp with time zone DEFAULT now() NOT NULL,
+    api text NOT NULL,
+    model text NOT NULL,
+    status integer NOT NULL,
+    request bytea,
+    answer bytea,
+    request_bytes bigint NOT NULL,
+    answer_bytes bigint NOT NULL,
+    CONSTRAINT model_exchange_api_known CHECK ((api = ANY (ARRAY['anthropic'::text, 'chat'::text, 'responses'::text]))),
+    CONSTRAINT model_exchange_kept_whole_or_cut CHECK (((request IS NULL) = (answer IS NULL))),
+    CONSTRAINT model_exchange_model_bounded CHECK (((length(model) >= 1) AND (length(model) <= 200))),
+    CONSTRAINT model_exchange_sizes_not_negative CHECK (((request_bytes >= 0) AND (answer_bytes >= 0)))
+);
+
+--
+-- Name: TABLE model_exchange; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON TABLE tireless.model_exchange IS 'The transcript of an attempt: each model request and its answer as the runner''s gateway passed them (masked; the request as the agent sent it, before the key was added), zlib-compressed; request and answer null for an exchange past the attempt''s 20 MiB (its sizes kept: what was cut). Written by tireless.record_exchange; read by tireless.job_transcript; prune removes it with its job.';
+
+--
+-- Name: CONSTRAINT model_exchange_api_known ON model_exchange; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT model_exchange_api_known ON tireless.model_exchange IS 'The APIs the gateway reads.';
+
+--
+-- Name: CONSTRAINT model_exchange_kept_whole_or_cut ON model_exchange; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT model_exchange_kept_whole_or_cut ON tireless.model_exchange IS 'An exchange is kept whole (request and answer) or cut (neither, its sizes kept).';
+
+--
+-- Name: CONSTRAINT model_exchange_model_bounded ON model_exchange; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT model_exchange_model_bounded ON tireless.model_exchange IS 'A model name is 1 to 200 characters.';
+
+--
+-- Name: CONSTRAINT model_exchange_sizes_not_negative ON model_exchange; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT model_exchange_sizes_not_negative ON tireless.model_exchange IS 'Sizes are never negative.';
+
+--
+-- Name: job_transcript(bigint); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.job_transcript(job_id bigint) RETURNS TABLE(attempt integer, seq integer, at timestamp with time zone, api text, model text, status integer, request bytea, answer bytea, request_bytes bigint, answer_bytes bigint)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    BEGIN ATOMIC
+ SELECT e.attempt,
+     e.seq,
+     e.at,
+     e.api,
+     e.model,
+     e.status,
+     e.request,
+     e.answer,
+     e.request_bytes,
+     e.answer_bytes
+    FROM tireless.model_exchange e
+   WHERE (e.job_id = job_transcript.job_id)
+   ORDER BY e.attempt, e.seq;
+END;
+
+--
+-- Name: FUNCTION job_transcript(job_id bigint); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.job_transcript(job_id bigint) IS 'The transcript of each attempt of the job, exchange by exchange (request and answer zlib-compressed, null when cut): what `tireless show JOB --transcript` and the job page render as a session.';
 
 --
 -- Name: job_waits(bigint); Type: FUNCTION; Schema: tireless; Owner: -
@@ -6065,6 +6581,91 @@ END;
 --
 
 COMMENT ON FUNCTION tireless.lane_spend(lane text, OUT runs bigint, OUT agent_time interval) IS 'How many runs and how much agent time the lane spent today (UTC).';
+
+--
+-- Name: spend_of(bigint, text, text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.spend_of(job_id bigint, lane text, forge text, owner text, repo text, OUT tokens bigint, OUT cost numeric) RETURNS record
+    LANGUAGE sql STABLE
+    BEGIN ATOMIC
+ SELECT (COALESCE(sum((((u.input_tokens + u.output_tokens) + u.cache_read_tokens) + u.cache_write_tokens)), (0)::numeric))::bigint AS "coalesce",
+     COALESCE(sum(tireless.usage_cost(u.model, u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens)), (0)::numeric) AS "coalesce"
+    FROM tireless.model_usage u
+   WHERE
+         CASE
+             WHEN (spend_of.job_id IS NOT NULL) THEN (u.job_id = spend_of.job_id)
+             WHEN (spend_of.lane IS NOT NULL) THEN ((u.spend_day = tireless.spend_day()) AND (u.lane = spend_of.lane))
+             ELSE ((u.spend_day = tireless.spend_day()) AND ((u.forge = spend_of.forge) AND (u.owner = spend_of.owner) AND (u.repo = spend_of.repo)))
+         END;
+END;
+
+--
+-- Name: FUNCTION spend_of(job_id bigint, lane text, forge text, owner text, repo text, OUT tokens bigint, OUT cost numeric); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.spend_of(job_id bigint, lane text, forge text, owner text, repo text, OUT tokens bigint, OUT cost numeric) IS 'Tokens (every kind) and USD (priced models only) spent by a job''s attempts (job_id), else by a lane today (lane), else by a repository today (UTC).';
+
+--
+-- Name: tokens_text(numeric); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.tokens_text(tokens numeric) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN to_char(tokens, 'FM999,999,999,999,999,990'::text);
+
+--
+-- Name: FUNCTION tokens_text(tokens numeric); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.tokens_text(tokens numeric) IS 'A count with thousands separated: 3,612.';
+
+--
+-- Name: usd_text(numeric); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.usd_text(usd numeric) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN ('$'::text || to_char(round(usd, 2), 'FM999,999,999,999,990.00'::text));
+
+--
+-- Name: FUNCTION usd_text(usd numeric); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.usd_text(usd numeric) IS 'An amount of USD to the cent: $1,204.31.';
+
+--
+-- Name: spent_budget(bigint, numeric, bigint, numeric, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.spent_budget(tokens bigint, cost numeric, tokens_budget bigint, cost_budget numeric, whose text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN CASE WHEN (tokens >= tokens_budget) THEN format('token budget spent: %s of %s tokens %s'::text, tireless.tokens_text((tokens)::numeric), tireless.tokens_text((tokens_budget)::numeric), whose) WHEN (cost >= cost_budget) THEN format('cost budget spent: %s of %s %s'::text, tireless.usd_text(cost), tireless.usd_text(cost_budget), whose) ELSE NULL::text END;
+
+--
+-- Name: FUNCTION spent_budget(tokens bigint, cost numeric, tokens_budget bigint, cost_budget numeric, whose text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.spent_budget(tokens bigint, cost numeric, tokens_budget bigint, cost_budget numeric, whose text) IS 'The note of a spent budget (token budget spent: 3,612 of 3,000 tokens for the job (lane cc)), or null when neither the budget of tokens nor that of cost is reached (a null budget is never spent).';
+
+--
+-- Name: lane_usage_spent(text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.lane_usage_spent(lane text) RETURNS text
+    LANGUAGE sql STABLE
+    BEGIN ATOMIC
+ SELECT tireless.spent_budget(s.tokens, s.cost, l.tokens_per_day, l.cost_per_day, format('today (lane %s)'::text, l.name)) AS spent_budget
+    FROM tireless.lane l,
+     LATERAL tireless.spend_of(NULL::bigint, l.name, NULL::text, NULL::text, NULL::text) s(tokens, cost)
+   WHERE ((l.name = lane_usage_spent.lane) AND (num_nonnulls(l.tokens_per_day, l.cost_per_day) > 0));
+END;
+
+--
+-- Name: FUNCTION lane_usage_spent(lane text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.lane_usage_spent(lane text) IS 'The note of the lane''s daily budget of tokens or cost when today''s usage (UTC) reached it; null otherwise.';
 
 --
 -- Name: list_jobs(text, text, text, text, text, text, interval, text[], text, integer, bigint, bigint, boolean, integer); Type: FUNCTION; Schema: tireless; Owner: -
@@ -6904,6 +7505,30 @@ END;
 COMMENT ON FUNCTION tireless.missed_rounds(grace interval) IS 'The parts of the fleet that missed their rounds by more than grace, one row each: the poller (tracked repositories of a registered forge past their next poll, backoff and rate limit), the sweeper (claims past their lease), the workers (ready jobs of a lane neither paused nor tripped, left unclaimed); since when the oldest was due, how many, and a sentence. No row: every part kept its rounds. The overview shows them.';
 
 --
+-- Name: model_prices(); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.model_prices() RETURNS SETOF tireless.model_price
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    BEGIN ATOMIC
+ SELECT p.model,
+     p.input,
+     p.output,
+     p.cache_read,
+     p.cache_write,
+     p.set_at
+    FROM tireless.model_price p
+   ORDER BY p.model;
+END;
+
+--
+-- Name: FUNCTION model_prices(); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.model_prices() IS 'Every price set (tireless.set_model_price), by model.';
+
+--
 -- Name: next_poll_due_at(); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -7340,7 +7965,8 @@ CREATE FUNCTION tireless.pull_request_text(job tireless.job, OUT title text, OUT
                                 CASE WHEN a.report_cut THEN E'\n\n(report cut at 60000 characters)' ELSE '' END AS cut
                            FROM tireless.job_attempt a
                           WHERE a.job_id = job.id AND a.attempt = job.attempts) AS report ON true
-     CROSS JOIN LATERAL (SELECT format('Delivered by tireless: job %s, attempt %s.', job.id, job.attempts)
+     CROSS JOIN LATERAL (SELECT format('Delivered by tireless: job %s, attempt %s%s.', job.id, job.attempts,
+                                       coalesce('; ' || tireless.spend_text(job.id), ''))
                                 || E'\n\n' || tireless.pull_marker(job.number) AS text) AS tail;
 $$;
 
@@ -7348,7 +7974,7 @@ $$;
 -- Name: FUNCTION pull_request_text(job tireless.job, OUT title text, OUT body text); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.pull_request_text(job tireless.job, OUT title text, OUT body text) IS 'The title and body of the pull request of a delivered job: "Fix #7: <the issue''s title>" (blanks folded, made safe by safe_comment_text, cut to 200 characters); "Closes #7", the report of the job''s last attempt made safe and cut so that the body fits in tireless.forge_body_limit() (tireless.fit_report, a cut saying so), which job and attempt made it, and the marker line (tireless.pull_marker).';
+COMMENT ON FUNCTION tireless.pull_request_text(job tireless.job, OUT title text, OUT body text) IS 'The title and body of the pull request of a delivered job: "Fix #7: <the issue''s title>" (blanks folded, made safe by safe_comment_text, cut to 200 characters); "Closes #7", the report of the job''s last attempt made safe and cut so that the body fits in tireless.forge_body_limit() (tireless.fit_report, a cut saying so), which job and attempt made it and what its agent spent (tireless.spend_text), and the marker line (tireless.pull_marker).';
 
 --
 -- Name: pull_write(tireless.forge_write); Type: FUNCTION; Schema: tireless; Owner: -
@@ -7684,6 +8310,55 @@ $_$;
 --
 
 COMMENT ON FUNCTION tireless.record_conversation(forge text, owner text, repo text, poller text, login text, asks jsonb, comments_cursor timestamp with time zone, comments_etag text, pulls jsonb, OUT asked integer, OUT refused integer, OUT created integer, OUT stopped integer, OUT skipped text[]) IS 'What a poller holding the repository''s poll lease read of its conversation, in one transaction: asks, a JSON array of {source: review|comment|checks, id, number (the pull request or issue it was made on), author, permission (admin|write|read|none), created_at, body, state (a review''s), comments [{path, line, body}], head and checks [{name, state: passed|failed|pending, summary, url}] (checks)}, each judged by judge_ask (login: tireless''s own account, whose words never ask; null when the forge would not say); then a job for each issue whose asks wait and that has no live job. Stores the comments cursor (never moved back) and ETag, and per pull request {pull, reviews_etag, read_to, checks_head}. A malformed ask is skipped and reported in skipped. Returns asked, refused, created, stopped. TL010 when asks or pulls is not an array, TL004 without the lease, TL008 for an untracked repository.';
+
+--
+-- Name: record_exchange(bigint, text, uuid, text, text, integer, bytea, bytea, bigint, bigint); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.record_exchange(job_id bigint, worker text, token uuid, api text, model text, status integer, request bytea, answer bytea, request_bytes bigint, answer_bytes bigint) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    job tireless.job;
+    kept bigint;
+    whole boolean;
+BEGIN
+    IF record_exchange.api IS NULL OR record_exchange.api NOT IN ('anthropic', 'chat', 'responses')
+       OR record_exchange.model IS NULL OR length(record_exchange.model) NOT BETWEEN 1 AND 200
+       OR record_exchange.status IS NULL OR record_exchange.status NOT BETWEEN 100 AND 999
+       OR record_exchange.request_bytes IS NULL OR record_exchange.request_bytes < 0
+       OR record_exchange.answer_bytes IS NULL OR record_exchange.answer_bytes < 0
+       OR (record_exchange.request IS NULL) <> (record_exchange.answer IS NULL) THEN
+        RAISE EXCEPTION 'an exchange is {api (anthropic, chat or responses), model, status, request and answer (both or '
+                        'neither), their sizes}, got api %, model %, status %, sizes % and %',
+            coalesce(quote_literal(left(record_exchange.api, 50)), 'null'),
+            coalesce(quote_literal(left(record_exchange.model, 220)), 'null'),
+            coalesce(record_exchange.status::text, 'null'), coalesce(record_exchange.request_bytes::text, 'null'),
+            coalesce(record_exchange.answer_bytes::text, 'null')
+            USING ERRCODE = 'TL005';
+    END IF;
+    job := tireless.held_job(record_exchange.job_id, record_exchange.worker, record_exchange.token);
+    SELECT coalesce(sum(e.request_bytes + e.answer_bytes) FILTER (WHERE e.request IS NOT NULL), 0) INTO kept
+      FROM tireless.model_exchange e WHERE e.job_id = job.id AND e.attempt = job.attempts;
+    whole := record_exchange.request IS NOT NULL
+             AND kept + record_exchange.request_bytes + record_exchange.answer_bytes <= tireless.transcript_limit();
+    INSERT INTO tireless.model_exchange (job_id, attempt, seq, api, model, status, request, answer, request_bytes,
+                                         answer_bytes)
+    SELECT job.id, job.attempts,
+           coalesce((SELECT max(e.seq) FROM tireless.model_exchange e WHERE e.job_id = job.id AND e.attempt = job.attempts), 0) + 1,
+           record_exchange.api, record_exchange.model, record_exchange.status,
+           CASE WHEN whole THEN record_exchange.request END, CASE WHEN whole THEN record_exchange.answer END,
+           record_exchange.request_bytes, record_exchange.answer_bytes;
+    RETURN whole;
+END;
+$$;
+
+--
+-- Name: FUNCTION record_exchange(job_id bigint, worker text, token uuid, api text, model text, status integer, request bytea, answer bytea, request_bytes bigint, answer_bytes bigint); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.record_exchange(job_id bigint, worker text, token uuid, api text, model text, status integer, request bytea, answer bytea, request_bytes bigint, answer_bytes bigint) IS 'The holder''s gateway adds an exchange to its attempt''s transcript: the API, the model, the answer''s status, the request and the answer (masked, compressed; null for one the gateway did not keep) and their sizes before compression. Kept whole while the attempt''s kept exchanges stay within tireless.transcript_limit(), else its sizes only (cut). Returns whether it was kept whole. TL005 for a malformed exchange; TL001 for an unknown job, TL004 when worker (or token, or the login) does not hold it.';
 
 --
 -- Name: record_exit(bigint, text, integer, uuid); Type: FUNCTION; Schema: tireless; Owner: -
@@ -8461,6 +9136,60 @@ $$;
 COMMENT ON FUNCTION tireless.record_repo_archived(forge text, owner text, repo text, poller text) IS 'The forge refused a mirror write because the repository is archived (Gitea: 423): for a day the mirror''s due functions list nothing for it (reads go on), then one write is tried again; a write that succeeds clears it. Returns when a write is tried again. TL004 without the poll lease, TL008 for an untracked repository.';
 
 --
+-- Name: record_usage(bigint, text, uuid, jsonb); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.record_usage(job_id bigint, worker text, token uuid, usage jsonb) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+DECLARE
+    job tireless.job;
+    item jsonb;
+    ordinal bigint;
+    counts CONSTANT text[] := ARRAY['requests', 'unread', 'input', 'output', 'cache_read', 'cache_write'];
+BEGIN
+    IF jsonb_typeof(record_usage.usage) IS DISTINCT FROM 'array' OR jsonb_array_length(record_usage.usage) > 1000 THEN
+        RAISE EXCEPTION 'usage must be a JSON array of at most 1000 rows, got %',
+            coalesce(left(record_usage.usage::text, 200), 'null') USING ERRCODE = 'TL005';
+    END IF;
+    FOR item, ordinal IN SELECT e, o FROM jsonb_array_elements(record_usage.usage) WITH ORDINALITY AS x(e, o) LOOP
+        IF NOT coalesce(jsonb_typeof(item) = 'object'
+                AND jsonb_typeof(item -> 'model') = 'string' AND length(item ->> 'model') BETWEEN 1 AND 200
+                AND (SELECT bool_and((item ->> c) ~ '^[0-9]{1,15}$') FROM unnest(counts) AS c)
+                AND (item ->> 'unread')::bigint <= (item ->> 'requests')::bigint, false) THEN
+            RAISE EXCEPTION 'usage[%] is not {model, requests, unread, input, output, cache_read, cache_write}: %',
+                ordinal - 1, left(item::text, 300)
+                USING ERRCODE = 'TL005',
+                      HINT = 'model a name of 1 to 200 characters; counts whole numbers, not negative; unread at most requests.';
+        END IF;
+    END LOOP;
+    job := tireless.held_job(record_usage.job_id, record_usage.worker, record_usage.token);
+    INSERT INTO tireless.model_usage AS u (job_id, attempt, model, spend_day, lane, forge, owner, repo, requests,
+                                           unread, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens)
+    SELECT job.id, job.attempts, r.model, tireless.spend_day(), job.lane, job.forge, job.owner, job.repo,
+           sum(r.requests), sum(r.unread), sum(r.input), sum(r.output), sum(r.cache_read), sum(r.cache_write)
+      FROM jsonb_to_recordset(record_usage.usage)
+           AS r(model text, requests bigint, unread bigint, input bigint, output bigint, cache_read bigint,
+                cache_write bigint)
+     GROUP BY r.model
+    ON CONFLICT ON CONSTRAINT model_usage_per_attempt_model_and_day DO UPDATE
+       SET requests = u.requests + excluded.requests, unread = u.unread + excluded.unread,
+           input_tokens = u.input_tokens + excluded.input_tokens,
+           output_tokens = u.output_tokens + excluded.output_tokens,
+           cache_read_tokens = u.cache_read_tokens + excluded.cache_read_tokens,
+           cache_write_tokens = u.cache_write_tokens + excluded.cache_write_tokens;
+    RETURN tireless.allowance_of(job);
+END;
+$_$;
+
+--
+-- Name: FUNCTION record_usage(job_id bigint, worker text, token uuid, usage jsonb); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.record_usage(job_id bigint, worker text, token uuid, usage jsonb) IS 'The holder''s gateway adds what its attempt''s agent used since its last record: a JSON array of {model, requests, unread (answers whose usage it could not read), input, output, cache_read, cache_write} (tokens), added to the attempt''s row of each model for today (UTC). Returns the allowance (tireless.allowance_of). TL005 naming a malformed row; TL001 for an unknown job, TL004 when worker (or token, or the login) does not hold it.';
+
+--
 -- Name: refresh_lane(text, text, text, integer, text[]); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -8738,7 +9467,8 @@ BEGIN
         RETURN false;
     END IF;
     spent := tireless.repo_spend(limits.forge, limits.owner, limits.repo);
-    RETURN NOT tireless.budget_spent(spent.runs, spent.agent_time, limits.runs_per_day, limits.agent_time_per_day);
+    RETURN NOT tireless.budget_spent(spent.runs, spent.agent_time, limits.runs_per_day, limits.agent_time_per_day)
+       AND tireless.repo_usage_spent(limits.forge, limits.owner, limits.repo) IS NULL;
 END;
 $$;
 
@@ -8766,6 +9496,25 @@ END;
 --
 
 COMMENT ON FUNCTION tireless.repo_spend(forge text, owner text, repo text, OUT runs bigint, OUT agent_time interval) IS 'How many runs and how much agent time the repository spent today (UTC), all lanes.';
+
+--
+-- Name: repo_usage_spent(text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.repo_usage_spent(forge text, owner text, repo text) RETURNS text
+    LANGUAGE sql STABLE
+    BEGIN ATOMIC
+ SELECT tireless.spent_budget(s.tokens, s.cost, l.tokens_per_day, l.cost_per_day, format('today (repository %s/%s/%s)'::text, l.forge, l.owner, l.repo)) AS spent_budget
+    FROM tireless.repo_limit l,
+     LATERAL tireless.spend_of(NULL::bigint, NULL::text, l.forge, l.owner, l.repo) s(tokens, cost)
+   WHERE (((l.forge = repo_usage_spent.forge) AND (l.owner = repo_usage_spent.owner) AND (l.repo = repo_usage_spent.repo)) AND (num_nonnulls(l.tokens_per_day, l.cost_per_day) > 0));
+END;
+
+--
+-- Name: FUNCTION repo_usage_spent(forge text, owner text, repo text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.repo_usage_spent(forge text, owner text, repo text) IS 'The note of the repository''s daily budget of tokens or cost when today''s usage (UTC, all lanes) reached it; null otherwise.';
 
 --
 -- Name: repo_writable(text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -9327,10 +10076,10 @@ $$;
 COMMENT ON FUNCTION tireless.set_lane_agent(lane text, agent text) IS '(admin) The agent CLI profile the lane''s jobs run (one of tireless.agent_profiles); null: none, the worker''s own --agent or COMMAND. Returns it. TL012 naming an unknown profile, TL005 for a bad lane name; nothing changes.';
 
 --
--- Name: set_lane_budget(text, integer, interval); Type: FUNCTION; Schema: tireless; Owner: -
+-- Name: set_lane_budget(text, integer, interval, bigint, numeric, bigint, numeric, bigint, numeric, bigint, numeric); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
-CREATE FUNCTION tireless.set_lane_budget(lane text, runs_per_day integer, agent_time_per_day interval) RETURNS tireless.lane
+CREATE FUNCTION tireless.set_lane_budget(lane text, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint DEFAULT NULL::bigint, cost_per_day numeric DEFAULT NULL::numeric, tokens_per_job bigint DEFAULT NULL::bigint, cost_per_job numeric DEFAULT NULL::numeric, tokens_per_attempt bigint DEFAULT NULL::bigint, cost_per_attempt numeric DEFAULT NULL::numeric, tokens_per_issue bigint DEFAULT NULL::bigint, cost_per_issue numeric DEFAULT NULL::numeric) RETURNS tireless.lane
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -9341,6 +10090,10 @@ DECLARE
     runs_start boolean;
 BEGIN
     PERFORM tireless.check_budget(set_lane_budget.runs_per_day, set_lane_budget.agent_time_per_day);
+    PERFORM tireless.check_spend_budget(set_lane_budget.tokens_per_day, set_lane_budget.cost_per_day,
+                                        set_lane_budget.tokens_per_job, set_lane_budget.cost_per_job,
+                                        set_lane_budget.tokens_per_attempt, set_lane_budget.cost_per_attempt,
+                                        set_lane_budget.tokens_per_issue, set_lane_budget.cost_per_issue);
     SELECT * INTO before FROM tireless.lane l WHERE l.name = set_lane_budget.lane;
     -- Whenever a budget of agent time is on either side, not only when it differs from the value read
     -- here: a concurrent setter may change it before this one writes.
@@ -9351,7 +10104,11 @@ BEGIN
     END IF;
     PERFORM tireless.ensure_lane(set_lane_budget.lane);
     UPDATE tireless.lane l
-       SET runs_per_day = set_lane_budget.runs_per_day, agent_time_per_day = set_lane_budget.agent_time_per_day
+       SET runs_per_day = set_lane_budget.runs_per_day, agent_time_per_day = set_lane_budget.agent_time_per_day,
+           tokens_per_day = set_lane_budget.tokens_per_day, cost_per_day = set_lane_budget.cost_per_day,
+           tokens_per_job = set_lane_budget.tokens_per_job, cost_per_job = set_lane_budget.cost_per_job,
+           tokens_per_attempt = set_lane_budget.tokens_per_attempt, cost_per_attempt = set_lane_budget.cost_per_attempt,
+           tokens_per_issue = set_lane_budget.tokens_per_issue, cost_per_issue = set_lane_budget.cost_per_issue
      WHERE l.name = set_lane_budget.lane RETURNING l.* INTO result;
     IF agent_time_changes THEN
         PERFORM tireless.arm_agent_time_count();
@@ -9365,10 +10122,10 @@ END;
 $$;
 
 --
--- Name: FUNCTION set_lane_budget(lane text, runs_per_day integer, agent_time_per_day interval); Type: COMMENT; Schema: tireless; Owner: -
+-- Name: FUNCTION set_lane_budget(lane text, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric, tokens_per_attempt bigint, cost_per_attempt numeric, tokens_per_issue bigint, cost_per_issue numeric); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.set_lane_budget(lane text, runs_per_day integer, agent_time_per_day interval) IS '(admin) The lane''s daily budget (the UTC calendar day): at most runs_per_day claims, and no claim once its attempts ended today held their claims agent_time_per_day in all (null: no budget of that kind); each counts from the moment it is set. When spent, its jobs stay pending until midnight UTC. Returns the lane.';
+COMMENT ON FUNCTION tireless.set_lane_budget(lane text, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric, tokens_per_attempt bigint, cost_per_attempt numeric, tokens_per_issue bigint, cost_per_issue numeric) IS '(admin) The lane''s budgets. Daily (the UTC calendar day): at most runs_per_day claims, no claim once its attempts ended today held their claims agent_time_per_day in all, or its agents used tokens_per_day tokens or cost_per_day USD today; each counts from the moment it is set, and when spent its jobs stay pending until midnight UTC. Per job (its attempts), per issue (all its jobs) and per attempt: once it used tokens_per_job tokens or cost_per_job USD (or the per issue, per attempt ones), the gateway refuses its agent''s next model request and the job fails (the attempt only, for a budget per attempt). Null: no budget of that kind. Returns the lane.';
 
 --
 -- Name: set_lane_capacity(text, integer); Type: FUNCTION; Schema: tireless; Owner: -
@@ -9588,6 +10345,50 @@ $$;
 COMMENT ON FUNCTION tireless.set_mirror_comments(enabled boolean) IS '(admin) Turns the mirror''s comment on finished jobs on or off (the state labels stay); returns the setting.';
 
 --
+-- Name: set_model_price(text, numeric, numeric, numeric, numeric); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.set_model_price(model text, input numeric, output numeric, cache_read numeric DEFAULT NULL::numeric, cache_write numeric DEFAULT NULL::numeric) RETURNS tireless.model_price
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    result tireless.model_price;
+    what text;
+    price numeric;
+BEGIN
+    IF NOT coalesce(tireless.is_model_name(set_model_price.model), false) THEN
+        RAISE EXCEPTION 'model must be a model name or a prefix*, got %',
+            coalesce(quote_literal(left(set_model_price.model, 220)), 'null')
+            USING ERRCODE = 'TL015',
+                  HINT = '1 to 200 letters, digits and . _ : / @ + -, with one * at the end for every model it starts.';
+    END IF;
+    FOR what, price IN VALUES ('input', set_model_price.input), ('output', set_model_price.output),
+                              ('cache_read', set_model_price.cache_read), ('cache_write', set_model_price.cache_write) LOOP
+        IF (price IS NULL AND what IN ('input', 'output')) OR price < 0 OR price > 1000000 THEN
+            RAISE EXCEPTION 'the % price of % must be USD per million tokens from 0 to 1000000, got %',
+                what, set_model_price.model, coalesce(price::text, 'null')
+                USING ERRCODE = 'TL015';
+        END IF;
+    END LOOP;
+    INSERT INTO tireless.model_price AS p (model, input, output, cache_read, cache_write)
+    VALUES (set_model_price.model, set_model_price.input, set_model_price.output, set_model_price.cache_read,
+            set_model_price.cache_write)
+    ON CONFLICT ON CONSTRAINT one_price_per_model DO UPDATE
+       SET input = excluded.input, output = excluded.output, cache_read = excluded.cache_read,
+           cache_write = excluded.cache_write, set_at = now()
+    RETURNING p.* INTO result;
+    RETURN result;
+END;
+$$;
+
+--
+-- Name: FUNCTION set_model_price(model text, input numeric, output numeric, cache_read numeric, cache_write numeric); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.set_model_price(model text, input numeric, output numeric, cache_read numeric, cache_write numeric) IS '(admin) The price of a model in USD per million tokens of input, output, cache read and cache write (a cache price left null is the input price); model is a name or a prefix* that prices every model it starts (a name''s own price wins, then the longest prefix). Costs are computed from it whenever they are read. Returns the price. TL015 naming a bad model or price.';
+
+--
 -- Name: policy; Type: TABLE; Schema: tireless; Owner: -
 --
 
@@ -9701,10 +10502,10 @@ $_$;
 COMMENT ON FUNCTION tireless.set_policy(label_prefix text, backoff_base interval, backoff_cap interval, breaker_threshold integer, breaker_cooldown interval) IS 'Changes the store-wide settings named (a null argument leaves its setting as it is) and returns them. TL005 for a bad value, and for a label_prefix that makes a label longer than a registered forge takes (tireless.check_label_prefix: 50 characters on GitHub).';
 
 --
--- Name: set_repo_budget(text, text, text, integer, interval); Type: FUNCTION; Schema: tireless; Owner: -
+-- Name: set_repo_budget(text, text, text, integer, interval, bigint, numeric, bigint, numeric, bigint, numeric, bigint, numeric); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
-CREATE FUNCTION tireless.set_repo_budget(forge text, owner text, repo text, runs_per_day integer, agent_time_per_day interval) RETURNS tireless.repo_limit
+CREATE FUNCTION tireless.set_repo_budget(forge text, owner text, repo text, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint DEFAULT NULL::bigint, cost_per_day numeric DEFAULT NULL::numeric, tokens_per_job bigint DEFAULT NULL::bigint, cost_per_job numeric DEFAULT NULL::numeric, tokens_per_attempt bigint DEFAULT NULL::bigint, cost_per_attempt numeric DEFAULT NULL::numeric, tokens_per_issue bigint DEFAULT NULL::bigint, cost_per_issue numeric DEFAULT NULL::numeric) RETURNS tireless.repo_limit
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -9712,18 +10513,26 @@ DECLARE
     current tireless.repo_limit;
 BEGIN
     PERFORM tireless.check_budget(set_repo_budget.runs_per_day, set_repo_budget.agent_time_per_day);
+    PERFORM tireless.check_spend_budget(set_repo_budget.tokens_per_day, set_repo_budget.cost_per_day,
+                                        set_repo_budget.tokens_per_job, set_repo_budget.cost_per_job,
+                                        set_repo_budget.tokens_per_attempt, set_repo_budget.cost_per_attempt,
+                                        set_repo_budget.tokens_per_issue, set_repo_budget.cost_per_issue);
     SELECT * INTO current FROM tireless.repo_limit l
      WHERE (l.forge, l.owner, l.repo) = (set_repo_budget.forge, set_repo_budget.owner, set_repo_budget.repo);
     RETURN tireless.set_repo_limit(set_repo_budget.forge, set_repo_budget.owner, set_repo_budget.repo,
-                                   current.capacity, set_repo_budget.runs_per_day, set_repo_budget.agent_time_per_day);
+                                   current.capacity, set_repo_budget.runs_per_day, set_repo_budget.agent_time_per_day,
+                                   set_repo_budget.tokens_per_day, set_repo_budget.cost_per_day,
+                                   set_repo_budget.tokens_per_job, set_repo_budget.cost_per_job,
+                                   set_repo_budget.tokens_per_attempt, set_repo_budget.cost_per_attempt,
+                                   set_repo_budget.tokens_per_issue, set_repo_budget.cost_per_issue);
 END;
 $$;
 
 --
--- Name: FUNCTION set_repo_budget(forge text, owner text, repo text, runs_per_day integer, agent_time_per_day interval); Type: COMMENT; Schema: tireless; Owner: -
+-- Name: FUNCTION set_repo_budget(forge text, owner text, repo text, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric, tokens_per_attempt bigint, cost_per_attempt numeric, tokens_per_issue bigint, cost_per_issue numeric); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.set_repo_budget(forge text, owner text, repo text, runs_per_day integer, agent_time_per_day interval) IS '(admin) The tracked repository''s daily budget, all lanes together (the UTC calendar day): at most runs_per_day claims, and no claim once its attempts ended today held their claims agent_time_per_day in all (null: no budget of that kind). Returns its limits. TL005 for a bad budget, TL008 when it is not tracked.';
+COMMENT ON FUNCTION tireless.set_repo_budget(forge text, owner text, repo text, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric, tokens_per_attempt bigint, cost_per_attempt numeric, tokens_per_issue bigint, cost_per_issue numeric) IS '(admin) The tracked repository''s budgets, all lanes together. Daily (the UTC calendar day): at most runs_per_day claims, and no claim once its attempts ended today held their claims agent_time_per_day in all, or its agents used tokens_per_day tokens or cost_per_day USD today. Per job, per issue and per attempt: once it used tokens_per_job tokens or cost_per_job USD (or the per issue, per attempt ones), the gateway refuses its next model request and the job fails (the attempt only, for a budget per attempt). Null: no budget of that kind. Returns its limits. TL005 for a bad budget, TL008 when it is not tracked.';
 
 --
 -- Name: set_repo_capacity(text, text, text, integer); Type: FUNCTION; Schema: tireless; Owner: -
@@ -9743,7 +10552,10 @@ BEGIN
     SELECT * INTO current FROM tireless.repo_limit l
      WHERE (l.forge, l.owner, l.repo) = (set_repo_capacity.forge, set_repo_capacity.owner, set_repo_capacity.repo);
     RETURN tireless.set_repo_limit(set_repo_capacity.forge, set_repo_capacity.owner, set_repo_capacity.repo,
-                                   set_repo_capacity.capacity, current.runs_per_day, current.agent_time_per_day);
+                                   set_repo_capacity.capacity, current.runs_per_day, current.agent_time_per_day,
+                                   current.tokens_per_day, current.cost_per_day, current.tokens_per_job,
+                                   current.cost_per_job, current.tokens_per_attempt, current.cost_per_attempt,
+                                   current.tokens_per_issue, current.cost_per_issue);
 END;
 $$;
 
@@ -9809,10 +10621,10 @@ $$;
 COMMENT ON FUNCTION tireless.set_repo_delivery(forge text, owner text, repo text, protected text[], allowed text[], allow_ci boolean, max_files integer, max_bytes bigint) IS '(admin) The tracked repository''s delivery policy, which the runner checks an agent''s change against (job_brief): the globs of paths it may not touch (protected), those it may touch all the same (allowed), whether it may change the forge''s CI definitions (allow_ci), at most max_files files and max_bytes bytes (0: the runner''s default). A null argument leaves its setting as it is; a list replaces the list. Returns the policy. TL005 for a bad glob or limit, TL008 when the repository is not tracked.';
 
 --
--- Name: set_repo_limit(text, text, text, integer, integer, interval); Type: FUNCTION; Schema: tireless; Owner: -
+-- Name: set_repo_limit(text, text, text, integer, integer, interval, bigint, numeric, bigint, numeric, bigint, numeric, bigint, numeric); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
-CREATE FUNCTION tireless.set_repo_limit(forge text, owner text, repo text, capacity integer, runs_per_day integer, agent_time_per_day interval) RETURNS tireless.repo_limit
+CREATE FUNCTION tireless.set_repo_limit(forge text, owner text, repo text, capacity integer, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric, tokens_per_attempt bigint, cost_per_attempt numeric, tokens_per_issue bigint, cost_per_issue numeric) RETURNS tireless.repo_limit
     LANGUAGE plpgsql
     AS $$
 DECLARE
@@ -9830,17 +10642,29 @@ BEGIN
         PERFORM tireless.lock_jobs_for_a_budget();
     END IF;
     result := ROW(set_repo_limit.forge, set_repo_limit.owner, set_repo_limit.repo, set_repo_limit.capacity,
-                  set_repo_limit.runs_per_day, set_repo_limit.agent_time_per_day);
-    IF num_nonnulls(result.capacity, result.runs_per_day, result.agent_time_per_day) = 0 THEN
+                  set_repo_limit.runs_per_day, set_repo_limit.agent_time_per_day, set_repo_limit.tokens_per_day,
+                  set_repo_limit.cost_per_day, set_repo_limit.tokens_per_job, set_repo_limit.cost_per_job,
+                  set_repo_limit.tokens_per_attempt, set_repo_limit.cost_per_attempt, set_repo_limit.tokens_per_issue,
+                  set_repo_limit.cost_per_issue);
+    IF num_nonnulls(result.capacity, result.runs_per_day, result.agent_time_per_day, result.tokens_per_day,
+                    result.cost_per_day, result.tokens_per_job, result.cost_per_job, result.tokens_per_attempt,
+                    result.cost_per_attempt, result.tokens_per_issue, result.cost_per_issue) = 0 THEN
         DELETE FROM tireless.repo_limit l WHERE (l.forge, l.owner, l.repo) = (result.forge, result.owner, result.repo);
     ELSE
         INSERT INTO tireless.repo_limit AS l VALUES (result.*)
         ON CONFLICT ON CONSTRAINT one_limit_row_per_repo DO UPDATE
            SET capacity = excluded.capacity, runs_per_day = excluded.runs_per_day,
-               agent_time_per_day = excluded.agent_time_per_day;
+               agent_time_per_day = excluded.agent_time_per_day, tokens_per_day = excluded.tokens_per_day,
+               cost_per_day = excluded.cost_per_day, tokens_per_job = excluded.tokens_per_job,
+               cost_per_job = excluded.cost_per_job, tokens_per_attempt = excluded.tokens_per_attempt,
+               cost_per_attempt = excluded.cost_per_attempt, tokens_per_issue = excluded.tokens_per_issue,
+               cost_per_issue = excluded.cost_per_issue;
     END IF;
     UPDATE tireless.lane_repo r
-       SET limited = num_nonnulls(result.capacity, result.runs_per_day, result.agent_time_per_day) > 0
+       SET limited = num_nonnulls(result.capacity, result.runs_per_day, result.agent_time_per_day,
+                                  result.tokens_per_day, result.cost_per_day, result.tokens_per_job,
+                                  result.cost_per_job, result.tokens_per_attempt, result.cost_per_attempt,
+                                  result.tokens_per_issue, result.cost_per_issue) > 0
      WHERE (r.forge, r.owner, r.repo) = (result.forge, result.owner, result.repo);
     IF agent_time_changes THEN
         PERFORM tireless.arm_agent_time_count();
@@ -9853,10 +10677,10 @@ END;
 $$;
 
 --
--- Name: FUNCTION set_repo_limit(forge text, owner text, repo text, capacity integer, runs_per_day integer, agent_time_per_day interval); Type: COMMENT; Schema: tireless; Owner: -
+-- Name: FUNCTION set_repo_limit(forge text, owner text, repo text, capacity integer, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric, tokens_per_attempt bigint, cost_per_attempt numeric, tokens_per_issue bigint, cost_per_issue numeric); Type: COMMENT; Schema: tireless; Owner: -
 --
 
-COMMENT ON FUNCTION tireless.set_repo_limit(forge text, owner text, repo text, capacity integer, runs_per_day integer, agent_time_per_day interval) IS 'Writes a tracked repository''s capacity and budgets (no row when all are null), tells its turns whether they are limited, switches the count of agent time when a budget of agent time is written, and starts counting runs when a budget of runs starts. TL008 when it is not tracked.';
+COMMENT ON FUNCTION tireless.set_repo_limit(forge text, owner text, repo text, capacity integer, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric, tokens_per_attempt bigint, cost_per_attempt numeric, tokens_per_issue bigint, cost_per_issue numeric) IS 'Writes a tracked repository''s capacity and budgets (no row when all are null), tells its turns whether they are limited, switches the count of agent time when a budget of agent time is written, and starts counting runs when a budget of runs starts. TL008 when it is not tracked.';
 
 --
 -- Name: repo_revisions; Type: TABLE; Schema: tireless; Owner: -
@@ -10103,6 +10927,41 @@ $_$;
 --
 
 COMMENT ON FUNCTION tireless.size_bytes(size text) IS 'The bytes a size names (a number of bytes, or a number with K, M, G or T, each 1024 times the last, an optional i and B: 512M, 512MiB, 1.5G), or null when it is not a size.';
+
+--
+-- Name: spend_text(bigint); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.spend_text(job_id bigint) RETURNS text
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    BEGIN ATOMIC
+ SELECT format('%s model request%s, %s tokens, %s%s'::text, tireless.tokens_text(sum(u.requests)),
+         CASE
+             WHEN (sum(u.requests) = (1)::numeric) THEN ''::text
+             ELSE 's'::text
+         END, tireless.tokens_text(sum((((u.input_tokens + u.output_tokens) + u.cache_read_tokens) + u.cache_write_tokens))),
+         CASE
+             WHEN bool_and((u.cost IS NULL)) THEN 'unpriced'::text
+             ELSE (tireless.usd_text(sum(u.cost)) ||
+             CASE
+                 WHEN bool_or((u.cost IS NULL)) THEN ' + unpriced'::text
+                 ELSE ''::text
+             END)
+         END,
+         CASE
+             WHEN (sum(u.unread) > (0)::numeric) THEN format(' (%s with tokens unknown)'::text, tireless.tokens_text(sum(u.unread)))
+             ELSE ''::text
+         END) AS format
+    FROM tireless.job_model_usage(spend_text.job_id) u(attempt, model, requests, unread, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost)
+  HAVING (count(*) > 0);
+END;
+
+--
+-- Name: FUNCTION spend_text(job_id bigint); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.spend_text(job_id bigint) IS 'What the job''s agent spent, in one line: 12 model requests, 84,210 tokens, $0.41 (unpriced, or + unpriced, for models without a price; the answers whose tokens are unknown said); null when it made no model request through a gateway.';
 
 --
 -- Name: start_counting_runs(text, text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
@@ -10370,6 +11229,20 @@ $$;
 COMMENT ON FUNCTION tireless.tracked_repos() IS 'The repositories the poller should read, in order.';
 
 --
+-- Name: transcript_limit(); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.transcript_limit() RETURNS bigint
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN ((20 * 1024) * 1024);
+
+--
+-- Name: FUNCTION transcript_limit(); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.transcript_limit() IS 'The bytes of exchanges (requests and answers, before compression) an attempt''s transcript keeps: 20 MiB.';
+
+--
 -- Name: transition(bigint, text, text, text, uuid); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -10627,6 +11500,32 @@ $$;
 COMMENT ON FUNCTION tireless.untrack_repo(forge text, owner text, repo text) IS 'Stops tracking a repository; false if it was not tracked. Its jobs stay as they are.';
 
 --
+-- Name: usage_allowance(bigint, text, uuid); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.usage_allowance(job_id bigint, worker text, token uuid) RETURNS jsonb
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    job tireless.job;
+BEGIN
+    SELECT * INTO job FROM tireless.job j WHERE j.id = usage_allowance.job_id;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'no job with id %', coalesce(usage_allowance.job_id::text, 'null') USING ERRCODE = 'TL001';
+    END IF;
+    PERFORM tireless.check_holder(job, usage_allowance.worker, usage_allowance.token);
+    RETURN tireless.allowance_of(job);
+END;
+$$;
+
+--
+-- Name: FUNCTION usage_allowance(job_id bigint, worker text, token uuid); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.usage_allowance(job_id bigint, worker text, token uuid) IS 'What the holder''s gateway asks before it forwards a model request: {budgeted, spent (null, job or day), note} (tireless.allowance_of). TL001 for an unknown job, TL004 when worker (or token, or the login) does not hold it.';
+
+--
 -- Name: waiting_note(text, text[], text); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -10871,6 +11770,65 @@ CREATE VIEW tireless.active_claims AS
 --
 
 COMMENT ON VIEW tireless.active_claims IS 'Claimed jobs with the time left on their lease (negative: past its lease, waiting for the sweeper), and the login that claimed each.';
+
+--
+-- Name: agent_usage; Type: VIEW; Schema: tireless; Owner: -
+--
+
+CREATE VIEW tireless.agent_usage AS
+ SELECT t.lane,
+    t.forge,
+    t.owner,
+    t.repo,
+    t.model,
+    t.requests,
+    t.unread,
+    t.input_tokens,
+    t.output_tokens,
+    t.cache_read_tokens,
+    t.cache_write_tokens,
+    t.input_price,
+    t.output_price,
+    t.cache_read_price,
+    t.cache_write_price,
+    (((t.input_tokens)::numeric * t.input_price) / (1000000)::numeric) AS input_cost,
+    (((t.output_tokens)::numeric * t.output_price) / (1000000)::numeric) AS output_cost,
+    (((t.cache_read_tokens)::numeric * COALESCE(t.cache_read_price, t.input_price)) / (1000000)::numeric) AS cache_read_cost,
+    (((t.cache_write_tokens)::numeric * COALESCE(t.cache_write_price, t.input_price)) / (1000000)::numeric) AS cache_write_cost,
+    ((((((t.input_tokens)::numeric * t.input_price) + ((t.output_tokens)::numeric * t.output_price)) + ((t.cache_read_tokens)::numeric * COALESCE(t.cache_read_price, t.input_price))) + ((t.cache_write_tokens)::numeric * COALESCE(t.cache_write_price, t.input_price))) / (1000000)::numeric) AS cost
+   FROM ( SELECT u.lane,
+            u.forge,
+            u.owner,
+            u.repo,
+            u.model,
+            (sum(u.requests))::bigint AS requests,
+            (sum(u.unread))::bigint AS unread,
+            (sum(u.input_tokens))::bigint AS input_tokens,
+            (sum(u.output_tokens))::bigint AS output_tokens,
+            (sum(u.cache_read_tokens))::bigint AS cache_read_tokens,
+            (sum(u.cache_write_tokens))::bigint AS cache_write_tokens,
+            p.input AS input_price,
+            p.output AS output_price,
+            p.cache_read AS cache_read_price,
+            p.cache_write AS cache_write_price
+           FROM (tireless.model_usage u
+             LEFT JOIN LATERAL ( SELECT q.model,
+                    q.input,
+                    q.output,
+                    q.cache_read,
+                    q.cache_write,
+                    q.set_at
+                   FROM tireless.model_price q
+                  WHERE ((q.model = u.model) OR (("right"(q.model, 1) = '*'::text) AND starts_with(u.model, "left"(q.model, '-1'::integer))))
+                  ORDER BY (q.model = u.model) DESC, (length(q.model)) DESC
+                 LIMIT 1) p ON (true))
+          GROUP BY u.lane, u.forge, u.owner, u.repo, u.model, p.input, p.output, p.cache_read, p.cache_write) t;
+
+--
+-- Name: VIEW agent_usage; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON VIEW tireless.agent_usage IS 'Per lane, repository and model, over the jobs the store keeps: model requests, the unread ones, tokens of each kind, the prices that apply and the cost in USD of each kind and in all (null: unpriced). /metrics exports them as counters.';
 
 --
 -- Name: ask_id_seq; Type: SEQUENCE; Schema: tireless; Owner: -
@@ -11853,6 +12811,40 @@ CREATE TABLE tireless.tracked_repo (
 COMMENT ON TABLE tireless.tracked_repo IS 'Repositories the poller reads. Private: use track_repo, untrack_repo and tracked_repos.';
 
 --
+-- Name: usage_by_day; Type: VIEW; Schema: tireless; Owner: -
+--
+
+CREATE VIEW tireless.usage_by_day AS
+ SELECT u.spend_day,
+    u.lane,
+    u.forge,
+    u.owner,
+    u.repo,
+    (sum(u.requests))::bigint AS requests,
+    (sum(u.unread))::bigint AS unread,
+    (sum((((u.input_tokens + u.output_tokens) + u.cache_read_tokens) + u.cache_write_tokens)))::bigint AS tokens,
+    sum(((((((u.input_tokens)::numeric * p.input) + ((u.output_tokens)::numeric * p.output)) + ((u.cache_read_tokens)::numeric * COALESCE(p.cache_read, p.input))) + ((u.cache_write_tokens)::numeric * COALESCE(p.cache_write, p.input))) / (1000000)::numeric)) AS cost,
+    bool_or((p.input IS NULL)) AS unpriced
+   FROM (tireless.model_usage u
+     LEFT JOIN LATERAL ( SELECT q.model,
+            q.input,
+            q.output,
+            q.cache_read,
+            q.cache_write,
+            q.set_at
+           FROM tireless.model_price q
+          WHERE ((q.model = u.model) OR (("right"(q.model, 1) = '*'::text) AND starts_with(u.model, "left"(q.model, '-1'::integer))))
+          ORDER BY (q.model = u.model) DESC, (length(q.model)) DESC
+         LIMIT 1) p ON (true))
+  GROUP BY u.spend_day, u.lane, u.forge, u.owner, u.repo;
+
+--
+-- Name: VIEW usage_by_day; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON VIEW tireless.usage_by_day IS 'Per UTC day, lane and repository, over the jobs the store keeps: model requests (unread: tokens unknown), tokens of every kind, the cost in USD of its priced models, and whether some model was unpriced. The overview''s spend today and its chart over the last days.';
+
+--
 -- Name: webhook_delivery; Type: TABLE; Schema: tireless; Owner: -
 --
 
@@ -12338,6 +13330,32 @@ ALTER TABLE ONLY tireless.mirror_repo
     ADD CONSTRAINT mirror_repo_pkey PRIMARY KEY (forge, owner, repo);
 
 --
+-- Name: model_exchange model_exchange_per_attempt; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.model_exchange
+    ADD CONSTRAINT model_exchange_per_attempt PRIMARY KEY (job_id, attempt, seq);
+
+--
+-- Name: CONSTRAINT model_exchange_per_attempt ON model_exchange; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT model_exchange_per_attempt ON tireless.model_exchange IS 'Exchanges of an attempt in the order they ended.';
+
+--
+-- Name: model_usage model_usage_per_attempt_model_and_day; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.model_usage
+    ADD CONSTRAINT model_usage_per_attempt_model_and_day PRIMARY KEY (job_id, attempt, model, spend_day);
+
+--
+-- Name: CONSTRAINT model_usage_per_attempt_model_and_day ON model_usage; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT model_usage_per_attempt_model_and_day ON tireless.model_usage IS 'One row per attempt, model and UTC day; record_usage adds to it.';
+
+--
 -- Name: ask one_ask_per_forge_item; Type: CONSTRAINT; Schema: tireless; Owner: -
 --
 
@@ -12395,6 +13413,19 @@ ALTER TABLE ONLY tireless.repo_limit
 --
 
 COMMENT ON CONSTRAINT one_limit_row_per_repo ON tireless.repo_limit IS 'A repository has one set of limits.';
+
+--
+-- Name: model_price one_price_per_model; Type: CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.model_price
+    ADD CONSTRAINT one_price_per_model PRIMARY KEY (model);
+
+--
+-- Name: CONSTRAINT one_price_per_model ON model_price; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT one_price_per_model ON tireless.model_price IS 'A model name or prefix has one price.';
 
 --
 -- Name: pull_read one_read_per_pull; Type: CONSTRAINT; Schema: tireless; Owner: -
@@ -12667,6 +13698,12 @@ CREATE INDEX mirror_writes_due ON tireless.mirror_issue USING btree (forge, owne
 --
 
 COMMENT ON INDEX tireless.mirror_writes_due IS 'The writes still to apply, per repository, by when they are due.';
+
+--
+-- Name: model_usage_by_day; Type: INDEX; Schema: tireless; Owner: -
+--
+
+CREATE INDEX model_usage_by_day ON tireless.model_usage USING btree (spend_day, lane);
 
 --
 -- Name: network_use_per_attempt; Type: INDEX; Schema: tireless; Owner: -
@@ -13225,6 +14262,32 @@ ALTER TABLE ONLY tireless.mirror_repo
 COMMENT ON CONSTRAINT mirror_of_a_tracked_repo ON tireless.mirror_repo IS 'Mirror state belongs to a tracked repository and goes with it.';
 
 --
+-- Name: model_exchange model_exchange_of_a_job; Type: FK CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.model_exchange
+    ADD CONSTRAINT model_exchange_of_a_job FOREIGN KEY (job_id) REFERENCES tireless.job(id) ON DELETE CASCADE;
+
+--
+-- Name: CONSTRAINT model_exchange_of_a_job ON model_exchange; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT model_exchange_of_a_job ON tireless.model_exchange IS 'A transcript belongs to a job and goes with it (prune).';
+
+--
+-- Name: model_usage model_usage_of_a_job; Type: FK CONSTRAINT; Schema: tireless; Owner: -
+--
+
+ALTER TABLE ONLY tireless.model_usage
+    ADD CONSTRAINT model_usage_of_a_job FOREIGN KEY (job_id) REFERENCES tireless.job(id) ON DELETE CASCADE;
+
+--
+-- Name: CONSTRAINT model_usage_of_a_job ON model_usage; Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON CONSTRAINT model_usage_of_a_job ON tireless.model_usage IS 'Usage belongs to a job and goes with it (prune).';
+
+--
 -- Name: network_use network_use_of_a_job; Type: FK CONSTRAINT; Schema: tireless; Owner: -
 --
 
@@ -13361,6 +14424,18 @@ GRANT SELECT ON TABLE tireless.lane TO tireless_admin;
 REVOKE ALL ON FUNCTION tireless.agent_time_budgeted() FROM PUBLIC;
 
 --
+-- Name: TABLE job; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.job TO tireless_admin;
+
+--
+-- Name: FUNCTION allowance_of(job tireless.job); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.allowance_of(job tireless.job) FROM PUBLIC;
+
+--
 -- Name: FUNCTION announce_poll(forge text); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -13429,10 +14504,22 @@ REVOKE ALL ON FUNCTION tireless.attach_report(job_id bigint, worker text, report
 GRANT ALL ON FUNCTION tireless.attach_report(job_id bigint, worker text, report text, token uuid) TO tireless_runner;
 
 --
--- Name: TABLE job; Type: ACL; Schema: tireless; Owner: -
+-- Name: FUNCTION price_of(model text); Type: ACL; Schema: tireless; Owner: -
 --
 
-GRANT SELECT ON TABLE tireless.job TO tireless_admin;
+REVOKE ALL ON FUNCTION tireless.price_of(model text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION usage_cost(model text, input bigint, output bigint, cache_read bigint, cache_write bigint); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.usage_cost(model text, input bigint, output bigint, cache_read bigint, cache_write bigint) FROM PUBLIC;
+
+--
+-- Name: FUNCTION attempt_spend(job_id bigint, attempt integer, OUT tokens bigint, OUT cost numeric); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.attempt_spend(job_id bigint, attempt integer, OUT tokens bigint, OUT cost numeric) FROM PUBLIC;
 
 --
 -- Name: FUNCTION attempts_spent(job tireless.job); Type: ACL; Schema: tireless; Owner: -
@@ -13536,6 +14623,12 @@ REVOKE ALL ON FUNCTION tireless.check_repo(forge text, owner text, repo text) FR
 --
 
 REVOKE ALL ON FUNCTION tireless.check_run_limit(name text, span interval) FROM PUBLIC;
+
+--
+-- Name: FUNCTION check_spend_budget(tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric, tokens_per_attempt bigint, cost_per_attempt numeric, tokens_per_issue bigint, cost_per_issue numeric); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.check_spend_budget(tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric, tokens_per_attempt bigint, cost_per_attempt numeric, tokens_per_issue bigint, cost_per_issue numeric) FROM PUBLIC;
 
 --
 -- Name: FUNCTION check_tracked(forge text, owner text, repo text); Type: ACL; Schema: tireless; Owner: -
@@ -13990,6 +15083,12 @@ REVOKE ALL ON FUNCTION tireless.is_forge_timestamp(value text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION tireless.is_lease(lease interval) FROM PUBLIC;
 
 --
+-- Name: FUNCTION is_model_name(name text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.is_model_name(name text) FROM PUBLIC;
+
+--
 -- Name: FUNCTION is_ref_name(name text); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -14042,6 +15141,12 @@ REVOKE ALL ON FUNCTION tireless.issue_runs(job_id bigint) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.issue_runs(job_id bigint) TO tireless_runner;
 GRANT ALL ON FUNCTION tireless.issue_runs(job_id bigint) TO tireless_poller;
 GRANT ALL ON FUNCTION tireless.issue_runs(job_id bigint) TO tireless_admin;
+
+--
+-- Name: FUNCTION issue_spend(forge text, owner text, repo text, number integer, OUT tokens bigint, OUT cost numeric); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.issue_spend(forge text, owner text, repo text, number integer, OUT tokens bigint, OUT cost numeric) FROM PUBLIC;
 
 --
 -- Name: FUNCTION job_asks(job_id bigint); Type: ACL; Schema: tireless; Owner: -
@@ -14104,6 +15209,15 @@ GRANT ALL ON FUNCTION tireless.job_kind_for(labels text[]) TO tireless_runner;
 GRANT ALL ON FUNCTION tireless.job_kind_for(labels text[]) TO tireless_poller;
 
 --
+-- Name: FUNCTION job_model_usage(job_id bigint); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.job_model_usage(job_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.job_model_usage(job_id bigint) TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.job_model_usage(job_id bigint) TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.job_model_usage(job_id bigint) TO tireless_admin;
+
+--
 -- Name: FUNCTION job_network(job_id bigint); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -14126,6 +15240,13 @@ REVOKE ALL ON FUNCTION tireless.job_tasks(job_id bigint) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.job_tasks(job_id bigint) TO tireless_runner;
 GRANT ALL ON FUNCTION tireless.job_tasks(job_id bigint) TO tireless_poller;
 GRANT ALL ON FUNCTION tireless.job_tasks(job_id bigint) TO tireless_admin;
+
+--
+-- Name: FUNCTION job_transcript(job_id bigint); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.job_transcript(job_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.job_transcript(job_id bigint) TO tireless_admin;
 
 --
 -- Name: FUNCTION job_waits(job_id bigint); Type: ACL; Schema: tireless; Owner: -
@@ -14265,6 +15386,36 @@ REVOKE ALL ON FUNCTION tireless.spend_day() FROM PUBLIC;
 REVOKE ALL ON FUNCTION tireless.lane_spend(lane text, OUT runs bigint, OUT agent_time interval) FROM PUBLIC;
 
 --
+-- Name: FUNCTION spend_of(job_id bigint, lane text, forge text, owner text, repo text, OUT tokens bigint, OUT cost numeric); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.spend_of(job_id bigint, lane text, forge text, owner text, repo text, OUT tokens bigint, OUT cost numeric) FROM PUBLIC;
+
+--
+-- Name: FUNCTION tokens_text(tokens numeric); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.tokens_text(tokens numeric) FROM PUBLIC;
+
+--
+-- Name: FUNCTION usd_text(usd numeric); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.usd_text(usd numeric) FROM PUBLIC;
+
+--
+-- Name: FUNCTION spent_budget(tokens bigint, cost numeric, tokens_budget bigint, cost_budget numeric, whose text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.spent_budget(tokens bigint, cost numeric, tokens_budget bigint, cost_budget numeric, whose text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION lane_usage_spent(lane text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.lane_usage_spent(lane text) FROM PUBLIC;
+
+--
 -- Name: FUNCTION list_jobs(state text, lane text, kind text, forge text, owner text, repo text, since interval, words text[], worker text, number integer, after bigint, before bigint, newest boolean, at_most integer); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -14365,6 +15516,15 @@ REVOKE ALL ON FUNCTION tireless.missed_rounds(grace interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.missed_rounds(grace interval) TO tireless_runner;
 GRANT ALL ON FUNCTION tireless.missed_rounds(grace interval) TO tireless_poller;
 GRANT ALL ON FUNCTION tireless.missed_rounds(grace interval) TO tireless_admin;
+
+--
+-- Name: FUNCTION model_prices(); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.model_prices() FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.model_prices() TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.model_prices() TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.model_prices() TO tireless_admin;
 
 --
 -- Name: FUNCTION next_poll_due_at(); Type: ACL; Schema: tireless; Owner: -
@@ -14503,6 +15663,13 @@ REVOKE ALL ON FUNCTION tireless.record_conversation(forge text, owner text, repo
 GRANT ALL ON FUNCTION tireless.record_conversation(forge text, owner text, repo text, poller text, login text, asks jsonb, comments_cursor timestamp with time zone, comments_etag text, pulls jsonb, OUT asked integer, OUT refused integer, OUT created integer, OUT stopped integer, OUT skipped text[]) TO tireless_poller;
 
 --
+-- Name: FUNCTION record_exchange(job_id bigint, worker text, token uuid, api text, model text, status integer, request bytea, answer bytea, request_bytes bigint, answer_bytes bigint); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.record_exchange(job_id bigint, worker text, token uuid, api text, model text, status integer, request bytea, answer bytea, request_bytes bigint, answer_bytes bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.record_exchange(job_id bigint, worker text, token uuid, api text, model text, status integer, request bytea, answer bytea, request_bytes bigint, answer_bytes bigint) TO tireless_runner;
+
+--
 -- Name: FUNCTION record_exit(job_id bigint, worker text, exit_status integer, token uuid); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -14615,6 +15782,13 @@ REVOKE ALL ON FUNCTION tireless.record_repo_archived(forge text, owner text, rep
 GRANT ALL ON FUNCTION tireless.record_repo_archived(forge text, owner text, repo text, poller text) TO tireless_poller;
 
 --
+-- Name: FUNCTION record_usage(job_id bigint, worker text, token uuid, usage jsonb); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.record_usage(job_id bigint, worker text, token uuid, usage jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.record_usage(job_id bigint, worker text, token uuid, usage jsonb) TO tireless_runner;
+
+--
 -- Name: FUNCTION refresh_lane(forge text, owner text, repo text, number integer, labels text[]); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -14693,6 +15867,12 @@ REVOKE ALL ON FUNCTION tireless.repo_has_room(forge text, owner text, repo text)
 --
 
 REVOKE ALL ON FUNCTION tireless.repo_spend(forge text, owner text, repo text, OUT runs bigint, OUT agent_time interval) FROM PUBLIC;
+
+--
+-- Name: FUNCTION repo_usage_spent(forge text, owner text, repo text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.repo_usage_spent(forge text, owner text, repo text) FROM PUBLIC;
 
 --
 -- Name: FUNCTION repo_writable(forge text, owner text, repo text); Type: ACL; Schema: tireless; Owner: -
@@ -14803,11 +15983,11 @@ REVOKE ALL ON FUNCTION tireless.set_lane_agent(lane text, agent text) FROM PUBLI
 GRANT ALL ON FUNCTION tireless.set_lane_agent(lane text, agent text) TO tireless_admin;
 
 --
--- Name: FUNCTION set_lane_budget(lane text, runs_per_day integer, agent_time_per_day interval); Type: ACL; Schema: tireless; Owner: -
+-- Name: FUNCTION set_lane_budget(lane text, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric, tokens_per_attempt bigint, cost_per_attempt numeric, tokens_per_issue bigint, cost_per_issue numeric); Type: ACL; Schema: tireless; Owner: -
 --
 
-REVOKE ALL ON FUNCTION tireless.set_lane_budget(lane text, runs_per_day integer, agent_time_per_day interval) FROM PUBLIC;
-GRANT ALL ON FUNCTION tireless.set_lane_budget(lane text, runs_per_day integer, agent_time_per_day interval) TO tireless_admin;
+REVOKE ALL ON FUNCTION tireless.set_lane_budget(lane text, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric, tokens_per_attempt bigint, cost_per_attempt numeric, tokens_per_issue bigint, cost_per_issue numeric) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.set_lane_budget(lane text, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric, tokens_per_attempt bigint, cost_per_attempt numeric, tokens_per_issue bigint, cost_per_issue numeric) TO tireless_admin;
 
 --
 -- Name: FUNCTION set_lane_capacity(lane text, capacity integer); Type: ACL; Schema: tireless; Owner: -
@@ -14852,6 +16032,13 @@ REVOKE ALL ON FUNCTION tireless.set_mirror_comments(enabled boolean) FROM PUBLIC
 GRANT ALL ON FUNCTION tireless.set_mirror_comments(enabled boolean) TO tireless_admin;
 
 --
+-- Name: FUNCTION set_model_price(model text, input numeric, output numeric, cache_read numeric, cache_write numeric); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.set_model_price(model text, input numeric, output numeric, cache_read numeric, cache_write numeric) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.set_model_price(model text, input numeric, output numeric, cache_read numeric, cache_write numeric) TO tireless_admin;
+
+--
 -- Name: TABLE policy; Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -14865,11 +16052,11 @@ REVOKE ALL ON FUNCTION tireless.set_policy(label_prefix text, backoff_base inter
 GRANT ALL ON FUNCTION tireless.set_policy(label_prefix text, backoff_base interval, backoff_cap interval, breaker_threshold integer, breaker_cooldown interval) TO tireless_admin;
 
 --
--- Name: FUNCTION set_repo_budget(forge text, owner text, repo text, runs_per_day integer, agent_time_per_day interval); Type: ACL; Schema: tireless; Owner: -
+-- Name: FUNCTION set_repo_budget(forge text, owner text, repo text, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric, tokens_per_attempt bigint, cost_per_attempt numeric, tokens_per_issue bigint, cost_per_issue numeric); Type: ACL; Schema: tireless; Owner: -
 --
 
-REVOKE ALL ON FUNCTION tireless.set_repo_budget(forge text, owner text, repo text, runs_per_day integer, agent_time_per_day interval) FROM PUBLIC;
-GRANT ALL ON FUNCTION tireless.set_repo_budget(forge text, owner text, repo text, runs_per_day integer, agent_time_per_day interval) TO tireless_admin;
+REVOKE ALL ON FUNCTION tireless.set_repo_budget(forge text, owner text, repo text, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric, tokens_per_attempt bigint, cost_per_attempt numeric, tokens_per_issue bigint, cost_per_issue numeric) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.set_repo_budget(forge text, owner text, repo text, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric, tokens_per_attempt bigint, cost_per_attempt numeric, tokens_per_issue bigint, cost_per_issue numeric) TO tireless_admin;
 
 --
 -- Name: FUNCTION set_repo_capacity(forge text, owner text, repo text, capacity integer); Type: ACL; Schema: tireless; Owner: -
@@ -14886,10 +16073,10 @@ REVOKE ALL ON FUNCTION tireless.set_repo_delivery(forge text, owner text, repo t
 GRANT ALL ON FUNCTION tireless.set_repo_delivery(forge text, owner text, repo text, protected text[], allowed text[], allow_ci boolean, max_files integer, max_bytes bigint) TO tireless_admin;
 
 --
--- Name: FUNCTION set_repo_limit(forge text, owner text, repo text, capacity integer, runs_per_day integer, agent_time_per_day interval); Type: ACL; Schema: tireless; Owner: -
+-- Name: FUNCTION set_repo_limit(forge text, owner text, repo text, capacity integer, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric, tokens_per_attempt bigint, cost_per_attempt numeric, tokens_per_issue bigint, cost_per_issue numeric); Type: ACL; Schema: tireless; Owner: -
 --
 
-REVOKE ALL ON FUNCTION tireless.set_repo_limit(forge text, owner text, repo text, capacity integer, runs_per_day integer, agent_time_per_day interval) FROM PUBLIC;
+REVOKE ALL ON FUNCTION tireless.set_repo_limit(forge text, owner text, repo text, capacity integer, runs_per_day integer, agent_time_per_day interval, tokens_per_day bigint, cost_per_day numeric, tokens_per_job bigint, cost_per_job numeric, tokens_per_attempt bigint, cost_per_attempt numeric, tokens_per_issue bigint, cost_per_issue numeric) FROM PUBLIC;
 
 --
 -- Name: FUNCTION set_repo_revisions(forge text, owner text, repo text, revise_on_failed_checks boolean, max_revisions integer); Type: ACL; Schema: tireless; Owner: -
@@ -14915,6 +16102,15 @@ REVOKE ALL ON FUNCTION tireless.short_duration(span interval) FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION tireless.size_bytes(size text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION spend_text(job_id bigint); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.spend_text(job_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.spend_text(job_id bigint) TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.spend_text(job_id bigint) TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.spend_text(job_id bigint) TO tireless_admin;
 
 --
 -- Name: FUNCTION start_counting_runs(lane text, forge text, owner text, repo text); Type: ACL; Schema: tireless; Owner: -
@@ -14976,6 +16172,15 @@ REVOKE ALL ON FUNCTION tireless.tracked_repos() FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.tracked_repos() TO tireless_poller;
 
 --
+-- Name: FUNCTION transcript_limit(); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.transcript_limit() FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.transcript_limit() TO tireless_runner;
+GRANT ALL ON FUNCTION tireless.transcript_limit() TO tireless_poller;
+GRANT ALL ON FUNCTION tireless.transcript_limit() TO tireless_admin;
+
+--
 -- Name: FUNCTION transition(job_id bigint, to_state text, worker text, note text, token uuid); Type: ACL; Schema: tireless; Owner: -
 --
 
@@ -15009,6 +16214,13 @@ GRANT ALL ON FUNCTION tireless.unknown_labels(labels text[]) TO tireless_admin;
 
 REVOKE ALL ON FUNCTION tireless.untrack_repo(forge text, owner text, repo text) FROM PUBLIC;
 GRANT ALL ON FUNCTION tireless.untrack_repo(forge text, owner text, repo text) TO tireless_admin;
+
+--
+-- Name: FUNCTION usage_allowance(job_id bigint, worker text, token uuid); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.usage_allowance(job_id bigint, worker text, token uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION tireless.usage_allowance(job_id bigint, worker text, token uuid) TO tireless_runner;
 
 --
 -- Name: FUNCTION waiting_note(forge text, waiting_on text[], cycle text); Type: ACL; Schema: tireless; Owner: -
@@ -15075,6 +16287,14 @@ GRANT ALL ON FUNCTION tireless.worker_stopped(worker text, how text) TO tireless
 GRANT SELECT ON TABLE tireless.active_claims TO tireless_runner;
 GRANT SELECT ON TABLE tireless.active_claims TO tireless_poller;
 GRANT SELECT ON TABLE tireless.active_claims TO tireless_admin;
+
+--
+-- Name: TABLE agent_usage; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.agent_usage TO tireless_runner;
+GRANT SELECT ON TABLE tireless.agent_usage TO tireless_poller;
+GRANT SELECT ON TABLE tireless.agent_usage TO tireless_admin;
 
 --
 -- Name: TABLE checkpoints; Type: ACL; Schema: tireless; Owner: -
@@ -15237,6 +16457,14 @@ GRANT SELECT ON TABLE tireless.sql_file TO tireless_admin;
 --
 
 GRANT SELECT ON TABLE tireless.tracked_repo TO tireless_admin;
+
+--
+-- Name: TABLE usage_by_day; Type: ACL; Schema: tireless; Owner: -
+--
+
+GRANT SELECT ON TABLE tireless.usage_by_day TO tireless_runner;
+GRANT SELECT ON TABLE tireless.usage_by_day TO tireless_poller;
+GRANT SELECT ON TABLE tireless.usage_by_day TO tireless_admin;
 
 --
 -- Name: TABLE worker_state; Type: ACL; Schema: tireless; Owner: -

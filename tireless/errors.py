@@ -1,7 +1,8 @@
 """Every SQLSTATE the store raises, and the one exception class each maps to.
 
 The codes are listed once in the SQL (db/migrations/0003_policy.sql; TL009 in 0027_delivery.sql, TL010 in
-0031_conversation.sql, TL011 in 0033_plans.sql, TL012 in db/agents.sql) and
+0031_conversation.sql, TL011 in 0033_plans.sql, TL012 in db/agents.sql, TL015 in
+0044_ledger.sql) and
 mirrored in `SQLSTATE_TO_ERROR` below; the adapter translates by `sqlstate`, never by message text.
 """
 
@@ -112,6 +113,13 @@ class UnknownAgent(TirelessError):
     sqlstate = "TL012"
 
 
+class MalformedPrice(TirelessError):
+    """TL015: a model price names no model (a name or a prefix*), or a price is missing, negative
+    or above a million USD per million tokens; the message names the model and the price."""
+
+    sqlstate = "TL015"
+
+
 class InvariantViolated(TirelessError):
     """23514: a row broke a named check constraint; `constraint` names it. Also every other
     integrity violation (class 23: a unique index other than one_live_job_per_issue, a foreign
@@ -145,6 +153,7 @@ ERROR_CLASSES: tuple[type[TirelessError], ...] = (
     MalformedConversation,
     MalformedPlan,
     UnknownAgent,
+    MalformedPrice,
     InvariantViolated,
     DuplicateLiveJob,
     PermissionDenied,

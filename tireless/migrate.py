@@ -95,6 +95,7 @@ SQL_FILES = (
     "network.sql",
     "limits.sql",
     "agents.sql",
+    "ledger.sql",
     "brief.sql",
     "transition.sql",
     "delivery.sql",

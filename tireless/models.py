@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from decimal import Decimal
 from enum import StrEnum
 from typing import Any
 from uuid import UUID, uuid5
@@ -207,6 +208,20 @@ class Lane:
     """At most this many claims per UTC day; None: no budget."""
     agent_time_per_day: timedelta | None = None
     """No claim once the attempts ended today held their claims this long; None: no budget."""
+    tokens_per_day: int | None = None
+    """No claim once its agents used this many tokens today (UTC); None: no budget."""
+    cost_per_day: Decimal | None = None
+    """No claim once its agents spent this many USD today (UTC); None: no budget."""
+    tokens_per_job: int | None = None
+    """A job fails once its attempts used this many tokens; None: no budget."""
+    cost_per_job: Decimal | None = None
+    """A job fails once its attempts spent this many USD; None: no budget."""
+    tokens_per_attempt: int | None = None
+    cost_per_attempt: Decimal | None = None
+    """An attempt fails once it used this many tokens or USD; None: no budget."""
+    tokens_per_issue: int | None = None
+    cost_per_issue: Decimal | None = None
+    """A job fails once the jobs of its issue used this many tokens or USD; None: no budget."""
 
 
 def size_text(size: int) -> str:
@@ -271,6 +286,30 @@ class RepoLimit:
     """At most this many claims per UTC day; None: no budget."""
     agent_time_per_day: timedelta | None
     """No claim once the attempts ended today held their claims this long; None: no budget."""
+    tokens_per_day: int | None = None
+    cost_per_day: Decimal | None = None
+    tokens_per_job: int | None = None
+    cost_per_job: Decimal | None = None
+    tokens_per_attempt: int | None = None
+    cost_per_attempt: Decimal | None = None
+    tokens_per_issue: int | None = None
+    cost_per_issue: Decimal | None = None
+    """The budgets of tokens and cost, as Lane's; None: no budget."""
+
+
+@dataclass(frozen=True, slots=True)
+class SpendBudget:
+    """The budgets of tokens and USD a lane or a repository sets beside those of runs and agent
+    time (`tireless.set_lane_budget`, `tireless.set_repo_budget`); None: no budget of that kind."""
+
+    tokens_per_day: int | None = None
+    cost_per_day: Decimal | None = None
+    tokens_per_job: int | None = None
+    cost_per_job: Decimal | None = None
+    tokens_per_attempt: int | None = None
+    cost_per_attempt: Decimal | None = None
+    tokens_per_issue: int | None = None
+    cost_per_issue: Decimal | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -784,3 +823,42 @@ class JobNetwork:
     bytes_out: int
     reason: str | None
     """Why it was refused; None when allowed."""
+
+
+@dataclass(frozen=True, slots=True)
+class ModelUsage:
+    """What an attempt's agent asked of one model through the runner's gateway
+    (`tireless.job_model_usage`): requests, the unread ones (whose tokens are unknown), tokens of each
+    kind, and the cost in USD at today's prices (None: the model is unpriced)."""
+
+    attempt: int
+    model: str
+    requests: int
+    unread: int
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+    cost: Decimal | None
+
+    @property
+    def tokens(self) -> int:
+        return (
+            self.input_tokens
+            + self.output_tokens
+            + self.cache_read_tokens
+            + self.cache_write_tokens
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ModelPrice:
+    """A model's price in USD per million tokens (`tireless.set_model_price`); a cache price of
+    None is the input price. `model` is a name or a prefix*."""
+
+    model: str
+    input: Decimal
+    output: Decimal
+    cache_read: Decimal | None
+    cache_write: Decimal | None
+    set_at: datetime

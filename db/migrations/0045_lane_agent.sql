@@ -1,5 +1,5 @@
 -- Real agents, first-class (issue 46): the agent CLI a lane's jobs run (tireless work's profiles: claude-code, codex, opencode, gemini, aider, or command).
--- depends: 0041_attempt_exit
+-- depends: 0044_ledger
 
 -- Null: the lane names none, the worker's own --agent (or its COMMAND) runs its jobs.
 -- The names are checked by tireless.set_lane_agent (db/agents.sql), the only writer.

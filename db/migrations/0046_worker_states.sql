@@ -1,5 +1,5 @@
 -- An operator's second day (issue 50): a label under the prefix that names nothing is told once per issue and label (tireless.label_report, a write of the outbox of kind unknown_label); each worker's own record of its start, beats and stop (tireless.worker_state), so the workers page tells live, idle, stopped and lost apart.
--- depends: 0041_attempt_exit
+-- depends: 0045_lane_agent
 
 -- One row per issue and label found under the label prefix naming no mode, agent or state
 -- (tireless.unknown_labels): queued by the work rule when it judges the issue, posted by the

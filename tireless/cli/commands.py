@@ -19,6 +19,7 @@ import psycopg
 from psycopg.rows import dict_row, tuple_row
 
 from tireless.cli.agents import COMMAND, agent_bins, lanes_program, log_agent, work_program
+from tireless.cli.ledger import show_transcript, spend_budget, usage_table
 from tireless.cli.render import (
     as_json,
     as_plain,
@@ -145,8 +146,9 @@ def cmd_repo(args: argparse.Namespace) -> int:
             limits = store.set_repo_capacity(args.forge, args.owner, args.repo, args.capacity)
         else:
             limits = store.set_repo_budget(
-                args.forge, args.owner, args.repo, args.runs_per_day, args.agent_time_per_day
-            )
+                args.forge, args.owner, args.repo, args.runs_per_day, args.agent_time_per_day,
+                spend_budget(args),
+            )  # fmt: skip
     emit(args, limits, render_repo_limit(limits))
     return OK
 
@@ -296,13 +298,22 @@ def cmd_jobs(args: argparse.Namespace) -> int:
         delivered = [job.id for job in jobs if job.state is JobState.DELIVERED]
         found = fetch(conn, reads.JOB_DELIVERIES, {"job_ids": delivered}, dict_row)
         measured = fetch(conn, reads.JOBS_USAGE, {"job_ids": [job.id for job in jobs]}, dict_row)
+        spent = fetch(conn, reads.JOBS_SPEND, {"job_ids": [job.id for job in jobs]}, dict_row)
     deliveries = {row.pop("job_id"): row for row in found}
     usage = {row.pop("job_id"): row for row in measured}
+    spend = {row["job_id"]: row["spend"] for row in spent if row["spend"] is not None}
+    model_usage = {row["job_id"]: row["usage"] for row in spent}
     listed = [
-        dataclasses.asdict(job) | {"delivery": deliveries.get(job.id), "usage": usage.get(job.id)}
+        dataclasses.asdict(job)
+        | {
+            "delivery": deliveries.get(job.id),
+            "usage": usage.get(job.id),
+            "spend": spend.get(job.id),
+            "model_usage": model_usage.get(job.id),
+        }
         for job in jobs
     ]
-    emit(args, listed, job_table(jobs) if jobs else "no jobs")
+    emit(args, listed, job_table(jobs, spend) if jobs else "no jobs")
     return OK
 
 
@@ -317,6 +328,8 @@ def admin_read() -> Iterator[None]:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    if args.transcript:
+        return show_transcript(args)
     with connect(args) as conn, admin_read():
         job = reads.read(conn, reads.job(args.job))
         if job is None:
@@ -330,6 +343,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         asks = fetch(conn, forge_calls.JOB_ASKS, {"job_id": args.job}, dict_row)
         network = fetch(conn, calls.JOB_NETWORK, {"job_id": args.job}, dict_row)
         usage = fetch(conn, reads.JOB_USAGE, {"job_id": args.job}, dict_row)
+        model_usage = JobStore(conn).job_model_usage(args.job)
+        spend = fetch(conn, reads.JOB_SPEND, {"job_id": args.job}, dict_row)[0]["spend"]
     if delivery is not None:
         delivery.pop("job_id")
     shown = {
@@ -340,9 +355,13 @@ def cmd_show(args: argparse.Namespace) -> int:
         "asks": asks,
         "network": network,
         "usage": usage,
+        "model_usage": model_usage,
+        "spend": spend,
         "history": history,
     }
-    emit(args, shown, render_job(job, history, attempt, delivery, checkpoint, asks, network, usage))
+    text = render_job(job, history, attempt, delivery, checkpoint, asks, network, usage)
+    spent = f"\n\nmodel usage:\n{usage_table(model_usage, spend)}" if model_usage else ""
+    emit(args, shown, text + spent)
     return OK
 
 
@@ -682,7 +701,9 @@ def cmd_lane(args: argparse.Namespace) -> int:
         elif args.lane_action == "capacity":
             store.set_lane_capacity(args.lane, args.capacity)
         elif args.lane_action == "budget":
-            store.set_lane_budget(args.lane, args.runs_per_day, args.agent_time_per_day)
+            store.set_lane_budget(
+                args.lane, args.runs_per_day, args.agent_time_per_day, spend_budget(args)
+            )
         elif args.lane_action == "max-run":
             store.set_lane_max_run(args.lane, args.max_run)
         elif args.lane_action == "stall-after":

@@ -36,6 +36,7 @@ from tireless.cli.commands import (
     cmd_web,
     cmd_work,
 )
+from tireless.cli.ledger import add_price_arguments, add_spend_budget_arguments, cmd_model
 from tireless.cli.session import PRUNE_MAX, USAGE
 from tireless.forge.check import MAX_REPOS
 from tireless.forge.poll import default_poller_name
@@ -230,12 +231,19 @@ def parser() -> argparse.ArgumentParser:
             metavar="AGENT-TIME|none",
             help="time attempts held their claims a day, e.g. 8h; none: no budget",
         )
+        add_spend_budget_arguments(sub)
 
     def repository(sub: argparse.ArgumentParser) -> None:
         sub.add_argument("forge", help="the forge's short name, e.g. gitea (see `forge list`)")
         sub.add_argument("owner", help="the repository's owner (user or organisation)")
         sub.add_argument("repo", help="the repository's name")
 
+    model = actions(
+        command("model", cmd_model, "(admin) the models' prices, USD per million tokens"),
+        "model_action",
+    )
+    add_price_arguments(model("price", "set a model's price (MODEL a name, or prefix*)"))
+    model("prices", "every price set (none is built in: a model without one is unpriced)")
     sub = command("migrate", cmd_migrate, "apply the migrations not yet applied")
     sub.add_argument(
         "--adopt-role-members",
@@ -261,7 +269,11 @@ def parser() -> argparse.ArgumentParser:
     sub = repo("capacity", "at most N claimed jobs of the repository at once, all lanes")
     repository(sub)
     sub.add_argument("capacity", type=capacity, metavar="N|none", help="a count, or none: no limit")
-    sub = repo("budget", "at most RUNS claims and AGENT-TIME of attempts a day (UTC), all lanes")
+    sub = repo(
+        "budget",
+        "at most RUNS claims and AGENT-TIME of attempts a day (UTC), all lanes; and tokens and"
+        " cost a day and a job",
+    )
     repository(sub)
     budget_arguments(sub)
     sub = repo(
@@ -489,7 +501,11 @@ def parser() -> argparse.ArgumentParser:
     sub = lane("capacity", "at most N claimed jobs in the lane at once")
     sub.add_argument("lane", help="the lane's name, e.g. cc")
     sub.add_argument("capacity", type=capacity, metavar="N|none", help="a count, or none: no limit")
-    sub = lane("budget", "at most RUNS claims and AGENT-TIME of attempts a day (UTC)")
+    sub = lane(
+        "budget",
+        "at most RUNS claims and AGENT-TIME of attempts a day (UTC); and tokens and cost a day"
+        " and a job",
+    )
     sub.add_argument("lane", help="the lane's name, e.g. cc")
     budget_arguments(sub)
     for name, setting, help in (
@@ -570,6 +586,12 @@ def parser() -> argparse.ArgumentParser:
     )
     sub = command("show", cmd_show, "a job and its history")
     sub.add_argument("job", type=int, help="the job's id")
+    sub.add_argument(
+        "--transcript",
+        action="store_true",
+        help="(admin) print its agent's session with its model instead: each request and answer"
+        " the runner's gateway kept",
+    )
 
     sub = command(
         "prune", cmd_prune, "(admin) delete finished jobs unchanged for a while, with their history"

@@ -8,6 +8,7 @@ import textwrap
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
+from decimal import Decimal
 from typing import Any
 from uuid import UUID
 
@@ -24,7 +25,7 @@ def as_json(value: Any) -> str:
             return item.isoformat()
         if isinstance(item, timedelta):
             return item.total_seconds()
-        if isinstance(item, UUID):
+        if isinstance(item, UUID | Decimal):  # an amount of USD as written, to the last digit
             return str(item)
         if dataclasses.is_dataclass(item) and not isinstance(item, type):
             return dataclasses.asdict(item)
@@ -201,21 +202,22 @@ def job_state(row: dict[str, Any]) -> str:
     return "waiting" if row["state"] == "pending" and row.get("waiting_on") else str(row["state"])
 
 
-def job_table(jobs: Sequence[Job]) -> str:
+def job_table(jobs: Sequence[Job], spend: Mapping[int, str] | None = None) -> str:
+    """The jobs, one line each; with `spend` (tireless.spend_text by job id) a SPEND column when
+    some job made model requests."""
     rows = [dataclasses.asdict(job) for job in jobs]
-    return table(
-        rows,
-        [
-            ("ID", lambda r: str(r["id"])),
-            ("ISSUE", lambda r: f"{r['forge']}/{r['owner']}/{r['repo']}#{r['number']}"),
-            ("KIND", lambda r: str(r["kind"])),
-            ("LANE", lambda r: r["lane"]),
-            ("STATE", job_state),
-            ("ATTEMPTS", lambda r: str(r["attempts"])),
-            ("HOLDER", lambda r: r["claimed_by"] or "-"),
-            ("NOTE", lambda r: last_line(r["note"])),
-        ],
-    )
+    columns: list[tuple[str, Callable[[Any], str]]] = [
+        ("ID", lambda r: str(r["id"])),
+        ("ISSUE", lambda r: f"{r['forge']}/{r['owner']}/{r['repo']}#{r['number']}"),
+        ("KIND", lambda r: str(r["kind"])),
+        ("LANE", lambda r: r["lane"]),
+        ("STATE", job_state),
+        ("ATTEMPTS", lambda r: str(r["attempts"])),
+        ("HOLDER", lambda r: r["claimed_by"] or "-"),
+    ]
+    if spend:
+        columns.append(("SPEND", lambda r: spend.get(r["id"]) or "-"))
+    return table(rows, [*columns, ("NOTE", lambda r: last_line(r["note"]))])
 
 
 def render_label_reports(reports: Sequence[dict[str, Any]]) -> str:

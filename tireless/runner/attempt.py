@@ -50,6 +50,7 @@ from tireless.runner.agents import COMMAND, PROFILES, AgentRun, find_program
 from tireless.runner.brief import AgentFiles
 from tireless.runner.config import WorkConfig
 from tireless.runner.egress import AllowEntry, parse_allowlist
+from tireless.runner.ledger import Allowance, Ledger
 from tireless.runner.limits import (
     Cgroups,
     Confined,
@@ -70,6 +71,8 @@ from tireless.store.lease import NOT_HELD, NOTE_LIMIT, HeldJob, Release
 log = logging.getLogger("tireless.work")
 
 OUTPUT_KEPT = 4 * NOTE_LIMIT  # bytes of COMMAND's output kept for the note
+SPENT_GRACE = 10.0
+"""Seconds COMMAND may go on after its gateway refused a request for a spent budget."""
 
 
 def unstartable(command: Sequence[str]) -> str | None:
@@ -266,6 +269,8 @@ class Attempts:
         self._job_stop: str | None = None  # why its lease said the running job must stop
         self.cgroups: Cgroups | None = None  # where attempts' control groups go (find_cgroups)
         self._no_cgroups = "its control groups were not looked for"  # why cgroups is None
+        self.spent: Allowance | None = None
+        """The budget the running job's gateway refused a model request for (tireless.runner.ledger)."""
 
     # Its limits
     def find_cgroups(self) -> None:
@@ -344,11 +349,26 @@ class Attempts:
             return
         allow = self._allowlist(job.lane, hosts)
         assert self._relay_python is not None  # found by _allowlist
-        network = AgentNetwork(allow, self.config.upstreams, self._relay_python)
+        ledger = None
+        if self.config.upstreams:
+            ledger = Ledger(
+                lambda rows: self.store.record_usage(job.id, self.name, job.claim_token, rows),
+                lambda: self.store.usage_allowance(job.id, self.name, job.claim_token),
+                self._spent,
+                keep=lambda exchange: self.store.record_exchange(
+                    job.id, self.name, job.claim_token, dataclasses.asdict(exchange)
+                ),
+                masker=self.masker,  # the transcript is masked as all output is
+            ).start()
+        network = AgentNetwork(allow, self.config.upstreams, self._relay_python, ledger)
         try:
             with network:
                 yield network
         finally:
+            if ledger is not None:
+                ledger.close()  # every gateway has stopped: every answer is counted
+                with self._lock:
+                    self.spent = ledger.spent
             try:
                 self.store.record_job_network(job.id, self.name, job.claim_token, network.rows())
             except (psycopg.Error, TirelessError) as error:
@@ -359,11 +379,26 @@ class Attempts:
                     error,
                 )
 
+    def _spent(self, note: str) -> None:
+        """A budget is spent (the gateway refused a model request): COMMAND has SPENT_GRACE
+        seconds to end on its own, having read the refusal, before it is stopped."""
+        with self._lock:
+            contained = self._contained
+        timer = threading.Timer(SPENT_GRACE, self._stop_if_running, args=(contained, note))
+        timer.daemon = True
+        timer.start()
+
+    def _stop_if_running(self, contained: Contained | None, why: str) -> None:
+        with self._lock:
+            if contained is not None and self._contained is contained:
+                self.stop_command(why)
+
     # COMMAND
     def begin(self) -> None:
-        """A new job: no stop heard for it yet."""
+        """A new job: no stop heard for it yet, no budget spent."""
         with self._lock:
             self._job_stop = None
+            self.spent = None
 
     def run(self, job: Job, held: HeldJob) -> tuple[int, str, Delivery | None]:
         """Run COMMAND on the job, in its workspace; its exit code, the tail of its output and

@@ -1,19 +1,22 @@
 """A model API's key kept out of the sandbox: the agent talks plain HTTP to a gateway on loopback,
 which forwards each request to the upstream's real URL (over TLS for https), adds the secret
-header, and streams the answer back with the secret masked."""
+header, and streams the answer back with the secret masked; with a ledger, it reads each model
+answer's usage as it passes (tireless.usage) and refuses a request once a budget is spent."""
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
 import io
+import itertools
+import json
 import logging
 import os
 import re
 import socket
 import socketserver
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
@@ -25,6 +28,8 @@ import httpx
 
 from tireless.masking import SHORTEST, Masker, OutputMasker
 from tireless.runner.egress import HostUse, family_of, split_host_port
+from tireless.runner.ledger import TRANSCRIPT_KEPT, Exchange, Ledger
+from tireless.usage import Api, Usage, UsageReader, api_of, ask_for_usage, requested_model
 
 log = logging.getLogger(__name__)
 
@@ -168,8 +173,11 @@ class UpstreamGateway:
     """Serves plain HTTP on a unix socket path or a TCP (host, port) and forwards every request
     (the methods APIs use) to the upstream: url + path?query, the secret header added."""
 
-    def __init__(self, upstream: Upstream, listen: str | tuple[str, int]) -> None:
+    def __init__(
+        self, upstream: Upstream, listen: str | tuple[str, int], ledger: Ledger | None = None
+    ) -> None:
         self.upstream = upstream
+        self.ledger = ledger
         self._listen = listen
         self.masker = Masker([upstream.secret])
         url = httpx.URL(upstream.url)
@@ -293,16 +301,30 @@ class Forwarder(BaseHTTPRequestHandler):
             if self.busy:
                 raise Answer(503, f"the gateway serves at most {gateway.limit} connections at once")
             check_target(self.path, self.headers.get_all("Host") or [])
-            body = request_body(self.headers, self.rfile)
+            asked = request_body(self.headers, self.rfile)
+            body: Iterable[bytes] | bytes | None = asked
+            api = None if gateway.ledger is None else api_of(self.command, self.path)
+            headers = forwarded(self.headers, upstream)
+            reader = None
+            if api is not None:
+                assert gateway.ledger is not None
+                if (note := gateway.ledger.refusal()) is not None:
+                    self.spent(api, note)
+                    return
+                body, headers, reader = self.read_usage(api, asked or iter(()), headers)
+                if isinstance(body, bytes):
+                    gateway.counted(bytes_out=len(body))
             url = upstream.url.rstrip("/") + self.path
             with gateway.client.stream(
                 self.command,
                 url,
-                headers=forwarded(self.headers, upstream),
-                content=None if body is None else self.counted(body),
+                headers=headers,
+                content=body if body is None or isinstance(body, bytes) else self.counted(body),
             ) as response:
                 gateway.counted(requests=1)
-                self.answer(response)
+                if reader is not None:
+                    reader.started(response)
+                self.answer(response, reader)
         except Answer as refusal:
             self.refuse(refusal.status, refusal.reason)
         except httpx.HTTPError as error:
@@ -318,12 +340,55 @@ class Forwarder(BaseHTTPRequestHandler):
 
     do_GET = do_HEAD = do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = forward
 
-    def counted(self, body: Iterator[bytes]) -> Iterator[bytes]:
+    def counted(self, body: Iterable[bytes]) -> Iterator[bytes]:
         for chunk in body:
             self.gateway.counted(bytes_out=len(chunk))
             yield chunk
 
-    def answer(self, response: httpx.Response) -> None:
+    def read_usage(
+        self, api: Api, body: Iterator[bytes], headers: list[tuple[str, str]]
+    ) -> tuple[Iterable[bytes] | bytes, list[tuple[str, str]], AnswerUsage]:
+        """A model request's body and headers as forwarded, and what reads its answer's usage: a
+        Chat Completions request is read whole, to ask a stream for its usage (its length then
+        set again by httpx)."""
+        ledger = self.gateway.ledger
+        assert ledger is not None
+        if api is not Api.CHAT:
+            first = next(body, b"")
+            exchange = AnswerUsage(ledger, api, requested_model(first[:65536]), False)
+            return exchange.keep_request(itertools.chain((first,), body)), headers, exchange
+        whole, added = ask_for_usage(b"".join(body))
+        if added:
+            headers = [(n, v) for n, v in headers if n.lower() != "content-length"]
+        exchange = AnswerUsage(ledger, api, requested_model(whole[:65536]), added)
+        exchange.keep(whole)
+        return whole, headers, exchange
+
+    def spent(self, api: Api, note: str) -> None:
+        """Answers a model request in the vendor's own error JSON: the budget is spent."""
+        message = f"tireless: {note}"
+        error: dict[str, Any] = (
+            {"type": "error", "error": {"type": "invalid_request_error", "message": message}}
+            if api is Api.ANTHROPIC
+            else {
+                "error": {
+                    "message": message,
+                    "type": "insufficient_quota",
+                    "param": None,
+                    "code": "insufficient_quota",
+                }
+            }
+        )
+        body = json.dumps(error).encode()
+        self.send_response_only(400)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(body)
+        self.close_connection = True
+
+    def answer(self, response: httpx.Response, reader: AnswerUsage | None = None) -> None:
         """The upstream's status and headers (masked), then its body masked chunk by chunk:
         chunked for an HTTP/1.1 agent, close-delimited for an HTTP/1.0 one."""
         masker = self.gateway.masker
@@ -343,10 +408,21 @@ class Forwarder(BaseHTTPRequestHandler):
         if bodiless:
             return
         masked = OutputMasker(masker)
+
+        def send(data: bytes) -> None:
+            if not data:  # held back (a partial line, the start of a secret): nothing to send yet
+                return
+            if reader is not None:
+                reader.keep_answer(data)
+            self.wfile.write(framed(data, chunked))
+
         try:
             for chunk in response.iter_bytes():
                 self.gateway.counted(bytes_in=len(chunk))
-                self.wfile.write(framed(masked.feed(chunk), chunked))
+                send(masked.feed(chunk if reader is None else reader.feed(chunk)))
+            if reader is not None:
+                send(masked.feed(reader.end()))
+            send(masked.end())
         except httpx.HTTPError as error:
             log.warning(
                 "%s",
@@ -356,7 +432,11 @@ class Forwarder(BaseHTTPRequestHandler):
             )
             self.close_connection = True  # the agent sees an unfinished answer
             return
-        self.wfile.write(framed(masked.end(), chunked) + (b"0\r\n\r\n" if chunked else b""))
+        finally:
+            if reader is not None:
+                reader.counted(masker, response.status_code)
+        if chunked:
+            self.wfile.write(b"0\r\n\r\n")
 
     def refuse(self, status: int, reason: str) -> None:
         """Answers status with a one-line reason and closes: the request's body may be unread."""
@@ -368,6 +448,80 @@ class Forwarder(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
         self.close_connection = True
+
+
+class AnswerUsage:
+    """One model request's exchange: its answer read for its usage, and its request and answer
+    kept for the transcript (at most TRANSCRIPT_KEPT bytes of each), which the ledger has once
+    the answer ended (an error answer: a request of no tokens; one whose usage cannot be read, or
+    broken off: unread)."""
+
+    def __init__(self, ledger: Ledger, api: Api, model: str | None, strip: bool) -> None:
+        self._ledger, self._api, self._model, self._strip = ledger, api, model, strip
+        self._reader: UsageReader | None = None
+        self._usage: Usage | None = None
+        self._error = False
+        self._done = False
+        self._request: list[bytes] = []
+        self._answer: list[bytes] = []
+        self._sizes = [0, 0]
+
+    def keep_request(self, body: Iterable[bytes]) -> Iterator[bytes]:
+        """The request's body as it is forwarded, kept as it passes."""
+        for chunk in body:
+            self.keep(chunk)
+            yield chunk
+
+    def keep(self, request: bytes) -> None:
+        self._keep(self._request, 0, request)
+
+    def keep_answer(self, data: bytes) -> None:
+        self._keep(self._answer, 1, data)
+
+    def _keep(self, kept: list[bytes], which: int, data: bytes) -> None:
+        self._sizes[which] += len(data)
+        if self._ledger.keeps_transcript and self._sizes[which] <= TRANSCRIPT_KEPT:
+            kept.append(data)
+
+    def started(self, response: httpx.Response) -> None:
+        stream = response.headers.get("content-type", "").startswith("text/event-stream")
+        self._error = response.status_code >= 400
+        self._reader = UsageReader(self._api, stream, self._model or "unknown", self._strip)
+
+    def feed(self, chunk: bytes) -> bytes:
+        return chunk if self._reader is None else self._reader.feed(chunk)
+
+    def end(self) -> bytes:
+        """What the reader still held; the answer's usage is read."""
+        if self._reader is None:
+            return b""
+        rest, self._usage = self._reader.end()
+        return rest
+
+    def counted(self, masker: Masker, status: int) -> None:
+        """Hands the exchange to the ledger once: its usage (or, broken off, what was read of it
+        so far, unread), its request (masked) and answer."""
+        if self._done:
+            return
+        self._done = True
+        usage = self._usage
+        if usage is None:  # broken off: its tokens so far, said to be unread
+            usage = (
+                Usage(self._model or "unknown") if self._reader is None else self._reader.end()[1]
+            )
+            usage.read = False
+        if self._error and not usage.read:
+            usage.read = True  # an error answer used no tokens
+        self._ledger.add(usage)
+        whole = max(self._sizes) <= TRANSCRIPT_KEPT and self._ledger.keeps_transcript
+        self._ledger.add_exchange(
+            Exchange(
+                self._api.value, usage.model, status,
+                masker.mask_bytes(b"".join(self._request)) if whole else None,
+                b"".join(self._answer) if whole else None,
+                self._sizes[0], self._sizes[1],
+            )
+        )  # fmt: skip
 
 
 def framed(data: bytes, chunked: bool) -> bytes:

@@ -16,6 +16,7 @@ from typing import Any, Self
 from tireless.runner import relay
 from tireless.runner.egress import AllowEntry, EgressProxy, NetworkReport
 from tireless.runner.gateway import Upstream, UpstreamGateway
+from tireless.runner.ledger import Ledger
 from tireless.runner.sandbox import RELAY, Isolation
 
 PROXY_PORT = 3128
@@ -37,8 +38,10 @@ class AgentNetwork:
         allow: Sequence[AllowEntry],
         upstreams: Sequence[Upstream],
         python: str,
+        ledger: Ledger | None = None,
     ) -> None:
         self._allow = allow
+        self._ledger = ledger
         self._upstreams = list(upstreams)
         self._python = python
         self._proxy: EgressProxy | None = None
@@ -76,7 +79,9 @@ class AgentNetwork:
         ports = [(PROXY_PORT, "proxy.sock")]
         for offset, upstream in enumerate(self._upstreams):
             name = f"upstream-{upstream.name}.sock"
-            self._gateways.append(UpstreamGateway(upstream, str(sockets / name)).start())
+            self._gateways.append(
+                UpstreamGateway(upstream, str(sockets / name), self._ledger).start()
+            )
             ports.append((FIRST_UPSTREAM_PORT + offset, name))
         self.isolation = Isolation(sockets, tuple(ports), self._python)
 

@@ -51,7 +51,7 @@ from tireless.runner.presence import Presence
 from tireless.runner.sandbox import Unavailable
 from tireless.store import JobStore
 from tireless.store.calls import POOL_OPEN_TIMEOUT, POOL_OPTIONS
-from tireless.store.lease import LeaseLost, Release, ShuttingDown
+from tireless.store.lease import Fail, LeaseLost, Release, ShuttingDown
 
 log = logging.getLogger("tireless.work")
 
@@ -201,6 +201,13 @@ class Worker:
                     raise ShuttingDown(self.cannot_start) from error
                 if self.stop_signal is not None:
                     raise ShuttingDown(with_output(f"worker stopped by {self.stop_signal}", output))
+                if (spent := self.attempts.spent) is not None:  # its gateway refused a request
+                    log.info("%s: job %s: %s", self.name, job.id, spent["note"])
+                    if spent["spent"] == "day":  # given back, claimed again once the day allows
+                        raise ShuttingDown(str(spent["note"]))
+                    if spent["spent"] == "attempt":  # a failed attempt: the job may retry
+                        raise Release(str(spent["note"]))
+                    raise Fail(str(spent["note"]))  # the job's or the issue's: no retry
                 if code != 0:
                     log.info("%s: command exited with %s on job %s", self.name, code, job.id)
                     raise Release(output.rstrip() or f"command exited with {code}")

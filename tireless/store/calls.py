@@ -40,6 +40,7 @@ from tireless.models import (
     RepoLimit,
     RepoRef,
     RepoStatus,
+    SpendBudget,
 )
 
 DEFAULT_LEASE = timedelta(minutes=10)
@@ -708,14 +709,26 @@ def set_lane_stall_after(lane: str, stall_after: timedelta | None) -> Call[Lane,
 SET_LANE_BUDGET = _returning(
     LANE_COLUMNS,
     "tireless.set_lane_budget(lane => %(lane)s, runs_per_day => %(runs_per_day)s,"
-    " agent_time_per_day => %(agent_time_per_day)s)",
+    " agent_time_per_day => %(agent_time_per_day)s, tokens_per_day => %(tokens_per_day)s,"
+    " cost_per_day => %(cost_per_day)s, tokens_per_job => %(tokens_per_job)s,"
+    " cost_per_job => %(cost_per_job)s, tokens_per_attempt => %(tokens_per_attempt)s,"
+    " cost_per_attempt => %(cost_per_attempt)s, tokens_per_issue => %(tokens_per_issue)s,"
+    " cost_per_issue => %(cost_per_issue)s)",
 )
 
 
 def set_lane_budget(
-    lane: str, runs_per_day: int | None, agent_time_per_day: timedelta | None
+    lane: str,
+    runs_per_day: int | None,
+    agent_time_per_day: timedelta | None,
+    spend: SpendBudget | None = None,
 ) -> Call[Lane, Lane]:
-    params = {"lane": lane, "runs_per_day": runs_per_day, "agent_time_per_day": agent_time_per_day}
+    params = {
+        "lane": lane,
+        "runs_per_day": runs_per_day,
+        "agent_time_per_day": agent_time_per_day,
+        **asdict(spend or SpendBudget()),
+    }
     return Call(SET_LANE_BUDGET, params, _LANE, _only)
 
 
@@ -736,7 +749,11 @@ def set_repo_capacity(
 SET_REPO_BUDGET = _returning(
     REPO_LIMIT_COLUMNS,
     "tireless.set_repo_budget(forge => %(forge)s, owner => %(owner)s, repo => %(repo)s,"
-    " runs_per_day => %(runs_per_day)s, agent_time_per_day => %(agent_time_per_day)s)",
+    " runs_per_day => %(runs_per_day)s, agent_time_per_day => %(agent_time_per_day)s,"
+    " tokens_per_day => %(tokens_per_day)s, cost_per_day => %(cost_per_day)s,"
+    " tokens_per_job => %(tokens_per_job)s, cost_per_job => %(cost_per_job)s,"
+    " tokens_per_attempt => %(tokens_per_attempt)s, cost_per_attempt => %(cost_per_attempt)s,"
+    " tokens_per_issue => %(tokens_per_issue)s, cost_per_issue => %(cost_per_issue)s)",
 )
 
 
@@ -746,6 +763,7 @@ def set_repo_budget(
     repo: str,
     runs_per_day: int | None,
     agent_time_per_day: timedelta | None,
+    spend: SpendBudget | None = None,
 ) -> Call[RepoLimit, RepoLimit]:
     params = {
         "forge": forge,
@@ -753,6 +771,7 @@ def set_repo_budget(
         "repo": repo,
         "runs_per_day": runs_per_day,
         "agent_time_per_day": agent_time_per_day,
+        **asdict(spend or SpendBudget()),
     }
     return Call(SET_REPO_BUDGET, params, _REPO_LIMIT, _only)
 

@@ -93,6 +93,11 @@ class Release(Exception):
     ShuttingDown)."""
 
 
+class Fail(Release):
+    """Raise it inside a lease to end the job failed at once with `str(exception)` as the note,
+    whatever attempts it has left: another attempt would fare no better (its budget is spent)."""
+
+
 class ShuttingDown(Exception):
     """Raise it inside a lease when the runner is stopping (a SIGTERM, a deploy): the job is given
     back (tireless.give_back: claimable at once, not a failure, no attempt spent of its budget)
@@ -132,9 +137,12 @@ def reason(error: BaseException) -> str:
 
 
 def outcome(error: BaseException | None) -> tuple[JobState, str | None]:
-    """Where a leased job goes when the work ends: delivered, or back to pending with a note."""
+    """Where a leased job goes when the work ends: delivered, failed (Fail), or back to pending
+    with a note."""
     if error is None:
         return JobState.DELIVERED, None
+    if isinstance(error, Fail):
+        return JobState.FAILED, reason(error)
     return JobState.PENDING, reason(error)
 
 

@@ -224,6 +224,23 @@ LANE_USAGE = (
     " u.memory_stops, u.pids_stops, u.disk_stops FROM tireless.lane_usage u ORDER BY u.lane"
 )
 """Per lane, what its measured attempts used and how many a limit stopped, over the kept jobs."""
+AGENT_USAGE = (
+    "SELECT u.lane, u.forge, u.owner, u.repo, u.model, u.requests, u.unread, u.input_tokens,"
+    " u.output_tokens, u.cache_read_tokens, u.cache_write_tokens, u.input_cost::float8 AS input_cost,"
+    " u.output_cost::float8 AS output_cost, u.cache_read_cost::float8 AS cache_read_cost,"
+    " u.cache_write_cost::float8 AS cache_write_cost"
+    " FROM tireless.agent_usage u ORDER BY u.lane, u.forge, u.owner, u.repo, u.model"
+)
+"""Per lane, repository and model, the model requests, tokens and cost, over the kept jobs."""
+JOB_SPEND = "SELECT tireless.spend_text(job_id => %(job_id)s) AS spend"
+"""What a job's agent spent, in one line (null without a model request through a gateway)."""
+JOBS_SPEND = (
+    "SELECT j.id AS job_id, tireless.spend_text(job_id => j.id) AS spend,"
+    " (SELECT coalesce(jsonb_agg(to_jsonb(u) - 'cost' || jsonb_build_object('cost', trim_scale(u.cost)::text)), '[]')"
+    "   FROM tireless.job_usage(job_id => j.id) u) AS usage"
+    " FROM unnest(%(job_ids)s::bigint[]) AS j(id)"
+)
+"""For `tireless jobs`: each job's spend in one line and its usage by attempt and model."""
 
 TRACKED_KEY = (
     "SELECT k.forge, k.owner, k.repo"

@@ -48,6 +48,7 @@ from tireless.models import (
     RepoRevisions,
     RepoStatus,
     RepoToPoll,
+    SpendBudget,
     WriteKind,
 )
 from tireless.store import calls, forge_calls
@@ -60,6 +61,7 @@ from tireless.store.calls import (
     needs_transaction,
 )
 from tireless.store.lease import NEEDS_A_POOL, HeldJob, OnCancel, OnLost, ThenClaim
+from tireless.store.ledger_store import LedgerMethods
 
 Answer = TypeVar("Answer")
 
@@ -69,7 +71,7 @@ def atomic(conn: Connection[Any]) -> AbstractContextManager[Any]:
     return conn.transaction() if needs_transaction(conn) else nullcontext()
 
 
-class JobStore:
+class JobStore(LedgerMethods):
     """The store, over a conninfo (a libpq connection string or URL: the store owns a pool,
     opened by `with`, by `open()` or at the first call), a ConnectionPool (the caller opens and
     closes it) or one Connection (calls join the caller's transaction as savepoints).
@@ -532,9 +534,13 @@ class JobStore:
         return self._run(calls.set_lane_stall_after(lane, stall_after))
 
     def set_lane_budget(
-        self, lane: str, runs_per_day: int | None, agent_time_per_day: timedelta | None
+        self,
+        lane: str,
+        runs_per_day: int | None,
+        agent_time_per_day: timedelta | None,
+        spend: SpendBudget | None = None,
     ) -> Lane:
-        return self._run(calls.set_lane_budget(lane, runs_per_day, agent_time_per_day))
+        return self._run(calls.set_lane_budget(lane, runs_per_day, agent_time_per_day, spend))
 
     def set_lane_network(self, lane: str, hosts: Sequence[str] | None) -> list[str] | None:
         """The hosts the lane's agents may reach (HOST[:PORT]); [] for no egress, None for no
@@ -588,9 +594,10 @@ class JobStore:
         repo: str,
         runs_per_day: int | None,
         agent_time_per_day: timedelta | None,
+        spend: SpendBudget | None = None,
     ) -> RepoLimit:
         return self._run(
-            calls.set_repo_budget(forge, owner, repo, runs_per_day, agent_time_per_day)
+            calls.set_repo_budget(forge, owner, repo, runs_per_day, agent_time_per_day, spend)
         )
 
     def set_repo_delivery(

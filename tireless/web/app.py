@@ -98,6 +98,7 @@ def create_app(
             Route("/", pages.overview),
             Route("/jobs", pages.jobs),
             Route("/jobs/{job_id:int}", pages.job),
+            Route("/jobs/{job_id:int}/transcript", pages.job_transcript),
             Route("/jobs/bulk", bulk.bulk, methods=["POST"]),
             Route("/activity", fleet.activity),
             Route("/failures", fleet.failures),

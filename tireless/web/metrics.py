@@ -2,7 +2,8 @@
 and tireless.repo_status; finished jobs are counters from tireless.finished_jobs: what the
 sweeper's and poller's roll-up counted plus the history written since, so a scrape writes nothing
 (a hot standby answers it); the agents' network from tireless.lane_egress; the lanes' limits from
-tireless.lane_status and what their attempts used from tireless.lane_usage."""
+tireless.lane_status and what their attempts used from tireless.lane_usage; their model usage
+from tireless.agent_usage."""
 
 from __future__ import annotations
 
@@ -209,6 +210,46 @@ def usage_families(
     )
 
 
+TOKEN_KINDS = ("input", "output", "cache_read", "cache_write")
+
+
+def model_families(out: Exposition, usage: list[dict[str, Any]]) -> None:
+    def key(row: Mapping[str, Any], **more: str) -> dict[str, Any]:
+        repository = f"{row['forge']}/{row['owner']}/{row['repo']}"
+        return {"lane": row["lane"], "repository": repository, "model": row["model"], **more}
+
+    out.family(
+        "tireless_agent_tokens_total",
+        "counter",
+        "Tokens the agents' model answers used, as the runner's gateway read them, by kind (input,"
+        " output, cache_read, cache_write; over the jobs the store keeps).",
+        ((key(row, kind=kind), row[f"{kind}_tokens"]) for row in usage for kind in TOKEN_KINDS),
+    )
+    out.family(
+        "tireless_agent_cost_total",
+        "counter",
+        "USD the agents' model answers cost at the models' prices, by kind of token (an unpriced"
+        " model has no sample; over the jobs the store keeps).",
+        (
+            (key(row, kind=kind), row[f"{kind}_cost"])
+            for row in usage
+            for kind in TOKEN_KINDS
+            if row[f"{kind}_cost"] is not None
+        ),
+    )
+    out.family(
+        "tireless_agent_requests_total",
+        "counter",
+        "Model requests the agents made through the runner's gateway; unread: answers whose usage"
+        " could not be read (their tokens are unknown).",
+        (
+            (key(row, answer=answer), row[column])
+            for row in usage
+            for answer, column in (("all", "requests"), ("unread", "unread"))
+        ),
+    )
+
+
 def repo_families(out: Exposition, repos: list[dict[str, Any]]) -> None:
     def key(repo: Mapping[str, Any]) -> dict[str, Any]:
         return {"forge": repo["forge"], "owner": repo["owner"], "repo": repo["repo"]}
@@ -262,6 +303,7 @@ async def scrape(request: Request) -> Response:
     )
     egress_families(out, await board.rows(reads.LANE_EGRESS))
     usage_families(out, lanes, await board.rows(reads.LANE_USAGE))
+    model_families(out, await board.rows(reads.AGENT_USAGE))
     try:
         repos = await board.rows(reads.REPOS)
     except TirelessError:

@@ -15,8 +15,8 @@ from starlette.responses import RedirectResponse, Response
 
 from tireless.errors import TirelessError, translated_errors
 from tireless.models import JobKind, JobState, size_text
-from tireless.store import calls, forge_calls, reads
-from tireless.web import chart, flash
+from tireless.store import calls, forge_calls, ledger_calls, reads
+from tireless.web import chart, flash, spend, transcript
 from tireless.web.dashboard import dashboard_of
 
 PAGE_SIZE = 50
@@ -139,6 +139,7 @@ async def overview(request: Request) -> Response:
     warning = (await board.rows(reads.REPLICATION_WARNING))[0]["warning"]
     missed = await board.rows(reads.MISSED_ROUNDS)
     finished = chart.activity(activity, chart.GRAINS["24h"], chart.WINDOWS["24h"])
+    spent = spend.spend(await board.rows(spend.SPEND_BY_DAY, {"days": spend.DAYS}))
     return render(
         request,
         "overview.html",
@@ -147,6 +148,7 @@ async def overview(request: Request) -> Response:
             "lanes": lanes,
             "repos": repos,
             "chart": finished,
+            "spend": spent,
             "now": now,
             "replication_warning": warning,
             "missed": missed,
@@ -278,6 +280,8 @@ async def job(request: Request) -> Response:
             "asks": await board.rows(forge_calls.JOB_ASKS, {"job_id": job_id}),
             "network": await board.rows(calls.JOB_NETWORK, {"job_id": job_id}),
             "usage": await board.rows(reads.JOB_USAGE, {"job_id": job_id}),
+            "model_usage": await board.rows(ledger_calls.JOB_MODEL_USAGE, {"job_id": job_id}),
+            "spend": (await board.rows(reads.JOB_SPEND, {"job_id": job_id}))[0]["spend"],
             "parent": parent,
             "children": [
                 {**child, "url": issue_url(forges, child)}
@@ -286,6 +290,21 @@ async def job(request: Request) -> Response:
             "runs": await board.rows(reads.ISSUE_RUNS, {"job_id": job_id}),
             "now": now,
         },
+    )
+
+
+async def job_transcript(request: Request) -> Response:
+    """The job's session with its model: each exchange its gateway kept, as turns."""
+    board = dashboard_of(request)
+    job_id = job_id_of(request)
+    row = await board.read(reads.listed_job(job_id))
+    if row is None:
+        raise HTTPException(404, f"no job with id {job_id}")
+    rows = await board.rows(ledger_calls.JOB_TRANSCRIPT, {"job_id": job_id})
+    return render(
+        request,
+        "transcript.html",
+        {"me": await who(request), "job": row, "turns": transcript.turns(rows)},
     )
 
 
