@@ -237,7 +237,7 @@ JOB_SPEND = "SELECT tireless.spend_text(job_id => %(job_id)s) AS spend"
 JOBS_SPEND = (
     "SELECT j.id AS job_id, tireless.spend_text(job_id => j.id) AS spend,"
     " (SELECT coalesce(jsonb_agg(to_jsonb(u) - 'cost' || jsonb_build_object('cost', trim_scale(u.cost)::text)), '[]')"
-    "   FROM tireless.job_usage(job_id => j.id) u) AS usage"
+    "   FROM tireless.job_model_usage(job_id => j.id) u) AS usage"
     " FROM unnest(%(job_ids)s::bigint[]) AS j(id)"
 )
 """For `tireless jobs`: each job's spend in one line and its usage by attempt and model."""
