@@ -27,7 +27,10 @@ showed. The scenes, midway:
   answers it from the pull request's head, and whose push is the same pull request's second commit;
 - a plan job delivers a plan of three steps: the mirror opens an issue for each, the second saying
   `Depends on` the first, whose job waits (`tireless/state/waiting`) until the demo closes the
-  first once it is delivered (as merging its pull request would); then it runs.
+  first once it is delivered (as merging its pull request would); then it runs;
+- where Claude Code or OpenCode is installed or installable (dev.demo_agent), lane real runs it
+  on one more issue of its own against the model stand-in: the start line names the CLI, its
+  version and the issue, and its story the pull request that CLI made.
 At the end it polls until the mirror has written every state and opened every pull request (or
 says how many writes are left), then prints a few issues as the forge shows them (one
 `tireless/state/<state>` label each and one comment per finished job) and each delivered implement
@@ -63,6 +66,7 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import dict_row
 
+from dev.demo_agent import LANE as REAL_LANE
 from dev.demo_agent import WORKER as CLI_WORKER
 from dev.demo_agent import RealAgent
 from dev.embedded import EmbeddedPostgres
@@ -791,7 +795,10 @@ def run() -> int:
         if isinstance(real, str):
             say(real)
         else:
-            say(f"lane real runs {real.profile} {real.version} against the model stand-in")
+            say(
+                f"lane {REAL_LANE} runs {real.profile} {real.version} on #{real.number}"
+                " against the model stand-in"
+            )
             scenes.append(RealAgentScene(real))
         with Crew(url, token) as crew:
             try:

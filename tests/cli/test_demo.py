@@ -8,7 +8,9 @@ revision job whose push is a second commit of the same pull request; a plan job'
 become issues, and the second's job waits on the first until that is closed. The workers run with
 --deliver: each implement job that changed its workspace ends as a branch tireless pushed and a
 pull request the mirror opened (the demo exits 1 otherwise), one that changed nothing as
-`no change`, and plan and discover jobs push nothing."""
+`no change`, and plan and discover jobs push nothing. Where Claude Code or OpenCode is installed or
+installable, lane real runs it on one more issue: its job is delivered as one pull request, and
+the output says which CLI and version made it."""
 
 from __future__ import annotations
 
@@ -31,6 +33,8 @@ from dev.demo import (
     REVIEWER,
     WORKERS,
 )
+from dev.demo_agent import LANE as REAL_LANE
+from dev.demo_agent import NOTE as REAL_NOTE
 from tests.conftest import Database
 from tests.helpers import history
 
@@ -85,6 +89,15 @@ def test_the_small_demo_settles_every_job_and_recovers_the_crashed_one(
             )
         ]
     assert len(steps) == PLAN_STEPS
+    # Lane real's issue (after 13), when a real CLI ran it; else the demo says why there is none.
+    real = re.findall(
+        rf"^lane {REAL_LANE} runs (\S+) (\S+) on #(\d+) against the model stand-in$",
+        result.stdout,
+        re.M,
+    )
+    if not real:
+        assert "no real agent in this run (" in result.stdout
+    real_issues = [int(number) for _, _, number in real]
     first, second, third = steps
     assert all(outcomes.pop(step) == ["delivered"] for step in steps)
     # The plan's comment lists them, edited by the mirror as they were delivered.
@@ -105,14 +118,14 @@ def test_the_small_demo_settles_every_job_and_recovers_the_crashed_one(
         11: ["cancelled"],
         12: ["cancelled"],
         PLANNED_ISSUE: ["delivered"],
-    }
+    } | {number: ["delivered"] for number in real_issues}
     assert attempts[5] == 3
     assert attempts[3] >= 2
     assert attempts[CRASH_ISSUE] == 2
     assert jobs[11][0][3] == "issue closed"
     assert jobs[12][0][3] == "issue closed"
     assert attempts[12] == 1  # a cancel is not a failure: not retried
-    assert "14 delivered, 1 failed, 2 cancelled" in result.stdout
+    assert f"{14 + len(real)} delivered, 1 failed, 2 cancelled" in result.stdout
     assert "closed #11 on the forge while its job" in result.stdout
     assert "closed #12 on the forge while worker-" in result.stdout
     assert f"#1: {POLLS_AFTER_DELIVERY} polls since its job" in result.stdout
@@ -138,8 +151,9 @@ def test_the_small_demo_settles_every_job_and_recovers_the_crashed_one(
             "SELECT j.number, j.id, j.note, d.changed, d.branch, d.pull_number, d.draft"
             " FROM tireless.deliveries d JOIN tireless.job j ON j.id = d.job_id ORDER BY j.id"
         ).fetchall()
+        lanes = conn.execute("SELECT lane, number FROM tireless.job ORDER BY id").fetchall()
     pulls = {number: pull for number, _, _, changed, _, pull, _ in deliveries if changed}
-    assert sorted(row[0] for row in deliveries) == sorted([3, 4, 4, 7, 8, *steps])
+    assert sorted(row[0] for row in deliveries) == sorted([3, 4, 4, 7, 8, *steps, *real_issues])
     for number, job_id, note, changed, branch, pull, draft in deliveries:
         if number == 7:
             assert (note, changed, branch, pull) == ("no change", False, None, None)
@@ -151,7 +165,18 @@ def test_the_small_demo_settles_every_job_and_recovers_the_crashed_one(
         )
         named = f"#{number}: job {job_id} delivered as {'draft ' if draft else ''}PR #{pull}"
         assert f"{named} (branch tireless/{number})" in result.stdout
-    assert len(set(pulls.values())) == 3 + len(steps)
+    assert len(set(pulls.values())) == 3 + len(steps) + len(real)
+    # The real CLI's job ran in its lane, and the story names the CLI, its version and its pull
+    # request (issue 46, item 5).
+    for profile, version, number in real:
+        assert [lane for lane, in_lane in lanes if in_lane == int(number)] == [REAL_LANE]
+        assert re.search(
+            rf"^#{number}: {re.escape(profile)} {re.escape(version)} \(\S+\) wrote"
+            rf" {re.escape(REAL_NOTE)} with its own tools against the model stand-in"
+            rf" \([1-9]\d* model request\(s\), through the gateway\): PR #{pulls[int(number)]}$",
+            result.stdout,
+            re.M,
+        )
     # The review round: carol's review made one revision job, which pushed a second commit to the
     # same pull request (both deliveries of #4 name it) and answered the inline comment.
     (first, revision) = [job_id for job_id, _, _, _ in jobs[REVIEWED_ISSUE]]
