@@ -46,7 +46,6 @@ import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 
 from tireless.git import HEX40, LOCAL_TIMEOUT, GitAuth, GitError, git
 from tireless.runner.message import CommitMessage
@@ -135,12 +134,7 @@ class Change:
     def __enter__(self) -> Change:
         return self
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
 
