@@ -25,6 +25,29 @@ COMMENT ON FUNCTION tireless.size_bytes(text) IS
     'optional i and B: 512M, 512MiB, 1.5G), or null when it is not a size.';
 REVOKE ALL ON FUNCTION tireless.size_bytes(text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 
+CREATE OR REPLACE FUNCTION tireless.size_limit(lane text, what text, size text, smallest text) RETURNS bigint
+    LANGUAGE plpgsql IMMUTABLE
+AS $$
+DECLARE
+    bytes bigint;
+BEGIN
+    IF size_limit.size IS NULL OR lower(size_limit.size) = 'none' THEN
+        RETURN NULL;
+    END IF;
+    bytes := tireless.size_bytes(size_limit.size);
+    IF bytes IS NULL OR bytes NOT BETWEEN tireless.size_bytes(size_limit.smallest) AND 1125899906842624 THEN
+        RAISE EXCEPTION '% limit of lane % must be a size from % to 1 PiB (512M, 2GiB) or none, got %',
+            size_limit.what, quote_literal(size_limit.lane), size_limit.smallest, quote_literal(left(size_limit.size, 80))
+            USING ERRCODE = 'TL005';
+    END IF;
+    RETURN bytes;
+END;
+$$;
+COMMENT ON FUNCTION tireless.size_limit(text, text, text, text) IS
+    'The bytes of a lane''s size limit as tireless.set_lane_limits takes it (what: memory or disk), null for null or '
+    'none; TL005 naming the value unless it is a size from smallest (a size, 16 MiB) to 1 PiB.';
+REVOKE ALL ON FUNCTION tireless.size_limit(text, text, text, text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+
 CREATE OR REPLACE FUNCTION tireless.lane_limits(lane text) RETURNS jsonb
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
@@ -57,22 +80,8 @@ DECLARE
     pid_count integer;
 BEGIN
     PERFORM tireless.check_lane(set_lane_limits.lane);
-    IF set_lane_limits.memory IS NOT NULL AND lower(set_lane_limits.memory) <> 'none' THEN
-        memory_bytes := tireless.size_bytes(set_lane_limits.memory);
-        IF memory_bytes IS NULL OR memory_bytes NOT BETWEEN 16777216 AND 1125899906842624 THEN
-            RAISE EXCEPTION 'memory limit of lane % must be a size from 16 MiB to 1 PiB (512M, 2GiB) or none, got %',
-                quote_literal(set_lane_limits.lane), quote_literal(left(set_lane_limits.memory, 80))
-                USING ERRCODE = 'TL005';
-        END IF;
-    END IF;
-    IF set_lane_limits.disk IS NOT NULL AND lower(set_lane_limits.disk) <> 'none' THEN
-        disk_bytes := tireless.size_bytes(set_lane_limits.disk);
-        IF disk_bytes IS NULL OR disk_bytes NOT BETWEEN 1048576 AND 1125899906842624 THEN
-            RAISE EXCEPTION 'disk limit of lane % must be a size from 1 MiB to 1 PiB (512M, 2GiB) or none, got %',
-                quote_literal(set_lane_limits.lane), quote_literal(left(set_lane_limits.disk, 80))
-                USING ERRCODE = 'TL005';
-        END IF;
-    END IF;
+    memory_bytes := tireless.size_limit(set_lane_limits.lane, 'memory', set_lane_limits.memory, '16 MiB');
+    disk_bytes := tireless.size_limit(set_lane_limits.lane, 'disk', set_lane_limits.disk, '1 MiB');
     IF set_lane_limits.cpus IS NOT NULL AND lower(set_lane_limits.cpus) <> 'none' THEN
         IF set_lane_limits.cpus ~ '^\s*[0-9]{1,4}(\.[0-9]{1,2})?\s*$' THEN
             cpu_count := trim(set_lane_limits.cpus)::numeric;

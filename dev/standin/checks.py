@@ -8,10 +8,16 @@ shapes and combining rule are its API's (dev.standin.gitea, dev.standin.github),
 
 from __future__ import annotations
 
-from typing import Any
-
 from dev.standin.github_conversation import CHECK_RUN_CONCLUSIONS, CHECK_RUN_STATUSES
-from dev.standin.records import MIRROR_LOGIN, Answer, StoredCheckRun, StoredStatus, _now, latest
+from dev.standin.records import (
+    MIRROR_LOGIN,
+    Answer,
+    RepoRequest,
+    StoredCheckRun,
+    StoredStatus,
+    _now,
+    latest,
+)
 from dev.standin.reviews import ReviewRoutes
 
 
@@ -72,22 +78,12 @@ class CheckRoutes(ReviewRoutes):
             return made.id
 
     # Serving (called under the lock)
-    def _status_create(
-        self,
-        method: str,
-        owner: str,
-        repo: str,
-        rest: list[str],
-        query: dict[str, str],
-        body: Any,
-    ) -> Answer:
+    def _status_create(self, asked: RepoRequest) -> Answer:
         """POST .../statuses/{sha} `{state, target_url, description, context}`: 201 with the
         status (Gitea: NewCommitStatus, routers/api/v1/repo/status.go; GitHub: docs.github.com/
         en/rest/commits/statuses#create-a-commit-status), `context` the forge's default unless
         given. The stand-in does not check that the commit exists."""
-        if method != "POST":
-            return self.api.error(405, "Method Not Allowed")
-        form = body if isinstance(body, dict) else {}
+        form = asked.body if isinstance(asked.body, dict) else {}
         state = form.get("state")
         if state not in self.api.status_states:
             return self.api.error(422, "Validation Failed")
@@ -100,30 +96,22 @@ class CheckRoutes(ReviewRoutes):
             _now(),
             MIRROR_LOGIN,
         )
-        self._statuses.setdefault((owner, repo, rest[1]), []).append(made)
-        return Answer(201, {}, self.api.status_json(owner, repo, rest[1], made))
+        owner, repo, sha = asked.owner, asked.repo, asked.rest[1]
+        self._statuses.setdefault((owner, repo, sha), []).append(made)
+        return Answer(201, {}, self.api.status_json(owner, repo, sha, made))
 
-    def _checks_answer(
-        self,
-        method: str,
-        owner: str,
-        repo: str,
-        rest: list[str],
-        query: dict[str, str],
-        body: Any,
-    ) -> Answer:
+    def _checks_answer(self, asked: RepoRequest) -> Answer:
         """GET .../commits/{ref}/status, the combined status: the latest status of each context
         (a branch name is its head commit), combined by the forge's rule (Gitea:
         GetCombinedCommitStatusByRef, routers/api/v1/repo/status.go, pages by page/limit with
         X-Total-Count, no Link; GitHub: docs.github.com/en/rest/commits/statuses#get-the-
         combined-status-for-a-specific-reference, paged by Link). GET .../commits/{ref}/check-runs
         is GitHub's (`api.check_runs`)."""
-        if method != "GET":
-            return self.api.error(405, "Method Not Allowed")
-        ref = rest[1]
+        owner, repo, query = asked.owner, asked.repo, asked.query
+        _, ref, kind = asked.rest  # commits/{ref}/status or commits/{ref}/check-runs
         sha = self.git.branch_head(owner, repo, ref) or ref
-        path = f"{self.api.prefix}/repos/{owner}/{repo}/commits/{rest[1]}/{rest[2]}"
-        if rest[2] == "check-runs":
+        path = f"{self.api.prefix}/repos/{owner}/{repo}/commits/{ref}/{kind}"
+        if kind == "check-runs":
             return self.api.check_runs(owner, repo, sha, query, path)
         statuses = latest(self._statuses.get((owner, repo, sha), []), lambda s: s.context)
         if not statuses:

@@ -18,7 +18,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from dev.standin.checks import CheckRoutes
-from dev.standin.records import MIRROR_LOGIN, Answer, Comment, _now, _time
+from dev.standin.records import MIRROR_LOGIN, Answer, Comment, RepoRequest, _now, _time
 from dev.standin.records import PERSON as PERSON
 
 ACCOUNT = MIRROR_LOGIN
@@ -29,8 +29,9 @@ REACTIONS = ("+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes
 (modules/setting/ui.go)."""
 
 
-Handler = Callable[[str, str, str, list[str], dict[str, str], Any], Answer]
-"""A route's method: (method, owner, repo, the path after the repository, query, body)."""
+Route = tuple[Callable[[RepoRequest], Answer], str | None]
+"""A route's method, and the one HTTP method it answers (others: 405, before anything else is
+looked at); None when the route's method tells the HTTP methods apart itself."""
 
 
 class ConversationRoutes(CheckRoutes):
@@ -79,50 +80,44 @@ class ConversationRoutes(CheckRoutes):
         if len(parts) < 4:
             return None
         owner, repo, rest = parts[1], parts[2], parts[3:]
-        handler = self._handler_of(rest)
-        if handler is None:
+        route = self._route_of(rest)
+        if route is None:
             return None
         if not authorized:
             return self.api.unauthorized()
+        handler, only = route
         with self._lock:
             if (owner, repo) not in self._repos:
                 return self.api.error(404, "Not Found")
-            return handler(method, owner, repo, rest, query, body)
+            if only is not None and method != only:
+                return self.api.error(405, "Method Not Allowed")
+            return handler(RepoRequest(method, owner, repo, rest, query, body))
 
-    def _handler_of(self, rest: list[str]) -> Handler | None:
-        """The method serving `rest` (the path after /repos/{o}/{r}/), None when not ours."""
+    def _route_of(self, rest: list[str]) -> Route | None:
+        """The route serving `rest` (the path after /repos/{o}/{r}/), None when not ours."""
         shape = tuple("#" if part.isdigit() else part for part in rest)
         if shape == ("issues", "comments"):
-            return self._repo_comments
+            return self._repo_comments, "GET"
         if shape == ("issues", "comments", "#", "reactions"):
-            return self._reactions_answer
+            return self._reactions_answer, None
         if shape == ("issues", "comments", "#"):
-            return self._comment_answer
+            return self._comment_answer, None
         if shape == ("pulls", "#", "reviews"):
-            return self._reviews_answer
+            return self._reviews_answer, "GET"
         if shape == ("pulls", "#", "reviews", "#", "comments"):
-            return self._review_comments_answer
+            return self._review_comments_answer, "GET"
         if len(rest) == 3 and rest[0] == "collaborators" and rest[2] == "permission":
-            return self._permission_answer
+            return self._permission_answer, "GET"
         if len(rest) == 3 and rest[0] == "commits" and rest[2] in ("status", "check-runs"):
-            return self._checks_answer
+            return self._checks_answer, "GET"
         if len(rest) == 2 and rest[0] == "statuses":
-            return self._status_create
+            return self._status_create, "POST"
         return None
 
-    def _repo_comments(
-        self,
-        method: str,
-        owner: str,
-        repo: str,
-        rest: list[str],
-        query: dict[str, str],
-        body: Any,
-    ) -> Answer:
+    def _repo_comments(self, asked: RepoRequest) -> Answer:
         """GET .../issues/comments: every issue's and pull request's plain comments, `since`
         against their updated time, in the forge's order (`api.repo_comments_sort`)."""
-        if method != "GET":
-            return self.api.error(405, "Method Not Allowed")
+        owner, repo, query = asked.owner, asked.repo, asked.query
         issues = self._repos[(owner, repo)]
         found = [
             (number, comment)
@@ -138,29 +133,21 @@ class ConversationRoutes(CheckRoutes):
         chosen, headers = self.api.page(found, query, path)
         return Answer(200, headers, [self._comment_json(owner, repo, n, c) for n, c in chosen])
 
-    def _reactions_answer(
-        self,
-        method: str,
-        owner: str,
-        repo: str,
-        rest: list[str],
-        query: dict[str, str],
-        body: Any,
-    ) -> Answer:
+    def _reactions_answer(self, asked: RepoRequest) -> Answer:
         """POST .../issues/comments/{id}/reactions `{"content": "+1"}` as the token's account:
         201 when made, 200 when there already (GitHub: docs.github.com/en/rest/reactions/
         reactions#create-reaction-for-an-issue-comment; Gitea: PostIssueCommentReaction,
         routers/api/v1/repo/issue_reaction.go). An unknown reaction is refused in the forge's
         way (`api.reaction_refused`). GET lists them."""
-        comment_id = int(rest[2])
+        owner, repo, comment_id = asked.owner, asked.repo, int(asked.rest[2])
         if self._comment(owner, repo, comment_id) is None:
             return self.api.not_found()
         given = self._reactions.setdefault((owner, repo, comment_id), [])
-        if method == "GET":
+        if asked.method == "GET":
             return Answer(200, {}, [self._reaction_json(login, what) for login, what in given])
-        if method != "POST":
+        if asked.method != "POST":
             return self.api.error(405, "Method Not Allowed")
-        content = body.get("content") if isinstance(body, dict) else None
+        content = asked.body.get("content") if isinstance(asked.body, dict) else None
         if content not in REACTIONS:
             return self.api.reaction_refused(content)
         mine = (ACCOUNT, str(content))
@@ -169,32 +156,25 @@ class ConversationRoutes(CheckRoutes):
         given.append(mine)
         return Answer(201, {}, self._reaction_json(*mine))
 
-    def _comment_answer(
-        self,
-        method: str,
-        owner: str,
-        repo: str,
-        rest: list[str],
-        query: dict[str, str],
-        body: Any,
-    ) -> Answer:
+    def _comment_answer(self, asked: RepoRequest) -> Answer:
         """GET and PATCH .../issues/comments/{id} `{"body": "..."}`, as the token's account: 200
         with the comment, its body replaced and its updated_at moved on (the issue's is not). 404
         for an id that is no comment of the repository (Gitea: EditIssueComment, routers/api/v1/
         repo/issue_comment.go, also for one of another repository; GitHub: docs.github.com/rest/
         issues/comments#update-an-issue-comment). Who may edit, and which body it takes, is the
         forge's to say (`api.comment_edit`)."""
-        found = self._comment(owner, repo, int(rest[2]))
+        owner, repo = asked.owner, asked.repo
+        found = self._comment(owner, repo, int(asked.rest[2]))
         if found is None:
             return self.api.not_found()
         number, comment = found
-        if method == "GET":
+        if asked.method == "GET":
             return Answer(200, {}, self._comment_json(owner, repo, number, comment))
-        if method != "PATCH":
+        if asked.method != "PATCH":
             return self.api.error(405, "Method Not Allowed")
         role = self._permissions.get((owner, repo), {}).get(ACCOUNT, "admin")
         mine = str(comment.author).lower() == ACCOUNT
-        text = body.get("body") if isinstance(body, dict) else None
+        text = asked.body.get("body") if isinstance(asked.body, dict) else None
         edited = self.api.comment_edit(mine, role, text)
         if isinstance(edited, Answer):
             return edited

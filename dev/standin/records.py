@@ -120,6 +120,19 @@ class Request:
 
 
 @dataclass(frozen=True)
+class RepoRequest:
+    """A request on one of a repository's conversation routes, as its route method takes it."""
+
+    method: str
+    owner: str
+    repo: str
+    rest: list[str]
+    """The path after /repos/{owner}/{repo}/, split at its slashes."""
+    query: dict[str, str]
+    body: Any
+
+
+@dataclass(frozen=True)
 class StoredReviewComment:
     id: int
     path: str

@@ -10,13 +10,13 @@ and rules are its API's (dev.standin.gitea, dev.standin.github), cited there.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 from dev.standin.pulls import PullRoutes
 from dev.standin.records import (
     MIRROR_LOGIN,
     PERSON,
     Answer,
+    RepoRequest,
     StoredReview,
     StoredReviewComment,
     _now,
@@ -79,24 +79,14 @@ class ReviewRoutes(PullRoutes):
                 roles[login.lower()] = permission
 
     # Serving (called under the lock)
-    def _reviews_answer(
-        self,
-        method: str,
-        owner: str,
-        repo: str,
-        rest: list[str],
-        query: dict[str, str],
-        body: Any,
-    ) -> Answer:
+    def _reviews_answer(self, asked: RepoRequest) -> Answer:
         """GET .../pulls/{n}/reviews, oldest first. A pending review is shown to its author
         only (Gitea: ToPullReviewList, services/convert/pull_review.go; GitHub likewise): the
         token's account is `tireless-bot`; the forge says which others it lists
         (`api.shows_review`). Gitea pages with X-Total-Count and no Link (ListPullReviews) and
         sends no ETag; GitHub pages by Link, and its ETag and 304 come with every GET the
         stand-in answers."""
-        if method != "GET":
-            return self.api.error(405, "Method Not Allowed")
-        pull = int(rest[1])
+        owner, repo, pull = asked.owner, asked.repo, int(asked.rest[1])
         if (owner, repo, pull) not in self._pulls:
             return self.api.not_found()
         shown = [
@@ -106,23 +96,14 @@ class ReviewRoutes(PullRoutes):
             and self.api.shows_review(review)
         ]
         path = f"{self.api.prefix}/repos/{owner}/{repo}/pulls/{pull}/reviews"
-        chosen, headers = self.api.page(shown, query, path)
+        chosen, headers = self.api.page(shown, asked.query, path)
         return Answer(200, headers, [self.api.review_json(owner, repo, pull, r) for r in chosen])
 
-    def _review_comments_answer(
-        self,
-        method: str,
-        owner: str,
-        repo: str,
-        rest: list[str],
-        query: dict[str, str],
-        body: Any,
-    ) -> Answer:
+    def _review_comments_answer(self, asked: RepoRequest) -> Answer:
         """GET .../pulls/{n}/reviews/{id}/comments: the keys both forges share, each forge's
         own and its paging from `api.review_comments`."""
-        if method != "GET":
-            return self.api.error(405, "Method Not Allowed")
-        pull, ident = int(rest[1]), int(rest[3])
+        owner, repo = asked.owner, asked.repo
+        pull, ident = int(asked.rest[1]), int(asked.rest[3])
         found = [r for r in self._reviews.get((owner, repo, pull), []) if r.id == ident]
         if not found:
             return self.api.not_found()
@@ -146,24 +127,14 @@ class ReviewRoutes(PullRoutes):
             for c in review.comments
         ]
         path = f"/repos/{owner}/{repo}/pulls/{pull}/reviews/{ident}/comments"
-        return self.api.review_comments(review, common, query, path)
+        return self.api.review_comments(review, common, asked.query, path)
 
-    def _permission_answer(
-        self,
-        method: str,
-        owner: str,
-        repo: str,
-        rest: list[str],
-        query: dict[str, str],
-        body: Any,
-    ) -> Answer:
+    def _permission_answer(self, asked: RepoRequest) -> Answer:
         """GET .../collaborators/{login}/permission, asked as the token's account, answered by
         the forge's rules (`api.permission_answer`)."""
-        if method != "GET":
-            return self.api.error(405, "Method Not Allowed")
-        roles = self._permissions.get((owner, repo), {})
+        roles = self._permissions.get((asked.owner, asked.repo), {})
         asker = roles.get(MIRROR_LOGIN, "admin")
-        return self.api.permission_answer(owner, repo, rest[1], roles, asker)
+        return self.api.permission_answer(asked.owner, asked.repo, asked.rest[1], roles, asker)
 
     def _known_users(self, owner: str, repo: str) -> set[str]:
         """The logins the stand-in knows (lower case): its two accounts, the owner, and whoever

@@ -23,7 +23,6 @@ import stat
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from tireless.models import JobAsk, JobBrief
@@ -65,12 +64,7 @@ class AgentFiles:
     def __enter__(self) -> AgentFiles:
         return self
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self._directory.cleanup()
 
     def own_directory(self) -> Path:

@@ -17,7 +17,6 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from types import TracebackType
 from typing import Any, Self
 from urllib.parse import urlsplit
 
@@ -321,12 +320,7 @@ class EgressProxy:
     def __enter__(self) -> Self:
         return self.start()
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
     def report(self) -> NetworkReport:

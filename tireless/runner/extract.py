@@ -46,7 +46,6 @@ import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 
 from tireless.git import HEX40, LOCAL_TIMEOUT, GitAuth, GitError, git
 from tireless.runner.message import CommitMessage
@@ -135,12 +134,7 @@ class Change:
     def __enter__(self) -> Change:
         return self
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
 
@@ -490,7 +484,7 @@ def extract(
     manager) when done."""
     scratch = Path(tempfile.mkdtemp(prefix="tireless-publish-", dir=scratch_root))
     change = Change(workspace, scratch, workspace.base_commit)
-    try:
+    with closed_if_refused(change):
         (scratch / "objects" / "pack").mkdir(parents=True)
         git("init", "--quiet", "--bare", "--template=", str(change.repository))
         change._env = {
@@ -500,20 +494,23 @@ def extract(
             ),
         }
         _take(change, commit, max_object_bytes, max_file_bytes)
-    except GitError as error:
-        change.close()
-        raise refused_by_git(error) from None
-    except BaseException:
-        change.close()
-        raise
     return change
 
 
-def refused_by_git(error: GitError) -> PublishRefused:
-    """The note of a change the runner's git would not take in."""
-    return PublishRefused(
-        f"the runner's git refused the workspace's work: {error.stderr.strip()[-500:]}"
-    )
+@contextlib.contextmanager
+def closed_if_refused(change: Change) -> Iterator[None]:
+    """A block of work on `change` that closes it when the block raises, a failure of the
+    runner's git raised as PublishRefused with its note."""
+    try:
+        yield
+    except GitError as error:
+        change.close()
+        raise PublishRefused(
+            f"the runner's git refused the workspace's work: {error.stderr.strip()[-500:]}"
+        ) from None
+    except BaseException:
+        change.close()
+        raise
 
 
 def _take(

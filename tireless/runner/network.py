@@ -10,7 +10,6 @@ import shutil
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Self
 
 from tireless.runner import relay
@@ -57,12 +56,7 @@ class AgentNetwork:
             raise
         return self
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self._stop()
 
     def _start(self) -> None:

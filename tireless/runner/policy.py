@@ -11,14 +11,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tireless.git import GitError
 from tireless.runner.extract import (
     Change,
     PublishRefused,
+    closed_if_refused,
     extract,
     last_line,
     ls_tree,
-    refused_by_git,
 )
 from tireless.runner.message import CommitMessage
 from tireless.runner.workspace import Workspace
@@ -228,15 +227,9 @@ def take_change(
         max_object_bytes=policy.max_object_bytes, max_file_bytes=policy.max_file_bytes,
         scratch_root=scratch_root,
     )  # fmt: skip
-    try:
+    with closed_if_refused(change):
         if not change.empty:
             _check_paths(change, policy)
             _check_sizes(change, policy, size_limits)  # before the links: every blob's size known
             _check_links(change)
-    except GitError as error:
-        change.close()
-        raise refused_by_git(error) from None
-    except BaseException:
-        change.close()
-        raise
     return change

@@ -50,7 +50,6 @@ import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 from urllib.parse import urlsplit
 
 from tireless.git import HEX40, NETWORK_TIMEOUT, GitAuth, git
@@ -307,12 +306,7 @@ class Workspace:
     def __enter__(self) -> Workspace:
         return self
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.remove()
 
 
