@@ -8026,7 +8026,8 @@ BEGIN
                 FROM tireless.job j
                 JOIN tireless.model_usage u ON u.job_id = j.id
                WHERE (j.forge, j.owner, j.repo, j.number) = (f.forge, f.owner, f.repo, f.number)
-                 AND j.created_at <= f.merged_at) s ON f.fate = 'merged'
+                 -- the forges stamp whole seconds: a job made in the merge's own second counts
+                 AND j.created_at < f.merged_at + interval '1 second') s ON f.fate = 'merged'
     )
     SELECT s.lane, s.forge, s.owner, s.repo,
            count(*), count(*) FILTER (WHERE s.fate = 'merged'), count(*) FILTER (WHERE s.fate = 'closed'),
@@ -9224,8 +9225,13 @@ BEGIN
      WHERE EXISTS (SELECT FROM tireless.delivery d
                     WHERE (d.forge, d.owner, d.repo, d.pull_number)
                           = (record_pull_outcomes.forge, record_pull_outcomes.owner, record_pull_outcomes.repo, f.pull))
+       -- An open one needs a row only when it was closed before (reopened).
+       AND (f.state = 'closed'
+            OR EXISTS (SELECT FROM tireless.pull_outcome x
+                        WHERE (x.forge, x.owner, x.repo, x.pull_number)
+                              = (record_pull_outcomes.forge, record_pull_outcomes.owner, record_pull_outcomes.repo, f.pull)))
      ORDER BY f.pull
-    ON CONFLICT (forge, owner, repo, pull_number) DO UPDATE
+    ON CONFLICT ON CONSTRAINT pull_outcome_pkey DO UPDATE
        SET state = excluded.state, merged_at = excluded.merged_at, closed_at = excluded.closed_at, recorded_at = now()
      WHERE (o.state, o.merged_at, o.closed_at) IS DISTINCT FROM (excluded.state, excluded.merged_at, excluded.closed_at);
     GET DIAGNOSTICS changed = ROW_COUNT;

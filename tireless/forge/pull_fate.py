@@ -75,8 +75,8 @@ def record_fates(
     store: JobStore, poller: str, target: RepoToPoll, fates: Sequence[PullFate]
 ) -> str | None:
     """Records the fates a read showed (the store keeps those of tireless's pull requests); a
-    refusal is returned as the poll's warning, the issues are recorded all the same. NotHolder
-    (the lease ran out) is raised."""
+    refusal or a surprise is returned as the poll's warning, the issues are recorded all the
+    same. NotHolder (the lease ran out) is raised."""
     if not fates:
         return None
     try:
@@ -85,4 +85,6 @@ def record_fates(
         raise
     except TirelessError as refused:
         return f"the pull requests' fates were not recorded: {refused}"
+    except Exception as error:  # a bug or a surprise: the issues are recorded all the same
+        return f"the pull requests' fates were not recorded: {type(error).__name__}: {error}"
     return None
