@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from tests.forge.test_mirror_pulls import delivered
 from tests.helpers import rows, tireless_cli
 from tests.support.forge import OWNER, REPO, Setup, claim, one_round
+from tests.support.forge import pushed_and_delivered as delivered
 from tests.support.web import browser, scrape, value
 from tireless.errors import InvalidArgument
 from tireless.forge.pull_fate import pull_fates
