@@ -108,6 +108,7 @@ SQL_FILES = (
     "work_graph.sql",
     "labels.sql",
     "outbox.sql",
+    "outcomes.sql",
     "dashboard.sql",
     "reads.sql",
 )

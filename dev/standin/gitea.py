@@ -326,13 +326,15 @@ class GiteaApi(GiteaConversation):
         api: str,
         web: str,
     ) -> dict[str, Any]:
-        """Gitea's `Issue`: labels with ids, `pull_request` {merged, merged_at} or null, and a
-        short `repository`."""
+        """Gitea's `Issue`: labels with ids, `pull_request` {merged, merged_at} or null (the
+        `PullRequestMeta` of modules/structs/issue.go: `HasMerged`, `Merged`), and a short
+        `repository`."""
         labels = [
             {"id": ids.get(name, n), "name": name, "color": "00aabb", "description": "", "url": ""}
             for n, name in enumerate(issue.labels, 1)
         ]
-        pr = {"merged": False, "merged_at": None} if issue.pull_request else None
+        merged = {"merged": issue.merged_at is not None, "merged_at": _time(issue.merged_at)}
+        pr = merged if issue.pull_request else None
         return {
             "labels": labels,
             "assignees": None,
@@ -405,7 +407,7 @@ class GiteaApi(GiteaConversation):
             "is_locked": False,
             "comments": 0,
             "mergeable": True,
-            "merged": False,
+            "merged": issue.merged_at is not None,  # PullRequest.HasMerged (json merged)
             "merged_by": None,
             "allow_maintainer_edit": False,
             "merge_base": base_sha,

@@ -394,7 +394,8 @@ class GitHubApi(GitHubConversation):
                 "html_url": web,
                 "diff_url": web + ".diff",
                 "patch_url": web + ".patch",
-                "merged_at": None,
+                # The issue schema's pull_request.merged_at (github/rest-api-description)
+                "merged_at": _time(issue.merged_at),
             }
         return shaped | self._relation_summaries(owner, repo, issue.number)
 
@@ -483,7 +484,7 @@ class GitHubApi(GitHubConversation):
             "requested_teams": [],
             "author_association": "OWNER",
             "auto_merge": None,
-            "merged": False,
+            "merged": issue.merged_at is not None,
             "mergeable": None,
             "head": {
                 "label": f"{owner}:{pull.head}",

@@ -39,6 +39,8 @@ class StoredIssue:
     created_at: datetime = field(default_factory=lambda: _now())
     updated_at: datetime = field(default_factory=lambda: _now())
     closed_at: datetime | None = None
+    merged_at: datetime | None = None
+    """When a pull request was merged (merge_pull): both forges close it at that time too."""
     author: str = PERSON
     """Who opened it (`user.login`): a person, or the mirror (POST .../issues)."""
 

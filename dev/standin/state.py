@@ -479,6 +479,13 @@ class ForgeState:
     def close_pull(self, owner: str, repo: str, number: int) -> None:
         self.close_issue(owner, repo, number)
 
+    def merge_pull(self, owner: str, repo: str, number: int) -> None:
+        """Someone merged the pull request: both forges close it then, `closed_at` the same time
+        as `merged_at` (GitHub's pull-request schema; Gitea's services/pull/merge.go closes the
+        issue as it merges)."""
+        at = _now()
+        self._change(owner, repo, number, state="closed", closed_at=at, merged_at=at)
+
     def _record(self, request: Request) -> threading.Event | None:
         with self._lock:
             self.requests.append(request)

@@ -59,7 +59,7 @@ class ForgeViews(ForgeState, DependencyRoutes):
             "html_url": web,
             "diff_url": f"{web}.diff",
             "patch_url": f"{web}.patch",
-            "merged_at": None,
+            "merged_at": _time(issue.merged_at),
             "merge_commit_sha": None,
             "draft": self.api.is_draft(issue.title, pull),
             "created_at": _time(issue.created_at),

@@ -7,25 +7,11 @@ from __future__ import annotations
 
 from dev.standin import Request
 from tests.support.forge import OWNER, REPO, Setup, asked, claim, comments, one_round
+from tests.support.forge import pushed_and_delivered as delivered
 from tireless import JobStore
-from tireless.models import Job
 
 IMPLEMENT = ["tireless", "tireless/implement"]
 WORKER = "host1-3"
-
-
-def delivered(setup: Setup, job: Job, change: str) -> str:
-    """The job's work pushed to its branch on the stand-in's git and delivered; its head commit."""
-    brief = setup.store.job_brief(job.id)
-    assert brief.branch == f"tireless/{job.number}"
-    base = setup.forge.branch_head(OWNER, REPO, "main")
-    assert base is not None
-    head = setup.forge.seed_git(OWNER, REPO, {"fix.txt": change}, branch=brief.branch)
-    setup.store.deliver(
-        job.id, WORKER, branch=brief.branch, head=head, base_branch="main", base=base,
-        token=job.claim_token, note="fixed it",
-    )  # fmt: skip
-    return head
 
 
 def asked_to_implement(setup: Setup) -> int:

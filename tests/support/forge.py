@@ -192,3 +192,17 @@ def work(setup: Setup, tmp_path: Path, script: str) -> None:
         **{token_variable(setup.name): TOKEN},
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
+
+
+def pushed_and_delivered(setup: Setup, job: Job, change: str, worker: str = "host1-3") -> str:
+    """The job's work pushed to its branch on the stand-in's git and delivered; its head commit."""
+    brief = setup.store.job_brief(job.id)
+    assert brief.branch == f"tireless/{job.number}"
+    base = setup.forge.branch_head(OWNER, REPO, "main")
+    assert base is not None
+    head = setup.forge.seed_git(OWNER, REPO, {"fix.txt": change}, branch=brief.branch)
+    setup.store.deliver(
+        job.id, worker, branch=brief.branch, head=head, base_branch="main", base=base,
+        token=job.claim_token, note="fixed it",
+    )  # fmt: skip
+    return head

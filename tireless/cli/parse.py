@@ -37,7 +37,8 @@ from tireless.cli.commands import (
     cmd_work,
 )
 from tireless.cli.ledger import add_price_arguments, add_spend_budget_arguments, cmd_model
-from tireless.cli.session import PRUNE_MAX, USAGE
+from tireless.cli.outcomes import add_outcome_arguments, cmd_outcomes
+from tireless.cli.session import PRUNE_MAX, USAGE, duration
 from tireless.forge.check import MAX_REPOS
 from tireless.forge.poll import default_poller_name
 from tireless.models import JobKind, JobState
@@ -53,21 +54,6 @@ be started (the message names its path; a job claimed meanwhile is given back).
 """
 """`tireless --help`: what the command is for, and its exit codes."""
 VERSION_HELP = "print the version and exit"
-
-
-UNITS = {"ms": "milliseconds", "s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
-
-
-def duration(text: str) -> timedelta:
-    """`500ms`, `90s`, `15m`, `2h`, `30d`: a lease or an interval, always with its unit (a bare
-    `90` or `2mo` is refused: `m` is minutes, and a guess costs jobs)."""
-    match = re.fullmatch(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)", text.strip())
-    if match is None:
-        raise argparse.ArgumentTypeError(
-            f"not a duration: {text!r}: give a number and its unit, e.g. 90s, 15m, 2h or 30d"
-            " (ms, s, m, h, d)"
-        )
-    return timedelta(**{UNITS[match.group(2)]: float(match.group(1))})
 
 
 def seconds(text: str) -> float:
@@ -729,6 +715,8 @@ def parser() -> argparse.ArgumentParser:
         help="the agent to run on each job (checked before anything is claimed); with --agent"
         " PROFILE, the CLI's extra arguments",
     )
+    sub = command("outcomes", cmd_outcomes, "what became of tireless's pull requests, per lane")
+    add_outcome_arguments(sub)
     sub = command("agents", cmd_agents, "the agent CLIs tireless work knows, found or not")
     agent_arguments(sub, work=False)
     sub.add_argument("--lane", action="append", default=[], help="what this lane lacks for each")

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import select
 import signal
 import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
+from datetime import timedelta
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -179,3 +181,18 @@ class StopSignals:
         """Wait `seconds` for a notification (returns its payload), or less when a stop signal
         comes (returns None)."""
         return None if self.stopped else heard.wait(seconds, wakeup=self._wakeup)
+
+
+UNITS = {"ms": "milliseconds", "s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
+
+
+def duration(text: str) -> timedelta:
+    """`500ms`, `90s`, `15m`, `2h`, `30d`: a lease or an interval, always with its unit (a bare
+    `90` or `2mo` is refused: `m` is minutes, and a guess costs jobs)."""
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)", text.strip())
+    if match is None:
+        raise argparse.ArgumentTypeError(
+            f"not a duration: {text!r}: give a number and its unit, e.g. 90s, 15m, 2h or 30d"
+            " (ms, s, m, h, d)"
+        )
+    return timedelta(**{UNITS[match.group(2)]: float(match.group(1))})

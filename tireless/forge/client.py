@@ -17,6 +17,8 @@ from typing import Protocol
 
 import httpx
 
+from tireless.outcomes import PullFate
+
 
 @dataclass(frozen=True, slots=True)
 class Response:
@@ -108,6 +110,9 @@ class Listing:
     odd: tuple[tuple[int, str], ...] = ()
     """Issues left out because a field of theirs cannot be taken (a NUL in the title, labels that
     are not objects): each number with the reason. The rest of the listing stands."""
+    fates: tuple[PullFate, ...] = ()
+    """What became of each pull request the listing showed (tireless.forge.pull_fate); one whose
+    fate cannot be read is said in `skipped`."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -55,6 +55,7 @@ from tireless.forge.http import (
     sent_or_found,
 )
 from tireless.forge.paging import read_pages
+from tireless.forge.pull_fate import pull_fates
 from tireless.forge.validate import (
     check,
     comment,
@@ -498,14 +499,16 @@ class GiteaClient:
             )
         where = f"GET {owner}/{repo} issues"
         issues, odd = listed_issues(pages.items, where)
+        fates, odd_fates = pull_fates(pages.items, where)
         moved_to = self._current_name(owner, repo) if pages.moved else None
         return Listing(
             tuple(issues),
             pages.count,
             moved_to=moved_to,
-            skipped=tuple(pages.skipped),
+            skipped=tuple(pages.skipped) + odd_fates,
             pulls=pull_updates(pages.items, where),
             odd=tuple((left_out.number, left_out.problem) for left_out in odd),
+            fates=fates,
         )
 
     def get_issue(self, owner: str, repo: str, number: int) -> ForgeIssue | None:

@@ -53,6 +53,7 @@ from tireless.forge.http import (
     sent_or_found,
 )
 from tireless.forge.paging import read_pages
+from tireless.forge.pull_fate import pull_fates
 from tireless.forge.validate import (
     check,
     comment,
@@ -154,6 +155,7 @@ class GitHubClient:
             return Listing((), 1, etag, not_modified=True, limited_until=_limit(pages.first))
         where = f"GET {owner}/{repo} issues"
         issues, odd = listed_issues(pages.items, where)
+        fates, odd_fates = pull_fates(pages.items, where)
         # A first page too large to read has no ETag to keep: the next read lists again.
         first_etag = None if pages.first is None else pages.first.headers.get("etag")
         last = pages.last or pages.first
@@ -163,9 +165,10 @@ class GitHubClient:
             first_etag if not pages.skipped else None,
             limited_until=None if last is None else _limit(last),
             moved_to=self.repository_name(owner, repo) if pages.moved else None,
-            skipped=tuple(pages.skipped),
+            skipped=tuple(pages.skipped) + odd_fates,
             pulls=pull_updates(pages.items, where),
             odd=tuple((left_out.number, left_out.problem) for left_out in odd),
+            fates=fates,
         )
 
     def repository_name(self, owner: str, repo: str) -> str:

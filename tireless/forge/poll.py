@@ -41,7 +41,9 @@ from tireless.forge.client import (
 )
 from tireless.forge.conversation import read_conversation
 from tireless.forge.mirror import issue_row, mirror_repository
+from tireless.forge.pull_fate import record_fates
 from tireless.models import RepoToPoll
+from tireless.outcomes import PullFate
 from tireless.store import JobStore
 from tireless.store.calls import DEFAULT_POLL_LEASE
 
@@ -86,6 +88,8 @@ class Read:
     here was not read: the store keeps what it has)."""
     odd: tuple[tuple[int, str], ...] = ()
     """Issues left out because a field of theirs cannot be taken: (number, why)."""
+    fates: tuple[PullFate, ...] = ()
+    """What became of the pull requests the listings showed (the newest listing's word on each)."""
 
 
 @dataclass(slots=True)
@@ -187,6 +191,7 @@ def read_repository(client: ForgeClient, target: RepoToPoll) -> Read:
     skipped: list[str] = []
     odd: dict[int, str] = {}
     pulls: dict[int, datetime] = {}
+    fates: dict[int, PullFate] = {}
 
     def keep(issues: Iterable[ForgeIssue]) -> None:
         for issue in issues:
@@ -206,6 +211,7 @@ def read_repository(client: ForgeClient, target: RepoToPoll) -> Read:
         keep(listing.issues)
         odd.update(listing.odd)
         _newer(pulls, listing.pulls)
+        fates.update((fate.pull, fate) for fate in listing.fates)
         cursor = _newest(cursor, listing.issues)
         moved_to, skipped = listing.moved_to, list(listing.skipped)
     deleted: list[int] = []
@@ -218,6 +224,7 @@ def read_repository(client: ForgeClient, target: RepoToPoll) -> Read:
         keep(everything_open.issues)
         odd.update(everything_open.odd)
         _newer(pulls, everything_open.pulls)
+        fates.update((fate.pull, fate) for fate in everything_open.fates)
         moved_to = everything_open.moved_to or moved_to
         skipped += everything_open.skipped
         if target.cursor is None:
@@ -258,6 +265,7 @@ def read_repository(client: ForgeClient, target: RepoToPoll) -> Read:
             for number, problem in sorted(odd.items())
             if number not in found
         ),
+        tuple(fates[pull] for pull in sorted(fates)),
     )
 
 
@@ -523,6 +531,13 @@ def _poll_one(
         report.conversation_requests = talk.requests
         if talk.skipped:
             report.warning = "; ".join(filter(None, (report.warning, *talk.skipped)))
+    try:  # after the conversation, under the same lease: a merged pull request asks nothing more
+        unrecorded = record_fates(store, poller, target, read.fates)
+    except NotHolder as lost:
+        report.error = f"lost the poll lease: {lost}"
+        return
+    if unrecorded is not None:
+        report.warning = "; ".join(filter(None, (report.warning, unrecorded)))
     try:
         for number, to in read.moved:
             note = f"issue moved to {to}"

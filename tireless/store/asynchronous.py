@@ -62,6 +62,7 @@ from tireless.store.calls import (
 )
 from tireless.store.lease import NEEDS_A_POOL, AsyncHeldJob, OnCancel, OnLost, ThenClaim
 from tireless.store.ledger_store import AsyncLedgerMethods
+from tireless.store.outcome_store import AsyncOutcomeMethods
 
 Answer = TypeVar("Answer")
 
@@ -71,7 +72,7 @@ def atomic(conn: AsyncConnection[Any]) -> AbstractAsyncContextManager[Any]:
     return conn.transaction() if needs_transaction(conn) else nullcontext()
 
 
-class AsyncJobStore(AsyncLedgerMethods):
+class AsyncJobStore(AsyncLedgerMethods, AsyncOutcomeMethods):
     """The store, over a conninfo (a libpq connection string or URL: the store owns a pool,
     opened by `async with`, by `await store.open()` or at the first call), an AsyncConnectionPool
     (the caller opens and closes it) or one AsyncConnection (calls join the caller's transaction

@@ -62,6 +62,7 @@ from tireless.store.calls import (
 )
 from tireless.store.lease import NEEDS_A_POOL, HeldJob, OnCancel, OnLost, ThenClaim
 from tireless.store.ledger_store import LedgerMethods
+from tireless.store.outcome_store import OutcomeMethods
 
 Answer = TypeVar("Answer")
 
@@ -71,7 +72,7 @@ def atomic(conn: Connection[Any]) -> AbstractContextManager[Any]:
     return conn.transaction() if needs_transaction(conn) else nullcontext()
 
 
-class JobStore(LedgerMethods):
+class JobStore(LedgerMethods, OutcomeMethods):
     """The store, over a conninfo (a libpq connection string or URL: the store owns a pool,
     opened by `with`, by `open()` or at the first call), a ConnectionPool (the caller opens and
     closes it) or one Connection (calls join the caller's transaction as savepoints).

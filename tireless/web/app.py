@@ -27,7 +27,7 @@ from starlette.templating import Jinja2Templates
 
 from tireless.connect import AsyncFailoverPool
 from tireless.errors import InvalidArgument
-from tireless.web import bulk, connections, fleet, hooks, metrics, pages
+from tireless.web import bulk, connections, fleet, hooks, metrics, outcomes, pages
 from tireless.web.dashboard import Dashboard
 from tireless.web.guard import Guard, SettingRefused, allowed_hosts, token_from_environment
 
@@ -103,6 +103,7 @@ def create_app(
             Route("/activity", fleet.activity),
             Route("/failures", fleet.failures),
             Route("/workers", fleet.workers),
+            Route("/outcomes", outcomes.outcomes),
             Route("/jobs/{job_id:int}/{action:str}", pages.job_action, methods=["POST"]),
             Route("/lanes/{lane:str}/{action:str}", pages.lane_action, methods=["POST"]),
             Route("/forges/{forge:str}/{action:str}", pages.forge_action, methods=["POST"]),

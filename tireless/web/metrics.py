@@ -3,7 +3,7 @@ and tireless.repo_status; finished jobs are counters from tireless.finished_jobs
 sweeper's and poller's roll-up counted plus the history written since, so a scrape writes nothing
 (a hot standby answers it); the agents' network from tireless.lane_egress; the lanes' limits from
 tireless.lane_status and what their attempts used from tireless.lane_usage; their model usage
-from tireless.agent_usage."""
+from tireless.agent_usage; what became of tireless's pull requests from tireless.pull_outcomes."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from starlette.responses import Response
 
 from tireless.errors import TirelessError
 from tireless.store import reads
+from tireless.web import outcomes
 from tireless.web.dashboard import dashboard_of
 
 BREAKER_STATES = ("closed", "half-open", "open")
@@ -250,6 +251,56 @@ def model_families(out: Exposition, usage: list[dict[str, Any]]) -> None:
     )
 
 
+def outcome_families(out: Exposition, rows: list[dict[str, Any]]) -> None:
+    """Outcomes per agent over every pull request the store keeps (tireless.pull_outcomes)."""
+
+    def key(row: Mapping[str, Any], **more: str) -> dict[str, Any]:
+        repository = f"{row['forge']}/{row['owner']}/{row['repo']}"
+        return {"lane": row["lane"], "repository": repository, **more}
+
+    out.family(
+        "tireless_pull_requests_total",
+        "counter",
+        "Pull requests tireless opened, by the lane of the job that opened them and what became of"
+        " them (merged, closed unmerged, open), as the poller last read the forge.",
+        (
+            (key(row, outcome=outcome), row[column])
+            for row in rows
+            for outcome, column in (
+                ("merged", "merged"),
+                ("closed", "closed"),
+                ("open", "still_open"),
+            )
+        ),
+    )
+    out.family(
+        "tireless_pull_request_revisions_total",
+        "counter",
+        "Revision jobs the conversation made for tireless's pull requests (reviews, commands, failed"
+        " checks).",
+        ((key(row), row["revisions"]) for row in rows),
+    )
+    out.family(
+        "tireless_merged_pull_seconds_total",
+        "counter",
+        "Seconds from opening to merge, summed over the merged pull requests (divide by"
+        ' tireless_pull_requests_total{outcome="merged"} for the mean).',
+        ((key(row), row["merge_seconds_sum"]) for row in rows),
+    )
+    out.family(
+        "tireless_merged_pull_tokens_total",
+        "counter",
+        "Tokens every job of a merged pull request's issue used before its merge.",
+        ((key(row), row["merged_tokens"]) for row in rows),
+    )
+    out.family(
+        "tireless_merged_pull_cost_total",
+        "counter",
+        "USD every job of a merged pull request's issue cost before its merge (priced models only).",
+        ((key(row), row["merged_cost_usd"]) for row in rows),
+    )
+
+
 def repo_families(out: Exposition, repos: list[dict[str, Any]]) -> None:
     def key(repo: Mapping[str, Any]) -> dict[str, Any]:
         return {"forge": repo["forge"], "owner": repo["owner"], "repo": repo["repo"]}
@@ -304,6 +355,7 @@ async def scrape(request: Request) -> Response:
     egress_families(out, await board.rows(reads.LANE_EGRESS))
     usage_families(out, lanes, await board.rows(reads.LANE_USAGE))
     model_families(out, await board.rows(reads.AGENT_USAGE))
+    outcome_families(out, await board.rows(outcomes.PULL_OUTCOMES, {"since": None}))
     try:
         repos = await board.rows(reads.REPOS)
     except TirelessError:
