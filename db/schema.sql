@@ -10343,22 +10343,8 @@ DECLARE
     pid_count integer;
 BEGIN
     PERFORM tireless.check_lane(set_lane_limits.lane);
-    IF set_lane_limits.memory IS NOT NULL AND lower(set_lane_limits.memory) <> 'none' THEN
-        memory_bytes := tireless.size_bytes(set_lane_limits.memory);
-        IF memory_bytes IS NULL OR memory_bytes NOT BETWEEN 16777216 AND 1125899906842624 THEN
-            RAISE EXCEPTION 'memory limit of lane % must be a size from 16 MiB to 1 PiB (512M, 2GiB) or none, got %',
-                quote_literal(set_lane_limits.lane), quote_literal(left(set_lane_limits.memory, 80))
-                USING ERRCODE = 'TL005';
-        END IF;
-    END IF;
-    IF set_lane_limits.disk IS NOT NULL AND lower(set_lane_limits.disk) <> 'none' THEN
-        disk_bytes := tireless.size_bytes(set_lane_limits.disk);
-        IF disk_bytes IS NULL OR disk_bytes NOT BETWEEN 1048576 AND 1125899906842624 THEN
-            RAISE EXCEPTION 'disk limit of lane % must be a size from 1 MiB to 1 PiB (512M, 2GiB) or none, got %',
-                quote_literal(set_lane_limits.lane), quote_literal(left(set_lane_limits.disk, 80))
-                USING ERRCODE = 'TL005';
-        END IF;
-    END IF;
+    memory_bytes := tireless.size_limit(set_lane_limits.lane, 'memory', set_lane_limits.memory, '16 MiB');
+    disk_bytes := tireless.size_limit(set_lane_limits.lane, 'disk', set_lane_limits.disk, '1 MiB');
     IF set_lane_limits.cpus IS NOT NULL AND lower(set_lane_limits.cpus) <> 'none' THEN
         IF set_lane_limits.cpus ~ '^\s*[0-9]{1,4}(\.[0-9]{1,2})?\s*$' THEN
             cpu_count := trim(set_lane_limits.cpus)::numeric;
@@ -11099,6 +11085,35 @@ $_$;
 --
 
 COMMENT ON FUNCTION tireless.size_bytes(size text) IS 'The bytes a size names (a number of bytes, or a number with K, M, G or T, each 1024 times the last, an optional i and B: 512M, 512MiB, 1.5G), or null when it is not a size.';
+
+--
+-- Name: size_limit(text, text, text, text); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.size_limit(lane text, what text, size text, smallest text) RETURNS bigint
+    LANGUAGE plpgsql IMMUTABLE
+    AS $$
+DECLARE
+    bytes bigint;
+BEGIN
+    IF size_limit.size IS NULL OR lower(size_limit.size) = 'none' THEN
+        RETURN NULL;
+    END IF;
+    bytes := tireless.size_bytes(size_limit.size);
+    IF bytes IS NULL OR bytes NOT BETWEEN tireless.size_bytes(size_limit.smallest) AND 1125899906842624 THEN
+        RAISE EXCEPTION '% limit of lane % must be a size from % to 1 PiB (512M, 2GiB) or none, got %',
+            size_limit.what, quote_literal(size_limit.lane), size_limit.smallest, quote_literal(left(size_limit.size, 80))
+            USING ERRCODE = 'TL005';
+    END IF;
+    RETURN bytes;
+END;
+$$;
+
+--
+-- Name: FUNCTION size_limit(lane text, what text, size text, smallest text); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.size_limit(lane text, what text, size text, smallest text) IS 'The bytes of a lane''s size limit as tireless.set_lane_limits takes it (what: memory or disk), null for null or none; TL005 naming the value unless it is a size from smallest (a size, 16 MiB) to 1 PiB.';
 
 --
 -- Name: spend_text(bigint); Type: FUNCTION; Schema: tireless; Owner: -
@@ -16376,6 +16391,12 @@ REVOKE ALL ON FUNCTION tireless.short_duration(span interval) FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION tireless.size_bytes(size text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION size_limit(lane text, what text, size text, smallest text); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.size_limit(lane text, what text, size text, smallest text) FROM PUBLIC;
 
 --
 -- Name: FUNCTION spend_text(job_id bigint); Type: ACL; Schema: tireless; Owner: -
