@@ -5,7 +5,9 @@ The rooms, lowest first:
   0. the vocabulary: tireless/models.py, errors.py, migrate.py, connect.py, and what several rooms
      share: credentials.py (where secrets are read from), masking.py and git.py (tireless's
      hardened git, the forge's token in its own processes only), usage.py (what a model API's
-     answer says it used: the gateway counts it, the dashboard's transcript shows it), outcomes.py
+     answer says it used, and the ledger's rows of usage and prices: the gateway counts it, the
+     dashboard's transcript shows it), conversation.py (what the poller reads of the conversation on
+     tireless's pull requests and what the store made of it), outcomes.py
      (a pull request's fate as the forge shows it, and the figures per lane the store gives);
   1. store/: the adapter;
   2. runner/ and forge/, siblings: either may import the other as long as the two rooms do not
@@ -45,6 +47,7 @@ VOCABULARY = {
     "tireless.git",
     "tireless.usage",
     "tireless.outcomes",
+    "tireless.conversation",
 }
 ROOMS = {"store", "runner", "forge", "web", "cli"}
 RANK = {

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
 from enum import StrEnum
 from typing import Any
 
@@ -254,3 +256,42 @@ def requested_model(chunk: bytes) -> str | None:
     """The model a request's first bytes name, if they do."""
     found = MODEL_IN_REQUEST.search(chunk)
     return found.group(1).decode(errors="replace") if found else None
+
+
+@dataclass(frozen=True, slots=True)
+class ModelUsage:
+    """What an attempt's agent asked of one model through the runner's gateway
+    (`tireless.job_model_usage`): requests, the unread ones (whose tokens are unknown), tokens of each
+    kind, and the cost in USD at today's prices (None: the model is unpriced)."""
+
+    attempt: int
+    model: str
+    requests: int
+    unread: int
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+    cost: Decimal | None
+
+    @property
+    def tokens(self) -> int:
+        return (
+            self.input_tokens
+            + self.output_tokens
+            + self.cache_read_tokens
+            + self.cache_write_tokens
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ModelPrice:
+    """A model's price in USD per million tokens (`tireless.set_model_price`); a cache price of
+    None is the input price. `model` is a name or a prefix*."""
+
+    model: str
+    input: Decimal
+    output: Decimal
+    cache_read: Decimal | None
+    cache_write: Decimal | None
+    set_at: datetime

@@ -14,13 +14,13 @@ from tests import outbox
 from tests.conftest import Database
 from tests.helpers import FORGE, OWNER, REPO, claimed, issue, jobs, rows, tireless_cli, tracked
 from tireless import Job, JobStore
+from tireless.conversation import ConversationOutcome
 from tireless.errors import (
     InvalidArgument,
     MalformedConversation,
     UnknownRepository,
     translated_errors,
 )
-from tireless.models import ConversationOutcome
 
 POLLER, LOGIN = "p1", "tireless-bot"
 HEAD, NEXT_HEAD, BASE = "a1" * 20, "c3" * 20, "b2" * 20

@@ -14,8 +14,9 @@ from psycopg.rows import dict_row
 from tireless.cli.render import table
 from tireless.cli.session import connect, emit
 from tireless.errors import UnknownJob
-from tireless.models import ModelPrice, ModelUsage, SpendBudget
+from tireless.models import SpendBudget
 from tireless.store import JobStore, ledger_calls
+from tireless.usage import ModelPrice, ModelUsage
 from tireless.web import transcript
 
 OK = 0

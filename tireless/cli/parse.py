@@ -18,11 +18,9 @@ from tireless.cli.commands import (
     cmd_cancel,
     cmd_claim,
     cmd_enqueue,
-    cmd_forge,
     cmd_jobs,
     cmd_lane,
     cmd_migrate,
-    cmd_poll,
     cmd_prune,
     cmd_renew,
     cmd_repo,
@@ -36,6 +34,7 @@ from tireless.cli.commands import (
     cmd_web,
     cmd_work,
 )
+from tireless.cli.forges import cmd_forge, cmd_poll
 from tireless.cli.ledger import add_price_arguments, add_spend_budget_arguments, cmd_model
 from tireless.cli.outcomes import add_outcome_arguments, cmd_outcomes
 from tireless.cli.session import PRUNE_MAX, USAGE, duration

@@ -24,9 +24,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from tireless.conversation import PullToRead
 from tireless.forge.client import ForgeClient, ForgeStopped, ReadFailed, WriteRefused
 from tireless.forge.validate import is_own
-from tireless.models import ConversationReply, PullToRead, RepoToPoll
+from tireless.models import ConversationReply, RepoToPoll
 from tireless.store import JobStore
 
 OVERLAP = timedelta(minutes=1)

@@ -19,12 +19,11 @@ from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
 from tireless.connect import AsyncFailoverPool
+from tireless.conversation import ConversationOutcome, ConversationToRead
 from tireless.errors import translated_errors
 from tireless.models import (
     NO_CHANGE,
     AttemptUsage,
-    ConversationOutcome,
-    ConversationToRead,
     Delivery,
     DiscoveredIssue,
     Forge,
@@ -51,7 +50,7 @@ from tireless.models import (
     SpendBudget,
     WriteKind,
 )
-from tireless.store import calls, forge_calls
+from tireless.store import calls, forge_calls, lane_calls
 from tireless.store.calls import (
     DEFAULT_LEASE,
     DEFAULT_POLL_LEASE,
@@ -242,7 +241,7 @@ class AsyncJobStore(AsyncLedgerMethods, AsyncOutcomeMethods):
     ) -> None:
         """The holder records what its attempt used of the host (peaks, CPU seconds, the
         workspace's size) and the limit that stopped it, if one did."""
-        await self._run(calls.record_attempt_usage(job_id, worker, usage, token))
+        await self._run(lane_calls.record_attempt_usage(job_id, worker, usage, token))
 
     async def deliver(
         self,
@@ -528,13 +527,13 @@ class AsyncJobStore(AsyncLedgerMethods, AsyncOutcomeMethods):
 
     # Lanes
     async def set_lane_capacity(self, lane: str, capacity: int | None) -> Lane:
-        return await self._run(calls.set_lane_capacity(lane, capacity))
+        return await self._run(lane_calls.set_lane_capacity(lane, capacity))
 
     async def set_lane_max_run(self, lane: str, max_run: timedelta | None) -> Lane:
-        return await self._run(calls.set_lane_max_run(lane, max_run))
+        return await self._run(lane_calls.set_lane_max_run(lane, max_run))
 
     async def set_lane_stall_after(self, lane: str, stall_after: timedelta | None) -> Lane:
-        return await self._run(calls.set_lane_stall_after(lane, stall_after))
+        return await self._run(lane_calls.set_lane_stall_after(lane, stall_after))
 
     async def set_lane_budget(
         self,
@@ -543,12 +542,14 @@ class AsyncJobStore(AsyncLedgerMethods, AsyncOutcomeMethods):
         agent_time_per_day: timedelta | None,
         spend: SpendBudget | None = None,
     ) -> Lane:
-        return await self._run(calls.set_lane_budget(lane, runs_per_day, agent_time_per_day, spend))
+        return await self._run(
+            lane_calls.set_lane_budget(lane, runs_per_day, agent_time_per_day, spend)
+        )
 
     async def set_lane_network(self, lane: str, hosts: Sequence[str] | None) -> list[str] | None:
         """The hosts the lane's agents may reach (HOST[:PORT]); [] for no egress, None for no
         list (the host's network). Returns the list as stored."""
-        return await self._run(calls.set_lane_network(lane, hosts))
+        return await self._run(lane_calls.set_lane_network(lane, hosts))
 
     async def set_lane_limits(
         self,
@@ -561,34 +562,34 @@ class AsyncJobStore(AsyncLedgerMethods, AsyncOutcomeMethods):
         """The lane's limits on one attempt: sizes (512M, 2GiB), a number of CPUs, a count of
         processes, each as the store parses it; None keeps the lane's, "none" clears it. Returns
         them as stored."""
-        return await self._run(calls.set_lane_limits(lane, memory, cpus, pids, disk))
+        return await self._run(lane_calls.set_lane_limits(lane, memory, cpus, pids, disk))
 
     async def lane_limits(self, lane: str) -> LaneLimits:
         """The lane's limits on one attempt (each None when it has none)."""
-        return await self._run(calls.lane_limits(lane))
+        return await self._run(lane_calls.lane_limits(lane))
 
     async def lane_network(self, lane: str) -> list[str] | None:
         """The lane's egress allowlist: None when it has none, [] for no egress."""
-        return await self._run(calls.lane_network(lane))
+        return await self._run(lane_calls.lane_network(lane))
 
     async def set_lane_agent(self, lane: str, agent: str | None) -> str | None:
         """The agent CLI profile the lane's jobs run (tireless.runner.agents); None: the worker's
         own. UnknownAgent (TL012) for a profile tireless does not know."""
-        return await self._run(calls.set_lane_agent(lane, agent))
+        return await self._run(lane_calls.set_lane_agent(lane, agent))
 
     async def lane_agent(self, lane: str) -> str | None:
         """The agent CLI profile the lane names, None when it names none."""
-        return await self._run(calls.lane_agent(lane))
+        return await self._run(lane_calls.lane_agent(lane))
 
     async def lane_agents(self) -> dict[str, str]:
         """Every lane that names an agent CLI profile, with it."""
-        return await self._run(calls.lane_agents())
+        return await self._run(lane_calls.lane_agents())
 
     # Repositories' shares
     async def set_repo_capacity(
         self, forge: str, owner: str, repo: str, capacity: int | None
     ) -> RepoLimit:
-        return await self._run(calls.set_repo_capacity(forge, owner, repo, capacity))
+        return await self._run(lane_calls.set_repo_capacity(forge, owner, repo, capacity))
 
     async def set_repo_budget(
         self,
@@ -600,7 +601,7 @@ class AsyncJobStore(AsyncLedgerMethods, AsyncOutcomeMethods):
         spend: SpendBudget | None = None,
     ) -> RepoLimit:
         return await self._run(
-            calls.set_repo_budget(forge, owner, repo, runs_per_day, agent_time_per_day, spend)
+            lane_calls.set_repo_budget(forge, owner, repo, runs_per_day, agent_time_per_day, spend)
         )
 
     async def set_repo_delivery(
@@ -617,7 +618,7 @@ class AsyncJobStore(AsyncLedgerMethods, AsyncOutcomeMethods):
         """(admin) The tracked repository's delivery policy: a None leaves its setting as it is, a
         list replaces the list, a limit of 0 goes back to the runner's default."""
         return await self._run(
-            calls.set_repo_delivery(
+            lane_calls.set_repo_delivery(
                 forge, owner, repo, protected, allowed, allow_ci, max_files, max_bytes
             )
         )
@@ -625,7 +626,7 @@ class AsyncJobStore(AsyncLedgerMethods, AsyncOutcomeMethods):
     async def delivery_policy(self, forge: str, owner: str, repo: str) -> RepoDelivery:
         """The delivery policy that applies to the repository's changes, the defaults filled in
         (no globs, CI definitions refused, at most 1000 files and 50 MiB where none is set)."""
-        return await self._run(calls.delivery_policy(forge, owner, repo))
+        return await self._run(lane_calls.delivery_policy(forge, owner, repo))
 
     async def set_repo_revisions(
         self,
@@ -674,13 +675,13 @@ class AsyncJobStore(AsyncLedgerMethods, AsyncOutcomeMethods):
         return await self._run(calls.job_network(job_id))
 
     async def pause_lane(self, lane: str) -> Lane:
-        return await self._run(calls.pause_lane(lane))
+        return await self._run(lane_calls.pause_lane(lane))
 
     async def resume_lane(self, lane: str) -> Lane:
-        return await self._run(calls.resume_lane(lane))
+        return await self._run(lane_calls.resume_lane(lane))
 
     async def reset_lane_breaker(self, lane: str) -> Lane:
-        return await self._run(calls.reset_lane_breaker(lane))
+        return await self._run(lane_calls.reset_lane_breaker(lane))
 
     # Holding a job
     def lease(

@@ -13,9 +13,8 @@ from psycopg import sql
 from psycopg.rows import args_row, class_row, kwargs_row, tuple_row
 from psycopg.types.json import Jsonb
 
+from tireless.conversation import ConversationOutcome, ConversationToRead
 from tireless.models import (
-    ConversationOutcome,
-    ConversationToRead,
     DiscoveredIssue,
     Forge,
     ForgeApp,

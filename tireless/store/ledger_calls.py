@@ -12,8 +12,8 @@ from uuid import UUID
 from psycopg.rows import class_row, tuple_row
 from psycopg.types.json import Jsonb
 
-from tireless.models import ModelPrice, ModelUsage
 from tireless.store.calls import Call, _only, _rows, _value
+from tireless.usage import ModelPrice, ModelUsage
 
 RECORD_USAGE = (
     "SELECT tireless.record_usage(job_id => %(job_id)s, worker => %(worker)s,"

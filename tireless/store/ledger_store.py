@@ -9,9 +9,9 @@ from decimal import Decimal
 from typing import Any, TypeVar
 from uuid import UUID
 
-from tireless.models import ModelPrice, ModelUsage
 from tireless.store import ledger_calls
 from tireless.store.calls import Call
+from tireless.usage import ModelPrice, ModelUsage
 
 Answer = TypeVar("Answer")
 

@@ -19,18 +19,13 @@ from psycopg import Connection
 from psycopg_pool import ConnectionPool
 
 from tireless.connect import FailoverPool
+from tireless.conversation import ConversationOutcome, ConversationToRead
 from tireless.errors import translated_errors
 from tireless.models import (
     NO_CHANGE,
     AttemptUsage,
-    ConversationOutcome,
-    ConversationToRead,
     Delivery,
     DiscoveredIssue,
-    Forge,
-    ForgeApp,
-    ForgeKind,
-    ForgeWrite,
     Heartbeat,
     Job,
     JobAsk,
@@ -40,26 +35,21 @@ from tireless.models import (
     JobState,
     Lane,
     LaneLimits,
-    MirrorWrite,
-    PollOutcome,
     RepoDelivery,
     RepoLimit,
     RepoRef,
     RepoRevisions,
-    RepoStatus,
-    RepoToPoll,
     SpendBudget,
-    WriteKind,
 )
-from tireless.store import calls, forge_calls
+from tireless.store import calls, forge_calls, lane_calls
 from tireless.store.calls import (
     DEFAULT_LEASE,
-    DEFAULT_POLL_LEASE,
     POOL_OPEN_TIMEOUT,
     POOL_OPTIONS,
     Call,
     needs_transaction,
 )
+from tireless.store.forge_store import ForgeMethods
 from tireless.store.lease import NEEDS_A_POOL, HeldJob, OnCancel, OnLost, ThenClaim
 from tireless.store.ledger_store import LedgerMethods
 from tireless.store.outcome_store import OutcomeMethods
@@ -72,7 +62,7 @@ def atomic(conn: Connection[Any]) -> AbstractContextManager[Any]:
     return conn.transaction() if needs_transaction(conn) else nullcontext()
 
 
-class JobStore(LedgerMethods, OutcomeMethods):
+class JobStore(LedgerMethods, OutcomeMethods, ForgeMethods):
     """The store, over a conninfo (a libpq connection string or URL: the store owns a pool,
     opened by `with`, by `open()` or at the first call), a ConnectionPool (the caller opens and
     closes it) or one Connection (calls join the caller's transaction as savepoints).
@@ -245,7 +235,7 @@ class JobStore(LedgerMethods, OutcomeMethods):
     ) -> None:
         """The holder records what its attempt used of the host (peaks, CPU seconds, the
         workspace's size) and the limit that stopped it, if one did."""
-        self._run(calls.record_attempt_usage(job_id, worker, usage, token))
+        self._run(lane_calls.record_attempt_usage(job_id, worker, usage, token))
 
     def deliver(
         self,
@@ -353,170 +343,6 @@ class JobStore(LedgerMethods, OutcomeMethods):
         one is due now); None when there is none."""
         return self._run(forge_calls.next_poll_in())
 
-    # Forges and polling
-    def add_forge(self, name: str, kind: ForgeKind | str, base_url: str) -> bool:
-        return self._run(forge_calls.add_forge(name, kind, base_url))
-
-    def remove_forge(self, name: str) -> bool:
-        return self._run(forge_calls.remove_forge(name))
-
-    def forges(self) -> list[Forge]:
-        return self._run(forge_calls.forges())
-
-    def set_forge_app(self, name: str, app_id: int | None, app_key_file: str | None = None) -> bool:
-        """(admin) The forge's GitHub App (None: a token again); true when the entry changed."""
-        return self._run(forge_calls.set_forge_app(name, app_id, app_key_file))
-
-    def forge_apps(self) -> list[ForgeApp]:
-        """The forges that authenticate as a GitHub App."""
-        return self._run(forge_calls.forge_apps())
-
-    def check_forge(self, name: str) -> None:
-        """TL008 (UnknownRepository) unless the forge is registered."""
-        return self._run(forge_calls.check_forge(name))
-
-    def retry_forge(self, name: str) -> int:
-        """(admin) Clear the forge's stop and make its repositories due now; how many they are."""
-        return self._run(forge_calls.retry_forge(name))
-
-    def claim_repos_to_poll(
-        self, poller: str, lease: timedelta = DEFAULT_POLL_LEASE, max_repos: int = 100
-    ) -> list[RepoToPoll]:
-        return self._run(forge_calls.claim_repos_to_poll(poller, lease, max_repos))
-
-    def record_poll(
-        self,
-        forge: str,
-        owner: str,
-        repo: str,
-        poller: str,
-        issues: Iterable[DiscoveredIssue | Mapping[str, Any]],
-        cursor: datetime | None,
-        etag: str | None,
-        full_listing: bool,
-        deleted: Sequence[int] = (),
-        next_poll_in: timedelta = timedelta(0),
-        odd: Sequence[tuple[int, str]] = (),
-    ) -> PollOutcome:
-        """`odd`: the issues the poller read but could not take as issues (number, why): kept
-        in tireless.issue_skip beside those the store itself leaves out, the rest recorded."""
-        call = forge_calls.record_poll(
-            forge, owner, repo, poller, issues, cursor, etag, full_listing, deleted, next_poll_in,
-            odd,
-        )  # fmt: skip
-        return self._run(call)
-
-    def record_poll_failure(
-        self,
-        forge: str,
-        owner: str,
-        repo: str,
-        poller: str,
-        error: str,
-        retry_after: timedelta | None = None,
-    ) -> datetime:
-        call = forge_calls.record_poll_failure(forge, owner, repo, poller, error, retry_after)
-        return self._run(call)
-
-    def renew_poll_leases(self, poller: str, lease: timedelta) -> int:
-        return self._run(forge_calls.renew_poll_leases(poller, lease))
-
-    def record_poll_notice(
-        self,
-        forge: str,
-        owner: str,
-        repo: str,
-        poller: str,
-        moved_to: str | None,
-        warning: str | None,
-    ) -> None:
-        return self._run(
-            forge_calls.record_poll_notice(forge, owner, repo, poller, moved_to, warning)
-        )
-
-    def record_issue_moved(
-        self, forge: str, owner: str, repo: str, poller: str, number: int, note: str
-    ) -> int:
-        return self._run(forge_calls.record_issue_moved(forge, owner, repo, poller, number, note))
-
-    def record_issue_gone(
-        self, forge: str, owner: str, repo: str, poller: str, number: int, note: str
-    ) -> int:
-        """The forge says the issue is gone (deleted, or moved: `note` says how): its live jobs
-        end and the mirror writes to it no more. Returns how many jobs it ended."""
-        return self._run(forge_calls.record_issue_gone(forge, owner, repo, poller, number, note))
-
-    def record_repo_archived(self, forge: str, owner: str, repo: str, poller: str) -> datetime:
-        """The forge refused a write because the repository is archived: no mirror write to it
-        for a day. Returns when one is tried again."""
-        return self._run(forge_calls.record_repo_archived(forge, owner, repo, poller))
-
-    def record_forge_trouble(self, name: str, error: str | None, until: datetime | None) -> None:
-        return self._run(forge_calls.record_forge_trouble(name, error, until))
-
-    def mirror_writes(
-        self, forge: str, owner: str, repo: str, poller: str, max_writes: int = 100
-    ) -> list[MirrorWrite]:
-        return self._run(forge_calls.mirror_writes(forge, owner, repo, poller, max_writes))
-
-    def record_mirror_write(
-        self,
-        forge: str,
-        owner: str,
-        repo: str,
-        poller: str,
-        write: MirrorWrite,
-        issue: DiscoveredIssue | Mapping[str, Any] | None = None,
-    ) -> bool:
-        call = forge_calls.record_mirror_write(forge, owner, repo, poller, write, issue)
-        return self._run(call)
-
-    def record_mirror_failure(
-        self, forge: str, owner: str, repo: str, poller: str, write: MirrorWrite, error: str
-    ) -> datetime:
-        call = forge_calls.record_mirror_failure(forge, owner, repo, poller, write, error)
-        return self._run(call)
-
-    def forge_writes_due(
-        self,
-        forge: str,
-        owner: str,
-        repo: str,
-        poller: str,
-        kinds: Sequence[WriteKind],
-        max_writes: int = 100,
-        now: datetime | None = None,
-    ) -> list[ForgeWrite]:
-        """The outbox's writes of `kinds` due now (or at `now`), in the order of `kinds`."""
-        return self._run(
-            forge_calls.forge_writes_due(forge, owner, repo, poller, kinds, max_writes, now)
-        )
-
-    def record_forge_write(
-        self,
-        forge: str,
-        owner: str,
-        repo: str,
-        poller: str,
-        write_id: int,
-        error: str | None = None,
-        result: Mapping[str, Any] | None = None,
-    ) -> datetime | None:
-        """The forge's answer to write `write_id`: it landed (`result`, as its kind needs; None
-        back), or it failed (`error`; when it is tried again)."""
-        return self._run(
-            forge_calls.record_forge_write(forge, owner, repo, poller, write_id, error, result)
-        )
-
-    def set_mirror_comments(self, enabled: bool) -> bool:
-        return self._run(forge_calls.set_mirror_comments(enabled))
-
-    def poll_soon(self, forge: str, owner: str, repo: str) -> bool:
-        return self._run(forge_calls.poll_soon(forge, owner, repo))
-
-    def repo_status(self) -> list[RepoStatus]:
-        return self._run(forge_calls.repo_status())
-
     # Routing, answered by the database's one implementation
     def job_kind_for(self, labels: Sequence[str]) -> JobKind | None:
         return self._run(calls.job_kind_for(labels))
@@ -526,13 +352,13 @@ class JobStore(LedgerMethods, OutcomeMethods):
 
     # Lanes
     def set_lane_capacity(self, lane: str, capacity: int | None) -> Lane:
-        return self._run(calls.set_lane_capacity(lane, capacity))
+        return self._run(lane_calls.set_lane_capacity(lane, capacity))
 
     def set_lane_max_run(self, lane: str, max_run: timedelta | None) -> Lane:
-        return self._run(calls.set_lane_max_run(lane, max_run))
+        return self._run(lane_calls.set_lane_max_run(lane, max_run))
 
     def set_lane_stall_after(self, lane: str, stall_after: timedelta | None) -> Lane:
-        return self._run(calls.set_lane_stall_after(lane, stall_after))
+        return self._run(lane_calls.set_lane_stall_after(lane, stall_after))
 
     def set_lane_budget(
         self,
@@ -541,12 +367,12 @@ class JobStore(LedgerMethods, OutcomeMethods):
         agent_time_per_day: timedelta | None,
         spend: SpendBudget | None = None,
     ) -> Lane:
-        return self._run(calls.set_lane_budget(lane, runs_per_day, agent_time_per_day, spend))
+        return self._run(lane_calls.set_lane_budget(lane, runs_per_day, agent_time_per_day, spend))
 
     def set_lane_network(self, lane: str, hosts: Sequence[str] | None) -> list[str] | None:
         """The hosts the lane's agents may reach (HOST[:PORT]); [] for no egress, None for no
         list (the host's network). Returns the list as stored."""
-        return self._run(calls.set_lane_network(lane, hosts))
+        return self._run(lane_calls.set_lane_network(lane, hosts))
 
     def set_lane_limits(
         self,
@@ -559,34 +385,34 @@ class JobStore(LedgerMethods, OutcomeMethods):
         """The lane's limits on one attempt: sizes (512M, 2GiB), a number of CPUs, a count of
         processes, each as the store parses it; None keeps the lane's, "none" clears it. Returns
         them as stored."""
-        return self._run(calls.set_lane_limits(lane, memory, cpus, pids, disk))
+        return self._run(lane_calls.set_lane_limits(lane, memory, cpus, pids, disk))
 
     def lane_limits(self, lane: str) -> LaneLimits:
         """The lane's limits on one attempt (each None when it has none)."""
-        return self._run(calls.lane_limits(lane))
+        return self._run(lane_calls.lane_limits(lane))
 
     def lane_network(self, lane: str) -> list[str] | None:
         """The lane's egress allowlist: None when it has none, [] for no egress."""
-        return self._run(calls.lane_network(lane))
+        return self._run(lane_calls.lane_network(lane))
 
     def set_lane_agent(self, lane: str, agent: str | None) -> str | None:
         """The agent CLI profile the lane's jobs run (tireless.runner.agents); None: the worker's
         own. UnknownAgent (TL012) for a profile tireless does not know."""
-        return self._run(calls.set_lane_agent(lane, agent))
+        return self._run(lane_calls.set_lane_agent(lane, agent))
 
     def lane_agent(self, lane: str) -> str | None:
         """The agent CLI profile the lane names, None when it names none."""
-        return self._run(calls.lane_agent(lane))
+        return self._run(lane_calls.lane_agent(lane))
 
     def lane_agents(self) -> dict[str, str]:
         """Every lane that names an agent CLI profile, with it."""
-        return self._run(calls.lane_agents())
+        return self._run(lane_calls.lane_agents())
 
     # Repositories' shares
     def set_repo_capacity(
         self, forge: str, owner: str, repo: str, capacity: int | None
     ) -> RepoLimit:
-        return self._run(calls.set_repo_capacity(forge, owner, repo, capacity))
+        return self._run(lane_calls.set_repo_capacity(forge, owner, repo, capacity))
 
     def set_repo_budget(
         self,
@@ -598,7 +424,7 @@ class JobStore(LedgerMethods, OutcomeMethods):
         spend: SpendBudget | None = None,
     ) -> RepoLimit:
         return self._run(
-            calls.set_repo_budget(forge, owner, repo, runs_per_day, agent_time_per_day, spend)
+            lane_calls.set_repo_budget(forge, owner, repo, runs_per_day, agent_time_per_day, spend)
         )
 
     def set_repo_delivery(
@@ -615,7 +441,7 @@ class JobStore(LedgerMethods, OutcomeMethods):
         """(admin) The tracked repository's delivery policy: a None leaves its setting as it is, a
         list replaces the list, a limit of 0 goes back to the runner's default."""
         return self._run(
-            calls.set_repo_delivery(
+            lane_calls.set_repo_delivery(
                 forge, owner, repo, protected, allowed, allow_ci, max_files, max_bytes
             )
         )
@@ -623,7 +449,7 @@ class JobStore(LedgerMethods, OutcomeMethods):
     def delivery_policy(self, forge: str, owner: str, repo: str) -> RepoDelivery:
         """The delivery policy that applies to the repository's changes, the defaults filled in
         (no globs, CI definitions refused, at most 1000 files and 50 MiB where none is set)."""
-        return self._run(calls.delivery_policy(forge, owner, repo))
+        return self._run(lane_calls.delivery_policy(forge, owner, repo))
 
     def set_repo_revisions(
         self,
@@ -672,13 +498,13 @@ class JobStore(LedgerMethods, OutcomeMethods):
         return self._run(calls.job_network(job_id))
 
     def pause_lane(self, lane: str) -> Lane:
-        return self._run(calls.pause_lane(lane))
+        return self._run(lane_calls.pause_lane(lane))
 
     def resume_lane(self, lane: str) -> Lane:
-        return self._run(calls.resume_lane(lane))
+        return self._run(lane_calls.resume_lane(lane))
 
     def reset_lane_breaker(self, lane: str) -> Lane:
-        return self._run(calls.reset_lane_breaker(lane))
+        return self._run(lane_calls.reset_lane_breaker(lane))
 
     # Holding a job
     def lease(

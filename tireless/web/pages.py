@@ -15,7 +15,7 @@ from starlette.responses import RedirectResponse, Response
 
 from tireless.errors import TirelessError, translated_errors
 from tireless.models import JobKind, JobState, size_text
-from tireless.store import calls, forge_calls, ledger_calls, reads
+from tireless.store import calls, forge_calls, lane_calls, ledger_calls, reads
 from tireless.web import chart, flash, spend, transcript
 from tireless.web.dashboard import dashboard_of
 
@@ -353,9 +353,9 @@ async def run_action(
 
 
 LANE_ACTIONS = {
-    "pause": calls.PAUSE_LANE,
-    "resume": calls.RESUME_LANE,
-    "reset-breaker": calls.RESET_LANE_BREAKER,
+    "pause": lane_calls.PAUSE_LANE,
+    "resume": lane_calls.RESUME_LANE,
+    "reset-breaker": lane_calls.RESET_LANE_BREAKER,
 }
 
 
