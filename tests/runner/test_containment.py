@@ -365,3 +365,42 @@ def test_bwrap_runs_an_agent_users_command_kept_in_a_directory_under_tmp(
     assert done.returncode == 0, done.stderr
     assert (public_dir / "dump").read_text() == "755\n"
     assert db.scalar("SELECT state::text FROM tireless.job") == "delivered"
+
+
+def test_bwrap_runs_an_agent_cli_installed_under_tmp_with_its_whole_package_tree(
+    store: JobStore, db: Database, public_dir: Path, bwrap: None
+) -> None:
+    """An agent CLI installed by npm under a directory of /tmp (a checkout there, as CI's may be):
+    its `.bin` link resolves to a module that loads its siblings and another package of the
+    prefix, so the sandbox binds the whole npm prefix read-only, and nothing beside it."""
+    if os.geteuid() != 0:
+        pytest.skip("--agent-user needs the worker to run as root")
+    enqueue_jobs(store, 1)
+    kept = Path(tempfile.mkdtemp(prefix="tireless-kept-"))
+    try:
+        prefix = kept / "agents" / "cli"
+        package = prefix / "node_modules" / "cli"
+        helper = prefix / "node_modules" / "cli-linux-x64"
+        for directory in (package, helper, prefix / "node_modules" / ".bin"):
+            directory.mkdir(parents=True)
+        (helper / "native.sh").write_text("echo native\n")
+        (package / "lib.sh").write_text('. "$(dirname "$0")/../cli-linux-x64/native.sh"\n')
+        (package / "cli.sh").write_text(
+            '#!/bin/sh\n. "$(dirname "$(readlink -f "$0")")/lib.sh" > "$1/dump"\n'
+            'test -e "$(dirname "$(readlink -f "$0")")/../../../../beside" || echo hidden >> "$1/dump"\n'
+        )
+        (package / "cli.sh").chmod(0o755)
+        (kept / "beside").write_text("not the CLI's\n")
+        (prefix / "node_modules" / ".bin" / "cli").symlink_to("../cli/cli.sh")
+        for directory in [kept, *(p for p in kept.rglob("*") if p.is_dir())]:
+            directory.chmod(0o755)
+        env = clean_environment() | {"DATABASE_URL": db.url}
+        done = run_worker(
+            env, public_dir, "--agent-user", "nobody", "--sandbox", "bwrap",
+            command=[str(prefix / "node_modules" / ".bin" / "cli"), str(public_dir)],
+        )  # fmt: skip
+    finally:
+        shutil.rmtree(kept)
+    assert done.returncode == 0, done.stderr
+    assert (public_dir / "dump").read_text().split() == ["native", "hidden"]
+    assert db.scalar("SELECT state::text FROM tireless.job") == "delivered"

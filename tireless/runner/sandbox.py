@@ -334,14 +334,15 @@ class Bubblewrap(Sandbox):
         if network is not None:
             named += _named_files([network.python])
             command = network.relayed(command, NET_MOUNT)
+        installed = _installations(named)  # an agent CLI's package tree, not its program alone
         own = [cwd, *writable]
         if agent is not None and agent.pw_dir not in ("", "/") and os.path.isdir(agent.pw_dir):
             own.append(Path(agent.pw_dir))  # the agent's own home
         # The directories leading to them too: a workspace under /tmp keeps its parents' modes, so
         # the agent user may enter it again by its path (a CLI's shell tool starts there).
-        for directory in _leading_directories([*named, *map(str, own)]):
+        for directory in _leading_directories([*named, *installed, *map(str, own)]):
             argv += ["--perms", _mode_for(directory, agent), "--dir", directory]
-        for path in dict.fromkeys(named):
+        for path in [*installed, *dict.fromkeys(named)]:
             argv += ["--ro-bind", path, path]
         for path in map(str, own):
             if path != "/":  # a worker started in / (systemd's default) does not make / writable
@@ -633,6 +634,25 @@ def _mode_for(directory: str, agent: pwd.struct_passwd | None) -> str:
         elif info.st_gid == agent.pw_gid:
             mode |= (mode >> 3) & 0o5
     return f"{mode:04o}"
+
+
+def _installations(files: Sequence[str]) -> list[str]:
+    """The installations under /tmp that COMMAND's files belong to: the npm prefix holding a
+    `node_modules` on a file's path (a CLI's `.bin` link, the module it resolves to, the packages
+    it loads beside it), or the virtual environment (`pyvenv.cfg`) holding it. Bound whole and
+    read-only, since a program alone would not run without the rest of its tree."""
+    found: set[str] = set()
+    for file in files:
+        parents = Path(file).parents
+        for parent in parents:
+            if parent == Path("/tmp") or not parent.is_relative_to("/tmp"):
+                break
+            if parent.name == "node_modules" or (parent / "pyvenv.cfg").is_file():
+                found.add(str(parent.parent if parent.name == "node_modules" else parent))
+    # The outermost of nested ones (a package's own node_modules inside the prefix's).
+    return sorted(
+        path for path in found if not any(Path(path).is_relative_to(o) and path != o for o in found)
+    )
 
 
 def _named_files(command: Sequence[str]) -> list[str]:
