@@ -23,7 +23,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -342,7 +342,7 @@ class Bubblewrap(Sandbox):
         # the agent user may enter it again by its path (a CLI's shell tool starts there).
         for directory in _leading_directories([*named, *installed, *map(str, own)]):
             argv += ["--perms", _mode_for(directory, agent), "--dir", directory]
-        for path in [*installed, *dict.fromkeys(named)]:
+        for path in [*installed, *_outside(dict.fromkeys(named), installed)]:
             argv += ["--ro-bind", path, path]
         for path in map(str, own):
             if path != "/":  # a worker started in / (systemd's default) does not make / writable
@@ -653,6 +653,12 @@ def _installations(files: Sequence[str]) -> list[str]:
     return sorted(
         path for path in found if not any(Path(path).is_relative_to(o) and path != o for o in found)
     )
+
+
+def _outside(files: Iterable[str], directories: Sequence[str]) -> list[str]:
+    """The files not in one of `directories`: bound with it already (bwrap cannot bind a file
+    over a link inside a read-only bind)."""
+    return [f for f in files if not any(Path(f).is_relative_to(d) for d in directories)]
 
 
 def _named_files(command: Sequence[str]) -> list[str]:
