@@ -230,6 +230,23 @@ COMMENT ON FUNCTION tireless.repo_usage_spent(text, text, text) IS
     'null otherwise.';
 REVOKE ALL ON FUNCTION tireless.repo_usage_spent(text, text, text) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
 
+-- The note of the lane's budget, else the repository's, of a scope (the issue, the job, the
+-- attempt) that its spend reached; null when neither is reached.
+CREATE OR REPLACE FUNCTION tireless.scope_spent(tokens bigint, cost numeric, lane_tokens bigint, lane_cost numeric,
+                                                repo_tokens bigint, repo_cost numeric, scope text, job tireless.job)
+    RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN coalesce(
+        tireless.spent_budget(scope_spent.tokens, scope_spent.cost, scope_spent.lane_tokens, scope_spent.lane_cost,
+                              format('for the %s (lane %s)', scope_spent.scope, (scope_spent.job).lane)),
+        tireless.spent_budget(scope_spent.tokens, scope_spent.cost, scope_spent.repo_tokens, scope_spent.repo_cost,
+                              format('for the %s (repository %s/%s/%s)', scope_spent.scope, (scope_spent.job).forge,
+                                     (scope_spent.job).owner, (scope_spent.job).repo)));
+COMMENT ON FUNCTION tireless.scope_spent(bigint, numeric, bigint, numeric, bigint, numeric, text, tireless.job) IS
+    'The note of the job''s lane''s budget of a scope (issue, job, attempt) that its spend reached, else its '
+    'repository''s (token budget spent: 3,612 of 3,000 tokens for the job (lane cc)); null when neither is reached.';
+REVOKE ALL ON FUNCTION tireless.scope_spent(bigint, numeric, bigint, numeric, bigint, numeric, text, tireless.job) FROM PUBLIC, tireless_runner, tireless_poller, tireless_admin;
+
 -- What the gateway may do next for a held job: {"budgeted": whether any budget of tokens or cost
 -- applies, "spent": null, or "issue", "job", "attempt" or "day", "note": the spent budget's note}.
 CREATE OR REPLACE FUNCTION tireless.allowance_of(job tireless.job) RETURNS jsonb
@@ -245,22 +262,16 @@ BEGIN
     SELECT * INTO repo_row FROM tireless.repo_limit l WHERE (l.forge, l.owner, l.repo) = (job.forge, job.owner, job.repo);
     IF num_nonnulls(lane_row.tokens_per_issue, lane_row.cost_per_issue, repo_row.tokens_per_issue, repo_row.cost_per_issue) > 0 THEN
         spent := tireless.issue_spend(job.forge, job.owner, job.repo, job.number);
-        note := coalesce(
-            tireless.spent_budget(spent.tokens, spent.cost, lane_row.tokens_per_issue, lane_row.cost_per_issue,
-                                  format('for the issue (lane %s)', job.lane)),
-            tireless.spent_budget(spent.tokens, spent.cost, repo_row.tokens_per_issue, repo_row.cost_per_issue,
-                                  format('for the issue (repository %s/%s/%s)', job.forge, job.owner, job.repo)));
+        note := tireless.scope_spent(spent.tokens, spent.cost, lane_row.tokens_per_issue, lane_row.cost_per_issue,
+                                     repo_row.tokens_per_issue, repo_row.cost_per_issue, 'issue', job);
         IF note IS NOT NULL THEN
             RETURN jsonb_build_object('budgeted', true, 'spent', 'issue', 'note', note);
         END IF;
     END IF;
     IF num_nonnulls(lane_row.tokens_per_job, lane_row.cost_per_job, repo_row.tokens_per_job, repo_row.cost_per_job) > 0 THEN
         spent := tireless.spend_of(job.id, NULL, NULL, NULL, NULL);
-        note := coalesce(
-            tireless.spent_budget(spent.tokens, spent.cost, lane_row.tokens_per_job, lane_row.cost_per_job,
-                                  format('for the job (lane %s)', job.lane)),
-            tireless.spent_budget(spent.tokens, spent.cost, repo_row.tokens_per_job, repo_row.cost_per_job,
-                                  format('for the job (repository %s/%s/%s)', job.forge, job.owner, job.repo)));
+        note := tireless.scope_spent(spent.tokens, spent.cost, lane_row.tokens_per_job, lane_row.cost_per_job,
+                                     repo_row.tokens_per_job, repo_row.cost_per_job, 'job', job);
         IF note IS NOT NULL THEN
             RETURN jsonb_build_object('budgeted', true, 'spent', 'job', 'note', note);
         END IF;
@@ -268,11 +279,8 @@ BEGIN
     IF num_nonnulls(lane_row.tokens_per_attempt, lane_row.cost_per_attempt, repo_row.tokens_per_attempt,
                     repo_row.cost_per_attempt) > 0 THEN
         spent := tireless.attempt_spend(job.id, job.attempts);
-        note := coalesce(
-            tireless.spent_budget(spent.tokens, spent.cost, lane_row.tokens_per_attempt, lane_row.cost_per_attempt,
-                                  format('for the attempt (lane %s)', job.lane)),
-            tireless.spent_budget(spent.tokens, spent.cost, repo_row.tokens_per_attempt, repo_row.cost_per_attempt,
-                                  format('for the attempt (repository %s/%s/%s)', job.forge, job.owner, job.repo)));
+        note := tireless.scope_spent(spent.tokens, spent.cost, lane_row.tokens_per_attempt, lane_row.cost_per_attempt,
+                                     repo_row.tokens_per_attempt, repo_row.cost_per_attempt, 'attempt', job);
         IF note IS NOT NULL THEN
             RETURN jsonb_build_object('budgeted', true, 'spent', 'attempt', 'note', note);
         END IF;

@@ -703,22 +703,16 @@ BEGIN
     SELECT * INTO repo_row FROM tireless.repo_limit l WHERE (l.forge, l.owner, l.repo) = (job.forge, job.owner, job.repo);
     IF num_nonnulls(lane_row.tokens_per_issue, lane_row.cost_per_issue, repo_row.tokens_per_issue, repo_row.cost_per_issue) > 0 THEN
         spent := tireless.issue_spend(job.forge, job.owner, job.repo, job.number);
-        note := coalesce(
-            tireless.spent_budget(spent.tokens, spent.cost, lane_row.tokens_per_issue, lane_row.cost_per_issue,
-                                  format('for the issue (lane %s)', job.lane)),
-            tireless.spent_budget(spent.tokens, spent.cost, repo_row.tokens_per_issue, repo_row.cost_per_issue,
-                                  format('for the issue (repository %s/%s/%s)', job.forge, job.owner, job.repo)));
+        note := tireless.scope_spent(spent.tokens, spent.cost, lane_row.tokens_per_issue, lane_row.cost_per_issue,
+                                     repo_row.tokens_per_issue, repo_row.cost_per_issue, 'issue', job);
         IF note IS NOT NULL THEN
             RETURN jsonb_build_object('budgeted', true, 'spent', 'issue', 'note', note);
         END IF;
     END IF;
     IF num_nonnulls(lane_row.tokens_per_job, lane_row.cost_per_job, repo_row.tokens_per_job, repo_row.cost_per_job) > 0 THEN
         spent := tireless.spend_of(job.id, NULL, NULL, NULL, NULL);
-        note := coalesce(
-            tireless.spent_budget(spent.tokens, spent.cost, lane_row.tokens_per_job, lane_row.cost_per_job,
-                                  format('for the job (lane %s)', job.lane)),
-            tireless.spent_budget(spent.tokens, spent.cost, repo_row.tokens_per_job, repo_row.cost_per_job,
-                                  format('for the job (repository %s/%s/%s)', job.forge, job.owner, job.repo)));
+        note := tireless.scope_spent(spent.tokens, spent.cost, lane_row.tokens_per_job, lane_row.cost_per_job,
+                                     repo_row.tokens_per_job, repo_row.cost_per_job, 'job', job);
         IF note IS NOT NULL THEN
             RETURN jsonb_build_object('budgeted', true, 'spent', 'job', 'note', note);
         END IF;
@@ -726,11 +720,8 @@ BEGIN
     IF num_nonnulls(lane_row.tokens_per_attempt, lane_row.cost_per_attempt, repo_row.tokens_per_attempt,
                     repo_row.cost_per_attempt) > 0 THEN
         spent := tireless.attempt_spend(job.id, job.attempts);
-        note := coalesce(
-            tireless.spent_budget(spent.tokens, spent.cost, lane_row.tokens_per_attempt, lane_row.cost_per_attempt,
-                                  format('for the attempt (lane %s)', job.lane)),
-            tireless.spent_budget(spent.tokens, spent.cost, repo_row.tokens_per_attempt, repo_row.cost_per_attempt,
-                                  format('for the attempt (repository %s/%s/%s)', job.forge, job.owner, job.repo)));
+        note := tireless.scope_spent(spent.tokens, spent.cost, lane_row.tokens_per_attempt, lane_row.cost_per_attempt,
+                                     repo_row.tokens_per_attempt, repo_row.cost_per_attempt, 'attempt', job);
         IF note IS NOT NULL THEN
             RETURN jsonb_build_object('budgeted', true, 'spent', 'attempt', 'note', note);
         END IF;
@@ -10112,6 +10103,20 @@ $$;
 COMMENT ON FUNCTION tireless.safe_report_text(body text) IS 'An agent''s report made safe to post as markdown: safe_comment_text, and a zero-width space after every < and inside every ![ so that no HTML tag opens and no image loads.';
 
 --
+-- Name: scope_spent(bigint, numeric, bigint, numeric, bigint, numeric, text, tireless.job); Type: FUNCTION; Schema: tireless; Owner: -
+--
+
+CREATE FUNCTION tireless.scope_spent(tokens bigint, cost numeric, lane_tokens bigint, lane_cost numeric, repo_tokens bigint, repo_cost numeric, scope text, job tireless.job) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN COALESCE(tireless.spent_budget(tokens, cost, lane_tokens, lane_cost, format('for the %s (lane %s)'::text, scope, (job).lane)), tireless.spent_budget(tokens, cost, repo_tokens, repo_cost, format('for the %s (repository %s/%s/%s)'::text, scope, (job).forge, (job).owner, (job).repo)));
+
+--
+-- Name: FUNCTION scope_spent(tokens bigint, cost numeric, lane_tokens bigint, lane_cost numeric, repo_tokens bigint, repo_cost numeric, scope text, job tireless.job); Type: COMMENT; Schema: tireless; Owner: -
+--
+
+COMMENT ON FUNCTION tireless.scope_spent(tokens bigint, cost numeric, lane_tokens bigint, lane_cost numeric, repo_tokens bigint, repo_cost numeric, scope text, job tireless.job) IS 'The note of the job''s lane''s budget of a scope (issue, job, attempt) that its spend reached, else its repository''s (token budget spent: 3,612 of 3,000 tokens for the job (lane cc)); null when neither is reached.';
+
+--
 -- Name: set_forge_app(text, bigint, text); Type: FUNCTION; Schema: tireless; Owner: -
 --
 
@@ -16243,6 +16248,12 @@ REVOKE ALL ON FUNCTION tireless.safe_comment_text(body text) FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION tireless.safe_report_text(body text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION scope_spent(tokens bigint, cost numeric, lane_tokens bigint, lane_cost numeric, repo_tokens bigint, repo_cost numeric, scope text, job tireless.job); Type: ACL; Schema: tireless; Owner: -
+--
+
+REVOKE ALL ON FUNCTION tireless.scope_spent(tokens bigint, cost numeric, lane_tokens bigint, lane_cost numeric, repo_tokens bigint, repo_cost numeric, scope text, job tireless.job) FROM PUBLIC;
 
 --
 -- Name: FUNCTION set_forge_app(name text, app_id bigint, app_key_file text); Type: ACL; Schema: tireless; Owner: -
